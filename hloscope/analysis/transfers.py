@@ -1,0 +1,158 @@
+"""Find every instruction that moves data between device and host memory.
+
+Pass: ``find_host_transfers(module, callgraph, host_space=5) -> list[HostTransfer]``.
+
+Recognised, in scheduled computations only (fused bodies run inside their op):
+- ``copy-start`` with the host memory space on one side;
+- async ops (``async-start`` in dumps, ``fusion-start`` etc. in ``as_text()``)
+  whose operands or result live in host memory: the wrapped computation's core
+  op (``dynamic-update-slice``, ``dynamic-slice``, ``copy``) decides the bytes;
+- synchronous ops (``copy``, fusions) with host memory on exactly one side;
+- in unoptimized modules, the ``annotate_device_placement`` custom calls
+  (``_xla_buffer_placement``) and the older ``MoveToHost``/``MoveToDevice``.
+Bytes are those moved per execution (the slice), never the whole host buffer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hloscope.analysis.callgraph import CallGraph
+from hloscope.analysis.opclass import (
+    CONTROL_FLOW, DONE_OPCODES, custom_call_target, is_free,
+)
+from hloscope.hlo.model import Instruction, Module
+from hloscope.hlo.shape import HOST_MEMORY_SPACE, Shape
+
+TO_HOST = "to_host"
+TO_DEVICE = "to_device"
+
+
+@dataclass(frozen=True)
+class HostTransfer:
+    """One host transfer instruction (the start of an async one).
+
+    instruction: the start (async) or the op itself (sync, annotation).
+    computation: enclosing computation. direction: ``to_host`` or ``to_device``.
+    op: what moves the data (``dynamic-update-slice``, ``copy`` ...).
+    bytes: bytes moved per execution. executions: runs per step.
+    is_async: a start/done pair. is_annotation: an unoptimized-module marker.
+    """
+
+    instruction: Instruction
+    computation: str
+    direction: str
+    op: str
+    bytes: int
+    executions: int
+    is_async: bool
+    is_annotation: bool = False
+
+
+def _core_op(module: Module, ins: Instruction) -> Instruction | None:
+    """The instruction doing the work inside an async/fusion wrapper."""
+    seen = 0
+    cur: Instruction | None = ins
+    while cur is not None and cur.opcode in ("async-start", "fusion") and seen < 8:
+        called = cur.called_computations
+        if not called or called[0] not in module.computations:
+            return cur
+        cur = module.computations[called[0]].root
+        seen += 1
+    return cur
+
+
+def _is_array(s: Shape) -> bool:
+    return not s.is_tuple and s.element_type not in ("token", "opaque") and len(s.dims) > 0
+
+
+def _classify(out_shape: Shape, operand_shapes: list[Shape], host: int) -> str:
+    out_host = out_shape.in_memory_space(host)
+    arrays = [s for s in operand_shapes if _is_array(s)]
+    in_host = any(s.memory_space == host for s in arrays)
+    in_dev = any(s.memory_space != host for s in arrays)
+    out_dev = any(leaf.memory_space != host for leaf in out_shape.leaves() if _is_array(leaf))
+    if out_host and in_dev:
+        return TO_HOST
+    if in_host and out_dev and not out_host:
+        return TO_DEVICE
+    return ""
+
+
+def _moved_bytes(module: Module, direction: str, core: Instruction | None, out_shape: Shape,
+                 operand_shapes: list[Shape], host: int) -> tuple[int, str]:
+    op = core.opcode if core is not None else "copy"
+    if core is not None and op == "copy" and core.operands:
+        # XLA wraps a host-side dynamic-slice as copy(dynamic-slice(...)).
+        src = module.computations[core.computation].by_name.get(core.operands[0])
+        if src is not None and src.opcode == "dynamic-slice":
+            op = "dynamic-slice"
+    if core is not None and op == "dynamic-update-slice" and len(core.operands) > 1:
+        # In-place update of the host buffer: only the update crosses the link.
+        owner = module.computations[core.computation].by_name
+        return owner[core.operands[1]].shape.byte_size, op
+    if direction == TO_DEVICE:
+        return sum(leaf.byte_size for leaf in out_shape.leaves() if leaf.memory_space != host), op
+    dev = sum(s.byte_size for s in operand_shapes if _is_array(s) and s.memory_space != host)
+    host_out = sum(leaf.byte_size for leaf in out_shape.leaves() if leaf.memory_space == host)
+    return min(dev, host_out) if dev else host_out, op
+
+
+def find_host_transfers(module: Module, cg: CallGraph, host_space: int = HOST_MEMORY_SPACE) -> list[HostTransfer]:
+    out: list[HostTransfer] = []
+    for cname in module.computations:
+        if cname not in cg.scheduled:
+            continue
+        comp = module.computations[cname]
+        execs = cg.executions.get(cname, 1)
+        table = comp.by_name
+        for ins in comp.instructions:
+            op = ins.opcode
+            if op in DONE_OPCODES or op == "async-update" or op in CONTROL_FLOW:
+                continue
+            if op == "custom-call":
+                t = _annotation_direction(ins)
+                if t:
+                    size = table[ins.operands[0]].shape.byte_size if ins.operands else ins.shape.byte_size
+                    out.append(HostTransfer(ins, cname, t, custom_call_target(ins), size, execs, False, True))
+                    continue
+            if is_free(ins) or op in ("all-gather-start", "all-reduce-start", "collective-permute-start",
+                                      "send", "recv"):
+                continue
+            operand_shapes = [table[o].shape for o in ins.operands if o in table]
+            if op == "copy-start":
+                result = ins.shape.tuple_element(0) or ins.shape
+                direction = _classify(result, operand_shapes, host_space)
+                if direction:
+                    size = result.byte_size if direction == TO_HOST else operand_shapes[0].byte_size
+                    out.append(HostTransfer(ins, cname, direction, "copy", size, execs, True))
+                continue
+            if op == "async-start":
+                result = ins.shape.tuple_element(1) or ins.shape
+                direction = _classify(result, operand_shapes, host_space)
+                if direction:
+                    core = _core_op(module, ins)
+                    size, core_op = _moved_bytes(module, direction, core, result, operand_shapes, host_space)
+                    out.append(HostTransfer(ins, cname, direction, core_op, size, execs, True))
+                continue
+            direction = _classify(ins.shape, operand_shapes, host_space)
+            if direction:
+                core = _core_op(module, ins) if op == "fusion" else ins
+                size, core_op = _moved_bytes(module, direction, core, ins.shape, operand_shapes, host_space)
+                out.append(HostTransfer(ins, cname, direction, core_op, size, execs, False))
+    return out
+
+
+def _annotation_direction(ins: Instruction) -> str:
+    target = custom_call_target(ins)
+    if target == "MoveToHost":
+        return TO_HOST
+    if target == "MoveToDevice":
+        return TO_DEVICE
+    if target == "annotate_device_placement":
+        placement = ins.frontend_attributes.get("_xla_buffer_placement", "")
+        if placement in ("pinned_host", "unpinned_host"):
+            return TO_HOST
+        if placement == "device":
+            return TO_DEVICE
+    return ""

@@ -1,0 +1,44 @@
+"""The Python API: ``analyze`` (no JAX needed) and ``compile_step`` (lazy JAX)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from hloscope.analysis.report import Report, analyze_module
+from hloscope.hlo.loader import load_module
+from hloscope.hlo.model import Module
+from hloscope.hlo.parser import parse_hlo
+from hloscope.hlo.shape import HOST_MEMORY_SPACE
+from hloscope.targets import DEFAULT_TARGET, Target, get_target
+
+
+def analyze(x: Any, target: Target | str = DEFAULT_TARGET, host_space: int = HOST_MEMORY_SPACE) -> Report:
+    """Analyze HLO text, a path (file or dump folder), a parsed Module, or a
+    ``jax.stages.Compiled`` / ``Lowered``; returns the :class:`Report`."""
+    tgt = get_target(target) if isinstance(target, str) else target
+    if isinstance(x, Module):
+        module = x
+    elif isinstance(x, os.PathLike):
+        module = load_module(os.fspath(x))
+    elif isinstance(x, str):
+        module = parse_hlo(x) if x.lstrip().startswith("HloModule") else load_module(x)
+    elif hasattr(x, "as_text") and hasattr(x, "memory_analysis"):  # jax.stages.Compiled
+        module = parse_hlo(x.as_text(), "<compiled>")
+    elif hasattr(x, "compile") and hasattr(x, "as_text"):  # jax.stages.Lowered
+        module = parse_hlo(x.compile().as_text(), "<compiled>")
+    else:
+        raise TypeError(f"cannot analyze {type(x).__name__}: give HLO text, a path, or a jax Compiled/Lowered")
+    return analyze_module(module, tgt, host_space)
+
+
+def compile_step(fn: Any, *abstract_args: Any, target: Target | str = DEFAULT_TARGET, devices: int = 8,
+                 mesh: Any = None, mesh_axes: Any = None, flags: dict[str, Any] | None = None,
+                 lhs: bool | None = True, pipelined_offload: bool | None = True) -> tuple[Any, Report]:
+    """Compile ``fn`` for compile-only GPUs and analyze it: (CompileResult, Report)."""
+    from hloscope.compile.deviceless import compile_step as _compile
+
+    result = _compile(fn, *abstract_args, target=target, devices=devices, mesh=mesh, mesh_axes=mesh_axes,
+                      flags=flags, lhs=lhs, pipelined_offload=pipelined_offload)
+    module = parse_hlo(result.optimized_hlo, "<compiled>")
+    return result, analyze_module(module, get_target(target) if isinstance(target, str) else target)

@@ -1,0 +1,193 @@
+"""compile: compile a training step for a GPU target on this machine (no GPU needed).
+
+Either a built-in --workload (mlp, llama, deepseek, or a preset such as
+llama3-405b) or your own --fn package.module:function with --args. Writes an
+artifact folder (--out) with the optimized and unoptimized HLO, memory figures,
+flags, versions and the analysis, then prints the report.
+Exit codes: 0 ok, 1 --fail-on hit, 2 bad input, 3 unknown name, 4 trace failed,
+5 XLA compile failed, 6 out of host memory, 7 jax missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from hloscope.cli.analyze import add_report_options, check_fail_on, write_output
+from hloscope.errors import EXIT_BAD_INPUT, EXIT_TRACE_FAILED, HloscopeError
+
+
+def add_compile_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--devices", type=int, default=8, help="compile-only GPUs in the mesh (default 8)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a workload setting (layers=4, batch=2, seq=1024, scan=false ...)")
+    p.add_argument("--policy", choices=["offload", "remat", "save"], help="what to do with tagged activations")
+    p.add_argument("--lhs", action=argparse.BooleanOptionalAction, default=True,
+                   help="latency hiding scheduler (default on)")
+    p.add_argument("--pipelined-offload", action=argparse.BooleanOptionalAction, default=True,
+                   help="pipelined host offloading (default on)")
+    p.add_argument("--xla-flag", action="append", default=[], metavar="NAME=VALUE",
+                   help="extra XLA compiler option, e.g. xla_gpu_enable_while_loop_double_buffering=true")
+
+
+def parse_sets(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        k, eq, v = item.partition("=")
+        if not eq or not k:
+            raise HloscopeError(f"--set wants KEY=VALUE, got '{item}'", EXIT_BAD_INPUT)
+        out[k.strip()] = v.strip()
+    return out
+
+
+_ARG_RE = re.compile(r"^\s*([a-z0-9]+)\[([0-9,\s]*)\]\s*(?:@\s*(.*))?$")
+
+
+def parse_args_spec(spec: str, mesh: Any) -> tuple[Any, ...]:
+    """``bf16[512,1024]@fsdp,None; s32[64]`` -> sharded ShapeDtypeStructs."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    out = []
+    for i, item in enumerate(s for s in spec.split(";") if s.strip()):
+        m = _ARG_RE.match(item)
+        if m is None:
+            raise HloscopeError(f"--args item {i + 1} '{item.strip()}': expected dtype[d0,d1,...]@axis,...",
+                                EXIT_BAD_INPUT)
+        try:
+            dtype = jnp.dtype(m.group(1).replace("bf16", "bfloat16").replace("f32", "float32")
+                              .replace("f16", "float16").replace("s32", "int32").replace("s8", "int8"))
+        except TypeError:
+            raise HloscopeError(f"--args item {i + 1}: unknown dtype '{m.group(1)}'", EXIT_BAD_INPUT) from None
+        dims = tuple(int(d) for d in m.group(2).split(",") if d.strip())
+        axes = [None if a.strip() in ("None", "_", "") else a.strip() for a in (m.group(3) or "").split(",")]
+        if m.group(3) is None:
+            axes = []
+        for a in axes:
+            if a is not None and a not in mesh.axis_names:
+                raise HloscopeError(f"--args item {i + 1}: mesh has no axis '{a}' (axes: {', '.join(mesh.axis_names)})",
+                                    EXIT_BAD_INPUT)
+        out.append(jax.ShapeDtypeStruct(dims, dtype, sharding=NamedSharding(mesh, PartitionSpec(*axes))))
+    return tuple(out)
+
+
+def load_user_fn(ref: str) -> Any:
+    mod_name, colon, fn_name = ref.partition(":")
+    if not colon or not mod_name or not fn_name:
+        raise HloscopeError(f"--fn wants package.module:function, got '{ref}'", EXIT_BAD_INPUT)
+    sys.path.insert(0, str(Path.cwd()))
+    try:
+        mod = importlib.import_module(mod_name)
+    except Exception as e:
+        raise HloscopeError(f"cannot import '{mod_name}': {type(e).__name__}: {e}", EXIT_TRACE_FAILED) from None
+    finally:
+        sys.path.pop(0)
+    fn = getattr(mod, fn_name, None)
+    if not callable(fn):
+        raise HloscopeError(f"'{mod_name}' has no function '{fn_name}'", EXIT_TRACE_FAILED)
+    return fn
+
+
+def compile_workload(workload: str, sets: dict[str, str], policy: str | None, target: str, devices: int,
+                     lhs: bool, pipelined: bool, xla_flags: list[str]) -> tuple[Any, Any, dict[str, Any]]:
+    """Compile a built-in workload; returns (CompileResult, Report, manifest extras)."""
+    from hloscope.analysis.report import analyze_module
+    from hloscope.compile import workloads
+    from hloscope.compile.deviceless import compile_step, make_mesh, parse_flag
+    from hloscope.hlo.parser import parse_hlo
+    from hloscope.targets import get_target
+
+    if policy:
+        sets = dict(sets, policy=policy)
+    wl, cfg = workloads.resolve(workload, sets)
+    tgt = get_target(target)
+    flags = dict(parse_flag(f) for f in xla_flags)
+    mesh = make_mesh(tgt, devices)
+    fn, args = wl.build(cfg, mesh)
+    result = compile_step(fn, *args, mesh=mesh, target=tgt, flags=flags, lhs=lhs, pipelined_offload=pipelined,
+                          donate_argnums=(0, 1, 2))
+    report = analyze_module(parse_hlo(result.optimized_hlo, "<compiled>"), tgt)
+    return result, report, {"workload": wl.name, "config": dataclasses.asdict(cfg)}
+
+
+class CompileCommand:
+    """compile: compile a training step for a GPU target on this machine (no GPU needed).
+
+    Either a built-in --workload (mlp, llama, deepseek, or a preset such as
+    llama3-405b) or your own --fn package.module:function with --args. Writes an
+    artifact folder (--out) with the optimized and unoptimized HLO, memory
+    figures, flags, versions and the analysis, then prints the report.
+    Exit codes: 0 ok, 1 --fail-on hit, 2 bad input, 3 unknown name, 4 trace
+    failed, 5 XLA compile failed, 6 out of host memory, 7 jax missing.
+    """
+
+    def prepare_parser(self, p: argparse.ArgumentParser) -> None:
+        src = p.add_mutually_exclusive_group()
+        src.add_argument("--workload", default="llama", help="mlp, llama, deepseek or a preset (default llama)")
+        src.add_argument("--fn", metavar="MODULE:FUNCTION", help="your own step function")
+        p.add_argument("--args", default="", metavar="SPEC",
+                       help="with --fn: abstract arguments, e.g. 'bf16[512,1024]@fsdp,None; bf16[64,512]@fsdp'")
+        p.add_argument("--out", default="", metavar="DIR", help="artifact folder (default hloscope-out/NAME)")
+        add_compile_options(p)
+        add_report_options(p)
+
+    def run(self, args: argparse.Namespace) -> int:
+        from hloscope.compile.artifacts import manifest, write_artifacts
+        from hloscope.render import get_renderer
+        from hloscope.targets import get_target
+
+        get_target(args.target)  # fail fast on a bad name, before importing jax
+        renderer = get_renderer("json" if args.json else (args.format or "table"))
+        if args.fn:
+            result, report, extra = self._compile_fn(args)
+            name = args.fn.replace(":", ".")
+        else:
+            result, report, extra = compile_workload(args.workload, parse_sets(args.set), args.policy, args.target,
+                                                     args.devices, args.lhs, args.pipelined_offload, args.xla_flag)
+            name = f"{args.workload}-{extra['config']['policy']}-{args.target}-{args.devices}"
+        report.extra["compile"] = {"memory": result.memory, "xla_options": result.options,
+                                   "compile_seconds": round(result.compile_seconds, 3), **extra}
+        from hloscope.render.json_report import JsonRenderer
+        from hloscope.render.table import TableRenderer
+
+        files = {
+            "optimized.hlo.txt": result.optimized_hlo,
+            "unoptimized.hlo.txt": result.unoptimized_hlo,
+            "manifest.json": manifest(result, extra),
+            "report.json": JsonRenderer().render(report),
+            "report.txt": TableRenderer().render(report),
+            **result.extra_files,
+        }
+        out = write_artifacts(Path(args.out or f"hloscope-out/{name}"), files)
+        text = renderer.render(report)
+        if renderer.extension == ".txt":
+            m = result.memory
+            text += (f"memory per device: peak {m['peak_memory_in_bytes'] / 2**30:.2f} GiB, host "
+                     f"{m['host_total_bytes'] / 2**30:.2f} GiB; compiled in {result.compile_seconds:.1f} s; "
+                     f"artifacts in {out}\n")
+        write_output(text, args.output)
+        return check_fail_on(report.to_dict(), args.fail_on) if args.fail_on else 0
+
+    def _compile_fn(self, args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any]]:
+        from hloscope.analysis.report import analyze_module
+        from hloscope.compile.deviceless import compile_step, make_mesh, parse_flag
+        from hloscope.hlo.parser import parse_hlo
+        from hloscope.targets import get_target
+
+        if not args.args:
+            raise HloscopeError("--fn needs --args describing its abstract arguments", EXIT_BAD_INPUT)
+        tgt = get_target(args.target)
+        flags = dict(parse_flag(f) for f in args.xla_flag)
+        mesh = make_mesh(tgt, args.devices)
+        fn = load_user_fn(args.fn)
+        abstract = parse_args_spec(args.args, mesh)
+        result = compile_step(fn, *abstract, mesh=mesh, target=tgt, flags=flags, lhs=args.lhs,
+                              pipelined_offload=args.pipelined_offload)
+        report = analyze_module(parse_hlo(result.optimized_hlo, "<compiled>"), tgt)
+        return result, report, {"fn": args.fn, "args": args.args}

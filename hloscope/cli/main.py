@@ -1,0 +1,72 @@
+"""``hloscope`` entry point: a registry of subcommands, one class each.
+
+Each command has ``prepare_parser(parser)`` and ``run(args) -> int``; its
+docstring is its help. Every user-facing failure is a ``HloscopeError`` printed
+on one line as ``hloscope: error: ...`` with its documented exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Protocol
+
+from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+
+
+class Command(Protocol):
+    def prepare_parser(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def run(self, args: argparse.Namespace) -> int: ...
+
+
+def _commands() -> dict[str, Command]:
+    from hloscope.cli.analyze import AnalyzeCommand
+    from hloscope.cli.compile import CompileCommand
+    from hloscope.cli.sweep import SweepCommand
+    from hloscope.cli.targets import TargetsCommand
+
+    return {"analyze": AnalyzeCommand(), "compile": CompileCommand(), "sweep": SweepCommand(),
+            "targets": TargetsCommand()}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise HloscopeError(f"{self.prog}: {message}", EXIT_BAD_INPUT)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from hloscope import __version__
+
+    parser = _Parser(prog="hloscope", description="Did my host offloading get hidden, and if not, why not?")
+    parser.add_argument("--version", action="version", version=f"hloscope {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, cmd in _commands().items():
+        doc = (type(cmd).__doc__ or "").strip()
+        p = sub.add_parser(name, help=doc.splitlines()[0] if doc else "", description=doc,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        cmd.prepare_parser(p)
+        p.set_defaults(_command=cmd)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if not getattr(args, "_command", None):
+            parser.print_help()
+            return EXIT_BAD_INPUT
+        return int(args._command.run(args))
+    except HloscopeError as e:
+        print(f"hloscope: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("hloscope: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def entry() -> None:
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Deviceless compilation for GPU targets. The only layer that imports JAX (lazily)."""

@@ -1,0 +1,70 @@
+"""Built-in workloads: name -> (config class, presets, builder).
+
+A builder takes a config and a mesh and returns ``(step_fn, abstract_args)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from hloscope.compile.workloads import deepseek, llama, mlp
+from hloscope.compile.workloads.common import POLICIES
+from hloscope.errors import EXIT_BAD_INPUT, EXIT_UNKNOWN_NAME, HloscopeError
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    config_class: type
+    presets: dict[str, Any]
+    default_preset: str
+    build: Callable[[Any, Any], tuple[Any, tuple[Any, ...]]]
+
+
+WORKLOADS: dict[str, Workload] = {
+    "mlp": Workload("mlp", mlp.MlpConfig, mlp.PRESETS, "mlp-tiny", mlp.build),
+    "llama": Workload("llama", llama.LlamaConfig, llama.PRESETS, "llama-tiny", llama.build),
+    "deepseek": Workload("deepseek", deepseek.DeepSeekConfig, deepseek.PRESETS, "deepseek-tiny", deepseek.build),
+}
+
+
+def all_presets() -> dict[str, tuple[Workload, Any]]:
+    return {p: (w, cfg) for w in WORKLOADS.values() for p, cfg in w.presets.items()}
+
+
+def resolve(name: str, overrides: dict[str, str] | None = None) -> tuple[Workload, Any]:
+    """A workload or preset name plus ``key=value`` overrides -> (workload, config)."""
+    presets = all_presets()
+    if name in WORKLOADS:
+        wl = WORKLOADS[name]
+        cfg = wl.presets[wl.default_preset]
+    elif name in presets:
+        wl, cfg = presets[name]
+    else:
+        raise HloscopeError(
+            f"unknown workload '{name}'; choose one of: {', '.join(list(WORKLOADS) + list(presets))}",
+            EXIT_UNKNOWN_NAME)
+    changes: dict[str, Any] = {}
+    fields = {f.name: f for f in dataclasses.fields(cfg)}
+    for key, raw in (overrides or {}).items():
+        if key not in fields:
+            raise HloscopeError(f"workload '{wl.name}' has no setting '{key}'; settings: {', '.join(fields)}",
+                                EXIT_BAD_INPUT)
+        current = getattr(cfg, key)
+        try:
+            if isinstance(current, bool):
+                if raw.lower() not in ("true", "false", "1", "0"):
+                    raise ValueError(raw)
+                changes[key] = raw.lower() in ("true", "1")
+            else:
+                changes[key] = type(current)(raw)
+        except ValueError:
+            raise HloscopeError(f"setting '{key}' wants a {type(current).__name__}, got '{raw}'",
+                                EXIT_BAD_INPUT) from None
+    cfg = dataclasses.replace(cfg, **changes)
+    if cfg.policy not in POLICIES:
+        raise HloscopeError(f"unknown policy '{cfg.policy}'; choose one of: {', '.join(POLICIES)}",
+                            EXIT_UNKNOWN_NAME)
+    return wl, cfg

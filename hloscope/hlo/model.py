@@ -1,0 +1,223 @@
+"""The typed model of an HLO module that the parser builds and analyses read.
+
+Contract: a :class:`Module` holds computations in text order; each
+:class:`Computation` holds its instructions in text order, which for a
+scheduled module (``is_scheduled=true``) *is* the schedule. ``position`` is the
+0-based index in that order. Opcodes are canonical XLA opcodes (the sugared
+``fusion-start`` is stored as ``async-start`` with ``wrapped_opcode="fusion"``),
+and ``text_opcode`` keeps what the text said. Attributes are kept as raw text and
+parsed on first access, so unknown attributes from newer XLA survive untouched.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from hloscope.hlo.attributes import parse_attribute_list, parse_braced_map
+from hloscope.hlo.shape import Shape
+
+
+class Instruction:
+    """One HLO instruction.
+
+    name: instruction name without the leading ``%``.
+    opcode: canonical opcode (``async-start``, ``copy-start``, ``fusion`` ...).
+    text_opcode: opcode as written (``fusion-start``).
+    wrapped_opcode: for sugared async ops, the wrapped op (``fusion``); else "".
+    shape: result shape.
+    operands: operand instruction names, in order.
+    literal: the text inside the parentheses for ``parameter``/``constant``/``iota`` etc.
+    attr_text: raw attribute text after the operand list (no leading comma).
+    is_root: marked ROOT.
+    line: 1-based line number in the source text.
+    position: 0-based index within its computation (the schedule order).
+    computation: name of the enclosing computation.
+    """
+
+    __slots__ = (
+        "name", "opcode", "text_opcode", "wrapped_opcode", "shape", "operands", "literal",
+        "attr_text", "is_root", "line", "position", "computation", "_attrs",
+    )
+
+    def __init__(
+        self, name: str, opcode: str, text_opcode: str, wrapped_opcode: str, shape: Shape,
+        operands: tuple[str, ...], literal: str, attr_text: str, is_root: bool, line: int,
+        position: int, computation: str,
+    ) -> None:
+        self.name = name
+        self.opcode = opcode
+        self.text_opcode = text_opcode
+        self.wrapped_opcode = wrapped_opcode
+        self.shape = shape
+        self.operands = operands
+        self.literal = literal
+        self.attr_text = attr_text
+        self.is_root = is_root
+        self.line = line
+        self.position = position
+        self.computation = computation
+        self._attrs: dict[str, str] | None = None
+
+    def __repr__(self) -> str:
+        return f"Instruction({self.name!r}, {self.opcode!r}, line={self.line})"
+
+    @property
+    def attrs(self) -> dict[str, str]:
+        """Attribute name to raw value text (``calls`` -> ``%f``); parsed lazily."""
+        if self._attrs is None:
+            self._attrs = parse_attribute_list(self.attr_text) if self.attr_text else {}
+        return self._attrs
+
+    def attr(self, key: str, default: str = "") -> str:
+        if self.attr_text and key not in self.attr_text:
+            return default
+        return self.attrs.get(key, default)
+
+    @property
+    def called_computations(self) -> tuple[str, ...]:
+        """Computations this instruction calls, via any of XLA's call attributes."""
+        if not self.attr_text:
+            return ()
+        out: list[str] = []
+        for key in ("calls", "to_apply", "condition", "body", "branch_computations",
+                    "true_computation", "false_computation", "async_execution_thread_computations"):
+            v = self.attr(key)
+            if v:
+                out.extend(_name_list(v))
+        return tuple(out)
+
+    @property
+    def control_predecessors(self) -> tuple[str, ...]:
+        v = self.attr("control-predecessors")
+        return tuple(_name_list(v)) if v else ()
+
+    @property
+    def backend_config(self) -> dict[str, Any]:
+        """``backend_config`` as JSON; {} when absent or not JSON (older proto text)."""
+        v = self.attr("backend_config")
+        if not v:
+            return {}
+        if v.startswith('"') and v.endswith('"'):
+            v = json.loads(v)
+        try:
+            parsed = json.loads(v)
+        except (ValueError, TypeError):
+            return {}
+        return parsed if isinstance(parsed, dict) else {}
+
+    @property
+    def metadata(self) -> dict[str, str]:
+        v = self.attr("metadata")
+        return parse_braced_map(v) if v else {}
+
+    @property
+    def frontend_attributes(self) -> dict[str, str]:
+        v = self.attr("frontend_attributes")
+        return parse_braced_map(v) if v else {}
+
+    @property
+    def known_trip_count(self) -> int | None:
+        """``known_trip_count.n`` from a while loop's backend_config, if XLA proved it."""
+        if "known_trip_count" not in self.attr_text:
+            return None
+        n = self.backend_config.get("known_trip_count", {}).get("n")
+        return int(n) if n is not None else None
+
+
+def _name_list(v: str) -> list[str]:
+    v = v.strip()
+    if v.startswith("{"):
+        v = v[1:-1]
+    return [p.strip().lstrip("%") for p in v.split(",") if p.strip()]
+
+
+@dataclass(slots=True)
+class Computation:
+    """A named computation; ``instructions`` in text (= schedule) order."""
+
+    name: str
+    is_entry: bool
+    line: int
+    instructions: list[Instruction] = field(default_factory=list)
+    by_name: dict[str, Instruction] = field(default_factory=dict)
+
+    @property
+    def root(self) -> Instruction | None:
+        for ins in reversed(self.instructions):
+            if ins.is_root:
+                return ins
+        return self.instructions[-1] if self.instructions else None
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLocation:
+    """A user source position from the StackFrames sections (1-based line)."""
+
+    file: str
+    function: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(slots=True)
+class Module:
+    """A parsed HLO module.
+
+    attrs: module header attributes as raw text (``is_scheduled`` -> ``true``).
+    computations: name -> computation, in text order.
+    file_names / function_names / file_locations / stack_frames: the debug
+    sections, keyed by their 1-based ids; locations map to (file id, function id,
+    line, column) and frames to (location id, parent frame id).
+    """
+
+    name: str
+    attrs: dict[str, str]
+    computations: dict[str, Computation]
+    entry_name: str
+    file_names: dict[int, str] = field(default_factory=dict)
+    function_names: dict[int, str] = field(default_factory=dict)
+    file_locations: dict[int, tuple[int, int, int, int]] = field(default_factory=dict)
+    stack_frames: dict[int, tuple[int, int]] = field(default_factory=dict)
+    source_path: str | None = None
+
+    @property
+    def entry(self) -> Computation:
+        return self.computations[self.entry_name]
+
+    @property
+    def is_scheduled(self) -> bool:
+        return self.attrs.get("is_scheduled", "false") == "true"
+
+    @property
+    def num_partitions(self) -> int:
+        return int(self.attrs.get("num_partitions", "1") or 1)
+
+    @property
+    def frontend_attributes(self) -> dict[str, str]:
+        v = self.attrs.get("frontend_attributes", "")
+        return parse_braced_map(v) if v else {}
+
+    def instruction_count(self) -> int:
+        return sum(len(c.instructions) for c in self.computations.values())
+
+    def instruction(self, computation: str, name: str) -> Instruction:
+        return self.computations[computation].by_name[name]
+
+    def source_location(self, ins: Instruction) -> SourceLocation | None:
+        """The innermost user frame of ``ins``, from ``stack_frame_id`` or source_file/line."""
+        md = ins.metadata
+        fid = md.get("stack_frame_id")
+        if fid and fid.isdigit() and int(fid) in self.stack_frames:
+            loc_id, _parent = self.stack_frames[int(fid)]
+            loc = self.file_locations.get(loc_id)
+            if loc:
+                f, fn, line, col = loc
+                return SourceLocation(self.file_names.get(f, "?"), self.function_names.get(fn, "?"), line, col)
+        if "source_file" in md and md.get("source_line", "").isdigit():
+            return SourceLocation(md["source_file"], "", int(md["source_line"]), 0)
+        return None

@@ -1,0 +1,164 @@
+"""GPU targets: the GpuTargetConfig XLA compiles for, and the cost-model figures.
+
+Pure data, no JAX. Every figure's source is listed in docs/targets.md. Units:
+bytes, bytes per second, FLOP/s. ``host_link_*`` is per direction, because a
+host offload is a one-way stream (device to host in the forward pass, host to
+device in the backward pass).
+
+A user target is a TOML or JSON file with the same field names as
+:class:`Target` (see docs/targets.md); ``get_target`` accepts a name or a path.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+from hloscope.errors import EXIT_BAD_INPUT, EXIT_UNKNOWN_NAME, HloscopeError
+
+GB = 1e9
+TB = 1e12
+
+
+@dataclass(frozen=True)
+class Target:
+    """One GPU as XLA and the cost model see it.
+
+    name: short id used on the command line.
+    description: marketing name, for reports.
+    compute_capability: (major, minor) CUDA compute capability.
+    core_count: streaming multiprocessors.
+    clock_rate_ghz: boost clock, GHz.
+    l2_cache_size: bytes.
+    device_memory_size: HBM capacity, bytes.
+    hbm_bandwidth: HBM bandwidth, bytes/s.
+    peak_bf16_flops / peak_fp8_flops / peak_fp32_flops: dense peak, FLOP/s.
+    host_link_to_host / host_link_to_device: GPU<->CPU link, bytes/s per direction.
+    host_link: name of that link, for reports.
+    interconnect_bandwidth: GPU<->GPU (NVLink) bytes/s per direction.
+    shared_memory_per_core / shared_memory_per_block_optin: bytes, for XLA's tiling.
+    """
+
+    name: str
+    description: str
+    compute_capability: tuple[int, int]
+    core_count: int
+    clock_rate_ghz: float
+    l2_cache_size: int
+    device_memory_size: int
+    hbm_bandwidth: float
+    peak_bf16_flops: float
+    peak_fp8_flops: float
+    peak_fp32_flops: float
+    host_link_to_host: float
+    host_link_to_device: float
+    host_link: str
+    interconnect_bandwidth: float
+    shared_memory_per_core: int = 233472
+    shared_memory_per_block_optin: int = 232448
+
+    def peak_flops(self, element_type: str) -> float:
+        """Dense peak FLOP/s for math in ``element_type``."""
+        if element_type.startswith("f8") or element_type in ("s8", "u8"):
+            return self.peak_fp8_flops
+        if element_type in ("bf16", "f16"):
+            return self.peak_bf16_flops
+        return self.peak_fp32_flops
+
+    def gpu_target_config(self) -> str:
+        """GpuTargetConfigProto in text form, as ``get_topology_desc`` wants it."""
+        major, minor = self.compute_capability
+        return (
+            "gpu_device_info {\n"
+            "  threads_per_block_limit: 1024\n"
+            "  threads_per_warp: 32\n"
+            "  shared_memory_per_block: 49152\n"
+            f"  shared_memory_per_core: {self.shared_memory_per_core}\n"
+            "  threads_per_core_limit: 2048\n"
+            f"  core_count: {self.core_count}\n"
+            "  fpus_per_core: 128\n"
+            "  block_dim_limit_x: 2147483647\n"
+            "  block_dim_limit_y: 65535\n"
+            "  block_dim_limit_z: 65535\n"
+            f"  memory_bandwidth: {int(self.hbm_bandwidth)}\n"
+            f"  l2_cache_size: {self.l2_cache_size}\n"
+            f"  clock_rate_ghz: {self.clock_rate_ghz}\n"
+            f"  device_memory_size: {self.device_memory_size}\n"
+            f"  shared_memory_per_block_optin: {self.shared_memory_per_block_optin}\n"
+            f"  cuda_compute_capability {{ major: {major} minor: {minor} }}\n"
+            "  registers_per_core_limit: 65536\n"
+            "  registers_per_block_limit: 65536\n"
+            "}\n"
+            'platform_name: "CUDA"\n'
+            "dnn_version_info { major: 9 minor: 8 }\n"
+            f'device_description_str: "{self.description}"\n'
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        d = asdict(self)
+        d["compute_capability"] = list(self.compute_capability)
+        return d
+
+
+_PCIE5 = 64 * GB  # PCIe Gen5 x16: 128 GB/s bidirectional, 64 GB/s each way
+_C2C = 450 * GB  # NVLink-C2C: 900 GB/s bidirectional, 450 GB/s each way
+
+BUILTIN_TARGETS: dict[str, Target] = {
+    t.name: t
+    for t in (
+        Target("h100-sxm", "NVIDIA H100 80GB HBM3", (9, 0), 132, 1.98, 50 * 2**20, 80 * 2**30,
+               3.35 * TB, 989e12, 1979e12, 67e12, _PCIE5, _PCIE5, "PCIe Gen5 x16", 450 * GB),
+        Target("h200", "NVIDIA H200", (9, 0), 132, 1.98, 50 * 2**20, 141 * 10**9,
+               4.8 * TB, 989e12, 1979e12, 67e12, _PCIE5, _PCIE5, "PCIe Gen5 x16", 450 * GB),
+        Target("gh200", "NVIDIA GH200 480GB", (9, 0), 132, 1.98, 50 * 2**20, 96 * 2**30,
+               4.0 * TB, 989e12, 1979e12, 67e12, _C2C, _C2C, "NVLink-C2C", 450 * GB),
+        Target("b200", "NVIDIA B200", (10, 0), 148, 1.965, 126 * 2**20, 180 * 10**9,
+               8.0 * TB, 2250e12, 4500e12, 75e12, _PCIE5, _PCIE5, "PCIe Gen5 x16", 900 * GB),
+        Target("gb200", "NVIDIA GB200", (10, 0), 148, 1.965, 126 * 2**20, 186 * 10**9,
+               8.0 * TB, 2500e12, 5000e12, 80e12, _C2C, _C2C, "NVLink-C2C", 900 * GB),
+    )
+}
+
+DEFAULT_TARGET = "h100-sxm"
+
+
+def load_target_file(path: Path) -> Target:
+    """Read a user target from TOML or JSON. Missing or unknown fields are errors."""
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise HloscopeError(f"{path}: cannot read target file: {e.strerror}", EXIT_BAD_INPUT) from None
+    try:
+        data = json.loads(raw) if path.suffix == ".json" else tomllib.loads(raw.decode())
+    except (ValueError, UnicodeDecodeError) as e:
+        raise HloscopeError(f"{path}: not a valid target file: {e}", EXIT_BAD_INPUT) from None
+    names = {f.name for f in fields(Target)}
+    unknown = sorted(set(data) - names - {"base"})
+    if unknown:
+        raise HloscopeError(f"{path}: unknown target field(s): {', '.join(unknown)}", EXIT_BAD_INPUT)
+    base_name = data.pop("base", None) if "base" in data else None
+    try:
+        if base_name:
+            base = get_target(str(base_name)).to_dict()
+            base.update(data)
+            data = base
+        data["compute_capability"] = tuple(data["compute_capability"])
+        return Target(**data)
+    except (TypeError, KeyError) as e:
+        raise HloscopeError(f"{path}: incomplete target: {e}", EXIT_BAD_INPUT) from None
+
+
+def get_target(name_or_path: str) -> Target:
+    """A built-in target by name, or a user target from a ``.toml``/``.json`` file."""
+    if name_or_path in BUILTIN_TARGETS:
+        return BUILTIN_TARGETS[name_or_path]
+    p = Path(name_or_path)
+    if p.suffix in (".toml", ".json"):
+        return load_target_file(p)
+    raise HloscopeError(
+        f"unknown target '{name_or_path}'; choose one of: {', '.join(BUILTIN_TARGETS)} "
+        "(or give a .toml/.json target file)",
+        EXIT_UNKNOWN_NAME,
+    )

@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 from hloscope.compile import environment
 from hloscope.errors import (
-    EXIT_BAD_INPUT, EXIT_COMPILE_FAILED, EXIT_OUT_OF_MEMORY, EXIT_TRACE_FAILED, HloscopeError,
+    EXIT_BAD_INPUT, EXIT_COMPILE_FAILED, EXIT_ENVIRONMENT, EXIT_OUT_OF_MEMORY, EXIT_TRACE_FAILED, HloscopeError,
 )
 from hloscope.targets import Target, get_target
 
@@ -86,8 +86,12 @@ def make_mesh(target: Target | str, devices: int, axes: Sequence[tuple[str, int]
             topology=topology_for(devices),
         )
     except Exception as e:
-        raise HloscopeError(f"cannot build a compile-only topology for {tgt.name}: {_first_line(e)}",
-                            EXIT_COMPILE_FAILED) from None
+        hint = ""
+        if os.environ.get("JAX_SKIP_CUDA_CONSTRAINTS_CHECK") != "1":
+            hint = ("; jax was imported before hloscope could configure it: set JAX_PLATFORMS=cpu and "
+                    "JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 before importing jax")
+        raise HloscopeError(f"cannot build a compile-only topology for {tgt.name}: {_first_line(e)}{hint}",
+                            EXIT_ENVIRONMENT) from None
     devs = np.array(topo.devices[:devices]).reshape([n for _, n in axes])
     return Mesh(devs, tuple(name for name, _ in axes))
 

@@ -107,7 +107,7 @@ class _Parser:
         if module is None:
             raise self.error("empty input: no 'HloModule' header", 1, 1)
         if comp is not None:
-            raise self.error(f"computation '{comp.name}' is not closed with '}}'", len(lines), 1)
+            raise self.error(f"computation '{comp.name}' opened here is not closed with '}}'", comp.line, 1)
         if not computations:
             raise self.error("module has no computations", len(lines), 1)
         if not entry:
@@ -165,7 +165,7 @@ class _Parser:
             raise self.error(str(e), lineno, pos + e.offset + 1) from None
         om = _OPCODE_RE.match(line, send)
         if om is None:
-            raise self.error("expected an opcode followed by '('", lineno, send + 2)
+            raise self.error("expected an opcode followed by '('", lineno, min(send + 2, len(line) + 1))
         text_opcode = om.group(1)
         opcode, wrapped = canonical_opcode(text_opcode)
         start = om.end()
@@ -191,6 +191,14 @@ class _Parser:
             rest = rest[1:].lstrip()
         elif rest:
             raise self.error(f"expected ',' before '{rest[:20]}'", lineno, close + 2)
+        if rest and (rest.count("{") != rest.count("}") or rest.count("(") != rest.count(")")
+                     or rest.count("[") != rest.count("]")):
+            # Attributes are split lazily; a cheap count finds likely imbalance, the
+            # full scan then confirms it and finds the column.
+            try:
+                split_top_level(rest)
+            except AttributeError_ as e:
+                raise self.error(str(e), lineno, len(line) - len(rest) + e.offset + 1) from None
         if name in comp.by_name:
             raise self.error(f"duplicate instruction '{name}' in '{comp.name}'", lineno, m.start(2) + 1)
         ins = Instruction(

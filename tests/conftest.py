@@ -1,0 +1,35 @@
+"""Shared test set-up: JAX must be configured for compile-only GPUs before any import."""
+
+from __future__ import annotations
+
+import os
+
+os.environ["JAX_PLATFORMS"] = "cpu"
+os.environ["JAX_SKIP_CUDA_CONSTRAINTS_CHECK"] = "1"
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from functools import lru_cache  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+@lru_cache(maxsize=None)
+def fixture_text(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+@lru_cache(maxsize=None)
+def fixture_report(name: str):  # type: ignore[no-untyped-def]
+    from hloscope.analysis.report import analyze_module
+    from hloscope.hlo.parser import parse_hlo
+    from hloscope.targets import get_target
+
+    return analyze_module(parse_hlo(fixture_text(name), name), get_target("h100-sxm"))
+
+
+@pytest.fixture
+def fixtures_dir() -> Path:
+    return FIXTURES

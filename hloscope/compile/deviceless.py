@@ -80,10 +80,10 @@ def make_mesh(target: Target | str, devices: int, axes: Sequence[tuple[str, int]
         size *= n
     if size != devices:
         raise HloscopeError(f"mesh axes {axes} hold {size} devices, not {devices}", EXIT_BAD_INPUT)
+    topology = topology_for(devices)
     try:
         topo = topologies.get_topology_desc(
-            platform="cuda", topology_name="", target_config=tgt.gpu_target_config(),
-            topology=topology_for(devices),
+            platform="cuda", topology_name="", target_config=tgt.gpu_target_config(), topology=topology,
         )
     except Exception as e:
         hint = ""

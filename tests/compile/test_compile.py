@@ -1,0 +1,141 @@
+"""Deviceless compilation for GPU targets: artifacts, memory figures checked by hand, errors.
+
+Host bytes are computed by hand from the shapes: under ``offload`` XLA keeps one
+host buffer per offloaded name holding every layer's slice, so the host bytes
+per device equal (per-device activation bytes per layer) x layers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import textwrap
+
+import pytest
+
+from hloscope.cli.main import main
+
+
+def _compile_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict:
+    assert main(argv + ["--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_mlp_artifacts_and_host_bytes(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "art"
+    d = _compile_json(["compile", "--workload", "mlp", "--devices", "8", "--out", str(out)], capsys)
+    # mlp-tiny: 4 layers, global batch 64 over 8 devices, hidden 1024, bf16.
+    per_layer = (64 // 8) * 1024 * 2
+    assert d["compile"]["memory"]["host_temp_size_in_bytes"] == 4 * per_layer
+    assert d["summary"]["to_host_bytes_per_step"] == 4 * per_layer
+    assert sorted(p.name for p in out.iterdir()) == [
+        "manifest.json", "memory-usage-report.txt", "optimized.hlo.txt", "report.json", "report.txt",
+        "unoptimized.hlo.txt"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["versions"]["jax"] == "0.10.2" and manifest["target"] == "h100-sxm"
+    assert manifest["xla_options"]["xla_gpu_enable_pipelined_host_offloading"] is True
+    assert "annotate_device_placement" in (out / "unoptimized.hlo.txt").read_text()
+    assert ":S(5)" in (out / "optimized.hlo.txt").read_text()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_llama_tiny_offload_bytes(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    d = _compile_json(["compile", "--workload", "llama", "--out", str(tmp_path / "a")], capsys)
+    # 2 layers; per device batch 1 x seq 256; Q 8 heads + K 2 + V 2 heads of 64, bf16.
+    per_layer = 1 * 256 * (8 + 2 + 2) * 64 * 2
+    assert d["compile"]["memory"]["host_total_bytes"] == 2 * per_layer
+    assert d["summary"]["to_device_bytes_per_step"] == 2 * per_layer
+    remat = _compile_json(["compile", "--workload", "llama", "--policy", "remat", "--out", str(tmp_path / "b")], capsys)
+    assert remat["compile"]["memory"]["host_total_bytes"] == 0 and remat["summary"]["transfers"] == 0
+
+
+def test_deepseek_tiny_offload_bytes(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    d = _compile_json(["compile", "--workload", "deepseek", "--out", str(tmp_path / "a")], capsys)
+    S, H, QK, KVR, ROPE, E, F = 128, 4, 32 + 16, 64, 16, 8, 128
+    C = math.ceil(2 * S / E * 1.25)
+    mla = S * H * QK * 2 + S * (KVR + ROPE) * 2  # mla_q + mla_kv per layer
+    moe = 2 * E * C * F * 2  # moe_up + moe_gate per MoE layer
+    assert d["compile"]["memory"]["host_total_bytes"] == 3 * mla + 2 * moe
+
+
+def test_llama3_405b_preset_full_shape(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    d = _compile_json(["compile", "--workload", "llama3-405b", "--devices", "128", "--out", str(tmp_path / "a")],
+                      capsys)
+    per_layer = 2 * 8192 * (128 + 8 + 8) * 128 * 2  # batch 2 x seq 8192, Q/K/V heads x 128, bf16
+    assert per_layer == 603_979_776
+    assert d["compile"]["memory"]["host_total_bytes"] == 126 * per_layer
+    assert d["summary"]["transfers"] > 0
+
+
+def test_deepseek_v3_preset_full_shape(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    d = _compile_json(["compile", "--workload", "deepseek-v3-671b", "--devices", "128",
+                       "--out", str(tmp_path / "a")], capsys)
+    S, H, QK, KVR, ROPE, E, F = 4096, 128, 128 + 64, 512, 64, 256, 2048
+    C = math.ceil(8 * S / E * 1.25)
+    mla = S * H * QK * 2 + S * (KVR + ROPE) * 2
+    moe = 2 * E * C * F * 2
+    assert d["compile"]["memory"]["host_total_bytes"] == 61 * mla + 58 * moe == 32_030_326_784
+
+
+def test_user_function(tmp_path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "mystep.py").write_text(textwrap.dedent("""
+        import jax, jax.numpy as jnp
+        from jax.ad_checkpoint import checkpoint_name
+        policy = jax.checkpoint_policies.save_and_offload_only_these_names(
+            names_which_can_be_saved=[], names_which_can_be_offloaded=["h"],
+            offload_src="device", offload_dst="pinned_host")
+        def loss(w, x):
+            f = jax.checkpoint(lambda x: jnp.tanh(checkpoint_name(jnp.tanh(x @ w), "h") @ w.T), policy=policy)
+            return jnp.sum(f(x) ** 2)
+        def step(w, x):
+            return jax.grad(loss)(w, x)
+        def broken(w, x):
+            return w @ w
+    """))
+    monkeypatch.chdir(tmp_path)
+    d = _compile_json(["compile", "--fn", "mystep:step", "--args", "bf16[512,1024]@fsdp,None; bf16[64,512]@fsdp",
+                       "--out", str(tmp_path / "a")], capsys)
+    assert d["summary"]["to_host_bytes_per_step"] == (64 // 8) * 1024 * 2
+    assert main(["compile", "--fn", "mystep:broken", "--args", "bf16[512,1024]; bf16[64,512]",
+                 "--out", str(tmp_path / "b")]) == 4
+    err = capsys.readouterr().err
+    assert "tracing broken failed" in err and err.count("\n") == 1
+    assert not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize(
+    "argv, code, message",
+    [
+        (["--workload", "gpt5"], 3, "unknown workload 'gpt5'"),
+        (["--workload", "mlp", "--set", "layerz=3"], 2, "has no setting 'layerz'"),
+        (["--workload", "mlp", "--set", "layers=three"], 2, "wants a int"),
+        (["--workload", "mlp", "--target", "a100"], 3, "unknown target 'a100'"),
+        (["--workload", "mlp", "--xla-flag", "xla_no_such_flag=true"], 5, "No such compile option"),
+        (["--workload", "mlp", "--devices", "12"], 2, "multiple of 8"),
+        (["--fn", "no_such_module_xyz:f", "--args", "f32[4]"], 4, "cannot import 'no_such_module_xyz'"),
+        (["--fn", "json:dumps", "--args", "f32[4]@model"], 2, "mesh has no axis 'model'"),
+    ],
+)
+def test_compile_errors(argv: list[str], code: int, message: str, tmp_path,  # type: ignore[no-untyped-def]
+                        capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    assert main(["compile", *argv, "--out", str(out)]) == code
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+    assert not out.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_refuses_to_overwrite_a_foreign_folder(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    precious = tmp_path / "mine"
+    precious.mkdir()
+    (precious / "notes.txt").write_text("keep me")
+    assert main(["compile", "--workload", "mlp", "--out", str(precious)]) == 2
+    assert "not an hloscope artifact" in capsys.readouterr().err
+    assert (precious / "notes.txt").read_text() == "keep me" and len(list(precious.iterdir())) == 1
+    # An earlier artifact folder is replaced whole.
+    art = tmp_path / "art"
+    assert main(["compile", "--workload", "mlp", "--out", str(art)]) == 0
+    (art / "stale.txt").write_text("old")
+    assert main(["compile", "--workload", "mlp", "--out", str(art)]) == 0
+    assert not (art / "stale.txt").exists()

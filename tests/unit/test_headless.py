@@ -1,0 +1,22 @@
+"""The core (parser, analyses, renderers, CLI analyze) imports neither JAX nor Textual."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.conftest import FIXTURES
+
+
+def test_core_imports_no_jax_or_ui() -> None:
+    code = (
+        "import sys\n"
+        "import hloscope, hloscope.hlo, hloscope.analysis, hloscope.render, hloscope.targets\n"
+        f"r = hloscope.analyze({str(FIXTURES / 'mlp_offload.hlo.txt')!r})\n"
+        "from hloscope.cli.main import main\n"
+        f"assert main(['analyze', {str(FIXTURES / 'mlp_offload.hlo.txt')!r}, '-o', '/dev/null']) == 0\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib', 'textual'))\n"
+        "print(bad)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

@@ -34,10 +34,6 @@ class AsyncPair:
     crosses_iteration: bool
 
 
-def _tuple_index(ins: Instruction) -> int:
-    return int(ins.attr("index", "0"))
-
-
 def trace_to_starts(module: Module, cg: CallGraph, comp: str, name: str) -> list[tuple[Instruction, bool]]:
     """Starts whose context reaches value ``name`` of computation ``comp``."""
     found: dict[tuple[str, str], bool] = {}
@@ -59,7 +55,7 @@ def trace_to_starts(module: Module, cg: CallGraph, comp: str, name: str) -> list
         elif op == "async-update" and not path and ins.operands:
             stack.append((c, ins.operands[0], (), crossed))
         elif op == "get-tuple-element" and ins.operands:
-            stack.append((c, ins.operands[0], (_tuple_index(ins), *path), crossed))
+            stack.append((c, ins.operands[0], (ins.tuple_index, *path), crossed))
         elif op == "tuple" and path:
             if path[0] < len(ins.operands):
                 stack.append((c, ins.operands[path[0]], path[1:], crossed))

@@ -12,6 +12,7 @@ parsed on first access, so unknown attributes from newer XLA survive untouched.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +39,7 @@ class Instruction:
 
     __slots__ = (
         "name", "opcode", "text_opcode", "wrapped_opcode", "shape", "operands", "literal",
-        "attr_text", "is_root", "line", "position", "computation", "_attrs",
+        "attr_text", "is_root", "line", "position", "computation", "_attrs", "_called",
     )
 
     def __init__(
@@ -59,6 +60,7 @@ class Instruction:
         self.position = position
         self.computation = computation
         self._attrs: dict[str, str] | None = None
+        self._called: tuple[str, ...] | None = None
 
     def __repr__(self) -> str:
         return f"Instruction({self.name!r}, {self.opcode!r}, line={self.line})"
@@ -78,15 +80,15 @@ class Instruction:
     @property
     def called_computations(self) -> tuple[str, ...]:
         """Computations this instruction calls, via any of XLA's call attributes."""
-        if not self.attr_text:
-            return ()
-        out: list[str] = []
-        for key in ("calls", "to_apply", "condition", "body", "branch_computations",
-                    "true_computation", "false_computation", "async_execution_thread_computations"):
-            v = self.attr(key)
-            if v:
-                out.extend(_name_list(v))
-        return tuple(out)
+        if self._called is None:
+            self._called = _called_computations(self)
+        return self._called
+
+    @property
+    def tuple_index(self) -> int:
+        """``index=`` of a get-tuple-element (0 when absent)."""
+        m = _INDEX_RE.search(self.attr_text)
+        return int(m.group(1)) if m else 0
 
     @property
     def control_predecessors(self) -> tuple[str, ...]:
@@ -124,6 +126,35 @@ class Instruction:
             return None
         n = self.backend_config.get("known_trip_count", {}).get("n")
         return int(n) if n is not None else None
+
+
+_CALL_KEYS = ("calls", "to_apply", "condition", "body", "branch_computations", "true_computation",
+              "false_computation")
+_CALL_RE = re.compile(r"(?:^|, )(" + "|".join(_CALL_KEYS) + r")=(\{[^}]*\}|%?[^\s,{}]+)")
+_CALL_TAIL_RE = re.compile(r", (?:" + "|".join(_CALL_KEYS) + r")=")
+_INDEX_RE = re.compile(r"(?:^|, )index=(\d+)")
+
+
+def _called_computations(ins: Instruction) -> tuple[str, ...]:
+    text = ins.attr_text
+    if not text:
+        return ()
+    # XLA prints call attributes before the attributes that hold quoted strings
+    # (metadata, backend_config), so a regex over the text before the first quote
+    # is exact; a call attribute after a quote falls back to the full split.
+    quote = text.find('"')
+    if quote >= 0 and _CALL_TAIL_RE.search(text, quote):
+        out: list[str] = []
+        for key in _CALL_KEYS:
+            v = ins.attrs.get(key, "")
+            if v:
+                out.extend(_name_list(v))
+        return tuple(out)
+    found = _CALL_RE.findall(text, 0, quote if quote >= 0 else len(text))
+    if not found:
+        return ()
+    by_key = {k: _name_list(v) for k, v in found}
+    return tuple(n for key in _CALL_KEYS for n in by_key.get(key, ()))
 
 
 def _name_list(v: str) -> list[str]:

@@ -13,12 +13,14 @@ shapes are interned by text.
 
 from __future__ import annotations
 
+import gc
 import re
+from functools import lru_cache
 
 from hloscope.errors import HloParseError
 from hloscope.hlo.attributes import AttributeError_, parse_attribute_list, split_top_level
 from hloscope.hlo.model import Computation, Instruction, Module
-from hloscope.hlo.shape import ShapeError, parse_shape, shape_span
+from hloscope.hlo.shape import Shape, ShapeError, parse_shape, shape_span
 
 #: Opcodes XLA has as real start/done instructions (not async-start sugar).
 NATIVE_ASYNC = frozenset({
@@ -29,6 +31,12 @@ NATIVE_ASYNC = frozenset({
 # Opcodes whose parenthesised text is a literal, not operands.
 _LITERAL_OPCODES = frozenset({"parameter", "constant"})
 
+# Operand lists without nesting or strings (nearly all of them): "%a, %b)".
+_SIMPLE_OPERANDS_RE = re.compile(r"[^(){}\[\]\"']*\)")
+_COMMENT_RE = re.compile(r"/\*.*?\*/")
+_SEPARATOR_RE = re.compile(r"\s*,\s*")
+_FAST_RE = re.compile(
+    r"\s*(ROOT\s+)?%?([^\s=]+) = ([a-z][a-z0-9]*\[[^\]]*\](?:\{[^{}]*\})?) ([a-z][a-z0-9\-_]*)\(([^(){}\[\]\"']*)\)")
 _INSTR_RE = re.compile(r"\s*(ROOT\s+)?%?([^\s=]+)\s*=\s*")
 _OPCODE_RE = re.compile(r"\s*([a-z][a-z0-9\-_]*)\(")
 _COMP_RE = re.compile(r"(ENTRY\s+)?%?([^\s(]+)\s*(?:\(.*)?\{\s*$")
@@ -37,6 +45,7 @@ _SECTIONS = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _LOC_RE = re.compile(r"(\w+)=(\d+)")
 
 
+@lru_cache(maxsize=4096)
 def canonical_opcode(text_opcode: str) -> tuple[str, str]:
     """(canonical opcode, wrapped opcode) for an opcode as written."""
     if text_opcode in NATIVE_ASYNC:
@@ -49,7 +58,15 @@ def canonical_opcode(text_opcode: str) -> tuple[str, str]:
 
 def parse_hlo(text: str, path: str | None = None) -> Module:
     """Parse a whole HLO module. Raises :class:`HloParseError`."""
-    return _Parser(text, path).parse()
+    # The model is acyclic; pausing the cyclic GC while building tens of thousands
+    # of objects avoids repeated full collections (cost stays linear in size).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _Parser(text, path).parse()
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class _Parser:
@@ -151,7 +168,9 @@ class _Parser:
         else:
             module.stack_frames[key] = (fields.get("file_location_id", 0), fields.get("parent_frame_id", 0))
 
-    def parse_instruction(self, line: str, lineno: int, comp: Computation) -> None:
+    def parse_head(self, line: str, lineno: int) -> tuple[re.Match[str], str, Shape, str, int, int,
+                                                            list[tuple[int, int]] | None]:
+        """The general path: tuple shapes, nested or quoted operand text."""
         m = _INSTR_RE.match(line)
         if m is None or not line[m.end():]:
             col = len(line) - len(line.lstrip()) + 1
@@ -167,16 +186,47 @@ class _Parser:
         if om is None:
             raise self.error("expected an opcode followed by '('", lineno, min(send + 2, len(line) + 1))
         text_opcode = om.group(1)
-        opcode, wrapped = canonical_opcode(text_opcode)
         start = om.end()
-        try:
-            spans, close = split_top_level(line, start, stop_at_close=True)
-        except AttributeError_ as e:
-            raise self.error(str(e), lineno, e.offset + 1) from None
+        simple = _SIMPLE_OPERANDS_RE.match(line, start)
+        spans: list[tuple[int, int]] | None
+        if simple is not None:
+            close = simple.end() - 1
+            spans = None
+        else:
+            try:
+                spans, close = split_top_level(line, start, stop_at_close=True)
+            except AttributeError_ as e:
+                raise self.error(str(e), lineno, e.offset + 1) from None
+        return m, name, shape, text_opcode, start, close, spans
+
+    def parse_instruction(self, line: str, lineno: int, comp: Computation) -> None:
+        fast = _FAST_RE.match(line)
+        if fast is not None:
+            # One regex covers most lines: array shape, opcode, un-nested operands.
+            m = fast
+            name = fast.group(2)
+            try:
+                shape = parse_shape(fast.group(3))
+            except ShapeError as e:
+                raise self.error(str(e), lineno, fast.start(3) + e.offset + 1) from None
+            text_opcode = fast.group(4)
+            start, close = fast.start(5), fast.end(5)
+            spans = None
+        else:
+            m, name, shape, text_opcode, start, close, spans = self.parse_head(line, lineno)
+        opcode, wrapped = canonical_opcode(text_opcode)
         literal = ""
         operands: tuple[str, ...] = ()
         if opcode in _LITERAL_OPCODES:
             literal = line[start:close]
+        elif spans is None:
+            body = line[start:close]
+            if "/*" in body:
+                body = _COMMENT_RE.sub("", body)
+            if " " in body.replace(", ", ","):  # typed operands: "f32[] %x" style
+                operands = tuple(p.rsplit(None, 1)[-1].lstrip("%") for p in body.split(",") if p.strip())
+            elif body:
+                operands = tuple(body.replace(" ", "").replace("%", "").split(","))
         else:
             ops = []
             for s, e in spans:
@@ -186,11 +236,13 @@ class _Parser:
                 if piece:
                     ops.append(piece.rsplit(None, 1)[-1].lstrip("%"))
             operands = tuple(ops)
-        rest = line[close + 1 :].lstrip()
-        if rest.startswith(","):
-            rest = rest[1:].lstrip()
-        elif rest:
-            raise self.error(f"expected ',' before '{rest[:20]}'", lineno, close + 2)
+        sep = _SEPARATOR_RE.match(line, close + 1)
+        if sep is not None:
+            rest = line[sep.end():]
+        else:
+            rest = line[close + 1 :].strip()
+            if rest:
+                raise self.error(f"expected ',' before '{rest[:20]}'", lineno, close + 2)
         if rest and (rest.count("{") != rest.count("}") or rest.count("(") != rest.count(")")
                      or rest.count("[") != rest.count("]")):
             # Attributes are split lazily; a cheap count finds likely imbalance, the

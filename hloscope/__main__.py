@@ -1,0 +1,3 @@
+from hloscope.cli.main import entry
+
+entry()

@@ -150,5 +150,32 @@ def judge_overlap(
                      f"vs transfer ~{v.est_transfer_us:.1f} us (estimates)")
         if v.other_transfers:
             v.why += f"; shares the host link with {len(v.other_transfers)} other transfer(s) in its window"
+        if v.verdict in (EXPOSED, PARTIAL):
+            v.why += _dependency_hint(module, t, pair.done)
         out.append(v)
     return out
+
+
+def _dependency_hint(module: Module, t: HostTransfer, done: Instruction) -> str:
+    """Why the window could not be wider: who produced the data, who waits for it."""
+    comp = module.computations[t.computation]
+    start = t.instruction
+    hints = []
+    # The moved array is the update (to host) or the host buffer slice source (to device);
+    # report the latest-scheduled device-side producer among the start's operands.
+    producers = [comp.by_name[o] for o in start.operands if o in comp.by_name]
+    producers = [p for p in producers if p.opcode not in ("constant", "parameter", "get-tuple-element", "bitcast")
+                 or p.shape.byte_size > 64]
+    if producers:
+        last = max(producers, key=lambda p: p.position)
+        gap = start.position - last.position - 1
+        hints.append(f"its input {last.name} is ready {gap} op(s) before the start"
+                     if gap > 0 else f"the start follows its input {last.name} directly")
+    dcomp = module.computations[done.computation]
+    for ins in dcomp.instructions[done.position + 1 :]:
+        if done.name in ins.operands:
+            gap = ins.position - done.position - 1
+            hints.append(f"nothing forced the early done: the first use of its result ({ins.name}) comes {gap} op(s) later"
+                         if gap > 0 else f"its result is used at once by {ins.name}")
+            break
+    return ("; " + "; ".join(hints)) if hints else ""

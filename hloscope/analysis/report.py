@@ -68,6 +68,7 @@ class Report:
                 "verdict": v.verdict,
                 "why": v.why,
                 "source": self.source(v),
+                "op_name": t.instruction.metadata.get("op_name", ""),
                 "line": t.instruction.line,
             })
         return out

@@ -82,9 +82,10 @@ def make_mesh(target: Target | str, devices: int, axes: Sequence[tuple[str, int]
         raise HloscopeError(f"mesh axes {axes} hold {size} devices, not {devices}", EXIT_BAD_INPUT)
     topology = topology_for(devices)
     try:
-        topo = topologies.get_topology_desc(
-            platform="cuda", topology_name="", target_config=tgt.gpu_target_config(), topology=topology,
-        )
+        with environment.quiet_native_stderr():
+            topo = topologies.get_topology_desc(
+                platform="cuda", topology_name="", target_config=tgt.gpu_target_config(), topology=topology,
+            )
     except Exception as e:
         hint = ""
         if os.environ.get("JAX_SKIP_CUDA_CONSTRAINTS_CHECK") != "1":

@@ -89,20 +89,38 @@ def rms_norm(x: Any, w: Any) -> Any:
     return (y * w.astype(jnp.float32)).astype(x.dtype)
 
 
-def causal_attention(q: Any, k: Any, v: Any) -> Any:
-    """q [B,S,H,D], k/v [B,S,KV,D] with H a multiple of KV (grouped-query)."""
+def causal_attention(q: Any, k: Any, v: Any, chunk: int = 0) -> Any:
+    """q [B,S,H,D], k/v [B,S,KV,D] with H a multiple of KV (grouped-query).
+
+    With ``chunk`` > 0 the queries are processed ``chunk`` at a time and each
+    chunk's scores are recomputed in the backward pass (``jax.checkpoint``), the
+    memory behaviour of a flash-attention kernel written in plain JAX: the
+    [S, S] score matrix is never held whole.
+    """
     import jax
     import jax.numpy as jnp
 
     b, s, h, d = q.shape
     kv = k.shape[2]
-    q = q.reshape(b, s, kv, h // kv, d)
-    scores = jnp.einsum("bqkgd,bskd->bkgqs", q, k).astype(jnp.float32) / jnp.sqrt(float(d))
-    mask = jnp.tril(jnp.ones((s, s), dtype=bool))
-    scores = jnp.where(mask, scores, -1e30)
-    probs = jax.nn.softmax(scores, axis=-1).astype(v.dtype)
-    out = jnp.einsum("bkgqs,bskd->bqkgd", probs, v)
-    return out.reshape(b, s, h, v.shape[-1])
+
+    def block(qc: Any, offset: Any) -> Any:
+        c = qc.shape[1]
+        qg = qc.reshape(b, c, kv, h // kv, d)
+        scores = jnp.einsum("bqkgd,bskd->bkgqs", qg, k).astype(jnp.float32) / jnp.sqrt(float(d))
+        rows = offset + jnp.arange(c)[:, None]
+        mask = rows >= jnp.arange(s)[None, :]
+        scores = jnp.where(mask, scores, -1e30)
+        probs = jax.nn.softmax(scores, axis=-1).astype(v.dtype)
+        out = jnp.einsum("bkgqs,bskd->bqkgd", probs, v)
+        return out.reshape(b, c, h, v.shape[-1])
+
+    if chunk <= 0 or chunk >= s or s % chunk:
+        return block(q, 0)
+    n = s // chunk
+    blk = jax.checkpoint(block, policy=jax.checkpoint_policies.nothing_saveable)
+    qs = q.reshape(b, n, chunk, h, d).swapaxes(0, 1)
+    outs = jax.lax.map(lambda args: blk(args[0], args[1] * chunk), (qs, jnp.arange(n)))
+    return outs.swapaxes(0, 1).reshape(b, s, h, v.shape[-1])
 
 
 def cross_entropy(logits: Any, labels: Any) -> Any:

@@ -41,6 +41,7 @@ class DeepSeekConfig:
     seq: int = 128
     policy: str = "offload"
     scan: bool = True
+    attention_chunk: int = 0  # >0: query-chunked attention with recomputed scores (flash-like memory)
 
     @property
     def offloaded_names(self) -> tuple[str, ...]:
@@ -56,7 +57,7 @@ PRESETS = {
     "deepseek-v3-671b": DeepSeekConfig(
         layers=61, dense_layers=3, dim=7168, heads=128, q_lora_rank=1536, kv_lora_rank=512,
         qk_nope_dim=128, qk_rope_dim=64, v_head_dim=128, ffn=18432, moe_ffn=2048, experts=256,
-        shared_experts=1, top_k=8, vocab=129280, batch=1, seq=4096),
+        shared_experts=1, top_k=8, vocab=129280, batch=1, seq=4096, attention_chunk=512),
 }
 
 
@@ -82,7 +83,7 @@ def build(cfg: DeepSeekConfig, mesh: Any) -> tuple[Any, tuple[Any, ...]]:
         kv = act(jnp.einsum("bsr,rhk->bshk", common.rms_norm(c, p["kv_norm"]), p["wkv_b"]))
         k_nope, v = kv[..., : cfg.qk_nope_dim], kv[..., cfg.qk_nope_dim :]
         k = jnp.concatenate([k_nope, jnp.broadcast_to(k_rope[:, :, None, :], (*k_nope.shape[:3], cfg.qk_rope_dim))], -1)
-        a = act(common.causal_attention(q, k, v))
+        a = act(common.causal_attention(q, k, v, cfg.attention_chunk))
         return x + act(jnp.einsum("bshk,hkd->bsd", a, p["wo"]))
 
     def dense_ffn(x: Any, p: Any) -> Any:

@@ -28,6 +28,7 @@ class LlamaConfig:
     seq: int = 256
     policy: str = "offload"
     scan: bool = True
+    attention_chunk: int = 0  # >0: query-chunked attention with recomputed scores (flash-like memory)
 
     @property
     def offloaded_names(self) -> tuple[str, ...]:
@@ -44,9 +45,9 @@ PRESETS = {
     "llama-small": LlamaConfig(layers=4, dim=1024, heads=16, kv_heads=4, head_dim=64, ffn=2816,
                                vocab=4096, batch=2, seq=512),
     "llama3-8b": LlamaConfig(layers=32, dim=4096, heads=32, kv_heads=8, head_dim=128, ffn=14336,
-                             vocab=128256, batch=2, seq=8192),
+                             vocab=128256, batch=2, seq=8192, attention_chunk=512),
     "llama3-405b": LlamaConfig(layers=126, dim=16384, heads=128, kv_heads=8, head_dim=128, ffn=53248,
-                               vocab=128256, batch=2, seq=8192),
+                               vocab=128256, batch=2, seq=8192, attention_chunk=512),
 }
 
 
@@ -68,7 +69,7 @@ def build(cfg: LlamaConfig, mesh: Any) -> tuple[Any, tuple[Any, ...]]:
         q = checkpoint_name(act(jnp.einsum("bsd,dhk->bshk", h, p["wq"])), "query_proj")
         k = checkpoint_name(act(jnp.einsum("bsd,dhk->bshk", h, p["wk"])), "key_proj")
         v = checkpoint_name(act(jnp.einsum("bsd,dhk->bshk", h, p["wv"])), "value_proj")
-        a = act(common.causal_attention(q, k, v))
+        a = act(common.causal_attention(q, k, v, cfg.attention_chunk))
         x = x + act(jnp.einsum("bshk,hkd->bsd", a, p["wo"]))
         h = common.rms_norm(x, p["ffn_norm"])
         g = act(jax.nn.silu(h @ p["w_gate"]) * (h @ p["w_up"]))

@@ -1,3 +1,5 @@
+"""``python -m hloscope.cli``."""
+
 from hloscope.cli.main import entry
 
 entry()

@@ -8,20 +8,20 @@ os.environ["JAX_PLATFORMS"] = "cpu"
 os.environ["JAX_SKIP_CUDA_CONSTRAINTS_CHECK"] = "1"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from functools import lru_cache  # noqa: E402
-from pathlib import Path  # noqa: E402
+from functools import cache
+from pathlib import Path
 
-import pytest  # noqa: E402
+import pytest
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
-@lru_cache(maxsize=None)
+@cache
 def fixture_text(name: str) -> str:
     return (FIXTURES / name).read_text()
 
 
-@lru_cache(maxsize=None)
+@cache
 def fixture_report(name: str):  # type: ignore[no-untyped-def]
     from hloscope.analysis.report import analyze_module
     from hloscope.hlo.parser import parse_hlo

@@ -67,7 +67,8 @@ def build_call_graph(module: Module) -> CallGraph:
     executions[module.entry_name] = 1
     unknown: list[str] = []
     for c in nx.topological_sort(control.subgraph(scheduled)):
-        for ins_caller in (x for x in module.computations[c].instructions if x.opcode in ("while", "call", "conditional")):
+        callers_here = [x for x in module.computations[c].instructions if x.opcode in ("while", "call", "conditional")]
+        for ins_caller in callers_here:
             for callee, kind in _edges(ins_caller):
                 if callee not in executions:
                     continue

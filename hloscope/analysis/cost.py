@@ -17,7 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hloscope.analysis.opclass import (
-    COLLECTIVE_OPCODES, collective_kind, custom_call_target, is_done, is_free, is_start,
+    COLLECTIVE_OPCODES,
+    collective_kind,
+    custom_call_target,
+    is_done,
+    is_free,
+    is_start,
 )
 from hloscope.hlo.model import Instruction, Module
 from hloscope.hlo.shape import HOST_MEMORY_SPACE

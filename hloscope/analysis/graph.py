@@ -25,11 +25,12 @@ def build_dependency_graph(module: Module, pairs: list[AsyncPair] | None = None)
         for ins in comp.instructions:
             for op in ins.operands:
                 src = comp.by_name[op]
-                kind = "async" if ins.opcode in ("async-update", "async-done") and src.opcode.startswith("async-") else "data"
+                is_async = ins.opcode in ("async-update", "async-done") and src.opcode.startswith("async-")
+                kind = "async" if is_async else "data"
                 g.add_edge((c, op), (c, ins.name), kind=kind)
             if ins.attr_text and "control-predecessors" in ins.attr_text:
-                for p in ins.control_predecessors:
-                    g.add_edge((c, p), (c, ins.name), kind="control")
+                for pred in ins.control_predecessors:
+                    g.add_edge((c, pred), (c, ins.name), kind="control")
             for callee in ins.called_computations:
                 root = module.computations[callee].root
                 if root is not None:

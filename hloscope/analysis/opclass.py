@@ -56,6 +56,4 @@ def collective_kind(ins: Instruction) -> str:
 def is_free(ins: Instruction) -> bool:
     if ins.opcode in FREE_OPCODES:
         return True
-    if ins.opcode == "custom-call" and custom_call_target(ins) in FREE_CUSTOM_CALLS:
-        return True
-    return False
+    return ins.opcode == "custom-call" and custom_call_target(ins) in FREE_CUSTOM_CALLS

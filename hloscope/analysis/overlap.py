@@ -175,7 +175,7 @@ def _dependency_hint(module: Module, t: HostTransfer, done: Instruction) -> str:
     for ins in dcomp.instructions[done.position + 1 :]:
         if done.name in ins.operands:
             gap = ins.position - done.position - 1
-            hints.append(f"nothing forced the early done: the first use of its result ({ins.name}) comes {gap} op(s) later"
-                         if gap > 0 else f"its result is used at once by {ins.name}")
+            hints.append(f"nothing forced the early done: the first use of its result ({ins.name}) "
+                         f"comes {gap} op(s) later" if gap > 0 else f"its result is used at once by {ins.name}")
             break
     return ("; " + "; ".join(hints)) if hints else ""

@@ -73,9 +73,9 @@ def trace_to_starts(module: Module, cg: CallGraph, comp: str, name: str) -> list
                     if idx < len(call.operands):
                         stack.append((caller, call.operands[idx], path, crossed))
         elif op == "while":
-            body = module.computations.get(ins.attr("body").lstrip("%"))
-            if body is not None and body.root is not None:
-                stack.append((body.name, body.root.name, path, True))
+            loop_body = module.computations.get(ins.attr("body").lstrip("%"))
+            if loop_body is not None and loop_body.root is not None:
+                stack.append((loop_body.name, loop_body.root.name, path, True))
         elif op == "call":
             for callee in ins.called_computations:
                 callee_comp = module.computations.get(callee)

@@ -19,7 +19,10 @@ from dataclasses import dataclass
 
 from hloscope.analysis.callgraph import CallGraph
 from hloscope.analysis.opclass import (
-    CONTROL_FLOW, DONE_OPCODES, custom_call_target, is_free,
+    CONTROL_FLOW,
+    DONE_OPCODES,
+    custom_call_target,
+    is_free,
 )
 from hloscope.hlo.model import Instruction, Module
 from hloscope.hlo.shape import HOST_MEMORY_SPACE, Shape

@@ -37,9 +37,9 @@ def format_table(rows: list[dict], capacity: dict | None) -> str:
                      str(r["transfers"]), str(r["hidden"]), str(r["partial"]), str(r["exposed"]), str(r["sync"]),
                      f"{r['est_exposed_us'] / 1e3:.2f}", f"{r['est_step_us'] / 1e3:.1f}"])
     widths = [max([len(h)] + [len(b[i]) for b in body if len(b) > i]) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)), "  ".join("-" * w for w in widths)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=False)), "  ".join("-" * w for w in widths)]
     for b in body:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(b, widths)).rstrip())
+        lines.append("  ".join(c.ljust(w) for c, w in zip(b, widths, strict=False)).rstrip())
     if capacity:
         lines.append("")
         lines.append("largest per-device batch that fits: " + ", ".join(

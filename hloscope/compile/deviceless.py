@@ -14,12 +14,19 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 from hloscope.compile import environment
 from hloscope.errors import (
-    EXIT_BAD_INPUT, EXIT_COMPILE_FAILED, EXIT_ENVIRONMENT, EXIT_OUT_OF_MEMORY, EXIT_TRACE_FAILED, HloscopeError,
+    EXIT_BAD_INPUT,
+    EXIT_COMPILE_FAILED,
+    EXIT_ENVIRONMENT,
+    EXIT_OUT_OF_MEMORY,
+    EXIT_TRACE_FAILED,
+    HloscopeError,
 )
 from hloscope.targets import Target, get_target
 
@@ -93,7 +100,7 @@ def make_mesh(target: Target | str, devices: int, axes: Sequence[tuple[str, int]
                     "JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 before importing jax")
         raise HloscopeError(f"cannot build a compile-only topology for {tgt.name}: {_first_line(e)}{hint}",
                             EXIT_ENVIRONMENT) from None
-    devs = np.array(topo.devices[:devices]).reshape([n for _, n in axes])
+    devs: Any = np.array(topo.devices[:devices]).reshape([n for _, n in axes])
     return Mesh(devs, tuple(name for name, _ in axes))
 
 
@@ -191,9 +198,9 @@ def compile_step(
             code = EXIT_OUT_OF_MEMORY if "RESOURCE_EXHAUSTED" in msg and "host" in msg.lower() else EXIT_COMPILE_FAILED
             raise HloscopeError(f"XLA compile failed: {msg}", code) from None
         seconds = time.perf_counter() - t0
-        optimized = compiled.as_text()
+        optimized = compiled.as_text() or ""
         before = sorted(glob.glob(os.path.join(dump, "*before_optimizations.txt")))
-        unoptimized = open(before[-1]).read() if before else ""
+        unoptimized = Path(before[-1]).read_text() if before else ""
         stats = compiled.memory_analysis()
         memory = {
             k: int(getattr(stats, k, 0) or 0)
@@ -208,7 +215,7 @@ def compile_step(
             totals = _memory_report_totals(reports[-1])
             memory["report_device_total_bytes"] = totals.get(0, 0)
             memory["report_host_total_bytes"] = totals.get(5, 0)
-            extra["memory-usage-report.txt"] = open(reports[-1]).read()
+            extra["memory-usage-report.txt"] = Path(reports[-1]).read_text()
         if not memory["peak_memory_in_bytes"]:
             memory["peak_memory_in_bytes"] = (memory["argument_size_in_bytes"] + memory["output_size_in_bytes"]
                                               + memory["temp_size_in_bytes"] - memory["alias_size_in_bytes"])

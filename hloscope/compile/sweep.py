@@ -7,9 +7,10 @@ keeps workers clean) and reduced to one row of figures.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 COLUMNS = (
     "policy", "lhs", "pipelined", "batch", "peak_device_bytes", "host_bytes", "fits", "transfers",
@@ -74,7 +75,8 @@ def run_cell(cell: Cell) -> dict[str, Any]:
     return row
 
 
-def run_sweep(all_cells: list[Cell], jobs: int, progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
+def run_sweep(all_cells: list[Cell], jobs: int,
+              progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
     import multiprocessing as mp
 
     rows: list[dict[str, Any] | None] = [None] * len(all_cells)
@@ -86,8 +88,7 @@ def run_sweep(all_cells: list[Cell], jobs: int, progress: Callable[[int, int], N
         return [r for r in rows if r is not None]
     with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn")) as pool:
         futs = {pool.submit(run_cell, c): i for i, c in enumerate(all_cells)}
-        done = 0
-        for f in as_completed(futs):
+        for done, f in enumerate(as_completed(futs), start=1):
             i = futs[f]
             try:
                 rows[i] = f.result()
@@ -96,7 +97,6 @@ def run_sweep(all_cells: list[Cell], jobs: int, progress: Callable[[int, int], N
                 rows[i] = {col: None for col in COLUMNS} | {
                     "policy": c.policy, "lhs": c.lhs, "pipelined": c.pipelined, "batch": c.batch,
                     "error": f"worker failed: {type(e).__name__}: {e}"}
-            done += 1
             if progress:
                 progress(done, len(all_cells))
     return [r for r in rows if r is not None]

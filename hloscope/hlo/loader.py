@@ -37,7 +37,8 @@ def read_hlo_text(path: str) -> tuple[str, str]:
     try:
         return data.decode("utf-8"), str(p)
     except UnicodeDecodeError as e:
-        raise HloscopeError(f"{p}: not UTF-8 text (byte {e.start}); is this an HLO text file?", EXIT_BAD_INPUT) from None
+        raise HloscopeError(f"{p}: not UTF-8 text (byte {e.start}); is this an HLO text file?",
+                            EXIT_BAD_INPUT) from None
 
 
 def load_module(path: str) -> Module:

@@ -229,8 +229,8 @@ class _Parser:
                 operands = tuple(body.replace(" ", "").replace("%", "").split(","))
         else:
             ops = []
-            for s, e in spans:
-                piece = line[s:e].strip()
+            for lo, hi in spans:
+                piece = line[lo:hi].strip()
                 if piece.startswith("/*"):
                     piece = piece[piece.find("*/") + 2 :].strip()
                 if piece:
@@ -267,7 +267,8 @@ class _Parser:
                 if op not in known:
                     text = lines[ins.line - 1]
                     col = text.find(op, text.find("(")) + 1
-                    raise self.error(f"operand '{op}' of '{ins.name}' is not defined in '{comp.name}'", ins.line, max(col, 1))
+                    raise self.error(f"operand '{op}' of '{ins.name}' is not defined in '{comp.name}'",
+                                     ins.line, max(col, 1))
             if "control-predecessors" in ins.attr_text:
                 for op in ins.control_predecessors:
                     if op not in known:

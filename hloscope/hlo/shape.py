@@ -93,7 +93,7 @@ class Shape:
     def __str__(self) -> str:
         if self.is_tuple:
             return "(" + ", ".join(str(s) for s in self.tuple_shapes) + ")"
-        dims = ",".join(("<=" if dyn else "") + str(d) for d, dyn in zip(self.dims, self.dynamic))
+        dims = ",".join(("<=" if dyn else "") + str(d) for d, dyn in zip(self.dims, self.dynamic, strict=True))
         lay = "{" + self.layout + "}" if self.layout else ""
         return f"{self.element_type}[{dims}]{lay}"
 

@@ -15,10 +15,10 @@ def human_bytes(n: float) -> str:
 
 def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=False))
     out = [line, "  ".join("-" * w for w in widths)]
     for r in rows:
-        out.append("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+        out.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip())
     return out
 
 

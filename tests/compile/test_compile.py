@@ -17,7 +17,7 @@ from hloscope.cli.main import main
 
 
 def _compile_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict:
-    assert main(argv + ["--json"]) == 0
+    assert main([*argv, "--json"]) == 0
     return json.loads(capsys.readouterr().out)
 
 

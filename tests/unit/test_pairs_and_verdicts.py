@@ -129,3 +129,14 @@ def test_dependency_graph_edges() -> None:
     assert any(d.get("crosses_iteration") for _, _, d in g.edges(data=True))
     assert cg.executions == {"main": 1, "body": 3, "cond": 4}
     assert cg.graph.edges["main", "body"]["trip_count"] == 3
+
+
+def test_control_predecessor_edges() -> None:
+    from hloscope.analysis.graph import build_dependency_graph
+    from tests.unit.test_parser import SMALL
+
+    g = build_dependency_graph(parse_hlo(SMALL))
+    control = [(u, v) for u, v, d in g.edges(data=True) if d["kind"] == "control"]
+    assert control == [(("body", "ar"), ("body", "t"))]
+    calls = {(u, v) for u, v, d in g.edges(data=True) if d["kind"] == "call"}
+    assert (("body", "t"), ("main", "w")) in calls and (("add", "s"), ("body", "ar")) in calls

@@ -47,7 +47,7 @@ def test_parser_agrees_with_xla(path) -> None:  # type: ignore[no-untyped-def]
         xc = their_comps[name]
         their_ins = list(xc.instructions())
         assert [i.name for i in comp.instructions] == [i.name for i in their_ins], name
-        for a, b in zip(comp.instructions, their_ins):
+        for a, b in zip(comp.instructions, their_ins, strict=True):
             assert a.opcode == xla_opcode(b.opcode.name), (name, a.name)
             assert list(a.operands) == [o.name for o in b.operands()], (name, a.name)
             checked += 1

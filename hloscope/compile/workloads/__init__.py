@@ -6,8 +6,9 @@ A builder takes a config and a mesh and returns ``(step_fn, abstract_args)``.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from hloscope.compile.workloads import deepseek, llama, mlp
 from hloscope.compile.workloads.common import POLICIES

@@ -12,7 +12,8 @@ Adam update, on abstract inputs. ``POLICIES`` names how activations tagged with
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 POLICIES = ("offload", "remat", "save")
 

@@ -16,7 +16,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from hloscope.hlo.attributes import parse_attribute_list, parse_braced_map
+from hloscope.errors import HloParseError
+from hloscope.hlo.attributes import AttributeError_, parse_attribute_list, parse_braced_map
 from hloscope.hlo.shape import Shape
 
 
@@ -39,7 +40,7 @@ class Instruction:
 
     __slots__ = (
         "name", "opcode", "text_opcode", "wrapped_opcode", "shape", "operands", "literal",
-        "attr_text", "is_root", "line", "position", "computation", "_attrs", "_called",
+        "attr_text", "is_root", "line", "position", "computation", "_attrs", "_called", "attr_column", "path",
     )
 
     def __init__(
@@ -61,6 +62,8 @@ class Instruction:
         self.computation = computation
         self._attrs: dict[str, str] | None = None
         self._called: tuple[str, ...] | None = None
+        self.attr_column = 0  # 1-based column where attr_text starts (for errors)
+        self.path: str | None = None  # source file, for errors found after parsing
 
     def __repr__(self) -> str:
         return f"Instruction({self.name!r}, {self.opcode!r}, line={self.line})"
@@ -69,7 +72,11 @@ class Instruction:
     def attrs(self) -> dict[str, str]:
         """Attribute name to raw value text (``calls`` -> ``%f``); parsed lazily."""
         if self._attrs is None:
-            self._attrs = parse_attribute_list(self.attr_text) if self.attr_text else {}
+            try:
+                self._attrs = parse_attribute_list(self.attr_text) if self.attr_text else {}
+            except AttributeError_ as e:
+                # Attributes are split lazily; misnested brackets surface here.
+                raise HloParseError(str(e), self.line, self.attr_column + e.offset, self.path) from None
         return self._attrs
 
     def attr(self, key: str, default: str = "") -> str:

@@ -257,6 +257,8 @@ class _Parser:
             name, opcode, text_opcode, wrapped, shape, operands, literal, rest,
             bool(m.group(1)), lineno, len(comp.instructions), comp.name,
         )
+        ins.attr_column = len(line) - len(rest) + 1
+        ins.path = self.path
         comp.instructions.append(ins)
         comp.by_name[name] = ins
 

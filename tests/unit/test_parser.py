@@ -133,3 +133,38 @@ def test_malformed_text_reports_line_and_column(text: str, line: int, col: int, 
     assert msg in str(err)
     assert str(err).startswith(f"bad.hlo:{line}:{col}: ")
     assert "\n" not in str(err)
+
+
+def test_misnested_attributes_found_lazily_still_report_position() -> None:
+    # Equal bracket counts pass the parse-time check; the lazy split finds the misnesting.
+    text = "HloModule m\n\nENTRY e {\n  ROOT p = f32[4]{0} parameter(0), a={1], b=[2}\n}\n"
+    m = parse_hlo(text, "m.hlo")
+    with pytest.raises(HloParseError) as exc:
+        _ = m.entry.by_name["p"].attrs
+    assert str(exc.value).startswith("m.hlo:4:") and exc.value.line == 4 and exc.value.column == 40
+
+
+def test_mutated_fixture_lines_never_crash() -> None:
+    # Given real HLO with random single-character damage,
+    # when it is parsed and analyzed,
+    # then the only failure is a positioned HloParseError.
+    import random
+
+    from hloscope.analysis.report import analyze_module
+    from hloscope.targets import get_target
+
+    lines = fixture_text("mlp_offload.hlo.txt").split("\n")
+    rng = random.Random(1234)
+    errors = 0
+    for _ in range(300):
+        damaged = list(lines)
+        i = rng.randrange(len(damaged))
+        if damaged[i]:
+            j = rng.randrange(len(damaged[i]))
+            damaged[i] = damaged[i][:j] + rng.choice("(){}[],=%\" ") + damaged[i][j + 1 :]
+        try:
+            analyze_module(parse_hlo("\n".join(damaged), "d.hlo"), get_target("h100-sxm")).to_dict()
+        except HloParseError as e:
+            errors += 1
+            assert e.line >= 1 and e.column >= 1 and str(e).startswith("d.hlo:")
+    assert errors > 50

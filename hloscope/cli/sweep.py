@@ -23,6 +23,11 @@ def _gib(n: int | None) -> str:
     return "-" if n is None else f"{n / 2**30:.2f}"
 
 
+def _ms(us: float) -> str:
+    ms = us / 1e3
+    return f"{ms:.3f}" if ms < 10 else f"{ms:.1f}"
+
+
 def format_table(rows: list[dict], capacity: dict | None) -> str:
     headers = ["policy", "LHS", "pipelined", "batch", "peak GiB", "host GiB", "fits", "xfers",
                "hidden", "partial", "exposed", "sync", "~exposed ms", "~step ms"]
@@ -35,7 +40,7 @@ def format_table(rows: list[dict], capacity: dict | None) -> str:
         body.append([r["policy"], "on" if r["lhs"] else "off", "on" if r["pipelined"] else "off", str(r["batch"]),
                      _gib(r["peak_device_bytes"]), _gib(r["host_bytes"]), "yes" if r["fits"] else "NO",
                      str(r["transfers"]), str(r["hidden"]), str(r["partial"]), str(r["exposed"]), str(r["sync"]),
-                     f"{r['est_exposed_us'] / 1e3:.2f}", f"{r['est_step_us'] / 1e3:.1f}"])
+                     _ms(r["est_exposed_us"]), _ms(r["est_step_us"])])
     widths = [max([len(h)] + [len(b[i]) for b in body if len(b) > i]) for i, h in enumerate(headers)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=False)), "  ".join("-" * w for w in widths)]
     for b in body:

@@ -54,4 +54,5 @@ def test_compile_step_builds_the_mesh_and_args() -> None:
     result, report = hloscope.compile_step(fn, args_for, target="gh200", devices=16)
     assert seen == [{"fsdp": 16}]
     assert result.devices == 16 and result.mesh_shape == {"fsdp": 16}
-    assert report.to_dict()["summary"]["to_host_bytes_per_step"] == 2 * (64 // 16) * 1024 * 2
+    # mlp batch is per device (8): 2 layers x bf16[8,1024] per device.
+    assert report.to_dict()["summary"]["to_host_bytes_per_step"] == 2 * 8 * 1024 * 2

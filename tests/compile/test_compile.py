@@ -24,8 +24,8 @@ def _compile_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict:
 def test_mlp_artifacts_and_host_bytes(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "art"
     d = _compile_json(["compile", "--workload", "mlp", "--devices", "8", "--out", str(out)], capsys)
-    # mlp-tiny: 4 layers, global batch 64 over 8 devices, hidden 1024, bf16.
-    per_layer = (64 // 8) * 1024 * 2
+    # mlp-tiny: 4 layers, per-device batch 8, hidden 1024, bf16.
+    per_layer = 8 * 1024 * 2
     assert d["compile"]["memory"]["host_temp_size_in_bytes"] == 4 * per_layer
     assert d["summary"]["to_host_bytes_per_step"] == 4 * per_layer
     assert sorted(p.name for p in out.iterdir()) == [

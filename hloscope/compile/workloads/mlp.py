@@ -10,9 +10,9 @@ from hloscope.compile.workloads import common
 
 @dataclass(frozen=True)
 class MlpConfig:
-    """batch: global batch; width / hidden: feature sizes; layers: scanned layers."""
+    """batch: per-device batch; width / hidden: feature sizes; layers: scanned layers."""
 
-    batch: int = 64
+    batch: int = 8
     width: int = 512
     hidden: int = 1024
     layers: int = 4
@@ -49,5 +49,5 @@ def build(cfg: MlpConfig, mesh: Any) -> tuple[Any, tuple[Any, ...]]:
         "w_in": common.abstract(mesh, (L, W, H), jnp.bfloat16, (None, axis, None)),
         "w_out": common.abstract(mesh, (L, H, W), jnp.bfloat16, (None, None, axis)),
     }
-    batch = common.abstract(mesh, (cfg.batch, W), jnp.bfloat16, (axis, None))
+    batch = common.abstract(mesh, (cfg.batch * mesh.devices.size, W), jnp.bfloat16, (axis, None))
     return common.adam_step(loss), (*common.adam_args(mesh, params), batch)

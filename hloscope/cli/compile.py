@@ -11,15 +11,11 @@ Exit codes: 0 ok, 1 --fail-on hit, 2 bad input, 3 unknown name, 4 trace failed,
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import importlib
-import re
-import sys
 from pathlib import Path
 from typing import Any
 
 from hloscope.cli.analyze import add_report_options, check_fail_on, write_output
-from hloscope.errors import EXIT_BAD_INPUT, EXIT_TRACE_FAILED, HloscopeError
+from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 
 
 def add_compile_options(p: argparse.ArgumentParser) -> None:
@@ -45,75 +41,27 @@ def parse_sets(items: list[str]) -> dict[str, str]:
     return out
 
 
-_ARG_RE = re.compile(r"^\s*([a-z0-9]+)\[([0-9,\s]*)\]\s*(?:@\s*(.*))?$")
-
-
-def parse_args_spec(spec: str, mesh: Any) -> tuple[Any, ...]:
-    """``bf16[512,1024]@fsdp,None; s32[64]`` -> sharded ShapeDtypeStructs."""
-    import jax
-    import jax.numpy as jnp
-    from jax.sharding import NamedSharding, PartitionSpec
-
-    out = []
-    for i, item in enumerate(s for s in spec.split(";") if s.strip()):
-        m = _ARG_RE.match(item)
-        if m is None:
-            raise HloscopeError(f"--args item {i + 1} '{item.strip()}': expected dtype[d0,d1,...]@axis,...",
-                                EXIT_BAD_INPUT)
-        try:
-            dtype = jnp.dtype(m.group(1).replace("bf16", "bfloat16").replace("f32", "float32")
-                              .replace("f16", "float16").replace("s32", "int32").replace("s8", "int8"))
-        except TypeError:
-            raise HloscopeError(f"--args item {i + 1}: unknown dtype '{m.group(1)}'", EXIT_BAD_INPUT) from None
-        dims = tuple(int(d) for d in m.group(2).split(",") if d.strip())
-        axes = [None if a.strip() in ("None", "_", "") else a.strip() for a in (m.group(3) or "").split(",")]
-        if m.group(3) is None:
-            axes = []
-        for a in axes:
-            if a is not None and a not in mesh.axis_names:
-                raise HloscopeError(f"--args item {i + 1}: mesh has no axis '{a}' (axes: {', '.join(mesh.axis_names)})",
-                                    EXIT_BAD_INPUT)
-        out.append(jax.ShapeDtypeStruct(dims, dtype, sharding=NamedSharding(mesh, PartitionSpec(*axes))))
-    return tuple(out)
-
-
-def load_user_fn(ref: str) -> Any:
-    mod_name, colon, fn_name = ref.partition(":")
-    if not colon or not mod_name or not fn_name:
-        raise HloscopeError(f"--fn wants package.module:function, got '{ref}'", EXIT_BAD_INPUT)
-    sys.path.insert(0, str(Path.cwd()))
-    try:
-        mod = importlib.import_module(mod_name)
-    except Exception as e:
-        raise HloscopeError(f"cannot import '{mod_name}': {type(e).__name__}: {e}", EXIT_TRACE_FAILED) from None
-    finally:
-        sys.path.pop(0)
-    fn = getattr(mod, fn_name, None)
-    if not callable(fn):
-        raise HloscopeError(f"'{mod_name}' has no function '{fn_name}'", EXIT_TRACE_FAILED)
-    return fn
-
-
 def compile_workload(workload: str, sets: dict[str, str], policy: str | None, target: str, devices: int,
                      lhs: bool, pipelined: bool, xla_flags: list[str]) -> tuple[Any, Any, dict[str, Any]]:
-    """Compile a built-in workload; returns (CompileResult, Report, manifest extras)."""
+    """Compile a built-in workload in a worker process; returns (CompileResult, Report, manifest extras)."""
+    from hloscope.compile.jobs import compile_workload_job
+
+    result, extra = _run(compile_workload_job, workload, sets, policy, target, devices, lhs, pipelined, xla_flags)
+    return result, _analyze(result, target), extra
+
+
+def _run(job: Any, *args: Any) -> Any:
+    from hloscope.compile.jobs import isolated_enabled, run_isolated
+
+    return run_isolated(job, *args) if isolated_enabled() else job(*args)
+
+
+def _analyze(result: Any, target: str) -> Any:
     from hloscope.analysis.report import analyze_module
-    from hloscope.compile import workloads
-    from hloscope.compile.deviceless import compile_step, make_mesh, parse_flag
     from hloscope.hlo.parser import parse_hlo
     from hloscope.targets import get_target
 
-    if policy:
-        sets = dict(sets, policy=policy)
-    wl, cfg = workloads.resolve(workload, sets)
-    tgt = get_target(target)
-    flags = dict(parse_flag(f) for f in xla_flags)
-    mesh = make_mesh(tgt, devices)
-    fn, args = wl.build(cfg, mesh)
-    result = compile_step(fn, *args, mesh=mesh, target=tgt, flags=flags, lhs=lhs, pipelined_offload=pipelined,
-                          donate_argnums=(0, 1, 2))
-    report = analyze_module(parse_hlo(result.optimized_hlo, "<compiled>"), tgt)
-    return result, report, {"workload": wl.name, "config": dataclasses.asdict(cfg)}
+    return analyze_module(parse_hlo(result.optimized_hlo, "<compiled>"), get_target(target))
 
 
 class CompileCommand:
@@ -175,19 +123,8 @@ class CompileCommand:
         return check_fail_on(report.to_dict(), args.fail_on) if args.fail_on else 0
 
     def _compile_fn(self, args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any]]:
-        from hloscope.analysis.report import analyze_module
-        from hloscope.compile.deviceless import compile_step, make_mesh, parse_flag
-        from hloscope.hlo.parser import parse_hlo
-        from hloscope.targets import get_target
+        from hloscope.compile.jobs import compile_fn_job
 
-        if not args.args:
-            raise HloscopeError("--fn needs --args describing its abstract arguments", EXIT_BAD_INPUT)
-        tgt = get_target(args.target)
-        flags = dict(parse_flag(f) for f in args.xla_flag)
-        mesh = make_mesh(tgt, args.devices)
-        fn = load_user_fn(args.fn)
-        abstract = parse_args_spec(args.args, mesh)
-        result = compile_step(fn, *abstract, mesh=mesh, target=tgt, flags=flags, lhs=args.lhs,
-                              pipelined_offload=args.pipelined_offload)
-        report = analyze_module(parse_hlo(result.optimized_hlo, "<compiled>"), tgt)
-        return result, report, {"fn": args.fn, "args": args.args}
+        result, extra = _run(compile_fn_job, args.fn, args.args, args.target, args.devices, args.lhs,
+                             args.pipelined_offload, args.xla_flag, str(Path.cwd()))
+        return result, _analyze(result, args.target), extra

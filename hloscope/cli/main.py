@@ -8,10 +8,11 @@ on one line as ``hloscope: error: ...`` with its documented exit code.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Protocol
 
-from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, HloscopeError
 
 
 class Command(Protocol):
@@ -66,6 +67,12 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as e:  # a bug: still one line, unless HLOSCOPE_DEBUG asks for the traceback
+        if os.environ.get("HLOSCOPE_DEBUG"):
+            raise
+        print(f"hloscope: internal error: {type(e).__name__}: {e} (set HLOSCOPE_DEBUG=1 for details)",
+              file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 def entry() -> None:

@@ -1,14 +1,14 @@
 """The ablation sweep: policy x LHS x pipelined offload (x per-device batch).
 
-Each cell is compiled in a worker process (JAX state is per process; ``spawn``
-keeps workers clean) and reduced to one row of figures.
+Each cell is compiled in its own ``spawn`` process (JAX state is per process, and a
+compiler crash must not take the sweep down) and reduced to one row of figures.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,26 +77,13 @@ def run_cell(cell: Cell) -> dict[str, Any]:
 
 def run_sweep(all_cells: list[Cell], jobs: int,
               progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
-    import multiprocessing as mp
-
+    """Compile every cell, ``jobs`` at a time; each compile runs in its own process,
+    so one that crashes or runs out of memory becomes a row with ``error`` set."""
     rows: list[dict[str, Any] | None] = [None] * len(all_cells)
-    if jobs <= 1:
-        for i, c in enumerate(all_cells):
-            rows[i] = run_cell(c)
-            if progress:
-                progress(i + 1, len(all_cells))
-        return [r for r in rows if r is not None]
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn")) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futs = {pool.submit(run_cell, c): i for i, c in enumerate(all_cells)}
         for done, f in enumerate(as_completed(futs), start=1):
-            i = futs[f]
-            try:
-                rows[i] = f.result()
-            except Exception as e:  # a worker died (e.g. killed for memory)
-                c = all_cells[i]
-                rows[i] = {col: None for col in COLUMNS} | {
-                    "policy": c.policy, "lhs": c.lhs, "pipelined": c.pipelined, "batch": c.batch,
-                    "error": f"worker failed: {type(e).__name__}: {e}"}
+            rows[futs[f]] = f.result()
             if progress:
                 progress(done, len(all_cells))
     return [r for r in rows if r is not None]

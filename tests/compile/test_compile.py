@@ -139,3 +139,21 @@ def test_refuses_to_overwrite_a_foreign_folder(tmp_path, capsys: pytest.CaptureF
     (art / "stale.txt").write_text("old")
     assert main(["compile", "--workload", "mlp", "--out", str(art)]) == 0
     assert not (art / "stale.txt").exists()
+
+
+def test_compile_out_of_host_memory_is_one_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # Given a 1.5 GiB address-space limit (the 405B compile needs about 2),
+    # when hloscope compiles, the compiler process fails or dies;
+    # then the user sees one line, exit code 6, and no artifact folder.
+    import shlex
+    import subprocess
+    import sys
+
+    out = tmp_path / "art"
+    cmd = (f"ulimit -v {3 * 2**19} && exec {shlex.quote(sys.executable)} -m hloscope compile "
+           f"--workload llama3-405b --devices 128 --out {shlex.quote(str(out))}")
+    proc = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 6, proc.stderr
+    assert proc.stderr.startswith("hloscope: error: ") and proc.stderr.count("\n") == 1
+    assert "memory" in proc.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -1,0 +1,152 @@
+"""Compile jobs, run in a separate process so that a compiler crash is reported, not fatal.
+
+XLA's compiler is native code: when the host runs out of memory it may be
+killed (SIGKILL from the OOM killer) or crash (SIGSEGV, SIGABRT) rather than
+raise. ``run_isolated`` runs a job in a fresh ``spawn`` process and turns such a
+death into a one-line :class:`HloscopeError` with exit code 6. The parent never
+imports JAX; results come back pickled (HLO text and figures, not the model).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing as mp
+import os
+import re
+import signal
+import sys
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+from hloscope.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_COMPILE_FAILED,
+    EXIT_ENVIRONMENT,
+    EXIT_OUT_OF_MEMORY,
+    HloscopeError,
+)
+
+
+def compile_workload_job(workload: str, sets: dict[str, str], policy: str | None, target: str, devices: int,
+                         lhs: bool, pipelined: bool, xla_flags: list[str]) -> tuple[Any, dict[str, Any]]:
+    """Compile a built-in workload; returns (CompileResult, manifest extras)."""
+    from hloscope.compile import workloads
+    from hloscope.compile.deviceless import compile_step, make_mesh, parse_flag
+    from hloscope.targets import get_target
+
+    if policy:
+        sets = dict(sets, policy=policy)
+    wl, cfg = workloads.resolve(workload, sets)
+    tgt = get_target(target)
+    flags = dict(parse_flag(f) for f in xla_flags)
+    mesh = make_mesh(tgt, devices)
+    fn, args = wl.build(cfg, mesh)
+    result = compile_step(fn, *args, mesh=mesh, target=tgt, flags=flags, lhs=lhs, pipelined_offload=pipelined,
+                          donate_argnums=(0, 1, 2))
+    return result, {"workload": wl.name, "config": dataclasses.asdict(cfg)}
+
+
+def compile_fn_job(fn_ref: str, args_spec: str, target: str, devices: int, lhs: bool, pipelined: bool,
+                   xla_flags: list[str], cwd: str) -> tuple[Any, dict[str, Any]]:
+    """Compile the user's ``module:function`` on ``args_spec``; returns (CompileResult, extras)."""
+    from hloscope.compile.deviceless import compile_step, make_mesh, parse_flag
+    from hloscope.compile.userfn import load_user_fn, parse_args_spec
+    from hloscope.targets import get_target
+
+    if not args_spec:
+        raise HloscopeError("--fn needs --args describing its abstract arguments", EXIT_BAD_INPUT)
+    tgt = get_target(target)
+    flags = dict(parse_flag(f) for f in xla_flags)
+    mesh = make_mesh(tgt, devices)
+    fn = load_user_fn(fn_ref, cwd)
+    abstract = parse_args_spec(args_spec, mesh)
+    result = compile_step(fn, *abstract, mesh=mesh, target=tgt, flags=flags, lhs=lhs, pipelined_offload=pipelined)
+    return result, {"fn": fn_ref, "args": args_spec}
+
+
+def _child(conn: Any, log_path: str, func: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    # Native code (XLA, the CUDA plugin) writes to file descriptor 2; keep it for the parent.
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND)
+    os.dup2(log_fd, 2)
+    os.close(log_fd)
+    try:
+        conn.send(("ok", func(*args)))
+    except HloscopeError as e:
+        conn.send(("error", (str(e), e.exit_code)))
+    except MemoryError:
+        conn.send(("error", ("the host ran out of memory while compiling", EXIT_OUT_OF_MEMORY)))
+    except BaseException as e:  # anything else is a bug or an XLA failure: report it in one line
+        conn.send(("error", (f"compile failed: {type(e).__name__}: {str(e).strip().splitlines()[0][:300]}"
+                             if str(e).strip() else f"compile failed: {type(e).__name__}", EXIT_COMPILE_FAILED)))
+    finally:
+        conn.close()
+
+
+_NOISE = re.compile(r"All log messages before absl::InitializeLog|cudart_stub\.cc|Could not find cuda drivers")
+_CAUSE = re.compile(r"(Check failed|failed|error|Error|exhausted|cannot|Cannot)")
+
+
+def _native_cause(log: str) -> str:
+    """The first line of native output that names a failure, shortened (for one-line errors)."""
+    for line in log.splitlines():
+        line = line.strip()
+        if line and not line.startswith(("@", "***", "Traceback", "File ")) and _CAUSE.search(line):
+            line = re.sub(r"^[FEW]\d{4} [\d:.]+\s+\d+ [\w.]+:\d+\] ", "", line)
+            return line[:200]
+    return ""
+
+
+def run_isolated(func: Callable[..., Any], *args: Any) -> Any:
+    """Run ``func(*args)`` in a fresh process; its HloscopeErrors and crashes come back as HloscopeError.
+
+    The child's native stderr goes to a scratch file that is removed afterwards: on
+    success what is not known noise is passed on; on failure its first error line
+    is folded into the one-line message.
+    """
+    ctx = mp.get_context("spawn")
+    fd, log_path = tempfile.mkstemp(prefix="hloscope-", suffix=".log")
+    os.close(fd)
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(child, log_path, func, args), daemon=True)
+    try:
+        proc.start()
+        child.close()
+        try:
+            msg = parent.recv()
+        except EOFError:
+            msg = None
+        proc.join()
+    finally:
+        if proc.is_alive():
+            proc.terminate()
+            proc.join()
+        parent.close()
+        try:
+            with open(log_path, errors="replace") as f:
+                log = f.read()
+        finally:
+            os.unlink(log_path)
+    if msg is not None and msg[0] == "ok":
+        kept = [ln for ln in log.splitlines() if ln.strip() and not _NOISE.search(ln)]
+        if kept:
+            print("\n".join(kept), file=sys.stderr)
+        return msg[1]
+    cause = _native_cause(log)
+    suffix = f" [{cause}]" if cause else ""
+    if msg is None:
+        code = proc.exitcode or 0
+        if code < 0:
+            name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
+            raise HloscopeError(
+                f"the XLA compiler process died ({name}); this usually means the host ran out of memory{suffix}",
+                EXIT_OUT_OF_MEMORY)
+        raise HloscopeError(f"the XLA compiler process exited with status {code} without a result{suffix}",
+                            EXIT_COMPILE_FAILED)
+    text, code = msg[1]
+    raise HloscopeError(text + (suffix if code in (EXIT_OUT_OF_MEMORY, EXIT_ENVIRONMENT) else ""), code)
+
+
+def isolated_enabled() -> bool:
+    """``HLOSCOPE_IN_PROCESS=1`` compiles in this process (for debugging with pdb)."""
+    return os.environ.get("HLOSCOPE_IN_PROCESS", "") != "1" and sys.platform != "emscripten"

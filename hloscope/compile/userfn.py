@@ -1,0 +1,63 @@
+"""Loading a user's step function and its abstract arguments from the command line."""
+
+from __future__ import annotations
+
+import importlib
+import re
+import sys
+from typing import Any
+
+from hloscope.errors import EXIT_BAD_INPUT, EXIT_TRACE_FAILED, HloscopeError
+
+_ARG_RE = re.compile(r"^\s*([a-z0-9]+)\[([0-9,\s]*)\]\s*(?:@\s*(.*))?$")
+_DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float64", "s8": "int8",
+           "s16": "int16", "s32": "int32", "s64": "int64", "u8": "uint8", "u32": "uint32", "pred": "bool"}
+
+
+def parse_args_spec(spec: str, mesh: Any) -> tuple[Any, ...]:
+    """``bf16[512,1024]@fsdp,None; s32[64]`` -> sharded ``jax.ShapeDtypeStruct``s."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    out = []
+    for i, item in enumerate(s for s in spec.split(";") if s.strip()):
+        m = _ARG_RE.match(item)
+        if m is None:
+            raise HloscopeError(f"--args item {i + 1} '{item.strip()}': expected dtype[d0,d1,...]@axis,...",
+                                EXIT_BAD_INPUT)
+        try:
+            dtype = jnp.dtype(_DTYPES.get(m.group(1), m.group(1)))
+        except TypeError:
+            raise HloscopeError(f"--args item {i + 1}: unknown dtype '{m.group(1)}'", EXIT_BAD_INPUT) from None
+        dims = tuple(int(d) for d in m.group(2).split(",") if d.strip())
+        axes: list[str | None] = []
+        if m.group(3) is not None:
+            axes = [None if a.strip() in ("None", "_", "") else a.strip() for a in m.group(3).split(",")]
+        for a in axes:
+            if a is not None and a not in mesh.axis_names:
+                raise HloscopeError(
+                    f"--args item {i + 1}: mesh has no axis '{a}' (axes: {', '.join(mesh.axis_names)})",
+                    EXIT_BAD_INPUT)
+        out.append(jax.ShapeDtypeStruct(dims, dtype, sharding=NamedSharding(mesh, PartitionSpec(*axes))))
+    return tuple(out)
+
+
+def load_user_fn(ref: str, cwd: str | None = None) -> Any:
+    """Import ``package.module:function`` (the working directory is importable)."""
+    mod_name, colon, fn_name = ref.partition(":")
+    if not colon or not mod_name or not fn_name:
+        raise HloscopeError(f"--fn wants package.module:function, got '{ref}'", EXIT_BAD_INPUT)
+    if cwd:
+        sys.path.insert(0, cwd)
+    try:
+        mod = importlib.import_module(mod_name)
+    except Exception as e:
+        raise HloscopeError(f"cannot import '{mod_name}': {type(e).__name__}: {e}", EXIT_TRACE_FAILED) from None
+    finally:
+        if cwd:
+            sys.path.remove(cwd)
+    fn = getattr(mod, fn_name, None)
+    if not callable(fn):
+        raise HloscopeError(f"'{mod_name}' has no function '{fn_name}'", EXIT_TRACE_FAILED)
+    return fn

@@ -21,7 +21,7 @@ from hloscope.analysis.cost import CostModel
 from hloscope.analysis.opclass import CONTROL_FLOW, collective_kind, is_done, is_free, is_start
 from hloscope.analysis.pairs import AsyncPair
 from hloscope.analysis.transfers import HostTransfer
-from hloscope.hlo.model import Instruction, Module
+from hloscope.hlo.model import Computation, Instruction, Module
 
 SYNC, EXPOSED, PARTIAL, HIDDEN, UNSCHEDULED = "sync", "exposed", "partial", "hidden", "unscheduled"
 VERDICTS = (SYNC, EXPOSED, PARTIAL, HIDDEN, UNSCHEDULED)
@@ -161,21 +161,54 @@ def _dependency_hint(module: Module, t: HostTransfer, done: Instruction) -> str:
     comp = module.computations[t.computation]
     start = t.instruction
     hints = []
-    # The moved array is the update (to host) or the host buffer slice source (to device);
-    # report the latest-scheduled device-side producer among the start's operands.
-    producers = [comp.by_name[o] for o in start.operands if o in comp.by_name]
-    producers = [p for p in producers if p.opcode not in ("constant", "parameter", "get-tuple-element", "bitcast")
-                 or p.shape.byte_size > 64]
-    if producers:
-        last = max(producers, key=lambda p: p.position)
-        gap = start.position - last.position - 1
-        hints.append(f"its input {last.name} is ready {gap} op(s) before the start"
-                     if gap > 0 else f"the start follows its input {last.name} directly")
+    # Device-side inputs (the update being offloaded, or the slice index being fetched),
+    # looked at through bitcasts: when did they become available?
+    inputs = []
+    for o in start.operands:
+        src = comp.by_name.get(o)
+        while src is not None and src.opcode == "bitcast" and src.operands:
+            src = comp.by_name.get(src.operands[0])
+        if src is not None and src.opcode != "constant" and not src.shape.in_memory_space(t.host_space):
+            inputs.append(src)
+    if inputs:
+        last = max(inputs, key=lambda p: p.position)
+        if last.opcode in ("get-tuple-element", "parameter"):
+            hints.append("its inputs are available from the top of the computation, "
+                         f"{start.position} op(s) before the start")
+        else:
+            gap = start.position - last.position - 1
+            hints.append(f"its input {last.name} is produced {gap} op(s) before the start"
+                         if gap > 0 else f"the start follows the op producing its input ({last.name}) directly")
     dcomp = module.computations[done.computation]
-    for ins in dcomp.instructions[done.position + 1 :]:
-        if done.name in ins.operands:
-            gap = ins.position - done.position - 1
-            hints.append(f"nothing forced the early done: the first use of its result ({ins.name}) "
-                         f"comes {gap} op(s) later" if gap > 0 else f"its result is used at once by {ins.name}")
-            break
+    use = _first_real_use(dcomp, done)
+    if use is not None:
+        gap = use.position - done.position - 1
+        what = "the loop state for the next iteration" if use.is_root and use.opcode == "tuple" else use.name
+        if gap > 0:
+            hints.append(f"nothing forced the early done: the first real use of its result ({what}) "
+                         f"comes {gap} op(s) later")
+        else:
+            hints.append(f"its result is needed at once by {what}")
     return ("; " + "; ".join(hints)) if hints else ""
+
+
+def _first_real_use(comp: Computation, done: Instruction) -> Instruction | None:
+    """The earliest-scheduled user of ``done``'s value, looking through free ops
+    (bitcasts, tuples, get-tuple-element) that only rename it."""
+    users: dict[str, list[Instruction]] = {}
+    for ins in comp.instructions[done.position + 1 :]:
+        for o in ins.operands:
+            users.setdefault(o, []).append(ins)
+    best: Instruction | None = None
+    frontier = [done.name]
+    seen: set[str] = set()
+    while frontier:
+        for u in users.get(frontier.pop(), []):
+            if u.name in seen:
+                continue
+            seen.add(u.name)
+            if is_free(u) and not u.is_root:
+                frontier.append(u.name)
+            elif best is None or u.position < best.position:
+                best = u
+    return best

@@ -13,6 +13,14 @@ def human_bytes(n: float) -> str:
     return f"{n:.1f} TiB"
 
 
+def human_us(us: float) -> str:
+    if us >= 1e6:
+        return f"{us / 1e6:.2f} s"
+    if us >= 1e3:
+        return f"{us / 1e3:.1f} ms"
+    return f"{us:.1f} us"
+
+
 def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
     line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=False))
@@ -67,7 +75,7 @@ class TableRenderer:
             f"totals: {s['transfers']} transfer(s); to host {human_bytes(s['to_host_bytes_per_step'])}/step, "
             f"to device {human_bytes(s['to_device_bytes_per_step'])}/step",
             "verdicts: " + ", ".join(f"{k} {v}" for k, v in bv.items() if v or k != "unscheduled"),
-            f"estimated exposed transfer time: {s['est_exposed_us_per_step']:.1f} us/step (estimate)",
+            f"estimated exposed transfer time: {human_us(s['est_exposed_us_per_step'])} per step (estimate)",
         ]
         if s["loops"]:
             lines.append("per computation (bytes per execution):")

@@ -18,7 +18,11 @@ def pick_dump_file(directory: Path) -> Path:
         cands = [p for p in directory.iterdir() if p.name.endswith("before_optimizations.txt")]
     if not cands:
         raise HloscopeError(f"{directory}: no '*after_optimizations.txt' in this dump folder", EXIT_BAD_INPUT)
-    return max(cands, key=lambda p: (p.stat().st_size, p.name))
+    chosen = max(cands, key=lambda p: (p.stat().st_size, p.name))
+    if len(cands) > 1:
+        print(f"hloscope: note: {len(cands)} modules in {directory}; reading the largest, {chosen.name} "
+              "(pass a file to choose another)", file=sys.stderr)
+    return chosen
 
 
 def read_hlo_text(path: str) -> tuple[str, str]:

@@ -119,3 +119,20 @@ def test_user_target_file(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
     bad.write_text('base = "h100-sxm"\nhost_lnk = 3\n')
     assert main(["analyze", LLAMA, "--target", str(bad)]) == 2
     assert "unknown target field(s): host_lnk" in capsys.readouterr().err
+
+
+def test_dump_folder_with_several_modules_names_its_choice(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    import shutil
+
+    small = next((FIXTURES / "dump_mlp_offload").glob("*after_optimizations.txt"))
+    shutil.copy(small, tmp_path / small.name)
+    shutil.copy(LLAMA, tmp_path / "module_0002.jit_x.sm_9.0a_gpu_after_optimizations.txt")
+    assert main(["analyze", str(tmp_path), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["summary"]["transfers"] == 9  # the larger (llama) module
+    assert "2 modules" in captured.err and "module_0002" in captured.err
+
+
+def test_empty_dump_folder(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    assert main(["analyze", str(tmp_path)]) == 2
+    assert "no '*after_optimizations.txt'" in capsys.readouterr().err

@@ -1,12 +1,4 @@
-"""compile: compile a training step for a GPU target on this machine (no GPU needed).
-
-Either a built-in --workload (mlp, llama, deepseek, or a preset such as
-llama3-405b) or your own --fn package.module:function with --args. Writes an
-artifact folder (--out) with the optimized and unoptimized HLO, memory figures,
-flags, versions and the analysis, then prints the report.
-Exit codes: 0 ok, 1 --fail-on hit, 2 bad input, 3 unknown name, 4 trace failed,
-5 XLA compile failed, 6 out of host memory, 7 jax missing.
-"""
+"""``hloscope compile``: see :class:`CompileCommand`."""
 
 from __future__ import annotations
 
@@ -41,29 +33,6 @@ def parse_sets(items: list[str]) -> dict[str, str]:
     return out
 
 
-def compile_workload(workload: str, sets: dict[str, str], policy: str | None, target: str, devices: int,
-                     lhs: bool, pipelined: bool, xla_flags: list[str]) -> tuple[Any, Any, dict[str, Any]]:
-    """Compile a built-in workload in a worker process; returns (CompileResult, Report, manifest extras)."""
-    from hloscope.compile.jobs import compile_workload_job
-
-    result, extra = _run(compile_workload_job, workload, sets, policy, target, devices, lhs, pipelined, xla_flags)
-    return result, _analyze(result, target), extra
-
-
-def _run(job: Any, *args: Any) -> Any:
-    from hloscope.compile.jobs import isolated_enabled, run_isolated
-
-    return run_isolated(job, *args) if isolated_enabled() else job(*args)
-
-
-def _analyze(result: Any, target: str) -> Any:
-    from hloscope.analysis.report import analyze_module
-    from hloscope.hlo.parser import parse_hlo
-    from hloscope.targets import get_target
-
-    return analyze_module(parse_hlo(result.optimized_hlo, "<compiled>"), get_target(target))
-
-
 class CompileCommand:
     """compile: compile a training step for a GPU target on this machine (no GPU needed).
 
@@ -96,6 +65,8 @@ class CompileCommand:
             result, report, extra = self._compile_fn(args)
             name = args.fn.replace(":", ".")
         else:
+            from hloscope.compile.jobs import compile_workload
+
             result, report, extra = compile_workload(args.workload, parse_sets(args.set), args.policy, args.target,
                                                      args.devices, args.lhs, args.pipelined_offload, args.xla_flag)
             name = f"{args.workload}-{extra['config']['policy']}-{args.target}-{args.devices}"
@@ -123,8 +94,7 @@ class CompileCommand:
         return check_fail_on(report.to_dict(), args.fail_on) if args.fail_on else 0
 
     def _compile_fn(self, args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any]]:
-        from hloscope.compile.jobs import compile_fn_job
+        from hloscope.compile.jobs import compile_fn
 
-        result, extra = _run(compile_fn_job, args.fn, args.args, args.target, args.devices, args.lhs,
-                             args.pipelined_offload, args.xla_flag, str(Path.cwd()))
-        return result, _analyze(result, args.target), extra
+        return compile_fn(args.fn, args.args, args.target, args.devices, args.lhs, args.pipelined_offload,
+                          args.xla_flag, str(Path.cwd()))

@@ -65,6 +65,32 @@ def compile_fn_job(fn_ref: str, args_spec: str, target: str, devices: int, lhs: 
     return result, {"fn": fn_ref, "args": args_spec}
 
 
+def compile_workload(workload: str, sets: dict[str, str], policy: str | None, target: str, devices: int,
+                     lhs: bool, pipelined: bool, xla_flags: list[str]) -> tuple[Any, Any, dict[str, Any]]:
+    """Compile a built-in workload in its own process and analyze it: (CompileResult, Report, extras)."""
+    result, extra = _run(compile_workload_job, workload, sets, policy, target, devices, lhs, pipelined, xla_flags)
+    return result, _analyze(result, target), extra
+
+
+def compile_fn(fn_ref: str, args_spec: str, target: str, devices: int, lhs: bool, pipelined: bool,
+               xla_flags: list[str], cwd: str) -> tuple[Any, Any, dict[str, Any]]:
+    """Compile the user's ``module:function`` in its own process and analyze it."""
+    result, extra = _run(compile_fn_job, fn_ref, args_spec, target, devices, lhs, pipelined, xla_flags, cwd)
+    return result, _analyze(result, target), extra
+
+
+def _run(job: Callable[..., Any], *args: Any) -> Any:
+    return run_isolated(job, *args) if isolated_enabled() else job(*args)
+
+
+def _analyze(result: Any, target: str) -> Any:
+    from hloscope.analysis.report import analyze_module
+    from hloscope.hlo.parser import parse_hlo
+    from hloscope.targets import get_target
+
+    return analyze_module(parse_hlo(result.optimized_hlo, "<compiled>"), get_target(target))
+
+
 def _child(conn: Any, log_path: str, func: Callable[..., Any], args: tuple[Any, ...]) -> None:
     # Native code (XLA, the CUDA plugin) writes to file descriptor 2; keep it for the parent.
     log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND)

@@ -40,7 +40,7 @@ def cells(workload: str, sets: dict[str, str], target: str, devices: int, polici
 
 def run_cell(cell: Cell) -> dict[str, Any]:
     """Compile and analyze one cell; errors become a row with ``error`` set."""
-    from hloscope.cli.compile import compile_workload
+    from hloscope.compile.jobs import compile_workload
     from hloscope.errors import HloscopeError
     from hloscope.targets import get_target
 

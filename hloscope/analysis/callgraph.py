@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from hloscope.hlo.model import Instruction, Module
+from hloscope.hlo.model import Computation, Instruction, Module
 
 
 @dataclass
@@ -30,6 +30,70 @@ class CallGraph:
     executions: dict[str, int]
     callers: dict[str, list[tuple[str, Instruction]]] = field(default_factory=dict)
     unknown_trip: list[str] = field(default_factory=list)
+
+
+def _int_constant(comp: Computation, name: str) -> int | None:
+    ins = comp.by_name.get(name)
+    while ins is not None and ins.opcode in ("copy", "convert") and ins.operands:
+        ins = comp.by_name.get(ins.operands[0])
+    if ins is None or ins.opcode != "constant" or ins.shape.dims:
+        return None
+    try:
+        return int(ins.literal.strip())
+    except ValueError:
+        return None
+
+
+def _param_index(comp: Computation, name: str) -> int | None:
+    ins = comp.by_name.get(name)
+    if ins is None or ins.opcode != "get-tuple-element" or not ins.operands:
+        return None
+    src = comp.by_name.get(ins.operands[0])
+    return ins.tuple_index if src is not None and src.opcode == "parameter" else None
+
+
+def trip_count(module: Module, loop: Instruction) -> int | None:
+    """A while loop's trip count: XLA's ``known_trip_count``, else read from the loop.
+
+    Unoptimized modules carry no ``known_trip_count``; the common counted loop
+    (``i < N`` in the condition, ``i`` starting at a constant and growing by a
+    constant step in the body) is recognised directly.
+    """
+    known = loop.known_trip_count
+    if known is not None:
+        return known
+    cond = module.computations.get(loop.attr("condition").lstrip("%"))
+    body = module.computations.get(loop.attr("body").lstrip("%"))
+    caller = module.computations.get(loop.computation)
+    if cond is None or body is None or caller is None or not loop.operands:
+        return None
+    root = cond.root
+    if root is None or root.opcode != "compare" or len(root.operands) != 2:
+        return None
+    direction = root.attr("direction")
+    a, b = root.operands
+    index, bound = _param_index(cond, a), _int_constant(cond, b)
+    if direction == "GT":  # N > i
+        index, bound, direction = _param_index(cond, b), _int_constant(cond, a), "LT"
+    if index is None or bound is None or direction not in ("LT", "LE"):
+        return None
+    init_tuple = caller.by_name.get(loop.operands[0])
+    if init_tuple is None or init_tuple.opcode != "tuple" or index >= len(init_tuple.operands):
+        return None
+    start = _int_constant(caller, init_tuple.operands[index])
+    body_root = body.root
+    if start is None or body_root is None or body_root.opcode != "tuple" or index >= len(body_root.operands):
+        return None
+    step_ins = body.by_name.get(body_root.operands[index])
+    if step_ins is None or step_ins.opcode != "add" or len(step_ins.operands) != 2:
+        return None
+    x, y = step_ins.operands
+    step = _int_constant(body, y) if _param_index(body, x) == index else (
+        _int_constant(body, x) if _param_index(body, y) == index else None)
+    if not step or step <= 0:
+        return None
+    end = bound + (1 if direction == "LE" else 0)
+    return max(0, -(-(end - start) // step))
 
 
 def _edges(ins: Instruction) -> list[tuple[str, str]]:
@@ -74,7 +138,7 @@ def build_call_graph(module: Module) -> CallGraph:
                     continue
                 n = executions[c]
                 if ins_caller.opcode == "while":
-                    trip = ins_caller.known_trip_count
+                    trip = trip_count(module, ins_caller)
                     if trip is None:
                         unknown.append(ins_caller.name)
                         trip = 1

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hloscope.analysis.callgraph import trip_count
 from hloscope.analysis.opclass import (
     COLLECTIVE_OPCODES,
     collective_kind,
@@ -170,7 +171,7 @@ class CostModel:
         if is_free(ins) or is_start(ins) or is_done(ins) or ins.opcode == "async-update":
             return 0.0
         if ins.opcode == "while":
-            trip = ins.known_trip_count or 1
+            trip = trip_count(self.module, ins) or 1
             return trip * self.computation_us(ins.attr("body").lstrip("%"))
         if ins.opcode in ("call", "conditional"):
             return max((self.computation_us(c) for c in ins.called_computations), default=0.0)

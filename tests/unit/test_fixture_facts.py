@@ -146,3 +146,7 @@ def test_unoptimized_module_reports_annotations() -> None:
                     ("to_host", "annotate_device_placement", "unscheduled")]
     # Before SPMD partitioning the annotated value is the global bf16[64,1024] hidden activation.
     assert {t["bytes"] for t in d["transfers"]} == {64 * 1024 * 2}
+    # No known_trip_count before optimization; the loops count i from constant(0) while i < constant(4),
+    # adding 1 per iteration (while.13 and while.19 read by hand), so each annotation runs 4 times.
+    assert {t["executions"] for t in d["transfers"]} == {4}
+    assert d["summary"]["unknown_trip_counts"] == []

@@ -140,3 +140,44 @@ def test_control_predecessor_edges() -> None:
     assert control == [(("body", "ar"), ("body", "t"))]
     calls = {(u, v) for u, v, d in g.edges(data=True) if d["kind"] == "call"}
     assert (("body", "t"), ("main", "w")) in calls and (("add", "s"), ("body", "ar")) in calls
+
+
+COUNTED = """HloModule counted
+
+%body (p: (s32[], f32[4])) -> (s32[], f32[4]) {
+  %p = (s32[], f32[4]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%p), index=0
+  %x = f32[4]{0} get-tuple-element(%p), index=1
+  %two = s32[] constant(2)
+  %n = s32[] add(%two, %i)
+  ROOT %t = (s32[], f32[4]{0}) tuple(%n, %x)
+}
+
+%cond (q: (s32[], f32[4])) -> pred[] {
+  %q = (s32[], f32[4]{0}) parameter(0)
+  %k = s32[] get-tuple-element(%q), index=0
+  %c = s32[] constant(11)
+  ROOT %lt = pred[] compare(%c, %k), direction=GT
+}
+
+ENTRY %main (a: f32[4]) -> (s32[], f32[4]) {
+  %a = f32[4]{0} parameter(0)
+  %one = s32[] constant(1)
+  %init = (s32[], f32[4]{0}) tuple(%one, %a)
+  ROOT %w = (s32[], f32[4]{0}) while(%init), condition=%cond, body=%body
+}
+"""
+
+
+def test_trip_count_read_from_a_counted_loop() -> None:
+    from hloscope.analysis.callgraph import build_call_graph, trip_count
+
+    m = parse_hlo(COUNTED)
+    w = m.entry.by_name["w"]
+    assert w.known_trip_count is None
+    assert trip_count(m, w) == 5  # i = 1, 3, 5, 7, 9 while 11 > i
+    assert build_call_graph(m).executions["body"] == 5
+    # A loop whose counter never changes is not guessed.
+    frozen = parse_hlo(COUNTED.replace("%n = s32[] add(%two, %i)", "%n = s32[] multiply(%two, %i)"))
+    assert trip_count(frozen, frozen.entry.by_name["w"]) is None
+    assert build_call_graph(frozen).unknown_trip == ["w"]

@@ -80,6 +80,7 @@ def judge_overlap(
         if p.kind == "collective" and p.start.computation == p.done.computation:
             coll_pairs.setdefault(p.start.computation, []).append(p)
     instruction_us = cost.instruction_us
+    users_cache: dict[str, dict[str, list[Instruction]]] = {}
 
     out: list[Verdict] = []
     for t in transfers:
@@ -151,12 +152,13 @@ def judge_overlap(
         if v.other_transfers:
             v.why += f"; shares the host link with {len(v.other_transfers)} other transfer(s) in its window"
         if v.verdict in (EXPOSED, PARTIAL):
-            v.why += _dependency_hint(module, t, pair.done)
+            v.why += _dependency_hint(module, t, pair.done, users_cache)
         out.append(v)
     return out
 
 
-def _dependency_hint(module: Module, t: HostTransfer, done: Instruction) -> str:
+def _dependency_hint(module: Module, t: HostTransfer, done: Instruction,
+                     users_cache: dict[str, dict[str, list[Instruction]]]) -> str:
     """Why the window could not be wider: who produced the data, who waits for it."""
     comp = module.computations[t.computation]
     start = t.instruction
@@ -180,7 +182,9 @@ def _dependency_hint(module: Module, t: HostTransfer, done: Instruction) -> str:
             hints.append(f"its input {last.name} is produced {gap} op(s) before the start"
                          if gap > 0 else f"the start follows the op producing its input ({last.name}) directly")
     dcomp = module.computations[done.computation]
-    use = _first_real_use(dcomp, done)
+    if dcomp.name not in users_cache:
+        users_cache[dcomp.name] = _users(dcomp)
+    use = _first_real_use(users_cache[dcomp.name], done)
     if use is not None:
         gap = use.position - done.position - 1
         what = "the loop state for the next iteration" if use.is_root and use.opcode == "tuple" else use.name
@@ -192,13 +196,17 @@ def _dependency_hint(module: Module, t: HostTransfer, done: Instruction) -> str:
     return ("; " + "; ".join(hints)) if hints else ""
 
 
-def _first_real_use(comp: Computation, done: Instruction) -> Instruction | None:
-    """The earliest-scheduled user of ``done``'s value, looking through free ops
-    (bitcasts, tuples, get-tuple-element) that only rename it."""
+def _users(comp: Computation) -> dict[str, list[Instruction]]:
     users: dict[str, list[Instruction]] = {}
-    for ins in comp.instructions[done.position + 1 :]:
+    for ins in comp.instructions:
         for o in ins.operands:
             users.setdefault(o, []).append(ins)
+    return users
+
+
+def _first_real_use(users: dict[str, list[Instruction]], done: Instruction) -> Instruction | None:
+    """The earliest-scheduled user of ``done``'s value, looking through free ops
+    (bitcasts, tuples, get-tuple-element) that only rename it."""
     best: Instruction | None = None
     frontier = [done.name]
     seen: set[str] = set()

@@ -87,9 +87,14 @@ class CompileCommand:
         text = renderer.render(report)
         if renderer.extension == ".txt":
             m = result.memory
-            text += (f"memory per device: peak {m['peak_memory_in_bytes'] / 2**30:.2f} GiB, host "
-                     f"{m['host_total_bytes'] / 2**30:.2f} GiB; compiled in {result.compile_seconds:.1f} s; "
-                     f"artifacts in {out}\n")
+            from hloscope.render.table import human_bytes
+            from hloscope.targets import get_target
+
+            hbm = get_target(args.target).device_memory_size
+            fits = "fits" if m["peak_memory_in_bytes"] <= hbm else "does NOT fit"
+            text += (f"memory per device: peak {human_bytes(m['peak_memory_in_bytes'])} ({fits} in "
+                     f"{human_bytes(hbm)} of HBM), host {human_bytes(m['host_total_bytes'])}; "
+                     f"compiled in {result.compile_seconds:.1f} s; artifacts in {out}\n")
         write_output(text, args.output)
         return check_fail_on(report.to_dict(), args.fail_on) if args.fail_on else 0
 

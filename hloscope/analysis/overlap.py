@@ -1,6 +1,6 @@
 """Judge whether the schedule hides each host transfer behind compute or collectives.
 
-Pass: ``judge_overlap(module, cg, transfers, pairs, cost, ...) -> list[Verdict]``.
+Pass: ``judge_overlap(module, transfers, pairs, cost, ...) -> list[Verdict]``.
 
 The *window* of an async transfer is what the schedule places between its start
 and its done: one range of one computation, or, for a pair that crosses a loop
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hloscope.analysis.callgraph import CallGraph
 from hloscope.analysis.cost import CostModel
 from hloscope.analysis.opclass import CONTROL_FLOW, collective_kind, is_done, is_free, is_start
 from hloscope.analysis.pairs import AsyncPair
@@ -68,93 +67,93 @@ def window_segments(module: Module, start: Instruction, done: Instruction, cross
 
 
 def judge_overlap(
-    module: Module, cg: CallGraph, transfers: list[HostTransfer], pairs: list[AsyncPair],
-    cost: CostModel, hidden_ratio: float = 0.95, exposed_ratio: float = 0.05,
+    module: Module, transfers: list[HostTransfer], pairs: list[AsyncPair], cost: CostModel,
+    hidden_ratio: float = 0.95, exposed_ratio: float = 0.05,
 ) -> list[Verdict]:
     by_start: dict[tuple[str, str], list[AsyncPair]] = {}
-    for p in pairs:
-        by_start.setdefault((p.start.computation, p.start.name), []).append(p)
-    transfer_ops = {(t.computation, t.instruction.name) for t in transfers}
     coll_pairs: dict[str, list[AsyncPair]] = {}
     for p in pairs:
+        by_start.setdefault((p.start.computation, p.start.name), []).append(p)
         if p.kind == "collective" and p.start.computation == p.done.computation:
             coll_pairs.setdefault(p.start.computation, []).append(p)
-    instruction_us = cost.instruction_us
+    transfer_ops = {(t.computation, t.instruction.name) for t in transfers}
     users_cache: dict[str, dict[str, list[Instruction]]] = {}
 
     out: list[Verdict] = []
     for t in transfers:
-        ins = t.instruction
         v = Verdict(transfer=t, done=None, crosses_iteration=False, window_size=0)
         v.est_transfer_us = cost.transfer_us(t.bytes, t.direction)
+        out.append(v)
         if t.is_annotation or not module.is_scheduled:
             v.verdict = UNSCHEDULED
             v.why = "module is not scheduled (before optimizations): no order to judge; compile it to see the schedule"
-            out.append(v)
             continue
         if not t.is_async:
             v.verdict = SYNC
             v.why = "synchronous: the stream waits for the whole transfer"
-            out.append(v)
             continue
-        mine = by_start.get((t.computation, ins.name), [])
+        mine = by_start.get((t.computation, t.instruction.name), [])
         if not mine:
             v.verdict = EXPOSED
             v.why = "no matching done found: cannot place the transfer's window"
-            out.append(v)
             continue
-        pair = sorted(mine, key=lambda p: (p.crosses_iteration, p.done.computation != p.start.computation))[0]
+        # Prefer the pair within one iteration; a peeled prologue's pair is the fallback.
+        pair = min(mine, key=lambda p: (p.crosses_iteration, p.done.computation != p.start.computation))
         v.done = pair.done
         v.crosses_iteration = pair.crosses_iteration
-        segments = window_segments(module, ins, pair.done, pair.crosses_iteration)
-        for comp, lo, hi in segments:
-            for w in module.computations[comp].instructions[lo:hi]:
-                v.window_size += 1
-                if (comp, w.name) in transfer_ops:
-                    v.other_transfers.append(w.name)
-                    continue
-                if collective_kind(w) and not (is_start(w) or is_done(w)):
-                    v.overlapped_collectives.append(w.name)
-                    v.est_collective_us += cost.collective_us(w)
-                    continue
-                us = instruction_us(w)
-                if w.opcode in CONTROL_FLOW or (us > 0 and not is_free(w) and not is_start(w) and not is_done(w)):
-                    v.overlapped_compute.append(w.name)
-                    v.est_compute_us += us
-            for cp in coll_pairs.get(comp, []):
-                cs, cd = cp.start.position, cp.done.position
-                inter = min(cd, hi) - max(cs, lo)
-                if inter > 0 or (cs < lo <= cd and hi > lo):
-                    frac = min(1.0, max(inter, 1) / max(cd - cs, 1))
-                    if cp.start.name not in v.overlapped_collectives:
-                        v.overlapped_collectives.append(cp.start.name)
-                    v.est_collective_us += frac * cost.collective_us(cp.start)
-        window_us = max(v.est_compute_us, v.est_collective_us)
-        v.est_hidden_us = min(v.est_transfer_us, window_us)
-        ratio = v.est_hidden_us / v.est_transfer_us if v.est_transfer_us > 0 else (1.0 if window_us > 0 else 0.0)
-        if not segments:
-            v.verdict = EXPOSED
-            v.why = "start and done are in computations hloscope cannot relate; window unknown"
-        elif not v.overlapped_compute and not v.overlapped_collectives:
-            v.verdict = EXPOSED
-            v.why = ("done placed directly after start: nothing scheduled in between" if v.window_size == 0
-                     else f"window holds {v.window_size} instruction(s) but no compute and no collective")
-        elif ratio >= hidden_ratio:
-            v.verdict = HIDDEN
-        elif ratio <= exposed_ratio:
-            v.verdict = EXPOSED
-        else:
-            v.verdict = PARTIAL
-        if not v.why:
-            v.why = (f"window: {len(v.overlapped_compute)} compute op(s) ~{v.est_compute_us:.1f} us, "
-                     f"{len(v.overlapped_collectives)} collective(s) ~{v.est_collective_us:.1f} us, "
-                     f"vs transfer ~{v.est_transfer_us:.1f} us (estimates)")
-        if v.other_transfers:
-            v.why += f"; shares the host link with {len(v.other_transfers)} other transfer(s) in its window"
+        segments = window_segments(module, t.instruction, pair.done, pair.crosses_iteration)
+        _fill_window(v, module, segments, transfer_ops, coll_pairs, cost)
+        _decide(v, bool(segments), hidden_ratio, exposed_ratio)
         if v.verdict in (EXPOSED, PARTIAL):
             v.why += _dependency_hint(module, t, pair.done, users_cache)
-        out.append(v)
     return out
+
+
+def _fill_window(v: Verdict, module: Module, segments: list[Segment], transfer_ops: set[tuple[str, str]],
+                 coll_pairs: dict[str, list[AsyncPair]], cost: CostModel) -> None:
+    """Classify what the window holds and add up its estimated times."""
+    for comp, lo, hi in segments:
+        for w in module.computations[comp].instructions[lo:hi]:
+            v.window_size += 1
+            if (comp, w.name) in transfer_ops:
+                v.other_transfers.append(w.name)
+                continue
+            if collective_kind(w) and not (is_start(w) or is_done(w)):
+                v.overlapped_collectives.append(w.name)  # a synchronous collective
+                v.est_collective_us += cost.collective_us(w)
+                continue
+            us = cost.instruction_us(w)
+            if w.opcode in CONTROL_FLOW or (us > 0 and not is_free(w) and not is_start(w) and not is_done(w)):
+                v.overlapped_compute.append(w.name)
+                v.est_compute_us += us
+        for cp in coll_pairs.get(comp, []):  # async collectives in flight during the window
+            cs, cd = cp.start.position, cp.done.position
+            inter = min(cd, hi) - max(cs, lo)
+            if inter > 0 or (cs < lo <= cd and hi > lo):
+                frac = min(1.0, max(inter, 1) / max(cd - cs, 1))
+                if cp.start.name not in v.overlapped_collectives:
+                    v.overlapped_collectives.append(cp.start.name)
+                v.est_collective_us += frac * cost.collective_us(cp.start)
+
+
+def _decide(v: Verdict, known_window: bool, hidden_ratio: float, exposed_ratio: float) -> None:
+    window_us = max(v.est_compute_us, v.est_collective_us)
+    v.est_hidden_us = min(v.est_transfer_us, window_us)
+    ratio = v.est_hidden_us / v.est_transfer_us if v.est_transfer_us > 0 else (1.0 if window_us > 0 else 0.0)
+    if not known_window:
+        v.verdict = EXPOSED
+        v.why = "start and done are in computations hloscope cannot relate; window unknown"
+    elif not v.overlapped_compute and not v.overlapped_collectives:
+        v.verdict = EXPOSED
+        v.why = ("done placed directly after start: nothing scheduled in between" if v.window_size == 0
+                 else f"window holds {v.window_size} instruction(s) but no compute and no collective")
+    else:
+        v.verdict = HIDDEN if ratio >= hidden_ratio else EXPOSED if ratio <= exposed_ratio else PARTIAL
+        v.why = (f"window: {len(v.overlapped_compute)} compute op(s) ~{v.est_compute_us:.1f} us, "
+                 f"{len(v.overlapped_collectives)} collective(s) ~{v.est_collective_us:.1f} us, "
+                 f"vs transfer ~{v.est_transfer_us:.1f} us (estimates)")
+    if v.other_transfers:
+        v.why += f"; shares the host link with {len(v.other_transfers)} other transfer(s) in its window"
 
 
 def _dependency_hint(module: Module, t: HostTransfer, done: Instruction,

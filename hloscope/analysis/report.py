@@ -138,5 +138,5 @@ def analyze_module(module: Module, target: Target, host_space: int = HOST_MEMORY
     transfers = find_host_transfers(module, cg, host_space)
     pairs = pair_async_ops(module, cg)
     cost = CostModel(module, target, host_space)
-    verdicts = judge_overlap(module, cg, transfers, pairs, cost)
+    verdicts = judge_overlap(module, transfers, pairs, cost)
     return Report(module, target, cg, verdicts, pairs, cost, host_space)

@@ -43,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"hloscope {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, cmd in _commands().items():
-        doc = (type(cmd).__doc__ or "").strip()
+        doc = (type(cmd).__doc__ or "").strip().removeprefix(f"{name}: ")
         p = sub.add_parser(name, help=doc.splitlines()[0] if doc else "", description=doc,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         cmd.prepare_parser(p)

@@ -95,6 +95,12 @@ class CompileCommand:
             text += (f"memory per device: peak {human_bytes(m['peak_memory_in_bytes'])} ({fits} in "
                      f"{human_bytes(hbm)} of HBM), host {human_bytes(m['host_total_bytes'])}; "
                      f"compiled in {result.compile_seconds:.1f} s; artifacts in {out}\n")
+            offloaded = report.summary()["to_host_bytes_per_step"]
+            if offloaded != m["host_total_bytes"]:
+                # XLA's host buffers hold each offloaded slice once; a gap means transfers
+                # hloscope did not recognise, or host memory used for something else.
+                text += (f"note: the transfers found move {human_bytes(offloaded)} to host per step, XLA "
+                         f"reserved {human_bytes(m['host_total_bytes'])} of host memory\n")
         write_output(text, args.output)
         return check_fail_on(report.to_dict(), args.fail_on) if args.fail_on else 0
 

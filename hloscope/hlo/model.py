@@ -240,6 +240,22 @@ class Module:
         v = self.attrs.get("frontend_attributes", "")
         return parse_braced_map(v) if v else {}
 
+    def self_check(self) -> None:
+        """Assert the model's invariants (used by tests): positions follow text order,
+        names resolve, operands and called computations exist, one entry."""
+        assert self.entry_name in self.computations and self.computations[self.entry_name].is_entry
+        assert sum(c.is_entry for c in self.computations.values()) == 1
+        for comp in self.computations.values():
+            assert len(comp.by_name) == len(comp.instructions), comp.name
+            last_line = comp.line
+            for i, ins in enumerate(comp.instructions):
+                assert ins.position == i and ins.computation == comp.name, ins.name
+                assert comp.by_name[ins.name] is ins and ins.line > last_line, ins.name
+                last_line = ins.line
+                assert all(o in comp.by_name for o in ins.operands), ins.name
+                assert all(c in self.computations for c in ins.called_computations), ins.name
+            assert comp.root is not None or not comp.instructions
+
     def instruction_count(self) -> int:
         return sum(len(c.instructions) for c in self.computations.values())
 

@@ -37,6 +37,7 @@ def test_parser_agrees_with_xla(path) -> None:  # type: ignore[no-untyped-def]
 
     text = path.read_text()
     ours = parse_hlo(text, str(path))
+    ours.self_check()
     theirs = xla_hlo.hlo_module_from_text(text)
     their_comps = {c.name: c for c in theirs.computations()}
     extra = set(their_comps) - set(ours.computations)

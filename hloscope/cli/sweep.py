@@ -17,6 +17,7 @@ import sys
 from hloscope.cli.analyze import write_output
 from hloscope.cli.compile import parse_sets
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.render.table import format_columns
 
 
 def _gib(n: int | None) -> str:
@@ -41,10 +42,7 @@ def format_table(rows: list[dict], capacity: dict | None) -> str:
                      _gib(r["peak_device_bytes"]), _gib(r["host_bytes"]), "yes" if r["fits"] else "NO",
                      str(r["transfers"]), str(r["hidden"]), str(r["partial"]), str(r["exposed"]), str(r["sync"]),
                      _ms(r["est_exposed_us"]), _ms(r["est_step_us"])])
-    widths = [max([len(h)] + [len(b[i]) for b in body if len(b) > i]) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=False)), "  ".join("-" * w for w in widths)]
-    for b in body:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(b, widths, strict=False)).rstrip())
+    lines = format_columns(headers, body)
     if capacity:
         lines.append("")
         lines.append("largest per-device batch that fits: " + ", ".join(

@@ -18,7 +18,7 @@ from hloscope.errors import EXIT_ENVIRONMENT, HloscopeError
 
 # What the CUDA plugin prints on a machine with no GPU, every time it loads: expected
 # here, and noise to a user. Anything else native code prints is passed through.
-_NOISE = re.compile(r"All log messages before absl::InitializeLog|cudart_stub\.cc|Could not find cuda drivers")
+NATIVE_NOISE = re.compile(r"All log messages before absl::InitializeLog|cudart_stub\.cc|Could not find cuda drivers")
 
 
 @contextlib.contextmanager
@@ -40,7 +40,7 @@ def quiet_native_stderr() -> Iterator[None]:
             os.dup2(saved, fd)
             os.close(saved)
             tmp.seek(0)
-            kept = [ln for ln in tmp.read().decode(errors="replace").splitlines() if ln and not _NOISE.search(ln)]
+            kept = [ln for ln in tmp.read().decode(errors="replace").splitlines() if ln and not NATIVE_NOISE.search(ln)]
             if kept:
                 print("\n".join(kept), file=sys.stderr)
 

@@ -19,6 +19,7 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
+from hloscope.compile.environment import NATIVE_NOISE
 from hloscope.errors import (
     EXIT_BAD_INPUT,
     EXIT_COMPILE_FAILED,
@@ -109,7 +110,6 @@ def _child(conn: Any, log_path: str, func: Callable[..., Any], args: tuple[Any, 
         conn.close()
 
 
-_NOISE = re.compile(r"All log messages before absl::InitializeLog|cudart_stub\.cc|Could not find cuda drivers")
 _CAUSE = re.compile(r"(Check failed|failed|error|Error|exhausted|cannot|Cannot)")
 
 
@@ -154,7 +154,7 @@ def run_isolated(func: Callable[..., Any], *args: Any) -> Any:
         finally:
             os.unlink(log_path)
     if msg is not None and msg[0] == "ok":
-        kept = [ln for ln in log.splitlines() if ln.strip() and not _NOISE.search(ln)]
+        kept = [ln for ln in log.splitlines() if ln.strip() and not NATIVE_NOISE.search(ln)]
         if kept:
             print("\n".join(kept), file=sys.stderr)
         return msg[1]
@@ -175,4 +175,4 @@ def run_isolated(func: Callable[..., Any], *args: Any) -> Any:
 
 def isolated_enabled() -> bool:
     """``HLOSCOPE_IN_PROCESS=1`` compiles in this process (for debugging with pdb)."""
-    return os.environ.get("HLOSCOPE_IN_PROCESS", "") != "1" and sys.platform != "emscripten"
+    return os.environ.get("HLOSCOPE_IN_PROCESS", "") != "1"

@@ -21,7 +21,7 @@ def human_us(us: float) -> str:
     return f"{us:.1f} us"
 
 
-def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
+def format_columns(headers: list[str], rows: list[list[str]]) -> list[str]:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
     line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=False))
     out = [line, "  ".join("-" * w for w in widths)]
@@ -60,7 +60,7 @@ class TableRenderer:
                 f"{tr['est_transfer_us']:.1f}", f"{tr['est_hidden_us']:.1f}", tr["verdict"].upper(),
             ])
         if rows:
-            lines += _table(["transfer", "dir", "op", "bytes", "where", "x/step", "mode", "window",
+            lines += format_columns(["transfer", "dir", "op", "bytes", "where", "x/step", "mode", "window",
                              "~xfer us", "~hidden us", "verdict"], rows)
         else:
             lines.append("no host transfers found (nothing lives in memory space "

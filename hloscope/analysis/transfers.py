@@ -118,8 +118,8 @@ def find_host_transfers(module: Module, cg: CallGraph, host_space: int = HOST_ME
                 t = _annotation_direction(ins)
                 if t:
                     size = table[ins.operands[0]].shape.byte_size if ins.operands else ins.shape.byte_size
-                    out.append(HostTransfer(ins, cname, t, custom_call_target(ins), size, execs, False, True,
-                                            host_space))
+                    out.append(HostTransfer(ins, cname, t, custom_call_target(ins), size, execs, is_async=False,
+                                            is_annotation=True, host_space=host_space))
                     continue
             if is_free(ins) or op in ("all-gather-start", "all-reduce-start", "collective-permute-start",
                                       "send", "recv"):
@@ -130,7 +130,8 @@ def find_host_transfers(module: Module, cg: CallGraph, host_space: int = HOST_ME
                 direction = _classify(result, operand_shapes, host_space)
                 if direction:
                     size = result.byte_size if direction == TO_HOST else operand_shapes[0].byte_size
-                    out.append(HostTransfer(ins, cname, direction, "copy", size, execs, True, False, host_space))
+                    out.append(HostTransfer(ins, cname, direction, "copy", size, execs, is_async=True,
+                                            host_space=host_space))
                 continue
             if op == "async-start":
                 result = ins.shape.tuple_element(1) or ins.shape
@@ -138,13 +139,15 @@ def find_host_transfers(module: Module, cg: CallGraph, host_space: int = HOST_ME
                 if direction:
                     core = _core_op(module, ins)
                     size, core_op = _moved_bytes(module, direction, core, result, operand_shapes, host_space)
-                    out.append(HostTransfer(ins, cname, direction, core_op, size, execs, True, False, host_space))
+                    out.append(HostTransfer(ins, cname, direction, core_op, size, execs, is_async=True,
+                                            host_space=host_space))
                 continue
             direction = _classify(ins.shape, operand_shapes, host_space)
             if direction:
                 core = _core_op(module, ins) if op == "fusion" else ins
                 size, core_op = _moved_bytes(module, direction, core, ins.shape, operand_shapes, host_space)
-                out.append(HostTransfer(ins, cname, direction, core_op, size, execs, False, False, host_space))
+                out.append(HostTransfer(ins, cname, direction, core_op, size, execs, is_async=False,
+                                        host_space=host_space))
     return out
 
 

@@ -12,12 +12,17 @@ from hloscope.hlo.parser import parse_hlo
 
 
 def pick_dump_file(directory: Path) -> Path:
-    """The scheduled module in an ``--xla_dump_to`` folder (largest if several)."""
+    """The scheduled module in an ``--xla_dump_to`` folder (largest if several),
+    or ``optimized.hlo.txt`` in an ``hloscope compile`` artifact folder."""
+    artifact = directory / "optimized.hlo.txt"
+    if artifact.is_file():
+        return artifact
     cands = [p for p in directory.iterdir() if p.name.endswith("after_optimizations.txt")]
     if not cands:
         cands = [p for p in directory.iterdir() if p.name.endswith("before_optimizations.txt")]
     if not cands:
-        raise HloscopeError(f"{directory}: no '*after_optimizations.txt' in this dump folder", EXIT_BAD_INPUT)
+        raise HloscopeError(f"{directory}: no '*after_optimizations.txt' (XLA dump) or 'optimized.hlo.txt' "
+                            "(hloscope artifact) in this folder", EXIT_BAD_INPUT)
     chosen = max(cands, key=lambda p: (p.stat().st_size, p.name))
     if len(cands) > 1:
         print(f"hloscope: note: {len(cands)} modules in {directory}; reading the largest, {chosen.name} "

@@ -136,3 +136,13 @@ def test_dump_folder_with_several_modules_names_its_choice(tmp_path, capsys: pyt
 def test_empty_dump_folder(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
     assert main(["analyze", str(tmp_path)]) == 2
     assert "no '*after_optimizations.txt'" in capsys.readouterr().err
+
+
+def test_artifact_folder_reads_its_optimized_hlo(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    import shutil
+
+    shutil.copy(LLAMA, tmp_path / "optimized.hlo.txt")
+    shutil.copy(FIXTURES / "llama_offload.before_optimizations.hlo.txt", tmp_path / "unoptimized.hlo.txt")
+    assert main(["analyze", str(tmp_path), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["scheduled"] is True and d["summary"]["transfers"] == 9

@@ -8,6 +8,7 @@ allocated: arguments are ``jax.ShapeDtypeStruct``.
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import os
 import re
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hloscope.analysis.memory import report_space_totals
 from hloscope.compile import environment
 from hloscope.errors import (
     EXIT_BAD_INPUT,
@@ -44,6 +46,10 @@ class CompileResult:
     options: the XLA compiler options passed, name -> value.
     versions: package versions; target: target name; devices: device count.
     compile_seconds: wall time of lower + compile.
+    device_memory_size: the HBM size, bytes, XLA compiled for (the target's, or
+    ``memory_override_bytes`` when one was given).
+    extra_files: artifact name -> text: XLA's memory-usage report, the live-at-peak
+    section of its live-range dump, the buffer-assignment lines of those values.
     """
 
     optimized_hlo: str
@@ -55,6 +61,7 @@ class CompileResult:
     devices: int
     mesh_shape: dict[str, int]
     compile_seconds: float
+    device_memory_size: int = 0
     extra_files: dict[str, str] = field(default_factory=dict)
 
 
@@ -129,19 +136,72 @@ def parse_flag(text: str) -> tuple[str, Any]:
     return name, value
 
 
-def _memory_report_totals(path: str) -> dict[int, int]:
-    """Memory-space color -> total bytes, from XLA's memory-usage report."""
-    out: dict[int, int] = {}
-    color = None
-    with open(path) as f:
-        for line in f:
-            m = re.match(r"Memory Space: .*\(color=(\d+)\)", line)
-            if m:
-                color = int(m.group(1))
-                continue
-            m = re.match(r"Total bytes: (\d+)", line)
-            if m and color is not None:
-                out[color] = int(m.group(1))
+#: Artifact names of the memory texts XLA dumps (see :func:`_memory_texts`).
+MEMORY_REPORT_FILE = "memory-usage-report.txt"
+LIVE_AT_PEAK_FILE = "live-range-at-peak.txt"
+BUFFER_ASSIGNMENT_FILE = "buffer-assignment-at-peak.txt"
+
+
+def with_memory(target: Target, memory_override_bytes: int | None) -> Target:
+    """``target`` with its HBM size replaced by ``memory_override_bytes`` (when given).
+
+    XLA reads the HBM size from the GpuTargetConfig of the compile-only topology
+    (``device_memory_size``); the scheduler's memory limit is derived from it.
+    """
+    if memory_override_bytes is None:
+        return target
+    if memory_override_bytes <= 0:
+        raise HloscopeError(f"device memory override must be positive, got {memory_override_bytes} bytes",
+                            EXIT_BAD_INPUT)
+    return dataclasses.replace(target, device_memory_size=int(memory_override_bytes))
+
+
+def _live_at_peak(text: str) -> str:
+    """The header and the ``Live ranges at N (peak):`` section (with XLA's stack-trace
+    breakdown) of a ``*-live-range.txt`` dump; the per-instruction lists are dropped."""
+    lines = text.splitlines()
+    out = lines[:1]
+    keep = False
+    for line in lines[1:]:
+        if re.match(r"\s*Live ranges at \d+ \(peak\):", line):
+            keep = True
+        if keep:
+            out.append(line)
+    return "\n".join(out) + "\n" if keep else ""
+
+
+def _assignment_at_peak(text: str, live_at_peak: str) -> str:
+    """Buffer-assignment lines for the values live at peak: every ``allocation`` header
+    line and the ``value:`` lines whose position is listed in ``live_at_peak``."""
+    names = set(re.findall(r"^\s{4}(\S+): \d+ bytes", live_at_peak, re.M))
+    out: list[str] = []
+    for line in text.splitlines():
+        if line.startswith(("allocation ", "BufferAssignment")):
+            out.append(line)
+            continue
+        m = re.match(r" value: <\d+ (\S+)(?: \(phi\))? @\d+>", line)
+        if m and (m.group(1) in names or (m.group(1).endswith("{}") and m.group(1)[:-2] in names)):
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def _memory_texts(dump: str) -> dict[str, str]:
+    """The memory texts of the optimized module in an XLA dump folder, trimmed to what
+    the memory analysis reads (a 671B step's full buffer assignment is tens of MB)."""
+    def newest(suffix: str) -> str:
+        found = sorted(glob.glob(os.path.join(dump, f"*after_optimizations-{suffix}")))
+        return Path(found[-1]).read_text() if found else ""
+
+    out: dict[str, str] = {}
+    report = newest("memory-usage-report.txt")
+    if report:
+        out[MEMORY_REPORT_FILE] = report
+    peak = _live_at_peak(newest("live-range.txt"))
+    if peak:
+        out[LIVE_AT_PEAK_FILE] = peak
+        assignment = newest("buffer-assignment.txt")
+        if assignment:
+            out[BUFFER_ASSIGNMENT_FILE] = _assignment_at_peak(assignment, peak)
     return out
 
 
@@ -156,16 +216,21 @@ def compile_step(
     lhs: bool | None = True,
     pipelined_offload: bool | None = True,
     donate_argnums: Sequence[int] = (),
+    memory_override_bytes: int | None = None,
 ) -> CompileResult:
     """Lower and compile ``fn(*args)`` for compile-only GPUs; allocate nothing.
 
     ``args`` are ``jax.ShapeDtypeStruct`` with shardings over ``mesh`` (build it
     with :func:`make_mesh`), or a callable ``mesh -> tuple of args``.
+    ``memory_override_bytes`` compiles for the target with that HBM size instead
+    of its own; the mesh must then be built here (``mesh=None``) or from
+    ``with_memory(target, memory_override_bytes)``, because XLA takes the size
+    from the topology the mesh's devices belong to.
     """
     environment.prepare()
     import jax
 
-    tgt = get_target(target) if isinstance(target, str) else target
+    tgt = with_memory(get_target(target) if isinstance(target, str) else target, memory_override_bytes)
     if mesh is None:
         mesh = make_mesh(tgt, devices, mesh_axes)
     if len(args) == 1 and callable(args[0]) and not isinstance(args[0], jax.ShapeDtypeStruct):
@@ -209,13 +274,16 @@ def compile_step(
                       "host_argument_size_in_bytes", "host_output_size_in_bytes",
                       "host_alias_size_in_bytes", "host_temp_size_in_bytes")
         }
-        reports = sorted(glob.glob(os.path.join(dump, "*after_optimizations-memory-usage-report.txt")))
-        extra: dict[str, str] = {}
-        if reports:
-            totals = _memory_report_totals(reports[-1])
+        extra = _memory_texts(dump)
+        if MEMORY_REPORT_FILE in extra:
+            totals = report_space_totals(extra[MEMORY_REPORT_FILE])
             memory["report_device_total_bytes"] = totals.get(0, 0)
             memory["report_host_total_bytes"] = totals.get(5, 0)
-            extra["memory-usage-report.txt"] = Path(reports[-1]).read_text()
+        # What the device must hold: arguments + temporaries + outputs not aliased to an argument.
+        memory["device_allocation_bytes"] = (memory["argument_size_in_bytes"] + memory["output_size_in_bytes"]
+                                             + memory["temp_size_in_bytes"] - memory["alias_size_in_bytes"])
+        memory["peak_memory_from_xla"] = int(bool(memory["peak_memory_in_bytes"]))
+        memory["device_memory_size"] = tgt.device_memory_size
         if not memory["peak_memory_in_bytes"]:
             memory["peak_memory_in_bytes"] = (memory["argument_size_in_bytes"] + memory["output_size_in_bytes"]
                                               + memory["temp_size_in_bytes"] - memory["alias_size_in_bytes"])
@@ -227,7 +295,7 @@ def compile_step(
         optimized_hlo=optimized, unoptimized_hlo=unoptimized, memory=memory, options=options,
         versions=environment.versions(), target=tgt.name, devices=int(mesh.devices.size),
         mesh_shape={str(k): int(v) for k, v in mesh.shape.items()}, compile_seconds=seconds,
-        extra_files=extra,
+        device_memory_size=tgt.device_memory_size, extra_files=extra,
     )
 
 

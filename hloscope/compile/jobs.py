@@ -30,16 +30,20 @@ from hloscope.errors import (
 
 
 def compile_workload_job(workload: str, sets: dict[str, str], policy: str | None, target: str, devices: int,
-                         lhs: bool, pipelined: bool, xla_flags: list[str]) -> tuple[Any, dict[str, Any]]:
-    """Compile a built-in workload; returns (CompileResult, manifest extras)."""
+                         lhs: bool, pipelined: bool, xla_flags: list[str],
+                         memory_override_bytes: int | None = None) -> tuple[Any, dict[str, Any]]:
+    """Compile a built-in workload; returns (CompileResult, manifest extras).
+
+    ``memory_override_bytes`` compiles for ``target`` with that HBM size instead of its own.
+    """
     from hloscope.compile import workloads
-    from hloscope.compile.deviceless import compile_step, make_mesh, parse_flag
+    from hloscope.compile.deviceless import compile_step, make_mesh, parse_flag, with_memory
     from hloscope.targets import get_target
 
     if policy:
         sets = dict(sets, policy=policy)
     wl, cfg = workloads.resolve(workload, sets)
-    tgt = get_target(target)
+    tgt = with_memory(get_target(target), memory_override_bytes)
     flags = dict(parse_flag(f) for f in xla_flags)
     mesh = make_mesh(tgt, devices)
     fn, args = wl.build(cfg, mesh)
@@ -49,15 +53,16 @@ def compile_workload_job(workload: str, sets: dict[str, str], policy: str | None
 
 
 def compile_fn_job(fn_ref: str, args_spec: str, target: str, devices: int, lhs: bool, pipelined: bool,
-                   xla_flags: list[str], cwd: str) -> tuple[Any, dict[str, Any]]:
+                   xla_flags: list[str], cwd: str,
+                   memory_override_bytes: int | None = None) -> tuple[Any, dict[str, Any]]:
     """Compile the user's ``module:function`` on ``args_spec``; returns (CompileResult, extras)."""
-    from hloscope.compile.deviceless import compile_step, make_mesh, parse_flag
+    from hloscope.compile.deviceless import compile_step, make_mesh, parse_flag, with_memory
     from hloscope.compile.userfn import load_user_fn, parse_args_spec
     from hloscope.targets import get_target
 
     if not args_spec:
         raise HloscopeError("--fn needs --args describing its abstract arguments", EXIT_BAD_INPUT)
-    tgt = get_target(target)
+    tgt = with_memory(get_target(target), memory_override_bytes)
     flags = dict(parse_flag(f) for f in xla_flags)
     mesh = make_mesh(tgt, devices)
     fn = load_user_fn(fn_ref, cwd)
@@ -67,16 +72,23 @@ def compile_fn_job(fn_ref: str, args_spec: str, target: str, devices: int, lhs: 
 
 
 def compile_workload(workload: str, sets: dict[str, str], policy: str | None, target: str, devices: int,
-                     lhs: bool, pipelined: bool, xla_flags: list[str]) -> tuple[Any, Any, dict[str, Any]]:
-    """Compile a built-in workload in its own process and analyze it: (CompileResult, Report, extras)."""
-    result, extra = _run(compile_workload_job, workload, sets, policy, target, devices, lhs, pipelined, xla_flags)
+                     lhs: bool, pipelined: bool, xla_flags: list[str],
+                     memory_override_bytes: int | None = None) -> tuple[Any, Any, dict[str, Any]]:
+    """Compile a built-in workload in its own process and analyze it: (CompileResult, Report, extras).
+
+    ``memory_override_bytes`` compiles for ``target`` with that HBM size instead of its own.
+    """
+    result, extra = _run(compile_workload_job, workload, sets, policy, target, devices, lhs, pipelined, xla_flags,
+                         memory_override_bytes)
     return result, _analyze(result, target), extra
 
 
 def compile_fn(fn_ref: str, args_spec: str, target: str, devices: int, lhs: bool, pipelined: bool,
-               xla_flags: list[str], cwd: str) -> tuple[Any, Any, dict[str, Any]]:
+               xla_flags: list[str], cwd: str,
+               memory_override_bytes: int | None = None) -> tuple[Any, Any, dict[str, Any]]:
     """Compile the user's ``module:function`` in its own process and analyze it."""
-    result, extra = _run(compile_fn_job, fn_ref, args_spec, target, devices, lhs, pipelined, xla_flags, cwd)
+    result, extra = _run(compile_fn_job, fn_ref, args_spec, target, devices, lhs, pipelined, xla_flags, cwd,
+                         memory_override_bytes)
     return result, _analyze(result, target), extra
 
 

@@ -1,0 +1,463 @@
+"""Memory facts of a compiled step: what the device must hold, what XLA's peak counts, what is live at peak.
+
+Contract: pure (no JAX). :func:`memory_facts` takes the ``memory`` figures the
+compile layer records (``compiled.memory_analysis()`` plus the keys in
+docs/compile.md), the target, and the texts XLA dumps next to the optimized
+module (memory-usage report, the live-at-peak section of ``*-live-range.txt``,
+buffer-assignment lines), and returns a frozen :class:`MemoryFacts`. All sizes
+are bytes, per device.
+
+Two figures are kept apart on purpose (docs/memory.md):
+
+- *device allocation* = arguments + temporaries + outputs not aliased to an
+  argument, all in device memory (space 0). This is what HBM must hold.
+- XLA's ``peak_memory_in_bytes``, which is arguments + non-aliased outputs + the
+  peak of the *largest* heap-simulator trace, whatever its memory space: when the
+  pinned-host (S(5)) heap is larger than the device heap it is that one, and the
+  figure then counts host buffers and overstates HBM use.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from hloscope.hlo.model import Instruction, Module
+from hloscope.hlo.shape import HOST_MEMORY_SPACE, Shape, parse_shape
+from hloscope.targets import Target
+
+#: XLA:GPU's default ``xla_gpu_memory_limit_slop_factor`` (percent); debug_options_flags.cc.
+DEFAULT_SLOP_FACTOR = 95
+#: Share of HBM XLA:GPU takes as the scheduler's base limit when the module config gives none.
+SCHEDULER_BASE_PERCENT = 80
+#: How close (bytes) XLA's peak must come to arguments + outputs + host temporaries to be
+#: read as "the host heap was the largest trace" (XLA adds a few bytes of small buffers).
+_HOST_TRACE_TOLERANCE = 1 << 20
+
+_COLLECTIVES = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all", "collective-permute",
+                "collective-broadcast", "ragged-all-to-all")
+
+
+class Role(StrEnum):
+    """What a buffer live at peak is, in the user's terms."""
+
+    ARGUMENT = "weights/optimizer state"  # an argument of the step (weights, optimizer moments, the batch)
+    SAVED_ACTIVATIONS = "saved activations"  # layer-stacked residuals carried out of the forward loop
+    LOOP_CARRIED = "backward loop state"  # carried through the backward loop: gradients, re-laid-out weights
+    OFFLOADED = "offloaded activations (host)"  # pinned host (S(5)) buffer
+    STAGING = "offload staging buffer"  # device side of a host transfer
+    LOGITS = "logits"
+    COLLECTIVE = "collective buffer"
+    TEMPORARY = "temporary"
+
+
+@dataclass(frozen=True)
+class PeakBuffer:
+    """One value live at XLA's peak point.
+
+    position: XLA's name of the value, instruction plus shape index (``while.243{6}``).
+    size_bytes: its size.
+    shape: its shape as XLA prints it ("" when neither the assignment nor the module gives it).
+    memory_space: 0 device, 5 pinned host.
+    role: what it is (:class:`Role`).
+    detail: the argument name, loop and trip count, or op name behind the role.
+    instruction: the defining instruction's name; computation: where it is ("" if unknown).
+    source: ``file:line`` of the JAX code that produced it, when the module carries it.
+    """
+
+    position: str
+    size_bytes: int
+    shape: str
+    memory_space: int
+    role: Role
+    detail: str = ""
+    instruction: str = ""
+    computation: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class LiveAtPeak:
+    """XLA's live-range dump at its peak point (all memory spaces together).
+
+    schedule_point: the 0-based point in the flattened schedule XLA names as the peak.
+    total_bytes: XLA's "peak usage" total at that point (device and host values).
+    values: (position, bytes) in XLA's order (largest first); XLA may list only the larger ones.
+    """
+
+    schedule_point: int
+    total_bytes: int
+    values: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class Pressure:
+    """Whether the schedule was produced over the memory limit, as facts.
+
+    over_hbm: device allocation > HBM: the step would not run on this target.
+    excess_bytes: device allocation - HBM (0 when it fits).
+    scheduler_limit_bytes: XLA's scheduler memory limit,
+        (HBM x 80% - arguments - non-aliased outputs) x slop / 100 (gpu_hlo_schedule.cc).
+    over_scheduler_limit: device temporaries > that limit: the latency-hiding scheduler
+        spent the schedule reducing memory, which closes overlap windows.
+    slop_factor: the ``xla_gpu_memory_limit_slop_factor`` used for the limit (percent).
+    """
+
+    over_hbm: bool
+    excess_bytes: int
+    scheduler_limit_bytes: int
+    over_scheduler_limit: bool
+    slop_factor: int
+
+
+class Action(StrEnum):
+    """A change that lowers device memory or relaxes the scheduler."""
+
+    OFFLOAD_SAVED = "offload the saved activations to host memory"
+    REMAT = "recompute the saved activations instead of keeping them"
+    SMALLER_BATCH = "use a smaller per-device batch"
+    MORE_DEVICES = "shard weights and optimizer state over more devices"
+    RAISE_SLOP = "let the scheduler use more memory"
+
+
+@dataclass(frozen=True)
+class NextStep:
+    """action: what to change; via: the flag or policy that does it; because: the role or fact behind it."""
+
+    action: Action
+    via: str
+    because: str
+
+
+@dataclass(frozen=True)
+class MemoryFacts:
+    """Memory of one compiled step, per device, bytes.
+
+    device_allocation_bytes: arguments + temporaries + non-aliased outputs in device memory.
+    argument_bytes / temp_bytes / output_bytes / alias_bytes: XLA's device figures.
+    xla_peak_bytes: XLA's ``peak_memory_in_bytes`` (0 when XLA gave none).
+    host_bytes: host arguments + temporaries + outputs - aliases (pinned host, S(5)).
+    host_argument_bytes / host_temp_bytes / host_output_bytes: XLA's host figures.
+    report_space_bytes: memory-space color -> total bytes of XLA's memory-usage report.
+    hbm_bytes: the target's (or the override's) HBM size.
+    fits: device allocation <= HBM, no slop (the runtime allocator's own reserve is not modelled).
+    xla_peak_counts_host: XLA's peak is arguments + outputs + the host heap, not the device heap.
+    xla_peak_reason: one-line evidence for that reading (figures), "" when XLA gave no peak.
+    live_at_peak: XLA's live-range peak list, when the dump was given.
+    host_live_at_peak_bytes: the host (S(5)) values in that list.
+    top_buffers: the largest device values live at peak, largest first.
+    pressure: see :class:`Pressure`.
+    next_steps: at most three changes that address what fills the device.
+    """
+
+    device_allocation_bytes: int
+    argument_bytes: int
+    temp_bytes: int
+    output_bytes: int
+    alias_bytes: int
+    xla_peak_bytes: int
+    host_bytes: int
+    host_argument_bytes: int
+    host_temp_bytes: int
+    host_output_bytes: int
+    report_space_bytes: Mapping[int, int]
+    hbm_bytes: int
+    fits: bool
+    xla_peak_counts_host: bool
+    xla_peak_reason: str
+    pressure: Pressure
+    live_at_peak: LiveAtPeak | None = None
+    host_live_at_peak_bytes: int = 0
+    top_buffers: tuple[PeakBuffer, ...] = ()
+    next_steps: tuple[NextStep, ...] = field(default_factory=tuple)
+
+
+# ---- parsers of XLA's dumps -------------------------------------------------------------------
+
+_SPACE_RE = re.compile(r"^Memory Space: .*\(color=(\d+)\)")
+_TOTAL_RE = re.compile(r"^Total bytes: (\d+)")
+_PEAK_HEAD_RE = re.compile(r"^\s*Live ranges at (\d+) \(peak\):")
+_PEAK_VALUE_RE = re.compile(r"^\s{4}(\S+): (\d+) bytes")
+_PEAK_TOTAL_RE = re.compile(r"^\s*Stack trace breakdown for peak usage: ([\d ]+) bytes")
+_VALUE_RE = re.compile(r"^ value: <\d+ (\S+)(?: \(phi\))? @(\d+)> \(size=(\d+),offset=\d+\): (.*)$")
+
+
+def report_space_totals(text: str) -> dict[int, int]:
+    """Memory-space color -> total bytes, from XLA's ``*-memory-usage-report.txt``."""
+    out: dict[int, int] = {}
+    color: int | None = None
+    for line in text.splitlines():
+        m = _SPACE_RE.match(line)
+        if m:
+            color = int(m.group(1))
+            continue
+        m = _TOTAL_RE.match(line)
+        if m and color is not None:
+            out[color] = int(m.group(1))
+    return out
+
+
+def parse_live_at_peak(text: str) -> LiveAtPeak | None:
+    """The ``Live ranges at N (peak):`` list of a ``*-live-range.txt`` dump (whole or trimmed)."""
+    point: int | None = None
+    values: list[tuple[str, int]] = []
+    total = 0
+    for line in text.splitlines():
+        if point is None:
+            m = _PEAK_HEAD_RE.match(line)
+            if m:
+                point = int(m.group(1))
+            continue
+        m = _PEAK_TOTAL_RE.match(line)
+        if m:
+            total = int(m.group(1).replace(" ", ""))
+            break
+        m = _PEAK_VALUE_RE.match(line)
+        if m:
+            values.append((m.group(1), int(m.group(2))))
+        elif line.strip() and not line.startswith("    "):
+            break
+    if point is None:
+        return None
+    return LiveAtPeak(point, total or sum(b for _, b in values), tuple(values))
+
+
+def parse_assigned_values(text: str) -> dict[str, tuple[int, str]]:
+    """Value position -> (memory-space color, shape text) from ``value:`` lines of a buffer assignment.
+
+    ``while.24{}`` is also stored as ``while.24`` (the live-range dump writes both forms).
+    """
+    out: dict[str, tuple[int, str]] = {}
+    for line in text.splitlines():
+        m = _VALUE_RE.match(line)
+        if m:
+            pos, color, shape = m.group(1), int(m.group(2)), m.group(4).strip()
+            out.setdefault(pos, (color, shape))
+            if pos.endswith("{}"):
+                out.setdefault(pos[:-2], (color, shape))
+    return out
+
+
+# ---- classification ---------------------------------------------------------------------------
+
+def _split_position(position: str) -> tuple[str, tuple[int, ...]]:
+    m = re.fullmatch(r"(.+?)\{([\d,]*)\}", position)
+    if not m:
+        return position, ()
+    return m.group(1), tuple(int(i) for i in m.group(2).split(",") if i)
+
+
+def _subshape(shape: Shape, index: tuple[int, ...]) -> Shape | None:
+    s: Shape | None = shape
+    for i in index:
+        s = s.tuple_element(i) if s is not None else None
+    return s
+
+
+class _ModuleIndex:
+    """Name -> instruction over all computations, and loop body -> its while (built once)."""
+
+    def __init__(self, module: Module) -> None:
+        self.module = module
+        self.by_name: dict[str, Instruction] = {}
+        self.loop_of_body: dict[str, Instruction] = {}
+        for comp in module.computations.values():
+            for ins in comp.instructions:
+                self.by_name.setdefault(ins.name, ins)
+                if ins.opcode == "while":
+                    body = ins.attr("body").lstrip("%")
+                    if body:
+                        self.loop_of_body[body] = ins
+
+    def wrapped_root(self, ins: Instruction) -> Instruction | None:
+        """The root of the computation a fusion/async op calls (the op it wraps)."""
+        for name in ins.called_computations:
+            comp = self.module.computations.get(name)
+            if comp is not None and comp.root is not None:
+                return comp.root
+        return None
+
+
+def _is_collective(ins: Instruction, index: _ModuleIndex) -> bool:
+    ops = {ins.opcode, ins.wrapped_opcode}
+    root = index.wrapped_root(ins) if ins.opcode in ("async-start", "async-done", "fusion") else None
+    if root is not None:
+        ops.add(root.opcode)
+    return any(op.startswith(c) for op in ops if op for c in _COLLECTIVES)
+
+
+def _reads_host(ins: Instruction, index: _ModuleIndex) -> bool:
+    """A device value computed from a host operand: the device side of a H->D transfer
+    (a dynamic-slice or copy out of an S(5) buffer, possibly wrapped in a fusion)."""
+    comp = index.module.computations.get(ins.computation)
+    if comp is None or ins.opcode in ("while", "tuple", "parameter", "call", "conditional"):
+        return False
+    return any(op in comp.by_name and comp.by_name[op].shape.in_memory_space(HOST_MEMORY_SPACE)
+               for op in ins.operands)
+
+
+def _classify(position: str, space: int, shape: Shape | None, index: _ModuleIndex | None,
+              vocab_size: int | None) -> tuple[Role, str, str, str, str]:
+    """(role, detail, instruction, computation, source) of one live value."""
+    name, idx = _split_position(position)
+    if space == HOST_MEMORY_SPACE:
+        return Role.OFFLOADED, "", name, "", ""
+    ins = index.by_name.get(name) if index is not None else None
+    if ins is None or index is None:
+        if vocab_size and shape is not None and shape.dims and shape.dims[-1] == vocab_size:
+            return Role.LOGITS, "", name, "", ""
+        return Role.TEMPORARY, "", name, "", ""
+    loc = index.module.source_location(ins)
+    source = f"{loc.file}:{loc.line}" if loc else ""
+    op_name = ins.metadata.get("op_name", "").replace("\\'", "'")
+    comp = ins.computation
+    where = (name, comp, source)
+    if ins.opcode == "parameter" and comp == index.module.entry_name:
+        return (Role.ARGUMENT, op_name, *where)
+    if _is_collective(ins, index):
+        return (Role.COLLECTIVE, ins.opcode if not ins.wrapped_opcode else ins.wrapped_opcode, *where)
+    if _reads_host(ins, index):
+        return (Role.STAGING, op_name, *where)
+    loop = ins if ins.opcode == "while" else (index.loop_of_body.get(comp) if ins.opcode == "parameter" else None)
+    if loop is not None and idx:
+        trips = loop.known_trip_count
+        loop_op = loop.metadata.get("op_name", "")
+        stacked = shape is not None and trips is not None and bool(shape.dims) and shape.dims[0] in (trips, trips + 1)
+        layers = f", stacked over {shape.dims[0]} layers" if stacked and shape is not None else ""
+        detail = f"{loop.name}{layers}"
+        if "transpose(" not in loop_op and stacked:
+            return (Role.SAVED_ACTIVATIONS, detail, *where)
+        if "transpose(" in loop_op:
+            return (Role.LOOP_CARRIED, detail, *where)
+    if vocab_size and shape is not None and shape.dims and shape.dims[-1] == vocab_size:
+        return (Role.LOGITS, op_name, *where)
+    return (Role.TEMPORARY, op_name.rsplit("/", 1)[-1], *where)
+
+
+def peak_buffers(live: LiveAtPeak, assigned: Mapping[str, tuple[int, str]], module: Module | None = None,
+                 vocab_size: int | None = None) -> list[PeakBuffer]:
+    """Every value of ``live`` with its memory space, shape and role, in XLA's order."""
+    index = _ModuleIndex(module) if module is not None else None
+    out: list[PeakBuffer] = []
+    for position, size in live.values:
+        space, shape_text = assigned.get(position, (-1, ""))
+        shape: Shape | None = None
+        if shape_text:
+            try:
+                shape = parse_shape(shape_text)
+            except ValueError:
+                shape = None
+        if index is not None and (space < 0 or shape is None):
+            name, idx = _split_position(position)
+            ins = index.by_name.get(name)
+            if ins is not None:
+                shape = _subshape(ins.shape, idx)
+                if shape is not None and space < 0:
+                    space = HOST_MEMORY_SPACE if shape.in_memory_space(HOST_MEMORY_SPACE) else 0
+        space = max(space, 0)
+        role, detail, ins_name, comp, source = _classify(position, space, shape, index, vocab_size)
+        out.append(PeakBuffer(position, size, shape_text or (str(shape) if shape is not None else ""), space,
+                              role, detail, ins_name, comp, source))
+    return out
+
+
+# ---- the facts --------------------------------------------------------------------------------
+
+def scheduler_memory_limit(hbm_bytes: int, io_bytes: int, slop_factor: int = DEFAULT_SLOP_FACTOR) -> int:
+    """XLA:GPU's scheduler memory limit: (HBM x 80% - inputs and outputs) x slop / 100.
+
+    From ``GetSchedulerMemoryLimit`` in xla/service/gpu/gpu_hlo_schedule.cc, for a
+    module config that sets no ``device_memory_size`` (JAX sets none).
+    """
+    return (hbm_bytes * SCHEDULER_BASE_PERCENT // 100 - io_bytes) * slop_factor // 100
+
+
+def _xla_peak_reading(m: Mapping[str, int], device_allocation: int) -> tuple[bool, str]:
+    peak = m.get("peak_memory_in_bytes", 0) if m.get("peak_memory_from_xla", 1) else 0
+    if not peak:
+        return False, ""
+    io = m.get("argument_size_in_bytes", 0) + m.get("output_size_in_bytes", 0) - m.get("alias_size_in_bytes", 0)
+    host_temp = m.get("host_temp_size_in_bytes", 0)
+    heap = peak - io
+    if host_temp > m.get("temp_size_in_bytes", 0) and abs(heap - host_temp) <= _HOST_TRACE_TOLERANCE:
+        return True, (f"peak {peak} = arguments and outputs {io} + {heap} bytes of heap, which is the host "
+                      f"(S(5)) temporaries ({host_temp}), larger than the device temporaries "
+                      f"({m.get('temp_size_in_bytes', 0)})")
+    return False, (f"peak {peak} = arguments and outputs {io} + {heap} bytes of heap, within the device "
+                   f"temporaries ({m.get('temp_size_in_bytes', 0)}); device allocation {device_allocation}")
+
+
+def _next_steps(fits: bool, pressure: Pressure, top: tuple[PeakBuffer, ...]) -> tuple[NextStep, ...]:
+    steps: list[NextStep] = []
+    if not fits:
+        roles = [b.role for b in top]
+        if Role.SAVED_ACTIVATIONS in roles:
+            steps.append(NextStep(Action.OFFLOAD_SAVED, "--policy offload (save_and_offload_only_these_names)",
+                                  Role.SAVED_ACTIVATIONS.value))
+            steps.append(NextStep(Action.REMAT, "--policy remat (jax.checkpoint_policies.nothing_saveable)",
+                                  Role.SAVED_ACTIVATIONS.value))
+        if Role.ARGUMENT in roles:
+            steps.append(NextStep(Action.MORE_DEVICES, "--devices", Role.ARGUMENT.value))
+        steps.append(NextStep(Action.SMALLER_BATCH, "--set batch=N (hloscope sweep --batch-sizes)",
+                              "device allocation over HBM"))
+    elif pressure.over_scheduler_limit:
+        steps.append(NextStep(Action.RAISE_SLOP, "--xla-flag xla_gpu_memory_limit_slop_factor=N",
+                              "temporaries over the scheduler's memory limit"))
+        steps.append(NextStep(Action.SMALLER_BATCH, "--set batch=N (hloscope sweep --batch-sizes)",
+                              "temporaries over the scheduler's memory limit"))
+    return tuple(steps[:3])
+
+
+def memory_facts(memory: Mapping[str, int], target: Target, report_text: str | None = None,
+                 buffer_assignment: str | None = None, module: Module | None = None,
+                 live_range: str | None = None, *, hbm_bytes: int | None = None,
+                 slop_factor: int = DEFAULT_SLOP_FACTOR, vocab_size: int | None = None,
+                 top: int = 8) -> MemoryFacts:
+    """Build :class:`MemoryFacts` from the compile layer's ``memory`` dict and XLA's dumps.
+
+    ``hbm_bytes`` overrides the target's HBM (defaults to ``memory["device_memory_size"]``,
+    then the target's). ``live_range`` is a ``*-live-range.txt`` (or its peak section);
+    ``buffer_assignment`` gives each live value's memory space and shape; ``module`` (the
+    optimized module) gives roles, instructions and source lines; ``vocab_size`` lets a
+    ``[..., vocab]`` value be called logits.
+    """
+    g = memory.get
+    args, temp, out, alias = (g("argument_size_in_bytes", 0), g("temp_size_in_bytes", 0),
+                              g("output_size_in_bytes", 0), g("alias_size_in_bytes", 0))
+    device_allocation = args + temp + out - alias
+    host_args, host_temp, host_out = (g("host_argument_size_in_bytes", 0), g("host_temp_size_in_bytes", 0),
+                                      g("host_output_size_in_bytes", 0))
+    host = host_args + host_temp + host_out - g("host_alias_size_in_bytes", 0)
+    hbm = hbm_bytes or g("device_memory_size", 0) or target.device_memory_size
+    fits = device_allocation <= hbm
+    counts_host, reason = _xla_peak_reading(memory, device_allocation)
+    io = args + out - alias + host_args + host_out
+    limit = scheduler_memory_limit(hbm, io, slop_factor)
+    pressure = Pressure(over_hbm=not fits, excess_bytes=max(0, device_allocation - hbm),
+                        scheduler_limit_bytes=limit, over_scheduler_limit=temp > limit, slop_factor=slop_factor)
+    live = parse_live_at_peak(live_range) if live_range else None
+    buffers: list[PeakBuffer] = []
+    if live is not None:
+        buffers = peak_buffers(live, parse_assigned_values(buffer_assignment or ""), module, vocab_size)
+    device = sorted((b for b in buffers if b.memory_space != HOST_MEMORY_SPACE), key=lambda b: -b.size_bytes)
+    top_buffers = tuple(device[:top])
+    return MemoryFacts(
+        device_allocation_bytes=device_allocation, argument_bytes=args, temp_bytes=temp, output_bytes=out,
+        alias_bytes=alias, xla_peak_bytes=g("peak_memory_in_bytes", 0) if g("peak_memory_from_xla", 1) else 0,
+        host_bytes=host, host_argument_bytes=host_args, host_temp_bytes=host_temp, host_output_bytes=host_out,
+        report_space_bytes=report_space_totals(report_text) if report_text else {},
+        hbm_bytes=hbm, fits=fits, xla_peak_counts_host=counts_host, xla_peak_reason=reason, pressure=pressure,
+        live_at_peak=live,
+        host_live_at_peak_bytes=sum(b.size_bytes for b in buffers if b.memory_space == HOST_MEMORY_SPACE),
+        top_buffers=top_buffers, next_steps=_next_steps(fits, pressure, top_buffers),
+    )
+
+
+def bytes_by_role(buffers: tuple[PeakBuffer, ...] | list[PeakBuffer]) -> dict[Role, int]:
+    """Total bytes per role, largest first."""
+    out: dict[Role, int] = {}
+    for b in buffers:
+        out[b.role] = out.get(b.role, 0) + b.size_bytes
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))

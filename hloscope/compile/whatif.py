@@ -1,0 +1,83 @@
+"""What if the GPU had more (or less) memory: compile the same step twice and compare verdicts.
+
+XLA's scheduler derives its memory limit from the HBM size in the target config
+(docs/memory.md). :func:`what_if_memory` compiles a built-in workload once for the
+target as it is and once with ``device_memory_size`` replaced, and returns, per
+transfer name, the verdict and window size under each, plus both memory figures.
+The CLI (``--what-if-memory GB``) only renders the result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TransferChange:
+    """One transfer under both compiles.
+
+    name: the transfer's instruction name (present in at least one compile).
+    verdict_before / verdict_after: its verdict with the target's HBM / with the override;
+        "" when the transfer does not exist in that compile.
+    window_before / window_after: instructions between its start and done (0 when absent
+        or when done follows start directly).
+    """
+
+    name: str
+    verdict_before: str
+    verdict_after: str
+    window_before: int
+    window_after: int
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """Two compiles of the same step that differ only in HBM size (bytes, per device).
+
+    hbm_before / hbm_after: the HBM sizes compiled for.
+    memory_before / memory_after: the compile layer's memory figures of each.
+    changes: one row per transfer name, in the order of the first compile then new names.
+    """
+
+    hbm_before: int
+    hbm_after: int
+    memory_before: dict[str, int]
+    memory_after: dict[str, int]
+    changes: tuple[TransferChange, ...]
+
+    def open_windows(self) -> tuple[int, int]:
+        """Transfers whose done is not directly after its start: (before, after)."""
+        return (sum(c.window_before > 0 for c in self.changes), sum(c.window_after > 0 for c in self.changes))
+
+
+def _by_name(report: Any) -> dict[str, tuple[str, int]]:
+    # The JSON form is the documented contract (docs/json-schema.md); it outlives the typed model's changes.
+    return {t["name"]: (str(t["verdict"]), int(t.get("window_size") or 0)) for t in report.to_dict()["transfers"]}
+
+
+def compare_reports(before: Any, after: Any) -> tuple[TransferChange, ...]:
+    """Per transfer name, verdict and window size in ``before`` and ``after`` reports."""
+    a, b = _by_name(before), _by_name(after)
+    names = list(a) + [n for n in b if n not in a]
+    return tuple(TransferChange(n, a.get(n, ("", 0))[0], b.get(n, ("", 0))[0], a.get(n, ("", 0))[1],
+                                b.get(n, ("", 0))[1]) for n in names)
+
+
+def what_if_memory(workload: str, sets: dict[str, str], policy: str | None, target: str, devices: int,
+                   memory_override_bytes: int, lhs: bool = True, pipelined: bool = True,
+                   xla_flags: list[str] | None = None) -> WhatIf:
+    """Compile ``workload`` for ``target`` as it is and with ``memory_override_bytes`` of HBM."""
+    from hloscope.compile.jobs import compile_workload
+    from hloscope.targets import get_target
+
+    flags = list(xla_flags or [])
+    res0, rep0, _ = compile_workload(workload, sets, policy, target, devices, lhs, pipelined, flags)
+    res1, rep1, _ = compile_workload(workload, sets, policy, target, devices, lhs, pipelined, flags,
+                                     memory_override_bytes)
+    return WhatIf(
+        hbm_before=res0.device_memory_size or get_target(target).device_memory_size,
+        hbm_after=res1.device_memory_size or memory_override_bytes,
+        memory_before=dict(res0.memory), memory_after=dict(res1.memory),
+        changes=compare_reports(rep0, rep1),
+    )

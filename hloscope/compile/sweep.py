@@ -2,6 +2,9 @@
 
 Each cell is compiled in its own ``spawn`` process (JAX state is per process, and a
 compiler crash must not take the sweep down) and reduced to one row of figures.
+A cell fits when its *device allocation* (arguments + temporaries + non-aliased
+outputs in HBM) is within the target's HBM; XLA's ``peak_memory_in_bytes`` is kept
+beside it but can count pinned-host buffers (docs/memory.md).
 """
 
 from __future__ import annotations
@@ -11,6 +14,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
+
+#: Row fields beyond COLUMNS (in JSON output, not in the table or CSV).
+MEMORY_FIELDS = (
+    "device_allocation_bytes", "xla_peak_counts_host", "top_buffer_role", "top_buffer_bytes",
+    "top_buffer_position",
+)
 
 COLUMNS = (
     "policy", "lhs", "pipelined", "batch", "peak_device_bytes", "host_bytes", "fits", "transfers",
@@ -40,6 +49,8 @@ def cells(workload: str, sets: dict[str, str], target: str, devices: int, polici
 
 def run_cell(cell: Cell) -> dict[str, Any]:
     """Compile and analyze one cell; errors become a row with ``error`` set."""
+    from hloscope.analysis.memory import memory_facts
+    from hloscope.compile.deviceless import BUFFER_ASSIGNMENT_FILE, LIVE_AT_PEAK_FILE, MEMORY_REPORT_FILE
     from hloscope.compile.jobs import compile_workload
     from hloscope.errors import HloscopeError
     from hloscope.targets import get_target
@@ -47,7 +58,7 @@ def run_cell(cell: Cell) -> dict[str, Any]:
     sets = dict(cell.sets)
     if cell.batch is not None:
         sets["batch"] = str(cell.batch)
-    row: dict[str, Any] = {c: None for c in COLUMNS}
+    row: dict[str, Any] = {c: None for c in (*COLUMNS, *MEMORY_FIELDS)}
     row.update(policy=cell.policy, lhs=cell.lhs, pipelined=cell.pipelined,
                batch=cell.batch if cell.batch is not None else None, error="")
     try:
@@ -59,12 +70,21 @@ def run_cell(cell: Cell) -> dict[str, Any]:
     s = report.summary()
     m = result.memory
     tgt = get_target(cell.target)
+    facts = memory_facts(m, tgt, result.extra_files.get(MEMORY_REPORT_FILE),
+                         result.extra_files.get(BUFFER_ASSIGNMENT_FILE), getattr(report, "module", None),
+                         result.extra_files.get(LIVE_AT_PEAK_FILE), vocab_size=extra["config"].get("vocab"))
+    top = facts.top_buffers[0] if facts.top_buffers else None
     exposed = s["est_exposed_us_per_step"]
     row.update(
         batch=extra["config"]["batch"],
         peak_device_bytes=m["peak_memory_in_bytes"],
         host_bytes=m["host_total_bytes"],
-        fits=m["peak_memory_in_bytes"] <= tgt.device_memory_size,
+        fits=facts.fits,
+        device_allocation_bytes=facts.device_allocation_bytes,
+        xla_peak_counts_host=facts.xla_peak_counts_host,
+        top_buffer_role=top.role.value if top else "",
+        top_buffer_bytes=top.size_bytes if top else 0,
+        top_buffer_position=top.position if top else "",
         transfers=s["transfers"],
         hidden=s["by_verdict"]["hidden"], partial=s["by_verdict"]["partial"],
         exposed=s["by_verdict"]["exposed"], sync=s["by_verdict"]["sync"],
@@ -89,8 +109,48 @@ def run_sweep(all_cells: list[Cell], jobs: int,
     return [r for r in rows if r is not None]
 
 
+@dataclass(frozen=True)
+class CapacityBound:
+    """Per policy: largest_fit, the largest per-device batch whose device allocation fits in
+    HBM (None if none did); smallest_over, the smallest batch that did not fit (None if all
+    did); each with its device allocation (bytes) and the top live-at-peak buffer of the
+    smallest batch over (role and bytes)."""
+
+    policy: str
+    largest_fit: int | None
+    largest_fit_bytes: int | None
+    smallest_over: int | None
+    smallest_over_bytes: int | None
+    smallest_over_top_role: str
+    smallest_over_top_bytes: int
+
+
+def capacity_bounds(rows: list[dict[str, Any]]) -> dict[str, CapacityBound]:
+    """The capacity answer per policy, from rows with a batch (any LHS/pipelining setting:
+    a batch fits under a policy if any of its cells fits)."""
+    by: dict[str, dict[int, list[dict[str, Any]]]] = {}
+    for r in rows:
+        if r.get("batch") is not None and not r.get("error"):
+            by.setdefault(r["policy"], {}).setdefault(int(r["batch"]), []).append(r)
+    out: dict[str, CapacityBound] = {}
+    for p, batches in by.items():
+        fit = {b: min(x["device_allocation_bytes"] for x in rs if x.get("fits"))
+               for b, rs in batches.items() if any(x.get("fits") for x in rs)}
+        over = {b: min(rs, key=lambda x: x["device_allocation_bytes"])
+                for b, rs in batches.items() if b not in fit}
+        big = max(fit) if fit else None
+        small = min(over) if over else None
+        o = over[small] if small is not None else None
+        out[p] = CapacityBound(p, big, fit[big] if big is not None else None, small,
+                               o["device_allocation_bytes"] if o else None,
+                               (o.get("top_buffer_role") or "") if o else "",
+                               int(o.get("top_buffer_bytes") or 0) if o else 0)
+    return out
+
+
 def capacity(rows: list[dict[str, Any]]) -> dict[str, int | None]:
-    """Largest per-device batch that fits, per policy (any LHS/pipelining setting)."""
+    """Largest per-device batch that fits (device allocation within HBM), per policy
+    (any LHS/pipelining setting); :func:`capacity_bounds` gives the full answer."""
     out: dict[str, int | None] = {}
     for r in rows:
         p = r["policy"]

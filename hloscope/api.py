@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import Report, analyze_module
 from hloscope.hlo.loader import load_module
 from hloscope.hlo.model import Module
@@ -29,7 +30,7 @@ def analyze(x: Any, target: Target | str = DEFAULT_TARGET, host_space: int = HOS
         module = parse_hlo(x.compile().as_text(), "<compiled>")
     else:
         raise TypeError(f"cannot analyze {type(x).__name__}: give HLO text, a path, or a jax Compiled/Lowered")
-    return analyze_module(module, tgt, host_space)
+    return analyze_module(module, tgt, AnalysisOptions(host_space=host_space))
 
 
 def compile_step(fn: Any, *abstract_args: Any, target: Target | str = DEFAULT_TARGET, devices: int = 8,

@@ -32,6 +32,11 @@ class CallGraph:
     unknown_trip: list[str] = field(default_factory=list)
 
 
+def callee_name(ins: Instruction, key: str) -> str:
+    """The computation named by call attribute ``key`` (``body``, ``condition`` ...), without ``%``."""
+    return ins.attr(key).lstrip("%")
+
+
 def _int_constant(comp: Computation, name: str) -> int | None:
     ins = comp.by_name.get(name)
     while ins is not None and ins.opcode in ("copy", "convert") and ins.operands:
@@ -62,8 +67,8 @@ def trip_count(module: Module, loop: Instruction) -> int | None:
     known = loop.known_trip_count
     if known is not None:
         return known
-    cond = module.computations.get(loop.attr("condition").lstrip("%"))
-    body = module.computations.get(loop.attr("body").lstrip("%"))
+    cond = module.computations.get(callee_name(loop, "condition"))
+    body = module.computations.get(callee_name(loop, "body"))
     caller = module.computations.get(loop.computation)
     if cond is None or body is None or caller is None or not loop.operands:
         return None
@@ -100,8 +105,8 @@ def _edges(ins: Instruction) -> list[tuple[str, str]]:
     op = ins.opcode
     out: list[tuple[str, str]] = []
     if op == "while":
-        out.append((ins.attr("body").lstrip("%"), "while_body"))
-        out.append((ins.attr("condition").lstrip("%"), "while_condition"))
+        out.append((callee_name(ins, "body"), "while_body"))
+        out.append((callee_name(ins, "condition"), "while_condition"))
         return out
     kind = {
         "call": "call", "conditional": "branch", "fusion": "fusion", "async-start": "async",

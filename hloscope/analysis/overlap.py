@@ -1,6 +1,6 @@
 """Judge whether the schedule hides each host transfer behind compute or collectives.
 
-Pass: ``judge_overlap(module, transfers, pairs, cost, ...) -> list[Verdict]``.
+Pass: ``judge_overlap(index, transfers, cost, options) -> list[Verdict]``.
 
 The *window* of an async transfer is what the schedule places between its start
 and its done: one range of one computation, or, for a pair that crosses a loop
@@ -10,160 +10,172 @@ body (times the trip count). Collectives count when their own start..done
 interval intersects the window. The window's estimated time is the larger of its
 compute time and its collective time (they run on different streams); the
 hidden time is ``min(transfer, window)``. See docs/verdicts.md.
+
+Results are data (:mod:`hloscope.analysis.verdict`); the sentences that explain
+them are built in ``hloscope.render.why``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from hloscope.analysis.cost import CostModel
+from hloscope.analysis.index import ModuleIndex
+from hloscope.analysis.kinds import PairKind, Reason, SegmentKind, VerdictKind
 from hloscope.analysis.opclass import CONTROL_FLOW, collective_kind, is_done, is_free, is_start
 from hloscope.analysis.pairs import AsyncPair
 from hloscope.analysis.transfers import HostTransfer
-from hloscope.hlo.model import Computation, Instruction, Module
+from hloscope.analysis.verdict import FirstUse, InputReady, Verdict, WindowOp, WindowSegment
+from hloscope.hlo.model import Instruction
+from hloscope.hlo.shape import HOST_MEMORY_SPACE
 
-SYNC, EXPOSED, PARTIAL, HIDDEN, UNSCHEDULED = "sync", "exposed", "partial", "hidden", "unscheduled"
-VERDICTS = (SYNC, EXPOSED, PARTIAL, HIDDEN, UNSCHEDULED)
-
-
-@dataclass
-class Verdict:
-    """The judgement for one transfer. Times are estimates in microseconds."""
-
-    transfer: HostTransfer
-    done: Instruction | None
-    crosses_iteration: bool
-    window_size: int
-    overlapped_compute: list[str] = field(default_factory=list)
-    overlapped_collectives: list[str] = field(default_factory=list)
-    other_transfers: list[str] = field(default_factory=list)
-    est_transfer_us: float = 0.0
-    est_compute_us: float = 0.0
-    est_collective_us: float = 0.0
-    est_hidden_us: float = 0.0
-    verdict: str = EXPOSED
-    why: str = ""
+# Kept for callers that spell verdicts as strings; VerdictKind members equal these.
+SYNC, EXPOSED, PARTIAL, HIDDEN, UNSCHEDULED = (VerdictKind.SYNC, VerdictKind.EXPOSED, VerdictKind.PARTIAL,
+                                               VerdictKind.HIDDEN, VerdictKind.UNSCHEDULED)
+VERDICTS = tuple(VerdictKind)
 
 
-Segment = tuple[str, int, int]  # computation, first position, end position (exclusive)
+@dataclass(frozen=True)
+class AnalysisOptions:
+    """Settings of the analysis.
+
+    host_space: the memory space number of host memory (5 on XLA:GPU).
+    hidden_ratio: estimated hidden / transfer time at or above which a transfer is ``hidden``.
+    exposed_ratio: at or below which it is ``exposed``; in between, ``partial``.
+    """
+
+    host_space: int = HOST_MEMORY_SPACE
+    hidden_ratio: float = 0.95
+    exposed_ratio: float = 0.05
 
 
-def window_segments(module: Module, start: Instruction, done: Instruction, crossed: bool) -> list[Segment]:
+def is_work(ins: Instruction) -> bool:
+    """Whether an instruction occupies the compute stream (not bookkeeping, not an async half)."""
+    return not (is_free(ins) or is_start(ins) or is_done(ins) or ins.opcode == "async-update")
+
+
+def window_segments(index: ModuleIndex, start: Instruction, done: Instruction, crossed: bool) -> list[WindowSegment]:
+    """The schedule ranges between ``start`` and ``done``, in execution order ([] if unrelated)."""
+    module = index.module
     a, b = start.computation, done.computation
     ps, pd = start.position, done.position
-    ca = module.computations[a]
+    na = len(module.computations[a].instructions)
     if a == b:
         if not crossed and pd > ps:
-            return [(a, ps + 1, pd)]
-        return [(a, ps + 1, len(ca.instructions)), (a, 0, pd)]
-    cb = module.computations[b]
-    for w in ca.instructions:  # start in the caller, done in the loop body (prologue)
-        if w.opcode == "while" and w.attr("body").lstrip("%") == b and w.position > ps:
-            return [(a, ps + 1, w.position), (b, 0, pd)]
-    for w in cb.instructions:  # start in the loop body, done after the loop (epilogue)
-        if w.opcode == "while" and w.attr("body").lstrip("%") == a and w.position < pd:
-            return [(a, ps + 1, len(ca.instructions)), (b, w.position + 1, pd)]
+            return [WindowSegment(a, ps + 1, pd, SegmentKind.BETWEEN)]
+        return [WindowSegment(a, ps + 1, na, SegmentKind.ITERATION_TAIL),
+                WindowSegment(a, 0, pd, SegmentKind.ITERATION_HEAD)]
+    loop = index.loop_running(b, a)  # start in the caller, done in the loop body (prologue)
+    if loop is not None and loop.position > ps:
+        return [WindowSegment(a, ps + 1, loop.position, SegmentKind.PROLOGUE),
+                WindowSegment(b, 0, pd, SegmentKind.ITERATION_HEAD)]
+    loop = index.loop_running(a, b)  # start in the loop body, done after the loop (epilogue)
+    if loop is not None and loop.position < pd:
+        return [WindowSegment(a, ps + 1, na, SegmentKind.ITERATION_TAIL),
+                WindowSegment(b, loop.position + 1, pd, SegmentKind.EPILOGUE)]
     return []
 
 
-def judge_overlap(
-    module: Module, transfers: list[HostTransfer], pairs: list[AsyncPair], cost: CostModel,
-    hidden_ratio: float = 0.95, exposed_ratio: float = 0.05,
-) -> list[Verdict]:
+def judge_overlap(index: ModuleIndex, transfers: list[HostTransfer], cost: CostModel,
+                  options: AnalysisOptions | None = None) -> list[Verdict]:
+    opts = options or AnalysisOptions()
+    module = index.module
     by_start: dict[tuple[str, str], list[AsyncPair]] = {}
     coll_pairs: dict[str, list[AsyncPair]] = {}
-    for p in pairs:
+    for p in index.pairs:
         by_start.setdefault((p.start.computation, p.start.name), []).append(p)
-        if p.kind == "collective" and p.start.computation == p.done.computation:
+        if p.kind is PairKind.COLLECTIVE and p.start.computation == p.done.computation:
             coll_pairs.setdefault(p.start.computation, []).append(p)
     transfer_ops = {(t.computation, t.instruction.name) for t in transfers}
-    users_cache: dict[str, dict[str, list[Instruction]]] = {}
 
     out: list[Verdict] = []
     for t in transfers:
-        v = Verdict(transfer=t, done=None, crosses_iteration=False, window_size=0)
-        v.est_transfer_us = cost.transfer_us(t.bytes, t.direction)
-        out.append(v)
+        xfer_us = cost.transfer_us(t.bytes, t.direction)
         if t.is_annotation or not module.is_scheduled:
-            v.verdict = UNSCHEDULED
-            v.why = "module is not scheduled (before optimizations): no order to judge; compile it to see the schedule"
+            out.append(Verdict(t, VerdictKind.UNSCHEDULED, Reason.NOT_SCHEDULED, est_transfer_us=xfer_us))
             continue
         if not t.is_async:
-            v.verdict = SYNC
-            v.why = "synchronous: the stream waits for the whole transfer"
+            out.append(Verdict(t, VerdictKind.SYNC, Reason.SYNCHRONOUS, est_transfer_us=xfer_us))
             continue
         mine = by_start.get((t.computation, t.instruction.name), [])
         if not mine:
-            v.verdict = EXPOSED
-            v.why = "no matching done found: cannot place the transfer's window"
+            out.append(Verdict(t, VerdictKind.EXPOSED, Reason.NO_DONE, est_transfer_us=xfer_us))
             continue
         # Prefer the pair within one iteration; a peeled prologue's pair is the fallback.
         pair = min(mine, key=lambda p: (p.crosses_iteration, p.done.computation != p.start.computation))
-        v.done = pair.done
-        v.crosses_iteration = pair.crosses_iteration
-        segments = window_segments(module, t.instruction, pair.done, pair.crosses_iteration)
-        _fill_window(v, module, segments, transfer_ops, coll_pairs, cost)
-        _decide(v, bool(segments), hidden_ratio, exposed_ratio)
-        if v.verdict in (EXPOSED, PARTIAL):
-            v.why += _dependency_hint(module, t, pair.done, users_cache)
+        segments = window_segments(index, t.instruction, pair.done, pair.crosses_iteration)
+        compute, colls, others = _fill_window(index, segments, transfer_ops, coll_pairs, cost)
+        est_compute = sum((w.est_us for w in compute), 0.0)
+        est_coll = sum((w.est_us for w in colls), 0.0)
+        hidden = min(xfer_us, max(est_compute, est_coll))
+        verdict, reason = _decide(bool(segments), bool(compute or colls), sum(s.size for s in segments),
+                                  xfer_us, hidden, max(est_compute, est_coll), opts)
+        out.append(Verdict(
+            t, verdict, reason, pair, tuple(segments), tuple(compute), tuple(colls), tuple(others),
+            xfer_us, est_compute, est_coll, hidden,
+            input_ready(index, t), first_use(index, pair.done),
+        ))
     return out
 
 
-def _fill_window(v: Verdict, module: Module, segments: list[Segment], transfer_ops: set[tuple[str, str]],
-                 coll_pairs: dict[str, list[AsyncPair]], cost: CostModel) -> None:
-    """Classify what the window holds and add up its estimated times."""
-    for comp, lo, hi in segments:
-        for w in module.computations[comp].instructions[lo:hi]:
-            v.window_size += 1
-            if (comp, w.name) in transfer_ops:
-                v.other_transfers.append(w.name)
+def _fill_window(index: ModuleIndex, segments: list[WindowSegment], transfer_ops: set[tuple[str, str]],
+                 coll_pairs: dict[str, list[AsyncPair]], cost: CostModel,
+                 ) -> tuple[list[WindowOp], list[WindowOp], list[Instruction]]:
+    """Classify what the window holds: compute, collectives (sync, and async in flight), other transfers."""
+    compute: list[WindowOp] = []
+    colls: list[WindowOp] = []
+    coll_names: set[str] = set()
+    others: list[Instruction] = []
+    for seg in segments:
+        lo, hi = seg.first, seg.end
+        for w in index.computation(seg.computation).instructions[lo:hi]:
+            if (seg.computation, w.name) in transfer_ops:
+                others.append(w)
                 continue
             if collective_kind(w) and not (is_start(w) or is_done(w)):
-                v.overlapped_collectives.append(w.name)  # a synchronous collective
-                v.est_collective_us += cost.collective_us(w)
+                colls.append(WindowOp(w, cost.collective_us(w)))  # a synchronous collective
+                coll_names.add(w.name)
                 continue
             us = cost.instruction_us(w)
-            if w.opcode in CONTROL_FLOW or (us > 0 and not is_free(w) and not is_start(w) and not is_done(w)):
-                v.overlapped_compute.append(w.name)
-                v.est_compute_us += us
-        for cp in coll_pairs.get(comp, []):  # async collectives in flight during the window
+            if w.opcode in CONTROL_FLOW or (us > 0 and is_work(w)):
+                compute.append(WindowOp(w, us))
+        for cp in coll_pairs.get(seg.computation, []):  # async collectives in flight during the window
             cs, cd = cp.start.position, cp.done.position
             inter = min(cd, hi) - max(cs, lo)
             if inter > 0 or (cs < lo <= cd and hi > lo):
                 frac = min(1.0, max(inter, 1) / max(cd - cs, 1))
-                if cp.start.name not in v.overlapped_collectives:
-                    v.overlapped_collectives.append(cp.start.name)
-                v.est_collective_us += frac * cost.collective_us(cp.start)
+                us = frac * cost.collective_us(cp.start)
+                if cp.start.name in coll_names:  # in flight across two segments: one entry, both parts
+                    i = next(k for k, c in enumerate(colls) if c.name == cp.start.name)
+                    colls[i] = WindowOp(cp.start, colls[i].est_us + us, min(1.0, colls[i].fraction + frac))
+                else:
+                    colls.append(WindowOp(cp.start, us, frac))
+                    coll_names.add(cp.start.name)
+    return compute, colls, others
 
 
-def _decide(v: Verdict, known_window: bool, hidden_ratio: float, exposed_ratio: float) -> None:
-    window_us = max(v.est_compute_us, v.est_collective_us)
-    v.est_hidden_us = min(v.est_transfer_us, window_us)
-    ratio = v.est_hidden_us / v.est_transfer_us if v.est_transfer_us > 0 else (1.0 if window_us > 0 else 0.0)
+def _decide(known_window: bool, has_work: bool, window_size: int, transfer_us: float, hidden_us: float,
+            window_us: float, opts: AnalysisOptions) -> tuple[VerdictKind, Reason]:
     if not known_window:
-        v.verdict = EXPOSED
-        v.why = "start and done are in computations hloscope cannot relate; window unknown"
-    elif not v.overlapped_compute and not v.overlapped_collectives:
-        v.verdict = EXPOSED
-        v.why = ("done placed directly after start: nothing scheduled in between" if v.window_size == 0
-                 else f"window holds {v.window_size} instruction(s) but no compute and no collective")
-    else:
-        v.verdict = HIDDEN if ratio >= hidden_ratio else EXPOSED if ratio <= exposed_ratio else PARTIAL
-        v.why = (f"window: {len(v.overlapped_compute)} compute op(s) ~{v.est_compute_us:.1f} us, "
-                 f"{len(v.overlapped_collectives)} collective(s) ~{v.est_collective_us:.1f} us, "
-                 f"vs transfer ~{v.est_transfer_us:.1f} us (estimates)")
-    if v.other_transfers:
-        v.why += f"; shares the host link with {len(v.other_transfers)} other transfer(s) in its window"
+        return VerdictKind.EXPOSED, Reason.UNKNOWN_WINDOW
+    if not has_work:
+        return VerdictKind.EXPOSED, (Reason.EMPTY_WINDOW if window_size == 0 else Reason.ONLY_FREE_OPS)
+    ratio = hidden_us / transfer_us if transfer_us > 0 else (1.0 if window_us > 0 else 0.0)
+    if ratio >= opts.hidden_ratio:
+        return VerdictKind.HIDDEN, Reason.ESTIMATED
+    if ratio <= opts.exposed_ratio:
+        return VerdictKind.EXPOSED, Reason.ESTIMATED
+    return VerdictKind.PARTIAL, Reason.ESTIMATED
 
 
-def _dependency_hint(module: Module, t: HostTransfer, done: Instruction,
-                     users_cache: dict[str, dict[str, list[Instruction]]]) -> str:
-    """Why the window could not be wider: who produced the data, who waits for it."""
-    comp = module.computations[t.computation]
+def _work_between(index: ModuleIndex, computation: str, lo: int, hi: int) -> int:
+    return sum(1 for w in index.computation(computation).instructions[lo:hi] if is_work(w))
+
+
+def input_ready(index: ModuleIndex, t: HostTransfer) -> InputReady | None:
+    """The latest-produced device-side input of the start, looked through bitcasts."""
+    comp = index.computation(t.computation)
     start = t.instruction
-    hints = []
-    # Device-side inputs (the update being offloaded, or the slice index being fetched),
-    # looked at through bitcasts: when did they become available?
     inputs = []
     for o in start.operands:
         src = comp.by_name.get(o)
@@ -171,51 +183,47 @@ def _dependency_hint(module: Module, t: HostTransfer, done: Instruction,
             src = comp.by_name.get(src.operands[0])
         if src is not None and src.opcode != "constant" and not src.shape.in_memory_space(t.host_space):
             inputs.append(src)
-    if inputs:
-        last = max(inputs, key=lambda p: p.position)
-        if last.opcode in ("get-tuple-element", "parameter"):
-            hints.append("its inputs are available from the top of the computation, "
-                         f"{start.position} op(s) before the start")
-        else:
-            gap = start.position - last.position - 1
-            hints.append(f"its input {last.name} is produced {gap} op(s) before the start"
-                         if gap > 0 else f"the start follows the op producing its input ({last.name}) directly")
-    dcomp = module.computations[done.computation]
-    if dcomp.name not in users_cache:
-        users_cache[dcomp.name] = _users(dcomp)
-    use = _first_real_use(users_cache[dcomp.name], done)
-    if use is not None:
-        gap = use.position - done.position - 1
-        what = "the loop state for the next iteration" if use.is_root and use.opcode == "tuple" else use.name
-        if gap > 0:
-            hints.append(f"nothing forced the early done: the first real use of its result ({what}) "
-                         f"comes {gap} op(s) later")
-        else:
-            hints.append(f"its result is needed at once by {what}")
-    return ("; " + "; ".join(hints)) if hints else ""
+    if not inputs:
+        return None
+    last = max(inputs, key=lambda p: p.position)
+    if last.opcode in ("get-tuple-element", "parameter"):
+        return InputReady(last, True, start.position, _work_between(index, t.computation, 0, start.position))
+    return InputReady(last, False, start.position - last.position - 1,
+                      _work_between(index, t.computation, last.position + 1, start.position))
 
 
-def _users(comp: Computation) -> dict[str, list[Instruction]]:
-    users: dict[str, list[Instruction]] = {}
-    for ins in comp.instructions:
-        for o in ins.operands:
-            users.setdefault(o, []).append(ins)
-    return users
+def first_use(index: ModuleIndex, done: Instruction) -> FirstUse | None:
+    """The earliest-scheduled instruction that really uses ``done``'s value.
 
-
-def _first_real_use(users: dict[str, list[Instruction]], done: Instruction) -> Instruction | None:
-    """The earliest-scheduled user of ``done``'s value, looking through free ops
-    (bitcasts, tuples, get-tuple-element) that only rename it."""
-    best: Instruction | None = None
-    frontier = [done.name]
-    seen: set[str] = set()
+    Looks through ops that only rename the value (bitcasts, opt-barriers), and
+    through tuples and get-tuple-elements *of the element that holds it*: a
+    result placed at index 1 of a tuple is used by whoever reads index 1, not by
+    a reader of other indices. A root tuple is a real use (the loop state).
+    """
+    best: tuple[Instruction, tuple[int, ...]] | None = None
+    frontier: list[tuple[str, tuple[int, ...]]] = [(done.name, ())]
+    seen: set[tuple[str, tuple[int, ...]]] = set()
+    users = index.users_map(done.computation)
     while frontier:
-        for u in users.get(frontier.pop(), []):
-            if u.name in seen:
-                continue
-            seen.add(u.name)
-            if is_free(u) and not u.is_root:
-                frontier.append(u.name)
-            elif best is None or u.position < best.position:
-                best = u
-    return best
+        name, path = frontier.pop()
+        for u in users.get(name, []):
+            nxt: list[tuple[str, tuple[int, ...]]] = []
+            if u.opcode == "get-tuple-element" and not u.is_root:
+                if path and u.tuple_index != path[0]:
+                    continue  # reads another element of the tuple
+                nxt.append((u.name, path[1:]))
+            elif u.opcode == "tuple" and not u.is_root:
+                nxt.extend((u.name, (i, *path)) for i, o in enumerate(u.operands) if o == name)
+            elif is_free(u) and not u.is_root:
+                nxt.append((u.name, path))
+            elif best is None or u.position < best[0].position:
+                best = (u, (u.operands.index(name), *path) if u.opcode == "tuple" else path)
+            for key in nxt:
+                if key not in seen:
+                    seen.add(key)
+                    frontier.append(key)
+    if best is None:
+        return None
+    use, element = best
+    return FirstUse(use, element, use.is_root and use.opcode == "tuple", use.position - done.position - 1,
+                    _work_between(index, done.computation, done.position + 1, use.position))

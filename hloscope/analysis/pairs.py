@@ -1,6 +1,6 @@
 """Match every async done with its start, also across while-loop iterations.
 
-Pass: ``pair_async_ops(module, callgraph) -> list[AsyncPair]``.
+Pass: ``pair_async_ops(index) -> list[AsyncPair]`` (``index``: the module's :class:`ModuleIndex`).
 
 A done's operand is normally its start. With pipelined offloading the start's
 context is threaded through a while loop's tuple: the done then reads a
@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hloscope.analysis.callgraph import CallGraph
+from hloscope.analysis.index import ModuleIndex
+from hloscope.analysis.kinds import PairKind
 from hloscope.analysis.opclass import collective_kind, is_done, is_start
-from hloscope.hlo.model import Instruction, Module
+from hloscope.hlo.model import Instruction
 
 
 @dataclass(frozen=True)
@@ -30,12 +31,13 @@ class AsyncPair:
     start: Instruction
     done: Instruction
     op: str
-    kind: str
+    kind: PairKind
     crosses_iteration: bool
 
 
-def trace_to_starts(module: Module, cg: CallGraph, comp: str, name: str) -> list[tuple[Instruction, bool]]:
+def trace_to_starts(index: ModuleIndex, comp: str, name: str) -> list[tuple[Instruction, bool]]:
     """Starts whose context reaches value ``name`` of computation ``comp``."""
+    module, cg = index.module, index.callgraph
     found: dict[tuple[str, str], bool] = {}
     seen: set[tuple[str, str, tuple[int, ...]]] = set()
     stack: list[tuple[str, str, tuple[int, ...], bool]] = [(comp, name, (), False)]
@@ -65,15 +67,15 @@ def trace_to_starts(module: Module, cg: CallGraph, comp: str, name: str) -> list
             for caller, call in cg.callers.get(c, []):
                 if call.opcode == "while" and call.operands:
                     stack.append((caller, call.operands[0], path, True))
-                    body = module.computations[c]
-                    if call.attr("body").lstrip("%") == c and body.root is not None:
+                    body = index.while_body(call)
+                    if body is not None and body.name == c and body.root is not None:
                         stack.append((c, body.root.name, path, True))
                 elif call.opcode == "call":
                     idx = int(ins.literal or 0)
                     if idx < len(call.operands):
                         stack.append((caller, call.operands[idx], path, crossed))
         elif op == "while":
-            loop_body = module.computations.get(ins.attr("body").lstrip("%"))
+            loop_body = index.while_body(ins)
             if loop_body is not None and loop_body.root is not None:
                 stack.append((loop_body.name, loop_body.root.name, path, True))
         elif op == "call":
@@ -84,7 +86,8 @@ def trace_to_starts(module: Module, cg: CallGraph, comp: str, name: str) -> list
     return [(module.computations[c].by_name[n], x) for (c, n), x in found.items()]
 
 
-def pair_async_ops(module: Module, cg: CallGraph) -> list[AsyncPair]:
+def pair_async_ops(index: ModuleIndex) -> list[AsyncPair]:
+    module, cg = index.module, index.callgraph
     pairs: list[AsyncPair] = []
     for cname in module.computations:
         if cname not in cg.scheduled:
@@ -92,9 +95,9 @@ def pair_async_ops(module: Module, cg: CallGraph) -> list[AsyncPair]:
         for ins in module.computations[cname].instructions:
             if not is_done(ins) or not ins.operands:
                 continue
-            for start, crossed in trace_to_starts(module, cg, cname, ins.operands[0]):
+            for start, crossed in trace_to_starts(index, cname, ins.operands[0]):
                 coll = collective_kind(start)
-                kind = "collective" if coll else "other"
+                kind = PairKind.COLLECTIVE if coll else PairKind.OTHER
                 op = coll or start.wrapped_opcode or start.opcode.removesuffix("-start")
                 pairs.append(AsyncPair(start, ins, op, kind, crossed))
     return pairs

@@ -1,142 +1,147 @@
-"""The analysis pipeline and the report it returns (rendered by ``hloscope.render``).
+"""The analysis pipeline and the typed report it returns (rendered by ``hloscope.render``).
 
-``analyze_module(module, target) -> Report`` runs the passes in order:
-``build_call_graph`` -> ``find_host_transfers`` -> ``pair_async_ops`` ->
-``judge_overlap``. ``Report.to_dict()`` is the JSON contract (docs/json-schema.md).
+``analyze_module(module, target, options) -> Report`` builds one
+:class:`ModuleIndex` and runs the passes in order: ``find_host_transfers`` ->
+``pair_async_ops`` -> ``judge_overlap``, then sums them up in a
+:class:`Summary`. The report is data only: ``hloscope.render`` turns it into
+text, JSON and the other formats. ``to_dict``/``to_text`` are conveniences for
+the Python API that call the renderers.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from hloscope.analysis.callgraph import CallGraph, build_call_graph
 from hloscope.analysis.cost import CostModel
-from hloscope.analysis.overlap import VERDICTS, Verdict, judge_overlap
-from hloscope.analysis.pairs import AsyncPair, pair_async_ops
-from hloscope.analysis.transfers import TO_DEVICE, TO_HOST, find_host_transfers
-from hloscope.hlo.model import Module
-from hloscope.hlo.shape import HOST_MEMORY_SPACE
+from hloscope.analysis.index import ModuleIndex
+from hloscope.analysis.kinds import Direction, PairKind, VerdictKind
+from hloscope.analysis.overlap import AnalysisOptions, judge_overlap
+from hloscope.analysis.pairs import AsyncPair
+from hloscope.analysis.transfers import HostTransfer, find_host_transfers
+from hloscope.analysis.verdict import Verdict
+from hloscope.hlo.model import Module, SourceLocation
 from hloscope.targets import Target
 
-SCHEMA = "hloscope.report/1"
+
+@dataclass(frozen=True)
+class LoopBytes:
+    """Bytes moved by one execution of a computation that holds transfers."""
+
+    computation: str
+    executions: int
+    to_host_bytes: int
+    to_device_bytes: int
+    transfers: int
 
 
-@dataclass
+@dataclass(frozen=True)
+class Summary:
+    """Step totals. Bytes are per step (``bytes * executions``); times are estimates in µs."""
+
+    transfers: int
+    to_host_bytes_per_step: int
+    to_device_bytes_per_step: int
+    by_verdict: dict[VerdictKind, int]
+    est_exposed_us_per_step: float
+    loops: tuple[LoopBytes, ...]
+    unknown_trip_counts: tuple[str, ...]
+
+
+def summarize(verdicts: list[Verdict], unknown_trip_counts: list[str]) -> Summary:
+    per_step = {d: 0 for d in Direction}
+    by_verdict = {k: 0 for k in VerdictKind}
+    rows: dict[str, list[int]] = {}
+    order: dict[str, int] = {}
+    exposed = 0.0
+    for v in verdicts:
+        t = v.transfer
+        per_step[t.direction] += t.bytes * t.executions
+        by_verdict[v.verdict] += 1
+        exposed += v.est_exposed_us * t.executions
+        r = rows.setdefault(t.computation, [0, 0, 0])
+        order.setdefault(t.computation, t.executions)
+        r[0 if t.direction is Direction.TO_HOST else 1] += t.bytes
+        r[2] += 1
+    loops = tuple(LoopBytes(c, order[c], r[0], r[1], r[2]) for c, r in rows.items())
+    return Summary(len(verdicts), per_step[Direction.TO_HOST], per_step[Direction.TO_DEVICE], by_verdict,
+                   exposed, loops, tuple(unknown_trip_counts))
+
+
+@dataclass(frozen=True)
 class Report:
+    """Everything the analysis found about one module.
+
+    index: the shared :class:`ModuleIndex`. transfers / verdicts: one verdict per
+    transfer, same order. pairs: every async start/done pair. cost: the cost
+    model used for the estimates. summary: step totals. notes: facts about how the
+    input was read (which file of a folder, which module of several), for the
+    views to show. memory: device/host memory facts when the step was compiled
+    here (``hloscope.analysis.memory.MemoryFacts``), else None. compile: the
+    compile's settings and figures (``hloscope compile``), else None.
+    """
+
     module: Module
     target: Target
-    callgraph: CallGraph
-    verdicts: list[Verdict]
-    pairs: list[AsyncPair]
-    cost: CostModel | None = None
-    host_space: int = HOST_MEMORY_SPACE
-    extra: dict[str, Any] = field(default_factory=dict)
+    options: AnalysisOptions
+    index: ModuleIndex
+    transfers: tuple[HostTransfer, ...]
+    verdicts: tuple[Verdict, ...]
+    cost: CostModel
+    summary: Summary
+    notes: tuple[str, ...] = ()
+    memory: Any = None
+    compile: dict[str, Any] | None = None
+
+    @property
+    def pairs(self) -> list[AsyncPair]:
+        return self.index.pairs
+
+    @property
+    def host_space(self) -> int:
+        return self.options.host_space
 
     def est_compute_us(self) -> float:
         """Estimated compute time of the whole step (entry computation, loops expanded)."""
-        cost = self.cost or CostModel(self.module, self.target, self.host_space)
-        return cost.computation_us(self.module.entry_name)
+        return self.cost.computation_us(self.module.entry_name)  # cached by the cost model
 
-    def source(self, v: Verdict) -> str:
-        loc = self.module.source_location(v.transfer.instruction)
-        return str(loc) if loc else ""
+    def source(self, v: Verdict) -> SourceLocation | None:
+        return self.module.source_location(v.transfer.instruction)
 
-    def transfer_dicts(self) -> list[dict[str, Any]]:
-        out = []
-        for v in self.verdicts:
-            t = v.transfer
-            out.append({
-                "name": t.instruction.name,
-                "done": v.done.name if v.done else None,
-                "computation": t.computation,
-                "direction": t.direction,
-                "op": t.op,
-                "bytes": t.bytes,
-                "executions": t.executions,
-                "async": t.is_async,
-                "crosses_iteration": v.crosses_iteration,
-                "overlapped_compute": v.overlapped_compute,
-                "overlapped_collectives": v.overlapped_collectives,
-                "overlaps_compute": bool(v.overlapped_compute),
-                "overlaps_collectives": bool(v.overlapped_collectives),
-                "est_transfer_us": round(v.est_transfer_us, 3),
-                "est_hidden_us": round(v.est_hidden_us, 3),
-                "est_compute_us": round(v.est_compute_us, 3),
-                "est_collective_us": round(v.est_collective_us, 3),
-                "window_size": v.window_size,
-                "verdict": v.verdict,
-                "why": v.why,
-                "source": self.source(v),
-                "op_name": t.instruction.metadata.get("op_name", ""),
-                "line": t.instruction.line,
-            })
-        return out
+    def pair_kind(self, p: AsyncPair) -> PairKind:
+        """``host_transfer`` for pairs that are host transfers, else the pair's own kind."""
+        starts = {(t.computation, t.instruction.name) for t in self.transfers}
+        return PairKind.HOST_TRANSFER if (p.start.computation, p.start.name) in starts else p.kind
 
-    def summary(self) -> dict[str, Any]:
-        to_host = sum(v.transfer.bytes * v.transfer.executions for v in self.verdicts
-                      if v.transfer.direction == TO_HOST)
-        to_dev = sum(v.transfer.bytes * v.transfer.executions for v in self.verdicts
-                     if v.transfer.direction == TO_DEVICE)
-        by_verdict = {k: 0 for k in VERDICTS}
-        for v in self.verdicts:
-            by_verdict[v.verdict] += 1
-        exposed_us = sum((v.est_transfer_us - v.est_hidden_us) * v.transfer.executions for v in self.verdicts
-                         if v.verdict != "unscheduled")
-        return {
-            "transfers": len(self.verdicts),
-            "to_host_bytes_per_step": to_host,
-            "to_device_bytes_per_step": to_dev,
-            "by_verdict": by_verdict,
-            "est_exposed_us_per_step": round(exposed_us, 3),
-            "loops": self.loops(),
-            "unknown_trip_counts": self.callgraph.unknown_trip,
-        }
+    def verdict_for(self, name: str) -> Verdict | None:
+        """The verdict of the transfer whose start (or sync op) is called ``name``."""
+        return next((v for v in self.verdicts if v.transfer.instruction.name == name), None)
 
-    def loops(self) -> list[dict[str, Any]]:
-        """Per computation holding transfers: bytes offloaded and fetched per execution."""
-        rows: dict[str, dict[str, Any]] = {}
-        for v in self.verdicts:
-            t = v.transfer
-            r = rows.setdefault(t.computation, {"computation": t.computation, "executions": t.executions,
-                                                "to_host_bytes": 0, "to_device_bytes": 0, "transfers": 0})
-            r["to_host_bytes" if t.direction == TO_HOST else "to_device_bytes"] += t.bytes
-            r["transfers"] += 1
-        return list(rows.values())
-
-    def pair_dicts(self) -> list[dict[str, Any]]:
-        transfer_starts = {(v.transfer.computation, v.transfer.instruction.name) for v in self.verdicts}
-        out = []
-        for p in self.pairs:
-            kind = "host_transfer" if (p.start.computation, p.start.name) in transfer_starts else p.kind
-            out.append({
-                "start": p.start.name, "done": p.done.name, "kind": kind, "op": p.op,
-                "start_computation": p.start.computation, "done_computation": p.done.computation,
-                "crosses_iteration": p.crosses_iteration,
-                "adjacent": p.start.computation == p.done.computation and p.done.position == p.start.position + 1,
-            })
-        return out
+    # -- conveniences for the Python API (the renderers do the work) ----------
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA,
-            "module": self.module.name,
-            "source_path": self.module.source_path,
-            "scheduled": self.module.is_scheduled,
-            "target": self.target.name,
-            "host_memory_space": self.host_space,
-            "estimates_note": "est_* figures are roofline estimates, not measurements",
-            "transfers": self.transfer_dicts(),
-            "async_pairs": self.pair_dicts(),
-            "summary": self.summary(),
-            **self.extra,
-        }
+        """The JSON report as a dict (docs/json-schema.md)."""
+        from hloscope.render.json_report import report_to_dict
+
+        return report_to_dict(self)
+
+    def to_text(self) -> str:
+        """The table report, as ``hloscope analyze`` prints it."""
+        from hloscope.render import render_to_string
+
+        return render_to_string("table", self)
+
+    def __str__(self) -> str:
+        return self.to_text()
 
 
-def analyze_module(module: Module, target: Target, host_space: int = HOST_MEMORY_SPACE) -> Report:
-    cg = build_call_graph(module)
-    transfers = find_host_transfers(module, cg, host_space)
-    pairs = pair_async_ops(module, cg)
-    cost = CostModel(module, target, host_space)
-    verdicts = judge_overlap(module, transfers, pairs, cost)
-    return Report(module, target, cg, verdicts, pairs, cost, host_space)
+def analyze_module(module: Module, target: Target, options: AnalysisOptions | int | None = None,
+                   notes: tuple[str, ...] = ()) -> Report:
+    """Run every pass over ``module`` for ``target``. ``options`` may be a host memory space number."""
+    opts = AnalysisOptions(host_space=options) if isinstance(options, int) else (options or AnalysisOptions())
+    index = ModuleIndex(module)
+    transfers = find_host_transfers(index, opts.host_space)
+    cost = CostModel(module, target, opts.host_space)
+    verdicts = judge_overlap(index, transfers, cost, opts)
+    summary = summarize(verdicts, index.callgraph.unknown_trip)
+    return Report(module, target, opts, index, tuple(transfers), tuple(verdicts), cost, summary, notes)

@@ -1,6 +1,6 @@
 """Find every instruction that moves data between device and host memory.
 
-Pass: ``find_host_transfers(module, callgraph, host_space=5) -> list[HostTransfer]``.
+Pass: ``find_host_transfers(index, host_space=5) -> list[HostTransfer]``.
 
 Recognised, in scheduled computations only (fused bodies run inside their op):
 - ``copy-start`` with the host memory space on one side;
@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hloscope.analysis.callgraph import CallGraph
+from hloscope.analysis.index import ModuleIndex
+from hloscope.analysis.kinds import Direction
 from hloscope.analysis.opclass import (
     CONTROL_FLOW,
     DONE_OPCODES,
@@ -27,8 +28,8 @@ from hloscope.analysis.opclass import (
 from hloscope.hlo.model import Instruction, Module
 from hloscope.hlo.shape import HOST_MEMORY_SPACE, Shape
 
-TO_HOST = "to_host"
-TO_DEVICE = "to_device"
+TO_HOST = Direction.TO_HOST
+TO_DEVICE = Direction.TO_DEVICE
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ class HostTransfer:
 
     instruction: Instruction
     computation: str
-    direction: str
+    direction: Direction
     op: str
     bytes: int
     executions: int
@@ -70,7 +71,7 @@ def _is_array(s: Shape) -> bool:
     return not s.is_tuple and s.element_type not in ("token", "opaque") and len(s.dims) > 0
 
 
-def _classify(out_shape: Shape, operand_shapes: list[Shape], host: int) -> str:
+def _classify(out_shape: Shape, operand_shapes: list[Shape], host: int) -> Direction | None:
     out_host = out_shape.in_memory_space(host)
     arrays = [s for s in operand_shapes if _is_array(s)]
     in_host = any(s.memory_space == host for s in arrays)
@@ -80,7 +81,7 @@ def _classify(out_shape: Shape, operand_shapes: list[Shape], host: int) -> str:
         return TO_HOST
     if in_host and out_dev and not out_host:
         return TO_DEVICE
-    return ""
+    return None
 
 
 def _moved_bytes(module: Module, direction: str, core: Instruction | None, out_shape: Shape,
@@ -102,7 +103,8 @@ def _moved_bytes(module: Module, direction: str, core: Instruction | None, out_s
     return min(dev, host_out) if dev else host_out, op
 
 
-def find_host_transfers(module: Module, cg: CallGraph, host_space: int = HOST_MEMORY_SPACE) -> list[HostTransfer]:
+def find_host_transfers(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE) -> list[HostTransfer]:
+    module, cg = index.module, index.callgraph
     out: list[HostTransfer] = []
     for cname in module.computations:
         if cname not in cg.scheduled:
@@ -151,7 +153,7 @@ def find_host_transfers(module: Module, cg: CallGraph, host_space: int = HOST_ME
     return out
 
 
-def _annotation_direction(ins: Instruction) -> str:
+def _annotation_direction(ins: Instruction) -> Direction | None:
     target = custom_call_target(ins)
     if target == "MoveToHost":
         return TO_HOST
@@ -163,4 +165,4 @@ def _annotation_direction(ins: Instruction) -> str:
             return TO_HOST
         if placement == "device":
             return TO_DEVICE
-    return ""
+    return None

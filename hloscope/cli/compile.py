@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from hloscope.cli.analyze import add_report_options, check_fail_on, write_output
+from hloscope.cli.analyze import add_report_options, emit_report, prepare_report
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 
 
@@ -55,12 +55,13 @@ class CompileCommand:
         add_report_options(p)
 
     def run(self, args: argparse.Namespace) -> int:
-        from hloscope.compile.artifacts import manifest, write_artifacts
-        from hloscope.render import get_renderer
-        from hloscope.targets import get_target
+        import dataclasses
 
-        get_target(args.target)  # fail fast on a bad name, before importing jax
-        renderer = get_renderer("json" if args.json else (args.format or "table"))
+        from hloscope.compile.artifacts import manifest, write_artifacts
+        from hloscope.render import render_to_string
+        from hloscope.render.table import human_bytes
+
+        req = prepare_report(args)  # fail fast on a bad name, before importing jax
         if args.fn:
             result, report, extra = self._compile_fn(args)
             name = args.fn.replace(":", ".")
@@ -70,39 +71,31 @@ class CompileCommand:
             result, report, extra = compile_workload(args.workload, parse_sets(args.set), args.policy, args.target,
                                                      args.devices, args.lhs, args.pipelined_offload, args.xla_flag)
             name = f"{args.workload}-{extra['config']['policy']}-{args.target}-{args.devices}"
-        report.extra["compile"] = {"memory": result.memory, "xla_options": result.options,
-                                   "compile_seconds": round(result.compile_seconds, 3), **extra}
-        from hloscope.render.json_report import JsonRenderer
-        from hloscope.render.table import TableRenderer
-
+        report = dataclasses.replace(report, compile={
+            "memory": result.memory, "xla_options": result.options,
+            "compile_seconds": round(result.compile_seconds, 3), **extra})
         files = {
             "optimized.hlo.txt": result.optimized_hlo,
             "unoptimized.hlo.txt": result.unoptimized_hlo,
             "manifest.json": manifest(result, extra),
-            "report.json": JsonRenderer().render(report),
-            "report.txt": TableRenderer().render(report),
+            "report.json": render_to_string("json", report),
+            "report.txt": render_to_string("table", report),
             **result.extra_files,
         }
         out = write_artifacts(Path(args.out or f"hloscope-out/{name}"), files)
-        text = renderer.render(report)
-        if renderer.extension == ".txt":
-            m = result.memory
-            from hloscope.render.table import human_bytes
-            from hloscope.targets import get_target
-
-            hbm = get_target(args.target).device_memory_size
-            fits = "fits" if m["peak_memory_in_bytes"] <= hbm else "does NOT fit"
-            text += (f"memory per device: peak {human_bytes(m['peak_memory_in_bytes'])} ({fits} in "
-                     f"{human_bytes(hbm)} of HBM), host {human_bytes(m['host_total_bytes'])}; "
-                     f"compiled in {result.compile_seconds:.1f} s; artifacts in {out}\n")
-            offloaded = report.summary()["to_host_bytes_per_step"]
-            if offloaded != m["host_total_bytes"]:
-                # XLA's host buffers hold each offloaded slice once; a gap means transfers
-                # hloscope did not recognise, or host memory used for something else.
-                text += (f"note: the transfers found move {human_bytes(offloaded)} to host per step, XLA "
-                         f"reserved {human_bytes(m['host_total_bytes'])} of host memory\n")
-        write_output(text, args.output)
-        return check_fail_on(report.to_dict(), args.fail_on) if args.fail_on else 0
+        m = result.memory
+        hbm = report.target.device_memory_size
+        fits = "fits" if m["peak_memory_in_bytes"] <= hbm else "does NOT fit"
+        trailer = (f"memory per device: peak {human_bytes(m['peak_memory_in_bytes'])} ({fits} in "
+                   f"{human_bytes(hbm)} of HBM), host {human_bytes(m['host_total_bytes'])}; "
+                   f"compiled in {result.compile_seconds:.1f} s; artifacts in {out}\n")
+        offloaded = report.summary.to_host_bytes_per_step
+        if offloaded != m["host_total_bytes"]:
+            # XLA's host buffers hold each offloaded slice once; a gap means transfers
+            # hloscope did not recognise, or host memory used for something else.
+            trailer += (f"note: the transfers found move {human_bytes(offloaded)} to host per step, XLA "
+                        f"reserved {human_bytes(m['host_total_bytes'])} of host memory\n")
+        return emit_report(report, req, trailer)
 
     def _compile_fn(self, args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any]]:
         from hloscope.compile.jobs import compile_fn

@@ -49,6 +49,7 @@ def cells(workload: str, sets: dict[str, str], target: str, devices: int, polici
 
 def run_cell(cell: Cell) -> dict[str, Any]:
     """Compile and analyze one cell; errors become a row with ``error`` set."""
+    from hloscope.analysis.kinds import VerdictKind
     from hloscope.analysis.memory import memory_facts
     from hloscope.compile.deviceless import BUFFER_ASSIGNMENT_FILE, LIVE_AT_PEAK_FILE, MEMORY_REPORT_FILE
     from hloscope.compile.jobs import compile_workload
@@ -67,14 +68,14 @@ def run_cell(cell: Cell) -> dict[str, Any]:
     except HloscopeError as e:
         row["error"] = str(e)
         return row
-    s = report.summary()
+    s = report.summary
     m = result.memory
     tgt = get_target(cell.target)
     facts = memory_facts(m, tgt, result.extra_files.get(MEMORY_REPORT_FILE),
                          result.extra_files.get(BUFFER_ASSIGNMENT_FILE), getattr(report, "module", None),
                          result.extra_files.get(LIVE_AT_PEAK_FILE), vocab_size=extra["config"].get("vocab"))
     top = facts.top_buffers[0] if facts.top_buffers else None
-    exposed = s["est_exposed_us_per_step"]
+    exposed = s.est_exposed_us_per_step
     row.update(
         batch=extra["config"]["batch"],
         peak_device_bytes=m["peak_memory_in_bytes"],
@@ -85,9 +86,9 @@ def run_cell(cell: Cell) -> dict[str, Any]:
         top_buffer_role=top.role.value if top else "",
         top_buffer_bytes=top.size_bytes if top else 0,
         top_buffer_position=top.position if top else "",
-        transfers=s["transfers"],
-        hidden=s["by_verdict"]["hidden"], partial=s["by_verdict"]["partial"],
-        exposed=s["by_verdict"]["exposed"], sync=s["by_verdict"]["sync"],
+        transfers=s.transfers,
+        hidden=s.by_verdict[VerdictKind.HIDDEN], partial=s.by_verdict[VerdictKind.PARTIAL],
+        exposed=s.by_verdict[VerdictKind.EXPOSED], sync=s.by_verdict[VerdictKind.SYNC],
         est_exposed_us=round(exposed, 1),
         est_step_us=round(report.est_compute_us() + exposed, 1),
         compile_s=round(result.compile_seconds, 2),

@@ -1,14 +1,119 @@
-"""The JSON report (schema in docs/json-schema.md)."""
+"""The JSON report (schema in docs/json-schema.md): a pure function of the :class:`Report`."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import asdict, is_dataclass
+from typing import Any, TextIO
 
 from hloscope.analysis.report import Report
+from hloscope.analysis.verdict import FirstUse, InputReady, Verdict
+from hloscope.render.options import RenderOptions
+from hloscope.render.why import explain
+
+SCHEMA = "hloscope.report/2"
+
+
+def _input_ready(r: InputReady | None) -> dict[str, Any] | None:
+    if r is None:
+        return None
+    return {"producer": r.producer.name, "from_top": r.from_top, "ops_before_start": r.ops_before_start,
+            "work_ops_between": r.work_ops_between}
+
+
+def _first_use(u: FirstUse | None) -> dict[str, Any] | None:
+    if u is None:
+        return None
+    return {"user": u.user.name, "element": list(u.element), "is_loop_state": u.is_loop_state,
+            "ops_after_done": u.ops_after_done, "work_ops_between": u.work_ops_between}
+
+
+def transfer_dict(report: Report, v: Verdict) -> dict[str, Any]:
+    t = v.transfer
+    loc = report.source(v)
+    return {
+        "name": t.instruction.name,
+        "done": v.done.name if v.done else None,
+        "computation": t.computation,
+        "direction": str(t.direction),
+        "op": t.op,
+        "bytes": t.bytes,
+        "executions": t.executions,
+        "async": t.is_async,
+        "crosses_iteration": v.crosses_iteration,
+        "overlapped_compute": v.overlapped_compute,
+        "overlapped_collectives": v.overlapped_collectives,
+        "overlaps_compute": bool(v.compute),
+        "overlaps_collectives": bool(v.collectives),
+        "est_transfer_us": round(v.est_transfer_us, 3),
+        "est_hidden_us": round(v.est_hidden_us, 3),
+        "est_compute_us": round(v.est_compute_us, 3),
+        "est_collective_us": round(v.est_collective_us, 3),
+        "window_size": v.window_size,
+        "verdict": str(v.verdict),
+        "why": explain(v),
+        "source": str(loc) if loc else "",
+        "op_name": t.instruction.metadata.get("op_name", ""),
+        "line": t.instruction.line,
+        "reason": str(v.reason),
+        "window": [{"computation": s.computation, "first": s.first, "end": s.end, "kind": str(s.kind)}
+                   for s in v.window],
+        "other_transfers": [i.name for i in v.other_transfers],
+        "input_ready": _input_ready(v.input_ready),
+        "first_use": _first_use(v.first_use),
+    }
+
+
+def _plain(x: Any) -> Any:
+    """Dataclasses and enums to JSON-ready values."""
+    if is_dataclass(x) and not isinstance(x, type):
+        return _plain(asdict(x))
+    if isinstance(x, dict):
+        return {str(k): _plain(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_plain(v) for v in x]
+    return x
+
+
+def report_to_dict(report: Report) -> dict[str, Any]:
+    s = report.summary
+    out: dict[str, Any] = {
+        "schema": SCHEMA,
+        "module": report.module.name,
+        "source_path": report.module.source_path,
+        "scheduled": report.module.is_scheduled,
+        "target": report.target.name,
+        "host_memory_space": report.host_space,
+        "estimates_note": "est_* figures are roofline estimates, not measurements",
+        "transfers": [transfer_dict(report, v) for v in report.verdicts],
+        "async_pairs": [{
+            "start": p.start.name, "done": p.done.name, "kind": str(report.pair_kind(p)), "op": p.op,
+            "start_computation": p.start.computation, "done_computation": p.done.computation,
+            "crosses_iteration": p.crosses_iteration,
+            "adjacent": p.start.computation == p.done.computation and p.done.position == p.start.position + 1,
+        } for p in report.pairs],
+        "summary": {
+            "transfers": s.transfers,
+            "to_host_bytes_per_step": s.to_host_bytes_per_step,
+            "to_device_bytes_per_step": s.to_device_bytes_per_step,
+            "by_verdict": {str(k): n for k, n in s.by_verdict.items()},
+            "est_exposed_us_per_step": round(s.est_exposed_us_per_step, 3),
+            "loops": [_plain(lp) for lp in s.loops],
+            "unknown_trip_counts": list(s.unknown_trip_counts),
+        },
+        "notes": list(report.notes),
+    }
+    if report.memory is not None:
+        out["memory"] = _plain(report.memory)
+    if report.compile is not None:
+        out["compile"] = _plain(report.compile)
+    return out
 
 
 class JsonRenderer:
+    name = "json"
     extension = ".json"
 
-    def render(self, report: Report) -> str:
-        return json.dumps(report.to_dict(), indent=2) + "\n"
+    def render(self, report: Report, out: TextIO, options: RenderOptions) -> None:
+        json.dump(report_to_dict(report), out, indent=2)
+        out.write("\n")

@@ -1,8 +1,14 @@
-"""The human-readable table report: one row per transfer, then totals."""
+"""The human-readable table report: one row per transfer, the reasons, then totals."""
 
 from __future__ import annotations
 
+from typing import TextIO
+
+from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.report import Report
+from hloscope.analysis.verdict import Verdict
+from hloscope.render.options import RenderOptions
+from hloscope.render.why import explain
 
 
 def human_bytes(n: float) -> str:
@@ -30,60 +36,74 @@ def format_columns(headers: list[str], rows: list[list[str]]) -> list[str]:
     return out
 
 
+def arrow(direction: Direction) -> str:
+    return "D->H" if direction is Direction.TO_HOST else "H->D"
+
+
+def window_cell(v: Verdict) -> str:
+    parts = []
+    if v.compute:
+        parts.append(f"{len(v.compute)} compute")
+    if v.collectives:
+        parts.append(f"{len(v.collectives)} coll")
+    if not parts:
+        parts.append("empty" if v.window_size == 0 else f"{v.window_size} free ops")
+    return ", ".join(parts)
+
+
+COLUMNS = ["transfer", "dir", "op", "bytes", "where", "x/step", "mode", "window", "~xfer us", "~hidden us",
+           "verdict"]
+
+
+def transfer_row(v: Verdict) -> list[str]:
+    t = v.transfer
+    where = t.computation + (" (crosses iter)" if v.crosses_iteration else "")
+    return [t.instruction.name, arrow(t.direction), t.op, human_bytes(t.bytes), where, str(t.executions),
+            "async" if t.is_async else "sync", window_cell(v), f"{v.est_transfer_us:.1f}",
+            f"{v.est_hidden_us:.1f}", v.verdict.upper()]
+
+
 class TableRenderer:
+    name = "table"
     extension = ".txt"
 
-    def render(self, report: Report) -> str:
-        d = report.to_dict()
-        s = d["summary"]
+    def render(self, report: Report, out: TextIO, options: RenderOptions) -> None:
+        out.write("\n".join(self.lines(report)) + "\n")
+
+    def lines(self, report: Report) -> list[str]:
+        s = report.summary
         t = report.target
         lines = [
-            f"hloscope report: module {d['module']} ({'scheduled' if d['scheduled'] else 'NOT scheduled'}), "
+            f"hloscope report: module {report.module.name} "
+            f"({'scheduled' if report.module.is_scheduled else 'NOT scheduled'}), "
             f"target {t.name} ({t.description}, host link {t.host_link} "
             f"{t.host_link_to_host / 1e9:.0f} GB/s per direction)",
             "",
         ]
-        rows = []
-        for tr in d["transfers"]:
-            window = []
-            if tr["overlapped_compute"]:
-                window.append(f"{len(tr['overlapped_compute'])} compute")
-            if tr["overlapped_collectives"]:
-                window.append(f"{len(tr['overlapped_collectives'])} coll")
-            if not window:
-                window.append("empty" if tr["window_size"] == 0 else f"{tr['window_size']} free ops")
-            where = tr["computation"] + (" (crosses iter)" if tr["crosses_iteration"] else "")
-            rows.append([
-                tr["name"], "D->H" if tr["direction"] == "to_host" else "H->D", tr["op"],
-                human_bytes(tr["bytes"]), where, str(tr["executions"]),
-                "async" if tr["async"] else "sync", ", ".join(window),
-                f"{tr['est_transfer_us']:.1f}", f"{tr['est_hidden_us']:.1f}", tr["verdict"].upper(),
-            ])
-        if rows:
-            lines += format_columns(["transfer", "dir", "op", "bytes", "where", "x/step", "mode", "window",
-                             "~xfer us", "~hidden us", "verdict"], rows)
+        if report.verdicts:
+            lines += format_columns(COLUMNS, [transfer_row(v) for v in report.verdicts])
         else:
             lines.append("no host transfers found (nothing lives in memory space "
                          f"S({report.host_space}) and no placement annotations)")
         lines.append("")
-        for tr in d["transfers"]:
-            src = f" [{tr['source']}]" if tr["source"] else ""
-            lines.append(f"  {tr['name']}: {tr['why']}{src}")
-        bv = s["by_verdict"]
+        for v in report.verdicts:
+            loc = report.source(v)
+            src = f" [{loc}]" if loc else ""
+            lines.append(f"  {v.transfer.instruction.name}: {explain(v)}{src}")
+        bv = s.by_verdict
         lines += [
             "",
-            f"totals: {s['transfers']} transfer(s); to host {human_bytes(s['to_host_bytes_per_step'])}/step, "
-            f"to device {human_bytes(s['to_device_bytes_per_step'])}/step",
-            "verdicts: " + ", ".join(f"{k} {v}" for k, v in bv.items() if v or k != "unscheduled"),
-            f"estimated exposed transfer time: {human_us(s['est_exposed_us_per_step'])} per step (estimate)",
+            f"totals: {s.transfers} transfer(s); to host {human_bytes(s.to_host_bytes_per_step)}/step, "
+            f"to device {human_bytes(s.to_device_bytes_per_step)}/step",
+            "verdicts: " + ", ".join(f"{k} {n}" for k, n in bv.items() if n or k is not VerdictKind.UNSCHEDULED),
+            f"estimated exposed transfer time: {human_us(s.est_exposed_us_per_step)} per step (estimate)",
         ]
-        if s["loops"]:
+        if s.loops:
             lines.append("per computation (bytes per execution):")
-            for lp in s["loops"]:
-                lines.append(f"  {lp['computation']} x{lp['executions']}: to host "
-                             f"{human_bytes(lp['to_host_bytes'])}, to device {human_bytes(lp['to_device_bytes'])}")
-        if s["unknown_trip_counts"]:
-            lines.append("note: trip count unknown for " + ", ".join(s["unknown_trip_counts"])
-                         + " (counted once)")
+            for lp in s.loops:
+                lines.append(f"  {lp.computation} x{lp.executions}: to host "
+                             f"{human_bytes(lp.to_host_bytes)}, to device {human_bytes(lp.to_device_bytes)}")
+        if s.unknown_trip_counts:
+            lines.append("note: trip count unknown for " + ", ".join(s.unknown_trip_counts) + " (counted once)")
         lines.append("all *us figures are roofline estimates (docs/cost-model.md), not measurements")
-        return "\n".join(lines) + "\n"
+        return lines

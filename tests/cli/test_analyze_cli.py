@@ -65,8 +65,9 @@ def test_fail_on_passes_when_no_transfers() -> None:
     [
         (["analyze", "/no/such/file.hlo"], 2, "no such file or directory"),
         (["analyze", LLAMA, "--target", "tpu-v9"], 3, "unknown target 'tpu-v9'; choose one of: h100-sxm"),
-        (["analyze", LLAMA, "--format", "xml"], 2, "invalid choice"),
-        (["analyze", LLAMA, "--fail-on", "slow"], 2, "unknown verdict(s) slow"),
+        # Unknown names (format, verdict, target, ...) share exit code 3, as docs/cli.md says.
+        (["analyze", LLAMA, "--format", "xml"], 3, "unknown format 'xml'; choose one of: table, json"),
+        (["analyze", LLAMA, "--fail-on", "slow"], 3, "unknown verdict(s) slow"),
         (["frobnicate"], 2, "invalid choice"),
     ],
 )

@@ -117,13 +117,11 @@ def test_async_adjacent_is_exposed_hidden_and_sync() -> None:
 
 
 def test_dependency_graph_edges() -> None:
-    from hloscope.analysis.callgraph import build_call_graph
-    from hloscope.analysis.graph import build_dependency_graph
-    from hloscope.analysis.pairs import pair_async_ops
+    from hloscope.analysis.index import ModuleIndex
 
-    m = parse_hlo(CROSSING)
-    cg = build_call_graph(m)
-    g = build_dependency_graph(m, pair_async_ops(m, cg))
+    index = ModuleIndex(parse_hlo(CROSSING))
+    cg = index.callgraph
+    g = index.dependency_graph
     kinds = {d["kind"] for _, _, d in g.edges(data=True)}
     assert kinds == {"data", "async", "call"}
     assert any(d.get("crosses_iteration") for _, _, d in g.edges(data=True))

@@ -1,0 +1,134 @@
+"""One index per module: users, loops, trip counts, schedule positions, graphs.
+
+Contract: ``ModuleIndex(module)`` is built once per module and shared by every
+pass and view. Everything in it is derived from the module and computed on
+first use, then cached: the users of each instruction (per computation, with
+the tuple element a ``get-tuple-element`` reads), the while loops with their
+bodies, conditions and trip counts, the call graph (executions per step) and
+the networkx dependency graph. Passes take the index instead of re-deriving any
+of these; nothing here mutates the module.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from hloscope.analysis.callgraph import CallGraph, build_call_graph, callee_name, trip_count
+from hloscope.hlo.model import Computation, Instruction, Module
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from hloscope.analysis.pairs import AsyncPair
+
+
+class ModuleIndex:
+    """Shared, lazily built facts about one :class:`Module`."""
+
+    def __init__(self, module: Module) -> None:
+        self.module = module
+        self._users: dict[str, dict[str, list[Instruction]]] = {}
+        self._trips: dict[tuple[str, str], int | None] = {}
+        self._pairs: list[AsyncPair] | None = None
+
+    # -- users ---------------------------------------------------------------
+
+    def users_map(self, computation: str) -> dict[str, list[Instruction]]:
+        """Instruction name -> its users in ``computation``, in schedule order."""
+        users = self._users.get(computation)
+        if users is None:
+            users = {}
+            for ins in self.module.computations[computation].instructions:
+                for o in ins.operands:
+                    lst = users.setdefault(o, [])
+                    if not lst or lst[-1] is not ins:  # an op reading one value twice is one user
+                        lst.append(ins)
+            self._users[computation] = users
+        return users
+
+    def users(self, ins: Instruction) -> list[Instruction]:
+        """Users of ``ins`` within its computation, in schedule order."""
+        return self.users_map(ins.computation).get(ins.name, [])
+
+    def element_users(self, ins: Instruction, index: int) -> list[Instruction]:
+        """Users of tuple element ``index`` of ``ins``: the get-tuple-elements that
+        read that index, plus users that take the whole tuple (they read every element)."""
+        out = []
+        for u in self.users(ins):
+            if u.opcode == "get-tuple-element":
+                if u.tuple_index == index:
+                    out.append(u)
+            else:
+                out.append(u)
+        return out
+
+    # -- control flow -------------------------------------------------------
+
+    def computation(self, name: str) -> Computation:
+        return self.module.computations[name]
+
+    def called(self, ins: Instruction, key: str) -> Computation | None:
+        """The computation named by a call attribute (``body``, ``condition``, ``calls``...)."""
+        name = callee_name(ins, key)
+        return self.module.computations.get(name) if name else None
+
+    def while_body(self, loop: Instruction) -> Computation | None:
+        return self.called(loop, "body") if loop.opcode == "while" else None
+
+    def while_condition(self, loop: Instruction) -> Computation | None:
+        return self.called(loop, "condition") if loop.opcode == "while" else None
+
+    def trip_count(self, loop: Instruction) -> int | None:
+        """XLA's ``known_trip_count``, else read from a counted loop; None if unknown."""
+        key = (loop.computation, loop.name)
+        if key not in self._trips:
+            self._trips[key] = trip_count(self.module, loop)
+        return self._trips[key]
+
+    @cached_property
+    def loops(self) -> list[Instruction]:
+        """Every while instruction of the module, in text order."""
+        return [i for c in self.module.computations.values() for i in c.instructions if i.opcode == "while"]
+
+    @cached_property
+    def loop_of_body(self) -> dict[str, Instruction]:
+        """Body computation name -> the while instruction that runs it (the first, if several)."""
+        out: dict[str, Instruction] = {}
+        for w in self.loops:
+            out.setdefault(callee_name(w, "body"), w)
+        return out
+
+    def loop_running(self, body: str, caller: str) -> Instruction | None:
+        """The while instruction in ``caller`` whose body is ``body``."""
+        for w in self.loops:
+            if w.computation == caller and callee_name(w, "body") == body:
+                return w
+        return None
+
+    # -- whole-module structures --------------------------------------------
+
+    @cached_property
+    def callgraph(self) -> CallGraph:
+        return build_call_graph(self.module)
+
+    def executions(self, computation: str) -> int:
+        """Runs per step of a scheduled computation (product of enclosing trip counts)."""
+        return self.callgraph.executions.get(computation, 1)
+
+    def is_scheduled_computation(self, computation: str) -> bool:
+        return computation in self.callgraph.scheduled
+
+    @property
+    def pairs(self) -> list[AsyncPair]:
+        if self._pairs is None:
+            from hloscope.analysis.pairs import pair_async_ops
+
+            self._pairs = pair_async_ops(self)
+        return self._pairs
+
+    @cached_property
+    def dependency_graph(self) -> nx.MultiDiGraph:
+        from hloscope.analysis.graph import build_dependency_graph
+
+        return build_dependency_graph(self.module, self.pairs)

@@ -1,0 +1,55 @@
+"""The closed vocabularies of the analysis, as ``StrEnum`` (equal to their JSON strings)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Direction(StrEnum):
+    """Which way a host transfer moves data."""
+
+    TO_HOST = "to_host"
+    TO_DEVICE = "to_device"
+
+
+class VerdictKind(StrEnum):
+    """How well the schedule hides a transfer (docs/verdicts.md), worst first."""
+
+    SYNC = "sync"
+    EXPOSED = "exposed"
+    PARTIAL = "partial"
+    HIDDEN = "hidden"
+    UNSCHEDULED = "unscheduled"
+
+
+class PairKind(StrEnum):
+    """What an async start/done pair does."""
+
+    COLLECTIVE = "collective"
+    HOST_TRANSFER = "host_transfer"
+    OTHER = "other"
+
+
+class Reason(StrEnum):
+    """Why a verdict was reached; ``render.why`` turns it (and the facts) into words."""
+
+    NOT_SCHEDULED = "not_scheduled"  # module before optimizations: no order to judge
+    SYNCHRONOUS = "synchronous"  # one instruction; the stream waits for it
+    NO_DONE = "no_done"  # async start without a matching done
+    UNKNOWN_WINDOW = "unknown_window"  # start and done in computations that cannot be related
+    EMPTY_WINDOW = "empty_window"  # done right after start
+    ONLY_FREE_OPS = "only_free_ops"  # window holds only bookkeeping ops
+    ESTIMATED = "estimated"  # window holds work; hidden fraction estimated
+
+
+class SegmentKind(StrEnum):
+    """Where a window segment lies relative to loop iterations."""
+
+    BETWEEN = "between"  # start..done in one computation, one iteration
+    ITERATION_TAIL = "iteration_tail"  # after the start to the end of the loop body
+    ITERATION_HEAD = "iteration_head"  # top of the (next) loop body to the done
+    PROLOGUE = "prologue"  # in the caller, after the start, before the loop
+    EPILOGUE = "epilogue"  # in the caller, after the loop, before the done
+
+
+VERDICT_ORDER = tuple(VerdictKind)

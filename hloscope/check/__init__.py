@@ -1,0 +1,10 @@
+"""Rules over a :class:`~hloscope.analysis.report.Report`: pure functions returning violations.
+
+Headless: imports the analysis only (no CLI, no JAX, no UI). ``hloscope analyze
+--fail-on`` and ``hloscope check`` evaluate these rules; the pytest plugin and
+the assertion helpers call them too.
+"""
+
+from hloscope.check.rules import Violation, fail_on_verdicts, parse_verdicts
+
+__all__ = ["Violation", "fail_on_verdicts", "parse_verdicts"]

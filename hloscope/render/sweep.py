@@ -1,0 +1,94 @@
+"""Renderers of a sweep (one row per compiled cell): table, JSON and CSV, from one registry."""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TextIO
+
+from hloscope.render.options import RenderOptions
+from hloscope.render.table import format_columns
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """rows: one dict per cell (columns in docs/compile.md), in cell order; capacity:
+    per policy, the batch answers (None when no batch sizes were swept)."""
+
+    workload: str
+    target: str
+    devices: int
+    rows: list[dict[str, Any]]
+    columns: tuple[str, ...]
+    capacity: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class SweepRenderer(Protocol):
+    name: str
+    extension: str
+
+    def render(self, result: SweepResult, out: TextIO, options: RenderOptions) -> None: ...
+
+
+def _gib(n: int | None) -> str:
+    return "-" if n is None else f"{n / 2**30:.2f}"
+
+
+def _ms(us: float) -> str:
+    ms = us / 1e3
+    return f"{ms:.3f}" if ms < 10 else f"{ms:.1f}"
+
+
+def _onoff(x: bool) -> str:
+    return "on" if x else "off"
+
+
+class SweepTable:
+    name = "table"
+    extension = ".txt"
+    headers = ("policy", "LHS", "pipelined", "batch", "peak GiB", "host GiB", "fits", "xfers",
+               "hidden", "partial", "exposed", "sync", "~exposed ms", "~step ms")
+
+    def render(self, result: SweepResult, out: TextIO, options: RenderOptions) -> None:
+        body = []
+        for r in result.rows:
+            head = [r["policy"], _onoff(r["lhs"]), _onoff(r["pipelined"])]
+            if r.get("error"):
+                body.append([*head, str(r["batch"] or "-"), "error: " + r["error"][:80]] + [""] * 9)
+                continue
+            body.append([*head, str(r["batch"]), _gib(r["peak_device_bytes"]), _gib(r["host_bytes"]),
+                         "yes" if r["fits"] else "NO", str(r["transfers"]), str(r["hidden"]), str(r["partial"]),
+                         str(r["exposed"]), str(r["sync"]), _ms(r["est_exposed_us"]), _ms(r["est_step_us"])])
+        lines = format_columns(list(self.headers), body)
+        if result.capacity:
+            lines.append("")
+            lines.append("largest per-device batch that fits: " + ", ".join(
+                f"{p} {b if b is not None else 'none'}" for p, b in result.capacity.items()))
+        lines.append("~ figures are roofline estimates (docs/cost-model.md)")
+        out.write("\n".join(lines) + "\n")
+
+
+class SweepJson:
+    name = "json"
+    extension = ".json"
+
+    def render(self, result: SweepResult, out: TextIO, options: RenderOptions) -> None:
+        json.dump({"schema": "hloscope.sweep/1", "workload": result.workload, "target": result.target,
+                   "devices": result.devices, "rows": result.rows, "capacity": result.capacity,
+                   **result.extra}, out, indent=2)
+        out.write("\n")
+
+
+class SweepCsv:
+    name = "csv"
+    extension = ".csv"
+
+    def render(self, result: SweepResult, out: TextIO, options: RenderOptions) -> None:
+        w = csv.DictWriter(out, fieldnames=list(result.columns), extrasaction="ignore", lineterminator="\n")
+        w.writeheader()
+        w.writerows(result.rows)
+
+
+SWEEP_RENDERERS: dict[str, SweepRenderer] = {r.name: r for r in (SweepTable(), SweepJson(), SweepCsv())}

@@ -1,0 +1,70 @@
+"""Sentences from verdict facts: the one place where a :class:`Verdict` becomes words.
+
+``explain(verdict)`` is the ``why`` of the table and the JSON; the TUI, check
+messages and diagrams call the same functions, so every view says the same.
+"""
+
+from __future__ import annotations
+
+from hloscope.analysis.kinds import Reason, VerdictKind
+from hloscope.analysis.verdict import FirstUse, InputReady, Verdict
+
+_REASONS = {
+    Reason.NOT_SCHEDULED: "module is not scheduled (before optimizations): no order to judge; "
+                          "compile it to see the schedule",
+    Reason.SYNCHRONOUS: "synchronous: the stream waits for the whole transfer",
+    Reason.NO_DONE: "no matching done found: cannot place the transfer's window",
+    Reason.UNKNOWN_WINDOW: "start and done are in computations hloscope cannot relate; window unknown",
+    Reason.EMPTY_WINDOW: "done placed directly after start: nothing scheduled in between",
+}
+
+
+def reason_text(v: Verdict) -> str:
+    """What decided the verdict, in one clause."""
+    if v.reason in _REASONS:
+        return _REASONS[v.reason]
+    if v.reason is Reason.ONLY_FREE_OPS:
+        return f"window holds {v.window_size} instruction(s) but no compute and no collective"
+    return (f"window: {len(v.compute)} compute op(s) ~{v.est_compute_us:.1f} us, "
+            f"{len(v.collectives)} collective(s) ~{v.est_collective_us:.1f} us, "
+            f"vs transfer ~{v.est_transfer_us:.1f} us (estimates)")
+
+
+def input_hint(r: InputReady) -> str:
+    """When the start's input was ready, and whether an earlier start had room."""
+    if r.from_top:
+        return ("its inputs are available from the top of the computation, "
+                f"{r.ops_before_start} op(s) before the start")
+    if r.ops_before_start > 0 and r.work_ops_between > 0:
+        return f"its input {r.producer.name} is produced {r.ops_before_start} op(s) before the start"
+    if r.ops_before_start > 0:
+        return (f"the start follows the op producing its input ({r.producer.name}) with no compute between "
+                f"({r.ops_before_start} op(s))")
+    return f"the start follows the op producing its input ({r.producer.name}) directly"
+
+
+def use_hint(u: FirstUse) -> str:
+    """Who first needs the result, and whether a later done had room."""
+    what = "the loop state for the next iteration" if u.is_loop_state else u.user.name
+    if u.ops_after_done > 0 and u.work_ops_between > 0:
+        return (f"nothing forced the early done: the first real use of its result ({what}) "
+                f"comes {u.ops_after_done} op(s) later")
+    if u.ops_after_done > 0:
+        return f"its result is needed by {what} {u.ops_after_done} op(s) later, with no compute between"
+    return f"its result is needed at once by {what}"
+
+
+def explain(v: Verdict) -> str:
+    """The full ``why`` of a verdict: reason, shared link, and (for exposed/partial) the hints."""
+    text = reason_text(v)
+    if v.other_transfers:
+        text += f"; shares the host link with {len(v.other_transfers)} other transfer(s) in its window"
+    if v.verdict in (VerdictKind.EXPOSED, VerdictKind.PARTIAL) and v.pair is not None:
+        hints = []
+        if v.input_ready is not None:
+            hints.append(input_hint(v.input_ready))
+        if v.first_use is not None:
+            hints.append(use_hint(v.first_use))
+        if hints:
+            text += "; " + "; ".join(hints)
+    return text

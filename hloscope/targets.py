@@ -3,23 +3,32 @@
 Pure data, no JAX. Every figure's source is listed in docs/targets.md. Units:
 bytes, bytes per second, FLOP/s. ``host_link_*`` is per direction, because a
 host offload is a one-way stream (device to host in the forward pass, host to
-device in the backward pass).
+device in the backward pass). A host link has a peak and, where one was
+measured, an achieved bandwidth; ``host_link_gpus`` GPUs share one link (two
+Blackwell GPUs per Grace CPU in a GB200 superchip), and in an SPMD step they
+all stream at once, so each gets its share (:meth:`Target.host_link_bandwidth`).
 
 A user target is a TOML or JSON file with the same field names as
 :class:`Target` (see docs/targets.md); ``get_target`` accepts a name or a path.
+Every value is checked; a bad one is an error naming its key (exit 2).
 """
 
 from __future__ import annotations
 
 import json
 import tomllib
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
+from typing import Any
 
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_UNKNOWN_NAME, HloscopeError
 
 GB = 1e9
 TB = 1e12
+
+#: How the cost model reads a host link: its measured (achieved) or its peak bandwidth.
+LINK_MODES = ("achieved", "peak")
+DEFAULT_LINK_MODE = "peak"
 
 
 @dataclass(frozen=True)
@@ -35,8 +44,12 @@ class Target:
     device_memory_size: HBM capacity, bytes.
     hbm_bandwidth: HBM bandwidth, bytes/s.
     peak_bf16_flops / peak_fp8_flops / peak_fp32_flops: dense peak, FLOP/s.
-    host_link_to_host / host_link_to_device: GPU<->CPU link, bytes/s per direction.
+    host_link_to_host / host_link_to_device: GPU<->CPU link peak, bytes/s per direction.
     host_link: name of that link, for reports.
+    host_link_achieved_to_host / host_link_achieved_to_device: what a copy
+    achieves on that link, bytes/s per direction; None where no measurement is
+    known (the peak is used).
+    host_link_gpus: GPUs that share one host link (1, or 2 for GB200).
     interconnect_bandwidth: GPU<->GPU (NVLink) bytes/s per direction.
     shared_memory_per_core / shared_memory_per_block_optin: bytes, for XLA's tiling.
     """
@@ -58,6 +71,23 @@ class Target:
     interconnect_bandwidth: float
     shared_memory_per_core: int = 233472
     shared_memory_per_block_optin: int = 232448
+    host_link_achieved_to_host: float | None = None
+    host_link_achieved_to_device: float | None = None
+    host_link_gpus: int = 1
+
+    def host_link_bandwidth(self, direction: str, mode: str = DEFAULT_LINK_MODE) -> float:
+        """Bytes/s one GPU gets from its host link in ``direction`` (``to_host`` or
+        ``to_device``), reading the ``achieved`` or ``peak`` figure, divided among the
+        ``host_link_gpus`` GPUs that share the link (they stream at once in SPMD)."""
+        if mode not in LINK_MODES:
+            raise ValueError(f"link mode must be one of {', '.join(LINK_MODES)}, not {mode!r}")
+        to_host = direction == "to_host"
+        peak = self.host_link_to_host if to_host else self.host_link_to_device
+        bw = peak
+        if mode == "achieved":
+            achieved = self.host_link_achieved_to_host if to_host else self.host_link_achieved_to_device
+            bw = achieved if achieved is not None else peak
+        return bw / self.host_link_gpus
 
     def peak_flops(self, element_type: str) -> float:
         """Dense peak FLOP/s for math in ``element_type``."""
@@ -103,29 +133,84 @@ class Target:
 
 
 _PCIE5 = 64 * GB  # PCIe Gen5 x16: 128 GB/s bidirectional, 64 GB/s each way
+_PCIE5_ACHIEVED = 55 * GB  # copies achieve about 52-57 GB/s of the 64 (docs/targets.md)
 _C2C = 450 * GB  # NVLink-C2C: 900 GB/s bidirectional, 450 GB/s each way
+_C2C_ACHIEVED_TO_DEVICE = 375 * GB  # measured on GH200 (docs/targets.md)
+_C2C_ACHIEVED_TO_HOST = 297 * GB
 
 BUILTIN_TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
         Target("h100-sxm", "NVIDIA H100 80GB HBM3", (9, 0), 132, 1.98, 50 * 2**20, 80 * 2**30,
-               3.35 * TB, 989e12, 1979e12, 67e12, _PCIE5, _PCIE5, "PCIe Gen5 x16", 450 * GB),
+               3.35 * TB, 989e12, 1979e12, 67e12, _PCIE5, _PCIE5, "PCIe Gen5 x16", 450 * GB,
+               host_link_achieved_to_host=_PCIE5_ACHIEVED, host_link_achieved_to_device=_PCIE5_ACHIEVED),
         Target("h200", "NVIDIA H200", (9, 0), 132, 1.98, 50 * 2**20, 141 * 10**9,
-               4.8 * TB, 989e12, 1979e12, 67e12, _PCIE5, _PCIE5, "PCIe Gen5 x16", 450 * GB),
+               4.8 * TB, 989e12, 1979e12, 67e12, _PCIE5, _PCIE5, "PCIe Gen5 x16", 450 * GB,
+               host_link_achieved_to_host=_PCIE5_ACHIEVED, host_link_achieved_to_device=_PCIE5_ACHIEVED),
         Target("gh200", "NVIDIA GH200 480GB", (9, 0), 132, 1.98, 50 * 2**20, 96 * 2**30,
-               4.0 * TB, 989e12, 1979e12, 67e12, _C2C, _C2C, "NVLink-C2C", 450 * GB),
+               4.0 * TB, 989e12, 1979e12, 67e12, _C2C, _C2C, "NVLink-C2C", 450 * GB,
+               host_link_achieved_to_host=_C2C_ACHIEVED_TO_HOST, host_link_achieved_to_device=_C2C_ACHIEVED_TO_DEVICE),
         Target("b200", "NVIDIA B200", (10, 0), 148, 1.965, 126 * 2**20, 180 * 10**9,
-               8.0 * TB, 2250e12, 4500e12, 75e12, _PCIE5, _PCIE5, "PCIe Gen5 x16", 900 * GB),
+               8.0 * TB, 2250e12, 4500e12, 75e12, _PCIE5, _PCIE5, "PCIe Gen5 x16", 900 * GB,
+               host_link_achieved_to_host=_PCIE5_ACHIEVED, host_link_achieved_to_device=_PCIE5_ACHIEVED),
         Target("gb200", "NVIDIA GB200", (10, 0), 148, 1.965, 126 * 2**20, 186 * 10**9,
-               8.0 * TB, 2500e12, 5000e12, 80e12, _C2C, _C2C, "NVLink-C2C", 900 * GB),
+               8.0 * TB, 2500e12, 5000e12, 80e12, _C2C, _C2C, "NVLink-C2C", 900 * GB,
+               host_link_achieved_to_host=_C2C_ACHIEVED_TO_HOST, host_link_achieved_to_device=_C2C_ACHIEVED_TO_DEVICE,
+               host_link_gpus=1),
     )
 }
 
 DEFAULT_TARGET = "h100-sxm"
 
 
+_POSITIVE = ("core_count", "clock_rate_ghz", "l2_cache_size", "device_memory_size", "hbm_bandwidth",
+             "peak_bf16_flops", "peak_fp8_flops", "peak_fp32_flops", "host_link_to_host", "host_link_to_device",
+             "interconnect_bandwidth", "shared_memory_per_core", "shared_memory_per_block_optin",
+             "host_link_achieved_to_host", "host_link_achieved_to_device", "host_link_gpus")
+_INTEGERS = ("core_count", "l2_cache_size", "device_memory_size", "shared_memory_per_core",
+             "shared_memory_per_block_optin", "host_link_gpus")
+_OPTIONAL = ("host_link_achieved_to_host", "host_link_achieved_to_device")
+_ACHIEVED_OF = {"host_link_to_host": "host_link_achieved_to_host",
+                "host_link_to_device": "host_link_achieved_to_device"}
+
+
+def _check(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """Type- and range-check every field; a bad value is an error naming its key."""
+
+    def bad(key: str, want: str) -> HloscopeError:
+        return HloscopeError(f"{path}: target field '{key}' must be {want}, not {data[key]!r}", EXIT_BAD_INPUT)
+
+    for key in ("name", "description", "host_link"):
+        if not isinstance(data[key], str) or not data[key]:
+            raise bad(key, "a non-empty string")
+    cc = data["compute_capability"]
+    if (not isinstance(cc, (list, tuple)) or len(cc) != 2
+            or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in cc)):
+        raise bad("compute_capability", "two non-negative integers, like [9, 0]")
+    data["compute_capability"] = (cc[0], cc[1])
+    for key in _POSITIVE:
+        v = data.get(key)
+        if v is None and key in _OPTIONAL:
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0 or v == float("inf"):
+            raise bad(key, "a positive number")
+        if key in _INTEGERS and not (isinstance(v, int) or float(v).is_integer()):
+            raise bad(key, "a positive integer")
+        data[key] = int(v) if key in _INTEGERS else float(v)
+    for peak_key, achieved_key in _ACHIEVED_OF.items():
+        achieved = data.get(achieved_key)
+        if achieved is not None and achieved > data[peak_key]:
+            raise bad(achieved_key, f"at most {peak_key} ({data[peak_key]:g})")
+    return data
+
+
 def load_target_file(path: Path) -> Target:
-    """Read a user target from TOML or JSON. Missing or unknown fields are errors."""
+    """Read a user target from TOML or JSON. Missing, unknown or bad fields are errors.
+
+    With ``base``, a file that sets a link's peak (``host_link_to_host``) but not
+    its achieved figure drops the base's achieved figure: a measurement belongs
+    to the link it was made on.
+    """
     try:
         raw = path.read_bytes()
     except OSError as e:
@@ -134,20 +219,25 @@ def load_target_file(path: Path) -> Target:
         data = json.loads(raw) if path.suffix == ".json" else tomllib.loads(raw.decode())
     except (ValueError, UnicodeDecodeError) as e:
         raise HloscopeError(f"{path}: not a valid target file: {e}", EXIT_BAD_INPUT) from None
+    if not isinstance(data, dict):
+        raise HloscopeError(f"{path}: a target file holds one table of fields", EXIT_BAD_INPUT)
     names = {f.name for f in fields(Target)}
     unknown = sorted(set(data) - names - {"base"})
     if unknown:
         raise HloscopeError(f"{path}: unknown target field(s): {', '.join(unknown)}", EXIT_BAD_INPUT)
-    base_name = data.pop("base", None) if "base" in data else None
-    try:
-        if base_name:
-            base = get_target(str(base_name)).to_dict()
-            base.update(data)
-            data = base
-        data["compute_capability"] = tuple(data["compute_capability"])
-        return Target(**data)
-    except (TypeError, KeyError) as e:
-        raise HloscopeError(f"{path}: incomplete target: {e}", EXIT_BAD_INPUT) from None
+    base_name = data.pop("base", None)
+    if base_name is not None:
+        base = get_target(str(base_name)).to_dict()
+        for peak_key, achieved_key in _ACHIEVED_OF.items():
+            if peak_key in data and achieved_key not in data:
+                base[achieved_key] = None
+        base.update(data)
+        data = base
+    required = {f.name for f in fields(Target) if f.default is MISSING}
+    missing = sorted(required - set(data))
+    if missing:
+        raise HloscopeError(f"{path}: incomplete target: missing {', '.join(missing)}", EXIT_BAD_INPUT)
+    return Target(**_check(path, data))
 
 
 def get_target(name_or_path: str) -> Target:

@@ -5,9 +5,17 @@
   (inside fusions too, recursively), GEMM custom calls read their contracting
   dims from ``backend_config``; convolutions ``2 * prod(result) * prod(kernel) /
   output features``. Other ops: 0 FLOPs.
-- HBM bytes: operands plus result at the op's boundary, leaving out buffers in
-  host memory; an in-place ``dynamic-update-slice`` counts its update twice.
-- A host transfer takes ``bytes / host link bandwidth`` (one direction).
+- HBM bytes: what the op really moves (:meth:`CostModel.moved_bytes`), not the
+  sizes of its operands. A fusion's body is read per parameter: a parameter read
+  only through ``dynamic-slice``/``slice``/``gather`` costs the slices, one that is
+  the buffer of an in-place ``dynamic-update-slice`` costs nothing (the update is
+  written), ``bitcast``/``reshape``/``get-tuple-element`` follow to their users, a
+  nested fusion costs what its body reads; any other use reads the whole
+  parameter, once. Broadcast scalars and ``iota`` read (next to) nothing. Each
+  output costs its size, or its update for an in-place ``dynamic-update-slice``.
+  Buffers in host memory are counted apart (host bytes), never as HBM.
+- A host transfer takes ``bytes / host link bandwidth`` (one direction; achieved or
+  peak, shared among the GPUs on one link: ``Target.host_link_bandwidth``).
 - A collective takes ``bytes / interconnect bandwidth`` (one direction).
 Launch overheads, caches, contention and overlap between kernels are ignored.
 """
@@ -25,9 +33,14 @@ from hloscope.analysis.opclass import (
     is_free,
     is_start,
 )
-from hloscope.hlo.model import Instruction, Module
-from hloscope.hlo.shape import HOST_MEMORY_SPACE
-from hloscope.targets import Target
+from hloscope.hlo.model import Computation, Instruction, Module
+from hloscope.hlo.shape import HOST_MEMORY_SPACE, Shape
+from hloscope.targets import DEFAULT_LINK_MODE, Target
+
+#: Ops that only rename their operand's bytes: a read through them is a read of what their users read.
+_VIEW_OPCODES = frozenset({"bitcast", "reshape", "get-tuple-element"})
+#: Ops that read only the part of operand 0 they return.
+_SLICING_OPCODES = frozenset({"dynamic-slice", "slice", "gather"})
 
 
 @dataclass(frozen=True)
@@ -39,13 +52,48 @@ class OpCost:
     us: float
 
 
+@dataclass(frozen=True, slots=True)
+class MovedBytes:
+    """Bytes one execution of an instruction reads and writes, by memory.
+
+    device_read / device_write: HBM bytes. host_read / host_write: bytes in host
+    memory (for a transfer, what crosses the host link).
+    """
+
+    device_read: int
+    device_write: int
+    host_read: int = 0
+    host_write: int = 0
+
+    @property
+    def device(self) -> int:
+        """HBM bytes read plus written."""
+        return self.device_read + self.device_write
+
+    @property
+    def host(self) -> int:
+        """Host-memory bytes read plus written."""
+        return self.host_read + self.host_write
+
+
 class CostModel:
-    def __init__(self, module: Module, target: Target, host_space: int = HOST_MEMORY_SPACE) -> None:
+    """Roofline estimates for one module on one target.
+
+    link_mode: ``achieved`` (default) or ``peak`` host-link bandwidth (``LINK_MODES``).
+    """
+
+    def __init__(self, module: Module, target: Target, host_space: int = HOST_MEMORY_SPACE,
+                 link_mode: str = DEFAULT_LINK_MODE) -> None:
         self.module = module
         self.target = target
         self.host = host_space
+        self.link_mode = link_mode
+        target.host_link_bandwidth("to_host", link_mode)  # rejects an unknown mode now
         self._comp_flops: dict[str, tuple[float, str]] = {}
         self._body_us: dict[str, float] = {}
+        self._param_reads: dict[str, tuple[int, ...]] = {}
+        self._root_writes: dict[str, tuple[int, ...] | None] = {}
+        self._moved: dict[Instruction, MovedBytes] = {}
 
     def _dot_flops(self, ins: Instruction) -> tuple[float, str]:
         table = self.module.computations[ins.computation].by_name
@@ -103,20 +151,165 @@ class CostModel:
         return 2.0 * n * contracting, lhs.shape.element_type
 
     def hbm_bytes(self, ins: Instruction) -> int:
+        """HBM bytes one execution of ``ins`` reads and writes (see :meth:`moved_bytes`)."""
+        return self.moved_bytes(ins).device
+
+    def moved_bytes(self, ins: Instruction) -> MovedBytes:
+        """Bytes ``ins`` really reads and writes per execution, split by memory.
+
+        A fusion (or an async op wrapping a computation) is charged for what its
+        body reads of each parameter and writes of each output; any other op for
+        its operands and result, with the same slice and in-place rules.
+        """
+        got = self._moved.get(ins)
+        if got is not None:
+            return got
         table = self.module.computations[ins.computation].by_name
-        if ins.opcode == "fusion":
-            root = self.module.computations[ins.called_computations[0]].root if ins.called_computations else None
-            if root is not None and root.opcode == "dynamic-update-slice" and len(root.operands) > 1:
-                upd = self.module.computations[root.computation].by_name.get(root.operands[1])
-                if upd is not None:
-                    return 2 * upd.shape.byte_size
-        total = 0
-        for o in ins.operands:
+        operands = [table[o].shape if o in table else None for o in ins.operands]
+        result = ins.shape
+        called = ins.called_computations
+        body = self.module.computations.get(called[0]) if called else None
+        if ins.opcode in ("fusion", "async-start") and body is not None:
+            if ins.opcode == "async-start" and result.is_tuple:
+                result = result.tuple_element(1) or result  # ((operands), result, context)
+            reads = self._body_param_reads(body)
+            writes = self._body_root_writes(body)
+        else:
+            reads = self._op_reads(ins)
+            writes = self._op_writes(ins)
+        dev_r = dev_w = host_r = host_w = 0
+        for i, shape in enumerate(operands):
+            if shape is None:
+                continue
+            n = reads[i] if i < len(reads) else shape.byte_size
+            if shape.memory_space == self.host and not shape.is_tuple:
+                host_r += n
+            elif shape.is_tuple and n == shape.byte_size:
+                h = sum(leaf.byte_size for leaf in shape.leaves() if leaf.memory_space == self.host)
+                host_r += h
+                dev_r += n - h
+            else:
+                dev_r += n
+        leaves = result.leaves()
+        for j, leaf in enumerate(leaves):
+            n = writes[j] if writes is not None and len(writes) == len(leaves) else leaf.byte_size
+            if leaf.memory_space == self.host:
+                host_w += n
+            else:
+                dev_w += n
+        got = MovedBytes(dev_r, dev_w, host_r, host_w)
+        self._moved[ins] = got
+        return got
+
+    def _op_reads(self, ins: Instruction) -> tuple[int, ...]:
+        """Bytes a single (unfused) op reads of each operand."""
+        table = self.module.computations[ins.computation].by_name
+        out = []
+        for i, o in enumerate(ins.operands):
             src = table.get(o)
-            if src is not None:
-                total += sum(leaf.byte_size for leaf in src.shape.leaves() if leaf.memory_space != self.host)
-        total += sum(leaf.byte_size for leaf in ins.shape.leaves() if leaf.memory_space != self.host)
+            full = src.shape.byte_size if src is not None else 0
+            if i == 0 and ins.opcode in _SLICING_OPCODES:
+                out.append(min(full, ins.shape.byte_size))
+            elif i == 0 and ins.opcode == "dynamic-update-slice":
+                out.append(0)  # updated in place: only the update is written
+            else:
+                out.append(full)
+        return tuple(out)
+
+    def _op_writes(self, ins: Instruction) -> tuple[int, ...] | None:
+        if ins.opcode == "dynamic-update-slice" and len(ins.operands) > 1:
+            upd = self.module.computations[ins.computation].by_name.get(ins.operands[1])
+            if upd is not None:
+                return (upd.shape.byte_size,)
+        return None
+
+    def _body_param_reads(self, body: Computation) -> tuple[int, ...]:
+        """Bytes a fused body reads of each of its parameters (by parameter number)."""
+        got = self._param_reads.get(body.name)
+        if got is not None:
+            return got
+        self._param_reads[body.name] = ()  # guards against recursion
+        users: dict[str, list[Instruction]] = {}
+        params: dict[int, Instruction] = {}
+        for x in body.instructions:
+            if x.opcode == "parameter":
+                params[int(x.literal or 0)] = x
+            for o in x.operands:
+                lst = users.setdefault(o, [])
+                if not lst or lst[-1] is not x:
+                    lst.append(x)
+        in_place = self._in_place_updates(body)
+        reads = tuple(self._value_reads(body, params[i], users, in_place, 0) if i in params else 0
+                      for i in range(max(params, default=-1) + 1))
+        self._param_reads[body.name] = reads
+        return reads
+
+    def _value_reads(self, body: Computation, v: Instruction, users: dict[str, list[Instruction]],
+                     in_place: set[str], depth: int) -> int:
+        """Bytes the body reads of value ``v`` (a parameter or a view of one)."""
+        full = v.shape.byte_size
+        total = 0
+        for u in users.get(v.name, ()):
+            op = u.opcode
+            if op in _VIEW_OPCODES and depth < 16:
+                total += self._value_reads(body, u, users, in_place, depth + 1)
+            elif op in _SLICING_OPCODES and u.operands[0] == v.name:
+                total += u.shape.byte_size
+            elif op == "dynamic-update-slice" and u.operands[0] == v.name and u.name in in_place:
+                pass  # the buffer updated in place is not read
+            elif op == "fusion" and u.called_computations and u.called_computations[0] in self.module.computations:
+                inner = self._body_param_reads(self.module.computations[u.called_computations[0]])
+                total += sum(inner[k] if k < len(inner) else full for k, o in enumerate(u.operands) if o == v.name)
+            else:
+                return full
+            if total >= full:
+                return full
         return total
+
+    def _in_place_updates(self, body: Computation) -> set[str]:
+        """dynamic-update-slices of a body that write in place: their buffer is a
+        parameter and their result is an output (through views and the root tuple)."""
+        root = body.root
+        if root is None:
+            return set()
+        outs = list(root.operands) if root.opcode == "tuple" else [root.name]
+        found: set[str] = set()
+        for name in outs:
+            x = body.by_name.get(name)
+            while x is not None and x.opcode in ("bitcast", "reshape") and x.operands:
+                x = body.by_name.get(x.operands[0])
+            if x is None or x.opcode != "dynamic-update-slice" or len(x.operands) < 2:
+                continue
+            buf = body.by_name.get(x.operands[0])
+            while buf is not None and buf.opcode in ("bitcast", "reshape") and buf.operands:
+                buf = body.by_name.get(buf.operands[0])
+            if buf is not None and buf.opcode == "parameter":
+                found.add(x.name)
+        return found
+
+    def _body_root_writes(self, body: Computation) -> tuple[int, ...] | None:
+        """Bytes a fused body writes per output leaf; None if its root is not a flat tuple/array."""
+        if body.name in self._root_writes:
+            return self._root_writes[body.name]
+        root = body.root
+        got: tuple[int, ...] | None = None
+        if root is not None:
+            outs = [body.by_name[o] for o in root.operands] if root.opcode == "tuple" else [root]
+            if all(not o.shape.is_tuple for o in outs):
+                in_place = self._in_place_updates(body)
+                got = tuple(self._output_bytes(body, o, in_place) for o in outs)
+        self._root_writes[body.name] = got
+        return got
+
+    @staticmethod
+    def _output_bytes(body: Computation, out: Instruction, in_place: set[str]) -> int:
+        x: Instruction | None = out
+        while x is not None and x.opcode in ("bitcast", "reshape") and x.operands:
+            x = body.by_name.get(x.operands[0])
+        if x is not None and x.name in in_place:
+            upd: Shape = body.by_name[x.operands[1]].shape
+            return upd.byte_size
+        return out.shape.byte_size
 
     def op_cost(self, ins: Instruction) -> OpCost:
         """Estimated cost of one execution of a compute instruction."""
@@ -138,9 +331,13 @@ class CostModel:
         us = max(flops / self.target.peak_flops(dtype), nbytes / self.target.hbm_bandwidth) * 1e6
         return OpCost(flops, nbytes, us)
 
+    def link_bandwidth(self, direction: str) -> float:
+        """Bytes/s of one GPU's host link in ``direction`` under this model's link mode."""
+        return self.target.host_link_bandwidth(direction, self.link_mode)
+
     def transfer_us(self, nbytes: int, direction: str) -> float:
-        bw = self.target.host_link_to_host if direction == "to_host" else self.target.host_link_to_device
-        return nbytes / bw * 1e6
+        """Time of a transfer alone on the link (``link_bandwidth``), microseconds."""
+        return nbytes / self.link_bandwidth(direction) * 1e6
 
     def collective_us(self, ins: Instruction) -> float:
         """Estimated time of a collective from the bytes it produces."""

@@ -28,7 +28,7 @@ TB = 1e12
 
 #: How the cost model reads a host link: its measured (achieved) or its peak bandwidth.
 LINK_MODES = ("achieved", "peak")
-DEFAULT_LINK_MODE = "peak"
+DEFAULT_LINK_MODE = "achieved"
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ BUILTIN_TARGETS: dict[str, Target] = {
         Target("gb200", "NVIDIA GB200", (10, 0), 148, 1.965, 126 * 2**20, 186 * 10**9,
                8.0 * TB, 2500e12, 5000e12, 80e12, _C2C, _C2C, "NVLink-C2C", 900 * GB,
                host_link_achieved_to_host=_C2C_ACHIEVED_TO_HOST, host_link_achieved_to_device=_C2C_ACHIEVED_TO_DEVICE,
-               host_link_gpus=1),
+               host_link_gpus=2),
     )
 }
 

@@ -6,7 +6,13 @@ import argparse
 
 
 class TargetsCommand:
-    """targets: list the built-in GPU targets and their cost-model figures."""
+    """targets: list the built-in GPU targets and their cost-model figures.
+
+    Memory in GiB and links in GB/s, as the reports print them. Host links show
+    peak and achieved figures per direction (device to host / host to device)
+    and how many GPUs share one link; the per-GPU figure the cost model uses
+    by default is the achieved one divided among them.
+    """
 
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
         pass
@@ -14,10 +20,22 @@ class TargetsCommand:
     def run(self, args: argparse.Namespace) -> int:
         from hloscope.targets import BUILTIN_TARGETS
 
-        print(f"{'name':<10} {'GPU':<24} {'sm':<5} {'HBM':>8} {'HBM TB/s':>9} {'bf16 TF/s':>10} "
-              f"{'host link':<15} {'GB/s/dir':>8}")
+        def gbs(x: float | None) -> str:
+            return "-" if x is None else f"{x / 1e9:g}"
+
+        rows = [("name", "GPU", "cc", "HBM GiB", "HBM TB/s", "bf16 TF/s", "host link",
+                 "peak GB/s D->H/H->D", "achieved GB/s D->H/H->D", "GPUs/link", "per GPU GB/s D->H/H->D")]
         for t in BUILTIN_TARGETS.values():
-            print(f"{t.name:<10} {t.description:<24} {t.compute_capability[0]}.{t.compute_capability[1]:<3} "
-                  f"{t.device_memory_size / 1e9:>6.0f}GB {t.hbm_bandwidth / 1e12:>9.2f} "
-                  f"{t.peak_bf16_flops / 1e12:>10.0f} {t.host_link:<15} {t.host_link_to_host / 1e9:>8.0f}")
+            rows.append((
+                t.name, t.description, f"{t.compute_capability[0]}.{t.compute_capability[1]}",
+                f"{t.device_memory_size / 2**30:.1f}", f"{t.hbm_bandwidth / 1e12:.2f}",
+                f"{t.peak_bf16_flops / 1e12:.0f}", t.host_link,
+                f"{gbs(t.host_link_to_host)}/{gbs(t.host_link_to_device)}",
+                f"{gbs(t.host_link_achieved_to_host)}/{gbs(t.host_link_achieved_to_device)}",
+                str(t.host_link_gpus),
+                f"{gbs(t.host_link_bandwidth('to_host'))}/{gbs(t.host_link_bandwidth('to_device'))}",
+            ))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        for r in rows:
+            print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
         return 0

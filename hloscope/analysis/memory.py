@@ -227,7 +227,8 @@ def parse_live_at_peak(text: str) -> LiveAtPeak | None:
 def parse_assigned_values(text: str) -> dict[str, tuple[int, str]]:
     """Value position -> (memory-space color, shape text) from ``value:`` lines of a buffer assignment.
 
-    ``while.24{}`` is also stored as ``while.24`` (the live-range dump writes both forms).
+    A position without a shape index (``param.7``) is also stored as ``param.7{}``, the
+    form the live-range dump uses.
     """
     out: dict[str, tuple[int, str]] = {}
     for line in text.splitlines():
@@ -235,8 +236,8 @@ def parse_assigned_values(text: str) -> dict[str, tuple[int, str]]:
         if m:
             pos, color, shape = m.group(1), int(m.group(2)), m.group(4).strip()
             out.setdefault(pos, (color, shape))
-            if pos.endswith("{}"):
-                out.setdefault(pos[:-2], (color, shape))
+            if not pos.endswith("}"):
+                out.setdefault(pos + "{}", (color, shape))
     return out
 
 

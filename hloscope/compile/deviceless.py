@@ -180,7 +180,8 @@ def _assignment_at_peak(text: str, live_at_peak: str) -> str:
             out.append(line)
             continue
         m = re.match(r" value: <\d+ (\S+)(?: \(phi\))? @\d+>", line)
-        if m and (m.group(1) in names or (m.group(1).endswith("{}") and m.group(1)[:-2] in names)):
+        # The live-range dump writes ``param.7{}`` where the assignment writes ``param.7``.
+        if m and (m.group(1) in names or f"{m.group(1)}{{}}" in names):
             out.append(line)
     return "\n".join(out) + "\n"
 

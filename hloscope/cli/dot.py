@@ -1,0 +1,85 @@
+"""``hloscope dot``: diagrams of a report (the views live in ``hloscope.render.dot``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.targets import DEFAULT_TARGET, get_target
+
+
+class DotCommand:
+    """dot: draw a transfer's window, a computation, a schedule or the call graph (DOT, SVG, PNG).
+
+    PATH is an HLO text file, an --xla_dump_to folder, an hloscope compile artifact
+    folder, or - for stdin. Choose one view. The format comes from --format or from
+    the -o file's extension (.dot/.gv, .svg, .png); without either, DOT goes to stdout.
+    SVG and PNG are drawn by Graphviz's dot when it is on PATH, else by graphviz-pure.
+    Exit codes: 0 ok, 2 bad input, 3 unknown transfer/computation/format name,
+    7 no renderer, or the renderer failed or ran past --timeout.
+    """
+
+    def prepare_parser(self, p: argparse.ArgumentParser) -> None:
+        from hloscope.render.dot import FORMATS
+        from hloscope.render.dot_run import DEFAULT_TIMEOUT_S, RENDERER_NAMES
+        from hloscope.render.dot_views import DEFAULT_MAX_NODES, DEFAULT_RADIUS
+
+        p.add_argument("path", metavar="PATH", help="HLO text file, XLA dump folder, artifact folder, or -")
+        view = p.add_mutually_exclusive_group(required=True)
+        view.add_argument("--transfer", metavar="NAME",
+                          help="a transfer's window: checkpoint name, start/done instruction name, or op_name")
+        view.add_argument("--computation", metavar="NAME", help="the dependency graph of one computation")
+        view.add_argument("--schedule", metavar="NAME", help="one computation's schedule on lanes")
+        view.add_argument("--calls", action="store_true", help="the call graph with trip counts and bytes")
+        p.add_argument("--radius", type=int, default=DEFAULT_RADIUS, metavar="K",
+                       help=f"--transfer: hops of producers and consumers to add (default {DEFAULT_RADIUS})")
+        p.add_argument("--from", dest="first", type=int, default=0, metavar="POS",
+                       help="--schedule: start at this schedule position (default 0)")
+        p.add_argument("--max-nodes", type=int, default=DEFAULT_MAX_NODES, metavar="N",
+                       help=f"draw at most N nodes; the title says what was cut (default {DEFAULT_MAX_NODES})")
+        p.add_argument("--format", metavar="FORMAT",
+                       help=f"{', '.join(FORMATS)} (default: from -o's extension, else dot)")
+        p.add_argument("-o", "--output", help="write to this file instead of stdout")
+        p.add_argument("--renderer", default="auto", metavar="NAME",
+                       help=f"auto (default), {', '.join(RENDERER_NAMES)}")
+        p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
+                       help=f"give up rendering after this long (default {DEFAULT_TIMEOUT_S:g})")
+        p.add_argument("--target", default=DEFAULT_TARGET,
+                       help=f"target name or .toml/.json file (default {DEFAULT_TARGET})")
+        p.add_argument("--host-memory-space", type=int, default=5, help="memory space of host memory (5)")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from hloscope.analysis.overlap import AnalysisOptions
+        from hloscope.analysis.report import analyze_module
+        from hloscope.hlo.loader import load_module
+        from hloscope.render.dot import format_for, render_view
+        from hloscope.render.dot_run import choose_renderer
+
+        # Validate everything cheap before reading the HLO.
+        output = None if args.output in (None, "-") else args.output
+        fmt = format_for(output, args.format)
+        if fmt != "dot":
+            choose_renderer(args.renderer)
+        if fmt == "png" and output is None and sys.stdout.isatty():
+            raise HloscopeError("png output to a terminal; write it to a file with -o FILE.png", EXIT_BAD_INPUT)
+        if args.timeout <= 0:
+            raise HloscopeError(f"--timeout must be positive, not {args.timeout:g}", EXIT_BAD_INPUT)
+        view, name = next((v, getattr(args, v)) for v in ("transfer", "computation", "schedule", "calls")
+                          if getattr(args, v))
+        report = analyze_module(load_module(args.path), get_target(args.target),
+                                AnalysisOptions(host_space=args.host_memory_space))
+        result = render_view(report, view, output if output is not None else fmt,
+                             None if view == "calls" else name, fmt=fmt, radius=args.radius,
+                             max_nodes=args.max_nodes, first=args.first, renderer=args.renderer,
+                             timeout_s=args.timeout)
+        if output is None:
+            sys.stdout.buffer.write(result.data)
+            sys.stdout.flush()
+        for note in [*report.notes, *result.notes]:
+            print(f"hloscope: note: {note}", file=sys.stderr)
+        if result.renderer is not None:
+            where = f" to {output}" if output else ""
+            print(f"hloscope: rendered {fmt}{where} with {result.renderer} in {result.seconds:.2f} s",
+                  file=sys.stderr)
+        return 0

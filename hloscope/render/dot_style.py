@@ -1,0 +1,166 @@
+"""The visual language of the DOT views: colours, line styles, node labels, the legend.
+
+Contract: one table of colours and styles shared by every view, so a diagram
+reads the same whichever view drew it. Fill colour says where a value lives
+(device or host memory) or what kind of op it is (collective, free); a border
+in a verdict's colour marks a host transfer; async spans are dashed, control
+dependencies dotted, the input-ready and first-use hints are thick coloured
+edges. Labels carry name, op, shape and bytes (and a transfer's checkpoint
+name or op_name). Every string goes through :mod:`hloscope.render.dot_text`.
+"""
+
+from __future__ import annotations
+
+import graphviz  # type: ignore[import-untyped]
+
+from hloscope.analysis.kinds import Direction, VerdictKind
+from hloscope.analysis.opclass import collective_kind, is_free
+from hloscope.analysis.verdict import Verdict
+from hloscope.hlo.model import Instruction
+from hloscope.hlo.shape import Shape
+from hloscope.render.dot_text import label, line, shorten
+from hloscope.render.table import human_bytes
+
+FONT = "Helvetica"
+DEVICE_FILL = "#dbe9f6"
+HOST_FILL = "#fde3c4"
+COLLECTIVE_FILL = "#e8daef"
+FREE_FILL = "#f4f4f4"
+VERDICT_COLOR = {
+    VerdictKind.SYNC: "#b03a2e",
+    VerdictKind.EXPOSED: "#e74c3c",
+    VerdictKind.PARTIAL: "#e67e22",
+    VerdictKind.HIDDEN: "#27ae60",
+    VerdictKind.UNSCHEDULED: "#7f8c8d",
+}
+INPUT_READY_COLOR = "#8e44ad"
+FIRST_USE_COLOR = "#2471a3"
+EDGE_STYLE = {
+    "data": {"color": "#555555"},
+    "control": {"style": "dotted", "color": "#555555"},
+    "async": {"style": "dashed", "color": "#1a5276", "penwidth": "1.5"},
+    "call": {"color": "#555555"},
+}
+
+
+def new_graph(name: str, title: list[str], rankdir: str = "TB") -> graphviz.Digraph:
+    """An empty diagram with the shared defaults and ``title`` lines on top."""
+    g = graphviz.Digraph(name=name)
+    g.attr(rankdir=rankdir, fontname=FONT, fontsize="12", labelloc="t", labeljust="l",
+           label=label(*title), newrank="true", nodesep="0.25", ranksep="0.3")
+    g.attr("node", shape="box", style="rounded,filled", fontname=FONT, fontsize="10",
+           fillcolor=DEVICE_FILL, color="#34495e", penwidth="1")
+    g.attr("edge", fontname=FONT, fontsize="9", arrowsize="0.7")
+    return g
+
+
+def shape_text(shape: Shape, host_space: int) -> str:
+    """``bf16[8,1024]`` with ``@host`` where it lives in host memory; tuples shortened."""
+    def one(s: Shape) -> str:
+        dims = ",".join(str(d) for d in s.dims)
+        return f"{s.element_type}[{dims}]" + ("@host" if s.memory_space == host_space else "")
+    if not shape.is_tuple:
+        return one(shape)
+    leaves = shape.leaves()
+    shown = ", ".join(one(s) for s in leaves[:2])
+    return f"({shown}{', …' if len(leaves) > 2 else ''})"
+
+
+def opcode_text(ins: Instruction) -> str:
+    """The op as the text wrote it (``fusion-start``), with the wrapped op for async wrappers."""
+    if ins.wrapped_opcode and ins.wrapped_opcode not in ins.text_opcode:
+        return f"{ins.text_opcode} ({ins.wrapped_opcode})"
+    return ins.text_opcode
+
+
+def checkpoint_name(v: Verdict) -> str | None:
+    """The transfer's JAX checkpoint name, when the analysis recorded one."""
+    name = getattr(v.transfer, "checkpoint_name", None)
+    return name if isinstance(name, str) and name else None
+
+
+def value_shape(ins: Instruction) -> Shape:
+    """The shape of the value an instruction makes: for an async start, its result, not its context tuple."""
+    if ins.shape.is_tuple and ins.opcode in ("async-start", "copy-start"):
+        element = ins.shape.tuple_element(1 if ins.opcode == "async-start" else 0)
+        if element is not None:
+            return element
+    return ins.shape
+
+
+def instruction_attrs(ins: Instruction, host_space: int, extra: list[str] | None = None,
+                      verdict: Verdict | None = None, trip: int | None = None) -> dict[str, str]:
+    """Label and colours of one instruction node."""
+    shape = value_shape(ins)
+    lines = [line(ins.name), line(f"{opcode_text(ins)}  {shape_text(shape, host_space)}"),
+             human_bytes(shape.byte_size)]
+    if ins.opcode == "while":
+        lines[0] = line(f"{ins.name}  x{trip if trip is not None else '?'}")
+    if extra:
+        lines.extend(extra)
+    attrs = {"label": label(*lines), "fillcolor": fill_for(ins, host_space)}
+    if is_free(ins):
+        attrs["fontcolor"] = "#666666"
+    if verdict is not None:
+        attrs.update(color=VERDICT_COLOR[verdict.verdict], penwidth="2.5")
+    return attrs
+
+
+def fill_for(ins: Instruction, host_space: int) -> str:
+    if value_shape(ins).in_memory_space(host_space):
+        return HOST_FILL
+    if collective_kind(ins):
+        return COLLECTIVE_FILL
+    if is_free(ins):
+        return FREE_FILL
+    return DEVICE_FILL
+
+
+def transfer_lines(v: Verdict) -> list[str]:
+    """Direction, bytes, verdict and the checkpoint name (or op_name) of a transfer."""
+    t = v.transfer
+    arrow = "D->H" if t.direction is Direction.TO_HOST else "H->D"
+    out = [f"{arrow} {human_bytes(t.bytes)} {t.op}  [{v.verdict.value.upper()}]"]
+    ckpt = checkpoint_name(v)
+    if ckpt:
+        out.append(line(f"checkpoint: {ckpt}"))
+    else:
+        op_name = t.instruction.metadata.get("op_name", "")
+        if op_name:
+            out.append(line(shorten(op_name, 60)))
+    return out
+
+
+def add_legend(g: graphviz.Digraph, items: tuple[str, ...] = ("memory", "verdicts", "edges")) -> None:
+    """A legend cluster explaining the colours and line styles used in the views."""
+    with g.subgraph(name="cluster_legend") as lg:
+        lg.attr(label="legend", fontsize="10", style="rounded", color="#aaaaaa", rank="sink")
+        prev = None
+        rows: list[tuple[str, dict[str, str]]] = []
+        if "memory" in items:
+            rows += [("legend/device", {"label": "device memory", "fillcolor": DEVICE_FILL}),
+                     ("legend/host", {"label": "host memory", "fillcolor": HOST_FILL}),
+                     ("legend/collective", {"label": "collective", "fillcolor": COLLECTIVE_FILL}),
+                     ("legend/free", {"label": "free op (no work)", "fillcolor": FREE_FILL})]
+        if "verdicts" in items:
+            rows += [(f"legend/{k.value}", {"label": f"transfer: {k.value}", "fillcolor": HOST_FILL,
+                                            "color": VERDICT_COLOR[k], "penwidth": "2.5"})
+                     for k in VerdictKind]
+        for node, attrs in rows:
+            lg.node(node, **attrs, fontsize="9")
+            if prev is not None:
+                lg.edge(prev, node, style="invis")
+            prev = node
+        if "edges" in items:
+            edges = [("data", EDGE_STYLE["data"]), ("async start -> done", EDGE_STYLE["async"]),
+                     ("control dependency", EDGE_STYLE["control"]),
+                     ("input ready", {"color": INPUT_READY_COLOR, "penwidth": "2.5"}),
+                     ("first use", {"color": FIRST_USE_COLOR, "penwidth": "2.5"})]
+            for i, (text, style) in enumerate(edges):
+                a, b = f"legend/e{i}a", f"legend/e{i}b"
+                lg.node(a, label="", shape="point", width="0.05")
+                lg.node(b, label=text, shape="plaintext", style="", fontsize="9")
+                if prev is not None:
+                    lg.edge(prev, a, style="invis")
+                lg.edge(a, b, **style)
+                prev = b

@@ -1,0 +1,396 @@
+"""The four diagram views, built from a :class:`Report` as ``graphviz.Digraph`` objects.
+
+Contract: each builder reads the report's module, index and verdicts and adds
+nodes and edges in a fixed order (schedule order, then name), so the same input
+gives the same DOT text. No view derives analysis: windows, pairs, hints, trip
+counts and executions are the report's. A view with more nodes than
+``max_nodes`` keeps the most relevant ones and says in its title, and in
+``Diagram.notes``, what was cut and how to see more. Unknown names are
+unknown-name errors (exit 3) listing the valid ones.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import graphviz  # type: ignore[import-untyped]
+
+from hloscope.analysis.kinds import Direction
+from hloscope.analysis.opclass import collective_kind, is_done, is_free, is_start
+from hloscope.analysis.report import Report
+from hloscope.analysis.verdict import Verdict
+from hloscope.errors import EXIT_UNKNOWN_NAME, HloscopeError
+from hloscope.hlo.model import Instruction
+from hloscope.render.dot_style import (
+    EDGE_STYLE,
+    FIRST_USE_COLOR,
+    INPUT_READY_COLOR,
+    VERDICT_COLOR,
+    add_legend,
+    checkpoint_name,
+    instruction_attrs,
+    new_graph,
+    transfer_lines,
+)
+from hloscope.render.dot_text import label, line, node_id, shorten
+from hloscope.render.table import human_bytes
+from hloscope.render.why import input_hint, use_hint
+
+DEFAULT_MAX_NODES = 150
+DEFAULT_RADIUS = 1
+
+
+@dataclass
+class Diagram:
+    """graph: the DOT graph. notes: what was cut or left out, one sentence each."""
+
+    graph: graphviz.Digraph
+    notes: list[str] = field(default_factory=list)
+
+
+Key = tuple[str, str]  # (computation, instruction name)
+
+
+def _key(ins: Instruction) -> Key:
+    return (ins.computation, ins.name)
+
+
+def _nid(k: Key) -> str:
+    return node_id(*k)
+
+
+def _names_hint(names: Iterable[str], limit: int = 12) -> str:
+    names = list(names)
+    shown = ", ".join(shorten(n, 50) for n in names[:limit])
+    return shown + (f", … ({len(names) - limit} more)" if len(names) > limit else "")
+
+
+class _Context:
+    """Shared look-ups for one report: transfers by instruction, trip counts."""
+
+    def __init__(self, report: Report) -> None:
+        self.report = report
+        self.module = report.module
+        self.index = report.index
+        self.host = report.host_space
+        self.verdict_of: dict[Key, Verdict] = {}
+        for v in report.verdicts:
+            self.verdict_of[_key(v.transfer.instruction)] = v
+            if v.done is not None:
+                self.verdict_of.setdefault(_key(v.done), v)
+
+    def ins(self, k: Key) -> Instruction:
+        return self.module.computations[k[0]].by_name[k[1]]
+
+    def attrs(self, ins: Instruction, extra: list[str] | None = None) -> dict[str, str]:
+        v = self.verdict_of.get(_key(ins))
+        lines = list(extra or [])
+        if v is not None:
+            lines = transfer_lines(v) + lines
+        trip = self.index.trip_count(ins) if ins.opcode == "while" else None
+        if ins.opcode == "while":
+            body = self.index.while_body(ins)
+            if body is not None:
+                lines.insert(0, line(f"body: {body.name}"))
+        elif ins.opcode == "fusion" and ins.called_computations:
+            lines.insert(0, line(f"calls: {ins.called_computations[0]}"))
+        return instruction_attrs(ins, self.host, lines, v, trip)
+
+    def add_edges(self, g: graphviz.Digraph, keys: list[Key], skip: set[tuple[Key, Key]] | None = None) -> None:
+        """Data and control edges among ``keys``, and async edges of their pairs."""
+        present = set(keys)
+        skip = skip or set()
+        for k in keys:
+            ins = self.ins(k)
+            comp = self.module.computations[k[0]]
+            for op in dict.fromkeys(ins.operands):
+                src = (k[0], op)
+                if src in present and (src, k) not in skip:
+                    src_ins = comp.by_name[op]
+                    kind = "async" if (is_done(ins) or ins.opcode == "async-update") and \
+                        (is_start(src_ins) or src_ins.opcode == "async-update") else "data"
+                    g.edge(_nid(src), _nid(k), **self.edge_style(kind, k))
+            for pred in ins.control_predecessors if "control-predecessors" in ins.attr_text else ():
+                if (k[0], pred) in present:
+                    g.edge(_nid((k[0], pred)), _nid(k), **EDGE_STYLE["control"])
+        for p in self.report.pairs:
+            s, d = _key(p.start), _key(p.done)
+            direct = s[0] == d[0] and p.done.operands[:1] == (p.start.name,)  # drawn as an operand edge
+            if s in present and d in present and not direct:
+                g.edge(_nid(s), _nid(d), **self.edge_style("async", s), constraint="false")
+
+    def edge_style(self, kind: str, key: Key) -> dict[str, str]:
+        style = dict(EDGE_STYLE[kind])
+        v = self.verdict_of.get(key)
+        if kind == "async" and v is not None:
+            style.update(color=VERDICT_COLOR[v.verdict], penwidth="2.5")
+        return style
+
+
+# -- transfer -----------------------------------------------------------------
+
+def find_transfer(report: Report, name: str) -> Verdict:
+    """The verdict of the transfer called ``name``.
+
+    Tried in order: the transfer's checkpoint name (when the analysis records
+    one), the start's or done's instruction name, then the ``op_name`` metadata
+    (the whole of it, or a ``/``-separated part of it, which is where JAX puts a
+    checkpoint name in some forms). Several transfers matching at the same step
+    is an error listing them; none is an unknown-name error listing the valid names.
+    """
+    verdicts = [v for v in report.verdicts]
+    tests = (
+        lambda v: checkpoint_name(v) == name,
+        lambda v: v.transfer.instruction.name == name or (v.done is not None and v.done.name == name),
+        lambda v: v.transfer.instruction.metadata.get("op_name", "") == name,
+        lambda v: name in v.transfer.instruction.metadata.get("op_name", "").split("/"),
+    )
+    for test in tests:
+        found = [v for v in verdicts if test(v)]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise HloscopeError(f"'{shorten(name, 80)}' matches {len(found)} transfers: "
+                                f"{_names_hint(v.transfer.instruction.name for v in found)}; "
+                                "give an instruction name", EXIT_UNKNOWN_NAME)
+    valid = [checkpoint_name(v) or v.transfer.instruction.name for v in verdicts]
+    raise HloscopeError(f"no transfer called '{shorten(name, 80)}'; transfers: "
+                        f"{_names_hint(dict.fromkeys(valid)) if valid else '(none in this module)'}",
+                        EXIT_UNKNOWN_NAME)
+
+
+def _neighbourhood(ctx: _Context, seeds: list[Instruction], radius: int) -> list[Key]:
+    """Producers and consumers within ``radius`` data hops of ``seeds``, nearest first."""
+    out: list[Key] = []
+    seen = {_key(s) for s in seeds}
+    frontier = list(seeds)
+    for _ in range(radius):
+        nxt: list[Instruction] = []
+        for ins in frontier:
+            comp = ctx.module.computations[ins.computation]
+            for n in [comp.by_name[o] for o in dict.fromkeys(ins.operands)] + ctx.index.users(ins):
+                if _key(n) not in seen:
+                    seen.add(_key(n))
+                    out.append(_key(n))
+                    nxt.append(n)
+        frontier = nxt
+    return out
+
+
+def transfer_view(report: Report, name: str, radius: int = DEFAULT_RADIUS,
+                  max_nodes: int = DEFAULT_MAX_NODES) -> Diagram:
+    """One transfer: start, done, its window in schedule order, neighbours, hints."""
+    ctx = _Context(report)
+    v = find_transfer(report, name)
+    start, done = v.transfer.instruction, v.done
+    window = v.window_instructions(report.module)
+    hint_edges: list[tuple[Key, Key, dict[str, str]]] = []
+    if v.input_ready is not None and v.pair is not None:
+        hint_edges.append((_key(v.input_ready.producer), _key(start),
+                           {"color": INPUT_READY_COLOR, "penwidth": "2.5",
+                            "xlabel": label(f"input ready: {v.input_ready.ops_before_start} op(s) before")}))
+    if v.first_use is not None and done is not None:
+        what = "loop state" if v.first_use.is_loop_state else "first use"
+        hint_edges.append((_key(done), _key(v.first_use.user),
+                           {"color": FIRST_USE_COLOR, "penwidth": "2.5",
+                            "xlabel": label(f"{what}: {v.first_use.ops_after_done} op(s) later")}))
+    # Priority: the pair, the hint ends, the window (schedule order), then neighbours by distance.
+    core = [_key(start)] + ([_key(done)] if done is not None else [])
+    hint_ends = [k for a, b, _ in hint_edges for k in (a, b)]
+    seeds = [start] + ([done] if done is not None else [])
+    ordered = list(dict.fromkeys(core + hint_ends + [_key(i) for i in window]
+                                 + _neighbourhood(ctx, seeds, radius)))
+    keep = ordered[:max(max_nodes, len(core))]
+    kept = set(keep)
+    cut = len(ordered) - len(keep)
+    window_keys = [_key(i) for i in window if _key(i) in kept]
+
+    title = [line(f"transfer {start.name}", 100),
+             *[line(x, 100) for x in transfer_lines(v)[:1]]]
+    if v.input_ready is not None and v.pair is not None:
+        title.append(line(input_hint(v.input_ready), 140))
+    if v.first_use is not None and v.pair is not None:
+        title.append(line(use_hint(v.first_use), 140))
+    title.append(f"window: {v.window_size} instruction(s), {len(v.compute)} compute, "
+                 f"{len(v.collectives)} collective(s); radius {radius}")
+    notes: list[str] = []
+    if cut:
+        notes.append(f"showing {len(keep)} of {len(ordered)} nodes ({cut} cut: "
+                     f"{len([i for i in window if _key(i) not in kept])} window op(s), the rest neighbours); "
+                     f"widen with --max-nodes {len(ordered)}")
+    g = new_graph("transfer", title + notes)
+
+    # Window segments as clusters, their ops chained in schedule order.
+    in_window = set(window_keys)
+    for i, seg in enumerate(v.window):
+        seg_keys = [k for k in window_keys if k[0] == seg.computation
+                    and seg.first <= ctx.ins(k).position < seg.end]
+        with g.subgraph(name=f"cluster_window{i}") as c:
+            c.attr(label=label(line(f"window: {seg.computation} [{seg.first}, {seg.end}) {seg.kind.value}")),
+                   style="dashed", color="#7f8c8d", fontsize="10")
+            for k in seg_keys:
+                c.node(_nid(k), **ctx.attrs(ctx.ins(k), [f"#{ctx.ins(k).position}"]))
+        chain = ([_key(start)] if i == 0 else []) + seg_keys + ([_key(done)] if done is not None and
+                                                                i == len(v.window) - 1 else [])
+        for a, b in itertools.pairwise(chain):
+            g.edge(_nid(a), _nid(b), style="invis", weight="10")
+    for k in keep:
+        if k not in in_window:
+            ins = ctx.ins(k)
+            g.node(_nid(k), **ctx.attrs(ins, [f"#{ins.position}" + ("" if k[0] == start.computation
+                                                                     else f" in {shorten(k[0], 40)}")]))
+    hint_pairs = {(a, b) for a, b, _ in hint_edges}
+    ctx.add_edges(g, keep, skip=hint_pairs)
+    for a, b, attrs in hint_edges:
+        if a in kept and b in kept:
+            g.edge(_nid(a), _nid(b), **attrs)
+    add_legend(g)
+    return Diagram(g, notes)
+
+
+# -- computation ----------------------------------------------------------------
+
+def _computation(report: Report, name: str) -> str:
+    comps = report.module.computations
+    if name in comps:
+        return name
+    scheduled = [c for c in comps if report.index.is_scheduled_computation(c)]
+    raise HloscopeError(f"no computation called '{shorten(name, 80)}'; scheduled computations: "
+                        f"{_names_hint(scheduled)}", EXIT_UNKNOWN_NAME)
+
+
+def computation_view(report: Report, name: str, max_nodes: int = DEFAULT_MAX_NODES) -> Diagram:
+    """The dependency graph of one computation: fusions and loops as single nodes."""
+    ctx = _Context(report)
+    comp = report.module.computations[_computation(report, name)]
+    shown = [i for i in comp.instructions if i.opcode != "constant"]
+    hidden_constants = len(comp.instructions) - len(shown)
+    keep = shown[:max_nodes]
+    execs = report.index.executions(comp.name)
+    title = [line(f"computation {comp.name}", 100),
+             f"{len(comp.instructions)} instruction(s), runs {execs}x per step; "
+             f"{hidden_constants} constant(s) not drawn"]
+    notes = []
+    if len(keep) < len(shown):
+        notes.append(f"showing the first {len(keep)} of {len(shown)} instructions in schedule order "
+                     f"(positions {keep[0].position}..{keep[-1].position}); widen with --max-nodes {len(shown)}")
+    g = new_graph("computation", title + notes)
+    for ins in keep:
+        g.node(_nid(_key(ins)), **ctx.attrs(ins, [f"#{ins.position}"]))
+    ctx.add_edges(g, [_key(i) for i in keep])
+    add_legend(g)
+    return Diagram(g, notes)
+
+
+# -- schedule -------------------------------------------------------------------
+
+LANES = (("compute", "compute"), ("to_device", "host link H->D"), ("to_host", "host link D->H"),
+         ("collectives", "collectives"))
+
+
+def _lane(ctx: _Context, ins: Instruction) -> str:
+    v = ctx.verdict_of.get(_key(ins))
+    if v is not None:
+        return "to_host" if v.transfer.direction is Direction.TO_HOST else "to_device"
+    if collective_kind(ins):
+        return "collectives"
+    return "compute"
+
+
+def schedule_view(report: Report, name: str, max_nodes: int = DEFAULT_MAX_NODES,
+                  first: int = 0) -> Diagram:
+    """One computation's schedule, time downwards, on lanes; async spans as dashed edges.
+
+    Free ops (bitcasts, tuples, constants ...) are left out; ``first`` is the
+    schedule position to start from.
+    """
+    ctx = _Context(report)
+    comp = report.module.computations[_computation(report, name)]
+    work = [i for i in comp.instructions if not is_free(i) and i.position >= first]
+    keep = work[:max_nodes]
+    title = [line(f"schedule of {comp.name}", 100),
+             f"{len(comp.instructions)} instruction(s); {len(work)} that do work from position {first} "
+             "(free ops not drawn); time runs downwards"]
+    notes = []
+    if len(keep) < len(work):
+        notes.append(f"showing {len(keep)} of {len(work)} ops (positions {keep[0].position}.."
+                     f"{keep[-1].position}); widen with --max-nodes {len(work)} "
+                     f"or continue with --from {keep[-1].position + 1}")
+    g = new_graph("schedule", title + notes)
+    lanes: dict[str, list[Instruction]] = {lane: [] for lane, _ in LANES}
+    for ins in keep:
+        lanes[_lane(ctx, ins)].append(ins)
+    for lane, text in LANES:
+        with g.subgraph(name=f"cluster_{lane}") as c:
+            c.attr(label=text, style="rounded", color="#aaaaaa", fontsize="11")
+            # An invisible head keeps empty lanes visible and the lanes in this order.
+            c.node(f"lane/{lane}", label="", shape="point", style="invis")
+            for ins in lanes[lane]:
+                c.node(_nid(_key(ins)), **ctx.attrs(ins, [f"#{ins.position}"]))
+    for (a, _), (b, _) in itertools.pairwise(LANES):
+        g.edge(f"lane/{a}", f"lane/{b}", style="invis")
+    chain = [_nid(_key(i)) for i in keep]
+    if chain:
+        g.edge(f"lane/{LANES[0][0]}", chain[0], style="invis")
+    for a, b in itertools.pairwise(chain):
+        g.edge(a, b, style="invis")
+    kept = {_key(i) for i in keep}
+    for p in report.pairs:
+        s, d = _key(p.start), _key(p.done)
+        if s in kept and d in kept:
+            g.edge(_nid(s), _nid(d), **ctx.edge_style("async", s), constraint="false")
+    add_legend(g)
+    return Diagram(g, notes)
+
+
+# -- calls ----------------------------------------------------------------------
+
+CONTROL_KINDS = ("while_body", "while_condition", "call", "branch")
+
+
+def calls_view(report: Report, max_nodes: int = DEFAULT_MAX_NODES) -> Diagram:
+    """The call graph of scheduled computations: executions, trip counts, offloaded bytes."""
+    ctx = _Context(report)
+    cg = report.index.callgraph
+    comps = [c for c in report.module.computations if c in cg.scheduled]
+    keep = comps[:max_nodes]
+    kept = set(keep)
+    per_comp = {lb.computation: lb for lb in report.summary.loops}
+    worst: dict[str, Verdict] = {}
+    for v in report.verdicts:  # VERDICT_COLOR lists the kinds worst first
+        w = worst.get(v.transfer.computation)
+        if w is None or list(VERDICT_COLOR).index(v.verdict) < list(VERDICT_COLOR).index(w.verdict):
+            worst[v.transfer.computation] = v
+    title = [line(f"call graph of {report.module.name}", 100),
+             f"{len(comps)} scheduled computation(s); bytes are per execution"]
+    notes = []
+    if len(keep) < len(comps):
+        notes.append(f"showing {len(keep)} of {len(comps)} computations; widen with --max-nodes {len(comps)}")
+    g = new_graph("calls", title + notes)
+    for c in keep:
+        lines = [line(c), f"x{report.index.executions(c)} per step, "
+                 f"{len(report.module.computations[c].instructions)} instruction(s)"]
+        attrs: dict[str, str] = {}
+        lb = per_comp.get(c)
+        if lb is not None:
+            lines.append(f"{lb.transfers} transfer(s): D->H {human_bytes(lb.to_host_bytes)}, "
+                         f"H->D {human_bytes(lb.to_device_bytes)}")
+            w = worst[c]
+            attrs.update(fillcolor="#fde3c4", color=VERDICT_COLOR[w.verdict], penwidth="2.5")
+            lines.append(f"worst verdict: {w.verdict.value}")
+        g.node(node_id(c), label=label(*lines), **attrs)
+    for a, b, d in sorted(cg.graph.edges(data=True), key=lambda e: (comps.index(e[0]) if e[0] in kept else 0,
+                                                                       e[2]["via"], e[1])):
+        if d["kind"] not in CONTROL_KINDS or a not in kept or b not in kept:
+            continue
+        text = d["kind"].replace("_", " ")
+        if d["kind"] == "while_body":
+            loop = ctx.module.computations[a].by_name[d["via"]]
+            trip = report.index.trip_count(loop)
+            text += f" x{trip if trip is not None else '?'}"
+        g.edge(node_id(a), node_id(b), label=label(line(text), line(f"via {d['via']}")),
+               style="dotted" if d["kind"] == "while_condition" else "solid")
+    add_legend(g, items=("verdicts",))
+    return Diagram(g, notes)

@@ -24,11 +24,12 @@ class Command(Protocol):
 def _commands() -> dict[str, Command]:
     from hloscope.cli.analyze import AnalyzeCommand
     from hloscope.cli.compile import CompileCommand
+    from hloscope.cli.dot import DotCommand
     from hloscope.cli.sweep import SweepCommand
     from hloscope.cli.targets import TargetsCommand
 
-    return {"analyze": AnalyzeCommand(), "compile": CompileCommand(), "sweep": SweepCommand(),
-            "targets": TargetsCommand()}
+    return {"analyze": AnalyzeCommand(), "compile": CompileCommand(), "dot": DotCommand(),
+            "sweep": SweepCommand(), "targets": TargetsCommand()}
 
 
 class _Parser(argparse.ArgumentParser):

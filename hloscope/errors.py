@@ -16,6 +16,7 @@ EXIT_TRACE_FAILED = 4  # the user's function failed to trace or lower
 EXIT_COMPILE_FAILED = 5  # XLA rejected a flag or failed to compile
 EXIT_OUT_OF_MEMORY = 6  # the host ran out of memory while compiling
 EXIT_ENVIRONMENT = 7  # jax / the CUDA plugin is missing or broken
+EXIT_NOTHING_TO_CHECK = 8  # a check found nothing to judge (unscheduled, not GPU, no host transfer)
 EXIT_INTERNAL = 70  # a bug in hloscope (one line; HLOSCOPE_DEBUG=1 shows the traceback)
 
 

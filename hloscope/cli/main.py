@@ -23,12 +23,15 @@ class Command(Protocol):
 
 def _commands() -> dict[str, Command]:
     from hloscope.cli.analyze import AnalyzeCommand
+    from hloscope.cli.check import CheckCommand
     from hloscope.cli.compile import CompileCommand
+    from hloscope.cli.diff import DiffCommand
     from hloscope.cli.dot import DotCommand
     from hloscope.cli.sweep import SweepCommand
     from hloscope.cli.targets import TargetsCommand
 
-    return {"analyze": AnalyzeCommand(), "compile": CompileCommand(), "dot": DotCommand(),
+    return {"analyze": AnalyzeCommand(), "check": CheckCommand(), "compile": CompileCommand(), "diff": DiffCommand(),
+            "dot": DotCommand(),
             "sweep": SweepCommand(), "targets": TargetsCommand()}
 
 

@@ -1,0 +1,219 @@
+"""Check settings: from ``[tool.hloscope]`` in ``pyproject.toml``, from flags, or from keyword arguments.
+
+One :class:`CheckConfig` holds the rules to evaluate (name -> parameter, names
+from :data:`~hloscope.check.rules.RULES`) and the settings around them. Keys are
+written with ``-`` in TOML and on the command line and with ``_`` in Python; an
+unknown key is an error (exit 2) that lists the valid ones. See docs/ci.md.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from hloscope.check.allow import AllowEntry
+from hloscope.check.baseline import Tolerance
+from hloscope.check.rules import RULES
+from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+
+#: Settings that are not rules: key -> (kind, meaning).
+SETTINGS: dict[str, tuple[str, str]] = {
+    "target": ("str", "GPU target name or .toml/.json file for the estimates"),
+    "hbm-margin": ("fraction", "fits-hbm: share of HBM to keep free (0.05 = 5%)"),
+    "allow-empty": ("bool", "pass when there is nothing to check (unscheduled module, no host transfer)"),
+    "baseline": ("str", "JSON report to compare with; regressions fail the check"),
+    "tolerance-us": ("float", "baseline: growth of exposed time per step (us) that is not a regression"),
+    "tolerance-fraction": ("fraction", "baseline: the same, relative to the baseline's figure"),
+    "memory-tolerance": ("fraction", "baseline: growth of the device allocation that is not a regression"),
+    "path": ("str", "HLO file, XLA dump folder or hloscope artifact folder to check"),
+    "unoptimized": ("str", "the unoptimized module (for annotations-accounted) when PATH is a plain file"),
+    "workload": ("str", "built-in workload or preset to compile and check"),
+    "fn": ("str", "your step function, package.module:function, to compile and check"),
+    "args": ("str", "with fn: abstract arguments, as for hloscope compile --args"),
+    "devices": ("int", "compile-only GPUs for workload / fn"),
+    "set": ("table", "workload settings, e.g. {layers = 2, batch = 4}"),
+    "allow": ("allow", "list of {checkpoint|instruction|source = pattern, reason = why, rules = [...]}"),
+}
+
+_ALLOW_KEYS = {"checkpoint", "instruction", "source", "reason", "rules"}
+
+
+@dataclass(frozen=True)
+class CheckConfig:
+    """rules: rule name -> parameter (only the rules to evaluate). where: where the settings
+    came from, for messages. Other fields: see :data:`SETTINGS`."""
+
+    rules: dict[str, Any] = field(default_factory=dict)
+    target: str | None = None
+    hbm_margin: float = 0.0
+    allow_empty: bool = False
+    baseline: str | None = None
+    tolerance: Tolerance = field(default_factory=Tolerance)
+    allow: tuple[AllowEntry, ...] = ()
+    path: str | None = None
+    unoptimized: str | None = None
+    workload: str | None = None
+    fn: str | None = None
+    args: str = ""
+    devices: int = 8
+    sets: dict[str, str] = field(default_factory=dict)
+    where: str = ""
+
+    def merged(self, over: CheckConfig) -> CheckConfig:
+        """``self`` with every rule and setting ``over`` gives replaced (flags over pyproject)."""
+        changes: dict[str, Any] = {"rules": {**self.rules, **over.rules}}
+        default = CheckConfig()
+        for f in ("target", "hbm_margin", "allow_empty", "baseline", "tolerance", "path", "unoptimized",
+                  "workload", "fn", "args", "devices", "sets"):
+            if getattr(over, f) != getattr(default, f):
+                changes[f] = getattr(over, f)
+        changes["allow"] = self.allow + over.allow
+        return replace(self, **changes)
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B|B)?\s*$", re.IGNORECASE)
+_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def parse_bytes(value: Any, where: str) -> int:
+    """``1048576``, ``"1MiB"``, ``"1.5 GB"`` -> bytes."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    m = _SIZE.match(str(value)) if isinstance(value, str) else None
+    if not m:
+        raise HloscopeError(f"{where}: expected a size such as 1048576 or '64MiB', got {value!r}", EXIT_BAD_INPUT)
+    return int(float(m.group(1)) * _UNITS[(m.group(2) or "B").lower()])
+
+
+def _convert(kind: str, value: Any, where: str) -> Any:
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise HloscopeError(f"{where}: expected true or false, got {value!r}", EXIT_BAD_INPUT)
+        return value
+    if kind in ("float", "fraction"):
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise HloscopeError(f"{where}: expected a number >= 0, got {value!r}", EXIT_BAD_INPUT)
+        if kind == "fraction" and value > 1:
+            raise HloscopeError(f"{where}: expected a fraction between 0 and 1, got {value!r}", EXIT_BAD_INPUT)
+        return float(value)
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise HloscopeError(f"{where}: expected a whole number >= 1, got {value!r}", EXIT_BAD_INPUT)
+        return value
+    if kind == "bytes":
+        return parse_bytes(value, where)
+    if kind == "names":
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) and v for v in value):
+            raise HloscopeError(f"{where}: expected a list of names, got {value!r}", EXIT_BAD_INPUT)
+        return list(value)
+    if kind == "str":
+        if not isinstance(value, str) or not value:
+            raise HloscopeError(f"{where}: expected a non-empty string, got {value!r}", EXIT_BAD_INPUT)
+        return value
+    if kind == "table":
+        if not isinstance(value, Mapping):
+            raise HloscopeError(f"{where}: expected a table such as {{layers = 2}}, got {value!r}", EXIT_BAD_INPUT)
+        return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
+    raise AssertionError(kind)
+
+
+def _allow_entry(item: Any, where: str) -> AllowEntry:
+    if isinstance(item, AllowEntry):
+        return item
+    if not isinstance(item, Mapping):
+        raise HloscopeError(f"{where}: an allow entry is a table with a reason, got {item!r}", EXIT_BAD_INPUT)
+    unknown = sorted(set(item) - _ALLOW_KEYS)
+    if unknown:
+        raise HloscopeError(f"{where}: unknown key(s) {', '.join(unknown)}; an allow entry has "
+                            f"{', '.join(sorted(_ALLOW_KEYS))}", EXIT_BAD_INPUT)
+    reason = item.get("reason")
+    if not isinstance(reason, str) or not reason.strip():
+        raise HloscopeError(f"{where}: every allow entry needs a reason", EXIT_BAD_INPUT)
+    if not any(item.get(k) for k in ("checkpoint", "instruction", "source")):
+        raise HloscopeError(f"{where}: an allow entry names a checkpoint, instruction or source", EXIT_BAD_INPUT)
+    rules = _convert("names", item.get("rules", []), f"{where}.rules") if item.get("rules") else []
+    bad = sorted(set(rules) - set(RULES) - {"baseline"})
+    if bad:
+        raise HloscopeError(f"{where}.rules: unknown rule(s) {', '.join(bad)}; choose from "
+                            f"{', '.join([*RULES, 'baseline'])}", EXIT_BAD_INPUT)
+    for k in ("checkpoint", "instruction", "source"):
+        if item.get(k) is not None and not isinstance(item.get(k), str):
+            raise HloscopeError(f"{where}.{k}: expected a string pattern", EXIT_BAD_INPUT)
+    return AllowEntry(reason.strip(), item.get("checkpoint"), item.get("instruction"), item.get("source"),
+                      tuple(rules))
+
+
+def valid_keys() -> list[str]:
+    return [*RULES, *SETTINGS]
+
+
+def config_from_mapping(data: Mapping[str, Any], where: str) -> CheckConfig:
+    """Validate ``data`` (TOML-style ``-`` keys or Python-style ``_`` keys) into a :class:`CheckConfig`."""
+    rules: dict[str, Any] = {}
+    settings: dict[str, Any] = {}
+    for raw_key, value in data.items():
+        key = str(raw_key).replace("_", "-")
+        at = f"{where}: {raw_key}"
+        if key in RULES:
+            rules[key] = _convert(RULES[key].kind, value, at)
+        elif key == "allow":
+            items = value if isinstance(value, list | tuple) else [value]
+            settings[key] = tuple(_allow_entry(it, f"{where}: allow[{i}]") for i, it in enumerate(items))
+        elif key in SETTINGS:
+            settings[key] = _convert(SETTINGS[key][0], value, at)
+        else:
+            raise HloscopeError(f"{where}: unknown key '{raw_key}'; valid keys: {', '.join(valid_keys())}",
+                                EXIT_BAD_INPUT)
+    # A rule switched off (no-sync = false) is simply not evaluated.
+    rules = {k: v for k, v in rules.items() if v is not False}
+    tol = Tolerance(settings.get("tolerance-us", Tolerance.exposed_us),
+                    settings.get("tolerance-fraction", Tolerance.exposed_fraction),
+                    settings.get("memory-tolerance", Tolerance.memory_fraction))
+    sources = [k for k in ("path", "workload", "fn") if k in settings]
+    if len(sources) > 1:
+        raise HloscopeError(f"{where}: give one of path, workload, fn (got {', '.join(sources)})", EXIT_BAD_INPUT)
+    return CheckConfig(rules=rules, target=settings.get("target"), hbm_margin=settings.get("hbm-margin", 0.0),
+                       allow_empty=settings.get("allow-empty", False), baseline=settings.get("baseline"),
+                       tolerance=tol, allow=settings.get("allow", ()), path=settings.get("path"),
+                       unoptimized=settings.get("unoptimized"), workload=settings.get("workload"),
+                       fn=settings.get("fn"), args=settings.get("args", ""), devices=settings.get("devices", 8),
+                       sets=settings.get("set", {}), where=where)
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest ``pyproject.toml`` in ``start`` or a folder above it."""
+    for folder in (start, *start.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_pyproject(path: Path) -> CheckConfig:
+    """``[tool.hloscope]`` of ``path``; an empty config when the table is absent.
+
+    Paths in it (path, unoptimized, baseline) are relative to the pyproject's folder.
+    """
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise HloscopeError(f"{path}: cannot read: {e.strerror or e}", EXIT_BAD_INPUT) from None
+    except tomllib.TOMLDecodeError as e:
+        raise HloscopeError(f"{path}: not valid TOML: {e}", EXIT_BAD_INPUT) from None
+    table = data.get("tool", {}).get("hloscope")
+    if table is None:
+        return CheckConfig(where=str(path))
+    if not isinstance(table, dict):
+        raise HloscopeError(f"{path}: [tool.hloscope] must be a table", EXIT_BAD_INPUT)
+    cfg = config_from_mapping(table, f"{path} [tool.hloscope]")
+    base = path.parent
+    fixes: dict[str, Any] = {f: str(base / getattr(cfg, f)) for f in ("path", "unoptimized", "baseline")
+             if getattr(cfg, f) and not Path(getattr(cfg, f)).is_absolute()}
+    return replace(cfg, **fixes)

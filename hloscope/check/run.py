@@ -1,0 +1,101 @@
+"""Evaluate a :class:`CheckConfig` on a :class:`Subject`: the rules, then the baseline.
+
+``run_check(subject, config, baseline=None) -> CheckResult``. A check never
+passes because there was nothing to check: a module that is not scheduled, not
+compiled for a GPU, or has no host transfer raises :class:`NothingToCheck`
+(exit 8) unless ``allow_empty``. A rule the step lacks the facts for (fits-hbm
+on a plain HLO file) is an error (exit 2), never a pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hloscope.analysis.kinds import VerdictKind
+from hloscope.check.allow import AllowEntry, find_allow
+from hloscope.check.baseline import BaselineDiff, Snapshot, compare, snapshot_from_subject
+from hloscope.check.config import CheckConfig
+from hloscope.check.keys import records_from_report
+from hloscope.check.rules import RULES, RuleContext, Violation
+from hloscope.check.subject import Subject
+from hloscope.errors import EXIT_NOTHING_TO_CHECK, HloscopeError
+
+#: Rules evaluated when a check names none: every offload async and hidden from the stream.
+DEFAULT_RULES = {"no-sync": True, "no-exposed": True}
+
+
+class NothingToCheck(HloscopeError):
+    """The step has nothing the rules could judge (exit 8 unless ``allow_empty``)."""
+
+    exit_code = EXIT_NOTHING_TO_CHECK
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """rules: the rules evaluated (name -> parameter), in table order. violations: what failed.
+    allowed: violations an allow entry covers, with the entry. diff: the baseline comparison.
+    empty: why there was nothing to check ("" when there was), when ``allow_empty`` let it pass."""
+
+    subject: Subject
+    rules: dict[str, object]
+    violations: tuple[Violation, ...]
+    allowed: tuple[tuple[Violation, AllowEntry], ...] = ()
+    diff: BaselineDiff | None = None
+    empty: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return not self.violations
+
+
+def _looks_gpu(subject: Subject) -> bool:
+    """XLA:GPU writes stream assignments into backend configs; other backends do not."""
+    for comp in subject.report.module.computations.values():
+        for ins in comp.instructions:
+            if "operation_queue_id" in ins.attr("backend_config"):
+                return True
+    return False
+
+
+def nothing_to_check(subject: Subject) -> str:
+    """Why ``subject`` has nothing to judge, or ""."""
+    report = subject.report
+    if not report.module.is_scheduled:
+        return (f"{subject.label}: the module is not scheduled (before optimizations): there is no order to judge; "
+                "check the optimized module")
+    if not _looks_gpu(subject):
+        return f"{subject.label}: the module was not compiled for a GPU (no XLA:GPU stream assignments)"
+    if not [v for v in report.verdicts if v.verdict is not VerdictKind.UNSCHEDULED]:
+        return (f"{subject.label}: no host transfer in the optimized module (nothing lives in memory space "
+                f"S({report.host_space})); is the offload policy applied?")
+    return ""
+
+
+def run_check(subject: Subject, config: CheckConfig, baseline: Snapshot | None = None) -> CheckResult:
+    """Evaluate the configured rules (or :data:`DEFAULT_RULES`), then compare with ``baseline``."""
+    empty = nothing_to_check(subject)
+    if empty and not config.allow_empty:
+        raise NothingToCheck(f"nothing to check: {empty} (--allow-empty to pass anyway)")
+    rules = {name: config.rules[name] for name in RULES if name in config.rules} or dict(DEFAULT_RULES)
+    for name in rules:  # fail on a missing fact before reporting anything
+        needs = RULES[name].needs
+        if (needs == "memory" and subject.memory is None) or (needs == "unoptimized" and subject.unoptimized is None):
+            RULES[name].evaluate(RuleContext(subject, []), rules[name])  # raises the rule's own message
+    ctx = RuleContext(subject, records_from_report(subject.report), config.allow, config.hbm_margin)
+    violations: list[Violation] = []
+    if not empty:
+        for name, value in rules.items():
+            violations += RULES[name].evaluate(ctx, value)
+    diff = None
+    if baseline is not None:
+        diff = compare(baseline, snapshot_from_subject(subject), config.tolerance)
+        for c in diff.regressions:
+            rec = c.new or c.base
+            v = Violation("baseline", f"{c.kind}: {c.before} -> {c.after}".strip(" ->:"),
+                          c.new.judged if c.new is not None else None, record=rec)
+            entry = find_allow(config.allow, "baseline", rec) if rec is not None else None
+            if entry is None:
+                violations.append(v)
+            else:
+                ctx.allowed.append((v, entry))
+    return CheckResult(subject, rules, tuple(violations), tuple(ctx.allowed), diff, empty)

@@ -1,0 +1,195 @@
+"""``hloscope check``: see :class:`CheckCommand`."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from hloscope.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_CHECK_FAILED,
+    EXIT_NOTHING_TO_CHECK,
+    EXIT_OK,
+    HloscopeError,
+)
+
+if TYPE_CHECKING:
+    from hloscope.check.config import CheckConfig
+    from hloscope.check.subject import Subject
+
+
+def add_rule_options(p: argparse.ArgumentParser) -> None:
+    """One flag per rule of the table, plus the settings around them."""
+    from hloscope.check.config import SETTINGS
+    from hloscope.check.rules import RULES
+
+    g = p.add_argument_group("rules (also [tool.hloscope] keys in pyproject.toml; see docs/ci.md)")
+    for rule in RULES.values():
+        if rule.kind == "bool":
+            g.add_argument(f"--{rule.name}", action="store_const", const=True, default=None, help=rule.meaning)
+        else:
+            meta = {"float": "US", "fraction": "F", "bytes": "SIZE", "names": "NAMES"}[rule.kind]
+            g.add_argument(f"--{rule.name}", metavar=meta, default=None, help=rule.meaning)
+    g.add_argument("--hbm-margin", metavar="F", default=None, help=SETTINGS["hbm-margin"][1])
+    g.add_argument("--allow", action="append", default=[], metavar="KEY=PATTERN;reason=TEXT",
+                   help="accept matching transfers: checkpoint=, instruction= or source= a pattern, with a reason; "
+                        "optional rules=a,b")
+    b = p.add_argument_group("baseline")
+    b.add_argument("--baseline", metavar="FILE", help="JSON report to compare with; regressions fail the check")
+    b.add_argument("--write-baseline", metavar="FILE", help="write this step's JSON report to FILE (a new baseline)")
+    b.add_argument("--tolerance-us", metavar="US", default=None, help=SETTINGS["tolerance-us"][1])
+    b.add_argument("--tolerance-fraction", metavar="F", default=None, help=SETTINGS["tolerance-fraction"][1])
+    b.add_argument("--memory-tolerance", metavar="F", default=None, help=SETTINGS["memory-tolerance"][1])
+
+
+def _number(text: str | None, name: str) -> float | None:
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise HloscopeError(f"--{name}: expected a number, got '{text}'", EXIT_BAD_INPUT) from None
+
+
+def _allow_item(text: str) -> dict[str, object]:
+    item: dict[str, object] = {}
+    for part in text.split(";"):
+        k, eq, v = part.partition("=")
+        if not eq:
+            raise HloscopeError(f"--allow wants KEY=PATTERN;reason=TEXT, got '{text}'", EXIT_BAD_INPUT)
+        item[k.strip()] = v.strip()
+    if "rules" in item:
+        item["rules"] = [r.strip() for r in str(item["rules"]).split(",") if r.strip()]
+    return item
+
+
+def flags_config(args: argparse.Namespace) -> CheckConfig:
+    """The settings given on the command line, as a CheckConfig (validated like pyproject keys)."""
+    from hloscope.check.config import config_from_mapping
+    from hloscope.check.rules import RULES
+
+    data: dict[str, object] = {}
+    for rule in RULES.values():
+        value = getattr(args, rule.keyword)
+        if value is None:
+            continue
+        if rule.kind in ("float", "fraction"):
+            value = _number(value, rule.name)
+        data[rule.name] = value
+    for key in ("hbm-margin", "tolerance-us", "tolerance-fraction", "memory-tolerance"):
+        value = _number(getattr(args, key.replace("-", "_")), key)
+        if value is not None:
+            data[key] = value
+    for key in ("target", "baseline", "unoptimized", "path", "workload", "fn"):
+        if getattr(args, key, None):
+            data[key] = getattr(args, key)
+    if args.args:
+        data["args"] = args.args
+    if args.devices is not None:
+        data["devices"] = args.devices
+    if args.allow_empty:
+        data["allow-empty"] = True
+    if args.set:
+        from hloscope.cli.compile import parse_sets
+
+        data["set"] = parse_sets(args.set)
+    if args.allow:
+        data["allow"] = [_allow_item(a) for a in args.allow]
+    return config_from_mapping(data, "command line")
+
+
+def resolve_config(args: argparse.Namespace) -> CheckConfig:
+    """pyproject's [tool.hloscope] (nearest, or --config), overridden by the flags."""
+    from hloscope.check.config import CheckConfig, find_pyproject, load_pyproject
+
+    base = CheckConfig()
+    if not args.no_config:
+        found = Path(args.config) if args.config else find_pyproject(Path.cwd())
+        if args.config and found is not None and not found.is_file():
+            raise HloscopeError(f"{args.config}: no such config file", EXIT_BAD_INPUT)
+        if found is not None:
+            base = load_pyproject(found)
+    flags = flags_config(args)
+    if flags.path or flags.workload or flags.fn:  # a source on the command line replaces the configured one
+        base = dataclasses.replace(base, path=None, workload=None, fn=None)
+    return base.merged(flags)
+
+
+def load_subject(cfg: CheckConfig) -> Subject:
+    from hloscope.check.subject import compile_fn_subject, compile_workload_subject, load_path
+    from hloscope.targets import DEFAULT_TARGET, get_target
+
+    target = get_target(cfg.target or DEFAULT_TARGET)
+    if cfg.workload:
+        return compile_workload_subject(cfg.workload, cfg.sets, target, cfg.devices)
+    if cfg.fn:
+        return compile_fn_subject(cfg.fn, cfg.args, target, cfg.devices, cwd=str(Path.cwd()))
+    if cfg.path:
+        return load_path(cfg.path, target, cfg.unoptimized)
+    raise HloscopeError("nothing given to check: PATH, --workload or --fn (or path / workload / fn in "
+                        "[tool.hloscope] of pyproject.toml)", EXIT_BAD_INPUT)
+
+
+class CheckCommand:
+    """check: fail CI when a host offload is not hidden, not async, lost, or the step stops fitting.
+
+    PATH is an HLO file, an XLA dump folder or a `hloscope compile` artifact folder;
+    or compile a step with --workload / --fn. Rules come from flags and from
+    [tool.hloscope] in the nearest pyproject.toml (flags win); with no rule given,
+    --no-sync and --no-exposed. --baseline FILE fails on regressions against an
+    earlier JSON report. See docs/ci.md.
+    Exit codes: 0 every rule holds, 1 a rule is violated, 2 bad input, bad config or
+    a failed compile, 8 nothing to check (unscheduled, not GPU, no host transfer;
+    --allow-empty passes instead).
+    """
+
+    def prepare_parser(self, p: argparse.ArgumentParser) -> None:
+        from hloscope.render.check_report import CHECK_FORMATS
+
+        p.add_argument("path", metavar="PATH", nargs="?", help="HLO file, XLA dump folder or artifact folder")
+        src = p.add_mutually_exclusive_group()
+        src.add_argument("--workload", help="compile a built-in workload or preset (llama, llama3-405b, ...)")
+        src.add_argument("--fn", metavar="MODULE:FUNCTION", help="compile your own step function")
+        p.add_argument("--args", default="", metavar="SPEC", help="with --fn: abstract arguments (see compile)")
+        p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="workload setting")
+        p.add_argument("--devices", type=int, default=None, help="compile-only GPUs (default 8)")
+        p.add_argument("--target", default=None, help="target name or .toml/.json file (default h100-sxm)")
+        p.add_argument("--unoptimized", metavar="FILE", help="the unoptimized module, for annotations-accounted")
+        p.add_argument("--config", metavar="PYPROJECT", help="read [tool.hloscope] from this file")
+        p.add_argument("--no-config", action="store_true", help="ignore pyproject.toml")
+        p.add_argument("--allow-empty", action="store_true", help="pass when there is nothing to check")
+        p.add_argument("--format", default="text", help=f"output: {', '.join(CHECK_FORMATS)} (default text)")
+        p.add_argument("-o", "--output", help="write the result to this file instead of stdout")
+        add_rule_options(p)
+
+    def run(self, args: argparse.Namespace) -> int:
+        try:
+            return self._run(args)
+        except HloscopeError as e:
+            # Scripts tell "a rule broke" (1) from "could not check" (2, 8): fold every other failure into 2.
+            if e.exit_code in (EXIT_NOTHING_TO_CHECK, EXIT_BAD_INPUT):
+                raise
+            raise HloscopeError(str(e), EXIT_BAD_INPUT) from None
+
+    def _run(self, args: argparse.Namespace) -> int:
+        from hloscope.check.baseline import load_snapshot
+        from hloscope.check.run import run_check
+        from hloscope.cli.analyze import open_output, write_output
+        from hloscope.render import render_to_string
+        from hloscope.render.check_report import get_check_format
+
+        fmt = get_check_format(args.format)
+        if args.path:
+            args.path = str(args.path)
+        cfg = resolve_config(args)
+        baseline = load_snapshot(cfg.baseline) if cfg.baseline else None  # a bad baseline fails before compiling
+        subject = load_subject(cfg)
+        result = run_check(subject, cfg, baseline)
+        if args.write_baseline:
+            report = dataclasses.replace(subject.report, memory=subject.memory)
+            write_output(render_to_string("json", report), args.write_baseline)
+        with open_output(args.output) as out:
+            fmt.render(result, out)
+        return EXIT_OK if result.passed else EXIT_CHECK_FAILED

@@ -1,0 +1,68 @@
+"""``hloscope diff``: see :class:`DiffCommand`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from hloscope.errors import EXIT_OK
+
+if TYPE_CHECKING:
+    from hloscope.check.baseline import Snapshot
+
+
+def load_side(path: str, target_name: str | None) -> Snapshot:
+    """A JSON report file, or anything ``check`` reads (HLO file, dump or artifact folder)."""
+    from hloscope.check.baseline import load_snapshot, snapshot_from_subject
+    from hloscope.check.subject import load_path
+    from hloscope.targets import DEFAULT_TARGET, get_target
+
+    p = Path(path)
+    if p.is_file() and p.read_bytes()[:1] == b"{":
+        return load_snapshot(path)
+    return snapshot_from_subject(load_path(path, get_target(target_name or DEFAULT_TARGET)))
+
+
+class DiffCommand:
+    """diff: compare two steps transfer by transfer, as a baseline check does, for a person.
+
+    A and B are JSON reports (hloscope analyze --json, check --write-baseline, an
+    artifact's report.json) or anything analyze reads. Transfers are matched by
+    checkpoint name, source line and direction, not by XLA's instruction numbers.
+    Prints every change; regressions are marked. Exit codes: 0 printed (also when
+    there are regressions; use check --baseline to gate), 2 bad input.
+    """
+
+    def prepare_parser(self, p: argparse.ArgumentParser) -> None:
+        p.add_argument("a", metavar="A", help="the earlier step (baseline)")
+        p.add_argument("b", metavar="B", help="the later step")
+        p.add_argument("--target", default=None, help="target for HLO inputs (default h100-sxm)")
+        p.add_argument("--tolerance-us", type=float, default=1.0, help="exposed growth per step that is not a "
+                       "regression (us, default 1)")
+        p.add_argument("--tolerance-fraction", type=float, default=0.05, help="the same, relative (default 0.05)")
+        p.add_argument("--memory-tolerance", type=float, default=0.01, help="device allocation growth that is not "
+                       "a regression (fraction, default 0.01)")
+        p.add_argument("--json", action="store_true", help="print the changes as JSON")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from hloscope.check.baseline import Tolerance, compare
+        from hloscope.render.check_report import change_text, diff_lines
+
+        base, new = load_side(args.a, args.target), load_side(args.b, args.target)
+        diff = compare(base, new, Tolerance(args.tolerance_us, args.tolerance_fraction, args.memory_tolerance))
+        if args.json:
+            json.dump({"a": base.label, "b": new.label, "matched": len(diff.pairs),
+                       "regressions": len(diff.regressions),
+                       "changes": [{"kind": str(c.kind), "regression": c.regression, "text": change_text(c)}
+                                   for c in diff.changes]}, sys.stdout, indent=2)
+            sys.stdout.write("\n")
+            return EXIT_OK
+        lines = diff_lines(diff)
+        lines[0] = f"{base.label} -> {new.label}: " + lines[0].split(": ", 1)[1]
+        if not diff.changes:
+            lines.append("  no change beyond the tolerances")
+        print("\n".join(lines))
+        return EXIT_OK

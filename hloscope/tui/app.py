@@ -1,0 +1,193 @@
+"""HloscopeApp: loads in a worker, routes navigation between screens, holds history. Views live in screens/."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from functools import partial
+from typing import ClassVar
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+
+from hloscope.errors import EXIT_INTERNAL, HloscopeError
+from hloscope.tui.export import ExportKind, export
+from hloscope.tui.history import History, Place
+from hloscope.tui.load import Loaded, Source, load_source
+from hloscope.tui.messages import GoTo, LoadFailed, ReportReady, TransferChosen
+from hloscope.tui.screens.compare import CompareScreen
+from hloscope.tui.screens.error import ErrorScreen
+from hloscope.tui.screens.export import ExportScreen
+from hloscope.tui.screens.help import HelpScreen
+from hloscope.tui.screens.main import MainScreen
+from hloscope.tui.screens.prompt import PromptScreen
+from hloscope.tui.screens.search import SearchScreen
+from hloscope.tui.search import Hit, SearchIndex
+
+TIME_AXIS = "x: schedule positions (no simulated timeline in this installation)"
+
+
+class HloscopeApp(App[int]):
+    """``failure`` holds the one-line error when the input could not be loaded (the CLI prints it)."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "hloscope"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+c", "quit", "Quit", priority=True, show=False),
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help"),
+        Binding("slash", "search", "Search"),
+        Binding("left_square_bracket,backspace", "history_back", "Back", show=False),
+        Binding("right_square_bracket", "history_forward", "Forward", show=False),
+        Binding("c", "compare", "Compare"),
+        Binding("e", "export", "Export"),
+    ]
+
+    def __init__(self, source: Source, compare: Source | None = None,
+                 loader: Callable[[Source], Loaded] = load_source) -> None:
+        super().__init__()
+        self.source = source
+        self.compare_source = compare
+        self.loader = loader
+        self.loaded: Loaded | None = None
+        self.other: Loaded | None = None
+        self.search_index: SearchIndex | None = None
+        self.history = History()
+        self.failure: HloscopeError | None = None
+        self.main = MainScreen(source.label)
+
+    def on_mount(self) -> None:
+        self.push_screen(self.main)
+        self.run_worker(partial(self._load, self.source, False), thread=True, group="load")
+
+    # -- loading --------------------------------------------------------------
+
+    def _load(self, source: Source, is_other: bool) -> None:
+        try:
+            loaded = self.loader(source)
+        except HloscopeError as e:
+            self.post_message(LoadFailed(str(e), e.exit_code) if not is_other else LoadFailed(f"B: {e}", -1))
+            return
+        except Exception as e:  # a bug: still one line on the error screen, and after exit
+            self.post_message(LoadFailed(f"internal error: {type(e).__name__}: {e}", EXIT_INTERNAL))
+            return
+        if is_other:
+            self.call_from_thread(self._other_ready, loaded)
+        else:
+            self.post_message(ReportReady(loaded))
+
+    def on_report_ready(self, message: ReportReady) -> None:
+        self.loaded = message.loaded
+        self.main.set_loaded(message.loaded, TIME_AXIS)
+        self.sub_title = f"{message.loaded.file} · loaded in {message.loaded.seconds:.1f} s"
+        self.run_worker(self._index, thread=True, group="index")
+        if self.compare_source is not None:
+            self.main.set_status(f"loading {self.compare_source.label} to compare ...")
+            self.run_worker(partial(self._load, self.compare_source, True), thread=True, group="load-b")
+
+    def _index(self) -> None:
+        assert self.loaded is not None
+        self.search_index = SearchIndex(self.loaded.report)
+
+    def _other_ready(self, loaded: Loaded) -> None:
+        self.other = loaded
+        self.main.set_status("")
+        self.action_compare()
+
+    def on_load_failed(self, message: LoadFailed) -> None:
+        if message.exit_code < 0:  # the second schedule of a compare: the first stays open
+            self.main.set_status(message.message)
+            self.notify(message.message, severity="error", timeout=8)
+            return
+        self.failure = HloscopeError(message.message, message.exit_code)
+        self.switch_screen(ErrorScreen(message.message))
+
+    # -- navigation -------------------------------------------------------------
+
+    def on_go_to(self, message: GoTo) -> None:
+        self._go((message.computation, message.name))
+
+    def on_transfer_chosen(self, message: TransferChosen) -> None:
+        t = message.verdict.transfer
+        self.history.visit((t.computation, t.instruction.name))
+
+    def _go(self, place: Place, record: bool = True) -> None:
+        if record:
+            self.history.visit(place)
+        if self.screen is not self.main:
+            self.pop_screen()
+        self.main.show_place(*place)
+
+    def action_history_back(self) -> None:
+        place = self.history.back()
+        if place is not None:
+            self._go(place, record=False)
+
+    def action_history_forward(self) -> None:
+        place = self.history.forward()
+        if place is not None:
+            self._go(place, record=False)
+
+    # -- screens ----------------------------------------------------------------
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def action_search(self) -> None:
+        if self.search_index is None:
+            self.notify("still indexing; try again in a moment")
+            return
+
+        def done(hit: Hit | None) -> None:
+            if hit is not None:
+                self._go((hit.computation, hit.name))
+
+        self.push_screen(SearchScreen(self.search_index), done)
+
+    def action_compare(self) -> None:
+        if self.loaded is None:
+            return
+        if self.other is not None:
+            self.push_screen(CompareScreen(self.loaded, self.other))
+            return
+
+        def chosen(path: str | None) -> None:
+            if path:
+                from dataclasses import replace
+
+                self.compare_source = replace(self.source, path=path, workload=None)
+                self.main.set_status(f"loading {path} to compare ...")
+                self.run_worker(partial(self._load, self.compare_source, True), thread=True, group="load-b")
+
+        self.push_screen(PromptScreen("compare with (HLO file, dump folder or artifact folder):",
+                                      placeholder="path"), chosen)
+
+    def action_export(self) -> None:
+        if self.loaded is None:
+            return
+        loaded = self.loaded
+
+        def chosen(choice: tuple[ExportKind, str] | None) -> None:
+            if choice is None:
+                return
+            try:
+                path = export(loaded, choice[0], choice[1], self.main.verdict)
+            except HloscopeError as e:
+                self.notify(str(e), severity="error", timeout=8)
+                return
+            self.notify(f"wrote {path}")
+
+        self.push_screen(ExportScreen(loaded, self.main.verdict), chosen)
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Search instructions", "By name, opcode, checkpoint name or op_name (/)",
+                            self.action_search)
+        yield SystemCommand("Compare with another schedule", "Match transfers by checkpoint name and source (c)",
+                            self.action_compare)
+        yield SystemCommand("Export", "Report JSON, transfer window DOT/SVG, trace (e)", self.action_export)
+        yield SystemCommand("Back", "Previous place ([)", self.action_history_back)
+        yield SystemCommand("Forward", "Next place (])", self.action_history_forward)
+        yield SystemCommand("Key bindings", "All keys (?)", self.action_help)
+        for tab in ("transfers", "schedule", "computations"):
+            yield SystemCommand(f"Show {tab}", f"The {tab} tab", partial(self.main.action_tab, tab))

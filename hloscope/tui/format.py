@@ -1,0 +1,24 @@
+"""Small formatting helpers the widgets share (names, colours); facts come from the report."""
+
+from __future__ import annotations
+
+from hloscope.analysis.kinds import Direction, VerdictKind
+from hloscope.analysis.transfers import HostTransfer
+
+VERDICT_STYLE = {
+    VerdictKind.SYNC: "bold white on #bf616a",
+    VerdictKind.EXPOSED: "bold #bf616a",
+    VerdictKind.PARTIAL: "bold #ebcb8b",
+    VerdictKind.HIDDEN: "bold #a3be8c",
+    VerdictKind.UNSCHEDULED: "#81a1c1",
+}
+
+
+def checkpoint_name(t: HostTransfer) -> str:
+    """The transfer's checkpoint name when the analysis knows it, else "-"."""
+    name = getattr(t, "checkpoint_name", None)
+    return str(name) if name else "-"
+
+
+def arrow(d: Direction) -> str:
+    return "D→H" if d is Direction.TO_HOST else "H→D"

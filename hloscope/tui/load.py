@@ -1,0 +1,167 @@
+"""What the TUI opens, checked before the app starts and loaded in a worker.
+
+``check_source`` does the cheap checks (path exists, a folder holds a module,
+the file starts like HLO text) so bad input is a one-line error before the
+terminal is taken over. ``load_source`` does the slow part (read, parse,
+analyze, or compile a built-in workload) and returns a :class:`Loaded`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from hloscope.analysis.report import Report
+from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+
+#: Bytes read to decide whether a file looks like HLO text.
+_SNIFF_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """A built-in workload to compile (``hloscope tui --workload``), with the compile options."""
+
+    name: str
+    sets: dict[str, str]
+    policy: str | None
+    devices: int
+    lhs: bool
+    pipelined: bool
+    xla_flags: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Source:
+    """One schedule to open: a path (file, dump folder, artifact folder) or a workload."""
+
+    path: str | None = None
+    workload: WorkloadSpec | None = None
+    target: str = "h100-sxm"
+    host_space: int = 5
+
+    @property
+    def label(self) -> str:
+        if self.workload is not None:
+            return f"workload {self.workload.name} ({self.target}, {self.workload.devices} devices)"
+        return str(self.path)
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A loaded schedule: the report, its memory facts when known, and the HLO text for line lookups."""
+
+    source: Source
+    report: Report
+    text: str
+    file: str
+    memory: Any = None  # hloscope.analysis.memory.MemoryFacts or None
+    seconds: float = 0.0
+    _line_starts: list[int] = field(default_factory=list, repr=False, compare=False)
+
+    def hlo_line(self, line: int) -> str:
+        """The 1-based line ``line`` of the HLO text ("" when out of range)."""
+        if not self._line_starts:
+            starts = self._line_starts
+            starts.append(0)
+            find = self.text.find
+            i = find("\n")
+            while i >= 0:
+                starts.append(i + 1)
+                i = find("\n", i + 1)
+        if not 1 <= line <= len(self._line_starts):
+            return ""
+        begin = self._line_starts[line - 1]
+        end = self.text.find("\n", begin)
+        return self.text[begin:] if end < 0 else self.text[begin:end]
+
+
+def check_source(source: Source) -> None:
+    """Raise a one-line :class:`HloscopeError` for input that cannot be a schedule."""
+    from hloscope.hlo.loader import pick_dump_file
+    from hloscope.targets import get_target
+
+    get_target(source.target)
+    if source.workload is not None:
+        return
+    path = Path(str(source.path))
+    if not path.exists():
+        raise HloscopeError(f"{path}: no such file or directory", EXIT_BAD_INPUT)
+    if path.is_dir():
+        path = pick_dump_file(path)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(_SNIFF_BYTES)
+    except OSError as e:
+        raise HloscopeError(f"{path}: cannot read: {e.strerror or e}", EXIT_BAD_INPUT) from None
+    if not head.strip():
+        raise HloscopeError(f"{path}: empty file; expected HLO text", EXIT_BAD_INPUT)
+    if b"\0" in head or b"HloModule" not in head:
+        raise HloscopeError(f"{path}: not HLO text (no 'HloModule' header in its first {_SNIFF_BYTES // 1024} KiB)",
+                            EXIT_BAD_INPUT)
+
+
+def load_source(source: Source) -> Loaded:
+    """Read (or compile) and analyze ``source``. Raises :class:`HloscopeError` on bad input."""
+    import time
+
+    t0 = time.perf_counter()
+    loaded = _compile(source) if source.workload is not None else _read(source)
+    return replace(loaded, seconds=time.perf_counter() - t0)
+
+
+def _read(source: Source) -> Loaded:
+    from hloscope.analysis.overlap import AnalysisOptions
+    from hloscope.analysis.report import analyze_module
+    from hloscope.hlo.loader import read_hlo_text
+    from hloscope.hlo.parser import parse_hlo
+    from hloscope.targets import get_target
+
+    path = str(source.path)
+    text, name = read_hlo_text(path)
+    module = parse_hlo(text, name)
+    module.source_path = os.fspath(name)
+    target = get_target(source.target)
+    report = analyze_module(module, target, AnalysisOptions(host_space=source.host_space))
+    folder = Path(path) if Path(path).is_dir() else None
+    memory = report.memory if report.memory is not None else _artifact_memory(folder, report) if folder else None
+    return Loaded(source, report, text, name, memory)
+
+
+def _artifact_memory(folder: Path, report: Report) -> Any:
+    """Memory facts from an ``hloscope compile`` artifact folder (manifest figures and XLA's dumps)."""
+    from hloscope.analysis.memory import memory_facts
+    from hloscope.compile.deviceless import BUFFER_ASSIGNMENT_FILE, LIVE_AT_PEAK_FILE, MEMORY_REPORT_FILE
+
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text())
+        memory = manifest["memory"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+    def text(name: str) -> str | None:
+        p = folder / name
+        return p.read_text(errors="replace") if p.is_file() else None
+
+    vocab = (manifest.get("config") or {}).get("vocab")
+    return memory_facts(memory, report.target, text(MEMORY_REPORT_FILE), text(BUFFER_ASSIGNMENT_FILE),
+                        report.module, text(LIVE_AT_PEAK_FILE), vocab_size=vocab)
+
+
+def _compile(source: Source) -> Loaded:
+    from hloscope.analysis.memory import memory_facts
+    from hloscope.compile.deviceless import BUFFER_ASSIGNMENT_FILE, LIVE_AT_PEAK_FILE, MEMORY_REPORT_FILE
+    from hloscope.compile.jobs import compile_workload
+
+    w = source.workload
+    assert w is not None
+    result, report, extra = compile_workload(w.name, w.sets, w.policy, source.target, w.devices, w.lhs,
+                                             w.pipelined, w.xla_flags)
+    files = result.extra_files
+    memory = memory_facts(result.memory, report.target, files.get(MEMORY_REPORT_FILE),
+                          files.get(BUFFER_ASSIGNMENT_FILE), report.module, files.get(LIVE_AT_PEAK_FILE),
+                          vocab_size=extra["config"].get("vocab"))
+    return Loaded(source, report, result.optimized_hlo, f"<compiled {w.name}>", memory)

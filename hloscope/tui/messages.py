@@ -1,0 +1,55 @@
+"""Messages the TUI's widgets and workers post; screens and the app handle them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.message import Message
+
+from hloscope.analysis.verdict import Verdict
+from hloscope.hlo.model import Instruction
+from hloscope.tui.load import Loaded
+
+
+@dataclass
+class ReportReady(Message):
+    """The worker finished loading and analyzing."""
+
+    loaded: Loaded
+
+
+@dataclass
+class LoadFailed(Message):
+    """The worker could not load the input; ``message`` is one line."""
+
+    message: str
+    exit_code: int
+
+
+@dataclass
+class TransferHighlighted(Message):
+    """The cursor of a transfer list is on ``verdict``."""
+
+    verdict: Verdict
+
+
+@dataclass
+class TransferChosen(Message):
+    """The user chose a transfer (Enter): show its window in the schedule."""
+
+    verdict: Verdict
+
+
+@dataclass
+class InstructionHighlighted(Message):
+    """The schedule's cursor is on ``instruction``."""
+
+    instruction: Instruction
+
+
+@dataclass
+class GoTo(Message):
+    """Show instruction ``name`` of ``computation`` (navigation; recorded in history)."""
+
+    computation: str
+    name: str | None = None

@@ -1,0 +1,47 @@
+"""ExportScreen (``e``): choose what to export and the one file to write."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, Label, OptionList
+from textual.widgets.option_list import Option
+
+from hloscope.analysis.verdict import Verdict
+from hloscope.tui.export import ExportKind, available, default_path
+from hloscope.tui.load import Loaded
+
+
+class ExportScreen(ModalScreen[tuple[ExportKind, str] | None]):
+    """Pick a kind (the path follows it), edit the path, Enter writes."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "Cancel")]
+
+    def __init__(self, loaded: Loaded, verdict: Verdict | None) -> None:
+        super().__init__()
+        self.loaded = loaded
+        self.verdict = verdict
+        self.kinds = available()
+        self.kind = self.kinds[0]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="export-box"):
+            yield Label("export: choose what, then Enter in the path to write one file")
+            yield OptionList(*[Option(k.title) for k in self.kinds], id="export-kinds")
+            yield Input(value=default_path(self.loaded, self.kind, self.verdict), id="export-path")
+            if len(self.kinds) < 4:
+                yield Label("(not offered: renderers not in this installation)", id="export-missing")
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        self.kind = self.kinds[event.option_index]
+        self.query_one(Input).value = default_path(self.loaded, self.kind, self.verdict)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.query_one(Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss((self.kind, event.value.strip()))

@@ -1,0 +1,115 @@
+"""MainScreen: totals and memory on top; Transfers, Schedule and Computations tabs; the detail pane."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import Footer, LoadingIndicator, Static, TabbedContent, TabPane
+
+from hloscope.analysis.verdict import Verdict
+from hloscope.tui.load import Loaded
+from hloscope.tui.messages import InstructionHighlighted, TransferChosen, TransferHighlighted
+from hloscope.tui.rows import ScheduleLayout
+from hloscope.tui.widgets.detail import DetailPane
+from hloscope.tui.widgets.schedule import ScheduleView
+from hloscope.tui.widgets.summary import SummaryBar
+from hloscope.tui.widgets.transfers import TransferTable
+from hloscope.tui.widgets.tree import ComputationTree
+
+
+class MainScreen(Screen[None]):
+    """The browser. Data arrives by :meth:`set_loaded` once the app's worker is done."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("1", "tab('transfers')", "Transfers"),
+        Binding("2", "tab('schedule')", "Schedule"),
+        Binding("3", "tab('computations')", "Computations"),
+        Binding("tab", "app.focus_next", "Next pane", show=False),
+    ]
+
+    def __init__(self, label: str) -> None:
+        super().__init__()
+        self.label = label
+        self.loaded: Loaded | None = None
+        self.verdict: Verdict | None = None
+
+    def compose(self) -> ComposeResult:
+        yield SummaryBar(f"loading {self.label} ...", id="summary")
+        yield LoadingIndicator(id="loading")
+        with Horizontal(id="body"):
+            with TabbedContent(id="tabs", initial="transfers"):
+                with TabPane("Transfers [1]", id="transfers"):
+                    yield TransferTable(id="transfer-table")
+                with TabPane("Schedule [2]", id="schedule"):
+                    yield ScheduleView(id="schedule-view")
+                with TabPane("Computations [3]", id="computations"):
+                    yield ComputationTree(id="tree")
+            yield DetailPane(id="detail")
+        yield Static("", id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#body").display = False
+
+    def set_loaded(self, loaded: Loaded, time_axis: str) -> None:
+        self.loaded = loaded
+        report = loaded.report
+        self.query_one("#loading").display = False
+        self.query_one("#body").display = True
+        self.query_one(SummaryBar).set_report(report, loaded.memory)
+        view = self.query_one(ScheduleView)
+        view.time_axis = time_axis
+        view.set_layout(ScheduleLayout(report))
+        view.show(report.module.entry_name)
+        self.query_one(DetailPane).loaded = loaded
+        self.query_one(ComputationTree).set_report(report)
+        table = self.query_one(TransferTable)
+        table.set_report(report)
+        for note in report.notes:
+            self.notify(note, timeout=6)
+        if report.verdicts:
+            table.focus()
+        else:
+            self.query_one("#tabs", TabbedContent).active = "schedule"
+            view.focus()
+            self.set_status("no host transfers in this module; showing the entry computation's schedule")
+
+    def set_status(self, text: str) -> None:
+        self.query_one("#status", Static).update(text)
+
+    # -- navigation ------------------------------------------------------------
+
+    def action_tab(self, name: str) -> None:
+        self.query_one("#tabs", TabbedContent).active = name
+        widget = {"transfers": TransferTable, "schedule": ScheduleView, "computations": ComputationTree}[name]
+        self.query_one(widget).focus()
+
+    def show_place(self, computation: str, name: str | None) -> None:
+        """Open ``computation`` in the schedule with the cursor on ``name``."""
+        if self.loaded is None or computation not in self.loaded.report.module.computations:
+            return
+        v = self.verdict
+        keep = v if v is not None and (computation in {s.computation for s in v.window}
+                                       or computation == v.transfer.computation) else None
+        self.query_one("#tabs", TabbedContent).active = "schedule"
+        view = self.query_one(ScheduleView)
+        view.show(computation, name, keep)
+        view.focus()
+
+    def on_transfer_highlighted(self, message: TransferHighlighted) -> None:
+        self.query_one(DetailPane).show_verdict(message.verdict)
+
+    def on_transfer_chosen(self, message: TransferChosen) -> None:
+        v = message.verdict
+        self.verdict = v
+        self.show_place(v.transfer.computation, v.transfer.instruction.name)  # the app records history
+        self.set_status(f"window of {v.transfer.instruction.name}: {v.window_size} instruction(s), "
+                        f"{len(v.compute)} compute, {len(v.collectives)} collective(s); n / N: next / previous "
+                        "op in the window")
+
+    def on_instruction_highlighted(self, message: InstructionHighlighted) -> None:
+        self.query_one(DetailPane).show_instruction(message.instruction)

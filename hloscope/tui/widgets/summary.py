@@ -1,0 +1,56 @@
+"""SummaryBar: the step totals and the memory facts, always visible above the lists."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.widgets import Static
+
+from hloscope.analysis.kinds import VerdictKind
+from hloscope.analysis.report import Report
+from hloscope.render.table import human_bytes, human_us
+from hloscope.tui.format import VERDICT_STYLE
+
+
+def summary_text(report: Report, memory: Any) -> Text:
+    """Totals line, verdict counts, and memory (device allocation vs HBM, the largest buffers at peak)."""
+    s = report.summary
+    t = Text()
+    t.append(f"{report.module.name}", style="bold")
+    t.append(f" · target {report.target.name} · {s.transfers} transfers · to host "
+             f"{human_bytes(s.to_host_bytes_per_step)}/step · to device {human_bytes(s.to_device_bytes_per_step)}"
+             f"/step · exposed ~{human_us(s.est_exposed_us_per_step)}/step (estimate)\n")
+    for k, n in s.by_verdict.items():
+        if n or k is not VerdictKind.UNSCHEDULED:
+            t.append(f"{k.value} {n}", style=VERDICT_STYLE[k])
+            t.append("  ")
+    t.append("\n")
+    t.append_text(memory_text(memory))
+    return t
+
+
+def memory_text(memory: Any) -> Text:
+    t = Text()
+    if memory is None:
+        t.append("memory: not known for a bare HLO file (open an `hloscope compile` artifact folder or use "
+                 "--workload)", style="dim")
+        return t
+    fits = memory.fits
+    t.append("memory: device allocation ")
+    t.append(human_bytes(memory.device_allocation_bytes), style="bold")
+    t.append(f" of {human_bytes(memory.hbm_bytes)} HBM: ")
+    t.append("fits" if fits else f"does NOT fit (+{human_bytes(memory.pressure.excess_bytes)})",
+             style="bold #a3be8c" if fits else "bold #bf616a")
+    t.append(f" · host {human_bytes(memory.host_bytes)}")
+    if memory.top_buffers:
+        t.append(" · largest at peak: ")
+        t.append(", ".join(f"{human_bytes(b.size_bytes)} {b.role.value}" for b in memory.top_buffers[:3]))
+    return t
+
+
+class SummaryBar(Static):
+    """Totals and memory facts of the loaded report."""
+
+    def set_report(self, report: Report, memory: Any) -> None:
+        self.update(summary_text(report, memory))

@@ -1,0 +1,114 @@
+"""TransferTable: every host transfer, one row each; sortable and filterable by verdict and direction."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.binding import Binding, BindingType
+from textual.widgets import DataTable
+
+from hloscope.analysis.kinds import VERDICT_ORDER, Direction, VerdictKind
+from hloscope.analysis.report import Report
+from hloscope.analysis.verdict import Verdict
+from hloscope.render.table import human_bytes, human_us
+from hloscope.tui.format import VERDICT_STYLE, arrow, checkpoint_name
+from hloscope.tui.messages import TransferChosen, TransferHighlighted
+
+#: Sort orders: (label, key over (schedule index, verdict)).
+SORTS: tuple[tuple[str, Callable[[tuple[int, Verdict]], Any]], ...] = (
+    ("schedule", lambda iv: iv[0]),
+    ("exposed time", lambda iv: -iv[1].est_exposed_us * iv[1].transfer.executions),
+    ("bytes", lambda iv: -iv[1].transfer.bytes * iv[1].transfer.executions),
+    ("verdict", lambda iv: (VERDICT_ORDER.index(iv[1].verdict), iv[0])),
+    ("name", lambda iv: iv[1].transfer.instruction.name),
+)
+VERDICT_FILTERS: tuple[VerdictKind | None, ...] = (None, *VERDICT_ORDER)
+DIRECTION_FILTERS: tuple[Direction | None, ...] = (None, Direction.TO_HOST, Direction.TO_DEVICE)
+COLUMNS = ("transfer", "checkpoint", "dir", "bytes", "x/step", "verdict", "~exposed/step", "source")
+
+
+class TransferTable(DataTable[Any]):
+    """Host transfers of a report. ``s`` cycles the sort, ``v`` the verdict filter, ``d`` the direction."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("s", "cycle_sort", "Sort"),
+        Binding("v", "cycle_verdict", "Verdict filter"),
+        Binding("d", "cycle_direction", "Direction filter"),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        self.report: Report | None = None
+        self.sort_index = 0
+        self.verdict_filter: VerdictKind | None = None
+        self.direction_filter: Direction | None = None
+        self.shown: list[Verdict] = []
+
+    def on_mount(self) -> None:
+        self.add_columns(*COLUMNS)
+
+    def set_report(self, report: Report) -> None:
+        self.report = report
+        self.refill()
+
+    @property
+    def state(self) -> str:
+        """The sort and filters, in words (shown in the table's border)."""
+        v = self.verdict_filter.value if self.verdict_filter else "all"
+        d = self.direction_filter.value if self.direction_filter else "both"
+        return f"sorted by {SORTS[self.sort_index][0]} · verdict: {v} · direction: {d}"
+
+    def refill(self, keep: Verdict | None = None) -> None:
+        if self.report is None:
+            return
+        report = self.report
+        rows = [(i, v) for i, v in enumerate(report.verdicts)
+                if (self.verdict_filter is None or v.verdict is self.verdict_filter)
+                and (self.direction_filter is None or v.transfer.direction is self.direction_filter)]
+        rows.sort(key=SORTS[self.sort_index][1])
+        self.shown = [v for _, v in rows]
+        self.clear()
+        for i, v in rows:
+            t = v.transfer
+            loc = report.source(v)
+            exposed = v.est_exposed_us * t.executions
+            self.add_row(t.instruction.name, checkpoint_name(t), arrow(t.direction), human_bytes(t.bytes),
+                         str(t.executions), Text(v.verdict.value, style=VERDICT_STYLE[v.verdict]),
+                         human_us(exposed) if exposed > 0 else "-", str(loc) if loc else "-", key=str(i))
+        self.border_title = f"transfers {len(self.shown)}/{len(report.verdicts)}"
+        self.border_subtitle = self.state
+        if keep is not None and keep in self.shown:
+            self.move_cursor(row=self.shown.index(keep))
+
+    @property
+    def selected(self) -> Verdict | None:
+        if not self.shown or not 0 <= self.cursor_row < len(self.shown):
+            return None
+        return self.shown[self.cursor_row]
+
+    def action_cycle_sort(self) -> None:
+        self.sort_index = (self.sort_index + 1) % len(SORTS)
+        self.refill(self.selected)
+
+    def action_cycle_verdict(self) -> None:
+        i = VERDICT_FILTERS.index(self.verdict_filter)
+        self.verdict_filter = VERDICT_FILTERS[(i + 1) % len(VERDICT_FILTERS)]
+        self.refill(self.selected)
+
+    def action_cycle_direction(self) -> None:
+        i = DIRECTION_FILTERS.index(self.direction_filter)
+        self.direction_filter = DIRECTION_FILTERS[(i + 1) % len(DIRECTION_FILTERS)]
+        self.refill(self.selected)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        v = self.selected
+        if v is not None:
+            self.post_message(TransferHighlighted(v))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        v = self.selected
+        if v is not None:
+            self.post_message(TransferChosen(v))

@@ -29,10 +29,11 @@ def _commands() -> dict[str, Command]:
     from hloscope.cli.dot import DotCommand
     from hloscope.cli.sweep import SweepCommand
     from hloscope.cli.targets import TargetsCommand
+    from hloscope.cli.tui import TuiCommand
 
     return {"analyze": AnalyzeCommand(), "check": CheckCommand(), "compile": CompileCommand(), "diff": DiffCommand(),
             "dot": DotCommand(),
-            "sweep": SweepCommand(), "targets": TargetsCommand()}
+            "sweep": SweepCommand(), "targets": TargetsCommand(), "tui": TuiCommand()}
 
 
 class _Parser(argparse.ArgumentParser):

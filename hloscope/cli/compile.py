@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
 from hloscope.cli.analyze import add_report_options, emit_report, prepare_report
-from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, HloscopeError
+from hloscope.render.units import human_bytes
 
 
 def add_compile_options(p: argparse.ArgumentParser) -> None:
@@ -46,11 +48,17 @@ class CompileCommand:
 
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
         src = p.add_mutually_exclusive_group()
-        src.add_argument("--workload", default="llama", help="mlp, llama, deepseek or a preset (default llama)")
+        src.add_argument("--workload", "--preset", default="llama",
+                         help="mlp, llama, deepseek or a preset such as llama3-405b (default llama)")
         src.add_argument("--fn", metavar="MODULE:FUNCTION", help="your own step function")
         p.add_argument("--args", default="", metavar="SPEC",
                        help="with --fn: abstract arguments, e.g. 'bf16[512,1024]@fsdp,None; bf16[64,512]@fsdp'")
         p.add_argument("--out", default="", metavar="DIR", help="artifact folder (default hloscope-out/NAME)")
+        p.add_argument("--what-if-memory", type=float, metavar="GB",
+                       help="also compile with this much HBM (decimal GB, e.g. 186) and show which windows open "
+                            "or close")
+        p.add_argument("--require-fit", action="store_true",
+                       help="exit 1 when the step's device allocation does not fit in the target's HBM")
         add_compile_options(p)
         add_report_options(p)
 
@@ -59,7 +67,6 @@ class CompileCommand:
 
         from hloscope.compile.artifacts import manifest, write_artifacts
         from hloscope.render import render_to_string
-        from hloscope.render.table import human_bytes
 
         req = prepare_report(args)  # fail fast on a bad name, before importing jax
         if args.fn:
@@ -83,19 +90,48 @@ class CompileCommand:
             **result.extra_files,
         }
         out = write_artifacts(Path(args.out or f"hloscope-out/{name}"), files)
-        m = result.memory
-        hbm = report.target.device_memory_size
-        fits = "fits" if m["peak_memory_in_bytes"] <= hbm else "does NOT fit"
-        trailer = (f"memory per device: peak {human_bytes(m['peak_memory_in_bytes'])} ({fits} in "
-                   f"{human_bytes(hbm)} of HBM), host {human_bytes(m['host_total_bytes'])}; "
-                   f"compiled in {result.compile_seconds:.1f} s; artifacts in {out}\n")
+        trailer = f"compiled in {result.compile_seconds:.1f} s; artifacts in {out}\n"
         offloaded = report.summary.to_host_bytes_per_step
-        if offloaded != m["host_total_bytes"]:
+        host = result.memory["host_total_bytes"]
+        if offloaded != host:
             # XLA's host buffers hold each offloaded slice once; a gap means transfers
             # hloscope did not recognise, or host memory used for something else.
             trailer += (f"note: the transfers found move {human_bytes(offloaded)} to host per step, XLA "
-                        f"reserved {human_bytes(m['host_total_bytes'])} of host memory\n")
-        return emit_report(report, req, trailer)
+                        f"reserved {human_bytes(host)} of host memory\n")
+        if args.what_if_memory is not None:
+            trailer += self._what_if(args, report)
+        code = emit_report(report, req, trailer)
+        if args.require_fit and report.memory is not None and not report.memory.fits:
+            m = report.memory
+            print(f"hloscope: the step does not fit: device allocation {human_bytes(m.device_allocation_bytes)} > "
+                  f"{human_bytes(m.hbm_bytes)} of HBM (--require-fit)", file=sys.stderr)
+            return EXIT_CHECK_FAILED
+        return code
+
+    def _what_if(self, args: argparse.Namespace, report: Any) -> str:
+        """Compile again with another HBM size; list the transfers whose window or verdict changed."""
+        from hloscope.compile.whatif import compare_reports
+
+        if args.fn:
+            raise HloscopeError("--what-if-memory works with --workload (built-in steps) only", EXIT_BAD_INPUT)
+        from hloscope.compile.jobs import compile_workload
+
+        gb = args.what_if_memory
+        _, other, _ = compile_workload(args.workload, parse_sets(args.set), args.policy, args.target, args.devices,
+                                       args.lhs, args.pipelined_offload, args.xla_flag, int(gb * 1e9))
+        changes = compare_reports(report, other)
+        opened = (sum(c.window_before > 0 for c in changes), sum(c.window_after > 0 for c in changes))
+        hbm = report.target.device_memory_size
+        lines = ["", f"what if the GPU had {gb:g} GB ({human_bytes(gb * 1e9)}) of HBM instead of {human_bytes(hbm)}: "
+                     f"open windows {opened[0]} -> {opened[1]} of {len(changes)}"]
+        if other.memory is not None:
+            fits = "fits" if other.memory.fits else "does NOT fit"
+            lines.append(f"  device allocation {human_bytes(other.memory.device_allocation_bytes)} ({fits})")
+        for c in changes:
+            if (c.verdict_before, c.window_before) != (c.verdict_after, c.window_after):
+                lines.append(f"  {c.name}: {c.verdict_before or '-'} (window {c.window_before}) -> "
+                             f"{c.verdict_after or '-'} (window {c.window_after})")
+        return "\n".join(lines) + "\n"
 
     def _compile_fn(self, args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any]]:
         from hloscope.compile.jobs import compile_fn

@@ -97,11 +97,23 @@ def _run(job: Callable[..., Any], *args: Any) -> Any:
 
 
 def _analyze(result: Any, target: str) -> Any:
+    """The report of a compile, with its memory facts (device allocation, XLA's peak, live at peak)."""
+    import dataclasses
+
+    from hloscope.analysis.memory import memory_facts
     from hloscope.analysis.report import analyze_module
+    from hloscope.compile.deviceless import BUFFER_ASSIGNMENT_FILE, LIVE_AT_PEAK_FILE, MEMORY_REPORT_FILE
     from hloscope.hlo.parser import parse_hlo
     from hloscope.targets import get_target
 
-    return analyze_module(parse_hlo(result.optimized_hlo, "<compiled>"), get_target(target))
+    tgt = get_target(target)
+    module = parse_hlo(result.optimized_hlo, "<compiled>")
+    report = analyze_module(module, tgt)
+    files = result.extra_files
+    facts = memory_facts(result.memory, tgt, report_text=files.get(MEMORY_REPORT_FILE),
+                         buffer_assignment=files.get(BUFFER_ASSIGNMENT_FILE), module=module,
+                         live_range=files.get(LIVE_AT_PEAK_FILE), hbm_bytes=result.device_memory_size or None)
+    return dataclasses.replace(report, memory=facts)
 
 
 def _child(conn: Any, log_path: str, func: Callable[..., Any], args: tuple[Any, ...]) -> None:

@@ -7,24 +7,13 @@ from typing import TextIO
 from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.report import Report
 from hloscope.analysis.verdict import Verdict
+from hloscope.render.memory_text import memory_lines
 from hloscope.render.options import RenderOptions
+from hloscope.render.units import human_bytes, human_us
 from hloscope.render.why import explain
 
 
-def human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
-
-
-def human_us(us: float) -> str:
-    if us >= 1e6:
-        return f"{us / 1e6:.2f} s"
-    if us >= 1e3:
-        return f"{us / 1e3:.1f} ms"
-    return f"{us:.1f} us"
+__all__ = ["COLUMNS", "TableRenderer", "format_columns", "human_bytes", "human_us", "transfer_row", "window_cell"]
 
 
 def format_columns(headers: list[str], rows: list[list[str]]) -> list[str]:
@@ -105,5 +94,6 @@ class TableRenderer:
                              f"{human_bytes(lp.to_host_bytes)}, to device {human_bytes(lp.to_device_bytes)}")
         if s.unknown_trip_counts:
             lines.append("note: trip count unknown for " + ", ".join(s.unknown_trip_counts) + " (counted once)")
+        lines += memory_lines(report)
         lines.append("all *us figures are roofline estimates (docs/cost-model.md), not measurements")
         return lines

@@ -1,0 +1,51 @@
+"""Memory facts in words: device allocation vs HBM, XLA's peak, what is live at the peak,
+memory pressure tied to the windows it closed, and next steps. Used by the table report."""
+
+from __future__ import annotations
+
+from hloscope.analysis.kinds import Reason
+from hloscope.analysis.memory import MemoryFacts
+from hloscope.analysis.report import Report
+from hloscope.render.units import human_bytes
+
+
+def gib(n: float) -> str:
+    """Memory in GiB (binary), the one unit of memory in reports; small figures in smaller units."""
+    return human_bytes(n)
+
+
+def memory_lines(report: Report, top: int = 3) -> list[str]:
+    m: MemoryFacts | None = report.memory
+    if m is None:
+        return []
+    fits = "fits" if m.fits else "does NOT fit"
+    lines = [f"memory per device: device allocation {gib(m.device_allocation_bytes)} ({fits} in "
+             f"{gib(m.hbm_bytes)} of HBM; arguments {gib(m.argument_bytes)} + temporaries {gib(m.temp_bytes)}"
+             f" + outputs not aliased {gib(m.output_bytes - m.alias_bytes)}), host {gib(m.host_bytes)}"
+             + (f"; XLA's peak {gib(m.xla_peak_bytes)}" if m.xla_peak_bytes else "")]
+    if m.xla_peak_counts_host:
+        lines.append(f"  XLA's peak_memory_in_bytes counts pinned-host buffers ({m.xla_peak_reason}); the device "
+                     "allocation is what HBM must hold")
+    if m.top_buffers:
+        lines.append("  largest device buffers live at the peak:")
+        for b in m.top_buffers[:top]:
+            where = f" [{b.source}]" if b.source else ""
+            detail = f", {b.detail}" if b.detail else ""
+            lines.append(f"    {gib(b.size_bytes):>10}  {b.role}{detail}: {b.position} {b.shape}{where}")
+    p = m.pressure
+    if p.over_hbm or p.over_scheduler_limit:
+        closed = [v for v in report.verdicts if v.reason is Reason.EMPTY_WINDOW]
+        asyncs = [v for v in report.verdicts if v.transfer.is_async]
+        limit = (f"the device allocation exceeds HBM by {gib(p.excess_bytes)}" if p.over_hbm else
+                 f"temporaries exceed the scheduler's memory limit of {gib(p.scheduler_limit_bytes)}")
+        lines.append(f"memory pressure: {limit}, so XLA produced this schedule over its memory limit; its "
+                     "scheduler then trades overlap for memory (it closes async windows to shorten live ranges)"
+                     + (f": {len(closed)} of {len(asyncs)} async transfer(s) have their done right after the "
+                        "start" if asyncs else ""))
+        if p.over_hbm:
+            lines.append("  the step would not run on this target as compiled (out of device memory)")
+    if m.next_steps:
+        lines.append("next steps:")
+        for s in m.next_steps:
+            lines.append(f"  - {s.action} ({s.via}): {s.because}")
+    return lines

@@ -307,6 +307,10 @@ def _classify(position: str, space: int, shape: Shape | None, index: _ModuleInde
         return Role.OFFLOADED, "", name, "", ""
     ins = index.by_name.get(name) if index is not None else None
     if ins is None or index is None:
+        # compiled.as_text() prints async collectives in their sugared form, so the op inside
+        # (``reduce-scatter.4``) is named in the dump but not in the module: go by its name.
+        if name.startswith(_COLLECTIVES):
+            return Role.COLLECTIVE, name.rsplit(".", 1)[0], name, "", ""
         if vocab_size and shape is not None and shape.dims and shape.dims[-1] == vocab_size:
             return Role.LOGITS, "", name, "", ""
         return Role.TEMPORARY, "", name, "", ""
@@ -332,7 +336,8 @@ def _classify(position: str, space: int, shape: Shape | None, index: _ModuleInde
             return (Role.SAVED_ACTIVATIONS, detail, *where)
         if "transpose(" in loop_op:
             return (Role.LOOP_CARRIED, detail, *where)
-    if vocab_size and shape is not None and shape.dims and shape.dims[-1] == vocab_size:
+    # Logits are computed once, after the layer loop: only outside loop bodies.
+    if vocab_size and shape is not None and shape.dims and shape.dims[-1] == vocab_size and "/while/" not in op_name:
         return (Role.LOGITS, op_name, *where)
     return (Role.TEMPORARY, op_name.rsplit("/", 1)[-1], *where)
 

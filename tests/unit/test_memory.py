@@ -1,0 +1,180 @@
+"""Memory facts on real dumps (fixtures/memory/, made by fixtures/generate_memory.py).
+
+Every figure asserted here was read by hand from the fixture files; the arithmetic
+beside each one says how.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hloscope.analysis.memory import (
+    Action,
+    MemoryFacts,
+    Role,
+    bytes_by_role,
+    memory_facts,
+    parse_assigned_values,
+    parse_live_at_peak,
+    peak_buffers,
+    report_space_totals,
+    scheduler_memory_limit,
+)
+from hloscope.hlo.parser import parse_hlo
+from hloscope.targets import get_target
+
+MEMORY = Path(__file__).resolve().parents[2] / "fixtures" / "memory"
+
+
+@cache
+def _files(name: str) -> dict[str, Any]:
+    d = MEMORY / name
+    return {
+        "meta": json.loads((d / "memory.json").read_text()),
+        "report": (d / "memory-usage-report.txt").read_text(),
+        "live": (d / "live-range-at-peak.txt").read_text(),
+        "assignment": (d / "buffer-assignment-at-peak.txt").read_text(),
+        "module": parse_hlo((d / "optimized.hlo.txt").read_text(), str(d / "optimized.hlo.txt")),
+    }
+
+
+@cache
+def _facts(name: str) -> MemoryFacts:
+    f = _files(name)
+    return memory_facts(f["meta"]["memory"], get_target("h100-sxm"), f["report"], f["assignment"], f["module"],
+                        f["live"], vocab_size=f["meta"]["config"].get("vocab"))
+
+
+def test_mlp_device_allocation_and_xla_peak() -> None:
+    m = _facts("mlp_offload")
+    # memory.json: arguments 5,251,072 + temporaries 5,176,896 + outputs 5,242,940 - aliased 5,242,880.
+    assert m.device_allocation_bytes == 10_428_028
+    # XLA's peak (10,420,308) is below the allocation: the device heap is the largest trace.
+    assert m.xla_peak_bytes == 10_420_308 and not m.xla_peak_counts_host
+    # 4 layers x (8 x 1024) bf16 offloaded.
+    assert m.host_bytes == m.host_temp_bytes == 4 * 8 * 1024 * 2
+    assert m.fits and m.hbm_bytes == 80 * 2**30
+    assert m.next_steps == ()
+
+
+def test_memory_usage_report_totals() -> None:
+    # "Memory Space: default (color=0) / Total bytes: 10428170" and "cmem (color=5) / 65536".
+    assert report_space_totals(_files("mlp_offload")["report"]) == {0: 10_428_170, 5: 65_536}
+    assert _facts("llama_offload_big_host").report_space_bytes == {0: 224_832_530, 5: 201_326_592}
+
+
+def test_live_at_peak_list() -> None:
+    live = parse_live_at_peak(_files("mlp_offload")["live"])
+    assert live is not None
+    # "Live ranges at 157 (peak):" ... "Stack trace breakdown for peak usage: 9 420 944 bytes".
+    assert live.schedule_point == 157 and live.total_bytes == 9_420_944
+    assert live.values[0] == ("gemm_fusion_dot.8{}", 1_048_576)
+    assert ("wrapped_dynamic-update-slice.1{}", 65_536) in live.values
+    assert parse_live_at_peak("HloLiveRange (max 3):\n  InstructionSequence:\n") is None
+
+
+def test_assigned_values_space_and_shape() -> None:
+    values = parse_assigned_values(_files("mlp_offload")["assignment"])
+    # " value: <325 wrapped_dynamic-update-slice.1 @5> (size=65536,offset=0): bf16[4,8,1024]{2,1,0:S(5)}"
+    assert values["wrapped_dynamic-update-slice.1"] == (5, "bf16[4,8,1024]{2,1,0:S(5)}")
+    # The live-range dump names it "...{}"; both spellings resolve.
+    assert values["wrapped_dynamic-update-slice.1{}"] == values["wrapped_dynamic-update-slice.1"]
+    assert values["while.26{3}"] == (0, "bf16[4,8,512]{2,1,0}")
+
+
+@pytest.mark.parametrize(("fixture", "position", "role", "space", "size", "detail"), [
+    # mlp: Adam's first moment of w_in is an argument; its name comes from the parameter's op_name.
+    ("mlp_offload", "param.7{}", Role.ARGUMENT, 0, 1_048_576, "m['w_in']"),
+    # The forward loop's carried residual stack: 4 layers x 8 x 512 bf16 = 32,768 bytes.
+    ("mlp_offload", "while.26{3}", Role.SAVED_ACTIVATIONS, 0, 32_768, "while.26, stacked over 4 layers"),
+    ("mlp_offload", "wrapped_dynamic-update-slice.1{}", Role.OFFLOADED, 5, 65_536, ""),
+    # Inside the sugared reduce-scatter-start: named in the dump, not in compiled.as_text().
+    ("mlp_offload", "reduce-scatter.4{0}", Role.COLLECTIVE, 0, 131_072, "reduce-scatter"),
+    # llama: Q of 32 layers offloaded, 32 x 2 x 256 x 32 heads x 128 x 2 bytes.
+    ("llama_offload_big_host", "wrapped_dynamic-update-slice{}", Role.OFFLOADED, 5, 134_217_728, ""),
+    ("llama_offload_big_host", "loop_peel_param{5}", Role.SAVED_ACTIVATIONS, 0, 8_388_608,
+     "while.44, stacked over 32 layers"),
+])
+def test_roles_of_live_values(fixture: str, position: str, role: Role, space: int, size: int, detail: str) -> None:
+    f = _files(fixture)
+    live = parse_live_at_peak(f["live"])
+    assert live is not None
+    by = {b.position: b for b in peak_buffers(live, parse_assigned_values(f["assignment"]), f["module"],
+                                              f["meta"]["config"].get("vocab"))}
+    b = by[position]
+    assert (b.role, b.memory_space, b.size_bytes, b.detail) == (role, space, size, detail)
+
+
+def test_attention_scores_in_the_loop_are_not_logits() -> None:
+    # llama vocab is 1024 and gemm_fusion_dot.104 is bf16[16,128,1024], but inside the layer loop.
+    f = _files("llama_offload_big_host")
+    live = parse_live_at_peak(f["live"])
+    assert live is not None
+    by = {b.position: b for b in peak_buffers(live, parse_assigned_values(f["assignment"]), f["module"], 1024)}
+    assert by["gemm_fusion_dot.104{}"].role is Role.TEMPORARY
+    assert by["gemm_fusion_dot.104{}"].source.endswith("common.py:115")
+
+
+def test_big_host_heap_makes_xla_peak_count_host() -> None:
+    m = _facts("llama_offload_big_host")
+    # arguments 121,412,096 + temporaries 103,419,584 + outputs 121,408,300 - aliased 121,408,000.
+    assert m.device_allocation_bytes == 224_831_980
+    # 32 layers x 2 x 256 tokens x (32 + 8 + 8 heads) x 128 x 2 bytes of Q/K/V in pinned host memory.
+    assert m.host_temp_bytes == 32 * 2 * 256 * 48 * 128 * 2 == 201_326_592
+    # XLA's peak 322,739,004 = arguments and non-aliased outputs (121,412,396) + 201,326,608:
+    # the host heap (plus 16 bytes), not the device one.
+    assert m.xla_peak_bytes == 322_739_004 > m.device_allocation_bytes
+    assert m.xla_peak_counts_host and "host (S(5)) temporaries (201326592)" in m.xla_peak_reason
+    assert m.host_live_at_peak_bytes == m.host_temp_bytes
+    # Top device buffers exclude host ones and are sorted; the largest is a 16 MiB f32 temporary.
+    assert all(b.memory_space == 0 for b in m.top_buffers)
+    assert [b.size_bytes for b in m.top_buffers] == sorted((b.size_bytes for b in m.top_buffers), reverse=True)
+    assert m.top_buffers[0].position == "loop_broadcast_fusion.8{}" and m.top_buffers[0].size_bytes == 16_777_216
+
+
+def test_scheduler_limit_formula() -> None:
+    # (80 GiB x 80% - (arguments + non-aliased outputs)) x 95 / 100, by hand for the mlp step.
+    io = 5_251_072 + 5_242_940 - 5_242_880
+    assert scheduler_memory_limit(80 * 2**30, io) == (68_719_476_736 - io) * 95 // 100 == 65_278_514_323
+    assert _facts("mlp_offload").pressure.scheduler_limit_bytes == 65_278_514_323
+
+
+def test_pressure_and_next_steps_when_over_hbm() -> None:
+    f = _files("llama_offload_big_host")
+    # Same step, as if the GPU had 200 MB: 224,831,980 bytes do not fit.
+    m = memory_facts(f["meta"]["memory"], get_target("h100-sxm"), f["report"], f["assignment"], f["module"],
+                     f["live"], hbm_bytes=200_000_000, vocab_size=1024)
+    assert not m.fits and m.pressure.over_hbm and m.pressure.excess_bytes == 24_831_980
+    # 200 MB x 80% = 160 MB, minus 121,412,396 of arguments/outputs, x 95% = 36,658,223 < temporaries.
+    assert m.pressure.scheduler_limit_bytes == 36_658_223 and m.pressure.over_scheduler_limit
+    assert 0 < len(m.next_steps) <= 3
+    assert m.next_steps[0].action is Action.OFFLOAD_SAVED and "--policy offload" in m.next_steps[0].via
+
+
+def test_over_scheduler_limit_but_fits_suggests_slop() -> None:
+    f = _files("llama_offload_big_host")
+    # 250 MB of HBM: fits (224,831,980), but (200,000,000 - 121,412,396) x 95% = 74,658,223 < 103,419,584.
+    m = memory_facts(f["meta"]["memory"], get_target("h100-sxm"), hbm_bytes=250_000_000)
+    assert m.fits and m.pressure.over_scheduler_limit
+    assert m.next_steps[0].action is Action.RAISE_SLOP and "xla_gpu_memory_limit_slop_factor" in m.next_steps[0].via
+    assert m.top_buffers == () and m.live_at_peak is None
+
+
+def test_peak_not_from_xla_is_not_read() -> None:
+    mem = dict(_files("mlp_offload")["meta"]["memory"], peak_memory_from_xla=0)
+    m = memory_facts(mem, get_target("h100-sxm"))
+    assert m.xla_peak_bytes == 0 and not m.xla_peak_counts_host and m.xla_peak_reason == ""
+
+
+def test_bytes_by_role_sums_sizes() -> None:
+    m = _facts("llama_offload_big_host")
+    roles = bytes_by_role(m.top_buffers)
+    assert sum(roles.values()) == sum(b.size_bytes for b in m.top_buffers)
+    assert list(roles.values()) == sorted(roles.values(), reverse=True)
+    assert replace(m.top_buffers[0], size_bytes=1).size_bytes == 1  # frozen, copyable

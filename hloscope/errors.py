@@ -42,6 +42,3 @@ class HloParseError(HloscopeError):
         self.column = column
         self.path = path or "<text>"
         super().__init__(f"{self.path}:{line}:{column}: {message}")
-
-    def with_path(self, path: str) -> HloParseError:
-        return HloParseError(self.reason, self.line, self.column, path)

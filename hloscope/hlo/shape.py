@@ -100,7 +100,6 @@ class Shape:
 
 _ARRAY_RE = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
 _SPACE_RE = re.compile(r"S\((\d+)\)")
-_COMMENT_RE = re.compile(r"/\*.*?\*/")
 
 
 def _parse_at(text: str, pos: int) -> tuple[Shape, int]:
@@ -207,6 +206,3 @@ def shape_span(text: str, pos: int) -> int:
         i += 1
     raise ShapeError("unterminated tuple shape", pos)
 
-
-def strip_comments(text: str) -> str:
-    return _COMMENT_RE.sub("", text)

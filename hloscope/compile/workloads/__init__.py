@@ -18,16 +18,15 @@ from hloscope.errors import EXIT_BAD_INPUT, EXIT_UNKNOWN_NAME, HloscopeError
 @dataclass(frozen=True)
 class Workload:
     name: str
-    config_class: type
     presets: dict[str, Any]
     default_preset: str
     build: Callable[[Any, Any], tuple[Any, tuple[Any, ...]]]
 
 
 WORKLOADS: dict[str, Workload] = {
-    "mlp": Workload("mlp", mlp.MlpConfig, mlp.PRESETS, "mlp-tiny", mlp.build),
-    "llama": Workload("llama", llama.LlamaConfig, llama.PRESETS, "llama-tiny", llama.build),
-    "deepseek": Workload("deepseek", deepseek.DeepSeekConfig, deepseek.PRESETS, "deepseek-tiny", deepseek.build),
+    "mlp": Workload("mlp", mlp.PRESETS, "mlp-tiny", mlp.build),
+    "llama": Workload("llama", llama.PRESETS, "llama-tiny", llama.build),
+    "deepseek": Workload("deepseek", deepseek.PRESETS, "deepseek-tiny", deepseek.build),
 }
 
 

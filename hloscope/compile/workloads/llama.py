@@ -34,11 +34,6 @@ class LlamaConfig:
     def offloaded_names(self) -> tuple[str, ...]:
         return ("query_proj", "key_proj", "value_proj")
 
-    def offloaded_bytes_per_layer(self, devices: int) -> int:
-        """Bytes of Q, K and V (bf16) one device saves per layer under ``offload``."""
-        tokens = self.batch * self.seq
-        return 2 * tokens * (self.heads + 2 * self.kv_heads) * self.head_dim
-
 
 PRESETS = {
     "llama-tiny": LlamaConfig(),

@@ -1,0 +1,677 @@
+"""Simulate one training step along its schedule: when each op runs, and who waits.
+
+Pass: ``simulate_step(module, cost, pairs, transfers, callgraph) -> Timeline``.
+
+The scheduled order of the entry computation is replayed with separate
+resources, all in microseconds from the start of the step:
+
+- ``compute``: one stream; each op runs for its roofline time
+  (:class:`~hloscope.analysis.cost.CostModel`), one after the other. A done
+  blocks it until its async operation has finished: that wait is the op's
+  *exposed* time. A synchronous collective or host copy blocks it for its whole
+  duration.
+- ``collective``: one stream for async collectives (NCCL runs them in order);
+  each starts when issued and the stream is free, for ``bytes / interconnect``.
+- ``async``: other async ops (not transfers, not collectives), in order.
+- ``host link D->H`` / ``host link H->D``: one per direction. Transfers on one
+  link share its bandwidth while they overlap (each of n gets 1/n), at the
+  per-GPU bandwidth of ``Target.host_link_bandwidth``.
+
+A while loop runs its body once per trip, carrying in-flight operations across
+the back edge, so a transfer started in one iteration and finished in the next
+is timed as the schedule runs it. Iterations are simulated until two in a row
+take the same time with the same waits (at least 2, at most
+``max_iterations``); the rest are extrapolated from the last one, every clock
+shifted by the remaining iterations times its duration, and the
+:class:`LoopRun` says so. A ``call`` runs its callee; a ``conditional`` its most
+expensive branch. Launch overheads, HBM contention between a transfer and
+compute, and collective algorithms are not modelled (docs/simulation.md).
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from hloscope.analysis.callgraph import CallGraph, trip_count
+from hloscope.analysis.cost import CostModel
+from hloscope.analysis.kinds import Direction, VerdictKind
+from hloscope.analysis.opclass import collective_kind, is_done, is_free, is_start
+from hloscope.analysis.pairs import AsyncPair
+from hloscope.analysis.transfers import HostTransfer
+from hloscope.hlo.model import Instruction, Module
+
+COMPUTE = "compute"
+COLLECTIVE = "collective"
+ASYNC = "async"
+LINK_TO_HOST = "host link D->H"
+LINK_TO_DEVICE = "host link H->D"
+RESOURCES = (COMPUTE, COLLECTIVE, ASYNC, LINK_TO_HOST, LINK_TO_DEVICE)
+
+
+class SliceKind(StrEnum):
+    """What a slice of a resource's time was spent on."""
+
+    COMPUTE = "compute"  # an op on the compute stream
+    WAIT = "wait"  # the compute stream waiting at a done (or for a synchronous op)
+    COLLECTIVE = "collective"  # a collective on the collective stream
+    ASYNC = "async"  # another async op on its own stream
+    TRANSFER = "transfer"  # a host transfer on a link
+    EXTRAPOLATED = "extrapolated"  # loop iterations not simulated, taken as the last one
+
+
+@dataclass(frozen=True, slots=True)
+class Slice:
+    """One interval of one resource.
+
+    resource: one of ``RESOURCES``. start_us / end_us: from the start of the step.
+    computation / name: the instruction (the start of an async op; for a wait,
+    the done). kind: :class:`SliceKind`. bytes: bytes moved (transfers,
+    collectives) or HBM bytes (compute); 0 for waits. iteration: 0-based
+    iteration of the innermost enclosing loop, -1 outside loops.
+    """
+
+    resource: str
+    start_us: float
+    end_us: float
+    computation: str
+    name: str
+    kind: SliceKind
+    bytes: int
+    iteration: int = -1
+
+
+@dataclass(frozen=True)
+class TransferTiming:
+    """The simulated timing of one host transfer.
+
+    Times are those of its last simulated execution (the steady state for a
+    loop; extrapolated iterations are not replayed), from the start of the
+    step, in microseconds. transfer_us: its bytes
+    alone on the link. duration_us: issue to finish, longer when it shares the
+    link. wait_us: how long the compute stream waited at its done in that
+    execution; wait_us_per_step: summed over all ``executions`` (extrapolated
+    ones included). beside_*: what ran while it was in flight (names of compute
+    ops, collectives, other transfers on the same link); compute_beside_us: the
+    compute time among them. matched: a done was found and reached.
+    """
+
+    computation: str
+    start: str
+    done: str | None
+    done_computation: str | None
+    direction: Direction
+    bytes: int
+    is_async: bool
+    executions: int
+    transfer_us: float
+    issue_us: float
+    finish_us: float
+    done_us: float
+    wait_us: float
+    wait_us_per_step: float
+    beside_compute: tuple[str, ...] = ()
+    beside_collectives: tuple[str, ...] = ()
+    beside_transfers: tuple[str, ...] = ()
+    compute_beside_us: float = 0.0
+    matched: bool = True
+
+    @property
+    def duration_us(self) -> float:
+        return self.finish_us - self.issue_us
+
+    @property
+    def mean_wait_us(self) -> float:
+        """Wait at the done per execution, averaged over the step."""
+        return self.wait_us_per_step / self.executions if self.executions else 0.0
+
+
+@dataclass(frozen=True)
+class LoopRun:
+    """How one while loop was simulated (once per run of its caller; the last run).
+
+    computation / instruction: the while op. body: its body computation.
+    trip_count: iterations per run (1 when unknown: ``trip_known`` False).
+    simulated: iterations simulated; extrapolated: the rest were taken as the
+    last one; steady: the last two simulated iterations matched (time and waits).
+    iteration_us: the last simulated iteration's duration.
+    """
+
+    computation: str
+    instruction: str
+    body: str
+    trip_count: int
+    trip_known: bool
+    simulated: int
+    extrapolated: bool
+    steady: bool
+    iteration_us: float
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """The simulated step.
+
+    slices: per resource (``RESOURCES`` that were used), in start order.
+    transfers: per transfer, keyed by (computation, start instruction name).
+    step_us: the step's estimated time. compute_us: time the compute stream ran
+    ops. exposed_transfer_us / exposed_collective_us / other_wait_us: time it
+    waited for transfers / collectives / other async ops (synchronous ones
+    included); the four add up to step_us. loops: every loop run simulated, and
+    how. link_mode: ``achieved`` or ``peak``. scheduled: the module carried a
+    schedule (otherwise text order was replayed).
+    """
+
+    slices: dict[str, tuple[Slice, ...]]
+    transfers: dict[tuple[str, str], TransferTiming]
+    step_us: float
+    compute_us: float
+    exposed_transfer_us: float
+    exposed_collective_us: float
+    other_wait_us: float
+    loops: tuple[LoopRun, ...]
+    link_mode: str
+    scheduled: bool
+
+    @property
+    def extrapolated(self) -> bool:
+        """Some loop iterations were extrapolated rather than simulated."""
+        return any(lp.extrapolated for lp in self.loops)
+
+    def self_check(self) -> None:
+        """Invariants (used by tests): slices inside the step and in order per
+        resource; the four totals add up to the step time."""
+        eps = 1e-6 * max(1.0, self.step_us)
+        for res, slices in self.slices.items():
+            last = -1.0
+            for s in slices:
+                assert -eps <= s.start_us <= s.end_us <= self.step_us + eps, (res, s)
+                assert s.start_us >= last - eps, (res, s)
+                last = s.start_us
+        total = self.compute_us + self.exposed_transfer_us + self.exposed_collective_us + self.other_wait_us
+        assert abs(total - self.step_us) <= eps, (total, self.step_us)
+
+
+# -- verdicts from the simulated wait -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WaitThresholds:
+    """When a simulated wait makes a transfer hidden, partial or exposed.
+
+    hidden_at_most: exposed fraction of the transfer's time at or below which it is hidden.
+    exposed_at_least: exposed fraction at or above which it is exposed.
+    """
+
+    hidden_at_most: float = 0.05
+    exposed_at_least: float = 0.95
+
+
+DEFAULT_THRESHOLDS = WaitThresholds()
+
+
+def verdict_from_wait(transfer_us: float, exposed_us: float,
+                      thresholds: WaitThresholds = DEFAULT_THRESHOLDS) -> VerdictKind:
+    """``hidden`` when the compute stream waits at most 5% of the transfer's own
+    time at its done, ``exposed`` when it waits at least 95%, else ``partial``.
+    Waits longer than the transfer (it shared the link) count as 100%."""
+    if transfer_us <= 0:
+        return VerdictKind.HIDDEN if exposed_us <= 0 else VerdictKind.EXPOSED
+    frac = min(1.0, max(0.0, exposed_us) / transfer_us)
+    if frac <= thresholds.hidden_at_most:
+        return VerdictKind.HIDDEN
+    if frac >= thresholds.exposed_at_least:
+        return VerdictKind.EXPOSED
+    return VerdictKind.PARTIAL
+
+
+# -- the simulation -------------------------------------------------------------------------------
+
+_EPS = 1e-9
+
+
+class _Flow:
+    """One transfer instance on a link: bytes left, issue and (once known) finish time."""
+
+    __slots__ = ("key", "remaining", "issue", "finish", "bytes")
+
+    def __init__(self, key: tuple[str, str], nbytes: int, issue: float) -> None:
+        self.key = key
+        self.bytes = nbytes
+        self.remaining = float(nbytes)
+        self.issue = issue
+        self.finish = -1.0
+
+
+class _Link:
+    """A host link in one direction: active flows share ``bw`` (bytes/us) equally."""
+
+    __slots__ = ("bw", "now", "active")
+
+    def __init__(self, bw: float) -> None:
+        self.bw = bw
+        self.now = 0.0
+        self.active: list[_Flow] = []
+
+    def advance(self, t: float, until: _Flow | None = None) -> None:
+        """Move the link's clock to ``t`` (or until ``until`` finishes), finishing flows."""
+        while self.active:
+            share = self.bw / len(self.active)
+            first = min(f.remaining for f in self.active)
+            dt = first / share
+            if until is None and self.now + dt > t:
+                moved = share * (t - self.now)
+                for f in self.active:
+                    f.remaining -= moved
+                self.now = t
+                return
+            self.now += dt
+            moved = share * dt
+            keep = []
+            for f in self.active:
+                f.remaining -= moved
+                if f.remaining <= first * 1e-12 + _EPS:
+                    f.remaining = 0.0
+                    f.finish = self.now
+                else:
+                    keep.append(f)
+            self.active = keep
+            if until is not None and until.finish >= 0:
+                return
+        self.now = max(self.now, t)
+
+    def add(self, flow: _Flow) -> None:
+        self.advance(flow.issue)
+        if flow.remaining <= 0:
+            flow.finish = flow.issue
+            return
+        self.active.append(flow)
+
+    def finish_of(self, flow: _Flow) -> float:
+        if flow.finish < 0:
+            self.advance(float("inf"), until=flow)
+        return flow.finish
+
+    def shift(self, dt: float) -> None:
+        self.now += dt
+        for f in self.active:
+            f.issue += dt
+
+
+class _Op:
+    """An in-flight async op: a link flow, or a stream op with a known finish."""
+
+    __slots__ = ("key", "flow", "link", "finish", "issue", "kind", "shifted")
+
+    def __init__(self, key: tuple[str, str], kind: str, issue: float, finish: float = -1.0,
+                 flow: _Flow | None = None, link: _Link | None = None) -> None:
+        self.key = key
+        self.kind = kind  # "transfer", "collective", "async"
+        self.issue = issue
+        self.finish = finish
+        self.flow = flow
+        self.link = link
+        self.shifted = False  # carried across extrapolated iterations
+
+    def finish_time(self) -> float:
+        if self.flow is not None and self.link is not None:
+            return self.link.finish_of(self.flow)
+        return self.finish
+
+
+# Step codes of a computation's precompiled program.
+_SKIP, _WORK, _START, _DONE, _SYNC_XFER, _SYNC_COLL, _WHILE, _CALL = range(8)
+
+
+@dataclass
+class _Acc:
+    compute: float = 0.0
+    xfer: float = 0.0
+    coll: float = 0.0
+    other: float = 0.0
+    execs: dict[tuple[str, str], int] = field(default_factory=dict)
+    waits: dict[tuple[str, str], float] = field(default_factory=dict)
+
+
+@dataclass
+class _Last:
+    """The last simulated execution of one transfer."""
+
+    issue: float = 0.0
+    finish: float = 0.0
+    done_at: float = 0.0
+    wait: float = 0.0
+    done: Instruction | None = None
+
+
+class _Sim:
+    def __init__(self, module: Module, cost: CostModel, pairs: list[AsyncPair], transfers: list[HostTransfer],
+                 link_mode: str, max_iterations: int, extrapolate: bool) -> None:
+        self.module = module
+        self.cost = cost
+        self.max_iterations = max(2, max_iterations)
+        self.extrapolate = extrapolate
+        self.transfers = {(t.computation, t.instruction.name): t for t in transfers}
+        self.starts_of: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        for p in pairs:
+            self.starts_of.setdefault((p.done.computation, p.done.name), []).append(
+                (p.start.computation, p.start.name))
+        tgt = cost.target
+        self.links = {
+            Direction.TO_HOST: _Link(tgt.host_link_bandwidth(Direction.TO_HOST, link_mode) / 1e6),
+            Direction.TO_DEVICE: _Link(tgt.host_link_bandwidth(Direction.TO_DEVICE, link_mode) / 1e6),
+        }
+        self.link_mode = link_mode
+        self.t = 0.0
+        self.coll_free = 0.0
+        self.async_free = 0.0
+        self.inflight: dict[tuple[str, str], list[_Op]] = {}
+        self.acc = _Acc()
+        self.last: dict[tuple[str, str], _Last] = {}
+        self.slices: dict[str, list[Slice]] = {r: [] for r in RESOURCES}
+        self.loops: dict[tuple[str, str], LoopRun] = {}
+        self.programs: dict[str, list[tuple[int, Instruction, float]]] = {}
+        self.iteration = -1
+
+    # -- programs: each computation's schedule, classified once ----------------------------------
+
+    def program(self, name: str) -> list[tuple[int, Instruction, float]]:
+        prog = self.programs.get(name)
+        if prog is not None:
+            return prog
+        prog = []
+        cost = self.cost
+        for ins in self.module.computations[name].instructions:
+            op = ins.opcode
+            key = (name, ins.name)
+            if op == "while":
+                prog.append((_WHILE, ins, 0.0))
+            elif op in ("call", "conditional"):
+                prog.append((_CALL, ins, 0.0))
+            elif is_start(ins):
+                prog.append((_START, ins, 0.0 if key in self.transfers else
+                             cost.collective_us(ins) if collective_kind(ins) else cost.op_cost(ins).us))
+            elif is_done(ins):
+                prog.append((_DONE, ins, 0.0))
+            elif key in self.transfers and not self.transfers[key].is_annotation:
+                prog.append((_SYNC_XFER, ins, 0.0))
+            elif op == "async-update" or is_free(ins):
+                continue
+            elif collective_kind(ins):
+                prog.append((_SYNC_COLL, ins, cost.collective_us(ins)))
+            else:
+                us = cost.op_cost(ins).us
+                if us > 0:
+                    prog.append((_WORK, ins, us))
+        self.programs[name] = prog
+        return prog
+
+    # -- running -----------------------------------------------------------------------------------
+
+    def run(self, name: str) -> None:
+        slices = self.slices
+        for code, ins, us in self.program(name):
+            if code == _WORK:
+                slices[COMPUTE].append(Slice(COMPUTE, self.t, self.t + us, name, ins.name, SliceKind.COMPUTE,
+                                             self.cost.moved_bytes(ins).device, self.iteration))
+                self.t += us
+                self.acc.compute += us
+            elif code == _START:
+                self._start(name, ins, us)
+            elif code == _DONE:
+                self._done(name, ins)
+            elif code == _WHILE:
+                self._while(name, ins)
+            elif code == _CALL:
+                self._call(ins)
+            elif code == _SYNC_XFER:
+                self._sync_transfer(name, ins)
+            elif code == _SYNC_COLL:
+                begin = max(self.t, self.coll_free)
+                end = begin + us
+                self.coll_free = end
+                slices[COLLECTIVE].append(Slice(COLLECTIVE, begin, end, name, ins.name, SliceKind.COLLECTIVE,
+                                                _collective_bytes(ins), self.iteration))
+                self._wait(name, ins.name, end, "collective")
+
+    def _wait(self, comp: str, name: str, until: float, kind: str) -> float:
+        w = until - self.t
+        if w <= 0:
+            return 0.0
+        self.slices[COMPUTE].append(Slice(COMPUTE, self.t, until, comp, name, SliceKind.WAIT, 0, self.iteration))
+        self.t = until
+        if kind == "transfer":
+            self.acc.xfer += w
+        elif kind == "collective":
+            self.acc.coll += w
+        else:
+            self.acc.other += w
+        return w
+
+    def _start(self, comp: str, ins: Instruction, us: float) -> None:
+        key = (comp, ins.name)
+        t = self.transfers.get(key)
+        if t is not None:
+            link = self.links[t.direction]
+            flow = _Flow(key, t.bytes, self.t)
+            link.add(flow)
+            op = _Op(key, "transfer", self.t, flow=flow, link=link)
+        elif collective_kind(ins):
+            begin = max(self.t, self.coll_free)
+            self.coll_free = begin + us
+            self.slices[COLLECTIVE].append(Slice(COLLECTIVE, begin, begin + us, comp, ins.name,
+                                                 SliceKind.COLLECTIVE, _collective_bytes(ins), self.iteration))
+            op = _Op(key, "collective", self.t, finish=begin + us)
+        else:
+            begin = max(self.t, self.async_free)
+            self.async_free = begin + us
+            if us > 0:
+                self.slices[ASYNC].append(Slice(ASYNC, begin, begin + us, comp, ins.name, SliceKind.ASYNC,
+                                                self.cost.moved_bytes(ins).device, self.iteration))
+            op = _Op(key, "async", self.t, finish=begin + us)
+        self.inflight.setdefault(key, []).append(op)
+
+    def _done(self, comp: str, ins: Instruction) -> None:
+        best: _Op | None = None
+        for skey in self.starts_of.get((comp, ins.name), ()):
+            ops = self.inflight.get(skey)
+            if ops and (best is None or ops[-1].issue > best.issue):
+                best = ops[-1]
+        if best is None:
+            return  # its start never ran (an unmatched done): nothing to wait for
+        self.inflight[best.key].pop()
+        finish = best.finish_time()
+        wait = self._wait(comp, ins.name, finish, best.kind)
+        if best.kind == "transfer":
+            self._record_transfer(best, finish, wait, ins)
+
+    def _record_transfer(self, op: _Op, finish: float, wait: float, done: Instruction | None) -> None:
+        key = op.key
+        t = self.transfers[key]
+        res = LINK_TO_HOST if t.direction == Direction.TO_HOST else LINK_TO_DEVICE
+        self.slices[res].append(Slice(res, op.issue, finish, key[0], key[1], SliceKind.TRANSFER, t.bytes,
+                                      self.iteration))
+        self.acc.execs[key] = self.acc.execs.get(key, 0) + 1
+        self.acc.waits[key] = self.acc.waits.get(key, 0.0) + wait
+        if not op.shifted or key not in self.last:
+            # An execution carried over extrapolated iterations ran beside them, not
+            # beside simulated slices: the last fully simulated one represents it.
+            self.last[key] = _Last(op.issue, finish, self.t - wait, wait, done)
+
+    def _sync_transfer(self, comp: str, ins: Instruction) -> None:
+        key = (comp, ins.name)
+        t = self.transfers[key]
+        link = self.links[t.direction]
+        flow = _Flow(key, t.bytes, self.t)
+        link.add(flow)
+        op = _Op(key, "transfer", self.t, flow=flow, link=link)
+        finish = link.finish_of(flow)
+        wait = self._wait(comp, ins.name, finish, "transfer")
+        self._record_transfer(op, finish, wait, None)
+
+    def _call(self, ins: Instruction) -> None:
+        called = [c for c in ins.called_computations if c in self.module.computations]
+        if not called:
+            return
+        if ins.opcode == "conditional":
+            called = [max(called, key=self.cost.computation_us)]
+        for c in called:
+            self.run(c)
+
+    def _while(self, comp: str, ins: Instruction) -> None:
+        body = ins.attr("body").lstrip("%")
+        cond = ins.attr("condition").lstrip("%")
+        if body not in self.module.computations:
+            return
+        known = trip_count(self.module, ins)
+        trips = known if known is not None else 1
+        outer_iteration = self.iteration
+        prev: tuple[float, tuple[float, ...]] | None = None
+        simulated = 0
+        steady = False
+        iter_us = 0.0
+        while simulated < trips:
+            start_t = self.t
+            snap = self._snapshot()
+            self.iteration = simulated
+            if cond in self.module.computations:
+                self.run(cond)
+            self.run(body)
+            simulated += 1
+            iter_us = self.t - start_t
+            a = self.acc
+            sig = (iter_us, (a.xfer - snap[1], a.coll - snap[2], a.other - snap[3],
+                             *(a.waits[k] - snap[5].get(k, 0.0) for k in sorted(a.waits))))
+            if prev is not None and _same(prev, sig):
+                steady = True
+            prev = sig
+            remaining = trips - simulated
+            if remaining > 0 and self.extrapolate and (steady or simulated >= self.max_iterations):
+                self._extrapolate(comp, ins.name, snap, iter_us, remaining)
+                break
+        if cond in self.module.computations:
+            self.run(cond)  # the final test that exits the loop
+        self.iteration = outer_iteration
+        self.loops[(comp, ins.name)] = LoopRun(comp, ins.name, body, trips, known is not None, simulated,
+                                               simulated < trips, steady, iter_us)
+
+    def _snapshot(self) -> tuple[float, float, float, float, dict[tuple[str, str], int], dict[tuple[str, str], float]]:
+        a = self.acc
+        return a.compute, a.xfer, a.coll, a.other, dict(a.execs), dict(a.waits)
+
+    def _extrapolate(self, comp: str, name: str, snap: tuple[float, float, float, float, dict[tuple[str, str], int],
+                     dict[tuple[str, str], float]], iter_us: float, remaining: int) -> None:
+        """Take ``remaining`` more iterations as copies of the last: totals grow by
+        its deltas, every clock and in-flight op moves on by their duration."""
+        a = self.acc
+        a.compute += (a.compute - snap[0]) * remaining
+        a.xfer += (a.xfer - snap[1]) * remaining
+        a.coll += (a.coll - snap[2]) * remaining
+        a.other += (a.other - snap[3]) * remaining
+        for k, n in list(a.execs.items()):
+            a.execs[k] = n + (n - snap[4].get(k, 0)) * remaining
+        for k, w in list(a.waits.items()):
+            a.waits[k] = w + (w - snap[5].get(k, 0.0)) * remaining
+        dt = iter_us * remaining
+        gap_start = self.t
+        self.t += dt
+        self.coll_free = self.coll_free + dt if self.coll_free > gap_start else self.coll_free
+        self.async_free = self.async_free + dt if self.async_free > gap_start else self.async_free
+        for link in self.links.values():
+            link.shift(dt)
+        for ops in self.inflight.values():
+            for op in ops:
+                op.issue += dt
+                op.shifted = True
+                if op.flow is None and op.finish >= 0:
+                    op.finish += dt
+        if dt > 0:
+            self.slices[COMPUTE].append(Slice(COMPUTE, gap_start, self.t, comp, name, SliceKind.EXTRAPOLATED, 0,
+                                              self.iteration))
+
+    def drain(self) -> None:
+        """Wait for whatever is still in flight when the entry computation ends."""
+        for ops in list(self.inflight.values()):
+            for op in ops:
+                finish = op.finish_time()
+                wait = self._wait(op.key[0], op.key[1], finish, op.kind)
+                if op.kind == "transfer":
+                    self._record_transfer(op, finish, wait, None)
+            ops.clear()
+
+
+def _same(a: tuple[float, tuple[float, ...]], b: tuple[float, tuple[float, ...]]) -> bool:
+    if len(a[1]) != len(b[1]) or abs(a[0] - b[0]) > 1e-6 * max(1.0, abs(a[0])):
+        return False
+    return all(abs(x - y) <= 1e-6 * max(1.0, abs(x)) for x, y in zip(a[1], b[1], strict=True))
+
+
+def _collective_bytes(ins: Instruction) -> int:
+    shape = ins.shape
+    if shape.is_tuple and (ins.opcode.endswith("-start") or ins.opcode == "async-start"):
+        shape = shape.tuple_element(1) or shape
+    return shape.byte_size
+
+
+def _overlapping(slices: list[Slice], starts: list[float], lo: float, hi: float) -> list[Slice]:
+    """Slices of one in-order, non-overlapping resource that intersect (lo, hi)."""
+    i = max(0, bisect.bisect_right(starts, lo) - 1)
+    out = []
+    while i < len(slices) and slices[i].start_us < hi:
+        s = slices[i]
+        if s.end_us > lo and s.end_us > s.start_us:
+            out.append(s)
+        i += 1
+    return out
+
+
+def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], transfers: list[HostTransfer],
+                  callgraph: CallGraph, link_mode: str | None = None, max_iterations: int = 6,
+                  extrapolate: bool = True) -> Timeline:
+    """Replay the entry computation's schedule and time every op, transfer and wait.
+
+    ``link_mode`` defaults to the cost model's; ``max_iterations`` bounds the
+    iterations simulated per loop run before the rest are extrapolated;
+    ``extrapolate=False`` simulates every iteration (slow on long loops; tests).
+    ``callgraph`` is accepted for the pass shape; trip counts are read per loop.
+    """
+    del callgraph  # trip counts come from trip_count() per while op, as the call graph's do
+    mode = link_mode or cost.link_mode
+    sim = _Sim(module, cost, pairs, transfers, mode, max_iterations, extrapolate)
+    sim.run(module.entry_name)
+    sim.drain()
+    step = sim.t
+    slices = {r: sorted(v, key=lambda s: s.start_us) for r, v in sim.slices.items() if v}
+    compute = [s for s in slices.get(COMPUTE, []) if s.kind in (SliceKind.COMPUTE, SliceKind.EXTRAPOLATED)]
+    compute_starts = [s.start_us for s in compute]
+    coll = slices.get(COLLECTIVE, [])
+    coll_starts = [s.start_us for s in coll]
+    timings: dict[tuple[str, str], TransferTiming] = {}
+    for key, t in sim.transfers.items():
+        if t.is_annotation:
+            continue
+        last = sim.last.get(key)
+        transfer_us = t.bytes / sim.links[t.direction].bw
+        if last is None:
+            timings[key] = TransferTiming(t.computation, t.instruction.name, None, None, t.direction, t.bytes,
+                                          t.is_async, 0, transfer_us, 0.0, 0.0, 0.0, 0.0, 0.0, matched=False)
+            continue
+        beside = _overlapping(compute, compute_starts, last.issue, last.finish)
+        res = LINK_TO_HOST if t.direction == Direction.TO_HOST else LINK_TO_DEVICE
+        others = tuple(sorted({s.name for s in slices.get(res, []) if s.name != key[1]
+                               and s.start_us < last.finish and s.end_us > last.issue}))
+        timings[key] = TransferTiming(
+            t.computation, t.instruction.name, last.done.name if last.done else None,
+            last.done.computation if last.done else None, t.direction, t.bytes, t.is_async,
+            sim.acc.execs.get(key, 0), transfer_us, last.issue, last.finish, last.done_at, last.wait,
+            sim.acc.waits.get(key, 0.0),
+            tuple(s.name for s in beside),
+            tuple(dict.fromkeys(s.name for s in _overlapping(coll, coll_starts, last.issue, last.finish))),
+            others,
+            sum(min(s.end_us, last.finish) - max(s.start_us, last.issue) for s in beside),
+            matched=last.done is not None or not t.is_async,
+        )
+    a = sim.acc
+    return Timeline({r: tuple(v) for r, v in slices.items()}, timings, step, a.compute, a.xfer, a.coll, a.other,
+                    tuple(sim.loops.values()), mode, module.is_scheduled)

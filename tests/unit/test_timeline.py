@@ -1,0 +1,223 @@
+"""The simulated step: waits at dones, a shared host link, loops across the back edge.
+
+Expected times are derived by hand from the HLO and the roofline figures of
+``h100-sxm`` (PCIe Gen5 achieved 55 GB/s per direction, 3.35 TB/s HBM, 67
+TFLOP/s FP32); per-op costs are taken from the cost model, which
+test_cost_bytes.py checks on its own.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from hloscope.analysis.cost import CostModel
+from hloscope.analysis.index import ModuleIndex
+from hloscope.analysis.kinds import VerdictKind
+from hloscope.analysis.pairs import pair_async_ops
+from hloscope.analysis.timeline import (
+    COMPUTE,
+    LINK_TO_DEVICE,
+    LINK_TO_HOST,
+    SliceKind,
+    Timeline,
+    WaitThresholds,
+    simulate_step,
+    verdict_from_wait,
+)
+from hloscope.analysis.transfers import find_host_transfers
+from hloscope.hlo.model import Module
+from hloscope.hlo.parser import parse_hlo
+from hloscope.targets import get_target
+from tests.conftest import fixture_text
+
+PCIE_ACHIEVED = 55e9  # bytes/s, h100-sxm host link per direction
+
+
+def _simulate(m: Module, target: str = "h100-sxm", **kw: bool) -> tuple[Timeline, CostModel]:
+    index = ModuleIndex(m)
+    cost = CostModel(m, get_target(target))
+    tl = simulate_step(m, cost, pair_async_ops(index), find_host_transfers(index), index.callgraph, **kw)
+    tl.self_check()
+    return tl, cost
+
+
+ONE_WINDOW = """HloModule one, is_scheduled=true
+
+ENTRY %main (a: f32[1024,1024]) -> f32[1024,1024] {
+  %a = f32[1024,1024]{1,0} parameter(0)
+  %cs = (f32[1024,1024]{1,0:S(5)}, f32[1024,1024]{1,0}, u32[]) copy-start(%a)
+  %m = f32[1024,1024]{1,0} dot(%a, %a), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %cd = f32[1024,1024]{1,0:S(5)} copy-done(%cs)
+  ROOT %r = f32[1024,1024]{1,0} add(%m, %m)
+}
+"""
+
+
+def test_wait_at_done_is_transfer_minus_window() -> None:
+    # 4 MiB to host at 55 GB/s: 76.26 us. The dot beside it: 2 * 1024^3 FLOP at 67 TFLOP/s = 32.05 us.
+    # The compute stream reaches the done at 32.05 us and waits 44.21 us.
+    tl, _ = _simulate(parse_hlo(ONE_WINDOW))
+    t = tl.transfers[("main", "cs")]
+    xfer = 4 * 2**20 / PCIE_ACHIEVED * 1e6
+    dot = 2 * 1024**3 / 67e12 * 1e6
+    assert t.transfer_us == pytest.approx(xfer)
+    assert t.done_us == pytest.approx(dot)
+    assert t.wait_us == pytest.approx(xfer - dot)
+    assert t.beside_compute == ("m",) and t.compute_beside_us == pytest.approx(dot)
+    assert tl.exposed_transfer_us == pytest.approx(xfer - dot)
+    assert tl.step_us == pytest.approx(tl.compute_us + xfer - dot)
+    assert verdict_from_wait(t.transfer_us, t.mean_wait_us) == VerdictKind.PARTIAL
+    [link] = tl.slices[LINK_TO_HOST]
+    assert (link.start_us, link.end_us, link.bytes) == (0.0, pytest.approx(xfer), 4 * 2**20)
+
+
+SHARED = """HloModule shared, is_scheduled=true
+
+ENTRY %main (a: f32[1024,1024], b: f32[1024,1024]) -> f32[1024,1024] {
+  %a = f32[1024,1024]{1,0} parameter(0)
+  %b = f32[1024,1024]{1,0} parameter(1)
+  %c1 = (f32[1024,1024]{1,0:S(5)}, f32[1024,1024]{1,0}, u32[]) copy-start(%a)
+  %c2 = (f32[1024,1024]{1,0:S(5)}, f32[1024,1024]{1,0}, u32[]) copy-start(%b)
+  %d1 = f32[1024,1024]{1,0:S(5)} copy-done(%c1)
+  %d2 = f32[1024,1024]{1,0:S(5)} copy-done(%c2)
+  ROOT %r = f32[1024,1024]{1,0} add(%a, %b)
+}
+"""
+
+
+def test_transfers_on_one_link_share_it() -> None:
+    # Two 4 MiB offloads issued together share the 55 GB/s link: each finishes at 2 x 76.26 us,
+    # so the first done waits 152.5 us (not 76.26) and the second none.
+    tl, _ = _simulate(parse_hlo(SHARED))
+    xfer = 4 * 2**20 / PCIE_ACHIEVED * 1e6
+    t1, t2 = tl.transfers[("main", "c1")], tl.transfers[("main", "c2")]
+    assert t1.finish_us == pytest.approx(2 * xfer) and t2.finish_us == pytest.approx(2 * xfer)
+    assert t1.wait_us == pytest.approx(2 * xfer) and t2.wait_us == 0.0
+    assert t1.beside_transfers == ("c2",) and t2.beside_transfers == ("c1",)
+    assert verdict_from_wait(t1.transfer_us, t1.wait_us) == VerdictKind.EXPOSED
+    assert verdict_from_wait(t2.transfer_us, t2.wait_us) == VerdictKind.HIDDEN
+
+
+def _crossing(trips: int) -> str:
+    return f"""HloModule pipelined, is_scheduled=true
+
+%body (p: (s32[], f32[1,1024], (f32[1,1024], f32[1,1024], u32[]))) -> (s32[], f32[1,1024], (f32[1,1024], f32[1,1024], u32[])) {{
+  %p = (s32[], f32[1,1024]{{1,0}}, (f32[1,1024]{{1,0:S(5)}}, f32[1,1024]{{1,0}}, u32[])) parameter(0)
+  %i = s32[] get-tuple-element(%p), index=0
+  %prev = (f32[1,1024]{{1,0:S(5)}}, f32[1,1024]{{1,0}}, u32[]) get-tuple-element(%p), index=2
+  %done = f32[1,1024]{{1,0:S(5)}} copy-done(%prev)
+  %x = f32[1,1024]{{1,0}} get-tuple-element(%p), index=1
+  %y = f32[1,1024]{{1,0}} tanh(%x)
+  %w = f32[1,1024]{{1,0}} exponential(%y)
+  %start = (f32[1,1024]{{1,0:S(5)}}, f32[1,1024]{{1,0}}, u32[]) copy-start(%w)
+  %one = s32[] constant(1)
+  %n = s32[] add(%i, %one)
+  ROOT %t = (s32[], f32[1,1024]{{1,0}}, (f32[1,1024]{{1,0:S(5)}}, f32[1,1024]{{1,0}}, u32[])) tuple(%n, %w, %start)
+}}
+
+%cond (q: (s32[], f32[1,1024], (f32[1,1024], f32[1,1024], u32[]))) -> pred[] {{
+  %q = (s32[], f32[1,1024]{{1,0}}, (f32[1,1024]{{1,0:S(5)}}, f32[1,1024]{{1,0}}, u32[])) parameter(0)
+  %k = s32[] get-tuple-element(%q), index=0
+  %c = s32[] constant({trips})
+  ROOT %lt = pred[] compare(%k, %c), direction=LT
+}}
+
+ENTRY %main (a: f32[1,1024]) -> f32[1,1024] {{
+  %a = f32[1,1024]{{1,0}} parameter(0)
+  %start0 = (f32[1,1024]{{1,0:S(5)}}, f32[1,1024]{{1,0}}, u32[]) copy-start(%a)
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[1,1024]{{1,0}}, (f32[1,1024]{{1,0:S(5)}}, f32[1,1024]{{1,0}}, u32[])) tuple(%zero, %a, %start0)
+  %loop = (s32[], f32[1,1024]{{1,0}}, (f32[1,1024]{{1,0:S(5)}}, f32[1,1024]{{1,0}}, u32[])) while(%init), condition=%cond, body=%body, backend_config={{"known_trip_count":{{"n":"{trips}"}}}}
+  %last = (f32[1,1024]{{1,0:S(5)}}, f32[1,1024]{{1,0}}, u32[]) get-tuple-element(%loop), index=2
+  ROOT %final = f32[1,1024]{{1,0:S(5)}} copy-done(%last)
+}}
+"""
+
+
+def test_transfer_crossing_the_back_edge_is_timed_across_it() -> None:
+    # Each iteration offloads its activation (4 KiB, 0.0745 us) at the end of the body; the done
+    # that waits for it is at the top of the next iteration (or after the loop). Between them run
+    # only the counter add and the condition's compare, so every execution waits the transfer
+    # minus those two ops.
+    m = parse_hlo(_crossing(3))
+    tl, cost = _simulate(m)
+    t = tl.transfers[("body", "start")]
+    xfer = 4096 / PCIE_ACHIEVED * 1e6
+    gap = cost.op_cost(m.computations["body"].by_name["n"]).us + cost.op_cost(m.computations["cond"].by_name["lt"]).us
+    assert t.executions == 3 and t.done in ("done", "final")
+    assert t.mean_wait_us == pytest.approx(xfer - gap)
+    assert t.wait_us_per_step == pytest.approx(3 * (xfer - gap))
+    assert tl.transfers[("main", "start0")].executions == 1
+    [loop] = tl.loops
+    assert (loop.trip_count, loop.simulated, loop.extrapolated) == (3, 3, False)
+
+
+def test_long_loop_is_extrapolated_from_its_steady_state() -> None:
+    # 1,000 iterations: a few are simulated, the rest extrapolated; the totals match a full replay.
+    m = parse_hlo(_crossing(1000))
+    quick, _ = _simulate(m)
+    full, _ = _simulate(m, extrapolate=False)
+    [loop] = quick.loops
+    assert loop.extrapolated and loop.steady and loop.simulated < 10 and loop.trip_count == 1000
+    assert not full.extrapolated and full.loops[0].simulated == 1000
+    assert quick.step_us == pytest.approx(full.step_us, rel=1e-9)
+    assert quick.exposed_transfer_us == pytest.approx(full.exposed_transfer_us, rel=1e-9)
+    assert quick.transfers[("body", "start")].executions == 1000
+    assert any(s.kind == SliceKind.EXTRAPOLATED for s in quick.slices[COMPUTE])
+
+
+def test_fixture_reloads_sharing_the_link_from_the_same_instant() -> None:
+    # llama_offload.hlo.txt, region_13.23_spmd (backward loop, 2 trips), read by hand:
+    #   5 dynamic-slice-start.2.0 (bf16[1,1,256,2,64], 65,536 B)    7 dynamic-slice-start.1.0 (65,536 B)
+    #   8 dynamic-slice-done.2.0   -- nothing but get-tuple-elements between 5 and 8
+    #  10 dynamic-slice-start.3 (bf16[1,1,256,8,64], 262,144 B), 12..32 layer-slice fusions and
+    #     copy.112, 33 dynamic-slice-done.1.0, 34 dynamic-slice-done.3.
+    # Both 64 KiB reloads share the H->D link from the same instant: .2.0's done waits for both,
+    # 2 x 65,536 B / 55 GB/s = 2.383 us (exposed); .1.0 is done by then (hidden); .3 then runs
+    # alone and waits its 4.766 us minus the compute of positions 12..32 (partial).
+    m = parse_hlo(fixture_text("llama_offload.hlo.txt"))
+    tl, cost = _simulate(m)
+    body = m.computations["region_13.23_spmd"]
+    k20, k10, k3 = (tl.transfers[("region_13.23_spmd", n)] for n in
+                    ("dynamic-slice-start.2.0", "dynamic-slice-start.1.0", "dynamic-slice-start.3"))
+    one = 65_536 / PCIE_ACHIEVED * 1e6
+    assert k20.wait_us == pytest.approx(2 * one) and k10.wait_us == 0.0
+    window = sum(cost.instruction_us(i) for i in body.instructions[11:33])
+    assert k3.wait_us == pytest.approx(262_144 / PCIE_ACHIEVED * 1e6 - window)
+    assert [verdict_from_wait(t.transfer_us, t.mean_wait_us) for t in (k20, k10, k3)] == \
+        [VerdictKind.EXPOSED, VerdictKind.HIDDEN, VerdictKind.PARTIAL]
+    assert k20.executions == k10.executions == k3.executions == 2
+    assert {s.resource for s in tl.slices[LINK_TO_DEVICE]} == {LINK_TO_DEVICE}
+
+
+@pytest.mark.parametrize("name", ["mlp_offload.hlo.txt", "mlp_offload_nopipe.hlo.txt", "llama_offload.hlo.txt",
+                                  "llama_offload_nopipe.hlo.txt", "llama_remat.hlo.txt", "mlp_remat.hlo.txt"])
+def test_fixture_timelines_are_consistent(name: str) -> None:
+    # Every transfer runs as often per step as the call graph says; totals add up (self_check).
+    m = parse_hlo(fixture_text(name))
+    tl, _ = _simulate(m)
+    index = ModuleIndex(m)
+    for t in find_host_transfers(index):
+        assert tl.transfers[(t.computation, t.instruction.name)].executions == t.executions
+    assert tl.step_us > 0 and tl.compute_us > 0
+
+
+def test_peak_link_mode_shortens_transfers() -> None:
+    m = parse_hlo(ONE_WINDOW)
+    index = ModuleIndex(m)
+    cost = CostModel(m, get_target("h100-sxm"))
+    peak = simulate_step(m, cost, pair_async_ops(index), find_host_transfers(index), index.callgraph, "peak")
+    assert peak.link_mode == "peak"
+    assert peak.transfers[("main", "cs")].transfer_us == pytest.approx(4 * 2**20 / 64e9 * 1e6)
+
+
+@pytest.mark.parametrize(("exposed", "verdict"), [
+    (0.0, VerdictKind.HIDDEN), (5.0, VerdictKind.HIDDEN), (5.01, VerdictKind.PARTIAL),
+    (94.99, VerdictKind.PARTIAL), (95.0, VerdictKind.EXPOSED), (250.0, VerdictKind.EXPOSED)])
+def test_verdict_thresholds_on_both_sides(exposed: float, verdict: VerdictKind) -> None:
+    assert verdict_from_wait(100.0, exposed) == verdict
+
+
+def test_verdict_thresholds_can_be_set() -> None:
+    assert verdict_from_wait(100.0, 20.0, WaitThresholds(hidden_at_most=0.25)) == VerdictKind.HIDDEN
+    assert verdict_from_wait(0.0, 0.0) == VerdictKind.HIDDEN

@@ -59,7 +59,7 @@ class DotCommand:
         # Validate everything cheap before reading the HLO.
         output = None if args.output in (None, "-") else args.output
         fmt = format_for(output, args.format)
-        if fmt != "dot":
+        if fmt != "dot" or args.renderer != "auto":
             choose_renderer(args.renderer)
         if fmt == "png" and output is None and sys.stdout.isatty():
             raise HloscopeError("png output to a terminal; write it to a file with -o FILE.png", EXIT_BAD_INPUT)

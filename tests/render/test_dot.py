@@ -1,0 +1,177 @@
+"""The DOT views on real fixtures: golden files, and facts read from the HLO text.
+
+Golden ``.dot`` files are the output contract (reviewed against the fixture HLO
+when they change: ``HLOSCOPE_UPDATE_GOLDEN=1 pytest tests/render/test_dot.py``).
+The fact tests find the instructions between a start and its done, the operands
+and the trip counts with regular expressions over the fixture text, not with
+hloscope's parser, and check the diagrams show them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from hloscope.errors import EXIT_BAD_INPUT, EXIT_UNKNOWN_NAME, HloscopeError
+from hloscope.render.dot import build_view, find_transfer
+from hloscope.render.dot_text import node_id
+from tests.conftest import FIXTURES, fixture_report, fixture_text
+
+GOLDEN = FIXTURES.parent / "tests" / "golden"
+
+# golden file -> (fixture, view, name, options)
+CASES: dict[str, tuple[str, str, str | None, dict[str, int]]] = {
+    "mlp_offload.transfer.dot": ("mlp_offload.hlo.txt", "transfer", "dynamic-slice-start.1", {}),
+    "llama_offload.transfer_exposed.dot": ("llama_offload.hlo.txt", "transfer", "dynamic-slice-start.2.0", {}),
+    "llama_offload.transfer_hidden.dot": ("llama_offload.hlo.txt", "transfer", "dynamic-update-slice-start.6",
+                                          {"radius": 0, "max_nodes": 40}),
+    "mlp_offload.computation.dot": ("mlp_offload.hlo.txt", "computation", "region_3.4_spmd", {}),
+    "llama_offload.schedule.dot": ("llama_offload.hlo.txt", "schedule", "region_13.23_spmd", {}),
+    "llama_offload.calls.dot": ("llama_offload.hlo.txt", "calls", None, {}),
+}
+
+
+@pytest.mark.parametrize("golden", CASES, ids=list(CASES))
+def test_golden_dot(golden: str) -> None:
+    fixture, view, name, opts = CASES[golden]
+    source = build_view(fixture_report(fixture), view, name, **opts).graph.source
+    path = GOLDEN / golden
+    if os.environ.get("HLOSCOPE_UPDATE_GOLDEN"):
+        path.write_text(source)
+    assert source == path.read_text()
+
+
+@pytest.mark.parametrize("golden", CASES, ids=list(CASES))
+def test_same_input_same_dot(golden: str) -> None:
+    fixture, view, name, opts = CASES[golden]
+    first = build_view(fixture_report(fixture), view, name, **opts).graph.source
+    again = build_view(fixture_report(fixture), view, name, **opts).graph.source
+    assert first == again
+
+
+def _between(text: str, start: str, done: str) -> list[str]:
+    """Instruction names written between ``%start =`` and ``%done =`` in the HLO text."""
+    a = text.index(f"%{start} = ")
+    b = text.index(f"%{done} = ", a)
+    return re.findall(r"^\s+(?:ROOT )?%([\w.\-]+) = ", text[a:b], re.M)
+
+
+def _nodes(source: str) -> set[str]:
+    return set(re.findall(r'^\t+"([^"]+)" \[', source, re.M))
+
+
+def _edges(source: str) -> list[tuple[str, str, str]]:
+    return re.findall(r'^\t+"([^"]+)" -> "([^"]+)"(?: \[(.*)\])?$', source, re.M)
+
+
+def test_transfer_view_shows_the_window_from_the_hlo() -> None:
+    # Given the mlp fixture, where dynamic-slice-start.1 (host to device) is
+    # followed by its done six instructions later in region_3.4_spmd.
+    text = fixture_text("mlp_offload.hlo.txt")
+    window = _between(text, "dynamic-slice-start.1", "dynamic-slice-done.1")
+    assert len(window) == 6
+    start_line = next(ln for ln in text.splitlines() if "%dynamic-slice-start.1 = " in ln)
+    producer = re.search(r"fusion-start\(%[\w.\-]+, %([\w.\-]+)", start_line)
+    assert producer is not None and producer.group(1) == "loop_subtract_fusion"
+    # When the transfer view is drawn with radius 0,
+    source = build_view(fixture_report("mlp_offload.hlo.txt"), "transfer", "dynamic-slice-start.1",
+                        radius=0).graph.source
+    # Then it holds the start, the done and every window instruction,
+    comp = "region_3.4_spmd"
+    nodes = _nodes(source)
+    expected = {node_id(comp, n) for n in ["dynamic-slice-start.1", "dynamic-slice-done.1", *window]}
+    assert expected <= nodes
+    # the async span is dashed, and the input-ready hint runs from the producer to the start.
+    edges = {(a, b): attrs for a, b, attrs in _edges(source)}
+    span = edges[(node_id(comp, "dynamic-slice-start.1"), node_id(comp, "dynamic-slice-done.1"))]
+    assert "style=dashed" in span
+    hint = edges[(node_id(comp, "loop_subtract_fusion"), node_id(comp, "dynamic-slice-start.1"))]
+    assert "input ready" in hint
+    assert "legend" in source
+
+
+def test_radius_adds_producers_and_consumers() -> None:
+    report = fixture_report("mlp_offload.hlo.txt")
+    small = _nodes(build_view(report, "transfer", "dynamic-slice-start.1", radius=0).graph.source)
+    wide = _nodes(build_view(report, "transfer", "dynamic-slice-start.1", radius=2).graph.source)
+    assert small < wide
+    # The start's host-side operand (first operand of the fusion-start) is one hop away.
+    text = fixture_text("mlp_offload.hlo.txt")
+    start_line = next(ln for ln in text.splitlines() if "%dynamic-slice-start.1 = " in ln)
+    host_operand = re.search(r"fusion-start\(%([\w.\-]+)", start_line)
+    assert host_operand is not None
+    assert node_id("region_3.4_spmd", host_operand.group(1)) in wide
+
+
+def test_node_limit_cuts_and_says_how_to_widen() -> None:
+    report = fixture_report("llama_offload.hlo.txt")
+    full = build_view(report, "transfer", "dynamic-update-slice-start.6", radius=2, max_nodes=10_000)
+    cut = build_view(report, "transfer", "dynamic-update-slice-start.6", radius=2, max_nodes=12)
+    assert not full.notes
+    assert len(_nodes(cut.graph.source) - {n for n in _nodes(cut.graph.source) if n.startswith("legend/")}) == 12
+    assert cut.notes and "--max-nodes" in cut.notes[0]
+    total = len([n for n in _nodes(full.graph.source) if not n.startswith("legend/")])
+    assert f"--max-nodes {total}" in cut.notes[0]
+    assert cut.notes[0] in cut.graph.source.replace("\\n", "\n")
+
+
+def test_schedule_view_puts_ops_on_lanes() -> None:
+    # The llama backward body holds the host-to-device slices and an all-gather.
+    text = fixture_text("llama_offload.hlo.txt")
+    body = text[text.index("%region_13.23_spmd "):]
+    body = body[:body.index("\n}\n")]
+    starts = re.findall(r"%(dynamic-slice-start[\w.\-]*) = ", body)
+    gathers = re.findall(r"%(all-gather-start[\w.\-]*) = ", body)
+    assert starts and gathers
+    source = build_view(fixture_report("llama_offload.hlo.txt"), "schedule", "region_13.23_spmd",
+                        max_nodes=1000).graph.source
+    lanes = {m.group(1): m.group(2) for m in re.finditer(r"subgraph cluster_(\w+) \{(.*?)\n\t\}", source, re.S)}
+    for s in starts:
+        assert f'"{node_id("region_13.23_spmd", s)}"' in lanes["to_device"]
+    for s in gathers:
+        assert f'"{node_id("region_13.23_spmd", s)}"' in lanes["collectives"]
+    assert "bitcast" not in lanes["compute"]  # free ops are not drawn
+
+
+def test_calls_view_has_trip_counts_from_the_hlo() -> None:
+    text = fixture_text("llama_offload.hlo.txt")
+    trips = dict(re.findall(r"%(while\.\d+) = .*?known_trip_count\":\{\"n\":\"(\d+)\"", text))
+    assert trips
+    source = build_view(fixture_report("llama_offload.hlo.txt"), "calls").graph.source
+    for name, n in trips.items():
+        assert re.search(rf'label="while body x{n}\\nvia {re.escape(name)}"', source), name
+
+
+def test_computation_view_draws_loops_with_trip_counts() -> None:
+    text = fixture_text("llama_offload.hlo.txt")
+    trips = dict(re.findall(r"%(while\.\d+) = .*?known_trip_count\":\{\"n\":\"(\d+)\"", text))
+    report = fixture_report("llama_offload.hlo.txt")
+    source = build_view(report, "computation", report.module.entry_name, max_nodes=10_000).graph.source
+    for name, n in trips.items():
+        assert f"{name}  x{n}" in source
+
+
+def test_transfer_lookup_by_done_and_op_name() -> None:
+    report = fixture_report("mlp_offload.hlo.txt")
+    assert find_transfer(report, "dynamic-slice-done.1").transfer.instruction.name == "dynamic-slice-start.1"
+    # The op_name of the only host-to-device slice in the backward loop names it uniquely.
+    v = find_transfer(report, "jit(step)/transpose(jvp())/while/body/jit(dynamic_index_in_dim)/dynamic_slice")
+    assert v.transfer.instruction.name == "dynamic-slice-start.1"
+
+
+def test_unknown_and_ambiguous_names_are_exit_3() -> None:
+    report = fixture_report("llama_offload.hlo.txt")
+    with pytest.raises(HloscopeError) as e:
+        build_view(report, "transfer", "no-such-transfer")
+    assert e.value.exit_code == EXIT_UNKNOWN_NAME and "dynamic-slice-start.2.0" in str(e.value)
+    with pytest.raises(HloscopeError) as e:
+        build_view(report, "transfer", "dynamic_slice")  # the last part of several op_names
+    assert e.value.exit_code == EXIT_UNKNOWN_NAME and "matches" in str(e.value)
+    with pytest.raises(HloscopeError) as e:
+        build_view(report, "computation", "nope")
+    assert e.value.exit_code == EXIT_UNKNOWN_NAME and "region_13.23_spmd" in str(e.value)
+    with pytest.raises(HloscopeError) as e:
+        build_view(report, "calls", max_nodes=0)
+    assert e.value.exit_code == EXIT_BAD_INPUT

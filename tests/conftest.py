@@ -33,3 +33,23 @@ def fixture_report(name: str):  # type: ignore[no-untyped-def]
 @pytest.fixture
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+def _has_jaxlib() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("jaxlib") is not None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests under tests/compile need jaxlib (mark ``xla``); without the ``compile`` extra they skip.
+
+    ``pytest -m "not slow and not xla"`` is the quick loop; ``.ci/run`` runs everything.
+    """
+    has_jaxlib = _has_jaxlib()
+    skip = pytest.mark.skip(reason="needs jaxlib: pip install 'hloscope[compile]'")
+    for item in items:
+        if "tests/compile/" in item.nodeid or item.get_closest_marker("xla"):
+            item.add_marker(pytest.mark.xla)
+            if not has_jaxlib:
+                item.add_marker(skip)

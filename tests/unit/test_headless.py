@@ -1,4 +1,4 @@
-"""The core (parser, analyses, renderers, CLI analyze) imports neither JAX nor Textual."""
+"""The core (parser, analyses, rules, renderers, CLI analyze) imports neither JAX nor Textual."""
 
 from __future__ import annotations
 
@@ -11,10 +11,14 @@ from tests.conftest import FIXTURES
 def test_core_imports_no_jax_or_ui() -> None:
     code = (
         "import sys\n"
-        "import hloscope, hloscope.hlo, hloscope.analysis, hloscope.render, hloscope.targets\n"
+        "import hloscope, hloscope.hlo, hloscope.analysis, hloscope.render, hloscope.targets, hloscope.check\n"
         f"r = hloscope.analyze({str(FIXTURES / 'mlp_offload.hlo.txt')!r})\n"
+        "from hloscope.check import fail_on_verdicts, parse_verdicts\n"
+        "fail_on_verdicts(r, parse_verdicts('exposed,sync'))\n"
+        "r.to_text(); r.to_dict()\n"
         "from hloscope.cli.main import main\n"
         f"assert main(['analyze', {str(FIXTURES / 'mlp_offload.hlo.txt')!r}, '-o', '/dev/null']) == 0\n"
+        f"main(['analyze', {str(FIXTURES / 'mlp_offload.hlo.txt')!r}, '-o', '/dev/null', '--fail-on', 'sync'])\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib', 'textual'))\n"
         "print(bad)\n"
     )

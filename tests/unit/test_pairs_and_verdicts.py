@@ -9,6 +9,8 @@ itself, while a copy-start context may be threaded through a while tuple.
 
 from __future__ import annotations
 
+import pytest
+
 from hloscope.analysis.report import analyze_module
 from hloscope.hlo.parser import parse_hlo
 from hloscope.targets import get_target
@@ -52,6 +54,7 @@ def _report(text: str):  # type: ignore[no-untyped-def]
     return analyze_module(parse_hlo(text), get_target("h100-sxm"))
 
 
+@pytest.mark.xla
 def test_crossing_module_is_valid_hlo_for_xla() -> None:
     from jax._src.lib import hlo as xla_hlo
 

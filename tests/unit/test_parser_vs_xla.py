@@ -31,6 +31,7 @@ def xla_opcode(enum_name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "-", enum_name[1:]).lower()
 
 
+@pytest.mark.xla
 @pytest.mark.parametrize("path", HLO_FILES, ids=[p.name for p in HLO_FILES])
 def test_parser_agrees_with_xla(path) -> None:  # type: ignore[no-untyped-def]
     from jax._src.lib import hlo as xla_hlo

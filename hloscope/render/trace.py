@@ -1,0 +1,152 @@
+"""A simulated step as Chrome Trace Event JSON, for ui.perfetto.dev and chrome://tracing.
+
+Renderer: ``TraceRenderer().render(timeline, module=None, verdicts=None) -> str``.
+
+Layout: one process per resource of the :class:`~hloscope.analysis.timeline.Timeline`
+(compute stream, collective stream, async stream, host link D->H, host link
+H->D), so each resource is one track group in the viewer. Slices that overlap
+on one resource (transfers sharing a link) go to separate threads ("lanes") of
+its process, because a thread's complete events must nest. Times are
+microseconds, the format's unit. Every transfer and collective slice carries its
+bytes, and a transfer its verdict from the simulated wait, its wait and its
+source line in ``args``; a flow arrow runs from the transfer's start (a
+zero-length marker on the compute stream) through its link slice to its done.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from hloscope.analysis.timeline import (
+    COMPUTE,
+    RESOURCES,
+    Slice,
+    SliceKind,
+    Timeline,
+    TransferTiming,
+    verdict_from_wait,
+)
+from hloscope.hlo.model import Module
+
+_PID_BASE = 1
+
+
+def _lanes(slices: tuple[Slice, ...]) -> list[int]:
+    """A lane per slice such that slices in one lane never overlap (greedy, in start order)."""
+    ends: list[float] = []
+    out = []
+    for s in slices:
+        for i, end in enumerate(ends):
+            if end <= s.start_us:
+                ends[i] = s.end_us
+                out.append(i)
+                break
+        else:
+            ends.append(s.end_us)
+            out.append(len(ends) - 1)
+    return out
+
+
+class TraceRenderer:
+    """Trace Event Format (JSON object form) of a simulated step."""
+
+    name = "trace"
+    extension = ".json"
+
+    def render(self, timeline: Timeline, module: Module | None = None,
+               verdicts: Mapping[tuple[str, str], str] | None = None) -> str:
+        """The trace as JSON text. ``module`` adds source lines; ``verdicts`` (keyed by
+        (computation, start)) overrides the verdicts derived from the simulated wait."""
+        events: list[dict[str, Any]] = []
+        tids: dict[tuple[str, int], tuple[int, int]] = {}
+        by_name = {(t.computation, t.start): t for t in timeline.transfers.values()}
+        link_slice: dict[tuple[str, str], tuple[int, int, Slice]] = {}
+        for r_index, res in enumerate(r for r in RESOURCES if r in timeline.slices):
+            pid = _PID_BASE + r_index
+            events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": res}})
+            events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0,
+                           "args": {"sort_index": r_index}})
+            slices = timeline.slices[res]
+            lanes = _lanes(slices) if res != COMPUTE else [0] * len(slices)
+            for lane in sorted(set(lanes)):
+                tids[(res, lane)] = (pid, lane + 1)
+                label = res if lane == 0 else f"{res} ({lane + 1})"
+                events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": lane + 1,
+                               "args": {"name": label}})
+            for s, lane in zip(slices, lanes, strict=True):
+                pid, tid = tids[(res, lane)]
+                events.append(self._slice(s, pid, tid, by_name, module, verdicts))
+                if s.kind == SliceKind.TRANSFER:
+                    link_slice[(s.computation, s.name)] = (pid, tid, s)
+        self._flows(events, timeline, tids, link_slice)
+        doc = {
+            "traceEvents": events,
+            "displayTimeUnit": "ms",
+            "otherData": {
+                "generator": "hloscope",
+                "module": module.name if module is not None else "",
+                "step_us": round(timeline.step_us, 3),
+                "compute_us": round(timeline.compute_us, 3),
+                "exposed_transfer_us": round(timeline.exposed_transfer_us, 3),
+                "exposed_collective_us": round(timeline.exposed_collective_us, 3),
+                "link_mode": timeline.link_mode,
+                "extrapolated_loops": [f"{lp.instruction}: {lp.simulated} of {lp.trip_count} iterations simulated"
+                                       for lp in timeline.loops if lp.extrapolated],
+                "note": "simulated from a roofline cost model, not measured",
+            },
+        }
+        return json.dumps(doc, separators=(",", ":")) + "\n"
+
+    @staticmethod
+    def _slice(s: Slice, pid: int, tid: int, transfers: Mapping[tuple[str, str], TransferTiming],
+               module: Module | None, verdicts: Mapping[tuple[str, str], str] | None) -> dict[str, Any]:
+        args: dict[str, Any] = {"computation": s.computation}
+        if s.iteration >= 0:
+            args["iteration"] = s.iteration
+        name = s.name
+        if s.kind == SliceKind.WAIT:
+            name = f"wait: {s.name}"
+        elif s.kind == SliceKind.EXTRAPOLATED:
+            name = f"{s.name}: iterations extrapolated"
+        elif s.kind in (SliceKind.TRANSFER, SliceKind.COLLECTIVE, SliceKind.ASYNC):
+            args["bytes"] = s.bytes
+        elif s.kind == SliceKind.COMPUTE:
+            args["hbm_bytes"] = s.bytes
+        key = (s.computation, s.name)
+        if s.kind == SliceKind.TRANSFER and key in transfers:
+            t = transfers[key]
+            verdict = (verdicts or {}).get(key) or str(verdict_from_wait(t.transfer_us, t.mean_wait_us))
+            args.update(direction=str(t.direction), verdict=verdict, transfer_us=round(t.transfer_us, 3),
+                        wait_us=round(t.wait_us, 3), executions=t.executions, done=t.done or "")
+        if module is not None and s.kind in (SliceKind.TRANSFER, SliceKind.COLLECTIVE, SliceKind.ASYNC):
+            comp = module.computations.get(s.computation)
+            ins = comp.by_name.get(s.name) if comp is not None else None
+            loc = module.source_location(ins) if ins is not None else None
+            args["source"] = str(loc) if loc else ""
+        return {"ph": "X", "name": name, "cat": str(s.kind), "pid": pid, "tid": tid,
+                "ts": round(s.start_us, 3), "dur": round(s.end_us - s.start_us, 3), "args": args}
+
+    @staticmethod
+    def _flows(events: list[dict[str, Any]], timeline: Timeline, tids: Mapping[tuple[str, int], tuple[int, int]],
+               link_slice: Mapping[tuple[str, str], tuple[int, int, Slice]]) -> None:
+        """Start marker -> link slice -> done marker, for each transfer's last simulated execution."""
+        if (COMPUTE, 0) not in tids:
+            return
+        cpid, ctid = tids[(COMPUTE, 0)]
+        for flow_id, ((comp, start), t) in enumerate(sorted(timeline.transfers.items()), start=1):
+            found = link_slice.get((comp, start))
+            if found is None or not t.is_async:
+                continue
+            lpid, ltid, s = found
+            issue, done_at = round(s.start_us, 3), round(t.done_us, 3)
+            common = {"cat": "transfer", "name": start, "id": flow_id}
+            events.append({"ph": "X", "name": f"start: {start}", "cat": "marker", "pid": cpid, "tid": ctid,
+                           "ts": issue, "dur": 0, "args": {"computation": comp}})
+            events.append({"ph": "s", "pid": cpid, "tid": ctid, "ts": issue, **common})
+            events.append({"ph": "t", "pid": lpid, "tid": ltid, "ts": issue, **common})
+            if t.done is not None:
+                events.append({"ph": "X", "name": f"done: {t.done}", "cat": "marker", "pid": cpid, "tid": ctid,
+                               "ts": done_at, "dur": 0, "args": {"computation": t.done_computation or comp}})
+                events.append({"ph": "f", "bp": "e", "pid": cpid, "tid": ctid, "ts": done_at, **common})

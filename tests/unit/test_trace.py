@@ -1,0 +1,88 @@
+"""The Perfetto/Chrome trace of a simulated step, loaded back as JSON."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from hloscope.analysis.cost import CostModel
+from hloscope.analysis.index import ModuleIndex
+from hloscope.analysis.pairs import pair_async_ops
+from hloscope.analysis.timeline import COLLECTIVE, COMPUTE, LINK_TO_DEVICE, LINK_TO_HOST, Timeline, simulate_step
+from hloscope.analysis.transfers import find_host_transfers
+from hloscope.hlo.model import Module
+from hloscope.hlo.parser import parse_hlo
+from hloscope.render.trace import TraceRenderer
+from hloscope.targets import get_target
+from tests.conftest import fixture_text
+
+
+def _trace(name: str, target: str = "h100-sxm") -> tuple[dict[str, Any], Timeline, Module]:
+    m = parse_hlo(fixture_text(name), name)
+    index = ModuleIndex(m)
+    tl = simulate_step(m, CostModel(m, get_target(target)), pair_async_ops(index), find_host_transfers(index),
+                       index.callgraph)
+    return json.loads(TraceRenderer().render(tl, m)), tl, m
+
+
+def _processes(doc: dict[str, Any]) -> dict[int, str]:
+    return {e["pid"]: e["args"]["name"] for e in doc["traceEvents"] if e["ph"] == "M" and e["name"] == "process_name"}
+
+
+@pytest.mark.parametrize("name", ["llama_offload.hlo.txt", "mlp_offload.hlo.txt", "llama_offload_nopipe.hlo.txt"])
+def test_one_track_per_resource_and_every_slice_inside_the_step(name: str) -> None:
+    doc, tl, _ = _trace(name)
+    procs = _processes(doc)
+    # llama_offload and mlp_offload use the compute stream, the collective stream and both links.
+    assert sorted(procs.values()) == sorted([COMPUTE, COLLECTIVE, LINK_TO_HOST, LINK_TO_DEVICE])
+    assert sorted(procs.values()) == sorted(tl.slices)
+    slices = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    for e in slices:
+        assert e["ts"] >= 0 and e["ts"] + e["dur"] <= round(tl.step_us, 3) + 0.001, e
+    # One X event per timeline slice on each resource (plus zero-length start/done markers on compute).
+    per_proc = Counter(procs[e["pid"]] for e in slices if e["cat"] != "marker")
+    assert per_proc == {r: len(s) for r, s in tl.slices.items()}
+
+
+def test_transfer_slices_carry_bytes_verdict_and_source() -> None:
+    # llama_offload: 3 offloads in the forward loop (1 trip) + 3 in the peeled prologue, 3 reloads in
+    # the backward loop (2 trips, simulated both): 3 + 3 + 3 x 2 = 12 link slices.
+    doc, tl, _ = _trace("llama_offload.hlo.txt")
+    transfers = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["cat"] == "transfer"]
+    assert len(transfers) == 12 == len(tl.slices[LINK_TO_HOST]) + len(tl.slices[LINK_TO_DEVICE])
+    reload = next(e for e in transfers if e["name"] == "dynamic-slice-start.3")
+    assert reload["args"]["bytes"] == 262_144 and reload["args"]["direction"] == "to_device"
+    assert reload["args"]["verdict"] == "partial"
+    assert reload["args"]["source"].endswith("common.py:140")
+    first = next(e for e in transfers if e["name"] == "dynamic-slice-start.2.0")
+    assert first["args"]["verdict"] == "exposed"
+
+
+def test_overlapping_transfers_on_one_link_go_to_separate_lanes() -> None:
+    # dynamic-slice-start.2.0 and .1.0 are issued together and share the H->D link: two lanes.
+    doc, _, _ = _trace("llama_offload.hlo.txt")
+    procs = _processes(doc)
+    h2d = next(p for p, n in procs.items() if n == LINK_TO_DEVICE)
+    lanes: dict[int, list[tuple[float, float]]] = {}
+    for e in doc["traceEvents"]:
+        if e["ph"] == "X" and e["pid"] == h2d:
+            lanes.setdefault(e["tid"], []).append((e["ts"], e["ts"] + e["dur"]))
+    assert len(lanes) == 2
+    for spans in lanes.values():  # within a lane, slices never overlap
+        spans.sort()
+        assert all(a[1] <= b[0] + 1e-6 for a, b in itertools.pairwise(spans))
+
+
+def test_flow_arrows_run_from_start_through_link_to_done() -> None:
+    doc, tl, _ = _trace("llama_offload.hlo.txt")
+    flows: dict[int, list[str]] = {}
+    for e in doc["traceEvents"]:
+        if e["ph"] in ("s", "t", "f"):
+            flows.setdefault(e["id"], []).append(e["ph"])
+    assert len(flows) == sum(1 for t in tl.transfers.values() if t.is_async)
+    assert all(phases == ["s", "t", "f"] for phases in flows.values())
+    assert TraceRenderer.extension == ".json"

@@ -50,6 +50,9 @@ class CompileResult:
     ``memory_override_bytes`` when one was given).
     extra_files: artifact name -> text: XLA's memory-usage report, the live-at-peak
     section of its live-range dump, the buffer-assignment lines of those values.
+    tensor_names: the step's ``checkpoint_name`` call sites read from its jaxpr
+    (``hloscope.compile.names``); the analysis matches transfers to them.
+    compiled: the ``jax.stages.Compiled`` (in the process that compiled it only).
     """
 
     optimized_hlo: str
@@ -63,6 +66,12 @@ class CompileResult:
     compile_seconds: float
     device_memory_size: int = 0
     extra_files: dict[str, str] = field(default_factory=dict)
+    tensor_names: list[dict[str, Any]] = field(default_factory=list)
+    compiled: Any = field(default=None, repr=False, compare=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The jax Compiled object stays in the process that made it (it does not pickle).
+        return {k: v for k, v in self.__dict__.items() if k != "compiled"} | {"compiled": None}
 
 
 def topology_for(devices: int) -> str:
@@ -101,11 +110,9 @@ def make_mesh(target: Target | str, devices: int, axes: Sequence[tuple[str, int]
                 platform="cuda", topology_name="", target_config=tgt.gpu_target_config(), topology=topology,
             )
     except Exception as e:
-        hint = ""
-        if os.environ.get("JAX_SKIP_CUDA_CONSTRAINTS_CHECK") != "1":
-            hint = ("; jax was imported before hloscope could configure it: set JAX_PLATFORMS=cpu and "
-                    "JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 before importing jax")
-        raise HloscopeError(f"cannot build a compile-only topology for {tgt.name}: {_first_line(e)}{hint}",
+        if "topology not implemented" in str(e):
+            raise HloscopeError(environment.STARTED_TOO_EARLY, EXIT_ENVIRONMENT) from None
+        raise HloscopeError(f"cannot build a compile-only topology for {tgt.name}: {_first_line(e)}",
                             EXIT_ENVIRONMENT) from None
     devs: Any = np.array(topo.devices[:devices]).reshape([n for _, n in axes])
     return Mesh(devs, tuple(name for name, _ in axes))
@@ -218,6 +225,7 @@ def compile_step(
     pipelined_offload: bool | None = True,
     donate_argnums: Sequence[int] = (),
     memory_override_bytes: int | None = None,
+    roles: dict[str, str] | None = None,
 ) -> CompileResult:
     """Lower and compile ``fn(*args)`` for compile-only GPUs; allocate nothing.
 
@@ -227,6 +235,10 @@ def compile_step(
     of its own; the mesh must then be built here (``mesh=None``) or from
     ``with_memory(target, memory_override_bytes)``, because XLA takes the size
     from the topology the mesh's devices belong to.
+    An argument without a sharding (a plain ``ShapeDtypeStruct``) is replicated
+    on every device of the mesh. The result is always compiled for the target's
+    GPUs: a module that comes out compiled for another platform is an error.
+    ``roles``: checkpoint name -> what the tensor is ("Q projection"), for the report.
     """
     environment.prepare()
     import jax
@@ -236,6 +248,7 @@ def compile_step(
         mesh = make_mesh(tgt, devices, mesh_axes)
     if len(args) == 1 and callable(args[0]) and not isinstance(args[0], jax.ShapeDtypeStruct):
         args = tuple(args[0](mesh))
+    args = place_on_mesh(args, mesh)
     options: dict[str, Any] = {}
     if lhs is not None:
         options[LHS_FLAG] = lhs
@@ -247,57 +260,109 @@ def compile_step(
                            xla_gpu_dump_llvmir=False)
     t0 = time.perf_counter()
     try:
-        try:
-            with jax.sharding.use_mesh(mesh) if hasattr(jax.sharding, "use_mesh") else _null():
-                lowered = jax.jit(fn, donate_argnums=tuple(donate_argnums)).lower(*args)
-        except HloscopeError:
-            raise
-        except Exception as e:
-            raise HloscopeError(f"tracing {getattr(fn, '__name__', fn)} failed: {type(e).__name__}: {_first_line(e)}",
-                                EXIT_TRACE_FAILED) from None
-        try:
-            compiled = lowered.compile(compiler_options=compile_options)
-        except MemoryError:
-            raise HloscopeError("the host ran out of memory while compiling", EXIT_OUT_OF_MEMORY) from None
-        except Exception as e:
-            msg = _first_line(e)
-            code = EXIT_OUT_OF_MEMORY if "RESOURCE_EXHAUSTED" in msg and "host" in msg.lower() else EXIT_COMPILE_FAILED
-            raise HloscopeError(f"XLA compile failed: {msg}", code) from None
-        seconds = time.perf_counter() - t0
-        optimized = compiled.as_text() or ""
-        before = sorted(glob.glob(os.path.join(dump, "*before_optimizations.txt")))
-        unoptimized = Path(before[-1]).read_text() if before else ""
-        stats = compiled.memory_analysis()
-        memory = {
-            k: int(getattr(stats, k, 0) or 0)
-            for k in ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
-                      "temp_size_in_bytes", "generated_code_size_in_bytes", "peak_memory_in_bytes",
-                      "host_argument_size_in_bytes", "host_output_size_in_bytes",
-                      "host_alias_size_in_bytes", "host_temp_size_in_bytes")
-        }
-        extra = _memory_texts(dump)
-        if MEMORY_REPORT_FILE in extra:
-            totals = report_space_totals(extra[MEMORY_REPORT_FILE])
-            memory["report_device_total_bytes"] = totals.get(0, 0)
-            memory["report_host_total_bytes"] = totals.get(5, 0)
-        # What the device must hold: arguments + temporaries + outputs not aliased to an argument.
-        memory["device_allocation_bytes"] = (memory["argument_size_in_bytes"] + memory["output_size_in_bytes"]
-                                             + memory["temp_size_in_bytes"] - memory["alias_size_in_bytes"])
-        memory["peak_memory_from_xla"] = int(bool(memory["peak_memory_in_bytes"]))
-        memory["device_memory_size"] = tgt.device_memory_size
-        if not memory["peak_memory_in_bytes"]:
-            memory["peak_memory_in_bytes"] = (memory["argument_size_in_bytes"] + memory["output_size_in_bytes"]
-                                              + memory["temp_size_in_bytes"] - memory["alias_size_in_bytes"])
-        memory["host_total_bytes"] = (memory["host_argument_size_in_bytes"] + memory["host_output_size_in_bytes"]
-                                      + memory["host_temp_size_in_bytes"] - memory["host_alias_size_in_bytes"])
+        with environment.quiet_native_stderr():
+            return _compile(fn, args, tgt, mesh, options, compile_options, donate_argnums, dump, t0, roles)
     finally:
         shutil.rmtree(dump, ignore_errors=True)
+
+
+def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, mesh: Any, options: dict[str, Any],
+             compile_options: dict[str, Any], donate_argnums: Sequence[int], dump: str, t0: float,
+             roles: dict[str, str] | None) -> CompileResult:
+    import jax
+
+    try:
+        with jax.sharding.use_mesh(mesh) if hasattr(jax.sharding, "use_mesh") else _null():
+            traced = jax.jit(fn, donate_argnums=tuple(donate_argnums)).trace(*args)
+            lowered = traced.lower()
+    except HloscopeError:
+        raise
+    except Exception as e:
+        raise HloscopeError(f"tracing {getattr(fn, '__name__', fn)} failed: {type(e).__name__}: {_first_line(e)}",
+                            EXIT_TRACE_FAILED) from None
+    try:
+        compiled = lowered.compile(compiler_options=compile_options)
+    except MemoryError:
+        raise HloscopeError("the host ran out of memory while compiling", EXIT_OUT_OF_MEMORY) from None
+    except Exception as e:
+        msg = _first_line(e)
+        code = EXIT_OUT_OF_MEMORY if "RESOURCE_EXHAUSTED" in msg and "host" in msg.lower() else EXIT_COMPILE_FAILED
+        raise HloscopeError(f"XLA compile failed: {msg}", code) from None
+    seconds = time.perf_counter() - t0
+    optimized = compiled.as_text() or ""
+    platform = compiled_platform(compiled)
+    if platform != "gpu":
+        raise HloscopeError(f"the step was compiled for {platform}, not for {tgt.name}'s GPUs: give every "
+                            "argument a NamedSharding over hloscope.make_mesh(target, devices), or pass "
+                            "mesh=", EXIT_COMPILE_FAILED)
+    before = sorted(glob.glob(os.path.join(dump, "*before_optimizations.txt")))
+    unoptimized = Path(before[-1]).read_text() if before else ""
+    stats = compiled.memory_analysis()
+    memory = {
+        k: int(getattr(stats, k, 0) or 0)
+        for k in ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+                  "temp_size_in_bytes", "generated_code_size_in_bytes", "peak_memory_in_bytes",
+                  "host_argument_size_in_bytes", "host_output_size_in_bytes",
+                  "host_alias_size_in_bytes", "host_temp_size_in_bytes")
+    }
+    extra = _memory_texts(dump)
+    if MEMORY_REPORT_FILE in extra:
+        totals = report_space_totals(extra[MEMORY_REPORT_FILE])
+        memory["report_device_total_bytes"] = totals.get(0, 0)
+        memory["report_host_total_bytes"] = totals.get(5, 0)
+    # What the device must hold: arguments + temporaries + outputs not aliased to an argument.
+    memory["device_allocation_bytes"] = (memory["argument_size_in_bytes"] + memory["output_size_in_bytes"]
+                                         + memory["temp_size_in_bytes"] - memory["alias_size_in_bytes"])
+    memory["peak_memory_from_xla"] = int(bool(memory["peak_memory_in_bytes"]))
+    memory["device_memory_size"] = tgt.device_memory_size
+    if not memory["peak_memory_in_bytes"]:
+        memory["peak_memory_in_bytes"] = (memory["argument_size_in_bytes"] + memory["output_size_in_bytes"]
+                                          + memory["temp_size_in_bytes"] - memory["alias_size_in_bytes"])
+    memory["host_total_bytes"] = (memory["host_argument_size_in_bytes"] + memory["host_output_size_in_bytes"]
+                                  + memory["host_temp_size_in_bytes"] - memory["host_alias_size_in_bytes"])
     return CompileResult(
         optimized_hlo=optimized, unoptimized_hlo=unoptimized, memory=memory, options=options,
         versions=environment.versions(), target=tgt.name, devices=int(mesh.devices.size),
         mesh_shape={str(k): int(v) for k, v in mesh.shape.items()}, compile_seconds=seconds,
         device_memory_size=tgt.device_memory_size, extra_files=extra,
+        tensor_names=_tensor_names(traced, roles), compiled=compiled,
     )
+
+
+def _tensor_names(traced: Any, roles: dict[str, str] | None) -> list[dict[str, Any]]:
+    from hloscope.compile.names import tensor_names
+
+    try:
+        return tensor_names(traced.jaxpr, roles)
+    except Exception:  # names are a convenience: a jaxpr we cannot walk must not fail the compile
+        return []
+
+
+def compiled_platform(compiled: Any) -> str:
+    """The platform of the devices ``compiled`` runs on: ``gpu`` for the compile-only
+    GPUs (the CUDA plugin calls them ``cuda``), else what JAX calls it (``cpu``)."""
+    import jax
+
+    shardings = jax.tree.leaves(compiled.input_shardings) + jax.tree.leaves(compiled.output_shardings)
+    platforms = {d.platform for s in shardings for d in getattr(s, "device_set", ())}
+    if not platforms or platforms <= {"cuda", "gpu", "rocm"}:
+        return "gpu"
+    return ", ".join(sorted(platforms - {"cuda", "gpu", "rocm"}))
+
+
+def place_on_mesh(args: Sequence[Any], mesh: Any) -> tuple[Any, ...]:
+    """Give every ``ShapeDtypeStruct`` leaf without a sharding a replicated one on ``mesh``."""
+    import jax
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    replicated = NamedSharding(mesh, PartitionSpec())  # type: ignore[no-untyped-call]
+
+    def place(x: Any) -> Any:
+        if isinstance(x, jax.ShapeDtypeStruct) and x.sharding is None:
+            return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=replicated)  # type: ignore[no-untyped-call]
+        return x
+
+    return tuple(jax.tree.map(place, a) for a in args)
 
 
 class _null:

@@ -45,18 +45,45 @@ def quiet_native_stderr() -> Iterator[None]:
                 print("\n".join(kept), file=sys.stderr)
 
 
-def prepare() -> None:
-    """Set the environment JAX needs for compile-only GPU devices; import JAX."""
+#: The one line to print when JAX's backend started before hloscope could configure it.
+STARTED_TOO_EARLY = ("jax's backend already started without the CUDA plugin's compile-only GPUs (something ran a "
+                     "jax computation or jax.devices() first): call hloscope before that, or start Python with "
+                     "JAX_PLATFORMS=cpu JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1")
+
+
+def _has_gpu() -> bool:
+    return os.path.exists("/dev/nvidiactl")
+
+
+def backend_started() -> bool:
+    """Whether JAX has already created its backends (then its platform can no longer change)."""
     if "jax" not in sys.modules:
-        os.environ["JAX_PLATFORMS"] = "cpu"
-        os.environ["JAX_SKIP_CUDA_CONSTRAINTS_CHECK"] = "1"
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        return False
+    from jax._src import xla_bridge
+
+    return bool(getattr(xla_bridge, "_backends", {}))
+
+
+def prepare() -> None:
+    """Set the environment JAX needs for compile-only GPU devices; import JAX.
+
+    Works when the user imported jax first: the platform is set through
+    ``jax.config`` as long as no backend has started (no computation ran yet).
+    On a machine with a GPU nothing is changed: the CUDA plugin starts normally.
+    """
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    if not _has_gpu():
+        os.environ["JAX_SKIP_CUDA_CONSTRAINTS_CHECK"] = "1"  # read when the plugin initializes
+        if "jax" not in sys.modules:
+            os.environ["JAX_PLATFORMS"] = "cpu"
     try:
         with quiet_native_stderr():
-            import jax  # noqa: F401
+            import jax
             from jax.experimental import topologies  # noqa: F401
     except Exception as e:  # ImportError or a broken install
         raise HloscopeError(f"cannot import jax: {e}; run 'pip install -e .'", EXIT_ENVIRONMENT) from None
+    if not _has_gpu() and not backend_started() and getattr(jax.config, "jax_platforms", None) != "cpu":
+        jax.config.update("jax_platforms", "cpu")  # type: ignore[no-untyped-call]  # host computations on CPU; GPUs stay compile-only
 
 
 def versions() -> dict[str, str]:

@@ -1,0 +1,68 @@
+"""The user's tensor names, read from the traced step (JAX side of the naming pass).
+
+JAX 0.10 lowers ``checkpoint_name(x, "query_proj")`` to nothing: neither the
+optimized nor the unoptimized HLO records the name. The jaxpr still holds it, as
+a ``name`` equation with the user's source line. ``tensor_names(jaxpr)`` walks
+the jaxpr (and every sub-jaxpr: ``jax.checkpoint``, ``scan``, ``pjit``) and
+returns plain records, one per ``checkpoint_name`` call site:
+
+``{"name", "file", "line", "function", "producer_file", "producer_line", "role"}``
+
+``producer_*`` is the user frame of the equation that computed the named value
+(often the same line). The analysis (``hloscope.analysis.names``) matches
+transfers to these records by source line; it never imports JAX.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+
+def _sub_jaxprs(params: Mapping[str, Any]) -> Iterator[Any]:
+    for value in params.values():
+        for v in value if isinstance(value, list | tuple) else (value,):
+            inner = getattr(v, "jaxpr", None)  # ClosedJaxpr -> Jaxpr
+            if inner is not None and hasattr(inner, "eqns"):
+                yield inner
+            elif hasattr(v, "eqns"):
+                yield v
+
+
+def _frame(eqn: Any) -> tuple[str, int, str] | None:
+    from jax._src import source_info_util
+
+    frame = source_info_util.user_frame(eqn.source_info.traceback)
+    if frame is None:
+        return None
+    return frame.file_name, int(frame.start_line), frame.function_name
+
+
+def tensor_names(jaxpr: Any, roles: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """One record per distinct ``checkpoint_name`` call site in ``jaxpr`` (a Jaxpr or ClosedJaxpr)."""
+    roles = roles or {}
+    out: dict[tuple[str, str, int], dict[str, Any]] = {}
+    stack = [getattr(jaxpr, "jaxpr", jaxpr)]
+    seen: set[int] = set()
+    while stack:
+        jx = stack.pop()
+        if id(jx) in seen:
+            continue
+        seen.add(id(jx))
+        producers = {id(v): e for e in jx.eqns for v in e.outvars}
+        for eqn in jx.eqns:
+            stack.extend(_sub_jaxprs(eqn.params))
+            if eqn.primitive.name != "name":
+                continue
+            here = _frame(eqn)
+            if here is None:
+                continue
+            name = str(eqn.params.get("name", ""))
+            src = producers.get(id(eqn.invars[0])) if eqn.invars else None
+            made = _frame(src) if src is not None else None
+            out.setdefault((name, here[0], here[1]), {
+                "name": name, "file": here[0], "line": here[1], "function": here[2],
+                "producer_file": made[0] if made else here[0], "producer_line": made[1] if made else here[1],
+                "role": roles.get(name),
+            })
+    return sorted(out.values(), key=lambda r: (r["file"], r["line"], r["name"]))

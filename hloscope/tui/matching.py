@@ -1,9 +1,8 @@
-"""Match the transfers of two reports (Compare): by checkpoint name and source, then by order.
+"""Pair the transfers of two reports for Compare, with the matcher ``hloscope diff`` uses.
 
-A transfer's key is (direction, checkpoint name or "", source ``file:line`` or
-the op's ``op_name``); transfers with equal keys are paired in schedule order,
-so a peeled copy pairs with a peeled copy. Used until ``hloscope.check`` grows
-its own matcher (``match_transfers``), which this module defers to when present.
+Matching is ``hloscope.check``'s: keys of checkpoint name (or op label), source
+and direction, then ever looser keys (``check.baseline.match``), never XLA's
+instruction numbers. This module only turns its result into rows to show.
 """
 
 from __future__ import annotations
@@ -12,15 +11,15 @@ from dataclasses import dataclass
 
 from hloscope.analysis.report import Report
 from hloscope.analysis.verdict import Verdict
-
-Key = tuple[str, str, str]
+from hloscope.check.baseline import match
+from hloscope.check.keys import TransferKey, TransferRecord, records_from_report
 
 
 @dataclass(frozen=True)
 class Match:
-    """One transfer seen in A, B or both. ``changed``: verdict differs or exposed time moved by > 1%."""
+    """One transfer seen in A, B or both. ``changed``: verdict differs, or exposed time per step moved."""
 
-    key: Key
+    key: TransferKey
     a: Verdict | None
     b: Verdict | None
 
@@ -32,26 +31,24 @@ class Match:
             return True
         ea = self.a.est_exposed_us * self.a.transfer.executions
         eb = self.b.est_exposed_us * self.b.transfer.executions
-        return abs(ea - eb) > 0.01 * max(ea, eb, 1e-9) and abs(ea - eb) > 0.05
+        return abs(ea - eb) > max(0.05, 0.01 * max(ea, eb))  # beyond rounding of the estimates
+
+    @property
+    def where(self) -> str:
+        return self.key.source or self.key.name or "-"
 
 
-def transfer_key(report: Report, v: Verdict) -> Key:
-    t = v.transfer
-    loc = report.source(v)
-    where = str(loc) if loc is not None else t.instruction.metadata.get("op_name", "")
-    return (t.direction.value, str(getattr(t, "checkpoint_name", None) or ""), where)
+def _judged(r: TransferRecord) -> Verdict | None:
+    return r.judged
 
 
 def match_transfers(a: Report, b: Report) -> list[Match]:
-    """Every transfer of ``a`` and ``b``, paired where their keys agree; A's order, then B's leftovers."""
-    pending: dict[Key, list[Verdict]] = {}
-    for v in b.verdicts:
-        pending.setdefault(transfer_key(b, v), []).append(v)
-    out: list[Match] = []
-    for v in a.verdicts:
-        k = transfer_key(a, v)
-        lst = pending.get(k)
-        out.append(Match(k, v, lst.pop(0) if lst else None))
-    for k, lst in pending.items():
-        out.extend(Match(k, None, v) for v in lst)
+    """Every transfer of ``a`` and ``b``: matched pairs in A's order, then A only, then B only."""
+    ra, rb = tuple(records_from_report(a)), tuple(records_from_report(b))
+    pairs, only_a, only_b = match(ra, rb)
+    order = {id(r): i for i, r in enumerate(ra)}
+    pairs.sort(key=lambda p: order[id(p[0])])
+    out = [Match(x.key, _judged(x), _judged(y)) for x, y in pairs]
+    out += [Match(x.key, _judged(x), None) for x in only_a]
+    out += [Match(y.key, None, _judged(y)) for y in only_b]
     return out

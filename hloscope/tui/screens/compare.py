@@ -75,7 +75,7 @@ class CompareScreen(Screen[None]):
         for m in self.shown:
             table.add_row(Text("≠", style="bold #bf616a") if m.changed else "",
                           m.a.transfer.instruction.name if m.a else "-", m.b.transfer.instruction.name if m.b else "-",
-                          m.key[0], m.key[2][-50:] or "-", _verdict_cell(m.a), _verdict_cell(m.b),
+                          m.key.direction, m.where[-50:], _verdict_cell(m.a), _verdict_cell(m.b),
                           _exposed(m.a), _exposed(m.b))
         table.border_title = f"{len(self.shown)} transfer(s)" + (" (changed only)" if self.only_changed else "")
 

@@ -12,6 +12,7 @@ from textual.widgets import DataTable
 from hloscope.analysis.kinds import VERDICT_ORDER, Direction, VerdictKind
 from hloscope.analysis.report import Report
 from hloscope.analysis.verdict import Verdict
+from hloscope.check.keys import source_key
 from hloscope.render.table import human_bytes, human_us
 from hloscope.tui.format import VERDICT_STYLE, arrow, checkpoint_name
 from hloscope.tui.messages import TransferChosen, TransferHighlighted
@@ -76,7 +77,8 @@ class TransferTable(DataTable[Any]):
             exposed = v.est_exposed_us * t.executions
             self.add_row(t.instruction.name, checkpoint_name(t), arrow(t.direction), human_bytes(t.bytes),
                          str(t.executions), Text(v.verdict.value, style=VERDICT_STYLE[v.verdict]),
-                         human_us(exposed) if exposed > 0 else "-", str(loc) if loc else "-", key=str(i))
+                         human_us(exposed) if exposed > 0 else "-", source_key(str(loc)) if loc else "-",
+                         key=str(i))
         self.border_title = f"transfers {len(self.shown)}/{len(report.verdicts)}"
         self.border_subtitle = self.state
         if keep is not None and keep in self.shown:

@@ -1,0 +1,53 @@
+"""Bad input: one-line errors before the app starts (CLI), or the error screen for text that fails to parse."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hloscope.cli.main import main
+from hloscope.errors import HloscopeError
+from hloscope.tui.load import Source, check_source, load_source
+from tests.conftest import FIXTURES
+
+
+@pytest.mark.parametrize("make, expect", [
+    (lambda d: d / "missing.hlo.txt", "no such file"),
+    (lambda d: d, "no '*after_optimizations.txt'"),
+    (lambda d: (d / "notes.txt").write_text("hello\n") and d / "notes.txt", "not HLO text"),
+    (lambda d: (d / "empty.hlo.txt").write_text("") or d / "empty.hlo.txt", "empty file"),
+    (lambda d: (d / "bin.hlo.txt").write_bytes(b"HloModule\0\1\2") and d / "bin.hlo.txt", "not HLO text"),
+], ids=["missing file", "empty folder", "not HLO", "empty file", "binary"])
+def test_bad_paths_are_one_line_errors_with_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                    make, expect) -> None:  # type: ignore[no-untyped-def]
+    path = make(tmp_path)
+    assert main(["tui", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert expect in err and err.count("\n") == 1 and err.startswith("hloscope: error: ")
+
+
+def test_neither_path_nor_workload_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tui"]) == 2
+    assert "PATH or --workload" in capsys.readouterr().err
+
+
+def test_unknown_target_is_exit_3(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tui", str(FIXTURES / "mlp_offload.hlo.txt"), "--target", "no-such-gpu"]) == 3
+
+
+def test_a_truncated_module_passes_the_quick_check_and_fails_to_load_with_a_position(tmp_path: Path) -> None:
+    text = (FIXTURES / "mlp_offload.hlo.txt").read_text()
+    cut = tmp_path / "cut.hlo.txt"
+    cut.write_text(text[: len(text) // 2])
+    source = Source(str(cut))
+    check_source(source)
+    with pytest.raises(HloscopeError) as e:
+        load_source(source)
+    assert str(e.value).startswith(str(cut)) and "\n" not in str(e.value)
+
+
+def test_a_dump_folder_and_an_artifact_style_folder_load(tmp_path: Path) -> None:
+    loaded = load_source(Source(str(FIXTURES / "dump_mlp_offload")))
+    assert loaded.report.verdicts and loaded.file.endswith("after_optimizations.txt")
+    assert loaded.memory is None  # a bare dump has no compile figures

@@ -1,0 +1,65 @@
+"""SVG snapshots of the main screens at a fixed terminal size (pytest-textual-snapshot).
+
+Update after a deliberate change with ``pytest tests/tui --snapshot-update`` and
+review the SVGs in the diff. The detail pane's source-line text depends on the
+user's file being readable here, so it is switched off for snapshots.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+
+from hloscope.tui.app import HloscopeApp
+from hloscope.tui.load import Source
+from hloscope.tui.screens.compare import CompareScreen
+from tests.tui.conftest import FIXTURES, wait_loaded
+
+SIZE = (140, 40)
+
+
+@pytest.fixture(autouse=True)
+def _no_source_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("hloscope.tui.widgets.detail.linecache.getline", lambda *a: "")
+    monkeypatch.chdir(FIXTURES.parent)  # relative paths in what the screens show
+
+
+def _app(compare: bool = False) -> HloscopeApp:
+    return HloscopeApp(Source("fixtures/llama_offload.hlo.txt"),
+                       Source("fixtures/llama_offload_nopipe.hlo.txt") if compare else None)
+
+
+def test_transfers_screen(snap_compare: Any) -> None:
+    assert snap_compare(_app(), terminal_size=SIZE, run_before=wait_loaded)
+
+
+def test_schedule_with_a_transfer_window(snap_compare: Any) -> None:
+    async def open_window(pilot: Pilot[int]) -> None:
+        await wait_loaded(pilot)
+        await pilot.press("down", "down", "enter")
+        await pilot.pause()
+
+    assert snap_compare(_app(), terminal_size=SIZE, run_before=open_window)
+
+
+def test_help_screen(snap_compare: Any) -> None:
+    async def help_(pilot: Pilot[int]) -> None:
+        await wait_loaded(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+
+    assert snap_compare(_app(), terminal_size=SIZE, run_before=help_)
+
+
+def test_compare_screen(snap_compare: Any) -> None:
+    async def compared(pilot: Pilot[int]) -> None:
+        await wait_loaded(pilot)
+        for _ in range(400):
+            if isinstance(pilot.app.screen, CompareScreen):
+                break
+            await pilot.pause(0.05)
+        await pilot.pause()
+
+    assert snap_compare(_app(compare=True), terminal_size=SIZE, run_before=compared)

@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from hloscope.analysis.callgraph import CallGraph, build_call_graph, callee_name, trip_count
+from hloscope.analysis.opclass import is_work
 from hloscope.hlo.model import Computation, Instruction, Module
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ class ModuleIndex:
         self._users: dict[str, dict[str, list[Instruction]]] = {}
         self._trips: dict[tuple[str, str], int | None] = {}
         self._pairs: list[AsyncPair] | None = None
+        self._work_prefix: dict[str, list[int]] = {}
 
     # -- users ---------------------------------------------------------------
 
@@ -62,6 +64,17 @@ class ModuleIndex:
             else:
                 out.append(u)
         return out
+
+    def work_ops_between(self, computation: str, lo: int, hi: int) -> int:
+        """How many instructions at positions ``lo <= p < hi`` of ``computation`` do compute work."""
+        prefix = self._work_prefix.get(computation)
+        if prefix is None:
+            prefix = [0]
+            for ins in self.module.computations[computation].instructions:
+                prefix.append(prefix[-1] + is_work(ins))
+            self._work_prefix[computation] = prefix
+        hi = max(lo, min(hi, len(prefix) - 1))
+        return prefix[hi] - prefix[max(0, lo)]
 
     # -- control flow -------------------------------------------------------
 

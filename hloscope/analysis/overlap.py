@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from hloscope.analysis.cost import CostModel
 from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.kinds import PairKind, Reason, SegmentKind, VerdictKind
-from hloscope.analysis.opclass import CONTROL_FLOW, collective_kind, is_done, is_free, is_start
+from hloscope.analysis.opclass import CONTROL_FLOW, collective_kind, is_done, is_free, is_start, is_work
 from hloscope.analysis.pairs import AsyncPair
 from hloscope.analysis.transfers import HostTransfer
 from hloscope.analysis.verdict import FirstUse, InputReady, Verdict, WindowOp, WindowSegment
@@ -47,11 +47,6 @@ class AnalysisOptions:
     host_space: int = HOST_MEMORY_SPACE
     hidden_ratio: float = 0.95
     exposed_ratio: float = 0.05
-
-
-def is_work(ins: Instruction) -> bool:
-    """Whether an instruction occupies the compute stream (not bookkeeping, not an async half)."""
-    return not (is_free(ins) or is_start(ins) or is_done(ins) or ins.opcode == "async-update")
 
 
 def window_segments(index: ModuleIndex, start: Instruction, done: Instruction, crossed: bool) -> list[WindowSegment]:
@@ -169,7 +164,7 @@ def _decide(known_window: bool, has_work: bool, window_size: int, transfer_us: f
 
 
 def _work_between(index: ModuleIndex, computation: str, lo: int, hi: int) -> int:
-    return sum(1 for w in index.computation(computation).instructions[lo:hi] if is_work(w))
+    return index.work_ops_between(computation, lo, hi)
 
 
 def input_ready(index: ModuleIndex, t: HostTransfer) -> InputReady | None:

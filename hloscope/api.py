@@ -7,6 +7,7 @@ from typing import Any
 
 from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import Report, analyze_module
+from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.loader import load_module
 from hloscope.hlo.model import Module
 from hloscope.hlo.parser import parse_hlo
@@ -25,21 +26,40 @@ def analyze(x: Any, target: Target | str = DEFAULT_TARGET, host_space: int = HOS
     elif isinstance(x, str):
         module = parse_hlo(x) if x.lstrip().startswith("HloModule") else load_module(x)
     elif hasattr(x, "as_text") and hasattr(x, "memory_analysis"):  # jax.stages.Compiled
-        module = parse_hlo(x.as_text(), "<compiled>")
+        module = parse_hlo(_gpu_compiled(x).as_text(), "<compiled>")
     elif hasattr(x, "compile") and hasattr(x, "as_text"):  # jax.stages.Lowered
-        module = parse_hlo(x.compile().as_text(), "<compiled>")
+        module = parse_hlo(_gpu_compiled(x.compile()).as_text(), "<compiled>")
     else:
         raise TypeError(f"cannot analyze {type(x).__name__}: give HLO text, a path, or a jax Compiled/Lowered")
     return analyze_module(module, tgt, AnalysisOptions(host_space=host_space))
 
 
+def _gpu_compiled(compiled: Any) -> Any:
+    """``compiled``, if it runs on GPUs; a one-line error if it was compiled for the host CPU."""
+    from hloscope.compile.deviceless import compiled_platform
+
+    platform = compiled_platform(compiled)
+    if platform != "gpu":
+        raise HloscopeError(f"this step was compiled for {platform}, not a GPU: its schedule says nothing about GPU "
+                            "offloading; compile it with hloscope.compile_step(fn, *abstract_args, target=...)",
+                            EXIT_BAD_INPUT)
+    return compiled
+
+
 def compile_step(fn: Any, *abstract_args: Any, target: Target | str = DEFAULT_TARGET, devices: int = 8,
                  mesh: Any = None, mesh_axes: Any = None, flags: dict[str, Any] | None = None,
                  lhs: bool | None = True, pipelined_offload: bool | None = True) -> tuple[Any, Report]:
-    """Compile ``fn`` for compile-only GPUs and analyze it: (CompileResult, Report)."""
+    """Compile ``fn`` for ``devices`` compile-only GPUs of ``target`` and analyze it.
+
+    Works in a script that imported jax first (as long as no jax computation ran
+    yet). Arguments without a sharding are replicated on every device. Returns
+    ``(CompileResult, Report)``: ``result.compiled`` is the ``jax.stages.Compiled``;
+    ``print(report)`` shows the table, with each transfer's ``checkpoint_name``
+    and the source line of the tensor it moves.
+    """
     from hloscope.compile.deviceless import compile_step as _compile
+    from hloscope.compile.jobs import analyze_result
 
     result = _compile(fn, *abstract_args, target=target, devices=devices, mesh=mesh, mesh_axes=mesh_axes,
                       flags=flags, lhs=lhs, pipelined_offload=pipelined_offload)
-    module = parse_hlo(result.optimized_hlo, "<compiled>")
-    return result, analyze_module(module, get_target(target) if isinstance(target, str) else target)
+    return result, analyze_result(result, get_target(target) if isinstance(target, str) else target)

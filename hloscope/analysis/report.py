@@ -10,12 +10,14 @@ the Python API that call the renderers.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from hloscope.analysis.cost import CostModel
 from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.kinds import Direction, PairKind, VerdictKind
+from hloscope.analysis.names import name_transfers
 from hloscope.analysis.overlap import AnalysisOptions, judge_overlap
 from hloscope.analysis.pairs import AsyncPair
 from hloscope.analysis.transfers import HostTransfer, find_host_transfers
@@ -106,7 +108,8 @@ class Report:
         return self.cost.computation_us(self.module.entry_name)  # cached by the cost model
 
     def source(self, v: Verdict) -> SourceLocation | None:
-        return self.module.source_location(v.transfer.instruction)
+        """The user line of the moved tensor, else the transfer instruction's own frame."""
+        return v.transfer.source or self.module.source_location(v.transfer.instruction)
 
     def pair_kind(self, p: AsyncPair) -> PairKind:
         """``host_transfer`` for pairs that are host transfers, else the pair's own kind."""
@@ -136,11 +139,12 @@ class Report:
 
 
 def analyze_module(module: Module, target: Target, options: AnalysisOptions | int | None = None,
-                   notes: tuple[str, ...] = ()) -> Report:
-    """Run every pass over ``module`` for ``target``. ``options`` may be a host memory space number."""
+                   notes: tuple[str, ...] = (), names: Sequence[Mapping[str, Any]] = ()) -> Report:
+    """Run every pass over ``module`` for ``target``. ``options`` may be a host memory space number.
+    ``names``: the step's ``checkpoint_name`` records (``hloscope.analysis.names``), when it was traced here."""
     opts = AnalysisOptions(host_space=options) if isinstance(options, int) else (options or AnalysisOptions())
     index = ModuleIndex(module)
-    transfers = find_host_transfers(index, opts.host_space)
+    transfers = name_transfers(index, find_host_transfers(index, opts.host_space), names)
     cost = CostModel(module, target, opts.host_space)
     verdicts = judge_overlap(index, transfers, cost, opts)
     summary = summarize(verdicts, index.callgraph.unknown_trip)

@@ -25,7 +25,7 @@ from hloscope.analysis.opclass import (
     custom_call_target,
     is_free,
 )
-from hloscope.hlo.model import Instruction, Module
+from hloscope.hlo.model import Instruction, Module, SourceLocation
 from hloscope.hlo.shape import HOST_MEMORY_SPACE, Shape
 
 TO_HOST = Direction.TO_HOST
@@ -41,6 +41,10 @@ class HostTransfer:
     op: what moves the data (``dynamic-update-slice``, ``copy`` ...).
     bytes: bytes moved per execution. executions: runs per step.
     is_async: a start/done pair. is_annotation: an unoptimized-module marker.
+    checkpoint_name: the user's ``checkpoint_name`` of the moved tensor, when known.
+    role: what the tensor is in the model ("Q projection"), when the step said so.
+    source: the user source line where the moved tensor was computed (not the
+    remat wrapper's line). These three are set by ``hloscope.analysis.names``.
     """
 
     instruction: Instruction
@@ -52,6 +56,9 @@ class HostTransfer:
     is_async: bool
     is_annotation: bool = False
     host_space: int = HOST_MEMORY_SPACE
+    checkpoint_name: str | None = None
+    role: str | None = None
+    source: SourceLocation | None = None
 
 
 def _core_op(module: Module, ins: Instruction) -> Instruction | None:

@@ -66,5 +66,6 @@ def manifest(result: Any, extra: dict[str, Any]) -> str:
         "versions": result.versions,
         "compile_seconds": round(result.compile_seconds, 3),
         "memory": result.memory,
+        "tensor_names": getattr(result, "tensor_names", []),
         **extra,
     }, indent=2, default=str) + "\n"

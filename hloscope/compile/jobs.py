@@ -48,7 +48,7 @@ def compile_workload_job(workload: str, sets: dict[str, str], policy: str | None
     mesh = make_mesh(tgt, devices)
     fn, args = wl.build(cfg, mesh)
     result = compile_step(fn, *args, mesh=mesh, target=tgt, flags=flags, lhs=lhs, pipelined_offload=pipelined,
-                          donate_argnums=(0, 1, 2))
+                          donate_argnums=(0, 1, 2), roles=wl.roles)
     return result, {"workload": wl.name, "config": dataclasses.asdict(cfg)}
 
 
@@ -97,7 +97,12 @@ def _run(job: Callable[..., Any], *args: Any) -> Any:
 
 
 def _analyze(result: Any, target: str) -> Any:
-    """The report of a compile, with its memory facts (device allocation, XLA's peak, live at peak)."""
+    return analyze_result(result, target)
+
+
+def analyze_result(result: Any, target: Any) -> Any:
+    """The report of a compile (a CompileResult), with the step's tensor names and its memory
+    facts (device allocation, XLA's peak, live at peak). ``target``: a name or Target."""
     import dataclasses
 
     from hloscope.analysis.memory import memory_facts
@@ -106,9 +111,9 @@ def _analyze(result: Any, target: str) -> Any:
     from hloscope.hlo.parser import parse_hlo
     from hloscope.targets import get_target
 
-    tgt = get_target(target)
+    tgt = get_target(target) if isinstance(target, str) else target
     module = parse_hlo(result.optimized_hlo, "<compiled>")
-    report = analyze_module(module, tgt)
+    report = analyze_module(module, tgt, names=getattr(result, "tensor_names", None) or ())
     files = result.extra_files
     facts = memory_facts(result.memory, tgt, report_text=files.get(MEMORY_REPORT_FILE),
                          buffer_assignment=files.get(BUFFER_ASSIGNMENT_FILE), module=module,

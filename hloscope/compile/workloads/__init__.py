@@ -21,6 +21,7 @@ class Workload:
     presets: dict[str, Any]
     default_preset: str
     build: Callable[[Any, Any], tuple[Any, tuple[Any, ...]]]
+    roles: dict[str, str] = dataclasses.field(default_factory=dict)  # checkpoint name -> role in the model
 
 
 WORKLOADS: dict[str, Workload] = {

@@ -52,6 +52,9 @@ class DeepSeekConfig:
         return max(1, math.ceil(self.top_k * self.seq / self.experts * self.capacity_factor))
 
 
+ROLES = {"mla_q": "MLA query projection", "mla_kv": "MLA latent KV projection",
+         "moe_up": "MoE up-projection", "moe_gate": "MoE gate projection"}
+
 PRESETS = {
     "deepseek-tiny": DeepSeekConfig(),
     "deepseek-v3-671b": DeepSeekConfig(

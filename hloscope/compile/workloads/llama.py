@@ -35,6 +35,8 @@ class LlamaConfig:
         return ("query_proj", "key_proj", "value_proj")
 
 
+ROLES = {"query_proj": "Q projection", "key_proj": "K projection", "value_proj": "V projection"}
+
 PRESETS = {
     "llama-tiny": LlamaConfig(),
     "llama-small": LlamaConfig(layers=4, dim=1024, heads=16, kv_heads=4, head_dim=64, ffn=2816,

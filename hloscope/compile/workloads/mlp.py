@@ -24,6 +24,8 @@ class MlpConfig:
         return ("hidden",)
 
 
+ROLES = {"hidden": "MLP hidden activation"}
+
 PRESETS = {"mlp-tiny": MlpConfig()}
 
 

@@ -1,0 +1,210 @@
+"""Names users know for each host transfer: ``checkpoint_name``, role, user source line.
+
+Pass: ``name_transfers(index, transfers, names=()) -> list[HostTransfer]`` returns
+the transfers with ``checkpoint_name``, ``role`` and ``source`` filled in.
+
+- ``source``: the user frame of the offloaded value's producer. From the
+  transfer's device-side operand the pass walks back (through bitcasts, copies,
+  converts, fusions and their fused bodies, sharding custom calls) to the first
+  instruction whose stack frame differs from the offload's own frame (the remat
+  wrapper's line). A to-device transfer reads a host buffer: the pass follows
+  that buffer through tuples and loop parameters to the to-host transfer that
+  wrote it and takes its names.
+- ``checkpoint_name``: from ``op_name`` metadata when the HLO records it
+  (``.../name[name=query_proj]`` or ``checkpoint_name[query_proj]``), else from
+  ``names``: records read from the traced jaxpr by ``hloscope.compile.names``
+  (``{"name", "file", "line", "producer_file", "producer_line", "role"}``), matched
+  against every frame of the producers' stack traces. JAX 0.10 records the name
+  nowhere in the HLO, so a plain HLO file gets the source line and no name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from hloscope.analysis.index import ModuleIndex
+from hloscope.analysis.kinds import Direction
+from hloscope.analysis.transfers import HostTransfer
+from hloscope.hlo.model import Instruction, Module, SourceLocation
+
+#: Opcodes that pass a value through unchanged (walked through towards its producer).
+_PASS = frozenset({"bitcast", "copy", "convert", "reshape", "transpose", "get-tuple-element", "copy-start",
+                   "copy-done", "async-done", "async-start", "custom-call", "fusion", "dynamic-update-slice",
+                   "dynamic-slice", "optimization-barrier", "tuple", "parameter", "while"})
+_OP_NAME = re.compile(r"(?:checkpoint_name|/name)\[(?:name=)?([A-Za-z0-9_.\-]+)\]")
+_MAX_STEPS = 200
+
+
+def frames(module: Module, ins: Instruction) -> list[SourceLocation]:
+    """Every frame of ``ins``'s stack trace, innermost first (one when only source_file/line)."""
+    out: list[SourceLocation] = []
+    fid_text = ins.metadata.get("stack_frame_id", "")
+    fid = int(fid_text) if fid_text.isdigit() else 0
+    while fid in module.stack_frames and len(out) < 64:
+        loc_id, parent = module.stack_frames[fid]
+        loc = module.file_locations.get(loc_id)
+        if loc:
+            f, fn, line, col = loc
+            out.append(SourceLocation(module.file_names.get(f, "?"), module.function_names.get(fn, "?"), line, col))
+        fid = parent
+    if not out:
+        first = module.source_location(ins)
+        if first is not None:
+            out.append(first)
+    return out
+
+
+def op_name_checkpoint(ins: Instruction) -> str | None:
+    """The checkpoint name an ``op_name`` records (a JAX that keeps it), else None."""
+    m = _OP_NAME.search(ins.metadata.get("op_name", ""))
+    return m.group(1) if m else None
+
+
+def _same_file(a: str, b: str) -> bool:
+    return a == b or (a.rsplit("/", 1)[-1] == b.rsplit("/", 1)[-1] and (a.endswith(b) or b.endswith(a)))
+
+
+class _Namer:
+    def __init__(self, index: ModuleIndex, names: Sequence[Mapping[str, Any]]) -> None:
+        self.index = index
+        self.module = index.module
+        self.names = list(names)
+
+    def lookup(self, fr: SourceLocation) -> Mapping[str, Any] | None:
+        hits = [r for r in self.names
+                if (fr.line == r.get("line") and _same_file(fr.file, str(r.get("file", ""))))
+                or (fr.line == r.get("producer_line") and _same_file(fr.file, str(r.get("producer_file", ""))))]
+        return hits[0] if len({r["name"] for r in hits}) == 1 else None
+
+    def _callers(self) -> dict[str, list[Instruction]]:
+        if not hasattr(self, "_caller_map"):
+            out: dict[str, list[Instruction]] = {}
+            for comp in self.module.computations.values():
+                for i in comp.instructions:
+                    for c in i.called_computations:
+                        out.setdefault(c, []).append(i)
+            self._caller_map = out
+        return self._caller_map
+
+    def _element(self, ins: Instruction, idx: int) -> list[Instruction]:
+        """What element ``idx`` of the tuple value ``ins`` was made from."""
+        table = self.module.computations[ins.computation].by_name
+        if ins.opcode == "tuple":
+            return [table[ins.operands[idx]]] if idx < len(ins.operands) else []
+        if ins.opcode == "while":
+            body = self.index.while_body(ins)
+            root = body.root if body is not None else None
+            return self._element(root, idx) if root is not None else []
+        if ins.opcode == "parameter":
+            return [e for caller in self._callers().get(ins.computation, [])
+                    for op in caller.operands[:1] if caller.opcode == "while"
+                    for e in self._element(self.module.computations[caller.computation].by_name[op], idx)]
+        return [ins]
+
+    def _inputs(self, ins: Instruction) -> list[Instruction]:
+        """The instructions ``ins`` reads: its operands, a fused/async body's root, a
+        tuple element's source, a parameter's value in the caller."""
+        table = self.module.computations[ins.computation].by_name
+        if ins.opcode == "dynamic-update-slice" and len(ins.operands) > 1:
+            return [table[ins.operands[1]]]
+        if ins.opcode == "get-tuple-element" and ins.operands:
+            return self._element(table[ins.operands[0]], ins.tuple_index)
+        if ins.opcode == "parameter":
+            number = int(ins.literal) if ins.literal.strip().isdigit() else 0
+            return [self.module.computations[c.computation].by_name[c.operands[number]]
+                    for c in self._callers().get(ins.computation, [])
+                    if c.opcode != "while" and number < len(c.operands)]
+        out = [table[o] for o in ins.operands if o in table]
+        for c in ins.called_computations[:1]:
+            root = self.module.computations[c].root if c in self.module.computations else None
+            if root is not None and ins.opcode not in ("while", "conditional"):
+                out.insert(0, root)
+        return out
+
+    def producer(self, t: HostTransfer) -> tuple[SourceLocation | None, Mapping[str, Any] | None]:
+        """The user frame of the offloaded value's producer and the name record matched there."""
+        # Lines of the offload itself and of the copies around it are the remat wrapper's, not the tensor's.
+        wrapper = {(f.file, f.line) for f in frames(self.module, t.instruction)[:1]}
+        start = self._inputs(t.instruction)
+        if t.direction is Direction.TO_HOST and t.instruction.opcode in ("dynamic-update-slice-start",
+                                                                          "async-start", "fusion"):
+            start = [i for i in start if i.opcode != "get-tuple-element" or i.shape.memory_space != t.host_space]
+        queue, seen, first = list(start), set(), None
+        steps = 0
+        while queue and steps < _MAX_STEPS:
+            ins = queue.pop(0)
+            key = (ins.computation, ins.name)
+            if key in seen:
+                continue
+            seen.add(key)
+            steps += 1
+            chain = frames(self.module, ins)
+            for fr in chain:
+                rec = self.lookup(fr) if self.names else None
+                if rec is not None:
+                    return fr, rec
+            if (chain and first is None and ins.opcode not in _PASS
+                    and (chain[0].file, chain[0].line) not in wrapper):
+                first = chain[0]
+                if not self.names:
+                    return first, None
+            queue.extend(self._inputs(ins))
+        return first, None
+
+    def host_writer(self, t: HostTransfer, by_ins: Mapping[tuple[str, str], HostTransfer]) -> HostTransfer | None:
+        """For a to-device transfer: the to-host transfer that wrote the host buffer it reads."""
+        table = self.module.computations[t.instruction.computation].by_name
+        queue = [table[t.instruction.operands[0]]] if t.instruction.operands else []
+        seen: set[tuple[str, str]] = set()
+        while queue and len(seen) < _MAX_STEPS:
+            ins = queue.pop(0)
+            key = (ins.computation, ins.name)
+            if key in seen:
+                continue
+            seen.add(key)
+            hit = by_ins.get(key)
+            if hit is not None and hit.direction is Direction.TO_HOST:
+                return hit
+            if ins.opcode.endswith("-done") and ins.operands:
+                table = self.module.computations[ins.computation].by_name
+                start = table.get(ins.operands[0])
+                hit = by_ins.get((ins.computation, ins.operands[0])) if start is not None else None
+                if hit is not None and hit.direction is Direction.TO_HOST:
+                    return hit
+            if ins.opcode == "dynamic-update-slice" and ins.operands:
+                queue.append(self.module.computations[ins.computation].by_name[ins.operands[0]])
+                continue
+            queue.extend(self._inputs(ins))
+        return None
+
+
+def name_transfers(index: ModuleIndex, transfers: Iterable[HostTransfer],
+                   names: Sequence[Mapping[str, Any]] = ()) -> list[HostTransfer]:
+    """``transfers`` with ``checkpoint_name``, ``role`` and ``source`` set (see the module docstring)."""
+    namer = _Namer(index, names)
+    todo = list(transfers)
+    done: dict[tuple[str, str], HostTransfer] = {}
+    for t in todo:
+        if t.direction is Direction.TO_HOST or t.is_annotation:
+            src, rec = namer.producer(t)
+            name = op_name_checkpoint(t.instruction) or (str(rec["name"]) if rec else None)
+            role = rec.get("role") if rec else None
+            done[(t.computation, t.instruction.name)] = dataclasses.replace(
+                t, checkpoint_name=name, role=role, source=src)
+    for t in todo:
+        key = (t.computation, t.instruction.name)
+        if key in done:
+            continue
+        writer = namer.host_writer(t, done)
+        name = op_name_checkpoint(t.instruction)
+        if writer is not None:
+            done[key] = dataclasses.replace(t, checkpoint_name=name or writer.checkpoint_name,
+                                            role=writer.role, source=writer.source)
+        else:
+            src, rec = namer.producer(t)
+            done[key] = dataclasses.replace(t, checkpoint_name=name or (str(rec["name"]) if rec else None),
+                                            role=rec.get("role") if rec else None, source=src)
+    return [done[(t.computation, t.instruction.name)] for t in todo]

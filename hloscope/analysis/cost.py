@@ -22,6 +22,7 @@ Launch overheads, caches, contention and overlap between kernels are ignored.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from hloscope.analysis.callgraph import trip_count
@@ -39,6 +40,7 @@ from hloscope.targets import DEFAULT_LINK_MODE, Target
 
 #: Ops that only rename their operand's bytes: a read through them is a read of what their users read.
 _VIEW_OPCODES = frozenset({"bitcast", "reshape", "get-tuple-element"})
+_LHS_CONTRACTING_RE = re.compile(r"(?:^|, )lhs_contracting_dims=\{([^}]*)\}")
 #: Ops that read only the part of operand 0 they return.
 _SLICING_OPCODES = frozenset({"dynamic-slice", "slice", "gather"})
 
@@ -107,7 +109,10 @@ class CostModel:
             k = rhs.shape.num_elements / max(rhs.shape.dims[-1], 1)
             return 2.0 * ins.shape.num_elements * k, lhs.shape.element_type
         contracting = 1
-        dims = ins.attr("lhs_contracting_dims").strip("{}")
+        # A regex over the raw text: splitting the whole attribute list (backend_config,
+        # metadata) for one short attribute costs more than the rest of the op's estimate.
+        found = _LHS_CONTRACTING_RE.search(ins.attr_text)
+        dims = found.group(1) if found else ""
         for d in dims.split(","):
             if d.strip().isdigit() and int(d) < len(lhs.shape.dims):
                 contracting *= lhs.shape.dims[int(d)]

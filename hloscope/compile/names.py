@@ -18,6 +18,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+#: Primitives that do not compute a value, only place or cast it.
+_PASS_THROUGH = frozenset({"sharding_constraint", "convert_element_type", "copy", "copy_p", "reshape",
+                           "squeeze", "device_put"})
+
 
 def _sub_jaxprs(params: Mapping[str, Any]) -> Iterator[Any]:
     for value in params.values():
@@ -59,6 +63,8 @@ def tensor_names(jaxpr: Any, roles: Mapping[str, str] | None = None) -> list[dic
                 continue
             name = str(eqn.params.get("name", ""))
             src = producers.get(id(eqn.invars[0])) if eqn.invars else None
+            while src is not None and src.primitive.name in _PASS_THROUGH and src.invars:
+                src = producers.get(id(src.invars[0]))  # past act()/casts to the op that computed it
             made = _frame(src) if src is not None else None
             out.setdefault((name, here[0], here[1]), {
                 "name": name, "file": here[0], "line": here[1], "function": here[2],

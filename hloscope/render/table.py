@@ -12,8 +12,8 @@ from hloscope.render.options import RenderOptions
 from hloscope.render.units import human_bytes, human_us
 from hloscope.render.why import explain
 
-
-__all__ = ["COLUMNS", "TableRenderer", "format_columns", "human_bytes", "human_us", "transfer_row", "window_cell"]
+__all__ = ["COLUMNS", "TableRenderer", "format_columns", "human_bytes", "human_us", "source_cell", "transfer_row",
+           "us_cell", "window_cell"]
 
 
 def format_columns(headers: list[str], rows: list[list[str]]) -> list[str]:
@@ -40,16 +40,29 @@ def window_cell(v: Verdict) -> str:
     return ", ".join(parts)
 
 
-COLUMNS = ["transfer", "dir", "op", "bytes", "where", "x/step", "mode", "window", "~xfer us", "~hidden us",
-           "verdict"]
+COLUMNS = ["transfer", "name", "source", "dir", "op", "bytes", "where", "x/step", "mode", "window", "~xfer us",
+           "~hidden us", "verdict"]
+
+
+def us_cell(us: float) -> str:
+    """Microseconds with one decimal; small non-zero values keep enough digits not to read as 0.0."""
+    if us == 0 or abs(us) >= 0.1:
+        return f"{us:.1f}"
+    return f"{us:.3f}" if abs(us) >= 0.001 else "<0.001"
+
+
+def source_cell(v: Verdict) -> str:
+    """``file.py:line`` of the moved tensor (the file's base name; the JSON has the full path)."""
+    loc = v.transfer.source
+    return f"{loc.file.rsplit('/', 1)[-1]}:{loc.line}" if loc else "-"
 
 
 def transfer_row(v: Verdict) -> list[str]:
     t = v.transfer
     where = t.computation + (" (crosses iter)" if v.crosses_iteration else "")
-    return [t.instruction.name, arrow(t.direction), t.op, human_bytes(t.bytes), where, str(t.executions),
-            "async" if t.is_async else "sync", window_cell(v), f"{v.est_transfer_us:.1f}",
-            f"{v.est_hidden_us:.1f}", v.verdict.upper()]
+    return [t.instruction.name, t.checkpoint_name or "-", source_cell(v), arrow(t.direction), t.op,
+            human_bytes(t.bytes), where, str(t.executions), "async" if t.is_async else "sync", window_cell(v),
+            us_cell(v.est_transfer_us), us_cell(v.est_hidden_us), v.verdict.upper()]
 
 
 class TableRenderer:
@@ -70,7 +83,13 @@ class TableRenderer:
             "",
         ]
         if report.verdicts:
-            lines += format_columns(COLUMNS, [transfer_row(v) for v in report.verdicts])
+            headers = COLUMNS
+            if not report.module.is_scheduled:
+                headers = [("logical bytes" if h == "bytes" else h) for h in COLUMNS]
+            lines += format_columns(headers, [transfer_row(v) for v in report.verdicts])
+            if not report.module.is_scheduled:
+                lines.append("note: module before optimizations: logical bytes are whole arrays before "
+                             "partitioning, not what one device moves; analyze the optimized module for that")
         else:
             lines.append("no host transfers found (nothing lives in memory space "
                          f"S({report.host_space}) and no placement annotations)")
@@ -78,7 +97,8 @@ class TableRenderer:
         for v in report.verdicts:
             loc = report.source(v)
             src = f" [{loc}]" if loc else ""
-            lines.append(f"  {v.transfer.instruction.name}: {explain(v)}{src}")
+            role = f" ({v.transfer.role})" if v.transfer.role else ""
+            lines.append(f"  {v.transfer.instruction.name}{role}: {explain(v)}{src}")
         bv = s.by_verdict
         lines += [
             "",

@@ -134,6 +134,13 @@ class Report:
 
         return render_to_string("table", self)
 
+    def dot(self, view: str = "transfer", name: str | None = None, **kw: Any) -> Any:
+        """A diagram (``graphviz.Digraph``) of ``view``: transfer, computation, schedule or calls
+        (``hloscope.render.dot.build_view``; ``kw``: radius, max_nodes, first)."""
+        from hloscope.render.dot import build_view
+
+        return build_view(self, view, name, **kw).graph
+
     def __str__(self) -> str:
         return self.to_text()
 

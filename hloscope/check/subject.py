@@ -94,7 +94,8 @@ def load_path(path: str, target: Target, unoptimized: str | None = None) -> Subj
     return Subject(analyze_module(module, target), path, memory, before)
 
 
-def _compiled_subject(result: Any, report: Report, label: str, vocab: int | None = None) -> Subject:
+def subject_from_compile(result: Any, report: Report, label: str, vocab: int | None = None) -> Subject:
+    """A compiled step (a ``CompileResult`` and its report) with its memory facts and unoptimized module."""
     from hloscope.compile.deviceless import BUFFER_ASSIGNMENT_FILE, LIVE_AT_PEAK_FILE, MEMORY_REPORT_FILE
     from hloscope.hlo.parser import parse_hlo
 
@@ -117,7 +118,7 @@ def compile_workload_subject(workload: str, sets: dict[str, str], target: Target
     result, report, extra = compile_workload(workload, sets, policy, target.name, devices, lhs, pipelined,
                                              list(xla_flags or []))
     sets_text = "".join(f" --set {k}={v}" for k, v in sets.items())
-    return _compiled_subject(result, report, f"--workload {workload}{sets_text} --target {target.name}",
+    return subject_from_compile(result, report, f"--workload {workload}{sets_text} --target {target.name}",
                              extra.get("config", {}).get("vocab"))
 
 
@@ -128,4 +129,4 @@ def compile_fn_subject(fn_ref: str, args_spec: str, target: Target, devices: int
 
     result, report, _ = compile_fn(fn_ref, args_spec, target.name, devices, lhs, pipelined, list(xla_flags or []),
                                    os.path.abspath(cwd))
-    return _compiled_subject(result, report, f"--fn {fn_ref} --target {target.name}")
+    return subject_from_compile(result, report, f"--fn {fn_ref} --target {target.name}")

@@ -1,0 +1,108 @@
+"""Baselines: transfers matched across compiles by name, source and direction, never by XLA's numbering."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from check_helpers import fixture_report
+
+from hloscope.check.baseline import ChangeKind, Snapshot, Tolerance, compare, snapshot_from_json
+from hloscope.check.keys import TransferKey, records_from_json, records_from_report, transfer_key
+from hloscope.check.subject import Subject
+
+
+def snap(name: str) -> Snapshot:
+    from hloscope.check.baseline import snapshot_from_subject
+
+    return snapshot_from_subject(Subject(fixture_report(name), name))
+
+
+def test_key_never_holds_the_instruction_number() -> None:
+    report = fixture_report("llama_offload.hlo.txt")
+    for v in report.verdicts:
+        key = transfer_key(report, v)
+        assert v.transfer.instruction.name not in str(key)
+        assert not re.search(r"start\.\d", str(key))
+        assert key.direction == str(v.transfer.direction)
+
+
+def test_keys_are_unique_within_a_report() -> None:
+    for name in ("llama_offload.hlo.txt", "mlp_offload.hlo.txt", "llama_offload_nopipe.hlo.txt"):
+        keys = [r.key for r in records_from_report(fixture_report(name))]
+        assert len(set(keys)) == len(keys), name
+
+
+def test_json_report_round_trip_matches_every_transfer_without_change() -> None:
+    report = fixture_report("llama_offload.hlo.txt")
+    data = json.loads(json.dumps(report.to_dict()))
+    live = records_from_report(report)
+    stored = records_from_json(data, "report.json")
+    assert [r.key for r in stored] == [r.key for r in live]
+    assert [r.verdict for r in stored] == [r.verdict for r in live]
+    diff = compare(snapshot_from_json(data, "report.json"), snap("llama_offload.hlo.txt"))
+    assert len(diff.pairs) == len(live) and not diff.changes
+
+
+def test_two_compiles_with_different_numbering_match_by_key() -> None:
+    # LHS on and off give the same schedule here (fixtures/README.md), compiled separately.
+    diff = compare(snap("llama_offload_nolhs.hlo.txt"), snap("llama_offload.hlo.txt"))
+    assert not diff.regressions and len(diff.pairs) == len(fixture_report("llama_offload.hlo.txt").verdicts)
+
+
+def test_pipelining_change_reports_new_and_lost_offloads_and_verdicts() -> None:
+    # nopipe: 3 offloads in the forward loop (x2); pipelined: 3 in the loop (x1) + 3 peeled (x1).
+    base, new = snap("llama_offload_nopipe.hlo.txt"), snap("llama_offload.hlo.txt")
+    diff = compare(base, new)
+    kinds = {c.kind for c in diff.regressions}
+    to_host_base = [r for r in base.records if r.key.direction == "to_host"]
+    to_host_new = [r for r in new.records if r.key.direction == "to_host"]
+    assert len(to_host_base) == 3 and len(to_host_new) == 6
+    assert ChangeKind.NEW in kinds or ChangeKind.WORSE in kinds
+    # every to-device read is matched (same op path and source in both compiles)
+    matched = {(b.key.direction, n.instruction) for b, n in diff.pairs}
+    assert {("to_device", r.instruction) for r in new.records if r.key.direction == "to_device"} <= matched
+
+
+def test_a_lost_offload_is_a_regression() -> None:
+    diff = compare(snap("mlp_offload.hlo.txt"), Snapshot("remat", tuple(records_from_report(
+        fixture_report("mlp_remat.hlo.txt")))))
+    assert [c.kind for c in diff.regressions].count(ChangeKind.LOST) == len(snap("mlp_offload.hlo.txt").records)
+
+
+def test_moved_source_line_still_matches() -> None:
+    from dataclasses import replace
+
+    base = snap("llama_offload.hlo.txt")
+    shifted = Snapshot("edited", tuple(replace(r, key=replace(r.key, source=r.key.source + "0"))
+                                       if r.key.source else r for r in base.records))
+    diff = compare(base, shifted)
+    assert not diff.regressions and any(c.kind is ChangeKind.MOVED for c in diff.changes)
+
+
+def test_exposed_tolerance_both_sides() -> None:
+    from dataclasses import replace
+
+    base = snap("llama_offload.hlo.txt")
+    r0 = max(base.records, key=lambda r: r.exposed_us_per_step)
+    grow = (r0.exposed_us_per_step * 0.10) / r0.executions  # +10% exposed per step on one transfer
+    worse = Snapshot("new", tuple(replace(r, est_hidden_us=r.est_hidden_us - grow) if r is r0 else r
+                                  for r in base.records))
+    tight = compare(base, worse, Tolerance(exposed_us=0.0, exposed_fraction=0.05))
+    assert ChangeKind.MORE_EXPOSED in {c.kind for c in tight.regressions}
+    loose = compare(base, worse, Tolerance(exposed_us=1e9, exposed_fraction=0.05))
+    assert not loose.regressions
+
+
+def test_memory_growth_and_no_longer_fitting() -> None:
+    recs = tuple(records_from_report(fixture_report("mlp_offload.hlo.txt")))
+    base = Snapshot("a", recs, device_bytes=100, hbm_bytes=200, fits=True)
+    assert not compare(base, Snapshot("b", recs, 100, 200, True)).regressions
+    assert not compare(base, Snapshot("b", recs, 100, 200, True), Tolerance(memory_fraction=0.0)).regressions
+    grew = compare(base, Snapshot("b", recs, 102, 200, True))
+    assert [c.kind for c in grew.regressions] == [ChangeKind.MEMORY]
+    assert compare(base, Snapshot("b", recs, 101, 200, True)).regressions == []  # within 1%
+
+
+def test_transfer_key_str() -> None:
+    assert str(TransferKey("q", "model.py:3", "to_host", 2)) == "to_host q at model.py:3 #2"

@@ -10,12 +10,12 @@ import argparse
 import contextlib
 import sys
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
 
 from hloscope.analysis.kinds import VerdictKind
 from hloscope.analysis.report import Report
 from hloscope.check import fail_on_verdicts, parse_verdicts
-from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, HloscopeError
+from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_NOTHING_TO_CHECK, HloscopeError
 from hloscope.render import RENDERERS, Renderer, RenderOptions, get_renderer
 from hloscope.targets import DEFAULT_TARGET, get_target
 
@@ -37,12 +37,15 @@ def write_output(text: str, output: str | None) -> None:
 
 def add_report_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", default=DEFAULT_TARGET,
-                   help=f"target name or .toml/.json file (default {DEFAULT_TARGET})")
+                   help=f"target name or .toml/.json file (default {DEFAULT_TARGET}; analyze: an artifact's own)")
     p.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
     p.add_argument("--format", help=f"report format: {', '.join(RENDERERS)} (default table)")
     p.add_argument("-o", "--output", help="write the report to this file instead of stdout")
     p.add_argument("--fail-on", default="", metavar="VERDICTS",
-                   help="exit 1 if any transfer has one of these verdicts, e.g. sync,exposed")
+                   help="exit 1 if any transfer has one of these verdicts, e.g. sync,exposed; exit 8 when there is "
+                        "nothing to judge (module not scheduled, not compiled for a GPU, no host transfer)")
+    p.add_argument("--allow-empty", action="store_true",
+                   help="let --fail-on pass when there is nothing to judge (instead of exit 8)")
 
 
 @dataclass(frozen=True)
@@ -52,13 +55,28 @@ class ReportRequest:
     renderer: Renderer
     fail_on: frozenset[VerdictKind]
     output: str | None
+    allow_empty: bool = False
 
 
 def prepare_report(args: argparse.Namespace) -> ReportRequest:
     """Validate the report options (format, --fail-on, target) before loading or compiling anything."""
-    get_target(args.target)
+    get_target(args.target or DEFAULT_TARGET)
     renderer = get_renderer("json" if args.json else (args.format or "table"))
-    return ReportRequest(renderer, parse_verdicts(args.fail_on) if args.fail_on else frozenset(), args.output)
+    return ReportRequest(renderer, parse_verdicts(args.fail_on) if args.fail_on else frozenset(), args.output,
+                         bool(getattr(args, "allow_empty", False)))
+
+
+def nothing_to_judge(report: Report) -> str:
+    """Why a --fail-on gate would pass only because there is nothing to judge, or ""."""
+    if not report.module.is_scheduled:
+        return "the module is not scheduled (before optimizations): there is no order to judge"
+    gpu = any("operation_queue_id" in ins.attr("backend_config")
+              for comp in report.module.computations.values() for ins in comp.instructions)
+    if not gpu:
+        return "the module was not compiled for a GPU (no XLA:GPU stream assignments in it)"
+    if not report.verdicts:
+        return f"no host transfer in the module (nothing lives in memory space S({report.host_space}))"
+    return ""
 
 
 def emit_report(report: Report, req: ReportRequest, trailer: str = "") -> int:
@@ -69,6 +87,11 @@ def emit_report(report: Report, req: ReportRequest, trailer: str = "") -> int:
             out.write(trailer)
     for note in report.notes:
         print(f"hloscope: note: {note}", file=sys.stderr)
+    if req.fail_on:
+        empty = nothing_to_judge(report)
+        if empty and not req.allow_empty:
+            raise HloscopeError(f"nothing to check: {empty}; --fail-on cannot pass on it (--allow-empty to pass "
+                                "anyway)", EXIT_NOTHING_TO_CHECK)
     return EXIT_CHECK_FAILED if fail_on_verdicts(report, req.fail_on) else 0
 
 
@@ -76,12 +99,15 @@ class AnalyzeCommand:
     """analyze: judge every host transfer in scheduled GPU HLO.
 
     PATH is an HLO text file, an --xla_dump_to folder, or - for stdin.
-    Exit codes: 0 ok, 1 a --fail-on verdict was found, 2 bad input, 3 unknown name.
+    An hloscope artifact folder's manifest gives the target (unless --target),
+    the step's tensor names and its flags. Exit codes: 0 ok, 1 a --fail-on
+    verdict was found, 2 bad input, 3 unknown name, 8 nothing to judge.
     """
 
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("path", metavar="PATH", help="HLO text file, XLA dump folder, or - for stdin")
         add_report_options(p)
+        p.set_defaults(target=None)  # None: the artifact folder's target, else the default
         p.add_argument("--host-memory-space", type=int, default=5, help="memory space of host memory (5)")
 
     def run(self, args: argparse.Namespace) -> int:
@@ -90,6 +116,29 @@ class AnalyzeCommand:
         from hloscope.hlo.loader import load_module
 
         req = prepare_report(args)
-        report = analyze_module(load_module(args.path), get_target(args.target),
-                                AnalysisOptions(host_space=args.host_memory_space))
+        manifest = read_manifest(args.path)
+        target, notes = args.target or DEFAULT_TARGET, []
+        if manifest:
+            if not args.target and manifest.get("target"):
+                target = str(manifest["target"])
+            notes.append(f"artifact folder: target {target} ({'--target' if args.target else 'from manifest.json'}), "
+                         f"{manifest.get('devices', '?')} devices, XLA options {manifest.get('xla_options', {})}")
+        report = analyze_module(load_module(args.path), get_target(target),
+                                AnalysisOptions(host_space=args.host_memory_space), notes=tuple(notes),
+                                names=(manifest or {}).get("tensor_names") or ())
         return emit_report(report, req)
+
+
+def read_manifest(path: str) -> dict[str, Any] | None:
+    """The manifest.json of an hloscope artifact folder, or None for any other input."""
+    import json
+    from pathlib import Path
+
+    file = Path(path) / "manifest.json"
+    if path == "-" or not file.is_file():
+        return None
+    try:
+        data = json.loads(file.read_text())
+    except (OSError, ValueError) as e:
+        raise HloscopeError(f"{file}: cannot read the manifest: {e}", EXIT_BAD_INPUT) from None
+    return data if isinstance(data, dict) else None

@@ -13,7 +13,7 @@ import sys
 
 from hloscope.cli.analyze import open_output
 from hloscope.cli.compile import parse_sets
-from hloscope.errors import EXIT_BAD_INPUT, EXIT_UNKNOWN_NAME, HloscopeError
+from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_COMPILE_FAILED, EXIT_UNKNOWN_NAME, HloscopeError
 from hloscope.render import RenderOptions, pick
 from hloscope.render.sweep import SWEEP_RENDERERS, SweepResult
 from hloscope.targets import DEFAULT_TARGET
@@ -25,7 +25,8 @@ class SweepCommand:
     Prints one side-by-side table (--json / --csv for the same rows). With
     --batch-sizes it also answers the capacity question: the largest
     per-device batch that fits in HBM under each policy. Cells compile in
-    parallel worker processes.
+    parallel worker processes. Exit codes: 0 ok, 1 --require-fit and a cell
+    does not fit, 5 a cell failed (each failed cell is named).
     """
 
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
@@ -42,6 +43,8 @@ class SweepCommand:
         fmt.add_argument("--csv", action="store_true", help="same as --format csv")
         fmt.add_argument("--format", help=f"output format: {', '.join(SWEEP_RENDERERS)} (default table)")
         p.add_argument("-o", "--output")
+        p.add_argument("--require-fit", action="store_true",
+                       help="exit 1 when a cell's device allocation does not fit in the target's HBM (naming them)")
 
     def run(self, args: argparse.Namespace) -> int:
         from hloscope.compile import workloads
@@ -67,7 +70,24 @@ class SweepCommand:
         result = SweepResult(args.workload, args.target, args.devices, rows, tuple(COLUMNS), cap)
         with open_output(args.output) as out:
             renderer.render(result, out, RenderOptions())
+        failed = [_cell_name(r) for r in rows if r.get("error")]
+        if failed:
+            print(f"hloscope: {len(failed)} of {len(rows)} cell(s) failed: {'; '.join(failed)}", file=sys.stderr)
+            return EXIT_COMPILE_FAILED
+        over = [_cell_name(r) for r in rows if r.get("fits") is False]
+        if args.require_fit and over:
+            print(f"hloscope: {len(over)} cell(s) do not fit in HBM (--require-fit): {'; '.join(over)}",
+                  file=sys.stderr)
+            return EXIT_CHECK_FAILED
         return 0
+
+
+def _cell_name(row: dict[str, object]) -> str:
+    batch = f" batch={row['batch']}" if row.get("batch") is not None else ""
+    lhs = "on" if row.get("lhs") else "off"
+    pipe = "on" if row.get("pipelined") else "off"
+    error = f" ({row['error']})" if row.get("error") else ""
+    return f"policy={row.get('policy')} lhs={lhs} pipelined={pipe}{batch}{error}"
 
 
 def _progress_bar(total: int):  # type: ignore[no-untyped-def]

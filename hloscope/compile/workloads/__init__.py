@@ -65,7 +65,36 @@ def resolve(name: str, overrides: dict[str, str] | None = None) -> tuple[Workloa
             raise HloscopeError(f"setting '{key}' wants a {type(current).__name__}, got '{raw}'",
                                 EXIT_BAD_INPUT) from None
     cfg = dataclasses.replace(cfg, **changes)
+    problem = out_of_range(cfg)
+    if problem:
+        raise HloscopeError(f"workload '{wl.name}': {problem}", EXIT_BAD_INPUT)
     if cfg.policy not in POLICIES:
         raise HloscopeError(f"unknown policy '{cfg.policy}'; choose one of: {', '.join(POLICIES)}",
                             EXIT_UNKNOWN_NAME)
     return wl, cfg
+
+
+#: Settings that may be zero (all other int settings must be positive).
+_MAY_BE_ZERO = frozenset({"attention_chunk", "dense_layers", "shared_experts"})
+
+
+def out_of_range(cfg: Any) -> str:
+    """Why ``cfg``'s values cannot build a step ("" when they can); checked before tracing."""
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int | float):
+            low = 0 if f.name in _MAY_BE_ZERO else 1
+            if value < low or (isinstance(value, float) and value <= 0):
+                return f"{f.name}={value} is out of range (must be {'>= 0' if low == 0 else 'positive'})"
+    heads, kv = getattr(cfg, "heads", None), getattr(cfg, "kv_heads", None)
+    if heads and kv and heads % kv:
+        return f"heads={heads} must be a multiple of kv_heads={kv}"
+    top_k, experts = getattr(cfg, "top_k", None), getattr(cfg, "experts", None)
+    if top_k and experts and top_k > experts:
+        return f"top_k={top_k} must be at most experts={experts}"
+    dense = getattr(cfg, "dense_layers", None)
+    if dense is not None and dense > cfg.layers:
+        return f"dense_layers={dense} must be at most layers={cfg.layers}"
+    return ""

@@ -1,0 +1,69 @@
+"""compile_step from a plain user script: imports jax first, unsharded args, never a CPU report."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+SCRIPT = textwrap.dedent('''
+    import jax
+    import jax.numpy as jnp
+    from jax.ad_checkpoint import checkpoint_name
+    import hloscope
+
+    def layer(x, w):
+        h = checkpoint_name(jnp.tanh(x @ w), "hidden_act")
+        return jnp.sum(jnp.tanh(h @ w.T))
+
+    policy = jax.checkpoint_policies.save_and_offload_only_these_names(
+        names_which_can_be_saved=[], names_which_can_be_offloaded=["hidden_act"],
+        offload_src="device", offload_dst="pinned_host")
+
+    def step(x, w):
+        return jax.grad(jax.checkpoint(layer, policy=policy), argnums=1)(x, w)
+
+    x = jax.ShapeDtypeStruct((256, 512), jnp.bfloat16)
+    w = jax.ShapeDtypeStruct((512, 1024), jnp.bfloat16)
+    result, report = hloscope.compile_step(step, x, w, target="h100-sxm", devices=1)
+    d = report.to_dict()
+    print("TARGET", d["target"], type(result.compiled).__name__)
+    print("TRANSFERS", [(t["direction"], t["bytes"], t["checkpoint_name"], t["source"].rsplit("/", 1)[-1])
+                        for t in d["transfers"]])
+    print("GPU", '"operation_queue_id"' in result.optimized_hlo)
+    print(report)
+    cpu = jax.jit(step).lower(jax.numpy.zeros((256, 512), jnp.bfloat16), jax.numpy.zeros((512, 1024), jnp.bfloat16))
+    try:
+        hloscope.analyze(cpu.compile())
+    except hloscope.HloscopeError as e:
+        print("CPU REFUSED", e)
+''')
+
+
+def _clean_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("JAX_PLATFORMS", "JAX_SKIP_CUDA_CONSTRAINTS_CHECK")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    return env
+
+
+def test_a_user_script_that_imports_jax_first_gets_a_gpu_report(tmp_path: Path) -> None:
+    script = tmp_path / "user_step.py"
+    script.write_text(SCRIPT)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=_clean_env(),
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout
+    assert "TARGET h100-sxm Compiled" in out
+    assert "GPU True" in out
+    # h = tanh(x @ w) is bf16[256,1024] = 512 KiB, out to host and back, named and placed on line 8.
+    assert "('to_host', 524288, 'hidden_act', 'user_step.py:8')" in out
+    assert "('to_device', 524288, 'hidden_act', 'user_step.py:8')" in out
+    assert "hidden_act" in out.split("TRANSFERS", 1)[1]  # the table shows the name too
+    assert "CPU REFUSED" in out and "not a GPU" in out
+    # The CUDA plugin's no-GPU chatter from hloscope's own calls stays off stderr (the user's own
+    # `import jax` may still print it once, before hloscope runs).
+    bare = subprocess.run([sys.executable, "-c", "import jax"], capture_output=True, text=True, env=_clean_env(),
+                          timeout=300)
+    assert proc.stderr.count("cudart_stub") <= bare.stderr.count("cudart_stub"), proc.stderr

@@ -23,7 +23,8 @@ class TuiCommand:
         p.add_argument("path", metavar="PATH", nargs="?", help="HLO text file, XLA dump folder or artifact folder")
         p.add_argument("--workload", help="compile this built-in workload or preset instead of reading PATH")
         p.add_argument("--compare", metavar="PATH", help="a second schedule to compare with")
-        p.add_argument("--target", default=DEFAULT_TARGET, help=f"target name or file (default {DEFAULT_TARGET})")
+        p.add_argument("--target",
+                       help=f"target name or file (default: an artifact folder's own target, else {DEFAULT_TARGET})")
         p.add_argument("--host-memory-space", type=int, default=5, help="memory space of host memory (5)")
         add_compile_options(p)
 

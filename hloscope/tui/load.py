@@ -40,14 +40,30 @@ class Source:
 
     path: str | None = None
     workload: WorkloadSpec | None = None
-    target: str = "h100-sxm"
+    target: str | None = None  # None: the artifact folder's own target, else the default target
     host_space: int = 5
 
     @property
     def label(self) -> str:
         if self.workload is not None:
-            return f"workload {self.workload.name} ({self.target}, {self.workload.devices} devices)"
+            return f"workload {self.workload.name} ({self.target_name}, {self.workload.devices} devices)"
         return str(self.path)
+
+    @property
+    def target_name(self) -> str:
+        """``target``, else the target an ``hloscope compile`` artifact folder was compiled for, else the default."""
+        from hloscope.targets import DEFAULT_TARGET
+
+        if self.target:
+            return self.target
+        if self.path and Path(self.path).is_dir():
+            try:
+                name = json.loads((Path(self.path) / "manifest.json").read_text()).get("target")
+            except (OSError, ValueError, AttributeError):
+                name = None
+            if isinstance(name, str) and name:
+                return name
+        return DEFAULT_TARGET
 
 
 @dataclass(frozen=True)
@@ -84,7 +100,7 @@ def check_source(source: Source) -> None:
     from hloscope.hlo.loader import pick_dump_file
     from hloscope.targets import get_target
 
-    get_target(source.target)
+    get_target(source.target_name)
     if source.workload is not None:
         return
     path = Path(str(source.path))
@@ -124,7 +140,7 @@ def _read(source: Source) -> Loaded:
     text, name = read_hlo_text(path)
     module = parse_hlo(text, name)
     module.source_path = os.fspath(name)
-    target = get_target(source.target)
+    target = get_target(source.target_name)
     report = analyze_module(module, target, AnalysisOptions(host_space=source.host_space))
     folder = Path(path) if Path(path).is_dir() else None
     memory = report.memory if report.memory is not None else _artifact_memory(folder, report) if folder else None
@@ -158,7 +174,7 @@ def _compile(source: Source) -> Loaded:
 
     w = source.workload
     assert w is not None
-    result, report, extra = compile_workload(w.name, w.sets, w.policy, source.target, w.devices, w.lhs,
+    result, report, extra = compile_workload(w.name, w.sets, w.policy, source.target_name, w.devices, w.lhs,
                                              w.pipelined, w.xla_flags)
     files = result.extra_files
     memory = memory_facts(result.memory, report.target, files.get(MEMORY_REPORT_FILE),

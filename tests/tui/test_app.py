@@ -102,7 +102,7 @@ async def test_schedule_expands_a_loop_and_follows_a_user_link() -> None:
         start = next(i for i, r in enumerate(view.rows) if r.instruction.opcode == "async-start"
                      or r.instruction.text_opcode.endswith("-start"))
         view.cursor = start
-        await pilot.pause()
+        await pilot.pause(0.3)  # the detail pane follows once the cursor rests
         pane = app.screen.query_one("#detail")
         targets = pane.targets  # type: ignore[attr-defined]
         assert any(n and n.endswith(view.rows[start].instruction.name.split("-start")[-1]) for _, n in targets)

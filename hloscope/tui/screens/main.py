@@ -8,9 +8,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer, LoadingIndicator, Static, TabbedContent, TabPane
 
 from hloscope.analysis.verdict import Verdict
+from hloscope.hlo.model import Instruction
 from hloscope.tui.load import Loaded
 from hloscope.tui.messages import InstructionHighlighted, TransferChosen, TransferHighlighted
 from hloscope.tui.rows import ScheduleLayout
@@ -19,6 +21,9 @@ from hloscope.tui.widgets.schedule import ScheduleView
 from hloscope.tui.widgets.summary import SummaryBar
 from hloscope.tui.widgets.transfers import TransferTable
 from hloscope.tui.widgets.tree import ComputationTree
+
+#: Seconds the cursor rests before the detail pane is redrawn.
+DETAIL_DELAY_S = 0.04
 
 
 class MainScreen(Screen[None]):
@@ -36,6 +41,8 @@ class MainScreen(Screen[None]):
         self.label = label
         self.loaded: Loaded | None = None
         self.verdict: Verdict | None = None
+        self._pending: Verdict | Instruction | None = None
+        self._timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield SummaryBar(f"loading {self.label} ...", id="summary")
@@ -101,7 +108,7 @@ class MainScreen(Screen[None]):
         view.focus()
 
     def on_transfer_highlighted(self, message: TransferHighlighted) -> None:
-        self.query_one(DetailPane).show_verdict(message.verdict)
+        self._detail_later(message.verdict)
 
     def on_transfer_chosen(self, message: TransferChosen) -> None:
         v = message.verdict
@@ -112,4 +119,21 @@ class MainScreen(Screen[None]):
                         "op in the window")
 
     def on_instruction_highlighted(self, message: InstructionHighlighted) -> None:
-        self.query_one(DetailPane).show_instruction(message.instruction)
+        if self.query_one("#tabs", TabbedContent).active == "schedule":  # else the transfer stays shown
+            self._detail_later(message.instruction)
+
+    def _detail_later(self, what: Verdict | Instruction) -> None:
+        # The cursor never waits for the detail pane: while keys repeat only the last
+        # position is drawn, DETAIL_DELAY_S after the cursor stops.
+        self._pending = what
+        if self._timer is not None:
+            self._timer.stop()
+        self._timer = self.set_timer(DETAIL_DELAY_S, self._show_detail)
+
+    def _show_detail(self) -> None:
+        what, self._pending, self._timer = self._pending, None, None
+        pane = self.query_one(DetailPane)
+        if isinstance(what, Verdict):
+            pane.show_verdict(what)
+        elif what is not None:
+            pane.show_instruction(what)

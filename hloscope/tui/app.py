@@ -4,25 +4,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from functools import partial
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from hloscope.errors import EXIT_INTERNAL, HloscopeError
-from hloscope.tui.export import ExportKind, export
 from hloscope.tui.history import History, Place
 from hloscope.tui.load import Loaded, Source, load_source
 from hloscope.tui.messages import GoTo, LoadFailed, ReportReady, TransferChosen
-from hloscope.tui.screens.compare import CompareScreen
 from hloscope.tui.screens.error import ErrorScreen
-from hloscope.tui.screens.export import ExportScreen
 from hloscope.tui.screens.help import HelpScreen
 from hloscope.tui.screens.main import MainScreen
 from hloscope.tui.screens.prompt import PromptScreen
 from hloscope.tui.screens.search import SearchScreen
 from hloscope.tui.search import Hit, SearchIndex
+
+if TYPE_CHECKING:
+    from hloscope.tui.export import ExportKind
 
 TIME_AXIS = "x: schedule positions (no simulated timeline in this installation)"
 
@@ -145,6 +145,8 @@ class HloscopeApp(App[int]):
         self.push_screen(SearchScreen(self.search_index), done)
 
     def action_compare(self) -> None:
+        from hloscope.tui.screens.compare import CompareScreen  # loaded on first use: keeps start-up short
+
         if self.loaded is None:
             return
         if self.other is not None:
@@ -163,6 +165,9 @@ class HloscopeApp(App[int]):
                                       placeholder="path"), chosen)
 
     def action_export(self) -> None:
+        from hloscope.tui.export import export
+        from hloscope.tui.screens.export import ExportScreen
+
         if self.loaded is None:
             return
         loaded = self.loaded

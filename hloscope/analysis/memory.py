@@ -264,6 +264,7 @@ class _ModuleIndex:
         self.module = module
         self.by_name: dict[str, Instruction] = {}
         self.loop_of_body: dict[str, Instruction] = {}
+        self.forward_trips: set[int] = set()  # trip counts of forward-pass loops (and +1 for a peeled one)
         for comp in module.computations.values():
             for ins in comp.instructions:
                 self.by_name.setdefault(ins.name, ins)
@@ -271,6 +272,9 @@ class _ModuleIndex:
                     body = ins.attr("body").lstrip("%")
                     if body:
                         self.loop_of_body[body] = ins
+                    trips = ins.known_trip_count
+                    if trips and "transpose(" not in ins.metadata.get("op_name", ""):
+                        self.forward_trips.update((trips, trips + 1))
 
     def wrapped_root(self, ins: Instruction) -> Instruction | None:
         """The root of the computation a fusion/async op calls (the op it wraps)."""
@@ -336,6 +340,11 @@ def _classify(position: str, space: int, shape: Shape | None, index: _ModuleInde
             return (Role.SAVED_ACTIVATIONS, detail, *where)
         if "transpose(" in loop_op:
             return (Role.LOOP_CARRIED, detail, *where)
+    # A layer stack written slice by slice in the forward pass (XLA may fuse the whole
+    # stack into one buffer outside the loop tuple).
+    if (op_name.endswith("dynamic_update_slice") and "transpose(" not in op_name and shape is not None
+            and shape.dims and shape.dims[0] in index.forward_trips):
+        return (Role.SAVED_ACTIVATIONS, f"stacked over {shape.dims[0]} layers", *where)
     # Logits are computed once, after the layer loop: only outside loop bodies.
     if vocab_size and shape is not None and shape.dims and shape.dims[-1] == vocab_size and "/while/" not in op_name:
         return (Role.LOGITS, op_name, *where)

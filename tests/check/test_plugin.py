@@ -1,0 +1,202 @@
+"""The pytest plugin, run by pytester in-process: the marker, the fixture, the helpers, on both sides
+of each threshold (limits derived from the fixture's own report), plus a fresh venv (slow)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+from check_helpers import DATA, FIXTURES, fixture_report
+
+pytest_plugins = ["pytester"]
+
+LLAMA = str(FIXTURES / "llama_offload.hlo.txt")
+MLP = str(FIXTURES / "mlp_offload_nopipe.hlo.txt")
+
+
+def run_inner(pytester: pytest.Pytester) -> pytest.RunResult:
+    # textual's snapshot plugin keeps one temp folder per process; an inner session would remove it.
+    return pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:textual-snapshot")
+
+
+def _exposed_per_step(name: str) -> float:
+    return sum(v.est_exposed_us * v.transfer.executions for v in fixture_report(name).verdicts)
+
+
+def test_marker_is_registered(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_inprocess("--markers", "-p", "no:textual-snapshot")
+    result.stdout.fnmatch_lines(["*@pytest.mark.hloscope(no_sync=..., no_exposed=...*"])
+
+
+def test_marker_on_a_returned_step_both_sides_of_max_exposed_us(pytester: pytest.Pytester) -> None:
+    total = _exposed_per_step("llama_offload.hlo.txt")
+    pytester.makepyfile(f"""
+        import pytest
+
+        @pytest.mark.hloscope(max_exposed_us={total * 1.01!r})
+        def test_under():
+            return {LLAMA!r}
+
+        @pytest.mark.hloscope(max_exposed_us={total * 0.99!r})
+        def test_over():
+            return {LLAMA!r}
+    """)
+    result = run_inner(pytester)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*FAIL max-exposed-us*", "*of exposed transfer time per step*allowed*",
+                                 "*hloscope report*", "*dynamic-slice-start.2.0*"])
+    assert "PytestReturnNotNoneWarning" not in result.stdout.str()
+
+
+def test_marker_no_exposed_and_no_sync_with_the_fixture(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(f"""
+        import pytest
+
+        @pytest.mark.hloscope(no_sync=True, no_exposed=True)
+        def test_exposed(hloscope_step):
+            report = hloscope_step({LLAMA!r})
+            assert report.summary.transfers == 9
+
+        @pytest.mark.hloscope(no_sync=True)
+        def test_sync(hloscope_step):
+            hloscope_step({str(DATA / "mlp_sync")!r})
+
+        @pytest.mark.hloscope(no_sync=True, fits_hbm=True)
+        def test_async_fits(hloscope_step):
+            hloscope_step({str(FIXTURES / "mlp_offload.hlo.txt")!r})
+    """)
+    result = run_inner(pytester)
+    result.assert_outcomes(failed=3)
+    out = result.stdout.str()
+    assert "FAIL no-exposed" in out and "overlapped by: nothing that does work" in out
+    assert "FAIL no-sync" in out and "loop_dynamic_update_slice_fusion.3" in out
+    assert "fits-hbm cannot be evaluated" in out  # a plain HLO file has no memory figures: never a pass
+
+
+def test_marker_min_hidden_fraction_both_sides_and_allow(pytester: pytest.Pytester) -> None:
+    report = fixture_report("llama_offload.hlo.txt")
+    frac = (sum(v.est_hidden_us * v.transfer.executions for v in report.verdicts)
+            / sum(v.est_transfer_us * v.transfer.executions for v in report.verdicts))
+    pytester.makepyfile(f"""
+        import pytest
+
+        @pytest.mark.hloscope(min_hidden_fraction={frac * 0.99!r})
+        def test_enough():
+            return {LLAMA!r}
+
+        @pytest.mark.hloscope(min_hidden_fraction={min(1.0, frac * 1.01)!r})
+        def test_not_enough():
+            return {LLAMA!r}
+
+        @pytest.mark.hloscope(no_exposed=True, allow=[{{"instruction": "dynamic-slice-start.2.0", "reason": "ok"}}])
+        def test_allowed():
+            return {LLAMA!r}
+    """)
+    result = run_inner(pytester)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*test_not_enough*", "*FAIL min-hidden-fraction*"])
+
+
+def test_marker_errors_and_empty_steps_fail_the_test(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(f"""
+        import pytest
+
+        @pytest.mark.hloscope(no_snyc=True)
+        def test_typo():
+            return {LLAMA!r}
+
+        @pytest.mark.hloscope()
+        def test_nothing_returned():
+            pass
+
+        @pytest.mark.hloscope()
+        def test_no_transfer():
+            return {str(FIXTURES / "mlp_remat.hlo.txt")!r}
+
+        @pytest.mark.hloscope(allow_empty=True)
+        def test_no_transfer_allowed():
+            return {str(FIXTURES / "mlp_remat.hlo.txt")!r}
+    """)
+    result = run_inner(pytester)
+    result.assert_outcomes(passed=1, failed=3)
+    out = result.stdout.str()
+    assert "unknown keyword(s) no_snyc" in out and "returned no step" in out and "nothing to check" in out
+
+
+def test_helpers_for_plain_asserts(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(f"""
+        import hloscope
+
+        def test_hidden():
+            hloscope.assert_offloads_hidden({MLP!r}, max_exposed_us=1e9)
+
+        def test_exposed():
+            hloscope.assert_offloads_hidden({LLAMA!r})
+    """)
+    result = run_inner(pytester)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*OffloadCheckFailed*", "*FAIL no-exposed*"])
+
+
+def test_baseline_in_the_marker(pytester: pytest.Pytester) -> None:
+    import json
+
+    base = pytester.path / "baseline.json"
+    base.write_text(json.dumps(fixture_report("llama_offload_nopipe.hlo.txt").to_dict()))
+    pytester.makepyfile(f"""
+        import pytest
+
+        @pytest.mark.hloscope(baseline="baseline.json", max_exposed_us=1e9)
+        def test_same():
+            return {str(FIXTURES / "llama_offload_nopipe.hlo.txt")!r}
+
+        @pytest.mark.hloscope(baseline="baseline.json", max_exposed_us=1e9)
+        def test_changed():
+            return {LLAMA!r}
+    """)
+    result = run_inner(pytester)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*REGRESSION*"])
+
+
+@pytest.mark.slow
+def test_fresh_project_that_only_pip_installed_hloscope(tmp_path: Path) -> None:
+    # Given a new venv (no jax) that sees this environment's site-packages only for
+    # hloscope's dependencies, with hloscope pip-installed from the repository
+    repo = Path(__file__).resolve().parents[2]
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, system_site_packages=False, with_pip=False)
+    py = env_dir / "bin" / "python"
+    site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    # the dependencies (networkx, rich, pytest ...) from this interpreter, hloscope itself installed fresh
+    deps = [p for p in sys.path if p.endswith("site-packages")]
+    Path(site, "deps.pth").write_text("\n".join(deps) + "\n")
+    wheel_dir = tmp_path / "wheel"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheel_dir), str(repo)],
+                   check=True, capture_output=True)
+    wheel = next(wheel_dir.glob("hloscope-*.whl"))
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", site, str(wheel)],
+                   check=True, capture_output=True)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "step.hlo.txt").write_text((FIXTURES / "llama_offload.hlo.txt").read_text())
+    (project / "test_step.py").write_text(
+        "import pytest\n\n"
+        "@pytest.mark.hloscope(no_sync=True)\n"
+        "def test_no_sync():\n    return 'step.hlo.txt'\n\n"
+        "@pytest.mark.hloscope(no_exposed=True)\n"
+        "def test_no_exposed():\n    return 'step.hlo.txt'\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_DISABLE_PLUGIN_AUTOLOAD")}
+    # When pytest runs there, Then the entry point loads the plugin and the marker checks the step
+    out = subprocess.run([str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=project,
+                         capture_output=True, text=True, env=env)
+    where = subprocess.run([str(py), "-c", "import hloscope; print(hloscope.__file__)"], cwd=project,
+                           capture_output=True, text=True, env=env).stdout
+    assert where.startswith(site), where
+    assert "1 failed, 1 passed" in out.stdout, out.stdout + out.stderr
+    assert "FAIL no-exposed" in out.stdout

@@ -81,6 +81,7 @@ class ScheduleView(ScrollView, can_focus=True):
         self.verdict: Verdict | None = None
         self._window: dict[str, set[int]] = {}
         self._cost: dict[int, float] = {}
+        self._lines: dict[int, list[Segment]] = {}  # row index -> drawn line, until the rows or window change
         self.time_axis = "schedule positions"
 
     # -- data -----------------------------------------------------------------
@@ -113,6 +114,7 @@ class ScheduleView(ScrollView, can_focus=True):
     def _relayout(self) -> None:
         assert self.layout_ is not None
         self.rows = self.layout_.rows(self.computation, self.expanded)
+        self._lines = {}
         width = 8 + _LANE_W * len(Lane) + 2 + max(60, max((len(r.instruction.name) for r in self.rows), default=0) + 60)
         self.virtual_size = Size(width, len(self.rows) + 1)
         self.refresh()
@@ -132,7 +134,10 @@ class ScheduleView(ScrollView, can_focus=True):
         i = scroll_y + y - 1
         if i >= len(self.rows):
             return Strip.blank(width)
-        strip = Strip(self._segments(i)).crop(scroll_x, scroll_x + width)
+        if i not in self._lines:
+            self._lines[i] = self._segments(i)
+        segs = self._lines[i]
+        strip = Strip(segs).crop(scroll_x, scroll_x + width)
         if i == self.cursor:
             strip = Strip([Segment(s.text, (s.style or Style()) + _CURSOR) for s in strip])
             return strip.extend_cell_length(width, _CURSOR)

@@ -170,7 +170,7 @@ def match(base: tuple[TransferRecord, ...], new: tuple[TransferRecord, ...]
 
 
 def _us(x: float) -> str:
-    return f"{x:.1f} us/step"
+    return f"{x / 1e3:.2f} ms/step" if x >= 1e4 else f"{x:.1f} us/step"
 
 
 def compare(base: Snapshot, new: Snapshot, tolerance: Tolerance | None = None) -> BaselineDiff:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from hloscope.cli.analyze import add_report_options, emit_report, prepare_report
@@ -35,6 +36,54 @@ def parse_sets(items: list[str]) -> dict[str, str]:
     return out
 
 
+#: The phases the CLI reports after the compile's own (see ``deviceless.PHASES``).
+PHASE_WRITING = "writing artifacts"
+
+
+class PhaseStatus:
+    """A spinner on standard error naming the phase a compile is in, on a terminal only.
+
+    Call it with a phase name as each phase starts; off a terminal (or with
+    ``console=None`` and stderr not a TTY) it prints nothing. ``seen`` lists the
+    phases in order either way. Use it as a context manager: the line is gone
+    when the block ends, before the report is printed.
+    """
+
+    def __init__(self, console: Any = None, prefix: str = "compiling") -> None:
+        if console is None and sys.stderr.isatty():
+            from rich.console import Console
+
+            console = Console(stderr=True)
+        self.console = console
+        self.prefix = prefix
+        self.seen: list[str] = []
+        self._status: Any = None
+
+    def __call__(self, name: str) -> None:
+        self.seen.append(name)
+        if self.console is None:
+            return
+        text = f"{self.prefix}: {name}"
+        if self._status is None:
+            self._status = self.console.status(text)
+            self._status.start()
+        else:
+            self._status.update(text)
+
+    def __enter__(self) -> PhaseStatus:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Remove the status line (further phases start a new one)."""
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+
 class CompileCommand:
     """compile: compile a training step for a GPU target on this machine (no GPU needed).
 
@@ -42,8 +91,12 @@ class CompileCommand:
     llama3-405b) or your own --fn package.module:function with --args. Writes an
     artifact folder (--out) with the optimized and unoptimized HLO, memory
     figures, flags, versions and the analysis, then prints the report.
-    Exit codes: 0 ok, 1 --fail-on hit, 2 bad input, 3 unknown name, 4 trace
-    failed, 5 XLA compile failed, 6 out of host memory, 7 jax missing.
+    On a terminal a status line names the phase (starting JAX, tracing,
+    lowering, XLA compile, analysis, writing artifacts).
+    Exit codes: 0 ok, 1 --fail-on hit or --require-fit and it does not fit,
+    2 bad input, 3 unknown name, 4 trace failed, 5 XLA compile failed, 6 out
+    of host memory, 7 jax missing, 8 --fail-on found nothing to judge (no host
+    transfer) and no --allow-empty.
     """
 
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
@@ -63,20 +116,25 @@ class CompileCommand:
         add_report_options(p)
 
     def run(self, args: argparse.Namespace) -> int:
+        req = prepare_report(args)  # fail fast on a bad name, before importing jax
+        with PhaseStatus() as phase:
+            return self._run(args, req, phase)
+
+    def _run(self, args: argparse.Namespace, req: Any, phase: PhaseStatus) -> int:
         import dataclasses
 
         from hloscope.compile.artifacts import manifest, write_artifacts
         from hloscope.render import render_to_string
 
-        req = prepare_report(args)  # fail fast on a bad name, before importing jax
         if args.fn:
-            result, report, extra = self._compile_fn(args)
+            result, report, extra = self._compile_fn(args, phase)
             name = args.fn.replace(":", ".")
         else:
             from hloscope.compile.jobs import compile_workload
 
             result, report, extra = compile_workload(args.workload, parse_sets(args.set), args.policy, args.target,
-                                                     args.devices, args.lhs, args.pipelined_offload, args.xla_flag)
+                                                     args.devices, args.lhs, args.pipelined_offload, args.xla_flag,
+                                                     phase=phase)
             name = f"{args.workload}-{extra['config']['policy']}-{args.target}-{args.devices}"
         report = dataclasses.replace(report, compile={
             "memory": result.memory, "xla_options": result.options,
@@ -89,6 +147,7 @@ class CompileCommand:
             "report.txt": render_to_string("table", report),
             **result.extra_files,
         }
+        phase(PHASE_WRITING)
         out = write_artifacts(Path(args.out or f"hloscope-out/{name}"), files)
         trailer = f"compiled in {result.compile_seconds:.1f} s; artifacts in {out}\n"
         offloaded = report.summary.to_host_bytes_per_step
@@ -99,7 +158,8 @@ class CompileCommand:
             trailer += (f"note: the transfers found move {human_bytes(offloaded)} to host per step, XLA "
                         f"reserved {human_bytes(host)} of host memory\n")
         if args.what_if_memory is not None:
-            trailer += self._what_if(args, report)
+            trailer += self._what_if(args, report, phase)
+        phase.stop()  # the status line goes before the report is printed
         code = emit_report(report, req, trailer)
         if args.require_fit and report.memory is not None and not report.memory.fits:
             m = report.memory
@@ -108,7 +168,7 @@ class CompileCommand:
             return EXIT_CHECK_FAILED
         return code
 
-    def _what_if(self, args: argparse.Namespace, report: Any) -> str:
+    def _what_if(self, args: argparse.Namespace, report: Any, phase: PhaseStatus) -> str:
         """Compile again with another HBM size; list the transfers whose window or verdict changed."""
         from hloscope.compile.whatif import compare_reports
 
@@ -118,7 +178,8 @@ class CompileCommand:
 
         gb = args.what_if_memory
         _, other, _ = compile_workload(args.workload, parse_sets(args.set), args.policy, args.target, args.devices,
-                                       args.lhs, args.pipelined_offload, args.xla_flag, int(gb * 1e9))
+                                       args.lhs, args.pipelined_offload, args.xla_flag, int(gb * 1e9),
+                                       phase=lambda name: phase(f"what-if {gb:g} GB: {name}"))
         changes = compare_reports(report, other)
         opened = (sum(c.window_before > 0 for c in changes), sum(c.window_after > 0 for c in changes))
         hbm = report.target.device_memory_size
@@ -133,8 +194,8 @@ class CompileCommand:
                              f"{c.verdict_after or '-'} (window {c.window_after})")
         return "\n".join(lines) + "\n"
 
-    def _compile_fn(self, args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any]]:
+    def _compile_fn(self, args: argparse.Namespace, phase: PhaseStatus) -> tuple[Any, Any, dict[str, Any]]:
         from hloscope.compile.jobs import compile_fn
 
         return compile_fn(args.fn, args.args, args.target, args.devices, args.lhs, args.pipelined_offload,
-                          args.xla_flag, str(Path.cwd()))
+                          args.xla_flag, str(Path.cwd()), phase=phase)

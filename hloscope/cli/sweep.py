@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from hloscope.cli.analyze import open_output
 from hloscope.cli.compile import parse_sets
@@ -18,6 +20,11 @@ from hloscope.render import RenderOptions, pick
 from hloscope.render.sweep import SWEEP_RENDERERS, SweepResult
 from hloscope.targets import DEFAULT_TARGET
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from hloscope.compile.sweep import Cell
+
 
 class SweepCommand:
     """sweep: compile policy {remat, offload, save} x LHS {on, off} x pipelined offload {on, off}.
@@ -25,8 +32,11 @@ class SweepCommand:
     Prints one side-by-side table (--json / --csv for the same rows). With
     --batch-sizes it also answers the capacity question: the largest
     per-device batch that fits in HBM under each policy. Cells compile in
-    parallel worker processes. Exit codes: 0 ok, 1 --require-fit and a cell
-    does not fit, 5 a cell failed (each failed cell is named).
+    parallel worker processes; on a terminal a progress bar shows the phase
+    each compile is in. Cells whose optimized HLO came out byte-identical share
+    a fingerprint and are named under the table. Exit codes: 0 ok, 1
+    --require-fit and a cell does not fit, 5 a cell failed (each failed cell is
+    named); 2 and 3 for bad input or names, before anything compiles.
     """
 
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
@@ -49,6 +59,7 @@ class SweepCommand:
     def run(self, args: argparse.Namespace) -> int:
         from hloscope.compile import workloads
         from hloscope.compile.sweep import COLUMNS, capacity, cells, run_sweep
+        from hloscope.compile.workloads.common import POLICIES
         from hloscope.targets import get_target
 
         renderer = pick("json" if args.json else "csv" if args.csv else (args.format or "table"), SWEEP_RENDERERS)
@@ -57,15 +68,16 @@ class SweepCommand:
         workloads.resolve(args.workload, sets)  # validate names before spawning workers
         policies = [p.strip() for p in args.policies.split(",") if p.strip()]
         for p in policies:
-            if p not in workloads.POLICIES:
-                raise HloscopeError(f"unknown policy '{p}'; choose from {', '.join(workloads.POLICIES)}",
+            if p not in POLICIES:
+                raise HloscopeError(f"unknown policy '{p}'; choose from {', '.join(POLICIES)}",
                                     EXIT_UNKNOWN_NAME)
         try:
             batches: list[int | None] = [int(b) for b in args.batch_sizes.split(",") if b.strip()] or [None]
         except ValueError:
             raise HloscopeError(f"--batch-sizes wants integers, got '{args.batch_sizes}'", EXIT_BAD_INPUT) from None
         todo = cells(args.workload, sets, args.target, args.devices, policies, batches)
-        rows = run_sweep(todo, args.jobs, _progress_bar(len(todo)))
+        progress, phase = _progress_bar(len(todo))
+        rows = run_sweep(todo, args.jobs, progress, phase)
         cap = capacity(rows) if args.batch_sizes else None
         result = SweepResult(args.workload, args.target, args.devices, rows, tuple(COLUMNS), cap)
         with open_output(args.output) as out:
@@ -83,19 +95,22 @@ class SweepCommand:
 
 
 def _cell_name(row: dict[str, object]) -> str:
-    batch = f" batch={row['batch']}" if row.get("batch") is not None else ""
-    lhs = "on" if row.get("lhs") else "off"
-    pipe = "on" if row.get("pipelined") else "off"
     error = f" ({row['error']})" if row.get("error") else ""
-    return f"policy={row.get('policy')} lhs={lhs} pipelined={pipe}{batch}{error}"
+    return f"policy={row.get('cell')}{error}"
 
 
-def _progress_bar(total: int):  # type: ignore[no-untyped-def]
-    if not sys.stderr.isatty():
-        return lambda done, n: print(f"[{done}/{n}] compiled", file=sys.stderr)
+def _progress_bar(total: int, console: Console | None = None) -> tuple[Callable[[int, int], None],
+                                                                        Callable[[Cell, str], None] | None]:
+    """(progress, phase) callbacks for run_sweep. Not on a terminal: one line per finished
+    cell and no phases; on a terminal: a bar whose label shows the last phase entered."""
+    if console is None and not sys.stderr.isatty():
+        return (lambda done, n: print(f"[{done}/{n}] done", file=sys.stderr)), None
+    from rich.console import Console
     from rich.progress import Progress
 
-    prog = Progress(transient=True)
+    from hloscope.compile.sweep import cell_label
+
+    prog = Progress(console=console or Console(stderr=True), transient=True)
     task = prog.add_task("compiling cells", total=total)
     prog.start()
 
@@ -104,4 +119,7 @@ def _progress_bar(total: int):  # type: ignore[no-untyped-def]
         if done >= n:
             prog.stop()
 
-    return update
+    def phase(cell: Cell, name: str) -> None:
+        prog.update(task, description=f"{cell_label(cell.policy, cell.lhs, cell.pipelined, cell.batch)}: {name}")
+
+    return update, phase

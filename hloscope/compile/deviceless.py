@@ -32,6 +32,19 @@ from hloscope.errors import (
 )
 from hloscope.targets import Target, get_target
 
+#: Phases of one compile, in order, as ``compile_step(phase=...)`` reports them; the
+#: caller adds its own after (analysis, writing artifacts).
+PHASE_STARTING = "starting JAX"
+PHASE_TRACING = "tracing"
+PHASE_LOWERING = "lowering"
+PHASE_XLA = "XLA compile"
+PHASES = (PHASE_STARTING, PHASE_TRACING, PHASE_LOWERING, PHASE_XLA)
+
+
+def _no_phase(name: str) -> None:
+    return None
+
+
 #: XLA options for the scheduling knobs the sweep varies.
 LHS_FLAG = "xla_gpu_enable_latency_hiding_scheduler"
 PIPELINED_OFFLOAD_FLAG = "xla_gpu_enable_pipelined_host_offloading"
@@ -226,6 +239,7 @@ def compile_step(
     donate_argnums: Sequence[int] = (),
     memory_override_bytes: int | None = None,
     roles: dict[str, str] | None = None,
+    phase: Callable[[str], None] | None = None,
 ) -> CompileResult:
     """Lower and compile ``fn(*args)`` for compile-only GPUs; allocate nothing.
 
@@ -239,7 +253,10 @@ def compile_step(
     on every device of the mesh. The result is always compiled for the target's
     GPUs: a module that comes out compiled for another platform is an error.
     ``roles``: checkpoint name -> what the tensor is ("Q projection"), for the report.
+    ``phase`` is called with each phase's name as it starts (:data:`PHASES`).
     """
+    say = phase or _no_phase
+    say(PHASE_STARTING)
     environment.prepare()
     import jax
 
@@ -261,25 +278,28 @@ def compile_step(
     t0 = time.perf_counter()
     try:
         with environment.quiet_native_stderr():
-            return _compile(fn, args, tgt, mesh, options, compile_options, donate_argnums, dump, t0, roles)
+            return _compile(fn, args, tgt, mesh, options, compile_options, donate_argnums, dump, t0, roles, say)
     finally:
         shutil.rmtree(dump, ignore_errors=True)
 
 
 def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, mesh: Any, options: dict[str, Any],
              compile_options: dict[str, Any], donate_argnums: Sequence[int], dump: str, t0: float,
-             roles: dict[str, str] | None) -> CompileResult:
+             roles: dict[str, str] | None, say: Callable[[str], None]) -> CompileResult:
     import jax
 
     try:
         with jax.sharding.use_mesh(mesh) if hasattr(jax.sharding, "use_mesh") else _null():
+            say(PHASE_TRACING)
             traced = jax.jit(fn, donate_argnums=tuple(donate_argnums)).trace(*args)
+            say(PHASE_LOWERING)
             lowered = traced.lower()
     except HloscopeError:
         raise
     except Exception as e:
         raise HloscopeError(f"tracing {getattr(fn, '__name__', fn)} failed: {type(e).__name__}: {_first_line(e)}",
                             EXIT_TRACE_FAILED) from None
+    say(PHASE_XLA)
     try:
         compiled = lowered.compile(compiler_options=compile_options)
     except MemoryError:

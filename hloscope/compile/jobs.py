@@ -5,11 +5,14 @@ killed (SIGKILL from the OOM killer) or crash (SIGSEGV, SIGABRT) rather than
 raise. ``run_isolated`` runs a job in a fresh ``spawn`` process and turns such a
 death into a one-line :class:`HloscopeError` with exit code 6. The parent never
 imports JAX; results come back pickled (HLO text and figures, not the model).
+While it works, the child sends the name of each phase it starts (starting JAX,
+tracing, lowering, XLA compile) over the same pipe, for a status line.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import multiprocessing as mp
 import os
 import re
@@ -31,7 +34,8 @@ from hloscope.errors import (
 
 def compile_workload_job(workload: str, sets: dict[str, str], policy: str | None, target: str, devices: int,
                          lhs: bool, pipelined: bool, xla_flags: list[str],
-                         memory_override_bytes: int | None = None) -> tuple[Any, dict[str, Any]]:
+                         memory_override_bytes: int | None = None,
+                         phase: Callable[[str], None] | None = None) -> tuple[Any, dict[str, Any]]:
     """Compile a built-in workload; returns (CompileResult, manifest extras).
 
     ``memory_override_bytes`` compiles for ``target`` with that HBM size instead of its own.
@@ -48,13 +52,14 @@ def compile_workload_job(workload: str, sets: dict[str, str], policy: str | None
     mesh = make_mesh(tgt, devices)
     fn, args = wl.build(cfg, mesh)
     result = compile_step(fn, *args, mesh=mesh, target=tgt, flags=flags, lhs=lhs, pipelined_offload=pipelined,
-                          donate_argnums=(0, 1, 2), roles=wl.roles)
+                          donate_argnums=(0, 1, 2), roles=wl.roles, phase=phase)
     return result, {"workload": wl.name, "config": dataclasses.asdict(cfg)}
 
 
 def compile_fn_job(fn_ref: str, args_spec: str, target: str, devices: int, lhs: bool, pipelined: bool,
                    xla_flags: list[str], cwd: str,
-                   memory_override_bytes: int | None = None) -> tuple[Any, dict[str, Any]]:
+                   memory_override_bytes: int | None = None,
+                   phase: Callable[[str], None] | None = None) -> tuple[Any, dict[str, Any]]:
     """Compile the user's ``module:function`` on ``args_spec``; returns (CompileResult, extras)."""
     from hloscope.compile.deviceless import compile_step, make_mesh, parse_flag, with_memory
     from hloscope.compile.userfn import load_user_fn, parse_args_spec
@@ -67,33 +72,62 @@ def compile_fn_job(fn_ref: str, args_spec: str, target: str, devices: int, lhs: 
     mesh = make_mesh(tgt, devices)
     fn = load_user_fn(fn_ref, cwd)
     abstract = parse_args_spec(args_spec, mesh)
-    result = compile_step(fn, *abstract, mesh=mesh, target=tgt, flags=flags, lhs=lhs, pipelined_offload=pipelined)
+    result = compile_step(fn, *abstract, mesh=mesh, target=tgt, flags=flags, lhs=lhs, pipelined_offload=pipelined,
+                          phase=phase)
     return result, {"fn": fn_ref, "args": args_spec}
+
+
+#: The phase the parent reports once the child's compile is back (see :data:`deviceless.PHASES`).
+PHASE_ANALYSIS = "analysis"
 
 
 def compile_workload(workload: str, sets: dict[str, str], policy: str | None, target: str, devices: int,
                      lhs: bool, pipelined: bool, xla_flags: list[str],
-                     memory_override_bytes: int | None = None) -> tuple[Any, Any, dict[str, Any]]:
+                     memory_override_bytes: int | None = None,
+                     phase: Callable[[str], None] | None = None) -> tuple[Any, Any, dict[str, Any]]:
     """Compile a built-in workload in its own process and analyze it: (CompileResult, Report, extras).
 
     ``memory_override_bytes`` compiles for ``target`` with that HBM size instead of its own.
+    ``phase`` is called with each phase's name as it starts (the child's, then ``analysis``).
     """
-    result, extra = _run(compile_workload_job, workload, sets, policy, target, devices, lhs, pipelined, xla_flags,
-                         memory_override_bytes)
+    result, extra = compile_workload_result(workload, sets, policy, target, devices, lhs, pipelined, xla_flags,
+                                            memory_override_bytes, phase)
+    if phase:
+        phase(PHASE_ANALYSIS)
     return result, _analyze(result, target), extra
+
+
+def compile_workload_result(workload: str, sets: dict[str, str], policy: str | None, target: str, devices: int,
+                            lhs: bool, pipelined: bool, xla_flags: list[str],
+                            memory_override_bytes: int | None = None,
+                            phase: Callable[[str], None] | None = None) -> tuple[Any, dict[str, Any]]:
+    """Compile a built-in workload in its own process, not analyzed: (CompileResult, extras)."""
+    return _run(compile_workload_job, phase, workload, sets, policy, target, devices, lhs, pipelined,  # type: ignore[no-any-return]
+                xla_flags, memory_override_bytes)
 
 
 def compile_fn(fn_ref: str, args_spec: str, target: str, devices: int, lhs: bool, pipelined: bool,
                xla_flags: list[str], cwd: str,
-               memory_override_bytes: int | None = None) -> tuple[Any, Any, dict[str, Any]]:
+               memory_override_bytes: int | None = None,
+               phase: Callable[[str], None] | None = None) -> tuple[Any, Any, dict[str, Any]]:
     """Compile the user's ``module:function`` in its own process and analyze it."""
-    result, extra = _run(compile_fn_job, fn_ref, args_spec, target, devices, lhs, pipelined, xla_flags, cwd,
+    result, extra = _run(compile_fn_job, phase, fn_ref, args_spec, target, devices, lhs, pipelined, xla_flags, cwd,
                          memory_override_bytes)
+    if phase:
+        phase(PHASE_ANALYSIS)
     return result, _analyze(result, target), extra
 
 
-def _run(job: Callable[..., Any], *args: Any) -> Any:
-    return run_isolated(job, *args) if isolated_enabled() else job(*args)
+def hlo_fingerprint(text: str) -> str:
+    """A short name for an HLO text: the first 12 hex digits of its SHA-256. Two
+    compiles with the same fingerprint produced byte-identical text."""
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _run(job: Callable[..., Any], phase: Callable[[str], None] | None, *args: Any) -> Any:
+    if not isolated_enabled():
+        return job(*args, phase=phase) if phase else job(*args)
+    return run_isolated(job, *args, on_phase=phase)
 
 
 def _analyze(result: Any, target: str) -> Any:
@@ -121,13 +155,17 @@ def analyze_result(result: Any, target: Any) -> Any:
     return dataclasses.replace(report, memory=facts)
 
 
-def _child(conn: Any, log_path: str, func: Callable[..., Any], args: tuple[Any, ...]) -> None:
+def _child(conn: Any, log_path: str, func: Callable[..., Any], args: tuple[Any, ...], phases: bool) -> None:
     # Native code (XLA, the CUDA plugin) writes to file descriptor 2; keep it for the parent.
     log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND)
     os.dup2(log_fd, 2)
     os.close(log_fd)
+
+    def phase(name: str) -> None:
+        conn.send(("phase", name))
+
     try:
-        conn.send(("ok", func(*args)))
+        conn.send(("ok", func(*args, phase=phase) if phases else func(*args)))
     except HloscopeError as e:
         conn.send(("error", (str(e), e.exit_code)))
     except MemoryError:
@@ -152,25 +190,24 @@ def _native_cause(log: str) -> str:
     return ""
 
 
-def run_isolated(func: Callable[..., Any], *args: Any) -> Any:
+def run_isolated(func: Callable[..., Any], *args: Any, on_phase: Callable[[str], None] | None = None) -> Any:
     """Run ``func(*args)`` in a fresh process; its HloscopeErrors and crashes come back as HloscopeError.
 
     The child's native stderr goes to a scratch file that is removed afterwards: on
     success what is not known noise is passed on; on failure its first error line
-    is folded into the one-line message.
+    is folded into the one-line message. With ``on_phase`` the child runs
+    ``func(*args, phase=...)`` and each phase name it reports is passed to ``on_phase``
+    here, as it happens.
     """
     ctx = mp.get_context("spawn")
     fd, log_path = tempfile.mkstemp(prefix="hloscope-", suffix=".log")
     os.close(fd)
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(child, log_path, func, args), daemon=True)
+    proc = ctx.Process(target=_child, args=(child, log_path, func, args, on_phase is not None), daemon=True)
     try:
         proc.start()
         child.close()
-        try:
-            msg = parent.recv()
-        except EOFError:
-            msg = None
+        msg = _result(parent, on_phase)
         proc.join()
     finally:
         if proc.is_alive():
@@ -200,6 +237,19 @@ def run_isolated(func: Callable[..., Any], *args: Any) -> Any:
                             EXIT_COMPILE_FAILED)
     text, code = msg[1]
     raise HloscopeError(text + (suffix if code in (EXIT_OUT_OF_MEMORY, EXIT_ENVIRONMENT) else ""), code)
+
+
+def _result(conn: Any, on_phase: Callable[[str], None] | None) -> Any:
+    """The child's result message, after passing on its phase messages; None if it died."""
+    while True:
+        try:
+            msg = conn.recv()
+        except EOFError:
+            return None
+        if msg[0] != "phase":
+            return msg
+        if on_phase is not None:
+            on_phase(msg[1])
 
 
 def isolated_enabled() -> bool:

@@ -5,11 +5,25 @@ compiler crash must not take the sweep down) and reduced to one row of figures.
 A cell fits when its *device allocation* (arguments + temporaries + non-aliased
 outputs in HBM) is within the target's HBM; XLA's ``peak_memory_in_bytes`` is kept
 beside it but can count pinned-host buffers (docs/memory.md).
+
+Identical cells. Each row carries ``fingerprint``, the first 12 hex digits of the
+SHA-256 of the optimized HLO XLA produced, and ``identical_to``, the first cell
+(in cell order) whose optimized HLO is byte-identical. Identity is only ever
+claimed after comparing what XLA emitted: the compile of a cell is never skipped
+because another cell's lowered module and options look alike, since cells differ
+in the options they pass (the LHS flag) and whether XLA ignores one cannot be
+known before compiling (jaxlib 0.10.2 does ignore it: ``--lhs`` / ``--no-lhs``
+give byte-identical schedules, measured). What identity does save is the second
+analysis: a cell whose optimized HLO (and tensor names) match an analyzed one
+reuses that report. A cell repeated in the inputs (``--batch-sizes 8,8``) is the
+same compile and is run once.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -17,13 +31,14 @@ from typing import Any
 
 #: Row fields beyond COLUMNS (in JSON output, not in the table or CSV).
 MEMORY_FIELDS = (
-    "device_allocation_bytes", "xla_peak_counts_host", "top_buffer_role", "top_buffer_bytes",
+    "cell", "device_allocation_bytes", "xla_peak_counts_host", "top_buffer_role", "top_buffer_bytes",
     "top_buffer_position",
 )
 
 COLUMNS = (
     "policy", "lhs", "pipelined", "batch", "peak_device_bytes", "host_bytes", "fits", "transfers",
-    "hidden", "partial", "exposed", "sync", "est_exposed_us", "est_step_us", "compile_s", "error",
+    "hidden", "partial", "exposed", "sync", "est_exposed_us", "est_step_us", "compile_s", "fingerprint",
+    "identical_to", "error",
 )
 
 
@@ -41,18 +56,50 @@ class Cell:
 
 def cells(workload: str, sets: dict[str, str], target: str, devices: int, policies: list[str],
           batches: list[int | None]) -> list[Cell]:
+    """Every cell, in table order; a value repeated in ``policies`` or ``batches`` counts once."""
     return [
         Cell(workload, tuple(sorted(sets.items())), p, lhs, pipe, b, target, devices)
-        for b, p, lhs, pipe in itertools.product(batches, policies, (True, False), (True, False))
+        for b, p, lhs, pipe in itertools.product(dict.fromkeys(batches), dict.fromkeys(policies),
+                                                 (True, False), (True, False))
     ]
 
 
-def run_cell(cell: Cell) -> dict[str, Any]:
-    """Compile and analyze one cell; errors become a row with ``error`` set."""
+def cell_label(policy: str, lhs: bool, pipelined: bool, batch: int | None) -> str:
+    """``offload lhs=on pipelined=off batch=8``: how reports name a cell."""
+    on = {True: "on", False: "off"}
+    return f"{policy} lhs={on[lhs]} pipelined={on[pipelined]}" + (f" batch={batch}" if batch is not None else "")
+
+
+class _Analyses:
+    """Reports by (fingerprint, target, tensor names): identical optimized HLO is analyzed once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._done: dict[tuple[str, str, str], Any] = {}
+
+    def get(self, result: Any, fingerprint: str, target: str) -> Any:
+        from hloscope.analysis.report import analyze_module
+        from hloscope.hlo.parser import parse_hlo
+        from hloscope.targets import get_target
+
+        key = (fingerprint, target, json.dumps(result.tensor_names, sort_keys=True, default=str))
+        with self._lock:
+            if key in self._done:
+                return self._done[key]
+        report = analyze_module(parse_hlo(result.optimized_hlo, "<compiled>"), get_target(target),
+                                names=result.tensor_names or ())
+        with self._lock:
+            return self._done.setdefault(key, report)
+
+
+def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
+             analyses: _Analyses | None = None) -> dict[str, Any]:
+    """Compile and analyze one cell; errors become a row with ``error`` set.
+    ``phase`` is called with each compile phase's name as it starts."""
     from hloscope.analysis.kinds import VerdictKind
     from hloscope.analysis.memory import memory_facts
     from hloscope.compile.deviceless import BUFFER_ASSIGNMENT_FILE, LIVE_AT_PEAK_FILE, MEMORY_REPORT_FILE
-    from hloscope.compile.jobs import compile_workload
+    from hloscope.compile.jobs import PHASE_ANALYSIS, compile_workload_result, hlo_fingerprint
     from hloscope.errors import HloscopeError
     from hloscope.targets import get_target
 
@@ -61,13 +108,18 @@ def run_cell(cell: Cell) -> dict[str, Any]:
         sets["batch"] = str(cell.batch)
     row: dict[str, Any] = {c: None for c in (*COLUMNS, *MEMORY_FIELDS)}
     row.update(policy=cell.policy, lhs=cell.lhs, pipelined=cell.pipelined,
-               batch=cell.batch if cell.batch is not None else None, error="")
+               batch=cell.batch if cell.batch is not None else None, error="", fingerprint="", identical_to="",
+               cell=cell_label(cell.policy, cell.lhs, cell.pipelined, cell.batch))
     try:
-        result, report, extra = compile_workload(cell.workload, sets, cell.policy, cell.target, cell.devices,
-                                                 cell.lhs, cell.pipelined, [])
+        result, extra = compile_workload_result(cell.workload, sets, cell.policy, cell.target, cell.devices,
+                                                cell.lhs, cell.pipelined, [], phase=phase)
     except HloscopeError as e:
         row["error"] = str(e)
         return row
+    if phase:
+        phase(PHASE_ANALYSIS)
+    fingerprint = hlo_fingerprint(result.optimized_hlo)
+    report = (analyses or _Analyses()).get(result, fingerprint, cell.target)
     s = report.summary
     m = result.memory
     tgt = get_target(cell.target)
@@ -92,22 +144,43 @@ def run_cell(cell: Cell) -> dict[str, Any]:
         est_exposed_us=round(exposed, 1),
         est_step_us=round(report.est_compute_us() + exposed, 1),
         compile_s=round(result.compile_seconds, 2),
+        fingerprint=fingerprint,
     )
     return row
 
 
 def run_sweep(all_cells: list[Cell], jobs: int,
-              progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
+              progress: Callable[[int, int], None] | None = None,
+              phase: Callable[[Cell, str], None] | None = None) -> list[dict[str, Any]]:
     """Compile every cell, ``jobs`` at a time; each compile runs in its own process,
-    so one that crashes or runs out of memory becomes a row with ``error`` set."""
+    so one that crashes or runs out of memory becomes a row with ``error`` set.
+    ``phase(cell, name)`` is called as each cell's compile enters a phase. Rows come
+    back in cell order with ``identical_to`` set (:func:`mark_identical`)."""
     rows: list[dict[str, Any] | None] = [None] * len(all_cells)
+    analyses = _Analyses()
+
+    def one(c: Cell) -> dict[str, Any]:
+        return run_cell(c, (lambda name: phase(c, name)) if phase else None, analyses)
+
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futs = {pool.submit(run_cell, c): i for i, c in enumerate(all_cells)}
+        futs = {pool.submit(one, c): i for i, c in enumerate(all_cells)}
         for done, f in enumerate(as_completed(futs), start=1):
             rows[futs[f]] = f.result()
             if progress:
                 progress(done, len(all_cells))
-    return [r for r in rows if r is not None]
+    return mark_identical([r for r in rows if r is not None])
+
+
+def mark_identical(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Set each row's ``identical_to`` to the ``cell`` of the first row with the same
+    fingerprint (empty for that first row, for unique ones and for failed cells)."""
+    first: dict[str, str] = {}
+    for r in rows:
+        fp = r.get("fingerprint") or ""
+        r["identical_to"] = first.setdefault(fp, r["cell"]) if fp else ""
+        if r["identical_to"] == r["cell"]:
+            r["identical_to"] = ""
+    return rows
 
 
 @dataclass(frozen=True)

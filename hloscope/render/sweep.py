@@ -1,4 +1,9 @@
-"""Renderers of a sweep (one row per compiled cell): table, JSON and CSV, from one registry."""
+"""Renderers of a sweep (one row per compiled cell): table, JSON and CSV, from one registry.
+
+The table shows each cell's optimized-HLO fingerprint and, under it, one line
+naming the cells whose optimized HLO was byte-identical (rows' ``fingerprint``,
+``cell`` and ``identical_to``, set by ``hloscope.compile.sweep``).
+"""
 
 from __future__ import annotations
 
@@ -49,19 +54,25 @@ class SweepTable:
     name = "table"
     extension = ".txt"
     headers = ("policy", "LHS", "pipelined", "batch", "peak GiB", "host GiB", "fits", "xfers",
-               "hidden", "partial", "exposed", "sync", "~exposed ms", "~step ms")
+               "hidden", "partial", "exposed", "sync", "~exposed ms", "~step ms", "HLO sha256", "same HLO as")
 
     def render(self, result: SweepResult, out: TextIO, options: RenderOptions) -> None:
         body = []
         for r in result.rows:
             head = [r["policy"], _onoff(r["lhs"]), _onoff(r["pipelined"])]
             if r.get("error"):
-                body.append([*head, str(r["batch"] or "-"), "error: " + r["error"][:80]] + [""] * 9)
+                body.append([*head, str(r["batch"] or "-"), "error: " + r["error"][:80]] + [""] * 11)
                 continue
             body.append([*head, str(r["batch"]), _gib(r["peak_device_bytes"]), _gib(r["host_bytes"]),
                          "yes" if r["fits"] else "NO", str(r["transfers"]), str(r["hidden"]), str(r["partial"]),
-                         str(r["exposed"]), str(r["sync"]), _ms(r["est_exposed_us"]), _ms(r["est_step_us"])])
+                         str(r["exposed"]), str(r["sync"]), _ms(r["est_exposed_us"]), _ms(r["est_step_us"]),
+                         r.get("fingerprint") or "", r.get("identical_to") or "-"])
         lines = format_columns(list(self.headers), body)
+        groups = identical_groups(result.rows)
+        if groups:
+            lines.append("")
+            lines.append("cells with identical optimized HLO (each compiled; XLA emitted the same text): " + "; ".join(
+                f"{fp}: {', '.join(cells)}" for fp, cells in groups.items()))
         if result.capacity:
             lines.append("")
             lines.append("largest per-device batch that fits: " + ", ".join(
@@ -77,6 +88,7 @@ class SweepJson:
     def render(self, result: SweepResult, out: TextIO, options: RenderOptions) -> None:
         json.dump({"schema": "hloscope.sweep/1", "workload": result.workload, "target": result.target,
                    "devices": result.devices, "rows": result.rows, "capacity": result.capacity,
+                   "identical_hlo": identical_groups(result.rows),
                    **result.extra}, out, indent=2)
         out.write("\n")
 
@@ -89,6 +101,15 @@ class SweepCsv:
         w = csv.DictWriter(out, fieldnames=list(result.columns), extrasaction="ignore", lineterminator="\n")
         w.writeheader()
         w.writerows(result.rows)
+
+
+def identical_groups(rows: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Fingerprint -> the cells (two or more, in row order) whose optimized HLO has it."""
+    by: dict[str, list[str]] = {}
+    for r in rows:
+        if r.get("fingerprint"):
+            by.setdefault(r["fingerprint"], []).append(str(r.get("cell") or r["policy"]))
+    return {fp: cells for fp, cells in by.items() if len(cells) > 1}
 
 
 SWEEP_RENDERERS: dict[str, SweepRenderer] = {r.name: r for r in (SweepTable(), SweepJson(), SweepCsv())}

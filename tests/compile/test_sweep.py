@@ -1,14 +1,21 @@
-"""``hloscope sweep``: the policy x LHS x pipelining matrix in worker processes."""
+"""``hloscope sweep``: the policy x LHS x pipelining matrix in worker processes.
+
+Identical cells: with jaxlib 0.10.2 ``--lhs`` and ``--no-lhs`` give byte-identical
+optimized HLO (measured), so each LHS pair shares a fingerprint, while pipelined
+offloading changes the schedule (3 transfers instead of 2), so those differ.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+from pathlib import Path
 
 import pytest
 
 from hloscope.cli.main import main
+from hloscope.compile.jobs import hlo_fingerprint
 
 
 def test_sweep_matrix_json(capsys: pytest.CaptureFixture[str]) -> None:
@@ -28,20 +35,52 @@ def test_sweep_matrix_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert all(r["fits"] for r in rows)
     # Saving the activation on device costs more device memory than recomputing it.
     assert by[("save", True)]["peak_device_bytes"] > by[("remat", True)]["peak_device_bytes"]
+    # Each cell was compiled and fingerprinted; the LHS flag changes nothing XLA emits,
+    # pipelined offloading does.
+    assert all(len(r["fingerprint"]) == 12 and int(r["fingerprint"], 16) >= 0 for r in rows)
+    fp = {(r["policy"], r["lhs"], r["pipelined"]): r["fingerprint"] for r in rows}
+    for p in ("remat", "offload", "save"):
+        for pipe in (True, False):
+            assert fp[(p, True, pipe)] == fp[(p, False, pipe)]
+    assert fp[("offload", True, True)] != fp[("offload", True, False)]
+    assert fp[("offload", True, True)] != fp[("remat", True, True)] != fp[("save", True, True)]
+    # identical_to names the first cell (in row order) with the same optimized HLO.
+    first: dict[str, str] = {}
+    for r in rows:
+        expected = first.setdefault(r["fingerprint"], r["cell"])
+        assert r["identical_to"] == ("" if expected == r["cell"] else expected)
+    assert next(r for r in rows if r["cell"] == "offload lhs=off pipelined=on")["identical_to"] == \
+        "offload lhs=on pipelined=on"
+    groups = d["identical_hlo"]
+    assert groups[fp[("offload", True, True)]] == ["offload lhs=on pipelined=on", "offload lhs=off pipelined=on"]
+    assert sum(len(g) for g in groups.values()) == 12
 
 
-def test_sweep_batch_sizes_table_and_csv(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["sweep", "mlp", "--policies", "offload", "--batch-sizes", "8,16", "--jobs", "2"]) == 0
-    out = capsys.readouterr().out
+def test_sweep_batch_sizes_table_and_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A repeated batch size is the same cell: compiled once (8 cells, not 12).
+    assert main(["sweep", "mlp", "--policies", "offload", "--batch-sizes", "8,16,8", "--jobs", "2"]) == 0
+    out, err = capsys.readouterr()
     assert "largest per-device batch that fits: offload 16" in out
+    assert "[8/8] done" in err and "[9/" not in err
+    table = out.splitlines()
+    assert table[0].split()[-5:] == ["HLO", "sha256", "same", "HLO", "as"]
+    identical = next(line for line in table if line.startswith("cells with identical optimized HLO"))
+    assert "offload lhs=on pipelined=on batch=16, offload lhs=off pipelined=on batch=16" in identical
     assert main(["sweep", "mlp", "--policies", "remat", "--jobs", "1", "--csv"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert len(rows) == 4 and {r["policy"] for r in rows} == {"remat"}
+    # The fingerprint is the SHA-256 of the optimized HLO that `compile` writes for the same cell.
+    assert main(["compile", "--workload", "mlp", "--policy", "remat", "--out", str(tmp_path / "a")]) == 0
+    capsys.readouterr()
+    text = (tmp_path / "a" / "optimized.hlo.txt").read_text()
+    on_on = next(r for r in rows if r["lhs"] == "True" and r["pipelined"] == "True")
+    assert on_on["fingerprint"] == hlo_fingerprint(text)
 
 
 def test_sweep_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sweep", "nope"]) == 3
     assert main(["sweep", "mlp", "--policies", "offload,magic"]) == 3
     assert main(["sweep", "mlp", "--batch-sizes", "x"]) == 2
+    assert main(["sweep", "mlp", "--set", "layers=0"]) == 2  # out of range: refused before any cell compiles
     err = capsys.readouterr().err
-    assert err.count("hloscope: error:") == 3
+    assert err.count("hloscope: error:") == 4 and "done" not in err

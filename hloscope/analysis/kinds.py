@@ -39,7 +39,8 @@ class Reason(StrEnum):
     UNKNOWN_WINDOW = "unknown_window"  # start and done in computations that cannot be related
     EMPTY_WINDOW = "empty_window"  # done right after start
     ONLY_FREE_OPS = "only_free_ops"  # window holds only bookkeeping ops
-    ESTIMATED = "estimated"  # window holds work; hidden fraction estimated
+    ESTIMATED = "estimated"  # window holds work; hidden fraction estimated from the window alone
+    SIMULATED = "simulated"  # decided by the simulated wait at the done (analysis/timeline.py)
 
 
 class SegmentKind(StrEnum):

@@ -17,13 +17,14 @@ them are built in ``hloscope.render.why``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hloscope.analysis.cost import CostModel
 from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.kinds import PairKind, Reason, SegmentKind, VerdictKind
 from hloscope.analysis.opclass import CONTROL_FLOW, collective_kind, is_done, is_free, is_start, is_work
 from hloscope.analysis.pairs import AsyncPair
+from hloscope.analysis.timeline import Timeline, WaitThresholds, verdict_from_wait
 from hloscope.analysis.transfers import HostTransfer
 from hloscope.analysis.verdict import FirstUse, InputReady, Verdict, WindowOp, WindowSegment
 from hloscope.hlo.model import Instruction
@@ -41,12 +42,22 @@ class AnalysisOptions:
 
     host_space: the memory space number of host memory (5 on XLA:GPU).
     hidden_ratio: estimated hidden / transfer time at or above which a transfer is ``hidden``.
-    exposed_ratio: at or below which it is ``exposed``; in between, ``partial``.
+    exposed_ratio: at or below which it is ``exposed``; in between, ``partial``. With the
+    simulation these read as: a wait at the done of at most 1 - hidden_ratio of the transfer's
+    time is hidden, of at least 1 - exposed_ratio is exposed.
+    link_mode: host link figures, ``achieved`` (default) or ``peak`` (docs/targets.md).
+    simulate: replay the schedule (analysis/timeline.py) and judge async transfers by the
+    simulated wait at their done; False judges by the window alone.
     """
 
     host_space: int = HOST_MEMORY_SPACE
     hidden_ratio: float = 0.95
     exposed_ratio: float = 0.05
+    link_mode: str = "achieved"
+    simulate: bool = True
+
+    def wait_thresholds(self) -> WaitThresholds:
+        return WaitThresholds(hidden_at_most=1 - self.hidden_ratio, exposed_at_least=1 - self.exposed_ratio)
 
 
 def window_segments(index: ModuleIndex, start: Instruction, done: Instruction, crossed: bool) -> list[WindowSegment]:
@@ -110,6 +121,30 @@ def judge_overlap(index: ModuleIndex, transfers: list[HostTransfer], cost: CostM
             xfer_us, est_compute, est_coll, hidden,
             input_ready(index, t), first_use(index, pair.done),
         ))
+    return out
+
+
+def apply_timeline(verdicts: list[Verdict], timeline: Timeline, options: AnalysisOptions) -> list[Verdict]:
+    """Verdicts of async transfers from the simulated wait at their done.
+
+    Sync transfers and unscheduled ones keep their verdict; an async transfer the
+    simulation timed gets its timing, its hidden time (transfer minus mean wait) and
+    the verdict of the wait (:func:`verdict_from_wait`). A window that holds no work
+    keeps its reason when the wait confirms ``exposed``.
+    """
+    out = []
+    thresholds = options.wait_thresholds()
+    for v in verdicts:
+        t = timeline.transfers.get((v.transfer.computation, v.transfer.instruction.name))
+        if t is None or not t.matched or not v.transfer.is_async or v.verdict is VerdictKind.UNSCHEDULED:
+            out.append(v)
+            continue
+        wait = t.mean_wait_us
+        kind = verdict_from_wait(v.est_transfer_us, wait, thresholds)
+        keep = kind is VerdictKind.EXPOSED and v.reason in (Reason.EMPTY_WINDOW, Reason.ONLY_FREE_OPS,
+                                                               Reason.UNKNOWN_WINDOW)
+        out.append(replace(v, verdict=kind, reason=v.reason if keep else Reason.SIMULATED, timing=t,
+                           est_hidden_us=max(0.0, v.est_transfer_us - wait)))
     return out
 
 

@@ -11,15 +11,16 @@ the Python API that call the renderers.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hloscope.analysis.cost import CostModel
 from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.kinds import Direction, PairKind, VerdictKind
 from hloscope.analysis.names import name_transfers
-from hloscope.analysis.overlap import AnalysisOptions, judge_overlap
+from hloscope.analysis.overlap import AnalysisOptions, apply_timeline, judge_overlap
 from hloscope.analysis.pairs import AsyncPair
+from hloscope.analysis.timeline import Timeline, simulate_step
 from hloscope.analysis.transfers import HostTransfer, find_host_transfers
 from hloscope.analysis.verdict import Verdict
 from hloscope.hlo.model import Module, SourceLocation
@@ -38,6 +39,23 @@ class LoopBytes:
 
 
 @dataclass(frozen=True)
+class StepTime:
+    """The simulated step (analysis/timeline.py), µs: step = compute + the three waits.
+
+    link_mode: host link figures used. extrapolated_loops: loops whose later iterations
+    were extrapolated from a steady one rather than replayed.
+    """
+
+    step_us: float
+    compute_us: float
+    exposed_transfer_us: float
+    exposed_collective_us: float
+    other_wait_us: float
+    link_mode: str
+    extrapolated_loops: int
+
+
+@dataclass(frozen=True)
 class Summary:
     """Step totals. Bytes are per step (``bytes * executions``); times are estimates in µs."""
 
@@ -48,9 +66,10 @@ class Summary:
     est_exposed_us_per_step: float
     loops: tuple[LoopBytes, ...]
     unknown_trip_counts: tuple[str, ...]
+    step: StepTime | None = None
 
 
-def summarize(verdicts: list[Verdict], unknown_trip_counts: list[str]) -> Summary:
+def summarize(verdicts: list[Verdict], unknown_trip_counts: list[str], timeline: Timeline | None = None) -> Summary:
     per_step = {d: 0 for d in Direction}
     by_verdict = {k: 0 for k in VerdictKind}
     rows: dict[str, list[int]] = {}
@@ -66,8 +85,13 @@ def summarize(verdicts: list[Verdict], unknown_trip_counts: list[str]) -> Summar
         r[0 if t.direction is Direction.TO_HOST else 1] += t.bytes
         r[2] += 1
     loops = tuple(LoopBytes(c, order[c], r[0], r[1], r[2]) for c, r in rows.items())
+    step = None
+    if timeline is not None:
+        step = StepTime(timeline.step_us, timeline.compute_us, timeline.exposed_transfer_us,
+                        timeline.exposed_collective_us, timeline.other_wait_us, timeline.link_mode,
+                        sum(lp.extrapolated for lp in timeline.loops))
     return Summary(len(verdicts), per_step[Direction.TO_HOST], per_step[Direction.TO_DEVICE], by_verdict,
-                   exposed, loops, tuple(unknown_trip_counts))
+                   exposed, loops, tuple(unknown_trip_counts), step)
 
 
 @dataclass(frozen=True)
@@ -80,7 +104,8 @@ class Report:
     input was read (which file of a folder, which module of several), for the
     views to show. memory: device/host memory facts when the step was compiled
     here (``hloscope.analysis.memory.MemoryFacts``), else None. compile: the
-    compile's settings and figures (``hloscope compile``), else None.
+    compile's settings and figures (``hloscope compile``), else None. timeline: the
+    simulated step (None for an unscheduled module or ``AnalysisOptions(simulate=False)``).
     """
 
     module: Module
@@ -94,6 +119,7 @@ class Report:
     notes: tuple[str, ...] = ()
     memory: Any = None
     compile: dict[str, Any] | None = None
+    timeline: Timeline | None = None
 
     @property
     def pairs(self) -> list[AsyncPair]:
@@ -152,7 +178,28 @@ def analyze_module(module: Module, target: Target, options: AnalysisOptions | in
     opts = AnalysisOptions(host_space=options) if isinstance(options, int) else (options or AnalysisOptions())
     index = ModuleIndex(module)
     transfers = name_transfers(index, find_host_transfers(index, opts.host_space), names)
-    cost = CostModel(module, target, opts.host_space)
+    return _judge(index, transfers, target, opts, notes)
+
+
+def reanalyze(report: Report, options: AnalysisOptions) -> Report:
+    """The same module and transfers (names kept) judged with other options (link mode,
+    thresholds, simulation); memory and compile facts carried over. The host memory
+    space must not change (it decides which instructions are transfers)."""
+    if options.host_space != report.options.host_space:
+        raise ValueError("reanalyze cannot change the host memory space; call analyze_module")
+    new = _judge(report.index, list(report.transfers), report.target, options, report.notes)
+    return replace(new, memory=report.memory, compile=report.compile)
+
+
+def _judge(index: ModuleIndex, transfers: list[HostTransfer], target: Target, opts: AnalysisOptions,
+           notes: tuple[str, ...]) -> Report:
+    module = index.module
+    cost = CostModel(module, target, opts.host_space, opts.link_mode)
     verdicts = judge_overlap(index, transfers, cost, opts)
-    summary = summarize(verdicts, index.callgraph.unknown_trip)
-    return Report(module, target, opts, index, tuple(transfers), tuple(verdicts), cost, summary, notes)
+    timeline = None
+    if opts.simulate and module.is_scheduled:
+        timeline = simulate_step(module, cost, index.pairs, transfers, index.callgraph)
+        verdicts = apply_timeline(verdicts, timeline, opts)
+    summary = summarize(verdicts, index.callgraph.unknown_trip, timeline)
+    return Report(module, target, opts, index, tuple(transfers), tuple(verdicts), cost, summary, notes,
+                  timeline=timeline)

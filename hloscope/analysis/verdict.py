@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from hloscope.analysis.kinds import Reason, SegmentKind, VerdictKind
 from hloscope.analysis.pairs import AsyncPair
+from hloscope.analysis.timeline import TransferTiming
 from hloscope.analysis.transfers import HostTransfer
 from hloscope.hlo.model import Instruction, Module
 
@@ -105,6 +106,9 @@ class Verdict:
     which share the host link. est_*: estimated microseconds per execution;
     hidden = min(transfer, max(compute, collectives)).
     input_ready / first_use: why the window is not wider (None when unknown).
+    timing: the simulated timing of the transfer in the step (issue, finish, the wait
+    at its done, what ran beside it), when the step was simulated. With a timing,
+    est_hidden_us = est_transfer_us - the mean simulated wait (never below 0).
     """
 
     transfer: HostTransfer
@@ -121,6 +125,7 @@ class Verdict:
     est_hidden_us: float = 0.0
     input_ready: InputReady | None = None
     first_use: FirstUse | None = None
+    timing: TransferTiming | None = None
 
     @property
     def done(self) -> Instruction | None:
@@ -145,9 +150,13 @@ class Verdict:
 
     @property
     def est_exposed_us(self) -> float:
-        """Estimated exposed time of one execution (0 for ``unscheduled``)."""
+        """Estimated exposed time of one execution (0 for ``unscheduled``): the mean simulated
+        wait at the done when simulated (it may exceed the transfer's own time when the link
+        is shared), else the part of the transfer the window does not cover."""
         if self.verdict is VerdictKind.UNSCHEDULED:
             return 0.0
+        if self.timing is not None and self.timing.matched:
+            return self.timing.mean_wait_us
         return self.est_transfer_us - self.est_hidden_us
 
     def window_instructions(self, module: Module) -> list[Instruction]:

@@ -9,15 +9,18 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TextIO
 
 from hloscope.analysis.kinds import VerdictKind
+from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import Report
 from hloscope.check import fail_on_verdicts, parse_verdicts
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_NOTHING_TO_CHECK, HloscopeError
+from hloscope.hlo.shape import HOST_MEMORY_SPACE
 from hloscope.render import RENDERERS, Renderer, RenderOptions, get_renderer
-from hloscope.targets import DEFAULT_TARGET, get_target
+from hloscope.targets import DEFAULT_LINK_MODE, DEFAULT_TARGET, LINK_MODES, get_target
 
 
 def open_output(output: str | None) -> contextlib.AbstractContextManager[TextIO]:
@@ -46,6 +49,10 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
                         "nothing to judge (module not scheduled, not compiled for a GPU, no host transfer)")
     p.add_argument("--allow-empty", action="store_true",
                    help="let --fail-on pass when there is nothing to judge (instead of exit 8)")
+    p.add_argument("--link", choices=LINK_MODES, default=DEFAULT_LINK_MODE,
+                   help=f"host link figures: achieved (measured) or peak (specification) (default {DEFAULT_LINK_MODE})")
+    p.add_argument("--trace", metavar="FILE",
+                   help="also write the simulated step as Trace Event JSON (open in ui.perfetto.dev)")
 
 
 @dataclass(frozen=True)
@@ -56,14 +63,19 @@ class ReportRequest:
     fail_on: frozenset[VerdictKind]
     output: str | None
     allow_empty: bool = False
+    options: AnalysisOptions = field(default_factory=AnalysisOptions)
+    trace: str | None = None
 
 
 def prepare_report(args: argparse.Namespace) -> ReportRequest:
     """Validate the report options (format, --fail-on, target) before loading or compiling anything."""
     get_target(args.target or DEFAULT_TARGET)
     renderer = get_renderer("json" if args.json else (args.format or "table"))
+    if args.trace and args.output and Path(args.trace).resolve() == Path(args.output).resolve():
+        raise HloscopeError(f"--trace and -o name the same file ({args.trace})", EXIT_BAD_INPUT)
+    options = AnalysisOptions(host_space=getattr(args, "host_memory_space", HOST_MEMORY_SPACE), link_mode=args.link)
     return ReportRequest(renderer, parse_verdicts(args.fail_on) if args.fail_on else frozenset(), args.output,
-                         bool(getattr(args, "allow_empty", False)))
+                         bool(getattr(args, "allow_empty", False)), options, args.trace)
 
 
 def nothing_to_judge(report: Report) -> str:
@@ -79,8 +91,20 @@ def nothing_to_judge(report: Report) -> str:
     return ""
 
 
+def write_trace(report: Report, path: str) -> None:
+    """The simulated step as Trace Event JSON, to ``path`` only."""
+    from hloscope.render.trace import TraceRenderer
+
+    if report.timeline is None:
+        raise HloscopeError("--trace: there is no simulated step (the module is not scheduled)", EXIT_BAD_INPUT)
+    verdicts = {(v.transfer.computation, v.transfer.instruction.name): str(v.verdict) for v in report.verdicts}
+    write_output(TraceRenderer().render(report.timeline, report.module, verdicts), path)
+
+
 def emit_report(report: Report, req: ReportRequest, trailer: str = "") -> int:
     """Render ``report`` where asked; return the exit code of the --fail-on gate."""
+    if req.trace:
+        write_trace(report, req.trace)
     with open_output(req.output) as out:
         req.renderer.render(report, out, RenderOptions())
         if trailer and req.renderer.name == "table":
@@ -111,7 +135,6 @@ class AnalyzeCommand:
         p.add_argument("--host-memory-space", type=int, default=5, help="memory space of host memory (5)")
 
     def run(self, args: argparse.Namespace) -> int:
-        from hloscope.analysis.overlap import AnalysisOptions
         from hloscope.analysis.report import analyze_module
         from hloscope.hlo.loader import load_module
 
@@ -123,8 +146,7 @@ class AnalyzeCommand:
                 target = str(manifest["target"])
             notes.append(f"artifact folder: target {target} ({'--target' if args.target else 'from manifest.json'}), "
                          f"{manifest.get('devices', '?')} devices, XLA options {manifest.get('xla_options', {})}")
-        report = analyze_module(load_module(args.path), get_target(target),
-                                AnalysisOptions(host_space=args.host_memory_space), notes=tuple(notes),
+        report = analyze_module(load_module(args.path), get_target(target), req.options, notes=tuple(notes),
                                 names=(manifest or {}).get("tensor_names") or ())
         return emit_report(report, req)
 

@@ -7,11 +7,12 @@ from dataclasses import asdict, is_dataclass
 from typing import Any, TextIO
 
 from hloscope.analysis.report import Report
+from hloscope.analysis.timeline import TransferTiming
 from hloscope.analysis.verdict import FirstUse, InputReady, Verdict
 from hloscope.render.options import RenderOptions
 from hloscope.render.why import explain
 
-SCHEMA = "hloscope.report/2"
+SCHEMA = "hloscope.report/3"
 
 
 def _input_ready(r: InputReady | None) -> dict[str, Any] | None:
@@ -26,6 +27,18 @@ def _first_use(u: FirstUse | None) -> dict[str, Any] | None:
         return None
     return {"user": u.user.name, "element": list(u.element), "is_loop_state": u.is_loop_state,
             "ops_after_done": u.ops_after_done, "work_ops_between": u.work_ops_between}
+
+
+def _timing(t: TransferTiming | None) -> dict[str, Any] | None:
+    if t is None:
+        return None
+    return {"issue_us": round(t.issue_us, 3), "finish_us": round(t.finish_us, 3), "done_us": round(t.done_us, 3),
+            "wait_us": round(t.wait_us, 3), "mean_wait_us": round(t.mean_wait_us, 3),
+            "wait_us_per_step": round(t.wait_us_per_step, 3), "transfer_us": round(t.transfer_us, 3),
+            "duration_us": round(t.duration_us, 3), "executions": t.executions,
+            "compute_beside_us": round(t.compute_beside_us, 3), "beside_compute": len(t.beside_compute),
+            "beside_collectives": list(t.beside_collectives), "beside_transfers": list(t.beside_transfers),
+            "matched": t.matched}
 
 
 def transfer_dict(report: Report, v: Verdict) -> dict[str, Any]:
@@ -64,6 +77,7 @@ def transfer_dict(report: Report, v: Verdict) -> dict[str, Any]:
         "other_transfers": [i.name for i in v.other_transfers],
         "input_ready": _input_ready(v.input_ready),
         "first_use": _first_use(v.first_use),
+        "simulated": _timing(v.timing),
     }
 
 
@@ -104,6 +118,7 @@ def report_to_dict(report: Report) -> dict[str, Any]:
             "est_exposed_us_per_step": round(s.est_exposed_us_per_step, 3),
             "loops": [_plain(lp) for lp in s.loops],
             "unknown_trip_counts": list(s.unknown_trip_counts),
+            "simulated_step": _plain(s.step) if s.step is not None else None,
         },
         "notes": list(report.notes),
     }

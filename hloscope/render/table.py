@@ -107,6 +107,14 @@ class TableRenderer:
             "verdicts: " + ", ".join(f"{k} {n}" for k, n in bv.items() if n or k is not VerdictKind.UNSCHEDULED),
             f"estimated exposed transfer time: {human_us(s.est_exposed_us_per_step)} per step (estimate)",
         ]
+        if s.step is not None:
+            st = s.step
+            lines.append(f"simulated step: {human_us(st.step_us)} = compute {human_us(st.compute_us)} + waiting for "
+                         f"transfers {human_us(st.exposed_transfer_us)} + collectives "
+                         f"{human_us(st.exposed_collective_us)} + other async {human_us(st.other_wait_us)} "
+                         f"(host link {st.link_mode}"
+                         + (f"; {st.extrapolated_loops} loop run(s) extrapolated from steady iterations"
+                            if st.extrapolated_loops else "") + ")")
         if s.loops:
             lines.append("per computation (bytes per execution):")
             for lp in s.loops:

@@ -25,9 +25,17 @@ def reason_text(v: Verdict) -> str:
         return _REASONS[v.reason]
     if v.reason is Reason.ONLY_FREE_OPS:
         return f"window holds {v.window_size} instruction(s) but no compute and no collective"
-    return (f"window: {len(v.compute)} compute op(s) ~{v.est_compute_us:.1f} us, "
-            f"{len(v.collectives)} collective(s) ~{v.est_collective_us:.1f} us, "
-            f"vs transfer ~{v.est_transfer_us:.1f} us (estimates)")
+    window = (f"window: {len(v.compute)} compute op(s) ~{v.est_compute_us:.1f} us, "
+              f"{len(v.collectives)} collective(s) ~{v.est_collective_us:.1f} us, "
+              f"vs transfer ~{v.est_transfer_us:.1f} us")
+    if v.reason is Reason.SIMULATED and v.timing is not None:
+        t = v.timing
+        wait = (f"the compute stream waits ~{t.mean_wait_us:.1f} us at its done" if t.mean_wait_us > 0
+                else "the compute stream never waits at its done")
+        shared = (f", the link shared with {len(t.beside_transfers)} other transfer(s) in flight"
+                  if t.beside_transfers else "")
+        return f"simulated step: {wait}{shared}; {window} (estimates)"
+    return window + " (estimates)"
 
 
 def input_hint(r: InputReady) -> str:
@@ -57,7 +65,7 @@ def use_hint(u: FirstUse) -> str:
 def explain(v: Verdict) -> str:
     """The full ``why`` of a verdict: reason, shared link, and (for exposed/partial) the hints."""
     text = reason_text(v)
-    if v.other_transfers:
+    if v.other_transfers and v.reason is not Reason.SIMULATED:  # the simulated clause says it, with timing
         text += f"; shares the host link with {len(v.other_transfers)} other transfer(s) in its window"
     if v.verdict in (VerdictKind.EXPOSED, VerdictKind.PARTIAL) and v.pair is not None:
         hints = []

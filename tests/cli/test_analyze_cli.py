@@ -56,8 +56,13 @@ def test_fail_on(verdicts: str, code: int, capsys: pytest.CaptureFixture[str]) -
     assert main(["analyze", LLAMA, "--fail-on", verdicts]) == code
 
 
-def test_fail_on_passes_when_no_transfers() -> None:
-    assert main(["analyze", str(FIXTURES / "llama_remat.hlo.txt"), "--fail-on", "exposed,sync,partial"]) == 0
+def test_fail_on_with_no_transfers_cannot_pass_by_accident(capsys: pytest.CaptureFixture[str]) -> None:
+    # llama_remat recomputes instead of offloading: no host transfer to judge, so a gate exits 8
+    # (nothing to check) unless the user says an empty module is fine.
+    argv = ["analyze", str(FIXTURES / "llama_remat.hlo.txt"), "--fail-on", "exposed,sync,partial"]
+    assert main(argv) == 8
+    assert "nothing to check: no host transfer" in capsys.readouterr().err
+    assert main([*argv, "--allow-empty"]) == 0
 
 
 @pytest.mark.parametrize(

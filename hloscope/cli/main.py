@@ -12,7 +12,7 @@ import os
 import sys
 from typing import Protocol
 
-from hloscope.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, HloscopeError
+from hloscope.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_UNKNOWN_NAME, HloscopeError
 
 
 class Command(Protocol):
@@ -38,7 +38,10 @@ def _commands() -> dict[str, Command]:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise HloscopeError(f"{self.prog}: {message}", EXIT_BAD_INPUT)
+        # An option value outside its closed list (--policy, --link ...) is an unknown name, like an
+        # unknown target or format (docs/cli.md); a mistyped command or option is bad input.
+        unknown = "invalid choice" in message and not message.startswith("argument COMMAND")
+        raise HloscopeError(f"{self.prog}: {message}", EXIT_UNKNOWN_NAME if unknown else EXIT_BAD_INPUT)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -119,6 +119,23 @@ class ModuleIndex:
                 return w
         return None
 
+    @cached_property
+    def instructions_by_name(self) -> dict[str, Instruction]:
+        """Instruction name -> instruction over all computations (the first, if a name repeats)."""
+        out: dict[str, Instruction] = {}
+        for comp in self.module.computations.values():
+            for ins in comp.instructions:
+                out.setdefault(ins.name, ins)
+        return out
+
+    def wrapped_root(self, ins: Instruction) -> Instruction | None:
+        """The root of the first computation ``ins`` calls (the op a fusion or async op wraps)."""
+        for name in ins.called_computations:
+            comp = self.module.computations.get(name)
+            if comp is not None and comp.root is not None:
+                return comp.root
+        return None
+
     # -- whole-module structures --------------------------------------------
 
     @cached_property

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from hloscope.analysis.index import ModuleIndex
 from hloscope.hlo.model import Instruction, Module
 from hloscope.hlo.shape import HOST_MEMORY_SPACE, Shape, parse_shape
 from hloscope.targets import Target
@@ -257,35 +258,24 @@ def _subshape(shape: Shape, index: tuple[int, ...]) -> Shape | None:
     return s
 
 
-class _ModuleIndex:
-    """Name -> instruction over all computations, and loop body -> its while (built once)."""
+class _PeakIndex:
+    """The module's shared :class:`ModuleIndex`, plus the trip counts of forward-pass loops
+    (and +1 for a peeled iteration), which tell a saved layer stack by its leading dimension."""
 
     def __init__(self, module: Module) -> None:
+        self.index = ModuleIndex(module)
         self.module = module
-        self.by_name: dict[str, Instruction] = {}
-        self.loop_of_body: dict[str, Instruction] = {}
-        self.forward_trips: set[int] = set()  # trip counts of forward-pass loops (and +1 for a peeled one)
-        for comp in module.computations.values():
-            for ins in comp.instructions:
-                self.by_name.setdefault(ins.name, ins)
-                if ins.opcode == "while":
-                    body = ins.attr("body").lstrip("%")
-                    if body:
-                        self.loop_of_body[body] = ins
-                    trips = ins.known_trip_count
-                    if trips and "transpose(" not in ins.metadata.get("op_name", ""):
-                        self.forward_trips.update((trips, trips + 1))
-
-    def wrapped_root(self, ins: Instruction) -> Instruction | None:
-        """The root of the computation a fusion/async op calls (the op it wraps)."""
-        for name in ins.called_computations:
-            comp = self.module.computations.get(name)
-            if comp is not None and comp.root is not None:
-                return comp.root
-        return None
+        self.by_name = self.index.instructions_by_name
+        self.loop_of_body = self.index.loop_of_body
+        self.wrapped_root = self.index.wrapped_root
+        self.forward_trips: set[int] = set()
+        for w in self.index.loops:
+            trips = w.known_trip_count
+            if trips and "transpose(" not in w.metadata.get("op_name", ""):
+                self.forward_trips.update((trips, trips + 1))
 
 
-def _is_collective(ins: Instruction, index: _ModuleIndex) -> bool:
+def _is_collective(ins: Instruction, index: _PeakIndex) -> bool:
     ops = {ins.opcode, ins.wrapped_opcode}
     root = index.wrapped_root(ins) if ins.opcode in ("async-start", "async-done", "fusion") else None
     if root is not None:
@@ -293,7 +283,7 @@ def _is_collective(ins: Instruction, index: _ModuleIndex) -> bool:
     return any(op.startswith(c) for op in ops if op for c in _COLLECTIVES)
 
 
-def _reads_host(ins: Instruction, index: _ModuleIndex) -> bool:
+def _reads_host(ins: Instruction, index: _PeakIndex) -> bool:
     """A device value computed from a host operand: the device side of a H->D transfer
     (a dynamic-slice or copy out of an S(5) buffer, possibly wrapped in a fusion)."""
     comp = index.module.computations.get(ins.computation)
@@ -303,7 +293,7 @@ def _reads_host(ins: Instruction, index: _ModuleIndex) -> bool:
                for op in ins.operands)
 
 
-def _classify(position: str, space: int, shape: Shape | None, index: _ModuleIndex | None,
+def _classify(position: str, space: int, shape: Shape | None, index: _PeakIndex | None,
               vocab_size: int | None) -> tuple[Role, str, str, str, str]:
     """(role, detail, instruction, computation, source) of one live value."""
     name, idx = _split_position(position)
@@ -354,7 +344,7 @@ def _classify(position: str, space: int, shape: Shape | None, index: _ModuleInde
 def peak_buffers(live: LiveAtPeak, assigned: Mapping[str, tuple[int, str]], module: Module | None = None,
                  vocab_size: int | None = None) -> list[PeakBuffer]:
     """Every value of ``live`` with its memory space, shape and role, in XLA's order."""
-    index = _ModuleIndex(module) if module is not None else None
+    index = _PeakIndex(module) if module is not None else None
     out: list[PeakBuffer] = []
     for position, size in live.values:
         space, shape_text = assigned.get(position, (-1, ""))

@@ -136,7 +136,7 @@ class AnalyzeCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         from hloscope.analysis.report import analyze_module
-        from hloscope.hlo.loader import load_module
+        from hloscope.hlo.loader import load_module_with_notes
 
         req = prepare_report(args)
         manifest = read_manifest(args.path)
@@ -146,7 +146,8 @@ class AnalyzeCommand:
                 target = str(manifest["target"])
             notes.append(f"artifact folder: target {target} ({'--target' if args.target else 'from manifest.json'}), "
                          f"{manifest.get('devices', '?')} devices, XLA options {manifest.get('xla_options', {})}")
-        report = analyze_module(load_module(args.path), get_target(target), req.options, notes=tuple(notes),
+        module, read_notes = load_module_with_notes(args.path)
+        report = analyze_module(module, get_target(target), req.options, notes=(*read_notes, *notes),
                                 names=(manifest or {}).get("tensor_names") or ())
         return emit_report(report, req)
 

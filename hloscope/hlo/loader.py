@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from hloscope.errors import EXIT_BAD_INPUT, HloParseError, HloscopeError
+from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.model import Module
 from hloscope.hlo.parser import parse_hlo
 
@@ -14,29 +14,44 @@ from hloscope.hlo.parser import parse_hlo
 def pick_dump_file(directory: Path) -> Path:
     """The scheduled module in an ``--xla_dump_to`` folder (largest if several),
     or ``optimized.hlo.txt`` in an ``hloscope compile`` artifact folder."""
+    return _pick(directory)[0]
+
+
+def _pick(directory: Path) -> tuple[Path, str]:
+    """(the file to read, a note saying which of several was chosen, or "")."""
     artifact = directory / "optimized.hlo.txt"
     if artifact.is_file():
-        return artifact
-    cands = [p for p in directory.iterdir() if p.name.endswith("after_optimizations.txt")]
+        return artifact, ""
+    try:
+        names = list(directory.iterdir())
+    except OSError as e:
+        raise HloscopeError(f"{directory}: cannot list: {e.strerror or e}", EXIT_BAD_INPUT) from None
+    cands = [p for p in names if p.name.endswith("after_optimizations.txt")]
     if not cands:
-        cands = [p for p in directory.iterdir() if p.name.endswith("before_optimizations.txt")]
+        cands = [p for p in names if p.name.endswith("before_optimizations.txt")]
     if not cands:
         raise HloscopeError(f"{directory}: no '*after_optimizations.txt' (XLA dump) or 'optimized.hlo.txt' "
                             "(hloscope artifact) in this folder", EXIT_BAD_INPUT)
     chosen = max(cands, key=lambda p: (p.stat().st_size, p.name))
-    if len(cands) > 1:
-        print(f"hloscope: note: {len(cands)} modules in {directory}; reading the largest, {chosen.name} "
-              "(pass a file to choose another)", file=sys.stderr)
-    return chosen
+    note = (f"{len(cands)} modules in {directory}; reading the largest, {chosen.name} (pass a file to choose "
+            "another)") if len(cands) > 1 else ""
+    return chosen, note
 
 
 def read_hlo_text(path: str) -> tuple[str, str]:
     """(text, display name) for a path, a dump folder, or ``-`` for stdin."""
+    text, name, _ = _read(path)
+    return text, name
+
+
+def _read(path: str) -> tuple[str, str, tuple[str, ...]]:
     if path == "-":
-        return sys.stdin.read(), "<stdin>"
+        return sys.stdin.read(), "<stdin>", ()
     p = Path(path)
+    notes: tuple[str, ...] = ()
     if p.is_dir():
-        p = pick_dump_file(p)
+        p, note = _pick(p)
+        notes = (note,) if note else ()
     try:
         data = p.read_bytes()
     except FileNotFoundError:
@@ -44,17 +59,21 @@ def read_hlo_text(path: str) -> tuple[str, str]:
     except OSError as e:
         raise HloscopeError(f"{path}: cannot read: {e.strerror or e}", EXIT_BAD_INPUT) from None
     try:
-        return data.decode("utf-8"), str(p)
+        return data.decode("utf-8"), str(p), notes
     except UnicodeDecodeError as e:
         raise HloscopeError(f"{p}: not UTF-8 text (byte {e.start}); is this an HLO text file?",
                             EXIT_BAD_INPUT) from None
 
 
 def load_module(path: str) -> Module:
-    text, name = read_hlo_text(path)
-    try:
-        module = parse_hlo(text, name)
-    except HloParseError:
-        raise
+    """Parse the HLO at ``path`` (a file, a dump or artifact folder, or ``-``)."""
+    return load_module_with_notes(path)[0]
+
+
+def load_module_with_notes(path: str) -> tuple[Module, tuple[str, ...]]:
+    """The module and the notes on how it was read (which file of a folder), for the views to show.
+    Library code never prints; the CLI shows the notes."""
+    text, name, notes = _read(path)
+    module = parse_hlo(text, name)
     module.source_path = None if name == "<stdin>" else os.fspath(name)
-    return module
+    return module, notes

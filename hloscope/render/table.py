@@ -25,6 +25,16 @@ def format_columns(headers: list[str], rows: list[list[str]]) -> list[str]:
     return out
 
 
+def link_figures(report: Report) -> str:
+    """Per-GPU host link bandwidth used for the estimates, per direction, in GB/s."""
+    mode = report.options.link_mode
+    t = report.target
+    d2h = t.host_link_bandwidth("to_host", mode) / 1e9
+    h2d = t.host_link_bandwidth("to_device", mode) / 1e9
+    shared = f", shared by {t.host_link_gpus} GPUs" if t.host_link_gpus > 1 else ""
+    return f"{d2h:.1f} GB/s D->H, {h2d:.1f} GB/s H->D per GPU, {mode}{shared}"
+
+
 def arrow(direction: Direction) -> str:
     return "D->H" if direction is Direction.TO_HOST else "H->D"
 
@@ -76,10 +86,9 @@ class TableRenderer:
         s = report.summary
         t = report.target
         lines = [
-            f"hloscope report: module {report.module.name} "
+            f"hloscope report: {report.module.source_path or '<text>'}: module {report.module.name} "
             f"({'scheduled' if report.module.is_scheduled else 'NOT scheduled'}), "
-            f"target {t.name} ({t.description}, host link {t.host_link} "
-            f"{t.host_link_to_host / 1e9:.0f} GB/s per direction)",
+            f"target {t.name} ({t.description}, host link {t.host_link}: {link_figures(report)})",
             "",
         ]
         if report.verdicts:

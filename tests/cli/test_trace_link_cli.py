@@ -52,3 +52,24 @@ def test_link_peak_is_faster_than_achieved(capsys: pytest.CaptureFixture[str]) -
 def test_unknown_link_mode_is_an_unknown_name(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["analyze", LLAMA, "--link", "fast"]) == 3
     assert "invalid choice" in capsys.readouterr().err
+
+
+def test_report_names_the_file_read_and_notes_which_module_of_a_folder(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    # Given a dump folder with two optimized modules (the real mlp dump and the llama fixture),
+    # when analyze reads the folder, it reads the larger, says so on stderr, and the report's
+    # first line names the file it read.
+    import shutil
+
+    dump = tmp_path / "dump"
+    shutil.copytree(FIXTURES / "dump_mlp_offload", dump)
+    shutil.copy(LLAMA, dump / "module_9.jit_step.sm_9.0a_gpu_after_optimizations.txt")
+    assert main(["analyze", str(dump)]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[0].startswith(f"hloscope report: {dump / 'module_9.jit_step.sm_9.0a_gpu_after_optimizations.txt'}:")
+    assert "hloscope: note: 2 modules in" in err and "reading the largest, module_9" in err
+    # The library itself prints nothing: the note is data on the report.
+    import hloscope.hlo.loader as loader
+
+    module, notes = loader.load_module_with_notes(str(dump))
+    assert module.name == "jit_step" and len(notes) == 1 and "2 modules" in notes[0]

@@ -27,7 +27,7 @@ def test_trace_file_has_one_track_per_resource_and_transfer_slices(tmp_path: Pat
     for t in report["transfers"]:
         assert t["name"] in names
     step_us = report["summary"]["simulated_step"]["step_us"]
-    assert all(0 <= e["ts"] and e["ts"] + e["dur"] <= step_us + 1e-3 for e in slices)
+    assert all(e["ts"] >= 0 and e["ts"] + e["dur"] <= step_us + 1e-3 for e in slices)
 
 
 def test_trace_refuses_an_unscheduled_module(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -44,6 +44,11 @@ class Snapshot:
     def exposed_us_per_step(self) -> float:
         return sum(r.exposed_us_per_step for r in self.records)
 
+    @property
+    def has_exposed(self) -> bool:
+        """Every record carries the analysis's own exposed figure (not only transfer and hidden)."""
+        return all(r.exposed_us is not None for r in self.records)
+
 
 @dataclass(frozen=True)
 class Tolerance:
@@ -177,25 +182,29 @@ def compare(base: Snapshot, new: Snapshot, tolerance: Tolerance | None = None) -
     tol = tolerance or Tolerance()
     pairs, lost, added = match(base.records, new.records)
     changes: list[Change] = []
+    # A baseline without per-transfer exposed figures is compared on window figures on both sides.
+    same_terms = base.has_exposed and new.has_exposed
+
+    def exposed(r: TransferRecord) -> float:
+        return r.exposed_us_per_step if same_terms else r.window_exposed_us_per_step()
+
     for b, n in pairs:
         rb, rn = verdict_rank(b.verdict), verdict_rank(n.verdict)
         if rn < rb:
             changes.append(Change(ChangeKind.WORSE, b, n, str(b.verdict), str(n.verdict)))
         elif rn > rb:
             changes.append(Change(ChangeKind.BETTER, b, n, str(b.verdict), str(n.verdict)))
-        elif tol.exceeded(b.exposed_us_per_step, n.exposed_us_per_step):
-            changes.append(Change(ChangeKind.MORE_EXPOSED, b, n, _us(b.exposed_us_per_step),
-                                  _us(n.exposed_us_per_step)))
-        elif tol.exceeded(n.exposed_us_per_step, b.exposed_us_per_step):
-            changes.append(Change(ChangeKind.LESS_EXPOSED, b, n, _us(b.exposed_us_per_step),
-                                  _us(n.exposed_us_per_step)))
+        elif tol.exceeded(exposed(b), exposed(n)):
+            changes.append(Change(ChangeKind.MORE_EXPOSED, b, n, _us(exposed(b)), _us(exposed(n))))
+        elif tol.exceeded(exposed(n), exposed(b)):
+            changes.append(Change(ChangeKind.LESS_EXPOSED, b, n, _us(exposed(b)), _us(exposed(n))))
         if b.key.source != n.key.source:
             changes.append(Change(ChangeKind.MOVED, b, n, b.key.source or "?", n.key.source or "?"))
     changes += [Change(ChangeKind.LOST, b, None, str(b.verdict), "") for b in lost]
     changes += [Change(ChangeKind.NEW, None, n, "", str(n.verdict)) for n in added]
-    if tol.exceeded(base.exposed_us_per_step, new.exposed_us_per_step):
-        changes.append(Change(ChangeKind.STEP_EXPOSED, before=_us(base.exposed_us_per_step),
-                              after=_us(new.exposed_us_per_step)))
+    before, after = sum(map(exposed, base.records)), sum(map(exposed, new.records))
+    if tol.exceeded(before, after):
+        changes.append(Change(ChangeKind.STEP_EXPOSED, before=_us(before), after=_us(after)))
     if base.device_bytes is not None and new.device_bytes is not None:
         grew = new.device_bytes > base.device_bytes * (1.0 + tol.memory_fraction)
         if grew or (base.fits is True and new.fits is False):

@@ -84,14 +84,28 @@ class TransferRecord:
     checkpoint: str | None = None
     line: int = 0
     judged: Verdict | None = field(default=None, compare=False, repr=False)
+    exposed_us: float | None = None
 
     @property
     def est_exposed_us(self) -> float:
-        return 0.0 if self.verdict is VerdictKind.UNSCHEDULED else max(0.0, self.est_transfer_us - self.est_hidden_us)
+        """Per execution: the analysis's own figure (which may come from the timeline simulation),
+        else the part of the transfer its window does not hide."""
+        if self.verdict is VerdictKind.UNSCHEDULED:
+            return 0.0
+        if self.exposed_us is not None:
+            return self.exposed_us
+        return max(0.0, self.est_transfer_us - self.est_hidden_us)
 
     @property
     def exposed_us_per_step(self) -> float:
         return self.est_exposed_us * self.executions
+
+    def window_exposed_us_per_step(self) -> float:
+        """Per step, from the window alone (transfer - hidden): comparable with a JSON report that
+        carries no per-transfer exposed figure."""
+        if self.verdict is VerdictKind.UNSCHEDULED:
+            return 0.0
+        return max(0.0, self.est_transfer_us - self.est_hidden_us) * self.executions
 
     @property
     def bytes_per_step(self) -> int:
@@ -131,7 +145,8 @@ def _record_from_verdict(report: Report, v: Verdict) -> TransferRecord:
     full = str(loc) if loc else ""
     key = TransferKey(checkpoint or op_label(op_name), source_key(full), str(t.direction))
     return TransferRecord(key, t.instruction.name, t.computation, t.op, t.bytes, t.executions, v.verdict,
-                          v.est_transfer_us, v.est_hidden_us, full, op_name, checkpoint, t.instruction.line, v)
+                          v.est_transfer_us, v.est_hidden_us, full, op_name, checkpoint, t.instruction.line, v,
+                          v.est_exposed_us)
 
 
 def number_occurrences(records: Iterable[TransferRecord]) -> list[TransferRecord]:
@@ -194,5 +209,6 @@ def records_from_json(data: Mapping[str, Any], where: str = "report") -> list[Tr
             key, str(t.get("name", "")), str(t.get("computation", "")), str(t.get("op", "")),
             int(_need(t, "bytes", int, at)), int(_need(t, "executions", int, at)), VerdictKind(verdict),
             float(_need(t, "est_transfer_us", (int, float), at)), float(_need(t, "est_hidden_us", (int, float), at)),
-            full, op_name, str(checkpoint) if checkpoint else None, int(t.get("line") or 0)))
+            full, op_name, str(checkpoint) if checkpoint else None, int(t.get("line") or 0),
+            exposed_us=float(t["est_exposed_us"]) if isinstance(t.get("est_exposed_us"), int | float) else None))
     return number_occurrences(recs)

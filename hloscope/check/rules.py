@@ -170,7 +170,7 @@ def rule_max_exposed_fraction(ctx: RuleContext, limit: float) -> list[Violation]
 def rule_min_hidden_fraction(ctx: RuleContext, limit: float) -> list[Violation]:
     recs = ctx.scheduled("min-hidden-fraction")
     transfer = sum(r.est_transfer_us * r.executions for r in recs)
-    hidden = sum(min(r.est_hidden_us, r.est_transfer_us) * r.executions for r in recs)
+    hidden = sum(max(0.0, r.est_transfer_us - r.est_exposed_us) * r.executions for r in recs)
     frac = hidden / transfer if transfer > 0 else 1.0
     if frac >= limit:
         return []

@@ -132,6 +132,19 @@ def load_subject(cfg: CheckConfig) -> Subject:
                         "[tool.hloscope] of pyproject.toml)", EXIT_BAD_INPUT)
 
 
+def baseline_json(subject: Subject) -> str:
+    """The JSON report of ``subject`` with its memory facts and each transfer's exposed estimate."""
+    import json
+
+    from hloscope.check.keys import records_from_report
+    from hloscope.render.json_report import report_to_dict
+
+    data = report_to_dict(dataclasses.replace(subject.report, memory=subject.memory))
+    for t, r in zip(data["transfers"], records_from_report(subject.report), strict=True):
+        t.setdefault("est_exposed_us", round(r.est_exposed_us, 3))
+    return json.dumps(data, indent=2) + "\n"
+
+
 class CheckCommand:
     """check: fail CI when a host offload is not hidden, not async, lost, or the step stops fitting.
 
@@ -177,7 +190,6 @@ class CheckCommand:
         from hloscope.check.baseline import load_snapshot
         from hloscope.check.run import run_check
         from hloscope.cli.analyze import open_output, write_output
-        from hloscope.render import render_to_string
         from hloscope.render.check_report import get_check_format
 
         fmt = get_check_format(args.format)
@@ -188,8 +200,7 @@ class CheckCommand:
         subject = load_subject(cfg)
         result = run_check(subject, cfg, baseline)
         if args.write_baseline:
-            report = dataclasses.replace(subject.report, memory=subject.memory)
-            write_output(render_to_string("json", report), args.write_baseline)
+            write_output(baseline_json(subject), args.write_baseline)
         with open_output(args.output) as out:
             fmt.render(result, out)
         return EXIT_OK if result.passed else EXIT_CHECK_FAILED

@@ -86,7 +86,7 @@ def test_exposed_tolerance_both_sides() -> None:
     base = snap("llama_offload.hlo.txt")
     r0 = max(base.records, key=lambda r: r.exposed_us_per_step)
     grow = (r0.exposed_us_per_step * 0.10) / r0.executions  # +10% exposed per step on one transfer
-    worse = Snapshot("new", tuple(replace(r, est_hidden_us=r.est_hidden_us - grow) if r is r0 else r
+    worse = Snapshot("new", tuple(replace(r, exposed_us=r.est_exposed_us + grow) if r is r0 else r
                                   for r in base.records))
     tight = compare(base, worse, Tolerance(exposed_us=0.0, exposed_fraction=0.05))
     assert ChangeKind.MORE_EXPOSED in {c.kind for c in tight.regressions}

@@ -126,7 +126,8 @@ def hlo_fingerprint(text: str) -> str:
 
 def _run(job: Callable[..., Any], phase: Callable[[str], None] | None, *args: Any) -> Any:
     if not isolated_enabled():
-        return job(*args, phase=phase) if phase else job(*args)
+        # One call site either way: the step's HLO metadata records this frame (see _child).
+        return job(*args, **({"phase": phase} if phase else {}))
     return run_isolated(job, *args, on_phase=phase)
 
 
@@ -165,7 +166,9 @@ def _child(conn: Any, log_path: str, func: Callable[..., Any], args: tuple[Any, 
         conn.send(("phase", name))
 
     try:
-        conn.send(("ok", func(*args, phase=phase) if phases else func(*args)))
+        # One call site either way: the compiled HLO's stack-frame metadata records this line and
+        # column, so two call expressions would give the same step two different texts.
+        conn.send(("ok", func(*args, **({"phase": phase} if phases else {}))))
     except HloscopeError as e:
         conn.send(("error", (str(e), e.exit_code)))
     except MemoryError:

@@ -185,6 +185,17 @@ def _need(t: Mapping[str, Any], name: str, kind: type | tuple[type, ...], where:
     return value
 
 
+def _json_exposed(t: Mapping[str, Any]) -> float | None:
+    """The exposed estimate a JSON transfer carries: ``est_exposed_us`` (check --write-baseline), else the
+    simulated mean wait at the done (schema 3, when the simulation matched the transfer), else None."""
+    if isinstance(t.get("est_exposed_us"), int | float):
+        return float(t["est_exposed_us"])
+    sim = t.get("simulated")
+    if isinstance(sim, Mapping) and sim.get("matched") and isinstance(sim.get("mean_wait_us"), int | float):
+        return float(sim["mean_wait_us"])
+    return None
+
+
 def records_from_json(data: Mapping[str, Any], where: str = "report") -> list[TransferRecord]:
     """Records from a JSON report (``hloscope analyze --json``, an artifact's ``report.json``)."""
     schema = str(data.get("schema", ""))
@@ -210,5 +221,5 @@ def records_from_json(data: Mapping[str, Any], where: str = "report") -> list[Tr
             int(_need(t, "bytes", int, at)), int(_need(t, "executions", int, at)), VerdictKind(verdict),
             float(_need(t, "est_transfer_us", (int, float), at)), float(_need(t, "est_hidden_us", (int, float), at)),
             full, op_name, str(checkpoint) if checkpoint else None, int(t.get("line") or 0),
-            exposed_us=float(t["est_exposed_us"]) if isinstance(t.get("est_exposed_us"), int | float) else None))
+            exposed_us=_json_exposed(t)))
     return number_occurrences(recs)

@@ -8,6 +8,7 @@ batch that fits in HBM under each policy. Cells compile in parallel workers.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from collections.abc import Callable
@@ -58,7 +59,7 @@ class SweepCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         from hloscope.compile import workloads
-        from hloscope.compile.sweep import COLUMNS, capacity, cells, run_sweep
+        from hloscope.compile.sweep import COLUMNS, capacity_bounds, cells, run_sweep
         from hloscope.compile.workloads.common import POLICIES
         from hloscope.targets import get_target
 
@@ -78,7 +79,7 @@ class SweepCommand:
         todo = cells(args.workload, sets, args.target, args.devices, policies, batches)
         progress, phase = _progress_bar(len(todo))
         rows = run_sweep(todo, args.jobs, progress, phase)
-        cap = capacity(rows) if args.batch_sizes else None
+        cap = ({p: dataclasses.asdict(b) for p, b in capacity_bounds(rows).items()} if args.batch_sizes else None)
         result = SweepResult(args.workload, args.target, args.devices, rows, tuple(COLUMNS), cap)
         with open_output(args.output) as out:
             renderer.render(result, out, RenderOptions())

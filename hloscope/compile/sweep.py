@@ -142,7 +142,7 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
         hidden=s.by_verdict[VerdictKind.HIDDEN], partial=s.by_verdict[VerdictKind.PARTIAL],
         exposed=s.by_verdict[VerdictKind.EXPOSED], sync=s.by_verdict[VerdictKind.SYNC],
         est_exposed_us=round(exposed, 1),
-        est_step_us=round(report.est_compute_us() + exposed, 1),
+        est_step_us=round(s.step.step_us if s.step is not None else report.est_compute_us() + exposed, 1),
         compile_s=round(result.compile_seconds, 2),
         fingerprint=fingerprint,
     )

@@ -53,7 +53,7 @@ def _onoff(x: bool) -> str:
 class SweepTable:
     name = "table"
     extension = ".txt"
-    headers = ("policy", "LHS", "pipelined", "batch", "peak GiB", "host GiB", "fits", "xfers",
+    headers = ("policy", "LHS", "pipelined", "batch", "device GiB", "XLA peak GiB", "host GiB", "fits", "xfers",
                "hidden", "partial", "exposed", "sync", "~exposed ms", "~step ms", "HLO sha256", "same HLO as")
 
     def render(self, result: SweepResult, out: TextIO, options: RenderOptions) -> None:
@@ -61,9 +61,10 @@ class SweepTable:
         for r in result.rows:
             head = [r["policy"], _onoff(r["lhs"]), _onoff(r["pipelined"])]
             if r.get("error"):
-                body.append([*head, str(r["batch"] or "-"), "error: " + r["error"][:80]] + [""] * 11)
+                body.append([*head, str(r["batch"] or "-"), "error: " + r["error"][:80]] + [""] * 12)
                 continue
-            body.append([*head, str(r["batch"]), _gib(r["peak_device_bytes"]), _gib(r["host_bytes"]),
+            body.append([*head, str(r["batch"]), _gib(r.get("device_allocation_bytes")), _gib(r["peak_device_bytes"]),
+                         _gib(r["host_bytes"]),
                          "yes" if r["fits"] else "NO", str(r["transfers"]), str(r["hidden"]), str(r["partial"]),
                          str(r["exposed"]), str(r["sync"]), _ms(r["est_exposed_us"]), _ms(r["est_step_us"]),
                          r.get("fingerprint") or "", r.get("identical_to") or "-"])
@@ -75,9 +76,18 @@ class SweepTable:
                 f"{fp}: {', '.join(cells)}" for fp, cells in groups.items()))
         if result.capacity:
             lines.append("")
-            lines.append("largest per-device batch that fits: " + ", ".join(
-                f"{p} {b if b is not None else 'none'}" for p, b in result.capacity.items()))
-        lines.append("~ figures are roofline estimates (docs/cost-model.md)")
+            lines.append("capacity (device allocation vs HBM; any LHS/pipelining setting):")
+            for p, c in result.capacity.items():
+                fit = (f"largest batch that fits {c['largest_fit']} ({_gib(c['largest_fit_bytes'])} GiB)"
+                       if c.get("largest_fit") is not None else "no batch fits")
+                over = (f"smallest that does not {c['smallest_over']} ({_gib(c['smallest_over_bytes'])} GiB"
+                        + (f"; largest buffer at peak: {c['smallest_over_top_role']} "
+                           f"{_gib(c['smallest_over_top_bytes'])} GiB" if c.get("smallest_over_top_role") else "")
+                        + ")" if c.get("smallest_over") is not None else "every batch tried fits")
+                lines.append(f"  {p}: {fit}; {over}")
+        lines.append("device GiB: arguments + temporaries + outputs not aliased (what HBM must hold); XLA peak GiB "
+                     "may count pinned-host buffers (docs/memory.md)")
+        lines.append("~ figures are estimates from the simulated step (docs/simulation.md)")
         out.write("\n".join(lines) + "\n")
 
 
@@ -86,7 +96,7 @@ class SweepJson:
     extension = ".json"
 
     def render(self, result: SweepResult, out: TextIO, options: RenderOptions) -> None:
-        json.dump({"schema": "hloscope.sweep/1", "workload": result.workload, "target": result.target,
+        json.dump({"schema": "hloscope.sweep/2", "workload": result.workload, "target": result.target,
                    "devices": result.devices, "rows": result.rows, "capacity": result.capacity,
                    "identical_hlo": identical_groups(result.rows),
                    **result.extra}, out, indent=2)

@@ -60,10 +60,11 @@ def test_sweep_batch_sizes_table_and_csv(tmp_path: Path, capsys: pytest.CaptureF
     # A repeated batch size is the same cell: compiled once (8 cells, not 12).
     assert main(["sweep", "mlp", "--policies", "offload", "--batch-sizes", "8,16,8", "--jobs", "2"]) == 0
     out, err = capsys.readouterr()
-    assert "largest per-device batch that fits: offload 16" in out
+    assert "  offload: largest batch that fits 16 (" in out and "every batch tried fits" in out
     assert "[8/8] done" in err and "[9/" not in err
     table = out.splitlines()
     assert table[0].split()[-5:] == ["HLO", "sha256", "same", "HLO", "as"]
+    assert table[0].split()[4:8] == ["device", "GiB", "XLA", "peak"]
     identical = next(line for line in table if line.startswith("cells with identical optimized HLO"))
     assert "offload lhs=on pipelined=on batch=16, offload lhs=off pipelined=on batch=16" in identical
     assert main(["sweep", "mlp", "--policies", "remat", "--jobs", "1", "--csv"]) == 0

@@ -1,0 +1,491 @@
+"""The general path of the HLO parser: any layout XLA's own parser reads.
+
+Whitespace and line breaks are insignificant between tokens; ``// ...`` and
+``/* ... */`` comments may stand wherever whitespace may; names are written
+with or without ``%``; an instruction, its operand list, an attribute value or
+the module header may span lines; a computation may carry attributes after its
+closing brace (``}, execution_thread="host"``, kept nowhere); the module header
+may be left out (XLA names such a module ``module_<entry>``); a result shape
+may be left out where it can be inferred (:mod:`hloscope.hlo.infer`).
+
+Contract: the same :class:`Module` the printer-shaped fast path in
+:mod:`hloscope.hlo.parser` builds for the same text, with attribute and literal
+text normalised to the printer's spacing (comments dropped, line breaks and
+runs of blanks made one space, none inside brackets), or one
+:class:`HloParseError` with the 1-based line and column of the problem. No
+recursion: bracket nesting is tracked with a stack and capped at
+:data:`~hloscope.hlo.building.MAX_NESTING`. Cost is linear in the input; the
+scanner jumps from bracket to bracket with compiled regular expressions.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hloscope.errors import HloParseError
+from hloscope.hlo.building import LITERAL_OPCODES, MAX_NESTING, SECTIONS, canonical_opcode, store_section_item
+from hloscope.hlo.infer import CALLING, infer_shape
+from hloscope.hlo.model import Computation, Instruction, Module, _name_list
+from hloscope.hlo.shape import Shape, ShapeError, parse_shape
+
+# Whitespace (XLA's four blanks, not Unicode's) and comments between tokens. An
+# unterminated "/*" is left in place for the caller to report.
+_SKIP_RE = re.compile(r"(?:[ \t\n\r]+|//[^\n]*|/\*.*?\*/)*", re.S)
+#: Characters XLA's lexer reads outside strings and comments (">" only in "->").
+LEXICAL = "A-Za-z0-9_\\-?=<>,%:*#+~@\\[\\]{}()/.\"' \t\n\r"
+_FOREIGN_RE = re.compile(f"[^{LEXICAL}]")
+_NAME_RE = re.compile(r"%?([A-Za-z0-9_][A-Za-z0-9_.\-]*)")
+_MODULE_NAME_RE = re.compile(r"[A-Za-z0-9_.\-]+")
+_WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+_OPCODE_RE = re.compile(r"[a-z][a-z0-9\-_]*")
+_KEYWORD_END = r"(?![A-Za-z0-9_.\-%])"
+_ROOT_RE = re.compile(r"ROOT" + _KEYWORD_END)
+_ENTRY_RE = re.compile(r"ENTRY" + _KEYWORD_END)
+_HLOMODULE_RE = re.compile(r"HloModule" + _KEYWORD_END)
+_SECTION_RE = re.compile(r"(" + "|".join(SECTIONS) + r")" + _KEYWORD_END)
+_ARRAY_HEAD_RE = re.compile(r"[a-z][a-z0-9]*\s*\[")
+_DIGITS_RE = re.compile(r"\d+")
+# Inside brackets: strings, comments, brackets and commas are all that matter.
+_SCAN_RE = re.compile(r'"(?:[^"\\]|\\.)*"|\'[^\'\n]*\'|/\*.*?\*/|//[^\n]*|[(){}\[\],"]|/\*|' + f"[^{LEXICAL}]", re.S)
+_STRING_RE = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_QUOTED_RE = re.compile(r"'[^'\n]*'")
+# A bare value: a number, an enum, a name, dim labels (b01f_01io->b01f), padding (0_0x1_1).
+_BARE_RE = re.compile(r"(?:[A-Za-z0-9_\-?=<>%:*#+~@.]|/(?![/*]))+")
+# What can start the value of a ``literal=<shape> <value>`` attribute.
+_LITERAL_START_RE = re.compile(r"[-+0-9({]|true\b|false\b|nan\b|inf\b")
+_GAP_RE = re.compile(r'("(?:[^"\\]|\\.)*")|(?:[ \t\n\r]+|//[^\n]*|/\*.*?\*/)+', re.S)
+_OPERAND_NAME_RE = re.compile(r"%?([A-Za-z0-9_][A-Za-z0-9_.\-]*)")
+# An operand that is itself an instruction: "[shape] opcode(".
+_NESTED_RE = re.compile(r"(?:^|[\]}) ])[a-z][a-z0-9\-_]*\s*\(")
+_GAP_START = frozenset(" \t\n\r/")
+# An array shape with no blanks or comments inside, and its layout if any.
+_PLAIN_SHAPE_RE = re.compile(r"[a-z][a-z0-9]*\[[^\]\s/()\[{}]*\](?:\{[^{}\s/()]*(?:\([^()\s/]*\)[^{}\s/()]*)*\})?")
+_CLOSER = {"(": ")", "[": "]", "{": "}"}
+_PLACEHOLDER = Shape("unknown")
+
+
+def normalize(text: str) -> str:
+    """Comments dropped, blank runs made one space, none next to a bracket or before a comma."""
+    if " " not in text and "\n" not in text and "/" not in text and "\t" not in text and "\r" not in text:
+        return text
+    out: list[str] = []
+    last = ""  # the last character written
+    pos = 0
+    for m in _GAP_RE.finditer(text):
+        if m.start() > pos:
+            out.append(text[pos:m.start()])
+            last = text[m.start() - 1]
+        pos = m.end()
+        if m.group(1) is not None:
+            out.append(m.group(1))
+            last = '"'
+            continue
+        after = text[pos:pos + 1]
+        if last and after and last not in "([{" and after not in ")]},":
+            out.append(" ")
+            last = " "
+    out.append(text[pos:])
+    return "".join(out)
+
+
+class GeneralParser:
+    """One parse of one text; use :func:`parse_general`."""
+
+    def __init__(self, text: str, path: str | None) -> None:
+        self.text = text
+        self.path = path
+        self.n = len(text)
+        self._line_off = 0
+        self._line_no = 1
+        # Instructions left without a shape, resolved once every computation is read.
+        self.pending: list[tuple[Instruction, int]] = []
+        # Operand and control-predecessor references, checked when a computation closes.
+        self.refs: list[tuple[str, int, str]] = []
+        self.called: list[tuple[Instruction, int]] = []
+        self.ins_start = 0  # offset of the instruction being read (nested ones share its line)
+
+    # -- positions --------------------------------------------------------
+    def line_of(self, off: int) -> int:
+        """1-based line of ``off``; cheap for increasing offsets (the common case)."""
+        if off < self._line_off:
+            self._line_off, self._line_no = 0, 1
+        self._line_no += self.text.count("\n", self._line_off, off)
+        self._line_off = off
+        return self._line_no
+
+    def error(self, message: str, off: int) -> HloParseError:
+        off = max(0, min(off, self.n))
+        if off < self.n and _FOREIGN_RE.match(self.text, off):
+            message = f"character {self.text[off]!r} is not valid HLO outside a string"
+        line = self.text.count("\n", 0, off) + 1
+        column = off - (self.text.rfind("\n", 0, off) + 1) + 1
+        return HloParseError(message, line, column, self.path)
+
+    def skip(self, pos: int) -> int:
+        if self.text[pos:pos + 1] not in _GAP_START:
+            return pos
+        end = _SKIP_RE.match(self.text, pos)
+        assert end is not None  # the pattern matches the empty string
+        pos = end.end()
+        if self.text.startswith("/*", pos):
+            raise self.error("unterminated comment '/*'", pos)
+        return pos
+
+    def peek(self, pos: int) -> str:
+        return self.text[pos:pos + 1]
+
+    # -- brackets and values ---------------------------------------------------
+    def scan_group(self, pos: int) -> tuple[int, list[int]]:
+        """``pos`` at an opening bracket: (offset past its closer, offsets of its top-level commas)."""
+        text = self.text
+        stack = [_CLOSER[text[pos]]]
+        commas: list[int] = []
+        for m in _SCAN_RE.finditer(text, pos + 1):
+            tok = m.group()
+            c = tok[0]
+            if c in "([{":
+                if len(stack) >= MAX_NESTING:
+                    raise self.error(f"brackets nested deeper than {MAX_NESTING} levels", m.start())
+                stack.append(_CLOSER[c])
+            elif c in ")]}":
+                if c != stack[-1]:
+                    raise self.error(f"expected '{stack[-1]}' but found '{c}'", m.start())
+                stack.pop()
+                if not stack:
+                    return m.end(), commas
+            elif c == ",":
+                if len(stack) == 1:
+                    commas.append(m.start())
+            elif tok == '"':
+                raise self.error("unterminated string", m.start())
+            elif tok == "/*":
+                raise self.error("unterminated comment '/*'", m.start())
+            elif c not in "\"'/":
+                raise self.error("unexpected character", m.start())
+        raise self.error(f"'{text[pos]}' is not closed: missing '{stack[-1]}'", pos)
+
+    def scan_value(self, pos: int) -> int:
+        """End of the attribute value at ``pos``: adjacent strings, bracket groups and bare words."""
+        start = pos
+        text = self.text
+        while pos < self.n:
+            c = text[pos]
+            if c in "([{":
+                pos = self.scan_group(pos)[0]
+            elif c == '"' or c == "'":
+                m = (_STRING_RE if c == '"' else _QUOTED_RE).match(text, pos)
+                if m is None:
+                    raise self.error("unterminated string", pos)
+                pos = m.end()
+            else:
+                b = _BARE_RE.match(text, pos)
+                if b is None:
+                    # replica_groups=mesh['x'=2] {'x'}: a brace group after blanks continues the value.
+                    gap = _SKIP_RE.match(text, pos)
+                    if pos == start or gap is None or gap.end() == pos or self.peek(gap.end()) != "{":
+                        break
+                    pos = gap.end()
+                    continue
+                pos = b.end()
+        if pos == start:
+            raise self.error("expected an attribute value", pos)
+        return pos
+
+    def read_attributes(self, pos: int) -> tuple[list[str], int]:
+        """``, name=value`` items from ``pos`` (at the comma); returns the items as ``name=value``."""
+        items: list[str] = []
+        while self.peek(pos) == ",":
+            pos = self.skip(pos + 1)
+            m = _WORD_RE.match(self.text, pos)
+            if m is None:
+                raise self.error("expected an attribute 'name=value' after ','", pos)
+            pos = self.skip(m.end())
+            if self.peek(pos) != "=":
+                raise self.error(f"expected '=' after attribute name '{m.group()}'", pos)
+            pos = self.skip(pos + 1)
+            end = self.scan_value(pos)
+            if m.group() == "literal" and self.peek(end) in (" ", "\t", "\n", "\r"):
+                value = self.skip(end)  # literal=f32[] 0.1: a shape, then the value
+                if _ARRAY_HEAD_RE.match(self.text, pos) and _LITERAL_START_RE.match(self.text, value):
+                    end = self.scan_value(value)
+            items.append(f"{m.group()}={normalize(self.text[pos:end])}")
+            pos = self.skip(end)
+        return items, pos
+
+    def read_shape(self, pos: int, layout_after_blank: bool) -> tuple[Shape, int]:
+        """The shape at ``pos``; a layout may follow blanks only where no '{' could open a body."""
+        text = self.text
+        plain = _PLAIN_SHAPE_RE.match(text, pos)
+        if plain is not None and (plain.group().endswith("}") or self.peek(plain.end()) not in "{ \t\n\r/"):
+            try:
+                return parse_shape(plain.group()), plain.end()
+            except ShapeError as e:
+                raise self.error(str(e), pos + e.offset) from None
+        if text[pos] == "(":
+            end = self.scan_group(pos)[0]
+        else:
+            head = _ARRAY_HEAD_RE.match(text, pos)
+            if head is None:
+                raise self.error("expected a shape like f32[4,8]{1,0}", pos)
+            end = self.scan_group(head.end() - 1)[0]
+            after = self.skip(end) if layout_after_blank else end
+            if self.peek(after) == "{":
+                end = self.scan_group(after)[0]
+        raw = text[pos:end]
+        shape_text = "".join(normalize(raw).split())
+        try:
+            return parse_shape(shape_text), end
+        except ShapeError as e:
+            exact = shape_text == raw
+            raise self.error(str(e), pos + (e.offset if exact else 0)) from None
+
+    # -- module -------------------------------------------------------------
+    def parse(self) -> Module:
+        text = self.text
+        pos = self.skip(0)
+        if pos >= self.n:
+            raise self.error("empty input: no 'HloModule' header", pos)
+        header = _HLOMODULE_RE.match(text, pos)
+        if header is not None:
+            pos = self.skip(header.end())
+            name = _MODULE_NAME_RE.match(text, pos)
+            if name is None:
+                raise self.error("module has no name", pos)
+            pos = self.skip(name.end() + (1 if self.peek(name.end()) == ":" else 0))
+            items, pos = self.read_attributes(pos)
+            attrs = dict(item.split("=", 1) for item in items)
+            module = Module(name=name.group(), attrs=attrs, computations={}, entry_name="")
+        elif _ENTRY_RE.match(text, pos) or self._looks_like_computation(pos):
+            module = Module(name="", attrs={}, computations={}, entry_name="")
+        else:
+            raise self.error("expected 'HloModule <name>' at the start of the module", pos)
+        pos = self.read_sections(module, pos)
+        computations = module.computations
+        while pos < self.n:
+            pos = self.parse_computation(module, pos)
+        if not computations:
+            raise self.error("module has no computations", pos)
+        if not module.entry_name:
+            module.entry_name = next(reversed(computations))
+            computations[module.entry_name].is_entry = True
+        if not module.name:
+            module.name = f"module_{module.entry_name}"
+        self.resolve_shapes(module)
+        for ins, off in self.called:
+            for callee in ins.called_computations:
+                if callee not in computations:
+                    at = self.text.find(callee, off)
+                    raise self.error(f"'{ins.name}' calls unknown computation '{callee}'", at if at >= 0 else off)
+        return module
+
+    def _looks_like_computation(self, pos: int) -> bool:
+        name = _NAME_RE.match(self.text, pos)
+        return name is not None and self.peek(self.skip(name.end())) in ("{", "(")
+
+    def read_sections(self, module: Module, pos: int) -> int:
+        while True:
+            m = _SECTION_RE.match(self.text, pos)
+            if m is None:
+                return pos
+            section = m.group(1)
+            pos = self.skip(m.end())
+            while True:
+                key = _DIGITS_RE.match(self.text, pos)
+                if key is None:
+                    break
+                pos = self.skip(key.end())
+                if self.peek(pos) == "{":
+                    end = self.scan_group(pos)[0]
+                elif self.peek(pos) == '"':
+                    s = _STRING_RE.match(self.text, pos)
+                    if s is None:
+                        raise self.error("unterminated string", pos)
+                    end = s.end()
+                else:
+                    raise self.error(f"bad {section} entry: expected a string or '{{...}}'", pos)
+                store_section_item(module, section, int(key.group()), self.text[pos:end])
+                pos = self.skip(end)
+
+    def parse_computation(self, module: Module, pos: int) -> int:
+        text = self.text
+        start = pos
+        entry = _ENTRY_RE.match(text, pos)
+        if entry is not None:
+            pos = self.skip(entry.end())
+        m = _NAME_RE.match(text, pos)
+        if m is None:
+            raise self.error("expected a computation '[ENTRY] name [(params) -> shape] {'", pos)
+        name = m.group(1)
+        name_pos = pos
+        pos = self.skip(m.end())
+        if self.peek(pos) == "=":
+            raise self.error("instruction outside a computation", start)
+        if self.peek(pos) == "(":
+            pos = self.skip(self.scan_group(pos)[0])
+            if not text.startswith("->", pos):
+                raise self.error("expected '->' and the result shape after the parameters", pos)
+            pos = self.skip(pos + 2)
+            pos = self.skip(self.read_shape(pos, layout_after_blank=False)[1])
+        if self.peek(pos) != "{":
+            raise self.error(f"expected '{{' to open computation '{name}'", pos)
+        if name in module.computations:
+            raise self.error(f"duplicate computation '{name}'", name_pos)
+        if entry is not None and module.entry_name:
+            raise self.error(f"a second ENTRY computation '{name}' (the entry is '{module.entry_name}')", start)
+        comp = Computation(name=name, is_entry=entry is not None, line=self.line_of(start))
+        module.computations[name] = comp
+        if comp.is_entry:
+            module.entry_name = name
+        open_pos = pos
+        pos = self.skip(pos + 1)
+        self.refs = []
+        root_seen = False
+        while self.peek(pos) != "}":
+            if pos >= self.n:
+                raise self.error(f"computation '{name}' opened here is not closed with '}}'", open_pos)
+            ins, name_pos, pos = self.parse_instruction(comp, pos)
+            if ins.is_root:
+                if root_seen:
+                    raise self.error(f"a second ROOT in '{name}'", name_pos)
+                root_seen = True
+        for ref, off, kind in self.refs:
+            if ref not in comp.by_name:
+                raise self.error(f"{kind} '{ref}' is not defined in '{name}'", off)
+        pos = self.skip(pos + 1)
+        _attrs, pos = self.read_attributes(pos)  # execution_thread=..., kept nowhere
+        return pos
+
+    # -- instructions ---------------------------------------------------------
+    def parse_instruction(self, comp: Computation, pos: int) -> tuple[Instruction, int, int]:
+        """(instruction, offset of its name, offset after it)."""
+        text = self.text
+        start = pos
+        root = _ROOT_RE.match(text, pos)
+        if root is not None:
+            pos = self.skip(root.end())
+        m = _NAME_RE.match(text, pos)
+        if m is None:
+            raise self.error("expected an instruction 'name = shape opcode(operands)'", pos)
+        name, name_pos = m.group(1), pos
+        pos = self.skip(m.end())
+        if self.peek(pos) != "=":
+            raise self.error(f"expected '=' after instruction name '{name}'", pos)
+        if name in comp.by_name:
+            raise self.error(f"duplicate instruction '{name}' in '{comp.name}'", name_pos)
+        self.ins_start = start
+        ins, end = self.parse_body(comp, self.skip(pos + 1), name, root is not None, start)
+        return ins, name_pos, end
+
+    def parse_body(self, comp: Computation, pos: int, name: str, is_root: bool, start: int) -> tuple[Instruction, int]:
+        """From the shape (or the opcode) on; ``name`` "" for a nested instruction (named like XLA's)."""
+        text = self.text
+        shape: Shape | None = None
+        if self.peek(pos) == "(" or _ARRAY_HEAD_RE.match(text, pos):
+            shape, pos = self.read_shape(pos, layout_after_blank=True)
+            pos = self.skip(pos)
+        om = _OPCODE_RE.match(text, pos)
+        if om is None:
+            raise self.error("expected an opcode followed by '('", pos)
+        text_opcode = om.group()
+        pos = self.skip(om.end())
+        if self.peek(pos) != "(":
+            raise self.error(f"expected '(' after opcode '{text_opcode}'", pos)
+        opcode, wrapped = canonical_opcode(text_opcode)
+        close, commas = self.scan_group(pos)
+        literal = ""
+        operands: tuple[str, ...] = ()
+        if opcode in LITERAL_OPCODES:
+            literal = normalize(text[pos + 1:close - 1]).strip()
+        else:
+            operands = self.read_operands(comp, pos + 1, close - 1, commas)
+        after = self.skip(close)
+        # A nested instruction's attributes would be read as its parent's operands; XLA
+        # takes none either.
+        items, end = self.read_attributes(after) if name else ([], after)
+        attr_text = ", ".join(items)
+        if not name:
+            name = f"{text_opcode}.anon"
+            n = 0
+            while name in comp.by_name:
+                n += 1
+                name = f"{text_opcode}.anon.{n}"
+        ins = Instruction(name, opcode, text_opcode, wrapped, shape or _PLACEHOLDER, operands, literal, attr_text,
+                          is_root, self.line_of(start), len(comp.instructions), comp.name)
+        ins.attr_column = after - (text.rfind("\n", 0, after) + 1) + 1
+        ins.path = self.path
+        comp.instructions.append(ins)
+        comp.by_name[name] = ins
+        if shape is None:
+            self.pending.append((ins, om.start()))
+        if attr_text:
+            self.called.append((ins, after))
+            if "control-predecessors" in attr_text:
+                for pred in _name_list(ins.attrs.get("control-predecessors", "")):
+                    self.refs.append((pred, after, "control predecessor"))
+        return ins, end
+
+    def read_operands(self, comp: Computation, lo: int, hi: int, commas: list[int]) -> tuple[str, ...]:
+        text = self.text
+        bounds = list(zip([lo, *(c + 1 for c in commas)], [*commas, hi], strict=True))
+        if len(bounds) == 1 and not normalize(text[lo:hi]).strip():
+            return ()
+        names: list[str] = []
+        for a, b in bounds:
+            piece = normalize(text[a:b]).strip()
+            if not piece:
+                raise self.error("expected an operand", self.skip(a))
+            if piece.endswith(")") and _NESTED_RE.search(piece):
+                # XLA's nested form: add(f32[] parameter(0), ...) defines an anonymous instruction.
+                start = self.skip(a)
+                # Its line is its parent's: the model orders instructions by line.
+                ins, end = self.parse_body(comp, start, "", False, self.ins_start)
+                if self.skip(end) != b:
+                    raise self.error("expected ',' or ')' after a nested instruction", self.skip(end))
+                names.append(ins.name)
+                continue
+            prefix, _, last = piece.rpartition(" ")
+            nm = _OPERAND_NAME_RE.fullmatch(last)
+            if nm is None:
+                raise self.error(f"expected an operand name, found '{last[:20]}'", self.skip(a))
+            if prefix:
+                try:
+                    parse_shape("".join(prefix.split()))
+                except ShapeError:
+                    raise self.error(f"expected an operand '[shape] name', found '{piece[:30]}'",
+                                     self.skip(a)) from None
+            names.append(nm.group(1))
+            self.refs.append((nm.group(1), a + text[a:b].rfind(nm.group(1)), "operand"))
+        return tuple(names)
+
+    # -- inferred shapes ---------------------------------------------------------
+    def resolve_shapes(self, module: Module) -> None:
+        pending = self.pending
+        while pending:
+            left: list[tuple[Instruction, int]] = []
+            for ins, off in pending:
+                comp = module.computations[ins.computation]
+                shapes = [comp.by_name[o].shape for o in ins.operands]
+                roots: list[Shape] = []
+                if ins.opcode in CALLING:
+                    for callee in ins.called_computations:
+                        called = module.computations.get(callee)
+                        root = called.root if called is not None else None
+                        if root is not None:
+                            roots.append(root.shape)
+                if any(s is _PLACEHOLDER for s in shapes + roots):
+                    left.append((ins, off))
+                    continue
+                shape = infer_shape(ins.opcode, shapes, ins.attr_text, roots)
+                if shape is None:
+                    raise self.error(f"cannot infer the result shape of '{ins.name}' ({ins.text_opcode}); "
+                                     "write it before the opcode", off)
+                ins.shape = shape
+            if len(left) == len(pending):
+                ins, off = left[0]
+                raise self.error(f"cannot infer the result shape of '{ins.name}': it depends on itself", off)
+            pending = left
+
+
+def parse_general(text: str, path: str | None = None) -> Module:
+    """Parse ``text`` on the general path. Raises :class:`HloParseError`."""
+    return GeneralParser(text, path).parse()

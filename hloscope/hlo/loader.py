@@ -1,8 +1,13 @@
-"""Read HLO from a file, an XLA dump directory, or stdin (``-``)."""
+"""Read HLO from a file, an XLA dump directory, stdin (``-``), or a string that is either.
+
+Contract: every failure is one :class:`HloscopeError` (a :class:`HloParseError`
+for malformed text); no ``OSError`` escapes, whatever the path looks like.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -47,17 +52,20 @@ def read_hlo_text(path: str) -> tuple[str, str]:
 def _read(path: str) -> tuple[str, str, tuple[str, ...]]:
     if path == "-":
         return sys.stdin.read(), "<stdin>", ()
+    if not path:
+        raise HloscopeError("empty path: give an HLO text file, a dump folder or '-'", EXIT_BAD_INPUT)
     p = Path(path)
     notes: tuple[str, ...] = ()
-    if p.is_dir():
-        p, note = _pick(p)
-        notes = (note,) if note else ()
     try:
+        if p.is_dir():  # raises for a name too long to look up
+            p, note = _pick(p)
+            notes = (note,) if note else ()
         data = p.read_bytes()
     except FileNotFoundError:
         raise HloscopeError(f"{path}: no such file or directory", EXIT_BAD_INPUT) from None
     except OSError as e:
-        raise HloscopeError(f"{path}: cannot read: {e.strerror or e}", EXIT_BAD_INPUT) from None
+        shown = path if len(path) <= 80 else path[:77] + "..."
+        raise HloscopeError(f"{shown}: cannot read: {e.strerror or e}", EXIT_BAD_INPUT) from None
     try:
         return data.decode("utf-8"), str(p), notes
     except UnicodeDecodeError as e:
@@ -77,3 +85,30 @@ def load_module_with_notes(path: str) -> tuple[Module, tuple[str, ...]]:
     module = parse_hlo(text, name)
     module.source_path = None if name == "<stdin>" else os.fspath(name)
     return module, notes
+
+
+# What HLO text starts with once blanks and comments are skipped.
+_LEAD_RE = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)*", re.S)
+_HLO_START_RE = re.compile(r"(?:HloModule|ENTRY)\b|%?[\w.\-]+\s*(?:\([^)]*\)\s*->[^{]*)?\{")
+
+
+def looks_like_hlo_text(s: str) -> bool:
+    """True if ``s`` is HLO text rather than a path: after blanks and comments it
+    opens a module (``HloModule``, ``ENTRY``, a computation ``name {``), or it spans
+    lines (no path does)."""
+    start = _LEAD_RE.match(s)
+    pos = start.end() if start else 0
+    return _HLO_START_RE.match(s, pos) is not None or "\n" in s.strip()
+
+
+def load_module_or_text(x: str) -> Module:
+    """A module from HLO text or from a path (file, dump folder, ``-``), decided by content.
+
+    Raises :class:`HloscopeError` for an empty or blank string (never read as the
+    current folder) and for unreadable paths, :class:`HloParseError` for bad text."""
+    if not x.strip():
+        raise HloscopeError("empty input: expected HLO text or a path to an HLO file or dump folder",
+                            EXIT_BAD_INPUT)
+    if looks_like_hlo_text(x):
+        return parse_hlo(x)
+    return load_module(x)

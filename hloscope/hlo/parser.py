@@ -259,6 +259,8 @@ class _Parser:
         if ("/" in rest and ("//" in rest or "/*" in rest)) or rest.endswith(","):
             # A comment or a continued attribute list: not printer-shaped.
             raise self.error("comment or line break inside an instruction", lineno, len(line) - len(rest) + 1)
+        if '"' in rest and (rest.count('"') - rest.count('\\"')) % 2:
+            raise self.error("a string continues on the next line", lineno, len(line) - len(rest) + 1)
         if rest and (rest.count("{") != rest.count("}") or rest.count("(") != rest.count(")")
                      or rest.count("[") != rest.count("]")):
             # Attributes are split lazily; a cheap count finds likely imbalance, the

@@ -7,31 +7,41 @@ from typing import Any
 
 from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import Report, analyze_module
+from hloscope.artifact import load_report
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
-from hloscope.hlo.loader import load_module
+from hloscope.hlo.loader import looks_like_hlo_text
 from hloscope.hlo.model import Module
 from hloscope.hlo.parser import parse_hlo
 from hloscope.hlo.shape import HOST_MEMORY_SPACE
 from hloscope.targets import DEFAULT_TARGET, Target, get_target
 
 
-def analyze(x: Any, target: Target | str = DEFAULT_TARGET, host_space: int = HOST_MEMORY_SPACE) -> Report:
-    """Analyze HLO text, a path (file or dump folder), a parsed Module, or a
-    ``jax.stages.Compiled`` / ``Lowered``; returns the :class:`Report`."""
-    tgt = get_target(target) if isinstance(target, str) else target
+def analyze(x: Any, target: Target | str | None = None, host_space: int = HOST_MEMORY_SPACE) -> Report:
+    """Analyze HLO text, a path (file, dump folder, ``hloscope compile`` artifact folder), a
+    parsed Module, or a ``jax.stages.Compiled`` / ``Lowered``; returns the :class:`Report`.
+
+    ``target`` None: an artifact folder's own target, else the default (``h100-sxm``). A string
+    is HLO text when it reads like HLO (``HloModule`` after any blank lines and comments, or
+    several lines); otherwise a path.
+    """
+    options = AnalysisOptions(host_space=host_space)
+    if isinstance(x, os.PathLike) or (isinstance(x, str) and not looks_like_hlo_text(x)):
+        path = os.fspath(x)
+        if not path:
+            raise HloscopeError("analyze: empty string: give HLO text or a path", EXIT_BAD_INPUT)
+        return load_report(path, target, options)
+    tgt = get_target(target or DEFAULT_TARGET) if not isinstance(target, Target) else target
     if isinstance(x, Module):
         module = x
-    elif isinstance(x, os.PathLike):
-        module = load_module(os.fspath(x))
     elif isinstance(x, str):
-        module = parse_hlo(x) if x.lstrip().startswith("HloModule") else load_module(x)
+        module = parse_hlo(x)
     elif hasattr(x, "as_text") and hasattr(x, "memory_analysis"):  # jax.stages.Compiled
         module = parse_hlo(_gpu_compiled(x).as_text(), "<compiled>")
     elif hasattr(x, "compile") and hasattr(x, "as_text"):  # jax.stages.Lowered
         module = parse_hlo(_gpu_compiled(x.compile()).as_text(), "<compiled>")
     else:
         raise TypeError(f"cannot analyze {type(x).__name__}: give HLO text, a path, or a jax Compiled/Lowered")
-    return analyze_module(module, tgt, AnalysisOptions(host_space=host_space))
+    return analyze_module(module, tgt, options)
 
 
 def _gpu_compiled(compiled: Any) -> Any:

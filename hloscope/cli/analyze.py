@@ -11,7 +11,7 @@ import contextlib
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from hloscope.analysis.kinds import VerdictKind
 from hloscope.analysis.overlap import AnalysisOptions
@@ -135,33 +135,7 @@ class AnalyzeCommand:
         p.add_argument("--host-memory-space", type=int, default=5, help="memory space of host memory (5)")
 
     def run(self, args: argparse.Namespace) -> int:
-        from hloscope.analysis.report import analyze_module
-        from hloscope.hlo.loader import load_module_with_notes
+        from hloscope.artifact import load_report
 
         req = prepare_report(args)
-        manifest = read_manifest(args.path)
-        target, notes = args.target or DEFAULT_TARGET, []
-        if manifest:
-            if not args.target and manifest.get("target"):
-                target = str(manifest["target"])
-            notes.append(f"artifact folder: target {target} ({'--target' if args.target else 'from manifest.json'}), "
-                         f"{manifest.get('devices', '?')} devices, XLA options {manifest.get('xla_options', {})}")
-        module, read_notes = load_module_with_notes(args.path)
-        report = analyze_module(module, get_target(target), req.options, notes=(*read_notes, *notes),
-                                names=(manifest or {}).get("tensor_names") or ())
-        return emit_report(report, req)
-
-
-def read_manifest(path: str) -> dict[str, Any] | None:
-    """The manifest.json of an hloscope artifact folder, or None for any other input."""
-    import json
-    from pathlib import Path
-
-    file = Path(path) / "manifest.json"
-    if path == "-" or not file.is_file():
-        return None
-    try:
-        data = json.loads(file.read_text())
-    except (OSError, ValueError) as e:
-        raise HloscopeError(f"{file}: cannot read the manifest: {e}", EXIT_BAD_INPUT) from None
-    return data if isinstance(data, dict) else None
+        return emit_report(load_report(args.path, args.target, req.options), req)

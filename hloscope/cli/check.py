@@ -126,8 +126,8 @@ def load_subject(cfg: CheckConfig) -> Subject:
         return compile_workload_subject(cfg.workload, cfg.sets, target, cfg.devices)
     if cfg.fn:
         return compile_fn_subject(cfg.fn, cfg.args, target, cfg.devices, cwd=str(Path.cwd()))
-    if cfg.path:
-        return load_path(cfg.path, target, cfg.unoptimized)
+    if cfg.path:  # an artifact folder brings its own target unless one was given
+        return load_path(cfg.path, get_target(cfg.target) if cfg.target else None, cfg.unoptimized)
     raise HloscopeError("nothing given to check: PATH, --workload or --fn (or path / workload / fn in "
                         "[tool.hloscope] of pyproject.toml)", EXIT_BAD_INPUT)
 

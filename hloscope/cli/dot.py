@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
-from hloscope.targets import DEFAULT_TARGET, get_target
+from hloscope.targets import DEFAULT_TARGET
 
 
 class DotCommand:
@@ -45,14 +45,13 @@ class DotCommand:
                        help=f"auto (default), {', '.join(RENDERER_NAMES)}")
         p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
                        help=f"give up rendering after this long (default {DEFAULT_TIMEOUT_S:g})")
-        p.add_argument("--target", default=DEFAULT_TARGET,
-                       help=f"target name or .toml/.json file (default {DEFAULT_TARGET})")
+        p.add_argument("--target", help=f"target name or .toml/.json file (default: an artifact folder's own, "
+                                        f"else {DEFAULT_TARGET})")
         p.add_argument("--host-memory-space", type=int, default=5, help="memory space of host memory (5)")
 
     def run(self, args: argparse.Namespace) -> int:
         from hloscope.analysis.overlap import AnalysisOptions
-        from hloscope.analysis.report import analyze_module
-        from hloscope.hlo.loader import load_module
+        from hloscope.artifact import load_report
         from hloscope.render.dot import format_for, render_view
         from hloscope.render.dot_run import choose_renderer
 
@@ -67,8 +66,7 @@ class DotCommand:
             raise HloscopeError(f"--timeout must be positive, not {args.timeout:g}", EXIT_BAD_INPUT)
         view, name = next((v, getattr(args, v)) for v in ("transfer", "computation", "schedule", "calls")
                           if getattr(args, v))
-        report = analyze_module(load_module(args.path), get_target(args.target),
-                                AnalysisOptions(host_space=args.host_memory_space))
+        report = load_report(args.path, args.target, AnalysisOptions(host_space=args.host_memory_space))
         result = render_view(report, view, output if output is not None else fmt,
                              None if view == "calls" else name, fmt=fmt, radius=args.radius,
                              max_nodes=args.max_nodes, first=args.first, renderer=args.renderer,

@@ -157,9 +157,11 @@ def parse_flag(text: str) -> tuple[str, Any]:
 
 
 #: Artifact names of the memory texts XLA dumps (see :func:`_memory_texts`).
-MEMORY_REPORT_FILE = "memory-usage-report.txt"
-LIVE_AT_PEAK_FILE = "live-range-at-peak.txt"
-BUFFER_ASSIGNMENT_FILE = "buffer-assignment-at-peak.txt"
+from hloscope.artifact import (  # noqa: E402 - the artifact file names are defined with their reader
+    BUFFER_ASSIGNMENT_FILE,
+    LIVE_AT_PEAK_FILE,
+    MEMORY_REPORT_FILE,
+)
 
 
 def with_memory(target: Target, memory_override_bytes: int | None) -> Target:

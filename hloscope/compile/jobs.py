@@ -94,7 +94,8 @@ def compile_workload(workload: str, sets: dict[str, str], policy: str | None, ta
                                             memory_override_bytes, phase)
     if phase:
         phase(PHASE_ANALYSIS)
-    return result, _analyze(result, target), extra
+    vocab = extra.get("config", {}).get("vocab")
+    return result, analyze_result(result, target, vocab if isinstance(vocab, int) else None), extra
 
 
 def compile_workload_result(workload: str, sets: dict[str, str], policy: str | None, target: str, devices: int,
@@ -115,7 +116,7 @@ def compile_fn(fn_ref: str, args_spec: str, target: str, devices: int, lhs: bool
                          memory_override_bytes)
     if phase:
         phase(PHASE_ANALYSIS)
-    return result, _analyze(result, target), extra
+    return result, analyze_result(result, target), extra
 
 
 def hlo_fingerprint(text: str) -> str:
@@ -131,28 +132,23 @@ def _run(job: Callable[..., Any], phase: Callable[[str], None] | None, *args: An
     return run_isolated(job, *args, on_phase=phase)
 
 
-def _analyze(result: Any, target: str) -> Any:
-    return analyze_result(result, target)
-
-
-def analyze_result(result: Any, target: Any) -> Any:
+def analyze_result(result: Any, target: Any, vocab_size: int | None = None) -> Any:
     """The report of a compile (a CompileResult), with the step's tensor names and its memory
     facts (device allocation, XLA's peak, live at peak). ``target``: a name or Target."""
     import dataclasses
 
-    from hloscope.analysis.memory import memory_facts
     from hloscope.analysis.report import analyze_module
-    from hloscope.compile.deviceless import BUFFER_ASSIGNMENT_FILE, LIVE_AT_PEAK_FILE, MEMORY_REPORT_FILE
+    from hloscope.artifact import memory_from_texts
     from hloscope.hlo.parser import parse_hlo
     from hloscope.targets import get_target
 
     tgt = get_target(target) if isinstance(target, str) else target
     module = parse_hlo(result.optimized_hlo, "<compiled>")
     report = analyze_module(module, tgt, names=getattr(result, "tensor_names", None) or ())
-    files = result.extra_files
-    facts = memory_facts(result.memory, tgt, report_text=files.get(MEMORY_REPORT_FILE),
-                         buffer_assignment=files.get(BUFFER_ASSIGNMENT_FILE), module=module,
-                         live_range=files.get(LIVE_AT_PEAK_FILE), hbm_bytes=result.device_memory_size or None)
+    memory = dict(result.memory)
+    if result.device_memory_size:
+        memory["device_memory_size"] = result.device_memory_size
+    facts = memory_from_texts(memory, tgt, result.extra_files, module, vocab_size)
     return dataclasses.replace(report, memory=facts)
 
 

@@ -77,17 +77,15 @@ class _Analyses:
         self._lock = threading.Lock()
         self._done: dict[tuple[str, str, str], Any] = {}
 
-    def get(self, result: Any, fingerprint: str, target: str) -> Any:
-        from hloscope.analysis.report import analyze_module
-        from hloscope.hlo.parser import parse_hlo
-        from hloscope.targets import get_target
+    def get(self, result: Any, fingerprint: str, target: str, vocab: int | None = None) -> Any:
+        from hloscope.compile.jobs import analyze_result
 
+        # Identical optimized HLO gives identical memory figures from XLA: one analysis serves both.
         key = (fingerprint, target, json.dumps(result.tensor_names, sort_keys=True, default=str))
         with self._lock:
             if key in self._done:
                 return self._done[key]
-        report = analyze_module(parse_hlo(result.optimized_hlo, "<compiled>"), get_target(target),
-                                names=result.tensor_names or ())
+        report = analyze_result(result, target, vocab)
         with self._lock:
             return self._done.setdefault(key, report)
 
@@ -97,11 +95,8 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
     """Compile and analyze one cell; errors become a row with ``error`` set.
     ``phase`` is called with each compile phase's name as it starts."""
     from hloscope.analysis.kinds import VerdictKind
-    from hloscope.analysis.memory import memory_facts
-    from hloscope.compile.deviceless import BUFFER_ASSIGNMENT_FILE, LIVE_AT_PEAK_FILE, MEMORY_REPORT_FILE
     from hloscope.compile.jobs import PHASE_ANALYSIS, compile_workload_result, hlo_fingerprint
     from hloscope.errors import HloscopeError
-    from hloscope.targets import get_target
 
     sets = dict(cell.sets)
     if cell.batch is not None:
@@ -119,13 +114,11 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
     if phase:
         phase(PHASE_ANALYSIS)
     fingerprint = hlo_fingerprint(result.optimized_hlo)
-    report = (analyses or _Analyses()).get(result, fingerprint, cell.target)
+    vocab = extra["config"].get("vocab")
+    report = (analyses or _Analyses()).get(result, fingerprint, cell.target, vocab if isinstance(vocab, int) else None)
     s = report.summary
     m = result.memory
-    tgt = get_target(cell.target)
-    facts = memory_facts(m, tgt, result.extra_files.get(MEMORY_REPORT_FILE),
-                         result.extra_files.get(BUFFER_ASSIGNMENT_FILE), getattr(report, "module", None),
-                         result.extra_files.get(LIVE_AT_PEAK_FILE), vocab_size=extra["config"].get("vocab"))
+    facts = report.memory
     top = facts.top_buffers[0] if facts.top_buffers else None
     exposed = s.est_exposed_us_per_step
     row.update(

@@ -9,7 +9,6 @@ analyze, or compile a built-in workload) and returns a :class:`Loaded`.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -131,53 +130,20 @@ def load_source(source: Source) -> Loaded:
 
 def _read(source: Source) -> Loaded:
     from hloscope.analysis.overlap import AnalysisOptions
-    from hloscope.analysis.report import analyze_module
+    from hloscope.artifact import load_report
     from hloscope.hlo.loader import read_hlo_text
-    from hloscope.hlo.parser import parse_hlo
-    from hloscope.targets import get_target
 
     path = str(source.path)
     text, name = read_hlo_text(path)
-    module = parse_hlo(text, name)
-    module.source_path = os.fspath(name)
-    target = get_target(source.target_name)
-    report = analyze_module(module, target, AnalysisOptions(host_space=source.host_space))
-    folder = Path(path) if Path(path).is_dir() else None
-    memory = report.memory if report.memory is not None else _artifact_memory(folder, report) if folder else None
-    return Loaded(source, report, text, name, memory)
-
-
-def _artifact_memory(folder: Path, report: Report) -> Any:
-    """Memory facts from an ``hloscope compile`` artifact folder (manifest figures and XLA's dumps)."""
-    from hloscope.analysis.memory import memory_facts
-    from hloscope.compile.deviceless import BUFFER_ASSIGNMENT_FILE, LIVE_AT_PEAK_FILE, MEMORY_REPORT_FILE
-
-    try:
-        manifest = json.loads((folder / "manifest.json").read_text())
-        memory = manifest["memory"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-    def text(name: str) -> str | None:
-        p = folder / name
-        return p.read_text(errors="replace") if p.is_file() else None
-
-    vocab = (manifest.get("config") or {}).get("vocab")
-    return memory_facts(memory, report.target, text(MEMORY_REPORT_FILE), text(BUFFER_ASSIGNMENT_FILE),
-                        report.module, text(LIVE_AT_PEAK_FILE), vocab_size=vocab)
+    report = load_report(path, source.target_name, AnalysisOptions(host_space=source.host_space))
+    return Loaded(source, report, text, name, report.memory)
 
 
 def _compile(source: Source) -> Loaded:
-    from hloscope.analysis.memory import memory_facts
-    from hloscope.compile.deviceless import BUFFER_ASSIGNMENT_FILE, LIVE_AT_PEAK_FILE, MEMORY_REPORT_FILE
     from hloscope.compile.jobs import compile_workload
 
     w = source.workload
     assert w is not None
-    result, report, extra = compile_workload(w.name, w.sets, w.policy, source.target_name, w.devices, w.lhs,
-                                             w.pipelined, w.xla_flags)
-    files = result.extra_files
-    memory = memory_facts(result.memory, report.target, files.get(MEMORY_REPORT_FILE),
-                          files.get(BUFFER_ASSIGNMENT_FILE), report.module, files.get(LIVE_AT_PEAK_FILE),
-                          vocab_size=extra["config"].get("vocab"))
-    return Loaded(source, report, result.optimized_hlo, f"<compiled {w.name}>", memory)
+    result, report, _ = compile_workload(w.name, w.sets, w.policy, source.target_name, w.devices, w.lhs,
+                                         w.pipelined, w.xla_flags)
+    return Loaded(source, report, result.optimized_hlo, f"<compiled {w.name}>", report.memory)

@@ -21,6 +21,7 @@ scanner jumps from bracket to bracket with compiled regular expressions.
 from __future__ import annotations
 
 import re
+from itertools import chain
 
 from hloscope.errors import HloParseError
 from hloscope.hlo.building import LITERAL_OPCODES, MAX_NESTING, SECTIONS, canonical_opcode, store_section_item
@@ -46,14 +47,17 @@ _SECTION_RE = re.compile(r"(" + "|".join(SECTIONS) + r")" + _KEYWORD_END)
 _ARRAY_HEAD_RE = re.compile(r"[a-z][a-z0-9]*\s*\[")
 _DIGITS_RE = re.compile(r"\d+")
 # Inside brackets: strings, comments, brackets and commas are all that matter.
-_SCAN_RE = re.compile(r'"(?:[^"\\]|\\.)*"|\'[^\'\n]*\'|/\*.*?\*/|//[^\n]*|[(){}\[\],"]|/\*|' + f"[^{LEXICAL}]", re.S)
-_STRING_RE = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+# Strings are matched as unrolled loops: a repeated alternation would keep
+# backtracking state per character (120 bytes a character on an unclosed string).
+_SCAN_RE = re.compile(
+    r'"[^"\\]*(?:\\.[^"\\]*)*"|\'[^\'\n]*\'|/\*.*?\*/|//[^\n]*|[(){}\[\],"]|/\*|' + f"[^{LEXICAL}]", re.S)
+_STRING_RE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _QUOTED_RE = re.compile(r"'[^'\n]*'")
 # A bare value: a number, an enum, a name, dim labels (b01f_01io->b01f), padding (0_0x1_1).
 _BARE_RE = re.compile(r"(?:[A-Za-z0-9_\-?=<>%:*#+~@.]|/(?![/*]))+")
 # What can start the value of a ``literal=<shape> <value>`` attribute.
 _LITERAL_START_RE = re.compile(r"[-+0-9({]|true\b|false\b|nan\b|inf\b")
-_GAP_RE = re.compile(r'("(?:[^"\\]|\\.)*")|(?:[ \t\n\r]+|//[^\n]*|/\*.*?\*/)+', re.S)
+_GAP_RE = re.compile(r'("[^"\\]*(?:\\.[^"\\]*)*")|(?:[ \t\n\r]+|//[^\n]*|/\*.*?\*/)+', re.S)
 _OPERAND_NAME_RE = re.compile(r"%?([A-Za-z0-9_][A-Za-z0-9_.\-]*)")
 # An operand that is itself an instruction: "[shape] opcode(".
 _NESTED_RE = re.compile(r"(?:^|[\]}) ])[a-z][a-z0-9\-_]*\s*\(")
@@ -97,6 +101,7 @@ class GeneralParser:
         self.n = len(text)
         self._line_off = 0
         self._line_no = 1
+        self._line_start = 0
         # Instructions left without a shape, resolved once every computation is read.
         self.pending: list[tuple[Instruction, int]] = []
         # Operand and control-predecessor references, checked when a computation closes.
@@ -108,10 +113,18 @@ class GeneralParser:
     def line_of(self, off: int) -> int:
         """1-based line of ``off``; cheap for increasing offsets (the common case)."""
         if off < self._line_off:
-            self._line_off, self._line_no = 0, 1
-        self._line_no += self.text.count("\n", self._line_off, off)
+            self._line_off, self._line_no, self._line_start = 0, 1, 0
+        crossed = self.text.count("\n", self._line_off, off)
+        if crossed:
+            self._line_no += crossed
+            self._line_start = self.text.rfind("\n", self._line_off, off) + 1
         self._line_off = off
         return self._line_no
+
+    def column_of(self, off: int) -> int:
+        """1-based column of ``off`` (without scanning back over a long line)."""
+        self.line_of(off)
+        return off - self._line_start + 1
 
     def error(self, message: str, off: int) -> HloParseError:
         off = max(0, min(off, self.n))
@@ -411,7 +424,7 @@ class GeneralParser:
                 name = f"{text_opcode}.anon.{n}"
         ins = Instruction(name, opcode, text_opcode, wrapped, shape or _PLACEHOLDER, operands, literal, attr_text,
                           is_root, self.line_of(start), len(comp.instructions), comp.name)
-        ins.attr_column = after - (text.rfind("\n", 0, after) + 1) + 1
+        ins.attr_column = self.column_of(after)
         ins.path = self.path
         comp.instructions.append(ins)
         comp.by_name[name] = ins
@@ -426,9 +439,9 @@ class GeneralParser:
 
     def read_operands(self, comp: Computation, lo: int, hi: int, commas: list[int]) -> tuple[str, ...]:
         text = self.text
-        bounds = list(zip([lo, *(c + 1 for c in commas)], [*commas, hi], strict=True))
-        if len(bounds) == 1 and not normalize(text[lo:hi]).strip():
+        if not commas and not normalize(text[lo:hi]).strip():
             return ()
+        bounds = zip(chain((lo,), (c + 1 for c in commas)), chain(commas, (hi,)), strict=True)
         names: list[str] = []
         for a, b in bounds:
             piece = normalize(text[a:b]).strip()

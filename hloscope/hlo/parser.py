@@ -239,7 +239,10 @@ class _Parser:
             if " " in body.replace(", ", ","):  # typed operands: "f32[] %x" style
                 operands = tuple(p.rsplit(None, 1)[-1].lstrip("%") for p in body.split(",") if p.strip())
             elif body:
-                operands = tuple(body.replace(" ", "").replace("%", "").split(","))
+                names = body.replace(" ", "").replace("%", "")
+                if ",," in names or names[0] == "," or names[-1] == ",":
+                    raise self.error("empty operand", lineno, start + 1)
+                operands = tuple(names.split(","))
         else:
             ops = []
             for lo, hi in spans:

@@ -142,8 +142,10 @@ def _parse_at(text: str, pos: int) -> tuple[Shape, int]:
             digits = part[2:] if part.startswith("<=") else part
             if digits == "?":
                 digits = "0"
-            if not digits.isdigit():
-                raise ShapeError(f"bad dimension '{part}'", m.start(2))
+            if not (digits.isascii() and digits.isdigit()):
+                raise ShapeError(f"bad dimension '{part[:20]}'", m.start(2))
+            if len(digits) > 19 or int(digits) >= 1 << 63:  # XLA's dimensions are int64
+                raise ShapeError(f"dimension '{part[:20]}' does not fit in 64 bits", m.start(2))
             dims.append(int(digits))
             dyn.append(is_dyn)
     pos = m.end()

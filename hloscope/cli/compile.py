@@ -136,6 +136,10 @@ class CompileCommand:
                                                      args.devices, args.lhs, args.pipelined_offload, args.xla_flag,
                                                      phase=phase)
             name = f"{args.workload}-{extra['config']['policy']}-{args.target}-{args.devices}"
+        if req.options != report.options:  # --link peak: judge the same transfers with the other link figures
+            from hloscope.analysis.report import reanalyze
+
+            report = reanalyze(report, req.options)
         report = dataclasses.replace(report, compile={
             "memory": result.memory, "xla_options": result.options,
             "compile_seconds": round(result.compile_seconds, 3), **extra})

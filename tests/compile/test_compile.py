@@ -159,3 +159,15 @@ def test_compile_out_of_host_memory_is_one_line(tmp_path) -> None:  # type: igno
     assert proc.stderr.startswith("hloscope: error: ") and proc.stderr.count("\n") == 1
     assert "memory" in proc.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_compile_trace_and_link(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    # compile --trace writes the simulated step; --link peak judges it with the links' peak figures.
+    trace = tmp_path / "step.json"
+    d = _compile_json(["compile", "--workload", "mlp", "--out", str(tmp_path / "a"), "--trace", str(trace),
+                       "--link", "peak"], capsys)
+    assert d["summary"]["simulated_step"]["link_mode"] == "peak"
+    doc = json.loads(trace.read_text())
+    names = {e["name"] for e in doc["traceEvents"] if e["ph"] == "X"}
+    assert {t["name"] for t in d["transfers"]} <= names
+    assert d["memory"]["fits"] is True and d["memory"]["device_allocation_bytes"] > 0

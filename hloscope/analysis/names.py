@@ -72,6 +72,14 @@ class _Namer:
         self.index = index
         self.module = index.module
         self.names = list(names)
+        self._frames: dict[tuple[str, str], list[SourceLocation]] = {}
+
+    def frames(self, ins: Instruction) -> list[SourceLocation]:
+        """:func:`frames`, once per instruction (transfers share producers)."""
+        key = (ins.computation, ins.name)
+        if key not in self._frames:
+            self._frames[key] = frames(self.module, ins)
+        return self._frames[key]
 
     def lookup(self, fr: SourceLocation) -> Mapping[str, Any] | None:
         hits = [r for r in self.names
@@ -127,7 +135,7 @@ class _Namer:
     def producer(self, t: HostTransfer) -> tuple[SourceLocation | None, Mapping[str, Any] | None]:
         """The user frame of the offloaded value's producer and the name record matched there."""
         # Lines of the offload itself and of the copies around it are the remat wrapper's, not the tensor's.
-        wrapper = {(f.file, f.line) for f in frames(self.module, t.instruction)[:1]}
+        wrapper = {(f.file, f.line) for f in self.frames(t.instruction)[:1]}
         start = self._inputs(t.instruction)
         if t.direction is Direction.TO_HOST and t.instruction.opcode in ("dynamic-update-slice-start",
                                                                           "async-start", "fusion"):
@@ -141,7 +149,7 @@ class _Namer:
                 continue
             seen.add(key)
             steps += 1
-            chain = frames(self.module, ins)
+            chain = self.frames(ins)
             for fr in chain:
                 rec = self.lookup(fr) if self.names else None
                 if rec is not None:

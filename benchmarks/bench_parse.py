@@ -6,7 +6,9 @@
 Inputs are real: an unrolled Llama-style training step compiled deviceless for
 8 H100s by ``hloscope compile`` (cached under benchmarks/.cache/). For each
 input it reports the best of --repeat wall times of jaxlib's C++
-``hlo_module_from_text``, hloscope's ``parse_hlo`` and parse + full analysis,
+``hlo_module_from_text``, hloscope's ``parse_hlo`` (the printer-shaped fast
+path), the general layout-free path alone on the same text (what a module in
+any other layout costs), and parse + full analysis,
 their ratios, time per MB (flat when cost is linear), and the resident memory
 each result holds (RSS after minus before, result kept alive, fresh process).
 """
@@ -86,6 +88,7 @@ def main() -> int:
     from jax._src.lib import hlo as xla_hlo
 
     from hloscope.analysis.report import analyze_module
+    from hloscope.hlo.general import parse_general
     from hloscope.hlo.parser import parse_hlo
     from hloscope.targets import get_target
 
@@ -97,10 +100,12 @@ def main() -> int:
         mb = len(text.encode()) / 1e6
         t_xla = best(lambda: xla_hlo.hlo_module_from_text(text), args.repeat)
         t_parse = best(lambda: parse_hlo(text), args.repeat)
+        t_general = best(lambda: parse_general(text), args.repeat)
         t_full = best(lambda: analyze_module(parse_hlo(text), target).to_dict(), args.repeat)
         rows.append({
             "layers": layers, "mb": round(mb, 2), "lines": text.count("\n"),
             "xla_s": round(t_xla, 4), "parse_s": round(t_parse, 4), "analyze_s": round(t_full, 4),
+            "general_s": round(t_general, 4), "general_ratio": round(t_general / t_xla, 2),
             "parse_ratio": round(t_parse / t_xla, 2), "analyze_ratio": round(t_full / t_xla, 2),
             "analyze_ms_per_mb": round(t_full / mb * 1e3, 1),
             "xla_rss_kib": peak_kib("xla", path), "parse_rss_kib": peak_kib("parse", path),
@@ -109,11 +114,13 @@ def main() -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print(f"{'layers':>6} {'MB':>6} {'lines':>7} {'C++ s':>7} {'parse s':>8} {'x C++':>6} {'full s':>7} "
+    print(f"{'layers':>6} {'MB':>6} {'lines':>7} {'C++ s':>7} {'parse s':>8} {'x C++':>6} {'general s':>9} "
+          f"{'x C++':>6} {'full s':>7} "
           f"{'x C++':>6} {'full ms/MB':>10} {'C++ MiB':>8} {'parse MiB':>9} {'full MiB':>8}")
     for r in rows:
         print(f"{r['layers']:>6} {r['mb']:>6.2f} {r['lines']:>7} {r['xla_s']:>7.3f} {r['parse_s']:>8.3f} "
-              f"{r['parse_ratio']:>6.2f} {r['analyze_s']:>7.3f} {r['analyze_ratio']:>6.2f} "
+              f"{r['parse_ratio']:>6.2f} {r['general_s']:>9.3f} {r['general_ratio']:>6.2f} "
+              f"{r['analyze_s']:>7.3f} {r['analyze_ratio']:>6.2f} "
               f"{r['analyze_ms_per_mb']:>10.1f} {r['xla_rss_kib'] / 1024:>8.1f} {r['parse_rss_kib'] / 1024:>9.1f} "
               f"{r['analyze_rss_kib'] / 1024:>8.1f}")
     print("ratios: hloscope time / jaxlib C++ hlo_module_from_text time, same input, same process")

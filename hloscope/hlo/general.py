@@ -234,7 +234,7 @@ class GeneralParser:
                 return parse_shape(plain.group()), plain.end()
             except ShapeError as e:
                 raise self.error(str(e), pos + e.offset) from None
-        if text[pos] == "(":
+        if self.peek(pos) == "(":
             end = self.scan_group(pos)[0]
         else:
             head = _ARRAY_HEAD_RE.match(text, pos)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import HealthCheck, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from hloscope.errors import HloParseError  # noqa: E402
@@ -105,6 +105,7 @@ def check(text: str) -> None:
 
 @FUZZ
 @given(damaged())
+@example("\n  HloModule A\n\n  ENTRY %A (p: f32[3]) ->")  # found by the long profile: IndexError at the end
 def test_damaged_modules_parse_or_fail_with_a_position(text: str) -> None:
     check(text)
 

@@ -55,12 +55,19 @@ def read_manifest(path: str | Path) -> dict[str, Any] | None:
 
 
 def memory_from_texts(memory: Mapping[str, Any], target: Target, texts: Mapping[str, str | None],
-                      module: Module | None, vocab_size: int | None = None) -> MemoryFacts:
+                      module: Module | None, vocab_size: int | None = None,
+                      offloaded_names: Sequence[str] = ()) -> MemoryFacts:
     """Memory facts from the compile layer's figures and XLA's memory texts (keyed by the file names above)."""
     figures = {k: v for k, v in memory.items() if isinstance(v, int) and not isinstance(v, bool)}
     return memory_facts(figures, target, texts.get(MEMORY_REPORT_FILE), texts.get(BUFFER_ASSIGNMENT_FILE), module,
                         texts.get(LIVE_AT_PEAK_FILE), hbm_bytes=figures.get("device_memory_size") or None,
-                        vocab_size=vocab_size)
+                        vocab_size=vocab_size, offloaded_names=offloaded_names)
+
+
+def offloaded_names(report: Report) -> tuple[str, ...]:
+    """The checkpoint names (else instruction names) of the step's transfers to host."""
+    names = {t.checkpoint_name or t.instruction.name for t in report.transfers if t.direction == "to_host"}
+    return tuple(sorted(names))
 
 
 def _folder_texts(folder: Path) -> dict[str, str | None]:
@@ -100,7 +107,7 @@ def load_report(path: str, target: str | Target | None = None, options: Analysis
             "temp_size_in_bytes" in manifest["memory"]:
         vocab = (manifest.get("config") or {}).get("vocab")
         memory = memory_from_texts(manifest["memory"], tgt, _folder_texts(Path(path)), module,
-                                   vocab if isinstance(vocab, int) else None)
+                                   vocab if isinstance(vocab, int) else None, offloaded_names(report))
         report = replace(report, memory=memory)
     return report
 

@@ -20,7 +20,7 @@ Two figures are kept apart on purpose (docs/memory.md):
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -394,11 +394,19 @@ def _xla_peak_reading(m: Mapping[str, int], device_allocation: int) -> tuple[boo
                    f"temporaries ({m.get('temp_size_in_bytes', 0)}); device allocation {device_allocation}")
 
 
-def _next_steps(fits: bool, pressure: Pressure, top: tuple[PeakBuffer, ...]) -> tuple[NextStep, ...]:
+def _next_steps(fits: bool, pressure: Pressure, top: tuple[PeakBuffer, ...],
+                offloaded_names: Sequence[str] = ()) -> tuple[NextStep, ...]:
     steps: list[NextStep] = []
     if not fits:
         roles = [b.role for b in top]
-        if Role.SAVED_ACTIVATIONS in roles:
+        if Role.SAVED_ACTIVATIONS in roles and offloaded_names:
+            # Offloading is on already: what stays on device is saved under other names (or none).
+            steps.append(NextStep(Action.OFFLOAD_SAVED, "checkpoint_name the saved tensor and add it to "
+                                  "save_and_offload_only_these_names(names_which_can_be_offloaded=[...]); offloaded "
+                                  "today: " + ", ".join(offloaded_names), Role.SAVED_ACTIVATIONS.value))
+            steps.append(NextStep(Action.REMAT, "--policy remat (jax.checkpoint_policies.nothing_saveable)",
+                                  Role.SAVED_ACTIVATIONS.value))
+        elif Role.SAVED_ACTIVATIONS in roles:
             steps.append(NextStep(Action.OFFLOAD_SAVED, "--policy offload (save_and_offload_only_these_names)",
                                   Role.SAVED_ACTIVATIONS.value))
             steps.append(NextStep(Action.REMAT, "--policy remat (jax.checkpoint_policies.nothing_saveable)",
@@ -419,7 +427,7 @@ def memory_facts(memory: Mapping[str, int], target: Target, report_text: str | N
                  buffer_assignment: str | None = None, module: Module | None = None,
                  live_range: str | None = None, *, hbm_bytes: int | None = None,
                  slop_factor: int = DEFAULT_SLOP_FACTOR, vocab_size: int | None = None,
-                 top: int = 8) -> MemoryFacts:
+                 top: int = 8, offloaded_names: Sequence[str] = ()) -> MemoryFacts:
     """Build :class:`MemoryFacts` from the compile layer's ``memory`` dict and XLA's dumps.
 
     ``hbm_bytes`` overrides the target's HBM (defaults to ``memory["device_memory_size"]``,
@@ -456,7 +464,7 @@ def memory_facts(memory: Mapping[str, int], target: Target, report_text: str | N
         hbm_bytes=hbm, fits=fits, xla_peak_counts_host=counts_host, xla_peak_reason=reason, pressure=pressure,
         live_at_peak=live,
         host_live_at_peak_bytes=sum(b.size_bytes for b in buffers if b.memory_space == HOST_MEMORY_SPACE),
-        top_buffers=top_buffers, next_steps=_next_steps(fits, pressure, top_buffers),
+        top_buffers=top_buffers, next_steps=_next_steps(fits, pressure, top_buffers, offloaded_names),
     )
 
 

@@ -143,8 +143,11 @@ def apply_timeline(verdicts: list[Verdict], timeline: Timeline, options: Analysi
         kind = verdict_from_wait(v.est_transfer_us, wait, thresholds)
         keep = kind is VerdictKind.EXPOSED and v.reason in (Reason.EMPTY_WINDOW, Reason.ONLY_FREE_OPS,
                                                                Reason.UNKNOWN_WINDOW)
+        hidden = v.est_transfer_us - wait
+        if hidden <= 1e-6 * v.est_transfer_us:  # the whole transfer waited for (float noise aside)
+            hidden = 0.0
         out.append(replace(v, verdict=kind, reason=v.reason if keep else Reason.SIMULATED, timing=t,
-                           est_hidden_us=max(0.0, v.est_transfer_us - wait)))
+                           est_hidden_us=hidden))
     return out
 
 

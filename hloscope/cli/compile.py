@@ -143,6 +143,8 @@ class CompileCommand:
         report = dataclasses.replace(report, compile={
             "memory": result.memory, "xla_options": result.options,
             "compile_seconds": round(result.compile_seconds, 3), **extra})
+        out_dir = Path(args.out or f"hloscope-out/{name}")
+        report.module.source_path = str(out_dir / "optimized.hlo.txt")  # the report names the file it judged
         files = {
             "optimized.hlo.txt": result.optimized_hlo,
             "unoptimized.hlo.txt": result.unoptimized_hlo,
@@ -152,7 +154,7 @@ class CompileCommand:
             **result.extra_files,
         }
         phase(PHASE_WRITING)
-        out = write_artifacts(Path(args.out or f"hloscope-out/{name}"), files)
+        out = write_artifacts(out_dir, files)
         trailer = f"compiled in {result.compile_seconds:.1f} s; artifacts in {out}\n"
         offloaded = report.summary.to_host_bytes_per_step
         host = result.memory["host_total_bytes"]

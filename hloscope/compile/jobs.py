@@ -138,7 +138,7 @@ def analyze_result(result: Any, target: Any, vocab_size: int | None = None) -> A
     import dataclasses
 
     from hloscope.analysis.report import analyze_module
-    from hloscope.artifact import memory_from_texts
+    from hloscope.artifact import memory_from_texts, offloaded_names
     from hloscope.hlo.parser import parse_hlo
     from hloscope.targets import get_target
 
@@ -148,7 +148,7 @@ def analyze_result(result: Any, target: Any, vocab_size: int | None = None) -> A
     memory = dict(result.memory)
     if result.device_memory_size:
         memory["device_memory_size"] = result.device_memory_size
-    facts = memory_from_texts(memory, tgt, result.extra_files, module, vocab_size)
+    facts = memory_from_texts(memory, tgt, result.extra_files, module, vocab_size, offloaded_names(report))
     return dataclasses.replace(report, memory=facts)
 
 

@@ -1,4 +1,6 @@
-"""Units a person reads: memory in binary units (KiB, MiB, GiB), times in us / ms / s."""
+"""Units a person reads: memory in binary units (KiB, MiB, GiB), times in us / ms / s.
+
+One definition for every layer (rules, renderers, the CLI, the TUI)."""
 
 from __future__ import annotations
 

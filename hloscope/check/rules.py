@@ -22,6 +22,7 @@ from hloscope.check.annotations import Fate, account_annotations
 from hloscope.check.keys import TransferRecord
 from hloscope.check.subject import Subject
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_UNKNOWN_NAME, HloscopeError
+from hloscope.units import human_bytes
 
 
 @dataclass(frozen=True)
@@ -112,12 +113,6 @@ def _us(x: float) -> str:
     return f"{x / 1e3:.2f} ms" if x >= 1e4 else f"{x:.1f} us"
 
 
-def _bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
 
 
 def _per_transfer(ctx: RuleContext, rule: str, bad: VerdictKind,
@@ -131,7 +126,7 @@ def _per_transfer(ctx: RuleContext, rule: str, bad: VerdictKind,
 
 def rule_no_sync(ctx: RuleContext, on: bool) -> list[Violation]:
     return _per_transfer(ctx, "no-sync", VerdictKind.SYNC, lambda r: (
-        f"synchronous transfer of {_bytes(r.bytes)} x{r.executions}/step: the stream waits for it, "
+        f"synchronous transfer of {human_bytes(r.bytes)} x{r.executions}/step: the stream waits for it, "
         f"~{_us(r.exposed_us_per_step)} per step")) if on else []
 
 
@@ -199,7 +194,7 @@ def rule_min_offloaded_bytes(ctx: RuleContext, limit: int) -> list[Violation]:
     total = sum(r.bytes_per_step for r in _to_host(ctx))
     if total >= limit:
         return []
-    return [Violation("min-offloaded-bytes", f"{_bytes(total)} per step offloaded to host < {_bytes(limit)} "
+    return [Violation("min-offloaded-bytes", f"{human_bytes(total)} per step offloaded to host < {human_bytes(limit)} "
                       "expected; an offload was lost", actual=float(total), limit=float(limit))]
 
 
@@ -218,7 +213,7 @@ def rule_annotations_accounted(ctx: RuleContext, on: bool) -> list[Violation]:
     records = {id(r.judged): r for r in records_from_report(before_report)}
     for fate in account_annotations(before_report, ctx.subject.report):
         a = fate.annotation.transfer
-        what = f"placement annotation {a.instruction.name} ({a.direction}, {_bytes(a.bytes)} x{a.executions})"
+        what = f"placement annotation {a.instruction.name} ({a.direction}, {human_bytes(a.bytes)} x{a.executions})"
         if fate.fate is Fate.REMOVED:
             msg = f"{what} was removed: the optimized module moves fewer bytes {a.direction} than it annotates"
         elif fate.fate is Fate.SYNC:
@@ -240,9 +235,9 @@ def rule_fits_hbm(ctx: RuleContext, on: bool) -> list[Violation]:
     limit = m.hbm_bytes * (1.0 - ctx.hbm_margin)
     if m.device_allocation_bytes <= limit:
         return []
-    margin = f" less a {ctx.hbm_margin:.0%} margin ({_bytes(limit)})" if ctx.hbm_margin else ""
-    return [Violation("fits-hbm", f"device allocation {_bytes(m.device_allocation_bytes)} does not fit in "
-                      f"{_bytes(m.hbm_bytes)} of HBM{margin}; a step over its memory limit also closes overlap "
+    margin = f" less a {ctx.hbm_margin:.0%} margin ({human_bytes(limit)})" if ctx.hbm_margin else ""
+    return [Violation("fits-hbm", f"device allocation {human_bytes(m.device_allocation_bytes)} does not fit in "
+                      f"{human_bytes(m.hbm_bytes)} of HBM{margin}; a step over its memory limit also closes overlap "
                       "windows", actual=float(m.device_allocation_bytes), limit=limit)]
 
 

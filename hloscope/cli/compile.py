@@ -10,7 +10,7 @@ from typing import Any
 
 from hloscope.cli.analyze import add_report_options, emit_report, prepare_report
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, HloscopeError
-from hloscope.render.units import human_bytes
+from hloscope.units import human_bytes
 
 
 def add_compile_options(p: argparse.ArgumentParser) -> None:

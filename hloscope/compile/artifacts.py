@@ -21,7 +21,7 @@ MANIFEST_SCHEMA = "hloscope.artifact/1"
 
 def _is_ours(path: Path) -> bool:
     try:
-        return json.loads((path / "manifest.json").read_text()).get("schema") == MANIFEST_SCHEMA
+        return bool(json.loads((path / "manifest.json").read_text()).get("schema") == MANIFEST_SCHEMA)
     except (OSError, ValueError, AttributeError):
         return False
 

@@ -377,11 +377,11 @@ def place_on_mesh(args: Sequence[Any], mesh: Any) -> tuple[Any, ...]:
     import jax
     from jax.sharding import NamedSharding, PartitionSpec
 
-    replicated = NamedSharding(mesh, PartitionSpec())  # type: ignore[no-untyped-call]
+    replicated = NamedSharding(mesh, PartitionSpec())
 
     def place(x: Any) -> Any:
         if isinstance(x, jax.ShapeDtypeStruct) and x.sharding is None:
-            return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=replicated)  # type: ignore[no-untyped-call]
+            return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=replicated)
         return x
 
     return tuple(jax.tree.map(place, a) for a in args)

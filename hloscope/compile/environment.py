@@ -83,7 +83,7 @@ def prepare() -> None:
     except Exception as e:  # ImportError or a broken install
         raise HloscopeError(f"cannot import jax: {e}; run 'pip install -e .'", EXIT_ENVIRONMENT) from None
     if not _has_gpu() and not backend_started() and getattr(jax.config, "jax_platforms", None) != "cpu":
-        jax.config.update("jax_platforms", "cpu")  # type: ignore[no-untyped-call]  # host computations on CPU; GPUs stay compile-only
+        jax.config.update("jax_platforms", "cpu")  # host computations on CPU; GPUs stay compile-only
 
 
 def versions() -> dict[str, str]:

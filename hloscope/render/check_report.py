@@ -19,6 +19,7 @@ from hloscope.check.keys import TransferRecord
 from hloscope.check.rules import RULES, Violation
 from hloscope.check.run import CheckResult
 from hloscope.render.why import explain
+from hloscope.units import human_bytes
 
 CHECK_SCHEMA = "hloscope.check/1"
 
@@ -29,12 +30,6 @@ class CheckFormat(Protocol):
     def render(self, result: CheckResult, out: TextIO) -> None: ...
 
 
-def _bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
 
 
 def _dims(leaf: Any) -> str:
@@ -68,7 +63,7 @@ def user_source(full: str) -> str:
 def _record_head(r: TransferRecord) -> str:
     name = f"'{r.checkpoint}'" if r.checkpoint else (f"op {r.key.name}" if r.key.name else "")
     where = f" at {user_source(r.full_source)}" if r.full_source else ""
-    detail = f"{r.key.direction} {r.op}, {_bytes(r.bytes)} x{r.executions}/step"
+    detail = f"{r.key.direction} {r.op}, {human_bytes(r.bytes)} x{r.executions}/step"
     return f"{r.instruction} ({detail}{', ' + name if name else ''}){where}"
 
 

@@ -11,7 +11,7 @@ name or op_name). Every string goes through :mod:`hloscope.render.dot_text`.
 
 from __future__ import annotations
 
-import graphviz  # type: ignore[import-untyped]
+import graphviz
 
 from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.opclass import collective_kind, is_free

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import cast
 
-from graphviz import nohtml  # type: ignore[import-untyped]
+from graphviz import nohtml
 
 _SAFE_ID = re.compile(r"[A-Za-z0-9_.\-]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")

@@ -15,7 +15,7 @@ import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-import graphviz  # type: ignore[import-untyped]
+import graphviz
 
 from hloscope.analysis.kinds import Direction
 from hloscope.analysis.opclass import collective_kind, is_done, is_free, is_start

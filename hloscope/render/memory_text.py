@@ -6,7 +6,7 @@ from __future__ import annotations
 from hloscope.analysis.kinds import Reason
 from hloscope.analysis.memory import MemoryFacts
 from hloscope.analysis.report import Report
-from hloscope.render.units import human_bytes
+from hloscope.units import human_bytes
 
 
 def gib(n: float) -> str:

@@ -9,8 +9,8 @@ from hloscope.analysis.report import Report
 from hloscope.analysis.verdict import Verdict
 from hloscope.render.memory_text import memory_lines
 from hloscope.render.options import RenderOptions
-from hloscope.render.units import human_bytes, human_us
 from hloscope.render.why import explain
+from hloscope.units import human_bytes, human_us
 
 __all__ = ["COLUMNS", "TableRenderer", "format_columns", "human_bytes", "human_us", "source_cell", "transfer_row",
            "us_cell", "window_cell"]

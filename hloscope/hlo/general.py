@@ -152,6 +152,7 @@ class GeneralParser:
         """``pos`` at an opening bracket: (offset past its closer, offsets of its top-level commas)."""
         text = self.text
         stack = [_CLOSER[text[pos]]]
+        opened = [pos]  # where each open bracket of ``stack`` stands
         commas: list[int] = []
         for m in _SCAN_RE.finditer(text, pos + 1):
             tok = m.group()
@@ -160,10 +161,16 @@ class GeneralParser:
                 if len(stack) >= MAX_NESTING:
                     raise self.error(f"brackets nested deeper than {MAX_NESTING} levels", m.start())
                 stack.append(_CLOSER[c])
+                opened.append(m.start())
             elif c in ")]}":
                 if c != stack[-1]:
-                    raise self.error(f"expected '{stack[-1]}' but found '{c}'", m.start())
+                    # Point at the bracket left open (where the text went wrong), not at the far
+                    # closer that exposed it, which may be many lines later.
+                    at = opened[-1]
+                    raise self.error(f"'{text[at]}' is not closed: expected '{stack[-1]}' before the '{c}' at "
+                                     f"{self.line_of(m.start())}:{self.column_of(m.start())}", at)
                 stack.pop()
+                opened.pop()
                 if not stack:
                     return m.end(), commas
             elif c == ",":

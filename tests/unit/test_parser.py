@@ -116,7 +116,9 @@ BAD = [
     ("HloModule m\n\nENTRY e {\n  p = f33[4]{0} parameter(0)\n}\n", 4, 7, "unknown element type 'f33'"),
     ("HloModule m\n\nENTRY e {\n  p = f32[4]{0} parameter(0)\n  ROOT n = f32[4]{0} negate(q)\n}\n", 5, 29,
      "operand 'q'"),
-    ("HloModule m\n\nENTRY e {\n  p = f32[4]{0} parameter(0\n}\n", 5, 1, "expected ')' but found '}'"),
+    # The error points at the bracket left open and names the closer that exposed it.
+    ("HloModule m\n\nENTRY e {\n  p = f32[4]{0} parameter(0\n}\n", 4, 26,
+     "'(' is not closed: expected ')' before the '}' at 5:1"),
     ("HloModule m\n\nENTRY e {\n  p = f32[4]{0} parameter(0\n", 4, 26, "'(' is not closed: missing ')'"),
     ("HloModule m\n\nENTRY e {\n  p = f32[4]{0} parameter(0), a={\n}\n", 3, 9, "not closed"),
     ("HloModule m\n\nENTRY e {\n  p = f32[4]{0}\n}\n", 5, 1, "expected an opcode"),

@@ -81,7 +81,8 @@ def prepare() -> None:
             import jax
             from jax.experimental import topologies  # noqa: F401
     except Exception as e:  # ImportError or a broken install
-        raise HloscopeError(f"cannot import jax: {e}; run 'pip install -e .'", EXIT_ENVIRONMENT) from None
+        raise HloscopeError(f"cannot import jax: {e}; compiling needs the compile extra: "
+                            "pip install 'hloscope[compile]'", EXIT_ENVIRONMENT) from None
     if not _has_gpu() and not backend_started() and getattr(jax.config, "jax_platforms", None) != "cpu":
         jax.config.update("jax_platforms", "cpu")  # host computations on CPU; GPUs stay compile-only
 

@@ -38,22 +38,33 @@ _OP_NAME = re.compile(r"(?:checkpoint_name|/name)\[(?:name=)?([A-Za-z0-9_.\-]+)\
 _MAX_STEPS = 200
 
 
-def frames(module: Module, ins: Instruction) -> list[SourceLocation]:
-    """Every frame of ``ins``'s stack trace, innermost first (one when only source_file/line)."""
-    out: list[SourceLocation] = []
+def frames(module: Module, ins: Instruction,
+           chains: dict[int, tuple[SourceLocation, ...]] | None = None) -> list[SourceLocation]:
+    """Every frame of ``ins``'s stack trace, innermost first (one when only source_file/line).
+    ``chains`` caches the frames below each stack frame id (instructions share their callers')."""
     fid_text = ins.metadata.get("stack_frame_id", "")
     fid = int(fid_text) if fid_text.isdigit() else 0
-    while fid in module.stack_frames and len(out) < 64:
-        loc_id, parent = module.stack_frames[fid]
-        loc = module.file_locations.get(loc_id)
-        if loc:
-            f, fn, line, col = loc
-            out.append(SourceLocation(module.file_names.get(f, "?"), module.function_names.get(fn, "?"), line, col))
-        fid = parent
+    out = list(_chain(module, fid, {} if chains is None else chains))
     if not out:
         first = module.source_location(ins)
         if first is not None:
             out.append(first)
+    return out
+
+
+def _chain(module: Module, fid: int, chains: dict[int, tuple[SourceLocation, ...]],
+           depth: int = 0) -> tuple[SourceLocation, ...]:
+    if fid in chains:
+        return chains[fid]
+    if fid not in module.stack_frames or depth >= 64:
+        return ()
+    loc_id, parent = module.stack_frames[fid]
+    loc = module.file_locations.get(loc_id)
+    head: tuple[SourceLocation, ...] = ()
+    if loc:
+        f, fn, line, col = loc
+        head = (SourceLocation(module.file_names.get(f, "?"), module.function_names.get(fn, "?"), line, col),)
+    chains[fid] = out = (head + _chain(module, parent, chains, depth + 1))[:64]
     return out
 
 
@@ -73,12 +84,13 @@ class _Namer:
         self.module = index.module
         self.names = list(names)
         self._frames: dict[tuple[str, str], list[SourceLocation]] = {}
+        self._chains: dict[int, tuple[SourceLocation, ...]] = {}
 
     def frames(self, ins: Instruction) -> list[SourceLocation]:
         """:func:`frames`, once per instruction (transfers share producers)."""
         key = (ins.computation, ins.name)
         if key not in self._frames:
-            self._frames[key] = frames(self.module, ins)
+            self._frames[key] = frames(self.module, ins, self._chains)
         return self._frames[key]
 
     def lookup(self, fr: SourceLocation) -> Mapping[str, Any] | None:

@@ -19,6 +19,8 @@ def test_core_imports_no_jax_or_ui() -> None:
         "from hloscope.cli.main import main\n"
         f"assert main(['analyze', {str(FIXTURES / 'mlp_offload.hlo.txt')!r}, '-o', '/dev/null']) == 0\n"
         f"main(['analyze', {str(FIXTURES / 'mlp_offload.hlo.txt')!r}, '-o', '/dev/null', '--fail-on', 'sync'])\n"
+        f"assert main(['check', {str(FIXTURES / 'mlp_offload.hlo.txt')!r}, '--no-sync', '-o', '/dev/null']) == 0\n"
+        f"assert main(['dot', {str(FIXTURES / 'mlp_offload.hlo.txt')!r}, '--calls', '-o', '/dev/null', '--format', 'dot']) == 0\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib', 'textual'))\n"
         "print(bad)\n"
     )

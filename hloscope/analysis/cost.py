@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from hloscope.analysis.callgraph import trip_count
+from hloscope.analysis.callgraph import callee_name, trip_count
 from hloscope.analysis.opclass import (
     COLLECTIVE_OPCODES,
     collective_kind,
@@ -374,7 +374,7 @@ class CostModel:
             return 0.0
         if ins.opcode == "while":
             trip = trip_count(self.module, ins) or 1
-            return trip * self.computation_us(ins.attr("body").lstrip("%"))
+            return trip * self.computation_us(callee_name(ins, "body"))
         if ins.opcode in ("call", "conditional"):
             return max((self.computation_us(c) for c in ins.called_computations), default=0.0)
         if collective_kind(ins):

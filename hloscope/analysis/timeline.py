@@ -34,7 +34,7 @@ import bisect
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from hloscope.analysis.callgraph import CallGraph, trip_count
+from hloscope.analysis.callgraph import CallGraph, callee_name, trip_count
 from hloscope.analysis.cost import CostModel
 from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.opclass import collective_kind, is_done, is_free, is_start
@@ -520,8 +520,8 @@ class _Sim:
             self.run(c)
 
     def _while(self, comp: str, ins: Instruction) -> None:
-        body = ins.attr("body").lstrip("%")
-        cond = ins.attr("condition").lstrip("%")
+        body = callee_name(ins, "body")
+        cond = callee_name(ins, "condition")
         if body not in self.module.computations:
             return
         known = trip_count(self.module, ins)

@@ -50,6 +50,8 @@ class Target:
     achieves on that link, bytes/s per direction; None where no measurement is
     known (the peak is used).
     host_link_gpus: GPUs that share one host link (1, or 2 for GB200).
+    host_memory_per_gpu: host (CPU) memory per GPU, bytes: the ceiling for pinned-host
+    offload buffers (0: unknown, not checked).
     interconnect_bandwidth: GPU<->GPU (NVLink) bytes/s per direction.
     shared_memory_per_core / shared_memory_per_block_optin: bytes, for XLA's tiling.
     """
@@ -74,6 +76,7 @@ class Target:
     host_link_achieved_to_host: float | None = None
     host_link_achieved_to_device: float | None = None
     host_link_gpus: int = 1
+    host_memory_per_gpu: int = 0
 
     def host_link_bandwidth(self, direction: str, mode: str = DEFAULT_LINK_MODE) -> float:
         """Bytes/s one GPU gets from its host link in ``direction`` (``to_host`` or
@@ -143,20 +146,24 @@ BUILTIN_TARGETS: dict[str, Target] = {
     for t in (
         Target("h100-sxm", "NVIDIA H100 80GB HBM3", (9, 0), 132, 1.98, 50 * 2**20, 80 * 2**30,
                3.35 * TB, 989e12, 1979e12, 67e12, _PCIE5, _PCIE5, "PCIe Gen5 x16", 450 * GB,
-               host_link_achieved_to_host=_PCIE5_ACHIEVED, host_link_achieved_to_device=_PCIE5_ACHIEVED),
+               host_link_achieved_to_host=_PCIE5_ACHIEVED, host_link_achieved_to_device=_PCIE5_ACHIEVED,
+               host_memory_per_gpu=int(2 * TB) // 8),
         Target("h200", "NVIDIA H200", (9, 0), 132, 1.98, 50 * 2**20, 141 * 10**9,
                4.8 * TB, 989e12, 1979e12, 67e12, _PCIE5, _PCIE5, "PCIe Gen5 x16", 450 * GB,
-               host_link_achieved_to_host=_PCIE5_ACHIEVED, host_link_achieved_to_device=_PCIE5_ACHIEVED),
+               host_link_achieved_to_host=_PCIE5_ACHIEVED, host_link_achieved_to_device=_PCIE5_ACHIEVED,
+               host_memory_per_gpu=int(2 * TB) // 8),
         Target("gh200", "NVIDIA GH200 480GB", (9, 0), 132, 1.98, 50 * 2**20, 96 * 2**30,
                4.0 * TB, 989e12, 1979e12, 67e12, _C2C, _C2C, "NVLink-C2C", 450 * GB,
-               host_link_achieved_to_host=_C2C_ACHIEVED_TO_HOST, host_link_achieved_to_device=_C2C_ACHIEVED_TO_DEVICE),
+               host_link_achieved_to_host=_C2C_ACHIEVED_TO_HOST, host_link_achieved_to_device=_C2C_ACHIEVED_TO_DEVICE,
+               host_memory_per_gpu=int(480 * GB)),
         Target("b200", "NVIDIA B200", (10, 0), 148, 1.965, 126 * 2**20, 180 * 10**9,
                8.0 * TB, 2250e12, 4500e12, 75e12, _PCIE5, _PCIE5, "PCIe Gen5 x16", 900 * GB,
-               host_link_achieved_to_host=_PCIE5_ACHIEVED, host_link_achieved_to_device=_PCIE5_ACHIEVED),
+               host_link_achieved_to_host=_PCIE5_ACHIEVED, host_link_achieved_to_device=_PCIE5_ACHIEVED,
+               host_memory_per_gpu=int(2 * TB) // 8),
         Target("gb200", "NVIDIA GB200", (10, 0), 148, 1.965, 126 * 2**20, 186 * 10**9,
                8.0 * TB, 2500e12, 5000e12, 80e12, _C2C, _C2C, "NVLink-C2C", 900 * GB,
                host_link_achieved_to_host=_C2C_ACHIEVED_TO_HOST, host_link_achieved_to_device=_C2C_ACHIEVED_TO_DEVICE,
-               host_link_gpus=2),
+               host_link_gpus=2, host_memory_per_gpu=int(480 * GB) // 2),
     )
 }
 
@@ -168,7 +175,7 @@ _POSITIVE = ("core_count", "clock_rate_ghz", "l2_cache_size", "device_memory_siz
              "interconnect_bandwidth", "shared_memory_per_core", "shared_memory_per_block_optin",
              "host_link_achieved_to_host", "host_link_achieved_to_device", "host_link_gpus")
 _INTEGERS = ("core_count", "l2_cache_size", "device_memory_size", "shared_memory_per_core",
-             "shared_memory_per_block_optin", "host_link_gpus")
+             "shared_memory_per_block_optin", "host_link_gpus", "host_memory_per_gpu")
 _OPTIONAL = ("host_link_achieved_to_host", "host_link_achieved_to_device")
 _ACHIEVED_OF = {"host_link_to_host": "host_link_achieved_to_host",
                 "host_link_to_device": "host_link_achieved_to_device"}
@@ -197,6 +204,11 @@ def _check(path: Path, data: dict[str, Any]) -> dict[str, Any]:
         if key in _INTEGERS and not (isinstance(v, int) or float(v).is_integer()):
             raise bad(key, "a positive integer")
         data[key] = int(v) if key in _INTEGERS else float(v)
+    host_mem = data.get("host_memory_per_gpu", 0)
+    if isinstance(host_mem, bool) or not isinstance(host_mem, (int, float)) or host_mem < 0 \
+            or not float(host_mem).is_integer():
+        raise bad("host_memory_per_gpu", "a non-negative integer (bytes; 0: unknown)")
+    data["host_memory_per_gpu"] = int(host_mem)
     for peak_key, achieved_key in _ACHIEVED_OF.items():
         achieved = data.get(achieved_key)
         if achieved is not None and achieved > data[peak_key]:

@@ -143,6 +143,8 @@ class MemoryFacts:
     host_argument_bytes / host_temp_bytes / host_output_bytes: XLA's host figures.
     report_space_bytes: memory-space color -> total bytes of XLA's memory-usage report.
     hbm_bytes: the target's (or the override's) HBM size.
+    host_limit_bytes: host memory per GPU of the target (the ceiling for pinned-host
+    buffers; 0: unknown). host_fits: host_bytes <= host_limit_bytes (None when unknown).
     fits: device allocation <= HBM, no slop (the runtime allocator's own reserve is not modelled).
     xla_peak_counts_host: XLA's peak is arguments + outputs + the host heap, not the device heap.
     xla_peak_reason: one-line evidence for that reading (figures), "" when XLA gave no peak.
@@ -173,6 +175,8 @@ class MemoryFacts:
     host_live_at_peak_bytes: int = 0
     top_buffers: tuple[PeakBuffer, ...] = ()
     next_steps: tuple[NextStep, ...] = field(default_factory=tuple)
+    host_limit_bytes: int = 0
+    host_fits: bool | None = None
 
 
 # ---- parsers of XLA's dumps -------------------------------------------------------------------
@@ -465,6 +469,8 @@ def memory_facts(memory: Mapping[str, int], target: Target, report_text: str | N
         live_at_peak=live,
         host_live_at_peak_bytes=sum(b.size_bytes for b in buffers if b.memory_space == HOST_MEMORY_SPACE),
         top_buffers=top_buffers, next_steps=_next_steps(fits, pressure, top_buffers, offloaded_names),
+        host_limit_bytes=target.host_memory_per_gpu,
+        host_fits=(host <= target.host_memory_per_gpu) if target.host_memory_per_gpu else None,
     )
 
 

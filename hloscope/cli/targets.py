@@ -24,7 +24,8 @@ class TargetsCommand:
             return "-" if x is None else f"{x / 1e9:g}"
 
         rows = [("name", "GPU", "cc", "HBM GiB", "HBM TB/s", "bf16 TF/s", "host link",
-                 "peak GB/s D->H/H->D", "achieved GB/s D->H/H->D", "GPUs/link", "per GPU GB/s D->H/H->D")]
+                 "peak GB/s D->H/H->D", "achieved GB/s D->H/H->D", "GPUs/link", "per GPU GB/s D->H/H->D",
+                 "host GiB/GPU")]
         for t in BUILTIN_TARGETS.values():
             rows.append((
                 t.name, t.description, f"{t.compute_capability[0]}.{t.compute_capability[1]}",
@@ -34,6 +35,7 @@ class TargetsCommand:
                 f"{gbs(t.host_link_achieved_to_host)}/{gbs(t.host_link_achieved_to_device)}",
                 str(t.host_link_gpus),
                 f"{gbs(t.host_link_bandwidth('to_host'))}/{gbs(t.host_link_bandwidth('to_device'))}",
+                f"{t.host_memory_per_gpu / 2**30:.0f}" if t.host_memory_per_gpu else "-",
             ))
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         for r in rows:

@@ -22,6 +22,8 @@ def memory_lines(report: Report, top: int = 3) -> list[str]:
     lines = [f"memory per device: device allocation {gib(m.device_allocation_bytes)} ({fits} in "
              f"{gib(m.hbm_bytes)} of HBM; arguments {gib(m.argument_bytes)} + temporaries {gib(m.temp_bytes)}"
              f" + outputs not aliased {gib(m.output_bytes - m.alias_bytes)}), host {gib(m.host_bytes)}"
+             + (f" ({'fits' if m.host_fits else 'does NOT fit'} in {gib(m.host_limit_bytes)} of host memory per GPU)"
+                if m.host_fits is not None else "")
              + (f"; XLA's peak {gib(m.xla_peak_bytes)}" if m.xla_peak_bytes else "")]
     if m.xla_peak_counts_host:
         lines.append(f"  XLA's peak_memory_in_bytes counts pinned-host buffers ({m.xla_peak_reason}); the device "

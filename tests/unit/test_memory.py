@@ -178,3 +178,19 @@ def test_bytes_by_role_sums_sizes() -> None:
     assert sum(roles.values()) == sum(b.size_bytes for b in m.top_buffers)
     assert list(roles.values()) == sorted(roles.values(), reverse=True)
     assert replace(m.top_buffers[0], size_bytes=1).size_bytes == 1  # frozen, copyable
+
+
+def test_host_bytes_checked_against_host_memory_per_gpu() -> None:
+    # GB200: one Grace's 480 GB for two GPUs -> 240 GB per GPU; DeepSeek-V3 at batch 8 offloads
+    # 238.64 GiB per device (docs/memory.md), which does NOT fit in 240 GB (223.5 GiB).
+    from hloscope.analysis.memory import memory_facts
+    from hloscope.targets import get_target
+
+    gb200 = get_target("gb200")
+    assert gb200.host_memory_per_gpu == 240 * 10**9
+    figures = {"argument_size_in_bytes": 10, "temp_size_in_bytes": 10, "output_size_in_bytes": 0,
+               "alias_size_in_bytes": 0, "host_temp_size_in_bytes": int(238.64 * 2**30)}
+    m = memory_facts(figures, gb200)
+    assert m.host_limit_bytes == 240 * 10**9 and m.host_fits is False
+    m = memory_facts(dict(figures, host_temp_size_in_bytes=100 * 2**30), gb200)
+    assert m.host_fits is True

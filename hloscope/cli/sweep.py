@@ -54,6 +54,9 @@ class SweepCommand:
         fmt.add_argument("--csv", action="store_true", help="same as --format csv")
         fmt.add_argument("--format", help=f"output format: {', '.join(SWEEP_RENDERERS)} (default table)")
         p.add_argument("-o", "--output")
+        p.add_argument("--trace-dir", metavar="DIR",
+                       help="write each compiled cell's simulated step as Trace Event JSON into DIR "
+                            "(one file per cell, named after it)")
         p.add_argument("--require-fit", action="store_true",
                        help="exit 1 when a cell's device allocation does not fit in the target's HBM (naming them)")
 
@@ -78,7 +81,7 @@ class SweepCommand:
             raise HloscopeError(f"--batch-sizes wants integers, got '{args.batch_sizes}'", EXIT_BAD_INPUT) from None
         todo = cells(args.workload, sets, args.target, args.devices, policies, batches)
         progress, phase = _progress_bar(len(todo))
-        rows = run_sweep(todo, args.jobs, progress, phase)
+        rows = run_sweep(todo, args.jobs, progress, phase, _trace_writer(args.trace_dir) if args.trace_dir else None)
         cap = ({p: dataclasses.asdict(b) for p, b in capacity_bounds(rows).items()} if args.batch_sizes else None)
         result = SweepResult(args.workload, args.target, args.devices, rows, tuple(COLUMNS), cap)
         with open_output(args.output) as out:
@@ -124,3 +127,25 @@ def _progress_bar(total: int, console: Console | None = None) -> tuple[Callable[
         prog.update(task, description=f"{cell_label(cell.policy, cell.lhs, cell.pipelined, cell.batch)}: {name}")
 
     return update, phase
+
+
+def _trace_writer(folder: str):  # type: ignore[no-untyped-def]
+    """A callback writing each cell's trace into ``folder`` (created; nothing is written elsewhere)."""
+    import re
+    from pathlib import Path
+
+    from hloscope.cli.analyze import write_trace
+
+    out = Path(folder)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise HloscopeError(f"{folder}: cannot create: {e.strerror or e}", EXIT_BAD_INPUT) from None
+
+    def write(row: dict, report) -> None:  # type: ignore[no-untyped-def,type-arg]
+        name = re.sub(r"[^A-Za-z0-9_.=-]+", "_", row["cell"]) + ".trace.json"
+        if report.timeline is not None:
+            write_trace(report, str(out / name))
+
+    return write
+

@@ -91,7 +91,8 @@ class _Analyses:
 
 
 def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
-             analyses: _Analyses | None = None) -> dict[str, Any]:
+             analyses: _Analyses | None = None,
+             on_report: Callable[[dict[str, Any], Any], None] | None = None) -> dict[str, Any]:
     """Compile and analyze one cell; errors become a row with ``error`` set.
     ``phase`` is called with each compile phase's name as it starts."""
     from hloscope.analysis.kinds import VerdictKind
@@ -139,21 +140,25 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
         compile_s=round(result.compile_seconds, 2),
         fingerprint=fingerprint,
     )
+    if on_report is not None:
+        on_report(row, report)
     return row
 
 
 def run_sweep(all_cells: list[Cell], jobs: int,
               progress: Callable[[int, int], None] | None = None,
-              phase: Callable[[Cell, str], None] | None = None) -> list[dict[str, Any]]:
+              phase: Callable[[Cell, str], None] | None = None,
+              on_report: Callable[[dict[str, Any], Any], None] | None = None) -> list[dict[str, Any]]:
     """Compile every cell, ``jobs`` at a time; each compile runs in its own process,
     so one that crashes or runs out of memory becomes a row with ``error`` set.
-    ``phase(cell, name)`` is called as each cell's compile enters a phase. Rows come
+    ``phase(cell, name)`` is called as each cell's compile enters a phase;
+    ``on_report(row, report)`` with each compiled cell's report (traces). Rows come
     back in cell order with ``identical_to`` set (:func:`mark_identical`)."""
     rows: list[dict[str, Any] | None] = [None] * len(all_cells)
     analyses = _Analyses()
 
     def one(c: Cell) -> dict[str, Any]:
-        return run_cell(c, (lambda name: phase(c, name)) if phase else None, analyses)
+        return run_cell(c, (lambda name: phase(c, name)) if phase else None, analyses, on_report)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futs = {pool.submit(one, c): i for i, c in enumerate(all_cells)}

@@ -85,3 +85,15 @@ def test_sweep_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sweep", "mlp", "--set", "layers=0"]) == 2  # out of range: refused before any cell compiles
     err = capsys.readouterr().err
     assert err.count("hloscope: error:") == 4 and "done" not in err
+
+
+def test_sweep_trace_dir_writes_one_trace_per_cell(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    traces = tmp_path / "traces"
+    assert main(["sweep", "mlp", "--policies", "offload", "--jobs", "2", "--json", "--trace-dir", str(traces)]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    files = sorted(p.name for p in traces.iterdir())
+    assert len(files) == len(rows) == 4 and all(f.endswith(".trace.json") for f in files)
+    for f in files:
+        doc = json.loads((traces / f).read_text())
+        assert any(e["ph"] == "X" for e in doc["traceEvents"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["traces"]  # nothing written beside it

@@ -1,7 +1,13 @@
-"""HloscopeApp: loads in a worker, routes navigation between screens, holds history. Views live in screens/."""
+"""HloscopeApp: loads in a worker, routes navigation between screens, holds history. Views live in screens/.
+
+Start-up is kept short: this module imports Textual's core and the LoadingScreen
+only; the analysis and the main screen's widgets are imported by the load
+worker, which starts once the first screen has been drawn.
+"""
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterable
 from functools import partial
 from typing import TYPE_CHECKING, ClassVar
@@ -15,16 +21,12 @@ from hloscope.tui.history import History, Place
 from hloscope.tui.load import Loaded, Source, load_source
 from hloscope.tui.messages import GoTo, LoadFailed, ReportReady, TransferChosen
 from hloscope.tui.screens.error import ErrorScreen
-from hloscope.tui.screens.help import HelpScreen
-from hloscope.tui.screens.main import MainScreen
-from hloscope.tui.screens.prompt import PromptScreen
-from hloscope.tui.screens.search import SearchScreen
-from hloscope.tui.search import Hit, SearchIndex
+from hloscope.tui.screens.loading import LoadingScreen
 
 if TYPE_CHECKING:
     from hloscope.tui.export import ExportKind
-
-TIME_AXIS = "x: schedule positions (no simulated timeline in this installation)"
+    from hloscope.tui.screens.main import MainScreen
+    from hloscope.tui.search import Hit, SearchIndex
 
 
 class HloscopeApp(App[int]):
@@ -54,10 +56,13 @@ class HloscopeApp(App[int]):
         self.search_index: SearchIndex | None = None
         self.history = History()
         self.failure: HloscopeError | None = None
-        self.main = MainScreen(source.label)
+        self.main: MainScreen | None = None  # once loaded
 
-    def on_mount(self) -> None:
-        self.push_screen(self.main)
+    async def on_mount(self) -> None:
+        await self.push_screen(LoadingScreen(self.source.label))
+        self.call_after_refresh(self._start_load)  # the first screen is drawn before the worker competes
+
+    def _start_load(self) -> None:
         self.run_worker(partial(self._load, self.source, False), thread=True, group="load")
 
     # -- loading --------------------------------------------------------------
@@ -65,38 +70,53 @@ class HloscopeApp(App[int]):
     def _load(self, source: Source, is_other: bool) -> None:
         try:
             loaded = self.loader(source)
+            import hloscope.tui.screens.main  # noqa: F401  (imported here, off the UI thread)
         except HloscopeError as e:
             self.post_message(LoadFailed(str(e), e.exit_code) if not is_other else LoadFailed(f"B: {e}", -1))
             return
         except Exception as e:  # a bug: still one line on the error screen, and after exit
-            self.post_message(LoadFailed(f"internal error: {type(e).__name__}: {e}", EXIT_INTERNAL))
+            line = f"internal error: {type(e).__name__}: {e}"
+            self.post_message(LoadFailed(line, EXIT_INTERNAL) if not is_other else LoadFailed(f"B: {line}", -1))
             return
+        # The report lives as long as the app: keep the collector from walking its
+        # millions of objects again and again (a full collection stalls a key press).
+        gc.collect()
+        gc.freeze()
         if is_other:
             self.call_from_thread(self._other_ready, loaded)
         else:
             self.post_message(ReportReady(loaded))
 
     def on_report_ready(self, message: ReportReady) -> None:
+        from hloscope.tui.screens.main import MainScreen
+
         self.loaded = message.loaded
-        self.main.set_loaded(message.loaded, TIME_AXIS)
+        self.main = MainScreen(message.loaded)
+        self.switch_screen(self.main)
         self.sub_title = f"{message.loaded.file} · loaded in {message.loaded.seconds:.1f} s"
         self.run_worker(self._index, thread=True, group="index")
         if self.compare_source is not None:
-            self.main.set_status(f"loading {self.compare_source.label} to compare ...")
+            self._set_status(f"loading {self.compare_source.label} to compare ...")
             self.run_worker(partial(self._load, self.compare_source, True), thread=True, group="load-b")
 
     def _index(self) -> None:
+        from hloscope.tui.search import SearchIndex
+
         assert self.loaded is not None
         self.search_index = SearchIndex(self.loaded.report)
 
+    def _set_status(self, text: str) -> None:
+        if self.main is not None:
+            self.main.set_status(text)
+
     def _other_ready(self, loaded: Loaded) -> None:
         self.other = loaded
-        self.main.set_status("")
+        self._set_status("")
         self.action_compare()
 
     def on_load_failed(self, message: LoadFailed) -> None:
         if message.exit_code < 0:  # the second schedule of a compare: the first stays open
-            self.main.set_status(message.message)
+            self._set_status(message.message)
             self.notify(message.message, severity="error", timeout=8)
             return
         self.failure = HloscopeError(message.message, message.exit_code)
@@ -112,6 +132,8 @@ class HloscopeApp(App[int]):
         self.history.visit((t.computation, t.instruction.name))
 
     def _go(self, place: Place, record: bool = True) -> None:
+        if self.main is None:
+            return
         if record:
             self.history.visit(place)
         if self.screen is not self.main:
@@ -131,9 +153,13 @@ class HloscopeApp(App[int]):
     # -- screens ----------------------------------------------------------------
 
     def action_help(self) -> None:
+        from hloscope.tui.screens.help import HelpScreen
+
         self.push_screen(HelpScreen())
 
     def action_search(self) -> None:
+        from hloscope.tui.screens.search import SearchScreen
+
         if self.search_index is None:
             self.notify("still indexing; try again in a moment")
             return
@@ -146,6 +172,7 @@ class HloscopeApp(App[int]):
 
     def action_compare(self) -> None:
         from hloscope.tui.screens.compare import CompareScreen  # loaded on first use: keeps start-up short
+        from hloscope.tui.screens.prompt import PromptScreen
 
         if self.loaded is None:
             return
@@ -158,7 +185,7 @@ class HloscopeApp(App[int]):
                 from dataclasses import replace
 
                 self.compare_source = replace(self.source, path=path, workload=None)
-                self.main.set_status(f"loading {path} to compare ...")
+                self._set_status(f"loading {path} to compare ...")
                 self.run_worker(partial(self._load, self.compare_source, True), thread=True, group="load-b")
 
         self.push_screen(PromptScreen("compare with (HLO file, dump folder or artifact folder):",
@@ -168,21 +195,21 @@ class HloscopeApp(App[int]):
         from hloscope.tui.export import export
         from hloscope.tui.screens.export import ExportScreen
 
-        if self.loaded is None:
+        if self.loaded is None or self.main is None:
             return
-        loaded = self.loaded
+        loaded, main = self.loaded, self.main
 
         def chosen(choice: tuple[ExportKind, str] | None) -> None:
             if choice is None:
                 return
             try:
-                path = export(loaded, choice[0], choice[1], self.main.verdict)
+                path = export(loaded, choice[0], choice[1], main.verdict)
             except HloscopeError as e:
                 self.notify(str(e), severity="error", timeout=8)
                 return
             self.notify(f"wrote {path}")
 
-        self.push_screen(ExportScreen(loaded, self.main.verdict), chosen)
+        self.push_screen(ExportScreen(loaded, main.verdict), chosen)
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
@@ -194,5 +221,6 @@ class HloscopeApp(App[int]):
         yield SystemCommand("Back", "Previous place ([)", self.action_history_back)
         yield SystemCommand("Forward", "Next place (])", self.action_history_forward)
         yield SystemCommand("Key bindings", "All keys (?)", self.action_help)
-        for tab in ("transfers", "schedule", "computations"):
-            yield SystemCommand(f"Show {tab}", f"The {tab} tab", partial(self.main.action_tab, tab))
+        if self.main is not None:
+            for tab in ("transfers", "schedule", "computations"):
+                yield SystemCommand(f"Show {tab}", f"The {tab} tab", partial(self.main.action_tab, tab))

@@ -1,7 +1,11 @@
 """Export what the TUI shows: the report as JSON, the timeline as a trace, a transfer's window as DOT/SVG.
 
-Each export writes exactly one file, at the path the user typed. Formats whose
-renderer has not landed in this installation are not offered (``available``).
+Each export writes exactly one file, at the path the user typed. ``available``
+offers what this report and installation can write: the trace only when the step
+was simulated (``report.timeline``), DOT/SVG only with ``hloscope.render.dot``.
+The trace is the simulated step in Trace Event JSON
+(``hloscope.render.trace.TraceRenderer``, as ``hloscope analyze --trace``), with
+the report's verdicts on the transfer slices.
 """
 
 from __future__ import annotations
@@ -31,12 +35,10 @@ KINDS = (
 )
 
 
-def available() -> list[ExportKind]:
-    """The kinds this installation can write."""
-    from hloscope.render import RENDERERS
-
+def available(loaded: Loaded) -> list[ExportKind]:
+    """The kinds that can be written for ``loaded`` here."""
     have_dot = importlib.util.find_spec("hloscope.render.dot") is not None
-    can = {"json": True, "trace": "trace" in RENDERERS, "svg": have_dot, "dot": have_dot}
+    can = {"json": True, "trace": loaded.report.timeline is not None, "svg": have_dot, "dot": have_dot}
     return [k for k in KINDS if can[k.key]]
 
 
@@ -64,10 +66,23 @@ def export(loaded: Loaded, kind: ExportKind, path: str, verdict: Verdict | None)
 
         render_view(loaded.report, "transfer", out, verdict.transfer.instruction.name, fmt=kind.key)
         return out
-    renderer = get_renderer("json" if kind.key == "json" else kind.key)
     try:
         with open(out, "w", encoding="utf-8") as f:
-            renderer.render(loaded.report, f, RenderOptions())
+            if kind.key == "trace":
+                f.write(trace_text(loaded))
+            else:
+                get_renderer(kind.key).render(loaded.report, f, RenderOptions())
     except OSError as e:
         raise HloscopeError(f"{out}: cannot write: {e.strerror or e}", EXIT_BAD_INPUT) from None
     return out
+
+
+def trace_text(loaded: Loaded) -> str:
+    """The simulated step as Trace Event JSON, transfer slices labelled with the report's verdicts."""
+    from hloscope.render.trace import TraceRenderer
+
+    report = loaded.report
+    if report.timeline is None:
+        raise HloscopeError("no simulated step to export (the module is not scheduled)", EXIT_BAD_INPUT)
+    verdicts = {(v.transfer.computation, v.transfer.instruction.name): str(v.verdict) for v in report.verdicts}
+    return TraceRenderer().render(report.timeline, report.module, verdicts)

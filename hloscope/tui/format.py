@@ -15,9 +15,13 @@ VERDICT_STYLE = {
 
 
 def checkpoint_name(t: HostTransfer) -> str:
-    """The transfer's checkpoint name when the analysis knows it, else "-"."""
-    name = getattr(t, "checkpoint_name", None)
-    return str(name) if name else "-"
+    """The user's ``checkpoint_name`` of the moved tensor (``query_proj``), else "-" (a bare HLO file)."""
+    return t.checkpoint_name or "-"
+
+
+def checkpoint_label(t: HostTransfer) -> str:
+    """The checkpoint name with the tensor's role when known: ``query_proj (Q projection)``."""
+    return checkpoint_name(t) + (f" ({t.role})" if t.role else "")
 
 
 def arrow(d: Direction) -> str:

@@ -11,10 +11,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hloscope.analysis.report import Report
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+
+if TYPE_CHECKING:  # the analysis is imported by the worker, not before the first screen
+    from hloscope.analysis.report import Report
+    from hloscope.tui.rows import ScheduleLayout
+    from hloscope.tui.timeaxis import TimeAxis
 
 #: Bytes read to decide whether a file looks like HLO text.
 _SNIFF_BYTES = 64 * 1024
@@ -67,7 +71,12 @@ class Source:
 
 @dataclass(frozen=True)
 class Loaded:
-    """A loaded schedule: the report, its memory facts when known, and the HLO text for line lookups."""
+    """A loaded schedule: the report, its memory facts when known, and the HLO text for line lookups.
+
+    times: the simulated step as a time axis for the schedule (None when the module
+    was not simulated). layout: the schedule's lanes, the entry computation laid
+    out (None only for a Loaded built by hand). seconds: how long reading, parsing and analysing took.
+    """
 
     source: Source
     report: Report
@@ -75,6 +84,8 @@ class Loaded:
     file: str
     memory: Any = None  # hloscope.analysis.memory.MemoryFacts or None
     seconds: float = 0.0
+    times: TimeAxis | None = None
+    layout: ScheduleLayout | None = None
     _line_starts: list[int] = field(default_factory=list, repr=False, compare=False)
 
     def hlo_line(self, line: int) -> str:
@@ -123,9 +134,16 @@ def load_source(source: Source) -> Loaded:
     """Read (or compile) and analyze ``source``. Raises :class:`HloscopeError` on bad input."""
     import time
 
+    from hloscope.tui.rows import ScheduleLayout
+    from hloscope.tui.timeaxis import TimeAxis
+
     t0 = time.perf_counter()
     loaded = _compile(source) if source.workload is not None else _read(source)
-    return replace(loaded, seconds=time.perf_counter() - t0)
+    timeline = loaded.report.timeline
+    times = TimeAxis(timeline) if timeline is not None else None
+    layout = ScheduleLayout(loaded.report)
+    layout.rows(loaded.report.module.entry_name)  # the first schedule shown, laid out off the UI thread
+    return replace(loaded, seconds=time.perf_counter() - t0, times=times, layout=layout)
 
 
 def _read(source: Source) -> Loaded:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
-from hloscope.analysis.verdict import Verdict
-from hloscope.hlo.model import Instruction
-from hloscope.tui.load import Loaded
+if TYPE_CHECKING:  # kept off the import path of the first screen
+    from hloscope.analysis.verdict import Verdict
+    from hloscope.hlo.model import Instruction
+    from hloscope.tui.load import Loaded
 
 
 @dataclass

@@ -65,6 +65,7 @@ class ScheduleLayout:
         self._direction = {(t.computation, t.instruction.name): t.direction for t in report.transfers}
         self._cells: dict[str, list[tuple[Cell, ...]]] = {}
         self._pairs_by_comp: dict[str, list[tuple[Lane, int, int]]] | None = None
+        self._top: dict[str, list[Row]] = {}  # rows of a computation with nothing expanded
 
     def lane_of(self, ins: Instruction) -> Lane | None:
         """The lane an instruction belongs to (None for free bookkeeping ops)."""
@@ -148,6 +149,15 @@ class ScheduleLayout:
     def rows(self, computation: str, expanded: frozenset[tuple[str, str]] = frozenset(), depth: int = 0,
              _seen: frozenset[str] = frozenset()) -> list[Row]:
         """The rows of ``computation`` in schedule order, expanded while loops followed by their bodies."""
+        if not expanded and depth == 0:
+            got = self._top.get(computation)
+            if got is None:
+                got = self._top[computation] = self._rows(computation, expanded, depth, _seen)
+            return list(got)
+        return self._rows(computation, expanded, depth, _seen)
+
+    def _rows(self, computation: str, expanded: frozenset[tuple[str, str]], depth: int,
+              _seen: frozenset[str]) -> list[Row]:
         index = self.report.index
         comp = self.report.module.computations[computation]
         cells = self.cells(computation)

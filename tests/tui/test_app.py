@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from textual.widgets import DataTable, TabbedContent
 
 from hloscope.analysis.kinds import VerdictKind
@@ -175,3 +176,151 @@ async def test_a_truncated_module_shows_the_error_screen(tmp_path: Path) -> None
         assert isinstance(app.screen, ErrorScreen)
         assert app.failure is not None and str(cut) in str(app.failure)
         await pilot.press("q")
+
+
+@pilot_test
+async def test_the_schedule_shows_simulated_start_times_and_the_detail_the_transfer_timing() -> None:
+    app = HloscopeApp(Source(LLAMA))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        assert app.loaded is not None and app.loaded.times is not None
+        table = app.screen.query_one(TransferTable)
+        v = next(v for v in table.shown if v.timing is not None and v.timing.wait_us > 0)
+        table.move_cursor(row=table.shown.index(v))
+        await pilot.pause(0.3)
+        detail = str(app.screen.query_one("#detail-text").render())
+        t = v.timing
+        assert f"issued {t.issue_us:,.1f}" in detail and f"finished {t.finish_us:,.1f}" in detail
+        assert f"reached {t.done_us:,.1f}" in detail and "waited" in detail
+        await pilot.press("enter")
+        await pilot.pause()
+        view = app.screen.query_one(ScheduleView)
+        assert "start µs" in view._header()
+        assert "last simulated iteration" in str(view.border_subtitle)
+        row = next(i for i, r in enumerate(view.rows) if r.instruction is v.transfer.instruction)
+        line = "".join(s.text for s in view._segments(row))
+        assert f"{t.issue_us:,.1f}" in line
+        done = next(i for i, r in enumerate(view.rows) if r.instruction is v.done)
+        line = "".join(s.text for s in view._segments(done))
+        assert "waited" in line
+
+
+@pilot_test
+async def test_the_exposed_column_is_the_simulated_wait_per_step() -> None:
+    from hloscope.units import human_us
+
+    app = HloscopeApp(Source(LLAMA))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        table = app.screen.query_one(TransferTable)
+        timed = 0
+        for row, v in enumerate(table.shown):
+            cell = str(table.get_row_at(row)[6])
+            if v.timing is not None and v.timing.matched:
+                timed += 1
+                per_step = v.timing.wait_us_per_step
+                assert v.est_exposed_us * v.transfer.executions == pytest.approx(per_step)
+                assert cell == (human_us(per_step) if per_step > 0 else "-")
+        assert timed > 0
+
+
+@pilot_test
+async def test_export_writes_the_simulated_step_as_a_trace(tmp_path: Path) -> None:
+    app = HloscopeApp(Source(LLAMA))
+    out = tmp_path / "step.trace.json"
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        await pilot.press("e")
+        kinds = app.screen.query_one("#export-kinds")
+        keys = [k.key for k in app.screen.kinds]  # type: ignore[attr-defined]
+        assert keys[:2] == ["json", "trace"]
+        kinds.focus()
+        await pilot.press("down")  # the trace
+        box = app.screen.query_one("#export-path")
+        assert box.value.endswith(".trace.json")  # type: ignore[attr-defined]
+        box.value = str(out)  # type: ignore[attr-defined]
+        box.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["step.trace.json"]
+    doc = json.loads(out.read_text())
+    events = doc["traceEvents"]
+    assert all(e["ph"] in ("M", "X", "s", "t", "f") for e in events)
+    slices = [e for e in events if e["ph"] == "X"]
+    assert all(e["dur"] >= 0 and e["ts"] >= 0 for e in slices)
+    transfers = {e["name"]: e for e in slices if e["cat"] == "transfer"}
+    report = app.loaded.report  # type: ignore[union-attr]
+    assert set(transfers) == {start for _, start in report.timeline.transfers}  # type: ignore[union-attr]
+    for v in report.verdicts:
+        if v.transfer.instruction.name in transfers:
+            assert transfers[v.transfer.instruction.name]["args"]["verdict"] == str(v.verdict)
+
+
+def test_the_trace_is_not_offered_for_an_unscheduled_module() -> None:
+    from hloscope.tui.export import available
+    from hloscope.tui.load import load_source
+
+    loaded = load_source(Source(str(FIXTURES / "mlp_offload.before_optimizations.hlo.txt")))
+    assert loaded.report.timeline is None
+    assert "trace" not in [k.key for k in available(loaded)]
+
+
+@pilot_test
+async def test_the_loading_screen_comes_first_and_the_load_waits_for_it() -> None:
+    import threading
+
+    from hloscope.tui.load import load_source
+    from hloscope.tui.screens.loading import LoadingScreen
+
+    release = threading.Event()
+
+    def slow(source: Source):  # type: ignore[no-untyped-def]
+        release.wait(30)
+        return load_source(source)
+
+    app = HloscopeApp(Source(LLAMA), loader=slow)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, LoadingScreen)
+        assert "loading" in str(app.screen.query_one("#summary").render())
+        assert app.screen.query_one("#loading").display
+        release.set()
+        await wait_loaded(pilot)
+        assert not isinstance(app.screen, LoadingScreen) and app.main is app.screen
+
+
+def test_the_first_screen_imports_no_lists_and_no_main_screen() -> None:
+    # (textual.app itself imports its Tree widget; the DataTable and the tabs wait for the worker)
+    import subprocess
+    import sys
+
+    code = ("import sys, hloscope.tui.app; print(sorted(m for m in sys.modules if m in ("
+            "'hloscope.tui.screens.main', 'hloscope.tui.widgets.schedule', 'hloscope.tui.widgets.detail', "
+            "'textual.widgets._data_table', 'textual.widgets._tabbed_content', "
+            "'hloscope.render.why')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=FIXTURES.parent).stdout
+    assert out.strip() == "[]"
+
+
+@pilot_test
+async def test_a_compiled_step_shows_its_checkpoint_names(tmp_path: Path) -> None:
+    from hloscope.cli.main import main
+
+    # Given a real compile of the mlp workload (its manifest lists the step's checkpoint names)
+    out = tmp_path / "mlp"
+    assert main(["compile", "--workload", "mlp", "--devices", "8", "--out", str(out), "-o", str(tmp_path / "r")]) == 0
+    names = {n["name"] for n in json.loads((out / "manifest.json").read_text())["tensor_names"]}
+    assert names
+    app = HloscopeApp(Source(str(out)))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        table = app.screen.query_one(TransferTable)
+        # Then the checkpoint column shows those names, the same the report carries
+        shown = [str(table.get_row_at(row)[1]) for row in range(table.row_count)]
+        assert shown == [v.transfer.checkpoint_name or "-" for v in table.shown]
+        assert {s for s in shown if s != "-"} and {s for s in shown if s != "-"} <= names
+        await pilot.pause(0.3)
+        v = table.selected
+        assert v is not None
+        assert f"checkpoint {v.transfer.checkpoint_name or '-'}" in str(app.screen.query_one("#detail-text").render())

@@ -17,12 +17,12 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from hloscope.analysis.verdict import Verdict
-from hloscope.render.table import human_us
 from hloscope.tui.format import VERDICT_STYLE
 from hloscope.tui.load import Loaded
 from hloscope.tui.matching import Match, match_transfers
 from hloscope.tui.rows import ScheduleLayout
 from hloscope.tui.widgets.schedule import ScheduleView
+from hloscope.units import human_us
 
 
 def _verdict_cell(v: Verdict | None) -> Text:
@@ -62,7 +62,7 @@ class CompareScreen(Screen[None]):
                           "exposed A", "exposed B")
         for view, side in ((self.query_one("#view-a", ScheduleView), self.a),
                            (self.query_one("#view-b", ScheduleView), self.b)):
-            view.set_layout(ScheduleLayout(side.report))
+            view.set_layout(side.layout or ScheduleLayout(side.report), side.times)
             view.show(side.report.module.entry_name)
         self._fill()
         table.focus()

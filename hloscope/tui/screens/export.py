@@ -12,8 +12,11 @@ from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
 from hloscope.analysis.verdict import Verdict
-from hloscope.tui.export import ExportKind, available, default_path
+from hloscope.tui.export import KINDS, ExportKind, available, default_path
 from hloscope.tui.load import Loaded
+
+_WHY_MISSING = {"trace": "no simulated step: the module is not scheduled", "svg": "no DOT renderer",
+                "dot": "no DOT renderer", "json": ""}
 
 
 class ExportScreen(ModalScreen[tuple[ExportKind, str] | None]):
@@ -25,7 +28,7 @@ class ExportScreen(ModalScreen[tuple[ExportKind, str] | None]):
         super().__init__()
         self.loaded = loaded
         self.verdict = verdict
-        self.kinds = available()
+        self.kinds = available(loaded)
         self.kind = self.kinds[0]
 
     def compose(self) -> ComposeResult:
@@ -33,8 +36,9 @@ class ExportScreen(ModalScreen[tuple[ExportKind, str] | None]):
             yield Label("export: choose what, then Enter in the path to write one file")
             yield OptionList(*[Option(k.title) for k in self.kinds], id="export-kinds")
             yield Input(value=default_path(self.loaded, self.kind, self.verdict), id="export-path")
-            if len(self.kinds) < 4:
-                yield Label("(not offered: renderers not in this installation)", id="export-missing")
+            missing = [f"{k.key} ({_WHY_MISSING[k.key]})" for k in KINDS if k not in self.kinds]
+            if missing:
+                yield Label(f"not offered here: {', '.join(missing)}", id="export-missing")
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         self.kind = self.kinds[event.option_index]

@@ -1,4 +1,8 @@
-"""MainScreen: totals and memory on top; Transfers, Schedule and Computations tabs; the detail pane."""
+"""MainScreen: totals and memory on top; Transfers, Schedule and Computations tabs; the detail pane.
+
+Built once the report is loaded (the LoadingScreen comes first), so it imports
+the widgets and the analysis freely.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, LoadingIndicator, Static, TabbedContent, TabPane
+from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from hloscope.analysis.verdict import Verdict
 from hloscope.hlo.model import Instruction
@@ -27,7 +31,7 @@ DETAIL_DELAY_S = 0.04
 
 
 class MainScreen(Screen[None]):
-    """The browser. Data arrives by :meth:`set_loaded` once the app's worker is done."""
+    """The browser of one loaded schedule."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("1", "tab('transfers')", "Transfers"),
@@ -36,17 +40,16 @@ class MainScreen(Screen[None]):
         Binding("tab", "app.focus_next", "Next pane", show=False),
     ]
 
-    def __init__(self, label: str) -> None:
+    def __init__(self, loaded: Loaded) -> None:
         super().__init__()
-        self.label = label
-        self.loaded: Loaded | None = None
+        self.loaded = loaded
+        self._status = ""
         self.verdict: Verdict | None = None
         self._pending: Verdict | Instruction | None = None
         self._timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
-        yield SummaryBar(f"loading {self.label} ...", id="summary")
-        yield LoadingIndicator(id="loading")
+        yield SummaryBar(id="summary")
         with Horizontal(id="body"):
             with TabbedContent(id="tabs", initial="transfers"):
                 with TabPane("Transfers [1]", id="transfers"):
@@ -56,21 +59,15 @@ class MainScreen(Screen[None]):
                 with TabPane("Computations [3]", id="computations"):
                     yield ComputationTree(id="tree")
             yield DetailPane(id="detail")
-        yield Static("", id="status")
+        yield Static(self._status, id="status")
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#body").display = False
-
-    def set_loaded(self, loaded: Loaded, time_axis: str) -> None:
-        self.loaded = loaded
+        loaded = self.loaded
         report = loaded.report
-        self.query_one("#loading").display = False
-        self.query_one("#body").display = True
         self.query_one(SummaryBar).set_report(report, loaded.memory)
         view = self.query_one(ScheduleView)
-        view.time_axis = time_axis
-        view.set_layout(ScheduleLayout(report))
+        view.set_layout(loaded.layout or ScheduleLayout(report), loaded.times)
         view.show(report.module.entry_name)
         self.query_one(DetailPane).loaded = loaded
         self.query_one(ComputationTree).set_report(report)
@@ -86,7 +83,10 @@ class MainScreen(Screen[None]):
             self.set_status("no host transfers in this module; showing the entry computation's schedule")
 
     def set_status(self, text: str) -> None:
-        self.query_one("#status", Static).update(text)
+        """The status line under the panes (kept until the screen is composed when called earlier)."""
+        self._status = text
+        for status in self.query("#status").results(Static):
+            status.update(text)
 
     # -- navigation ------------------------------------------------------------
 
@@ -97,7 +97,7 @@ class MainScreen(Screen[None]):
 
     def show_place(self, computation: str, name: str | None) -> None:
         """Open ``computation`` in the schedule with the cursor on ``name``."""
-        if self.loaded is None or computation not in self.loaded.report.module.computations:
+        if computation not in self.loaded.report.module.computations:
             return
         v = self.verdict
         keep = v if v is not None and (computation in {s.computation for s in v.window}

@@ -18,16 +18,18 @@ from textual.containers import VerticalScroll
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from hloscope.analysis.timeline import TransferTiming
 from hloscope.analysis.verdict import Verdict
 from hloscope.hlo.model import Instruction
-from hloscope.render.table import human_bytes, human_us
 from hloscope.render.why import explain
-from hloscope.tui.format import VERDICT_STYLE, arrow, checkpoint_name
+from hloscope.tui.format import VERDICT_STYLE, arrow, checkpoint_label
 from hloscope.tui.load import Loaded
 from hloscope.tui.messages import GoTo
+from hloscope.units import human_bytes, human_us
 
-#: Most users/operands listed as links (a broadcast constant can have thousands).
-_MAX_LINKS = 200
+#: Most users/operands listed as links (a broadcast constant can have thousands; a long
+#: list costs the pane a slow layout on every cursor stop).
+_MAX_LINKS = 40
 
 
 def instruction_text(loaded: Loaded, ins: Instruction) -> Text:
@@ -50,6 +52,14 @@ def instruction_text(loaded: Loaded, ins: Instruction) -> Text:
     us = report.cost.instruction_us(ins)
     if us:
         t.append(f"estimated ~{human_us(us)}\n", style="#d08770")
+    at = loaded.times.at(ins.computation, ins.name) if loaded.times is not None else None
+    if at is not None:
+        what = "issued" if at.issued else "ran"
+        t.append(f"simulated: {what} at {at.start_us:,.1f} µs" + (
+            f" to {at.end_us:,.1f} µs" if at.end_us > at.start_us else "") + " from the step start", style="#81a1c1")
+        if at.wait_us > 0:
+            t.append(f", waiting {human_us(at.wait_us)}", style="bold #bf616a")
+        t.append("\n")
     v = report.verdict_for(ins.name)
     if v is not None and v.transfer.computation == ins.computation:
         t.append("transfer: ", style="bold")
@@ -82,10 +92,14 @@ def verdict_text(loaded: Loaded, v: Verdict) -> Text:
     t = Text()
     t.append(v.verdict.value, style=VERDICT_STYLE[v.verdict])
     t.append(f"  {arrow(t_.direction)} {t_.op} {human_bytes(t_.bytes)} x{t_.executions}/step "
-             f"checkpoint {checkpoint_name(t_)}\n")
+             f"checkpoint {checkpoint_label(t_)}\n")
+    simulated = v.timing is not None and v.timing.matched
     t.append(f"  ~transfer {human_us(v.est_transfer_us)}, hidden {human_us(v.est_hidden_us)}, "
-             f"exposed {human_us(v.est_exposed_us)} per execution (estimates)\n")
+             f"exposed {human_us(v.est_exposed_us)} per execution, {human_us(v.est_exposed_us * t_.executions)} "
+             f"per step ({'simulated wait' if simulated else 'estimates'})\n")
     t.append(f"  why: {explain(v)}\n", style="italic")
+    if v.timing is not None:
+        t.append_text(timing_text(v.timing))
     if v.window:
         segs = ", ".join(f"{s.computation}[{s.first}:{s.end}] {s.kind.value}" for s in v.window)
         t.append(f"  window: {segs}; {len(v.compute)} compute, {len(v.collectives)} collective(s), "
@@ -93,6 +107,41 @@ def verdict_text(loaded: Loaded, v: Verdict) -> Text:
     loc = loaded.report.source(v)
     if loc is not None:
         t.append(f"  source: {loc}\n")
+    return t
+
+
+def _names(names: tuple[str, ...], most: int = 3) -> str:
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def timing_text(timing: TransferTiming) -> Text:
+    """The simulated timing of a transfer's last execution: issue, finish, done, the wait, what ran beside it."""
+    t = Text()
+    t.append("  simulated", style="bold")
+    t.append(" (its last simulated execution, µs from the step start):\n")
+    t.append(f"    issued {timing.issue_us:,.1f} · finished {timing.finish_us:,.1f} (took "
+             f"{human_us(timing.duration_us)}; alone on the link {human_us(timing.transfer_us)})\n")
+    if not timing.matched:
+        t.append("    no done reached in the simulated step\n", style="dim")
+    elif timing.done is not None:
+        t.append(f"    done {timing.done} reached {timing.done_us:,.1f} · ")
+        t.append(f"waited {human_us(timing.wait_us)}" if timing.wait_us > 0 else "no wait",
+                 style="bold #bf616a" if timing.wait_us > 0 else "#a3be8c")
+        t.append(f" (mean {human_us(timing.mean_wait_us)} over {timing.executions} execution(s), "
+                 f"{human_us(timing.wait_us_per_step)} per step)\n")
+    else:
+        t.append(f"    synchronous: the compute stream waited {human_us(timing.wait_us)}\n")
+    t.append(f"    beside it: {len(timing.beside_compute)} compute op(s) ~{human_us(timing.compute_beside_us)}")
+    if timing.beside_compute:
+        t.append(f" ({_names(timing.beside_compute)})")
+    t.append(f"; {len(timing.beside_collectives)} collective(s)")
+    if timing.beside_collectives:
+        t.append(f" ({_names(timing.beside_collectives)})")
+    t.append(f"; {len(timing.beside_transfers)} other transfer(s) on the link")
+    if timing.beside_transfers:
+        t.append(f" ({_names(timing.beside_transfers)})")
+    t.append("\n")
     return t
 
 
@@ -104,8 +153,13 @@ def links(loaded: Loaded, ins: Instruction) -> list[tuple[str, str, str | None]]
     for o in ins.operands[:_MAX_LINKS]:
         op = comp.by_name.get(o)
         out.append((f"operand  {o}  {op.opcode if op else ''}", ins.computation, o))
-    for u in report.index.users(ins)[:_MAX_LINKS]:
+    if len(ins.operands) > _MAX_LINKS:
+        out.append((f"... {len(ins.operands) - _MAX_LINKS} more operands", ins.computation, ins.name))
+    users = report.index.users(ins)
+    for u in users[:_MAX_LINKS]:
         out.append((f"user     {u.name}  {u.opcode}", ins.computation, u.name))
+    if len(users) > _MAX_LINKS:
+        out.append((f"... {len(users) - _MAX_LINKS} more users", ins.computation, ins.name))
     for p in report.pairs:
         if p.start is ins and p.done is not None:
             out.append((f"done     {p.done.name}", p.done.computation, p.done.name))

@@ -1,10 +1,13 @@
 """ScheduleView: a computation's instructions in schedule order, with lanes, as a virtual list.
 
 Only the visible lines are drawn (``render_line``), so a 40,000-instruction
-computation scrolls as fast as a short one. Each line: schedule position, one
-cell per lane (``┬`` a span starts, ``┴`` it ends, ``│`` in flight, a digit when
-several are), then the instruction, indented under an expanded while loop. The
-selected transfer's window is tinted; its start and done are marked.
+computation scrolls as fast as a short one. Each line: schedule position, the
+simulated start in µs from the step start when the step was simulated
+(``hloscope.tui.timeaxis``; a loop body shows its last simulated iteration and
+the border says so), one cell per lane (``┬`` a span starts, ``┴`` it ends,
+``│`` in flight, a digit when several are), then the instruction, indented under
+an expanded while loop, its estimated time and, at a done, the simulated wait.
+The selected transfer's window is tinted; its start and done are marked.
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ from textual.strip import Strip
 
 from hloscope.analysis.verdict import Verdict
 from hloscope.hlo.model import Instruction
-from hloscope.render.table import human_us
 from hloscope.tui.messages import GoTo, InstructionHighlighted
 from hloscope.tui.rows import LANE_TITLES, Cell, Lane, Row, ScheduleLayout, fusion_kind, window_positions
+from hloscope.tui.timeaxis import TimeAxis
+from hloscope.units import human_us
 
 _LANE_COLORS = ("#8fbcbb", "#ebcb8b", "#88c0d0", "#b48ead")
 _HEADER = Style(bold=True, color="#d8dee9", bgcolor="#3b4252")
@@ -32,10 +36,15 @@ _NAME = Style(color="#e5e9f0")
 _FREE = Style(color="#616e88")
 _DESC = Style(color="#a3be8c")
 _COST = Style(color="#d08770")
+_TIME = Style(color="#81a1c1")
+_WAIT = Style(bold=True, color="#bf616a")
 _WINDOW_BG = "#2e3a4f"
 _MARK = Style(bold=True, color="#ffffff", bgcolor="#5e81ac")
 _CURSOR = Style(reverse=True)
 _LANE_W = 4
+_TIME_W = 13
+#: The border when the module was not simulated (no schedule to replay).
+NO_TIMES = "no simulated step (the module is not scheduled): rows in schedule order only"
 
 
 def _lane_text(cell: Cell, own: bool) -> str:
@@ -70,7 +79,7 @@ class ScheduleView(ScrollView, can_focus=True):
         Binding("N", "next_in_window(-1)", "Prev in window", show=False),
     ]
 
-    cursor: reactive[int] = reactive(0, always_update=True)
+    cursor: reactive[int] = reactive(0, always_update=True, repaint=False)  # watch_cursor repaints two lines
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -82,12 +91,13 @@ class ScheduleView(ScrollView, can_focus=True):
         self._window: dict[str, set[int]] = {}
         self._cost: dict[int, float] = {}
         self._lines: dict[int, list[Segment]] = {}  # row index -> drawn line, until the rows or window change
-        self.time_axis = "schedule positions"
+        self.times: TimeAxis | None = None
 
     # -- data -----------------------------------------------------------------
 
-    def set_layout(self, layout: ScheduleLayout) -> None:
+    def set_layout(self, layout: ScheduleLayout, times: TimeAxis | None = None) -> None:
         self.layout_ = layout
+        self.times = times
         self._cost = {}
 
     def show(self, computation: str, focus: str | None = None, verdict: Verdict | None = None) -> None:
@@ -109,13 +119,14 @@ class ScheduleView(ScrollView, can_focus=True):
         comp = self.layout_.report.module.computations[computation]
         execs = self.layout_.report.index.executions(computation)
         self.border_title = f"{computation} · {len(comp.instructions)} instructions · x{execs}/step"
-        self.border_subtitle = self.time_axis
+        self.border_subtitle = self.times.caption(computation) if self.times is not None else NO_TIMES
 
     def _relayout(self) -> None:
         assert self.layout_ is not None
         self.rows = self.layout_.rows(self.computation, self.expanded)
         self._lines = {}
-        width = 8 + _LANE_W * len(Lane) + 2 + max(60, max((len(r.instruction.name) for r in self.rows), default=0) + 60)
+        longest = max((len(r.instruction.name) for r in self.rows), default=0)
+        width = 8 + self._time_width + _LANE_W * len(Lane) + 2 + max(60, longest + 60)
         self.virtual_size = Size(width, len(self.rows) + 1)
         self.refresh()
 
@@ -143,9 +154,14 @@ class ScheduleView(ScrollView, can_focus=True):
             return strip.extend_cell_length(width, _CURSOR)
         return strip.extend_cell_length(width)
 
+    @property
+    def _time_width(self) -> int:
+        return _TIME_W + 2 if self.times is not None else 0
+
     def _header(self) -> str:
         lanes = "".join(t.ljust(_LANE_W) for t in LANE_TITLES)
-        return f"{'pos':>6}  {lanes}  instruction"
+        time = f"{'start µs':>{_TIME_W}}  " if self.times is not None else ""
+        return f"{'pos':>6}  {time}{lanes}  instruction"
 
     def _segments(self, i: int) -> list[Segment]:
         row = self.rows[i]
@@ -154,6 +170,10 @@ class ScheduleView(ScrollView, can_focus=True):
         marked = self.verdict is not None and (ins is self.verdict.transfer.instruction or ins is self.verdict.done)
         bg = Style(bgcolor=_WINDOW_BG) if in_window else Style()
         segs = [Segment(f"{ins.position:>6}  ", _POS + bg)]
+        at = self.times.at(ins.computation, ins.name) if self.times is not None else None
+        if self.times is not None:
+            segs.append(Segment(f"{at.start_us:>{_TIME_W},.1f}  " if at is not None else " " * (_TIME_W + 2),
+                                _TIME + bg))
         for lane, cell in enumerate(row.cells):
             own = row.lane is not None and row.lane == lane
             segs.append(Segment(_lane_text(cell, own), Style(color=_LANE_COLORS[lane]) + bg))
@@ -165,6 +185,8 @@ class ScheduleView(ScrollView, can_focus=True):
         us = self._est(ins)
         if us > 0:
             segs.append(Segment(f"  ~{human_us(us)}", _COST + bg))
+        if at is not None and at.wait_us > 0:
+            segs.append(Segment(f"  waited {human_us(at.wait_us)}", _WAIT + bg))
         return segs
 
     def _describe(self, row: Row) -> str:
@@ -196,9 +218,12 @@ class ScheduleView(ScrollView, can_focus=True):
         if new != self.cursor:
             self.cursor = new
             return
-        # virtual line new + 1 under the header line: keep lines new..new+1 in view
+        # virtual line new + 1 under the header line: keep lines new..new+1 in view (a scroll
+        # repaints the view); else only the two lines whose cursor mark changed are repainted
         self.scroll_to_region(Region(0, new, 1, 2), animate=False, force=True, immediate=True, x_axis=False)
-        self.refresh()
+        if 0 <= old < len(self.rows):
+            self.refresh_line(old + 1)
+        self.refresh_line(new + 1)
         self.post_message(InstructionHighlighted(self.rows[new].instruction))
 
     def _center(self, i: int) -> None:

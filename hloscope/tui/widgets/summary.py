@@ -9,22 +9,31 @@ from textual.widgets import Static
 
 from hloscope.analysis.kinds import VerdictKind
 from hloscope.analysis.report import Report
-from hloscope.render.table import human_bytes, human_us
 from hloscope.tui.format import VERDICT_STYLE
+from hloscope.units import human_bytes, human_us
 
 
 def summary_text(report: Report, memory: Any) -> Text:
-    """Totals line, verdict counts, and memory (device allocation vs HBM, the largest buffers at peak)."""
+    """Totals line; verdict counts and the simulated step; memory (device allocation vs HBM, largest at peak)."""
     s = report.summary
     t = Text()
     t.append(f"{report.module.name}", style="bold")
     t.append(f" · target {report.target.name} · {s.transfers} transfers · to host "
              f"{human_bytes(s.to_host_bytes_per_step)}/step · to device {human_bytes(s.to_device_bytes_per_step)}"
-             f"/step · exposed ~{human_us(s.est_exposed_us_per_step)}/step (estimate)\n")
+             f"/step · exposed ~{human_us(s.est_exposed_us_per_step)}/step "
+             f"({'simulated' if s.step is not None else 'estimate'})\n")
     for k, n in s.by_verdict.items():
         if n or k is not VerdictKind.UNSCHEDULED:
             t.append(f"{k.value} {n}", style=VERDICT_STYLE[k])
             t.append("  ")
+    if s.step is not None:
+        st = s.step
+        t.append("· simulated step ")
+        t.append(human_us(st.step_us), style="bold")
+        t.append(f": compute {human_us(st.compute_us)}, waits on transfers {human_us(st.exposed_transfer_us)} "
+                 f"/ collectives {human_us(st.exposed_collective_us)}"
+                 + (f" / other {human_us(st.other_wait_us)}" if st.other_wait_us > 0 else "")
+                 + (f" (host link {st.link_mode})" if st.link_mode != "achieved" else ""))
     t.append("\n")
     t.append_text(memory_text(memory))
     return t

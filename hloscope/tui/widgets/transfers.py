@@ -13,9 +13,9 @@ from hloscope.analysis.kinds import VERDICT_ORDER, Direction, VerdictKind
 from hloscope.analysis.report import Report
 from hloscope.analysis.verdict import Verdict
 from hloscope.check.keys import source_key
-from hloscope.render.table import human_bytes, human_us
 from hloscope.tui.format import VERDICT_STYLE, arrow, checkpoint_name
 from hloscope.tui.messages import TransferChosen, TransferHighlighted
+from hloscope.units import human_bytes, human_us
 
 #: Sort orders: (label, key over (schedule index, verdict)).
 SORTS: tuple[tuple[str, Callable[[tuple[int, Verdict]], Any]], ...] = (

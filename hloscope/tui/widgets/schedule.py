@@ -6,7 +6,8 @@ simulated start in µs from the step start when the step was simulated
 (``hloscope.tui.timeaxis``; a loop body shows its last simulated iteration and
 the border says so), one cell per lane (``┬`` a span starts, ``┴`` it ends,
 ``│`` in flight, a digit when several are), then the instruction, indented under
-an expanded while loop, its estimated time and, at a done, the simulated wait.
+an expanded while loop (at a done, the simulated wait beside its name), then its
+opcode, shape and estimated time.
 The selected transfer's window is tinted; its start and done are marked.
 """
 
@@ -181,12 +182,12 @@ class ScheduleView(ScrollView, can_focus=True):
         if row.expandable:
             segs.append(Segment("▾ " if row.expanded else "▸ ", _DESC + bg))
         segs.append(Segment(ins.name, (_MARK if marked else (_FREE if row.lane is None else _NAME)) + bg))
+        if at is not None and at.wait_us > 0:  # beside the name: a long shape must not push it off screen
+            segs.append(Segment(f"  waited {human_us(at.wait_us)}", _WAIT + bg))
         segs.append(Segment("  " + self._describe(row), _DESC + bg))
         us = self._est(ins)
         if us > 0:
             segs.append(Segment(f"  ~{human_us(us)}", _COST + bg))
-        if at is not None and at.wait_us > 0:
-            segs.append(Segment(f"  waited {human_us(at.wait_us)}", _WAIT + bg))
         return segs
 
     def _describe(self, row: Row) -> str:

@@ -324,3 +324,18 @@ async def test_a_compiled_step_shows_its_checkpoint_names(tmp_path: Path) -> Non
         v = table.selected
         assert v is not None
         assert f"checkpoint {v.transfer.checkpoint_name or '-'}" in str(app.screen.query_one("#detail-text").render())
+
+
+@pilot_test
+async def test_an_unscheduled_module_has_no_time_column_and_the_border_says_why() -> None:
+    from hloscope.tui.widgets.schedule import NO_TIMES
+
+    # the module before optimizations has no is_scheduled=true in its HloModule line: nothing is simulated
+    app = HloscopeApp(Source(str(FIXTURES / "mlp_offload.before_optimizations.hlo.txt")))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        assert app.loaded is not None and app.loaded.report.timeline is None and app.loaded.times is None
+        await pilot.press("2")
+        view = app.screen.query_one(ScheduleView)
+        assert view.border_subtitle == NO_TIMES
+        assert "start µs" not in view._header()

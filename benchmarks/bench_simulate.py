@@ -17,21 +17,11 @@ import argparse
 import json
 import os
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
-
-def best(fn: Callable[[], Any], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def main() -> int:
@@ -44,7 +34,7 @@ def main() -> int:
     os.environ["JAX_PLATFORMS"] = "cpu"
     sys.path.insert(0, str(HERE.parent))
     sys.path.insert(0, str(HERE))
-    from bench_parse import make_input
+    from bench_parse import best, make_input
 
     from hloscope.analysis.cost import CostModel
     from hloscope.analysis.index import ModuleIndex

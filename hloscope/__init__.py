@@ -7,10 +7,28 @@ target on a machine with no GPU, then analyzes it.
 synchronous or exposed (and further rules; docs/ci.md).
 """
 
-from hloscope.api import analyze, compile_step
+from __future__ import annotations
+
+from typing import Any
+
 from hloscope.errors import HloParseError, HloscopeError
-from hloscope.pytest_plugin.helpers import OffloadCheckFailed, assert_offloads_hidden, check_offloads
 
 __version__ = "0.1.0"
 __all__ = ["HloParseError", "HloscopeError", "OffloadCheckFailed", "__version__", "analyze", "assert_offloads_hidden",
            "check_offloads", "compile_step"]
+
+# The API is imported on first use, so `hloscope tui` and the CLI start without loading the analysis.
+_LAZY = {"analyze": "hloscope.api", "compile_step": "hloscope.api",
+         "OffloadCheckFailed": "hloscope.pytest_plugin.helpers",
+         "assert_offloads_hidden": "hloscope.pytest_plugin.helpers",
+         "check_offloads": "hloscope.pytest_plugin.helpers"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'hloscope' has no attribute {name!r}")

@@ -92,7 +92,7 @@ def flags_config(args: argparse.Namespace) -> CheckConfig:
     if args.allow_empty:
         data["allow-empty"] = True
     if args.set:
-        from hloscope.cli.compile import parse_sets
+        from hloscope.cli.options import parse_sets
 
         data["set"] = parse_sets(args.set)
     if args.allow:

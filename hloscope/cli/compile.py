@@ -5,83 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from hloscope.cli.analyze import add_report_options, emit_report, prepare_report
+from hloscope.cli.options import PHASE_WRITING, PhaseStatus, add_compile_options, parse_sets
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, HloscopeError
 from hloscope.units import human_bytes
-
-
-def add_compile_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--devices", type=int, default=8, help="compile-only GPUs in the mesh (default 8)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a workload setting (layers=4, batch=2, seq=1024, scan=false ...)")
-    p.add_argument("--policy", choices=["offload", "remat", "save"], help="what to do with tagged activations")
-    p.add_argument("--lhs", action=argparse.BooleanOptionalAction, default=True,
-                   help="latency hiding scheduler (default on)")
-    p.add_argument("--pipelined-offload", action=argparse.BooleanOptionalAction, default=True,
-                   help="pipelined host offloading (default on)")
-    p.add_argument("--xla-flag", action="append", default=[], metavar="NAME=VALUE",
-                   help="extra XLA compiler option, e.g. xla_gpu_enable_while_loop_double_buffering=true")
-
-
-def parse_sets(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        k, eq, v = item.partition("=")
-        if not eq or not k:
-            raise HloscopeError(f"--set wants KEY=VALUE, got '{item}'", EXIT_BAD_INPUT)
-        out[k.strip()] = v.strip()
-    return out
-
-
-#: The phases the CLI reports after the compile's own (see ``deviceless.PHASES``).
-PHASE_WRITING = "writing artifacts"
-
-
-class PhaseStatus:
-    """A spinner on standard error naming the phase a compile is in, on a terminal only.
-
-    Call it with a phase name as each phase starts; off a terminal (or with
-    ``console=None`` and stderr not a TTY) it prints nothing. ``seen`` lists the
-    phases in order either way. Use it as a context manager: the line is gone
-    when the block ends, before the report is printed.
-    """
-
-    def __init__(self, console: Any = None, prefix: str = "compiling") -> None:
-        if console is None and sys.stderr.isatty():
-            from rich.console import Console
-
-            console = Console(stderr=True)
-        self.console = console
-        self.prefix = prefix
-        self.seen: list[str] = []
-        self._status: Any = None
-
-    def __call__(self, name: str) -> None:
-        self.seen.append(name)
-        if self.console is None:
-            return
-        text = f"{self.prefix}: {name}"
-        if self._status is None:
-            self._status = self.console.status(text)
-            self._status.start()
-        else:
-            self._status.update(text)
-
-    def __enter__(self) -> PhaseStatus:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
-
-    def stop(self) -> None:
-        """Remove the status line (further phases start a new one)."""
-        if self._status is not None:
-            self._status.stop()
-            self._status = None
 
 
 class CompileCommand:

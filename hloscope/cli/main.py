@@ -21,19 +21,31 @@ class Command(Protocol):
     def run(self, args: argparse.Namespace) -> int: ...
 
 
-def _commands() -> dict[str, Command]:
-    from hloscope.cli.analyze import AnalyzeCommand
-    from hloscope.cli.check import CheckCommand
-    from hloscope.cli.compile import CompileCommand
-    from hloscope.cli.diff import DiffCommand
-    from hloscope.cli.dot import DotCommand
-    from hloscope.cli.sweep import SweepCommand
-    from hloscope.cli.targets import TargetsCommand
-    from hloscope.cli.tui import TuiCommand
+#: Command name -> (module, class, one-line help). Only the command being run is imported,
+#: so a command starts without loading what the others need (the TUI's first screen).
+_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "analyze": ("hloscope.cli.analyze", "AnalyzeCommand", "judge every host transfer in scheduled GPU HLO"),
+    "check": ("hloscope.cli.check", "CheckCommand", "CI rules over a step: exit 1 when one is violated"),
+    "compile": ("hloscope.cli.compile", "CompileCommand",
+                "compile a training step for a GPU target on this machine (no GPU needed)"),
+    "diff": ("hloscope.cli.diff", "DiffCommand", "compare two steps or reports, transfer by transfer"),
+    "dot": ("hloscope.cli.dot", "DotCommand", "Graphviz diagrams of windows, computations, schedules, calls"),
+    "sweep": ("hloscope.cli.sweep", "SweepCommand", "compile policy x LHS x pipelined offload side by side"),
+    "targets": ("hloscope.cli.targets", "TargetsCommand", "list the built-in GPU targets and their figures"),
+    "tui": ("hloscope.cli.tui", "TuiCommand", "browse transfers and the schedule in the terminal"),
+}
 
-    return {"analyze": AnalyzeCommand(), "check": CheckCommand(), "compile": CompileCommand(), "diff": DiffCommand(),
-            "dot": DotCommand(),
-            "sweep": SweepCommand(), "targets": TargetsCommand(), "tui": TuiCommand()}
+
+def _load(name: str) -> Command:
+    import importlib
+
+    module, cls, _ = _COMMANDS[name]
+    command: Command = getattr(importlib.import_module(module), cls)()
+    return command
+
+
+def _commands() -> dict[str, Command]:
+    return {name: _load(name) for name in _COMMANDS}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -44,13 +56,18 @@ class _Parser(argparse.ArgumentParser):
         raise HloscopeError(f"{self.prog}: {message}", EXIT_UNKNOWN_NAME if unknown else EXIT_BAD_INPUT)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``only``, just that command is imported (the others get their help line)."""
     from hloscope import __version__
 
     parser = _Parser(prog="hloscope", description="Did my host offloading get hidden, and if not, why not?")
     parser.add_argument("--version", action="version", version=f"hloscope {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name, cmd in _commands().items():
+    for name, (_, _, short) in _COMMANDS.items():
+        if only is not None and name != only:
+            sub.add_parser(name, help=short)
+            continue
+        cmd = _load(name)
         doc = (type(cmd).__doc__ or "").strip().removeprefix(f"{name}: ")
         p = sub.add_parser(name, help=doc.splitlines()[0] if doc else "", description=doc,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -60,9 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    args_in = sys.argv[1:] if argv is None else argv
+    first = next((a for a in args_in if not a.startswith("-")), None)
+    parser = build_parser(first if first in _COMMANDS else None)
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(args_in)
         if not getattr(args, "_command", None):
             parser.print_help()
             return EXIT_BAD_INPUT

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from hloscope.cli.analyze import open_output
-from hloscope.cli.compile import parse_sets
+from hloscope.cli.options import parse_sets
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_COMPILE_FAILED, EXIT_UNKNOWN_NAME, HloscopeError
 from hloscope.render import RenderOptions, pick
 from hloscope.render.sweep import SWEEP_RENDERERS, SweepResult

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from hloscope.cli.compile import add_compile_options, parse_sets
+from hloscope.cli.options import add_compile_options, parse_sets
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.targets import DEFAULT_TARGET
 

@@ -44,6 +44,24 @@ class Violation:
     record: TransferRecord | None = None
 
 
+def nothing_to_judge(report: Report) -> str:
+    """Why a gate on ``report`` would pass only because there is nothing to judge, or "".
+
+    The module is not scheduled, was not compiled for a GPU (XLA:GPU writes stream
+    assignments, ``operation_queue_id``, into backend configs; other backends do not),
+    or has no host transfer to judge.
+    """
+    if not report.module.is_scheduled:
+        return "the module is not scheduled (before optimizations): there is no order to judge"
+    gpu = any("operation_queue_id" in ins.attr("backend_config")
+              for comp in report.module.computations.values() for ins in comp.instructions)
+    if not gpu:
+        return "the module was not compiled for a GPU (no XLA:GPU stream assignments in it)"
+    if not [v for v in report.verdicts if v.verdict is not VerdictKind.UNSCHEDULED]:
+        return f"no host transfer in the module (nothing lives in memory space S({report.host_space}))"
+    return ""
+
+
 def parse_verdicts(text: str, option: str = "--fail-on") -> frozenset[VerdictKind]:
     """``"exposed,sync"`` -> verdict kinds; an unknown name is an unknown-name error (exit 3)."""
     wanted = [w.strip() for w in text.split(",") if w.strip()]

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hloscope.analysis.kinds import VerdictKind
 from hloscope.check.allow import AllowEntry, find_allow
 from hloscope.check.baseline import BaselineDiff, Snapshot, compare, snapshot_from_subject
 from hloscope.check.config import CheckConfig
 from hloscope.check.keys import records_from_report
-from hloscope.check.rules import RULES, RuleContext, Violation
+from hloscope.check.rules import RULES, RuleContext, Violation, nothing_to_judge
 from hloscope.check.subject import Subject
 from hloscope.errors import EXIT_NOTHING_TO_CHECK, HloscopeError
 
@@ -48,27 +47,12 @@ class CheckResult:
         return not self.violations
 
 
-def _looks_gpu(subject: Subject) -> bool:
-    """XLA:GPU writes stream assignments into backend configs; other backends do not."""
-    for comp in subject.report.module.computations.values():
-        for ins in comp.instructions:
-            if "operation_queue_id" in ins.attr("backend_config"):
-                return True
-    return False
-
-
 def nothing_to_check(subject: Subject) -> str:
-    """Why ``subject`` has nothing to judge, or ""."""
-    report = subject.report
-    if not report.module.is_scheduled:
-        return (f"{subject.label}: the module is not scheduled (before optimizations): there is no order to judge; "
-                "check the optimized module")
-    if not _looks_gpu(subject):
-        return f"{subject.label}: the module was not compiled for a GPU (no XLA:GPU stream assignments)"
-    if not [v for v in report.verdicts if v.verdict is not VerdictKind.UNSCHEDULED]:
-        return (f"{subject.label}: no host transfer in the optimized module (nothing lives in memory space "
-                f"S({report.host_space})); is the offload policy applied?")
-    return ""
+    """Why ``subject`` has nothing to judge (:func:`~hloscope.check.rules.nothing_to_judge`), or ""."""
+    why = nothing_to_judge(subject.report)
+    if why.startswith("no host transfer"):
+        why += "; is the offload policy applied?"
+    return f"{subject.label}: {why}" if why else ""
 
 
 def run_check(subject: Subject, config: CheckConfig, baseline: Snapshot | None = None) -> CheckResult:

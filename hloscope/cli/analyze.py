@@ -16,7 +16,7 @@ from typing import TextIO
 from hloscope.analysis.kinds import VerdictKind
 from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import Report
-from hloscope.check import fail_on_verdicts, parse_verdicts
+from hloscope.check import fail_on_verdicts, nothing_to_judge, parse_verdicts
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_NOTHING_TO_CHECK, HloscopeError
 from hloscope.hlo.shape import HOST_MEMORY_SPACE
 from hloscope.render import RENDERERS, Renderer, RenderOptions, get_renderer
@@ -76,19 +76,6 @@ def prepare_report(args: argparse.Namespace) -> ReportRequest:
     options = AnalysisOptions(host_space=getattr(args, "host_memory_space", HOST_MEMORY_SPACE), link_mode=args.link)
     return ReportRequest(renderer, parse_verdicts(args.fail_on) if args.fail_on else frozenset(), args.output,
                          bool(getattr(args, "allow_empty", False)), options, args.trace)
-
-
-def nothing_to_judge(report: Report) -> str:
-    """Why a --fail-on gate would pass only because there is nothing to judge, or ""."""
-    if not report.module.is_scheduled:
-        return "the module is not scheduled (before optimizations): there is no order to judge"
-    gpu = any("operation_queue_id" in ins.attr("backend_config")
-              for comp in report.module.computations.values() for ins in comp.instructions)
-    if not gpu:
-        return "the module was not compiled for a GPU (no XLA:GPU stream assignments in it)"
-    if not report.verdicts:
-        return f"no host transfer in the module (nothing lives in memory space S({report.host_space}))"
-    return ""
 
 
 def write_trace(report: Report, path: str) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 from hloscope.analysis.cost import CostModel
@@ -137,10 +138,13 @@ class Report:
         """The user line of the moved tensor, else the transfer instruction's own frame."""
         return v.transfer.source or self.module.source_location(v.transfer.instruction)
 
+    @cached_property
+    def _transfer_starts(self) -> frozenset[tuple[str, str]]:
+        return frozenset((t.computation, t.instruction.name) for t in self.transfers)
+
     def pair_kind(self, p: AsyncPair) -> PairKind:
         """``host_transfer`` for pairs that are host transfers, else the pair's own kind."""
-        starts = {(t.computation, t.instruction.name) for t in self.transfers}
-        return PairKind.HOST_TRANSFER if (p.start.computation, p.start.name) in starts else p.kind
+        return PairKind.HOST_TRANSFER if (p.start.computation, p.start.name) in self._transfer_starts else p.kind
 
     def verdict_for(self, name: str) -> Verdict | None:
         """The verdict of the transfer whose start (or sync op) is called ``name``."""

@@ -16,15 +16,16 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hloscope.analysis.memory import MemoryFacts, memory_facts
-from hloscope.analysis.overlap import AnalysisOptions
-from hloscope.analysis.report import Report, analyze_module
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
-from hloscope.hlo.loader import load_module, load_module_with_notes, pick_dump_file
-from hloscope.hlo.model import Module
 from hloscope.targets import DEFAULT_TARGET, Target, get_target
+
+if TYPE_CHECKING:  # the analysis is imported when a step is loaded, so reading a manifest stays light
+    from hloscope.analysis.memory import MemoryFacts
+    from hloscope.analysis.overlap import AnalysisOptions
+    from hloscope.analysis.report import Report
+    from hloscope.hlo.model import Module
 
 #: Files of an ``hloscope compile`` artifact folder (docs/compile.md).
 OPTIMIZED_FILE = "optimized.hlo.txt"
@@ -58,6 +59,8 @@ def memory_from_texts(memory: Mapping[str, Any], target: Target, texts: Mapping[
                       module: Module | None, vocab_size: int | None = None,
                       offloaded_names: Sequence[str] = ()) -> MemoryFacts:
     """Memory facts from the compile layer's figures and XLA's memory texts (keyed by the file names above)."""
+    from hloscope.analysis.memory import memory_facts
+
     figures = {k: v for k, v in memory.items() if isinstance(v, int) and not isinstance(v, bool)}
     return memory_facts(figures, target, texts.get(MEMORY_REPORT_FILE), texts.get(BUFFER_ASSIGNMENT_FILE), module,
                         texts.get(LIVE_AT_PEAK_FILE), hbm_bytes=figures.get("device_memory_size") or None,
@@ -93,6 +96,9 @@ def resolve_target(path: str, target: str | Target | None) -> tuple[Target, str]
 def load_report(path: str, target: str | Target | None = None, options: AnalysisOptions | None = None,
                 names: Sequence[Mapping[str, Any]] = ()) -> Report:
     """Read and analyze ``path`` (file, dump folder, artifact folder, ``-``), with all it carries."""
+    from hloscope.analysis.report import analyze_module
+    from hloscope.hlo.loader import load_module_with_notes
+
     module, notes = load_module_with_notes(path)
     tgt, origin = resolve_target(path, target)
     manifest = read_manifest(path)
@@ -115,6 +121,8 @@ def load_report(path: str, target: str | Target | None = None, options: Analysis
 def load_unoptimized(path: str) -> Module | None:
     """The module before optimizations that goes with ``path``: an artifact folder's
     ``unoptimized.hlo.txt``, or the same module's ``*before_optimizations.txt`` in a dump folder."""
+    from hloscope.hlo.loader import load_module, pick_dump_file
+
     p = Path(path)
     if not p.is_dir():
         return None

@@ -8,7 +8,6 @@ analyze, or compile a built-in workload) and returns a :class:`Loaded`.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,10 +58,12 @@ class Source:
 
         if self.target:
             return self.target
-        if self.path and Path(self.path).is_dir():
+        if self.path:
+            from hloscope.artifact import read_manifest
+
             try:
-                name = json.loads((Path(self.path) / "manifest.json").read_text()).get("target")
-            except (OSError, ValueError, AttributeError):
+                name = (read_manifest(self.path) or {}).get("target")
+            except HloscopeError:  # an unreadable manifest is reported when the folder is loaded
                 name = None
             if isinstance(name, str) and name:
                 return name

@@ -1,0 +1,214 @@
+"""What XLA's GPU scheduler believed: its latency estimator's log, read into figures.
+
+A deviceless compile run with ``TF_CPP_MIN_LOG_LEVEL=0`` and
+``TF_CPP_VMODULE=sol_latency_estimator=10,latency_hiding_scheduler=1`` logs, per
+instruction, the cost the speed-of-light (SOL) latency estimator gave it and, per
+async start, the latency it assumed between start and done; the latency hiding
+scheduler logs its statistics per computation before and after scheduling. Read
+from jaxlib 0.10.2 (XLA 5a9e73cb), ``sol_latency_estimator.cc`` and
+``latency_hiding_scheduler.cc``, lines such as::
+
+    NodeCost: Fusion cost from gpu_performance_model for loop_add_fusion.5: 0.001 us
+    NodeCost: Matmul cost from matmul_interpolator for gemm_fusion_dot.14: 2.43 us
+    NodeCost: Fallback cost for copy.18: 0.01 us
+    NodeCost: Returning kLowCost for async start/done op all-gather-start
+    GetLatencyBetween: Computed collective time for all-gather-start.1: 31.648 us
+    GetLatencyBetween: Fallback to wrapped estimator due to ComputeCollectiveTime failure for
+        dynamic-slice-start.1, returning latency: 5000
+    [latency-hiding-scheduler] Statistics after scheduling:
+    For computation: region_3.4_spmd, module jit_step(1)
+    Total cycles: 5088.56
+
+The SOL estimator prices collectives with its own model; any other async pair
+(host offloads among them) falls back to the wrapped approximate estimator, which
+returns a fixed latency whatever the bytes (5000, ``kHighLatency``): that fixed
+figure is :attr:`AsyncLatency.default`. ``parse_xla_log`` never raises on lines it
+does not know; it keeps the last figure seen per instruction (the scheduler asks
+several times, with the same answer).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+__all__ = ["AsyncLatency", "CostSource", "NodeCost", "SchedulerStats", "XlaLog", "parse_xla_log",
+           "LOG_ENVIRONMENT"]
+
+#: Environment under which XLA writes the lines this module reads (set before XLA loads).
+LOG_ENVIRONMENT = {
+    "TF_CPP_MIN_LOG_LEVEL": "0",
+    "TF_CPP_VMODULE": "sol_latency_estimator=10,latency_hiding_scheduler=1",
+}
+
+
+class CostSource(StrEnum):
+    """Where the SOL estimator took an instruction's cost from."""
+
+    PERFORMANCE_MODEL = "gpu_performance_model"  # fusions: XLA's GPU performance model
+    MATMUL_INTERPOLATOR = "matmul_interpolator"  # GEMMs: measured tables per GPU
+    FALLBACK = "fallback"  # everything else: a small fixed cost
+    LOW_COST = "low_cost"  # async starts and dones: kLowCost
+
+
+class LatencySource(StrEnum):
+    """How the estimator arrived at an async pair's latency."""
+
+    COLLECTIVE_MODEL = "collective_model"  # the SOL collective cost model
+    DEFAULT = "default"  # the wrapped estimator's fixed latency, whatever the bytes
+
+
+@dataclass(frozen=True)
+class NodeCost:
+    """The cost XLA's estimator gave one instruction, µs."""
+
+    name: str
+    us: float
+    source: CostSource
+
+
+@dataclass(frozen=True)
+class AsyncLatency:
+    """The latency XLA assumed between an async start (``name``) and its done.
+
+    us: µs for the SOL estimator's own figures; for ``source == DEFAULT`` the wrapped
+    estimator's fixed figure in the scheduler's units (5000 in XLA 5a9e73cb), which the
+    SOL-driven scheduler compares with µs costs.
+    """
+
+    name: str
+    us: float
+    source: LatencySource
+
+    @property
+    def default(self) -> bool:
+        return self.source is LatencySource.DEFAULT
+
+
+@dataclass(frozen=True)
+class SchedulerStats:
+    """The latency hiding scheduler's statistics for one computation (``before`` or ``after`` scheduling).
+
+    Cycles are the scheduler's units (µs under the SOL estimator)."""
+
+    computation: str
+    phase: str
+    total_cycles: float
+    wasted_cycles: float
+    wasted_by_kind: dict[str, float] = field(default_factory=dict)
+    memory_peak_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class XlaLog:
+    """Everything read from one compile's log.
+
+    estimator: ``sol`` when the SOL estimator priced instructions, ``approximate``
+    when the latency hiding scheduler ran without it, None when no LHS statistics
+    were logged (no LHS, or the log was not captured). memory_limit_bytes: the
+    scheduler's memory limit as it logged it (largest seen).
+    """
+
+    estimator: str | None
+    node_costs: dict[str, NodeCost]
+    async_latency: dict[str, AsyncLatency]
+    stats: tuple[SchedulerStats, ...]
+    memory_limit_bytes: int | None = None
+
+    def latency(self, start_name: str) -> AsyncLatency | None:
+        return self.async_latency.get(start_name)
+
+    def cost_us(self, name: str) -> float | None:
+        c = self.node_costs.get(name)
+        return None if c is None else c.us
+
+    def after(self, computation: str) -> SchedulerStats | None:
+        """The statistics after scheduling of ``computation``, if logged."""
+        return next((s for s in self.stats if s.computation == computation and s.phase == "after"), None)
+
+
+_NUM = r"(-?[0-9.]+(?:[eE][-+]?[0-9]+)?)"
+_PREFIX = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ (\w+)\.cc:\d+\] ")
+_NODE = re.compile(r"NodeCost: (Fusion cost from gpu_performance_model|Matmul cost from matmul_interpolator|"
+                   r"Fallback cost) for (\S+): " + _NUM + " us")
+_LOW = re.compile(r"NodeCost: Returning kLowCost for async start/done op (\S+)")
+_COLLECTIVE = re.compile(r"GetLatencyBetween: Computed collective time for (\S+): " + _NUM + " us")
+_FALLBACK = re.compile(r"GetLatencyBetween: Fallback to wrapped estimator due to ComputeCollectiveTime failure "
+                       r"for (\S+), returning latency: " + _NUM)
+_STATS = re.compile(r"\[latency-hiding-scheduler\] Statistics (before|after) scheduling")
+_FOR = re.compile(r"For computation: ([^,]+), module")
+_TOTAL_WASTED = re.compile(r"Total wasted cycles: " + _NUM)
+_WASTED = re.compile(r"Wasted cycles for ([\w-]+(?: [\w-]+)*): " + _NUM)
+_TOTAL = re.compile(r"Total cycles: " + _NUM)
+_PEAK = re.compile(r"Memory pressure peak \(bytes\): (\d+)")
+_LIMIT = re.compile(r"current memory usage: \d+ bytes\. Current limit: (\d+)")
+_NODE_SOURCE = {
+    "Fusion cost from gpu_performance_model": CostSource.PERFORMANCE_MODEL,
+    "Matmul cost from matmul_interpolator": CostSource.MATMUL_INTERPOLATOR,
+    "Fallback cost": CostSource.FALLBACK,
+}
+
+
+class _Stats:
+    def __init__(self, phase: str) -> None:
+        self.phase = phase
+        self.computation = ""
+        self.total = 0.0
+        self.wasted = 0.0
+        self.by_kind: dict[str, float] = {}
+        self.peak: int | None = None
+
+    def done(self) -> SchedulerStats:
+        return SchedulerStats(self.computation, self.phase, self.total, self.wasted, self.by_kind, self.peak)
+
+
+def parse_xla_log(text: str) -> XlaLog:
+    """Read XLA's estimator and scheduler lines out of a compile's stderr (other lines are skipped)."""
+    nodes: dict[str, NodeCost] = {}
+    latency: dict[str, AsyncLatency] = {}
+    stats: list[SchedulerStats] = []
+    current: _Stats | None = None
+    limit: int | None = None
+    sol = False
+    for raw in text.splitlines():
+        m = _PREFIX.match(raw)
+        if m is None:
+            continue
+        source, line = m.group(1), raw[m.end():]
+        if source == "sol_latency_estimator":
+            sol = True
+            if (n := _NODE.search(line)) is not None:
+                nodes[n.group(2)] = NodeCost(n.group(2), float(n.group(3)), _NODE_SOURCE[n.group(1)])
+            elif (n := _LOW.search(line)) is not None:
+                nodes.setdefault(n.group(1), NodeCost(n.group(1), 0.0, CostSource.LOW_COST))
+            elif (n := _COLLECTIVE.search(line)) is not None:
+                latency[n.group(1)] = AsyncLatency(n.group(1), float(n.group(2)), LatencySource.COLLECTIVE_MODEL)
+            elif (n := _FALLBACK.search(line)) is not None:
+                latency[n.group(1)] = AsyncLatency(n.group(1), float(n.group(2)), LatencySource.DEFAULT)
+            continue
+        if source != "latency_hiding_scheduler":
+            continue
+        if (s := _STATS.search(line)) is not None:
+            if current is not None and current.computation:
+                stats.append(current.done())
+            current = _Stats(s.group(1))
+        elif (s := _LIMIT.search(line)) is not None:
+            limit = max(limit or 0, int(s.group(1)))
+        elif current is not None:
+            if (s := _FOR.search(line)) is not None:
+                current.computation = s.group(1)
+            elif (s := _TOTAL_WASTED.search(line)) is not None:
+                current.wasted = float(s.group(1))
+            elif (s := _WASTED.search(line)) is not None:
+                current.by_kind[s.group(1)] = float(s.group(2))
+            elif (s := _TOTAL.search(line)) is not None:
+                current.total = float(s.group(1))
+            elif (s := _PEAK.search(line)) is not None:
+                current.peak = int(s.group(1))
+                stats.append(current.done())
+                current = None
+    if current is not None and current.computation:
+        stats.append(current.done())
+    estimator = "sol" if sol else ("approximate" if stats else None)
+    return XlaLog(estimator, nodes, latency, tuple(stats), limit)

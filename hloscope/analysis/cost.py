@@ -33,6 +33,7 @@ from hloscope.analysis.opclass import (
     is_done,
     is_free,
     is_start,
+    value_shape,
 )
 from hloscope.hlo.model import Computation, Instruction, Module
 from hloscope.hlo.shape import HOST_MEMORY_SPACE, Shape
@@ -175,8 +176,8 @@ class CostModel:
         called = ins.called_computations
         body = self.module.computations.get(called[0]) if called else None
         if ins.opcode in ("fusion", "async-start") and body is not None:
-            if ins.opcode == "async-start" and result.is_tuple:
-                result = result.tuple_element(1) or result  # ((operands), result, context)
+            if ins.opcode == "async-start":
+                result = value_shape(ins)
             reads = self._body_param_reads(body)
             writes = self._body_root_writes(body)
         else:
@@ -346,11 +347,7 @@ class CostModel:
 
     def collective_us(self, ins: Instruction) -> float:
         """Estimated time of a collective from the bytes it produces."""
-        shape = ins.shape
-        if ins.opcode.endswith("-start") or ins.opcode == "async-start":
-            # Start results bundle operands and results; the last array-ish element is the output.
-            shape = shape.tuple_element(1) or shape if shape.is_tuple else shape
-        nbytes = shape.byte_size
+        nbytes = value_shape(ins).byte_size
         if not collective_kind(ins) and ins.opcode not in COLLECTIVE_OPCODES:
             return 0.0
         return nbytes / self.target.interconnect_bandwidth * 1e6

@@ -33,7 +33,7 @@ from hloscope.hlo.model import Instruction, Module, SourceLocation
 #: Opcodes that pass a value through unchanged (walked through towards its producer).
 _PASS = frozenset({"bitcast", "copy", "convert", "reshape", "transpose", "get-tuple-element", "copy-start",
                    "copy-done", "async-done", "async-start", "custom-call", "fusion", "dynamic-update-slice",
-                   "dynamic-slice", "optimization-barrier", "tuple", "parameter", "while"})
+                   "dynamic-slice", "opt-barrier", "tuple", "parameter", "while"})
 _OP_NAME = re.compile(r"(?:checkpoint_name|/name)\[(?:name=)?([A-Za-z0-9_.\-]+)\]")
 _MAX_STEPS = 200
 

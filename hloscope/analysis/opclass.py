@@ -1,8 +1,19 @@
-"""Which opcodes are free, compute, collectives, control flow or async halves."""
+"""The opcode vocabulary: which ops are free, compute, collectives, control flow or async halves.
+
+Contract: every pass, view and renderer classifies instructions through this
+module (opcode sets, :func:`value_shape`, :class:`Resource` and
+:func:`resource_of`), so the timeline, the TUI lanes, DOT and the trace agree.
+Opcode names are spelled as XLA prints them (``opt-barrier``, not
+``optimization-barrier``).
+"""
 
 from __future__ import annotations
 
+from enum import StrEnum
+
+from hloscope.analysis.kinds import Direction
 from hloscope.hlo.model import Instruction
+from hloscope.hlo.shape import Shape
 
 #: Ops that cost nothing on the GPU timeline (aliasing, bookkeeping).
 FREE_OPCODES = frozenset({
@@ -22,6 +33,13 @@ DONE_OPCODES = frozenset({
     "async-done", "copy-done", "all-gather-done", "all-reduce-done", "collective-permute-done",
     "send-done", "recv-done",
 })
+#: Async starts whose result is tuple element 0: copy-start is ``(destination, source, u32[] context)``
+#: (copy-done returns element 0), send/recv are ``(data, u32[] context, token[])``.
+_RESULT_AT_0 = frozenset({"copy-start", "send", "recv"})
+#: Async starts whose result is tuple element 1: async-start is ``((operands), result, context...)``,
+#: all-gather-start ``(operand, result)``, collective-permute-start ``(operand, result, u32[], u32[])``.
+#: all-reduce-start is not here: its shape is the result itself (a tuple when it reduces several arrays).
+_RESULT_AT_1 = frozenset({"async-start", "all-gather-start", "collective-permute-start"})
 #: Buffer-allocation custom calls that do no work.
 FREE_CUSTOM_CALLS = frozenset({"AllocateBuffer", "annotate_device_placement", "MoveToHost", "MoveToDevice"})
 
@@ -62,3 +80,48 @@ def is_free(ins: Instruction) -> bool:
     if ins.opcode in FREE_OPCODES:
         return True
     return ins.opcode == "custom-call" and custom_call_target(ins) in FREE_CUSTOM_CALLS
+
+
+def value_shape(ins: Instruction) -> Shape:
+    """The shape of the value an instruction makes: for an async start, the result
+    element of its tuple (see ``_RESULT_AT_0``/``_RESULT_AT_1``), not the whole tuple."""
+    shape = ins.shape
+    if not shape.is_tuple:
+        return shape
+    op = ins.opcode
+    index = 0 if op in _RESULT_AT_0 else 1 if op in _RESULT_AT_1 else -1
+    element = shape.tuple_element(index) if index >= 0 else None
+    return element if element is not None else shape
+
+
+class Resource(StrEnum):
+    """What an instruction occupies while it runs: the lanes of the timeline, the TUI, DOT and the trace."""
+
+    COMPUTE = "compute"  # the compute stream
+    COLLECTIVE = "collective"  # the collective stream (NCCL)
+    ASYNC = "async"  # other async ops, on their own stream
+    LINK_TO_HOST = "host link D->H"
+    LINK_TO_DEVICE = "host link H->D"
+
+
+RESOURCES = tuple(Resource)
+
+
+def link_of(direction: Direction) -> Resource:
+    """The host link a transfer in ``direction`` occupies."""
+    return Resource.LINK_TO_HOST if direction is Direction.TO_HOST else Resource.LINK_TO_DEVICE
+
+
+def resource_of(ins: Instruction, direction: Direction | None = None) -> Resource | None:
+    """The resource ``ins`` occupies. ``direction``: set when ``ins`` is a host transfer (its start,
+    or the op itself). Collectives (start, done or synchronous) use the collective stream, other
+    async halves the async stream, free bookkeeping ops nothing (None), the rest compute."""
+    if direction is not None:
+        return link_of(direction)
+    if collective_kind(ins):
+        return Resource.COLLECTIVE
+    if is_free(ins):
+        return None
+    if is_start(ins) or is_done(ins) or ins.opcode == "async-update":
+        return Resource.ASYNC
+    return Resource.COMPUTE

@@ -37,7 +37,7 @@ from enum import StrEnum
 from hloscope.analysis.callgraph import CallGraph, callee_name, trip_count
 from hloscope.analysis.cost import CostModel
 from hloscope.analysis.kinds import Direction, VerdictKind
-from hloscope.analysis.opclass import collective_kind, is_done, is_free, is_start
+from hloscope.analysis.opclass import collective_kind, is_done, is_free, is_start, value_shape
 from hloscope.analysis.pairs import AsyncPair
 from hloscope.analysis.transfers import HostTransfer
 from hloscope.hlo.model import Instruction, Module
@@ -608,10 +608,7 @@ def _same(a: tuple[float, tuple[float, ...]], b: tuple[float, tuple[float, ...]]
 
 
 def _collective_bytes(ins: Instruction) -> int:
-    shape = ins.shape
-    if shape.is_tuple and (ins.opcode.endswith("-start") or ins.opcode == "async-start"):
-        shape = shape.tuple_element(1) or shape
-    return shape.byte_size
+    return value_shape(ins).byte_size
 
 
 def _overlapping(slices: list[Slice], starts: list[float], lo: float, hi: float) -> list[Slice]:

@@ -24,6 +24,7 @@ from hloscope.analysis.opclass import (
     DONE_OPCODES,
     custom_call_target,
     is_free,
+    value_shape,
 )
 from hloscope.hlo.model import Instruction, Module, SourceLocation
 from hloscope.hlo.shape import HOST_MEMORY_SPACE, Shape
@@ -135,7 +136,7 @@ def find_host_transfers(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE)
                 continue
             operand_shapes = [table[o].shape for o in ins.operands if o in table]
             if op == "copy-start":
-                result = ins.shape.tuple_element(0) or ins.shape
+                result = value_shape(ins)
                 direction = _classify(result, operand_shapes, host_space)
                 if direction:
                     size = result.byte_size if direction == TO_HOST else operand_shapes[0].byte_size
@@ -143,7 +144,7 @@ def find_host_transfers(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE)
                                             host_space=host_space))
                 continue
             if op == "async-start":
-                result = ins.shape.tuple_element(1) or ins.shape
+                result = value_shape(ins)
                 direction = _classify(result, operand_shapes, host_space)
                 if direction:
                     core = _core_op(module, ins)

@@ -30,21 +30,27 @@ class OffloadCheckFailed(AssertionError):
         self.result = result
 
 
-def to_subject(step: Any, target: Target | str | None = None) -> Subject:
-    """Whatever a test returns or builds, as a :class:`Subject`."""
+def to_subject(step: Any, target: Target | str | None = None, label: str | None = None) -> Subject:
+    """Whatever a test returns or builds, as a :class:`Subject`. ``label`` (e.g. the test's id) names
+    a step that is not a path: HLO text is parsed under that name, so its report and errors say it."""
     tgt = get_target(target or DEFAULT_TARGET) if not isinstance(target, Target) else target
     if isinstance(step, Subject):
         return step
     if isinstance(step, Report):
-        return Subject(step, step.module.source_path or step.module.name, step.memory)
+        return Subject(step, step.module.source_path or label or step.module.name, step.memory)
     if isinstance(step, tuple) and len(step) == 2 and isinstance(step[1], Report):
-        return subject_from_compile(step[0], step[1], step[1].module.name)
+        return subject_from_compile(step[0], step[1], label or step[1].module.name)
     if isinstance(step, os.PathLike) or (isinstance(step, str) and not step.lstrip().startswith("HloModule")):
         return load_path(os.fspath(step), tgt)
     from hloscope.api import analyze
 
+    if isinstance(step, str) and label is not None:
+        from hloscope.hlo.parser import parse_hlo
+
+        step = parse_hlo(step, label)
+        step.source_path = label  # the name the report is shown under
     report = analyze(step, tgt)
-    return Subject(report, report.module.name)
+    return Subject(report, label or report.module.name)
 
 
 def render_result(result: CheckResult) -> str:

@@ -1,25 +1,34 @@
-"""The plugin's hooks: register the marker, run the check of a marked test, offer ``hloscope_step``.
+"""The plugin's hooks: register the marker, check a marked test's step, offer ``hloscope_step``.
 
 A test marked ``@pytest.mark.hloscope(...)`` returns a step (anything
 :func:`~hloscope.pytest_plugin.helpers.to_subject` takes) or builds one with the
-``hloscope_step`` fixture; after its body runs, the marker's rules are checked
-on it. A violation fails the test with the words of ``hloscope check``, and the
-full report is attached to the test's output.
+``hloscope_step`` fixture. :func:`pytest_pyfunc_call` wraps pytest's own call of
+the test (as pytest-memray does): it swaps the test function for one that keeps
+what the test returns, lets pytest call it, then checks the marker's rules on the
+step. A violation fails the test with the words of ``hloscope check``, and the
+full report is attached to the test's output. The step is labelled with the
+test's id unless it is a path.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Generator
 from typing import Any
 
 import pytest
 
+from hloscope.check.baseline import load_snapshot
+from hloscope.check.config import CheckConfig
+from hloscope.check.run import run_check
+from hloscope.check.subject import Subject
 from hloscope.errors import HloscopeError
 from hloscope.pytest_plugin.helpers import render_result, to_subject
 from hloscope.pytest_plugin.marks import config_from_marker, marker_line
+from hloscope.render import render_to_string
 
 #: The last step the ``hloscope_step`` fixture built in a test.
-LAST_STEP = pytest.StashKey[Any]()
+LAST_STEP = pytest.StashKey[Subject]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -44,39 +53,58 @@ def hloscope_step(request: pytest.FixtureRequest) -> Callable[..., Any]:
 
             subject = compile_workload_subject(workload, dict(sets or {}), tgt, devices)
         else:
-            subject = to_subject(step, tgt)
+            subject = to_subject(step, tgt, label=request.node.nodeid)
         request.node.stash[LAST_STEP] = subject
         return subject.report
 
     return build
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+def _marker_config(item: pytest.Function, marker: pytest.Mark) -> CheckConfig:
+    try:
+        return config_from_marker(marker.args, marker.kwargs, item.path.parent)
+    except HloscopeError as e:
+        message = str(e)
+    pytest.fail(message, pytrace=False)  # outside the except: no "during handling" copy of the message
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Generator[None, object, object]:
     marker = pyfuncitem.get_closest_marker("hloscope")
     if marker is None:
-        return None
-    from hloscope.check.baseline import load_snapshot
-    from hloscope.check.run import run_check
+        return (yield)
+    cfg = _marker_config(pyfuncitem, marker)
+    returned: list[Any] = []
+    test_function = pyfuncitem.obj
 
+    @functools.wraps(test_function)
+    def keep_returned(*args: Any, **kwargs: Any) -> None:
+        returned.append(test_function(*args, **kwargs))
+
+    pyfuncitem.obj = keep_returned
     try:
-        cfg = config_from_marker(marker.args, marker.kwargs, pyfuncitem.path.parent)
-    except HloscopeError as e:
-        pytest.fail(str(e), pytrace=False)
-    args = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
-    returned = pyfuncitem.obj(**args)
+        outcome = yield
+    finally:
+        pyfuncitem.obj = test_function
+    _check(pyfuncitem, cfg, returned[0] if returned else None)
+    return outcome
+
+
+def _check(item: pytest.Function, cfg: CheckConfig, returned: Any) -> None:
+    """Check ``cfg``'s rules on the step the test returned, or else the one it built; fail the test if broken."""
+    failure = None
     try:
         if returned is not None:
-            subject = to_subject(returned, cfg.target)
-        elif LAST_STEP in pyfuncitem.stash:
-            subject = pyfuncitem.stash[LAST_STEP]
+            subject = to_subject(returned, cfg.target, label=item.nodeid)
+        elif LAST_STEP in item.stash:
+            subject = item.stash[LAST_STEP]
         else:
-            pytest.fail("@pytest.mark.hloscope: the test returned no step and built none with hloscope_step",
-                        pytrace=False)
+            raise HloscopeError("@pytest.mark.hloscope: the test returned no step and built none with hloscope_step")
         result = run_check(subject, cfg, load_snapshot(cfg.baseline) if cfg.baseline else None)
     except HloscopeError as e:
-        pytest.fail(f"hloscope: {e}", pytrace=False)
+        failure = f"hloscope: {e}"
+    if failure is not None:
+        pytest.fail(failure, pytrace=False)
     if not result.passed:
-        pyfuncitem.add_report_section("call", "hloscope report", subject.report.to_text())
+        item.add_report_section("call", f"hloscope report: {subject.label}", render_to_string("table", subject.report))
         pytest.fail(render_result(result), pytrace=False)
-    return True

@@ -127,6 +127,91 @@ def test_marker_errors_and_empty_steps_fail_the_test(pytester: pytest.Pytester) 
     result.assert_outcomes(passed=1, failed=3)
     out = result.stdout.str()
     assert "unknown keyword(s) no_snyc" in out and "returned no step" in out and "nothing to check" in out
+    # the typo's message is printed once (not again "during handling of the above exception")
+    assert out.count("valid: no_sync, no_exposed") == 1 and "During handling" not in out
+
+
+def test_a_failing_test_body_is_reported_as_itself_and_not_checked(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(f"""
+        import pytest
+
+        @pytest.mark.hloscope(no_exposed=True)
+        def test_body_fails():
+            assert 1 + 1 == 3, "the test's own assert"
+            return {LLAMA!r}
+    """)
+    result = run_inner(pytester)
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "the test's own assert" in out and "FAIL no-exposed" not in out and "hloscope report" not in out
+
+
+def test_a_step_given_as_text_is_labelled_with_the_test(pytester: pytest.Pytester) -> None:
+    # Given tests that return HLO text (no file name), one valid and exposed, one damaged
+    pytester.makepyfile(f"""
+        import pathlib
+        import pytest
+
+        @pytest.mark.hloscope(no_exposed=True)
+        def test_text():
+            return pathlib.Path({LLAMA!r}).read_text()
+
+        @pytest.mark.hloscope(no_exposed=True)
+        def test_damaged(hloscope_step):
+            hloscope_step("HloModule m\\n\\nENTRY e {{\\n  p = f32[2 parameter(0)\\n}}\\n")
+    """)
+    result = run_inner(pytester)
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    # Then the check, the attached report and the parse error name the test, never "<text>"
+    assert "<text>" not in out
+    result.stdout.fnmatch_lines(["hloscope check: test_a_step_given_as_text_is_labelled_with_the_test.py::test_text, "
+                                 "target h100-sxm: FAILED*",
+                                 "*hloscope report: test_a_step_given_as_text_is_labelled_with_the_test.py::test_text*",
+                                 "hloscope report: test_a_step_given_as_text_is_labelled_with_the_test.py::test_text: "
+                                 "module jit_step*"])
+    assert "test_a_step_given_as_text_is_labelled_with_the_test.py::test_damaged:4:" in out
+
+
+def test_marker_honours_the_projects_allow_list(pytester: pytest.Pytester) -> None:
+    # Given the fixture's exposed transfers (read from its report), and a pyproject that allows all but one
+    exposed = sorted(v.transfer.instruction.name for v in fixture_report("llama_offload.hlo.txt").verdicts
+                     if v.verdict == "exposed")
+    assert len(exposed) >= 2
+    entries = "".join(f'[[tool.hloscope.allow]]\ninstruction = "{name}"\nreason = "known"\n\n' for name in exposed)
+    pytester.makefile(".toml", pyproject=f"[tool.hloscope]\nno-sync = true\n\n{entries}")
+    pytester.makepyfile(f"""
+        import pytest
+
+        @pytest.mark.hloscope(no_exposed=True)
+        def test_all_allowed():
+            return {LLAMA!r}
+    """)
+    # When every exposed transfer is allowed in pyproject.toml, Then the marked test passes
+    run_inner(pytester).assert_outcomes(passed=1)
+    # When the pyproject allows one fewer, Then the one left fails the test, and the others read as allowed
+    entries = "".join(f'[[tool.hloscope.allow]]\ninstruction = "{name}"\nreason = "known"\n\n'
+                      for name in exposed[1:])
+    pytester.makefile(".toml", pyproject=f"[tool.hloscope]\n{entries}")
+    result = run_inner(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*FAIL no-exposed*", f"*- {exposed[0]} *"])
+    assert all(f"- {name} " not in result.stdout.str().split("FAIL no-exposed")[1].split("allowed")[0]
+               for name in exposed[1:])
+
+
+def test_a_bad_project_allow_list_fails_the_marked_test_in_one_line(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".toml", pyproject='[[tool.hloscope.allow]]\ninstruction = "x"\n')
+    pytester.makepyfile(f"""
+        import pytest
+
+        @pytest.mark.hloscope(no_sync=True)
+        def test_step():
+            return {LLAMA!r}
+    """)
+    result = run_inner(pytester)
+    result.assert_outcomes(failed=1)
+    assert "pyproject.toml [tool.hloscope]: allow[0]: every allow entry needs a reason" in result.stdout.str()
 
 
 def test_helpers_for_plain_asserts(pytester: pytest.Pytester) -> None:
@@ -147,8 +232,10 @@ def test_helpers_for_plain_asserts(pytester: pytest.Pytester) -> None:
 def test_baseline_in_the_marker(pytester: pytest.Pytester) -> None:
     import json
 
+    from hloscope.render.json_report import report_to_dict
+
     base = pytester.path / "baseline.json"
-    base.write_text(json.dumps(fixture_report("llama_offload_nopipe.hlo.txt").to_dict()))
+    base.write_text(json.dumps(report_to_dict(fixture_report("llama_offload_nopipe.hlo.txt"))))
     pytester.makepyfile(f"""
         import pytest
 

@@ -1,0 +1,669 @@
+"""What the step asked to offload, and what became of each request ("did my offload happen?").
+
+Two parts, no JAX:
+
+- The intent model (:class:`Intent`), read from the traced step by
+  ``hloscope.compile.intent.read_intent``: every remat policy (:class:`Policy`) with
+  the names it saves and offloads, every ``checkpoint_name`` call site
+  (:class:`Tag`) with what JAX did to the value, and every memory-kind placement
+  (:class:`Placement`). It serialises to and from the artifact manifest
+  (``intent_to_dict`` / ``intent_from_dict``, key ``intent``).
+- The accounting pass ``account_intent(intent, transfers, verdicts, module,
+  unoptimized) -> IntentAccount``: each request (:class:`Asked`) matched with the
+  transfers it became, or given one reason from :class:`Why` (docs/offload-happened.md).
+  ``account_annotations_only`` is the fallback for a plain HLO file (no trace): the
+  unoptimized module's placement annotations stand in for the requests.
+
+Never a guess: where the cause cannot be known the reason is ``unknown`` and the
+detail says what was checked.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from hloscope.analysis.index import ModuleIndex
+from hloscope.analysis.kinds import Direction, VerdictKind
+from hloscope.analysis.transfers import HostTransfer, find_host_transfers
+from hloscope.analysis.verdict import Verdict
+from hloscope.hlo.model import Module
+
+#: Memory kinds that put a value in host memory.
+HOST_MEMORY_KINDS = frozenset({"pinned_host", "unpinned_host", "host"})
+
+
+# ---- the intent model -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Where:
+    """A user source line: file, 1-based line, the function it is in."""
+
+    file: str
+    line: int
+    function: str = ""
+
+    def __str__(self) -> str:
+        parts = self.file.replace("\\", "/").rsplit("/", 2)
+        return f"{'/'.join(parts[-2:])}:{self.line}"
+
+    def same_line(self, file: str, line: int) -> bool:
+        """Whether ``file:line`` is this line (paths compared by their common tail)."""
+        if line != self.line:
+            return False
+        a, b = self.file.replace("\\", "/"), file.replace("\\", "/")
+        return a == b or ((a.endswith("/" + b.rsplit("/", 1)[-1]) or a == b.rsplit("/", 1)[-1])
+                          and (a.endswith(b) or b.endswith(a)))
+
+
+class PolicyKind(StrEnum):
+    """The remat policies JAX ships (``jax.checkpoint_policies``), and ``custom`` for any other callable."""
+
+    SAVE_AND_OFFLOAD = "save_and_offload_only_these_names"
+    SAVE_ONLY = "save_only_these_names"
+    SAVE_ANY_NAMES_BUT = "save_any_names_but_these"
+    OFFLOAD_DOTS = "offload_dot_with_no_batch_dims"
+    DOTS = "dots_saveable"
+    DOTS_NO_BATCH = "dots_with_no_batch_dims_saveable"
+    EVERYTHING = "everything_saveable"
+    NOTHING = "nothing_saveable"
+    BOTH = "save_from_both_policies"
+    CUSTOM = "custom"
+
+
+@dataclass(frozen=True)
+class Policy:
+    """One remat policy of the step (equal policies at several ``jax.checkpoint`` sites are one).
+
+    kind: :class:`PolicyKind`. saved / offloaded: the names it saves on the device /
+    offloads (``save_and_offload_only_these_names``, ``save_only_these_names``).
+    excluded: ``save_any_names_but_these``'s names. offload_src / offload_dst: the
+    memory kinds of its offloads. parts: the two policies of ``save_from_both_policies``.
+    inspectable: False for a callable hloscope cannot read (a user's own function);
+    callable: its qualified name; mentions: strings found in its closure (names it may
+    use; not interpreted). sites: the ``jax.checkpoint`` lines. differentiated: some
+    site is under a gradient (a policy acts only on what the backward pass saves).
+    """
+
+    kind: PolicyKind
+    saved: tuple[str, ...] = ()
+    offloaded: tuple[str, ...] = ()
+    excluded: tuple[str, ...] = ()
+    offload_src: str = ""
+    offload_dst: str = ""
+    parts: tuple[Policy, ...] = ()
+    inspectable: bool = True
+    callable: str = ""
+    mentions: tuple[str, ...] = ()
+    sites: tuple[Where, ...] = ()
+    differentiated: bool = False
+
+    def all_offloaded(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys([*self.offloaded, *(n for p in self.parts for n in p.all_offloaded())]))
+
+    def all_saved(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys([*self.saved, *(n for p in self.parts for n in p.all_saved())]))
+
+    def offloads_dots(self) -> bool:
+        return self.kind is PolicyKind.OFFLOAD_DOTS or any(p.offloads_dots() for p in self.parts)
+
+    def uninspectable(self) -> tuple[Policy, ...]:
+        """This policy or its parts that cannot be read."""
+        return ((self,) if not self.inspectable else ()) + tuple(q for p in self.parts for q in p.uninspectable())
+
+    def describe(self) -> str:
+        """``save_and_offload_only_these_names(offload=[...], save=[...])`` and the like, for a person."""
+        if self.kind is PolicyKind.CUSTOM:
+            return f"custom policy {self.callable or '(callable)'}"
+        args: list[str] = []
+        if self.offloaded:
+            args.append(f"offload={list(self.offloaded)}")
+        if self.saved or self.kind in (PolicyKind.SAVE_AND_OFFLOAD, PolicyKind.SAVE_ONLY):
+            args.append(f"save={list(self.saved)}")
+        if self.excluded:
+            args.append(f"except={list(self.excluded)}")
+        if self.offload_dst:
+            args.append(f"{self.offload_src or '?'}->{self.offload_dst}")
+        args += [p.describe() for p in self.parts]
+        return f"{self.kind}({', '.join(args)})"
+
+
+@dataclass(frozen=True)
+class Tag:
+    """One ``checkpoint_name`` call site.
+
+    host_copy: JAX's partial evaluation put a copy to host memory after the value (it
+    became an offloaded residual). carry: the value is a loop carry (a ``scan``/``while`` body returns it
+    as the next iteration's input). output: the value is an output of the checkpointed
+    function or of the step.
+    """
+
+    name: str
+    where: Where | None = None
+    host_copy: bool = False
+    carry: bool = False
+    output: bool = False
+
+
+class PlacementKind(StrEnum):
+    DEVICE_PUT = "device_put"  # jax.device_put(x, <host sharding or memory space>)
+    ARGUMENT = "argument"  # an argument of the step in host memory
+    OUTPUT = "output"  # an output of the step in host memory
+    JIT_ARGUMENT = "jit-argument"  # in_shardings of an inner jit with a host memory kind
+    JIT_OUTPUT = "jit-output"  # out_shardings of an inner jit with a host memory kind
+    COMPUTE_ON = "compute_on"  # compute_on("device_host")
+    REMAT_OFFLOAD = "remat-offload"  # a host copy JAX put after an unnamed value (offload_dot_with_no_batch_dims)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One memory-kind placement of the step.
+
+    memory: the memory kind (``pinned_host``, ``unpinned_host``, ``host`` for
+    ``jax.memory.Space.Host``, ``device_host`` for compute_on). shape: ``f32[8,64]``.
+    label: an argument's position, an inner function's name.
+    """
+
+    kind: PlacementKind
+    memory: str
+    where: Where | None = None
+    shape: str = ""
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class Intent:
+    """What the traced step asked for. notes: what could not be read, in words."""
+
+    policies: tuple[Policy, ...] = ()
+    tags: tuple[Tag, ...] = ()
+    placements: tuple[Placement, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def tagged_names(self) -> tuple[str, ...]:
+        return tuple(sorted({t.name for t in self.tags}))
+
+    def asks_for_offload(self) -> bool:
+        """Whether anything in the step asks for host memory (or a policy may: one not inspectable)."""
+        return bool(requests(self)) or any(p.uninspectable() for p in self.policies)
+
+
+# ---- serialisation (the manifest's ``intent`` key) -------------------------------------------
+
+
+def _where_dict(w: Where | None) -> dict[str, Any] | None:
+    return None if w is None else {"file": w.file, "line": w.line, "function": w.function}
+
+
+def _where(d: Any) -> Where | None:
+    if not isinstance(d, Mapping) or not isinstance(d.get("line"), int):
+        return None
+    return Where(str(d.get("file", "")), int(d["line"]), str(d.get("function", "")))
+
+
+def _policy_dict(p: Policy) -> dict[str, Any]:
+    return {"kind": str(p.kind), "saved": list(p.saved), "offloaded": list(p.offloaded), "excluded": list(p.excluded),
+            "offload_src": p.offload_src, "offload_dst": p.offload_dst, "parts": [_policy_dict(q) for q in p.parts],
+            "inspectable": p.inspectable, "callable": p.callable, "mentions": list(p.mentions),
+            "sites": [_where_dict(w) for w in p.sites], "differentiated": p.differentiated}
+
+
+def _strs(v: Any) -> tuple[str, ...]:
+    return tuple(str(x) for x in v) if isinstance(v, list | tuple) else ()
+
+
+def _policy(d: Mapping[str, Any]) -> Policy:
+    kind = str(d.get("kind", "custom"))
+    return Policy(PolicyKind(kind) if kind in PolicyKind._value2member_map_ else PolicyKind.CUSTOM,
+                  _strs(d.get("saved")), _strs(d.get("offloaded")), _strs(d.get("excluded")),
+                  str(d.get("offload_src", "")), str(d.get("offload_dst", "")),
+                  tuple(_policy(q) for q in d.get("parts", []) if isinstance(q, Mapping)),
+                  bool(d.get("inspectable", True)), str(d.get("callable", "")), _strs(d.get("mentions")),
+                  tuple(w for w in (_where(s) for s in d.get("sites", [])) if w is not None),
+                  bool(d.get("differentiated", False)))
+
+
+def intent_to_dict(intent: Intent) -> dict[str, Any]:
+    """The manifest's ``intent`` value (docs/json-schema.md)."""
+    return {
+        "policies": [_policy_dict(p) for p in intent.policies],
+        "tags": [{"name": t.name, "where": _where_dict(t.where), "host_copy": t.host_copy, "carry": t.carry,
+                  "output": t.output} for t in intent.tags],
+        "placements": [{"kind": str(p.kind), "memory": p.memory, "where": _where_dict(p.where), "shape": p.shape,
+                        "label": p.label} for p in intent.placements],
+        "notes": list(intent.notes),
+    }
+
+
+def intent_from_dict(d: Any) -> Intent | None:
+    """The :class:`Intent` a manifest holds, or None (no ``intent`` key, or not an object)."""
+    if not isinstance(d, Mapping):
+        return None
+    kinds = PlacementKind._value2member_map_
+    return Intent(
+        tuple(_policy(p) for p in d.get("policies", []) if isinstance(p, Mapping)),
+        tuple(Tag(str(t.get("name", "")), _where(t.get("where")), bool(t.get("host_copy")), bool(t.get("carry")),
+                  bool(t.get("output"))) for t in d.get("tags", []) if isinstance(t, Mapping)),
+        tuple(Placement(PlacementKind(str(p.get("kind"))), str(p.get("memory", "")), _where(p.get("where")),
+                        str(p.get("shape", "")), str(p.get("label", "")))
+              for p in d.get("placements", []) if isinstance(p, Mapping) and str(p.get("kind")) in kinds),
+        _strs(d.get("notes")),
+    )
+
+
+# ---- requests and reasons ----------------------------------------------------------------------
+
+
+class AskKind(StrEnum):
+    OFFLOAD_NAME = "offload-name"  # a name a policy offloads
+    OFFLOAD_DOTS = "offload-dots"  # offload_dot_with_no_batch_dims
+    PLACEMENT = "placement"  # a memory-kind placement
+    POLICY = "policy"  # a policy hloscope cannot read
+    ANNOTATION = "annotation"  # no trace: a placement annotation of the unoptimized module
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One request of the step. what: the name, or the placement in words. policy: the policy
+    that asked (described), or "". where: its source line (the policy's checkpoint site, the
+    placement's line). memory: the memory kind asked for."""
+
+    kind: AskKind
+    what: str
+    policy: str = ""
+    where: Where | None = None
+    memory: str = ""
+    placement: Placement | None = None
+
+    def __str__(self) -> str:
+        if self.kind is AskKind.OFFLOAD_NAME:
+            return f"offload '{self.what}'"
+        if self.kind is AskKind.OFFLOAD_DOTS:
+            return "offload dots with no batch dims"
+        if self.kind is AskKind.POLICY:
+            return f"{self.policy}"
+        return self.what
+
+
+class Why(StrEnum):
+    """What became of a request (docs/offload-happened.md)."""
+
+    TRANSFERRED = "transferred"  # it became host transfers (listed)
+    SYNC_COPY = "sync-copy"  # it became transfers, at least one synchronous
+    NEVER_TAGGED = "never-tagged"  # the policy names a name no checkpoint_name in the step uses
+    NOT_A_RESIDUAL = "not-a-residual"  # tagged, but JAX kept no residual of it (carry, output, recomputed)
+    SAVED_ON_DEVICE = "saved-on-device"  # a policy saves the name on the device instead
+    NO_GRADIENT = "no-gradient"  # no remat site of the policy is differentiated: nothing is saved at all
+    DROPPED_IN_LOWERING = "dropped-in-lowering"  # in the jaxpr, but no host placement in the unoptimized module
+    REMOVED_BY_XLA = "removed-by-xla"  # annotated in the unoptimized module, gone from the optimized one
+    NOT_INSPECTABLE = "policy-not-inspectable"  # a policy hloscope cannot read: what it asks is unknown
+    NOT_A_TRANSFER = "not-a-transfer"  # compute_on("device_host") places computation, not data
+    UNKNOWN = "unknown"  # the cause cannot be known; the detail says what was checked
+
+
+#: One line per reason, for the docs and the text report's legend.
+WHY_MEANING: dict[Why, str] = {
+    Why.TRANSFERRED: "it became the host transfers listed",
+    Why.SYNC_COPY: "it became transfers, at least one of them a synchronous copy (the stream waits)",
+    Why.NEVER_TAGGED: "no checkpoint_name in the step uses the name (closest tagged names shown)",
+    Why.NOT_A_RESIDUAL: "the name is tagged, but on a value JAX does not save for the backward pass "
+                        "(a loop carry, an output, a value recomputed anyway)",
+    Why.SAVED_ON_DEVICE: "a policy saves the name on the device (names_which_can_be_saved)",
+    Why.NO_GRADIENT: "no gradient is taken through the policy's jax.checkpoint, so nothing is saved or offloaded",
+    Why.DROPPED_IN_LOWERING: "JAX dropped the placement while lowering: the unoptimized module has no host placement",
+    Why.REMOVED_BY_XLA: "the unoptimized module annotates the placement; XLA removed or merged it",
+    Why.NOT_INSPECTABLE: "the policy is a callable hloscope cannot read; what it asks for is unknown",
+    Why.NOT_A_TRANSFER: "compute_on places computation on the host, not data: no transfer is expected of it",
+    Why.UNKNOWN: "the cause cannot be known from what the step records (the detail says what was checked)",
+}
+
+#: Reasons that mean the request produced no transfer (the check rule ``intent-accounted`` fails on them).
+NO_TRANSFER = frozenset({Why.NEVER_TAGGED, Why.NOT_A_RESIDUAL, Why.SAVED_ON_DEVICE, Why.NO_GRADIENT,
+                         Why.DROPPED_IN_LOWERING, Why.REMOVED_BY_XLA, Why.UNKNOWN})
+
+
+@dataclass(frozen=True)
+class Accounted:
+    """One request and what became of it.
+
+    why: :class:`Why`. detail: the facts behind it, in words. transfers: the verdicts of
+    the transfers it became (both directions). suggestions: the closest tagged names
+    (``never-tagged``).
+    """
+
+    asked: Asked
+    why: Why
+    detail: str = ""
+    transfers: tuple[Verdict, ...] = ()
+    suggestions: tuple[str, ...] = ()
+
+    @property
+    def produced_no_transfer(self) -> bool:
+        return self.why in NO_TRANSFER
+
+    @property
+    def bytes_per_step(self) -> dict[Direction, int]:
+        out = {d: 0 for d in Direction}
+        for v in self.transfers:
+            out[v.transfer.direction] += v.transfer.bytes * v.transfer.executions
+        return out
+
+    @property
+    def executions(self) -> int:
+        return sum(v.transfer.executions for v in self.transfers)
+
+    @property
+    def by_verdict(self) -> dict[VerdictKind, int]:
+        out: dict[VerdictKind, int] = {}
+        for v in self.transfers:
+            out[v.verdict] = out.get(v.verdict, 0) + 1
+        return out
+
+
+@dataclass(frozen=True)
+class IntentAccount:
+    """Every request of the step with what became of it.
+
+    source: ``trace`` (the step was traced here or its artifact records the trace) or
+    ``annotations`` (a plain HLO file: the unoptimized module's placement annotations
+    stand in for the requests). checked: what the accounting looked at, in words.
+    """
+
+    items: tuple[Accounted, ...]
+    source: str = "trace"
+    checked: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def unaccounted(self) -> tuple[Accounted, ...]:
+        """Requests that produced no transfer."""
+        return tuple(a for a in self.items if a.produced_no_transfer)
+
+    @property
+    def not_inspectable(self) -> tuple[Accounted, ...]:
+        return tuple(a for a in self.items if a.why is Why.NOT_INSPECTABLE)
+
+
+def requests(intent: Intent) -> list[Asked]:
+    """The step's requests, in order: offloaded names (by policy), dot offloads, uninspectable
+    policies, placements."""
+    out: list[Asked] = []
+    seen: set[tuple[str, str]] = set()
+    for p in intent.policies:
+        for name in p.all_offloaded():
+            if (AskKind.OFFLOAD_NAME, name) in seen:
+                continue
+            seen.add((AskKind.OFFLOAD_NAME, name))
+            out.append(Asked(AskKind.OFFLOAD_NAME, name, p.describe(), p.sites[0] if p.sites else None,
+                             p.offload_dst))
+        if p.offloads_dots() and (AskKind.OFFLOAD_DOTS, p.describe()) not in seen:
+            seen.add((AskKind.OFFLOAD_DOTS, p.describe()))
+            out.append(Asked(AskKind.OFFLOAD_DOTS, "dots with no batch dims", p.describe(),
+                             p.sites[0] if p.sites else None, p.offload_dst))
+        for q in p.uninspectable():
+            if (AskKind.POLICY, q.callable) not in seen:
+                seen.add((AskKind.POLICY, q.callable))
+                out.append(Asked(AskKind.POLICY, q.callable, q.describe(), q.sites[0] if q.sites else None))
+    # Names JAX offloaded that no readable policy lists (an uninspectable policy's): asked by that policy.
+    listed = {a.what for a in out if a.kind is AskKind.OFFLOAD_NAME}
+    for t in intent.tags:
+        if t.host_copy and t.name not in listed:
+            listed.add(t.name)
+            out.append(Asked(AskKind.OFFLOAD_NAME, t.name, "a policy hloscope cannot read (JAX offloaded the name)",
+                             t.where, "host"))
+    for pl in intent.placements:
+        if pl.kind is PlacementKind.REMAT_OFFLOAD:
+            continue  # a dot offload's host copies: accounted under its policy
+        out.append(Asked(AskKind.PLACEMENT, _placement_words(pl), "", pl.where, pl.memory, pl))
+    return out
+
+
+def _placement_words(p: Placement) -> str:
+    what = {
+        PlacementKind.DEVICE_PUT: "device_put",
+        PlacementKind.ARGUMENT: f"argument {p.label}",
+        PlacementKind.OUTPUT: f"output {p.label}",
+        PlacementKind.JIT_ARGUMENT: f"argument of {p.label}",
+        PlacementKind.JIT_OUTPUT: f"output of {p.label}",
+        PlacementKind.COMPUTE_ON: f"compute_on {p.label}".rstrip(),
+        PlacementKind.REMAT_OFFLOAD: "remat offload",
+    }[p.kind]
+    shape = f" {p.shape}" if p.shape else ""
+    return f"{what}{shape} in {p.memory}"
+
+
+# ---- accounting --------------------------------------------------------------------------------
+
+
+def _annotations(unoptimized: Module) -> list[HostTransfer]:
+    return [t for t in find_host_transfers(ModuleIndex(unoptimized)) if t.is_annotation]
+
+
+def _line_of(module: Module | None, t: HostTransfer) -> list[tuple[str, int]]:
+    out = []
+    if t.source is not None:
+        out.append((t.source.file, t.source.line))
+    if module is not None:
+        own = module.source_location(t.instruction)
+        if own is not None:
+            out.append((own.file, own.line))
+    return out
+
+
+def _sync(vs: Sequence[Verdict]) -> bool:
+    return any(v.verdict is VerdictKind.SYNC for v in vs)
+
+
+def _became(asked: Asked, vs: Sequence[Verdict], detail: str) -> Accounted:
+    if _sync(vs):
+        n = sum(1 for v in vs if v.verdict is VerdictKind.SYNC)
+        return Accounted(asked, Why.SYNC_COPY, f"{detail}; {n} of them synchronous", tuple(vs))
+    return Accounted(asked, Why.TRANSFERRED, detail, tuple(vs))
+
+
+class _Lowered:
+    """What the unoptimized module and the optimized one say about host placements."""
+
+    def __init__(self, unoptimized: Module | None, transfers: Sequence[HostTransfer], partitions: int) -> None:
+        self.known = unoptimized is not None
+        self.annotations = _annotations(unoptimized) if unoptimized is not None else []
+        self.to_host = [a for a in self.annotations if a.direction is Direction.TO_HOST]
+        self.removed = _removed(self.annotations, [t for t in transfers if not t.is_annotation], partitions)
+        self.unoptimized = unoptimized
+
+    def words(self) -> str:
+        if not self.known:
+            return "the unoptimized module is not available"
+        return (f"the unoptimized module has {len(self.to_host)} placement annotation(s) to host memory, "
+                f"{len(self.removed)} of all {len(self.annotations)} not found in the optimized module")
+
+
+def _removed(annotations: Sequence[HostTransfer], after: Sequence[HostTransfer], partitions: int) -> list[HostTransfer]:
+    """Annotations whose bytes no optimized transfer of their direction moves (the ``removed``
+    fate of ``check.annotations``, on transfers): matched largest first, each transfer used once."""
+    free = list(after)
+    gone: list[HostTransfer] = []
+    for a in sorted(annotations, key=lambda a: -a.bytes):
+        picked = _match(a, [t for t in free if t.direction is a.direction], max(partitions, 1))
+        if picked:
+            for t in picked:
+                free.remove(t)
+            continue
+        left = sum(t.bytes * t.executions * partitions for t in free if t.direction is a.direction)
+        if left < a.bytes * a.executions:
+            gone.append(a)
+    return gone
+
+
+def _match(a: HostTransfer, cands: Sequence[HostTransfer], partitions: int) -> list[HostTransfer]:
+    for k in sorted((k for k in range(1, partitions + 1) if partitions % k == 0), reverse=True):
+        if a.bytes % k:
+            continue
+        picked, total = [], 0
+        for t in sorted((t for t in cands if t.bytes == a.bytes // k), key=lambda t: -t.executions):
+            if total + t.executions <= a.executions:
+                picked.append(t)
+                total += t.executions
+            if total == a.executions:
+                return picked
+    return []
+
+
+def _account_name(asked: Asked, intent: Intent, verdicts: Sequence[Verdict], lowered: _Lowered,
+                  unnamed: int) -> Accounted:
+    name = asked.what
+    hits = [v for v in verdicts if v.transfer.checkpoint_name == name and not v.transfer.is_annotation]
+    if hits:
+        return _became(asked, hits, f"{len(hits)} transfer(s) carry the name")
+    tags = [t for t in intent.tags if t.name == name]
+    if not tags:
+        close = tuple(difflib.get_close_matches(name, intent.tagged_names, n=3, cutoff=0.6))
+        tagged = ", ".join(intent.tagged_names) or "none"
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        return Accounted(asked, Why.NEVER_TAGGED,
+                         f"no checkpoint_name(..., '{name}') in the step (tagged names: {tagged}){hint}",
+                         suggestions=close)
+    at = ", ".join(sorted({str(t.where) for t in tags if t.where is not None})) or "(no source line)"
+    if not any(t.host_copy for t in tags):
+        savers = [p.describe() for p in intent.policies if name in p.all_saved()]
+        if savers:
+            return Accounted(asked, Why.SAVED_ON_DEVICE, f"tagged at {at}; {savers[0]} saves it on the device "
+                             "(names_which_can_be_saved), so JAX kept it there")
+        if not any(p.differentiated for p in intent.policies if name in p.all_offloaded()) and intent.policies:
+            return Accounted(asked, Why.NO_GRADIENT, f"tagged at {at}; no gradient is taken through the "
+                             "jax.checkpoint of the policy that offloads it, so JAX saves no residual")
+        if any(t.carry for t in tags):
+            return Accounted(asked, Why.NOT_A_RESIDUAL, f"tagged at {at} on a loop carry (the scan/while body "
+                             "returns it to the next iteration): a carry is not a saved residual, JAX put no "
+                             "host copy after it (jax#23869); tag the value inside the body that the backward "
+                             "pass reads")
+        if any(t.output for t in tags):
+            return Accounted(asked, Why.NOT_A_RESIDUAL, f"tagged at {at} on an output of the checkpointed "
+                             "function: an output is not a saved residual, JAX put no host copy after it")
+        return Accounted(asked, Why.NOT_A_RESIDUAL, f"tagged at {at}, but JAX put no host copy after it: the "
+                         "backward pass does not save this value (it reads none of it, or recomputes it)")
+    # JAX offloaded it in the jaxpr: the lowering or XLA lost it, or the transfer's name is not known.
+    if lowered.known and not lowered.to_host:
+        return Accounted(asked, Why.DROPPED_IN_LOWERING, f"tagged at {at}; the jaxpr copies it to host memory, "
+                         "but the unoptimized module has no placement annotation to host memory")
+    if lowered.known and any(a.direction is Direction.TO_HOST for a in lowered.removed):
+        return Accounted(asked, Why.REMOVED_BY_XLA, f"tagged at {at}; the jaxpr copies it to host memory; "
+                         f"{lowered.words()} (xla#20373); no transfer of the optimized module carries the name")
+    return Accounted(asked, Why.UNKNOWN, f"tagged at {at}; the jaxpr copies it to host memory; {lowered.words()}; "
+                     f"no transfer carries the name ({unnamed} transfer(s) to host have no name)")
+
+
+def _account_dots(asked: Asked, intent: Intent, verdicts: Sequence[Verdict], module: Module | None,
+                  lowered: _Lowered) -> Accounted:
+    copies = [p for p in intent.placements if p.kind is PlacementKind.REMAT_OFFLOAD]
+    if not copies:
+        return Accounted(asked, Why.NOT_A_RESIDUAL, "JAX put no host copy after any dot: no dot without batch "
+                         "dimensions is a residual the backward pass saves")
+    hits = [v for v in verdicts if not v.transfer.is_annotation and any(
+        p.where is not None and p.where.same_line(f, ln) for p in copies for f, ln in _line_of(module, v.transfer))]
+    lines = ", ".join(sorted({str(p.where) for p in copies if p.where is not None}))
+    if hits:
+        return _became(asked, hits, f"{len(copies)} host copy(ies) in the jaxpr (dots at {lines})")
+    if lowered.known and not lowered.to_host:
+        return Accounted(asked, Why.DROPPED_IN_LOWERING, f"{len(copies)} host copy(ies) in the jaxpr (dots at "
+                         f"{lines}); the unoptimized module has no placement annotation to host memory")
+    return Accounted(asked, Why.UNKNOWN, f"{len(copies)} host copy(ies) in the jaxpr (dots at {lines}); "
+                     f"{lowered.words()}; no transfer traced back to those lines")
+
+
+def _account_placement(asked: Asked, verdicts: Sequence[Verdict], module: Module | None,
+                       lowered: _Lowered) -> Accounted:
+    pl = asked.placement
+    assert pl is not None
+    if pl.kind is PlacementKind.COMPUTE_ON:
+        return Accounted(asked, Why.NOT_A_TRANSFER, "compute_on places computation on the host; the transfers "
+                         "of its operands and results are not matched to it")
+    if pl.where is None:
+        return Accounted(asked, Why.UNKNOWN, "no source line recorded for it: transfers cannot be matched to it")
+    hits = [v for v in verdicts if not v.transfer.is_annotation and any(
+        pl.where.same_line(f, ln) for f, ln in _line_of(module, v.transfer))]
+    if hits:
+        return _became(asked, hits, f"{len(hits)} transfer(s) trace back to {pl.where}")
+    if lowered.unoptimized is not None:
+        here = [a for a in lowered.annotations if any(pl.where.same_line(f, ln)
+                                                      for f, ln in _line_of(lowered.unoptimized, a))]
+        if not lowered.annotations or (not here and not lowered.to_host):
+            return Accounted(asked, Why.DROPPED_IN_LOWERING, f"the jaxpr places it in {pl.memory} at {pl.where}; the "
+                             "unoptimized module has no placement annotation to host memory")
+        if here and all(a in lowered.removed for a in here):
+            return Accounted(asked, Why.REMOVED_BY_XLA, f"the unoptimized module annotates it at {pl.where}; no "
+                             "transfer of the optimized module moves its bytes (xla#20373)")
+    return Accounted(asked, Why.UNKNOWN, f"no transfer traces back to {pl.where}; {lowered.words()}")
+
+
+def account_intent(intent: Intent, verdicts: Sequence[Verdict], module: Module | None = None,
+                   unoptimized: Module | None = None) -> IntentAccount:
+    """Each request of ``intent`` with the transfers (``verdicts`` of the optimized ``module``)
+    it became, or the reason it produced none. ``unoptimized``: the module before
+    optimizations, when known (it tells a placement JAX dropped from one XLA removed)."""
+    transfers = [v.transfer for v in verdicts]
+    partitions = module.num_partitions if module is not None else 1
+    lowered = _Lowered(unoptimized, transfers, partitions)
+    unnamed = sum(1 for t in transfers if t.direction is Direction.TO_HOST and not t.checkpoint_name)
+    items: list[Accounted] = []
+    for asked in requests(intent):
+        if asked.kind is AskKind.OFFLOAD_NAME:
+            items.append(_account_name(asked, intent, verdicts, lowered, unnamed))
+        elif asked.kind is AskKind.OFFLOAD_DOTS:
+            items.append(_account_dots(asked, intent, verdicts, module, lowered))
+        elif asked.kind is AskKind.POLICY:
+            mentions = [p for p in intent.policies for q in p.uninspectable() if q.callable == asked.what]
+            said = mentions[0].uninspectable()[0].mentions if mentions else ()
+            extra = f"; strings in its closure: {', '.join(said)}" if said else ""
+            items.append(Accounted(asked, Why.NOT_INSPECTABLE, f"policy not inspectable: {asked.what} is a callable "
+                                   f"hloscope cannot read{extra}"))
+        else:
+            items.append(_account_placement(asked, verdicts, module, lowered))
+    checked = [f"{len(intent.policies)} remat policy(ies), {len(intent.tags)} checkpoint_name site(s), "
+               f"{len(intent.placements)} placement(s) read from the trace", lowered.words()]
+    return IntentAccount(tuple(items), "trace", tuple(checked) + tuple(intent.notes))
+
+
+def account_annotations_only(verdicts: Sequence[Verdict], module: Module,
+                             unoptimized: Module) -> IntentAccount:
+    """No trace: each placement annotation of ``unoptimized`` stands for a request; matched with
+    the optimized transfers of its bytes (as ``annotations-accounted`` does)."""
+    transfers = [v.transfer for v in verdicts if not v.transfer.is_annotation]
+    partitions = max(module.num_partitions, unoptimized.num_partitions, 1)
+    by_id = {id(v.transfer): v for v in verdicts}
+    free = list(transfers)
+    items: list[Accounted] = []
+    annotations = _annotations(unoptimized)
+    for a in sorted(annotations, key=lambda a: -a.bytes):
+        src = unoptimized.source_location(a.instruction)
+        asked = Asked(AskKind.ANNOTATION, f"{a.instruction.name} ({a.direction}, {a.bytes} B x{a.executions})",
+                      "", Where(src.file, src.line, src.function) if src else None,
+                      "host" if a.direction is Direction.TO_HOST else "device")
+        picked = _match(a, [t for t in free if t.direction is a.direction], partitions)
+        if picked:
+            for t in picked:
+                free.remove(t)
+            items.append(_became(asked, [by_id[id(t)] for t in picked], f"{len(picked)} transfer(s) of its slices"))
+            continue
+        left = sum(t.bytes * t.executions * partitions for t in free if t.direction is a.direction)
+        if left < a.bytes * a.executions:
+            items.append(Accounted(asked, Why.REMOVED_BY_XLA, "no transfer of the optimized module moves its bytes "
+                                   "(xla#20373)"))
+        else:
+            items.append(Accounted(asked, Why.UNKNOWN, "its bytes move, but not in slices of its size (XLA may "
+                                   "have merged it): hloscope does not guess which transfers are its"))
+    return IntentAccount(tuple(items), "annotations",
+                         (f"no trace: {len(annotations)} placement annotation(s) of the unoptimized module",))
+
+
+
+def account_step(intent: Intent | None, verdicts: Sequence[Verdict], module: Module | None = None,
+                 unoptimized: Module | None = None) -> IntentAccount | None:
+    """The pipeline's entry: :func:`account_intent` when the step's intent is known, else None."""
+    if not isinstance(intent, Intent):
+        return None
+    return account_intent(intent, verdicts, module, unoptimized)

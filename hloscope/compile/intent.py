@@ -1,0 +1,302 @@
+"""Read what a traced step asked to offload (JAX side of the intent pass).
+
+``read_intent(traced) -> hloscope.analysis.intent.Intent`` walks the traced step's
+jaxpr and every jaxpr inside it (``jit``/``pjit``, ``remat2``/``checkpoint``,
+``scan``, ``while``, ``cond``, custom_vjp/custom_jvp calls) and records:
+
+- every remat policy (the ``policy`` parameter of ``remat2``), read by what it is:
+  JAX's own policies are dataclasses or closures whose fields and closure cells
+  hold the names they save and offload; any other callable is "not inspectable"
+  (its qualified name and the strings in its closure are kept, not interpreted);
+- every ``checkpoint_name`` call site (the ``name`` primitive), with its user
+  source line and what JAX did to the value: a ``device_put`` to host memory right
+  after it (JAX's partial evaluation offloads a residual that way), a loop carry
+  (the ``scan``/``while`` body returns it to the next iteration), an output of the
+  checkpointed function;
+- every memory-kind placement: a user ``device_put`` to a host sharding or memory
+  space, arguments and outputs in host memory, inner ``jit`` in/out shardings with a
+  host memory kind, ``compute_on("device_host")``, and the host copies JAX put
+  after unnamed values (``offload_dot_with_no_batch_dims``).
+
+Placements are read from the jaxpr's parameters, so a memory kind that later
+lowering drops is still seen here (the accounting then says it was dropped).
+The only module here that imports JAX (lazily, inside the functions).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from hloscope.analysis.intent import (
+    HOST_MEMORY_KINDS,
+    Intent,
+    Placement,
+    PlacementKind,
+    Policy,
+    PolicyKind,
+    Tag,
+    Where,
+)
+
+#: Primitives that pass a value on unchanged (followed forward from a ``name``).
+_PASS = frozenset({"reduce_precision", "convert_element_type", "reshape", "squeeze", "copy", "copy_p",
+                   "sharding_constraint", "optimization_barrier", "pvary", "reshard"})
+
+
+def _user_where(eqn: Any) -> Where | None:
+    from jax._src import source_info_util
+
+    frame = source_info_util.user_frame(eqn.source_info.traceback)
+    if frame is None:
+        return None
+    return Where(str(frame.file_name), int(frame.start_line), str(frame.function_name))
+
+
+def _raw_functions(eqn: Any) -> set[str]:
+    try:
+        return {str(f.function_name) for f in eqn.source_info.traceback.frames}
+    except Exception:
+        return set()
+
+
+def _is_host_space(x: Any) -> bool:
+    """``jax.memory.Space.Host`` (a ``MemorySpace``) or a sharding with a host memory kind."""
+    if type(x).__name__ == "MemorySpace":
+        return str(getattr(x, "name", x)).rsplit(".", 1)[-1] == "Host"
+    kind = getattr(x, "memory_kind", None)
+    return isinstance(kind, str) and kind in HOST_MEMORY_KINDS
+
+
+def _memory_word(x: Any) -> str:
+    if type(x).__name__ == "MemorySpace":
+        return "host"
+    return str(getattr(x, "memory_kind", "") or "")
+
+
+def _shape(aval: Any) -> str:
+    try:
+        return str(aval.str_short(short_dtypes=True))
+    except Exception:
+        return str(aval)
+
+
+# ---- policies -----------------------------------------------------------------------------------
+
+
+def _closure(fn: Any) -> dict[str, Any]:
+    code = getattr(fn, "__code__", None)
+    cells = getattr(fn, "__closure__", None) or ()
+    if code is None:
+        return {}
+    out: dict[str, Any] = {}
+    for name, cell in zip(code.co_freevars, cells, strict=False):
+        try:
+            out[name] = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+    return out
+
+
+def _names(v: Any) -> tuple[str, ...]:
+    if isinstance(v, str):
+        return (v,)
+    if isinstance(v, set | frozenset | list | tuple):
+        return tuple(sorted(str(x) for x in v if isinstance(x, str)))
+    return ()
+
+
+def _mentions(fn: Any) -> tuple[str, ...]:
+    """Strings in a callable's closure cells and defaults (shown for an uninspectable policy)."""
+    found: list[str] = []
+    values = list(_closure(fn).values()) + list(getattr(fn, "__defaults__", None) or ())
+    for v in values:
+        found += _names(v)
+    return tuple(dict.fromkeys(found))[:20]
+
+
+def read_policy(policy: Any, depth: int = 0) -> Policy:
+    """The :class:`Policy` a ``remat2`` policy parameter is (``None``: JAX's default, save nothing)."""
+    if policy is None:
+        return Policy(PolicyKind.NOTHING)
+    cls = type(policy)
+    qual = str(getattr(policy, "__qualname__", "") or cls.__qualname__)
+    module = str(getattr(policy, "__module__", "") or cls.__module__)
+    from_jax = module.startswith("jax.")
+    if from_jax and cls.__name__ == "SaveOnlyTheseNames":
+        return Policy(PolicyKind.SAVE_ONLY, saved=_names(getattr(policy, "saveable_names", ())))
+    if from_jax and cls.__name__ == "SaveAnyNamesButThese":
+        return Policy(PolicyKind.SAVE_ANY_NAMES_BUT, excluded=_names(getattr(policy, "names", ())))
+    if from_jax and cls.__name__ == "DotsSaveable":
+        no_batch = bool(getattr(policy, "only_if_no_batch_dims", False))
+        return Policy(PolicyKind.DOTS_NO_BATCH if no_batch else PolicyKind.DOTS)
+    if from_jax and qual == "everything_saveable":
+        return Policy(PolicyKind.EVERYTHING)
+    if from_jax and qual == "nothing_saveable":
+        return Policy(PolicyKind.NOTHING)
+    if from_jax and qual.startswith("save_anything_except_these_names."):
+        return Policy(PolicyKind.EVERYTHING)
+    cells = _closure(policy) if from_jax else {}
+    if from_jax and qual == "save_and_offload_only_these_names.<locals>.policy":
+        return Policy(PolicyKind.SAVE_AND_OFFLOAD, saved=_names(cells.get("names_which_can_be_saved", ())),
+                      offloaded=_names(cells.get("names_which_can_be_offloaded", ())),
+                      offload_src=str(cells.get("offload_src", "")), offload_dst=str(cells.get("offload_dst", "")))
+    if from_jax and qual == "offload_dot_with_no_batch_dims.<locals>.policy":
+        return Policy(PolicyKind.OFFLOAD_DOTS, offload_src=str(cells.get("offload_src", "")),
+                      offload_dst=str(cells.get("offload_dst", "")))
+    if from_jax and qual == "save_from_both_policies.<locals>.policy" and depth < 8:
+        return Policy(PolicyKind.BOTH, parts=(read_policy(cells.get("policy_1"), depth + 1),
+                                               read_policy(cells.get("policy_2"), depth + 1)))
+    code = getattr(policy, "__code__", None)
+    at = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
+    return Policy(PolicyKind.CUSTOM, inspectable=False, callable=f"{module}.{qual}{at}", mentions=_mentions(policy))
+
+
+# ---- the walk -----------------------------------------------------------------------------------
+
+
+def _sub_jaxprs(params: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+    for key, value in params.items():
+        for v in value if isinstance(value, list | tuple) else (value,):
+            inner = getattr(v, "jaxpr", None)  # ClosedJaxpr -> Jaxpr
+            if inner is not None and hasattr(inner, "eqns"):
+                yield key, inner
+            elif hasattr(v, "eqns"):
+                yield key, v
+
+
+class _Reader:
+    def __init__(self) -> None:
+        self.policies: dict[str, Policy] = {}
+        self.tags: dict[tuple[str, str, int], Tag] = {}
+        self.placements: list[Placement] = []
+        self.notes: list[str] = []
+        self.seen: set[int] = set()
+
+    def policy(self, eqn: Any) -> None:
+        try:
+            p = read_policy(eqn.params.get("policy"))
+        except Exception as e:  # reading is best effort: say so, never fail the compile
+            p = Policy(PolicyKind.CUSTOM, inspectable=False, callable=f"(unreadable: {type(e).__name__})")
+        where = _user_where(eqn)
+        key = f"{p.kind}|{p.describe()}|{p.callable}"
+        old = self.policies.get(key, p)
+        sites = old.sites + ((where,) if where is not None and where not in old.sites else ())
+        self.policies[key] = Policy(p.kind, p.saved, p.offloaded, p.excluded, p.offload_src, p.offload_dst, p.parts,
+                                    p.inspectable, p.callable, p.mentions, sites,
+                                    old.differentiated or bool(eqn.params.get("differentiated", False)))
+
+    def walk(self, jaxpr: Any, carries: frozenset[int] = frozenset(), outputs: frozenset[int] = frozenset()) -> None:
+        if id(jaxpr) in self.seen:
+            return
+        self.seen.add(id(jaxpr))
+        producers = {id(v): e for e in jaxpr.eqns for v in e.outvars}
+        users: dict[int, list[Any]] = {}
+        for e in jaxpr.eqns:
+            for v in e.invars:
+                users.setdefault(id(v), []).append(e)
+        for eqn in jaxpr.eqns:
+            prim = eqn.primitive.name
+            if prim in ("remat2", "checkpoint", "remat"):
+                self.policy(eqn)
+                inner = eqn.params.get("jaxpr")
+                inner = getattr(inner, "jaxpr", inner)
+                if inner is not None and hasattr(inner, "eqns"):
+                    self.walk(inner, frozenset(), frozenset(id(v) for v in inner.outvars))
+                continue
+            if prim == "scan":
+                body = eqn.params["jaxpr"].jaxpr
+                n = int(eqn.params.get("num_carry", 0))
+                self.walk(body, frozenset(id(v) for v in body.outvars[:n]))
+                continue
+            if prim == "while":
+                body = eqn.params["body_jaxpr"].jaxpr
+                self.walk(body, frozenset(id(v) for v in body.outvars))
+                self.walk(eqn.params["cond_jaxpr"].jaxpr)
+                continue
+            if prim == "name":
+                self.tag(eqn, users, carries, outputs)
+            elif prim == "device_put":
+                self.device_put(eqn, producers)
+            elif prim in ("pjit", "jit"):
+                self.jit(eqn)
+            for _, inner in _sub_jaxprs(eqn.params):
+                self.walk(inner)
+
+    def tag(self, eqn: Any, users: Mapping[int, list[Any]], carries: frozenset[int],
+            outputs: frozenset[int]) -> None:
+        where = _user_where(eqn)
+        name = str(eqn.params.get("name", ""))
+        reached, todo = set(), [eqn.outvars[0]] if eqn.outvars else []
+        host_copy = False
+        while todo:
+            v = todo.pop()
+            if id(v) in reached:
+                continue
+            reached.add(id(v))
+            for u in users.get(id(v), []):
+                if u.primitive.name == "device_put" and any(_is_host_space(d) for d in u.params.get("devices", ())):
+                    host_copy = True
+                elif u.primitive.name in _PASS:
+                    todo.extend(u.outvars)
+        key = (name, where.file if where else "", where.line if where else 0)
+        old = self.tags.get(key, Tag(name, where))
+        self.tags[key] = Tag(name, where, old.host_copy or host_copy, old.carry or bool(reached & carries),
+                             old.output or bool(reached & outputs))
+
+    def device_put(self, eqn: Any, producers: Mapping[int, Any]) -> None:
+        functions = _raw_functions(eqn)
+        for i, dest in enumerate(eqn.params.get("devices", ())):
+            if not _is_host_space(dest) or i >= len(eqn.invars):
+                continue
+            aval = eqn.invars[i].aval
+            if "remat_partial_eval" in functions or "device_put" not in functions:
+                # A host copy JAX inserted for a residual: named ones are the tags' host copies.
+                src = producers.get(id(eqn.invars[i]))
+                while src is not None and src.primitive.name in _PASS and src.invars:
+                    src = producers.get(id(src.invars[0]))
+                if src is not None and src.primitive.name == "name":
+                    continue
+                where = _user_where(src) if src is not None else _user_where(eqn)
+                self.placements.append(Placement(PlacementKind.REMAT_OFFLOAD, _memory_word(dest), where, _shape(aval),
+                                                 src.primitive.name if src is not None else ""))
+                continue
+            self.placements.append(Placement(PlacementKind.DEVICE_PUT, _memory_word(dest), _user_where(eqn),
+                                             _shape(aval)))
+
+    def jit(self, eqn: Any) -> None:
+        where = _user_where(eqn)
+        label = str(eqn.params.get("name", ""))
+        for i, s in enumerate(eqn.params.get("in_shardings", ())):
+            if _is_host_space(s) and i < len(eqn.invars):
+                self.placements.append(Placement(PlacementKind.JIT_ARGUMENT, _memory_word(s), where,
+                                                 _shape(eqn.invars[i].aval), label))
+        for i, s in enumerate(eqn.params.get("out_shardings", ())):
+            if _is_host_space(s) and i < len(eqn.outvars):
+                self.placements.append(Placement(PlacementKind.JIT_OUTPUT, _memory_word(s), where,
+                                                 _shape(eqn.outvars[i].aval), label))
+        compute = getattr(getattr(eqn, "ctx", None), "compute_type", None)
+        if compute == "device_host":
+            self.placements.append(Placement(PlacementKind.COMPUTE_ON, "device_host", where, "", label))
+
+
+def read_intent(traced: Any) -> Intent:
+    """The :class:`Intent` of ``traced`` (``jax.jit(fn).trace(*args)``, or a (Closed)Jaxpr)."""
+    closed = getattr(traced, "jaxpr", traced)
+    jaxpr = getattr(closed, "jaxpr", closed)
+    reader = _Reader()
+    reader.walk(jaxpr, frozenset(), frozenset(id(v) for v in jaxpr.outvars))
+    params = getattr(traced, "_params", None) or {}
+    in_sh = list(params.get("in_shardings", ()) or ())
+    for i, v in enumerate(jaxpr.invars):
+        space = getattr(v.aval, "memory_space", None)
+        s = in_sh[i] if i < len(in_sh) else None
+        if (space is not None and _is_host_space(space)) or (s is not None and _is_host_space(s)):
+            reader.placements.append(Placement(PlacementKind.ARGUMENT, _memory_word(s if s is not None and
+                                               _is_host_space(s) else space), None, _shape(v.aval), f"#{i}"))
+    for i, s in enumerate(params.get("out_shardings", ()) or ()):
+        if _is_host_space(s) and i < len(jaxpr.outvars):
+            reader.placements.append(Placement(PlacementKind.OUTPUT, _memory_word(s), None,
+                                               _shape(jaxpr.outvars[i].aval), f"#{i}"))
+    tags = sorted(reader.tags.values(), key=lambda t: (t.name, str(t.where)))
+    return Intent(tuple(reader.policies.values()), tuple(tags), tuple(reader.placements), tuple(reader.notes))

@@ -41,15 +41,20 @@ def _has_jaxlib() -> bool:
     return importlib.util.find_spec("jaxlib") is not None
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests under tests/compile need jaxlib (mark ``xla``); without the ``compile`` extra they skip.
+#: Folders whose every test needs jaxlib: deviceless compiles, and cross-checks against XLA's C++ parser.
+XLA_FOLDERS = ("tests/compile/", "tests/xla/")
 
-    ``pytest -m "not slow and not xla"`` is the quick loop; ``.ci/run`` runs everything.
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests in :data:`XLA_FOLDERS` or marked ``xla`` need jaxlib; without the ``compile`` extra they skip.
+
+    Tiers: ``pytest -m "not slow and not xla"`` is the fast tier (pure Python, seconds);
+    ``-m xla`` and ``-m slow`` select the others; plain ``pytest`` (what ``.ci/run`` runs) runs all.
     """
     has_jaxlib = _has_jaxlib()
     skip = pytest.mark.skip(reason="needs jaxlib: pip install 'hloscope[compile]'")
     for item in items:
-        if "tests/compile/" in item.nodeid or item.get_closest_marker("xla"):
+        if item.nodeid.startswith(XLA_FOLDERS) or item.get_closest_marker("xla"):
             item.add_marker(pytest.mark.xla)
             if not has_jaxlib:
                 item.add_marker(skip)

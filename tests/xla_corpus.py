@@ -1,8 +1,10 @@
-"""Helpers shared by the XLA cross-checks and fixtures/extract_xla_tests.py.
+"""Helpers shared by the corpus tests and fixtures/extract_xla_tests.py.
 
 XLA's C++ parser (jaxlib) is the reference: :func:`xla_verdict` asks it,
 :func:`hloscope_verdict` asks hloscope, :func:`compare_with_xla` checks that both
-read the same computations, instruction names, opcodes and operands.
+read the same computations, instruction names, opcodes and operands. Importing
+this module needs no jaxlib (tests/unit/test_xla_corpus.py runs without it);
+the functions that ask XLA import it when called (tests/xla/, marked ``xla``).
 """
 
 from __future__ import annotations
@@ -61,9 +63,12 @@ def xla_module(text: str) -> Any:
 
 
 def xla_verdict(text: str) -> str | None:
-    """None if jaxlib's C++ parser accepts ``text``, else its error message."""
+    """None if jaxlib's C++ parser accepts ``text``, else its error message. Without jaxlib this
+    raises ImportError (it is never read as XLA rejecting the module)."""
+    from jax._src.lib import hlo as xla_hlo
+
     try:
-        xla_module(text)
+        xla_hlo.hlo_module_from_text(text)
     except Exception as e:  # jaxlib raises its own runtime error type
         return str(e)
     return None

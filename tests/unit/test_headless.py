@@ -26,3 +26,13 @@ def test_core_imports_no_jax_or_ui() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_the_corpus_checks_of_the_fast_tier_need_no_jaxlib() -> None:
+    # tests/unit/test_xla_corpus.py reads XLA's verdicts from the manifest; only tests/xla/ asks jaxlib.
+    code = ("import sys\n"
+            "import tests.unit.test_xla_corpus, tests.unit.test_parser_gaps\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib')))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=FIXTURES.parent)
+    assert out.stdout.strip() == "[]", out.stdout

@@ -65,6 +65,7 @@ def test_layout_reads_like_the_printed_module(name: str) -> None:
     assert facts(LAYOUTS[name]) == facts(PRINTED)
 
 
+@pytest.mark.xla
 @pytest.mark.parametrize("name", list(LAYOUTS))
 def test_layouts_are_valid_for_xla(name: str) -> None:
     from tests.xla_corpus import xla_verdict

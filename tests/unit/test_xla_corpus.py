@@ -1,12 +1,12 @@
-"""hloscope against XLA's C++ parser on the HLO strings of XLA's own tests.
+"""hloscope on the HLO strings of XLA's own tests, as the manifest records XLA's verdicts (no jaxlib).
 
 fixtures/xla-tests/ holds every module string of XLA's host offloading, latency
 hiding scheduler, GPU schedule, collective pipeliner, memory space assignment
-and HLO parser tests (see its manifest). For each one: if jaxlib's parser
-accepts it, hloscope reads the same computations, instruction names, opcodes
-and operands, and its fast and general paths agree; if jaxlib rejects it,
-hloscope rejects it with one positioned HloParseError, or the manifest says
-why hloscope reads it on purpose.
+and HLO parser tests (see its manifest). For each one: if XLA accepts it (as the
+manifest records), hloscope reads it, passes its self-check, and its fast and
+general paths agree; if XLA rejects it, hloscope rejects it with one positioned
+HloParseError, or the manifest says why hloscope reads it on purpose.
+tests/xla/test_xla_corpus.py asks jaxlib itself and checks the manifest.
 """
 
 from __future__ import annotations
@@ -19,12 +19,10 @@ from hloscope.errors import HloParseError
 from hloscope.hlo.general import normalize, parse_general
 from hloscope.hlo.model import Module
 from hloscope.hlo.parser import parse_hlo, parse_printer_shaped
-from tests.xla_corpus import CORPUS, accepted_on_purpose, compare_with_xla, load_manifest, xla_module, xla_verdict
+from tests.xla_corpus import ACCEPTED_ON_PURPOSE, CORPUS, load_manifest
 
 MANIFEST = load_manifest()
 ENTRIES = MANIFEST["modules"]
-# jaxlib needs 20-40 s for a few modules (hloscope: milliseconds); those run in the slow set.
-PARAMS = [pytest.param(e, id=e["file"], marks=[pytest.mark.slow] if e["xla_slow"] else []) for e in ENTRIES]
 
 
 def model_facts(m: Module) -> list[Any]:
@@ -44,32 +42,33 @@ def test_manifest_names_sources_and_commit() -> None:
     for entry in ENTRIES:
         assert entry["source"].startswith("xla/") and entry["source"].endswith("_test.cc")
         assert entry["test"] and entry["line"] >= 1 and (CORPUS / entry["file"]).is_file()
+    files = {p.relative_to(CORPUS).as_posix() for p in CORPUS.glob("*/*.hlo")}
+    assert files == {e["file"] for e in ENTRIES}  # no module file the manifest does not list
 
 
 def test_counts() -> None:
-    # The figures of the issue's closing note (jaxlib 0.10.2).
+    # The figures of the corpus (jaxlib 0.10.2): 685 module strings (688 before three modules split over
+    # two raw strings each were joined), 601 accepted by XLA, 61 of the others read by hloscope on purpose.
     accepted = [e for e in ENTRIES if e["xla_accepts"]]
     on_purpose = [e for e in ENTRIES if "accepted_on_purpose" in e]
-    assert (len(ENTRIES), len(accepted), len(on_purpose)) == (688, 601, 61)
+    assert (len(ENTRIES), len(accepted), len(on_purpose)) == (685, 601, 61)
     assert not any(e["accepted_on_purpose"].startswith("UNCLASSIFIED") for e in on_purpose)
+    assert {e["accepted_on_purpose"] for e in on_purpose} <= {why for _, why in ACCEPTED_ON_PURPOSE}
 
 
-@pytest.mark.parametrize("entry", PARAMS)
-def test_module_reads_as_xla_reads_it(entry: dict[str, Any]) -> None:
+@pytest.mark.parametrize("entry", ENTRIES, ids=[e["file"] for e in ENTRIES])
+def test_module_reads_as_the_manifest_says(entry: dict[str, Any]) -> None:
     text = (CORPUS / entry["file"]).read_text()
-    xla_error = xla_verdict(text)
-    assert (xla_error is None) == entry["xla_accepts"], "manifest out of date: rerun extract_xla_tests.py --classify"
-    if xla_error is None:
+    if entry["xla_accepts"]:
         ours = parse_hlo(text, entry["file"])
         ours.self_check()
-        assert compare_with_xla(ours, xla_module(text)) == ours.instruction_count() > 0
+        assert ours.instruction_count() > 0
         try:
             fast = parse_printer_shaped(text)
         except HloParseError:
             return  # not printer-shaped: the general path alone reads it
         assert model_facts(fast) == model_facts(parse_general(text))
     elif "accepted_on_purpose" in entry:
-        assert entry["accepted_on_purpose"] == accepted_on_purpose(xla_error)
         parse_hlo(text, entry["file"]).self_check()
     else:
         with pytest.raises(HloParseError) as exc:

@@ -2,8 +2,9 @@
 
 XLA's parser infers the shape where the text leaves it out; hloscope does the
 same for the opcodes hand-written modules use: tuple access and construction,
-element-wise operations, compare, select, clamp, after-all, dot, and calls
-(the called computation's root). Contract: :func:`infer_shape` returns the
+element-wise operations, compare, select, clamp, after-all, dot, calls
+(the called computation's root) and ``while`` (its operand's shape, which the
+loop carries from iteration to iteration). Contract: :func:`infer_shape` returns the
 shape, or None when it cannot be inferred from what is given (the caller
 reports that as a parse error). An inferred array shape has XLA's default
 layout, written as no layout (memory space 0), as XLA assigns it; a tuple
@@ -70,6 +71,8 @@ def infer_shape(opcode: str, operands: list[Shape], attr_text: str, called_roots
     if not operands:
         return None
     first = operands[0]
+    if opcode == "while":
+        return first
     if opcode == "get-tuple-element":
         try:
             index = parse_attribute_list(attr_text).get("index", "")

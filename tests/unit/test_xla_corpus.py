@@ -6,7 +6,7 @@ and HLO parser tests (see its manifest). For each one: if XLA accepts it (as the
 manifest records), hloscope reads it, passes its self-check, and its fast and
 general paths agree; if XLA rejects it, hloscope rejects it with one positioned
 HloParseError, or the manifest says why hloscope reads it on purpose.
-tests/xla/test_xla_corpus.py asks jaxlib itself and checks the manifest.
+tests/xla/test_corpus_vs_xla.py asks jaxlib itself and checks the manifest.
 """
 
 from __future__ import annotations

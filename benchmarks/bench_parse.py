@@ -2,6 +2,7 @@
 
     python benchmarks/bench_parse.py            # layers 8,16,32 (the 32-layer module is ~7 MB)
     python benchmarks/bench_parse.py --layers 8,16,32,64
+    python benchmarks/bench_parse.py --tree /tmp/old   # time another checkout of hloscope (bench_compare.py)
 
 Inputs are real: an unrolled Llama-style training step compiled deviceless for
 8 H100s by ``hloscope compile`` (cached under benchmarks/.cache/). For each
@@ -32,7 +33,8 @@ os.environ["JAX_PLATFORMS"] = "cpu"
 which, path = sys.argv[1], sys.argv[2]
 from jax._src.lib import hlo as xla_hlo
 from hloscope.hlo.parser import parse_hlo
-from hloscope.analysis.report import analyze_module
+from hloscope.api import analyze
+from hloscope.render.json_report import report_to_dict
 from hloscope.targets import get_target
 def rss_kib():
     with open("/proc/self/statm") as f:
@@ -44,7 +46,7 @@ if which == "xla":
 elif which == "parse":
     m = parse_hlo(text)
 else:
-    m = analyze_module(parse_hlo(text), get_target("h100-sxm")).to_dict()
+    m = report_to_dict(analyze(parse_hlo(text), get_target("h100-sxm")))
 print(rss_kib() - before)  # m is still alive: memory the parsed module (and report) hold
 """
 
@@ -70,8 +72,8 @@ def best(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
     return min(times)
 
 
-def peak_kib(which: str, path: Path) -> int:
-    env = dict(os.environ, PYTHONPATH=str(HERE.parent))
+def peak_kib(which: str, path: Path, tree: Path) -> int:
+    env = dict(os.environ, PYTHONPATH=str(tree))
     out = subprocess.run([sys.executable, "-c", _MEM_PROBE, which, str(path)], capture_output=True, text=True,
                          check=True, env=env)
     return int(out.stdout.strip().splitlines()[-1])
@@ -82,14 +84,17 @@ def main() -> int:
     ap.add_argument("--layers", default="8,16,32")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--tree", type=Path, default=HERE.parent, help="the hloscope checkout to time (default this one)")
+    ap.add_argument("--no-memory", action="store_true", help="skip the resident-memory probes")
     args = ap.parse_args()
     os.environ["JAX_PLATFORMS"] = "cpu"
-    sys.path.insert(0, str(HERE.parent))
+    sys.path.insert(0, str(args.tree))
     from jax._src.lib import hlo as xla_hlo
 
-    from hloscope.analysis.report import analyze_module
+    from hloscope.api import analyze
     from hloscope.hlo.general import parse_general
     from hloscope.hlo.parser import parse_hlo
+    from hloscope.render.json_report import report_to_dict
     from hloscope.targets import get_target
 
     target = get_target("h100-sxm")
@@ -101,15 +106,16 @@ def main() -> int:
         t_xla = best(lambda: xla_hlo.hlo_module_from_text(text), args.repeat)
         t_parse = best(lambda: parse_hlo(text), args.repeat)
         t_general = best(lambda: parse_general(text), args.repeat)
-        t_full = best(lambda: analyze_module(parse_hlo(text), target).to_dict(), args.repeat)
+        t_full = best(lambda: report_to_dict(analyze(parse_hlo(text), target)), args.repeat)
         rows.append({
             "layers": layers, "mb": round(mb, 2), "lines": text.count("\n"),
             "xla_s": round(t_xla, 4), "parse_s": round(t_parse, 4), "analyze_s": round(t_full, 4),
             "general_s": round(t_general, 4), "general_ratio": round(t_general / t_xla, 2),
             "parse_ratio": round(t_parse / t_xla, 2), "analyze_ratio": round(t_full / t_xla, 2),
             "analyze_ms_per_mb": round(t_full / mb * 1e3, 1),
-            "xla_rss_kib": peak_kib("xla", path), "parse_rss_kib": peak_kib("parse", path),
-            "analyze_rss_kib": peak_kib("analyze", path),
+            **({} if args.no_memory else {"xla_rss_kib": peak_kib("xla", path, args.tree),
+                                          "parse_rss_kib": peak_kib("parse", path, args.tree),
+                                          "analyze_rss_kib": peak_kib("analyze", path, args.tree)}),
         })
     if args.json:
         print(json.dumps(rows, indent=2))
@@ -121,8 +127,8 @@ def main() -> int:
         print(f"{r['layers']:>6} {r['mb']:>6.2f} {r['lines']:>7} {r['xla_s']:>7.3f} {r['parse_s']:>8.3f} "
               f"{r['parse_ratio']:>6.2f} {r['general_s']:>9.3f} {r['general_ratio']:>6.2f} "
               f"{r['analyze_s']:>7.3f} {r['analyze_ratio']:>6.2f} "
-              f"{r['analyze_ms_per_mb']:>10.1f} {r['xla_rss_kib'] / 1024:>8.1f} {r['parse_rss_kib'] / 1024:>9.1f} "
-              f"{r['analyze_rss_kib'] / 1024:>8.1f}")
+              f"{r['analyze_ms_per_mb']:>10.1f} {r.get('xla_rss_kib', 0) / 1024:>8.1f} "
+              f"{r.get('parse_rss_kib', 0) / 1024:>9.1f} {r.get('analyze_rss_kib', 0) / 1024:>8.1f}")
     print("ratios: hloscope time / jaxlib C++ hlo_module_from_text time, same input, same process")
     return 0
 

@@ -16,20 +16,53 @@ import networkx as nx
 from hloscope.hlo.model import Computation, Instruction, Module
 
 
+@dataclass(frozen=True, slots=True)
+class CallEdge:
+    """``caller`` calls ``callee`` through instruction ``via``; kind: how (see the module docstring)."""
+
+    caller: str
+    callee: str
+    kind: str
+    via: Instruction
+
+
 @dataclass
 class CallGraph:
-    """graph: networkx DiGraph over computation names; edge data ``kind``, ``via``
-    (calling instruction name), ``trip_count`` (while bodies; None if unknown).
-    executions: runs per step of each scheduled computation (product of the trip
-    counts of enclosing loops). callers: computation -> [(caller computation,
-    calling instruction)]. unknown_trip: while loops whose trip count XLA did not prove.
+    """edges: every call, in text order. scheduled: the entry and the computations control
+    flow runs. executions: runs per step of each scheduled computation (product of the trip
+    counts of enclosing loops). callers: computation -> [(caller computation, calling
+    instruction)]. unknown_trip: while loops whose trip count is not known. trips: the trip
+    count of every while loop of a scheduled computation, by (computation, instruction name)
+    (None if unknown), computed once here and read by every pass through :meth:`trip_count`.
     """
 
-    graph: nx.DiGraph
+    edges: tuple[CallEdge, ...]
     scheduled: set[str]
     executions: dict[str, int]
     callers: dict[str, list[tuple[str, Instruction]]] = field(default_factory=dict)
     unknown_trip: list[str] = field(default_factory=list)
+    trips: dict[tuple[str, str], int | None] = field(default_factory=dict)
+    module: Module | None = None
+
+    def trip_count(self, loop: Instruction) -> int | None:
+        """The loop's trip count (see :func:`trip_count`), computed once per loop."""
+        key = (loop.computation, loop.name)
+        if key not in self.trips:
+            self.trips[key] = trip_count(self.module, loop) if self.module is not None else loop.known_trip_count
+        return self.trips[key]
+
+    @property
+    def graph(self) -> nx.DiGraph:
+        """The call graph as a networkx DiGraph over computation names (built on each access: for
+        views); edge data ``kind``, ``via`` (calling instruction name), ``trip_count`` (XLA's
+        ``known_trip_count`` of a while body's loop, else None)."""
+        g: nx.DiGraph = nx.DiGraph()
+        if self.module is not None:
+            g.add_nodes_from(self.module.computations)
+        for e in self.edges:
+            trip = e.via.known_trip_count if e.kind == "while_body" else None
+            g.add_edge(e.caller, e.callee, kind=e.kind, via=e.via.name, trip_count=trip)
+        return g
 
 
 def callee_name(ins: Instruction, key: str) -> str:
@@ -101,52 +134,80 @@ def trip_count(module: Module, loop: Instruction) -> int | None:
     return max(0, -(-(end - start) // step))
 
 
+_CALL_KIND = {"call": "call", "conditional": "branch", "fusion": "fusion", "async-start": "async"}
+#: Edge kinds that run the callee on the GPU stream (scheduled computations).
+CONTROL_KINDS = frozenset({"while_body", "while_condition", "call", "branch"})
+
+
 def _edges(ins: Instruction) -> list[tuple[str, str]]:
-    op = ins.opcode
-    out: list[tuple[str, str]] = []
-    if op == "while":
-        out.append((callee_name(ins, "body"), "while_body"))
-        out.append((callee_name(ins, "condition"), "while_condition"))
-        return out
-    kind = {
-        "call": "call", "conditional": "branch", "fusion": "fusion", "async-start": "async",
-    }.get(op, "to_apply")
+    if ins.opcode == "while":
+        return [(callee_name(ins, "body"), "while_body"), (callee_name(ins, "condition"), "while_condition")]
+    kind = _CALL_KIND.get(ins.opcode, "to_apply")
     return [(c, kind) for c in ins.called_computations]
 
 
 def build_call_graph(module: Module) -> CallGraph:
-    g: nx.DiGraph = nx.DiGraph()
+    """One walk over the module's calling instructions (those with called computations)."""
+    edges: list[CallEdge] = []
     callers: dict[str, list[tuple[str, Instruction]]] = {}
+    control: dict[str, list[tuple[Instruction, str, str]]] = {}  # caller -> (instruction, callee, kind)
     for comp in module.computations.values():
-        g.add_node(comp.name)
         for ins in comp.instructions:
-            if not ins.attr_text:
+            if not ins.called_computations and ins.opcode != "while":
                 continue
             for callee, kind in _edges(ins):
-                trip = ins.known_trip_count if kind == "while_body" else None
-                g.add_edge(comp.name, callee, kind=kind, via=ins.name, trip_count=trip)
+                edges.append(CallEdge(comp.name, callee, kind, ins))
                 callers.setdefault(callee, []).append((comp.name, ins))
-    control = nx.DiGraph()
-    control.add_node(module.entry_name)
-    for a, b, d in g.edges(data=True):
-        if d["kind"] in ("while_body", "while_condition", "call", "branch"):
-            control.add_edge(a, b)
-    scheduled = {module.entry_name} | nx.descendants(control, module.entry_name)
-    executions: dict[str, int] = {c: 0 for c in scheduled}
+                if kind in CONTROL_KINDS:
+                    control.setdefault(comp.name, []).append((ins, callee, kind))
+    # Scheduled: the entry and what control flow reaches from it; ordered callers first.
+    reach, order = _callers_first(module.entry_name, control)
+    scheduled = set(reach)
+    executions: dict[str, int] = dict.fromkeys(reach, 0)
     executions[module.entry_name] = 1
+    trips: dict[tuple[str, str], int | None] = {}
     unknown: list[str] = []
-    for c in nx.topological_sort(control.subgraph(scheduled)):
-        callers_here = [x for x in module.computations[c].instructions if x.opcode in ("while", "call", "conditional")]
-        for ins_caller in callers_here:
-            for callee, kind in _edges(ins_caller):
-                if callee not in executions:
-                    continue
-                n = executions[c]
-                if ins_caller.opcode == "while":
-                    trip = trip_count(module, ins_caller)
-                    if trip is None:
-                        unknown.append(ins_caller.name)
-                        trip = 1
-                    n *= trip + (1 if kind == "while_condition" else 0)
-                executions[callee] += n
-    return CallGraph(g, scheduled, executions, callers, sorted(set(unknown)))
+    for c in order:
+        for ins, callee, kind in control.get(c, ()):
+            n = executions[c]
+            if ins.opcode == "while":
+                key = (c, ins.name)
+                if key not in trips:
+                    trips[key] = trip_count(module, ins)
+                trip = trips[key]
+                if trip is None:
+                    unknown.append(ins.name)
+                    trip = 1
+                n *= trip + (1 if kind == "while_condition" else 0)
+            executions[callee] = executions.get(callee, 0) + n
+    return CallGraph(tuple(edges), scheduled, executions, callers, sorted(set(unknown)), trips, module)
+
+
+def _callers_first(entry: str, control: dict[str, list[tuple[Instruction, str, str]]],
+                   ) -> tuple[list[str], list[str]]:
+    """Computations reachable from ``entry`` by control edges, and the same ordered every caller
+    before its callees (a computation on a call cycle, which XLA rejects, is left out of the order)."""
+    reach: list[str] = []
+    seen = {entry}
+    stack = [entry]
+    while stack:
+        c = stack.pop()
+        reach.append(c)
+        for _, callee, _ in control.get(c, ()):
+            if callee not in seen:
+                seen.add(callee)
+                stack.append(callee)
+    indegree = dict.fromkeys(reach, 0)
+    for c in reach:
+        for _, callee, _ in control.get(c, ()):
+            indegree[callee] += 1
+    ready = [c for c in reach if indegree[c] == 0]
+    order: list[str] = []
+    while ready:
+        c = ready.pop()
+        order.append(c)
+        for _, callee, _ in control.get(c, ()):
+            indegree[callee] -= 1
+            if indegree[callee] == 0:
+                ready.append(callee)
+    return reach, order

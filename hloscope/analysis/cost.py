@@ -25,7 +25,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from hloscope.analysis.callgraph import callee_name, trip_count
+from hloscope.analysis.callgraph import callee_name
+from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.opclass import (
     COLLECTIVE_OPCODES,
     collective_kind,
@@ -79,15 +80,20 @@ class MovedBytes:
         return self.host_read + self.host_write
 
 
+_FREE_COST = OpCost(0.0, 0, 0.0)
+
+
 class CostModel:
     """Roofline estimates for one module on one target.
 
     link_mode: ``achieved`` (default) or ``peak`` host-link bandwidth (``LINK_MODES``).
+    index: the module's :class:`ModuleIndex` (trip counts); pass the pipeline's, else one is built.
     """
 
     def __init__(self, module: Module, target: Target, host_space: int = HOST_MEMORY_SPACE,
-                 link_mode: str = DEFAULT_LINK_MODE) -> None:
+                 link_mode: str = DEFAULT_LINK_MODE, index: ModuleIndex | None = None) -> None:
         self.module = module
+        self.index = index if index is not None else ModuleIndex(module)
         self.target = target
         self.host = host_space
         self.link_mode = link_mode
@@ -97,6 +103,8 @@ class CostModel:
         self._param_reads: dict[str, tuple[int, ...]] = {}
         self._root_writes: dict[str, tuple[int, ...] | None] = {}
         self._moved: dict[Instruction, MovedBytes] = {}
+        self._op_cost: dict[Instruction, OpCost] = {}
+        self._ins_us: dict[Instruction, float] = {}
 
     def _dot_flops(self, ins: Instruction) -> tuple[float, str]:
         table = self.module.computations[ins.computation].by_name
@@ -318,9 +326,16 @@ class CostModel:
         return out.shape.byte_size
 
     def op_cost(self, ins: Instruction) -> OpCost:
-        """Estimated cost of one execution of a compute instruction."""
+        """Estimated cost of one execution of a compute instruction (computed once per instruction:
+        the windows and the simulation read the same figures)."""
+        got = self._op_cost.get(ins)
+        if got is None:
+            got = self._op_cost[ins] = self._compute_op_cost(ins)
+        return got
+
+    def _compute_op_cost(self, ins: Instruction) -> OpCost:
         if is_free(ins):
-            return OpCost(0.0, 0, 0.0)
+            return _FREE_COST
         flops, dtype = 0.0, ins.shape.element_type
         if ins.opcode in ("dot", "convolution"):
             flops, dtype = self._dot_flops(ins)
@@ -367,10 +382,16 @@ class CostModel:
         Async halves, collectives and free ops cost 0 here (they are judged
         separately); a while loop costs its body times its trip count.
         """
+        got = self._ins_us.get(ins)
+        if got is None:
+            got = self._ins_us[ins] = self._instruction_us(ins)
+        return got
+
+    def _instruction_us(self, ins: Instruction) -> float:
         if is_free(ins) or is_start(ins) or is_done(ins) or ins.opcode == "async-update":
             return 0.0
         if ins.opcode == "while":
-            trip = trip_count(self.module, ins) or 1
+            trip = self.index.trip_count(ins) or 1
             return trip * self.computation_us(callee_name(ins, "body"))
         if ins.opcode in ("call", "conditional"):
             return max((self.computation_us(c) for c in ins.called_computations), default=0.0)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from hloscope.analysis.callgraph import CallGraph, build_call_graph, callee_name, trip_count
+from hloscope.analysis.callgraph import CallGraph, build_call_graph, callee_name
 from hloscope.analysis.opclass import is_work
 from hloscope.hlo.model import Computation, Instruction, Module
 
@@ -30,7 +30,6 @@ class ModuleIndex:
     def __init__(self, module: Module) -> None:
         self.module = module
         self._users: dict[str, dict[str, list[Instruction]]] = {}
-        self._trips: dict[tuple[str, str], int | None] = {}
         self._pairs: list[AsyncPair] | None = None
         self._work_prefix: dict[str, list[int]] = {}
 
@@ -93,11 +92,9 @@ class ModuleIndex:
         return self.called(loop, "condition") if loop.opcode == "while" else None
 
     def trip_count(self, loop: Instruction) -> int | None:
-        """XLA's ``known_trip_count``, else read from a counted loop; None if unknown."""
-        key = (loop.computation, loop.name)
-        if key not in self._trips:
-            self._trips[key] = trip_count(self.module, loop)
-        return self._trips[key]
+        """XLA's ``known_trip_count``, else read from a counted loop; None if unknown
+        (the call graph's, computed once per loop)."""
+        return self.callgraph.trip_count(loop)
 
     @cached_property
     def loops(self) -> list[Instruction]:

@@ -34,7 +34,7 @@ import bisect
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from hloscope.analysis.callgraph import CallGraph, callee_name, trip_count
+from hloscope.analysis.callgraph import CallGraph, callee_name
 from hloscope.analysis.cost import CostModel
 from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.opclass import collective_kind, is_done, is_free, is_start, value_shape
@@ -347,8 +347,9 @@ class _Last:
 
 class _Sim:
     def __init__(self, module: Module, cost: CostModel, pairs: list[AsyncPair], transfers: list[HostTransfer],
-                 link_mode: str, max_iterations: int, extrapolate: bool) -> None:
+                 callgraph: CallGraph, link_mode: str, max_iterations: int, extrapolate: bool) -> None:
         self.module = module
+        self.callgraph = callgraph
         self.cost = cost
         self.max_iterations = max(2, max_iterations)
         self.extrapolate = extrapolate
@@ -524,7 +525,7 @@ class _Sim:
         cond = callee_name(ins, "condition")
         if body not in self.module.computations:
             return
-        known = trip_count(self.module, ins)
+        known = self.callgraph.trip_count(ins)
         trips = known if known is not None else 1
         outer_iteration = self.iteration
         prev: tuple[float, tuple[float, ...]] | None = None
@@ -631,11 +632,10 @@ def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], trans
     ``link_mode`` defaults to the cost model's; ``max_iterations`` bounds the
     iterations simulated per loop run before the rest are extrapolated;
     ``extrapolate=False`` simulates every iteration (slow on long loops; tests).
-    ``callgraph`` is accepted for the pass shape; trip counts are read per loop.
+    ``callgraph``: the module's call graph (its trip counts, computed once per loop).
     """
-    del callgraph  # trip counts come from trip_count() per while op, as the call graph's do
     mode = link_mode or cost.link_mode
-    sim = _Sim(module, cost, pairs, transfers, mode, max_iterations, extrapolate)
+    sim = _Sim(module, cost, pairs, transfers, callgraph, mode, max_iterations, extrapolate)
     sim.run(module.entry_name)
     sim.drain()
     step = sim.t

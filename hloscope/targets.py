@@ -53,6 +53,11 @@ class Target:
     host_memory_per_gpu: host (CPU) memory per GPU, bytes: the ceiling for pinned-host
     offload buffers (0: unknown, not checked).
     interconnect_bandwidth: GPU<->GPU (NVLink) bytes/s per direction.
+    gpus_per_host: GPUs in one host (8 in an HGX/DGX node, 4 in a GB200 compute tray,
+    1 in a GH200 node).
+    hosts_per_nvlink_domain: hosts one NVLink domain spans (1 for HGX/DGX and GH200
+    nodes, 18 trays in a GB200 NVL72 rack); with ``gpus_per_host`` they decide the
+    compile-only topology (``hloscope.compile.topology``, docs/targets.md).
     shared_memory_per_core / shared_memory_per_block_optin: bytes, for XLA's tiling.
     """
 
@@ -77,6 +82,8 @@ class Target:
     host_link_achieved_to_device: float | None = None
     host_link_gpus: int = 1
     host_memory_per_gpu: int = 0
+    gpus_per_host: int = 8
+    hosts_per_nvlink_domain: int = 1
 
     def host_link_bandwidth(self, direction: str, mode: str = DEFAULT_LINK_MODE) -> float:
         """Bytes/s one GPU gets from its host link in ``direction`` (``to_host`` or
@@ -155,7 +162,7 @@ BUILTIN_TARGETS: dict[str, Target] = {
         Target("gh200", "NVIDIA GH200 480GB", (9, 0), 132, 1.98, 50 * 2**20, 96 * 2**30,
                4.0 * TB, 989e12, 1979e12, 67e12, _C2C, _C2C, "NVLink-C2C", 450 * GB,
                host_link_achieved_to_host=_C2C_ACHIEVED_TO_HOST, host_link_achieved_to_device=_C2C_ACHIEVED_TO_DEVICE,
-               host_memory_per_gpu=int(480 * GB)),
+               host_memory_per_gpu=int(480 * GB), gpus_per_host=1),
         Target("b200", "NVIDIA B200", (10, 0), 148, 1.965, 126 * 2**20, 180 * 10**9,
                8.0 * TB, 2250e12, 4500e12, 75e12, _PCIE5, _PCIE5, "PCIe Gen5 x16", 900 * GB,
                host_link_achieved_to_host=_PCIE5_ACHIEVED, host_link_achieved_to_device=_PCIE5_ACHIEVED,
@@ -163,7 +170,8 @@ BUILTIN_TARGETS: dict[str, Target] = {
         Target("gb200", "NVIDIA GB200", (10, 0), 148, 1.965, 126 * 2**20, 186 * 10**9,
                8.0 * TB, 2500e12, 5000e12, 80e12, _C2C, _C2C, "NVLink-C2C", 900 * GB,
                host_link_achieved_to_host=_C2C_ACHIEVED_TO_HOST, host_link_achieved_to_device=_C2C_ACHIEVED_TO_DEVICE,
-               host_link_gpus=2, host_memory_per_gpu=int(480 * GB) // 2),
+               host_link_gpus=2, host_memory_per_gpu=int(480 * GB) // 2, gpus_per_host=4,
+               hosts_per_nvlink_domain=18),
     )
 }
 
@@ -173,9 +181,11 @@ DEFAULT_TARGET = "h100-sxm"
 _POSITIVE = ("core_count", "clock_rate_ghz", "l2_cache_size", "device_memory_size", "hbm_bandwidth",
              "peak_bf16_flops", "peak_fp8_flops", "peak_fp32_flops", "host_link_to_host", "host_link_to_device",
              "interconnect_bandwidth", "shared_memory_per_core", "shared_memory_per_block_optin",
-             "host_link_achieved_to_host", "host_link_achieved_to_device", "host_link_gpus")
+             "host_link_achieved_to_host", "host_link_achieved_to_device", "host_link_gpus", "gpus_per_host",
+             "hosts_per_nvlink_domain")
 _INTEGERS = ("core_count", "l2_cache_size", "device_memory_size", "shared_memory_per_core",
-             "shared_memory_per_block_optin", "host_link_gpus", "host_memory_per_gpu")
+             "shared_memory_per_block_optin", "host_link_gpus", "host_memory_per_gpu", "gpus_per_host",
+             "hosts_per_nvlink_domain")
 _OPTIONAL = ("host_link_achieved_to_host", "host_link_achieved_to_device")
 _ACHIEVED_OF = {"host_link_to_host": "host_link_achieved_to_host",
                 "host_link_to_device": "host_link_achieved_to_device"}
@@ -195,6 +205,9 @@ def _check(path: Path, data: dict[str, Any]) -> dict[str, Any]:
             or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in cc)):
         raise bad("compute_capability", "two non-negative integers, like [9, 0]")
     data["compute_capability"] = (cc[0], cc[1])
+    for f in fields(Target):  # a field with a default may be left out
+        if f.default is not MISSING and f.name not in data:
+            data[f.name] = f.default
     for key in _POSITIVE:
         v = data.get(key)
         if v is None and key in _OPTIONAL:

@@ -17,32 +17,57 @@ from collections.abc import Iterator
 from hloscope.errors import EXIT_ENVIRONMENT, HloscopeError
 
 # What the CUDA plugin prints on a machine with no GPU, every time it loads: expected
-# here, and noise to a user. Anything else native code prints is passed through.
-NATIVE_NOISE = re.compile(r"All log messages before absl::InitializeLog|cudart_stub\.cc|Could not find cuda drivers")
+# here, and noise to a user; and the plugin's own INFO and WARNING lines (glog format),
+# which hloscope turns on to read which scheduler ran (hloscope.compile.scheduler).
+# Errors and anything not in glog format are passed through.
+NATIVE_NOISE = re.compile(r"All log messages before absl::InitializeLog|cudart_stub\.cc|Could not find cuda drivers"
+                          r"|^\s*[IW]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w.]+:\d+\] ")
+
+
+class NativeCapture:
+    """What native code wrote to file descriptor 2 inside :func:`capture_native_stderr`."""
+
+    def __init__(self) -> None:
+        self.text: str | None = None  # None: stderr could not be captured (replaced by pytest, a notebook)
 
 
 @contextlib.contextmanager
-def quiet_native_stderr() -> Iterator[None]:
-    """Hide the plugin's no-GPU chatter on file descriptor 2; keep everything else."""
+def capture_native_stderr() -> Iterator[NativeCapture]:
+    """Capture file descriptor 2; afterwards pass on what is not :data:`NATIVE_NOISE`.
+
+    The capture keeps everything (``.text``), for readers of XLA's log."""
+    out = NativeCapture()
     try:
         fd = sys.stderr.fileno()
     except (AttributeError, OSError, ValueError):  # stderr replaced (pytest capture, notebooks)
-        yield
-        return
+        fd = 2
+        try:
+            os.fstat(fd)
+        except OSError:
+            yield out
+            return
     sys.stderr.flush()
     saved = os.dup(fd)
     with tempfile.TemporaryFile(mode="w+b") as tmp:
         os.dup2(tmp.fileno(), fd)
         try:
-            yield
+            yield out
         finally:
             sys.stderr.flush()
             os.dup2(saved, fd)
             os.close(saved)
             tmp.seek(0)
-            kept = [ln for ln in tmp.read().decode(errors="replace").splitlines() if ln and not NATIVE_NOISE.search(ln)]
+            out.text = tmp.read().decode(errors="replace")
+            kept = [ln for ln in out.text.splitlines() if ln and not NATIVE_NOISE.search(ln)]
             if kept:
                 print("\n".join(kept), file=sys.stderr)
+
+
+@contextlib.contextmanager
+def quiet_native_stderr() -> Iterator[None]:
+    """Hide the plugin's no-GPU chatter on file descriptor 2; keep everything else."""
+    with capture_native_stderr():
+        yield
 
 
 #: The one line to print when JAX's backend started before hloscope could configure it.

@@ -1,0 +1,120 @@
+"""The compile-only GPU topology of a target: how its GPUs are wired, as XLA's CUDA plugin takes it.
+
+``jax.experimental.topologies.get_topology_desc(platform="cuda", topology=...)`` accepts
+exactly ``"<partitions>x<hosts per partition>x<GPUs per host>"`` (anything else is
+``INTERNAL: topology must be of shape ...``, measured with jaxlib 0.10.2). A
+*partition* is a fast-interconnect (NVLink) domain; hosts inside one share it, and
+partitions talk over the network. Each target says how many GPUs one host holds
+(``Target.gpus_per_host``) and how many hosts one NVLink domain spans
+(``Target.hosts_per_nvlink_domain``); :func:`topology_for` turns a device count into
+the topology string with the fewest partitions that fits. docs/targets.md lists the
+choice per target and what it changes in XLA (measured: nothing in the speed-of-light
+estimator's collective times, which take the node size from its own per-GPU config).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from hloscope.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, HloscopeError
+from hloscope.targets import Target
+
+#: What XLA's GPU plugin logs, read to learn which scheduler and latency estimator ran
+#: (hloscope.compile.scheduler). Only the decision lines: a few per compile.
+PLUGIN_LOG_ENVIRONMENT = {
+    "TF_CPP_MIN_LOG_LEVEL": "0",
+    "TF_CPP_VMODULE": "gpu_hlo_schedule=10,sol_gpu_cost_model=10",
+}
+
+
+@dataclass(frozen=True)
+class Topology:
+    """A compile-only topology: ``partitions`` NVLink domains of ``hosts`` hosts of ``per_host`` GPUs."""
+
+    partitions: int
+    hosts: int
+    per_host: int
+
+    @property
+    def name(self) -> str:
+        """The string ``get_topology_desc`` takes."""
+        return f"{self.partitions}x{self.hosts}x{self.per_host}"
+
+    @property
+    def devices(self) -> int:
+        return self.partitions * self.hosts * self.per_host
+
+    def describe(self) -> str:
+        """``2 NVLink domains x 16 hosts x 4 GPUs`` (for manifests and messages)."""
+        return (f"{self.partitions} NVLink domain{'s' if self.partitions != 1 else ''} x {self.hosts} "
+                f"host{'s' if self.hosts != 1 else ''} x {self.per_host} GPU{'s' if self.per_host != 1 else ''}")
+
+
+def topology_for(target: Target, devices: int) -> Topology:
+    """The topology of ``devices`` GPUs of ``target`` wired as the target's systems are.
+
+    Up to ``gpus_per_host`` GPUs sit in one host (``1x1xN``). More must fill whole hosts;
+    hosts are grouped into as few NVLink domains of at most ``hosts_per_nvlink_domain``
+    hosts as divide them evenly (128 GB200s: 2 domains of 16 hosts of 4 GPUs; 128 H100s:
+    16 domains of one 8-GPU host each).
+    """
+    if devices < 1:
+        raise HloscopeError(f"--devices must be at least 1, got {devices}", EXIT_BAD_INPUT)
+    per_host = target.gpus_per_host
+    if devices <= per_host:
+        return Topology(1, 1, devices)
+    if devices % per_host:
+        raise HloscopeError(f"--devices above {per_host} must be a multiple of {per_host} for {target.name} "
+                            f"({per_host} GPUs per host), got {devices}", EXIT_BAD_INPUT)
+    hosts = devices // per_host
+    domain = target.hosts_per_nvlink_domain
+    partitions = next(p for p in range(1, hosts + 1) if hosts % p == 0 and hosts // p <= domain)
+    return Topology(partitions, hosts // partitions, per_host)
+
+
+@contextmanager
+def _plugin_logging() -> Iterator[None]:
+    """Turn on the plugin's decision log lines for the plugin's first use, then put the
+    environment back. The plugin reads these variables once, when its logging starts (at
+    its first topology); the jax CPU backend already started keeps its own settings."""
+    saved = {k: os.environ.get(k) for k in PLUGIN_LOG_ENVIRONMENT}
+    os.environ.update(PLUGIN_LOG_ENVIRONMENT)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+_DEVICES: dict[tuple[str, str], list[Any]] = {}
+
+
+def compile_only_devices(target: Target, devices: int) -> list[Any]:
+    """``devices`` compile-only GPUs of ``target`` (the CUDA plugin's), in id order; cached."""
+    from hloscope.compile import environment
+
+    environment.prepare()
+    from jax.experimental import topologies
+
+    topo = topology_for(target, devices)
+    key = (target.gpu_target_config(), topo.name)
+    if key not in _DEVICES:
+        try:
+            with environment.quiet_native_stderr(), _plugin_logging():
+                desc = topologies.get_topology_desc(platform="cuda", topology_name="",
+                                                    target_config=target.gpu_target_config(), topology=topo.name)
+        except Exception as e:
+            if "topology not implemented" in str(e):
+                raise HloscopeError(environment.STARTED_TOO_EARLY, EXIT_ENVIRONMENT) from None
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+            raise HloscopeError(f"cannot build a compile-only topology {topo.name} for {target.name}: {first}",
+                                EXIT_ENVIRONMENT) from None
+        _DEVICES[key] = list(desc.devices)
+    return _DEVICES[key][:devices]

@@ -139,7 +139,9 @@ class Tag:
     host_copy: JAX's partial evaluation put a copy to host memory after the value (it
     became an offloaded residual). carry: the value is a loop carry (a ``scan``/``while`` body returns it
     as the next iteration's input). output: the value is an output of the checkpointed
-    function or of the step.
+    function or of the step. producer: the user line of the equation that computed the
+    value (the HLO's source lines point there). host_copies: how many host copies JAX
+    put after it in the whole jaxpr (each lowers to one placement annotation).
     """
 
     name: str
@@ -147,6 +149,8 @@ class Tag:
     host_copy: bool = False
     carry: bool = False
     output: bool = False
+    producer: Where | None = None
+    host_copies: int = 0
 
 
 class PlacementKind(StrEnum):
@@ -233,7 +237,8 @@ def intent_to_dict(intent: Intent) -> dict[str, Any]:
     return {
         "policies": [_policy_dict(p) for p in intent.policies],
         "tags": [{"name": t.name, "where": _where_dict(t.where), "host_copy": t.host_copy, "carry": t.carry,
-                  "output": t.output} for t in intent.tags],
+                  "output": t.output, "producer": _where_dict(t.producer), "host_copies": t.host_copies}
+                 for t in intent.tags],
         "placements": [{"kind": str(p.kind), "memory": p.memory, "where": _where_dict(p.where), "shape": p.shape,
                         "label": p.label} for p in intent.placements],
         "notes": list(intent.notes),
@@ -248,7 +253,9 @@ def intent_from_dict(d: Any) -> Intent | None:
     return Intent(
         tuple(_policy(p) for p in d.get("policies", []) if isinstance(p, Mapping)),
         tuple(Tag(str(t.get("name", "")), _where(t.get("where")), bool(t.get("host_copy")), bool(t.get("carry")),
-                  bool(t.get("output"))) for t in d.get("tags", []) if isinstance(t, Mapping)),
+                  bool(t.get("output")), _where(t.get("producer")),
+                  int(t["host_copies"]) if isinstance(t.get("host_copies"), int) else 0)
+              for t in d.get("tags", []) if isinstance(t, Mapping)),
         tuple(Placement(PlacementKind(str(p.get("kind"))), str(p.get("memory", "")), _where(p.get("where")),
                         str(p.get("shape", "")), str(p.get("label", "")))
               for p in d.get("placements", []) if isinstance(p, Mapping) and str(p.get("kind")) in kinds),
@@ -454,6 +461,29 @@ def _line_of(module: Module | None, t: HostTransfer) -> list[tuple[str, int]]:
     return out
 
 
+#: Opcodes an annotation's operand is followed through to the instruction that computed it.
+_THROUGH = frozenset({"bitcast", "reshape", "copy", "convert", "reduce-precision", "transpose", "get-tuple-element",
+                      "opt-barrier", "optimization-barrier"})
+
+
+def _operand_lines(module: Module, a: HostTransfer) -> list[tuple[str, int]]:
+    """The annotation's own line and the line of the value it places (through reshapes and casts)."""
+    out = _line_of(module, a)
+    table = module.computations[a.computation].by_name
+    cur = table.get(a.instruction.operands[0]) if a.instruction.operands else None
+    for _ in range(16):
+        if cur is None:
+            break
+        loc = module.source_location(cur)
+        if loc is not None:
+            out.append((loc.file, loc.line))
+            break
+        if cur.opcode not in _THROUGH or not cur.operands:
+            break
+        cur = table.get(cur.operands[0])
+    return out
+
+
 def _sync(vs: Sequence[Verdict]) -> bool:
     return any(v.verdict is VerdictKind.SYNC for v in vs)
 
@@ -465,41 +495,9 @@ def _became(asked: Asked, vs: Sequence[Verdict], detail: str) -> Accounted:
     return Accounted(asked, Why.TRANSFERRED, detail, tuple(vs))
 
 
-class _Lowered:
-    """What the unoptimized module and the optimized one say about host placements."""
-
-    def __init__(self, unoptimized: Module | None, transfers: Sequence[HostTransfer], partitions: int) -> None:
-        self.known = unoptimized is not None
-        self.annotations = _annotations(unoptimized) if unoptimized is not None else []
-        self.to_host = [a for a in self.annotations if a.direction is Direction.TO_HOST]
-        self.removed = _removed(self.annotations, [t for t in transfers if not t.is_annotation], partitions)
-        self.unoptimized = unoptimized
-
-    def words(self) -> str:
-        if not self.known:
-            return "the unoptimized module is not available"
-        return (f"the unoptimized module has {len(self.to_host)} placement annotation(s) to host memory, "
-                f"{len(self.removed)} of all {len(self.annotations)} not found in the optimized module")
-
-
-def _removed(annotations: Sequence[HostTransfer], after: Sequence[HostTransfer], partitions: int) -> list[HostTransfer]:
-    """Annotations whose bytes no optimized transfer of their direction moves (the ``removed``
-    fate of ``check.annotations``, on transfers): matched largest first, each transfer used once."""
-    free = list(after)
-    gone: list[HostTransfer] = []
-    for a in sorted(annotations, key=lambda a: -a.bytes):
-        picked = _match(a, [t for t in free if t.direction is a.direction], max(partitions, 1))
-        if picked:
-            for t in picked:
-                free.remove(t)
-            continue
-        left = sum(t.bytes * t.executions * partitions for t in free if t.direction is a.direction)
-        if left < a.bytes * a.executions:
-            gone.append(a)
-    return gone
-
-
 def _match(a: HostTransfer, cands: Sequence[HostTransfer], partitions: int) -> list[HostTransfer]:
+    """Optimized transfers of ``a``'s direction that move slices of its bytes (``bytes / k``, ``k``
+    dividing the partition count) with executions adding up to its own."""
     for k in sorted((k for k in range(1, partitions + 1) if partitions % k == 0), reverse=True):
         if a.bytes % k:
             continue
@@ -513,91 +511,214 @@ def _match(a: HostTransfer, cands: Sequence[HostTransfer], partitions: int) -> l
     return []
 
 
-def _account_name(asked: Asked, intent: Intent, verdicts: Sequence[Verdict], lowered: _Lowered,
-                  unnamed: int) -> Accounted:
+class _Lowered:
+    """What the unoptimized module says about host placements, and what became of each.
+
+    Every placement annotation is matched with optimized transfers of its bytes
+    (largest first, each transfer used once, as ``annotations-accounted`` does): ``fate``
+    is ``matched`` (with the transfers), ``removed`` (no transfer left moves its bytes)
+    or ``unmatched`` (the bytes move, but not in slices of its size).
+    """
+
+    def __init__(self, unoptimized: Module | None, transfers: Sequence[HostTransfer], partitions: int) -> None:
+        self.unoptimized = unoptimized
+        self.known = unoptimized is not None
+        self.annotations = _annotations(unoptimized) if unoptimized is not None else []
+        self.to_host = [a for a in self.annotations if a.direction is Direction.TO_HOST]
+        parts = max(partitions, unoptimized.num_partitions if unoptimized is not None else 1, 1)
+        free = [t for t in transfers if not t.is_annotation]
+        self.fate: dict[int, tuple[str, list[HostTransfer]]] = {}
+        for a in sorted(self.annotations, key=lambda a: -a.bytes):
+            picked = _match(a, [t for t in free if t.direction is a.direction], parts)
+            if picked:
+                for t in picked:
+                    free.remove(t)
+                self.fate[id(a)] = ("matched", picked)
+                continue
+            left = sum(t.bytes * t.executions * parts for t in free if t.direction is a.direction)
+            self.fate[id(a)] = ("removed" if left < a.bytes * a.executions else "unmatched", [])
+        self.lines = {id(a): _operand_lines(unoptimized, a) for a in self.annotations} if unoptimized else {}
+        self.owner: dict[int, int] = {}  # annotation -> index of the request it is attributed to
+
+    def removed(self) -> list[HostTransfer]:
+        return [a for a in self.annotations if self.fate[id(a)][0] == "removed"]
+
+    def at(self, wheres: Sequence[Where]) -> list[HostTransfer]:
+        """To-host annotations whose own line or whose value's line is one of ``wheres``."""
+        return [a for a in self.to_host if any(w.same_line(f, ln) for w in wheres for f, ln in self.lines[id(a)])]
+
+    def words(self) -> str:
+        if not self.known:
+            return "the unoptimized module is not available"
+        return (f"the unoptimized module has {len(self.to_host)} placement annotation(s) to host memory, "
+                f"{len(self.removed())} of all {len(self.annotations)} not found in the optimized module")
+
+
+def _through_annotations(asked: Asked, annotations: Sequence[HostTransfer], lowered: _Lowered,
+                         by_id: Mapping[int, Verdict], what: str, how: str) -> Accounted:
+    """A request whose placement annotations are known: what became of them."""
+    names = ", ".join(a.instruction.name for a in annotations)
+    moved = [by_id[id(t)] for a in annotations for t in lowered.fate[id(a)][1] if id(t) in by_id]
+    if moved:
+        others = sorted({v.transfer.checkpoint_name for v in moved if v.transfer.checkpoint_name} - {asked.what})
+        said = f"; the naming pass calls them {', '.join(others)}" if others else ""
+        twins = [b for b in lowered.to_host if b not in annotations
+                 and any(b.bytes == a.bytes and b.direction is a.direction for a in annotations)]
+        if twins:
+            said += (f"; {', '.join(b.instruction.name for b in twins)} move(s) as many bytes: which of those "
+                     "transfers is whose is decided by size only")
+        return _became(asked, moved, f"{what}: its placement annotation(s) {names} ({how}) became "
+                                     f"{len(moved)} transfer(s) of their bytes{said}")
+    fates = {lowered.fate[id(a)][0] for a in annotations}
+    if fates == {"removed"}:
+        return Accounted(asked, Why.REMOVED_BY_XLA, f"{what}: the unoptimized module places it in host memory "
+                         f"({names}, {how}); no transfer of the optimized module moves its bytes (xla#20373)")
+    return Accounted(asked, Why.UNKNOWN, f"{what}: its placement annotation(s) {names} ({how}): the bytes move, "
+                     "but not in slices of its size (XLA may have merged it); hloscope does not guess which "
+                     "transfers are its")
+
+
+def _no_host_copy(asked: Asked, intent: Intent, tags: Sequence[Tag], at: str) -> Accounted:
     name = asked.what
-    hits = [v for v in verdicts if v.transfer.checkpoint_name == name and not v.transfer.is_annotation]
-    if hits:
-        return _became(asked, hits, f"{len(hits)} transfer(s) carry the name")
-    tags = [t for t in intent.tags if t.name == name]
-    if not tags:
-        close = tuple(difflib.get_close_matches(name, intent.tagged_names, n=3, cutoff=0.6))
-        tagged = ", ".join(intent.tagged_names) or "none"
-        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-        return Accounted(asked, Why.NEVER_TAGGED,
-                         f"no checkpoint_name(..., '{name}') in the step (tagged names: {tagged}){hint}",
-                         suggestions=close)
-    at = ", ".join(sorted({str(t.where) for t in tags if t.where is not None})) or "(no source line)"
-    if not any(t.host_copy for t in tags):
-        savers = [p.describe() for p in intent.policies if name in p.all_saved()]
-        if savers:
-            return Accounted(asked, Why.SAVED_ON_DEVICE, f"tagged at {at}; {savers[0]} saves it on the device "
-                             "(names_which_can_be_saved), so JAX kept it there")
-        if not any(p.differentiated for p in intent.policies if name in p.all_offloaded()) and intent.policies:
-            return Accounted(asked, Why.NO_GRADIENT, f"tagged at {at}; no gradient is taken through the "
-                             "jax.checkpoint of the policy that offloads it, so JAX saves no residual")
-        if any(t.carry for t in tags):
-            return Accounted(asked, Why.NOT_A_RESIDUAL, f"tagged at {at} on a loop carry (the scan/while body "
-                             "returns it to the next iteration): a carry is not a saved residual, JAX put no "
-                             "host copy after it (jax#23869); tag the value inside the body that the backward "
-                             "pass reads")
-        if any(t.output for t in tags):
-            return Accounted(asked, Why.NOT_A_RESIDUAL, f"tagged at {at} on an output of the checkpointed "
-                             "function: an output is not a saved residual, JAX put no host copy after it")
-        return Accounted(asked, Why.NOT_A_RESIDUAL, f"tagged at {at}, but JAX put no host copy after it: the "
-                         "backward pass does not save this value (it reads none of it, or recomputes it)")
-    # JAX offloaded it in the jaxpr: the lowering or XLA lost it, or the transfer's name is not known.
-    if lowered.known and not lowered.to_host:
-        return Accounted(asked, Why.DROPPED_IN_LOWERING, f"tagged at {at}; the jaxpr copies it to host memory, "
-                         "but the unoptimized module has no placement annotation to host memory")
-    if lowered.known and any(a.direction is Direction.TO_HOST for a in lowered.removed):
-        return Accounted(asked, Why.REMOVED_BY_XLA, f"tagged at {at}; the jaxpr copies it to host memory; "
-                         f"{lowered.words()} (xla#20373); no transfer of the optimized module carries the name")
-    return Accounted(asked, Why.UNKNOWN, f"tagged at {at}; the jaxpr copies it to host memory; {lowered.words()}; "
-                     f"no transfer carries the name ({unnamed} transfer(s) to host have no name)")
+    savers = [p.describe() for p in intent.policies if name in p.all_saved()]
+    if savers:
+        return Accounted(asked, Why.SAVED_ON_DEVICE, f"tagged at {at}; {savers[0]} saves it on the device "
+                         "(names_which_can_be_saved), so JAX kept it there")
+    if intent.policies and not any(p.differentiated for p in intent.policies if name in p.all_offloaded()):
+        return Accounted(asked, Why.NO_GRADIENT, f"tagged at {at}; no gradient is taken through the "
+                         "jax.checkpoint of the policy that offloads it, so JAX saves no residual")
+    if any(t.carry for t in tags):
+        return Accounted(asked, Why.NOT_A_RESIDUAL, f"tagged at {at} on a loop carry (the scan/while body "
+                         "returns it to the next iteration): a carry is not a saved residual, JAX put no "
+                         "host copy after it (jax#23869); tag a value inside the body that the backward "
+                         "pass reads")
+    if any(t.output for t in tags):
+        return Accounted(asked, Why.NOT_A_RESIDUAL, f"tagged at {at} on an output of the checkpointed "
+                         "function: an output is not a saved residual, JAX put no host copy after it")
+    return Accounted(asked, Why.NOT_A_RESIDUAL, f"tagged at {at}, but JAX put no host copy after it: the "
+                     "backward pass does not save this value (it reads none of it, or recomputes it)")
 
 
-def _account_dots(asked: Asked, intent: Intent, verdicts: Sequence[Verdict], module: Module | None,
-                  lowered: _Lowered) -> Accounted:
-    copies = [p for p in intent.placements if p.kind is PlacementKind.REMAT_OFFLOAD]
-    if not copies:
-        return Accounted(asked, Why.NOT_A_RESIDUAL, "JAX put no host copy after any dot: no dot without batch "
-                         "dimensions is a residual the backward pass saves")
-    hits = [v for v in verdicts if not v.transfer.is_annotation and any(
-        p.where is not None and p.where.same_line(f, ln) for p in copies for f, ln in _line_of(module, v.transfer))]
-    lines = ", ".join(sorted({str(p.where) for p in copies if p.where is not None}))
-    if hits:
-        return _became(asked, hits, f"{len(copies)} host copy(ies) in the jaxpr (dots at {lines})")
-    if lowered.known and not lowered.to_host:
-        return Accounted(asked, Why.DROPPED_IN_LOWERING, f"{len(copies)} host copy(ies) in the jaxpr (dots at "
-                         f"{lines}); the unoptimized module has no placement annotation to host memory")
-    return Accounted(asked, Why.UNKNOWN, f"{len(copies)} host copy(ies) in the jaxpr (dots at {lines}); "
-                     f"{lowered.words()}; no transfer traced back to those lines")
+class _Accounting:
+    def __init__(self, intent: Intent, verdicts: Sequence[Verdict], module: Module | None,
+                 unoptimized: Module | None) -> None:
+        self.intent = intent
+        self.verdicts = [v for v in verdicts if not v.transfer.is_annotation]
+        self.module = module
+        self.by_id = {id(v.transfer): v for v in self.verdicts}
+        partitions = module.num_partitions if module is not None else 1
+        self.lowered = _Lowered(unoptimized, [v.transfer for v in self.verdicts], partitions)
+        self.unnamed = sum(1 for v in self.verdicts
+                           if v.transfer.direction is Direction.TO_HOST and not v.transfer.checkpoint_name)
 
+    def by_line(self, wheres: Sequence[Where]) -> list[Verdict]:
+        return [v for v in self.verdicts
+                if any(w.same_line(f, ln) for w in wheres for f, ln in _line_of(self.module, v.transfer))]
 
-def _account_placement(asked: Asked, verdicts: Sequence[Verdict], module: Module | None,
-                       lowered: _Lowered) -> Accounted:
-    pl = asked.placement
-    assert pl is not None
-    if pl.kind is PlacementKind.COMPUTE_ON:
-        return Accounted(asked, Why.NOT_A_TRANSFER, "compute_on places computation on the host; the transfers "
-                         "of its operands and results are not matched to it")
-    if pl.where is None:
-        return Accounted(asked, Why.UNKNOWN, "no source line recorded for it: transfers cannot be matched to it")
-    hits = [v for v in verdicts if not v.transfer.is_annotation and any(
-        pl.where.same_line(f, ln) for f, ln in _line_of(module, v.transfer))]
-    if hits:
-        return _became(asked, hits, f"{len(hits)} transfer(s) trace back to {pl.where}")
-    if lowered.unoptimized is not None:
-        here = [a for a in lowered.annotations if any(pl.where.same_line(f, ln)
-                                                      for f, ln in _line_of(lowered.unoptimized, a))]
-        if not lowered.annotations or (not here and not lowered.to_host):
-            return Accounted(asked, Why.DROPPED_IN_LOWERING, f"the jaxpr places it in {pl.memory} at {pl.where}; the "
-                             "unoptimized module has no placement annotation to host memory")
-        if here and all(a in lowered.removed for a in here):
-            return Accounted(asked, Why.REMOVED_BY_XLA, f"the unoptimized module annotates it at {pl.where}; no "
-                             "transfer of the optimized module moves its bytes (xla#20373)")
-    return Accounted(asked, Why.UNKNOWN, f"no transfer traces back to {pl.where}; {lowered.words()}")
+    def attribute(self, asks: Sequence[Asked]) -> dict[int, list[HostTransfer]]:
+        """Request index -> its to-host placement annotations: by source line, then by
+        elimination (one request with host copies left, and annotations no other request has)."""
+        out: dict[int, list[HostTransfer]] = {}
+        copying: list[int] = []
+        for i, asked in enumerate(asks):
+            wheres = self.copy_lines(asked)
+            if wheres is None:
+                continue
+            copying.append(i)
+            out[i] = self.lowered.at(wheres)
+        taken = {id(a) for v in out.values() for a in v}
+        left = [a for a in self.lowered.to_host if id(a) not in taken]
+        bare = [i for i in copying if not out[i]]
+        if len(bare) == 1 and left:
+            out[bare[0]] = left
+            self.eliminated = bare[0]
+        return out
+
+    eliminated = -1
+
+    def copy_lines(self, asked: Asked) -> list[Where] | None:
+        """The lines of a request that JAX turned into host copies in the jaxpr (None: it made none)."""
+        if asked.kind is AskKind.OFFLOAD_NAME:
+            tags = [t for t in self.intent.tags if t.name == asked.what and t.host_copy]
+            if not tags:
+                return None
+            return [w for t in tags for w in (t.where, t.producer) if w is not None]
+        if asked.kind is AskKind.OFFLOAD_DOTS:
+            copies = [p for p in self.intent.placements if p.kind is PlacementKind.REMAT_OFFLOAD]
+            return [p.where for p in copies if p.where is not None] if copies else None
+        if asked.kind is AskKind.PLACEMENT and asked.placement is not None and \
+                asked.placement.kind is PlacementKind.DEVICE_PUT:
+            return [asked.placement.where] if asked.placement.where is not None else []
+        return None
+
+    def lowered_part(self, asked: Asked, i: int, annotations: Mapping[int, list[HostTransfer]], what: str) -> Accounted:
+        """A request JAX copied to host in the jaxpr, with no transfer found by name or line."""
+        lowered = self.lowered
+        if not lowered.known:
+            return Accounted(asked, Why.UNKNOWN, f"{what}; the unoptimized module is not available to follow it "
+                             f"({self.unnamed} transfer(s) to host have no name)")
+        if not lowered.to_host:
+            return Accounted(asked, Why.DROPPED_IN_LOWERING, f"{what}, but the unoptimized module has no "
+                             "placement annotation to host memory: JAX dropped it while lowering")
+        mine = annotations.get(i, [])
+        if mine:
+            how = "the only request left for them" if i == self.eliminated else "by source line"
+            return _through_annotations(asked, mine, lowered, self.by_id, what, how)
+        return Accounted(asked, Why.UNKNOWN, f"{what}; {lowered.words()}; none of them can be told to be its "
+                         f"({self.unnamed} transfer(s) to host have no name)")
+
+    def name(self, asked: Asked, i: int, annotations: Mapping[int, list[HostTransfer]]) -> Accounted:
+        name = asked.what
+        hits = [v for v in self.verdicts if v.transfer.checkpoint_name == name]
+        mine = annotations.get(i, []) if i != self.eliminated else []
+        others = {id(t) for j, anns in annotations.items() if j != i for a in anns
+                  for t in self.lowered.fate[id(a)][1]}
+        if hits and not any(id(v.transfer) in others for v in hits):
+            return _became(asked, hits, f"{len(hits)} transfer(s) carry the name")
+        if mine:  # the naming pass gave this name transfers another request's annotations became, or none
+            tags = [t for t in self.intent.tags if t.name == name]
+            at = ", ".join(sorted({str(t.where) for t in tags if t.where is not None}))
+            return self.lowered_part(asked, i, annotations, f"tagged at {at}; the jaxpr copies it to host memory")
+        if hits:
+            return _became(asked, hits, f"{len(hits)} transfer(s) carry the name (some also match another "
+                           "request's placement annotation)")
+        tags = [t for t in self.intent.tags if t.name == name]
+        if not tags:
+            tagged = self.intent.tagged_names
+            close = tuple(difflib.get_close_matches(name, tagged, n=3, cutoff=0.6))
+            hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+            return Accounted(asked, Why.NEVER_TAGGED, f"no checkpoint_name(..., '{name}') in the step (tagged "
+                             f"names: {', '.join(tagged) or 'none'}){hint}", suggestions=close)
+        at = ", ".join(sorted({str(t.where) for t in tags if t.where is not None})) or "(no source line)"
+        if not any(t.host_copy for t in tags):
+            return _no_host_copy(asked, self.intent, tags, at)
+        return self.lowered_part(asked, i, annotations, f"tagged at {at}; the jaxpr copies it to host memory")
+
+    def dots(self, asked: Asked, i: int, annotations: Mapping[int, list[HostTransfer]]) -> Accounted:
+        copies = [p for p in self.intent.placements if p.kind is PlacementKind.REMAT_OFFLOAD]
+        if not copies:
+            return Accounted(asked, Why.NOT_A_RESIDUAL, "JAX put no host copy after any dot: no dot without batch "
+                             "dimensions is a residual the backward pass saves")
+        lines = ", ".join(sorted({str(p.where) for p in copies if p.where is not None}))
+        hits = self.by_line([p.where for p in copies if p.where is not None])
+        what = f"{len(copies)} host copy(ies) in the jaxpr (dots at {lines})"
+        if hits:
+            return _became(asked, hits, what)
+        return self.lowered_part(asked, i, annotations, what)
+
+    def placement(self, asked: Asked, i: int, annotations: Mapping[int, list[HostTransfer]]) -> Accounted:
+        pl = asked.placement
+        assert pl is not None
+        if pl.kind is PlacementKind.COMPUTE_ON:
+            return Accounted(asked, Why.NOT_A_TRANSFER, "compute_on places computation on the host; the transfers "
+                             "of its operands and results are not matched to it")
+        if pl.where is None:
+            return Accounted(asked, Why.UNKNOWN, "no source line recorded for it: transfers cannot be matched to "
+                             f"it; {self.lowered.words()}")
+        hits = self.by_line([pl.where])
+        if hits:
+            return _became(asked, hits, f"{len(hits)} transfer(s) trace back to {pl.where}")
+        return self.lowered_part(asked, i, annotations, f"the jaxpr places it in {pl.memory} at {pl.where}")
 
 
 def account_intent(intent: Intent, verdicts: Sequence[Verdict], module: Module | None = None,
@@ -605,26 +726,25 @@ def account_intent(intent: Intent, verdicts: Sequence[Verdict], module: Module |
     """Each request of ``intent`` with the transfers (``verdicts`` of the optimized ``module``)
     it became, or the reason it produced none. ``unoptimized``: the module before
     optimizations, when known (it tells a placement JAX dropped from one XLA removed)."""
-    transfers = [v.transfer for v in verdicts]
-    partitions = module.num_partitions if module is not None else 1
-    lowered = _Lowered(unoptimized, transfers, partitions)
-    unnamed = sum(1 for t in transfers if t.direction is Direction.TO_HOST and not t.checkpoint_name)
+    acc = _Accounting(intent, verdicts, module, unoptimized)
+    asks = requests(intent)
+    annotations = acc.attribute(asks)
     items: list[Accounted] = []
-    for asked in requests(intent):
+    for i, asked in enumerate(asks):
         if asked.kind is AskKind.OFFLOAD_NAME:
-            items.append(_account_name(asked, intent, verdicts, lowered, unnamed))
+            items.append(acc.name(asked, i, annotations))
         elif asked.kind is AskKind.OFFLOAD_DOTS:
-            items.append(_account_dots(asked, intent, verdicts, module, lowered))
+            items.append(acc.dots(asked, i, annotations))
         elif asked.kind is AskKind.POLICY:
-            mentions = [p for p in intent.policies for q in p.uninspectable() if q.callable == asked.what]
-            said = mentions[0].uninspectable()[0].mentions if mentions else ()
+            said = next((q.mentions for p in intent.policies for q in p.uninspectable() if q.callable == asked.what),
+                        ())
             extra = f"; strings in its closure: {', '.join(said)}" if said else ""
             items.append(Accounted(asked, Why.NOT_INSPECTABLE, f"policy not inspectable: {asked.what} is a callable "
                                    f"hloscope cannot read{extra}"))
         else:
-            items.append(_account_placement(asked, verdicts, module, lowered))
+            items.append(acc.placement(asked, i, annotations))
     checked = [f"{len(intent.policies)} remat policy(ies), {len(intent.tags)} checkpoint_name site(s), "
-               f"{len(intent.placements)} placement(s) read from the trace", lowered.words()]
+               f"{len(intent.placements)} placement(s) read from the trace", acc.lowered.words()]
     return IntentAccount(tuple(items), "trace", tuple(checked) + tuple(intent.notes))
 
 

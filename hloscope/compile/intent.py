@@ -215,7 +215,7 @@ class _Reader:
                 self.walk(eqn.params["cond_jaxpr"].jaxpr)
                 continue
             if prim == "name":
-                self.tag(eqn, users, carries, outputs)
+                self.tag(eqn, users, producers, carries, outputs)
             elif prim == "device_put":
                 self.device_put(eqn, producers)
             elif prim in ("pjit", "jit"):
@@ -223,12 +223,12 @@ class _Reader:
             for _, inner in _sub_jaxprs(eqn.params):
                 self.walk(inner)
 
-    def tag(self, eqn: Any, users: Mapping[int, list[Any]], carries: frozenset[int],
+    def tag(self, eqn: Any, users: Mapping[int, list[Any]], producers: Mapping[int, Any], carries: frozenset[int],
             outputs: frozenset[int]) -> None:
         where = _user_where(eqn)
         name = str(eqn.params.get("name", ""))
         reached, todo = set(), [eqn.outvars[0]] if eqn.outvars else []
-        host_copy = False
+        copies = 0
         while todo:
             v = todo.pop()
             if id(v) in reached:
@@ -236,13 +236,17 @@ class _Reader:
             reached.add(id(v))
             for u in users.get(id(v), []):
                 if u.primitive.name == "device_put" and any(_is_host_space(d) for d in u.params.get("devices", ())):
-                    host_copy = True
+                    copies += 1
                 elif u.primitive.name in _PASS:
                     todo.extend(u.outvars)
+        src = producers.get(id(eqn.invars[0])) if eqn.invars else None
+        while src is not None and src.primitive.name in _PASS and src.invars:
+            src = producers.get(id(src.invars[0]))
+        made = _user_where(src) if src is not None else None
         key = (name, where.file if where else "", where.line if where else 0)
         old = self.tags.get(key, Tag(name, where))
-        self.tags[key] = Tag(name, where, old.host_copy or host_copy, old.carry or bool(reached & carries),
-                             old.output or bool(reached & outputs))
+        self.tags[key] = Tag(name, where, old.host_copy or bool(copies), old.carry or bool(reached & carries),
+                             old.output or bool(reached & outputs), old.producer or made, old.host_copies + copies)
 
     def device_put(self, eqn: Any, producers: Mapping[int, Any]) -> None:
         functions = _raw_functions(eqn)

@@ -1,0 +1,142 @@
+"""Training steps written as users write them, each asking for host offloads (issue 16).
+
+Each function takes ``(mesh)`` and returns ``(step, args)``: ``step`` is the
+function to compile, ``args`` its abstract arguments on ``mesh``. Shapes are tiny
+(a compile takes seconds). The tests compile them with hloscope and assert what
+the compiled HLO shows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax.ad_checkpoint import checkpoint_name
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+LAYERS, BATCH, WIDTH = 4, 32, 256
+
+
+def offload(*names: str, save: tuple[str, ...] = ()) -> Any:
+    return jax.checkpoint_policies.save_and_offload_only_these_names(
+        names_which_can_be_saved=list(save), names_which_can_be_offloaded=list(names),
+        offload_src="device", offload_dst="pinned_host")
+
+
+def _args(mesh: Any) -> tuple[Any, Any]:
+    rep = NamedSharding(mesh, P())
+    return (jax.ShapeDtypeStruct((LAYERS, WIDTH, WIDTH), jnp.float32, sharding=rep),
+            jax.ShapeDtypeStruct((BATCH, WIDTH), jnp.float32, sharding=rep))
+
+
+def _mlp_layer(x: Any, w: Any) -> tuple[Any, None]:
+    h = checkpoint_name(jnp.tanh(x @ w), "mlp_hidden")
+    return jnp.tanh(h @ w.T), None
+
+
+def _scanned(policy: Any, layer: Any = _mlp_layer) -> Any:
+    def step(w: Any, x: Any) -> Any:
+        def loss(w: Any, x: Any) -> Any:
+            y, _ = jax.lax.scan(jax.checkpoint(layer, policy=policy), x, w)
+            return jnp.sum(y)
+        return jax.grad(loss)(w, x)
+    return step
+
+
+def typo(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
+    """The code tags "mlp_hidden"; the policy offloads "mlp_hiden"."""
+    return _scanned(offload("mlp_hiden")), _args(mesh)
+
+
+def typo_step(w: Any, x: Any) -> Any:
+    """``typo`` as a plain function, for ``hloscope check --fn tests.intent.steps:typo_step``."""
+    return _scanned(offload("mlp_hiden"))(w, x)
+
+
+def never_tagged(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
+    """The policy offloads "hidden"; no checkpoint_name anywhere in the step."""
+    def layer(x: Any, w: Any) -> tuple[Any, None]:
+        return jnp.tanh(jnp.tanh(x @ w) @ w.T), None
+    return _scanned(offload("hidden"), layer), _args(mesh)
+
+
+def scan_carry(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
+    """checkpoint_name on the value the scan body carries to the next layer (jax#23869)."""
+    def layer(carry: Any, w: Any) -> tuple[Any, None]:
+        carry = checkpoint_name(jnp.tanh(carry @ w), "residual_stream")
+        return carry, None
+    return _scanned(offload("residual_stream"), layer), _args(mesh)
+
+
+def activation_offload(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
+    """Activation offloading as in JAX's host-offloading guide: each layer's input is named
+    and offloaded by the scanned, rematerialized layer."""
+    def layer(x: Any, w: Any) -> tuple[Any, None]:
+        x = checkpoint_name(x, "x")
+        y = jnp.sin(x @ w)
+        return y @ w.T, None
+    return _scanned(offload("x"), layer), _args(mesh)
+
+
+def maxtext_switches(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
+    """MaxText-style per-tensor switches: each named tensor is 'offload', 'device' or 'remat'."""
+    switches = {"query_proj": "offload", "key_proj": "device", "value_proj": "offload", "mlpwo": "remat"}
+    policy = offload(*(n for n, s in switches.items() if s == "offload"),
+                     save=tuple(n for n, s in switches.items() if s == "device"))
+
+    def layer(x: Any, w: Any) -> tuple[Any, None]:
+        q = checkpoint_name(x @ w, "query_proj")
+        k = checkpoint_name(jnp.sin(x) @ w, "key_proj")
+        v = checkpoint_name(jnp.cos(x) @ w, "value_proj")
+        a = jnp.tanh(q * k + v)
+        return checkpoint_name(jnp.tanh(a @ w.T), "mlpwo") + x, None
+    return _scanned(policy, layer), _args(mesh)
+
+
+def my_policy(prim: Any, *args: Any, **params: Any) -> bool:
+    """A user's own policy: save every dot."""
+    return bool(prim.name == "dot_general")
+
+
+def custom_policy(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
+    return _scanned(my_policy), _args(mesh)
+
+
+def _host(mesh: Any) -> NamedSharding:
+    return NamedSharding(mesh, P(), memory_kind="pinned_host")
+
+
+def parameter_offload(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
+    """Parameter offloading as in JAX's guide: the weights live in pinned host memory and the
+    step brings them to the device."""
+    device = NamedSharding(mesh, P(), memory_kind="device")
+
+    def step(w_host: Any, x: Any) -> Any:
+        w = jax.device_put(w_host, device)
+        return jnp.sum(jnp.tanh(x @ w[0]))
+    w, x = _args(mesh)
+    return step, (jax.ShapeDtypeStruct(w.shape, w.dtype, sharding=_host(mesh)), x)
+
+
+def optimizer_offload(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
+    """Optimizer-state offloading as in JAX's guide: the momentum is kept in pinned host memory
+    between steps (moved to the device for the update, back to host afterwards)."""
+    device = NamedSharding(mesh, P(), memory_kind="device")
+
+    def step(w: Any, mu_host: Any, x: Any) -> Any:
+        g = jax.grad(lambda w: jnp.sum(jnp.tanh(x @ w[0])))(w)
+        mu = 0.9 * jax.device_put(mu_host, device) + g
+        return w - 0.01 * mu, jax.device_put(mu, _host(mesh))
+    w, x = _args(mesh)
+    return step, (w, jax.ShapeDtypeStruct(w.shape, w.dtype, sharding=_host(mesh)), x)
+
+
+def space_host_offload(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
+    """The optimizer-state pattern with ``jax.memory.Space``: the momentum is put in host memory."""
+    def step(w: Any, x: Any) -> Any:
+        g = jax.grad(lambda w: jnp.sum(jnp.tanh(x @ w[0])))(w)
+        mu_host = jax.device_put(0.9 * g, jax.memory.Space.Host)
+        return w - 0.01 * g, mu_host
+    return step, _args(mesh)

@@ -787,3 +787,9 @@ def account_step(intent: Intent | None, verdicts: Sequence[Verdict], module: Mod
     if not isinstance(intent, Intent):
         return None
     return account_intent(intent, verdicts, module, unoptimized)
+
+
+def account_of(report: object) -> IntentAccount | None:
+    """The report's intent account (``Report.intent``), or None when the step's intent is unknown."""
+    acc = getattr(report, "intent", None)
+    return acc if isinstance(acc, IntentAccount) else None

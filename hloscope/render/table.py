@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import TextIO
 
+from hloscope.analysis.intent import account_of
 from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.report import Report
 from hloscope.analysis.verdict import Verdict
+from hloscope.render.intent_text import intent_lines
 from hloscope.render.memory_text import memory_lines
 from hloscope.render.options import RenderOptions
 from hloscope.render.why import explain
@@ -90,6 +92,7 @@ class TableRenderer:
             f"({'scheduled' if report.module.is_scheduled else 'NOT scheduled'}), "
             f"target {t.name} ({t.description}, host link {t.host_link}: {link_figures(report)})",
             "",
+            *intent_lines(account_of(report)),
         ]
         if report.verdicts:
             headers = COLUMNS

@@ -1,0 +1,126 @@
+"""The "offloads asked for" section: each request of the traced step and what became of it.
+
+``intent_lines(account)`` is the text report's first section (``render/table.py``
+puts it first); ``intent_headline(account)`` is its one-line summary (the TUI's
+pane title, ``print(report)``); ``intent_dict(account)`` is the JSON report's
+``intent`` value (docs/json-schema.md). An account is
+``hloscope.analysis.intent.IntentAccount``; None (the step was not traced, and no
+unoptimized module stands in) gives no section.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hloscope.analysis.intent import WHY_MEANING, Accounted, IntentAccount, Why
+from hloscope.analysis.kinds import Direction
+from hloscope.units import human_bytes
+
+#: The mark in front of each request: what a person should read first.
+MARK: dict[Why, str] = {
+    Why.TRANSFERRED: "ok",
+    Why.SYNC_COPY: "SYNC",
+    Why.NOT_INSPECTABLE: "??",
+    Why.NOT_A_TRANSFER: "--",
+    Why.UNKNOWN: "NONE?",
+}
+
+
+def mark(a: Accounted) -> str:
+    """``ok``, ``SYNC``, ``NONE`` (no transfer), ``NONE?`` (none found, cause unknown), ``??``, ``--``."""
+    return MARK.get(a.why, "NONE")
+
+
+def transfers_words(a: Accounted) -> str:
+    """``3 transfer(s): to host 64.0 KiB/step, to device 32.0 KiB/step; 8 executions/step; hidden 2, partial 1``."""
+    if not a.transfers:
+        return ""
+    b = a.bytes_per_step
+    dirs = [f"{d.replace('_', ' ')} {human_bytes(b[d])}/step" for d in Direction if b[d]]
+    verdicts = ", ".join(f"{k} {n}" for k, n in sorted(a.by_verdict.items()))
+    return f"{len(a.transfers)} transfer(s): {', '.join(dirs)}; {a.executions} execution(s)/step; {verdicts}"
+
+
+def intent_headline(account: IntentAccount | None) -> str:
+    """One line: how many requests, how many produced no transfer. "" when there is no account."""
+    if account is None:
+        return ""
+    if account.source == "annotations":
+        lost = len(account.unaccounted)
+        return (f"offloads asked for (no trace: from the unoptimized module's {len(account.items)} placement "
+                f"annotation(s)): {lost} produced no transfer" if lost else
+                f"offloads asked for (no trace: from the unoptimized module's {len(account.items)} placement "
+                "annotation(s)): every one became transfers")
+    asked = [a for a in account.items if a.why is not Why.NOT_A_TRANSFER]
+    if not asked:
+        return "offloads asked for: none (no offload policy, host placement or host copy in the traced step)"
+    gone = account.unaccounted
+    unread = account.not_inspectable
+    parts = [f"{len(asked)} request(s)"]
+    if gone:
+        names = ", ".join(str(a.asked) for a in gone)
+        parts.append(f"{len(gone)} produced NO transfer ({names})")
+    else:
+        parts.append("every readable one became transfers")
+    if unread:
+        parts.append(f"{len(unread)} policy(ies) not inspectable")
+    return "offloads asked for: " + "; ".join(parts)
+
+
+def intent_lines(account: IntentAccount | None) -> list[str]:
+    """The section, ending with a blank line; [] when there is no account."""
+    if account is None:
+        return []
+    lines = [intent_headline(account)]
+    for a in account.items:
+        where = f" at {a.asked.where}" if a.asked.where is not None else ""
+        policy = f" [{a.asked.policy}]" if a.asked.policy and a.asked.kind != "policy" else ""
+        lines.append(f"  {mark(a):5} {a.asked}{where}{policy}")
+        if a.transfers:
+            lines.append(f"        {transfers_words(a)}")
+            shown = a.transfers[:6]
+            lines.append("        " + ", ".join(f"{v.transfer.instruction.name} ({v.transfer.direction}, {v.verdict})"
+                                                for v in shown) + (" ..." if len(a.transfers) > len(shown) else ""))
+        if a.why is not Why.TRANSFERRED:
+            lines.append(f"        {a.why}: {a.detail}")
+        elif a.detail and not a.detail.endswith("carry the name"):
+            lines.append(f"        {a.detail}")
+    if account.unaccounted:
+        lines.append("  reasons: " + "; ".join(f"{w}: {WHY_MEANING[w]}"
+                                               for w in dict.fromkeys(a.why for a in account.unaccounted)))
+    lines.append("")
+    return lines
+
+
+def _accounted_dict(a: Accounted) -> dict[str, Any]:
+    w = a.asked.where
+    b = a.bytes_per_step
+    return {
+        "kind": str(a.asked.kind),
+        "what": a.asked.what,
+        "policy": a.asked.policy,
+        "memory": a.asked.memory,
+        "source": str(w) if w is not None else "",
+        "source_file": w.file if w is not None else "",
+        "source_line": w.line if w is not None else None,
+        "why": str(a.why),
+        "produced_transfers": not a.produced_no_transfer and a.why not in (Why.NOT_INSPECTABLE, Why.NOT_A_TRANSFER),
+        "detail": a.detail,
+        "suggestions": list(a.suggestions),
+        "transfers": [v.transfer.instruction.name for v in a.transfers],
+        "to_host_bytes_per_step": b[Direction.TO_HOST],
+        "to_device_bytes_per_step": b[Direction.TO_DEVICE],
+        "executions_per_step": a.executions,
+        "by_verdict": {str(k): n for k, n in sorted(a.by_verdict.items())},
+    }
+
+
+def intent_dict(account: IntentAccount) -> dict[str, Any]:
+    """The JSON report's ``intent`` value."""
+    return {
+        "source": account.source,
+        "headline": intent_headline(account),
+        "requests": [_accounted_dict(a) for a in account.items],
+        "unaccounted": len(account.unaccounted),
+        "checked": list(account.checked),
+    }

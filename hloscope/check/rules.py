@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
 
+from hloscope.analysis.intent import Accounted, IntentAccount, account_annotations_only, account_of
 from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.report import Report
 from hloscope.analysis.verdict import Verdict
 from hloscope.check.allow import AllowEntry, find_allow
 from hloscope.check.annotations import Fate, account_annotations
-from hloscope.check.keys import TransferRecord
+from hloscope.check.keys import TransferKey, TransferRecord
 from hloscope.check.subject import Subject
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_UNKNOWN_NAME, HloscopeError
 from hloscope.units import human_bytes
@@ -243,6 +244,60 @@ def rule_annotations_accounted(ctx: RuleContext, on: bool) -> list[Violation]:
     return out
 
 
+def step_intent(subject: Subject) -> IntentAccount | None:
+    """What the step asked to offload and what became of it: the trace's account when the step
+    was traced, else (a plain HLO file) the unoptimized module's placement annotations, else None."""
+    account = account_of(subject.report)
+    if account is not None:
+        return account
+    if subject.unoptimized is None:
+        return None
+    report = subject.report
+    return account_annotations_only(report.verdicts, report.module, subject.unoptimized)
+
+
+def unaccounted_intent(subject: Subject) -> tuple[Accounted, ...]:
+    """Requests of a traced step that produced no transfer (what ``intent-accounted`` fails on)."""
+    account = account_of(subject.report)
+    return account.unaccounted if account is not None else ()
+
+
+def _intent_record(a: Accounted) -> TransferRecord:
+    """The request as a record an allow entry can name (checkpoint = the name, source = its line)."""
+    w = a.asked.where
+    full = f"{w.file}:{w.line}" if w is not None else ""
+    return TransferRecord(TransferKey(a.asked.what, str(w) if w is not None else "", "to_host"), a.asked.what, "",
+                          str(a.asked.kind), 0, 0, VerdictKind.UNSCHEDULED, 0.0, 0.0, full_source=full,
+                          checkpoint=a.asked.what)
+
+
+def intent_message(a: Accounted) -> str:
+    """``offload 'mlp_hiden' at model.py:40 [policy] produced no transfer: never-tagged: ...``."""
+    where = f" at {a.asked.where}" if a.asked.where is not None else ""
+    policy = f" [{a.asked.policy}]" if a.asked.policy else ""
+    return f"{a.asked}{where}{policy} produced no transfer: {a.why}: {a.detail}"
+
+
+def rule_intent_accounted(ctx: RuleContext, on: bool) -> list[Violation]:
+    if not on:
+        return []
+    account = step_intent(ctx.subject)
+    if account is None:
+        raise HloscopeError(f"intent-accounted: {ctx.subject.label} has no trace (a plain HLO file) and no unoptimized "
+                            "module to fall back on; check an artifact or dump folder, --fn/--workload, or pass "
+                            "--unoptimized FILE", EXIT_BAD_INPUT)
+    prefix = "" if account.source == "trace" else "no trace, judged from the unoptimized module's annotations: "
+    out: list[Violation] = []
+    for a in account.unaccounted:
+        v = Violation("intent-accounted", prefix + intent_message(a))
+        entry = find_allow(ctx.allow, "intent-accounted", _intent_record(a))
+        if entry is None:
+            out.append(v)
+        else:
+            ctx.allowed.append((v, entry))
+    return out
+
+
 def rule_fits_hbm(ctx: RuleContext, on: bool) -> list[Violation]:
     if not on:
         return []
@@ -275,6 +330,9 @@ RULES: dict[str, Rule] = {r.name: r for r in (
          rule_min_offloaded_bytes),
     Rule("annotations-accounted", "bool", "every host-placement annotation of the unoptimized module became an "
          "async transfer (not a synchronous copy, not removed)", rule_annotations_accounted, needs="unoptimized"),
+    Rule("intent-accounted", "bool", "every offload the traced step asked for (policy names, host placements) "
+         "became host transfers; on by default when the step was traced; a plain HLO file falls back to the "
+         "unoptimized module's annotations", rule_intent_accounted),
     Rule("fits-hbm", "bool", "the step's device allocation fits in the target's HBM, less hbm-margin",
          rule_fits_hbm, needs="memory"),
 )}

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hloscope.analysis.intent import account_of
 from hloscope.check.allow import AllowEntry, find_allow
 from hloscope.check.baseline import BaselineDiff, Snapshot, compare, snapshot_from_subject
 from hloscope.check.config import CheckConfig
 from hloscope.check.keys import records_from_report
-from hloscope.check.rules import RULES, RuleContext, Violation, nothing_to_judge
+from hloscope.check.rules import RULES, RuleContext, Violation, nothing_to_judge, unaccounted_intent
 from hloscope.check.subject import Subject
 from hloscope.errors import EXIT_NOTHING_TO_CHECK, HloscopeError
 
@@ -58,17 +59,21 @@ def nothing_to_check(subject: Subject) -> str:
 def run_check(subject: Subject, config: CheckConfig, baseline: Snapshot | None = None) -> CheckResult:
     """Evaluate the configured rules (or :data:`DEFAULT_RULES`), then compare with ``baseline``."""
     empty = nothing_to_check(subject)
-    if empty and not config.allow_empty:
-        raise NothingToCheck(f"nothing to check: {empty} (--allow-empty to pass anyway)")
     rules = {name: config.rules[name] for name in RULES if name in config.rules} or dict(DEFAULT_RULES)
+    if "intent-accounted" not in config.rules and account_of(subject.report) is not None:
+        rules["intent-accounted"] = True  # on by default whenever the step's intent is known
+    # An offload asked for that produced no transfer is a failure to report, not "nothing to check".
+    lost = bool(rules.get("intent-accounted")) and bool(unaccounted_intent(subject))
+    if empty and not config.allow_empty and not lost:
+        raise NothingToCheck(f"nothing to check: {empty} (--allow-empty to pass anyway)")
     for name in rules:  # fail on a missing fact before reporting anything
         needs = RULES[name].needs
         if (needs == "memory" and subject.memory is None) or (needs == "unoptimized" and subject.unoptimized is None):
             RULES[name].evaluate(RuleContext(subject, []), rules[name])  # raises the rule's own message
     ctx = RuleContext(subject, records_from_report(subject.report), config.allow, config.hbm_margin)
     violations: list[Violation] = []
-    if not empty:
-        for name, value in rules.items():
+    for name, value in rules.items():
+        if not empty or name == "intent-accounted":
             violations += RULES[name].evaluate(ctx, value)
     diff = None
     if baseline is not None:

@@ -105,6 +105,15 @@ class CostModel:
         self._moved: dict[Instruction, MovedBytes] = {}
         self._op_cost: dict[Instruction, OpCost] = {}
         self._ins_us: dict[Instruction, float] = {}
+        self._sizes: dict[int, int] = {}  # id(shape) -> byte_size; the module keeps its shapes alive
+
+    def _nbytes(self, shape: Shape) -> int:
+        """``shape.byte_size``, once per shape object of the module (the parser interns shapes by
+        their text, so a module holds a few hundred distinct ones)."""
+        got = self._sizes.get(id(shape))
+        if got is None:
+            got = self._sizes[id(shape)] = shape.byte_size
+        return got
 
     def _dot_flops(self, ins: Instruction) -> tuple[float, str]:
         table = self.module.computations[ins.computation].by_name
@@ -129,16 +138,40 @@ class CostModel:
 
     def computation_flops(self, name: str) -> tuple[float, str]:
         """FLOPs of dots/convolutions in a (fused) computation, and their dtype."""
-        if name in self._comp_flops:
-            return self._comp_flops[name]
-        self._comp_flops[name] = (0.0, "f32")
+        got = self._comp_flops.get(name)
+        if got is None:
+            self._scan(self.module.computations[name])
+            got = self._comp_flops[name]
+        return got
+
+    def _scan(self, body: Computation) -> None:
+        """One walk over a (fused) computation: its FLOPs (``computation_flops``) and what it
+        reads of each parameter (``_body_param_reads``), both cached by computation name."""
+        name = body.name
+        self._comp_flops[name] = (0.0, "f32")  # guards against recursion
+        self._param_reads[name] = ()
+        self._root_writes[name] = None
         total, dtype = 0.0, ""
-        for ins in self.module.computations[name].instructions:
-            if ins.opcode in ("dot", "convolution"):
-                f, t = self._dot_flops(ins)
-            elif ins.opcode == "fusion" or (ins.opcode == "custom-call" and ins.called_computations):
+        # Users of the parameters and of views of them: all that _value_reads follows.
+        users: dict[str, list[Instruction]] = {}
+        params: dict[int, Instruction] = {}
+        for x in body.instructions:
+            op = x.opcode
+            if op == "parameter":
+                params[int(x.literal or 0)] = x
+                users[x.name] = []
+                continue
+            for o in x.operands:
+                lst = users.get(o)
+                if lst is not None and (not lst or lst[-1] is not x):  # reading a value twice is one use
+                    lst.append(x)
+                    if op in _VIEW_OPCODES and x.name not in users:
+                        users[x.name] = []
+            if op == "dot" or op == "convolution":
+                f, t = self._dot_flops(x)
+            elif op == "fusion" or (op == "custom-call" and x.called_computations):
                 f, t = 0.0, ""
-                for c in ins.called_computations:
+                for c in x.called_computations:
                     cf, ct = self.computation_flops(c)
                     f += cf
                     t = t or ct
@@ -147,7 +180,17 @@ class CostModel:
             total += f
             dtype = dtype or t
         self._comp_flops[name] = (total, dtype or "f32")
-        return self._comp_flops[name]
+        in_place = self._in_place_updates(body)
+        self._param_reads[name] = tuple(
+            self._value_reads(body, params[i], users, in_place, 0) if i in params else 0
+            for i in range(max(params, default=-1) + 1))
+        root = body.root
+        writes: tuple[int, ...] | None = None
+        if root is not None:
+            outs = [body.by_name[o] for o in root.operands] if root.opcode == "tuple" else [root]
+            if all(not o.shape.is_tuple for o in outs):
+                writes = tuple(self._output_bytes(body, o, in_place) for o in outs)
+        self._root_writes[name] = writes
 
     def _gemm_flops(self, ins: Instruction) -> tuple[float, str]:
         table = self.module.computations[ins.computation].by_name
@@ -192,22 +235,28 @@ class CostModel:
             reads = self._op_reads(ins)
             writes = self._op_writes(ins)
         dev_r = dev_w = host_r = host_w = 0
+        host = self.host
+        nreads = len(reads)
         for i, shape in enumerate(operands):
             if shape is None:
                 continue
-            n = reads[i] if i < len(reads) else shape.byte_size
-            if shape.memory_space == self.host and not shape.is_tuple:
-                host_r += n
-            elif shape.is_tuple and n == shape.byte_size:
-                h = sum(leaf.byte_size for leaf in shape.leaves() if leaf.memory_space == self.host)
+            n = reads[i] if i < nreads else self._nbytes(shape)
+            if shape.element_type != "tuple":
+                if shape.memory_space == host:
+                    host_r += n
+                else:
+                    dev_r += n
+            elif n == self._nbytes(shape):
+                h = sum(self._nbytes(leaf) for leaf in shape.leaves() if leaf.memory_space == host)
                 host_r += h
                 dev_r += n - h
             else:
                 dev_r += n
-        leaves = result.leaves()
+        leaves = (result,) if result.element_type != "tuple" else result.leaves()
+        per_leaf = writes is not None and len(writes) == len(leaves)
         for j, leaf in enumerate(leaves):
-            n = writes[j] if writes is not None and len(writes) == len(leaves) else leaf.byte_size
-            if leaf.memory_space == self.host:
+            n = writes[j] if per_leaf and writes is not None else self._nbytes(leaf)
+            if leaf.memory_space == host:
                 host_w += n
             else:
                 dev_w += n
@@ -221,9 +270,9 @@ class CostModel:
         out = []
         for i, o in enumerate(ins.operands):
             src = table.get(o)
-            full = src.shape.byte_size if src is not None else 0
+            full = self._nbytes(src.shape) if src is not None else 0
             if i == 0 and ins.opcode in _SLICING_OPCODES:
-                out.append(min(full, ins.shape.byte_size))
+                out.append(min(full, self._nbytes(ins.shape)))
             elif i == 0 and ins.opcode == "dynamic-update-slice":
                 out.append(0)  # updated in place: only the update is written
             else:
@@ -234,41 +283,28 @@ class CostModel:
         if ins.opcode == "dynamic-update-slice" and len(ins.operands) > 1:
             upd = self.module.computations[ins.computation].by_name.get(ins.operands[1])
             if upd is not None:
-                return (upd.shape.byte_size,)
+                return (self._nbytes(upd.shape),)
         return None
 
     def _body_param_reads(self, body: Computation) -> tuple[int, ...]:
         """Bytes a fused body reads of each of its parameters (by parameter number)."""
         got = self._param_reads.get(body.name)
-        if got is not None:
-            return got
-        self._param_reads[body.name] = ()  # guards against recursion
-        users: dict[str, list[Instruction]] = {}
-        params: dict[int, Instruction] = {}
-        for x in body.instructions:
-            if x.opcode == "parameter":
-                params[int(x.literal or 0)] = x
-            for o in x.operands:
-                lst = users.setdefault(o, [])
-                if not lst or lst[-1] is not x:
-                    lst.append(x)
-        in_place = self._in_place_updates(body)
-        reads = tuple(self._value_reads(body, params[i], users, in_place, 0) if i in params else 0
-                      for i in range(max(params, default=-1) + 1))
-        self._param_reads[body.name] = reads
-        return reads
+        if got is None:
+            self._scan(body)
+            got = self._param_reads[body.name]
+        return got
 
     def _value_reads(self, body: Computation, v: Instruction, users: dict[str, list[Instruction]],
                      in_place: set[str], depth: int) -> int:
         """Bytes the body reads of value ``v`` (a parameter or a view of one)."""
-        full = v.shape.byte_size
+        full = self._nbytes(v.shape)
         total = 0
         for u in users.get(v.name, ()):
             op = u.opcode
             if op in _VIEW_OPCODES and depth < 16:
                 total += self._value_reads(body, u, users, in_place, depth + 1)
             elif op in _SLICING_OPCODES and u.operands[0] == v.name:
-                total += u.shape.byte_size
+                total += self._nbytes(u.shape)
             elif op == "dynamic-update-slice" and u.operands[0] == v.name and u.name in in_place:
                 pass  # the buffer updated in place is not read
             elif op == "fusion" and u.called_computations and u.called_computations[0] in self.module.computations:
@@ -303,27 +339,18 @@ class CostModel:
 
     def _body_root_writes(self, body: Computation) -> tuple[int, ...] | None:
         """Bytes a fused body writes per output leaf; None if its root is not a flat tuple/array."""
-        if body.name in self._root_writes:
-            return self._root_writes[body.name]
-        root = body.root
-        got: tuple[int, ...] | None = None
-        if root is not None:
-            outs = [body.by_name[o] for o in root.operands] if root.opcode == "tuple" else [root]
-            if all(not o.shape.is_tuple for o in outs):
-                in_place = self._in_place_updates(body)
-                got = tuple(self._output_bytes(body, o, in_place) for o in outs)
-        self._root_writes[body.name] = got
-        return got
+        if body.name not in self._root_writes:
+            self._scan(body)
+        return self._root_writes[body.name]
 
-    @staticmethod
-    def _output_bytes(body: Computation, out: Instruction, in_place: set[str]) -> int:
+    def _output_bytes(self, body: Computation, out: Instruction, in_place: set[str]) -> int:
         x: Instruction | None = out
         while x is not None and x.opcode in ("bitcast", "reshape") and x.operands:
             x = body.by_name.get(x.operands[0])
         if x is not None and x.name in in_place:
             upd: Shape = body.by_name[x.operands[1]].shape
-            return upd.byte_size
-        return out.shape.byte_size
+            return self._nbytes(upd)
+        return self._nbytes(out.shape)
 
     def op_cost(self, ins: Instruction) -> OpCost:
         """Estimated cost of one execution of a compute instruction (computed once per instruction:
@@ -362,7 +389,7 @@ class CostModel:
 
     def collective_us(self, ins: Instruction) -> float:
         """Estimated time of a collective from the bytes it produces."""
-        nbytes = value_shape(ins).byte_size
+        nbytes = self._nbytes(value_shape(ins))
         if not collective_kind(ins) and ins.opcode not in COLLECTIVE_OPCODES:
             return 0.0
         return nbytes / self.target.interconnect_bandwidth * 1e6

@@ -1,0 +1,61 @@
+"""IntentView: the offloads the traced step asked for, each with the transfers it became or its reason.
+
+One block per request (``hloscope.analysis.intent.Accounted``): the mark (``ok``,
+``SYNC``, ``NONE``, ``NONE?``, ``??``), what was asked, the policy and source line,
+then its transfers (bytes per step, executions, verdicts) or the reason it
+produced none. Strings from the trace (names, paths, policies) are data: they go
+through :func:`hloscope.tui.text.shown` into a markup-free ``Text``.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from hloscope.analysis.intent import IntentAccount, Why, account_of
+from hloscope.render.intent_text import intent_headline, mark, transfers_words
+from hloscope.tui.format import VERDICT_STYLE
+from hloscope.tui.text import shown
+
+#: Style of each mark: green for done, red for no transfer, yellow for unknown / unreadable.
+MARK_STYLE = {"ok": "bold #a3be8c", "SYNC": "bold #bf616a", "NONE": "bold #bf616a", "NONE?": "bold #ebcb8b",
+              "??": "bold #ebcb8b", "--": "dim"}
+
+
+def intent_text(account: IntentAccount | None) -> Text:
+    """The pane's text; a line saying why there is nothing when the step's intent is not known."""
+    t = Text()
+    if account is None:
+        t.append("offloads asked for: not known (the step was not traced here and its folder records no trace; "
+                 "compile it with hloscope, or open its artifact folder)", style="dim")
+        return t
+    head = intent_headline(account)
+    t.append(shown(head) + "\n", style="bold #bf616a" if account.unaccounted else "bold")
+    for a in account.items:
+        m = mark(a)
+        t.append(f"{m:5} ", style=MARK_STYLE.get(m, ""))
+        t.append(shown(str(a.asked)), style="bold")
+        if a.asked.where is not None:
+            t.append(shown(f" at {a.asked.where}"))
+        if a.asked.policy and a.asked.kind != "policy":
+            t.append(shown(f"  [{a.asked.policy}]"), style="dim")
+        t.append("\n")
+        if a.transfers:
+            t.append("      " + shown(transfers_words(a)) + "\n")
+            for v in a.transfers:
+                t.append("        ")
+                t.append(shown(v.transfer.instruction.name))
+                t.append(f" {v.transfer.direction} ")
+                t.append(str(v.verdict), style=VERDICT_STYLE[v.verdict])
+                t.append("\n")
+        if a.why is not Why.TRANSFERRED:
+            t.append(f"      {a.why}: ", style="bold")
+            t.append(shown(a.detail) + "\n")
+    return t
+
+
+class IntentView(Static):
+    """The intent pane of the loaded report (``report.intent``)."""
+
+    def set_report(self, report: object) -> None:
+        self.update(intent_text(account_of(report)))

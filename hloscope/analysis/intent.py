@@ -30,7 +30,7 @@ from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.transfers import HostTransfer, find_host_transfers
 from hloscope.analysis.verdict import Verdict
-from hloscope.hlo.model import Module
+from hloscope.hlo.model import Instruction, Module
 
 #: Memory kinds that put a value in host memory.
 HOST_MEMORY_KINDS = frozenset({"pinned_host", "unpinned_host", "host"})
@@ -169,7 +169,8 @@ class Placement:
 
     memory: the memory kind (``pinned_host``, ``unpinned_host``, ``host`` for
     ``jax.memory.Space.Host``, ``device_host`` for compute_on). shape: ``f32[8,64]``.
-    label: an argument's position, an inner function's name.
+    label: an argument's position, an inner function's name. unused: nothing in the step
+    reads the placed value (a ``device_put`` whose result is dropped).
     """
 
     kind: PlacementKind
@@ -177,6 +178,7 @@ class Placement:
     where: Where | None = None
     shape: str = ""
     label: str = ""
+    unused: bool = False
 
 
 @dataclass(frozen=True)
@@ -240,7 +242,7 @@ def intent_to_dict(intent: Intent) -> dict[str, Any]:
                   "output": t.output, "producer": _where_dict(t.producer), "host_copies": t.host_copies}
                  for t in intent.tags],
         "placements": [{"kind": str(p.kind), "memory": p.memory, "where": _where_dict(p.where), "shape": p.shape,
-                        "label": p.label} for p in intent.placements],
+                        "label": p.label, "unused": p.unused} for p in intent.placements],
         "notes": list(intent.notes),
     }
 
@@ -257,7 +259,7 @@ def intent_from_dict(d: Any) -> Intent | None:
                   int(t["host_copies"]) if isinstance(t.get("host_copies"), int) else 0)
               for t in d.get("tags", []) if isinstance(t, Mapping)),
         tuple(Placement(PlacementKind(str(p.get("kind"))), str(p.get("memory", "")), _where(p.get("where")),
-                        str(p.get("shape", "")), str(p.get("label", "")))
+                        str(p.get("shape", "")), str(p.get("label", "")), bool(p.get("unused", False)))
               for p in d.get("placements", []) if isinstance(p, Mapping) and str(p.get("kind")) in kinds),
         _strs(d.get("notes")),
     )
@@ -706,19 +708,90 @@ class _Accounting:
             return _became(asked, hits, what)
         return self.lowered_part(asked, i, annotations, what)
 
+    def boundary(self, asked: Asked, pl: Placement) -> Accounted:
+        """An argument or output in host memory: the transfers that read the host parameter, or
+        that write the output's host buffer, in the optimized module's entry computation."""
+        assert self.module is not None
+        kind, names = _entry_ends(self.module, pl)
+        entry = self.module.entry_name
+        if kind == "parameter":
+            if not names:
+                return Accounted(asked, Why.UNKNOWN, f"the optimized module's entry has no parameter {pl.label}")
+            param = self.module.computations[entry].by_name[names[0]]
+            if param.shape.memory_space != self.host_space():
+                return Accounted(asked, Why.DROPPED_IN_LOWERING, f"the optimized module's parameter {param.name} "
+                                 "is in device memory: the host memory kind was dropped")
+            hits = [v for v in self.verdicts if v.transfer.computation == entry
+                    and self.reads(v.transfer, param.name)]
+            if hits:
+                return _became(asked, hits, f"parameter {param.name} is in host memory; {len(hits)} transfer(s) "
+                                            "read it")
+            return Accounted(asked, Why.UNKNOWN, f"parameter {param.name} is in host memory, but no transfer of the "
+                             "entry computation reads it (it may be read where it lies, or passed into a loop)")
+        hits = [v for v in self.verdicts if v.transfer.computation == entry and v.transfer.instruction.name in names]
+        if hits:
+            return _became(asked, hits, f"output {pl.label} is written to host memory by {len(hits)} transfer(s)")
+        return Accounted(asked, Why.UNKNOWN, f"no transfer of the entry computation makes output {pl.label} "
+                         f"(followed: {', '.join(names) or 'nothing'})")
+
+    def host_space(self) -> int:
+        return self.verdicts[0].transfer.host_space if self.verdicts else 5
+
+    def reads(self, t: HostTransfer, param: str) -> bool:
+        assert self.module is not None
+        table = self.module.computations[t.computation].by_name
+        todo, seen = list(t.instruction.operands), 0
+        while todo and seen < 32:
+            name = todo.pop()
+            seen += 1
+            if name == param:
+                return True
+            ins = table.get(name)
+            if ins is not None and ins.opcode in _THROUGH:
+                todo.extend(ins.operands[:1])
+        return False
+
     def placement(self, asked: Asked, i: int, annotations: Mapping[int, list[HostTransfer]]) -> Accounted:
         pl = asked.placement
         assert pl is not None
         if pl.kind is PlacementKind.COMPUTE_ON:
             return Accounted(asked, Why.NOT_A_TRANSFER, "compute_on places computation on the host; the transfers "
                              "of its operands and results are not matched to it")
+        if pl.kind in (PlacementKind.ARGUMENT, PlacementKind.OUTPUT) and self.module is not None:
+            return self.boundary(asked, pl)
         if pl.where is None:
             return Accounted(asked, Why.UNKNOWN, "no source line recorded for it: transfers cannot be matched to "
                              f"it; {self.lowered.words()}")
         hits = self.by_line([pl.where])
         if hits:
             return _became(asked, hits, f"{len(hits)} transfer(s) trace back to {pl.where}")
-        return self.lowered_part(asked, i, annotations, f"the jaxpr places it in {pl.memory} at {pl.where}")
+        unused = " (nothing in the step reads its result)" if pl.unused else ""
+        return self.lowered_part(asked, i, annotations, f"the jaxpr places it in {pl.memory} at {pl.where}{unused}")
+
+
+def _entry_ends(module: Module, pl: Placement) -> tuple[str, list[str]]:
+    """What the placement is in the optimized module's entry: its parameter (argument) or the
+    instructions its root element is made by (output), through reshapes and copy-dones."""
+    entry = module.computations[module.entry_name]
+    index = int(pl.label.lstrip("#")) if pl.label.lstrip("#").isdigit() else -1
+    if pl.kind is PlacementKind.ARGUMENT:
+        params = [i for i in entry.instructions if i.opcode == "parameter" and i.literal.strip() == str(index)]
+        return ("parameter", [params[0].name]) if params else ("parameter", [])
+    root = entry.root
+    if root is None:
+        return ("root", [])
+    cur: Instruction | None = root
+    if root.opcode == "tuple":
+        cur = entry.by_name.get(root.operands[index]) if 0 <= index < len(root.operands) else None
+    chain: list[str] = []
+    for _ in range(16):
+        if cur is None:
+            break
+        chain.append(cur.name)
+        if (cur.opcode not in _THROUGH and not cur.opcode.endswith("-done")) or not cur.operands:
+            break
+        cur = entry.by_name.get(cur.operands[0])
+    return ("root", chain)
 
 
 def account_intent(intent: Intent, verdicts: Sequence[Verdict], module: Module | None = None,

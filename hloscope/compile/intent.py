@@ -217,7 +217,7 @@ class _Reader:
             if prim == "name":
                 self.tag(eqn, users, producers, carries, outputs)
             elif prim == "device_put":
-                self.device_put(eqn, producers)
+                self.device_put(eqn, producers, users, outputs | frozenset(id(v) for v in jaxpr.outvars))
             elif prim in ("pjit", "jit"):
                 self.jit(eqn)
             for _, inner in _sub_jaxprs(eqn.params):
@@ -248,7 +248,8 @@ class _Reader:
         self.tags[key] = Tag(name, where, old.host_copy or bool(copies), old.carry or bool(reached & carries),
                              old.output or bool(reached & outputs), old.producer or made, old.host_copies + copies)
 
-    def device_put(self, eqn: Any, producers: Mapping[int, Any]) -> None:
+    def device_put(self, eqn: Any, producers: Mapping[int, Any], users: Mapping[int, list[Any]],
+                   outputs: frozenset[int]) -> None:
         functions = _raw_functions(eqn)
         for i, dest in enumerate(eqn.params.get("devices", ())):
             if not _is_host_space(dest) or i >= len(eqn.invars):
@@ -265,8 +266,10 @@ class _Reader:
                 self.placements.append(Placement(PlacementKind.REMAT_OFFLOAD, _memory_word(dest), where, _shape(aval),
                                                  src.primitive.name if src is not None else ""))
                 continue
+            out = eqn.outvars[i] if i < len(eqn.outvars) else None
+            unused = out is not None and not users.get(id(out)) and id(out) not in outputs
             self.placements.append(Placement(PlacementKind.DEVICE_PUT, _memory_word(dest), _user_where(eqn),
-                                             _shape(aval)))
+                                             _shape(aval), unused=unused))
 
     def jit(self, eqn: Any) -> None:
         where = _user_where(eqn)

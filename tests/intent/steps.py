@@ -140,3 +140,12 @@ def space_host_offload(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
         mu_host = jax.device_put(0.9 * g, jax.memory.Space.Host)
         return w - 0.01 * g, mu_host
     return step, _args(mesh)
+
+
+def unused_host_put(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
+    """A copy to host memory whose result the step never uses (a forgotten return)."""
+    def step(w: Any, x: Any) -> Any:
+        g = jax.grad(lambda w: jnp.sum(jnp.tanh(x @ w[0])))(w)
+        jax.device_put(g, jax.memory.Space.Host)
+        return w - 0.01 * g
+    return step, _args(mesh)

@@ -1,24 +1,60 @@
-"""The Python API: ``analyze`` (no JAX needed) and ``compile_step`` (lazy JAX)."""
+"""The Python API: ``analyze`` (no JAX needed) and ``compile_step`` (lazy JAX).
+
+Both return a :class:`StepReport`: the analysis's frozen :class:`Report` with the
+conveniences a Python user wants (``print(report)``, ``to_text``, ``to_dict``,
+``dot``), which call the renderers. The analysis itself imports no renderer; this
+layer sits above both (hlo -> analysis -> check/render -> api).
+"""
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from hloscope.analysis.inputs import StepInputs
 from hloscope.analysis.overlap import AnalysisOptions
-from hloscope.analysis.report import Report, analyze_module
+from hloscope.analysis.report import Report, analyze_step
 from hloscope.artifact import load_report
+from hloscope.compile.request import CompileRequest, Scheduler
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.loader import looks_like_hlo_text
 from hloscope.hlo.model import Module
 from hloscope.hlo.parser import parse_hlo
 from hloscope.hlo.shape import HOST_MEMORY_SPACE
+from hloscope.render import render_to_string
+from hloscope.render.json_report import report_to_dict
 from hloscope.targets import DEFAULT_TARGET, Target, get_target
 
+if TYPE_CHECKING:
+    from hloscope.check.subject import Subject
 
-def analyze(x: Any, target: Target | str | None = None, host_space: int = HOST_MEMORY_SPACE) -> Report:
+
+class StepReport(Report):
+    """A :class:`Report` as the Python API returns it: the same frozen data, plus conveniences."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON report as a dict (docs/json-schema.md)."""
+        return report_to_dict(self)
+
+    def to_text(self) -> str:
+        """The table report, as ``hloscope analyze`` prints it."""
+        return render_to_string("table", self)
+
+    def dot(self, view: str = "transfer", name: str | None = None, **kw: Any) -> Any:
+        """A diagram (``graphviz.Digraph``) of ``view``: transfer, computation, schedule or calls
+        (``hloscope.render.dot.build_view``; ``kw``: radius, max_nodes, first)."""
+        from hloscope.render.dot import build_view  # graphviz is an optional extra
+
+        return build_view(self, view, name, **kw).graph
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+
+def analyze(x: Any, target: Target | str | None = None, host_space: int = HOST_MEMORY_SPACE) -> StepReport:
     """Analyze HLO text, a path (file, dump folder, ``hloscope compile`` artifact folder), a
-    parsed Module, or a ``jax.stages.Compiled`` / ``Lowered``; returns the :class:`Report`.
+    parsed Module, or a ``jax.stages.Compiled`` / ``Lowered``; returns the :class:`StepReport`.
 
     ``target`` None: an artifact folder's own target, else the default (``h100-sxm``). A string
     is HLO text when it reads like HLO (``HloModule`` after any blank lines and comments, or
@@ -29,19 +65,24 @@ def analyze(x: Any, target: Target | str | None = None, host_space: int = HOST_M
         path = os.fspath(x)
         if not path:
             raise HloscopeError("analyze: empty string: give HLO text or a path", EXIT_BAD_INPUT)
-        return load_report(path, target, options)
+        return load_report(path, target, options, report_type=StepReport)
     tgt = get_target(target or DEFAULT_TARGET) if not isinstance(target, Target) else target
+    text: str | None = None
     if isinstance(x, Module):
         module = x
     elif isinstance(x, str):
+        text = x
         module = parse_hlo(x)
     elif hasattr(x, "as_text") and hasattr(x, "memory_analysis"):  # jax.stages.Compiled
-        module = parse_hlo(_gpu_compiled(x).as_text(), "<compiled>")
+        text = _gpu_compiled(x).as_text()
+        module = parse_hlo(text, "<compiled>")
     elif hasattr(x, "compile") and hasattr(x, "as_text"):  # jax.stages.Lowered
-        module = parse_hlo(_gpu_compiled(x.compile()).as_text(), "<compiled>")
+        text = _gpu_compiled(x.compile()).as_text()
+        module = parse_hlo(text, "<compiled>")
     else:
         raise TypeError(f"cannot analyze {type(x).__name__}: give HLO text, a path, or a jax Compiled/Lowered")
-    return analyze_module(module, tgt, options)
+    inputs = StepInputs(module, module.source_path or module.name, text)
+    return analyze_step(inputs, tgt, options, report_type=StepReport)
 
 
 def _gpu_compiled(compiled: Any) -> Any:
@@ -58,18 +99,75 @@ def _gpu_compiled(compiled: Any) -> Any:
 
 def compile_step(fn: Any, *abstract_args: Any, target: Target | str = DEFAULT_TARGET, devices: int = 8,
                  mesh: Any = None, mesh_axes: Any = None, flags: dict[str, Any] | None = None,
-                 lhs: bool | None = True, pipelined_offload: bool | None = True) -> tuple[Any, Report]:
+                 lhs: bool | None = True, pipelined_offload: bool | None = True,
+                 out: str | os.PathLike[str] | None = None) -> tuple[Any, StepReport]:
     """Compile ``fn`` for ``devices`` compile-only GPUs of ``target`` and analyze it.
 
     Works in a script that imported jax first (as long as no jax computation ran
     yet). Arguments without a sharding are replicated on every device. Returns
-    ``(CompileResult, Report)``: ``result.compiled`` is the ``jax.stages.Compiled``;
+    ``(CompileResult, StepReport)``: ``result.compiled`` is the ``jax.stages.Compiled``;
     ``print(report)`` shows the table, with each transfer's ``checkpoint_name``
-    and the source line of the tensor it moves.
+    and the source line of the tensor it moves. ``out``: also write an artifact
+    folder there, as ``hloscope compile --out`` does (``hloscope.analyze(out)`` and
+    every command read it back); an earlier artifact folder at ``out`` is replaced,
+    any other existing folder is an error.
     """
     from hloscope.compile.deviceless import compile_step as _compile
     from hloscope.compile.jobs import analyze_result
 
-    result = _compile(fn, *abstract_args, target=target, devices=devices, mesh=mesh, mesh_axes=mesh_axes,
+    tgt = get_target(target) if isinstance(target, str) else target
+    result = _compile(fn, *abstract_args, target=tgt, devices=devices, mesh=mesh, mesh_axes=mesh_axes,
                       flags=flags, lhs=lhs, pipelined_offload=pipelined_offload)
-    return result, analyze_result(result, get_target(target) if isinstance(target, str) else target)
+    name = getattr(fn, "__qualname__", getattr(fn, "__name__", "step"))
+    extra = {"fn": f"{getattr(fn, '__module__', '?')}:{name}"}
+    source = str(Path(out) / "optimized.hlo.txt") if out is not None else None
+    report = analyze_result(result, tgt, extra=extra, source_path=source, report_type=StepReport)
+    if out is not None:
+        save_artifacts(out, result, report, extra, force=True)
+    return result, report
+
+
+def artifact_files(result: Any, report: Report, extra: dict[str, Any]) -> dict[str, str]:
+    """The files of an artifact folder (docs/compile.md) for a compile and its report."""
+    from hloscope.artifact import MANIFEST_FILE, OPTIMIZED_FILE, UNOPTIMIZED_FILE
+    from hloscope.compile.artifacts import manifest
+
+    return {
+        OPTIMIZED_FILE: result.optimized_hlo,
+        UNOPTIMIZED_FILE: result.unoptimized_hlo,
+        MANIFEST_FILE: manifest(result, extra),
+        "report.json": render_to_string("json", report),
+        "report.txt": render_to_string("table", report),
+        **result.extra_files,
+    }
+
+
+def save_artifacts(out: str | os.PathLike[str], result: Any, report: Report, extra: dict[str, Any] | None = None,
+                   *, force: bool = False) -> Path:
+    """Write the artifact folder of a compile at ``out``; returns its resolved path. An existing
+    folder is replaced only with ``force`` and only if it is an earlier artifact folder."""
+    from hloscope.compile.artifacts import write_artifacts
+
+    return write_artifacts(Path(out), artifact_files(result, report, extra or {}), force=force)
+
+
+def compile_subject(request: CompileRequest, label: str | None = None) -> Subject:
+    """Compile ``request`` (in its own process) and wrap it as a check subject, with its memory
+    facts and its module before optimizations."""
+    from hloscope.check.subject import subject_from_compile
+    from hloscope.compile.jobs import compile_request
+
+    step = compile_request(request)
+    return subject_from_compile(step.report, step.result.unoptimized_hlo, label or request_label(request))
+
+
+def request_label(request: CompileRequest) -> str:
+    """How ``hloscope check`` names a compiled step: the options that made it."""
+    if request.fn is not None:
+        return f"--fn {request.fn} --target {request.target}"
+    sets = "".join(f" --set {k}={v}" for k, v in request.sets)
+    return f"--workload {request.workload}{sets} --target {request.target}"
+
+
+__all__ = ["CompileRequest", "Scheduler", "StepReport", "analyze", "artifact_files", "compile_step",
+           "compile_subject", "save_artifacts"]

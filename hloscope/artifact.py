@@ -1,39 +1,45 @@
 """Read a step from disk into a full report: the one loader every command and view uses.
 
-Contract: ``load_report(path, target, options)`` reads an HLO file, an XLA dump
-folder or an ``hloscope compile`` artifact folder and returns the analyzed
-:class:`~hloscope.analysis.report.Report` with everything the input carries:
-the notes on which file was read, and for an artifact folder the target it was
-compiled for (unless one is given), the step's tensor names and its memory facts
-(device allocation, XLA's peak, live-at-peak buffers). ``load_unoptimized``
-finds the module before optimizations beside it. No JAX: the compile layer
-writes these folders (``hloscope.compile.artifacts``) with the names defined here.
+Contract: ``read_step(path, target)`` reads an HLO file, an XLA dump folder, an
+``hloscope compile`` artifact folder or stdin (``-``) into a
+:class:`~hloscope.analysis.inputs.StepInputs` (the manifest read once): the notes
+on which file was read, and for an artifact folder the target it was compiled
+for (unless one is given), the step's tensor names, its memory figures and XLA's
+memory texts. ``load_report(path, target, options)`` runs the pipeline
+(``analyze_step``) on them. ``load_unoptimized`` finds the module before
+optimizations beside it. No JAX: the compile layer writes these folders
+(``hloscope.compile.artifacts``) with the names defined here.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.hlo.xla_dumps import BUFFER_ASSIGNMENT_FILE, DUMP_FILES, LIVE_AT_PEAK_FILE, MEMORY_REPORT_FILE
 from hloscope.targets import DEFAULT_TARGET, Target, get_target
 
 if TYPE_CHECKING:  # the analysis is imported when a step is loaded, so reading a manifest stays light
-    from hloscope.analysis.memory import MemoryFacts
+    from hloscope.analysis.inputs import StepInputs
     from hloscope.analysis.overlap import AnalysisOptions
     from hloscope.analysis.report import Report
     from hloscope.hlo.model import Module
 
-#: Files of an ``hloscope compile`` artifact folder (docs/compile.md).
+    R = TypeVar("R", bound=Report)
+
+__all__ = ["BUFFER_ASSIGNMENT_FILE", "LIVE_AT_PEAK_FILE", "MANIFEST_FILE", "MEMORY_REPORT_FILE", "OPTIMIZED_FILE",
+           "UNOPTIMIZED_FILE", "LoadedStep", "is_artifact_folder", "is_json_report", "load_report",
+           "load_unoptimized", "read_manifest", "read_step", "resolve_target"]
+
+#: Files of an ``hloscope compile`` artifact folder (docs/compile.md); XLA's memory texts are
+#: named in ``hloscope.hlo.xla_dumps``.
 OPTIMIZED_FILE = "optimized.hlo.txt"
 UNOPTIMIZED_FILE = "unoptimized.hlo.txt"
 MANIFEST_FILE = "manifest.json"
-MEMORY_REPORT_FILE = "memory-usage-report.txt"
-LIVE_AT_PEAK_FILE = "live-range-at-peak.txt"
-BUFFER_ASSIGNMENT_FILE = "buffer-assignment-at-peak.txt"
 
 
 def is_artifact_folder(path: str | Path) -> bool:
@@ -55,67 +61,93 @@ def read_manifest(path: str | Path) -> dict[str, Any] | None:
     return data
 
 
-def memory_from_texts(memory: Mapping[str, Any], target: Target, texts: Mapping[str, str | None],
-                      module: Module | None, vocab_size: int | None = None,
-                      offloaded_names: Sequence[str] = ()) -> MemoryFacts:
-    """Memory facts from the compile layer's figures and XLA's memory texts (keyed by the file names above)."""
-    from hloscope.analysis.memory import memory_facts
-
-    figures = {k: v for k, v in memory.items() if isinstance(v, int) and not isinstance(v, bool)}
-    return memory_facts(figures, target, texts.get(MEMORY_REPORT_FILE), texts.get(BUFFER_ASSIGNMENT_FILE), module,
-                        texts.get(LIVE_AT_PEAK_FILE), hbm_bytes=figures.get("device_memory_size") or None,
-                        vocab_size=vocab_size, offloaded_names=offloaded_names)
-
-
-def offloaded_names(report: Report) -> tuple[str, ...]:
-    """The checkpoint names (else instruction names) of the step's transfers to host."""
-    names = {t.checkpoint_name or t.instruction.name for t in report.transfers if t.direction == "to_host"}
-    return tuple(sorted(names))
+def is_json_report(path: str) -> bool:
+    """Whether ``path`` is a file holding a JSON report (``{`` first) rather than HLO text."""
+    if path == "-":
+        return False
+    try:
+        with open(path, "rb") as f:
+            return f.read(1) == b"{"
+    except OSError:  # a folder, a missing file: not a JSON report (the loader says what it is)
+        return False
 
 
 def _folder_texts(folder: Path) -> dict[str, str | None]:
     out: dict[str, str | None] = {}
-    for name in (MEMORY_REPORT_FILE, LIVE_AT_PEAK_FILE, BUFFER_ASSIGNMENT_FILE):
+    for name in DUMP_FILES:
         p = folder / name
         out[name] = p.read_text(errors="replace") if p.is_file() else None
     return out
 
 
-def resolve_target(path: str, target: str | Target | None) -> tuple[Target, str]:
-    """The target to judge ``path`` with, and where it came from (``given``, ``manifest``, ``default``)."""
+def resolve_target(path: str, target: str | Target | None,
+                   manifest: Mapping[str, Any] | None = None) -> tuple[Target, str]:
+    """The target to judge ``path`` with, and where it came from (``given``, ``manifest``, ``default``).
+    ``manifest``: the folder's manifest when the caller read it already."""
     if isinstance(target, Target):
         return target, "given"
     if target:
         return get_target(target), "given"
-    manifest = read_manifest(path)
+    if manifest is None:
+        manifest = read_manifest(path)
     if manifest and isinstance(manifest.get("target"), str) and manifest["target"]:
         return get_target(manifest["target"]), "manifest"
     return get_target(DEFAULT_TARGET), "default"
 
 
-def load_report(path: str, target: str | Target | None = None, options: AnalysisOptions | None = None,
-                names: Sequence[Mapping[str, Any]] = ()) -> Report:
-    """Read and analyze ``path`` (file, dump folder, artifact folder, ``-``), with all it carries."""
-    from hloscope.analysis.report import analyze_module
+@dataclass(frozen=True)
+class LoadedStep:
+    """A step read from disk: what the pipeline reads, the target, and where the target came from
+    (``given``, ``manifest``, ``default``)."""
+
+    inputs: StepInputs
+    target: Target
+    target_origin: str
+
+
+def read_step(path: str, target: str | Target | None = None, names: Sequence[Mapping[str, Any]] = ()) -> LoadedStep:
+    """Read ``path`` (file, dump folder, artifact folder, ``-``) with all it carries, the manifest once."""
+    from hloscope.analysis.inputs import StepInputs, int_figures
     from hloscope.hlo.loader import load_module_with_notes
+    from hloscope.hlo.xla_dumps import XlaDumpTexts
 
     module, notes = load_module_with_notes(path)
-    tgt, origin = resolve_target(path, target)
+    name = module.source_path or "<stdin>"
     manifest = read_manifest(path)
-    memory = None
-    if manifest is not None:
-        notes = (*notes, f"artifact folder: target {tgt.name} "
-                         f"({'--target' if origin == 'given' else 'from manifest.json'}), "
-                         f"{manifest.get('devices', '?')} devices, XLA options {manifest.get('xla_options', {})}")
-        names = names or manifest.get("tensor_names") or ()
-    report = analyze_module(module, tgt, options, notes=tuple(notes), names=names)
-    if manifest is not None and isinstance(manifest.get("memory"), dict) and \
-            "temp_size_in_bytes" in manifest["memory"]:
-        vocab = (manifest.get("config") or {}).get("vocab")
-        memory = memory_from_texts(manifest["memory"], tgt, _folder_texts(Path(path)), module,
-                                   vocab if isinstance(vocab, int) else None, offloaded_names(report))
-        report = replace(report, memory=memory)
-    return report
+    tgt, origin = resolve_target(path, target, manifest)
+    if manifest is None:
+        return LoadedStep(StepInputs(module, name, None, tuple(names), notes=notes), tgt, origin)
+    notes = (*notes, f"artifact folder: target {tgt.name} "
+                     f"({'--target' if origin == 'given' else 'from manifest.json'}), "
+                     f"{manifest.get('devices', '?')} devices, XLA options {manifest.get('xla_options', {})}")
+    names = names or manifest.get("tensor_names") or ()
+    figures = manifest.get("memory")
+    vocab = (manifest.get("config") or {}).get("vocab")
+    inputs = StepInputs(module, name, None, tuple(names),
+                        int_figures(figures) if isinstance(figures, dict) else None,
+                        XlaDumpTexts.from_files(_folder_texts(Path(path))), manifest, notes,
+                        vocab if isinstance(vocab, int) and not isinstance(vocab, bool) else None)
+    return LoadedStep(inputs, tgt, origin)
+
+
+@overload
+def load_report(path: str, target: str | Target | None = None, options: AnalysisOptions | None = None,
+                names: Sequence[Mapping[str, Any]] = (), *, report_type: None = None) -> Report: ...
+
+
+@overload
+def load_report(path: str, target: str | Target | None = None, options: AnalysisOptions | None = None,
+                names: Sequence[Mapping[str, Any]] = (), *, report_type: type[R]) -> R: ...
+
+
+def load_report(path: str, target: str | Target | None = None, options: AnalysisOptions | None = None,
+                names: Sequence[Mapping[str, Any]] = (), *, report_type: type[Report] | None = None) -> Report:
+    """Read and analyze ``path`` (file, dump folder, artifact folder, ``-``), with all it carries.
+    ``report_type``: the report class to build (default :class:`Report`)."""
+    from hloscope.analysis.report import Report, analyze_step
+
+    step = read_step(path, target, names)
+    return analyze_step(step.inputs, step.target, options, report_type=report_type or Report)
 
 
 def load_unoptimized(path: str) -> Module | None:

@@ -1,11 +1,11 @@
 """Memory facts of a compiled step: what the device must hold, what XLA's peak counts, what is live at peak.
 
-Contract: pure (no JAX). :func:`memory_facts` takes the ``memory`` figures the
-compile layer records (``compiled.memory_analysis()`` plus the keys in
+Contract: pure (no JAX), facts only. :func:`memory_facts` takes the ``memory``
+figures the compile layer records (``compiled.memory_analysis()`` plus the keys in
 docs/compile.md), the target, and the texts XLA dumps next to the optimized
-module (memory-usage report, the live-at-peak section of ``*-live-range.txt``,
-buffer-assignment lines), and returns a frozen :class:`MemoryFacts`. All sizes
-are bytes, per device.
+module (parsed by ``hloscope.hlo.xla_dumps``), and returns a frozen
+:class:`MemoryFacts`. All sizes are bytes, per device. The words and flags of the
+advice are written by ``hloscope.render.memory_text``.
 
 Two figures are kept apart on purpose (docs/memory.md):
 
@@ -25,9 +25,20 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from hloscope.analysis.index import ModuleIndex
+from hloscope.analysis.opclass import COLLECTIVE_OPCODES, collective_kind
 from hloscope.hlo.model import Instruction, Module
 from hloscope.hlo.shape import HOST_MEMORY_SPACE, Shape, parse_shape
+from hloscope.hlo.xla_dumps import (
+    LiveAtPeak,
+    XlaDumpTexts,
+    parse_assigned_values,
+    parse_live_at_peak,
+    report_space_totals,
+)
 from hloscope.targets import Target
+
+__all__ = ["Action", "LiveAtPeak", "Limit", "MemoryFacts", "NextStep", "PeakBuffer", "Pressure", "Role",
+           "bytes_by_role", "facts_from_dumps", "memory_facts", "peak_buffers", "scheduler_memory_limit"]
 
 #: XLA:GPU's default ``xla_gpu_memory_limit_slop_factor`` (percent); debug_options_flags.cc.
 DEFAULT_SLOP_FACTOR = 95
@@ -36,9 +47,6 @@ SCHEDULER_BASE_PERCENT = 80
 #: How close (bytes) XLA's peak must come to arguments + outputs + host temporaries to be
 #: read as "the host heap was the largest trace" (XLA adds a few bytes of small buffers).
 _HOST_TRACE_TOLERANCE = 1 << 20
-
-_COLLECTIVES = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all", "collective-permute",
-                "collective-broadcast", "ragged-all-to-all")
 
 
 class Role(StrEnum):
@@ -80,20 +88,6 @@ class PeakBuffer:
 
 
 @dataclass(frozen=True)
-class LiveAtPeak:
-    """XLA's live-range dump at its peak point (all memory spaces together).
-
-    schedule_point: the 0-based point in the flattened schedule XLA names as the peak.
-    total_bytes: XLA's "peak usage" total at that point (device and host values).
-    values: (position, bytes) in XLA's order (largest first); XLA may list only the larger ones.
-    """
-
-    schedule_point: int
-    total_bytes: int
-    values: tuple[tuple[str, int], ...]
-
-
-@dataclass(frozen=True)
 class Pressure:
     """Whether the schedule was produced over the memory limit, as facts.
 
@@ -114,22 +108,30 @@ class Pressure:
 
 
 class Action(StrEnum):
-    """A change that lowers device memory or relaxes the scheduler."""
+    """A change that lowers device memory or relaxes the scheduler (worded in ``render/memory_text.py``)."""
 
-    OFFLOAD_SAVED = "offload the saved activations to host memory"
-    REMAT = "recompute the saved activations instead of keeping them"
-    SMALLER_BATCH = "use a smaller per-device batch"
-    MORE_DEVICES = "shard weights and optimizer state over more devices"
-    RAISE_SLOP = "let the scheduler use more memory"
+    OFFLOAD_SAVED = "offload-saved"  # offload the saved activations to host memory
+    REMAT = "remat"  # recompute the saved activations instead of keeping them
+    SMALLER_BATCH = "smaller-batch"  # a smaller per-device batch
+    MORE_DEVICES = "more-devices"  # shard weights and optimizer state over more devices
+    RAISE_SLOP = "raise-slop"  # let the scheduler use more memory
+
+
+class Limit(StrEnum):
+    """A memory limit the step is over."""
+
+    HBM = "hbm"  # the device allocation is over HBM
+    SCHEDULER = "scheduler"  # the temporaries are over the scheduler's memory limit
 
 
 @dataclass(frozen=True)
 class NextStep:
-    """action: what to change; via: the flag or policy that does it; because: the role or fact behind it."""
+    """action: what to change; because: the role of the buffers it addresses, or the limit
+    the step is over; offloaded: the names offloaded today (when offloading is on already)."""
 
     action: Action
-    via: str
-    because: str
+    because: Role | Limit
+    offloaded: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -179,73 +181,6 @@ class MemoryFacts:
     host_fits: bool | None = None
 
 
-# ---- parsers of XLA's dumps -------------------------------------------------------------------
-
-_SPACE_RE = re.compile(r"^Memory Space: .*\(color=(\d+)\)")
-_TOTAL_RE = re.compile(r"^Total bytes: (\d+)")
-_PEAK_HEAD_RE = re.compile(r"^\s*Live ranges at (\d+) \(peak\):")
-_PEAK_VALUE_RE = re.compile(r"^\s{4}(\S+): (\d+) bytes")
-_PEAK_TOTAL_RE = re.compile(r"^\s*Stack trace breakdown for peak usage: ([\d ]+) bytes")
-_VALUE_RE = re.compile(r"^ value: <\d+ (\S+)(?: \(phi\))? @(\d+)> \(size=(\d+),offset=\d+\): (.*)$")
-
-
-def report_space_totals(text: str) -> dict[int, int]:
-    """Memory-space color -> total bytes, from XLA's ``*-memory-usage-report.txt``."""
-    out: dict[int, int] = {}
-    color: int | None = None
-    for line in text.splitlines():
-        m = _SPACE_RE.match(line)
-        if m:
-            color = int(m.group(1))
-            continue
-        m = _TOTAL_RE.match(line)
-        if m and color is not None:
-            out[color] = int(m.group(1))
-    return out
-
-
-def parse_live_at_peak(text: str) -> LiveAtPeak | None:
-    """The ``Live ranges at N (peak):`` list of a ``*-live-range.txt`` dump (whole or trimmed)."""
-    point: int | None = None
-    values: list[tuple[str, int]] = []
-    total = 0
-    for line in text.splitlines():
-        if point is None:
-            m = _PEAK_HEAD_RE.match(line)
-            if m:
-                point = int(m.group(1))
-            continue
-        m = _PEAK_TOTAL_RE.match(line)
-        if m:
-            total = int(m.group(1).replace(" ", ""))
-            break
-        m = _PEAK_VALUE_RE.match(line)
-        if m:
-            values.append((m.group(1), int(m.group(2))))
-        elif line.strip() and not line.startswith("    "):
-            break
-    if point is None:
-        return None
-    return LiveAtPeak(point, total or sum(b for _, b in values), tuple(values))
-
-
-def parse_assigned_values(text: str) -> dict[str, tuple[int, str]]:
-    """Value position -> (memory-space color, shape text) from ``value:`` lines of a buffer assignment.
-
-    A position without a shape index (``param.7``) is also stored as ``param.7{}``, the
-    form the live-range dump uses.
-    """
-    out: dict[str, tuple[int, str]] = {}
-    for line in text.splitlines():
-        m = _VALUE_RE.match(line)
-        if m:
-            pos, color, shape = m.group(1), int(m.group(2)), m.group(4).strip()
-            out.setdefault(pos, (color, shape))
-            if not pos.endswith("}"):
-                out.setdefault(pos + "{}", (color, shape))
-    return out
-
-
 # ---- classification ---------------------------------------------------------------------------
 
 def _split_position(position: str) -> tuple[str, tuple[int, ...]]:
@@ -266,9 +201,9 @@ class _PeakIndex:
     """The module's shared :class:`ModuleIndex`, plus the trip counts of forward-pass loops
     (and +1 for a peeled iteration), which tell a saved layer stack by its leading dimension."""
 
-    def __init__(self, module: Module) -> None:
-        self.index = ModuleIndex(module)
-        self.module = module
+    def __init__(self, index: ModuleIndex) -> None:
+        self.index = index
+        self.module = index.module
         self.by_name = self.index.instructions_by_name
         self.loop_of_body = self.index.loop_of_body
         self.wrapped_root = self.index.wrapped_root
@@ -279,12 +214,17 @@ class _PeakIndex:
                 self.forward_trips.update((trips, trips + 1))
 
 
-def _is_collective(ins: Instruction, index: _PeakIndex) -> bool:
-    ops = {ins.opcode, ins.wrapped_opcode}
-    root = index.wrapped_root(ins) if ins.opcode in ("async-start", "async-done", "fusion") else None
-    if root is not None:
-        ops.add(root.opcode)
-    return any(op.startswith(c) for op in ops if op for c in _COLLECTIVES)
+def _collective(ins: Instruction, index: _PeakIndex) -> str:
+    """The collective ``ins`` performs, itself or as the root of the fusion / async op it wraps ("" if none)."""
+    kind = collective_kind(ins)
+    root = index.wrapped_root(ins) if not kind and ins.opcode in ("async-start", "async-done", "fusion") else None
+    return collective_kind(root) if root is not None else kind
+
+
+def _collective_by_name(name: str) -> str:
+    """The collective an instruction named like XLA names one (``reduce-scatter.4``, ``all-gather-start.1``)."""
+    return next((op for op in COLLECTIVE_OPCODES if name.startswith(op) and name[len(op):][:1] in ("", ".", "-")),
+                "")
 
 
 def _reads_host(ins: Instruction, index: _PeakIndex) -> bool:
@@ -307,7 +247,7 @@ def _classify(position: str, space: int, shape: Shape | None, index: _PeakIndex 
     if ins is None or index is None:
         # compiled.as_text() prints async collectives in their sugared form, so the op inside
         # (``reduce-scatter.4``) is named in the dump but not in the module: go by its name.
-        if name.startswith(_COLLECTIVES):
+        if _collective_by_name(name):
             return Role.COLLECTIVE, name.rsplit(".", 1)[0], name, "", ""
         if vocab_size and shape is not None and shape.dims and shape.dims[-1] == vocab_size:
             return Role.LOGITS, "", name, "", ""
@@ -319,7 +259,7 @@ def _classify(position: str, space: int, shape: Shape | None, index: _PeakIndex 
     where = (name, comp, source)
     if ins.opcode == "parameter" and comp == index.module.entry_name:
         return (Role.ARGUMENT, op_name, *where)
-    if _is_collective(ins, index):
+    if _collective(ins, index):
         return (Role.COLLECTIVE, ins.opcode if not ins.wrapped_opcode else ins.wrapped_opcode, *where)
     if _reads_host(ins, index):
         return (Role.STAGING, op_name, *where)
@@ -345,9 +285,12 @@ def _classify(position: str, space: int, shape: Shape | None, index: _PeakIndex 
     return (Role.TEMPORARY, op_name.rsplit("/", 1)[-1], *where)
 
 
-def peak_buffers(live: LiveAtPeak, assigned: Mapping[str, tuple[int, str]], module: Module | None = None,
-                 vocab_size: int | None = None) -> list[PeakBuffer]:
-    """Every value of ``live`` with its memory space, shape and role, in XLA's order."""
+def peak_buffers(live: LiveAtPeak, assigned: Mapping[str, tuple[int, str]],
+                 module: ModuleIndex | Module | None = None, vocab_size: int | None = None) -> list[PeakBuffer]:
+    """Every value of ``live`` with its memory space, shape and role, in XLA's order. ``module``: the
+    optimized module's shared :class:`ModuleIndex` (or the module, indexed here)."""
+    if isinstance(module, Module):
+        module = ModuleIndex(module)
     index = _PeakIndex(module) if module is not None else None
     out: list[PeakBuffer] = []
     for position, size in live.values:
@@ -403,32 +346,21 @@ def _next_steps(fits: bool, pressure: Pressure, top: tuple[PeakBuffer, ...],
     steps: list[NextStep] = []
     if not fits:
         roles = [b.role for b in top]
-        if Role.SAVED_ACTIVATIONS in roles and offloaded_names:
-            # Offloading is on already: what stays on device is saved under other names (or none).
-            steps.append(NextStep(Action.OFFLOAD_SAVED, "checkpoint_name the saved tensor and add it to "
-                                  "save_and_offload_only_these_names(names_which_can_be_offloaded=[...]); offloaded "
-                                  "today: " + ", ".join(offloaded_names), Role.SAVED_ACTIVATIONS.value))
-            steps.append(NextStep(Action.REMAT, "--policy remat (jax.checkpoint_policies.nothing_saveable)",
-                                  Role.SAVED_ACTIVATIONS.value))
-        elif Role.SAVED_ACTIVATIONS in roles:
-            steps.append(NextStep(Action.OFFLOAD_SAVED, "--policy offload (save_and_offload_only_these_names)",
-                                  Role.SAVED_ACTIVATIONS.value))
-            steps.append(NextStep(Action.REMAT, "--policy remat (jax.checkpoint_policies.nothing_saveable)",
-                                  Role.SAVED_ACTIVATIONS.value))
+        if Role.SAVED_ACTIVATIONS in roles:
+            # With offloading on already, what stays on device is saved under other names (or none).
+            steps.append(NextStep(Action.OFFLOAD_SAVED, Role.SAVED_ACTIVATIONS, tuple(offloaded_names)))
+            steps.append(NextStep(Action.REMAT, Role.SAVED_ACTIVATIONS))
         if Role.ARGUMENT in roles:
-            steps.append(NextStep(Action.MORE_DEVICES, "--devices", Role.ARGUMENT.value))
-        steps.append(NextStep(Action.SMALLER_BATCH, "--set batch=N (hloscope sweep --batch-sizes)",
-                              "device allocation over HBM"))
+            steps.append(NextStep(Action.MORE_DEVICES, Role.ARGUMENT))
+        steps.append(NextStep(Action.SMALLER_BATCH, Limit.HBM))
     elif pressure.over_scheduler_limit:
-        steps.append(NextStep(Action.RAISE_SLOP, "--xla-flag xla_gpu_memory_limit_slop_factor=N",
-                              "temporaries over the scheduler's memory limit"))
-        steps.append(NextStep(Action.SMALLER_BATCH, "--set batch=N (hloscope sweep --batch-sizes)",
-                              "temporaries over the scheduler's memory limit"))
+        steps.append(NextStep(Action.RAISE_SLOP, Limit.SCHEDULER))
+        steps.append(NextStep(Action.SMALLER_BATCH, Limit.SCHEDULER))
     return tuple(steps[:3])
 
 
 def memory_facts(memory: Mapping[str, int], target: Target, report_text: str | None = None,
-                 buffer_assignment: str | None = None, module: Module | None = None,
+                 buffer_assignment: str | None = None, module: ModuleIndex | Module | None = None,
                  live_range: str | None = None, *, hbm_bytes: int | None = None,
                  slop_factor: int = DEFAULT_SLOP_FACTOR, vocab_size: int | None = None,
                  top: int = 8, offloaded_names: Sequence[str] = ()) -> MemoryFacts:
@@ -437,8 +369,9 @@ def memory_facts(memory: Mapping[str, int], target: Target, report_text: str | N
     ``hbm_bytes`` overrides the target's HBM (defaults to ``memory["device_memory_size"]``,
     then the target's). ``live_range`` is a ``*-live-range.txt`` (or its peak section);
     ``buffer_assignment`` gives each live value's memory space and shape; ``module`` (the
-    optimized module) gives roles, instructions and source lines; ``vocab_size`` lets a
-    ``[..., vocab]`` value be called logits.
+    optimized module, or its shared :class:`ModuleIndex`) gives roles, instructions and source
+    lines; ``vocab_size`` lets a ``[..., vocab]`` value be called logits; ``offloaded_names``:
+    what the step offloads today (for the advice).
     """
     g = memory.get
     args, temp, out, alias = (g("argument_size_in_bytes", 0), g("temp_size_in_bytes", 0),
@@ -472,6 +405,15 @@ def memory_facts(memory: Mapping[str, int], target: Target, report_text: str | N
         host_limit_bytes=target.host_memory_per_gpu,
         host_fits=(host <= target.host_memory_per_gpu) if target.host_memory_per_gpu else None,
     )
+
+
+def facts_from_dumps(figures: Mapping[str, int], target: Target, dumps: XlaDumpTexts,
+                     index: ModuleIndex | None, vocab_size: int | None = None,
+                     offloaded_names: Sequence[str] = ()) -> MemoryFacts:
+    """:func:`memory_facts` from a compile's raw figures and XLA's dump texts (the pipeline's call)."""
+    return memory_facts(figures, target, dumps.memory_report, dumps.buffer_assignment, index, dumps.live_range,
+                        hbm_bytes=figures.get("device_memory_size") or None, vocab_size=vocab_size,
+                        offloaded_names=offloaded_names)
 
 
 def bytes_by_role(buffers: tuple[PeakBuffer, ...] | list[PeakBuffer]) -> dict[Role, int]:

@@ -1,23 +1,28 @@
 """The analysis pipeline and the typed report it returns (rendered by ``hloscope.render``).
 
-``analyze_module(module, target, options) -> Report`` builds one
-:class:`ModuleIndex` and runs the passes in order: ``find_host_transfers`` ->
-``pair_async_ops`` -> ``judge_overlap``, then sums them up in a
-:class:`Summary`. The report is data only: ``hloscope.render`` turns it into
-text, JSON and the other formats. ``to_dict``/``to_text`` are conveniences for
-the Python API that call the renderers.
+``analyze_step(inputs, target, options) -> Report`` is the one pipeline: it builds
+one :class:`ModuleIndex` from the :class:`~hloscope.analysis.inputs.StepInputs` a
+loader read, and runs the passes in order: ``find_host_transfers`` (named by the
+step's tensor names) -> ``pair_async_ops`` -> ``judge_overlap`` -> the simulated
+step -> the memory facts, then sums them up in a :class:`Summary`. The report
+comes out complete and frozen; nothing patches it afterwards. It is data only
+(this module imports no renderer): ``hloscope.render`` turns it into text, JSON
+and the other formats, and the Python API's :class:`hloscope.api.StepReport`
+adds ``to_text``/``to_dict``/``dot``/``print(report)``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from hloscope.analysis.cost import CostModel
 from hloscope.analysis.index import ModuleIndex
+from hloscope.analysis.inputs import StepInputs, int_figures
 from hloscope.analysis.kinds import Direction, PairKind, VerdictKind
+from hloscope.analysis.memory import MemoryFacts, facts_from_dumps
 from hloscope.analysis.names import name_transfers
 from hloscope.analysis.overlap import AnalysisOptions, apply_timeline, judge_overlap
 from hloscope.analysis.pairs import AsyncPair
@@ -97,16 +102,19 @@ def summarize(verdicts: list[Verdict], unknown_trip_counts: list[str], timeline:
 
 @dataclass(frozen=True)
 class Report:
-    """Everything the analysis found about one module.
+    """Everything the analysis found about one step.
 
-    index: the shared :class:`ModuleIndex`. transfers / verdicts: one verdict per
-    transfer, same order. pairs: every async start/done pair. cost: the cost
-    model used for the estimates. summary: step totals. notes: facts about how the
-    input was read (which file of a folder, which module of several), for the
-    views to show. memory: device/host memory facts when the step was compiled
-    here (``hloscope.analysis.memory.MemoryFacts``), else None. compile: the
-    compile's settings and figures (``hloscope compile``), else None. timeline: the
-    simulated step (None for an unscheduled module or ``AnalysisOptions(simulate=False)``).
+    index: the shared :class:`ModuleIndex` (module facts only). transfers / verdicts: one
+    verdict per transfer, same order. pairs: every async start/done pair (the pairing
+    pass's result). cost: the cost model used for the estimates. summary: step totals.
+    inputs: what the step was read from (:class:`StepInputs`); ``reanalyze`` runs the
+    pipeline on them again. notes: facts about how the input was read (which file of a
+    folder, which module of several), for the views to show. memory: device/host memory
+    facts when the compile's figures are known (a step compiled here, an artifact
+    folder), else None. compile: the compile's settings and figures (a mapping, keys
+    in docs/json-schema.md) when the step was compiled in this run, else None.
+    timeline: the simulated step (None for an unscheduled module or
+    ``AnalysisOptions(simulate=False)``).
     """
 
     module: Module
@@ -117,14 +125,12 @@ class Report:
     verdicts: tuple[Verdict, ...]
     cost: CostModel
     summary: Summary
+    pairs: tuple[AsyncPair, ...]
+    inputs: StepInputs
     notes: tuple[str, ...] = ()
-    memory: Any = None
-    compile: dict[str, Any] | None = None
+    memory: MemoryFacts | None = None
+    compile: Mapping[str, Any] | None = None
     timeline: Timeline | None = None
-
-    @property
-    def pairs(self) -> list[AsyncPair]:
-        return self.index.pairs
 
     @property
     def host_space(self) -> int:
@@ -150,60 +156,65 @@ class Report:
         """The verdict of the transfer whose start (or sync op) is called ``name``."""
         return next((v for v in self.verdicts if v.transfer.instruction.name == name), None)
 
-    # -- conveniences for the Python API (the renderers do the work) ----------
+    def offloaded_names(self) -> tuple[str, ...]:
+        """The checkpoint names (else instruction names) of the step's transfers to host."""
+        return _offloaded_names(self.transfers)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON report as a dict (docs/json-schema.md)."""
-        from hloscope.render.json_report import report_to_dict
 
-        return report_to_dict(self)
+R = TypeVar("R", bound=Report)
 
-    def to_text(self) -> str:
-        """The table report, as ``hloscope analyze`` prints it."""
-        from hloscope.render import render_to_string
 
-        return render_to_string("table", self)
+@overload
+def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | int | None = None) -> Report: ...
 
-    def dot(self, view: str = "transfer", name: str | None = None, **kw: Any) -> Any:
-        """A diagram (``graphviz.Digraph``) of ``view``: transfer, computation, schedule or calls
-        (``hloscope.render.dot.build_view``; ``kw``: radius, max_nodes, first)."""
-        from hloscope.render.dot import build_view
 
-        return build_view(self, view, name, **kw).graph
+@overload
+def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | int | None = None,
+                 *, report_type: type[R]) -> R: ...
 
-    def __str__(self) -> str:
-        return self.to_text()
+
+def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | int | None = None,
+                 *, report_type: type[Report] = Report) -> Report:
+    """The pipeline: every pass over ``inputs`` for ``target``, as one complete, frozen report.
+
+    ``options`` may be a host memory space number. ``report_type``: the class to build
+    (the Python API's :class:`hloscope.api.StepReport` adds its conveniences).
+    """
+    opts = AnalysisOptions(host_space=options) if isinstance(options, int) else (options or AnalysisOptions())
+    module = inputs.module
+    index = ModuleIndex(module)
+    transfers = name_transfers(index, find_host_transfers(index, opts.host_space), inputs.names)
+    pairs = tuple(index.pairs)
+    cost = CostModel(module, target, opts.host_space, opts.link_mode, index)
+    verdicts = judge_overlap(index, transfers, cost, opts)
+    timeline = None
+    if opts.simulate and module.is_scheduled:
+        timeline = simulate_step(module, cost, list(pairs), transfers, index.callgraph)
+        verdicts = apply_timeline(verdicts, timeline, opts)
+    summary = summarize(verdicts, index.callgraph.unknown_trip, timeline)
+    memory = None
+    if inputs.memory_figures is not None and inputs.has_memory:
+        memory = facts_from_dumps(int_figures(inputs.memory_figures), target, inputs.dumps, index,
+                                  inputs.vocab_size, _offloaded_names(transfers))
+    return report_type(module, target, opts, index, tuple(transfers), tuple(verdicts), cost, summary, pairs, inputs,
+                       inputs.notes, memory, inputs.compile, timeline)
 
 
 def analyze_module(module: Module, target: Target, options: AnalysisOptions | int | None = None,
                    notes: tuple[str, ...] = (), names: Sequence[Mapping[str, Any]] = ()) -> Report:
-    """Run every pass over ``module`` for ``target``. ``options`` may be a host memory space number.
-    ``names``: the step's ``checkpoint_name`` records (``hloscope.analysis.names``), when it was traced here."""
-    opts = AnalysisOptions(host_space=options) if isinstance(options, int) else (options or AnalysisOptions())
-    index = ModuleIndex(module)
-    transfers = name_transfers(index, find_host_transfers(index, opts.host_space), names)
-    return _judge(index, transfers, target, opts, notes)
+    """Run every pass over ``module`` for ``target`` (:func:`analyze_step` on a bare module).
+    ``options`` may be a host memory space number. ``names``: the step's ``checkpoint_name``
+    records (``hloscope.analysis.names``), when it was traced here."""
+    return analyze_step(StepInputs(module, module.source_path or module.name, names=tuple(names), notes=notes),
+                        target, options)
 
 
-def reanalyze(report: Report, options: AnalysisOptions) -> Report:
-    """The same module and transfers (names kept) judged with other options (link mode,
-    thresholds, simulation); memory and compile facts carried over. The host memory
-    space must not change (it decides which instructions are transfers)."""
-    if options.host_space != report.options.host_space:
-        raise ValueError("reanalyze cannot change the host memory space; call analyze_module")
-    new = _judge(report.index, list(report.transfers), report.target, options, report.notes)
-    return replace(new, memory=report.memory, compile=report.compile)
+def reanalyze(report: R, options: AnalysisOptions) -> R:
+    """The same step judged with other options (link mode, thresholds, simulation, host memory
+    space): the pipeline run again on the report's inputs."""
+    return analyze_step(report.inputs, report.target, options, report_type=type(report))
 
 
-def _judge(index: ModuleIndex, transfers: list[HostTransfer], target: Target, opts: AnalysisOptions,
-           notes: tuple[str, ...]) -> Report:
-    module = index.module
-    cost = CostModel(module, target, opts.host_space, opts.link_mode)
-    verdicts = judge_overlap(index, transfers, cost, opts)
-    timeline = None
-    if opts.simulate and module.is_scheduled:
-        timeline = simulate_step(module, cost, index.pairs, transfers, index.callgraph)
-        verdicts = apply_timeline(verdicts, timeline, opts)
-    summary = summarize(verdicts, index.callgraph.unknown_trip, timeline)
-    return Report(module, target, opts, index, tuple(transfers), tuple(verdicts), cost, summary, notes,
-                  timeline=timeline)
+def _offloaded_names(transfers: Sequence[HostTransfer]) -> tuple[str, ...]:
+    names = {t.checkpoint_name or t.instruction.name for t in transfers if t.direction is Direction.TO_HOST}
+    return tuple(sorted(names))

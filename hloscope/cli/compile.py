@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-from hloscope.cli.analyze import add_report_options, emit_report, prepare_report
-from hloscope.cli.options import PHASE_WRITING, PhaseStatus, add_compile_options, parse_sets
+from hloscope.analysis.report import Report
+from hloscope.cli.analyze import ReportRequest, add_report_options, emit_report, prepare_report
+from hloscope.cli.options import PHASE_WRITING, PhaseStatus, add_compile_options, request_from_args
+from hloscope.compile.request import CompileRequest
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, HloscopeError
 from hloscope.units import human_bytes
 
@@ -18,14 +20,17 @@ class CompileCommand:
 
     Either a built-in --workload (mlp, llama, deepseek, or a preset such as
     llama3-405b) or your own --fn package.module:function with --args. Writes an
-    artifact folder (--out) with the optimized and unoptimized HLO, memory
-    figures, flags, versions and the analysis, then prints the report.
+    artifact folder (--out; by default hloscope-out/ named by the workload, policy,
+    target, devices and every --set or scheduling option) with the optimized and
+    unoptimized HLO, memory figures, flags, versions and the analysis, then prints
+    the report. An existing folder is replaced only with --force.
     On a terminal a status line names the phase (starting JAX, tracing,
     lowering, XLA compile, analysis, writing artifacts).
     Exit codes: 0 ok, 1 --fail-on hit or --require-fit and it does not fit,
     2 bad input, 3 unknown name, 4 trace failed, 5 XLA compile failed, 6 out
     of host memory, 7 jax missing, 8 --fail-on found nothing to judge (no host
-    transfer) and no --allow-empty.
+    transfer) and no --allow-empty. An existing --out folder without --force is
+    bad input (2).
     """
 
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
@@ -35,7 +40,9 @@ class CompileCommand:
         src.add_argument("--fn", metavar="MODULE:FUNCTION", help="your own step function")
         p.add_argument("--args", default="", metavar="SPEC",
                        help="with --fn: abstract arguments, e.g. 'bf16[512,1024]@fsdp,None; bf16[64,512]@fsdp'")
-        p.add_argument("--out", default="", metavar="DIR", help="artifact folder (default hloscope-out/NAME)")
+        p.add_argument("--out", default="", metavar="DIR",
+                       help="artifact folder (default hloscope-out/NAME, NAME from the workload and options)")
+        p.add_argument("--force", action="store_true", help="replace an existing artifact folder")
         p.add_argument("--what-if-memory", type=float, metavar="GB",
                        help="also compile with this much HBM (decimal GB, e.g. 186) and show which windows open "
                             "or close")
@@ -45,45 +52,27 @@ class CompileCommand:
         add_report_options(p)
 
     def run(self, args: argparse.Namespace) -> int:
+        from hloscope.compile.artifacts import check_out_dir, default_folder
+
         req = prepare_report(args)  # fail fast on a bad name, before importing jax
+        if args.what_if_memory is not None and args.fn:
+            raise HloscopeError("--what-if-memory works with --workload (built-in steps) only", EXIT_BAD_INPUT)
+        request = request_from_args(args, workload=args.workload, fn=args.fn)
+        out_dir = Path(args.out) if args.out else default_folder(request)
+        check_out_dir(out_dir.resolve(), args.force)  # before the compile, not after it
         with PhaseStatus() as phase:
-            return self._run(args, req, phase)
+            return self._run(args, req, request, out_dir, phase)
 
-    def _run(self, args: argparse.Namespace, req: Any, phase: PhaseStatus) -> int:
-        import dataclasses
+    def _run(self, args: argparse.Namespace, req: ReportRequest, request: CompileRequest, out_dir: Path,
+             phase: PhaseStatus) -> int:
+        from hloscope.api import save_artifacts
+        from hloscope.compile.jobs import compile_request
 
-        from hloscope.compile.artifacts import manifest, write_artifacts
-        from hloscope.render import render_to_string
-
-        if args.fn:
-            result, report, extra = self._compile_fn(args, phase)
-            name = args.fn.replace(":", ".")
-        else:
-            from hloscope.compile.jobs import compile_workload
-
-            result, report, extra = compile_workload(args.workload, parse_sets(args.set), args.policy, args.target,
-                                                     args.devices, args.lhs, args.pipelined_offload, args.xla_flag,
-                                                     phase=phase)
-            name = f"{args.workload}-{extra['config']['policy']}-{args.target}-{args.devices}"
-        if req.options != report.options:  # --link peak: judge the same transfers with the other link figures
-            from hloscope.analysis.report import reanalyze
-
-            report = reanalyze(report, req.options)
-        report = dataclasses.replace(report, compile={
-            "memory": result.memory, "xla_options": result.options,
-            "compile_seconds": round(result.compile_seconds, 3), **extra})
-        out_dir = Path(args.out or f"hloscope-out/{name}")
-        report.module.source_path = str(out_dir / "optimized.hlo.txt")  # the report names the file it judged
-        files = {
-            "optimized.hlo.txt": result.optimized_hlo,
-            "unoptimized.hlo.txt": result.unoptimized_hlo,
-            "manifest.json": manifest(result, extra),
-            "report.json": render_to_string("json", report),
-            "report.txt": render_to_string("table", report),
-            **result.extra_files,
-        }
+        # The report names the file it judged: the artifact folder's optimized module.
+        step = compile_request(request, req.options, phase, source_path=str(out_dir / "optimized.hlo.txt"))
+        result, report, extra = step.result, step.report, step.extra
         phase(PHASE_WRITING)
-        out = write_artifacts(out_dir, files)
+        out = save_artifacts(out_dir, result, report, extra, force=args.force)
         trailer = f"compiled in {result.compile_seconds:.1f} s; artifacts in {out}\n"
         offloaded = report.summary.to_host_bytes_per_step
         host = result.memory["host_total_bytes"]
@@ -93,7 +82,7 @@ class CompileCommand:
             trailer += (f"note: the transfers found move {human_bytes(offloaded)} to host per step, XLA "
                         f"reserved {human_bytes(host)} of host memory\n")
         if args.what_if_memory is not None:
-            trailer += self._what_if(args, report, phase)
+            trailer += self._what_if(args.what_if_memory, request, report, phase)
         phase.stop()  # the status line goes before the report is printed
         code = emit_report(report, req, trailer)
         if args.require_fit and report.memory is not None and not report.memory.fits:
@@ -103,18 +92,13 @@ class CompileCommand:
             return EXIT_CHECK_FAILED
         return code
 
-    def _what_if(self, args: argparse.Namespace, report: Any, phase: PhaseStatus) -> str:
+    def _what_if(self, gb: float, request: CompileRequest, report: Report, phase: PhaseStatus) -> str:
         """Compile again with another HBM size; list the transfers whose window or verdict changed."""
+        from hloscope.compile.jobs import compile_request
         from hloscope.compile.whatif import compare_reports
 
-        if args.fn:
-            raise HloscopeError("--what-if-memory works with --workload (built-in steps) only", EXIT_BAD_INPUT)
-        from hloscope.compile.jobs import compile_workload
-
-        gb = args.what_if_memory
-        _, other, _ = compile_workload(args.workload, parse_sets(args.set), args.policy, args.target, args.devices,
-                                       args.lhs, args.pipelined_offload, args.xla_flag, int(gb * 1e9),
-                                       phase=lambda name: phase(f"what-if {gb:g} GB: {name}"))
+        other = compile_request(replace(request, memory_override_bytes=int(gb * 1e9)),
+                                phase=lambda name: phase(f"what-if {gb:g} GB: {name}")).report
         changes = compare_reports(report, other)
         opened = (sum(c.window_before > 0 for c in changes), sum(c.window_after > 0 for c in changes))
         hbm = report.target.device_memory_size
@@ -128,9 +112,3 @@ class CompileCommand:
                 lines.append(f"  {c.name}: {c.verdict_before or '-'} (window {c.window_before}) -> "
                              f"{c.verdict_after or '-'} (window {c.window_after})")
         return "\n".join(lines) + "\n"
-
-    def _compile_fn(self, args: argparse.Namespace, phase: PhaseStatus) -> tuple[Any, Any, dict[str, Any]]:
-        from hloscope.compile.jobs import compile_fn
-
-        return compile_fn(args.fn, args.args, args.target, args.devices, args.lhs, args.pipelined_offload,
-                          args.xla_flag, str(Path.cwd()), phase=phase)

@@ -19,10 +19,15 @@ import re
 import signal
 import sys
 import tempfile
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar, overload
 
+from hloscope.analysis.inputs import StepInputs
+from hloscope.analysis.overlap import AnalysisOptions
+from hloscope.analysis.report import Report, analyze_step
 from hloscope.compile.environment import NATIVE_NOISE
+from hloscope.compile.request import CompileRequest, Scheduler
 from hloscope.errors import (
     EXIT_BAD_INPUT,
     EXIT_COMPILE_FAILED,
@@ -30,93 +35,88 @@ from hloscope.errors import (
     EXIT_OUT_OF_MEMORY,
     HloscopeError,
 )
+from hloscope.hlo.xla_dumps import XlaDumpTexts
+from hloscope.targets import Target
 
 
-def compile_workload_job(workload: str, sets: dict[str, str], policy: str | None, target: str, devices: int,
-                         lhs: bool, pipelined: bool, xla_flags: list[str],
-                         memory_override_bytes: int | None = None,
-                         phase: Callable[[str], None] | None = None) -> tuple[Any, dict[str, Any]]:
-    """Compile a built-in workload; returns (CompileResult, manifest extras).
+def compile_job(request: CompileRequest, phase: Callable[[str], None] | None = None) -> tuple[Any, dict[str, Any]]:
+    """Compile ``request`` in this process; returns (CompileResult, manifest extras).
 
-    ``memory_override_bytes`` compiles for ``target`` with that HBM size instead of its own.
+    A built-in workload's extras name it and its config; the user's function's name it and
+    its ``--args``. ``request.memory_override_bytes`` compiles for the target with that HBM.
     """
+    from hloscope.compile.deviceless import compile_step, make_mesh, parse_flag, with_memory
+    from hloscope.targets import get_target
+
+    tgt = with_memory(get_target(request.target), request.memory_override_bytes)
+    flags = dict(parse_flag(f) for f in request.xla_flags)
+    if request.fn is not None:
+        from hloscope.compile.userfn import load_user_fn, parse_args_spec
+
+        if not request.args:
+            raise HloscopeError("--fn needs --args describing its abstract arguments", EXIT_BAD_INPUT)
+        mesh = make_mesh(tgt, request.devices)
+        fn = load_user_fn(request.fn, request.cwd or os.getcwd())
+        abstract = parse_args_spec(request.args, mesh)
+        result = compile_step(fn, *abstract, mesh=mesh, target=tgt, flags=flags, scheduler=request.scheduler,
+                              pipelined_offload=request.pipelined, phase=phase, cache=True)
+        return result, {"fn": request.fn, "args": request.args}
     from hloscope.compile import workloads
-    from hloscope.compile.deviceless import compile_step, make_mesh, parse_flag, with_memory
-    from hloscope.targets import get_target
 
-    if policy:
-        sets = dict(sets, policy=policy)
-    wl, cfg = workloads.resolve(workload, sets)
-    tgt = with_memory(get_target(target), memory_override_bytes)
-    flags = dict(parse_flag(f) for f in xla_flags)
-    mesh = make_mesh(tgt, devices)
+    sets = request.sets_dict
+    if request.policy:
+        sets["policy"] = request.policy
+    wl, cfg = workloads.resolve(str(request.workload), sets)
+    mesh = make_mesh(tgt, request.devices)
     fn, args = wl.build(cfg, mesh)
-    result = compile_step(fn, *args, mesh=mesh, target=tgt, flags=flags, lhs=lhs, pipelined_offload=pipelined,
-                          donate_argnums=(0, 1, 2), roles=wl.roles, phase=phase)
+    result = compile_step(fn, *args, mesh=mesh, target=tgt, flags=flags, scheduler=request.scheduler, pipelined_offload=request.pipelined,
+                          donate_argnums=(0, 1, 2), roles=wl.roles, phase=phase, cache=True)
     return result, {"workload": wl.name, "config": dataclasses.asdict(cfg)}
-
-
-def compile_fn_job(fn_ref: str, args_spec: str, target: str, devices: int, lhs: bool, pipelined: bool,
-                   xla_flags: list[str], cwd: str,
-                   memory_override_bytes: int | None = None,
-                   phase: Callable[[str], None] | None = None) -> tuple[Any, dict[str, Any]]:
-    """Compile the user's ``module:function`` on ``args_spec``; returns (CompileResult, extras)."""
-    from hloscope.compile.deviceless import compile_step, make_mesh, parse_flag, with_memory
-    from hloscope.compile.userfn import load_user_fn, parse_args_spec
-    from hloscope.targets import get_target
-
-    if not args_spec:
-        raise HloscopeError("--fn needs --args describing its abstract arguments", EXIT_BAD_INPUT)
-    tgt = with_memory(get_target(target), memory_override_bytes)
-    flags = dict(parse_flag(f) for f in xla_flags)
-    mesh = make_mesh(tgt, devices)
-    fn = load_user_fn(fn_ref, cwd)
-    abstract = parse_args_spec(args_spec, mesh)
-    result = compile_step(fn, *abstract, mesh=mesh, target=tgt, flags=flags, lhs=lhs, pipelined_offload=pipelined,
-                          phase=phase)
-    return result, {"fn": fn_ref, "args": args_spec}
 
 
 #: The phase the parent reports once the child's compile is back (see :data:`deviceless.PHASES`).
 PHASE_ANALYSIS = "analysis"
 
 
-def compile_workload(workload: str, sets: dict[str, str], policy: str | None, target: str, devices: int,
-                     lhs: bool, pipelined: bool, xla_flags: list[str],
-                     memory_override_bytes: int | None = None,
-                     phase: Callable[[str], None] | None = None) -> tuple[Any, Any, dict[str, Any]]:
-    """Compile a built-in workload in its own process and analyze it: (CompileResult, Report, extras).
+@dataclass(frozen=True)
+class CompiledStep:
+    """A compile and its report: ``result`` (the CompileResult), ``report``, ``extra`` (manifest extras)."""
 
-    ``memory_override_bytes`` compiles for ``target`` with that HBM size instead of its own.
+    result: Any
+    report: Report
+    extra: dict[str, Any]
+
+
+def compile_request_result(request: CompileRequest,
+                           phase: Callable[[str], None] | None = None) -> tuple[Any, dict[str, Any]]:
+    """Compile ``request`` in its own process, not analyzed: (CompileResult, manifest extras)."""
+    return _run(compile_job, phase, request)  # type: ignore[no-any-return]
+
+
+def compile_request(request: CompileRequest, options: AnalysisOptions | None = None,
+                    phase: Callable[[str], None] | None = None, source_path: str | None = None) -> CompiledStep:
+    """Compile ``request`` in its own process and analyze it with ``options``.
+
     ``phase`` is called with each phase's name as it starts (the child's, then ``analysis``).
+    ``source_path``: the file the report names as the one it judged (an artifact folder's).
     """
-    result, extra = compile_workload_result(workload, sets, policy, target, devices, lhs, pipelined, xla_flags,
-                                            memory_override_bytes, phase)
+    result, extra = compile_request_result(request, phase)
     if phase:
         phase(PHASE_ANALYSIS)
-    vocab = extra.get("config", {}).get("vocab")
-    return result, analyze_result(result, target, vocab if isinstance(vocab, int) else None), extra
+    return CompiledStep(result, analyze_result(result, request.target, options=options, extra=extra,
+                                               source_path=source_path), extra)
 
 
 def compile_workload_result(workload: str, sets: dict[str, str], policy: str | None, target: str, devices: int,
                             lhs: bool, pipelined: bool, xla_flags: list[str],
                             memory_override_bytes: int | None = None,
                             phase: Callable[[str], None] | None = None) -> tuple[Any, dict[str, Any]]:
-    """Compile a built-in workload in its own process, not analyzed: (CompileResult, extras)."""
-    return _run(compile_workload_job, phase, workload, sets, policy, target, devices, lhs, pipelined,  # type: ignore[no-any-return]
-                xla_flags, memory_override_bytes)
-
-
-def compile_fn(fn_ref: str, args_spec: str, target: str, devices: int, lhs: bool, pipelined: bool,
-               xla_flags: list[str], cwd: str,
-               memory_override_bytes: int | None = None,
-               phase: Callable[[str], None] | None = None) -> tuple[Any, Any, dict[str, Any]]:
-    """Compile the user's ``module:function`` in its own process and analyze it."""
-    result, extra = _run(compile_fn_job, phase, fn_ref, args_spec, target, devices, lhs, pipelined, xla_flags, cwd,
-                         memory_override_bytes)
-    if phase:
-        phase(PHASE_ANALYSIS)
-    return result, analyze_result(result, target), extra
+    """Legacy form of :func:`compile_request_result` for a built-in workload (the sweep's, until it
+    builds requests)."""
+    request = CompileRequest(target, devices, workload=workload, sets=tuple(sets.items()), policy=policy,
+                             scheduler=Scheduler.from_lhs(lhs), pipelined=pipelined, xla_flags=tuple(xla_flags),
+                             memory_override_bytes=memory_override_bytes)
+    return compile_request_result(request, phase)
 
 
 def hlo_fingerprint(text: str) -> str:
@@ -132,24 +132,56 @@ def _run(job: Callable[..., Any], phase: Callable[[str], None] | None, *args: An
     return run_isolated(job, *args, on_phase=phase)
 
 
-def analyze_result(result: Any, target: Any, vocab_size: int | None = None) -> Any:
-    """The report of a compile (a CompileResult), with the step's tensor names and its memory
-    facts (device allocation, XLA's peak, live at peak). ``target``: a name or Target."""
-    import dataclasses
+def vocab_of(extra: Mapping[str, Any]) -> int | None:
+    """A built-in workload's vocabulary size from its manifest extras (None: unknown)."""
+    vocab = (extra.get("config") or {}).get("vocab")
+    return vocab if isinstance(vocab, int) and not isinstance(vocab, bool) else None
 
-    from hloscope.analysis.report import analyze_module
-    from hloscope.artifact import memory_from_texts, offloaded_names
+
+def step_inputs(result: Any, extra: Mapping[str, Any] | None = None, vocab_size: int | None = None,
+                source_path: str | None = None) -> StepInputs:
+    """What the pipeline reads from a compile (a CompileResult): the optimized module, its tensor names,
+    the raw memory figures, XLA's memory texts and the compile's facts. ``extra``: the manifest
+    extras of a job (workload and config, or fn and args)."""
     from hloscope.hlo.parser import parse_hlo
+
+    module = parse_hlo(result.optimized_hlo, source_path or "<compiled>")
+    module.source_path = source_path
+    figures = dict(result.memory)
+    if result.device_memory_size:
+        figures["device_memory_size"] = result.device_memory_size
+    facts = {"memory": result.memory, "xla_options": result.options,
+             "compile_seconds": round(result.compile_seconds, 3), **(extra or {})}
+    return StepInputs(module, source_path or "<compiled>", result.optimized_hlo,
+                      tuple(getattr(result, "tensor_names", None) or ()), figures,
+                      XlaDumpTexts.from_files(result.extra_files), None, (),
+                      vocab_size if vocab_size is not None else vocab_of(extra or {}), facts)
+
+
+R = TypeVar("R", bound=Report)
+
+
+@overload
+def analyze_result(result: Any, target: str | Target, vocab_size: int | None = None, *,
+                   options: AnalysisOptions | None = None, extra: Mapping[str, Any] | None = None,
+                   source_path: str | None = None) -> Report: ...
+
+
+@overload
+def analyze_result(result: Any, target: str | Target, vocab_size: int | None = None, *,
+                   options: AnalysisOptions | None = None, extra: Mapping[str, Any] | None = None,
+                   source_path: str | None = None, report_type: type[R]) -> R: ...
+
+
+def analyze_result(result: Any, target: str | Target, vocab_size: int | None = None, *,
+                   options: AnalysisOptions | None = None, extra: Mapping[str, Any] | None = None,
+                   source_path: str | None = None, report_type: type[Report] = Report) -> Report:
+    """The report of a compile (a CompileResult), with the step's tensor names, its memory facts
+    (device allocation, XLA's peak, live at peak) and the compile's facts. ``target``: a name or Target."""
     from hloscope.targets import get_target
 
     tgt = get_target(target) if isinstance(target, str) else target
-    module = parse_hlo(result.optimized_hlo, "<compiled>")
-    report = analyze_module(module, tgt, names=getattr(result, "tensor_names", None) or ())
-    memory = dict(result.memory)
-    if result.device_memory_size:
-        memory["device_memory_size"] = result.device_memory_size
-    facts = memory_from_texts(memory, tgt, result.extra_files, module, vocab_size, offloaded_names(report))
-    return dataclasses.replace(report, memory=facts)
+    return analyze_step(step_inputs(result, extra, vocab_size, source_path), tgt, options, report_type=report_type)
 
 
 def _child(conn: Any, log_path: str, func: Callable[..., Any], args: tuple[Any, ...], phases: bool) -> None:

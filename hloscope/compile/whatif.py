@@ -9,8 +9,10 @@ The CLI (``--what-if-memory GB``) only renders the result.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+
+from hloscope.analysis.report import Report
+from hloscope.compile.request import CompileRequest
 
 
 @dataclass(frozen=True)
@@ -51,12 +53,11 @@ class WhatIf:
         return (sum(c.window_before > 0 for c in self.changes), sum(c.window_after > 0 for c in self.changes))
 
 
-def _by_name(report: Any) -> dict[str, tuple[str, int]]:
-    # The JSON form is the documented contract (docs/json-schema.md); it outlives the typed model's changes.
-    return {t["name"]: (str(t["verdict"]), int(t.get("window_size") or 0)) for t in report.to_dict()["transfers"]}
+def _by_name(report: Report) -> dict[str, tuple[str, int]]:
+    return {v.transfer.instruction.name: (str(v.verdict), v.window_size) for v in report.verdicts}
 
 
-def compare_reports(before: Any, after: Any) -> tuple[TransferChange, ...]:
+def compare_reports(before: Report, after: Report) -> tuple[TransferChange, ...]:
     """Per transfer name, verdict and window size in ``before`` and ``after`` reports."""
     a, b = _by_name(before), _by_name(after)
     names = list(a) + [n for n in b if n not in a]
@@ -64,20 +65,16 @@ def compare_reports(before: Any, after: Any) -> tuple[TransferChange, ...]:
                                 b.get(n, ("", 0))[1]) for n in names)
 
 
-def what_if_memory(workload: str, sets: dict[str, str], policy: str | None, target: str, devices: int,
-                   memory_override_bytes: int, lhs: bool = True, pipelined: bool = True,
-                   xla_flags: list[str] | None = None) -> WhatIf:
-    """Compile ``workload`` for ``target`` as it is and with ``memory_override_bytes`` of HBM."""
-    from hloscope.compile.jobs import compile_workload
+def what_if_memory(request: CompileRequest, memory_override_bytes: int) -> WhatIf:
+    """Compile ``request`` (a built-in workload) for its target as it is and with ``memory_override_bytes`` of HBM."""
+    from hloscope.compile.jobs import compile_request
     from hloscope.targets import get_target
 
-    flags = list(xla_flags or [])
-    res0, rep0, _ = compile_workload(workload, sets, policy, target, devices, lhs, pipelined, flags)
-    res1, rep1, _ = compile_workload(workload, sets, policy, target, devices, lhs, pipelined, flags,
-                                     memory_override_bytes)
+    before = compile_request(request)
+    after = compile_request(replace(request, memory_override_bytes=memory_override_bytes))
     return WhatIf(
-        hbm_before=res0.device_memory_size or get_target(target).device_memory_size,
-        hbm_after=res1.device_memory_size or memory_override_bytes,
-        memory_before=dict(res0.memory), memory_after=dict(res1.memory),
-        changes=compare_reports(rep0, rep1),
+        hbm_before=before.result.device_memory_size or get_target(request.target).device_memory_size,
+        hbm_after=after.result.device_memory_size or memory_override_bytes,
+        memory_before=dict(before.result.memory), memory_after=dict(after.result.memory),
+        changes=compare_reports(before.report, after.report),
     )

@@ -19,6 +19,7 @@ from hloscope.check.baseline import load_snapshot
 from hloscope.check.config import config_from_mapping
 from hloscope.check.run import CheckResult, NothingToCheck, run_check
 from hloscope.check.subject import Subject, load_path, subject_from_compile
+from hloscope.hlo.loader import looks_like_hlo_text
 from hloscope.targets import DEFAULT_TARGET, Target, get_target
 
 
@@ -37,10 +38,10 @@ def to_subject(step: Any, target: Target | str | None = None, label: str | None 
     if isinstance(step, Subject):
         return step
     if isinstance(step, Report):
-        return Subject(step, step.module.source_path or label or step.module.name, step.memory)
+        return Subject(step, step.module.source_path or label or step.module.name)
     if isinstance(step, tuple) and len(step) == 2 and isinstance(step[1], Report):
-        return subject_from_compile(step[0], step[1], label or step[1].module.name)
-    if isinstance(step, os.PathLike) or (isinstance(step, str) and not step.lstrip().startswith("HloModule")):
+        return subject_from_compile(step[1], step[0].unoptimized_hlo, label or step[1].module.name)
+    if isinstance(step, os.PathLike) or (isinstance(step, str) and not looks_like_hlo_text(step)):
         return load_path(os.fspath(step), tgt)
     from hloscope.api import analyze
 

@@ -3,10 +3,58 @@ memory pressure tied to the windows it closed, and next steps. Used by the table
 
 from __future__ import annotations
 
+from dataclasses import asdict
+from typing import Any
+
 from hloscope.analysis.kinds import Reason
-from hloscope.analysis.memory import MemoryFacts
+from hloscope.analysis.memory import Action, Limit, MemoryFacts, NextStep
 from hloscope.analysis.report import Report
 from hloscope.units import human_bytes
+
+#: What each action is, in words.
+ACTION_WORDS = {
+    Action.OFFLOAD_SAVED: "offload the saved activations to host memory",
+    Action.REMAT: "recompute the saved activations instead of keeping them",
+    Action.SMALLER_BATCH: "use a smaller per-device batch",
+    Action.MORE_DEVICES: "shard weights and optimizer state over more devices",
+    Action.RAISE_SLOP: "let the scheduler use more memory",
+}
+#: The flag or policy that does it (hloscope's CLI, JAX's checkpoint policies, XLA's flags).
+_VIA = {
+    Action.OFFLOAD_SAVED: "--policy offload (save_and_offload_only_these_names)",
+    Action.REMAT: "--policy remat (jax.checkpoint_policies.nothing_saveable)",
+    Action.SMALLER_BATCH: "--set batch=N (hloscope sweep --batch-sizes)",
+    Action.MORE_DEVICES: "--devices",
+    Action.RAISE_SLOP: "--xla-flag xla_gpu_memory_limit_slop_factor=N",
+}
+_LIMIT_WORDS = {Limit.HBM: "device allocation over HBM",
+                Limit.SCHEDULER: "temporaries over the scheduler's memory limit"}
+
+
+def step_via(step: NextStep) -> str:
+    """The flag or policy that takes ``step``."""
+    if step.action is Action.OFFLOAD_SAVED and step.offloaded:
+        # Offloading is on already: what stays on device is saved under other names (or none).
+        return ("checkpoint_name the saved tensor and add it to save_and_offload_only_these_names("
+                "names_which_can_be_offloaded=[...]); offloaded today: " + ", ".join(step.offloaded))
+    return _VIA[step.action]
+
+
+def step_because(step: NextStep) -> str:
+    """The role or the limit behind ``step``, in words."""
+    return _LIMIT_WORDS[step.because] if isinstance(step.because, Limit) else step.because.value
+
+
+def step_words(step: NextStep) -> dict[str, str]:
+    """``action``, ``via`` and ``because`` of a next step, as the report and JSON word them."""
+    return {"action": ACTION_WORDS[step.action], "via": step_via(step), "because": step_because(step)}
+
+
+def memory_dict(m: MemoryFacts) -> dict[str, Any]:
+    """The ``memory`` object of the JSON report (docs/json-schema.md): the facts, next steps in words."""
+    out = asdict(m)
+    out["next_steps"] = [step_words(s) for s in m.next_steps]
+    return out
 
 
 def gib(n: float) -> str:
@@ -49,5 +97,6 @@ def memory_lines(report: Report, top: int = 3) -> list[str]:
     if m.next_steps:
         lines.append("next steps:")
         for s in m.next_steps:
-            lines.append(f"  - {s.action} ({s.via}): {s.because}")
+            w = step_words(s)
+            lines.append(f"  - {w['action']} ({w['via']}): {w['because']}")
     return lines

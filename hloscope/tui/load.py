@@ -9,12 +9,15 @@ analyze, or compile a built-in workload) and returns a :class:`Loaded`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from hloscope.compile.request import CompileRequest
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 
 if TYPE_CHECKING:  # the analysis is imported by the worker, not before the first screen
+    from hloscope.analysis.memory import MemoryFacts
     from hloscope.analysis.report import Report
     from hloscope.tui.rows import ScheduleLayout
     from hloscope.tui.timeaxis import TimeAxis
@@ -24,40 +27,31 @@ _SNIFF_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
-class WorkloadSpec:
-    """A built-in workload to compile (``hloscope tui --workload``), with the compile options."""
-
-    name: str
-    sets: dict[str, str]
-    policy: str | None
-    devices: int
-    lhs: bool
-    pipelined: bool
-    xla_flags: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
 class Source:
-    """One schedule to open: a path (file, dump folder, artifact folder) or a workload."""
+    """One schedule to open: a path (file, dump folder, artifact folder) or a compile request
+    (``hloscope tui --workload``)."""
 
     path: str | None = None
-    workload: WorkloadSpec | None = None
+    request: CompileRequest | None = None
     target: str | None = None  # None: the artifact folder's own target, else the default target
     host_space: int = 5
 
     @property
     def label(self) -> str:
-        if self.workload is not None:
-            return f"workload {self.workload.name} ({self.target_name}, {self.workload.devices} devices)"
+        if self.request is not None:
+            return f"workload {self.request.workload} ({self.target_name}, {self.request.devices} devices)"
         return str(self.path)
 
-    @property
+    @cached_property
     def target_name(self) -> str:
-        """``target``, else the target an ``hloscope compile`` artifact folder was compiled for, else the default."""
+        """``target``, else the target an ``hloscope compile`` artifact folder was compiled for, else the
+        default (the manifest is read once per source, not on every access)."""
         from hloscope.targets import DEFAULT_TARGET
 
         if self.target:
             return self.target
+        if self.request is not None:
+            return self.request.target
         if self.path:
             from hloscope.artifact import read_manifest
 
@@ -83,10 +77,11 @@ class Loaded:
     report: Report
     text: str
     file: str
-    memory: Any = None  # hloscope.analysis.memory.MemoryFacts or None
+    memory: MemoryFacts | None = None
     seconds: float = 0.0
     times: TimeAxis | None = None
     layout: ScheduleLayout | None = None
+    target_origin: str = ""
     _line_starts: list[int] = field(default_factory=list, repr=False, compare=False)
 
     def hlo_line(self, line: int) -> str:
@@ -108,11 +103,11 @@ class Loaded:
 
 def check_source(source: Source) -> None:
     """Raise a one-line :class:`HloscopeError` for input that cannot be a schedule."""
-    from hloscope.hlo.loader import pick_dump_file
+    from hloscope.hlo.loader import pick_dump_file, sniff_bytes
     from hloscope.targets import get_target
 
     get_target(source.target_name)
-    if source.workload is not None:
+    if source.request is not None:
         return
     path = Path(str(source.path))
     if not path.exists():
@@ -124,9 +119,8 @@ def check_source(source: Source) -> None:
             head = f.read(_SNIFF_BYTES)
     except OSError as e:
         raise HloscopeError(f"{path}: cannot read: {e.strerror or e}", EXIT_BAD_INPUT) from None
-    if not head.strip():
-        raise HloscopeError(f"{path}: empty file; expected HLO text", EXIT_BAD_INPUT)
-    if b"\0" in head or b"HloModule" not in head:
+    sniff_bytes(head, str(path))  # empty or binary: the same words as analyze
+    if b"HloModule" not in head:
         raise HloscopeError(f"{path}: not HLO text (no 'HloModule' header in its first {_SNIFF_BYTES // 1024} KiB)",
                             EXIT_BAD_INPUT)
 
@@ -139,7 +133,7 @@ def load_source(source: Source) -> Loaded:
     from hloscope.tui.timeaxis import TimeAxis
 
     t0 = time.perf_counter()
-    loaded = _compile(source) if source.workload is not None else _read(source)
+    loaded = _compile(source) if source.request is not None else _read(source)
     timeline = loaded.report.timeline
     times = TimeAxis(timeline) if timeline is not None else None
     layout = ScheduleLayout(loaded.report)
@@ -149,20 +143,24 @@ def load_source(source: Source) -> Loaded:
 
 def _read(source: Source) -> Loaded:
     from hloscope.analysis.overlap import AnalysisOptions
-    from hloscope.artifact import load_report
+    from hloscope.analysis.report import analyze_step
+    from hloscope.artifact import read_step
     from hloscope.hlo.loader import read_hlo_text
 
     path = str(source.path)
-    text, name = read_hlo_text(path)
-    report = load_report(path, source.target_name, AnalysisOptions(host_space=source.host_space))
-    return Loaded(source, report, text, name, report.memory)
+    text, name = read_hlo_text(path)  # for line lookups
+    step = read_step(path, source.target)  # the manifest, when there is one, read here once
+    report = analyze_step(step.inputs, step.target, AnalysisOptions(host_space=source.host_space))
+    return Loaded(source, report, text, name, report.memory, target_origin=step.target_origin)
 
 
 def _compile(source: Source) -> Loaded:
-    from hloscope.compile.jobs import compile_workload
+    from hloscope.analysis.overlap import AnalysisOptions
+    from hloscope.compile.jobs import compile_request
 
-    w = source.workload
-    assert w is not None
-    result, report, _ = compile_workload(w.name, w.sets, w.policy, source.target_name, w.devices, w.lhs,
-                                         w.pipelined, w.xla_flags)
-    return Loaded(source, report, result.optimized_hlo, f"<compiled {w.name}>", report.memory)
+    request = source.request
+    assert request is not None
+    step = compile_request(request, AnalysisOptions(host_space=source.host_space))
+    return Loaded(source, step.report, step.result.optimized_hlo, f"<compiled {request.workload}>",
+                  step.report.memory,
+                  target_origin="request")

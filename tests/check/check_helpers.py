@@ -5,7 +5,8 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-from hloscope.analysis.report import Report, analyze_module
+from hloscope.analysis.report import Report
+from hloscope.api import analyze
 from hloscope.hlo.loader import load_module
 from hloscope.targets import get_target
 
@@ -15,4 +16,4 @@ DATA = Path(__file__).resolve().parent / "data"
 
 @cache
 def fixture_report(name: str) -> Report:
-    return analyze_module(load_module(str(FIXTURES / name)), get_target("h100-sxm"))
+    return analyze(load_module(str(FIXTURES / name)), get_target("h100-sxm"))

@@ -18,15 +18,15 @@ from hloscope.analysis.memory import (
     Action,
     MemoryFacts,
     Role,
+    Limit,
     bytes_by_role,
     memory_facts,
-    parse_assigned_values,
-    parse_live_at_peak,
     peak_buffers,
-    report_space_totals,
     scheduler_memory_limit,
 )
 from hloscope.hlo.parser import parse_hlo
+from hloscope.hlo.xla_dumps import parse_assigned_values, parse_live_at_peak, report_space_totals
+from hloscope.render.memory_text import step_words
 from hloscope.targets import get_target
 
 MEMORY = Path(__file__).resolve().parents[2] / "fixtures" / "memory"
@@ -154,7 +154,21 @@ def test_pressure_and_next_steps_when_over_hbm() -> None:
     # 200 MB x 80% = 160 MB, minus 121,412,396 of arguments/outputs, x 95% = 36,658,223 < temporaries.
     assert m.pressure.scheduler_limit_bytes == 36_658_223 and m.pressure.over_scheduler_limit
     assert 0 < len(m.next_steps) <= 3
-    assert m.next_steps[0].action is Action.OFFLOAD_SAVED and "--policy offload" in m.next_steps[0].via
+    assert m.next_steps[0].action is Action.OFFLOAD_SAVED and "--policy offload" in step_words(m.next_steps[0])["via"]
+    assert m.next_steps[0].because is Role.SAVED_ACTIVATIONS and m.next_steps[0].offloaded == ()
+
+
+def test_next_steps_name_what_is_offloaded_already() -> None:
+    # The same over-HBM step, told that Q/K/V are offloaded today: the advice is to name the saved
+    # tensor and add it to the offload list (not to switch --policy offload on).
+    f = _files("llama_offload_big_host")
+    m = memory_facts(f["meta"]["memory"], get_target("h100-sxm"), f["report"], f["assignment"], f["module"],
+                     f["live"], hbm_bytes=200_000_000, vocab_size=1024, offloaded_names=("k_proj", "q_proj"))
+    step = m.next_steps[0]
+    assert step.action is Action.OFFLOAD_SAVED and step.offloaded == ("k_proj", "q_proj")
+    words = step_words(step)
+    assert words["via"].endswith("offloaded today: k_proj, q_proj") and "--policy offload" not in words["via"]
+    assert words["because"] == "saved activations"
 
 
 def test_over_scheduler_limit_but_fits_suggests_slop() -> None:
@@ -162,7 +176,8 @@ def test_over_scheduler_limit_but_fits_suggests_slop() -> None:
     # 250 MB of HBM: fits (224,831,980), but (200,000,000 - 121,412,396) x 95% = 74,658,223 < 103,419,584.
     m = memory_facts(f["meta"]["memory"], get_target("h100-sxm"), hbm_bytes=250_000_000)
     assert m.fits and m.pressure.over_scheduler_limit
-    assert m.next_steps[0].action is Action.RAISE_SLOP and "xla_gpu_memory_limit_slop_factor" in m.next_steps[0].via
+    assert m.next_steps[0].action is Action.RAISE_SLOP and m.next_steps[0].because is Limit.SCHEDULER
+    assert "xla_gpu_memory_limit_slop_factor" in step_words(m.next_steps[0])["via"]
     assert m.top_buffers == () and m.live_at_peak is None
 
 

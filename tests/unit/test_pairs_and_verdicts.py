@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from hloscope.analysis.report import analyze_module
+from hloscope.api import analyze
 from hloscope.hlo.parser import parse_hlo
 from hloscope.targets import get_target
 
@@ -51,7 +51,7 @@ ENTRY %main (a: f32[1,1024]) -> f32[1,1024] {
 
 
 def _report(text: str):  # type: ignore[no-untyped-def]
-    return analyze_module(parse_hlo(text), get_target("h100-sxm"))
+    return analyze(parse_hlo(text), get_target("h100-sxm"))
 
 
 @pytest.mark.xla

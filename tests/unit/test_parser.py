@@ -154,6 +154,7 @@ def test_mutated_fixture_lines_never_crash() -> None:
     import random
 
     from hloscope.analysis.report import analyze_module
+    from hloscope.render.json_report import report_to_dict
     from hloscope.targets import get_target
 
     lines = fixture_text("mlp_offload.hlo.txt").split("\n")
@@ -166,7 +167,7 @@ def test_mutated_fixture_lines_never_crash() -> None:
             j = rng.randrange(len(damaged[i]))
             damaged[i] = damaged[i][:j] + rng.choice("(){}[],=%\" ") + damaged[i][j + 1 :]
         try:
-            analyze_module(parse_hlo("\n".join(damaged), "d.hlo"), get_target("h100-sxm")).to_dict()
+            report_to_dict(analyze_module(parse_hlo("\n".join(damaged), "d.hlo"), get_target("h100-sxm")))
         except HloParseError as e:
             errors += 1
             assert e.line >= 1 and e.column >= 1 and str(e).startswith("d.hlo:")

@@ -1,0 +1,62 @@
+"""What the analysis of one step reads: the one typed input every loader builds.
+
+Loaders (``hloscope.artifact.load_report`` for files, dump and artifact folders and
+stdin; ``hloscope.compile.jobs.analyze_result`` for a compile; the API) read what
+they have into a frozen :class:`StepInputs`; ``hloscope.analysis.report.analyze_step``
+turns it into a complete, frozen report. Nothing is added to a report afterwards:
+what a report shows comes from here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from hloscope.hlo.model import Module
+from hloscope.hlo.xla_dumps import XlaDumpTexts
+
+
+@dataclass(frozen=True)
+class StepInputs:
+    """One step to analyze, with everything its source carries.
+
+    module: the parsed (optimized) module. label: how to name the step to the user (a
+    path, ``<compiled>``). text: the HLO text the module was parsed from, when the caller
+    keeps it (the TUI's line lookups), else None.
+    names: the step's ``checkpoint_name`` records (``hloscope.compile.names``), when it
+    was traced here or its artifact folder lists them.
+    memory_figures: the compile's memory figures, raw ints as the compile layer records
+    them (docs/compile.md), None when the step was not compiled here (a plain HLO file).
+    dumps: XLA's memory texts of the compile (``hloscope.hlo.xla_dumps``).
+    manifest: an artifact folder's manifest, read once by the loader (None otherwise).
+    notes: facts about how the input was read (which file of a folder), for the views.
+    vocab_size: the model's vocabulary size, when known (lets a ``[..., vocab]`` buffer be
+    called logits). compile: the compile's settings and figures for the report's
+    ``compile`` section (docs/json-schema.md): ``memory``, ``xla_options``,
+    ``compile_seconds`` and what was compiled (``workload``/``config`` or ``fn``/``args``);
+    None when the step was not compiled in this run.
+    intent: what the step asked to offload, read from its trace (the intent pass; None: unknown).
+    """
+
+    module: Module
+    label: str = ""
+    text: str | None = None
+    names: tuple[Mapping[str, Any], ...] = ()
+    memory_figures: Mapping[str, int] | None = None
+    dumps: XlaDumpTexts = field(default_factory=XlaDumpTexts)
+    manifest: Mapping[str, Any] | None = None
+    notes: tuple[str, ...] = ()
+    vocab_size: int | None = None
+    compile: Mapping[str, Any] | None = None
+    intent: object | None = None
+
+    @property
+    def has_memory(self) -> bool:
+        """Whether the compile's memory figures are known (memory facts can be built)."""
+        return self.memory_figures is not None and "temp_size_in_bytes" in self.memory_figures
+
+
+def int_figures(figures: Mapping[str, Any]) -> dict[str, int]:
+    """The integer figures of a memory mapping (a manifest's JSON may hold others)."""
+    return {k: v for k, v in figures.items() if isinstance(v, int) and not isinstance(v, bool)}

@@ -1,0 +1,117 @@
+"""Parsers of the memory texts XLA dumps beside an optimized module (no analysis, no JAX).
+
+XLA writes, with ``--xla_dump_to``, a memory-usage report (``*-memory-usage-report.txt``),
+a live-range dump (``*-live-range.txt``) and a buffer assignment
+(``*-buffer-assignment.txt``). ``hloscope compile`` keeps the parts the memory
+analysis reads, under the file names below; :class:`XlaDumpTexts` carries them to
+the analysis, and the three parsers turn them into plain figures.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+#: Files of an ``hloscope compile`` artifact folder that hold XLA's memory texts (docs/compile.md).
+MEMORY_REPORT_FILE = "memory-usage-report.txt"
+LIVE_AT_PEAK_FILE = "live-range-at-peak.txt"
+BUFFER_ASSIGNMENT_FILE = "buffer-assignment-at-peak.txt"
+DUMP_FILES = (MEMORY_REPORT_FILE, LIVE_AT_PEAK_FILE, BUFFER_ASSIGNMENT_FILE)
+
+
+@dataclass(frozen=True)
+class XlaDumpTexts:
+    """XLA's memory texts of one compiled module (None: not dumped or not kept).
+
+    memory_report: the memory-usage report. live_range: the live-range dump, or its
+    peak section. buffer_assignment: buffer-assignment ``value:`` lines.
+    """
+
+    memory_report: str | None = None
+    live_range: str | None = None
+    buffer_assignment: str | None = None
+
+    @classmethod
+    def from_files(cls, files: Mapping[str, str | None]) -> XlaDumpTexts:
+        """From artifact file name -> text (a compile's ``extra_files``, an artifact folder)."""
+        return cls(files.get(MEMORY_REPORT_FILE), files.get(LIVE_AT_PEAK_FILE), files.get(BUFFER_ASSIGNMENT_FILE))
+
+
+@dataclass(frozen=True)
+class LiveAtPeak:
+    """XLA's live-range dump at its peak point (all memory spaces together).
+
+    schedule_point: the 0-based point in the flattened schedule XLA names as the peak.
+    total_bytes: XLA's "peak usage" total at that point (device and host values).
+    values: (position, bytes) in XLA's order (largest first); XLA may list only the larger ones.
+    """
+
+    schedule_point: int
+    total_bytes: int
+    values: tuple[tuple[str, int], ...]
+
+
+_SPACE_RE = re.compile(r"^Memory Space: .*\(color=(\d+)\)")
+_TOTAL_RE = re.compile(r"^Total bytes: (\d+)")
+_PEAK_HEAD_RE = re.compile(r"^\s*Live ranges at (\d+) \(peak\):")
+_PEAK_VALUE_RE = re.compile(r"^\s{4}(\S+): (\d+) bytes")
+_PEAK_TOTAL_RE = re.compile(r"^\s*Stack trace breakdown for peak usage: ([\d ]+) bytes")
+_VALUE_RE = re.compile(r"^ value: <\d+ (\S+)(?: \(phi\))? @(\d+)> \(size=(\d+),offset=\d+\): (.*)$")
+
+
+def report_space_totals(text: str) -> dict[int, int]:
+    """Memory-space color -> total bytes, from XLA's ``*-memory-usage-report.txt``."""
+    out: dict[int, int] = {}
+    color: int | None = None
+    for line in text.splitlines():
+        m = _SPACE_RE.match(line)
+        if m:
+            color = int(m.group(1))
+            continue
+        m = _TOTAL_RE.match(line)
+        if m and color is not None:
+            out[color] = int(m.group(1))
+    return out
+
+
+def parse_live_at_peak(text: str) -> LiveAtPeak | None:
+    """The ``Live ranges at N (peak):`` list of a ``*-live-range.txt`` dump (whole or trimmed)."""
+    point: int | None = None
+    values: list[tuple[str, int]] = []
+    total = 0
+    for line in text.splitlines():
+        if point is None:
+            m = _PEAK_HEAD_RE.match(line)
+            if m:
+                point = int(m.group(1))
+            continue
+        m = _PEAK_TOTAL_RE.match(line)
+        if m:
+            total = int(m.group(1).replace(" ", ""))
+            break
+        m = _PEAK_VALUE_RE.match(line)
+        if m:
+            values.append((m.group(1), int(m.group(2))))
+        elif line.strip() and not line.startswith("    "):
+            break
+    if point is None:
+        return None
+    return LiveAtPeak(point, total or sum(b for _, b in values), tuple(values))
+
+
+def parse_assigned_values(text: str) -> dict[str, tuple[int, str]]:
+    """Value position -> (memory-space color, shape text) from ``value:`` lines of a buffer assignment.
+
+    A position without a shape index (``param.7``) is also stored as ``param.7{}``, the
+    form the live-range dump uses.
+    """
+    out: dict[str, tuple[int, str]] = {}
+    for line in text.splitlines():
+        m = _VALUE_RE.match(line)
+        if m:
+            pos, color, shape = m.group(1), int(m.group(2)), m.group(4).strip()
+            out.setdefault(pos, (color, shape))
+            if not pos.endswith("}"):
+                out.setdefault(pos + "{}", (color, shape))
+    return out

@@ -2,18 +2,25 @@
 
 Files are written into a hidden sibling folder, then renamed into place, so an
 interrupted or failed run never leaves a folder that looks complete. An existing
-folder is replaced only if it is an earlier hloscope artifact (has
-``manifest.json`` with our schema) or empty.
+folder is never replaced unless asked (``force``, ``hloscope compile --force``), and
+then only if it is an earlier hloscope artifact (has ``manifest.json`` with our
+schema); an empty folder is filled. :func:`default_folder` names the folder of a
+:class:`CompileRequest` by everything that makes the compile different, so two
+compiles that differ (``--set batch=4``, another policy, scheduler, target or
+device count) never share a folder by default.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from hloscope.compile.request import CompileRequest, Scheduler
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 
 MANIFEST_SCHEMA = "hloscope.artifact/1"
@@ -26,14 +33,60 @@ def _is_ours(path: Path) -> bool:
         return False
 
 
-def write_artifacts(out_dir: Path, files: dict[str, str]) -> Path:
-    """Write ``files`` (name -> text) as the folder ``out_dir``; returns it."""
-    out_dir = out_dir.resolve()
+#: Where ``hloscope compile`` writes when no ``--out`` is given.
+DEFAULT_ROOT = "hloscope-out"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._=-]+", "_", text).strip("_") or "_"
+
+
+def default_folder(request: CompileRequest) -> Path:
+    """``hloscope-out/NAME``: NAME says what was compiled and every option that makes this compile
+    differ from the default one: ``<workload>-<policy>-<target>-<devices>`` then each ``--set``
+    (``batch4``), the scheduler when not ``lhs``, ``nopipe``, and a short hash of any ``--xla-flag``;
+    for ``--fn``: ``<module.function>-<target>-<devices>-args<hash>``."""
+    if request.fn is not None:
+        digest = hashlib.sha256((request.args or "").encode()).hexdigest()[:8]
+        parts = [request.fn.replace(":", "."), request.target, str(request.devices), f"args{digest}"]
+    else:
+        from hloscope.compile import workloads
+
+        sets = request.sets_dict
+        if request.policy:
+            sets["policy"] = request.policy
+        _, cfg = workloads.resolve(str(request.workload), sets)  # the default policy, and a bad --set, early
+        parts = [str(request.workload), str(cfg.policy), request.target, str(request.devices)]
+        parts += [f"{k}{v}" for k, v in sorted(request.sets) if k != "policy"]
+    if request.scheduler is not Scheduler.LHS:
+        parts.append(request.scheduler.value)
+    if not request.pipelined:
+        parts.append("nopipe")
+    if request.xla_flags:
+        parts.append("xla" + hashlib.sha256("\n".join(request.xla_flags).encode()).hexdigest()[:8])
+    return Path(DEFAULT_ROOT) / _slug("-".join(parts))
+
+
+def check_out_dir(out_dir: Path, force: bool = False) -> None:
+    """Raise a one-line error (exit 2) when writing ``out_dir`` would replace something:
+    a file, a folder that is not an hloscope artifact, or (without ``force``) an earlier artifact."""
     if out_dir.exists() and not out_dir.is_dir():
         raise HloscopeError(f"{out_dir}: exists and is not a folder", EXIT_BAD_INPUT)
-    if out_dir.is_dir() and any(out_dir.iterdir()) and not _is_ours(out_dir):
+    if not out_dir.is_dir() or not any(out_dir.iterdir()):
+        return
+    if not _is_ours(out_dir):
         raise HloscopeError(f"{out_dir}: folder exists and is not an hloscope artifact; choose another --out",
                             EXIT_BAD_INPUT)
+    if not force:
+        raise HloscopeError(f"{out_dir}: an earlier hloscope compile is there; --force replaces it, --out DIR "
+                            "writes elsewhere", EXIT_BAD_INPUT)
+
+
+def write_artifacts(out_dir: Path, files: dict[str, str], force: bool = False) -> Path:
+    """Write ``files`` (name -> text) as the folder ``out_dir``; returns it (resolved).
+    An earlier artifact folder there is replaced only with ``force`` (see :func:`check_out_dir`)."""
+    out_dir = out_dir.resolve()
+    check_out_dir(out_dir, force)
     try:
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
@@ -67,5 +120,12 @@ def manifest(result: Any, extra: dict[str, Any]) -> str:
         "compile_seconds": round(result.compile_seconds, 3),
         "memory": result.memory,
         "tensor_names": getattr(result, "tensor_names", []),
+        **_cache_entry(result),
         **extra,
     }, indent=2, default=str) + "\n"
+
+
+def _cache_entry(result: Any) -> dict[str, Any]:
+    from hloscope.compile.cache import manifest_entry
+
+    return manifest_entry(result)

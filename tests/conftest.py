@@ -23,11 +23,10 @@ def fixture_text(name: str) -> str:
 
 @cache
 def fixture_report(name: str):  # type: ignore[no-untyped-def]
-    from hloscope.analysis.report import analyze_module
+    from hloscope.api import analyze  # a StepReport: to_dict/to_text for the tests
     from hloscope.hlo.parser import parse_hlo
-    from hloscope.targets import get_target
 
-    return analyze_module(parse_hlo(fixture_text(name), name), get_target("h100-sxm"))
+    return analyze(parse_hlo(fixture_text(name), name), "h100-sxm")
 
 
 @pytest.fixture
@@ -38,11 +37,35 @@ def fixtures_dir() -> Path:
 def _has_jaxlib() -> bool:
     import importlib.util
 
-    return importlib.util.find_spec("jaxlib") is not None
+    try:
+        return importlib.util.find_spec("jaxlib") is not None
+    except ImportError:
+        return False
 
 
+HAS_JAXLIB = _has_jaxlib()
 #: Folders whose every test needs jaxlib: deviceless compiles, and cross-checks against XLA's C++ parser.
 XLA_FOLDERS = ("tests/compile/", "tests/xla/")
+
+
+def _in_xla_folder(path: Path, root: Path) -> bool:
+    try:
+        rel = path.relative_to(root).as_posix() + "/"
+    except ValueError:
+        return False
+    return rel.startswith(XLA_FOLDERS)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Without jaxlib the xla folders are not even imported (their modules import the compile layer)."""
+    return True if not HAS_JAXLIB and _in_xla_folder(collection_path, config.rootpath) else None
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    if HAS_JAXLIB:
+        return None
+    return (f"hloscope: no jaxlib: {', '.join(XLA_FOLDERS)} not collected and tests marked xla skipped "
+            "(pip install 'hloscope[compile]')")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -51,10 +74,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     Tiers: ``pytest -m "not slow and not xla"`` is the fast tier (pure Python, seconds);
     ``-m xla`` and ``-m slow`` select the others; plain ``pytest`` (what ``.ci/run`` runs) runs all.
     """
-    has_jaxlib = _has_jaxlib()
     skip = pytest.mark.skip(reason="needs jaxlib: pip install 'hloscope[compile]'")
     for item in items:
         if item.nodeid.startswith(XLA_FOLDERS) or item.get_closest_marker("xla"):
             item.add_marker(pytest.mark.xla)
-            if not has_jaxlib:
+            if not HAS_JAXLIB:
                 item.add_marker(skip)

@@ -1,0 +1,177 @@
+"""Did my offload happen? Real steps (tests/intent/steps.py) compiled for an H100 with no GPU.
+
+Each test first reads the compiled HLO itself (placement annotations in the
+unoptimized module, host memory space S(5) in the optimized one) and then checks
+that the intent accounting says the same, in the words a user reads.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from typing import Any
+
+import pytest
+
+from hloscope.analysis.intent import (
+    Intent,
+    IntentAccount,
+    PlacementKind,
+    Why,
+    account_intent,
+    intent_from_dict,
+    intent_to_dict,
+)
+from hloscope.analysis.kinds import Direction
+from tests.intent import steps
+
+pytestmark = pytest.mark.xla
+
+#: One layer's activation, f32[BATCH, WIDTH]: what an offloaded name moves per layer.
+ACTIVATION = steps.BATCH * steps.WIDTH * 4
+
+
+@cache
+def compiled(case: str) -> tuple[Any, Any, Any]:
+    """(CompileResult, Report, unoptimized Module) of ``steps.<case>`` on one compile-only H100."""
+    from hloscope.analysis.report import analyze_module
+    from hloscope.compile.deviceless import compile_step, make_mesh
+    from hloscope.hlo.parser import parse_hlo
+    from hloscope.targets import get_target
+
+    mesh = make_mesh("h100-sxm", 1)
+    fn, args = getattr(steps, case)(mesh)
+    result = compile_step(fn, *args, mesh=mesh, target="h100-sxm")
+    report = analyze_module(parse_hlo(result.optimized_hlo, case), get_target("h100-sxm"), names=result.tensor_names)
+    return result, report, parse_hlo(result.unoptimized_hlo, case + "-unoptimized")
+
+
+def account(case: str) -> IntentAccount:
+    result, report, unoptimized = compiled(case)
+    acc = getattr(report, "intent", None)
+    if isinstance(acc, IntentAccount):
+        return acc
+    return account_intent(result.intent, report.verdicts, report.module, unoptimized)
+
+
+def host_annotations(case: str) -> int:
+    """``annotate_device_placement`` custom calls to pinned host in the unoptimized module."""
+    return len(re.findall(r'annotate_device_placement".*_xla_buffer_placement="pinned_host"',
+                          compiled(case)[0].unoptimized_hlo))
+
+
+def host_buffers(case: str) -> int:
+    """Values in host memory space S(5) in the optimized module."""
+    return len(re.findall(r":S\(5\)\}", compiled(case)[0].optimized_hlo))
+
+
+def lines(acc: IntentAccount) -> str:
+    from hloscope.render.intent_text import intent_lines
+
+    return "\n".join(intent_lines(acc))
+
+
+def test_typo_names_the_policy_name_and_suggests_the_tag() -> None:
+    assert host_annotations("typo") == 0 and host_buffers("typo") == 0  # nothing reaches the host
+    result = compiled("typo")[0]
+    assert [t.name for t in result.intent.tags] == ["mlp_hidden"]
+    assert result.intent.policies[0].offloaded == ("mlp_hiden",)
+    acc = account("typo")
+    [item] = acc.items
+    assert item.asked.what == "mlp_hiden" and item.why is Why.NEVER_TAGGED
+    assert item.suggestions == ("mlp_hidden",) and not item.transfers
+    text = lines(acc)
+    assert "NO transfer" in text.splitlines()[0] and "offload 'mlp_hiden'" in text
+    assert "did you mean 'mlp_hidden'?" in text
+
+
+def test_name_never_tagged() -> None:
+    assert host_annotations("never_tagged") == 0 and host_buffers("never_tagged") == 0
+    acc = account("never_tagged")
+    [item] = acc.items
+    assert compiled("never_tagged")[0].intent.tags == ()
+    assert item.asked.what == "hidden" and item.why is Why.NEVER_TAGGED and item.suggestions == ()
+    assert "no checkpoint_name(..., 'hidden') in the step (tagged names: none)" in lines(acc)
+
+
+def test_checkpoint_name_on_the_scan_carry_is_not_a_residual() -> None:
+    assert host_annotations("scan_carry") == 0 and host_buffers("scan_carry") == 0
+    [tag] = compiled("scan_carry")[0].intent.tags
+    assert tag.name == "residual_stream" and tag.carry and not tag.host_copy
+    [item] = account("scan_carry").items
+    assert item.why is Why.NOT_A_RESIDUAL and "loop carry" in item.detail and "jax#23869" in item.detail
+    assert item.produced_no_transfer
+
+
+def test_activation_offload_from_the_guide_becomes_transfers() -> None:
+    # One layer input per layer goes to host: one annotation, a host buffer of LAYERS activations.
+    assert host_annotations("activation_offload") == 1
+    assert re.search(rf"f32\[{steps.LAYERS},{steps.BATCH},{steps.WIDTH}\]\{{2,1,0:S\(5\)\}}",
+                     compiled("activation_offload")[0].optimized_hlo)
+    [tag] = compiled("activation_offload")[0].intent.tags
+    assert tag.name == "x" and tag.host_copy and tag.host_copies == 1
+    [item] = account("activation_offload").items
+    assert item.why is Why.TRANSFERRED and item.transfers
+    assert item.bytes_per_step[Direction.TO_HOST] == steps.LAYERS * ACTIVATION
+    assert all(v.transfer.direction is Direction.TO_HOST for v in item.transfers)
+    assert not account("activation_offload").unaccounted
+
+
+def test_maxtext_style_switches_each_offloaded_name_becomes_transfers() -> None:
+    result = compiled("maxtext_switches")[0]
+    [policy] = result.intent.policies
+    assert policy.offloaded == ("query_proj", "value_proj") and policy.saved == ("key_proj",)
+    assert host_annotations("maxtext_switches") == 2
+    acc = account("maxtext_switches")
+    assert [(a.asked.what, a.why) for a in acc.items] == [("query_proj", Why.TRANSFERRED),
+                                                          ("value_proj", Why.TRANSFERRED)]
+    for a in acc.items:
+        assert a.bytes_per_step[Direction.TO_HOST] == steps.LAYERS * ACTIVATION
+    # The two requests do not share a transfer.
+    names = [v.transfer.instruction.name for a in acc.items for v in a.transfers]
+    assert len(names) == len(set(names))
+    text = lines(acc)
+    assert text.count("  ok    offload") == 2 and "every readable one became transfers" in text
+
+
+def test_custom_policy_is_not_inspectable_not_an_error() -> None:
+    [policy] = compiled("custom_policy")[0].intent.policies
+    assert not policy.inspectable and "my_policy" in policy.callable
+    acc = account("custom_policy")
+    [item] = acc.items
+    assert item.why is Why.NOT_INSPECTABLE and not acc.unaccounted
+    assert "policy not inspectable" in item.detail and "not inspectable" in lines(acc).splitlines()[0]
+
+
+def test_parameter_offload_from_the_guide() -> None:
+    opt = compiled("parameter_offload")[0].optimized_hlo
+    param = re.search(r"%w_host\S* = f32\[4,256,256\]\{2,1,0:S\(5\)\} parameter\(0\)", opt)
+    assert param, "the weights argument is in host memory in the optimized module"
+    [item] = account("parameter_offload").items
+    assert item.asked.placement is not None and item.asked.placement.kind is PlacementKind.ARGUMENT
+    assert item.why is Why.TRANSFERRED
+    assert item.bytes_per_step == {Direction.TO_HOST: 0, Direction.TO_DEVICE: steps.LAYERS * steps.WIDTH ** 2 * 4}
+
+
+def test_optimizer_state_offload_from_the_guide() -> None:
+    acc = account("optimizer_offload")
+    kinds = sorted((a.asked.placement.kind, a.why) for a in acc.items if a.asked.placement is not None)
+    assert kinds == [(PlacementKind.ARGUMENT, Why.TRANSFERRED), (PlacementKind.DEVICE_PUT, Why.TRANSFERRED)]
+    state = steps.LAYERS * steps.WIDTH ** 2 * 4
+    by_kind = {a.asked.placement.kind: a for a in acc.items if a.asked.placement is not None}
+    assert by_kind[PlacementKind.ARGUMENT].bytes_per_step[Direction.TO_DEVICE] == state
+    assert by_kind[PlacementKind.DEVICE_PUT].bytes_per_step[Direction.TO_HOST] == state
+
+
+def test_host_copy_nobody_reads_is_dropped_while_lowering() -> None:
+    assert host_annotations("unused_host_put") == 0 and host_buffers("unused_host_put") == 0
+    [item] = account("unused_host_put").items
+    assert item.why is Why.DROPPED_IN_LOWERING and "nothing in the step reads its result" in item.detail
+
+
+@pytest.mark.parametrize("case", ["typo", "scan_carry", "maxtext_switches", "custom_policy", "optimizer_offload"])
+def test_intent_survives_the_manifest(case: str) -> None:
+    intent = compiled(case)[0].intent
+    assert isinstance(intent, Intent)
+    assert intent_from_dict(json.loads(json.dumps(intent_to_dict(intent)))) == intent

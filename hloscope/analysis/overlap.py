@@ -24,16 +24,20 @@ from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.kinds import PairKind, Reason, SegmentKind, VerdictKind
 from hloscope.analysis.opclass import CONTROL_FLOW, collective_kind, is_done, is_free, is_start, is_work
 from hloscope.analysis.pairs import AsyncPair
-from hloscope.analysis.timeline import Timeline, WaitThresholds, verdict_from_wait
+from hloscope.analysis.timeline import Timeline
 from hloscope.analysis.transfers import HostTransfer
-from hloscope.analysis.verdict import FirstUse, InputReady, Verdict, WindowOp, WindowSegment
+from hloscope.analysis.verdict import (
+    DEFAULT_THRESHOLDS,
+    FirstUse,
+    InputReady,
+    Thresholds,
+    Verdict,
+    WindowOp,
+    WindowSegment,
+    verdict_from_wait,
+)
 from hloscope.hlo.model import Instruction
 from hloscope.hlo.shape import HOST_MEMORY_SPACE
-
-# Kept for callers that spell verdicts as strings; VerdictKind members equal these.
-SYNC, EXPOSED, PARTIAL, HIDDEN, UNSCHEDULED = (VerdictKind.SYNC, VerdictKind.EXPOSED, VerdictKind.PARTIAL,
-                                               VerdictKind.HIDDEN, VerdictKind.UNSCHEDULED)
-VERDICTS = tuple(VerdictKind)
 
 
 @dataclass(frozen=True)
@@ -41,23 +45,17 @@ class AnalysisOptions:
     """Settings of the analysis.
 
     host_space: the memory space number of host memory (5 on XLA:GPU).
-    hidden_ratio: estimated hidden / transfer time at or above which a transfer is ``hidden``.
-    exposed_ratio: at or below which it is ``exposed``; in between, ``partial``. With the
-    simulation these read as: a wait at the done of at most 1 - hidden_ratio of the transfer's
-    time is hidden, of at least 1 - exposed_ratio is exposed.
+    thresholds: the exposed fractions that make a transfer hidden, partial or exposed
+    (:class:`~hloscope.analysis.verdict.Thresholds`), for the simulated wait and the window estimate.
     link_mode: host link figures, ``achieved`` (default) or ``peak`` (docs/targets.md).
     simulate: replay the schedule (analysis/timeline.py) and judge async transfers by the
     simulated wait at their done; False judges by the window alone.
     """
 
     host_space: int = HOST_MEMORY_SPACE
-    hidden_ratio: float = 0.95
-    exposed_ratio: float = 0.05
+    thresholds: Thresholds = DEFAULT_THRESHOLDS
     link_mode: str = "achieved"
     simulate: bool = True
-
-    def wait_thresholds(self) -> WaitThresholds:
-        return WaitThresholds(hidden_at_most=1 - self.hidden_ratio, exposed_at_least=1 - self.exposed_ratio)
 
 
 def window_segments(index: ModuleIndex, start: Instruction, done: Instruction, crossed: bool) -> list[WindowSegment]:
@@ -133,7 +131,7 @@ def apply_timeline(verdicts: list[Verdict], timeline: Timeline, options: Analysi
     keeps its reason when the wait confirms ``exposed``.
     """
     out = []
-    thresholds = options.wait_thresholds()
+    thresholds = options.thresholds
     for v in verdicts:
         t = timeline.transfers.get((v.transfer.computation, v.transfer.instruction.name))
         if t is None or not t.matched or not v.transfer.is_async or v.verdict is VerdictKind.UNSCHEDULED:
@@ -194,11 +192,7 @@ def _decide(known_window: bool, has_work: bool, window_size: int, transfer_us: f
     if not has_work:
         return VerdictKind.EXPOSED, (Reason.EMPTY_WINDOW if window_size == 0 else Reason.ONLY_FREE_OPS)
     ratio = hidden_us / transfer_us if transfer_us > 0 else (1.0 if window_us > 0 else 0.0)
-    if ratio >= opts.hidden_ratio:
-        return VerdictKind.HIDDEN, Reason.ESTIMATED
-    if ratio <= opts.exposed_ratio:
-        return VerdictKind.EXPOSED, Reason.ESTIMATED
-    return VerdictKind.PARTIAL, Reason.ESTIMATED
+    return opts.thresholds.verdict(1.0 - ratio), Reason.ESTIMATED
 
 
 def _work_between(index: ModuleIndex, computation: str, lo: int, hi: int) -> int:

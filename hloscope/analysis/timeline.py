@@ -36,18 +36,20 @@ from enum import StrEnum
 
 from hloscope.analysis.callgraph import CallGraph, callee_name
 from hloscope.analysis.cost import CostModel
-from hloscope.analysis.kinds import Direction, VerdictKind
-from hloscope.analysis.opclass import collective_kind, is_done, is_free, is_start, value_shape
+from hloscope.analysis.kinds import Direction
+from hloscope.analysis.opclass import (
+    RESOURCES,
+    Resource,
+    collective_kind,
+    is_done,
+    is_free,
+    is_start,
+    link_of,
+    value_shape,
+)
 from hloscope.analysis.pairs import AsyncPair
 from hloscope.analysis.transfers import HostTransfer
 from hloscope.hlo.model import Instruction, Module
-
-COMPUTE = "compute"
-COLLECTIVE = "collective"
-ASYNC = "async"
-LINK_TO_HOST = "host link D->H"
-LINK_TO_DEVICE = "host link H->D"
-RESOURCES = (COMPUTE, COLLECTIVE, ASYNC, LINK_TO_HOST, LINK_TO_DEVICE)
 
 
 class SliceKind(StrEnum):
@@ -65,14 +67,15 @@ class SliceKind(StrEnum):
 class Slice:
     """One interval of one resource.
 
-    resource: one of ``RESOURCES``. start_us / end_us: from the start of the step.
+    resource: the :class:`~hloscope.analysis.opclass.Resource` it occupies.
+    start_us / end_us: from the start of the step.
     computation / name: the instruction (the start of an async op; for a wait,
     the done). kind: :class:`SliceKind`. bytes: bytes moved (transfers,
     collectives) or HBM bytes (compute); 0 for waits. iteration: 0-based
     iteration of the innermost enclosing loop, -1 outside loops.
     """
 
-    resource: str
+    resource: Resource
     start_us: float
     end_us: float
     computation: str
@@ -82,7 +85,7 @@ class Slice:
     iteration: int = -1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TransferTiming:
     """The simulated timing of one host transfer.
 
@@ -163,7 +166,7 @@ class Timeline:
     schedule (otherwise text order was replayed).
     """
 
-    slices: dict[str, tuple[Slice, ...]]
+    slices: dict[Resource, tuple[Slice, ...]]
     transfers: dict[tuple[str, str], TransferTiming]
     step_us: float
     compute_us: float
@@ -191,39 +194,6 @@ class Timeline:
                 last = s.start_us
         total = self.compute_us + self.exposed_transfer_us + self.exposed_collective_us + self.other_wait_us
         assert abs(total - self.step_us) <= eps, (total, self.step_us)
-
-
-# -- verdicts from the simulated wait -------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class WaitThresholds:
-    """When a simulated wait makes a transfer hidden, partial or exposed.
-
-    hidden_at_most: exposed fraction of the transfer's time at or below which it is hidden.
-    exposed_at_least: exposed fraction at or above which it is exposed.
-    """
-
-    hidden_at_most: float = 0.05
-    exposed_at_least: float = 0.95
-
-
-DEFAULT_THRESHOLDS = WaitThresholds()
-
-
-def verdict_from_wait(transfer_us: float, exposed_us: float,
-                      thresholds: WaitThresholds = DEFAULT_THRESHOLDS) -> VerdictKind:
-    """``hidden`` when the compute stream waits at most 5% of the transfer's own
-    time at its done, ``exposed`` when it waits at least 95%, else ``partial``.
-    Waits longer than the transfer (it shared the link) count as 100%."""
-    if transfer_us <= 0:
-        return VerdictKind.HIDDEN if exposed_us <= 0 else VerdictKind.EXPOSED
-    frac = min(1.0, max(0.0, exposed_us) / transfer_us)
-    if frac <= thresholds.hidden_at_most:
-        return VerdictKind.HIDDEN
-    if frac >= thresholds.exposed_at_least:
-        return VerdictKind.EXPOSED
-    return VerdictKind.PARTIAL
 
 
 # -- the simulation -------------------------------------------------------------------------------
@@ -304,10 +274,10 @@ class _Op:
 
     __slots__ = ("key", "flow", "link", "finish", "issue", "kind", "shifted")
 
-    def __init__(self, key: tuple[str, str], kind: str, issue: float, finish: float = -1.0,
+    def __init__(self, key: tuple[str, str], kind: Resource, issue: float, finish: float = -1.0,
                  flow: _Flow | None = None, link: _Link | None = None) -> None:
         self.key = key
-        self.kind = kind  # "transfer", "collective", "async"
+        self.kind = kind  # the resource it runs on: a host link, the collective or the async stream
         self.issue = issue
         self.finish = finish
         self.flow = flow
@@ -326,12 +296,18 @@ _SKIP, _WORK, _START, _DONE, _SYNC_XFER, _SYNC_COLL, _WHILE, _CALL = range(8)
 
 @dataclass
 class _Acc:
+    """Running totals of the step (µs), and per transfer its executions and summed waits.
+    A copy taken at the top of a loop iteration is that iteration's snapshot."""
+
     compute: float = 0.0
     xfer: float = 0.0
     coll: float = 0.0
     other: float = 0.0
     execs: dict[tuple[str, str], int] = field(default_factory=dict)
     waits: dict[tuple[str, str], float] = field(default_factory=dict)
+
+    def snapshot(self) -> _Acc:
+        return _Acc(self.compute, self.xfer, self.coll, self.other, dict(self.execs), dict(self.waits))
 
 
 @dataclass
@@ -370,7 +346,7 @@ class _Sim:
         self.inflight: dict[tuple[str, str], list[_Op]] = {}
         self.acc = _Acc()
         self.last: dict[tuple[str, str], _Last] = {}
-        self.slices: dict[str, list[Slice]] = {r: [] for r in RESOURCES}
+        self.slices: dict[Resource, list[Slice]] = {r: [] for r in RESOURCES}
         self.loops: dict[tuple[str, str], LoopRun] = {}
         self.programs: dict[str, list[tuple[int, Instruction, float]]] = {}
         self.iteration = -1
@@ -414,8 +390,9 @@ class _Sim:
         slices = self.slices
         for code, ins, us in self.program(name):
             if code == _WORK:
-                slices[COMPUTE].append(Slice(COMPUTE, self.t, self.t + us, name, ins.name, SliceKind.COMPUTE,
-                                             self.cost.moved_bytes(ins).device, self.iteration))
+                slices[Resource.COMPUTE].append(Slice(Resource.COMPUTE, self.t, self.t + us, name, ins.name,
+                                                      SliceKind.COMPUTE, self.cost.moved_bytes(ins).device,
+                                                      self.iteration))
                 self.t += us
                 self.acc.compute += us
             elif code == _START:
@@ -432,19 +409,21 @@ class _Sim:
                 begin = max(self.t, self.coll_free)
                 end = begin + us
                 self.coll_free = end
-                slices[COLLECTIVE].append(Slice(COLLECTIVE, begin, end, name, ins.name, SliceKind.COLLECTIVE,
-                                                _collective_bytes(ins), self.iteration))
-                self._wait(name, ins.name, end, "collective")
+                slices[Resource.COLLECTIVE].append(Slice(Resource.COLLECTIVE, begin, end, name, ins.name,
+                                                         SliceKind.COLLECTIVE, _collective_bytes(ins), self.iteration))
+                self._wait(name, ins.name, end, Resource.COLLECTIVE)
 
-    def _wait(self, comp: str, name: str, until: float, kind: str) -> float:
+    def _wait(self, comp: str, name: str, until: float, kind: Resource) -> float:
+        """The compute stream waits until ``until`` for an op on resource ``kind``."""
         w = until - self.t
         if w <= 0:
             return 0.0
-        self.slices[COMPUTE].append(Slice(COMPUTE, self.t, until, comp, name, SliceKind.WAIT, 0, self.iteration))
+        self.slices[Resource.COMPUTE].append(Slice(Resource.COMPUTE, self.t, until, comp, name, SliceKind.WAIT, 0,
+                                                   self.iteration))
         self.t = until
-        if kind == "transfer":
+        if kind in (Resource.LINK_TO_HOST, Resource.LINK_TO_DEVICE):
             self.acc.xfer += w
-        elif kind == "collective":
+        elif kind is Resource.COLLECTIVE:
             self.acc.coll += w
         else:
             self.acc.other += w
@@ -457,20 +436,21 @@ class _Sim:
             link = self.links[t.direction]
             flow = _Flow(key, t.bytes, self.t)
             link.add(flow)
-            op = _Op(key, "transfer", self.t, flow=flow, link=link)
+            op = _Op(key, link_of(t.direction), self.t, flow=flow, link=link)
         elif collective_kind(ins):
             begin = max(self.t, self.coll_free)
             self.coll_free = begin + us
-            self.slices[COLLECTIVE].append(Slice(COLLECTIVE, begin, begin + us, comp, ins.name,
-                                                 SliceKind.COLLECTIVE, _collective_bytes(ins), self.iteration))
-            op = _Op(key, "collective", self.t, finish=begin + us)
+            self.slices[Resource.COLLECTIVE].append(Slice(Resource.COLLECTIVE, begin, begin + us, comp, ins.name,
+                                                          SliceKind.COLLECTIVE, _collective_bytes(ins), self.iteration))
+            op = _Op(key, Resource.COLLECTIVE, self.t, finish=begin + us)
         else:
             begin = max(self.t, self.async_free)
             self.async_free = begin + us
             if us > 0:
-                self.slices[ASYNC].append(Slice(ASYNC, begin, begin + us, comp, ins.name, SliceKind.ASYNC,
-                                                self.cost.moved_bytes(ins).device, self.iteration))
-            op = _Op(key, "async", self.t, finish=begin + us)
+                self.slices[Resource.ASYNC].append(Slice(Resource.ASYNC, begin, begin + us, comp, ins.name,
+                                                         SliceKind.ASYNC, self.cost.moved_bytes(ins).device,
+                                                         self.iteration))
+            op = _Op(key, Resource.ASYNC, self.t, finish=begin + us)
         self.inflight.setdefault(key, []).append(op)
 
     def _done(self, comp: str, ins: Instruction) -> None:
@@ -484,13 +464,13 @@ class _Sim:
         self.inflight[best.key].pop()
         finish = best.finish_time()
         wait = self._wait(comp, ins.name, finish, best.kind)
-        if best.kind == "transfer":
+        if best.flow is not None:
             self._record_transfer(best, finish, wait, ins)
 
     def _record_transfer(self, op: _Op, finish: float, wait: float, done: Instruction | None) -> None:
         key = op.key
         t = self.transfers[key]
-        res = LINK_TO_HOST if t.direction == Direction.TO_HOST else LINK_TO_DEVICE
+        res = link_of(t.direction)
         self.slices[res].append(Slice(res, op.issue, finish, key[0], key[1], SliceKind.TRANSFER, t.bytes,
                                       self.iteration))
         self.acc.execs[key] = self.acc.execs.get(key, 0) + 1
@@ -506,9 +486,9 @@ class _Sim:
         link = self.links[t.direction]
         flow = _Flow(key, t.bytes, self.t)
         link.add(flow)
-        op = _Op(key, "transfer", self.t, flow=flow, link=link)
+        op = _Op(key, link_of(t.direction), self.t, flow=flow, link=link)
         finish = link.finish_of(flow)
-        wait = self._wait(comp, ins.name, finish, "transfer")
+        wait = self._wait(comp, ins.name, finish, op.kind)
         self._record_transfer(op, finish, wait, None)
 
     def _call(self, ins: Instruction) -> None:
@@ -534,7 +514,7 @@ class _Sim:
         iter_us = 0.0
         while simulated < trips:
             start_t = self.t
-            snap = self._snapshot()
+            snap = self.acc.snapshot()
             self.iteration = simulated
             if cond in self.module.computations:
                 self.run(cond)
@@ -542,8 +522,8 @@ class _Sim:
             simulated += 1
             iter_us = self.t - start_t
             a = self.acc
-            sig = (iter_us, (a.xfer - snap[1], a.coll - snap[2], a.other - snap[3],
-                             *(a.waits[k] - snap[5].get(k, 0.0) for k in sorted(a.waits))))
+            sig = (iter_us, (a.xfer - snap.xfer, a.coll - snap.coll, a.other - snap.other,
+                             *(a.waits[k] - snap.waits.get(k, 0.0) for k in sorted(a.waits))))
             if prev is not None and _same(prev, sig):
                 steady = True
             prev = sig
@@ -557,23 +537,18 @@ class _Sim:
         self.loops[(comp, ins.name)] = LoopRun(comp, ins.name, body, trips, known is not None, simulated,
                                                simulated < trips, steady, iter_us)
 
-    def _snapshot(self) -> tuple[float, float, float, float, dict[tuple[str, str], int], dict[tuple[str, str], float]]:
-        a = self.acc
-        return a.compute, a.xfer, a.coll, a.other, dict(a.execs), dict(a.waits)
-
-    def _extrapolate(self, comp: str, name: str, snap: tuple[float, float, float, float, dict[tuple[str, str], int],
-                     dict[tuple[str, str], float]], iter_us: float, remaining: int) -> None:
+    def _extrapolate(self, comp: str, name: str, snap: _Acc, iter_us: float, remaining: int) -> None:
         """Take ``remaining`` more iterations as copies of the last: totals grow by
         its deltas, every clock and in-flight op moves on by their duration."""
         a = self.acc
-        a.compute += (a.compute - snap[0]) * remaining
-        a.xfer += (a.xfer - snap[1]) * remaining
-        a.coll += (a.coll - snap[2]) * remaining
-        a.other += (a.other - snap[3]) * remaining
+        a.compute += (a.compute - snap.compute) * remaining
+        a.xfer += (a.xfer - snap.xfer) * remaining
+        a.coll += (a.coll - snap.coll) * remaining
+        a.other += (a.other - snap.other) * remaining
         for k, n in list(a.execs.items()):
-            a.execs[k] = n + (n - snap[4].get(k, 0)) * remaining
+            a.execs[k] = n + (n - snap.execs.get(k, 0)) * remaining
         for k, w in list(a.waits.items()):
-            a.waits[k] = w + (w - snap[5].get(k, 0.0)) * remaining
+            a.waits[k] = w + (w - snap.waits.get(k, 0.0)) * remaining
         dt = iter_us * remaining
         gap_start = self.t
         self.t += dt
@@ -588,8 +563,8 @@ class _Sim:
                 if op.flow is None and op.finish >= 0:
                     op.finish += dt
         if dt > 0:
-            self.slices[COMPUTE].append(Slice(COMPUTE, gap_start, self.t, comp, name, SliceKind.EXTRAPOLATED, 0,
-                                              self.iteration))
+            self.slices[Resource.COMPUTE].append(Slice(Resource.COMPUTE, gap_start, self.t, comp, name,
+                                                       SliceKind.EXTRAPOLATED, 0, self.iteration))
 
     def drain(self) -> None:
         """Wait for whatever is still in flight when the entry computation ends."""
@@ -597,7 +572,7 @@ class _Sim:
             for op in ops:
                 finish = op.finish_time()
                 wait = self._wait(op.key[0], op.key[1], finish, op.kind)
-                if op.kind == "transfer":
+                if op.flow is not None:
                     self._record_transfer(op, finish, wait, None)
             ops.clear()
 
@@ -640,9 +615,9 @@ def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], trans
     sim.drain()
     step = sim.t
     slices = {r: sorted(v, key=lambda s: s.start_us) for r, v in sim.slices.items() if v}
-    compute = [s for s in slices.get(COMPUTE, []) if s.kind in (SliceKind.COMPUTE, SliceKind.EXTRAPOLATED)]
+    compute = [s for s in slices.get(Resource.COMPUTE, []) if s.kind in (SliceKind.COMPUTE, SliceKind.EXTRAPOLATED)]
     compute_starts = [s.start_us for s in compute]
-    coll = slices.get(COLLECTIVE, [])
+    coll = slices.get(Resource.COLLECTIVE, [])
     coll_starts = [s.start_us for s in coll]
     timings: dict[tuple[str, str], TransferTiming] = {}
     for key, t in sim.transfers.items():
@@ -651,22 +626,26 @@ def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], trans
         last = sim.last.get(key)
         transfer_us = t.bytes / sim.links[t.direction].bw
         if last is None:
-            timings[key] = TransferTiming(t.computation, t.instruction.name, None, None, t.direction, t.bytes,
-                                          t.is_async, 0, transfer_us, 0.0, 0.0, 0.0, 0.0, 0.0, matched=False)
+            timings[key] = TransferTiming(
+                computation=t.computation, start=t.instruction.name, done=None, done_computation=None,
+                direction=t.direction, bytes=t.bytes, is_async=t.is_async, executions=0, transfer_us=transfer_us,
+                issue_us=0.0, finish_us=0.0, done_us=0.0, wait_us=0.0, wait_us_per_step=0.0, matched=False)
             continue
         beside = _overlapping(compute, compute_starts, last.issue, last.finish)
-        res = LINK_TO_HOST if t.direction == Direction.TO_HOST else LINK_TO_DEVICE
-        others = tuple(sorted({s.name for s in slices.get(res, []) if s.name != key[1]
+        others = tuple(sorted({s.name for s in slices.get(link_of(t.direction), []) if s.name != key[1]
                                and s.start_us < last.finish and s.end_us > last.issue}))
         timings[key] = TransferTiming(
-            t.computation, t.instruction.name, last.done.name if last.done else None,
-            last.done.computation if last.done else None, t.direction, t.bytes, t.is_async,
-            sim.acc.execs.get(key, 0), transfer_us, last.issue, last.finish, last.done_at, last.wait,
-            sim.acc.waits.get(key, 0.0),
-            tuple(s.name for s in beside),
-            tuple(dict.fromkeys(s.name for s in _overlapping(coll, coll_starts, last.issue, last.finish))),
-            others,
-            sum(min(s.end_us, last.finish) - max(s.start_us, last.issue) for s in beside),
+            computation=t.computation, start=t.instruction.name,
+            done=last.done.name if last.done else None,
+            done_computation=last.done.computation if last.done else None,
+            direction=t.direction, bytes=t.bytes, is_async=t.is_async, executions=sim.acc.execs.get(key, 0),
+            transfer_us=transfer_us, issue_us=last.issue, finish_us=last.finish, done_us=last.done_at,
+            wait_us=last.wait, wait_us_per_step=sim.acc.waits.get(key, 0.0),
+            beside_compute=tuple(s.name for s in beside),
+            beside_collectives=tuple(dict.fromkeys(
+                s.name for s in _overlapping(coll, coll_starts, last.issue, last.finish))),
+            beside_transfers=others,
+            compute_beside_us=sum(min(s.end_us, last.finish) - max(s.start_us, last.issue) for s in beside),
             matched=last.done is not None or not t.is_async,
         )
     a = sim.acc

@@ -18,6 +18,45 @@ from hloscope.analysis.transfers import HostTransfer
 from hloscope.hlo.model import Instruction, Module
 
 
+@dataclass(frozen=True)
+class Thresholds:
+    """When a transfer is hidden, partial or exposed, by the fraction of its own time left exposed.
+
+    That fraction is the simulated wait at the done over the transfer's time (a wait longer
+    than the transfer, which shared the link, counts as 1), or, judged by the window alone,
+    1 - hidden / transfer. hidden_at_most: at or below it the transfer is ``hidden``;
+    exposed_at_least: at or above it ``exposed``; in between ``partial``.
+    """
+
+    hidden_at_most: float = 0.05
+    exposed_at_least: float = 0.95
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.hidden_at_most < self.exposed_at_least <= 1.0:
+            raise ValueError(f"thresholds must satisfy 0 <= hidden_at_most < exposed_at_least <= 1, got "
+                             f"{self.hidden_at_most} and {self.exposed_at_least}")
+
+    def verdict(self, exposed_fraction: float) -> VerdictKind:
+        """``hidden``, ``partial`` or ``exposed`` for a transfer that leaves ``exposed_fraction`` exposed."""
+        if exposed_fraction <= self.hidden_at_most:
+            return VerdictKind.HIDDEN
+        if exposed_fraction >= self.exposed_at_least:
+            return VerdictKind.EXPOSED
+        return VerdictKind.PARTIAL
+
+
+DEFAULT_THRESHOLDS = Thresholds()
+
+
+def verdict_from_wait(transfer_us: float, exposed_us: float,
+                      thresholds: Thresholds = DEFAULT_THRESHOLDS) -> VerdictKind:
+    """The verdict of a transfer whose done waited ``exposed_us`` (simulated) for a transfer of
+    ``transfer_us``: ``thresholds`` on the waited fraction (at most 1)."""
+    if transfer_us <= 0:
+        return VerdictKind.HIDDEN if exposed_us <= 0 else VerdictKind.EXPOSED
+    return thresholds.verdict(min(1.0, max(0.0, exposed_us) / transfer_us))
+
+
 @dataclass(frozen=True, slots=True)
 class WindowSegment:
     """One contiguous range ``[first, end)`` of a computation's schedule inside a window.

@@ -80,12 +80,11 @@ def prepare_report(args: argparse.Namespace) -> ReportRequest:
 
 def write_trace(report: Report, path: str) -> None:
     """The simulated step as Trace Event JSON, to ``path`` only."""
-    from hloscope.render.trace import TraceRenderer
+    from hloscope.render import render_to_string
 
     if report.timeline is None:
         raise HloscopeError("--trace: there is no simulated step (the module is not scheduled)", EXIT_BAD_INPUT)
-    verdicts = {(v.transfer.computation, v.transfer.instruction.name): str(v.verdict) for v in report.verdicts}
-    write_output(TraceRenderer().render(report.timeline, report.module, verdicts), path)
+    write_output(render_to_string("trace", report), path)
 
 
 def emit_report(report: Report, req: ReportRequest, trailer: str = "") -> int:

@@ -1,7 +1,8 @@
 """Renderers: one interface, chosen from a registry by format name.
 
 A renderer has a ``name``, a file ``extension`` and one method,
-``render(report, out, options)``, which writes to the text stream ``out``.
+``render(report, out, options)``, which writes to the text stream ``out``:
+``table``, ``json`` and ``trace`` (the simulated step as Trace Event JSON).
 Library code never prints; the CLI chooses the stream.
 """
 
@@ -16,6 +17,7 @@ from hloscope.errors import EXIT_UNKNOWN_NAME, HloscopeError
 from hloscope.render.json_report import JsonRenderer
 from hloscope.render.options import RenderOptions
 from hloscope.render.table import TableRenderer
+from hloscope.render.trace import TraceRenderer
 
 
 class Renderer(Protocol):
@@ -27,7 +29,7 @@ class Renderer(Protocol):
 
 T = TypeVar("T")
 
-RENDERERS: dict[str, Renderer] = {r.name: r for r in (TableRenderer(), JsonRenderer())}
+RENDERERS: dict[str, Renderer] = {r.name: r for r in (TableRenderer(), JsonRenderer(), TraceRenderer())}
 
 
 def get_renderer(name: str) -> Renderer:

@@ -1,15 +1,19 @@
 """A simulated step as Chrome Trace Event JSON, for ui.perfetto.dev and chrome://tracing.
 
-Renderer: ``TraceRenderer().render(timeline, module=None, verdicts=None) -> str``.
+Renderer: ``TraceRenderer().render(report, out, options)``, like every format
+(``hloscope.render.RENDERERS["trace"]``); :func:`trace_json` does the work on a
+timeline. A report without a simulated step (an unscheduled module) is an
+error (exit 2).
 
-Layout: one process per resource of the :class:`~hloscope.analysis.timeline.Timeline`
-(compute stream, collective stream, async stream, host link D->H, host link
-H->D), so each resource is one track group in the viewer. Slices that overlap
+Layout: one process per :class:`~hloscope.analysis.opclass.Resource` of the
+:class:`~hloscope.analysis.timeline.Timeline` (compute stream, collective
+stream, async stream, host link D->H, host link H->D), so each resource is one
+track group in the viewer. Slices that overlap
 on one resource (transfers sharing a link) go to separate threads ("lanes") of
 its process, because a thread's complete events must nest. Times are
 microseconds, the format's unit. Every transfer and collective slice carries its
-bytes, and a transfer its verdict from the simulated wait, its wait and its
-source line in ``args``; a flow arrow runs from the transfer's start (a
+bytes, and a transfer its verdict (the report's, judged with the report's
+thresholds), its wait and its source line in ``args``; a flow arrow runs from the transfer's start (a
 zero-length marker on the compute stream) through its link slice to its done.
 """
 
@@ -17,18 +21,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
-from hloscope.analysis.timeline import (
-    COMPUTE,
-    RESOURCES,
-    Slice,
-    SliceKind,
-    Timeline,
-    TransferTiming,
-    verdict_from_wait,
-)
+from hloscope.analysis.opclass import RESOURCES, Resource
+from hloscope.analysis.timeline import Slice, SliceKind, Timeline, TransferTiming
+from hloscope.analysis.verdict import DEFAULT_THRESHOLDS, Thresholds, verdict_from_wait
+from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.model import Module
+from hloscope.render.options import RenderOptions
+
+if TYPE_CHECKING:
+    from hloscope.analysis.report import Report
 
 _PID_BASE = 1
 
@@ -49,27 +52,53 @@ def _lanes(slices: tuple[Slice, ...]) -> list[int]:
     return out
 
 
+def report_verdicts(report: Report) -> dict[tuple[str, str], str]:
+    """The report's verdict of each transfer, keyed by (computation, start instruction)."""
+    return {(v.transfer.computation, v.transfer.instruction.name): str(v.verdict) for v in report.verdicts}
+
+
 class TraceRenderer:
-    """Trace Event Format (JSON object form) of a simulated step."""
+    """Trace Event Format (JSON object form) of a report's simulated step."""
 
     name = "trace"
     extension = ".json"
 
-    def render(self, timeline: Timeline, module: Module | None = None,
-               verdicts: Mapping[tuple[str, str], str] | None = None) -> str:
-        """The trace as JSON text. ``module`` adds source lines; ``verdicts`` (keyed by
-        (computation, start)) overrides the verdicts derived from the simulated wait."""
+    def render(self, report: Report, out: TextIO, options: RenderOptions) -> None:
+        del options  # nothing to choose: the trace holds every slice
+        if report.timeline is None:
+            raise HloscopeError("no simulated step to trace (the module is not scheduled)", EXIT_BAD_INPUT)
+        out.write(trace_json(report.timeline, report.module, report_verdicts(report), report.options.thresholds))
+
+
+def trace_json(timeline: Timeline, module: Module | None = None,
+               verdicts: Mapping[tuple[str, str], str] | None = None,
+               thresholds: Thresholds = DEFAULT_THRESHOLDS) -> str:
+    """The trace as JSON text. ``module`` adds source lines; ``verdicts`` (keyed by (computation,
+    start)) are the transfers' verdicts; a transfer without one is judged from its simulated wait
+    with ``thresholds``."""
+    return _Trace(module, verdicts or {}, thresholds).json(timeline)
+
+
+class _Trace:
+    def __init__(self, module: Module | None, verdicts: Mapping[tuple[str, str], str],
+                 thresholds: Thresholds) -> None:
+        self.module = module
+        self.verdicts = verdicts
+        self.thresholds = thresholds
+
+    def json(self, timeline: Timeline) -> str:
+        module = self.module
         events: list[dict[str, Any]] = []
-        tids: dict[tuple[str, int], tuple[int, int]] = {}
+        tids: dict[tuple[Resource, int], tuple[int, int]] = {}
         by_name = {(t.computation, t.start): t for t in timeline.transfers.values()}
         link_slice: dict[tuple[str, str], tuple[int, int, Slice]] = {}
         for r_index, res in enumerate(r for r in RESOURCES if r in timeline.slices):
             pid = _PID_BASE + r_index
-            events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": res}})
+            events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": str(res)}})
             events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0,
                            "args": {"sort_index": r_index}})
             slices = timeline.slices[res]
-            lanes = _lanes(slices) if res != COMPUTE else [0] * len(slices)
+            lanes = _lanes(slices) if res is not Resource.COMPUTE else [0] * len(slices)
             for lane in sorted(set(lanes)):
                 tids[(res, lane)] = (pid, lane + 1)
                 label = res if lane == 0 else f"{res} ({lane + 1})"
@@ -77,7 +106,7 @@ class TraceRenderer:
                                "args": {"name": label}})
             for s, lane in zip(slices, lanes, strict=True):
                 pid, tid = tids[(res, lane)]
-                events.append(self._slice(s, pid, tid, by_name, module, verdicts))
+                events.append(self._slice(s, pid, tid, by_name))
                 if s.kind == SliceKind.TRANSFER:
                     link_slice[(s.computation, s.name)] = (pid, tid, s)
         self._flows(events, timeline, tids, link_slice)
@@ -99,9 +128,9 @@ class TraceRenderer:
         }
         return json.dumps(doc, separators=(",", ":")) + "\n"
 
-    @staticmethod
-    def _slice(s: Slice, pid: int, tid: int, transfers: Mapping[tuple[str, str], TransferTiming],
-               module: Module | None, verdicts: Mapping[tuple[str, str], str] | None) -> dict[str, Any]:
+    def _slice(self, s: Slice, pid: int, tid: int, transfers: Mapping[tuple[str, str], TransferTiming],
+               ) -> dict[str, Any]:
+        module = self.module
         args: dict[str, Any] = {"computation": s.computation}
         if s.iteration >= 0:
             args["iteration"] = s.iteration
@@ -117,7 +146,7 @@ class TraceRenderer:
         key = (s.computation, s.name)
         if s.kind == SliceKind.TRANSFER and key in transfers:
             t = transfers[key]
-            verdict = (verdicts or {}).get(key) or str(verdict_from_wait(t.transfer_us, t.mean_wait_us))
+            verdict = self.verdicts.get(key) or str(verdict_from_wait(t.transfer_us, t.mean_wait_us, self.thresholds))
             args.update(direction=str(t.direction), verdict=verdict, transfer_us=round(t.transfer_us, 3),
                         wait_us=round(t.wait_us, 3), executions=t.executions, done=t.done or "")
         if module is not None and s.kind in (SliceKind.TRANSFER, SliceKind.COLLECTIVE, SliceKind.ASYNC):
@@ -129,12 +158,12 @@ class TraceRenderer:
                 "ts": round(s.start_us, 3), "dur": round(s.end_us - s.start_us, 3), "args": args}
 
     @staticmethod
-    def _flows(events: list[dict[str, Any]], timeline: Timeline, tids: Mapping[tuple[str, int], tuple[int, int]],
+    def _flows(events: list[dict[str, Any]], timeline: Timeline, tids: Mapping[tuple[Resource, int], tuple[int, int]],
                link_slice: Mapping[tuple[str, str], tuple[int, int, Slice]]) -> None:
         """Start marker -> link slice -> done marker, for each transfer's last simulated execution."""
-        if (COMPUTE, 0) not in tids:
+        if (Resource.COMPUTE, 0) not in tids:
             return
-        cpid, ctid = tids[(COMPUTE, 0)]
+        cpid, ctid = tids[(Resource.COMPUTE, 0)]
         for flow_id, ((comp, start), t) in enumerate(sorted(timeline.transfers.items()), start=1):
             found = link_slice.get((comp, start))
             if found is None or not t.is_async:

@@ -79,10 +79,9 @@ def export(loaded: Loaded, kind: ExportKind, path: str, verdict: Verdict | None)
 
 def trace_text(loaded: Loaded) -> str:
     """The simulated step as Trace Event JSON, transfer slices labelled with the report's verdicts."""
-    from hloscope.render.trace import TraceRenderer
+    from hloscope.render import render_to_string
 
     report = loaded.report
     if report.timeline is None:
         raise HloscopeError("no simulated step to export (the module is not scheduled)", EXIT_BAD_INPUT)
-    verdicts = {(v.transfer.computation, v.transfer.instruction.name): str(v.verdict) for v in report.verdicts}
-    return TraceRenderer().render(report.timeline, report.module, verdicts)
+    return render_to_string("trace", report)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from hloscope.analysis.timeline import COMPUTE, SliceKind
+from hloscope.analysis.opclass import Resource
+from hloscope.analysis.timeline import SliceKind
 from hloscope.tui.timeaxis import TimeAxis
 from tests.conftest import fixture_report
 
@@ -26,7 +27,7 @@ def test_a_loop_body_shows_its_last_simulated_iteration(report) -> None:  # type
     axis = TimeAxis(tl)
     loop = next(lp for lp in tl.loops if lp.body == BODY)
     assert loop.trip_count == 2 and loop.simulated == 2  # known_trip_count 2, both simulated
-    last = [s for s in tl.slices[COMPUTE] if s.computation == BODY and s.iteration == loop.simulated - 1
+    last = [s for s in tl.slices[Resource.COMPUTE] if s.computation == BODY and s.iteration == loop.simulated - 1
             and s.kind in (SliceKind.COMPUTE, SliceKind.WAIT)]
     assert last
     for s in last:

@@ -13,18 +13,11 @@ import pytest
 from hloscope.analysis.cost import CostModel
 from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.kinds import VerdictKind
+from hloscope.analysis.opclass import Resource
 from hloscope.analysis.pairs import pair_async_ops
-from hloscope.analysis.timeline import (
-    COMPUTE,
-    LINK_TO_DEVICE,
-    LINK_TO_HOST,
-    SliceKind,
-    Timeline,
-    WaitThresholds,
-    simulate_step,
-    verdict_from_wait,
-)
+from hloscope.analysis.timeline import SliceKind, Timeline, simulate_step
 from hloscope.analysis.transfers import find_host_transfers
+from hloscope.analysis.verdict import Thresholds, verdict_from_wait
 from hloscope.hlo.model import Module
 from hloscope.hlo.parser import parse_hlo
 from hloscope.targets import get_target
@@ -67,7 +60,7 @@ def test_wait_at_done_is_transfer_minus_window() -> None:
     assert tl.exposed_transfer_us == pytest.approx(xfer - dot)
     assert tl.step_us == pytest.approx(tl.compute_us + xfer - dot)
     assert verdict_from_wait(t.transfer_us, t.mean_wait_us) == VerdictKind.PARTIAL
-    [link] = tl.slices[LINK_TO_HOST]
+    [link] = tl.slices[Resource.LINK_TO_HOST]
     assert (link.start_us, link.end_us, link.bytes) == (0.0, pytest.approx(xfer), 4 * 2**20)
 
 
@@ -163,7 +156,7 @@ def test_long_loop_is_extrapolated_from_its_steady_state() -> None:
     assert quick.step_us == pytest.approx(full.step_us, rel=1e-9)
     assert quick.exposed_transfer_us == pytest.approx(full.exposed_transfer_us, rel=1e-9)
     assert quick.transfers[("body", "start")].executions == 1000
-    assert any(s.kind == SliceKind.EXTRAPOLATED for s in quick.slices[COMPUTE])
+    assert any(s.kind == SliceKind.EXTRAPOLATED for s in quick.slices[Resource.COMPUTE])
 
 
 def test_fixture_reloads_sharing_the_link_from_the_same_instant() -> None:
@@ -187,7 +180,7 @@ def test_fixture_reloads_sharing_the_link_from_the_same_instant() -> None:
     assert [verdict_from_wait(t.transfer_us, t.mean_wait_us) for t in (k20, k10, k3)] == \
         [VerdictKind.EXPOSED, VerdictKind.HIDDEN, VerdictKind.PARTIAL]
     assert k20.executions == k10.executions == k3.executions == 2
-    assert {s.resource for s in tl.slices[LINK_TO_DEVICE]} == {LINK_TO_DEVICE}
+    assert {s.resource for s in tl.slices[Resource.LINK_TO_DEVICE]} == {Resource.LINK_TO_DEVICE}
 
 
 @pytest.mark.parametrize("name", ["mlp_offload.hlo.txt", "mlp_offload_nopipe.hlo.txt", "llama_offload.hlo.txt",
@@ -219,5 +212,5 @@ def test_verdict_thresholds_on_both_sides(exposed: float, verdict: VerdictKind) 
 
 
 def test_verdict_thresholds_can_be_set() -> None:
-    assert verdict_from_wait(100.0, 20.0, WaitThresholds(hidden_at_most=0.25)) == VerdictKind.HIDDEN
+    assert verdict_from_wait(100.0, 20.0, Thresholds(hidden_at_most=0.25)) == VerdictKind.HIDDEN
     assert verdict_from_wait(0.0, 0.0) == VerdictKind.HIDDEN

@@ -11,12 +11,13 @@ import pytest
 
 from hloscope.analysis.cost import CostModel
 from hloscope.analysis.index import ModuleIndex
+from hloscope.analysis.opclass import Resource
 from hloscope.analysis.pairs import pair_async_ops
-from hloscope.analysis.timeline import COLLECTIVE, COMPUTE, LINK_TO_DEVICE, LINK_TO_HOST, Timeline, simulate_step
+from hloscope.analysis.timeline import Timeline, simulate_step
 from hloscope.analysis.transfers import find_host_transfers
 from hloscope.hlo.model import Module
 from hloscope.hlo.parser import parse_hlo
-from hloscope.render.trace import TraceRenderer
+from hloscope.render.trace import TraceRenderer, trace_json
 from hloscope.targets import get_target
 from tests.conftest import fixture_text
 
@@ -26,7 +27,7 @@ def _trace(name: str, target: str = "h100-sxm") -> tuple[dict[str, Any], Timelin
     index = ModuleIndex(m)
     tl = simulate_step(m, CostModel(m, get_target(target)), pair_async_ops(index), find_host_transfers(index),
                        index.callgraph)
-    return json.loads(TraceRenderer().render(tl, m)), tl, m
+    return json.loads(trace_json(tl, m)), tl, m
 
 
 def _processes(doc: dict[str, Any]) -> dict[int, str]:
@@ -38,7 +39,7 @@ def test_one_track_per_resource_and_every_slice_inside_the_step(name: str) -> No
     doc, tl, _ = _trace(name)
     procs = _processes(doc)
     # llama_offload and mlp_offload use the compute stream, the collective stream and both links.
-    assert sorted(procs.values()) == sorted([COMPUTE, COLLECTIVE, LINK_TO_HOST, LINK_TO_DEVICE])
+    assert sorted(procs.values()) == sorted([Resource.COMPUTE, Resource.COLLECTIVE, Resource.LINK_TO_HOST, Resource.LINK_TO_DEVICE])
     assert sorted(procs.values()) == sorted(tl.slices)
     slices = [e for e in doc["traceEvents"] if e["ph"] == "X"]
     for e in slices:
@@ -53,7 +54,7 @@ def test_transfer_slices_carry_bytes_verdict_and_source() -> None:
     # the backward loop (2 trips, simulated both): 3 + 3 + 3 x 2 = 12 link slices.
     doc, tl, _ = _trace("llama_offload.hlo.txt")
     transfers = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["cat"] == "transfer"]
-    assert len(transfers) == 12 == len(tl.slices[LINK_TO_HOST]) + len(tl.slices[LINK_TO_DEVICE])
+    assert len(transfers) == 12 == len(tl.slices[Resource.LINK_TO_HOST]) + len(tl.slices[Resource.LINK_TO_DEVICE])
     reload = next(e for e in transfers if e["name"] == "dynamic-slice-start.3")
     assert reload["args"]["bytes"] == 262_144 and reload["args"]["direction"] == "to_device"
     assert reload["args"]["verdict"] == "partial"
@@ -66,7 +67,7 @@ def test_overlapping_transfers_on_one_link_go_to_separate_lanes() -> None:
     # dynamic-slice-start.2.0 and .1.0 are issued together and share the H->D link: two lanes.
     doc, _, _ = _trace("llama_offload.hlo.txt")
     procs = _processes(doc)
-    h2d = next(p for p, n in procs.items() if n == LINK_TO_DEVICE)
+    h2d = next(p for p, n in procs.items() if n == Resource.LINK_TO_DEVICE)
     lanes: dict[int, list[tuple[float, float]]] = {}
     for e in doc["traceEvents"]:
         if e["ph"] == "X" and e["pid"] == h2d:
@@ -86,3 +87,27 @@ def test_flow_arrows_run_from_start_through_link_to_done() -> None:
     assert len(flows) == sum(1 for t in tl.transfers.values() if t.is_async)
     assert all(phases == ["s", "t", "f"] for phases in flows.values())
     assert TraceRenderer.extension == ".json"
+
+
+def test_the_registered_trace_uses_the_reports_verdicts_and_thresholds() -> None:
+    # dynamic-slice-start.3 waits part of its time (partial with the default 5%/95%); with
+    # "hidden up to 99% exposed" the report calls it hidden, and so must the trace.
+    import io
+
+    from hloscope.analysis.overlap import AnalysisOptions
+    from hloscope.analysis.report import analyze_module
+    from hloscope.analysis.verdict import Thresholds
+    from hloscope.render import get_renderer
+    from hloscope.render.options import RenderOptions
+
+    m = parse_hlo(fixture_text("llama_offload.hlo.txt"), "llama_offload.hlo.txt")
+    lenient = AnalysisOptions(thresholds=Thresholds(hidden_at_most=0.99, exposed_at_least=1.0))
+    for options, expected in ((AnalysisOptions(), "partial"), (lenient, "hidden")):
+        report = analyze_module(m, get_target("h100-sxm"), options)
+        assert str(report.verdict_for("dynamic-slice-start.3").verdict) == expected  # type: ignore[union-attr]
+        out = io.StringIO()
+        get_renderer("trace").render(report, out, RenderOptions())
+        doc = json.loads(out.getvalue())
+        (reload,) = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["cat"] == "transfer"
+                     and e["name"] == "dynamic-slice-start.3" and e["args"].get("iteration") == 1]
+        assert reload["args"]["verdict"] == expected

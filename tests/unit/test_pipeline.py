@@ -1,0 +1,144 @@
+"""The one pipeline: loaders build StepInputs, analyze_step returns the finished, frozen report.
+
+Facts come from real fixtures: fixtures/memory/llama_offload_big_host is a compiled llama step
+(optimized module, XLA's memory dumps, the compile's figures in memory.json).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from hloscope.analysis.inputs import StepInputs
+from hloscope.analysis.memory import Action, Role
+from hloscope.analysis.overlap import AnalysisOptions
+from hloscope.analysis.report import Report, analyze_step, reanalyze
+from hloscope.api import StepReport, analyze
+from hloscope.artifact import load_report, read_step
+from hloscope.check.subject import load_path
+from hloscope.compile.artifacts import MANIFEST_SCHEMA
+from hloscope.hlo.parser import parse_hlo
+from hloscope.hlo.xla_dumps import DUMP_FILES, XlaDumpTexts
+from hloscope.targets import get_target
+
+ROOT = Path(__file__).resolve().parents[2]
+BIG = ROOT / "fixtures" / "memory" / "llama_offload_big_host"
+#: As if the GPU had 200 MB: the step (224,831,980 bytes of device allocation) does not fit.
+SMALL_HBM = 200_000_000
+
+
+def _artifact(tmp: Path, hbm: int = SMALL_HBM) -> Path:
+    """An artifact folder made of the fixture's real files, with the compile's figures in its manifest."""
+    meta = json.loads((BIG / "memory.json").read_text())
+    out = tmp / "art"
+    out.mkdir()
+    shutil.copy(BIG / "optimized.hlo.txt", out / "optimized.hlo.txt")
+    for name in DUMP_FILES:
+        shutil.copy(BIG / name, out / name)
+    manifest = {"schema": MANIFEST_SCHEMA, "target": "h100-sxm", "devices": meta["devices"],
+                "xla_options": {}, "memory": dict(meta["memory"], device_memory_size=hbm),
+                "config": meta["config"], "workload": meta["workload"]}
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    return out
+
+
+def test_artifact_report_is_finished_by_the_pipeline(tmp_path: Path) -> None:
+    # Given an artifact folder of a step that does not fit,
+    # when it is loaded, the report already holds the memory facts, built from the manifest's
+    # figures and XLA's dumps: nothing is added to the report afterwards.
+    art = _artifact(tmp_path)
+    report = load_report(str(art))
+    assert report.memory is not None and report.inputs.manifest is not None
+    # 121,412,096 + 103,419,584 + 121,408,300 - 121,408,000 (memory.json) over 200,000,000.
+    assert report.memory.device_allocation_bytes == 224_831_980 and not report.memory.fits
+    assert report.memory.hbm_bytes == SMALL_HBM
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        report.memory = None  # type: ignore[misc]
+    # The pairs are the pipeline's result, held on the report.
+    assert report.pairs and all(p.start.opcode.endswith("-start") for p in report.pairs)
+
+
+def test_memory_advice_names_what_the_step_offloads(tmp_path: Path) -> None:
+    # The report and a check subject of the same folder carry the offloaded names in the advice
+    # (check/subject.py used to build its memory facts without them).
+    art = _artifact(tmp_path)
+    report = load_report(str(art))
+    offloaded = report.offloaded_names()
+    assert offloaded, "the llama step offloads activations to host"
+    assert report.memory is not None
+    first = report.memory.next_steps[0]
+    assert first.action is Action.OFFLOAD_SAVED and first.because is Role.SAVED_ACTIVATIONS
+    assert first.offloaded == offloaded
+    subject = load_path(str(art), None)
+    assert subject.memory is not None and subject.memory.next_steps[0].offloaded == offloaded
+
+
+def test_reanalyze_goes_through_the_pipeline(tmp_path: Path) -> None:
+    report = load_report(str(_artifact(tmp_path)), options=AnalysisOptions(link_mode="achieved"))
+    peak = reanalyze(report, AnalysisOptions(link_mode="peak"))
+    assert peak.options.link_mode == "peak" and peak.inputs is report.inputs
+    assert peak.memory == report.memory and peak.notes == report.notes
+    assert [v.transfer.instruction.name for v in peak.verdicts] == [v.transfer.instruction.name
+                                                                    for v in report.verdicts]
+
+
+def test_manifest_read_once_into_the_inputs(tmp_path: Path) -> None:
+    art = _artifact(tmp_path)
+    step = read_step(str(art))
+    assert step.target.name == "h100-sxm" and step.target_origin == "manifest"
+    assert step.inputs.vocab_size == json.loads((BIG / "memory.json").read_text())["config"]["vocab"]
+    assert step.inputs.dumps.live_range == (BIG / "live-range-at-peak.txt").read_text()
+    assert any(n.startswith("artifact folder: target h100-sxm (from manifest.json)") for n in step.inputs.notes)
+
+
+def test_plain_module_has_no_memory_and_same_verdicts() -> None:
+    text = (BIG / "optimized.hlo.txt").read_text()
+    module = parse_hlo(text, "x")
+    plain = analyze_step(StepInputs(module, "x"), get_target("h100-sxm"))
+    assert plain.memory is None and plain.compile is None and type(plain) is Report
+    meta = json.loads((BIG / "memory.json").read_text())
+    with_figures = analyze_step(StepInputs(parse_hlo(text, "x"), "x", memory_figures=meta["memory"],
+                                           dumps=XlaDumpTexts()), get_target("h100-sxm"))
+    assert with_figures.memory is not None and with_figures.memory.top_buffers == ()  # no dumps given
+    assert [str(v.verdict) for v in plain.verdicts] == [str(v.verdict) for v in with_figures.verdicts]
+
+
+def test_api_report_prints_and_analysis_report_is_data() -> None:
+    report = analyze(BIG / "optimized.hlo.txt")
+    assert isinstance(report, StepReport)
+    assert str(report) == report.to_text() and report.to_dict()["summary"]["transfers"] == len(report.verdicts)
+    assert not hasattr(Report, "to_text") and not hasattr(Report, "to_dict")
+
+
+def _replace_calls_on_reports(path: Path) -> list[int]:
+    tree = ast.parse(path.read_text())
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args:
+            fn = node.func
+            name = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else ""
+            first = ast.unparse(node.args[0])
+            if name == "replace" and "report" in first.lower():
+                lines.append(node.lineno)
+    return lines
+
+
+def test_no_report_is_patched_outside_the_pipeline() -> None:
+    # A report is finished once (STYLE.md 15): no dataclasses.replace(report, ...) anywhere in the package.
+    found = {str(p.relative_to(ROOT)): ln for p in sorted((ROOT / "hloscope").rglob("*.py"))
+             if (ln := _replace_calls_on_reports(p))}
+    assert found == {}
+
+
+def test_analysis_imports_no_renderer() -> None:
+    for p in sorted((ROOT / "hloscope" / "analysis").rglob("*.py")):
+        tree = ast.parse(p.read_text())
+        for node in ast.walk(tree):
+            mods = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
+                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            assert not any(m.startswith(("hloscope.render", "hloscope.cli", "hloscope.api")) for m in mods), p

@@ -8,6 +8,16 @@ os.environ["JAX_PLATFORMS"] = "cpu"
 os.environ["JAX_SKIP_CUDA_CONSTRAINTS_CHECK"] = "1"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+import atexit
+import shutil
+import tempfile
+
+# The suite never writes the user's compile cache (~/.cache/hloscope): compiles are cached
+# within one session only, in a folder removed when the session ends.
+if "HLOSCOPE_CACHE_DIR" not in os.environ:
+    os.environ["HLOSCOPE_CACHE_DIR"] = tempfile.mkdtemp(prefix="hloscope-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["HLOSCOPE_CACHE_DIR"], ignore_errors=True)
+
 from functools import cache
 from pathlib import Path
 

@@ -49,9 +49,11 @@ def hloscope_step(request: pytest.FixtureRequest) -> Callable[..., Any]:
 
         tgt = get_target(target or default_target or DEFAULT_TARGET)
         if workload is not None:
-            from hloscope.check.subject import compile_workload_subject
+            from hloscope.api import compile_subject
+            from hloscope.compile.request import CompileRequest
 
-            subject = compile_workload_subject(workload, dict(sets or {}), tgt, devices)
+            subject = compile_subject(CompileRequest(tgt.name, devices, workload=workload,
+                                                     sets=tuple(dict(sets or {}).items())))
         else:
             subject = to_subject(step, tgt, label=request.node.nodeid)
         request.node.stash[LAST_STEP] = subject

@@ -108,6 +108,7 @@ class LoadedStep:
 def read_step(path: str, target: str | Target | None = None, names: Sequence[Mapping[str, Any]] = ()) -> LoadedStep:
     """Read ``path`` (file, dump folder, artifact folder, ``-``) with all it carries, the manifest once."""
     from hloscope.analysis.inputs import StepInputs, int_figures
+    from hloscope.analysis.intent import intent_from_dict
     from hloscope.hlo.loader import load_module_with_notes
     from hloscope.hlo.xla_dumps import XlaDumpTexts
 
@@ -123,10 +124,13 @@ def read_step(path: str, target: str | Target | None = None, names: Sequence[Map
     names = names or manifest.get("tensor_names") or ()
     figures = manifest.get("memory")
     vocab = (manifest.get("config") or {}).get("vocab")
+    intent = intent_from_dict(manifest.get("intent"))
+    unoptimized = load_unoptimized(path) if intent is not None and intent.asks_for_offload() else None
     inputs = StepInputs(module, name, None, tuple(names),
                         int_figures(figures) if isinstance(figures, dict) else None,
                         XlaDumpTexts.from_files(_folder_texts(Path(path))), manifest, notes,
-                        vocab if isinstance(vocab, int) and not isinstance(vocab, bool) else None)
+                        vocab if isinstance(vocab, int) and not isinstance(vocab, bool) else None,
+                        intent=intent, unoptimized=unoptimized)
     return LoadedStep(inputs, tgt, origin)
 
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hloscope.analysis.intent import Intent
 from hloscope.hlo.model import Module
 from hloscope.hlo.xla_dumps import XlaDumpTexts
 
@@ -36,7 +37,10 @@ class StepInputs:
     ``compile`` section (docs/json-schema.md): ``memory``, ``xla_options``,
     ``compile_seconds`` and what was compiled (``workload``/``config`` or ``fn``/``args``);
     None when the step was not compiled in this run.
-    intent: what the step asked to offload, read from its trace (the intent pass; None: unknown).
+    intent: what the step asked to offload, read from its trace
+    (``hloscope.analysis.intent.Intent``; None: unknown). unoptimized: the module before
+    optimizations, when the source has it (an artifact or dump folder, a compile): the
+    intent accounting tells a placement JAX dropped from one XLA removed with it.
     """
 
     module: Module
@@ -49,7 +53,8 @@ class StepInputs:
     notes: tuple[str, ...] = ()
     vocab_size: int | None = None
     compile: Mapping[str, Any] | None = None
-    intent: object | None = None
+    intent: Intent | None = None
+    unoptimized: Module | None = None
 
     @property
     def has_memory(self) -> bool:

@@ -21,6 +21,7 @@ from typing import Any, TypeVar, overload
 from hloscope.analysis.cost import CostModel
 from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.inputs import StepInputs, int_figures
+from hloscope.analysis.intent import IntentAccount, account_step
 from hloscope.analysis.kinds import Direction, PairKind, VerdictKind
 from hloscope.analysis.memory import MemoryFacts, facts_from_dumps
 from hloscope.analysis.names import name_transfers
@@ -114,7 +115,9 @@ class Report:
     folder), else None. compile: the compile's settings and figures (a mapping, keys
     in docs/json-schema.md) when the step was compiled in this run, else None.
     timeline: the simulated step (None for an unscheduled module or
-    ``AnalysisOptions(simulate=False)``).
+    ``AnalysisOptions(simulate=False)``). intent: each offload the traced step asked for,
+    with the transfers it became or why it produced none (``hloscope.analysis.intent``;
+    None when the step's intent is unknown: a plain HLO file).
     """
 
     module: Module
@@ -131,6 +134,7 @@ class Report:
     memory: MemoryFacts | None = None
     compile: Mapping[str, Any] | None = None
     timeline: Timeline | None = None
+    intent: IntentAccount | None = None
 
     @property
     def host_space(self) -> int:
@@ -196,8 +200,9 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
     if inputs.memory_figures is not None and inputs.has_memory:
         memory = facts_from_dumps(int_figures(inputs.memory_figures), target, inputs.dumps, index,
                                   inputs.vocab_size, _offloaded_names(transfers))
+    intent = account_step(inputs.intent, verdicts, module, inputs.unoptimized)
     return report_type(module, target, opts, index, tuple(transfers), tuple(verdicts), cost, summary, pairs, inputs,
-                       inputs.notes, memory, inputs.compile, timeline)
+                       inputs.notes, memory, inputs.compile, timeline, intent)
 
 
 def analyze_module(module: Module, target: Target, options: AnalysisOptions | int | None = None,

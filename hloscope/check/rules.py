@@ -330,9 +330,8 @@ RULES: dict[str, Rule] = {r.name: r for r in (
          rule_min_offloaded_bytes),
     Rule("annotations-accounted", "bool", "every host-placement annotation of the unoptimized module became an "
          "async transfer (not a synchronous copy, not removed)", rule_annotations_accounted, needs="unoptimized"),
-    Rule("intent-accounted", "bool", "every offload the traced step asked for (policy names, host placements) "
-         "became host transfers; on by default when the step was traced; a plain HLO file falls back to the "
-         "unoptimized module's annotations", rule_intent_accounted),
+    Rule("intent-accounted", "bool", "every offload the step asked for became host transfers (on when the step "
+         "was traced; a plain HLO file falls back to its unoptimized module's annotations)", rule_intent_accounted),
     Rule("fits-hbm", "bool", "the step's device allocation fits in the target's HBM, less hbm-margin",
          rule_fits_hbm, needs="memory"),
 )}

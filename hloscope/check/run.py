@@ -66,6 +66,8 @@ def run_check(subject: Subject, config: CheckConfig, baseline: Snapshot | None =
     lost = bool(rules.get("intent-accounted")) and bool(unaccounted_intent(subject))
     if empty and not config.allow_empty and not lost:
         raise NothingToCheck(f"nothing to check: {empty} (--allow-empty to pass anyway)")
+    if empty and lost:  # the other rules would pass only because there is nothing to judge
+        rules, empty = {"intent-accounted": rules["intent-accounted"]}, ""
     for name in rules:  # fail on a missing fact before reporting anything
         needs = RULES[name].needs
         if (needs == "memory" and subject.memory is None) or (needs == "unoptimized" and subject.unoptimized is None):

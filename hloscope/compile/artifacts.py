@@ -120,9 +120,18 @@ def manifest(result: Any, extra: dict[str, Any]) -> str:
         "compile_seconds": round(result.compile_seconds, 3),
         "memory": result.memory,
         "tensor_names": getattr(result, "tensor_names", []),
+        **_intent_entry(result),
         **_cache_entry(result),
         **extra,
     }, indent=2, default=str) + "\n"
+
+
+def _intent_entry(result: Any) -> dict[str, Any]:
+    """The manifest's ``intent`` key: what the traced step asked to offload (``hloscope.analysis.intent``)."""
+    from hloscope.analysis.intent import Intent, intent_to_dict
+
+    intent = getattr(result, "intent", None)
+    return {"intent": intent_to_dict(intent)} if isinstance(intent, Intent) else {}
 
 
 def _cache_entry(result: Any) -> dict[str, Any]:

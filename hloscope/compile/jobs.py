@@ -152,10 +152,15 @@ def step_inputs(result: Any, extra: Mapping[str, Any] | None = None, vocab_size:
         figures["device_memory_size"] = result.device_memory_size
     facts = {"memory": result.memory, "xla_options": result.options,
              "compile_seconds": round(result.compile_seconds, 3), **(extra or {})}
+    intent = getattr(result, "intent", None)
+    unoptimized = None
+    if intent is not None and intent.asks_for_offload() and result.unoptimized_hlo:
+        unoptimized = parse_hlo(result.unoptimized_hlo, "<unoptimized>")  # the intent accounting follows it
     return StepInputs(module, source_path or "<compiled>", result.optimized_hlo,
                       tuple(getattr(result, "tensor_names", None) or ()), figures,
                       XlaDumpTexts.from_files(result.extra_files), None, (),
-                      vocab_size if vocab_size is not None else vocab_of(extra or {}), facts)
+                      vocab_size if vocab_size is not None else vocab_of(extra or {}), facts,
+                      intent=intent, unoptimized=unoptimized)
 
 
 R = TypeVar("R", bound=Report)

@@ -11,14 +11,14 @@ import xml.etree.ElementTree as ET
 from typing import TextIO
 
 from hloscope.check.run import CheckResult
+from hloscope.render.check_words import diff_lines, violation_lines
 
 
 class JunitFormat:
     name = "junit"
+    extension = ".xml"
 
     def render(self, result: CheckResult, out: TextIO) -> None:
-        from hloscope.render.check_report import diff_lines, violation_lines
-
         label = result.subject.label
         cases: list[tuple[str, list[str], list[str]]] = []  # (name, failure lines, output lines)
         for name in result.rules:

@@ -1,0 +1,47 @@
+"""Check results as JSON (schema ``hloscope.check/1``, docs/json-schema.md)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TextIO
+
+from hloscope.check.rules import Violation
+from hloscope.check.run import CheckResult
+from hloscope.render.check_words import change_text, violation_lines
+
+CHECK_SCHEMA = "hloscope.check/1"
+
+
+def _violation_dict(v: Violation) -> dict[str, Any]:
+    rec = v.record
+    d: dict[str, Any] = {"rule": v.rule, "message": v.message, "lines": violation_lines(v),
+                         "actual": v.actual, "limit": v.limit}
+    if rec is not None:
+        d.update(instruction=rec.instruction, source=rec.full_source, verdict=str(rec.verdict),
+                 key={"name": rec.key.name, "source": rec.key.source, "direction": rec.key.direction,
+                      "occurrence": rec.key.occurrence},
+                 exposed_us_per_step=round(rec.exposed_us_per_step, 3))
+    return d
+
+
+class JsonFormat:
+    name = "json"
+    extension = ".json"
+
+    def render(self, result: CheckResult, out: TextIO) -> None:
+        data: dict[str, Any] = {
+            "schema": CHECK_SCHEMA,
+            "subject": result.subject.label,
+            "target": result.subject.report.target.name,
+            "passed": result.passed,
+            "empty": result.empty,
+            "rules": result.rules,
+            "violations": [_violation_dict(v) for v in result.violations],
+            "allowed": [{**_violation_dict(v), "reason": e.reason, "entry": e.describe()} for v, e in result.allowed],
+        }
+        if result.diff is not None:
+            data["baseline"] = {"path": result.diff.base.label, "matched": len(result.diff.pairs),
+                                "changes": [{"kind": str(c.kind), "regression": c.regression, "text": change_text(c)}
+                                            for c in result.diff.changes]}
+        json.dump(data, out, indent=2)
+        out.write("\n")

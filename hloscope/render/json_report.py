@@ -6,13 +6,16 @@ import json
 from dataclasses import asdict, is_dataclass
 from typing import Any, TextIO
 
+from hloscope.analysis.intent import account_of
 from hloscope.analysis.report import Report
 from hloscope.analysis.timeline import TransferTiming
 from hloscope.analysis.verdict import FirstUse, InputReady, Verdict
+from hloscope.render.intent_text import intent_dict
+from hloscope.render.memory_text import memory_dict
 from hloscope.render.options import RenderOptions
 from hloscope.render.why import explain
 
-SCHEMA = "hloscope.report/3"
+SCHEMA = "hloscope.report/4"
 
 
 def _input_ready(r: InputReady | None) -> dict[str, Any] | None:
@@ -122,8 +125,11 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         },
         "notes": list(report.notes),
     }
+    account = account_of(report)
+    if account is not None:
+        out["intent"] = intent_dict(account)
     if report.memory is not None:
-        out["memory"] = _plain(report.memory)
+        out["memory"] = _plain(memory_dict(report.memory))
     if report.compile is not None:
         out["compile"] = _plain(report.compile)
     return out

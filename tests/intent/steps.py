@@ -149,3 +149,11 @@ def unused_host_put(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
         jax.device_put(g, jax.memory.Space.Host)
         return w - 0.01 * g
     return step, _args(mesh)
+
+
+def activation_step(w: Any, x: Any) -> Any:
+    """``activation_offload``'s step as a plain function, for ``--fn tests.intent.steps:activation_step``."""
+    def layer(x: Any, w: Any) -> tuple[Any, None]:
+        x = checkpoint_name(x, "x")
+        return jnp.sin(x @ w) @ w.T, None
+    return _scanned(offload("x"), layer)(w, x)

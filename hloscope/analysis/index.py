@@ -1,27 +1,21 @@
-"""One index per module: users, loops, trip counts, schedule positions, graphs.
+"""One index per module: users, loops, trip counts, schedule positions, opcode classes.
 
-Contract: ``ModuleIndex(module)`` is built once per module and shared by every
-pass and view. Everything in it is derived from the module and computed on
-first use, then cached: the users of each instruction (per computation, with
-the tuple element a ``get-tuple-element`` reads), the while loops with their
-bodies, conditions and trip counts, the call graph (executions per step) and
-the networkx dependency graph. Passes take the index instead of re-deriving any
-of these; nothing here mutates the module.
+Contract: ``ModuleIndex(module)`` is built once per module (by the pipeline) and
+shared by every pass and view. It holds facts of the module only, each computed
+on first use, then cached: the users of each instruction (per computation), the
+while loops with their bodies, conditions and trip counts, the call graph
+(executions per step), instructions by name, and how many work ops lie between
+two schedule positions. Results of passes (async pairs, the dependency graph,
+verdicts) are not here: they live on the report. Nothing here mutates the module.
 """
 
 from __future__ import annotations
 
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 from hloscope.analysis.callgraph import CallGraph, build_call_graph, callee_name
 from hloscope.analysis.opclass import is_work
 from hloscope.hlo.model import Computation, Instruction, Module
-
-if TYPE_CHECKING:
-    import networkx as nx
-
-    from hloscope.analysis.pairs import AsyncPair
 
 
 class ModuleIndex:
@@ -30,7 +24,6 @@ class ModuleIndex:
     def __init__(self, module: Module) -> None:
         self.module = module
         self._users: dict[str, dict[str, list[Instruction]]] = {}
-        self._pairs: list[AsyncPair] | None = None
         self._work_prefix: dict[str, list[int]] = {}
 
     # -- users ---------------------------------------------------------------
@@ -51,18 +44,6 @@ class ModuleIndex:
     def users(self, ins: Instruction) -> list[Instruction]:
         """Users of ``ins`` within its computation, in schedule order."""
         return self.users_map(ins.computation).get(ins.name, [])
-
-    def element_users(self, ins: Instruction, index: int) -> list[Instruction]:
-        """Users of tuple element ``index`` of ``ins``: the get-tuple-elements that
-        read that index, plus users that take the whole tuple (they read every element)."""
-        out = []
-        for u in self.users(ins):
-            if u.opcode == "get-tuple-element":
-                if u.tuple_index == index:
-                    out.append(u)
-            else:
-                out.append(u)
-        return out
 
     def work_ops_between(self, computation: str, lo: int, hi: int) -> int:
         """How many instructions at positions ``lo <= p < hi`` of ``computation`` do compute work."""
@@ -145,17 +126,3 @@ class ModuleIndex:
 
     def is_scheduled_computation(self, computation: str) -> bool:
         return computation in self.callgraph.scheduled
-
-    @property
-    def pairs(self) -> list[AsyncPair]:
-        if self._pairs is None:
-            from hloscope.analysis.pairs import pair_async_ops
-
-            self._pairs = pair_async_ops(self)
-        return self._pairs
-
-    @cached_property
-    def dependency_graph(self) -> nx.MultiDiGraph:
-        from hloscope.analysis.graph import build_dependency_graph
-
-        return build_dependency_graph(self.module, self.pairs)

@@ -1,6 +1,7 @@
 """Judge whether the schedule hides each host transfer behind compute or collectives.
 
-Pass: ``judge_overlap(index, transfers, cost, options) -> list[Verdict]``.
+Pass: ``judge_overlap(index, transfers, cost, pairs, options) -> list[Verdict]``
+(``pairs``: the pairing pass's result, ``pair_async_ops(index)``).
 
 The *window* of an async transfer is what the schedule places between its start
 and its done: one range of one computation, or, for a pair that crosses a loop
@@ -17,6 +18,7 @@ them are built in ``hloscope.render.why``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from hloscope.analysis.cost import CostModel
@@ -80,13 +82,13 @@ def window_segments(index: ModuleIndex, start: Instruction, done: Instruction, c
     return []
 
 
-def judge_overlap(index: ModuleIndex, transfers: list[HostTransfer], cost: CostModel,
-                  options: AnalysisOptions | None = None) -> list[Verdict]:
+def judge_overlap(index: ModuleIndex, transfers: Sequence[HostTransfer], cost: CostModel,
+                  pairs: Sequence[AsyncPair], options: AnalysisOptions | None = None) -> list[Verdict]:
     opts = options or AnalysisOptions()
     module = index.module
     by_start: dict[tuple[str, str], list[AsyncPair]] = {}
     coll_pairs: dict[str, list[AsyncPair]] = {}
-    for p in index.pairs:
+    for p in pairs:
         by_start.setdefault((p.start.computation, p.start.name), []).append(p)
         if p.kind is PairKind.COLLECTIVE and p.start.computation == p.done.computation:
             coll_pairs.setdefault(p.start.computation, []).append(p)

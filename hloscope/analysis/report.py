@@ -26,7 +26,7 @@ from hloscope.analysis.kinds import Direction, PairKind, VerdictKind
 from hloscope.analysis.memory import MemoryFacts, facts_from_dumps
 from hloscope.analysis.names import name_transfers
 from hloscope.analysis.overlap import AnalysisOptions, apply_timeline, judge_overlap
-from hloscope.analysis.pairs import AsyncPair
+from hloscope.analysis.pairs import AsyncPair, pair_async_ops
 from hloscope.analysis.timeline import Timeline, simulate_step
 from hloscope.analysis.transfers import HostTransfer, find_host_transfers
 from hloscope.analysis.verdict import Verdict
@@ -188,9 +188,9 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
     module = inputs.module
     index = ModuleIndex(module)
     transfers = name_transfers(index, find_host_transfers(index, opts.host_space), inputs.names)
-    pairs = tuple(index.pairs)
+    pairs = tuple(pair_async_ops(index))
     cost = CostModel(module, target, opts.host_space, opts.link_mode, index)
-    verdicts = judge_overlap(index, transfers, cost, opts)
+    verdicts = judge_overlap(index, transfers, cost, pairs, opts)
     timeline = None
     if opts.simulate and module.is_scheduled:
         timeline = simulate_step(module, cost, list(pairs), transfers, index.callgraph)

@@ -121,11 +121,13 @@ def test_async_adjacent_is_exposed_hidden_and_sync() -> None:
 
 
 def test_dependency_graph_edges() -> None:
+    from hloscope.analysis.graph import build_dependency_graph
     from hloscope.analysis.index import ModuleIndex
+    from hloscope.analysis.pairs import pair_async_ops
 
     index = ModuleIndex(parse_hlo(CROSSING))
     cg = index.callgraph
-    g = index.dependency_graph
+    g = build_dependency_graph(index.module, pair_async_ops(index))
     kinds = {d["kind"] for _, _, d in g.edges(data=True)}
     assert kinds == {"data", "async", "call"}
     assert any(d.get("crosses_iteration") for _, _, d in g.edges(data=True))

@@ -15,14 +15,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
-from hloscope.analysis.kinds import Direction, PairKind
-from hloscope.analysis.opclass import collective_kind, is_done, is_free, is_start
+from hloscope.analysis.kinds import PairKind
+from hloscope.analysis.opclass import Resource, is_done, is_start, link_of, resource_of
 from hloscope.analysis.report import Report
 from hloscope.analysis.verdict import Verdict
 from hloscope.hlo.model import Instruction
 
 
 class Lane(IntEnum):
+    """The view's columns: the resources of ``opclass.Resource``, async ops shown with compute."""
+
     COMPUTE = 0
     TO_HOST = 1
     TO_DEVICE = 2
@@ -30,6 +32,8 @@ class Lane(IntEnum):
 
 
 LANE_TITLES = ("cmp", "D>H", "H>D", "col")
+LANE_OF_RESOURCE = {Resource.COMPUTE: Lane.COMPUTE, Resource.ASYNC: Lane.COMPUTE, Resource.LINK_TO_HOST: Lane.TO_HOST,
+                    Resource.LINK_TO_DEVICE: Lane.TO_DEVICE, Resource.COLLECTIVE: Lane.COLLECTIVE}
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,16 +73,12 @@ class ScheduleLayout:
 
     def lane_of(self, ins: Instruction) -> Lane | None:
         """The lane an instruction belongs to (None for free bookkeeping ops)."""
-        d = self._direction.get((ins.computation, ins.name))
-        if d is not None:
-            return Lane.TO_HOST if d is Direction.TO_HOST else Lane.TO_DEVICE
-        if collective_kind(ins):
-            return Lane.COLLECTIVE
-        if is_free(ins):
+        resource = resource_of(ins, self._direction.get((ins.computation, ins.name)))
+        if resource is None:
             return None
-        if is_start(ins) or is_done(ins):
-            return self._partner_lane(ins)
-        return Lane.COMPUTE
+        if resource is Resource.ASYNC and (is_start(ins) or is_done(ins)):
+            return self._partner_lane(ins)  # a transfer's done: its start's link
+        return LANE_OF_RESOURCE[resource]
 
     def _partner_lane(self, ins: Instruction) -> Lane | None:
         for lane, s, e in self._spans().get(ins.computation, []):
@@ -93,7 +93,7 @@ class ScheduleLayout:
             for p in self.report.pairs:
                 d = self._direction.get((p.start.computation, p.start.name))
                 if d is not None:
-                    lane = Lane.TO_HOST if d is Direction.TO_HOST else Lane.TO_DEVICE
+                    lane = LANE_OF_RESOURCE[link_of(d)]
                 elif p.kind is PairKind.COLLECTIVE:
                     lane = Lane.COLLECTIVE
                 else:

@@ -54,8 +54,8 @@ def _has_jaxlib() -> bool:
 
 
 HAS_JAXLIB = _has_jaxlib()
-#: Folders whose every test needs jaxlib: deviceless compiles, and cross-checks against XLA's C++ parser.
-XLA_FOLDERS = ("tests/compile/", "tests/xla/")
+#: Folders whose every test needs jaxlib: deviceless compiles (compile, intent) and cross-checks against XLA's C++ parser.
+XLA_FOLDERS = ("tests/compile/", "tests/xla/", "tests/intent/")
 
 
 def _in_xla_folder(path: Path, root: Path) -> bool:

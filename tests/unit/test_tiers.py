@@ -1,6 +1,6 @@
 """The test tiers hold: the fast tier (``-m "not slow and not xla"``) needs no jaxlib.
 
-Tiers: tests/compile/ and tests/xla/ are marked ``xla`` by folder (tests/conftest.py),
+Tiers: tests/compile/, tests/xla/ and tests/intent/ are marked ``xla`` by folder (tests/conftest.py),
 other tests that need jaxlib carry the marker; ``slow`` marks long runs. Plain
 ``pytest`` (the README's command, run by .ci/run) runs every tier.
 """
@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, XLA_FOLDERS
 
 # A Python in which jax and jaxlib cannot be imported (as after `pip install -e '.[dev]'`).
 NO_JAX = """
@@ -35,6 +35,5 @@ def test_the_fast_tier_collects_without_jaxlib() -> None:
                           "-p", "no:cacheprovider"], capture_output=True, text=True, cwd=FIXTURES.parent)
     # Then every test module imports (no module of the fast tier needs jax), and the xla folders are left out
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    assert "no jaxlib: tests/compile/, tests/xla/ not collected" in out.stdout
     collected = [line for line in out.stdout.splitlines() if "::" in line]
-    assert collected and not any(line.startswith(("tests/compile/", "tests/xla/")) for line in collected)
+    assert len(collected) > 500 and not any(line.startswith(XLA_FOLDERS) for line in collected)

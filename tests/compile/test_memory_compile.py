@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from hloscope.analysis.memory import Role, memory_facts
-from hloscope.compile.deviceless import BUFFER_ASSIGNMENT_FILE, LIVE_AT_PEAK_FILE, MEMORY_REPORT_FILE
-from hloscope.compile.jobs import compile_workload
-from hloscope.targets import get_target
+from hloscope.analysis.memory import MemoryFacts, Role
+from hloscope.compile.jobs import compile_request
+from hloscope.compile.request import CompileRequest
+from hloscope.hlo.xla_dumps import BUFFER_ASSIGNMENT_FILE, LIVE_AT_PEAK_FILE, MEMORY_REPORT_FILE
 
 pytestmark = pytest.mark.xla
 
@@ -20,17 +20,22 @@ BIG_HOST = {"layers": "32", "dim": "256", "ffn": "512", "heads": "32", "kv_heads
             "batch": "2"}
 
 
-def _facts(result, report, target: str = "h100-sxm"):  # type: ignore[no-untyped-def]
-    files = result.extra_files
-    return memory_facts(result.memory, get_target(target), files.get(MEMORY_REPORT_FILE),
-                        files.get(BUFFER_ASSIGNMENT_FILE), getattr(report, "module", None),
-                        files.get(LIVE_AT_PEAK_FILE), hbm_bytes=result.device_memory_size or None)
+def _facts(report) -> MemoryFacts:  # type: ignore[no-untyped-def]
+    assert report.memory is not None  # the pipeline builds them for every compile
+    return report.memory
+
+
+def compile_workload(workload: str, sets: dict[str, str], target: str = "h100-sxm", devices: int = 8,
+                     memory_override_bytes: int | None = None):  # type: ignore[no-untyped-def]
+    step = compile_request(CompileRequest(target, devices, workload=workload, sets=tuple(sets.items()),
+                                          memory_override_bytes=memory_override_bytes))
+    return step.result, step.report
 
 
 def test_large_host_heap_is_recognised_in_xla_peak() -> None:
-    result, report, _ = compile_workload("llama", BIG_HOST, None, "h100-sxm", 8, True, True, [])
+    result, report = compile_workload("llama", BIG_HOST)
     m = result.memory
-    facts = _facts(result, report)
+    facts = _facts(report)
     # Given 32 layers x 2 x 256 tokens x 48 heads x 128 x 2 bytes offloaded
     assert m["host_temp_size_in_bytes"] == 32 * 2 * 256 * 48 * 128 * 2
     # Then the device allocation is arguments + temporaries + non-aliased outputs
@@ -45,17 +50,16 @@ def test_large_host_heap_is_recognised_in_xla_peak() -> None:
 
 
 def test_small_host_heap_leaves_xla_peak_on_device() -> None:
-    result, report, _ = compile_workload("mlp", {}, None, "h100-sxm", 8, True, True, [])
-    facts = _facts(result, report)
+    _, report = compile_workload("mlp", {})
+    facts = _facts(report)
     assert facts.xla_peak_bytes <= facts.device_allocation_bytes and not facts.xla_peak_counts_host
 
 
 def test_memory_override_reaches_xla() -> None:
     # The override replaces the target's HBM in the topology XLA compiles for.
-    result, report, _ = compile_workload("mlp", {}, None, "h100-sxm", 8, True, True, [],
-                                         memory_override_bytes=3 * 2**30)
+    result, report = compile_workload("mlp", {}, memory_override_bytes=3 * 2**30)
     assert result.device_memory_size == result.memory["device_memory_size"] == 3 * 2**30
-    facts = _facts(result, report)
+    facts = _facts(report)
     assert facts.hbm_bytes == 3 * 2**30 and facts.fits
 
 
@@ -63,8 +67,8 @@ def test_memory_override_reaches_xla() -> None:
 def test_deepseek_v3_batch8_xla_peak_counts_host() -> None:
     # DeepSeek-V3 671B, 128 GB200s, per-device batch 8 with offload (measured with jax 0.10.2):
     # device allocation 144.1 GiB, XLA's peak 287.5 GiB = arguments + outputs + the 238.6 GiB host heap.
-    result, report, _ = compile_workload("deepseek-v3-671b", {"batch": "8"}, None, "gb200", 128, True, True, [])
-    facts = _facts(result, report, "gb200")
+    _, report = compile_workload("deepseek-v3-671b", {"batch": "8"}, "gb200", 128)
+    facts = _facts(report)
     assert facts.device_allocation_bytes == 154_749_884_204
     assert facts.xla_peak_bytes == 308_676_802_364 and facts.xla_peak_counts_host
     assert facts.host_temp_bytes == 256_242_614_272 and facts.fits

@@ -1,0 +1,87 @@
+"""Artifact folders (#21): named by what makes a compile different, never replaced without --force,
+and written by the Python API too (``compile_step(..., out=DIR)``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hloscope.compile.artifacts import default_folder
+from hloscope.compile.request import CompileRequest, Scheduler
+
+
+def _llama(**kw: object) -> CompileRequest:
+    return CompileRequest("h100-sxm", 8, workload="llama", **kw)  # type: ignore[arg-type]
+
+
+def test_default_folder_names_every_difference() -> None:
+    # The default compile keeps the name docs/compile.md gives; each option that changes the
+    # compile changes the name.
+    assert default_folder(_llama()) == Path("hloscope-out/llama-offload-h100-sxm-8")
+    names = {
+        default_folder(_llama()),
+        default_folder(_llama(sets=(("batch", "4"),))),
+        default_folder(_llama(sets=(("batch", "8"),))),
+        default_folder(_llama(policy="remat")),
+        default_folder(_llama(scheduler=Scheduler.NONE)),
+        default_folder(_llama(scheduler=Scheduler.LHS_APPROX)),
+        default_folder(_llama(pipelined=False)),
+        default_folder(_llama(xla_flags=("xla_gpu_memory_limit_slop_factor=90",))),
+        default_folder(CompileRequest("b200", 8, workload="llama")),
+        default_folder(CompileRequest("h100-sxm", 16, workload="llama")),
+    }
+    assert len(names) == 10
+    assert default_folder(_llama(sets=(("batch", "4"),))).name == "llama-offload-h100-sxm-8-batch4"
+    # --set policy=remat and --policy remat are the same compile, and the same folder.
+    assert default_folder(_llama(sets=(("policy", "remat"),))) == default_folder(_llama(policy="remat"))
+    fn = CompileRequest("h100-sxm", 8, fn="pkg.mod:step", args="bf16[8,1024]")
+    other_args = CompileRequest("h100-sxm", 8, fn="pkg.mod:step", args="bf16[16,1024]")
+    assert default_folder(fn).name.startswith("pkg.mod.step-h100-sxm-8-args")
+    assert default_folder(fn) != default_folder(other_args)
+
+
+@pytest.mark.xla
+def test_compile_never_overwrites_an_earlier_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from hloscope.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    base = ["compile", "--workload", "mlp", "--set", "layers=2"]
+    assert main(base) == 0
+    first = tmp_path / "hloscope-out" / "mlp-offload-h100-sxm-8-layers2"
+    assert f"artifacts in {first}\n" in capsys.readouterr().out  # the output names the folder
+    manifest = json.loads((first / "manifest.json").read_text())
+    # Another --set writes its own folder; the first one is untouched.
+    assert main([*base, "--set", "batch=4"]) == 0
+    second = tmp_path / "hloscope-out" / "mlp-offload-h100-sxm-8-batch4-layers2"
+    assert json.loads((second / "manifest.json").read_text())["config"]["batch"] == 4
+    assert json.loads((first / "manifest.json").read_text()) == manifest
+    capsys.readouterr()
+    # The same compile again: one line, exit 2, naming the folder and --force; nothing written.
+    assert main(base) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and str(first) in err and "--force" in err
+    assert json.loads((first / "manifest.json").read_text()) == manifest
+    assert main([*base, "--force"]) == 0
+    assert json.loads((first / "manifest.json").read_text())["compile_seconds"] >= 0
+
+
+@pytest.mark.xla
+def test_compile_step_writes_an_artifact_folder_analyze_reads(tmp_path: Path) -> None:
+    import hloscope
+    from hloscope.compile.deviceless import make_mesh
+    from hloscope.compile.workloads import resolve
+
+    wl, cfg = resolve("mlp", {"layers": "2"})
+    mesh = make_mesh("h100-sxm", 8)
+    fn, args = wl.build(cfg, mesh)
+    out = tmp_path / "hloscope-out" / "my-run"
+    result, report = hloscope.compile_step(fn, *args, mesh=mesh, target="h100-sxm", out=out)
+    assert (out / "optimized.hlo.txt").read_text() == result.optimized_hlo
+    again = hloscope.analyze(str(out))  # the README's second step, as written
+    assert again.to_dict()["summary"] == report.to_dict()["summary"]
+    # 2 layers x bf16[8,1024] per device to host, read back from the folder with its memory facts.
+    assert again.summary.to_host_bytes_per_step == 2 * 8 * 1024 * 2
+    assert again.memory is not None and again.memory == report.memory

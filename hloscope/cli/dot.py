@@ -23,21 +23,26 @@ class DotCommand:
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
         from hloscope.render.dot import FORMATS
         from hloscope.render.dot_run import DEFAULT_TIMEOUT_S, RENDERER_NAMES
-        from hloscope.render.dot_views import DEFAULT_MAX_NODES, DEFAULT_RADIUS
+        from hloscope.render.dot_views import DEFAULT_MAX_NODES, DEFAULT_RADIUS, DEFAULT_SCHEDULE_ROWS
 
         p.add_argument("path", metavar="PATH", help="HLO text file, XLA dump folder, artifact folder, or -")
         view = p.add_mutually_exclusive_group(required=True)
-        view.add_argument("--transfer", metavar="NAME",
-                          help="a transfer's window: checkpoint name, start/done instruction name, or op_name")
-        view.add_argument("--computation", metavar="NAME", help="the dependency graph of one computation")
-        view.add_argument("--schedule", metavar="NAME", help="one computation's schedule on lanes")
+        # A view flag without its name lists the names the step has (a one-line error, exit 2).
+        view.add_argument("--transfer", metavar="NAME", nargs="?", const="",
+                          help="a transfer's window: checkpoint name (all transfers of that tensor, one panel "
+                               "each), start/done instruction name, or op_name")
+        view.add_argument("--computation", metavar="NAME", nargs="?", const="",
+                          help="the dependency graph of one computation")
+        view.add_argument("--schedule", metavar="NAME", nargs="?", const="",
+                          help="one computation's schedule on lanes")
         view.add_argument("--calls", action="store_true", help="the call graph with trip counts and bytes")
         p.add_argument("--radius", type=int, default=DEFAULT_RADIUS, metavar="K",
                        help=f"--transfer: hops of producers and consumers to add (default {DEFAULT_RADIUS})")
         p.add_argument("--from", dest="first", type=int, default=0, metavar="POS",
                        help="--schedule: start at this schedule position (default 0)")
-        p.add_argument("--max-nodes", type=int, default=DEFAULT_MAX_NODES, metavar="N",
-                       help=f"draw at most N nodes; the title says what was cut (default {DEFAULT_MAX_NODES})")
+        p.add_argument("--max-nodes", type=int, default=None, metavar="N",
+                       help=f"draw at most N nodes; the title says what was cut (default {DEFAULT_MAX_NODES}; "
+                            f"--schedule: {DEFAULT_SCHEDULE_ROWS} rows)")
         p.add_argument("--format", metavar="FORMAT",
                        help=f"{', '.join(FORMATS)} (default: from -o's extension, else dot)")
         p.add_argument("-o", "--output", help="write to this file instead of stdout")
@@ -65,16 +70,18 @@ class DotCommand:
         if args.timeout <= 0:
             raise HloscopeError(f"--timeout must be positive, not {args.timeout:g}", EXIT_BAD_INPUT)
         view, name = next((v, getattr(args, v)) for v in ("transfer", "computation", "schedule", "calls")
-                          if getattr(args, v))
+                          if getattr(args, v) not in (None, False))
         report = load_report(args.path, args.target, AnalysisOptions(host_space=args.host_memory_space))
         result = render_view(report, view, output if output is not None else fmt,
-                             None if view == "calls" else name, fmt=fmt, radius=args.radius,
+                             name if isinstance(name, str) and name else None, fmt=fmt, radius=args.radius,
                              max_nodes=args.max_nodes, first=args.first, renderer=args.renderer,
                              timeout_s=args.timeout)
         if output is None:
             sys.stdout.buffer.write(result.data)
             sys.stdout.flush()
-        for note in [*report.notes, *result.notes]:
+        # The diagram's own notes (what was cut, which transfers a name covers) and how the input was
+        # read; not the artifact folder's provenance, which every run would repeat (the table says it).
+        for note in [*(n for n in report.notes if not n.startswith("artifact folder:")), *result.notes]:
             print(f"hloscope: note: {note}", file=sys.stderr)
         if result.renderer is not None:
             where = f" to {output}" if output else ""

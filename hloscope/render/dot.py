@@ -31,12 +31,16 @@ from hloscope.render.dot_run import DEFAULT_TIMEOUT_S, Rendered, available_rende
 from hloscope.render.dot_views import (
     DEFAULT_MAX_NODES,
     DEFAULT_RADIUS,
+    DEFAULT_SCHEDULE_ROWS,
     Diagram,
     calls_view,
     computation_view,
+    computations_hint,
     find_transfer,
+    find_transfers,
     schedule_view,
     transfer_view,
+    transfers_hint,
 )
 
 VIEWS = ("transfer", "computation", "schedule", "calls")
@@ -46,7 +50,8 @@ EXTENSIONS = {".dot": "dot", ".gv": "dot", ".svg": "svg", ".png": "png"}
 
 def transfer_graph(report: Report, name: str, radius: int = DEFAULT_RADIUS,
                    max_nodes: int = DEFAULT_MAX_NODES) -> graphviz.Digraph:
-    """The window of the transfer called ``name`` (checkpoint, instruction or op_name)."""
+    """The window of the transfer(s) called ``name`` (checkpoint, instruction or op_name);
+    a checkpoint name of several transfers draws one panel each."""
     return transfer_view(report, name, radius, max_nodes).graph
 
 
@@ -55,9 +60,10 @@ def computation_graph(report: Report, name: str, max_nodes: int = DEFAULT_MAX_NO
     return computation_view(report, name, max_nodes).graph
 
 
-def schedule_graph(report: Report, name: str, max_nodes: int = DEFAULT_MAX_NODES,
+def schedule_graph(report: Report, name: str, max_nodes: int | None = None,
                    first: int = 0) -> graphviz.Digraph:
-    """The schedule of computation ``name`` on lanes, from position ``first``."""
+    """The schedule of computation ``name`` on lanes, from position ``first``
+    (at most ``max_nodes`` ops, default :data:`DEFAULT_SCHEDULE_ROWS`)."""
     return schedule_view(report, name, max_nodes, first).graph
 
 
@@ -67,23 +73,31 @@ def calls_graph(report: Report, max_nodes: int = DEFAULT_MAX_NODES) -> graphviz.
 
 
 def build_view(report: Report, view: str, name: str | None = None, *, radius: int = DEFAULT_RADIUS,
-               max_nodes: int = DEFAULT_MAX_NODES, first: int = 0) -> Diagram:
-    """The diagram of ``view`` (one of :data:`VIEWS`), with the notes on what was cut."""
-    if max_nodes < 1:
+               max_nodes: int | None = None, first: int = 0) -> Diagram:
+    """The diagram of ``view`` (one of :data:`VIEWS`), with the notes on what was cut.
+
+    ``max_nodes`` None: :data:`DEFAULT_SCHEDULE_ROWS` for a schedule, :data:`DEFAULT_MAX_NODES` otherwise."""
+    if max_nodes is not None and max_nodes < 1:
         raise HloscopeError(f"--max-nodes must be at least 1, not {max_nodes}", EXIT_BAD_INPUT)
     if radius < 0:
         raise HloscopeError(f"--radius must be 0 or more, not {radius}", EXIT_BAD_INPUT)
     if view not in VIEWS:
         raise HloscopeError(f"unknown view '{view}'; choose one of: {', '.join(VIEWS)}", EXIT_UNKNOWN_NAME)
+    if view == "schedule":
+        if name is None:
+            raise HloscopeError(f"--schedule needs a computation name; {computations_hint(report)}",
+                                EXIT_BAD_INPUT)
+        return schedule_view(report, name, max_nodes, first)
+    limit = DEFAULT_MAX_NODES if max_nodes is None else max_nodes
     if view == "calls":
-        return calls_view(report, max_nodes)
-    if name is None:
-        raise HloscopeError(f"the {view} view needs a name", EXIT_BAD_INPUT)
-    if view == "transfer":
-        return transfer_view(report, name, radius, max_nodes)
+        return calls_view(report, limit)
     if view == "computation":
-        return computation_view(report, name, max_nodes)
-    return schedule_view(report, name, max_nodes, first)
+        if name is None:
+            raise HloscopeError(f"--computation needs a name; {computations_hint(report)}", EXIT_BAD_INPUT)
+        return computation_view(report, name, limit)
+    if name is None:
+        raise HloscopeError(f"--transfer needs a name; {transfers_hint(report)}", EXIT_BAD_INPUT)
+    return transfer_view(report, name, radius, limit)
 
 
 def format_for(out: str | Path | None, fmt: str | None = None) -> str:
@@ -130,7 +144,7 @@ class ViewResult:
 
 
 def render_view(report: Report, view: str, out: str | Path, name: str | None = None, *,
-                fmt: str | None = None, radius: int = DEFAULT_RADIUS, max_nodes: int = DEFAULT_MAX_NODES,
+                fmt: str | None = None, radius: int = DEFAULT_RADIUS, max_nodes: int | None = None,
                 first: int = 0, renderer: str = "auto", timeout_s: float = DEFAULT_TIMEOUT_S) -> ViewResult:
     """Build ``view`` and render it: to the file ``out`` (format from ``fmt`` or its
     extension), or, when ``out`` is ``dot``/``svg``/``png``, to bytes only."""
@@ -152,6 +166,7 @@ def render_view(report: Report, view: str, out: str | Path, name: str | None = N
     return result
 
 
-__all__ = ["EXTENSIONS", "FORMATS", "VIEWS", "Diagram", "ViewResult", "available_renderers", "build_view",
-           "calls_graph", "computation_graph", "find_transfer", "format_for", "render_dot", "render_view",
+__all__ = ["DEFAULT_SCHEDULE_ROWS", "EXTENSIONS", "FORMATS", "VIEWS", "Diagram", "ViewResult",
+           "available_renderers", "build_view", "calls_graph", "computation_graph", "find_transfer",
+           "find_transfers", "format_for", "render_dot", "render_view",
            "schedule_graph", "transfer_graph"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import graphviz
 
 from hloscope.analysis.kinds import Direction, VerdictKind
-from hloscope.analysis.opclass import collective_kind, is_free
+from hloscope.analysis.opclass import collective_kind, is_free, value_shape
 from hloscope.analysis.verdict import Verdict
 from hloscope.hlo.model import Instruction
 from hloscope.hlo.shape import Shape
@@ -79,15 +79,6 @@ def checkpoint_name(v: Verdict) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
-def value_shape(ins: Instruction) -> Shape:
-    """The shape of the value an instruction makes: for an async start, its result, not its context tuple."""
-    if ins.shape.is_tuple and ins.opcode in ("async-start", "copy-start"):
-        element = ins.shape.tuple_element(1 if ins.opcode == "async-start" else 0)
-        if element is not None:
-            return element
-    return ins.shape
-
-
 def instruction_attrs(ins: Instruction, host_space: int, extra: list[str] | None = None,
                       verdict: Verdict | None = None, trip: int | None = None) -> dict[str, str]:
     """Label and colours of one instruction node."""
@@ -131,36 +122,43 @@ def transfer_lines(v: Verdict) -> list[str]:
     return out
 
 
-def add_legend(g: graphviz.Digraph, items: tuple[str, ...] = ("memory", "verdicts", "edges")) -> None:
-    """A legend cluster explaining the colours and line styles used in the views."""
-    with g.subgraph(name="cluster_legend") as lg:
-        lg.attr(label="legend", fontsize="10", style="rounded", color="#aaaaaa", rank="sink")
-        prev = None
-        rows: list[tuple[str, dict[str, str]]] = []
-        if "memory" in items:
-            rows += [("legend/device", {"label": "device memory", "fillcolor": DEVICE_FILL}),
-                     ("legend/host", {"label": "host memory", "fillcolor": HOST_FILL}),
-                     ("legend/collective", {"label": "collective", "fillcolor": COLLECTIVE_FILL}),
-                     ("legend/free", {"label": "free op (no work)", "fillcolor": FREE_FILL})]
-        if "verdicts" in items:
-            rows += [(f"legend/{k.value}", {"label": f"transfer: {k.value}", "fillcolor": HOST_FILL,
-                                            "color": VERDICT_COLOR[k], "penwidth": "2.5"})
-                     for k in VerdictKind]
-        for node, attrs in rows:
-            lg.node(node, **attrs, fontsize="9")
-            if prev is not None:
-                lg.edge(prev, node, style="invis")
-            prev = node
-        if "edges" in items:
-            edges = [("data", EDGE_STYLE["data"]), ("async start -> done", EDGE_STYLE["async"]),
-                     ("control dependency", EDGE_STYLE["control"]),
-                     ("input ready", {"color": INPUT_READY_COLOR, "penwidth": "2.5"}),
-                     ("first use", {"color": FIRST_USE_COLOR, "penwidth": "2.5"})]
-            for i, (text, style) in enumerate(edges):
-                a, b = f"legend/e{i}a", f"legend/e{i}b"
-                lg.node(a, label="", shape="point", width="0.05")
-                lg.node(b, label=text, shape="plaintext", style="", fontsize="9")
-                if prev is not None:
-                    lg.edge(prev, a, style="invis")
-                lg.edge(a, b, **style)
-                prev = b
+def _cell(text: str, fill: str = "white", border: str = "#aaaaaa", width: int = 1,
+          font: str | None = None, bold: bool = False) -> str:
+    inner = f"<B>{text}</B>" if bold else text
+    if font is not None:
+        inner = f'<FONT COLOR="{font}">{inner}</FONT>'
+    return f'<TD BGCOLOR="{fill}" COLOR="{border}" BORDER="{width}">{inner}</TD>'
+
+
+def _edge_cell(glyph: str, color: str, text: str, bold: bool = False) -> str:
+    mark = f"<B>{glyph}</B>" if bold else glyph
+    return f'<TD BORDER="0"><FONT COLOR="{color}">{mark}</FONT> {text}</TD>'
+
+
+def legend_label(items: tuple[str, ...] = ("memory", "verdicts", "edges")) -> str:
+    """The legend as one HTML-like table (constant text only: no user string ever goes here),
+    a row per kind of mark, so it stays a few lines high whatever the view."""
+    rows: list[list[str]] = []
+    if "memory" in items:
+        rows.append([_cell("device memory", DEVICE_FILL), _cell("host memory", HOST_FILL),
+                     _cell("collective", COLLECTIVE_FILL), _cell("free op (no work)", FREE_FILL, font="#666666")])
+    if "verdicts" in items:
+        rows.append([_cell(f"transfer: {k.value}", HOST_FILL, VERDICT_COLOR[k], 2) for k in VerdictKind])
+    if "edges" in items:
+        rows.append([_edge_cell("---&gt;", EDGE_STYLE["data"]["color"], "data"),
+                     _edge_cell("- - &gt;", EDGE_STYLE["async"]["color"], "async start -&gt; done"),
+                     _edge_cell(". . &gt;", EDGE_STYLE["control"]["color"], "control dependency"),
+                     _edge_cell("===&gt;", INPUT_READY_COLOR, "input ready", bold=True),
+                     _edge_cell("===&gt;", FIRST_USE_COLOR, "first use", bold=True)])
+    width = max(len(r) for r in rows)
+    body = "".join("<TR>" + "".join(r) + ("<TD BORDER=\"0\"></TD>" * (width - len(r))) + "</TR>" for r in rows)
+    return (f'<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="3" CELLPADDING="3">'
+            f'<TR><TD COLSPAN="{width}" BORDER="0" ALIGN="LEFT"><B>legend</B></TD></TR>{body}</TABLE>>')
+
+
+def add_legend(g: graphviz.Digraph, items: tuple[str, ...] = ("memory", "verdicts", "edges"),
+               below: list[str] | tuple[str, ...] = ()) -> None:
+    """The legend: one compact table node, kept under every node in ``below`` (invisible edges)."""
+    g.node("legend", label=legend_label(items), shape="plaintext", style="", fontsize="9")
+    for node in below:
+        g.edge(node, "legend", style="invis")

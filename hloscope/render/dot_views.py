@@ -39,6 +39,8 @@ from hloscope.render.table import human_bytes
 from hloscope.render.why import input_hint, use_hint
 
 DEFAULT_MAX_NODES = 150
+#: Rows of a schedule drawn when no --max-nodes is given (one op per row: about a screen's height).
+DEFAULT_SCHEDULE_ROWS = 40
 DEFAULT_RADIUS = 1
 
 
@@ -61,17 +63,18 @@ def _nid(k: Key) -> str:
     return node_id(*k)
 
 
-def _names_hint(names: Iterable[str], limit: int = 12) -> str:
+def _names_hint(names: Iterable[str], limit: int = 12, width: int = 50) -> str:
     names = list(names)
-    shown = ", ".join(shorten(n, 50) for n in names[:limit])
+    shown = ", ".join(shorten(n, width) for n in names[:limit])
     return shown + (f", … ({len(names) - limit} more)" if len(names) > limit else "")
 
 
 class _Context:
     """Shared look-ups for one report: transfers by instruction, trip counts."""
 
-    def __init__(self, report: Report) -> None:
+    def __init__(self, report: Report, prefix: str = "") -> None:
         self.report = report
+        self.prefix = prefix  # a panel's own node ids when one diagram draws several transfers
         self.module = report.module
         self.index = report.index
         self.host = report.host_space
@@ -80,6 +83,9 @@ class _Context:
             self.verdict_of[_key(v.transfer.instruction)] = v
             if v.done is not None:
                 self.verdict_of.setdefault(_key(v.done), v)
+
+    def nid(self, k: Key) -> str:
+        return node_id(self.prefix, *k) if self.prefix else node_id(*k)
 
     def ins(self, k: Key) -> Instruction:
         return self.module.computations[k[0]].by_name[k[1]]
@@ -98,10 +104,13 @@ class _Context:
             lines.insert(0, line(f"calls: {ins.called_computations[0]}"))
         return instruction_attrs(ins, self.host, lines, v, trip)
 
-    def add_edges(self, g: graphviz.Digraph, keys: list[Key], skip: set[tuple[Key, Key]] | None = None) -> None:
-        """Data and control edges among ``keys``, and async edges of their pairs."""
+    def add_edges(self, g: graphviz.Digraph, keys: list[Key], skip: set[tuple[Key, Key]] | None = None,
+                  free: set[Key] | None = None) -> None:
+        """Data and control edges among ``keys``, and async edges of their pairs. Edges between two
+        keys of ``free`` do not constrain the layout (a wrapped window keeps its grid)."""
         present = set(keys)
         skip = skip or set()
+        free = free or set()
         for k in keys:
             ins = self.ins(k)
             comp = self.module.computations[k[0]]
@@ -111,15 +120,16 @@ class _Context:
                     src_ins = comp.by_name[op]
                     kind = "async" if (is_done(ins) or ins.opcode == "async-update") and \
                         (is_start(src_ins) or src_ins.opcode == "async-update") else "data"
-                    g.edge(_nid(src), _nid(k), **self.edge_style(kind, k))
+                    extra = {"constraint": "false"} if src in free and k in free else {}
+                    g.edge(self.nid(src), self.nid(k), **self.edge_style(kind, k), **extra)
             for pred in ins.control_predecessors if "control-predecessors" in ins.attr_text else ():
                 if (k[0], pred) in present:
-                    g.edge(_nid((k[0], pred)), _nid(k), **EDGE_STYLE["control"])
+                    g.edge(self.nid((k[0], pred)), self.nid(k), **EDGE_STYLE["control"])
         for p in self.report.pairs:
             s, d = _key(p.start), _key(p.done)
             direct = s[0] == d[0] and p.done.operands[:1] == (p.start.name,)  # drawn as an operand edge
             if s in present and d in present and not direct:
-                g.edge(_nid(s), _nid(d), **self.edge_style("async", s), constraint="false")
+                g.edge(self.nid(s), self.nid(d), **self.edge_style("async", s), constraint="false")
 
     def edge_style(self, kind: str, key: Key) -> dict[str, str]:
         style = dict(EDGE_STYLE[kind])
@@ -131,34 +141,75 @@ class _Context:
 
 # -- transfer -----------------------------------------------------------------
 
-def find_transfer(report: Report, name: str) -> Verdict:
-    """The verdict of the transfer called ``name``.
+#: Most transfers one name may draw in one diagram (panels side by side).
+MAX_PANELS = 8
 
-    Tried in order: the transfer's checkpoint name (when the analysis records
-    one), the start's or done's instruction name, then the ``op_name`` metadata
-    (the whole of it, or a ``/``-separated part of it, which is where JAX puts a
-    checkpoint name in some forms). Several transfers matching at the same step
-    is an error listing them; none is an unknown-name error listing the valid names.
+
+def find_transfers(report: Report, name: str) -> list[Verdict]:
+    """Every transfer called ``name``, in report order.
+
+    Tried in order, the first kind that matches wins: the transfer's checkpoint
+    name (when the analysis records one: the to-host write and the to-device
+    read of one tensor, in each loop that moves it, share it), the start's or
+    done's instruction name, then the ``op_name`` metadata (all of it). A
+    ``/``-separated part of an ``op_name`` (where JAX puts a checkpoint name in
+    some forms) must name one transfer: several is an error listing them, since
+    a part such as ``dynamic_slice`` says nothing about which tensor. None is an
+    unknown-name error listing the valid names.
     """
-    verdicts = [v for v in report.verdicts]
+    verdicts = list(report.verdicts)
     tests = (
         lambda v: checkpoint_name(v) == name,
         lambda v: v.transfer.instruction.name == name or (v.done is not None and v.done.name == name),
         lambda v: v.transfer.instruction.metadata.get("op_name", "") == name,
-        lambda v: name in v.transfer.instruction.metadata.get("op_name", "").split("/"),
     )
     for test in tests:
         found = [v for v in verdicts if test(v)]
-        if len(found) == 1:
-            return found[0]
         if found:
-            raise HloscopeError(f"'{shorten(name, 80)}' matches {len(found)} transfers: "
-                                f"{_names_hint(v.transfer.instruction.name for v in found)}; "
-                                "give an instruction name", EXIT_UNKNOWN_NAME)
-    valid = [checkpoint_name(v) or v.transfer.instruction.name for v in verdicts]
-    raise HloscopeError(f"no transfer called '{shorten(name, 80)}'; transfers: "
-                        f"{_names_hint(dict.fromkeys(valid)) if valid else '(none in this module)'}",
+            return found
+    found = [v for v in verdicts if name in v.transfer.instruction.metadata.get("op_name", "").split("/")]
+    if len(found) == 1:
+        return found
+    if found:
+        raise HloscopeError(f"'{shorten(name, 80)}' is part of the op_name of {len(found)} transfers: "
+                            f"{_names_hint(v.transfer.instruction.name for v in found)}; "
+                            "give a checkpoint or instruction name", EXIT_UNKNOWN_NAME)
+    raise HloscopeError(f"no transfer called '{shorten(name, 80)}'; {transfers_hint(report)}",
                         EXIT_UNKNOWN_NAME)
+
+
+def transfers_hint(report: Report) -> str:
+    """``transfers: key_proj (3), dynamic-slice-start.2.0, ...``: the names --transfer takes."""
+    counts: dict[str, int] = {}
+    for v in report.verdicts:
+        n = checkpoint_name(v) or v.transfer.instruction.name
+        counts[n] = counts.get(n, 0) + 1
+    if not counts:
+        return "no host transfer in this module"
+    return "transfers: " + _names_hint(f"{n} ({k})" if k > 1 else n for n, k in counts.items())
+
+
+def find_transfer(report: Report, name: str) -> Verdict:
+    """The one transfer called ``name`` (see :func:`find_transfers`); several is an error listing them."""
+    found = find_transfers(report, name)
+    if len(found) > 1:
+        raise HloscopeError(f"'{shorten(name, 80)}' names {len(found)} transfers: "
+                            f"{_names_hint(v.transfer.instruction.name for v in found)}; "
+                            "give an instruction name", EXIT_UNKNOWN_NAME)
+    return found[0]
+
+
+#: Window ops per column in a transfer view before the window wraps into another column.
+WINDOW_ROWS = 16
+
+
+def _columns(keys: list[Key]) -> list[list[Key]]:
+    """``keys`` in schedule order cut into columns of equal height, at most WINDOW_ROWS each."""
+    if len(keys) <= WINDOW_ROWS:
+        return [keys] if keys else []
+    n = -(-len(keys) // WINDOW_ROWS)
+    rows = -(-len(keys) // n)
+    return [keys[j:j + rows] for j in range(0, len(keys), rows)]
 
 
 def _neighbourhood(ctx: _Context, seeds: list[Instruction], radius: int) -> list[Key]:
@@ -179,13 +230,52 @@ def _neighbourhood(ctx: _Context, seeds: list[Instruction], radius: int) -> list
     return out
 
 
+def transfer_summary(v: Verdict) -> str:
+    """``dynamic-slice-start.1.0 (H->D 64.0 KiB, HIDDEN, region_13.23_spmd)``: one transfer in a list."""
+    return f"{v.transfer.instruction.name} ({transfer_lines(v)[0].split('  [')[0]}, {v.verdict.value.upper()}, " \
+           f"{v.transfer.computation})"
+
+
 def transfer_view(report: Report, name: str, radius: int = DEFAULT_RADIUS,
                   max_nodes: int = DEFAULT_MAX_NODES) -> Diagram:
-    """One transfer: start, done, its window in schedule order, neighbours, hints."""
-    ctx = _Context(report)
-    v = find_transfer(report, name)
+    """The transfer(s) called ``name``: start, done, window in schedule order, neighbours, hints.
+
+    A name that covers several transfers (a checkpoint name: the write to host
+    and each read back) draws each in its own panel, side by side, and says so
+    in the title and the notes; ``max_nodes`` applies to each panel.
+    """
+    found = find_transfers(report, name)
+    if len(found) == 1:
+        ctx = _Context(report)
+        title, notes, _ = _transfer_panel(ctx, None, found[0], radius, max_nodes)
+        g = new_graph("transfer", title + notes)
+        add_legend(g, below=_transfer_panel(ctx, g, found[0], radius, max_nodes)[2])
+        return Diagram(g, notes)
+    shown = found[:MAX_PANELS]
+    notes = [f"'{shorten(name, 60)}' names {len(found)} transfers; drawing "
+             + (f"each in its own panel: {', '.join(transfer_summary(v) for v in shown)}" if len(shown) == len(found)
+                else f"the first {len(shown)} in their own panels: {', '.join(transfer_summary(v) for v in shown)};"
+                     f" name one by its instruction to see another")]
+    g = new_graph("transfer", [line(f"transfers named {name}", 100),
+                               f"{len(found)} transfers, one panel each (left to right in report order)"]
+                  + ([notes[0]] if len(shown) < len(found) else []))
+    drawn: list[str] = []
+    for i, v in enumerate(shown):
+        ctx = _Context(report, prefix=f"t{i}")
+        title, panel_notes, _ = _transfer_panel(ctx, None, v, radius, max_nodes)
+        with g.subgraph(name=f"cluster_t{i}") as c:
+            c.attr(label=label(*title, *panel_notes), style="rounded", color="#34495e", labeljust="l")
+            drawn += _transfer_panel(ctx, c, v, radius, max_nodes)[2]
+        notes += [f"{v.transfer.instruction.name}: {n}" for n in panel_notes]
+    add_legend(g, below=drawn)
+    return Diagram(g, notes)
+
+
+def _transfer_panel(ctx: _Context, g: graphviz.Digraph | None, v: Verdict, radius: int,
+                    max_nodes: int) -> tuple[list[str], list[str], list[str]]:
+    """Draw one transfer into ``g`` (nothing when None): (title lines, notes, node ids drawn)."""
     start, done = v.transfer.instruction, v.done
-    window = v.window_instructions(report.module)
+    window = v.window_instructions(ctx.module)
     hint_edges: list[tuple[Key, Key, dict[str, str]]] = []
     if v.input_ready is not None and v.pair is not None:
         hint_edges.append((_key(v.input_ready.producer), _key(start),
@@ -220,34 +310,47 @@ def transfer_view(report: Report, name: str, radius: int = DEFAULT_RADIUS,
         notes.append(f"showing {len(keep)} of {len(ordered)} nodes ({cut} cut: "
                      f"{len([i for i in window if _key(i) not in kept])} window op(s), the rest neighbours); "
                      f"widen with --max-nodes {len(ordered)}")
-    g = new_graph("transfer", title + notes)
+    if g is None:
+        return title, notes, []
 
-    # Window segments as clusters, their ops chained in schedule order.
+    # Window segments as clusters, their ops chained in schedule order; a long window wraps into
+    # columns of at most WINDOW_ROWS (read down, then right), so it fits a screen's height.
     in_window = set(window_keys)
+    gridded: set[Key] = set()
     for i, seg in enumerate(v.window):
         seg_keys = [k for k in window_keys if k[0] == seg.computation
                     and seg.first <= ctx.ins(k).position < seg.end]
-        with g.subgraph(name=f"cluster_window{i}") as c:
+        columns = _columns(seg_keys)
+        with g.subgraph(name=f"cluster_{ctx.prefix}window{i}") as c:
             c.attr(label=label(line(f"window: {seg.computation} [{seg.first}, {seg.end}) {seg.kind.value}")),
                    style="dashed", color="#7f8c8d", fontsize="10")
             for k in seg_keys:
-                c.node(_nid(k), **ctx.attrs(ctx.ins(k), [f"#{ctx.ins(k).position}"]))
-        chain = ([_key(start)] if i == 0 else []) + seg_keys + ([_key(done)] if done is not None and
-                                                                i == len(v.window) - 1 else [])
-        for a, b in itertools.pairwise(chain):
-            g.edge(_nid(a), _nid(b), style="invis", weight="10")
+                c.node(ctx.nid(k), **ctx.attrs(ctx.ins(k), [f"#{ctx.ins(k).position}"]))
+            if len(columns) > 1:  # rows across the columns; edges inside the grid leave it alone
+                gridded.update(seg_keys)
+                for row in itertools.zip_longest(*columns):
+                    with c.subgraph() as r:
+                        r.attr(rank="same")
+                        for k in row:
+                            if k is not None:
+                                r.node(ctx.nid(k))
+        head = [_key(start)] if i == 0 else []
+        tail = [_key(done)] if done is not None and i == len(v.window) - 1 else []
+        for col in columns or [[]]:  # every column hangs from the start and ends above the done
+            chain = head + col + tail
+            for a, b in itertools.pairwise(chain):
+                g.edge(ctx.nid(a), ctx.nid(b), style="invis", weight="10")
     for k in keep:
         if k not in in_window:
             ins = ctx.ins(k)
-            g.node(_nid(k), **ctx.attrs(ins, [f"#{ins.position}" + ("" if k[0] == start.computation
-                                                                     else f" in {shorten(k[0], 40)}")]))
+            g.node(ctx.nid(k), **ctx.attrs(ins, [f"#{ins.position}" + ("" if k[0] == start.computation
+                                                                        else f" in {shorten(k[0], 40)}")]))
     hint_pairs = {(a, b) for a, b, _ in hint_edges}
-    ctx.add_edges(g, keep, skip=hint_pairs)
+    ctx.add_edges(g, keep, skip=hint_pairs, free=gridded)
     for a, b, attrs in hint_edges:
         if a in kept and b in kept:
-            g.edge(_nid(a), _nid(b), **attrs)
-    add_legend(g)
-    return Diagram(g, notes)
+            g.edge(ctx.nid(a), ctx.nid(b), **attrs)
+    return title, notes, [ctx.nid(k) for k in keep]
 
 
 # -- computation ----------------------------------------------------------------
@@ -256,9 +359,21 @@ def _computation(report: Report, name: str) -> str:
     comps = report.module.computations
     if name in comps:
         return name
-    scheduled = [c for c in comps if report.index.is_scheduled_computation(c)]
-    raise HloscopeError(f"no computation called '{shorten(name, 80)}'; scheduled computations: "
-                        f"{_names_hint(scheduled)}", EXIT_UNKNOWN_NAME)
+    raise HloscopeError(f"no computation called '{shorten(name, 80)}'; {computations_hint(report)}",
+                        EXIT_UNKNOWN_NAME)
+
+
+def computations_hint(report: Report) -> str:
+    """``scheduled computations: a (3 transfers), b, ...``: the names a --computation/--schedule takes,
+    those that move host data first."""
+    comps = [c for c in report.module.computations if report.index.is_scheduled_computation(c)]
+    moving: dict[str, int] = {}
+    for v in report.verdicts:
+        moving[v.transfer.computation] = moving.get(v.transfer.computation, 0) + 1
+    comps.sort(key=lambda c: -moving.get(c, 0))
+    kind = "scheduled computations" if report.module.is_scheduled else "computations (module NOT scheduled)"
+    return f"{kind}: " + _names_hint((f"{shorten(c, 50)} ({moving[c]} transfer(s))" if c in moving else c
+                                      for c in comps), width=70)
 
 
 def computation_view(report: Report, name: str, max_nodes: int = DEFAULT_MAX_NODES) -> Diagram:
@@ -280,7 +395,7 @@ def computation_view(report: Report, name: str, max_nodes: int = DEFAULT_MAX_NOD
     for ins in keep:
         g.node(_nid(_key(ins)), **ctx.attrs(ins, [f"#{ins.position}"]))
     ctx.add_edges(g, [_key(i) for i in keep])
-    add_legend(g)
+    add_legend(g, below=[_nid(_key(i)) for i in keep])
     return Diagram(g, notes)
 
 
@@ -299,41 +414,47 @@ def _lane(ctx: _Context, ins: Instruction) -> str:
     return "compute"
 
 
-def schedule_view(report: Report, name: str, max_nodes: int = DEFAULT_MAX_NODES,
+def schedule_view(report: Report, name: str, max_nodes: int | None = None,
                   first: int = 0) -> Diagram:
     """One computation's schedule, time downwards, on lanes; async spans as dashed edges.
 
     Free ops (bitcasts, tuples, constants ...) are left out; ``first`` is the
-    schedule position to start from.
+    schedule position to start from. One op is one row, so at most ``max_nodes``
+    (default :data:`DEFAULT_SCHEDULE_ROWS`, a screen's height) are drawn, and the
+    notes say how to see the rest. A lane with nothing on it is not drawn.
     """
     ctx = _Context(report)
     comp = report.module.computations[_computation(report, name)]
     work = [i for i in comp.instructions if not is_free(i) and i.position >= first]
-    keep = work[:max_nodes]
-    title = [line(f"schedule of {comp.name}", 100),
-             f"{len(comp.instructions)} instruction(s); {len(work)} that do work from position {first} "
-             "(free ops not drawn); time runs downwards"]
-    notes = []
-    if len(keep) < len(work):
-        notes.append(f"showing {len(keep)} of {len(work)} ops (positions {keep[0].position}.."
-                     f"{keep[-1].position}); widen with --max-nodes {len(work)} "
-                     f"or continue with --from {keep[-1].position + 1}")
-    g = new_graph("schedule", title + notes)
+    limit = DEFAULT_SCHEDULE_ROWS if max_nodes is None else max_nodes
+    keep = work[:limit]
     lanes: dict[str, list[Instruction]] = {lane: [] for lane, _ in LANES}
     for ins in keep:
         lanes[_lane(ctx, ins)].append(ins)
-    for lane, text in LANES:
+    empty = [text for lane, text in LANES if not lanes[lane]]
+    title = [line(f"schedule of {comp.name}", 100),
+             f"{len(comp.instructions)} instruction(s); {len(work)} that do work from position {first} "
+             "(free ops not drawn); time runs downwards"
+             + (f"; nothing on: {', '.join(empty)}" if empty and keep else "")]
+    notes = []
+    if len(keep) < len(work):
+        notes.append(f"showing {len(keep)} of {len(work)} ops (positions {keep[0].position}.."
+                     f"{keep[-1].position}); continue with --from {keep[-1].position + 1}, "
+                     f"or draw all with --max-nodes {len(work)}")
+    g = new_graph("schedule", title + notes)
+    drawn = [(lane, text) for lane, text in LANES if lanes[lane]]
+    for lane, text in drawn:
         with g.subgraph(name=f"cluster_{lane}") as c:
             c.attr(label=text, style="rounded", color="#aaaaaa", fontsize="11")
-            # An invisible head keeps empty lanes visible and the lanes in this order.
+            # An invisible head keeps the lanes in this order.
             c.node(f"lane/{lane}", label="", shape="point", style="invis")
             for ins in lanes[lane]:
                 c.node(_nid(_key(ins)), **ctx.attrs(ins, [f"#{ins.position}"]))
-    for (a, _), (b, _) in itertools.pairwise(LANES):
+    for (a, _), (b, _) in itertools.pairwise(drawn):
         g.edge(f"lane/{a}", f"lane/{b}", style="invis")
     chain = [_nid(_key(i)) for i in keep]
     if chain:
-        g.edge(f"lane/{LANES[0][0]}", chain[0], style="invis")
+        g.edge(f"lane/{drawn[0][0]}", chain[0], style="invis")
     for a, b in itertools.pairwise(chain):
         g.edge(a, b, style="invis")
     kept = {_key(i) for i in keep}
@@ -341,7 +462,7 @@ def schedule_view(report: Report, name: str, max_nodes: int = DEFAULT_MAX_NODES,
         s, d = _key(p.start), _key(p.done)
         if s in kept and d in kept:
             g.edge(_nid(s), _nid(d), **ctx.edge_style("async", s), constraint="false")
-    add_legend(g)
+    add_legend(g, below=chain[-1:])
     return Diagram(g, notes)
 
 
@@ -364,7 +485,9 @@ def calls_view(report: Report, max_nodes: int = DEFAULT_MAX_NODES) -> Diagram:
         if w is None or list(VERDICT_COLOR).index(v.verdict) < list(VERDICT_COLOR).index(w.verdict):
             worst[v.transfer.computation] = v
     title = [line(f"call graph of {report.module.name}", 100),
-             f"{len(comps)} scheduled computation(s); bytes are per execution"]
+             (f"{len(comps)} scheduled computation(s)" if report.module.is_scheduled else
+              f"{len(comps)} computation(s) (module NOT scheduled: before optimizations)")
+             + "; bytes are per execution"]
     notes = []
     if len(keep) < len(comps):
         notes.append(f"showing {len(keep)} of {len(comps)} computations; widen with --max-nodes {len(comps)}")
@@ -392,5 +515,5 @@ def calls_view(report: Report, max_nodes: int = DEFAULT_MAX_NODES) -> Diagram:
             text += f" x{trip if trip is not None else '?'}"
         g.edge(node_id(a), node_id(b), label=label(line(text), line(f"via {d['via']}")),
                style="dotted" if d["kind"] == "while_condition" else "solid")
-    add_legend(g, items=("verdicts",))
+    add_legend(g, items=("verdicts",), below=[node_id(c) for c in keep])
     return Diagram(g, notes)

@@ -15,7 +15,7 @@ import re
 import pytest
 
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_UNKNOWN_NAME, HloscopeError
-from hloscope.render.dot import build_view, find_transfer
+from hloscope.render.dot import DEFAULT_SCHEDULE_ROWS, build_view, find_transfer
 from hloscope.render.dot_text import node_id
 from tests.conftest import FIXTURES, fixture_report, fixture_text
 
@@ -168,10 +168,49 @@ def test_unknown_and_ambiguous_names_are_exit_3() -> None:
     assert e.value.exit_code == EXIT_UNKNOWN_NAME and "dynamic-slice-start.2.0" in str(e.value)
     with pytest.raises(HloscopeError) as e:
         build_view(report, "transfer", "dynamic_slice")  # the last part of several op_names
-    assert e.value.exit_code == EXIT_UNKNOWN_NAME and "matches" in str(e.value)
+    assert e.value.exit_code == EXIT_UNKNOWN_NAME and "is part of the op_name of" in str(e.value)
     with pytest.raises(HloscopeError) as e:
         build_view(report, "computation", "nope")
     assert e.value.exit_code == EXIT_UNKNOWN_NAME and "region_13.23_spmd" in str(e.value)
     with pytest.raises(HloscopeError) as e:
         build_view(report, "calls", max_nodes=0)
     assert e.value.exit_code == EXIT_BAD_INPUT
+
+
+def test_schedule_is_limited_by_default_and_says_how_to_see_more() -> None:
+    report = fixture_report("llama_offload.hlo.txt")
+    diagram = build_view(report, "schedule", "region_13.23_spmd")
+    full = build_view(report, "schedule", "region_13.23_spmd", max_nodes=10_000)
+    drawn = [n for n in _nodes(diagram.graph.source) if not n.startswith(("legend", "lane/"))]
+    every = [n for n in _nodes(full.graph.source) if not n.startswith(("legend", "lane/"))]
+    assert len(drawn) == DEFAULT_SCHEDULE_ROWS < len(every) and not full.notes
+    last = max(int(p) for p in re.findall(r"\\n#(\d+)\"", diagram.graph.source))
+    assert f"continue with --from {last + 1}" in diagram.notes[0]
+    assert f"--max-nodes {len(every)}" in diagram.notes[0]
+
+
+def test_an_empty_lane_is_not_drawn() -> None:
+    # The backward body only reads from host memory: no to-host transfer in it (read from the HLO text).
+    text = fixture_text("llama_offload.hlo.txt")
+    body = text[text.index("%region_13.23_spmd "):]
+    body = body[:body.index("\n}\n")]
+    assert "dynamic-update-slice-start" not in body and "dynamic-slice-start" in body
+    source = build_view(fixture_report("llama_offload.hlo.txt"), "schedule", "region_13.23_spmd",
+                        max_nodes=1000).graph.source
+    assert "cluster_to_device" in source and "cluster_to_host" not in source
+    assert "nothing on: host link D->H" in source
+
+
+def test_legend_is_one_node_below_everything() -> None:
+    source = build_view(fixture_report("mlp_offload.hlo.txt"), "transfer", "dynamic-slice-start.1").graph.source
+    nodes = {n for n in _nodes(source) if n != "legend"}
+    into_legend = set(re.findall(r'^\t+"([^"]+)" -> legend \[style=invis\]$', source, re.M))
+    assert nodes == into_legend  # an edge from every node keeps it under the drawing
+    assert "cluster_legend" not in source and len(re.findall(r"^\tlegend \[", source, re.M)) == 1
+
+
+def test_calls_of_an_unscheduled_module_does_not_say_scheduled() -> None:
+    text = fixture_text("mlp_offload.before_optimizations.hlo.txt")
+    assert "is_scheduled=true" not in text.splitlines()[0]
+    source = build_view(fixture_report("mlp_offload.before_optimizations.hlo.txt"), "calls").graph.source
+    assert "scheduled computation(s)" not in source and "module NOT scheduled" in source

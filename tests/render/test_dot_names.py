@@ -1,0 +1,94 @@
+"""``hloscope dot --transfer NAME`` with a checkpoint name, and the view flags without a name.
+
+The step is the llama fixture as an artifact folder whose manifest names its
+tensors the way ``hloscope compile`` records them (a name per user source line,
+matched against the stack frames in the HLO). The lines are read from the
+fixture itself: the user lines (llama.py) that its to-host writes come from.
+The analysis then carries each name over to the read back from host memory.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from hloscope.cli.main import main
+from hloscope.errors import EXIT_BAD_INPUT, EXIT_UNKNOWN_NAME, HloscopeError
+from hloscope.render.dot import build_view
+from tests.conftest import FIXTURES, fixture_report, fixture_text
+
+
+def _user_lines() -> dict[int, set[str]]:
+    """llama.py line -> the to-host transfers (start names) written from it, without any names given."""
+    out: dict[int, set[str]] = {}
+    for v in fixture_report("llama_offload.hlo.txt").verdicts:
+        src = v.transfer.source
+        if src is not None and src.file.endswith("llama.py") and v.transfer.direction.value == "to_host":
+            out.setdefault(src.line, set()).add(v.transfer.instruction.name)
+    return out
+
+
+@pytest.fixture(scope="module")
+def named_step(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("art") / "llama"
+    folder.mkdir()
+    (folder / "optimized.hlo.txt").write_text(fixture_text("llama_offload.hlo.txt"))
+    llama = next(v.transfer.source.file for v in fixture_report("llama_offload.hlo.txt").verdicts
+                 if v.transfer.source is not None and v.transfer.source.file.endswith("llama.py"))
+    names = [{"name": f"tensor_{line}", "file": llama, "line": line, "producer_file": llama, "producer_line": line,
+              "role": None} for line in _user_lines()]
+    (folder / "manifest.json").write_text(json.dumps({"target": "h100-sxm", "devices": 8, "tensor_names": names}))
+    return folder
+
+
+def test_checkpoint_name_draws_every_transfer_of_that_tensor(named_step: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from hloscope.artifact import load_report
+
+    line, writes = min(_user_lines().items())
+    report = load_report(str(named_step))
+    named = [v for v in report.verdicts if v.transfer.checkpoint_name == f"tensor_{line}"]
+    assert writes < {v.transfer.instruction.name for v in named}  # the name covers more than one transfer:
+    assert any(v.transfer.direction.value == "to_device" for v in named)  # the read back for the backward pass
+    out = named_step.parent / "key.dot"
+    assert main(["dot", str(named_step), "--transfer", f"tensor_{line}", "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f"'tensor_{line}' names {len(named)} transfers" in err and "artifact folder" not in err
+    source = out.read_text()
+    for i, v in enumerate(named):  # one panel per transfer, holding its start and done
+        panel = source[source.index(f"subgraph cluster_t{i} {{"):]
+        assert f"transfer {v.transfer.instruction.name}" in panel.split("subgraph cluster_t")[1]
+        assert v.done is not None and f"t{i}/{v.transfer.computation}/{v.done.name}" in source
+
+
+def test_instruction_name_still_draws_one(named_step: Path) -> None:
+    from hloscope.artifact import load_report
+
+    report = load_report(str(named_step))
+    source = build_view(report, "transfer", "dynamic-slice-start.2.0").graph.source
+    assert "cluster_t0" not in source and "transfer dynamic-slice-start.2.0" in source
+
+
+def test_view_flag_without_a_name_lists_the_names(capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(FIXTURES / "llama_offload.hlo.txt")
+    text = fixture_text("llama_offload.hlo.txt")
+    assert main(["dot", path, "--schedule"]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--schedule needs a computation name" in err
+    # the computations that move host data are listed first, with their transfer counts (from the HLO text)
+    body = text[text.index("%region_13.23_spmd "):]
+    body = body[:body.index("\n}\n")]
+    starts = re.findall(r"%(dynamic-slice-start[\w.\-]*) = ", body)
+    assert f"region_13.23_spmd ({len(starts)} transfer(s))" in err
+    assert main(["dot", path, "--transfer"]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "--transfer needs a name" in err and "dynamic-slice-start.2.0" in err
+
+
+def test_a_part_of_several_op_names_is_still_an_error() -> None:
+    with pytest.raises(HloscopeError) as e:
+        build_view(fixture_report("llama_offload.hlo.txt"), "transfer", "dynamic_slice")
+    assert e.value.exit_code == EXIT_UNKNOWN_NAME and "is part of the op_name of" in str(e.value)

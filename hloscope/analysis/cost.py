@@ -152,21 +152,12 @@ class CostModel:
         self._param_reads[name] = ()
         self._root_writes[name] = None
         total, dtype = 0.0, ""
-        # Users of the parameters and of views of them: all that _value_reads follows.
-        users: dict[str, list[Instruction]] = {}
         params: dict[int, Instruction] = {}
         for x in body.instructions:
             op = x.opcode
             if op == "parameter":
                 params[int(x.literal or 0)] = x
-                users[x.name] = []
                 continue
-            for o in x.operands:
-                lst = users.get(o)
-                if lst is not None and (not lst or lst[-1] is not x):  # reading a value twice is one use
-                    lst.append(x)
-                    if op in _VIEW_OPCODES and x.name not in users:
-                        users[x.name] = []
             if op == "dot" or op == "convolution":
                 f, t = self._dot_flops(x)
             elif op == "fusion" or (op == "custom-call" and x.called_computations):
@@ -181,6 +172,7 @@ class CostModel:
             dtype = dtype or t
         self._comp_flops[name] = (total, dtype or "f32")
         in_place = self._in_place_updates(body)
+        users = self.index.users_map(name)
         self._param_reads[name] = tuple(
             self._value_reads(body, params[i], users, in_place, 0) if i in params else 0
             for i in range(max(params, default=-1) + 1))

@@ -19,7 +19,6 @@ from hloscope.analysis.intent import (
     IntentAccount,
     PlacementKind,
     Why,
-    account_intent,
     intent_from_dict,
     intent_to_dict,
 )
@@ -33,26 +32,20 @@ ACTIVATION = steps.BATCH * steps.WIDTH * 4
 
 
 @cache
-def compiled(case: str) -> tuple[Any, Any, Any]:
-    """(CompileResult, Report, unoptimized Module) of ``steps.<case>`` on one compile-only H100."""
-    from hloscope.analysis.report import analyze_module
-    from hloscope.compile.deviceless import compile_step, make_mesh
-    from hloscope.hlo.parser import parse_hlo
-    from hloscope.targets import get_target
+def compiled(case: str) -> tuple[Any, Any]:
+    """(CompileResult, StepReport) of ``steps.<case>`` on one compile-only H100, through the Python API."""
+    import hloscope
+    from hloscope.compile.deviceless import make_mesh
 
     mesh = make_mesh("h100-sxm", 1)
     fn, args = getattr(steps, case)(mesh)
-    result = compile_step(fn, *args, mesh=mesh, target="h100-sxm")
-    report = analyze_module(parse_hlo(result.optimized_hlo, case), get_target("h100-sxm"), names=result.tensor_names)
-    return result, report, parse_hlo(result.unoptimized_hlo, case + "-unoptimized")
+    return hloscope.compile_step(fn, *args, target="h100-sxm", devices=1, mesh=mesh)
 
 
 def account(case: str) -> IntentAccount:
-    result, report, unoptimized = compiled(case)
-    acc = getattr(report, "intent", None)
-    if isinstance(acc, IntentAccount):
-        return acc
-    return account_intent(result.intent, report.verdicts, report.module, unoptimized)
+    acc = compiled(case)[1].intent
+    assert isinstance(acc, IntentAccount), "the report of a traced step carries its intent account"
+    return acc
 
 
 def host_annotations(case: str) -> int:
@@ -84,6 +77,10 @@ def test_typo_names_the_policy_name_and_suggests_the_tag() -> None:
     text = lines(acc)
     assert "NO transfer" in text.splitlines()[0] and "offload 'mlp_hiden'" in text
     assert "did you mean 'mlp_hidden'?" in text
+    # print(report) from Python: the section comes first, before "no host transfers found".
+    printed = str(compiled("typo")[1])
+    assert printed.index("offloads asked for") < printed.index("no host transfers found")
+    assert "mlp_hiden" in printed and "did you mean 'mlp_hidden'?" in printed
 
 
 def test_name_never_tagged() -> None:

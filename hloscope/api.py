@@ -68,20 +68,21 @@ def analyze(x: Any, target: Target | str | None = None, host_space: int = HOST_M
         return load_report(path, target, options, report_type=StepReport)
     tgt = get_target(target or DEFAULT_TARGET) if not isinstance(target, Target) else target
     text: str | None = None
+    label = "<text>"
     if isinstance(x, Module):
         module = x
     elif isinstance(x, str):
         text = x
         module = parse_hlo(x)
     elif hasattr(x, "as_text") and hasattr(x, "memory_analysis"):  # jax.stages.Compiled
-        text = _gpu_compiled(x).as_text()
-        module = parse_hlo(text, "<compiled>")
+        text, label = _gpu_compiled(x).as_text(), "<compiled>"
+        module = parse_hlo(text, label)
     elif hasattr(x, "compile") and hasattr(x, "as_text"):  # jax.stages.Lowered
-        text = _gpu_compiled(x.compile()).as_text()
-        module = parse_hlo(text, "<compiled>")
+        text, label = _gpu_compiled(x.compile()).as_text(), "<compiled>"
+        module = parse_hlo(text, label)
     else:
         raise TypeError(f"cannot analyze {type(x).__name__}: give HLO text, a path, or a jax Compiled/Lowered")
-    inputs = StepInputs(module, module.source_path or module.name, text)
+    inputs = StepInputs(module, module.source_path or label, text)
     return analyze_step(inputs, tgt, options, report_type=StepReport)
 
 
@@ -121,7 +122,8 @@ def compile_step(fn: Any, *abstract_args: Any, target: Target | str = DEFAULT_TA
     name = getattr(fn, "__qualname__", getattr(fn, "__name__", "step"))
     extra = {"fn": f"{getattr(fn, '__module__', '?')}:{name}"}
     source = str(Path(out) / "optimized.hlo.txt") if out is not None else None
-    report = analyze_result(result, tgt, extra=extra, source_path=source, report_type=StepReport)
+    report = analyze_result(result, tgt, extra=extra, source_path=source, label=f"<compile_step {name}>",
+                            report_type=StepReport)
     if out is not None:
         save_artifacts(out, result, report, extra, force=True)
     return result, report

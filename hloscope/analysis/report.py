@@ -210,7 +210,7 @@ def analyze_module(module: Module, target: Target, options: AnalysisOptions | in
     """Run every pass over ``module`` for ``target`` (:func:`analyze_step` on a bare module).
     ``options`` may be a host memory space number. ``names``: the step's ``checkpoint_name``
     records (``hloscope.analysis.names``), when it was traced here."""
-    return analyze_step(StepInputs(module, module.source_path or module.name, names=tuple(names), notes=notes),
+    return analyze_step(StepInputs(module, module.source_path or "<text>", names=tuple(names), notes=notes),
                         target, options)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hloscope.errors import EXIT_OK
@@ -16,12 +15,12 @@ if TYPE_CHECKING:
 
 def load_side(path: str, target_name: str | None) -> Snapshot:
     """A JSON report file, or anything ``check`` reads (HLO file, dump or artifact folder)."""
+    from hloscope.artifact import is_json_report
     from hloscope.check.baseline import load_snapshot, snapshot_from_subject
     from hloscope.check.subject import load_path
     from hloscope.targets import DEFAULT_TARGET, get_target
 
-    p = Path(path)
-    if p.is_file() and p.read_bytes()[:1] == b"{":
+    if is_json_report(path):
         return load_snapshot(path)
     return snapshot_from_subject(load_path(path, get_target(target_name or DEFAULT_TARGET)))
 

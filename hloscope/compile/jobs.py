@@ -69,8 +69,9 @@ def compile_job(request: CompileRequest, phase: Callable[[str], None] | None = N
     wl, cfg = workloads.resolve(str(request.workload), sets)
     mesh = make_mesh(tgt, request.devices)
     fn, args = wl.build(cfg, mesh)
-    result = compile_step(fn, *args, mesh=mesh, target=tgt, flags=flags, scheduler=request.scheduler, pipelined_offload=request.pipelined,
-                          donate_argnums=(0, 1, 2), roles=wl.roles, phase=phase, cache=True)
+    result = compile_step(fn, *args, mesh=mesh, target=tgt, flags=flags, scheduler=request.scheduler,
+                          pipelined_offload=request.pipelined, donate_argnums=(0, 1, 2), roles=wl.roles, phase=phase,
+                          cache=True)
     return result, {"workload": wl.name, "config": dataclasses.asdict(cfg)}
 
 
@@ -139,13 +140,15 @@ def vocab_of(extra: Mapping[str, Any]) -> int | None:
 
 
 def step_inputs(result: Any, extra: Mapping[str, Any] | None = None, vocab_size: int | None = None,
-                source_path: str | None = None) -> StepInputs:
+                source_path: str | None = None, label: str | None = None) -> StepInputs:
     """What the pipeline reads from a compile (a CompileResult): the optimized module, its tensor names,
     the raw memory figures, XLA's memory texts and the compile's facts. ``extra``: the manifest
-    extras of a job (workload and config, or fn and args)."""
+    extras of a job (workload and config, or fn and args). ``label``: how to name the step when it
+    has no file (default ``<compiled>``)."""
     from hloscope.hlo.parser import parse_hlo
 
-    module = parse_hlo(result.optimized_hlo, source_path or "<compiled>")
+    name = source_path or label or "<compiled>"
+    module = parse_hlo(result.optimized_hlo, name)
     module.source_path = source_path
     figures = dict(result.memory)
     if result.device_memory_size:
@@ -156,7 +159,7 @@ def step_inputs(result: Any, extra: Mapping[str, Any] | None = None, vocab_size:
     unoptimized = None
     if intent is not None and intent.asks_for_offload() and result.unoptimized_hlo:
         unoptimized = parse_hlo(result.unoptimized_hlo, "<unoptimized>")  # the intent accounting follows it
-    return StepInputs(module, source_path or "<compiled>", result.optimized_hlo,
+    return StepInputs(module, name, result.optimized_hlo,
                       tuple(getattr(result, "tensor_names", None) or ()), figures,
                       XlaDumpTexts.from_files(result.extra_files), None, (),
                       vocab_size if vocab_size is not None else vocab_of(extra or {}), facts,
@@ -169,24 +172,26 @@ R = TypeVar("R", bound=Report)
 @overload
 def analyze_result(result: Any, target: str | Target, vocab_size: int | None = None, *,
                    options: AnalysisOptions | None = None, extra: Mapping[str, Any] | None = None,
-                   source_path: str | None = None) -> Report: ...
+                   source_path: str | None = None, label: str | None = None) -> Report: ...
 
 
 @overload
 def analyze_result(result: Any, target: str | Target, vocab_size: int | None = None, *,
                    options: AnalysisOptions | None = None, extra: Mapping[str, Any] | None = None,
-                   source_path: str | None = None, report_type: type[R]) -> R: ...
+                   source_path: str | None = None, label: str | None = None, report_type: type[R]) -> R: ...
 
 
 def analyze_result(result: Any, target: str | Target, vocab_size: int | None = None, *,
                    options: AnalysisOptions | None = None, extra: Mapping[str, Any] | None = None,
-                   source_path: str | None = None, report_type: type[Report] = Report) -> Report:
+                   source_path: str | None = None, label: str | None = None,
+                   report_type: type[Report] = Report) -> Report:
     """The report of a compile (a CompileResult), with the step's tensor names, its memory facts
     (device allocation, XLA's peak, live at peak) and the compile's facts. ``target``: a name or Target."""
     from hloscope.targets import get_target
 
     tgt = get_target(target) if isinstance(target, str) else target
-    return analyze_step(step_inputs(result, extra, vocab_size, source_path), tgt, options, report_type=report_type)
+    return analyze_step(step_inputs(result, extra, vocab_size, source_path, label), tgt, options,
+                        report_type=report_type)
 
 
 def _child(conn: Any, log_path: str, func: Callable[..., Any], args: tuple[Any, ...], phases: bool) -> None:

@@ -36,20 +36,29 @@ _PASS = frozenset({"bitcast", "copy", "convert", "reshape", "transpose", "get-tu
                    "dynamic-slice", "opt-barrier", "tuple", "parameter", "while"})
 _OP_NAME = re.compile(r"(?:checkpoint_name|/name)\[(?:name=)?([A-Za-z0-9_.\-]+)\]")
 _MAX_STEPS = 200
+_FRAME_ID = re.compile(r"[{ ]stack_frame_id=(\d+)")
 
 
 def frames(module: Module, ins: Instruction,
            chains: dict[int, tuple[SourceLocation, ...]] | None = None) -> list[SourceLocation]:
     """Every frame of ``ins``'s stack trace, innermost first (one when only source_file/line).
     ``chains`` caches the frames below each stack frame id (instructions share their callers')."""
-    fid_text = ins.metadata.get("stack_frame_id", "")
-    fid = int(fid_text) if fid_text.isdigit() else 0
+    fid = _frame_id(ins)
     out = list(_chain(module, fid, {} if chains is None else chains))
     if not out:
         first = module.source_location(ins)
         if first is not None:
             out.append(first)
     return out
+
+
+def _frame_id(ins: Instruction) -> int:
+    """``stack_frame_id`` of the instruction's metadata (0 when absent), read without splitting
+    the whole attribute list (backend configs are long; 640 walks read thousands of these)."""
+    text = ins.attr_text
+    at = text.find("metadata={")
+    m = _FRAME_ID.search(text, at) if at >= 0 else None
+    return int(m.group(1)) if m else 0
 
 
 def _chain(module: Module, fid: int, chains: dict[int, tuple[SourceLocation, ...]],

@@ -56,17 +56,23 @@ def is_done(ins: Instruction) -> bool:
     return ins.opcode in DONE_OPCODES
 
 
+#: Opcode -> the collective it performs: the collective itself, its -start and its -done.
+_COLLECTIVE_OF = {
+    **{op: op for op in COLLECTIVE_OPCODES},
+    **{f"{op}-start": op for op in COLLECTIVE_OPCODES},
+    **{f"{op}-done": op for op in COLLECTIVE_OPCODES},
+}
+_ASYNC_WRAPPERS = frozenset({"async-start", "async-update", "async-done"})
+
+
 def collective_kind(ins: Instruction) -> str:
-    """The collective an instruction performs ("" if none); start and done both say it."""
+    """The collective an instruction performs ("" if none); start and done both say it, and so
+    does an async wrapper around one."""
     op = ins.opcode
-    if op in COLLECTIVE_OPCODES:
-        return op
-    for suffix in ("-start", "-done"):
-        if op.endswith(suffix) and op[: -len(suffix)] in COLLECTIVE_OPCODES:
-            return op[: -len(suffix)]
-    if op in ("send-done", "recv-done"):
-        return op[:-5]
-    if op.startswith("async-") and ins.wrapped_opcode in COLLECTIVE_OPCODES:
+    kind = _COLLECTIVE_OF.get(op)
+    if kind is not None:
+        return kind
+    if op in _ASYNC_WRAPPERS and ins.wrapped_opcode in COLLECTIVE_OPCODES:
         return ins.wrapped_opcode
     return ""
 

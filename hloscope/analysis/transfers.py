@@ -114,6 +114,14 @@ def _moved_bytes(module: Module, direction: str, core: Instruction | None, out_s
 def find_host_transfers(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE) -> list[HostTransfer]:
     module, cg = index.module, index.callgraph
     out: list[HostTransfer] = []
+    in_host: dict[int, bool] = {}  # id(shape) -> some leaf lives in host memory (shapes are interned)
+
+    def touches_host(shape: Shape) -> bool:
+        got = in_host.get(id(shape))
+        if got is None:
+            got = in_host[id(shape)] = shape.in_memory_space(host_space)
+        return got
+
     for cname in module.computations:
         if cname not in cg.scheduled:
             continue
@@ -135,6 +143,8 @@ def find_host_transfers(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE)
                                       "send", "recv"):
                 continue
             operand_shapes = [table[o].shape for o in ins.operands if o in table]
+            if not touches_host(ins.shape) and not any(touches_host(s) for s in operand_shapes):
+                continue  # no host memory on either side: not a transfer
             if op == "copy-start":
                 result = value_shape(ins)
                 direction = _classify(result, operand_shapes, host_space)

@@ -38,7 +38,8 @@ from hloscope.hlo.xla_dumps import (
 from hloscope.targets import Target
 
 __all__ = ["Action", "LiveAtPeak", "Limit", "MemoryFacts", "NextStep", "PeakBuffer", "Pressure", "Role",
-           "bytes_by_role", "facts_from_dumps", "memory_facts", "peak_buffers", "scheduler_memory_limit"]
+           "bytes_by_role", "compile_figures", "facts_from_dumps", "memory_facts", "peak_buffers",
+           "scheduler_memory_limit"]
 
 #: XLA:GPU's default ``xla_gpu_memory_limit_slop_factor`` (percent); debug_options_flags.cc.
 DEFAULT_SLOP_FACTOR = 95
@@ -405,6 +406,31 @@ def memory_facts(memory: Mapping[str, int], target: Target, report_text: str | N
         host_limit_bytes=target.host_memory_per_gpu,
         host_fits=(host <= target.host_memory_per_gpu) if target.host_memory_per_gpu else None,
     )
+
+
+def compile_figures(raw: Mapping[str, int], dumps: XlaDumpTexts | None = None) -> dict[str, int]:
+    """The memory figures docs/compile.md lists for a compile (manifest and report ``compile.memory``),
+    derived here from the raw ones the compile layer records (``compiled.memory_analysis()`` and
+    ``device_memory_size``): ``device_allocation_bytes``, ``host_total_bytes``,
+    ``peak_memory_from_xla`` (0 when XLA gave no peak; ``peak_memory_in_bytes`` is then the device
+    allocation) and, with XLA's memory-usage report, ``report_device_total_bytes`` /
+    ``report_host_total_bytes``. Already-derived figures in ``raw`` are recomputed, not trusted."""
+    g = raw.get
+    out = dict(raw)
+    if dumps is not None and dumps.memory_report:
+        totals = report_space_totals(dumps.memory_report)
+        out["report_device_total_bytes"] = totals.get(0, 0)
+        out["report_host_total_bytes"] = totals.get(HOST_MEMORY_SPACE, 0)
+    allocation = (g("argument_size_in_bytes", 0) + g("output_size_in_bytes", 0) + g("temp_size_in_bytes", 0)
+                  - g("alias_size_in_bytes", 0))
+    out["device_allocation_bytes"] = allocation
+    from_xla = g("peak_memory_from_xla", int(bool(g("peak_memory_in_bytes", 0))))
+    out["peak_memory_from_xla"] = from_xla
+    if not from_xla:
+        out["peak_memory_in_bytes"] = allocation
+    out["host_total_bytes"] = (g("host_argument_size_in_bytes", 0) + g("host_output_size_in_bytes", 0)
+                               + g("host_temp_size_in_bytes", 0) - g("host_alias_size_in_bytes", 0))
+    return out
 
 
 def facts_from_dumps(figures: Mapping[str, int], target: Target, dumps: XlaDumpTexts,

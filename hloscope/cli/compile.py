@@ -75,7 +75,7 @@ class CompileCommand:
         out = save_artifacts(out_dir, result, report, extra, force=args.force)
         trailer = f"compiled in {result.compile_seconds:.1f} s; artifacts in {out}\n"
         offloaded = report.summary.to_host_bytes_per_step
-        host = result.memory["host_total_bytes"]
+        host = report.memory.host_bytes if report.memory is not None else 0
         if offloaded != host:
             # XLA's host buffers hold each offloaded slice once; a gap means transfers
             # hloscope did not recognise, or host memory used for something else.

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
 from hloscope.analysis.inputs import StepInputs
+from hloscope.analysis.memory import compile_figures
 from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import Report, analyze_step
 from hloscope.compile.environment import NATIVE_NOISE
@@ -153,7 +154,8 @@ def step_inputs(result: Any, extra: Mapping[str, Any] | None = None, vocab_size:
     figures = dict(result.memory)
     if result.device_memory_size:
         figures["device_memory_size"] = result.device_memory_size
-    facts = {"memory": result.memory, "xla_options": result.options,
+    dumps = XlaDumpTexts.from_files(result.extra_files)
+    facts = {"memory": compile_figures(result.memory, dumps), "xla_options": result.options,
              "compile_seconds": round(result.compile_seconds, 3), **(extra or {})}
     intent = getattr(result, "intent", None)
     unoptimized = None
@@ -161,7 +163,7 @@ def step_inputs(result: Any, extra: Mapping[str, Any] | None = None, vocab_size:
         unoptimized = parse_hlo(result.unoptimized_hlo, "<unoptimized>")  # the intent accounting follows it
     return StepInputs(module, name, result.optimized_hlo,
                       tuple(getattr(result, "tensor_names", None) or ()), figures,
-                      XlaDumpTexts.from_files(result.extra_files), None, (),
+                      dumps, None, (),
                       vocab_size if vocab_size is not None else vocab_of(extra or {}), facts,
                       intent=intent, unoptimized=unoptimized)
 

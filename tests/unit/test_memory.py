@@ -16,9 +16,9 @@ import pytest
 
 from hloscope.analysis.memory import (
     Action,
+    Limit,
     MemoryFacts,
     Role,
-    Limit,
     bytes_by_role,
     memory_facts,
     peak_buffers,
@@ -209,3 +209,28 @@ def test_host_bytes_checked_against_host_memory_per_gpu() -> None:
     assert m.host_limit_bytes == 240 * 10**9 and m.host_fits is False
     m = memory_facts(dict(figures, host_temp_size_in_bytes=100 * 2**30), gb200)
     assert m.host_fits is True
+
+
+DERIVED = ("device_allocation_bytes", "host_total_bytes", "peak_memory_from_xla", "report_device_total_bytes",
+           "report_host_total_bytes")
+
+
+@pytest.mark.parametrize("name", ["mlp_offload", "llama_offload_big_host"])
+def test_compile_figures_derive_the_documented_figures_from_raw_ones(name: str) -> None:
+    # The compile layer records XLA's raw figures; every derived figure of the manifest
+    # (docs/compile.md) is computed by analysis.memory.compile_figures, and equals what the
+    # fixture's compile recorded.
+    from hloscope.analysis.memory import compile_figures
+    from hloscope.hlo.xla_dumps import XlaDumpTexts
+
+    recorded = _files(name)["meta"]["memory"]
+    raw = {k: v for k, v in recorded.items() if k not in DERIVED}
+    assert compile_figures(raw, XlaDumpTexts(_files(name)["report"])) == recorded
+    # Without XLA's memory-usage report there are no report totals; the rest is the same.
+    no_report = compile_figures(raw)
+    assert "report_device_total_bytes" not in no_report
+    assert no_report["host_total_bytes"] == recorded["host_total_bytes"]
+    # XLA gave no peak: the peak is the device allocation, and says so.
+    no_peak = compile_figures(dict(raw, peak_memory_in_bytes=0))
+    assert no_peak["peak_memory_from_xla"] == 0
+    assert no_peak["peak_memory_in_bytes"] == no_peak["device_allocation_bytes"] == recorded["device_allocation_bytes"]

@@ -6,13 +6,17 @@ Light to import (no analysis, no JAX), so a command that only needs these starts
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from types import TracebackType
 from typing import Any
 
+from hloscope.compile.request import CompileRequest, Scheduler
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.targets import DEFAULT_TARGET
 
-__all__ = ["PHASE_WRITING", "PhaseStatus", "add_compile_options", "parse_sets"]
+__all__ = ["PHASE_WRITING", "PhaseStatus", "add_compile_options", "parse_sets", "request_from_args",
+           "scheduler_from_args"]
 
 
 def add_compile_options(p: argparse.ArgumentParser) -> None:
@@ -20,8 +24,12 @@ def add_compile_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a workload setting (layers=4, batch=2, seq=1024, scan=false ...)")
     p.add_argument("--policy", choices=["offload", "remat", "save"], help="what to do with tagged activations")
-    p.add_argument("--lhs", action=argparse.BooleanOptionalAction, default=True,
-                   help="latency hiding scheduler (default on)")
+    p.add_argument("--scheduler", choices=[s.value for s in Scheduler], default=None,
+                   help="XLA's scheduler: lhs (latency hiding scheduler, the estimator XLA picks: speed-of-light "
+                        "on Hopper/Blackwell), lhs-approx (LHS with XLA's approximate estimator), none (LHS "
+                        "really off); default lhs")
+    p.add_argument("--lhs", action=argparse.BooleanOptionalAction, default=None,
+                   help="--lhs is --scheduler lhs, --no-lhs is --scheduler none")
     p.add_argument("--pipelined-offload", action=argparse.BooleanOptionalAction, default=True,
                    help="pipelined host offloading (default on)")
     p.add_argument("--xla-flag", action="append", default=[], metavar="NAME=VALUE",
@@ -84,3 +92,28 @@ class PhaseStatus:
         if self._status is not None:
             self._status.stop()
             self._status = None
+
+
+def request_from_args(args: argparse.Namespace, workload: str | None = None,
+                      fn: str | None = None) -> CompileRequest:
+    """The :class:`~hloscope.compile.request.CompileRequest` the compile options ask for (a built-in
+    ``workload``, else the user's ``fn`` with ``args.args``)."""
+    return CompileRequest(
+        args.target or DEFAULT_TARGET, args.devices, workload=None if fn else workload,
+        sets=tuple(parse_sets(args.set).items()),
+        policy=args.policy, fn=fn, args=getattr(args, "args", None) or None, cwd=os.getcwd() if fn else None,
+        scheduler=scheduler_from_args(args),
+        pipelined=bool(args.pipelined_offload), xla_flags=tuple(args.xla_flag))
+
+
+def scheduler_from_args(args: argparse.Namespace) -> Scheduler:
+    """``--scheduler``, or ``--lhs``/``--no-lhs`` as its older spelling; both disagreeing is an error."""
+    named = getattr(args, "scheduler", None)
+    lhs = getattr(args, "lhs", None)
+    if named is None:
+        return Scheduler.from_lhs(lhs)
+    chosen = Scheduler(named)
+    if lhs is not None and (chosen is not Scheduler.NONE) != lhs:
+        raise HloscopeError(f"--scheduler {chosen.value} contradicts --{'' if lhs else 'no-'}lhs; give one of them",
+                            EXIT_BAD_INPUT)
+    return chosen

@@ -18,18 +18,22 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from hloscope.analysis.memory import report_space_totals
 from hloscope.compile import environment
+from hloscope.compile.request import Scheduler
+from hloscope.compile.scheduler import LHS_FLAG as LHS_FLAG
+from hloscope.compile.scheduler import SCHEDULER_OPTIONS, read_run, resolve
+from hloscope.compile.topology import compile_only_devices
+from hloscope.compile.topology import topology_for as _topology_for
 from hloscope.errors import (
     EXIT_BAD_INPUT,
     EXIT_COMPILE_FAILED,
-    EXIT_ENVIRONMENT,
     EXIT_OUT_OF_MEMORY,
     EXIT_TRACE_FAILED,
     HloscopeError,
 )
+from hloscope.hlo.xla_dumps import report_space_totals
 from hloscope.targets import Target, get_target
 
 #: Phases of one compile, in order, as ``compile_step(phase=...)`` reports them; the
@@ -45,8 +49,7 @@ def _no_phase(name: str) -> None:
     return None
 
 
-#: XLA options for the scheduling knobs the sweep varies.
-LHS_FLAG = "xla_gpu_enable_latency_hiding_scheduler"
+#: XLA options for the scheduling knobs the sweep varies (the scheduler's: hloscope.compile.scheduler).
 PIPELINED_OFFLOAD_FLAG = "xla_gpu_enable_pipelined_host_offloading"
 
 
@@ -66,6 +69,11 @@ class CompileResult:
     tensor_names: the step's ``checkpoint_name`` call sites read from its jaxpr
     (``hloscope.compile.names``); the analysis matches transfers to them.
     compiled: the ``jax.stages.Compiled`` (in the process that compiled it only).
+    scheduler: which scheduler ran and which latency estimator drove it, read from this
+    compile (``hloscope.compile.scheduler.SchedulerRun.to_dict``: name, estimator,
+    requested, source, sol_table, reason); the manifest's ``scheduler`` key.
+    topology: the compile-only topology the devices came from (``2x16x4``) and how it
+    is wired (``hloscope.compile.topology``).
     """
 
     optimized_hlo: str
@@ -80,6 +88,12 @@ class CompileResult:
     device_memory_size: int = 0
     extra_files: dict[str, str] = field(default_factory=dict)
     tensor_names: list[dict[str, Any]] = field(default_factory=list)
+    #: The compile cache's word on this result (hloscope.compile.cache): hit, key, compiled_seconds.
+    cache: dict[str, Any] = field(default_factory=dict)
+    #: What the traced step asked to offload (``hloscope.analysis.intent.Intent``), None if unread.
+    intent: Any = None
+    scheduler: dict[str, Any] = field(default_factory=dict)
+    topology: str = ""
     compiled: Any = field(default=None, repr=False, compare=False)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -87,48 +101,48 @@ class CompileResult:
         return {k: v for k, v in self.__dict__.items() if k != "compiled"} | {"compiled": None}
 
 
-def topology_for(devices: int) -> str:
-    """``1x1xN`` up to 8 GPUs (one node), else ``1x(N/8)x8`` nodes of 8."""
-    if devices < 1:
-        raise HloscopeError(f"--devices must be at least 1, got {devices}", EXIT_BAD_INPUT)
-    if devices <= 8:
-        return f"1x1x{devices}"
-    if devices % 8:
-        raise HloscopeError(f"--devices above 8 must be a multiple of 8, got {devices}", EXIT_BAD_INPUT)
-    return f"1x{devices // 8}x8"
+def topology_for(devices: int, target: Target | str = "h100-sxm") -> str:
+    """The compile-only topology string for ``devices`` GPUs of ``target`` (``hloscope.compile.topology``)."""
+    return _topology_for(get_target(target) if isinstance(target, str) else target, devices).name
 
 
-def make_mesh(target: Target | str, devices: int, axes: Sequence[tuple[str, int]] | None = None) -> Any:
-    """A ``jax.sharding.Mesh`` over ``devices`` compile-only GPUs of ``target``.
+def _axes(devices: int, axes: Sequence[tuple[str, int]] | None) -> list[tuple[str, int]]:
+    out = [(str(n), int(k)) for n, k in (axes or [("fsdp", devices)])]
+    size = 1
+    for _, n in out:
+        size *= n
+    if size != devices:
+        raise HloscopeError(f"mesh axes {out} hold {size} devices, not {devices}", EXIT_BAD_INPUT)
+    return out
 
-    ``axes`` is [(name, size), ...] with sizes multiplying to ``devices``; default
-    one axis ``("fsdp", devices)``.
+
+def device_mesh(target: Target | str, devices: int, axes: Sequence[tuple[str, int]] | None = None) -> Any:
+    """A concrete ``jax.sharding.Mesh`` over ``devices`` compile-only GPUs of ``target``.
+
+    Compile-only devices report no memories, so a ``NamedSharding`` over this mesh
+    loses its ``memory_kind`` when it is built (JAX checks the kind against the
+    devices' memories); build shardings over :func:`make_mesh` instead.
     """
-    environment.prepare()
     import numpy as np
-    from jax.experimental import topologies
     from jax.sharding import Mesh
 
     tgt = get_target(target) if isinstance(target, str) else target
-    axes = list(axes or [("fsdp", devices)])
-    size = 1
-    for _, n in axes:
-        size *= n
-    if size != devices:
-        raise HloscopeError(f"mesh axes {axes} hold {size} devices, not {devices}", EXIT_BAD_INPUT)
-    topology = topology_for(devices)
-    try:
-        with environment.quiet_native_stderr():
-            topo = topologies.get_topology_desc(
-                platform="cuda", topology_name="", target_config=tgt.gpu_target_config(), topology=topology,
-            )
-    except Exception as e:
-        if "topology not implemented" in str(e):
-            raise HloscopeError(environment.STARTED_TOO_EARLY, EXIT_ENVIRONMENT) from None
-        raise HloscopeError(f"cannot build a compile-only topology for {tgt.name}: {_first_line(e)}",
-                            EXIT_ENVIRONMENT) from None
-    devs: Any = np.array(topo.devices[:devices]).reshape([n for _, n in axes])
-    return Mesh(devs, tuple(name for name, _ in axes))
+    ax = _axes(devices, axes)
+    devs: Any = np.array(compile_only_devices(tgt, devices)).reshape([n for _, n in ax])
+    return Mesh(devs, tuple(name for name, _ in ax))
+
+
+def make_mesh(target: Target | str, devices: int, axes: Sequence[tuple[str, int]] | None = None) -> Any:
+    """The mesh to write a step's shardings over: an ``AbstractMesh`` of ``devices`` GPUs of ``target``.
+
+    ``axes`` is [(name, size), ...] with sizes multiplying to ``devices``; default one
+    axis ``("fsdp", devices)``. It carries the GPU's name (``device_kind``), so
+    :func:`compile_step` knows which target it belongs to; ``NamedSharding(mesh, spec,
+    memory_kind="pinned_host")`` keeps its memory kind (a concrete mesh of compile-only
+    devices would drop it) and reaches XLA. ``compile_step`` compiles for the target's
+    compile-only GPUs laid out as this mesh.
+    """
+    return device_mesh(target, devices, axes).abstract_mesh
 
 
 def _first_line(e: BaseException) -> str:
@@ -236,26 +250,38 @@ def compile_step(
     mesh: Any = None,
     mesh_axes: Sequence[tuple[str, int]] | None = None,
     flags: dict[str, Any] | None = None,
-    lhs: bool | None = True,
+    lhs: bool | None = None,
     pipelined_offload: bool | None = True,
     donate_argnums: Sequence[int] = (),
     memory_override_bytes: int | None = None,
     roles: dict[str, str] | None = None,
     phase: Callable[[str], None] | None = None,
+    cache: bool = False,
+    scheduler: Scheduler | str | None = None,
+    in_shardings: Any = None,
+    out_shardings: Any = None,
 ) -> CompileResult:
     """Lower and compile ``fn(*args)`` for compile-only GPUs; allocate nothing.
 
     ``args`` are ``jax.ShapeDtypeStruct`` with shardings over ``mesh`` (build it
-    with :func:`make_mesh`), or a callable ``mesh -> tuple of args``.
-    ``memory_override_bytes`` compiles for the target with that HBM size instead
-    of its own; the mesh must then be built here (``mesh=None``) or from
-    ``with_memory(target, memory_override_bytes)``, because XLA takes the size
-    from the topology the mesh's devices belong to.
+    with :func:`make_mesh`), or a callable ``mesh -> tuple of args``; a step may take
+    no arguments at all. When ``mesh`` is given it decides the devices: its shape, and
+    (an ``AbstractMesh`` from :func:`make_mesh`) its GPU, which must be ``target``'s.
+    ``memory_override_bytes`` compiles for the target with that HBM size instead of its
+    own (the devices are made here, from the target, so any mesh of the same GPU works).
     An argument without a sharding (a plain ``ShapeDtypeStruct``) is replicated
-    on every device of the mesh. The result is always compiled for the target's
-    GPUs: a module that comes out compiled for another platform is an error.
+    on every device of the mesh. Memory kinds (``pinned_host``, ``unpinned_host``,
+    ``device``) on shardings over :func:`make_mesh` reach XLA: arguments, results
+    (``out_shardings``) and ``jax.device_put`` inside the step. ``fn`` may already be a
+    ``jax.jit`` function (its own ``in_shardings``/``out_shardings`` then apply).
+    The result is always compiled for the target's GPUs: a step that places a value on
+    a CPU device is an error (exit 2).
+    ``scheduler``: :class:`Scheduler` (or its value: ``lhs``, ``lhs-approx``, ``none``);
+    ``lhs=True/False`` is the older spelling of ``lhs``/``none``. Default ``lhs``.
     ``roles``: checkpoint name -> what the tensor is ("Q projection"), for the report.
     ``phase`` is called with each phase's name as it starts (:data:`PHASES`).
+    ``cache``: look the lowered module up in the compile cache (``hloscope.compile.cache``)
+    and store what XLA emits; a hit has ``compiled=None``.
     """
     say = phase or _no_phase
     say(PHASE_STARTING)
@@ -263,14 +289,16 @@ def compile_step(
     import jax
 
     tgt = with_memory(get_target(target) if isinstance(target, str) else target, memory_override_bytes)
-    if mesh is None:
-        mesh = make_mesh(tgt, devices, mesh_axes)
+    chosen = resolve(scheduler, lhs)
+    concrete = device_mesh(tgt, devices, mesh_axes) if mesh is None else _devices_for(mesh, tgt)
+    abstract = concrete.abstract_mesh
     if len(args) == 1 and callable(args[0]) and not isinstance(args[0], jax.ShapeDtypeStruct):
-        args = tuple(args[0](mesh))
-    args = place_on_mesh(args, mesh)
-    options: dict[str, Any] = {}
-    if lhs is not None:
-        options[LHS_FLAG] = lhs
+        args = tuple(args[0](abstract))
+    # A jax.jit function's own in_shardings place its unsharded arguments.
+    args = place_on_mesh(args, abstract, tgt, replicate=not _is_jitted(fn))
+    shardings = {k: v for k, v in (("in_shardings", in_shardings), ("out_shardings", out_shardings)) if v is not None}
+    shardings = {k: _abstract_tree(v, abstract, tgt) for k, v in shardings.items()}
+    options: dict[str, Any] = dict(SCHEDULER_OPTIONS[chosen])
     if pipelined_offload is not None:
         options[PIPELINED_OFFLOAD_FLAG] = pipelined_offload
     options.update(flags or {})
@@ -279,31 +307,143 @@ def compile_step(
                            xla_gpu_dump_llvmir=False)
     t0 = time.perf_counter()
     try:
-        with environment.quiet_native_stderr():
-            return _compile(fn, args, tgt, mesh, options, compile_options, donate_argnums, dump, t0, roles, say)
+        with environment.capture_native_stderr() as log:
+            result = _compile(fn, args, tgt, concrete, options, compile_options, donate_argnums, dump, t0, roles,
+                              say, cache, shardings)
+        # A cache hit has no log of its own (XLA's log belonged to the original compile).
+        text = log.text if result.scheduler.get("pending") else None
+        result.scheduler = read_run(result.optimized_hlo, text, chosen).to_dict()
+        result.topology = result.topology or _topology_name(tgt, result.devices)
+        return result
     finally:
         shutil.rmtree(dump, ignore_errors=True)
 
 
+def _devices_for(mesh: Any, tgt: Target) -> Any:
+    """The concrete mesh of ``tgt``'s compile-only GPUs that ``mesh`` (abstract or concrete) stands for."""
+    from jax.sharding import Mesh
+
+    if isinstance(mesh, Mesh):
+        platforms = {d.platform for d in mesh.devices.flat}
+        if platforms - {"gpu", "cuda"}:
+            raise HloscopeError(f"mesh= holds {', '.join(sorted(platforms))} devices, not compile-only GPUs: "
+                                f"build it with hloscope.compile.deviceless.make_mesh('{tgt.name}', "
+                                f"{mesh.devices.size})", EXIT_BAD_INPUT)
+    abstract = mesh if not isinstance(mesh, Mesh) else mesh.abstract_mesh
+    kind, platform = _kind(abstract)
+    if kind is not None and kind != tgt.description:
+        raise HloscopeError(f"mesh= was made for {kind} GPUs, not for {tgt.name} ({tgt.description}): build it "
+                            f"with make_mesh('{tgt.name}', {abstract.size})", EXIT_BAD_INPUT)
+    if platform not in ("gpu", "cuda"):
+        raise HloscopeError(f"mesh= is a mesh of {platform} devices, not of {tgt.name}'s GPUs: build it with "
+                            f"make_mesh('{tgt.name}', {abstract.size})", EXIT_BAD_INPUT)
+    return device_mesh(tgt, int(abstract.size), list(zip(abstract.axis_names, abstract.axis_sizes, strict=True)))
+
+
+def _kind(abstract: Any) -> tuple[str | None, str]:
+    """(device kind, platform) an ``AbstractMesh`` was made for (None, "gpu") when it does not say."""
+    device = getattr(abstract, "abstract_device", None)
+    if device is None:
+        return None, "gpu"
+    return device.device_kind, device.platform
+
+
+def _abstract_sharding(s: Any, abstract: Any, tgt: Target) -> Any:
+    """``s`` over ``abstract`` (keeping its spec and memory kind); a sharding on CPU devices is an error."""
+    from jax.sharding import AbstractMesh, NamedSharding
+
+    if isinstance(s, NamedSharding):
+        if isinstance(s.mesh, AbstractMesh):
+            kind, _ = _kind(s.mesh)
+            if kind is not None and kind != tgt.description:
+                raise HloscopeError(f"a sharding is over a mesh of {kind} GPUs, not of {tgt.name} "
+                                    f"({tgt.description}): build it over make_mesh('{tgt.name}', ...)",
+                                    EXIT_BAD_INPUT)
+            return s
+        _check_devices(s.mesh.devices.flat, tgt)
+        if tuple(s.mesh.axis_names) != tuple(abstract.axis_names) or s.mesh.devices.shape != tuple(
+                abstract.axis_sizes):
+            return s
+        return NamedSharding(abstract, s.spec, memory_kind=s.memory_kind)
+    device_set = getattr(s, "device_set", None)
+    if device_set:
+        _check_devices(device_set, tgt)
+    return s
+
+
+def _check_devices(devices: Any, tgt: Target) -> None:
+    cpus = sorted({str(d) for d in devices if d.platform not in ("gpu", "cuda", "rocm")})
+    if cpus:
+        raise HloscopeError(f"a sharding places values on {', '.join(cpus[:3])} (the host's CPU), not on "
+                            f"{tgt.name}'s GPUs: build it over hloscope.compile.deviceless.make_mesh"
+                            f"('{tgt.name}', devices); host memory is memory_kind='pinned_host' on a GPU sharding",
+                            EXIT_BAD_INPUT)
+
+
+def _abstract_tree(tree: Any, abstract: Any, tgt: Target) -> Any:
+    import jax
+    from jax.sharding import Sharding
+
+    return jax.tree.map(lambda s: _abstract_sharding(s, abstract, tgt) if isinstance(s, Sharding) else s, tree,
+                        is_leaf=lambda x: isinstance(x, Sharding))
+
+
+def _memory_kind_error(e: BaseException) -> HloscopeError | None:
+    """A one-line exit-2 error for JAX's complaint about a memory kind, else None."""
+    text = str(e)
+    m = re.search(r"invalid memory kind: ?(\S+?)\.? Valid memory kinds are: ([\w, ]+)", text, re.I)
+    if m:
+        return HloscopeError(f"unsupported memory kind '{m.group(1)}': the target's GPUs have "
+                             f"{m.group(2).strip()}", EXIT_BAD_INPUT)
+    if "memory kind" in text.lower() or "memory_kind" in text:
+        return HloscopeError(f"bad memory placement: {_first_line(e)}", EXIT_BAD_INPUT)
+    if "memory_space of all inputs" in text:
+        # On real GPUs JAX fills in memory_kind="device" for a sharding that names none; over
+        # the abstract mesh no memory kind means "where the value already is".
+        return HloscopeError(f"tracing failed: {_first_line(e)} (a NamedSharding over make_mesh(...) without "
+                             "memory_kind leaves a value where it is: give memory_kind='device' to bring it "
+                             "from host memory)", EXIT_TRACE_FAILED)
+    return None
+
+
 def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, mesh: Any, options: dict[str, Any],
              compile_options: dict[str, Any], donate_argnums: Sequence[int], dump: str, t0: float,
-             roles: dict[str, str] | None, say: Callable[[str], None]) -> CompileResult:
+             roles: dict[str, str] | None, say: Callable[[str], None], cache: bool = False,
+             shardings: dict[str, Any] | None = None) -> CompileResult:
     import jax
 
     try:
-        with jax.sharding.use_mesh(mesh) if hasattr(jax.sharding, "use_mesh") else _null():
-            say(PHASE_TRACING)
-            traced = jax.jit(fn, donate_argnums=tuple(donate_argnums)).trace(*args)
-            say(PHASE_LOWERING)
-            lowered = traced.lower()
+        say(PHASE_TRACING)
+        if _is_jitted(fn):  # already a jax.jit function: keep its shardings
+            if donate_argnums or shardings:
+                raise HloscopeError(f"{getattr(fn, '__name__', 'fn')} is already a jax.jit function: give "
+                                    "donate_argnums and shardings to its jax.jit, not to compile_step",
+                                    EXIT_BAD_INPUT)
+            traced = cast(Any, fn).trace(*args)
+        else:
+            traced = jax.jit(fn, donate_argnums=tuple(donate_argnums), **(shardings or {})).trace(*args)
+        say(PHASE_LOWERING)
+        # Lowered for CUDA against the abstract mesh: memory kinds stay on the shardings
+        # (the compile-only devices have no memories to check them against).
+        lowered = traced.lower(lowering_platforms=("cuda",))
     except HloscopeError:
         raise
     except Exception as e:
-        raise HloscopeError(f"tracing {getattr(fn, '__name__', fn)} failed: {type(e).__name__}: {_first_line(e)}",
-                            EXIT_TRACE_FAILED) from None
+        raise _memory_kind_error(e) or HloscopeError(
+            f"tracing {getattr(fn, '__name__', fn)} failed: {type(e).__name__}: {_first_line(e)}",
+            EXIT_TRACE_FAILED) from None
+    device_assignment = _device_assignment(lowered, mesh, tgt)
     say(PHASE_XLA)
+    from hloscope.compile.cache import lookup
+
+    found = lookup(lowered, options, tgt, mesh, use=cache)
+    if found.result is not None:
+        hit: CompileResult = dataclasses.replace(found.result, compile_seconds=time.perf_counter() - t0,
+                                                 tensor_names=_tensor_names(traced, roles),
+                                                 intent=_intent(traced))
+        return hit
     try:
-        compiled = lowered.compile(compiler_options=compile_options)
+        compiled = lowered.compile(compiler_options=compile_options, device_assignment=device_assignment)
     except MemoryError:
         raise HloscopeError("the host ran out of memory while compiling", EXIT_OUT_OF_MEMORY) from None
     except Exception as e:
@@ -314,9 +454,9 @@ def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, mesh: A
     optimized = compiled.as_text() or ""
     platform = compiled_platform(compiled)
     if platform != "gpu":
-        raise HloscopeError(f"the step was compiled for {platform}, not for {tgt.name}'s GPUs: give every "
-                            "argument a NamedSharding over hloscope.make_mesh(target, devices), or pass "
-                            "mesh=", EXIT_COMPILE_FAILED)
+        raise HloscopeError(f"the step was compiled for {platform}, not for {tgt.name}'s GPUs; give its "
+                            "arguments NamedShardings over hloscope.compile.deviceless.make_mesh(target, devices) "
+                            "or pass that mesh as mesh=.", EXIT_BAD_INPUT)
     before = sorted(glob.glob(os.path.join(dump, "*before_optimizations.txt")))
     unoptimized = Path(before[-1]).read_text() if before else ""
     stats = compiled.memory_analysis()
@@ -342,13 +482,49 @@ def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, mesh: A
                                           + memory["temp_size_in_bytes"] - memory["alias_size_in_bytes"])
     memory["host_total_bytes"] = (memory["host_argument_size_in_bytes"] + memory["host_output_size_in_bytes"]
                                   + memory["host_temp_size_in_bytes"] - memory["host_alias_size_in_bytes"])
-    return CompileResult(
+    stored: CompileResult = found.store(CompileResult(
         optimized_hlo=optimized, unoptimized_hlo=unoptimized, memory=memory, options=options,
         versions=environment.versions(), target=tgt.name, devices=int(mesh.devices.size),
         mesh_shape={str(k): int(v) for k, v in mesh.shape.items()}, compile_seconds=seconds,
         device_memory_size=tgt.device_memory_size, extra_files=extra,
-        tensor_names=_tensor_names(traced, roles), compiled=compiled,
-    )
+        tensor_names=_tensor_names(traced, roles), compiled=compiled, intent=_intent(traced),
+        scheduler={"pending": True}, topology=_topology_name(tgt, int(mesh.devices.size)),
+    ))
+    return stored
+
+
+def _topology_name(tgt: Target, devices: int) -> str:
+    topo = _topology_for(tgt, devices)
+    return f"{topo.name} ({topo.describe()})"
+
+
+def _device_assignment(lowered: Any, mesh: Any, tgt: Target) -> tuple[Any, ...]:
+    """The devices to compile ``lowered`` for: those its shardings name, else the first of ``mesh``.
+
+    JAX computes the device list from concrete shardings met while lowering (None when
+    all are abstract); a CPU device there is an error, and the backend the compile goes
+    to is the compile-only client of the GPUs (JAX would take its default, the CPU).
+    """
+    lowering = lowered._lowering  # jax internals: the MeshComputation behind jax.stages.Lowered
+    named = getattr(lowering, "_device_list", None)
+    if named is not None:
+        _check_devices(list(named), tgt)
+        devices = tuple(named)
+    else:
+        n = int(lowering.compile_args.get("num_devices") or mesh.devices.size)
+        devices = tuple(mesh.devices.flat)[:n]
+    lowering.compile_args["backend"] = devices[0].client
+    return devices
+
+
+def _intent(traced: Any) -> Any:
+    """What the step asked to offload (``hloscope.compile.intent``); None if the jaxpr cannot be walked."""
+    from hloscope.compile.intent import read_intent
+
+    try:
+        return read_intent(traced)
+    except Exception:  # intent is read best effort: a jaxpr we cannot walk must not fail the compile
+        return None
 
 
 def _tensor_names(traced: Any, roles: dict[str, str] | None) -> list[dict[str, Any]]:
@@ -372,24 +548,32 @@ def compiled_platform(compiled: Any) -> str:
     return ", ".join(sorted(platforms - {"cuda", "gpu", "rocm"}))
 
 
-def place_on_mesh(args: Sequence[Any], mesh: Any) -> tuple[Any, ...]:
-    """Give every ``ShapeDtypeStruct`` leaf without a sharding a replicated one on ``mesh``."""
+def _is_jitted(fn: Any) -> bool:
+    return hasattr(fn, "trace") and hasattr(fn, "lower")
+
+
+def place_on_mesh(args: Sequence[Any], mesh: Any, target: Target | None = None,
+                  replicate: bool = True) -> tuple[Any, ...]:
+    """Every ``ShapeDtypeStruct`` leaf over ``mesh``: without a sharding, replicated; with a
+    ``NamedSharding`` over the concrete mesh of the same devices, the same spec and memory
+    kind over ``mesh`` (an ``AbstractMesh``). A leaf placed on CPU devices is an error."""
     import jax
     from jax.sharding import NamedSharding, PartitionSpec
 
     replicated = NamedSharding(mesh, PartitionSpec())
 
     def place(x: Any) -> Any:
-        if isinstance(x, jax.ShapeDtypeStruct) and x.sharding is None:
-            return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=replicated)
+        if isinstance(x, jax.ShapeDtypeStruct):
+            if x.sharding is None:
+                if not replicate:
+                    return x
+                return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=replicated)
+            if target is not None:
+                s = _abstract_sharding(x.sharding, mesh, target)
+                if s is not x.sharding:
+                    return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s)
+        elif isinstance(x, jax.Array) and target is not None:
+            _check_devices(x.devices(), target)
         return x
 
     return tuple(jax.tree.map(place, a) for a in args)
-
-
-class _null:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *a: object) -> None:
-        return None

@@ -146,3 +146,31 @@ def read_run(optimized_hlo: str, native_log: str | None, requested: Scheduler | 
         elif msg.startswith("No SoL config found for device"):
             sol_table = "default"
     return SchedulerRun("lhs", estimator, req, "optimized HLO and XLA's log", sol_table, reason)
+
+
+def manifest_entry(result: Any) -> dict[str, Any]:
+    """The manifest's ``scheduler`` key ({name, estimator, requested, source, sol_table, reason})
+    and ``topology`` (the compile-only topology and its wiring) of a CompileResult."""
+    out: dict[str, Any] = {}
+    scheduler = getattr(result, "scheduler", None)
+    if scheduler:
+        out["scheduler"] = {k: scheduler.get(k) for k in ("name", "estimator", "requested", "source", "sol_table",
+                                                          "reason")}
+    topology = getattr(result, "topology", "")
+    if topology:
+        out["topology"] = topology
+    return out
+
+
+def from_manifest(manifest: dict[str, Any]) -> SchedulerRun | None:
+    """The :class:`SchedulerRun` an artifact folder's manifest recorded (None for older folders)."""
+    entry = manifest.get("scheduler")
+    if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+        return None
+
+    def text(key: str) -> str | None:
+        value = entry.get(key)
+        return value if isinstance(value, str) else None
+
+    return SchedulerRun(entry["name"], text("estimator"), text("requested"), text("source") or "manifest",
+                        text("sol_table"), text("reason"))

@@ -5,12 +5,12 @@ from __future__ import annotations
 import hloscope
 
 
-def _mlp():  # type: ignore[no-untyped-def]
-    from hloscope.compile.deviceless import make_mesh
+def _mlp(concrete: bool = False):  # type: ignore[no-untyped-def]
+    from hloscope.compile.deviceless import device_mesh, make_mesh
     from hloscope.compile.workloads import resolve
 
     wl, cfg = resolve("mlp")
-    mesh = make_mesh("h100-sxm", 8)
+    mesh = (device_mesh if concrete else make_mesh)("h100-sxm", 8)
     fn, args = wl.build(cfg, mesh)
     return fn, args, mesh
 
@@ -18,7 +18,8 @@ def _mlp():  # type: ignore[no-untyped-def]
 def test_analyze_accepts_compiled_and_lowered() -> None:
     import jax
 
-    fn, args, _ = _mlp()
+    # The user's own jax.jit(...).lower(...) needs concrete devices: device_mesh's compile-only GPUs.
+    fn, args, _ = _mlp(concrete=True)
     lowered = jax.jit(fn).lower(*args)
     for obj in (lowered.compile(), lowered):
         d = hloscope.analyze(obj, target="h200").to_dict()

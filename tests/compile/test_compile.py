@@ -135,11 +135,14 @@ def test_refuses_to_overwrite_a_foreign_folder(tmp_path, capsys: pytest.CaptureF
     assert main(["compile", "--workload", "mlp", "--out", str(precious)]) == 2
     assert "not an hloscope artifact" in capsys.readouterr().err
     assert (precious / "notes.txt").read_text() == "keep me" and len(list(precious.iterdir())) == 1
-    # An earlier artifact folder is replaced whole.
+    # An earlier artifact folder is kept unless --force, which replaces it whole.
     art = tmp_path / "art"
     assert main(["compile", "--workload", "mlp", "--out", str(art)]) == 0
     (art / "stale.txt").write_text("old")
-    assert main(["compile", "--workload", "mlp", "--out", str(art)]) == 0
+    capsys.readouterr()
+    assert main(["compile", "--workload", "mlp", "--out", str(art)]) == 2
+    assert "--force replaces it" in capsys.readouterr().err and (art / "stale.txt").exists()
+    assert main(["compile", "--workload", "mlp", "--out", str(art), "--force"]) == 0
     assert not (art / "stale.txt").exists()
 
 

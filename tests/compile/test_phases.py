@@ -11,7 +11,8 @@ from rich.console import Console
 from hloscope.cli.compile import PHASE_WRITING, PhaseStatus
 from hloscope.cli.main import main
 from hloscope.compile.deviceless import PHASES
-from hloscope.compile.jobs import PHASE_ANALYSIS, compile_workload
+from hloscope.compile.jobs import PHASE_ANALYSIS, compile_request
+from hloscope.compile.request import CompileRequest
 
 EXPECTED = ["starting JAX", "tracing", "lowering", "XLA compile", "analysis"]
 
@@ -25,10 +26,10 @@ def test_compile_reports_each_phase_once_in_order(in_process: bool, monkeypatch:
     # In-process, the callback is called directly; in the worker, each name crosses the pipe.
     monkeypatch.setenv("HLOSCOPE_IN_PROCESS", "1" if in_process else "0")
     seen: list[str] = []
-    result, report, _ = compile_workload("mlp", {"layers": "2"}, "offload", "h100-sxm", 8, True, True, [],
-                                         phase=seen.append)
+    step = compile_request(CompileRequest("h100-sxm", 8, workload="mlp", sets=(("layers", "2"),), policy="offload"),
+                           phase=seen.append)
     assert seen == EXPECTED
-    assert ":S(5)" in result.optimized_hlo and report.summary.transfers > 0
+    assert ":S(5)" in step.result.optimized_hlo and step.report.summary.transfers > 0
 
 
 def test_compile_failure_after_tracing_started_reports_the_phases_it_reached() -> None:
@@ -36,7 +37,8 @@ def test_compile_failure_after_tracing_started_reports_the_phases_it_reached() -
 
     seen: list[str] = []
     with pytest.raises(HloscopeError) as e:
-        compile_workload("mlp", {"width": "12"}, "remat", "h100-sxm", 8, True, True, [], phase=seen.append)
+        compile_request(CompileRequest("h100-sxm", 8, workload="mlp", sets=(("width", "12"),), policy="remat"),
+                        phase=seen.append)
     # JAX refuses to shard 12 over 8 devices while tracing or lowering; nothing reached XLA.
     assert e.value.exit_code == EXIT_TRACE_FAILED
     assert seen[:2] == ["starting JAX", "tracing"] and "XLA compile" not in seen
@@ -68,21 +70,24 @@ def test_cli_compile_off_a_terminal_prints_no_phases(tmp_path: Path, capsys: pyt
 
 def test_sweep_progress_on_a_terminal_names_the_cell_and_phase() -> None:
     from hloscope.cli.sweep import _progress_bar
-    from hloscope.compile.sweep import cells
+    from hloscope.compile.sweep import FINISHED, cells
 
     buf = io.StringIO()
-    progress, phase = _progress_bar(2, Console(file=buf, force_terminal=True, width=120))
+    event, phase, stop = _progress_bar(2, Console(file=buf, force_terminal=True, width=160))
     assert phase is not None
-    phase(cells("mlp", {}, "h100-sxm", 8, ["offload"], [None])[1], "XLA compile")
-    progress(1, 2)
-    progress(2, 2)
-    assert "offload lhs=on pipelined=off: XLA compile" in buf.getvalue()
+    cell = cells("mlp", {}, "h100-sxm", 8, ["offload"], [None])[1]
+    phase(cell, "XLA compile")
+    event(FINISHED, cell, {})
+    stop()
+    assert f"{cell.label}: XLA compile" in buf.getvalue()
 
 
 def test_sweep_progress_off_a_terminal_has_no_phases(capsys: pytest.CaptureFixture[str]) -> None:
     from hloscope.cli.sweep import _progress_bar
+    from hloscope.compile.sweep import FINISHED, cells
 
-    progress, phase = _progress_bar(2)
+    event, phase, _ = _progress_bar(2)
     assert phase is None
-    progress(1, 2)
-    assert capsys.readouterr().err == "[1/2] done\n"
+    cell = cells("mlp", {}, "h100-sxm", 8, ["offload"], [None])[0]
+    event(FINISHED, cell, {})
+    assert capsys.readouterr().err == f"[1/2] compiled: {cell.label}\n"

@@ -70,7 +70,7 @@ def build(cfg: DeepSeekConfig, mesh: Any) -> tuple[Any, tuple[Any, ...]]:
     from jax.ad_checkpoint import checkpoint_name
 
     fsdp = mesh.axis_names[0]
-    n_dev = mesh.devices.size
+    n_dev = mesh.size
     B, S, D, H = cfg.batch * n_dev, cfg.seq, cfg.dim, cfg.heads
     QK = cfg.qk_nope_dim + cfg.qk_rope_dim
     E, C, K = cfg.experts, cfg.capacity, cfg.top_k

@@ -54,7 +54,7 @@ def build(cfg: LlamaConfig, mesh: Any) -> tuple[Any, tuple[Any, ...]]:
     from jax.ad_checkpoint import checkpoint_name
 
     fsdp = mesh.axis_names[0]
-    n_dev = mesh.devices.size
+    n_dev = mesh.size
     B, S, D = cfg.batch * n_dev, cfg.seq, cfg.dim
     H, KV, HD, F, L, V = cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.ffn, cfg.layers, cfg.vocab
 

@@ -51,5 +51,5 @@ def build(cfg: MlpConfig, mesh: Any) -> tuple[Any, tuple[Any, ...]]:
         "w_in": common.abstract(mesh, (L, W, H), jnp.bfloat16, (None, axis, None)),
         "w_out": common.abstract(mesh, (L, H, W), jnp.bfloat16, (None, None, axis)),
     }
-    batch = common.abstract(mesh, (cfg.batch * mesh.devices.size, W), jnp.bfloat16, (axis, None))
+    batch = common.abstract(mesh, (cfg.batch * mesh.size, W), jnp.bfloat16, (axis, None))
     return common.adam_step(loss), (*common.adam_args(mesh, params), batch)

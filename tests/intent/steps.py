@@ -92,7 +92,7 @@ def maxtext_switches(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
         v = checkpoint_name(jnp.cos(x) @ w, "value_proj")
         a = jnp.tanh(q * k + v)
         return checkpoint_name(jnp.tanh(a @ w.T), "mlpwo") + x, None
-    return _scanned(policy, layer), _args(mesh)
+    return _scanned(policy, layer), (_args(mesh) if mesh is not None else ())
 
 
 def my_policy(prim: Any, *args: Any, **params: Any) -> bool:
@@ -157,3 +157,23 @@ def activation_step(w: Any, x: Any) -> Any:
         x = checkpoint_name(x, "x")
         return jnp.sin(x @ w) @ w.T, None
     return _scanned(offload("x"), layer)(w, x)
+
+
+def never_tagged_step(w: Any, x: Any) -> Any:
+    """``never_tagged`` as a plain function, for ``--fn``."""
+    def layer(x: Any, w: Any) -> tuple[Any, None]:
+        return jnp.tanh(jnp.tanh(x @ w) @ w.T), None
+    return _scanned(offload("hidden"), layer)(w, x)
+
+
+def scan_carry_step(w: Any, x: Any) -> Any:
+    """``scan_carry`` as a plain function, for ``--fn``."""
+    def layer(carry: Any, w: Any) -> tuple[Any, None]:
+        carry = checkpoint_name(jnp.tanh(carry @ w), "residual_stream")
+        return carry, None
+    return _scanned(offload("residual_stream"), layer)(w, x)
+
+
+def maxtext_step(w: Any, x: Any) -> Any:
+    """``maxtext_switches`` as a plain function, for ``--fn``."""
+    return maxtext_switches(None)[0](w, x)

@@ -53,7 +53,12 @@ def load_user_fn(ref: str, cwd: str | None = None) -> Any:
     try:
         mod = importlib.import_module(mod_name)
     except Exception as e:
-        raise HloscopeError(f"cannot import '{mod_name}': {type(e).__name__}: {e}", EXIT_TRACE_FAILED) from None
+        m = re.search(r"invalid memory kind: ?(\S+?)\.? Valid memory kinds are: ([\w, ]+)", str(e), re.I)
+        if m:  # a NamedSharding built at import with a memory kind the GPUs do not have
+            raise HloscopeError(f"cannot import '{mod_name}': unsupported memory kind '{m.group(1)}': the "
+                                f"target's GPUs have {m.group(2).strip()}", EXIT_BAD_INPUT) from None
+        first = (str(e).strip().splitlines() or [""])[0]
+        raise HloscopeError(f"cannot import '{mod_name}': {type(e).__name__}: {first}", EXIT_TRACE_FAILED) from None
     finally:
         if cwd:
             sys.path.remove(cwd)

@@ -219,3 +219,33 @@ def test_bad_placements_are_one_line_exit_2(case: str, message: str) -> None:
         calls[case]()
     assert err.value.exit_code == 2
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_cli_user_step_with_an_unknown_memory_kind_is_one_line_exit_2(
+        tmp_path: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import textwrap
+
+    from hloscope.cli.main import main
+
+    (tmp_path / "kinds.py").write_text(textwrap.dedent("""
+        import jax
+        def to_hbm(x):
+            return jax.device_put(x * 2, jax.typeof(x).sharding.with_memory_kind("hbm"))
+        def to_host(x):
+            mesh = jax.typeof(x).sharding.mesh  # the mesh hloscope built for --devices
+            on_host = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("fsdp"), memory_kind="pinned_host")
+            return jax.device_put(x * 2, on_host)
+    """))
+    monkeypatch.chdir(tmp_path)
+    assert main(["compile", "--fn", "kinds:to_hbm", "--args", "f32[1024,1024]@fsdp,None",
+                 "--out", str(tmp_path / "a")]) == 2
+    err = capsys.readouterr().err
+    assert "unsupported memory kind 'hbm'" in err and err.count("\n") == 1
+    # The same step writing pinned_host compiles with its placement: one D->H copy of 512 KiB per device.
+    assert main(["compile", "--fn", "kinds:to_host", "--args", "f32[1024,1024]@fsdp,None",
+                 "--out", str(tmp_path / "b"), "--json"]) == 0
+    import json
+
+    d = json.loads(capsys.readouterr().out)
+    assert d["compile"]["memory"]["host_output_size_in_bytes"] == SHARD
+    assert _copies((tmp_path / "b" / "optimized.hlo.txt").read_text())["to_host"] == ["f32[128,1024]{1,0:S(5)}"]

@@ -177,3 +177,25 @@ def scan_carry_step(w: Any, x: Any) -> Any:
 def maxtext_step(w: Any, x: Any) -> Any:
     """``maxtext_switches`` as a plain function, for ``--fn``."""
     return maxtext_switches(None)[0](w, x)
+
+
+def dots_offload(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
+    """``offload_dot_with_no_batch_dims``: every dot without batch dimensions that the backward
+    pass saves goes to host (no names)."""
+    def layer(x: Any, w: Any) -> tuple[Any, None]:
+        return jnp.tanh(x @ w), None
+    return _scanned(jax.checkpoint_policies.offload_dot_with_no_batch_dims("device", "pinned_host"), layer), \
+        _args(mesh)
+
+
+def saved_on_device(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
+    """The layer's policy saves "mlp_hidden" on the device; the head's policy asks to offload it."""
+    def step(w: Any, x: Any) -> Any:
+        def loss(w: Any, x: Any) -> Any:
+            y, _ = jax.lax.scan(jax.checkpoint(_mlp_layer, policy=jax.checkpoint_policies.save_only_these_names(
+                "mlp_hidden")), x, w)
+            head = jax.checkpoint(lambda y: jnp.sin(checkpoint_name(jnp.tanh(y), "logits")),
+                                  policy=offload("logits", "mlp_hidden"))
+            return jnp.sum(head(y))
+        return jax.grad(loss)(w, x)
+    return step, _args(mesh)

@@ -172,3 +172,24 @@ def test_intent_survives_the_manifest(case: str) -> None:
     intent = compiled(case)[0].intent
     assert isinstance(intent, Intent)
     assert intent_from_dict(json.loads(json.dumps(intent_to_dict(intent)))) == intent
+
+
+def test_dot_offload_policy_becomes_transfers() -> None:
+    [policy] = compiled("dots_offload")[0].intent.policies
+    assert policy.kind == "offload_dot_with_no_batch_dims" and policy.offload_dst == "pinned_host"
+    assert host_annotations("dots_offload") == 1  # the one dot of the layer, inside the scanned body
+    [item] = account("dots_offload").items
+    assert item.why is Why.TRANSFERRED
+    # Each layer's dot output, f32[BATCH, WIDTH], goes to host once per layer.
+    assert item.bytes_per_step[Direction.TO_HOST] == steps.LAYERS * ACTIVATION
+
+
+def test_name_saved_on_device_by_another_policy() -> None:
+    acc = account("saved_on_device")
+    by_name = {a.asked.what: a for a in acc.items}
+    assert host_annotations("saved_on_device") == 1  # only the head's logits
+    assert by_name["logits"].why is Why.TRANSFERRED
+    assert by_name["logits"].bytes_per_step[Direction.TO_HOST] == ACTIVATION  # f32[32,256], once per step
+    assert by_name["mlp_hidden"].why is Why.SAVED_ON_DEVICE
+    assert "save_only_these_names" in by_name["mlp_hidden"].detail
+    assert [t for t in compiled("saved_on_device")[0].intent.tags if t.name == "mlp_hidden" and t.host_copy] == []

@@ -123,6 +123,7 @@ def device_mesh(target: Target | str, devices: int, axes: Sequence[tuple[str, in
     loses its ``memory_kind`` when it is built (JAX checks the kind against the
     devices' memories); build shardings over :func:`make_mesh` instead.
     """
+    environment.prepare()  # before the first jax import: JAX_PLATFORMS, and the plugin's chatter hidden
     import numpy as np
     from jax.sharding import Mesh
 

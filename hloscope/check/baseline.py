@@ -28,6 +28,7 @@ from typing import Any
 from hloscope.check.keys import TransferRecord, records_from_json, records_from_report, verdict_rank
 from hloscope.check.subject import Subject
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.units import human_bytes
 
 
 @dataclass(frozen=True)
@@ -213,6 +214,11 @@ def compare(base: Snapshot, new: Snapshot, tolerance: Tolerance | None = None) -
 
 
 def _mem(s: Snapshot) -> str:
-    gib = (s.device_bytes or 0) / 2**30
     fits = "" if s.fits is None else (" (fits)" if s.fits else " (does NOT fit)")
-    return f"{gib:.2f} GiB device allocation{fits}"
+    return f"{human_bytes(s.device_bytes or 0)} device allocation{fits}"
+
+
+def describe_snapshot(s: Snapshot) -> str:
+    """``9 transfer(s), exposed 17.1 us/step, 28.7 MiB device allocation (fits)``: what a baseline holds."""
+    text = f"{len(s.records)} transfer(s), exposed {_us(s.exposed_us_per_step)}"
+    return text + (f", {_mem(s)}" if s.device_bytes is not None else ", no memory figures")

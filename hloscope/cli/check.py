@@ -118,14 +118,18 @@ def resolve_config(args: argparse.Namespace) -> CheckConfig:
 
 
 def load_subject(cfg: CheckConfig) -> Subject:
-    from hloscope.check.subject import compile_fn_subject, compile_workload_subject, load_path
+    from hloscope.check.subject import load_path
     from hloscope.targets import DEFAULT_TARGET, get_target
 
     target = get_target(cfg.target or DEFAULT_TARGET)
-    if cfg.workload:
-        return compile_workload_subject(cfg.workload, cfg.sets, target, cfg.devices)
-    if cfg.fn:
-        return compile_fn_subject(cfg.fn, cfg.args, target, cfg.devices, cwd=str(Path.cwd()))
+    if cfg.workload or cfg.fn:
+        from hloscope.api import compile_subject
+        from hloscope.compile.request import CompileRequest
+
+        return compile_subject(CompileRequest(target.name, cfg.devices, workload=cfg.workload or None,
+                                              sets=tuple(cfg.sets.items()), fn=cfg.fn or None,
+                                              args=cfg.args if cfg.fn else None,
+                                              cwd=str(Path.cwd()) if cfg.fn else None))
     if cfg.path:  # an artifact folder brings its own target unless one was given
         return load_path(cfg.path, get_target(cfg.target) if cfg.target else None, cfg.unoptimized)
     raise HloscopeError("nothing given to check: PATH, --workload or --fn (or path / workload / fn in "
@@ -139,10 +143,33 @@ def baseline_json(subject: Subject) -> str:
     from hloscope.check.keys import records_from_report
     from hloscope.render.json_report import report_to_dict
 
-    data = report_to_dict(dataclasses.replace(subject.report, memory=subject.memory))
+    data = report_to_dict(subject.report)
     for t, r in zip(data["transfers"], records_from_report(subject.report), strict=True):
         t.setdefault("est_exposed_us", round(r.est_exposed_us, 3))
     return json.dumps(data, indent=2) + "\n"
+
+
+def write_baseline(subject: Subject, path: str) -> None:
+    """Write ``subject``'s baseline to ``path`` and say so on stderr: what it holds, and what it
+    replaced when the file was already there (standard output stays the check's report)."""
+    import sys
+
+    from hloscope.check.baseline import describe_snapshot, load_snapshot, snapshot_from_subject
+    from hloscope.cli.analyze import write_output
+
+    before = None
+    if Path(path).exists():
+        try:
+            before = describe_snapshot(load_snapshot(path))
+        except HloscopeError:
+            before = "not a readable JSON report"
+    write_output(baseline_json(subject), path)
+    now = describe_snapshot(snapshot_from_subject(subject))
+    if before is None:
+        print(f"hloscope: wrote baseline {path}: {now}", file=sys.stderr)
+    else:
+        print(f"hloscope: replaced baseline {path} (was: {before}) with: {now}; review the change "
+              f"(e.g. git diff {path}) before committing it", file=sys.stderr)
 
 
 class CheckCommand:
@@ -189,7 +216,7 @@ class CheckCommand:
     def _run(self, args: argparse.Namespace) -> int:
         from hloscope.check.baseline import load_snapshot
         from hloscope.check.run import run_check
-        from hloscope.cli.analyze import open_output, write_output
+        from hloscope.cli.analyze import open_output
         from hloscope.render.check_report import get_check_format
 
         fmt = get_check_format(args.format)
@@ -200,7 +227,7 @@ class CheckCommand:
         subject = load_subject(cfg)
         result = run_check(subject, cfg, baseline)
         if args.write_baseline:
-            write_output(baseline_json(subject), args.write_baseline)
+            write_baseline(subject, args.write_baseline)
         with open_output(args.output) as out:
             fmt.render(result, out)
         return EXIT_OK if result.passed else EXIT_CHECK_FAILED

@@ -2,6 +2,10 @@
 
 Contract: every failure is one :class:`HloscopeError` (a :class:`HloParseError`
 for malformed text); no ``OSError`` escapes, whatever the path looks like.
+Empty and binary input are worded by :func:`sniff_bytes`, the one wording every
+reader uses (analyze, check, dot, tui). A parse error at the end of text that
+does not end its last computation says the file looks truncated. Reading ``-``
+from a terminal first says so on standard error (nothing is printed otherwise).
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import re
 import sys
 from pathlib import Path
 
-from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.errors import EXIT_BAD_INPUT, HloParseError, HloscopeError
 from hloscope.hlo.model import Module
 from hloscope.hlo.parser import parse_hlo
 
@@ -43,6 +47,66 @@ def _pick(directory: Path) -> tuple[Path, str]:
     return chosen, note
 
 
+STDIN_PROMPT = "hloscope: reading HLO from standard input (Ctrl+D to end)"
+
+
+def sniff_bytes(data: bytes, name: str) -> None:
+    """Raise the one-line error for input that cannot be HLO text: empty (or only blanks) or binary.
+
+    ``data`` may be the whole input or its first bytes; the words are the same for every reader."""
+    if not data.strip():
+        what = "empty input" if name == "<stdin>" else "empty file"
+        raise HloscopeError(f"{name}: {what}; expected HLO text (a module starting 'HloModule ...')",
+                            EXIT_BAD_INPUT)
+    nul = data.find(b"\0")
+    bad = nul if nul >= 0 else _undecodable_at(data)
+    if bad is not None:
+        raise HloscopeError(f"{name}: binary data ({'a NUL byte' if nul >= 0 else 'not UTF-8'} at byte {bad}), "
+                            "not HLO text; expected a module starting 'HloModule ...' (compiled.as_text() or an "
+                            "XLA dump's *.txt)", EXIT_BAD_INPUT)
+
+
+def _undecodable_at(data: bytes) -> int | None:
+    """Offset of the first byte that is not UTF-8 (a character cut at the end of a prefix is fine)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return e.start if e.start < len(data) - 3 or e.reason != "unexpected end of data" else None
+    return None
+
+
+def _decode(data: bytes, name: str) -> str:
+    sniff_bytes(data, name)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:  # a character cut at the very end
+        raise HloscopeError(f"{name}: binary data (not UTF-8 at byte {e.start}), not HLO text; expected a module "
+                            "starting 'HloModule ...' (compiled.as_text() or an XLA dump's *.txt)",
+                            EXIT_BAD_INPUT) from None
+
+
+def _read_stdin() -> bytes:
+    if sys.stdin.isatty():  # a person at a terminal would otherwise see a silent wait
+        print(STDIN_PROMPT, file=sys.stderr, flush=True)
+    try:
+        return sys.stdin.buffer.read()
+    except AttributeError:  # a replaced sys.stdin without a buffer (tests, notebooks)
+        return sys.stdin.read().encode("utf-8")
+
+
+def parse_text(text: str, name: str | None = None) -> Module:
+    """Parse ``text``; a parse error at the end of text that stops mid-module says it looks truncated."""
+    try:
+        return parse_hlo(text, name)
+    except HloParseError as e:
+        lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+        if not text.rstrip().endswith("}") and e.line >= lines - 1:
+            raise HloParseError(f"{e.reason}; the text ends here, in the middle of a computation: is the file "
+                                "truncated (cut off while being written or copied)?", e.line, e.column,
+                                e.path) from None
+        raise
+
+
 def read_hlo_text(path: str) -> tuple[str, str]:
     """(text, display name) for a path, a dump folder, or ``-`` for stdin."""
     text, name, _ = _read(path)
@@ -51,7 +115,7 @@ def read_hlo_text(path: str) -> tuple[str, str]:
 
 def _read(path: str) -> tuple[str, str, tuple[str, ...]]:
     if path == "-":
-        return sys.stdin.read(), "<stdin>", ()
+        return _decode(_read_stdin(), "<stdin>"), "<stdin>", ()
     if not path:
         raise HloscopeError("empty path: give an HLO text file, a dump folder or '-'", EXIT_BAD_INPUT)
     p = Path(path)
@@ -66,11 +130,7 @@ def _read(path: str) -> tuple[str, str, tuple[str, ...]]:
     except OSError as e:
         shown = path if len(path) <= 80 else path[:77] + "..."
         raise HloscopeError(f"{shown}: cannot read: {e.strerror or e}", EXIT_BAD_INPUT) from None
-    try:
-        return data.decode("utf-8"), str(p), notes
-    except UnicodeDecodeError as e:
-        raise HloscopeError(f"{p}: not UTF-8 text (byte {e.start}); is this an HLO text file?",
-                            EXIT_BAD_INPUT) from None
+    return _decode(data, str(p)), str(p), notes
 
 
 def load_module(path: str) -> Module:
@@ -82,7 +142,7 @@ def load_module_with_notes(path: str) -> tuple[Module, tuple[str, ...]]:
     """The module and the notes on how it was read (which file of a folder), for the views to show.
     Library code never prints; the CLI shows the notes."""
     text, name, notes = _read(path)
-    module = parse_hlo(text, name)
+    module = parse_text(text, name)
     module.source_path = None if name == "<stdin>" else os.fspath(name)
     return module, notes
 
@@ -110,5 +170,5 @@ def load_module_or_text(x: str) -> Module:
         raise HloscopeError("empty input: expected HLO text or a path to an HLO file or dump folder",
                             EXIT_BAD_INPUT)
     if looks_like_hlo_text(x):
-        return parse_hlo(x)
+        return parse_text(x)
     return load_module(x)

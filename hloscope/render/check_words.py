@@ -12,7 +12,7 @@ from hloscope.analysis.verdict import Verdict
 from hloscope.check.baseline import BaselineDiff, Change
 from hloscope.check.keys import TransferRecord
 from hloscope.check.rules import Violation
-from hloscope.render.why import explain
+from hloscope.render.why import explain, exposed_clause
 from hloscope.units import human_bytes
 
 
@@ -73,9 +73,7 @@ def violation_lines(v: Violation) -> list[str]:
         if tensor:
             lines.append(f"tensor: {tensor}")
         if verdict.pair is not None:
-            exposed = verdict.est_exposed_us
-            lines.append(f"overlapped by: {_window_text(verdict)}; exposed ~{exposed:.1f} of "
-                         f"~{verdict.est_transfer_us:.1f} us per execution")
+            lines.append(f"overlapped by: {_window_text(verdict)}; {exposed_clause(verdict)}")
         lines.append(f"why: {explain(verdict)}")
     return lines
 

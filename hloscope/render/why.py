@@ -6,7 +6,7 @@ messages and diagrams call the same functions, so every view says the same.
 
 from __future__ import annotations
 
-from hloscope.analysis.kinds import Reason, VerdictKind
+from hloscope.analysis.kinds import Direction, Reason, VerdictKind
 from hloscope.analysis.verdict import FirstUse, InputReady, Verdict
 
 _REASONS = {
@@ -24,7 +24,9 @@ def reason_text(v: Verdict) -> str:
     if v.reason in _REASONS:
         return _REASONS[v.reason]
     if v.reason is Reason.ONLY_FREE_OPS:
-        return f"window holds {v.window_size} instruction(s) but no compute and no collective"
+        text = f"window holds {v.window_size} instruction(s) but no compute and no collective"
+        hidden = hidden_without_window_work(v)
+        return f"{text}; {hidden}" if hidden else text
     window = (f"window: {len(v.compute)} compute op(s) ~{v.est_compute_us:.1f} us, "
               f"{len(v.collectives)} collective(s) ~{v.est_collective_us:.1f} us, "
               f"vs transfer ~{v.est_transfer_us:.1f} us")
@@ -34,8 +36,66 @@ def reason_text(v: Verdict) -> str:
                 else "the compute stream never waits at its done")
         shared = (f", the link shared with {len(t.beside_transfers)} other transfer(s) in flight"
                   if t.beside_transfers else "")
+        if slowed_by_link(v):
+            by = (f"{len(t.beside_transfers)} other transfer(s) in flight on the {_link(v)} link"
+                  if t.beside_transfers else f"transfers queued ahead of it on the {_link(v)} link")
+            wait += (f", longer than the transfer alone (~{v.est_transfer_us:.1f} us): {by} slowed it to "
+                     f"~{t.duration_us:.1f} us")
+            shared = ""
+        hidden = hidden_without_window_work(v)
+        if hidden:
+            wait += f" ({hidden})"
         return f"simulated step: {wait}{shared}; {window} (estimates)"
-    return window + " (estimates)"
+    hidden = hidden_without_window_work(v)
+    return window + (f"; {hidden}" if hidden else "") + " (estimates)"
+
+
+def _link(v: Verdict) -> str:
+    return "D->H" if v.transfer.direction is Direction.TO_HOST else "H->D"
+
+
+def slowed_by_link(v: Verdict) -> bool:
+    """The simulated wait at the done is longer than the transfer alone would take: the host link,
+    shared with other transfers in flight, stretched it (a fact of the timing, not a guess)."""
+    t = v.timing
+    return (t is not None and t.matched and v.est_exposed_us > v.est_transfer_us + 0.05
+            and t.duration_us > t.transfer_us + 0.05)
+
+
+def exposed_clause(v: Verdict) -> str:
+    """``exposed ~0.4 of ~1.2 us per execution``; when the exposed time is longer than the transfer
+    itself, the reason beside it: ``exposed ~2.1 us per execution, longer than the transfer alone
+    (~1.2 us): slowed to ~2.1 us by 1 other transfer on the D->H link``."""
+    exposed, alone = v.est_exposed_us, v.est_transfer_us
+    if not slowed_by_link(v):
+        return f"exposed ~{exposed:.1f} of ~{alone:.1f} us per execution"
+    t = v.timing
+    assert t is not None
+    n = len(t.beside_transfers)
+    by = (f"by {n} other transfer(s) on the {_link(v)} link" if n else
+          f"by transfers queued ahead of it on the {_link(v)} link")
+    return (f"exposed ~{exposed:.1f} us per execution, longer than the transfer alone (~{alone:.1f} us): "
+            f"slowed to ~{t.duration_us:.1f} us {by}")
+
+
+def hidden_without_window_work(v: Verdict) -> str | None:
+    """Why a transfer with no compute and no collective in its own window is still hidden:
+    what the simulated step ran while it was in flight (None when that is not the case)."""
+    if v.verdict is not VerdictKind.HIDDEN or v.compute or v.pair is None:
+        return None
+    if v.collectives:
+        return (f"hidden behind {len(v.collectives)} collective(s) (~{v.est_collective_us:.1f} us) in its window; "
+                "no compute op runs in it")
+    t = v.timing
+    if t is not None and t.matched and (t.beside_compute or t.beside_collectives):
+        coll = f" and {len(t.beside_collectives)} collective(s)" if t.beside_collectives else ""
+        return (f"hidden although its window holds no compute: in the simulated step "
+                f"{len(t.beside_compute)} compute op(s) (~{t.compute_beside_us:.1f} us){coll} ran while it "
+                "was in flight (its done waits on them, not on work between start and done)")
+    if t is not None and t.matched:
+        return ("hidden although its window holds no compute: in the simulated step the compute stream "
+                "reaches its done only after the transfer has finished (it was busy elsewhere)")
+    return None
 
 
 def input_hint(r: InputReady) -> str:
@@ -67,6 +127,8 @@ def explain(v: Verdict) -> str:
     text = reason_text(v)
     if v.other_transfers and v.reason is not Reason.SIMULATED:  # the simulated clause says it, with timing
         text += f"; shares the host link with {len(v.other_transfers)} other transfer(s) in its window"
+    if v.reason is not Reason.SIMULATED and slowed_by_link(v):
+        text += f"; {exposed_clause(v)}"
     if v.verdict in (VerdictKind.EXPOSED, VerdictKind.PARTIAL) and v.pair is not None:
         hints = []
         if v.input_ready is not None:

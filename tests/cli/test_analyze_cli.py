@@ -98,7 +98,8 @@ def test_binary_file_is_rejected(tmp_path, capsys: pytest.CaptureFixture[str]) -
     f = tmp_path / "blob.bin"
     f.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff")
     assert main(["analyze", str(f)]) == 2
-    assert "not UTF-8 text" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "binary data (a NUL byte at byte 8), not HLO text" in err and err.count("\n") == 1
 
 
 def test_unwritable_output_is_an_error(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]

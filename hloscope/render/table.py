@@ -88,7 +88,8 @@ class TableRenderer:
         s = report.summary
         t = report.target
         lines = [
-            f"hloscope report: {report.module.source_path or '<text>'}: module {report.module.name} "
+            f"hloscope report: {report.module.source_path or report.inputs.label or '<text>'}: "
+            f"module {report.module.name} "
             f"({'scheduled' if report.module.is_scheduled else 'NOT scheduled'}), "
             f"target {t.name} ({t.description}, host link {t.host_link}: {link_figures(report)})",
             "",

@@ -122,7 +122,7 @@ def _replace_calls_on_reports(path: Path) -> list[int]:
         if isinstance(node, ast.Call) and node.args:
             fn = node.func
             name = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else ""
-            first = ast.unparse(node.args[0])
+            first = ast.unparse(node.args[0]).rsplit(".", 1)[-1]  # report, subject.report; not report.inputs
             if name == "replace" and "report" in first.lower():
                 lines.append(node.lineno)
     return lines

@@ -4,7 +4,7 @@ A check format has a ``name``, a file ``extension`` and one method,
 ``render(result, out)``, which writes a :class:`~hloscope.check.run.CheckResult`
 to the text stream ``out``. :data:`CHECK_FORMATS` maps names to formats:
 ``text`` (``check_text``), ``json`` (``check_json``), ``junit``
-(``check_junit``), ``github`` (``check_github``). Every format words a
+(``check_junit``), ``github`` (``check_github``), ``markdown`` (``check_markdown``). Every format words a
 violation the same way, through ``check_words``. To add a format, write its
 module and add an instance to the tuple below.
 """
@@ -18,6 +18,7 @@ from hloscope.render import pick
 from hloscope.render.check_github import GithubFormat
 from hloscope.render.check_json import CHECK_SCHEMA, JsonFormat
 from hloscope.render.check_junit import JunitFormat
+from hloscope.render.check_markdown import MarkdownFormat
 from hloscope.render.check_text import TextFormat
 from hloscope.render.check_words import change_text, diff_lines, tensor_text, user_source, violation_lines
 
@@ -29,7 +30,8 @@ class CheckFormat(Protocol):
     def render(self, result: CheckResult, out: TextIO) -> None: ...
 
 
-CHECK_FORMATS: dict[str, CheckFormat] = {f.name: f for f in (TextFormat(), JsonFormat(), JunitFormat(), GithubFormat())}
+CHECK_FORMATS: dict[str, CheckFormat] = {f.name: f for f in (TextFormat(), JsonFormat(), JunitFormat(), GithubFormat(),
+                                                             MarkdownFormat())}
 
 
 def get_check_format(name: str) -> CheckFormat:

@@ -100,7 +100,8 @@ def _gpu_compiled(compiled: Any) -> Any:
 
 def compile_step(fn: Any, *abstract_args: Any, target: Target | str = DEFAULT_TARGET, devices: int = 8,
                  mesh: Any = None, mesh_axes: Any = None, flags: dict[str, Any] | None = None,
-                 lhs: bool | None = True, pipelined_offload: bool | None = True,
+                 lhs: bool | None = None, pipelined_offload: bool | None = True,
+                 scheduler: Scheduler | str | None = None, in_shardings: Any = None, out_shardings: Any = None,
                  out: str | os.PathLike[str] | None = None) -> tuple[Any, StepReport]:
     """Compile ``fn`` for ``devices`` compile-only GPUs of ``target`` and analyze it.
 
@@ -108,7 +109,9 @@ def compile_step(fn: Any, *abstract_args: Any, target: Target | str = DEFAULT_TA
     yet). Arguments without a sharding are replicated on every device. Returns
     ``(CompileResult, StepReport)``: ``result.compiled`` is the ``jax.stages.Compiled``;
     ``print(report)`` shows the table, with each transfer's ``checkpoint_name``
-    and the source line of the tensor it moves. ``out``: also write an artifact
+    and the source line of the tensor it moves. ``scheduler``: lhs (default),
+    lhs-approx or none (``lhs=False`` is ``none``); ``in_shardings``/``out_shardings``
+    as for ``jax.jit`` (memory kinds kept). ``out``: also write an artifact
     folder there, as ``hloscope compile --out`` does (``hloscope.analyze(out)`` and
     every command read it back); an earlier artifact folder at ``out`` is replaced,
     any other existing folder is an error.
@@ -118,7 +121,8 @@ def compile_step(fn: Any, *abstract_args: Any, target: Target | str = DEFAULT_TA
 
     tgt = get_target(target) if isinstance(target, str) else target
     result = _compile(fn, *abstract_args, target=tgt, devices=devices, mesh=mesh, mesh_axes=mesh_axes,
-                      flags=flags, lhs=lhs, pipelined_offload=pipelined_offload)
+                      flags=flags, lhs=lhs, pipelined_offload=pipelined_offload, scheduler=scheduler,
+                      in_shardings=in_shardings, out_shardings=out_shardings)
     name = getattr(fn, "__qualname__", getattr(fn, "__name__", "step"))
     extra = {"fn": f"{getattr(fn, '__module__', '?')}:{name}"}
     source = str(Path(out) / "optimized.hlo.txt") if out is not None else None

@@ -20,8 +20,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from hloscope.analysis.memory import compile_figures
 from hloscope.compile.request import CompileRequest, Scheduler
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.hlo.xla_dumps import XlaDumpTexts
 
 MANIFEST_SCHEMA = "hloscope.artifact/1"
 
@@ -118,12 +120,20 @@ def manifest(result: Any, extra: dict[str, Any]) -> str:
         "xla_options": result.options,
         "versions": result.versions,
         "compile_seconds": round(result.compile_seconds, 3),
-        "memory": result.memory,
+        "memory": compile_figures(result.memory, XlaDumpTexts.from_files(result.extra_files)),
         "tensor_names": getattr(result, "tensor_names", []),
         **_intent_entry(result),
         **_cache_entry(result),
+        **_scheduler_entry(result),
         **extra,
     }, indent=2, default=str) + "\n"
+
+
+def _scheduler_entry(result: Any) -> dict[str, Any]:
+    """The manifest's ``scheduler`` and ``topology`` keys (``hloscope.compile.scheduler``)."""
+    from hloscope.compile.scheduler import manifest_entry
+
+    return manifest_entry(result)
 
 
 def _intent_entry(result: Any) -> dict[str, Any]:

@@ -5,6 +5,8 @@
 - A module split over two adjacent C++ raw strings in XLA's tests
   (``BalanceChainedCollectivePermutesLoopedEinsum{,2,3}``): the compiler joins
   them into one string; the corpus extractor must too, or it writes two non-modules.
+  And the expected text of a parser-test table entry (``{"Name", R"(input)",
+  R"(expected)"}``) belongs to that entry, not to "file_scope".
 """
 
 from __future__ import annotations
@@ -102,3 +104,15 @@ def test_the_split_corpus_modules_are_whole(test: str) -> None:
     # the entry (second raw string) calls the fusions (first raw string)
     called = {c for i in m.entry.instructions for c in i.called_computations}
     assert m.entry_name == "entry" and called and called <= set(m.computations) - {"entry"}
+
+
+def test_the_second_string_of_a_table_entry_is_named_by_the_entry() -> None:
+    source = ('std::vector<NonRoundtripTestData> CreateNonRoundtripTestCases() {\n'
+              'return std::vector<NonRoundtripTestData>({\n'
+              '{\n"SimpleNesting",\nR"(HloModule test\nENTRY test { ROOT r = f32[] parameter(0) })",\n'
+              'R"(HloModule test, entry_computation_layout={()->f32[]}\nENTRY test { ROOT r = f32[] parameter(0) })"\n'
+              '},\n});\n}\n')
+    assert [(name, line) for name, line, _ in _extractor().extract(source)] == [("SimpleNesting", 5),
+                                                                               ("SimpleNesting", 7)]
+    # and the corpus holds no module without its test's name
+    assert not [e["file"] for e in load_manifest()["modules"] if e["test"] == "file_scope"]

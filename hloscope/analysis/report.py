@@ -18,7 +18,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, TypeVar, overload
 
+import networkx as nx
+
 from hloscope.analysis.cost import CostModel
+from hloscope.analysis.graph import build_dependency_graph
+from hloscope.analysis.gcpause import paused_gc
 from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.inputs import StepInputs, int_figures
 from hloscope.analysis.intent import IntentAccount, account_step
@@ -149,6 +153,11 @@ class Report:
         return v.transfer.source or self.module.source_location(v.transfer.instruction)
 
     @cached_property
+    def dependency_graph(self) -> nx.MultiDiGraph:
+        """The module's dependency graph with its async pairs (``analysis.graph``), built on first use."""
+        return build_dependency_graph(self.module, list(self.pairs))
+
+    @cached_property
     def _transfer_starts(self) -> frozenset[tuple[str, str]]:
         return frozenset((t.computation, t.instruction.name) for t in self.transfers)
 
@@ -177,6 +186,7 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
                  *, report_type: type[R]) -> R: ...
 
 
+@paused_gc()
 def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | int | None = None,
                  *, report_type: type[Report] = Report) -> Report:
     """The pipeline: every pass over ``inputs`` for ``target``, as one complete, frozen report.

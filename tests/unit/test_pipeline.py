@@ -61,6 +61,9 @@ def test_artifact_report_is_finished_by_the_pipeline(tmp_path: Path) -> None:
         report.memory = None  # type: ignore[misc]
     # The pairs are the pipeline's result, held on the report.
     assert report.pairs and all(p.start.opcode.endswith("-start") for p in report.pairs)
+    # The dependency graph is built from those pairs, on the report (not cached on the index).
+    async_edges = {(u, v) for u, v, d in report.dependency_graph.edges(data=True) if d["kind"] == "async"}
+    assert len(async_edges) == len(report.pairs)
 
 
 def test_memory_advice_names_what_the_step_offloads(tmp_path: Path) -> None:

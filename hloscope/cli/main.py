@@ -25,12 +25,13 @@ class Command(Protocol):
 #: so a command starts without loading what the others need (the TUI's first screen).
 _COMMANDS: dict[str, tuple[str, str, str]] = {
     "analyze": ("hloscope.cli.analyze", "AnalyzeCommand", "judge every host transfer in scheduled GPU HLO"),
+    "cache": ("hloscope.cli.cache", "CacheCommand", "show (info) or empty (clear) the compile cache"),
     "check": ("hloscope.cli.check", "CheckCommand", "CI rules over a step: exit 1 when one is violated"),
     "compile": ("hloscope.cli.compile", "CompileCommand",
                 "compile a training step for a GPU target on this machine (no GPU needed)"),
     "diff": ("hloscope.cli.diff", "DiffCommand", "compare two steps or reports, transfer by transfer"),
     "dot": ("hloscope.cli.dot", "DotCommand", "Graphviz diagrams of windows, computations, schedules, calls"),
-    "sweep": ("hloscope.cli.sweep", "SweepCommand", "compile policy x LHS x pipelined offload side by side"),
+    "sweep": ("hloscope.cli.sweep", "SweepCommand", "compile policy x scheduler x pipelined offload side by side"),
     "targets": ("hloscope.cli.targets", "TargetsCommand", "list the built-in GPU targets and their figures"),
     "tui": ("hloscope.cli.tui", "TuiCommand", "browse transfers and the schedule in the terminal"),
 }
@@ -42,10 +43,6 @@ def _load(name: str) -> Command:
     module, cls, _ = _COMMANDS[name]
     command: Command = getattr(importlib.import_module(module), cls)()
     return command
-
-
-def _commands() -> dict[str, Command]:
-    return {name: _load(name) for name in _COMMANDS}
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,8 +1,9 @@
-"""sweep: compile policy {remat, offload, save} x LHS {on, off} x pipelined offload {on, off}.
+"""sweep: compile policy {remat, offload, save} x scheduler {lhs, lhs-approx, none} x pipelined offload {on, off}.
 
 Prints one side-by-side table (--json / --csv for the same rows). With
 --batch-sizes it also answers the capacity question: the largest per-device
-batch that fits in HBM under each policy. Cells compile in parallel workers.
+batch that fits in HBM under each policy. Cells compile in parallel workers
+(--executor local) or as Ray tasks (--executor ray), through the compile cache.
 """
 
 from __future__ import annotations
@@ -11,11 +12,14 @@ import argparse
 import dataclasses
 import os
 import sys
+import threading
+import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hloscope.cli.analyze import open_output
 from hloscope.cli.options import parse_sets
+from hloscope.compile.sweep import SCHEDULERS
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_COMPILE_FAILED, EXIT_UNKNOWN_NAME, HloscopeError
 from hloscope.render import RenderOptions, pick
 from hloscope.render.sweep import SWEEP_RENDERERS, SweepResult
@@ -28,16 +32,23 @@ if TYPE_CHECKING:
 
 
 class SweepCommand:
-    """sweep: compile policy {remat, offload, save} x LHS {on, off} x pipelined offload {on, off}.
+    """sweep: compile policy x scheduler {lhs, lhs-approx, none} x pipelined offload {on, off}.
 
     Prints one side-by-side table (--json / --csv for the same rows). With
     --batch-sizes it also answers the capacity question: the largest
     per-device batch that fits in HBM under each policy. Cells compile in
-    parallel worker processes; on a terminal a progress bar shows the phase
-    each compile is in. Cells whose optimized HLO came out byte-identical share
-    a fingerprint and are named under the table. Exit codes: 0 ok, 1
-    --require-fit and a cell does not fit, 5 a cell failed (each failed cell is
-    named); 2 and 3 for bad input or names, before anything compiles.
+    parallel worker processes (--executor local, the default) or as Ray tasks
+    (--executor ray [--address HOST:PORT]); every compile goes through the
+    compile cache (--no-cache to bypass it), so a rerun or a killed sweep's
+    rerun compiles only what is missing. Each row says whether it came from
+    the cache and its compile seconds; a summary line counts both. On a
+    terminal a progress bar shows done / cached / failed / running. Cells whose
+    optimized HLO came out byte-identical share a fingerprint and are named
+    under the table. --plot FILE.svg|png draws throughput and device memory
+    against batch size. Exit codes: 0 ok, 1 --require-fit and a cell does not
+    fit, 5 a cell failed (each failed cell is named); 2 and 3 for bad input or
+    names (a bad --address included), 7 Ray or matplotlib missing, before
+    anything compiles.
     """
 
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
@@ -46,9 +57,18 @@ class SweepCommand:
         p.add_argument("--devices", type=int, default=8)
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
         p.add_argument("--policies", default="remat,offload,save")
+        p.add_argument("--schedulers", default=",".join(SCHEDULERS),
+                       help=f"comma-separated schedulers to sweep (default {','.join(SCHEDULERS)})")
+        p.add_argument("--pipelined", default="on,off", help="pipelined host offloading settings (default on,off)")
         p.add_argument("--batch-sizes", default="", help="comma-separated per-device batch sizes")
         p.add_argument("--jobs", type=int, default=max(1, min(4, os.cpu_count() or 1)),
-                       help="parallel worker processes")
+                       help="parallel worker processes (local executor)")
+        p.add_argument("--executor", choices=("local", "ray"), default="local",
+                       help="local worker processes (default) or one Ray task per cell")
+        p.add_argument("--address", metavar="HOST:PORT", help="Ray head to run on (default: start Ray here)")
+        p.add_argument("--no-cache", action="store_true", help="compile every cell; neither read nor fill the cache")
+        p.add_argument("--plot", metavar="FILE.svg|png",
+                       help="draw throughput and device memory per policy against batch size (needs matplotlib)")
         fmt = p.add_mutually_exclusive_group()
         fmt.add_argument("--json", action="store_true", help="same as --format json")
         fmt.add_argument("--csv", action="store_true", help="same as --format csv")
@@ -62,7 +82,8 @@ class SweepCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         from hloscope.compile import workloads
-        from hloscope.compile.sweep import COLUMNS, capacity_bounds, cells, run_sweep
+        from hloscope.compile.executors import make_executor
+        from hloscope.compile.sweep import COLUMNS, capacity_bounds, cells, run_sweep, summary, summary_line
         from hloscope.compile.workloads.common import POLICIES
         from hloscope.targets import get_target
 
@@ -79,13 +100,38 @@ class SweepCommand:
             batches: list[int | None] = [int(b) for b in args.batch_sizes.split(",") if b.strip()] or [None]
         except ValueError:
             raise HloscopeError(f"--batch-sizes wants integers, got '{args.batch_sizes}'", EXIT_BAD_INPUT) from None
-        todo = cells(args.workload, sets, args.target, args.devices, policies, batches)
-        progress, phase = _progress_bar(len(todo))
-        rows = run_sweep(todo, args.jobs, progress, phase, _trace_writer(args.trace_dir) if args.trace_dir else None)
+        schedulers = _names(args.schedulers, SCHEDULERS, "scheduler")
+        pipelined = [v == "on" for v in _names(args.pipelined, ("on", "off"), "--pipelined value")]
+        if args.plot:
+            from hloscope.render.sweep_plot import check_plot_path
+
+            check_plot_path(args.plot)
+        if args.trace_dir and args.executor != "local":
+            raise HloscopeError("--trace-dir needs --executor local (reports stay in Ray's workers)", EXIT_BAD_INPUT)
+        if args.no_cache:
+            from hloscope.compile.cache import disable_for_this_process_tree
+
+            disable_for_this_process_tree()
+        executor = make_executor(args.executor, args.jobs, args.address)
+        todo = cells(args.workload, sets, args.target, args.devices, policies, batches, schedulers, pipelined)
+        on_event, phase, stop = _progress_bar(len(todo))
+        t0 = time.perf_counter()
+        try:
+            rows = run_sweep(todo, executor, on_event, phase,
+                             _trace_writer(args.trace_dir) if args.trace_dir else None)
+        finally:
+            stop()
+        totals = summary(rows, time.perf_counter() - t0, executor.name)
         cap = ({p: dataclasses.asdict(b) for p, b in capacity_bounds(rows).items()} if args.batch_sizes else None)
-        result = SweepResult(args.workload, args.target, args.devices, rows, tuple(COLUMNS), cap)
+        result = SweepResult(args.workload, args.target, args.devices, rows, tuple(COLUMNS), cap,
+                             extra={"summary": totals})
         with open_output(args.output) as out:
             renderer.render(result, out, RenderOptions())
+        print(f"hloscope: {summary_line(totals)}", file=sys.stderr)
+        if args.plot:
+            from hloscope.render.sweep_plot import write_plot
+
+            write_plot(result, args.plot)
         failed = [_cell_name(r) for r in rows if r.get("error")]
         if failed:
             print(f"hloscope: {len(failed)} of {len(rows)} cell(s) failed: {'; '.join(failed)}", file=sys.stderr)
@@ -103,30 +149,64 @@ def _cell_name(row: dict[str, object]) -> str:
     return f"policy={row.get('cell')}{error}"
 
 
-def _progress_bar(total: int, console: Console | None = None) -> tuple[Callable[[int, int], None],
-                                                                        Callable[[Cell, str], None] | None]:
-    """(progress, phase) callbacks for run_sweep. Not on a terminal: one line per finished
-    cell and no phases; on a terminal: a bar whose label shows the last phase entered."""
+def _names(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    for n in names:
+        if n not in allowed:
+            raise HloscopeError(f"unknown {what} '{n}'; choose from {', '.join(allowed)}", EXIT_UNKNOWN_NAME)
+    if not names:
+        raise HloscopeError(f"no {what} given; choose from {', '.join(allowed)}", EXIT_BAD_INPUT)
+    return names
+
+
+def _progress_bar(total: int, console: Console | None = None) -> tuple[
+        Callable[[str, Cell, dict[str, Any] | None], None], Callable[[Cell, str], None] | None, Callable[[], None]]:
+    """(on_event, phase, stop) callbacks for run_sweep. Not on a terminal: one line per
+    finished cell and no phases; on a terminal: a bar counting done / cached / failed /
+    running, whose label shows the last phase a cell entered."""
+    from hloscope.compile.sweep import FINISHED, STARTED
+
+    counts = {"done": 0, "cached": 0, "failed": 0, "running": 0}
+    lock = threading.Lock()
+
+    def count(kind: str, row: dict[str, Any] | None) -> None:
+        with lock:
+            if kind == STARTED:
+                counts["running"] += 1
+            elif kind == FINISHED and row is not None:
+                counts["running"] -= 1
+                counts["done"] += 1
+                counts["cached"] += bool(row.get("cached"))
+                counts["failed"] += bool(row.get("error"))
+
+    def words() -> str:
+        return (f"done {counts['done']}/{total} · cached {counts['cached']} · failed {counts['failed']} · "
+                f"running {counts['running']}")
+
     if console is None and not sys.stderr.isatty():
-        return (lambda done, n: print(f"[{done}/{n}] done", file=sys.stderr)), None
+        def line(kind: str, cell: Cell, row: dict[str, Any] | None) -> None:
+            count(kind, row)
+            if kind == FINISHED and row is not None:
+                state = "failed" if row.get("error") else "cached" if row.get("cached") else "compiled"
+                print(f"[{counts['done']}/{total}] {state}: {cell.label}", file=sys.stderr)
+
+        return line, None, lambda: None
     from rich.console import Console
-    from rich.progress import Progress
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from hloscope.compile.sweep import cell_label
-
-    prog = Progress(console=console or Console(stderr=True), transient=True)
-    task = prog.add_task("compiling cells", total=total)
+    prog = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    TextColumn("{task.fields[counts]}"), console=console or Console(stderr=True), transient=True)
+    task = prog.add_task("compiling cells", total=total, counts=words())
     prog.start()
 
-    def update(done: int, n: int) -> None:
-        prog.update(task, completed=done)
-        if done >= n:
-            prog.stop()
+    def event(kind: str, cell: Cell, row: dict[str, Any] | None) -> None:
+        count(kind, row)
+        prog.update(task, completed=counts["done"], counts=words())
 
     def phase(cell: Cell, name: str) -> None:
-        prog.update(task, description=f"{cell_label(cell.policy, cell.lhs, cell.pipelined, cell.batch)}: {name}")
+        prog.update(task, description=f"{cell.label}: {name}")
 
-    return update, phase
+    return event, phase, prog.stop
 
 
 def _trace_writer(folder: str):  # type: ignore[no-untyped-def]

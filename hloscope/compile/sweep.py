@@ -1,7 +1,12 @@
-"""The ablation sweep: policy x LHS x pipelined offload (x per-device batch).
+"""The ablation sweep: policy x scheduler x pipelined offload (x per-device batch).
 
 Each cell is compiled in its own ``spawn`` process (JAX state is per process, and a
 compiler crash must not take the sweep down) and reduced to one row of figures.
+Cells run on an executor (``hloscope.compile.executors``): local worker processes,
+or Ray tasks. Every compile goes through the compile cache
+(``hloscope.compile.cache``): a cell whose lowered module and options were compiled
+before is read back instead of compiled (row ``cached``), which also makes a
+killed sweep resumable: the rerun compiles only the cells that never finished.
 A cell fits when its *device allocation* (arguments + temporaries + non-aliased
 outputs in HBM) is within the target's HBM; XLA's ``peak_memory_in_bytes`` is kept
 beside it but can count pinned-host buffers (docs/memory.md).
@@ -9,14 +14,12 @@ beside it but can count pinned-host buffers (docs/memory.md).
 Identical cells. Each row carries ``fingerprint``, the first 12 hex digits of the
 SHA-256 of the optimized HLO XLA produced, and ``identical_to``, the first cell
 (in cell order) whose optimized HLO is byte-identical. Identity is only ever
-claimed after comparing what XLA emitted: the compile of a cell is never skipped
-because another cell's lowered module and options look alike, since cells differ
-in the options they pass (the LHS flag) and whether XLA ignores one cannot be
-known before compiling (jaxlib 0.10.2 does ignore it: ``--lhs`` / ``--no-lhs``
-give byte-identical schedules, measured). What identity does save is the second
-analysis: a cell whose optimized HLO (and tensor names) match an analyzed one
-reuses that report. A cell repeated in the inputs (``--batch-sizes 8,8``) is the
-same compile and is run once.
+claimed after comparing what XLA emitted: cells that pass different options (the
+scheduler) are different cache keys and each is compiled once; whether XLA
+ignores an option cannot be known before compiling. What identity saves is the
+second analysis: a cell whose optimized HLO (and tensor names) match an analyzed
+one reuses that report. A cell repeated in the inputs (``--batch-sizes 8,8``) is
+the same compile and is run once.
 """
 
 from __future__ import annotations
@@ -24,50 +27,73 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
+
+from hloscope.compile.request import Scheduler
 
 #: Row fields beyond COLUMNS (in JSON output, not in the table or CSV).
 MEMORY_FIELDS = (
     "cell", "device_allocation_bytes", "xla_peak_counts_host", "top_buffer_role", "top_buffer_bytes",
-    "top_buffer_position",
+    "top_buffer_position", "compiled_s", "cache_key", "cache_lookup",
 )
 
 COLUMNS = (
-    "policy", "lhs", "pipelined", "batch", "peak_device_bytes", "host_bytes", "fits", "transfers",
-    "hidden", "partial", "exposed", "sync", "est_exposed_us", "est_step_us", "compile_s", "fingerprint",
+    "policy", "scheduler", "pipelined", "batch", "peak_device_bytes", "host_bytes", "fits", "transfers",
+    "hidden", "partial", "exposed", "sync", "est_exposed_us", "est_step_us", "cached", "compile_s", "fingerprint",
     "identical_to", "error",
 )
 
+#: The scheduler axis, in table order.
+SCHEDULERS = tuple(s.value for s in Scheduler)
 
 @dataclass(frozen=True)
 class Cell:
     workload: str
     sets: tuple[tuple[str, str], ...]
     policy: str
-    lhs: bool
+    scheduler: str
     pipelined: bool
     batch: int | None
     target: str
     devices: int
 
+    @property
+    def label(self) -> str:
+        return cell_label(self.policy, self.scheduler, self.pipelined, self.batch)
+
 
 def cells(workload: str, sets: dict[str, str], target: str, devices: int, policies: list[str],
-          batches: list[int | None]) -> list[Cell]:
-    """Every cell, in table order; a value repeated in ``policies`` or ``batches`` counts once."""
+          batches: list[int | None], schedulers: list[str] | None = None,
+          pipelined: list[bool] | None = None) -> list[Cell]:
+    """Every cell, in table order; a value repeated in any axis counts once."""
     return [
-        Cell(workload, tuple(sorted(sets.items())), p, lhs, pipe, b, target, devices)
-        for b, p, lhs, pipe in itertools.product(dict.fromkeys(batches), dict.fromkeys(policies),
-                                                 (True, False), (True, False))
+        Cell(workload, tuple(sorted(sets.items())), p, sch, pipe, b, target, devices)
+        for b, p, sch, pipe in itertools.product(dict.fromkeys(batches), dict.fromkeys(policies),
+                                                 dict.fromkeys(schedulers or SCHEDULERS),
+                                                 dict.fromkeys(pipelined or (True, False)))
     ]
 
 
-def cell_label(policy: str, lhs: bool, pipelined: bool, batch: int | None) -> str:
-    """``offload lhs=on pipelined=off batch=8``: how reports name a cell."""
+def cell_label(policy: str, scheduler: str, pipelined: bool, batch: int | None) -> str:
+    """``offload scheduler=lhs pipelined=off batch=8``: how reports name a cell."""
     on = {True: "on", False: "off"}
-    return f"{policy} lhs={on[lhs]} pipelined={on[pipelined]}" + (f" batch={batch}" if batch is not None else "")
+    return f"{policy} scheduler={scheduler} pipelined={on[pipelined]}" + (
+        f" batch={batch}" if batch is not None else "")
+
+
+def request_of(cell: Cell) -> Any:
+    """The CompileRequest of a cell (what ``hloscope compile`` would be asked for)."""
+    from hloscope.compile.request import CompileRequest
+
+    sets = dict(cell.sets)
+    if cell.batch is not None:
+        sets["batch"] = str(cell.batch)
+    return CompileRequest(target=cell.target, devices=cell.devices, workload=cell.workload,
+                          sets=tuple(sorted(sets.items())), policy=cell.policy, scheduler=Scheduler(cell.scheduler),
+                          pipelined=cell.pipelined)
 
 
 class _Analyses:
@@ -90,28 +116,41 @@ class _Analyses:
             return self._done.setdefault(key, report)
 
 
+def empty_row(cell: Cell) -> dict[str, Any]:
+    """A row with the cell's coordinates and every figure unset."""
+    row: dict[str, Any] = {c: None for c in (*COLUMNS, *MEMORY_FIELDS)}
+    row.update(policy=cell.policy, scheduler=cell.scheduler, pipelined=cell.pipelined, batch=cell.batch,
+               error="", fingerprint="", identical_to="", cached=False, cell=cell.label)
+    return row
+
+
+def failed_row(cell: Cell, error: str, seconds: float | None = None) -> dict[str, Any]:
+    """The row of a cell that did not produce a result (named, never dropped)."""
+    row = empty_row(cell)
+    row.update(error=error, compile_s=round(seconds, 2) if seconds is not None else None)
+    return row
+
+
 def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
              analyses: _Analyses | None = None,
              on_report: Callable[[dict[str, Any], Any], None] | None = None) -> dict[str, Any]:
-    """Compile and analyze one cell; errors become a row with ``error`` set.
-    ``phase`` is called with each compile phase's name as it starts."""
+    """Compile (or read from the cache) and analyze one cell; errors become a row with
+    ``error`` set. ``phase`` is called with each compile phase's name as it starts."""
     from hloscope.analysis.kinds import VerdictKind
-    from hloscope.compile.jobs import PHASE_ANALYSIS, compile_workload_result, hlo_fingerprint
+    from hloscope.compile.cache import load_request, remember_request
+    from hloscope.compile.jobs import PHASE_ANALYSIS, compile_request_result, hlo_fingerprint
     from hloscope.errors import HloscopeError
 
-    sets = dict(cell.sets)
-    if cell.batch is not None:
-        sets["batch"] = str(cell.batch)
-    row: dict[str, Any] = {c: None for c in (*COLUMNS, *MEMORY_FIELDS)}
-    row.update(policy=cell.policy, lhs=cell.lhs, pipelined=cell.pipelined,
-               batch=cell.batch if cell.batch is not None else None, error="", fingerprint="", identical_to="",
-               cell=cell_label(cell.policy, cell.lhs, cell.pipelined, cell.batch))
+    t0 = time.perf_counter()
+    request = request_of(cell)
+    found = load_request(request)
     try:
-        result, extra = compile_workload_result(cell.workload, sets, cell.policy, cell.target, cell.devices,
-                                                cell.lhs, cell.pipelined, [], phase=phase)
+        result, extra = found if found is not None else compile_request_result(request, phase=phase)
     except HloscopeError as e:
-        row["error"] = str(e)
-        return row
+        return failed_row(cell, str(e), time.perf_counter() - t0)
+    if found is None:
+        remember_request(request, result, extra)
+    seconds = time.perf_counter() - t0
     if phase:
         phase(PHASE_ANALYSIS)
     fingerprint = hlo_fingerprint(result.optimized_hlo)
@@ -122,6 +161,8 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
     facts = report.memory
     top = facts.top_buffers[0] if facts.top_buffers else None
     exposed = s.est_exposed_us_per_step
+    cache = getattr(result, "cache", None) or {}
+    row = empty_row(cell)
     row.update(
         batch=extra["config"]["batch"],
         peak_device_bytes=m["peak_memory_in_bytes"],
@@ -137,7 +178,13 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
         exposed=s.by_verdict[VerdictKind.EXPOSED], sync=s.by_verdict[VerdictKind.SYNC],
         est_exposed_us=round(exposed, 1),
         est_step_us=round(s.step.step_us if s.step is not None else report.est_compute_us() + exposed, 1),
-        compile_s=round(result.compile_seconds, 2),
+        cached=bool(cache.get("hit")),
+        # Wall seconds this sweep spent on the cell's compile (a cache hit: trace, lower, read);
+        # compiled_s: what XLA's compile took when the entry was made.
+        compile_s=round(seconds, 2),
+        compiled_s=round(float(cache.get("compiled_seconds", result.compile_seconds)), 2),
+        cache_key=cache.get("key") or "",
+        cache_lookup=(cache.get("via") or "lowered module") if cache.get("hit") else "",
         fingerprint=fingerprint,
     )
     if on_report is not None:
@@ -145,28 +192,39 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
     return row
 
 
-def run_sweep(all_cells: list[Cell], jobs: int,
-              progress: Callable[[int, int], None] | None = None,
+#: Executor events, as ``on_event(kind, cell, row)`` receives them.
+STARTED, FINISHED = "started", "finished"
+
+
+def run_sweep(all_cells: list[Cell], executor: Any = None,
+              on_event: Callable[[str, Cell, dict[str, Any] | None], None] | None = None,
               phase: Callable[[Cell, str], None] | None = None,
               on_report: Callable[[dict[str, Any], Any], None] | None = None) -> list[dict[str, Any]]:
-    """Compile every cell, ``jobs`` at a time; each compile runs in its own process,
-    so one that crashes or runs out of memory becomes a row with ``error`` set.
-    ``phase(cell, name)`` is called as each cell's compile enters a phase;
+    """Run every cell on ``executor`` (default: local worker processes, see
+    ``hloscope.compile.executors``). Each compile runs in its own process, so one that
+    crashes or runs out of memory becomes a row with ``error`` set, named by its cell.
+    ``on_event(kind, cell, row)`` is called as a cell starts (row None) and finishes;
+    ``phase(cell, name)`` as a cell's compile enters a phase (local executor);
     ``on_report(row, report)`` with each compiled cell's report (traces). Rows come
     back in cell order with ``identical_to`` set (:func:`mark_identical`)."""
-    rows: list[dict[str, Any] | None] = [None] * len(all_cells)
-    analyses = _Analyses()
+    from hloscope.compile.executors import LocalExecutor
 
-    def one(c: Cell) -> dict[str, Any]:
-        return run_cell(c, (lambda name: phase(c, name)) if phase else None, analyses, on_report)
+    ex = executor if executor is not None else LocalExecutor(1)
+    rows = ex.run(all_cells, on_event or (lambda kind, cell, row: None), phase, on_report)
+    return mark_identical(rows)
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futs = {pool.submit(one, c): i for i, c in enumerate(all_cells)}
-        for done, f in enumerate(as_completed(futs), start=1):
-            rows[futs[f]] = f.result()
-            if progress:
-                progress(done, len(all_cells))
-    return mark_identical([r for r in rows if r is not None])
+
+def summary(rows: list[dict[str, Any]], seconds: float, executor: str) -> dict[str, Any]:
+    """How many cells were compiled, read from the cache, failed; wall seconds."""
+    failed = sum(1 for r in rows if r.get("error"))
+    cached = sum(1 for r in rows if r.get("cached") and not r.get("error"))
+    return {"cells": len(rows), "compiled": len(rows) - failed - cached, "cached": cached, "failed": failed,
+            "seconds": round(seconds, 2), "executor": executor}
+
+
+def summary_line(s: dict[str, Any]) -> str:
+    return (f"{s['cells']} cells: {s['compiled']} compiled, {s['cached']} from the cache, {s['failed']} failed "
+            f"({s['executor']} executor, {s['seconds']:.1f} s)")
 
 
 def mark_identical(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -198,7 +256,7 @@ class CapacityBound:
 
 
 def capacity_bounds(rows: list[dict[str, Any]]) -> dict[str, CapacityBound]:
-    """The capacity answer per policy, from rows with a batch (any LHS/pipelining setting:
+    """The capacity answer per policy, from rows with a batch (any scheduler/pipelining setting:
     a batch fits under a policy if any of its cells fits)."""
     by: dict[str, dict[int, list[dict[str, Any]]]] = {}
     for r in rows:
@@ -222,7 +280,7 @@ def capacity_bounds(rows: list[dict[str, Any]]) -> dict[str, CapacityBound]:
 
 def capacity(rows: list[dict[str, Any]]) -> dict[str, int | None]:
     """Largest per-device batch that fits (device allocation within HBM), per policy
-    (any LHS/pipelining setting); :func:`capacity_bounds` gives the full answer."""
+    (any scheduler/pipelining setting); :func:`capacity_bounds` gives the full answer."""
     out: dict[str, int | None] = {}
     for r in rows:
         p = r["policy"]

@@ -46,6 +46,10 @@ def _ms(us: float) -> str:
     return f"{ms:.3f}" if ms < 10 else f"{ms:.1f}"
 
 
+def _seconds(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1f}"
+
+
 def _onoff(x: bool) -> str:
     return "on" if x else "off"
 
@@ -53,20 +57,22 @@ def _onoff(x: bool) -> str:
 class SweepTable:
     name = "table"
     extension = ".txt"
-    headers = ("policy", "LHS", "pipelined", "batch", "device GiB", "XLA peak GiB", "host GiB", "fits", "xfers",
-               "hidden", "partial", "exposed", "sync", "~exposed ms", "~step ms", "HLO sha256", "same HLO as")
+    headers = ("policy", "scheduler", "pipelined", "batch", "device GiB", "XLA peak GiB", "host GiB", "fits",
+               "xfers", "hidden", "partial", "exposed", "sync", "~exposed ms", "~step ms", "cached", "compile s",
+               "HLO sha256", "same HLO as")
 
     def render(self, result: SweepResult, out: TextIO, options: RenderOptions) -> None:
         body = []
         for r in result.rows:
-            head = [r["policy"], _onoff(r["lhs"]), _onoff(r["pipelined"])]
+            head = [r["policy"], r["scheduler"], _onoff(r["pipelined"])]
             if r.get("error"):
-                body.append([*head, str(r["batch"] or "-"), "error: " + r["error"][:80]] + [""] * 12)
+                body.append([*head, str(r["batch"] or "-"), "error: " + r["error"][:80]] + [""] * 14)
                 continue
             body.append([*head, str(r["batch"]), _gib(r.get("device_allocation_bytes")), _gib(r["peak_device_bytes"]),
                          _gib(r["host_bytes"]),
                          "yes" if r["fits"] else "NO", str(r["transfers"]), str(r["hidden"]), str(r["partial"]),
                          str(r["exposed"]), str(r["sync"]), _ms(r["est_exposed_us"]), _ms(r["est_step_us"]),
+                         "yes" if r.get("cached") else "no", _seconds(r.get("compile_s")),
                          r.get("fingerprint") or "", r.get("identical_to") or "-"])
         lines = format_columns(list(self.headers), body)
         groups = identical_groups(result.rows)
@@ -76,7 +82,7 @@ class SweepTable:
                 f"{fp}: {', '.join(cells)}" for fp, cells in groups.items()))
         if result.capacity:
             lines.append("")
-            lines.append("capacity (device allocation vs HBM; any LHS/pipelining setting):")
+            lines.append("capacity (device allocation vs HBM; any scheduler/pipelining setting):")
             for p, c in result.capacity.items():
                 fit = (f"largest batch that fits {c['largest_fit']} ({_gib(c['largest_fit_bytes'])} GiB)"
                        if c.get("largest_fit") is not None else "no batch fits")
@@ -88,6 +94,11 @@ class SweepTable:
         lines.append("device GiB: arguments + temporaries + outputs not aliased (what HBM must hold); XLA peak GiB "
                      "may count pinned-host buffers (docs/memory.md)")
         lines.append("~ figures are estimates from the simulated step (docs/simulation.md)")
+        totals = result.extra.get("summary")
+        if totals:
+            lines.append(f"{totals['cells']} cells: {totals['compiled']} compiled, {totals['cached']} from the "
+                         f"compile cache (cached: yes; compile s is then trace + lower + read), "
+                         f"{totals['failed']} failed")
         out.write("\n".join(lines) + "\n")
 
 
@@ -96,7 +107,7 @@ class SweepJson:
     extension = ".json"
 
     def render(self, result: SweepResult, out: TextIO, options: RenderOptions) -> None:
-        json.dump({"schema": "hloscope.sweep/2", "workload": result.workload, "target": result.target,
+        json.dump({"schema": "hloscope.sweep/3", "workload": result.workload, "target": result.target,
                    "devices": result.devices, "rows": result.rows, "capacity": result.capacity,
                    "identical_hlo": identical_groups(result.rows),
                    **result.extra}, out, indent=2)

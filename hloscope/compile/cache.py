@@ -1,0 +1,412 @@
+"""A content-addressed cache of deviceless compiles: the same input never compiles twice.
+
+The key is everything that decides what XLA emits and what hloscope keeps of it:
+the lowered module's text with its source locations (they become the optimized
+HLO's metadata), every XLA option passed, the ``XLA_FLAGS`` environment, the
+target's GPU configuration and HBM size, the topology and the mesh's device
+order, the versions of jax, jaxlib, the CUDA plugin and ptxas, and hloscope's own
+layout of a cached entry (:data:`LAYOUT`, plus a hash of the code that turns a
+compile into a :class:`~hloscope.compile.deviceless.CompileResult`). A hit is
+therefore exact, never a guess: it is looked up only after tracing and lowering,
+so a changed model, shape, sharding or call site is a different key.
+
+The value is what a ``CompileResult`` carries: optimized and unoptimized HLO, the
+memory texts XLA dumped, the memory figures, options, versions and the seconds
+the original compile took. The step's tensor names are read from its jaxpr on
+every call (they are not XLA's output).
+
+Location: ``HLOSCOPE_CACHE_DIR``, else ``$XDG_CACHE_HOME/hloscope`` (default
+``~/.cache/hloscope``). ``HLOSCOPE_NO_CACHE=1`` (the CLI's ``--no-cache``) turns
+it off. Size cap ``HLOSCOPE_CACHE_MAX_BYTES`` (default 4 GiB): after each store the
+least recently used entries are removed until the cache fits.
+
+Writes are atomic: an entry is written into a private folder and renamed into
+place; when two processes fill the same key, the first rename wins and the other
+discards its copy (both hold identical bytes). Readers see a complete entry or
+none. Eviction renames an entry away before deleting it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: Version of an entry's layout; bump when what is stored or how it is read changes.
+LAYOUT = 1
+ENTRY_FILE = "entry.json"
+OPTIMIZED_FILE = "optimized.hlo.txt"
+UNOPTIMIZED_FILE = "unoptimized.hlo.txt"
+DEFAULT_MAX_BYTES = 4 * 2**30
+ENV_DIR = "HLOSCOPE_CACHE_DIR"
+ENV_OFF = "HLOSCOPE_NO_CACHE"
+ENV_MAX = "HLOSCOPE_CACHE_MAX_BYTES"
+
+
+def cache_dir() -> Path:
+    """Where the cache lives (``HLOSCOPE_CACHE_DIR``, else the user's cache folder)."""
+    env = os.environ.get(ENV_DIR)
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "hloscope"
+
+
+def enabled() -> bool:
+    """False when ``HLOSCOPE_NO_CACHE`` is set to anything but 0/empty (``--no-cache``)."""
+    return os.environ.get(ENV_OFF, "") in ("", "0")
+
+
+def disable_for_this_process_tree() -> None:
+    """``--no-cache``: children (compile workers, Ray tasks started from here) inherit it."""
+    os.environ[ENV_OFF] = "1"
+
+
+def max_bytes() -> int:
+    try:
+        return int(os.environ.get(ENV_MAX, "") or DEFAULT_MAX_BYTES)
+    except ValueError:
+        return DEFAULT_MAX_BYTES
+
+
+def _code_hash() -> str:
+    """The code that shapes a stored result (the deviceless compile and this module)."""
+    h = hashlib.sha256()
+    here = Path(__file__).resolve().parent
+    for name in ("deviceless.py", "cache.py"):
+        try:
+            h.update((here / name).read_bytes())
+        except OSError:
+            h.update(name.encode())
+    return h.hexdigest()[:16]
+
+
+#: The end of a source span in the bootstrap frame of a ``spawn`` process (``python -c
+#: "from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=5, pipe_handle=11)"``):
+#: its file-descriptor numbers vary from process to process and move the span's end column.
+_SPAWN_FRAME_END = re.compile(r'(loc\("<string>":\d+:\d+) to [\d:]+\)')
+
+
+def module_key_text(module_text: str) -> str:
+    """The lowered module's text as the key reads it: exact, except that the end of the
+    spawn bootstrap frame's span is dropped. XLA keeps only a location's start (the optimized
+    HLO's FileLocations have end_line = line, end_column = column), so that end column never
+    reaches the output, while it made identical compiles in two workers two keys (measured)."""
+    return _SPAWN_FRAME_END.sub(r"\1)", module_text)
+
+
+def key_parts(module_text: str, options: dict[str, Any], target: Any, mesh: Any) -> dict[str, Any]:
+    """What decides a compile's output, as JSON-able parts (the module as its SHA-256)."""
+    from hloscope.compile import environment
+
+    module_text = module_key_text(module_text)
+
+    topology_name = f"{int(mesh.devices.size)} devices, mesh " + ",".join(
+        f"{k}={v}" for k, v in mesh.shape.items())
+    return {
+        "layout": LAYOUT,
+        "code": _code_hash(),
+        "module_sha256": hashlib.sha256(module_text.encode()).hexdigest(),
+        "options": {k: options[k] for k in sorted(options)},
+        "xla_flags_env": os.environ.get("XLA_FLAGS", ""),
+        "target": target.name,
+        "device_memory_size": int(target.device_memory_size),
+        "gpu_target_config": hashlib.sha256(str(target.gpu_target_config()).encode()).hexdigest(),
+        "topology": topology_name,
+        "device_ids": [int(d.id) for d in mesh.devices.flat],
+        "versions": environment.versions(),
+    }
+
+
+def key_of(parts: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Entry:
+    key: str
+    path: Path
+    size_bytes: int
+    last_used: float
+    target: str
+    compile_seconds: float
+
+
+class CompileCache:
+    """The cache at ``root`` (see the module docstring)."""
+
+    def __init__(self, root: Path | None = None, cap_bytes: int | None = None) -> None:
+        self.root = root if root is not None else cache_dir()
+        self.cap_bytes = max_bytes() if cap_bytes is None else cap_bytes
+
+    @property
+    def entries_dir(self) -> Path:
+        return self.root / f"v{LAYOUT}"
+
+    def _path(self, key: str) -> Path:
+        return self.entries_dir / key[:2] / key
+
+    def get(self, key: str) -> Any:
+        """The CompileResult stored under ``key`` (``cache`` says it was a hit), or None."""
+        from hloscope.compile.deviceless import CompileResult
+
+        path = self._path(key)
+        try:
+            meta = json.loads((path / ENTRY_FILE).read_text())
+            optimized = (path / OPTIMIZED_FILE).read_text()
+            unoptimized = (path / UNOPTIMIZED_FILE).read_text()
+            extra = {name: (path / "extra" / name).read_text() for name in meta["extra_files"]}
+        except (OSError, ValueError, KeyError):  # absent, evicted meanwhile, or damaged: a miss
+            return None
+        if meta.get("key") != key or hashlib.sha256(optimized.encode()).hexdigest() != meta.get("optimized_sha256"):
+            return None
+        self._touch(path)
+        return CompileResult(
+            optimized_hlo=optimized, unoptimized_hlo=unoptimized, memory=meta["memory"], options=meta["options"],
+            versions=meta["versions"], target=meta["target"], devices=meta["devices"], mesh_shape=meta["mesh_shape"],
+            compile_seconds=meta["compile_seconds"], device_memory_size=meta["device_memory_size"],
+            extra_files=extra,
+            cache={"hit": True, "key": key, "compiled_seconds": meta["compile_seconds"]},
+        )
+
+    def put(self, key: str, result: Any, parts: dict[str, Any]) -> bool:
+        """Store ``result`` under ``key`` atomically; False when it could not be written (the
+        compile still succeeds: a cache that cannot be written is only slower)."""
+        final = self._path(key)
+        if final.is_dir():
+            self._touch(final)
+            return True
+        meta = {
+            "key": key, "parts": parts, "created": time.time(),
+            "optimized_sha256": hashlib.sha256(result.optimized_hlo.encode()).hexdigest(),
+            "memory": result.memory, "options": result.options, "versions": result.versions,
+            "target": result.target, "devices": result.devices, "mesh_shape": result.mesh_shape,
+            "compile_seconds": result.compile_seconds, "device_memory_size": result.device_memory_size,
+            "extra_files": sorted(result.extra_files),
+        }
+        try:
+            final.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{key[:16]}.partial-", dir=final.parent))
+        except OSError:
+            return False
+        try:
+            (tmp / OPTIMIZED_FILE).write_text(result.optimized_hlo)
+            (tmp / UNOPTIMIZED_FILE).write_text(result.unoptimized_hlo)
+            (tmp / "extra").mkdir()
+            for name, text in result.extra_files.items():
+                (tmp / "extra" / name).write_text(text)
+            (tmp / ENTRY_FILE).write_text(json.dumps(meta, indent=1, default=str))
+            try:
+                tmp.rename(final)
+            except OSError:  # another process stored the same key first: its bytes are the same
+                shutil.rmtree(tmp, ignore_errors=True)
+                return final.is_dir()
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            return False
+        self.evict()
+        return True
+
+    @staticmethod
+    def _touch(path: Path) -> None:
+        try:
+            os.utime(path / ENTRY_FILE)
+        except OSError:
+            pass
+
+    def entries(self) -> list[Entry]:
+        """Every complete entry, least recently used first."""
+        out: list[Entry] = []
+        for path in self._entry_dirs():
+            try:
+                meta_path = path / ENTRY_FILE
+                used = meta_path.stat().st_mtime
+                meta = json.loads(meta_path.read_text())
+                size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+            except (OSError, ValueError):
+                continue
+            out.append(Entry(path.name, path, size, used, str(meta.get("target", "")),
+                             float(meta.get("compile_seconds", 0.0))))
+        return sorted(out, key=lambda e: e.last_used)
+
+    def _entry_dirs(self) -> Iterator[Path]:
+        if not self.entries_dir.is_dir():
+            return
+        for shard in self.entries_dir.iterdir():
+            if shard.is_dir() and shard.name != "requests":
+                yield from (p for p in shard.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+    def evict(self) -> list[str]:
+        """Remove least recently used entries until the cache is within its cap; their keys."""
+        entries = self.entries()
+        total = sum(e.size_bytes for e in entries)
+        gone: list[str] = []
+        for e in entries:
+            if total <= self.cap_bytes:
+                break
+            if self._remove(e.path):
+                gone.append(e.key)
+            total -= e.size_bytes
+        return gone
+
+    def clear(self) -> int:
+        """Remove every entry (and leftovers of interrupted writes); how many entries went."""
+        n = 0
+        for path in list(self._entry_dirs()):
+            n += self._remove(path)
+        shutil.rmtree(self.entries_dir / "requests", ignore_errors=True)
+        if self.entries_dir.is_dir():
+            for shard in self.entries_dir.iterdir():
+                for p in shard.glob(".*partial-*") if shard.is_dir() else ():
+                    shutil.rmtree(p, ignore_errors=True)
+        return n
+
+    @staticmethod
+    def _remove(path: Path) -> bool:
+        trash = path.with_name(f".{path.name[:16]}.evicted-{os.getpid()}-{time.monotonic_ns()}")
+        try:
+            path.rename(trash)
+        except OSError:  # already removed by another process
+            return False
+        shutil.rmtree(trash, ignore_errors=True)
+        return True
+
+
+@dataclass
+class Lookup:
+    """One compile's cache lookup: ``result`` on a hit; ``store(result)`` after a miss."""
+
+    cache: CompileCache | None
+    key: str
+    parts: dict[str, Any]
+    result: Any = None
+
+    def store(self, result: Any) -> Any:
+        result.cache = {"hit": False, "key": self.key, "compiled_seconds": result.compile_seconds,
+                        "stored": bool(self.cache and self.cache.put(self.key, result, self.parts))}
+        return result
+
+
+def lookup(lowered: Any, options: dict[str, Any], target: Any, mesh: Any, use: bool = True) -> Lookup:
+    """Look ``lowered`` (compiled with ``options`` for ``target`` on ``mesh``) up in the cache.
+    With ``use`` False or the cache turned off, always a miss that stores nothing."""
+    if not (use and enabled()):
+        return Lookup(None, "", {})
+    parts = key_parts(lowered.as_text(debug_info=True), options, target, mesh)
+    key = key_of(parts)
+    store = CompileCache()
+    return Lookup(store, key, parts, store.get(key))
+
+
+def manifest_entry(result: Any) -> dict[str, Any]:
+    """The manifest's ``cache`` key for an artifact folder: whether this compile came from the
+    cache, its key, and the seconds the original XLA compile took."""
+    info = getattr(result, "cache", None) or {}
+    if not info.get("key"):
+        return {"cache": {"hit": False, "key": None}}
+    return {"cache": {"hit": bool(info.get("hit")), "key": info["key"],
+                      "compiled_seconds": round(float(info.get("compiled_seconds") or 0.0), 3)}}
+
+
+# -- The request memo: a sweep's rerun without starting JAX -------------------------------
+#
+# A built-in workload's lowered module is a function of the request, hloscope's own code
+# (the workload builders, where its files are), the versions of Python, jax, jaxlib and
+# their numeric packages, and the JAX_*/XLA_* environment. After a cell was compiled (or
+# found) through the key above, the sweep records request -> that key, with the manifest
+# extras and tensor names the child read from the jaxpr. A later identical request finds
+# the entry without tracing; any change to one of those inputs is another memo key, and a
+# memo whose entry was evicted is a miss. The user's own functions (--fn) are never
+# memoized (their code is not hloscope's to hash).
+
+_MEMO_PACKAGES = ("jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda12-pjrt", "nvidia-cuda-nvcc-cu12", "numpy",
+                  "ml_dtypes", "opt_einsum", "scipy")
+_source_hash: str | None = None
+
+
+def _hloscope_source_hash() -> str:
+    global _source_hash
+    if _source_hash is None:
+        root = Path(__file__).resolve().parent.parent
+        h = hashlib.sha256(str(root).encode())
+        for f in sorted(root.rglob("*.py")):
+            h.update(str(f.relative_to(root)).encode())
+            h.update(f.read_bytes())
+        _source_hash = h.hexdigest()
+    return _source_hash
+
+
+def request_memo_key(request: Any) -> str | None:
+    """The memo key of a built-in workload's request (None for ``--fn`` requests)."""
+    import dataclasses
+    import sys
+    from importlib.metadata import PackageNotFoundError, version
+
+    if request.workload is None:
+        return None
+    versions = {}
+    for pkg in _MEMO_PACKAGES:
+        try:
+            versions[pkg] = version(pkg)
+        except PackageNotFoundError:
+            versions[pkg] = ""
+    parts = {
+        "layout": LAYOUT, "request": dataclasses.asdict(request), "hloscope": _hloscope_source_hash(),
+        "python": sys.version, "executable": sys.executable, "versions": versions,
+        "env": {k: v for k, v in sorted(os.environ.items())
+                if k.startswith(("JAX_", "XLA_", "TF_CPP")) or k in ("CUDA_VISIBLE_DEVICES",)},
+    }
+    return key_of(parts)
+
+
+def _memo_path(cache: CompileCache, memo_key: str) -> Path:
+    return cache.entries_dir / "requests" / f"{memo_key}.json"
+
+
+def load_request(request: Any) -> tuple[Any, dict[str, Any]] | None:
+    """(CompileResult, extras) for ``request`` from the memo and the cache, or None."""
+    import dataclasses
+
+    if not enabled():
+        return None
+    memo_key = request_memo_key(request)
+    if memo_key is None:
+        return None
+    cache = CompileCache()
+    try:
+        memo = json.loads(_memo_path(cache, memo_key).read_text())
+    except (OSError, ValueError):
+        return None
+    t0 = time.perf_counter()
+    result = cache.get(str(memo.get("key", "")))
+    if result is None:
+        return None
+    result = dataclasses.replace(result, tensor_names=memo.get("tensor_names", []),
+                                 compile_seconds=time.perf_counter() - t0,
+                                 cache=dict(result.cache, via="request"))
+    return result, memo.get("extra", {})
+
+
+def remember_request(request: Any, result: Any, extra: dict[str, Any]) -> None:
+    """Record ``request`` -> the cache key ``result`` was stored or found under (atomic)."""
+    key = (getattr(result, "cache", None) or {}).get("key")
+    memo_key = request_memo_key(request) if key and enabled() else None
+    if memo_key is None:
+        return
+    path = _memo_path(CompileCache(), memo_key)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".memo-", dir=path.parent)
+        with os.fdopen(fd, "w") as f:
+            json.dump({"key": key, "extra": extra, "tensor_names": result.tensor_names}, f, default=str)
+        os.replace(tmp, path)
+    except OSError:
+        pass

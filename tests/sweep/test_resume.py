@@ -1,0 +1,70 @@
+"""A sweep killed halfway, rerun, compiles only the cells that never finished.
+
+The sweep runs as a subprocess in its own session; once some cells are in the cache
+the whole process group is killed (SIGKILL: no clean-up runs). The rerun reads
+every finished cell back (``cached: true``) and compiles exactly the others; its
+rows equal those of a sweep that was never interrupted, by fingerprint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hloscope.compile.cache import CompileCache
+
+pytestmark = pytest.mark.xla
+
+SWEEP = ["sweep", "mlp", "--policies", "offload,remat", "--schedulers", "lhs", "--batch-sizes", "8,16",
+         "--jobs", "1", "--json"]
+
+
+def _run(env: dict[str, str], timeout: float = 600) -> dict:  # type: ignore[type-arg]
+    done = subprocess.run([sys.executable, "-m", "hloscope", *SWEEP], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def test_killed_sweep_resumes_from_the_cache(tmp_path: Path) -> None:
+    cache_dir = tmp_path / "cache"
+    env = dict(os.environ, HLOSCOPE_CACHE_DIR=str(cache_dir))
+    env.pop("HLOSCOPE_NO_CACHE", None)
+    cache = CompileCache(cache_dir)
+    proc = subprocess.Popen([sys.executable, "-m", "hloscope", *SWEEP], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 600
+        while len(cache.entries()) < 2 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert proc.poll() is None, "the sweep finished before it could be killed"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finished = {e.key for e in cache.entries()}
+    assert 2 <= len(finished) < 8
+
+    resumed = _run(env)
+    rows = resumed["rows"]
+    assert len(rows) == 8 and not any(r["error"] for r in rows)
+    # Exactly the cells whose compile finished before the kill come from the cache.
+    assert {r["cache_key"] for r in rows if r["cached"]} == finished
+    assert resumed["summary"]["cached"] == len(finished)
+    assert resumed["summary"]["compiled"] == 8 - len(finished)
+    assert {e.key for e in cache.entries()} == {r["cache_key"] for r in rows}
+
+    # Nothing left to compile: a third run reads every cell, with the same rows.
+    again = _run(env)
+    assert again["summary"]["cached"] == 8 and again["summary"]["compiled"] == 0
+    assert all(r["cached"] for r in again["rows"])
+    assert [r["fingerprint"] for r in again["rows"]] == [r["fingerprint"] for r in rows]
+    for a, b in zip(again["rows"], rows, strict=True):
+        assert {k: v for k, v in a.items() if k not in ("cached", "compile_s", "cache_lookup")} == \
+            {k: v for k, v in b.items() if k not in ("cached", "compile_s", "cache_lookup")}

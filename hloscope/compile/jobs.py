@@ -28,7 +28,7 @@ from hloscope.analysis.memory import compile_figures
 from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import Report, analyze_step
 from hloscope.compile.environment import NATIVE_NOISE
-from hloscope.compile.request import CompileRequest, Scheduler
+from hloscope.compile.request import CompileRequest
 from hloscope.errors import (
     EXIT_BAD_INPUT,
     EXIT_COMPILE_FAILED,
@@ -107,18 +107,6 @@ def compile_request(request: CompileRequest, options: AnalysisOptions | None = N
         phase(PHASE_ANALYSIS)
     return CompiledStep(result, analyze_result(result, request.target, options=options, extra=extra,
                                                source_path=source_path), extra)
-
-
-def compile_workload_result(workload: str, sets: dict[str, str], policy: str | None, target: str, devices: int,
-                            lhs: bool, pipelined: bool, xla_flags: list[str],
-                            memory_override_bytes: int | None = None,
-                            phase: Callable[[str], None] | None = None) -> tuple[Any, dict[str, Any]]:
-    """Legacy form of :func:`compile_request_result` for a built-in workload (the sweep's, until it
-    builds requests)."""
-    request = CompileRequest(target, devices, workload=workload, sets=tuple(sets.items()), policy=policy,
-                             scheduler=Scheduler.from_lhs(lhs), pipelined=pipelined, xla_flags=tuple(xla_flags),
-                             memory_override_bytes=memory_override_bytes)
-    return compile_request_result(request, phase)
 
 
 def hlo_fingerprint(text: str) -> str:

@@ -1,8 +1,10 @@
 """hloscope: did my host offloading actually get hidden, and if not, why not?
 
 ``hloscope.analyze(x)`` reads scheduled GPU HLO and judges every host transfer;
-``hloscope.compile_step(fn, *args, target=...)`` compiles a JAX step for a GPU
-target on a machine with no GPU, then analyzes it.
+``hloscope.compile_step(fn, *args, target=..., out=DIR)`` compiles a JAX step for
+a GPU target on a machine with no GPU, then analyzes it (and, with ``out``, writes
+an artifact folder that ``analyze`` and every command read back). Both return a
+``StepReport``: ``print(report)``, ``report.to_dict()``, ``report.dot()``.
 ``hloscope.assert_offloads_hidden(step, ...)`` asserts that no transfer is
 synchronous or exposed (and further rules; docs/ci.md).
 """

@@ -150,3 +150,26 @@ def test_unoptimized_module_reports_annotations() -> None:
     # adding 1 per iteration (while.13 and while.19 read by hand), so each annotation runs 4 times.
     assert {t["executions"] for t in d["transfers"]} == {4}
     assert d["summary"]["unknown_trip_counts"] == []
+
+
+@pytest.mark.parametrize("workload", ["mlp", "llama"])
+def test_the_no_lhs_twin_is_another_schedule_of_the_same_transfers(workload: str) -> None:
+    # Read from the text: the latency hiding scheduler tags each instruction it places with
+    # scheduling_name; fixtures/generate.py compiles the _nolhs twin with the scheduler off.
+    lhs, nolhs = f"{workload}_offload.hlo.txt", f"{workload}_offload_nolhs.hlo.txt"
+    assert "scheduling_name" in fixture_text(lhs) and "scheduling_name" not in fixture_text(nolhs)
+    assert fixture_text(lhs) != fixture_text(nolhs)
+    starts = [sorted(v.transfer.instruction.name for v in fixture_report(f).verdicts) for f in (lhs, nolhs)]
+    assert starts[0] == starts[1]
+
+
+def test_without_lhs_the_mlp_prefetch_waits_at_once() -> None:
+    # mlp_offload_nolhs.hlo.txt: the backward loop's prefetch is done on the line after its start
+    # (LHS puts three slice fusions between them: FACTS above), so nothing can hide it.
+    lines = fixture_text("mlp_offload_nolhs.hlo.txt").splitlines()
+    at = next(i for i, line in enumerate(lines) if "%dynamic-slice-start.1 = " in line)
+    assert "%dynamic-slice-done.1 = " in lines[at + 1]
+    verdicts = {f: {v.transfer.instruction.name: v.verdict for v in fixture_report(f).verdicts}
+                for f in ("mlp_offload.hlo.txt", "mlp_offload_nolhs.hlo.txt")}
+    assert verdicts["mlp_offload_nolhs.hlo.txt"]["dynamic-slice-start.1"] == "exposed"
+    assert verdicts["mlp_offload.hlo.txt"]["dynamic-slice-start.1"] != "exposed"

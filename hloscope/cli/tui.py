@@ -3,24 +3,31 @@
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
 
-from hloscope.cli.options import add_compile_options, parse_sets
-from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.cli.options import add_compile_options, request_from_args
+from hloscope.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, HloscopeError
 from hloscope.targets import DEFAULT_TARGET
 
 
 class TuiCommand:
     """tui: browse a schedule in the terminal: transfers, verdicts, the schedule, memory.
 
-    PATH is an HLO text file, an --xla_dump_to folder or an `hloscope compile`
-    artifact folder; or --workload NAME compiles a built-in workload first (same
+    PATH is an HLO text file, an --xla_dump_to folder, an `hloscope compile`
+    artifact folder or - (HLO text on stdin; the keys then come from the
+    terminal); or --workload NAME compiles a built-in workload first (same
     options as `hloscope compile`). --compare PATH opens two schedules side by
     side. Keys: ? for help, / search, q quit.
     Exit codes: 0 ok, 2 bad input, 3 unknown name, 4-7 as for compile.
     """
 
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
-        p.add_argument("path", metavar="PATH", nargs="?", help="HLO text file, XLA dump folder or artifact folder")
+        p.add_argument("path", metavar="PATH", nargs="?",
+                       help="HLO text file, XLA dump folder, artifact folder, or - for stdin")
         p.add_argument("--workload", help="compile this built-in workload or preset instead of reading PATH")
         p.add_argument("--compare", metavar="PATH", help="a second schedule to compare with")
         p.add_argument("--target",
@@ -29,24 +36,72 @@ class TuiCommand:
         add_compile_options(p)
 
     def run(self, args: argparse.Namespace) -> int:
-        from hloscope.tui.load import Source, WorkloadSpec, check_source
+        from hloscope.tui.load import Source, check_source
 
         if (args.path is None) == (args.workload is None):
             raise HloscopeError("tui: give a PATH or --workload NAME (one of them)", EXIT_BAD_INPUT)
         workload = None
         if args.workload:
-            workload = WorkloadSpec(args.workload, parse_sets(args.set), args.policy, args.devices, args.lhs,
-                                    args.pipelined_offload, list(args.xla_flag))
-        source = Source(args.path, workload, args.target, args.host_memory_space)
-        check_source(source)  # one-line errors before the terminal is taken over
-        compare = None
-        if args.compare:
-            compare = Source(args.compare, None, args.target, args.host_memory_space)
-            check_source(compare)
-        from hloscope.tui.app import HloscopeApp
+            workload = request_from_args(args, workload=args.workload)
+        spool = None
+        try:
+            path = args.path
+            if path == "-":
+                spool = read_stdin_module()
+                path = str(spool / STDIN_FILE)
+            source = Source(path, workload, args.target, args.host_memory_space)
+            try:
+                check_source(source)  # one-line errors before the terminal is taken over
+            except HloscopeError as e:
+                if spool is not None:  # say "<stdin>", not the spool file's path
+                    raise HloscopeError(str(e).replace(path, "<stdin>"), e.exit_code) from None
+                raise
+            compare = None
+            if args.compare:
+                compare = Source(args.compare, None, args.target, args.host_memory_space)
+                check_source(compare)
+            if spool is not None:
+                use_terminal_for_keys()
+            from hloscope.tui.app import HloscopeApp
 
-        app = HloscopeApp(source, compare)
-        app.run()
-        if app.failure is not None:
+            app = HloscopeApp(source, compare)
+            app.run()
+        finally:
+            if spool is not None:
+                shutil.rmtree(spool, ignore_errors=True)
+        if app.failure is not None:  # the input failed to load, or the app crashed: one line, its exit code
             raise app.failure
+        if app.return_code:  # Textual stopped the app with an error of its own
+            raise HloscopeError(f"internal error in the TUI: it stopped with code {app.return_code}", EXIT_INTERNAL)
         return 0
+
+
+#: The name of the module read from stdin, in its private temporary folder.
+STDIN_FILE = "stdin.hlo.txt"
+
+
+def read_stdin_module() -> Path:
+    """Read the whole of stdin (HLO text) into a new private folder; returns the folder.
+
+    The app reads it like any file (same checks, same one-line errors); the caller
+    removes the folder when the app has exited.
+    """
+    if sys.stdin.isatty():
+        print("hloscope: reading HLO text from stdin; end it with Ctrl+D", file=sys.stderr)
+    data = sys.stdin.buffer.read()
+    folder = Path(tempfile.mkdtemp(prefix="hloscope-stdin-"))
+    (folder / STDIN_FILE).write_bytes(data)
+    return folder
+
+
+def use_terminal_for_keys() -> None:
+    """Textual reads keys from file descriptor 0: once a pipe there is spent, put the terminal in its place."""
+    if os.isatty(0):
+        return
+    try:
+        fd = os.open("/dev/tty", os.O_RDWR)
+    except OSError:
+        raise HloscopeError("tui -: stdin held the module and there is no terminal to read keys from "
+                            "(run it in a terminal, or give the module as a PATH)", EXIT_BAD_INPUT) from None
+    os.dup2(fd, 0)
+    os.close(fd)

@@ -8,8 +8,10 @@ worker, which starts once the first screen has been drawn.
 from __future__ import annotations
 
 import gc
+import os
 from collections.abc import Callable, Iterable
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import App, SystemCommand
@@ -22,6 +24,7 @@ from hloscope.tui.load import Loaded, Source, load_source
 from hloscope.tui.messages import GoTo, LoadFailed, ReportReady, TransferChosen
 from hloscope.tui.screens.error import ErrorScreen
 from hloscope.tui.screens.loading import LoadingScreen
+from hloscope.tui.text import shown
 
 if TYPE_CHECKING:
     from hloscope.tui.export import ExportKind
@@ -29,10 +32,21 @@ if TYPE_CHECKING:
     from hloscope.tui.search import Hit, SearchIndex
 
 
-class HloscopeApp(App[int]):
-    """``failure`` holds the one-line error when the input could not be loaded (the CLI prints it)."""
+#: Actions that need a loaded schedule: dimmed while loading, hidden on the error screen.
+_NEED_REPORT = frozenset({"search", "compare", "export", "history_back", "history_forward"})
 
-    CSS_PATH = "app.tcss"
+
+def one_line(text: str) -> str:
+    """``text`` on one line (an exception's message can span several)."""
+    # only "\n" joins lines: str.splitlines would also split at (and lose) \x0c, \x1c ... of a file name
+    return " ".join(shown(part) for part in text.split("\n") if part.strip()) or "(no message)"
+
+
+class HloscopeApp(App[int]):
+    """``failure`` holds the one-line error the CLI prints after the app exits: the input
+    could not be loaded (its exit code), or an exception nothing handled (exit code 70)."""
+
+    CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: a subclass elsewhere finds it too
     TITLE = "hloscope"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+c", "quit", "Quit", priority=True, show=False),
@@ -72,11 +86,13 @@ class HloscopeApp(App[int]):
             loaded = self.loader(source)
             import hloscope.tui.screens.main  # noqa: F401  (imported here, off the UI thread)
         except HloscopeError as e:
-            self.post_message(LoadFailed(str(e), e.exit_code) if not is_other else LoadFailed(f"B: {e}", -1))
-            return
+            line, code = one_line(str(e)), e.exit_code
         except Exception as e:  # a bug: still one line on the error screen, and after exit
-            line = f"internal error: {type(e).__name__}: {e}"
-            self.post_message(LoadFailed(line, EXIT_INTERNAL) if not is_other else LoadFailed(f"B: {line}", -1))
+            line, code = one_line(f"internal error: {type(e).__name__}: {e}"), EXIT_INTERNAL
+        else:
+            line, code = "", 0
+        if line:
+            self.post_message(LoadFailed(f"B: {line}" if is_other else line, code, second=is_other))
             return
         # The report lives as long as the app: keep the collector from walking its
         # millions of objects again and again (a full collection stalls a key press).
@@ -115,12 +131,32 @@ class HloscopeApp(App[int]):
         self.action_compare()
 
     def on_load_failed(self, message: LoadFailed) -> None:
-        if message.exit_code < 0:  # the second schedule of a compare: the first stays open
+        if message.second:  # the second schedule of a compare: the first stays open
             self._set_status(message.message)
-            self.notify(message.message, severity="error", timeout=8)
+            self.notify(message.message, severity="error", timeout=8, markup=False)
             return
         self.failure = HloscopeError(message.message, message.exit_code)
         self.switch_screen(ErrorScreen(message.message))
+
+    def _handle_exception(self, error: Exception) -> None:
+        # Textual calls this for an exception nothing handled, then exits with code 1 and
+        # prints a traceback. hloscope's contract is one line and exit code 70 (docs/cli.md):
+        # the CLI prints ``failure``; HLOSCOPE_DEBUG=1 keeps Textual's traceback as well.
+        from textual.worker import WorkerFailed
+
+        cause = error.error if isinstance(error, WorkerFailed) else error  # say what the worker raised
+        if self.failure is None or self.failure.exit_code != EXIT_INTERNAL:
+            self.failure = HloscopeError(
+                one_line(f"internal error in the TUI: {type(cause).__name__}: {cause}")
+                + " (set HLOSCOPE_DEBUG=1 for the traceback)", EXIT_INTERNAL)
+        super()._handle_exception(error)
+        if not os.environ.get("HLOSCOPE_DEBUG"):
+            self._exit_renderables.clear()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in _NEED_REPORT and self.main is None:
+            return False if self.failure is not None else None  # error screen: not offered; loading: dimmed
+        return True
 
     # -- navigation -------------------------------------------------------------
 
@@ -182,9 +218,7 @@ class HloscopeApp(App[int]):
 
         def chosen(path: str | None) -> None:
             if path:
-                from dataclasses import replace
-
-                self.compare_source = replace(self.source, path=path, workload=None)
+                self.compare_source = Source(path, target=self.source.target, host_space=self.source.host_space)
                 self._set_status(f"loading {path} to compare ...")
                 self.run_worker(partial(self._load, self.compare_source, True), thread=True, group="load-b")
 
@@ -205,14 +239,17 @@ class HloscopeApp(App[int]):
             try:
                 path = export(loaded, choice[0], choice[1], main.verdict)
             except HloscopeError as e:
-                self.notify(str(e), severity="error", timeout=8)
+                self.notify(one_line(str(e)), severity="error", timeout=8, markup=False)
                 return
-            self.notify(f"wrote {path}")
+            where = path.resolve()
+            self.notify(f"wrote {where.name} in {where.parent}", timeout=8, markup=False)
 
         self.push_screen(ExportScreen(loaded, main.verdict), chosen)
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
+        if self.main is None:  # loading, or the error screen: nothing to search, compare or export
+            return
         yield SystemCommand("Search instructions", "By name, opcode, checkpoint name or op_name (/)",
                             self.action_search)
         yield SystemCommand("Compare with another schedule", "Match transfers by checkpoint name and source (c)",
@@ -221,6 +258,5 @@ class HloscopeApp(App[int]):
         yield SystemCommand("Back", "Previous place ([)", self.action_history_back)
         yield SystemCommand("Forward", "Next place (])", self.action_history_forward)
         yield SystemCommand("Key bindings", "All keys (?)", self.action_help)
-        if self.main is not None:
-            for tab in ("transfers", "schedule", "computations"):
-                yield SystemCommand(f"Show {tab}", f"The {tab} tab", partial(self.main.action_tab, tab))
+        for tab in ("transfers", "schedule", "computations"):
+            yield SystemCommand(f"Show {tab}", f"The {tab} tab", partial(self.main.action_tab, tab))

@@ -22,10 +22,15 @@ class ReportReady(Message):
 
 @dataclass
 class LoadFailed(Message):
-    """The worker could not load the input; ``message`` is one line."""
+    """The worker could not load the input; ``message`` is one line.
+
+    second: it was the second schedule of a compare (``--compare`` or ``c``): the
+    first stays open and the failure is a toast, not the error screen and exit code.
+    """
 
     message: str
     exit_code: int
+    second: bool = False
 
 
 @dataclass

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hloscope.analysis.timeline import COMPUTE, LoopRun, SliceKind, Timeline
+from hloscope.analysis.opclass import Resource
+from hloscope.analysis.timeline import LoopRun, SliceKind, Timeline
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +41,7 @@ class TimeAxis:
         self.timeline = timeline
         self._times: dict[str, dict[str, OpTime]] = {}
         self._iteration: dict[str, int] = {}
-        for s in timeline.slices.get(COMPUTE, ()):
+        for s in timeline.slices.get(Resource.COMPUTE, ()):
             if s.kind not in (SliceKind.COMPUTE, SliceKind.WAIT):
                 continue
             comp = self._times.get(s.computation)

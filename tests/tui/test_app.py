@@ -303,6 +303,7 @@ def test_the_first_screen_imports_no_lists_and_no_main_screen() -> None:
     assert out.strip() == "[]"
 
 
+@pytest.mark.xla  # a deviceless compile of the mlp workload
 @pilot_test
 async def test_a_compiled_step_shows_its_checkpoint_names(tmp_path: Path) -> None:
     from hloscope.cli.main import main

@@ -21,6 +21,7 @@ from hloscope.tui.format import VERDICT_STYLE
 from hloscope.tui.load import Loaded
 from hloscope.tui.matching import Match, match_transfers
 from hloscope.tui.rows import ScheduleLayout
+from hloscope.tui.text import lines, plain
 from hloscope.tui.widgets.schedule import ScheduleView
 from hloscope.units import human_us
 
@@ -48,8 +49,9 @@ class CompareScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         changed = sum(m.changed for m in self.matches)
-        yield Static(f"A: {self.a.file}\nB: {self.b.file}\n{len(self.matches)} transfers matched by checkpoint "
-                     f"name and source; {changed} changed (verdict or exposed time)", id="compare-head")
+        yield Static(lines(f"A: {self.a.file}", f"B: {self.b.file}", f"{len(self.matches)} transfers matched by "
+                           f"checkpoint name and source; {changed} changed (verdict or exposed time)"),
+                     id="compare-head")
         yield DataTable(id="compare-table", cursor_type="row", zebra_stripes=True)
         with Horizontal(id="compare-views"):
             yield ScheduleView(id="view-a")
@@ -74,8 +76,9 @@ class CompareScreen(Screen[None]):
         self.shown = [m for m in rows if m.changed or not self.only_changed]
         for m in self.shown:
             table.add_row(Text("≠", style="bold #bf616a") if m.changed else "",
-                          m.a.transfer.instruction.name if m.a else "-", m.b.transfer.instruction.name if m.b else "-",
-                          m.key.direction, m.where[-50:], _verdict_cell(m.a), _verdict_cell(m.b),
+                          plain(m.a.transfer.instruction.name if m.a else "-"),
+                          plain(m.b.transfer.instruction.name if m.b else "-"),
+                          m.key.direction, plain(m.where[-50:]), _verdict_cell(m.a), _verdict_cell(m.b),
                           _exposed(m.a), _exposed(m.b))
         table.border_title = f"{len(self.shown)} transfer(s)" + (" (changed only)" if self.only_changed else "")
 

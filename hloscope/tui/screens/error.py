@@ -10,6 +10,8 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from hloscope.tui.text import plain
+
 
 class ErrorScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("q,escape,enter", "app.quit", "Quit")]
@@ -21,6 +23,6 @@ class ErrorScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="error-box"):
             yield Static("hloscope could not open this input", id="error-title")
-            yield Static(self.message, id="error-message")
+            yield Static(plain(self.message), id="error-message")  # holds a path and the parser's text
             yield Static("press q to quit", id="error-hint")
         yield Footer()

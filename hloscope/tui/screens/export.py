@@ -14,6 +14,7 @@ from textual.widgets.option_list import Option
 from hloscope.analysis.verdict import Verdict
 from hloscope.tui.export import KINDS, ExportKind, available, default_path
 from hloscope.tui.load import Loaded
+from hloscope.tui.text import plain
 
 _WHY_MISSING = {"trace": "no simulated step: the module is not scheduled", "svg": "no DOT renderer",
                 "dot": "no DOT renderer", "json": ""}
@@ -34,11 +35,11 @@ class ExportScreen(ModalScreen[tuple[ExportKind, str] | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="export-box"):
             yield Label("export: choose what, then Enter in the path to write one file")
-            yield OptionList(*[Option(k.title) for k in self.kinds], id="export-kinds")
+            yield OptionList(*[Option(plain(k.title)) for k in self.kinds], id="export-kinds")
             yield Input(value=default_path(self.loaded, self.kind, self.verdict), id="export-path")
             missing = [f"{k.key} ({_WHY_MISSING[k.key]})" for k in KINDS if k not in self.kinds]
             if missing:
-                yield Label(f"not offered here: {', '.join(missing)}", id="export-missing")
+                yield Label(plain(f"not offered here: {', '.join(missing)}"), id="export-missing")
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         self.kind = self.kinds[event.option_index]

@@ -12,6 +12,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, LoadingIndicator, Static
 
+from hloscope.tui.text import lines
+
 
 class LoadingScreen(Screen[None]):
     """The header line, two empty panes (the lists, the detail) and a loading indicator."""
@@ -21,7 +23,7 @@ class LoadingScreen(Screen[None]):
         self.label = label
 
     def compose(self) -> ComposeResult:
-        yield Static(f"hloscope · loading {self.label} ...\nreading, parsing and analysing in the background",
+        yield Static(lines(f"hloscope · loading {self.label} ...", "reading, parsing and analysing in the background"),
                      id="summary")
         with Horizontal(id="loading-body"):
             with Vertical(id="loading-lists") as lists:

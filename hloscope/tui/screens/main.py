@@ -20,6 +20,7 @@ from hloscope.hlo.model import Instruction
 from hloscope.tui.load import Loaded
 from hloscope.tui.messages import InstructionHighlighted, TransferChosen, TransferHighlighted
 from hloscope.tui.rows import ScheduleLayout
+from hloscope.tui.text import plain, shown
 from hloscope.tui.widgets.detail import DetailPane
 from hloscope.tui.widgets.schedule import ScheduleView
 from hloscope.tui.widgets.summary import SummaryBar
@@ -28,6 +29,15 @@ from hloscope.tui.widgets.tree import ComputationTree
 
 #: Seconds the cursor rests before the detail pane is redrawn.
 DETAIL_DELAY_S = 0.04
+_WINDOW_STATUS = "window of "
+#: The detail pane's narrowest width when the transfer table widens to show its columns whole.
+DETAIL_MIN_W = 48
+
+
+def window_status(v: Verdict) -> str:
+    """The status line while ``v``'s window is drawn in the schedule."""
+    return (f"{_WINDOW_STATUS}{v.transfer.instruction.name}: {v.window_size} instruction(s), {len(v.compute)} "
+            f"compute, {len(v.collectives)} collective(s); n / N: next / previous op in the window")
 
 
 class MainScreen(Screen[None]):
@@ -59,7 +69,7 @@ class MainScreen(Screen[None]):
                 with TabPane("Computations [3]", id="computations"):
                     yield ComputationTree(id="tree")
             yield DetailPane(id="detail")
-        yield Static(self._status, id="status")
+        yield Static(plain(self._status), id="status")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -73,8 +83,9 @@ class MainScreen(Screen[None]):
         self.query_one(ComputationTree).set_report(report)
         table = self.query_one(TransferTable)
         table.set_report(report)
-        for note in report.notes:
-            self.notify(note, timeout=6)
+        self._fit_lists()
+        for note in report.notes:  # notes hold paths and manifest values: data, not markup
+            self.notify(shown(note), timeout=6, markup=False)
         if report.verdicts:
             table.focus()
         else:
@@ -82,11 +93,24 @@ class MainScreen(Screen[None]):
             view.focus()
             self.set_status("no host transfers in this module; showing the entry computation's schedule")
 
+    def on_resize(self) -> None:
+        self._fit_lists()
+
+    def _fit_lists(self) -> None:
+        # The lists take 3/5 of the width, more when the transfer table needs it to show every
+        # column whole (at 160 columns the source column was cut to one letter), leaving the
+        # detail pane at least DETAIL_MIN_W.
+        total = self.size.width
+        if total <= 0:
+            return
+        need = self.query_one(TransferTable).needed_width
+        self.query_one("#tabs").styles.width = max(total * 3 // 5, min(need, total - DETAIL_MIN_W))
+
     def set_status(self, text: str) -> None:
         """The status line under the panes (kept until the screen is composed when called earlier)."""
         self._status = text
         for status in self.query("#status").results(Static):
-            status.update(text)
+            status.update(plain(text))
 
     # -- navigation ------------------------------------------------------------
 
@@ -102,6 +126,10 @@ class MainScreen(Screen[None]):
         v = self.verdict
         keep = v if v is not None and (computation in {s.computation for s in v.window}
                                        or computation == v.transfer.computation) else None
+        if keep is not None:
+            self.set_status(window_status(keep))
+        elif self._status.startswith(_WINDOW_STATUS):
+            self.set_status("")  # the window is not drawn here: its line would describe another place
         self.query_one("#tabs", TabbedContent).active = "schedule"
         view = self.query_one(ScheduleView)
         view.show(computation, name, keep)
@@ -114,9 +142,6 @@ class MainScreen(Screen[None]):
         v = message.verdict
         self.verdict = v
         self.show_place(v.transfer.computation, v.transfer.instruction.name)  # the app records history
-        self.set_status(f"window of {v.transfer.instruction.name}: {v.window_size} instruction(s), "
-                        f"{len(v.compute)} compute, {len(v.collectives)} collective(s); n / N: next / previous "
-                        "op in the window")
 
     def on_instruction_highlighted(self, message: InstructionHighlighted) -> None:
         if self.query_one("#tabs", TabbedContent).active == "schedule":  # else the transfer stays shown

@@ -12,6 +12,7 @@ from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
 from hloscope.tui.search import Hit, SearchIndex
+from hloscope.tui.text import plain
 
 
 class SearchScreen(ModalScreen[Hit | None]):
@@ -48,7 +49,7 @@ class SearchScreen(ModalScreen[Hit | None]):
         self.hits = hits
         ol = self.query_one(OptionList)
         ol.clear_options()
-        ol.add_options([Option(h.label) for h in hits])
+        ol.add_options([Option(plain(h.label)) for h in hits])  # op_name metadata is data, not markup
         shown = f" (first {len(hits)})" if total > len(hits) else ""
         self.query_one("#search-count", Label).update(f"{total} match(es){shown} in {len(self.index)} instructions"
                                                       if text.strip() else "")
@@ -58,7 +59,11 @@ class SearchScreen(ModalScreen[Hit | None]):
             self.dismiss(self.hits[0])
 
     def action_focus_results(self) -> None:
-        self.query_one(OptionList).focus()
+        """Down from the box: the first result is highlighted, so Enter opens it (one press, not two)."""
+        ol = self.query_one(OptionList)
+        if ol.option_count and ol.highlighted is None:
+            ol.highlighted = 0
+        ol.focus()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(self.hits[event.option_index])

@@ -2,14 +2,19 @@
 
 Shows shape, layout, memory space and bytes; metadata with the user's source
 line (and that line's text when the file is readable here); the backend config
-pretty-printed; the instruction's HLO line. Operands, users, the async partner
-and called computations are listed as links: Enter or a click goes there.
+pretty-printed; the instruction's HLO line. Operands (each once, with a count
+when it is passed several times), users, the async partner and called
+computations are listed as links: Enter or a click goes there.
+
+Everything from the module (metadata, file and function names, the HLO line) and
+from the user's files is appended as plain text through ``shown``: never markup.
 """
 
 from __future__ import annotations
 
 import json
 import linecache
+from collections import Counter
 from typing import Any
 
 from rich.text import Text
@@ -22,9 +27,10 @@ from hloscope.analysis.timeline import TransferTiming
 from hloscope.analysis.verdict import Verdict
 from hloscope.hlo.model import Instruction
 from hloscope.render.why import explain
-from hloscope.tui.format import VERDICT_STYLE, arrow, checkpoint_label
+from hloscope.tui.format import VERDICT_STYLE, arrow, checkpoint_label, source_words
 from hloscope.tui.load import Loaded
 from hloscope.tui.messages import GoTo
+from hloscope.tui.text import plain, shown
 from hloscope.units import human_bytes, human_us
 
 #: Most users/operands listed as links (a broadcast constant can have thousands; a long
@@ -68,14 +74,14 @@ def instruction_text(loaded: Loaded, ins: Instruction) -> Text:
     if md:
         t.append("metadata\n", style="bold")
         for k, val in md.items():
-            t.append(f"  {k}: {val}\n")
+            t.append(shown(f"  {k}: {val}") + "\n")
     loc = report.module.source_location(ins)
     if loc is not None:
         t.append("source  ", style="bold")
-        t.append(f"{loc}" + (f" in {loc.function}" if loc.function else "") + "\n")
+        t.append(shown(source_words(loc)) + "\n")
         line = linecache.getline(loc.file, loc.line).rstrip()
         if line:
-            t.append(f"  {loc.line} | {line.strip()}\n", style="italic #88c0d0")
+            t.append(shown(f"  {loc.line} | {line.strip().expandtabs(4)}") + "\n", style="italic #88c0d0")
     bc = ins.backend_config
     if bc:
         t.append("backend config\n", style="bold")
@@ -83,7 +89,7 @@ def instruction_text(loaded: Loaded, ins: Instruction) -> Text:
     hlo = loaded.hlo_line(ins.line)
     if hlo:
         t.append("HLO\n", style="bold")
-        t.append(hlo.strip()[:2000] + "\n", style="dim")
+        t.append(shown(hlo.strip()[:2000]) + "\n", style="dim")
     return t
 
 
@@ -91,13 +97,13 @@ def verdict_text(loaded: Loaded, v: Verdict) -> Text:
     t_ = v.transfer
     t = Text()
     t.append(v.verdict.value, style=VERDICT_STYLE[v.verdict])
-    t.append(f"  {arrow(t_.direction)} {t_.op} {human_bytes(t_.bytes)} x{t_.executions}/step "
-             f"checkpoint {checkpoint_label(t_)}\n")
+    t.append(shown(f"  {arrow(t_.direction)} {t_.op} {human_bytes(t_.bytes)} x{t_.executions}/step "
+                   f"checkpoint {checkpoint_label(t_)}") + "\n")
     simulated = v.timing is not None and v.timing.matched
     t.append(f"  ~transfer {human_us(v.est_transfer_us)}, hidden {human_us(v.est_hidden_us)}, "
              f"exposed {human_us(v.est_exposed_us)} per execution, {human_us(v.est_exposed_us * t_.executions)} "
              f"per step ({'simulated wait' if simulated else 'estimates'})\n")
-    t.append(f"  why: {explain(v)}\n", style="italic")
+    t.append(shown(f"  why: {explain(v)}") + "\n", style="italic")
     if v.timing is not None:
         t.append_text(timing_text(v.timing))
     if v.window:
@@ -106,7 +112,7 @@ def verdict_text(loaded: Loaded, v: Verdict) -> Text:
                  f"{len(v.other_transfers)} other transfer(s)\n")
     loc = loaded.report.source(v)
     if loc is not None:
-        t.append(f"  source: {loc}\n")
+        t.append(shown(f"  source: {source_words(loc)}") + "\n")
     return t
 
 
@@ -134,13 +140,13 @@ def timing_text(timing: TransferTiming) -> Text:
         t.append(f"    synchronous: the compute stream waited {human_us(timing.wait_us)}\n")
     t.append(f"    beside it: {len(timing.beside_compute)} compute op(s) ~{human_us(timing.compute_beside_us)}")
     if timing.beside_compute:
-        t.append(f" ({_names(timing.beside_compute)})")
+        t.append(shown(f" ({_names(timing.beside_compute)})"))
     t.append(f"; {len(timing.beside_collectives)} collective(s)")
     if timing.beside_collectives:
-        t.append(f" ({_names(timing.beside_collectives)})")
+        t.append(shown(f" ({_names(timing.beside_collectives)})"))
     t.append(f"; {len(timing.beside_transfers)} other transfer(s) on the link")
     if timing.beside_transfers:
-        t.append(f" ({_names(timing.beside_transfers)})")
+        t.append(shown(f" ({_names(timing.beside_transfers)})"))
     t.append("\n")
     return t
 
@@ -150,11 +156,14 @@ def links(loaded: Loaded, ins: Instruction) -> list[tuple[str, str, str | None]]
     report = loaded.report
     comp = report.module.computations[ins.computation]
     out: list[tuple[str, str, str | None]] = []
-    for o in ins.operands[:_MAX_LINKS]:
+    times = Counter(ins.operands)  # a constant index can be passed four times: one link, with the count
+    operands = list(times)
+    for o in operands[:_MAX_LINKS]:
         op = comp.by_name.get(o)
-        out.append((f"operand  {o}  {op.opcode if op else ''}", ins.computation, o))
-    if len(ins.operands) > _MAX_LINKS:
-        out.append((f"... {len(ins.operands) - _MAX_LINKS} more operands", ins.computation, ins.name))
+        out.append((f"operand  {o}  {op.opcode if op else ''}" + (f"  x{times[o]}" if times[o] > 1 else ""),
+                    ins.computation, o))
+    if len(operands) > _MAX_LINKS:
+        out.append((f"... {len(operands) - _MAX_LINKS} more operands", ins.computation, ins.name))
     users = report.index.users(ins)
     for u in users[:_MAX_LINKS]:
         out.append((f"user     {u.name}  {u.opcode}", ins.computation, u.name))
@@ -191,7 +200,8 @@ class DetailPane(VerticalScroll):
     def show_verdict(self, v: Verdict) -> None:
         if self.loaded is None:
             return
-        t = Text(v.transfer.instruction.name + "\n", style="bold")
+        t = plain(v.transfer.instruction.name, style="bold")
+        t.append("\n")
         t.append_text(verdict_text(self.loaded, v))
         self.query_one("#detail-text", Static).update(t)
         self._set_links(links(self.loaded, v.transfer.instruction))
@@ -200,7 +210,7 @@ class DetailPane(VerticalScroll):
         ol = self.query_one("#detail-links", OptionList)
         ol.clear_options()
         self._targets = [(c, n) for _, c, n in items]
-        ol.add_options([Option(label) for label, _, _ in items])
+        ol.add_options([Option(plain(label)) for label, _, _ in items])
         ol.display = bool(items)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:

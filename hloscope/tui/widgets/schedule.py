@@ -17,6 +17,7 @@ from typing import ClassVar
 
 from rich.segment import Segment
 from rich.style import Style
+from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.geometry import Region, Size
 from textual.reactive import reactive
@@ -119,7 +120,7 @@ class ScheduleView(ScrollView, can_focus=True):
         self.call_after_refresh(self._center, target)
         comp = self.layout_.report.module.computations[computation]
         execs = self.layout_.report.index.executions(computation)
-        self.border_title = f"{computation} · {len(comp.instructions)} instructions · x{execs}/step"
+        self.border_title = Text(f"{computation} · {len(comp.instructions)} instructions · x{execs}/step")
         self.border_subtitle = self.times.caption(computation) if self.times is not None else NO_TIMES
 
     def _relayout(self) -> None:

@@ -10,6 +10,7 @@ from textual.widgets import Static
 from hloscope.analysis.kinds import VerdictKind
 from hloscope.analysis.report import Report
 from hloscope.tui.format import VERDICT_STYLE
+from hloscope.tui.text import shown
 from hloscope.units import human_bytes, human_us
 
 
@@ -17,8 +18,8 @@ def summary_text(report: Report, memory: Any) -> Text:
     """Totals line; verdict counts and the simulated step; memory (device allocation vs HBM, largest at peak)."""
     s = report.summary
     t = Text()
-    t.append(f"{report.module.name}", style="bold")
-    t.append(f" · target {report.target.name} · {s.transfers} transfers · to host "
+    t.append(shown(report.module.name), style="bold")
+    t.append(f" · target {shown(report.target.name)} · {s.transfers} transfers · to host "
              f"{human_bytes(s.to_host_bytes_per_step)}/step · to device {human_bytes(s.to_device_bytes_per_step)}"
              f"/step · exposed ~{human_us(s.est_exposed_us_per_step)}/step "
              f"({'simulated' if s.step is not None else 'estimate'})\n")

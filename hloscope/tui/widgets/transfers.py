@@ -12,9 +12,9 @@ from textual.widgets import DataTable
 from hloscope.analysis.kinds import VERDICT_ORDER, Direction, VerdictKind
 from hloscope.analysis.report import Report
 from hloscope.analysis.verdict import Verdict
-from hloscope.check.keys import source_key
-from hloscope.tui.format import VERDICT_STYLE, arrow, checkpoint_name
+from hloscope.tui.format import VERDICT_STYLE, arrow, checkpoint_name, short_source
 from hloscope.tui.messages import TransferChosen, TransferHighlighted
+from hloscope.tui.text import plain
 from hloscope.units import human_bytes, human_us
 
 #: Sort orders: (label, key over (schedule index, verdict)).
@@ -75,14 +75,20 @@ class TransferTable(DataTable[Any]):
             t = v.transfer
             loc = report.source(v)
             exposed = v.est_exposed_us * t.executions
-            self.add_row(t.instruction.name, checkpoint_name(t), arrow(t.direction), human_bytes(t.bytes),
-                         str(t.executions), Text(v.verdict.value, style=VERDICT_STYLE[v.verdict]),
-                         human_us(exposed) if exposed > 0 else "-", source_key(str(loc)) if loc else "-",
+            # names and the source come from the module and its manifest: Text, never markup
+            self.add_row(plain(t.instruction.name), plain(checkpoint_name(t)), arrow(t.direction),
+                         human_bytes(t.bytes), str(t.executions), Text(v.verdict.value, style=VERDICT_STYLE[v.verdict]),
+                         human_us(exposed) if exposed > 0 else "-", plain(short_source(loc)) if loc else "-",
                          key=str(i))
         self.border_title = f"transfers {len(self.shown)}/{len(report.verdicts)}"
         self.border_subtitle = self.state
         if keep is not None and keep in self.shown:
             self.move_cursor(row=self.shown.index(keep))
+
+    @property
+    def needed_width(self) -> int:
+        """Cells the table needs to show every column whole: columns, border and scrollbar."""
+        return sum(c.get_render_width(self) for c in self.columns.values()) + 2 + self.styles.scrollbar_size_vertical
 
     @property
     def selected(self) -> Verdict | None:

@@ -7,6 +7,7 @@ from textual.widgets.tree import TreeNode
 
 from hloscope.analysis.report import Report
 from hloscope.tui.messages import GoTo
+from hloscope.tui.text import plain
 
 #: Calls that make a computation a scheduled part of the step (fusion bodies are not listed).
 _SHOWN = ("while", "call", "conditional")
@@ -23,7 +24,8 @@ class ComputationTree(Tree[str]):
         self.clear()
         module = report.module
         entry = module.entry_name
-        root = self.root.add(f"ENTRY {entry} ({len(module.entry.instructions)} instructions)", data=entry,
+        # labels are Text: a str label is parsed as markup by Tree
+        root = self.root.add(plain(f"ENTRY {entry} ({len(module.entry.instructions)} instructions)"), data=entry,
                              expand=True)
         fusions = sum(1 for c in module.computations.values() for i in c.instructions if i.opcode == "fusion")
         self._add_calls(root, report, entry, {entry})
@@ -39,17 +41,17 @@ class ComputationTree(Tree[str]):
                 body, cond = index.while_body(ins), index.while_condition(ins)
                 trips = index.trip_count(ins)
                 label = f"while {ins.name} x{trips if trips is not None else '?'}"
-                w = node.add(label, data=body.name if body else None, expand=len(seen) < 3)
+                w = node.add(plain(label), data=body.name if body else None, expand=len(seen) < 3)
                 for sub, tag in ((body, "body"), (cond, "condition")):
                     if sub is not None and sub.name not in seen:
-                        n = w.add(f"{tag} {sub.name} ({len(sub.instructions)})", data=sub.name)
+                        n = w.add(plain(f"{tag} {sub.name} ({len(sub.instructions)})"), data=sub.name)
                         self._add_calls(n, report, sub.name, seen | {sub.name})
                         if not n.children:
                             n.allow_expand = False
             elif ins.opcode in ("call", "conditional"):
                 for c in ins.called_computations:
                     if c not in seen:
-                        n = node.add(f"{ins.opcode} {c} ({len(report.module.computations[c].instructions)})",
+                        n = node.add(plain(f"{ins.opcode} {c} ({len(report.module.computations[c].instructions)})"),
                                      data=c)
                         self._add_calls(n, report, c, seen | {c})
                         if not n.children:

@@ -1,0 +1,206 @@
+"""The TUI frictions of #21, each as a user meets it, on real fixtures.
+
+Down then Enter in search, the status line after a jump, 160 columns, the detail
+pane's operands and source line, the parse-error screen's keys, ``hloscope tui -``,
+the export toast's folder, and a crash: one line and a non-zero exit status.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.app import App
+from textual.widgets import Input, OptionList, Static
+
+from hloscope.cli.main import main
+from hloscope.errors import EXIT_INTERNAL
+from hloscope.tui.app import HloscopeApp
+from hloscope.tui.load import Source
+from hloscope.tui.screens.error import ErrorScreen
+from hloscope.tui.screens.export import ExportScreen
+from hloscope.tui.screens.search import SearchScreen
+from hloscope.tui.widgets.schedule import ScheduleView
+from hloscope.tui.widgets.transfers import TransferTable
+from tests.tui.conftest import FIXTURES, pilot_test, wait_loaded
+from tests.tui.test_hostile import RecordingApp
+
+LLAMA = str(FIXTURES / "llama_offload.hlo.txt")
+
+
+@pilot_test
+async def test_down_then_enter_in_search_opens_the_first_result_in_one_press() -> None:
+    app = HloscopeApp(Source(LLAMA))
+    async with app.run_test(size=(150, 45)) as pilot:
+        await wait_loaded(pilot)
+        await pilot.press("slash")
+        await pilot.press(*"dynamic-slice-done")
+        search = app.screen
+        assert isinstance(search, SearchScreen) and len(search.hits) > 1
+        await pilot.press("down")  # from the box to the list: the first result is highlighted
+        assert search.query_one(OptionList).highlighted == 0
+        await pilot.press("enter")  # one press opens it
+        await pilot.pause()
+        assert not isinstance(app.screen, SearchScreen)
+        view = app.screen.query_one(ScheduleView)
+        assert view.current is not None and view.current.instruction.name == search.hits[0].name
+
+
+@pilot_test
+async def test_the_status_line_drops_the_window_when_a_search_jumps_elsewhere_and_back_restores_it() -> None:
+    app = HloscopeApp(Source(LLAMA))
+    async with app.run_test(size=(150, 45)) as pilot:
+        await wait_loaded(pilot)
+        assert app.main is not None
+        table = app.screen.query_one(TransferTable)
+        chosen = table.selected
+        assert chosen is not None
+        await pilot.press("enter")
+        await pilot.pause()
+        status = app.screen.query_one("#status", Static)
+        assert str(status.render()).startswith(f"window of {chosen.transfer.instruction.name}:")
+        # a jump to the entry computation, where the window is not drawn
+        entry = app.loaded.report.module.entry_name  # type: ignore[union-attr]
+        assert chosen.transfer.computation != entry
+        name = next(i.name for i in app.loaded.report.module.entry.instructions  # type: ignore[union-attr]
+                    if i.opcode == "while")
+        await pilot.press("slash", *name, "enter")
+        await pilot.pause()
+        view = app.screen.query_one(ScheduleView)
+        assert view.computation == entry and view.verdict is None
+        assert str(status.render()) == ""
+        await pilot.press("left_square_bracket")  # back to the window: its line again
+        await pilot.pause()
+        assert view.verdict is chosen
+        assert str(status.render()).startswith(f"window of {chosen.transfer.instruction.name}:")
+
+
+@pilot_test
+async def test_at_160_columns_every_transfer_column_is_whole_and_the_detail_keeps_file_line_whole() -> None:
+    from hloscope.tui.screens.main import DETAIL_MIN_W
+
+    app = HloscopeApp(Source(LLAMA))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_loaded(pilot)
+        await pilot.pause(0.3)
+        table = app.screen.query_one(TransferTable)
+        assert table.size.width + 2 >= table.needed_width  # (size is inside the border)
+        detail = app.screen.query_one("#detail")
+        assert detail.size.width >= DETAIL_MIN_W - 4  # (inside its border and padding)
+        # what is drawn: each row's source cell whole, e.g. "llama.py:66"
+        v = table.selected
+        assert v is not None
+        loc = app.loaded.report.source(v)  # type: ignore[union-attr]
+        assert loc is not None
+        where = f"{Path(loc.file).name}:{loc.line}"
+        drawn = ["".join(s.text for s in table.render_line(y)) for y in range(table.size.height)]
+        assert any(where in line for line in drawn), drawn[:4]
+        # the detail pane's lines as drawn: "llama.py:66" never split across two
+        text = app.screen.query_one("#detail-text", Static)
+        lines = ["".join(s.text for s in strip) for strip in text.render_lines(text.region.reset_offset)]
+        assert any(where in line for line in lines), lines
+
+
+def test_the_detail_lists_an_operand_passed_several_times_once_with_its_count() -> None:
+    from hloscope.tui.load import load_source
+    from hloscope.tui.widgets.detail import links
+
+    loaded = load_source(Source(LLAMA))
+    comp = loaded.report.module.computations["fused_dynamic_update_slice"]
+    ins = comp.by_name["dynamic-update-slice.10.1"]
+    assert ins.operands.count("constant_156_clone_14") == 3  # as the HLO writes it
+    operands = [label for label, _, _ in links(loaded, ins) if label.startswith("operand")]
+    assert len(operands) == len(set(ins.operands)) == 4
+    assert [label for label in operands if "constant_156_clone_14" in label] == [
+        "operand  constant_156_clone_14  constant  x3"]
+
+
+@pilot_test
+async def test_the_parse_error_screen_offers_no_search_compare_or_export(tmp_path: Path) -> None:
+    text = (FIXTURES / "mlp_offload.hlo.txt").read_text()
+    cut = tmp_path / "cut.hlo.txt"
+    cut.write_text(text[: len(text) // 2])
+    app = RecordingApp(Source(str(cut)))
+    async with app.run_test(size=(150, 45)) as pilot:
+        await wait_loaded(pilot)
+        assert isinstance(app.screen, ErrorScreen)
+        offered = {b.binding.action for b in app.screen.active_bindings.values()}
+        assert not offered & {"search", "compare", "export"}, offered
+        await pilot.press("slash", "e", "c")
+        await pilot.pause()
+        assert isinstance(app.screen, ErrorScreen) and app.toasts == []  # no "still indexing"
+        await pilot.press("q")
+
+
+@pilot_test
+async def test_the_export_toast_names_the_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    app = RecordingApp(Source(LLAMA))
+    async with app.run_test(size=(150, 45)) as pilot:
+        await wait_loaded(pilot)
+        await pilot.press("e")
+        assert isinstance(app.screen, ExportScreen)
+        box = app.screen.query_one("#export-path", Input)
+        name = box.value  # the default: a file name in the current folder
+        assert "/" not in name
+        box.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+    assert (tmp_path / name).is_file()
+    assert (f"wrote {name} in {tmp_path.resolve()}", False) in app.toasts
+
+
+def _stdin(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+
+
+def test_tui_dash_reads_the_module_from_stdin_and_opens_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import hloscope.cli.tui as cli_tui
+
+    text = (FIXTURES / "mlp_offload.hlo.txt").read_bytes()
+    _stdin(monkeypatch, text)
+    seen: dict[str, Any] = {}
+
+    def run(self: HloscopeApp, *args: Any, **kwargs: Any) -> None:  # the terminal part, recorded
+        path = Path(str(self.source.path))
+        seen["path"], seen["bytes"] = path, path.read_bytes()
+
+    monkeypatch.setattr(HloscopeApp, "run", run)
+    monkeypatch.setattr(cli_tui, "use_terminal_for_keys", lambda: seen.setdefault("terminal", True))
+    assert main(["tui", "-"]) == 0
+    assert seen["bytes"] == text and seen["terminal"] is True
+    assert not seen["path"].exists()  # the spool folder is removed after the app exits
+
+
+@pytest.mark.parametrize("data, words", [(b"", "empty"), (b"hello\n", "not HLO text")], ids=["empty", "not HLO"])
+def test_tui_dash_with_bad_stdin_is_one_line_about_stdin(monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str],
+                                                          data: bytes, words: str) -> None:
+    _stdin(monkeypatch, data)
+    assert main(["tui", "-"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("hloscope: error: <stdin>") and words in err and err.count("\n") == 1
+
+
+def test_a_crash_in_the_app_exits_70_with_one_line(monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    # Given a bug: building the search index raises (in a worker, after the first screen)
+    def broken(self: Any, report: Any) -> None:
+        raise RuntimeError("index exploded\nwith a second line")
+
+    monkeypatch.setattr("hloscope.tui.search.SearchIndex.__init__", broken)
+    monkeypatch.delenv("HLOSCOPE_DEBUG", raising=False)
+
+    def headless(self: HloscopeApp, *args: Any, **kwargs: Any) -> Any:
+        return App.run(self, headless=True, size=(120, 40))
+
+    monkeypatch.setattr(HloscopeApp, "run", headless)
+    # When the TUI runs, Then it exits with the internal-error status and one line (before: 0 and a traceback)
+    assert main(["tui", LLAMA]) == EXIT_INTERNAL
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert err.startswith("hloscope: error: internal error in the TUI: ") and "index exploded with a second line" in err
+    assert "Traceback" not in err

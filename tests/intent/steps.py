@@ -8,6 +8,7 @@ the compiled HLO shows.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import jax
@@ -199,3 +200,17 @@ def saved_on_device(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
             return jnp.sum(head(y))
         return jax.grad(loss)(w, x)
     return step, _args(mesh)
+
+
+def optimizer_out_shardings(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
+    """Optimizer state put in host memory by the jitted step's ``out_shardings``, as JAX's guide
+    writes it (the state comes in from host memory too)."""
+    device, host = NamedSharding(mesh, P(), memory_kind="device"), _host(mesh)
+
+    @partial(jax.jit, out_shardings=(device, host))
+    def step(w: Any, mu_host: Any, x: Any) -> Any:
+        g = jax.grad(lambda w: jnp.sum(jnp.tanh(x @ w[0])))(w)
+        mu = 0.9 * jax.device_put(mu_host, device) + g
+        return w - 0.01 * mu, mu
+    w, x = _args(mesh)
+    return step, (w, jax.ShapeDtypeStruct(w.shape, w.dtype, sharding=host), x)

@@ -193,3 +193,17 @@ def test_name_saved_on_device_by_another_policy() -> None:
     assert by_name["mlp_hidden"].why is Why.SAVED_ON_DEVICE
     assert "save_only_these_names" in by_name["mlp_hidden"].detail
     assert [t for t in compiled("saved_on_device")[0].intent.tags if t.name == "mlp_hidden" and t.host_copy] == []
+
+
+def test_optimizer_state_through_out_shardings() -> None:
+    opt = compiled("optimizer_out_shardings")[0].optimized_hlo
+    assert re.search(r"entry_computation_layout=\{\(f32\[4,256,256\]\{2,1,0\}, f32\[4,256,256\]\{2,1,0:S\(5\)\}, "
+                     r"f32\[32,256\]\{1,0\}\)->\(f32\[4,256,256\]\{2,1,0\}, f32\[4,256,256\]\{2,1,0:S\(5\)\}\)", opt), \
+        "the state comes in and goes out in host memory"
+    acc = account("optimizer_out_shardings")
+    kinds = {a.asked.placement.kind: a for a in acc.items if a.asked.placement is not None}
+    assert set(kinds) == {PlacementKind.ARGUMENT, PlacementKind.OUTPUT} and not acc.unaccounted
+    state = steps.LAYERS * steps.WIDTH ** 2 * 4
+    assert kinds[PlacementKind.OUTPUT].asked.memory == "pinned_host"
+    assert kinds[PlacementKind.OUTPUT].bytes_per_step[Direction.TO_HOST] == state
+    assert kinds[PlacementKind.ARGUMENT].bytes_per_step[Direction.TO_DEVICE] == state

@@ -23,8 +23,8 @@ from hloscope.errors import EXIT_CHECK_FAILED, EXIT_COMPILE_FAILED, EXIT_NOTHING
 
 pytestmark = pytest.mark.xla
 
-CELLS = ("remat lhs=on pipelined=on", "remat lhs=on pipelined=off", "remat lhs=off pipelined=on",
-         "remat lhs=off pipelined=off")
+CELLS = ("remat scheduler=lhs pipelined=on", "remat scheduler=lhs pipelined=off",
+         "remat scheduler=none pipelined=on", "remat scheduler=none pipelined=off")
 
 
 def test_sweep_require_fit_names_the_cells_over_hbm(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -33,7 +33,8 @@ def test_sweep_require_fit_names_the_cells_over_hbm(tmp_path: Path, capsys: pyte
     target.write_text('base = "h100-sxm"\nname = "h100-1mb"\ndevice_memory_size = 1000000\n')
     out = tmp_path / "sweep.json"
     # When the sweep is asked to require a fit
-    code = main(["sweep", "mlp", "--policies", "remat", "--target", str(target), "--jobs", "2", "--require-fit",
+    code = main(["sweep", "mlp", "--policies", "remat", "--schedulers", "lhs,none", "--target", str(target),
+                 "--jobs", "2", "--require-fit",
                  "--json", "-o", str(out)])
     # Then it exits 1, the report is still written, and every cell over HBM is named
     assert code == EXIT_CHECK_FAILED
@@ -47,8 +48,8 @@ def test_sweep_require_fit_names_the_cells_over_hbm(tmp_path: Path, capsys: pyte
 
 
 def test_sweep_with_failed_cells_exits_5_naming_them(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["sweep", "mlp", "--policies", "remat", "--set", "width=12", "--devices", "8", "--jobs", "2",
-                 "--csv"])
+    code = main(["sweep", "mlp", "--policies", "remat", "--schedulers", "lhs,none", "--set", "width=12",
+                 "--devices", "8", "--jobs", "2", "--csv"])
     assert code == EXIT_COMPILE_FAILED
     out = capsys.readouterr()
     assert "4 of 4 cell(s) failed" in out.err

@@ -311,9 +311,10 @@ def compile_step(
         with environment.capture_native_stderr() as log:
             result = _compile(fn, args, tgt, concrete, options, compile_options, donate_argnums, dump, t0, roles,
                               say, cache, shardings)
-        # A cache hit has no log of its own (XLA's log belonged to the original compile).
-        text = log.text if result.scheduler.get("pending") else None
-        result.scheduler = read_run(result.optimized_hlo, text, chosen).to_dict()
+        if result.scheduler.get("pending"):
+            result.scheduler = read_run(result.optimized_hlo, log.text, chosen).to_dict()
+        elif not result.scheduler.get("name"):  # a cache hit whose entry kept no scheduler record
+            result.scheduler = read_run(result.optimized_hlo, None, chosen, cached=True).to_dict()
         result.topology = result.topology or _topology_name(tgt, result.devices)
         return result
     finally:

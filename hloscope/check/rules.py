@@ -152,7 +152,7 @@ def rule_no_sync(ctx: RuleContext, on: bool) -> list[Violation]:
 def rule_no_exposed(ctx: RuleContext, on: bool) -> list[Violation]:
     return _per_transfer(ctx, "no-exposed", VerdictKind.EXPOSED, lambda r: (
         f"exposed: async, but nothing hides it; ~{_us(r.exposed_us_per_step)} per step "
-        f"(~{_us(r.est_transfer_us)} x{r.executions})")) if on else []
+        f"(~{_us(r.est_exposed_us)} x{r.executions})")) if on else []
 
 
 def _worst(records: list[TransferRecord], n: int = 3) -> str:

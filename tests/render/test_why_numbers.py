@@ -52,6 +52,10 @@ def test_check_output_says_slowed_instead_of_more_than_all(capsys: pytest.Captur
     for m in re.finditer(r"exposed ~([\d.]+) of ~([\d.]+) us per execution", out):
         assert float(m.group(1)) <= float(m.group(2))  # never "2.1 of 1.2"
     assert "slowed to ~" in out
+    per_step = re.findall(r"~([\d.]+) us per step \(~([\d.]+) us x(\d+)\)", out)
+    assert per_step
+    for total, each, n in per_step:  # the per-step figure is the per-execution one times the executions
+        assert abs(float(total) - float(each) * int(n)) <= 0.1 * int(n)
 
 
 def test_hidden_with_only_collectives_in_the_window_says_so() -> None:

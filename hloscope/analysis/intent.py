@@ -28,6 +28,7 @@ from typing import Any
 
 from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.kinds import Direction, VerdictKind
+from hloscope.analysis.names import host_writers
 from hloscope.analysis.transfers import HostTransfer, find_host_transfers
 from hloscope.analysis.verdict import Verdict
 from hloscope.hlo.model import Instruction, Module
@@ -557,10 +558,13 @@ class _Lowered:
 
 
 def _through_annotations(asked: Asked, annotations: Sequence[HostTransfer], lowered: _Lowered,
-                         by_id: Mapping[int, Verdict], what: str, how: str) -> Accounted:
-    """A request whose placement annotations are known: what became of them."""
+                         by_id: Mapping[int, Verdict], what: str, how: str,
+                         readers: Mapping[int, list[Verdict]]) -> Accounted:
+    """A request whose placement annotations are known: what became of them (the transfers that
+    wrote its host buffer, and those that read it back)."""
     names = ", ".join(a.instruction.name for a in annotations)
     moved = [by_id[id(t)] for a in annotations for t in lowered.fate[id(a)][1] if id(t) in by_id]
+    back = [r for v in moved for r in readers.get(id(v.transfer), [])]
     if moved:
         others = sorted({v.transfer.checkpoint_name for v in moved if v.transfer.checkpoint_name} - {asked.what})
         said = f"; the naming pass calls them {', '.join(others)}" if others else ""
@@ -569,8 +573,9 @@ def _through_annotations(asked: Asked, annotations: Sequence[HostTransfer], lowe
         if twins:
             said += (f"; {', '.join(b.instruction.name for b in twins)} move(s) as many bytes: which of those "
                      "transfers is whose is decided by size only")
-        return _became(asked, moved, f"{what}: its placement annotation(s) {names} ({how}) became "
-                                     f"{len(moved)} transfer(s) of their bytes{said}")
+        again = f", read back by {len(back)}" if back else ""
+        return _became(asked, moved + back, f"{what}: its placement annotation(s) {names} ({how}) became "
+                                            f"{len(moved)} transfer(s) of their bytes{again}{said}")
     fates = {lowered.fate[id(a)][0] for a in annotations}
     if fates == {"removed"}:
         return Accounted(asked, Why.REMOVED_BY_XLA, f"{what}: the unoptimized module places it in host memory "
@@ -603,11 +608,19 @@ def _no_host_copy(asked: Asked, intent: Intent, tags: Sequence[Tag], at: str) ->
 
 class _Accounting:
     def __init__(self, intent: Intent, verdicts: Sequence[Verdict], module: Module | None,
-                 unoptimized: Module | None) -> None:
+                 unoptimized: Module | None, index: ModuleIndex | None = None) -> None:
         self.intent = intent
         self.verdicts = [v for v in verdicts if not v.transfer.is_annotation]
         self.module = module
         self.by_id = {id(v.transfer): v for v in self.verdicts}
+        #: to-host transfer -> the to-device transfers that read its host buffer back
+        self.readers: dict[int, list[Verdict]] = {}
+        if index is not None:
+            by_key = {(v.transfer.computation, v.transfer.instruction.name): v for v in self.verdicts}
+            for key, writer in host_writers(index, [v.transfer for v in self.verdicts]).items():
+                w = by_key.get((writer.computation, writer.instruction.name))
+                if w is not None and key in by_key:
+                    self.readers.setdefault(id(w.transfer), []).append(by_key[key])
         partitions = module.num_partitions if module is not None else 1
         self.lowered = _Lowered(unoptimized, [v.transfer for v in self.verdicts], partitions)
         self.unnamed = sum(1 for v in self.verdicts
@@ -665,7 +678,7 @@ class _Accounting:
         mine = annotations.get(i, [])
         if mine:
             how = "the only request left for them" if i == self.eliminated else "by source line"
-            return _through_annotations(asked, mine, lowered, self.by_id, what, how)
+            return _through_annotations(asked, mine, lowered, self.by_id, what, how, self.readers)
         return Accounted(asked, Why.UNKNOWN, f"{what}; {lowered.words()}; none of them can be told to be its "
                          f"({self.unnamed} transfer(s) to host have no name)")
 
@@ -795,11 +808,13 @@ def _entry_ends(module: Module, pl: Placement) -> tuple[str, list[str]]:
 
 
 def account_intent(intent: Intent, verdicts: Sequence[Verdict], module: Module | None = None,
-                   unoptimized: Module | None = None) -> IntentAccount:
+                   unoptimized: Module | None = None, index: ModuleIndex | None = None) -> IntentAccount:
     """Each request of ``intent`` with the transfers (``verdicts`` of the optimized ``module``)
     it became, or the reason it produced none. ``unoptimized``: the module before
-    optimizations, when known (it tells a placement JAX dropped from one XLA removed)."""
-    acc = _Accounting(intent, verdicts, module, unoptimized)
+    optimizations, when known (it tells a placement JAX dropped from one XLA removed).
+    ``index``: the optimized module's index, when known (the transfers that read a host
+    buffer back are then listed with the ones that wrote it)."""
+    acc = _Accounting(intent, verdicts, module, unoptimized, index)
     asks = requests(intent)
     annotations = acc.attribute(asks)
     items: list[Accounted] = []
@@ -855,11 +870,11 @@ def account_annotations_only(verdicts: Sequence[Verdict], module: Module,
 
 
 def account_step(intent: Intent | None, verdicts: Sequence[Verdict], module: Module | None = None,
-                 unoptimized: Module | None = None) -> IntentAccount | None:
+                 unoptimized: Module | None = None, index: ModuleIndex | None = None) -> IntentAccount | None:
     """The pipeline's entry: :func:`account_intent` when the step's intent is known, else None."""
     if not isinstance(intent, Intent):
         return None
-    return account_intent(intent, verdicts, module, unoptimized)
+    return account_intent(intent, verdicts, module, unoptimized, index)
 
 
 def account_of(report: object) -> IntentAccount | None:

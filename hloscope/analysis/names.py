@@ -210,6 +210,20 @@ class _Namer:
         return None
 
 
+def host_writers(index: ModuleIndex, transfers: Sequence[HostTransfer]) -> dict[tuple[str, str], HostTransfer]:
+    """For each to-device transfer (keyed by computation and instruction name): the to-host
+    transfer among ``transfers`` that wrote the host buffer it reads, when one did."""
+    namer = _Namer(index, ())
+    by_ins = {(t.computation, t.instruction.name): t for t in transfers if t.direction is Direction.TO_HOST}
+    out: dict[tuple[str, str], HostTransfer] = {}
+    for t in transfers:
+        if t.direction is Direction.TO_DEVICE and not t.is_annotation:
+            writer = namer.host_writer(t, by_ins)
+            if writer is not None:
+                out[(t.computation, t.instruction.name)] = writer
+    return out
+
+
 def name_transfers(index: ModuleIndex, transfers: Iterable[HostTransfer],
                    names: Sequence[Mapping[str, Any]] = ()) -> list[HostTransfer]:
     """``transfers`` with ``checkpoint_name``, ``role`` and ``source`` set (see the module docstring)."""

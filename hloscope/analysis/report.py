@@ -21,8 +21,8 @@ from typing import Any, TypeVar, overload
 import networkx as nx
 
 from hloscope.analysis.cost import CostModel
-from hloscope.analysis.graph import build_dependency_graph
 from hloscope.analysis.gcpause import paused_gc
+from hloscope.analysis.graph import build_dependency_graph
 from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.inputs import StepInputs, int_figures
 from hloscope.analysis.intent import IntentAccount, account_step
@@ -210,7 +210,7 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
     if inputs.memory_figures is not None and inputs.has_memory:
         memory = facts_from_dumps(int_figures(inputs.memory_figures), target, inputs.dumps, index,
                                   inputs.vocab_size, _offloaded_names(transfers))
-    intent = account_step(inputs.intent, verdicts, module, inputs.unoptimized)
+    intent = account_step(inputs.intent, verdicts, module, inputs.unoptimized, index)
     return report_type(module, target, opts, index, tuple(transfers), tuple(verdicts), cost, summary, pairs, inputs,
                        inputs.notes, memory, inputs.compile, timeline, intent)
 

@@ -24,9 +24,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 
-def run(tree: Path, layers: str, repeat: int) -> list[dict[str, Any]]:
+def run(tree: Path, layers: str, repeat: int, clock: str) -> list[dict[str, Any]]:
     out = subprocess.run([sys.executable, str(HERE / "bench_parse.py"), "--json", "--no-memory", "--tree", str(tree),
-                          "--layers", layers, "--repeat", str(repeat)], capture_output=True, text=True, check=True)
+                          "--layers", layers, "--repeat", str(repeat), "--clock", clock],
+                         capture_output=True, text=True, check=True)
     rows: list[dict[str, Any]] = json.loads(out.stdout[out.stdout.index("["):])
     return rows
 
@@ -37,6 +38,7 @@ def main() -> int:
     ap.add_argument("--layers", default="32")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall", help="as bench_parse.py --clock")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         before = Path(tmp)
@@ -45,12 +47,12 @@ def main() -> int:
         best: dict[tuple[str, int], dict[str, Any]] = {}
         for _ in range(args.rounds):
             for label, tree in (("before", before), ("after", ROOT)):
-                for row in run(tree, args.layers, args.repeat):
+                for row in run(tree, args.layers, args.repeat, args.clock):
                     key = (label, row["layers"])
                     if key not in best or row["analyze_ratio"] < best[key]["analyze_ratio"]:
                         best[key] = row
     print(f"before = {args.rev}, after = working tree; best of {args.rounds} alternating rounds, "
-          f"each best of {args.repeat}")
+          f"each best of {args.repeat}; {args.clock} clock")
     print(f"{'layers':>6} {'':>6} {'C++ s':>7} {'parse s':>8} {'x C++':>6} {'full s':>7} {'x C++':>6} "
           f"{'analysis s':>10}")
     for (label, layers), r in sorted(best.items(), key=lambda kv: (kv[0][1], kv[0][0] != "before")):

@@ -79,3 +79,35 @@ def test_source_walk_passes_an_opt_barrier() -> None:
     (t,) = name_transfers(index, find_host_transfers(index))
     assert t.is_annotation and t.direction is Direction.TO_HOST
     assert t.source is not None and t.source.file.endswith("opt_barrier_step.py") and t.source.line == 15
+
+
+def test_thresholds_judge_both_encodings_alike_and_reject_nonsense() -> None:
+    from hloscope.analysis.kinds import VerdictKind
+    from hloscope.analysis.verdict import Thresholds, verdict_from_wait
+
+    t = Thresholds()
+    # One encoding: the fraction of the transfer left exposed (by the window: 1 - hidden/transfer).
+    assert [t.verdict(f) for f in (0.0, 0.05, 0.0501, 0.9499, 0.95, 1.0)] == [
+        VerdictKind.HIDDEN, VerdictKind.HIDDEN, VerdictKind.PARTIAL, VerdictKind.PARTIAL, VerdictKind.EXPOSED,
+        VerdictKind.EXPOSED]
+    assert verdict_from_wait(100.0, 5.0) is VerdictKind.HIDDEN and verdict_from_wait(100.0, 300.0) is VerdictKind.EXPOSED
+    with pytest.raises(ValueError):
+        Thresholds(hidden_at_most=0.9, exposed_at_least=0.1)
+
+
+def test_paused_gc_restores_the_collector() -> None:
+    import gc
+
+    from hloscope.analysis.gcpause import paused_gc
+
+    assert gc.isenabled()
+    with paused_gc():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with paused_gc():
+            pass
+        assert not gc.isenabled()  # a caller that paused it keeps it paused
+    finally:
+        gc.enable()

@@ -46,7 +46,7 @@ def _slug(text: str) -> str:
 def default_folder(request: CompileRequest) -> Path:
     """``hloscope-out/NAME``: NAME says what was compiled and every option that makes this compile
     differ from the default one: ``<workload>-<policy>-<target>-<devices>`` then each ``--set``
-    (``batch4``), the scheduler when not ``lhs``, ``nopipe``, and a short hash of any ``--xla-flag``;
+    (``batch4``), ``scheduler-none`` / ``scheduler-lhs-approx``, ``nopipe``, and a short hash of any ``--xla-flag``;
     for ``--fn``: ``<module.function>-<target>-<devices>-args<hash>``."""
     if request.fn is not None:
         digest = hashlib.sha256((request.args or "").encode()).hexdigest()[:8]
@@ -61,7 +61,7 @@ def default_folder(request: CompileRequest) -> Path:
         parts = [str(request.workload), str(cfg.policy), request.target, str(request.devices)]
         parts += [f"{k}{v}" for k, v in sorted(request.sets) if k != "policy"]
     if request.scheduler is not Scheduler.LHS:
-        parts.append(request.scheduler.value)
+        parts.append(f"scheduler-{request.scheduler.value}")
     if not request.pipelined:
         parts.append("nopipe")
     if request.xla_flags:

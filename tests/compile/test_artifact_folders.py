@@ -34,6 +34,8 @@ def test_default_folder_names_every_difference() -> None:
     }
     assert len(names) == 10
     assert default_folder(_llama(sets=(("batch", "4"),))).name == "llama-offload-h100-sxm-8-batch4"
+    assert default_folder(_llama(sets=(("batch", "4"),), scheduler=Scheduler.NONE, pipelined=False)).name == \
+        "llama-offload-h100-sxm-8-batch4-scheduler-none-nopipe"
     # --set policy=remat and --policy remat are the same compile, and the same folder.
     assert default_folder(_llama(sets=(("policy", "remat"),))) == default_folder(_llama(policy="remat"))
     fn = CompileRequest("h100-sxm", 8, fn="pkg.mod:step", args="bf16[8,1024]")

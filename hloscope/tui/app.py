@@ -258,5 +258,5 @@ class HloscopeApp(App[int]):
         yield SystemCommand("Back", "Previous place ([)", self.action_history_back)
         yield SystemCommand("Forward", "Next place (])", self.action_history_forward)
         yield SystemCommand("Key bindings", "All keys (?)", self.action_help)
-        for tab in ("transfers", "schedule", "computations"):
+        for tab in ("transfers", "schedule", "computations", "intent"):
             yield SystemCommand(f"Show {tab}", f"The {tab} tab", partial(self.main.action_tab, tab))

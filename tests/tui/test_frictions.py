@@ -204,3 +204,16 @@ def test_a_crash_in_the_app_exits_70_with_one_line(monkeypatch: pytest.MonkeyPat
     assert err.count("\n") == 1, err
     assert err.startswith("hloscope: error: internal error in the TUI: ") and "index exploded with a second line" in err
     assert "Traceback" not in err
+
+
+@pilot_test
+async def test_the_offloads_asked_tab_says_when_the_step_s_intent_is_not_known() -> None:
+    # a bare HLO file records no trace: the fourth tab says so instead of showing an empty pane
+    app = HloscopeApp(Source(LLAMA))
+    async with app.run_test(size=(150, 45)) as pilot:
+        await wait_loaded(pilot)
+        await pilot.press("4")
+        await pilot.pause()
+        assert app.screen.query_one("#tabs").active == "intent"  # type: ignore[attr-defined]
+        assert app.screen.query_one("#intent-scroll").has_focus
+        assert "offloads asked for: not known" in str(app.screen.query_one("#intent-view", Static).render())

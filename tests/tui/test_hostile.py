@@ -68,7 +68,7 @@ MLP_FILE = "/work/main/hloscope/compile/workloads/mlp.py"
 
 
 def artifact_folder(parent: Path, folder: str, module: str, checkpoint: str, role: str, option: str,
-                    mlp: str = MLP_FILE) -> Path:
+                    mlp: str = MLP_FILE, intent: dict[str, Any] | None = None) -> Path:
     """An ``hloscope compile``-style folder: the module and a manifest naming its tensors (matched by source line)."""
     out = parent / folder
     out.mkdir()
@@ -76,7 +76,8 @@ def artifact_folder(parent: Path, folder: str, module: str, checkpoint: str, rol
     (out / "manifest.json").write_text(json.dumps({
         "target": "h100-sxm", "devices": 8, "xla_options": {"xla_flag": option},
         "tensor_names": [{"name": checkpoint, "file": mlp, "line": 38, "producer_file": mlp, "producer_line": 38,
-                          "role": role}]}))
+                          "role": role}],
+        **({"intent": intent} if intent is not None else {})}))
     return out
 
 
@@ -172,6 +173,9 @@ async def drive(app: RecordingApp, pilot: Any, op_name: str, file_name: str, che
     await pilot.press("3")
     tree = screen.query_one(Tree)
     assert all(isinstance(n.label, Text) for n in tree.root.children)
+    await pilot.press("4")  # the offloads the step asked for (intent helper's view)
+    await pilot.pause()
+    assert screen.query_one("#tabs").active == "intent"  # type: ignore[attr-defined]
     await pilot.press("1", "question_mark")
     await pilot.pause()
     await pilot.press("escape", "e")
@@ -257,11 +261,19 @@ async def test_the_issue_s_op_name_searches_and_shows_literally(tmp_path: Path) 
 async def test_an_artifact_folder_with_hostile_manifest_strings(tmp_path: Path) -> None:
     op_name = "[i]x[/i] " + OLD_BRACKETS
     module = hostile_module(op_name, MLP_FILE, "build.<locals>.loss")
+    intent = {  # what the step asked to offload, as hloscope compile records it (names from the trace)
+        "policies": [{"kind": "save_and_offload_only_these_names", "saved": [], "offloaded": [PWN],
+                      "offload_src": "device", "offload_dst": "pinned_host", "differentiated": True}],
+        "tags": [{"name": "[link=file:///etc]y\x1b[2J", "where": {"file": "/m/[i]model.py", "line": 3,
+                                                                   "function": "f"}}],
+        "placements": []}
     out = artifact_folder(tmp_path, "[b]run [@click=app.quit]x", module, PWN, "[@click=app.quit]role",
-                          "[link=x]o[/link]")
+                          "[link=x]o[/link]", intent=intent)
     app = RecordingApp(Source(str(out)))
     async with app.run_test(size=SIZE) as pilot:
         await drive(app, pilot, op_name, MLP_FILE, PWN, "[link=x]o[/link]")
+        offloads = _rendered(app.screen.query_one("#intent-view", Static))
+        assert f"offload '{PWN[:30]}" in offloads  # (the view shortens a long name; literally, as far as it goes)
         # the note says where the target came from: the manifest, not --target (#21)
         assert any("target h100-sxm (from manifest.json)" in message for message, _ in app.toasts)
     assert app.failure is None

@@ -13,7 +13,7 @@ from textual.widgets import Static
 
 #: (keys, what they do), in the order a newcomer needs them.
 KEYS = (
-    ("1 / 2 / 3", "Transfers, Schedule, Computations tabs"),
+    ("1 / 2 / 3 / 4", "Transfers, Schedule, Computations, Offloads asked (what the step asked for) tabs"),
     ("Tab", "move between the list and the detail pane"),
     ("up/down, PgUp/PgDn, Home/End", "move the cursor (also j / k)"),
     ("Enter", "on a transfer: open its window in the schedule; on a loop: expand its body; "

@@ -1,4 +1,4 @@
-"""MainScreen: totals and memory on top; Transfers, Schedule and Computations tabs; the detail pane.
+"""MainScreen: totals and memory on top; Transfers, Schedule, Computations, Offloads asked tabs; the detail pane.
 
 Built once the report is loaded (the LoadingScreen comes first), so it imports
 the widgets and the analysis freely.
@@ -10,7 +10,7 @@ from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal
+from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Static, TabbedContent, TabPane
@@ -22,6 +22,7 @@ from hloscope.tui.messages import InstructionHighlighted, TransferChosen, Transf
 from hloscope.tui.rows import ScheduleLayout
 from hloscope.tui.text import plain, shown
 from hloscope.tui.widgets.detail import DetailPane
+from hloscope.tui.widgets.intent import IntentView
 from hloscope.tui.widgets.schedule import ScheduleView
 from hloscope.tui.widgets.summary import SummaryBar
 from hloscope.tui.widgets.transfers import TransferTable
@@ -44,9 +45,11 @@ class MainScreen(Screen[None]):
     """The browser of one loaded schedule."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("1", "tab('transfers')", "Transfers"),
-        Binding("2", "tab('schedule')", "Schedule"),
-        Binding("3", "tab('computations')", "Computations"),
+        # not in the footer: each tab's title shows its key ("Transfers [1]"), and the footer keeps room for e Export
+        Binding("1", "tab('transfers')", "Transfers", show=False),
+        Binding("2", "tab('schedule')", "Schedule", show=False),
+        Binding("3", "tab('computations')", "Computations", show=False),
+        Binding("4", "tab('intent')", "Offloads asked", show=False),
         Binding("tab", "app.focus_next", "Next pane", show=False),
     ]
 
@@ -68,6 +71,8 @@ class MainScreen(Screen[None]):
                     yield ScheduleView(id="schedule-view")
                 with TabPane("Computations [3]", id="computations"):
                     yield ComputationTree(id="tree")
+                with TabPane("Offloads asked [4]", id="intent"), VerticalScroll(id="intent-scroll"):
+                    yield IntentView(id="intent-view")
             yield DetailPane(id="detail")
         yield Static(plain(self._status), id="status")
         yield Footer()
@@ -81,6 +86,7 @@ class MainScreen(Screen[None]):
         view.show(report.module.entry_name)
         self.query_one(DetailPane).loaded = loaded
         self.query_one(ComputationTree).set_report(report)
+        self.query_one(IntentView).set_report(report)
         table = self.query_one(TransferTable)
         table.set_report(report)
         self._fit_lists()
@@ -116,8 +122,9 @@ class MainScreen(Screen[None]):
 
     def action_tab(self, name: str) -> None:
         self.query_one("#tabs", TabbedContent).active = name
-        widget = {"transfers": TransferTable, "schedule": ScheduleView, "computations": ComputationTree}[name]
-        self.query_one(widget).focus()
+        focus = {"transfers": "#transfer-table", "schedule": "#schedule-view", "computations": "#tree",
+                 "intent": "#intent-scroll"}[name]
+        self.query_one(focus).focus()
 
     def show_place(self, computation: str, name: str | None) -> None:
         """Open ``computation`` in the schedule with the cursor on ``name``."""

@@ -747,6 +747,33 @@ class _Accounting:
         return Accounted(asked, Why.UNKNOWN, f"no transfer of the entry computation makes output {pl.label} "
                          f"(followed: {', '.join(names) or 'nothing'})")
 
+    def compute_on(self, asked: Asked, pl: Placement) -> Accounted:
+        """``compute_on("device_host")``: the host computation XLA made of it (a ``HostExecute``
+        call on the host thread), found by its source line or its jit's name in ``op_name``."""
+        def here(module: Module, ins: Instruction) -> bool:
+            loc = module.source_location(ins)
+            return ((loc is not None and pl.where is not None and pl.where.same_line(loc.file, loc.line))
+                    or (bool(pl.label) and f"jit({pl.label})/" in ins.metadata.get("op_name", "")))
+
+        calls = [] if self.module is None else [
+            ins for comp in self.module.computations.values() for ins in comp.instructions
+            if ("HostExecute" in ins.attr("custom_call_target") or "host" in ins.attr("async_execution_thread"))
+            and here(self.module, ins)]
+        if calls:
+            return Accounted(asked, Why.NOT_A_TRANSFER, f"it runs on the host: {', '.join(i.name for i in calls)} "
+                             "(a host call; compute_on moves computation, not data, so no transfer is expected of it)")
+        before = self.lowered.unoptimized
+        if self.module is None or before is None:
+            return Accounted(asked, Why.UNKNOWN, "no host call found for it; the optimized or the unoptimized module "
+                             "is not available to tell why")
+        marked = [ins for comp in before.computations.values() for ins in comp.instructions
+                  if '_xla_compute_type="host"' in ins.attr("frontend_attributes")]
+        if not marked:
+            return Accounted(asked, Why.DROPPED_IN_LOWERING, "the unoptimized module marks no instruction "
+                             "_xla_compute_type=\"host\"")
+        return Accounted(asked, Why.REMOVED_BY_XLA, f"the unoptimized module marks {len(marked)} instruction(s) "
+                         "_xla_compute_type=\"host\"; the optimized module has no host call for it")
+
     def host_space(self) -> int:
         return self.verdicts[0].transfer.host_space if self.verdicts else 5
 
@@ -768,8 +795,7 @@ class _Accounting:
         pl = asked.placement
         assert pl is not None
         if pl.kind is PlacementKind.COMPUTE_ON:
-            return Accounted(asked, Why.NOT_A_TRANSFER, "compute_on places computation on the host; the transfers "
-                             "of its operands and results are not matched to it")
+            return self.compute_on(asked, pl)
         if pl.kind in (PlacementKind.ARGUMENT, PlacementKind.OUTPUT) and self.module is not None:
             return self.boundary(asked, pl)
         if pl.where is None:

@@ -214,3 +214,18 @@ def optimizer_out_shardings(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
         return w - 0.01 * mu, mu
     w, x = _args(mesh)
     return step, (w, jax.ShapeDtypeStruct(w.shape, w.dtype, sharding=host), x)
+
+
+def host_compute(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
+    """The optimizer update run on the host with ``compute_on("device_host")``."""
+    from jax.experimental.compute_on import compute_on
+
+    @compute_on("device_host")
+    @jax.jit
+    def update(w: Any, g: Any) -> Any:
+        return w - 0.01 * g
+
+    def step(w: Any, x: Any) -> Any:
+        g = jax.grad(lambda w: jnp.sum(jnp.tanh(x @ w[0])))(w)
+        return update(w, g)
+    return step, _args(mesh)

@@ -208,3 +208,14 @@ def test_optimizer_state_through_out_shardings() -> None:
     assert kinds[PlacementKind.OUTPUT].asked.memory == "pinned_host"
     assert kinds[PlacementKind.OUTPUT].bytes_per_step[Direction.TO_HOST] == state
     assert kinds[PlacementKind.ARGUMENT].bytes_per_step[Direction.TO_DEVICE] == state
+
+
+def test_compute_on_host_is_found_as_a_host_call() -> None:
+    result = compiled("host_compute")[0]
+    assert result.unoptimized_hlo.count('_xla_compute_type="host"') >= 1
+    calls = re.findall(r"%(\S+) = .*custom_call_target=\"HostExecute\"", result.optimized_hlo)
+    assert calls, "XLA made a host call of the compute_on function"
+    [item] = account("host_compute").items
+    assert item.asked.placement is not None and item.asked.placement.kind is PlacementKind.COMPUTE_ON
+    assert item.why is Why.NOT_A_TRANSFER and calls[0] in item.detail
+    assert not account("host_compute").unaccounted

@@ -34,7 +34,9 @@ from hloscope.analysis.pairs import AsyncPair, pair_async_ops
 from hloscope.analysis.timeline import Timeline, simulate_step
 from hloscope.analysis.transfers import HostTransfer, find_host_transfers
 from hloscope.analysis.verdict import Verdict
+from hloscope.analysis.xla_view import XlaEstimates, compare_with_xla
 from hloscope.hlo.model import Module, SourceLocation
+from hloscope.hlo.xla_log import parse_xla_log
 from hloscope.targets import Target
 
 
@@ -121,7 +123,9 @@ class Report:
     timeline: the simulated step (None for an unscheduled module or
     ``AnalysisOptions(simulate=False)``). intent: each offload the traced step asked for,
     with the transfers it became or why it produced none (``hloscope.analysis.intent``;
-    None when the step's intent is unknown: a plain HLO file).
+    None when the step's intent is unknown: a plain HLO file). xla: what XLA's scheduler
+    believed about each async transfer (``hloscope.analysis.xla_view``), when the compile's
+    scheduler log is known (a compile here, an artifact folder with ``xla-scheduler.log``).
     """
 
     module: Module
@@ -139,6 +143,7 @@ class Report:
     compile: Mapping[str, Any] | None = None
     timeline: Timeline | None = None
     intent: IntentAccount | None = None
+    xla: XlaEstimates | None = None
 
     @property
     def host_space(self) -> int:
@@ -211,8 +216,11 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
         memory = facts_from_dumps(int_figures(inputs.memory_figures), target, inputs.dumps, index,
                                   inputs.vocab_size, _offloaded_names(transfers))
     intent = account_step(inputs.intent, verdicts, module, inputs.unoptimized, index)
+    xla = None
+    if inputs.dumps.scheduler_log:
+        xla = compare_with_xla(parse_xla_log(inputs.dumps.scheduler_log), verdicts)
     return report_type(module, target, opts, index, tuple(transfers), tuple(verdicts), cost, summary, pairs, inputs,
-                       inputs.notes, memory, inputs.compile, timeline, intent)
+                       inputs.notes, memory, inputs.compile, timeline, intent, xla)
 
 
 def analyze_module(module: Module, target: Target, options: AnalysisOptions | int | None = None,

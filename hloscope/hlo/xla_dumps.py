@@ -17,7 +17,9 @@ from dataclasses import dataclass
 MEMORY_REPORT_FILE = "memory-usage-report.txt"
 LIVE_AT_PEAK_FILE = "live-range-at-peak.txt"
 BUFFER_ASSIGNMENT_FILE = "buffer-assignment-at-peak.txt"
-DUMP_FILES = (MEMORY_REPORT_FILE, LIVE_AT_PEAK_FILE, BUFFER_ASSIGNMENT_FILE)
+#: XLA's scheduler and latency-estimator log lines of the compile (``hloscope.hlo.xla_log``).
+SCHEDULER_LOG_FILE = "xla-scheduler.log"
+DUMP_FILES = (MEMORY_REPORT_FILE, LIVE_AT_PEAK_FILE, BUFFER_ASSIGNMENT_FILE, SCHEDULER_LOG_FILE)
 
 
 @dataclass(frozen=True)
@@ -25,17 +27,20 @@ class XlaDumpTexts:
     """XLA's memory texts of one compiled module (None: not dumped or not kept).
 
     memory_report: the memory-usage report. live_range: the live-range dump, or its
-    peak section. buffer_assignment: buffer-assignment ``value:`` lines.
+    peak section. buffer_assignment: buffer-assignment ``value:`` lines. scheduler_log:
+    XLA's scheduler and latency-estimator log lines (``hloscope.hlo.xla_log`` reads them).
     """
 
     memory_report: str | None = None
     live_range: str | None = None
     buffer_assignment: str | None = None
+    scheduler_log: str | None = None
 
     @classmethod
     def from_files(cls, files: Mapping[str, str | None]) -> XlaDumpTexts:
         """From artifact file name -> text (a compile's ``extra_files``, an artifact folder)."""
-        return cls(files.get(MEMORY_REPORT_FILE), files.get(LIVE_AT_PEAK_FILE), files.get(BUFFER_ASSIGNMENT_FILE))
+        return cls(files.get(MEMORY_REPORT_FILE), files.get(LIVE_AT_PEAK_FILE), files.get(BUFFER_ASSIGNMENT_FILE),
+                   files.get(SCHEDULER_LOG_FILE))
 
 
 @dataclass(frozen=True)

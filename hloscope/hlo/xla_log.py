@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 __all__ = ["AsyncLatency", "CostSource", "NodeCost", "SchedulerStats", "XlaLog", "parse_xla_log",
-           "LOG_ENVIRONMENT"]
+           "LOG_ENVIRONMENT", "LOG_SOURCES", "scheduler_log_lines"]
 
 #: Environment under which XLA writes the lines this module reads (set before XLA loads).
 LOG_ENVIRONMENT = {
@@ -126,6 +126,19 @@ class XlaLog:
     def after(self, computation: str) -> SchedulerStats | None:
         """The statistics after scheduling of ``computation``, if logged."""
         return next((s for s in self.stats if s.computation == computation and s.phase == "after"), None)
+
+
+#: The XLA source files whose lines an artifact keeps (``xla-scheduler.log``): the scheduler's
+#: decisions (gpu_hlo_schedule), the SOL tables (sol_gpu_cost_model), the estimates and the
+#: scheduler's statistics.
+LOG_SOURCES = ("gpu_hlo_schedule", "sol_gpu_cost_model", "sol_latency_estimator", "latency_hiding_scheduler")
+
+
+def scheduler_log_lines(text: str) -> str:
+    """The lines of a compile's native log that come from :data:`LOG_SOURCES`, unedited, in order."""
+    kept = [line for line in text.splitlines()
+            if (m := _PREFIX.match(line)) is not None and m.group(1) in LOG_SOURCES]
+    return "\n".join(kept) + ("\n" if kept else "")
 
 
 _NUM = r"(-?[0-9.]+(?:[eE][-+]?[0-9]+)?)"

@@ -14,7 +14,7 @@ from __future__ import annotations
 from functools import cached_property
 
 from hloscope.analysis.callgraph import CallGraph, build_call_graph, callee_name
-from hloscope.analysis.opclass import is_work
+from hloscope.analysis.opclass import OpClass, op_class
 from hloscope.hlo.model import Computation, Instruction, Module
 
 
@@ -25,6 +25,7 @@ class ModuleIndex:
         self.module = module
         self._users: dict[str, dict[str, list[Instruction]]] = {}
         self._work_prefix: dict[str, list[int]] = {}
+        self._classes: dict[str, list[OpClass]] = {}
 
     # -- users ---------------------------------------------------------------
 
@@ -45,13 +46,21 @@ class ModuleIndex:
         """Users of ``ins`` within its computation, in schedule order."""
         return self.users_map(ins.computation).get(ins.name, [])
 
+    def op_classes(self, computation: str) -> list[OpClass]:
+        """The :class:`~hloscope.analysis.opclass.OpClass` of each instruction of ``computation``, by position."""
+        got = self._classes.get(computation)
+        if got is None:
+            got = self._classes[computation] = [op_class(i) for i in self.module.computations[computation].instructions]
+        return got
+
     def work_ops_between(self, computation: str, lo: int, hi: int) -> int:
-        """How many instructions at positions ``lo <= p < hi`` of ``computation`` do compute work."""
+        """How many instructions at positions ``lo <= p < hi`` of ``computation`` do work (not free,
+        not an async half: compute, control flow, synchronous collectives)."""
         prefix = self._work_prefix.get(computation)
         if prefix is None:
             prefix = [0]
-            for ins in self.module.computations[computation].instructions:
-                prefix.append(prefix[-1] + is_work(ins))
+            for c in self.op_classes(computation):
+                prefix.append(prefix[-1] + (c >= OpClass.CONTROL))
             self._work_prefix[computation] = prefix
         hi = max(lo, min(hi, len(prefix) - 1))
         return prefix[hi] - prefix[max(0, lo)]

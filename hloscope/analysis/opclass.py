@@ -9,7 +9,7 @@ Opcode names are spelled as XLA prints them (``opt-barrier``, not
 
 from __future__ import annotations
 
-from enum import StrEnum
+from enum import IntEnum, StrEnum
 
 from hloscope.analysis.kinds import Direction
 from hloscope.hlo.model import Instruction
@@ -86,6 +86,36 @@ def is_free(ins: Instruction) -> bool:
     if ins.opcode in FREE_OPCODES:
         return True
     return ins.opcode == "custom-call" and custom_call_target(ins) in FREE_CUSTOM_CALLS
+
+
+class OpClass(IntEnum):
+    """What an instruction of a scheduled computation does to the streams (one class each, first match)."""
+
+    FREE = 0  # bookkeeping (is_free): no time
+    START = 1  # an async start (is_start)
+    DONE = 2  # an async done (is_done)
+    UPDATE = 3  # async-update
+    CONTROL = 4  # while, call, conditional: runs other computations
+    COLLECTIVE = 5  # a synchronous collective
+    WORK = 6  # anything else: compute on the compute stream
+
+
+def op_class(ins: Instruction) -> OpClass:
+    """The :class:`OpClass` of ``ins`` (``ModuleIndex.op_classes`` keeps them per computation)."""
+    if is_free(ins):
+        return OpClass.FREE
+    if is_start(ins):
+        return OpClass.START
+    if is_done(ins):
+        return OpClass.DONE
+    op = ins.opcode
+    if op == "async-update":
+        return OpClass.UPDATE
+    if op in CONTROL_FLOW:
+        return OpClass.CONTROL
+    if collective_kind(ins):
+        return OpClass.COLLECTIVE
+    return OpClass.WORK
 
 
 def value_shape(ins: Instruction) -> Shape:

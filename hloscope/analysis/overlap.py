@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from hloscope.analysis.cost import CostModel
 from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.kinds import PairKind, Reason, SegmentKind, VerdictKind
-from hloscope.analysis.opclass import CONTROL_FLOW, collective_kind, is_done, is_free, is_start, is_work
+from hloscope.analysis.opclass import OpClass, collective_kind, is_free
 from hloscope.analysis.pairs import AsyncPair
 from hloscope.analysis.timeline import Timeline
 from hloscope.analysis.transfers import HostTransfer
@@ -161,17 +161,26 @@ def _fill_window(index: ModuleIndex, segments: list[WindowSegment], transfer_ops
     others: list[Instruction] = []
     for seg in segments:
         lo, hi = seg.first, seg.end
-        for w in index.computation(seg.computation).instructions[lo:hi]:
-            if (seg.computation, w.name) in transfer_ops:
+        comp = seg.computation
+        classes = index.op_classes(comp)
+        for w, cls in zip(index.computation(comp).instructions[lo:hi], classes[lo:hi], strict=True):
+            if cls is OpClass.FREE or cls is OpClass.DONE:
+                continue  # no time of their own
+            if (comp, w.name) in transfer_ops:
                 others.append(w)
                 continue
-            if collective_kind(w) and not (is_start(w) or is_done(w)):
+            if cls is OpClass.START:
+                continue  # an async op's time is counted where it runs (collectives: in flight, below)
+            if cls is OpClass.COLLECTIVE or (cls is OpClass.UPDATE and collective_kind(w)):
                 colls.append(WindowOp(w, cost.collective_us(w)))  # a synchronous collective
                 coll_names.add(w.name)
                 continue
-            us = cost.instruction_us(w)
-            if w.opcode in CONTROL_FLOW or (us > 0 and is_work(w)):
-                compute.append(WindowOp(w, us))
+            if cls is OpClass.CONTROL:
+                compute.append(WindowOp(w, cost.instruction_us(w)))
+            elif cls is OpClass.WORK:
+                us = cost.instruction_us(w)
+                if us > 0:
+                    compute.append(WindowOp(w, us))
         for cp in coll_pairs.get(seg.computation, []):  # async collectives in flight during the window
             cs, cd = cp.start.position, cp.done.position
             inter = min(cd, hi) - max(cs, lo)

@@ -39,11 +39,9 @@ from hloscope.analysis.cost import CostModel
 from hloscope.analysis.kinds import Direction
 from hloscope.analysis.opclass import (
     RESOURCES,
+    OpClass,
     Resource,
     collective_kind,
-    is_done,
-    is_free,
-    is_start,
     link_of,
     value_shape,
 )
@@ -359,28 +357,32 @@ class _Sim:
             return prog
         prog = []
         cost = self.cost
-        for ins in self.module.computations[name].instructions:
-            op = ins.opcode
-            key = (name, ins.name)
-            if op == "while":
-                prog.append((_WHILE, ins, 0.0))
-            elif op in ("call", "conditional"):
-                prog.append((_CALL, ins, 0.0))
-            elif is_start(ins):
-                prog.append((_START, ins, 0.0 if key in self.transfers else
-                             cost.collective_us(ins) if collective_kind(ins) else cost.op_cost(ins).us))
-            elif is_done(ins):
-                prog.append((_DONE, ins, 0.0))
-            elif key in self.transfers and not self.transfers[key].is_annotation:
-                prog.append((_SYNC_XFER, ins, 0.0))
-            elif op == "async-update" or is_free(ins):
+        transfers = self.transfers
+        instructions = self.module.computations[name].instructions
+        for ins, cls in zip(instructions, cost.index.op_classes(name), strict=True):
+            if cls is OpClass.FREE or cls is OpClass.UPDATE:
                 continue
-            elif collective_kind(ins):
-                prog.append((_SYNC_COLL, ins, cost.collective_us(ins)))
-            else:
+            if cls is OpClass.WORK:
+                key = (name, ins.name)
+                if key in transfers and not transfers[key].is_annotation:
+                    prog.append((_SYNC_XFER, ins, 0.0))
+                    continue
                 us = cost.op_cost(ins).us
                 if us > 0:
                     prog.append((_WORK, ins, us))
+            elif cls is OpClass.CONTROL:
+                prog.append((_WHILE if ins.opcode == "while" else _CALL, ins, 0.0))
+            elif cls is OpClass.START:
+                prog.append((_START, ins, 0.0 if (name, ins.name) in transfers else
+                             cost.collective_us(ins) if collective_kind(ins) else cost.op_cost(ins).us))
+            elif cls is OpClass.DONE:
+                prog.append((_DONE, ins, 0.0))
+            else:  # a synchronous collective, or a synchronous host copy
+                key = (name, ins.name)
+                if key in transfers and not transfers[key].is_annotation:
+                    prog.append((_SYNC_XFER, ins, 0.0))
+                else:
+                    prog.append((_SYNC_COLL, ins, cost.collective_us(ins)))
         self.programs[name] = prog
         return prog
 

@@ -86,9 +86,12 @@ def read_stdin_module() -> Path:
     The app reads it like any file (same checks, same one-line errors); the caller
     removes the folder when the app has exited.
     """
+    from hloscope.hlo.loader import STDIN_PROMPT, sniff_bytes
+
     if sys.stdin.isatty():
-        print("hloscope: reading HLO text from stdin; end it with Ctrl+D", file=sys.stderr)
+        print(STDIN_PROMPT, file=sys.stderr)
     data = sys.stdin.buffer.read()
+    sniff_bytes(data, "<stdin>")  # empty or binary: the words analyze and check use
     folder = Path(tempfile.mkdtemp(prefix="hloscope-stdin-"))
     (folder / STDIN_FILE).write_bytes(data)
     return folder

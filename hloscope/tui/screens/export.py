@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import ClassVar
 
 from textual.app import ComposeResult
@@ -37,6 +38,7 @@ class ExportScreen(ModalScreen[tuple[ExportKind, str] | None]):
             yield Label("export: choose what, then Enter in the path to write one file")
             yield OptionList(*[Option(plain(k.title)) for k in self.kinds], id="export-kinds")
             yield Input(value=default_path(self.loaded, self.kind, self.verdict), id="export-path")
+            yield Label(plain(f"a relative path is written in {Path.cwd()}"), id="export-folder")
             missing = [f"{k.key} ({_WHY_MISSING[k.key]})" for k in KINDS if k not in self.kinds]
             if missing:
                 yield Label(plain(f"not offered here: {', '.join(missing)}"), id="export-missing")

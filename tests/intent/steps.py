@@ -229,3 +229,15 @@ def host_compute(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
         g = jax.grad(lambda w: jnp.sum(jnp.tanh(x @ w[0])))(w)
         return update(w, g)
     return step, _args(mesh)
+
+
+def round_trip(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
+    """A value sent to host memory and brought back in the same step, with nothing between to
+    keep the host copy apart (XLA folds the pair away)."""
+    device, host = NamedSharding(mesh, P(), memory_kind="device"), _host(mesh)
+
+    def step(w: Any, x: Any) -> Any:
+        h = jax.device_put(jnp.sin(x), host)
+        z = jnp.tanh(x @ w[0]) @ w[1]
+        return z + jax.device_put(h, device)
+    return step, _args(mesh)

@@ -219,3 +219,13 @@ def test_compute_on_host_is_found_as_a_host_call() -> None:
     assert item.asked.placement is not None and item.asked.placement.kind is PlacementKind.COMPUTE_ON
     assert item.why is Why.NOT_A_TRANSFER and calls[0] in item.detail
     assert not account("host_compute").unaccounted
+
+
+def test_round_trip_xla_folds_away_is_removed_by_xla() -> None:
+    result = compiled("round_trip")[0]
+    assert host_annotations("round_trip") == 1  # the placement reached XLA ...
+    assert host_buffers("round_trip") == 0  # ... and nothing is in host memory after optimization
+    assert not re.search(r"copy-start|S\(5\)", result.optimized_hlo)
+    acc = account("round_trip")
+    [item] = acc.items
+    assert item.why is Why.REMOVED_BY_XLA and "xla#20373" in item.detail and acc.unaccounted == (item,)

@@ -67,7 +67,7 @@ def write_plot(result: SweepResult, path: str) -> None:
     target = get_target(result.target)
     hbm_gib = target.device_memory_size / 2**30
     data = series(result)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11.5, 4.4), constrained_layout=True)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     cap = result.capacity or {}
     for i, (policy, rows) in enumerate(sorted(data.items())):
@@ -76,7 +76,11 @@ def write_plot(result: SweepResult, path: str) -> None:
         rate = [int(r["batch"]) / (float(r["est_step_us"]) * 1e-6) if r.get("est_step_us") else float("nan")
                 for r in rows]
         mem = [float(r["device_allocation_bytes"] or 0) / 2**30 for r in rows]
-        left.plot(batches, rate, marker="o", color=color, label=_plain(policy))
+        left.plot(batches, rate, color=color, label=_plain(policy))
+        # A filled point fits in HBM, a hollow one does not (its throughput is not reachable there).
+        for b, x, r in zip(batches, rate, rows, strict=True):
+            left.plot([b], [x], marker="o", color=color, markerfacecolor=color if r.get("fits") else "white",
+                      linestyle="none")
         right.plot(batches, mem, marker="o", color=color, label=_plain(policy))
         c = cap.get(policy) or {}
         if c.get("largest_fit") is not None and c.get("largest_fit_bytes") is not None:
@@ -84,20 +88,23 @@ def write_plot(result: SweepResult, path: str) -> None:
                        linestyle="none")
             right.annotate(_plain(f"{policy}: batch {c['largest_fit']} fits"),
                            (c["largest_fit"], c["largest_fit_bytes"] / 2**30), textcoords="offset points",
-                           xytext=(6, -12), fontsize=8, color=color)
+                           xytext=(-10, -14), ha="right", fontsize=8, color=color)
         if c.get("smallest_over") is not None and c.get("smallest_over_bytes") is not None:
             right.plot([c["smallest_over"]], [c["smallest_over_bytes"] / 2**30], marker="X", markersize=11,
                        color=color, linestyle="none")
     right.axhline(hbm_gib, color="black", linestyle="--", linewidth=1)
     right.annotate(_plain(f"HBM {hbm_gib:.0f} GiB ({target.name})"), (0.01, hbm_gib),
                    xycoords=("axes fraction", "data"), textcoords="offset points", xytext=(2, 4), fontsize=8)
+    ticks = sorted({int(r["batch"]) for rows in data.values() for r in rows})
     for ax in (left, right):
         ax.set_xscale("log", base=2)
+        ax.set_xticks(ticks, [str(t) for t in ticks])
+        ax.minorticks_off()
         ax.set_xlabel("per-device batch")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
     left.set_ylabel("estimated samples / s per device")
-    left.set_title("estimated throughput (simulated step)", fontsize=10)
+    left.set_title("estimated throughput (simulated step; hollow: over HBM)", fontsize=10)
     right.set_ylabel("device allocation, GiB")
     right.set_title("device memory vs HBM (star: largest batch that fits; X: smallest over)", fontsize=10)
     fig.suptitle(_plain(f"hloscope sweep {result.workload}: {result.target}, {result.devices} devices"), fontsize=11)

@@ -109,7 +109,7 @@ class HloscopeApp(App[int]):
         self.loaded = message.loaded
         self.main = MainScreen(message.loaded)
         self.switch_screen(self.main)
-        self.sub_title = f"{message.loaded.file} · loaded in {message.loaded.seconds:.1f} s"
+        self.sub_title = shown(f"{message.loaded.file} · loaded in {message.loaded.seconds:.1f} s")  # a path
         self.run_worker(self._index, thread=True, group="index")
         if self.compare_source is not None:
             self._set_status(f"loading {self.compare_source.label} to compare ...")

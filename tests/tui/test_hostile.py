@@ -307,3 +307,33 @@ def test_a_truncated_module_under_a_hostile_file_name_shows_the_name_literally(n
 def test_shown_makes_control_characters_visible_and_keeps_the_rest() -> None:
     assert shown("a\x1b[2Jb\tc\u202ed[b]") == "a\\x1b[2Jb\\x09c\\u202ed[b]"
     assert shown("llama.py:66 é 字") == "llama.py:66 é 字"
+
+
+@pilot_test
+async def test_compare_shows_hostile_paths_and_op_names_literally(tmp_path: Path) -> None:
+    from textual.widgets import DataTable
+
+    from hloscope.tui.screens.compare import CompareScreen
+
+    folder = tmp_path / "[b]A [@click=app.quit]x"
+    folder.mkdir()
+    a, b = folder / "a.hlo.txt", folder / "[link=x]b[@click=app.bell].hlo.txt"
+    a.write_text(hostile_module(PWN, "/tmp/[b]x[/b]c.py", "[red]fn[/]"))
+    b.write_text(hostile_module(PWN, "/tmp/[b]x[/b]c.py", "[red]fn[/]"))
+    app = HloscopeApp(Source(str(a)), compare=Source(str(b)))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        for _ in range(400):
+            if isinstance(app.screen, CompareScreen):
+                break
+            await pilot.pause(0.05)
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        head = _rendered(screen.query_one("#compare-head", Static))
+        assert f"A: {a}" in head and f"B: {b}" in head
+        table = screen.query_one("#compare-table", DataTable)
+        cells = [_plain(c) for r in range(table.row_count) for c in table.get_row_at(r)]
+        assert any(m.where[-50:] in cells for m in screen.matches)
+        await pilot.press("down", "escape")
+        await pilot.pause()
+    assert app.failure is None

@@ -121,7 +121,7 @@ class ScheduleView(ScrollView, can_focus=True):
         comp = self.layout_.report.module.computations[computation]
         execs = self.layout_.report.index.executions(computation)
         self.border_title = Text(f"{computation} · {len(comp.instructions)} instructions · x{execs}/step")
-        self.border_subtitle = self.times.caption(computation) if self.times is not None else NO_TIMES
+        self.border_subtitle = Text(self.times.caption(computation) if self.times is not None else NO_TIMES)
 
     def _relayout(self) -> None:
         assert self.layout_ is not None

@@ -292,6 +292,8 @@ class GeneralParser:
             module.name = f"module_{module.entry_name}"
         self.resolve_shapes(module)
         for ins, off in self.called:
+            if ins.called_computations:
+                module.calling.append(ins)
             for callee in ins.called_computations:
                 if callee not in computations:
                     at = self.text.find(callee, off)

@@ -211,6 +211,10 @@ class Module:
     file_names / function_names / file_locations / stack_frames: the debug
     sections, keyed by their 1-based ids; locations map to (file id, function id,
     line, column) and frames to (location id, parent frame id).
+    calling: the instructions that call a computation (``called_computations`` not
+    empty: while, call, fusion, reduce ...), computation by computation in text
+    order; the parser lists them while checking the calls, so the call graph need
+    not walk every instruction.
     """
 
     name: str
@@ -222,6 +226,7 @@ class Module:
     file_locations: dict[int, tuple[int, int, int, int]] = field(default_factory=dict)
     stack_frames: dict[int, tuple[int, int]] = field(default_factory=dict)
     source_path: str | None = None
+    calling: list[Instruction] = field(default_factory=list)
 
     @property
     def entry(self) -> Computation:
@@ -255,6 +260,7 @@ class Module:
                 assert all(o in comp.by_name for o in ins.operands), ins.name
                 assert all(c in self.computations for c in ins.called_computations), ins.name
             assert comp.root is not None or not comp.instructions
+        assert self.calling == [i for c in self.computations.values() for i in c.instructions if i.called_computations]
 
     def instruction_count(self) -> int:
         return sum(len(c.instructions) for c in self.computations.values())

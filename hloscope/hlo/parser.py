@@ -299,8 +299,12 @@ class _Parser:
                         raise self.error(f"control predecessor '{op}' of '{ins.name}' is not defined", ins.line, 1)
 
     def check_calls(self, module: Module, lines: list[str]) -> None:
+        """Every called computation exists; lists the calling instructions (``module.calling``)."""
+        calling = module.calling
         for comp in module.computations.values():
             for ins in comp.instructions:
+                if ins.called_computations:
+                    calling.append(ins)
                 for called in ins.called_computations:
                     if called not in module.computations:
                         text = lines[ins.line - 1]

@@ -28,7 +28,8 @@ ENTRIES = MANIFEST["modules"]
 def model_facts(m: Module) -> list[Any]:
     """Everything the parser decides, attribute and literal spacing normalised."""
     out: list[Any] = [m.name, m.entry_name, sorted((k, normalize(v)) for k, v in m.attrs.items()),
-                      m.file_names, m.function_names, m.file_locations, m.stack_frames]
+                      m.file_names, m.function_names, m.file_locations, m.stack_frames,
+                      [(i.computation, i.name) for i in m.calling]]
     for c in m.computations.values():
         out.append((c.name, c.is_entry, c.line))
         out.extend((i.name, i.opcode, i.text_opcode, i.wrapped_opcode, i.shape, i.operands, normalize(i.literal),

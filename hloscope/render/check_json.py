@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
+from hloscope.analysis.report import Report
 from hloscope.check.rules import Violation
 from hloscope.check.run import CheckResult
 from hloscope.render.check_words import change_text, violation_lines
@@ -12,9 +13,9 @@ from hloscope.render.check_words import change_text, violation_lines
 CHECK_SCHEMA = "hloscope.check/1"
 
 
-def _violation_dict(v: Violation) -> dict[str, Any]:
+def _violation_dict(v: Violation, report: Report | None = None) -> dict[str, Any]:
     rec = v.record
-    d: dict[str, Any] = {"rule": v.rule, "message": v.message, "lines": violation_lines(v),
+    d: dict[str, Any] = {"rule": v.rule, "message": v.message, "lines": violation_lines(v, report),
                          "actual": v.actual, "limit": v.limit}
     if rec is not None:
         d.update(instruction=rec.instruction, source=rec.full_source, verdict=str(rec.verdict),
@@ -36,7 +37,7 @@ class JsonFormat:
             "passed": result.passed,
             "empty": result.empty,
             "rules": result.rules,
-            "violations": [_violation_dict(v) for v in result.violations],
+            "violations": [_violation_dict(v, result.subject.report) for v in result.violations],
             "allowed": [{**_violation_dict(v), "reason": e.reason, "entry": e.describe()} for v, e in result.allowed],
         }
         if result.diff is not None:

@@ -24,7 +24,7 @@ class TextFormat:
             shown = "" if value is True else f" = {value}"
             out.write(f"{'FAIL' if by_rule[name] else 'pass'} {name}{shown}: {RULES[name].meaning}\n")
             for v in by_rule[name]:
-                first, *rest = violation_lines(v)
+                first, *rest = violation_lines(v, rep)
                 out.write(f"  - {first}\n")
                 out.writelines(f"      {line}\n" for line in rest)
         for v, entry in result.allowed:

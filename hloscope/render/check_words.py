@@ -8,11 +8,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from hloscope.analysis.report import Report
 from hloscope.analysis.verdict import Verdict
 from hloscope.check.baseline import BaselineDiff, Change
 from hloscope.check.keys import TransferRecord
 from hloscope.check.rules import Violation
 from hloscope.render.why import explain, exposed_clause
+from hloscope.render.xla_text import xla_clause
 from hloscope.units import human_bytes
 
 
@@ -61,8 +63,9 @@ def _window_text(v: Verdict) -> str:
             f"~{v.est_collective_us:.1f} us (largest: {', '.join(f'{n} ~{us:.1f} us' for n, us in top)}{more})")
 
 
-def violation_lines(v: Violation) -> list[str]:
-    """The first line says what broke; the next ones, for a transfer, what the schedule did with it."""
+def violation_lines(v: Violation, report: Report | None = None) -> list[str]:
+    """The first line says what broke; the next ones, for a transfer, what the schedule did with it
+    (and, given the ``report``, what XLA's scheduler assumed for it, when its log is known)."""
     rec = v.record
     head = f"{_record_head(rec)}: {v.message}" if rec is not None else v.message
     lines = [head]
@@ -75,6 +78,8 @@ def violation_lines(v: Violation) -> list[str]:
         if verdict.pair is not None:
             lines.append(f"overlapped by: {_window_text(verdict)}; {exposed_clause(verdict)}")
         lines.append(f"why: {explain(verdict)}")
+        if report is not None and (clause := xla_clause(report, verdict)):
+            lines.append(f"xla: {clause}")
     return lines
 
 

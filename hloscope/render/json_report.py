@@ -81,6 +81,20 @@ def transfer_dict(report: Report, v: Verdict) -> dict[str, Any]:
         "input_ready": _input_ready(v.input_ready),
         "first_use": _first_use(v.first_use),
         "simulated": _timing(v.timing),
+        **_xla_transfer(report, v),
+    }
+
+
+def _xla_transfer(report: Report, v: Verdict) -> dict[str, Any]:
+    """What XLA's scheduler assumed for this transfer; keys present only when its log is known."""
+    if report.xla is None:
+        return {}
+    x = report.xla.for_transfer(v.transfer.instruction.name)
+    sol = report.xla.estimator == "sol"
+    return {
+        "xla_estimate_us": round(x.latency_us, 3) if x is not None and x.latency_us is not None and sol else None,
+        "xla_estimate_default": x.default if x is not None else None,
+        "xla_window_us": round(x.window_us, 3) if x is not None and x.window_us is not None and sol else None,
     }
 
 
@@ -128,6 +142,8 @@ def report_to_dict(report: Report) -> dict[str, Any]:
     account = account_of(report)
     if account is not None:
         out["intent"] = intent_dict(account)
+    if report.xla is not None:
+        out["xla_scheduler"] = {"estimator": report.xla.estimator}
     if report.memory is not None:
         out["memory"] = _plain(memory_dict(report.memory))
     if report.compile is not None:

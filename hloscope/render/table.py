@@ -12,6 +12,7 @@ from hloscope.render.intent_text import intent_lines
 from hloscope.render.memory_text import memory_lines
 from hloscope.render.options import RenderOptions
 from hloscope.render.why import explain
+from hloscope.render.xla_text import xla_cell, xla_clause, xla_legend
 from hloscope.units import human_bytes, human_us
 
 __all__ = ["COLUMNS", "TableRenderer", "format_columns", "human_bytes", "human_us", "source_cell", "transfer_row",
@@ -99,7 +100,12 @@ class TableRenderer:
             headers = COLUMNS
             if not report.module.is_scheduled:
                 headers = [("logical bytes" if h == "bytes" else h) for h in COLUMNS]
-            lines += format_columns(headers, [transfer_row(v) for v in report.verdicts])
+            rows = [transfer_row(v) for v in report.verdicts]
+            if report.xla is not None:  # XLA's own latency beside ours, for a compile whose log is known
+                at = headers.index("~xfer us") + 1
+                headers = [*headers[:at], "xla us", *headers[at:]]
+                rows = [[*r[:at], xla_cell(report, v), *r[at:]] for r, v in zip(rows, report.verdicts, strict=True)]
+            lines += format_columns(headers, rows)
             if not report.module.is_scheduled:
                 lines.append("note: module before optimizations: logical bytes are whole arrays before "
                              "partitioning, not what one device moves; analyze the optimized module for that")
@@ -112,6 +118,8 @@ class TableRenderer:
             src = f" [{loc}]" if loc else ""
             role = f" ({v.transfer.role})" if v.transfer.role else ""
             lines.append(f"  {v.transfer.instruction.name}{role}: {explain(v)}{src}")
+            if clause := xla_clause(report, v):
+                lines.append(f"    {clause}")
         bv = s.by_verdict
         lines += [
             "",
@@ -135,6 +143,7 @@ class TableRenderer:
                              f"{human_bytes(lp.to_host_bytes)}, to device {human_bytes(lp.to_device_bytes)}")
         if s.unknown_trip_counts:
             lines.append("note: trip count unknown for " + ", ".join(s.unknown_trip_counts) + " (counted once)")
+        lines += xla_legend(report)
         lines += memory_lines(report)
         lines.append("all *us figures are roofline estimates (docs/cost-model.md), not measurements")
         return lines

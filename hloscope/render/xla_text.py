@@ -1,0 +1,54 @@
+"""XLA's scheduler estimates in words, beside hloscope's (``report.xla``, ``hloscope.analysis.xla_view``).
+
+Used by the table report, check messages and the TUI, so they read the same facts the
+same way. Every function returns an empty result when the report has no scheduler log.
+"""
+
+from __future__ import annotations
+
+from hloscope.analysis.report import Report
+from hloscope.analysis.verdict import Verdict
+from hloscope.analysis.xla_view import XlaTransferView
+from hloscope.units import human_us
+
+__all__ = ["xla_cell", "xla_clause", "xla_legend", "xla_view"]
+
+
+def xla_view(report: Report, v: Verdict) -> XlaTransferView | None:
+    """XLA's view of ``v``'s transfer when its figures are µs (the SOL estimator drove the schedule)."""
+    if report.xla is None or report.xla.estimator != "sol":
+        return None
+    return report.xla.for_transfer(v.transfer.instruction.name)
+
+
+def xla_cell(report: Report, v: Verdict) -> str:
+    """The latency XLA assumed for the transfer, µs; ``*`` marks XLA's fixed default."""
+    x = xla_view(report, v)
+    if x is None or x.latency_us is None:
+        return "-"
+    return f"{x.latency_us:.1f}" + ("*" if x.default else "")
+
+
+def xla_clause(report: Report, v: Verdict) -> str:
+    """``XLA assumed 5000 us (a fixed default) and expected ~0.2 us of work in the window``, or ""."""
+    x = xla_view(report, v)
+    if x is None or x.latency_us is None:
+        return ""
+    assumed = f"XLA's scheduler assumed {human_us(x.latency_us)}"
+    assumed += " (its fixed default for any host transfer, whatever the bytes)" if x.default else ""
+    assumed += f" against ~{human_us(v.est_transfer_us)} here"
+    if x.window_us is None:
+        return assumed + "; it priced none of the window's work"
+    priced = "" if x.priced == x.window_ops else f", {x.priced} of {x.window_ops} ops priced"
+    return assumed + f", and expected ~{human_us(x.window_us)} of work in the window{priced}"
+
+
+def xla_legend(report: Report) -> list[str]:
+    """The lines that explain the ``xla us`` column, once per report."""
+    if report.xla is None:
+        return []
+    if report.xla.estimator != "sol":
+        return [f"xla us: XLA's {report.xla.estimator or 'unknown'} latency estimator drove this schedule; "
+                "it logs no per-op figures in µs, so none are shown"]
+    return ["xla us: the latency XLA's scheduler (SOL estimator) assumed between each start and its done; "
+            "* marks the fixed default it gives every host transfer, whatever its bytes"]

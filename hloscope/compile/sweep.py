@@ -137,6 +137,7 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
     """Compile (or read from the cache) and analyze one cell; errors become a row with
     ``error`` set. ``phase`` is called with each compile phase's name as it starts."""
     from hloscope.analysis.kinds import VerdictKind
+    from hloscope.analysis.memory import compile_figures
     from hloscope.compile.cache import load_request, remember_request
     from hloscope.compile.jobs import PHASE_ANALYSIS, compile_request_result, hlo_fingerprint
     from hloscope.errors import HloscopeError
@@ -157,7 +158,7 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
     vocab = extra["config"].get("vocab")
     report = (analyses or _Analyses()).get(result, fingerprint, cell.target, vocab if isinstance(vocab, int) else None)
     s = report.summary
-    m = result.memory
+    m = compile_figures(result.memory)
     facts = report.memory
     top = facts.top_buffers[0] if facts.top_buffers else None
     exposed = s.est_exposed_us_per_step

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from hloscope.analysis.memory import MemoryFacts, Role
+from hloscope.analysis.memory import MemoryFacts, Role, compile_figures
 from hloscope.compile.jobs import compile_request
 from hloscope.compile.request import CompileRequest
 from hloscope.hlo.xla_dumps import BUFFER_ASSIGNMENT_FILE, LIVE_AT_PEAK_FILE, MEMORY_REPORT_FILE
@@ -38,15 +38,18 @@ def test_large_host_heap_is_recognised_in_xla_peak() -> None:
     facts = _facts(report)
     # Given 32 layers x 2 x 256 tokens x 48 heads x 128 x 2 bytes offloaded
     assert m["host_temp_size_in_bytes"] == 32 * 2 * 256 * 48 * 128 * 2
-    # Then the device allocation is arguments + temporaries + non-aliased outputs
-    assert facts.device_allocation_bytes == m["device_allocation_bytes"] == (
+    # Then the device allocation is arguments + temporaries + non-aliased outputs (the compile records
+    # XLA's raw figures only; the manifest's derived one says the same)
+    assert "device_allocation_bytes" not in m
+    assert facts.device_allocation_bytes == compile_figures(m)["device_allocation_bytes"] == (
         m["argument_size_in_bytes"] + m["temp_size_in_bytes"] + m["output_size_in_bytes"] - m["alias_size_in_bytes"])
     # And XLA's peak is above it, because it counts the (larger) host heap
     assert m["host_temp_size_in_bytes"] > m["temp_size_in_bytes"]
     assert facts.xla_peak_bytes > facts.device_allocation_bytes and facts.xla_peak_counts_host
     assert facts.fits and facts.host_live_at_peak_bytes == m["host_temp_size_in_bytes"]
     assert any(b.role is Role.SAVED_ACTIVATIONS for b in facts.top_buffers)
-    assert set(result.extra_files) == {MEMORY_REPORT_FILE, LIVE_AT_PEAK_FILE, BUFFER_ASSIGNMENT_FILE}
+    # XLA's three memory texts are kept (beside the scheduler's log the compile also keeps).
+    assert {MEMORY_REPORT_FILE, LIVE_AT_PEAK_FILE, BUFFER_ASSIGNMENT_FILE} <= set(result.extra_files)
 
 
 def test_small_host_heap_leaves_xla_peak_on_device() -> None:

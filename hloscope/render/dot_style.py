@@ -80,11 +80,16 @@ def checkpoint_name(v: Verdict) -> str | None:
 
 
 def instruction_attrs(ins: Instruction, host_space: int, extra: list[str] | None = None,
-                      verdict: Verdict | None = None, trip: int | None = None) -> dict[str, str]:
-    """Label and colours of one instruction node."""
+                      verdict: Verdict | None = None, trip: int | None = None,
+                      compact: bool = False) -> dict[str, str]:
+    """Label and colours of one instruction node (``compact``: bytes on the op's line)."""
     shape = value_shape(ins)
-    lines = [line(ins.name), line(f"{opcode_text(ins)}  {shape_text(shape, host_space)}"),
-             human_bytes(shape.byte_size)]
+    if compact:
+        lines = [line(ins.name), line(f"{opcode_text(ins)}  {shape_text(shape, host_space)}  "
+                                      f"{human_bytes(shape.byte_size)}", 80)]
+    else:
+        lines = [line(ins.name), line(f"{opcode_text(ins)}  {shape_text(shape, host_space)}"),
+                 human_bytes(shape.byte_size)]
     if ins.opcode == "while":
         lines[0] = line(f"{ins.name}  x{trip if trip is not None else '?'}")
     if extra:

@@ -40,7 +40,7 @@ from hloscope.render.why import input_hint, use_hint
 
 DEFAULT_MAX_NODES = 150
 #: Rows of a schedule drawn when no --max-nodes is given (one op per row: about a screen's height).
-DEFAULT_SCHEDULE_ROWS = 40
+DEFAULT_SCHEDULE_ROWS = 25
 DEFAULT_RADIUS = 1
 
 
@@ -90,19 +90,21 @@ class _Context:
     def ins(self, k: Key) -> Instruction:
         return self.module.computations[k[0]].by_name[k[1]]
 
-    def attrs(self, ins: Instruction, extra: list[str] | None = None) -> dict[str, str]:
+    def attrs(self, ins: Instruction, extra: list[str] | None = None, compact: bool = False) -> dict[str, str]:
+        """A node's label and colours; ``compact`` (one schedule row): no fused-computation line,
+        bytes beside the op, the transfer's first line only."""
         v = self.verdict_of.get(_key(ins))
         lines = list(extra or [])
         if v is not None:
-            lines = transfer_lines(v) + lines
+            lines = transfer_lines(v)[:1 if compact else None] + lines
         trip = self.index.trip_count(ins) if ins.opcode == "while" else None
         if ins.opcode == "while":
             body = self.index.while_body(ins)
             if body is not None:
                 lines.insert(0, line(f"body: {body.name}"))
-        elif ins.opcode == "fusion" and ins.called_computations:
+        elif ins.opcode == "fusion" and ins.called_computations and not compact:
             lines.insert(0, line(f"calls: {ins.called_computations[0]}"))
-        return instruction_attrs(ins, self.host, lines, v, trip)
+        return instruction_attrs(ins, self.host, lines, v, trip, compact)
 
     def add_edges(self, g: graphviz.Digraph, keys: list[Key], skip: set[tuple[Key, Key]] | None = None,
                   free: set[Key] | None = None) -> None:
@@ -449,7 +451,7 @@ def schedule_view(report: Report, name: str, max_nodes: int | None = None,
             # An invisible head keeps the lanes in this order.
             c.node(f"lane/{lane}", label="", shape="point", style="invis")
             for ins in lanes[lane]:
-                c.node(_nid(_key(ins)), **ctx.attrs(ins, [f"#{ins.position}"]))
+                c.node(_nid(_key(ins)), **ctx.attrs(ins, [f"#{ins.position}"], compact=True))
     for (a, _), (b, _) in itertools.pairwise(drawn):
         g.edge(f"lane/{a}", f"lane/{b}", style="invis")
     chain = [_nid(_key(i)) for i in keep]

@@ -33,7 +33,6 @@ from hloscope.errors import (
     EXIT_TRACE_FAILED,
     HloscopeError,
 )
-from hloscope.hlo.xla_dumps import report_space_totals
 from hloscope.targets import Target, get_target
 
 #: Phases of one compile, in order, as ``compile_step(phase=...)`` reports them; the
@@ -313,12 +312,23 @@ def compile_step(
                               say, cache, shardings)
         if result.scheduler.get("pending"):
             result.scheduler = read_run(result.optimized_hlo, log.text, chosen).to_dict()
+            _keep_scheduler_log(result, log.text)
         elif not result.scheduler.get("name"):  # a cache hit whose entry kept no scheduler record
             result.scheduler = read_run(result.optimized_hlo, None, chosen, cached=True).to_dict()
         result.topology = result.topology or _topology_name(tgt, result.devices)
         return result
     finally:
         shutil.rmtree(dump, ignore_errors=True)
+
+
+def _keep_scheduler_log(result: CompileResult, text: str | None) -> None:
+    """XLA's scheduler and estimator lines of this compile, as the artifact's scheduler log."""
+    from hloscope.hlo.xla_dumps import SCHEDULER_LOG_FILE
+    from hloscope.hlo.xla_log import scheduler_log_lines
+
+    lines = scheduler_log_lines(text or "")
+    if lines:
+        result.extra_files[SCHEDULER_LOG_FILE] = lines
 
 
 def _devices_for(mesh: Any, tgt: Target) -> Any:
@@ -470,20 +480,9 @@ def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, mesh: A
                   "host_alias_size_in_bytes", "host_temp_size_in_bytes")
     }
     extra = _memory_texts(dump)
-    if MEMORY_REPORT_FILE in extra:
-        totals = report_space_totals(extra[MEMORY_REPORT_FILE])
-        memory["report_device_total_bytes"] = totals.get(0, 0)
-        memory["report_host_total_bytes"] = totals.get(5, 0)
-    # What the device must hold: arguments + temporaries + outputs not aliased to an argument.
-    memory["device_allocation_bytes"] = (memory["argument_size_in_bytes"] + memory["output_size_in_bytes"]
-                                         + memory["temp_size_in_bytes"] - memory["alias_size_in_bytes"])
-    memory["peak_memory_from_xla"] = int(bool(memory["peak_memory_in_bytes"]))
+    # Raw figures only (XLA's, and the HBM compiled for): the derived ones (device allocation, host
+    # total, report totals) are computed by hloscope.analysis.memory.compile_figures.
     memory["device_memory_size"] = tgt.device_memory_size
-    if not memory["peak_memory_in_bytes"]:
-        memory["peak_memory_in_bytes"] = (memory["argument_size_in_bytes"] + memory["output_size_in_bytes"]
-                                          + memory["temp_size_in_bytes"] - memory["alias_size_in_bytes"])
-    memory["host_total_bytes"] = (memory["host_argument_size_in_bytes"] + memory["host_output_size_in_bytes"]
-                                  + memory["host_temp_size_in_bytes"] - memory["host_alias_size_in_bytes"])
     stored: CompileResult = found.store(CompileResult(
         optimized_hlo=optimized, unoptimized_hlo=unoptimized, memory=memory, options=options,
         versions=environment.versions(), target=tgt.name, devices=int(mesh.devices.size),

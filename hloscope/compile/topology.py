@@ -23,11 +23,13 @@ from typing import Any
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, HloscopeError
 from hloscope.targets import Target
 
-#: What XLA's GPU plugin logs, read to learn which scheduler and latency estimator ran
-#: (hloscope.compile.scheduler). Only the decision lines: a few per compile.
+#: What XLA's GPU plugin logs: the scheduler and estimator it built (gpu_hlo_schedule,
+#: sol_gpu_cost_model: read by hloscope.compile.scheduler) and the estimator's per-op
+#: costs and LHS's statistics (sol_latency_estimator, latency_hiding_scheduler: read by
+#: hloscope.hlo.xla_log, kept as the artifact's scheduler log).
 PLUGIN_LOG_ENVIRONMENT = {
     "TF_CPP_MIN_LOG_LEVEL": "0",
-    "TF_CPP_VMODULE": "gpu_hlo_schedule=10,sol_gpu_cost_model=10",
+    "TF_CPP_VMODULE": "gpu_hlo_schedule=10,sol_gpu_cost_model=10,sol_latency_estimator=10,latency_hiding_scheduler=1",
 }
 
 

@@ -30,12 +30,16 @@ def test_mlp_artifacts_and_host_bytes(tmp_path, capsys: pytest.CaptureFixture[st
     assert d["summary"]["to_host_bytes_per_step"] == 4 * per_layer
     assert sorted(p.name for p in out.iterdir()) == [
         "buffer-assignment-at-peak.txt", "live-range-at-peak.txt", "manifest.json", "memory-usage-report.txt",
-        "optimized.hlo.txt", "report.json", "report.txt", "unoptimized.hlo.txt"]
+        "optimized.hlo.txt", "report.json", "report.txt", "unoptimized.hlo.txt", "xla-scheduler.log"]
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["versions"]["jax"] == "0.10.2" and manifest["target"] == "h100-sxm"
     assert manifest["xla_options"]["xla_gpu_enable_pipelined_host_offloading"] is True
     assert "annotate_device_placement" in (out / "unoptimized.hlo.txt").read_text()
     assert ":S(5)" in (out / "optimized.hlo.txt").read_text()
+    # XLA's scheduler log of this compile: LHS built the SOL estimator with H100's table.
+    log = (out / "xla-scheduler.log").read_text()
+    assert "Using unified latency estimator" in log and "[SoL] Using config for device: NVIDIA H100 80GB HBM3" in log
+    assert manifest["scheduler"]["estimator"] == "sol" and manifest["scheduler"]["name"] == "lhs"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 

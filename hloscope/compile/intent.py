@@ -101,8 +101,10 @@ def _closure(fn: Any) -> dict[str, Any]:
 def _names(v: Any) -> tuple[str, ...]:
     if isinstance(v, str):
         return (v,)
-    if isinstance(v, set | frozenset | list | tuple):
+    if isinstance(v, set | frozenset):
         return tuple(sorted(str(x) for x in v if isinstance(x, str)))
+    if isinstance(v, list | tuple):
+        return tuple(str(x) for x in v if isinstance(x, str))
     return ()
 
 

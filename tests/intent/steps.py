@@ -241,3 +241,12 @@ def round_trip(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
         z = jnp.tanh(x @ w[0]) @ w[1]
         return z + jax.device_put(h, device)
     return step, _args(mesh)
+
+
+def closure_policy(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
+    """A user's policy built by a factory: it saves the names it closes over."""
+    def save_these(*keep: str) -> Any:
+        def policy(prim: Any, *_: Any, **params: Any) -> bool:
+            return bool(prim.name == "name" and params["name"] in keep)
+        return policy
+    return _scanned(save_these("mlp_hidden", "attn_out")), _args(mesh)

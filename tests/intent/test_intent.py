@@ -229,3 +229,10 @@ def test_round_trip_xla_folds_away_is_removed_by_xla() -> None:
     acc = account("round_trip")
     [item] = acc.items
     assert item.why is Why.REMOVED_BY_XLA and "xla#20373" in item.detail and acc.unaccounted == (item,)
+
+
+def test_custom_policy_closure_strings_are_shown_not_interpreted() -> None:
+    [policy] = compiled("closure_policy")[0].intent.policies
+    assert not policy.inspectable and policy.mentions == ("mlp_hidden", "attn_out")
+    [item] = account("closure_policy").items
+    assert item.why is Why.NOT_INSPECTABLE and "strings in its closure: mlp_hidden, attn_out" in item.detail

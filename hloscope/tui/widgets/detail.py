@@ -27,6 +27,7 @@ from hloscope.analysis.timeline import TransferTiming
 from hloscope.analysis.verdict import Verdict
 from hloscope.hlo.model import Instruction
 from hloscope.render.why import explain
+from hloscope.render.xla_text import xla_clause
 from hloscope.tui.format import VERDICT_STYLE, arrow, checkpoint_label, source_words
 from hloscope.tui.load import Loaded
 from hloscope.tui.messages import GoTo
@@ -104,6 +105,8 @@ def verdict_text(loaded: Loaded, v: Verdict) -> Text:
              f"exposed {human_us(v.est_exposed_us)} per execution, {human_us(v.est_exposed_us * t_.executions)} "
              f"per step ({'simulated wait' if simulated else 'estimates'})\n")
     t.append(shown(f"  why: {explain(v)}") + "\n", style="italic")
+    if clause := xla_clause(loaded.report, v):
+        t.append(f"  xla: {clause}\n")
     if v.timing is not None:
         t.append_text(timing_text(v.timing))
     if v.window:

@@ -156,7 +156,7 @@ class CompileCache:
 
     def get(self, key: str) -> Any:
         """The CompileResult stored under ``key`` (``cache`` says it was a hit), or None."""
-        from hloscope.compile.deviceless import CompileResult
+        from hloscope.compile.result import CompileResult
 
         path = self._path(key)
         try:

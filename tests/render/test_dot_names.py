@@ -92,3 +92,17 @@ def test_a_part_of_several_op_names_is_still_an_error() -> None:
     with pytest.raises(HloscopeError) as e:
         build_view(fixture_report("llama_offload.hlo.txt"), "transfer", "dynamic_slice")
     assert e.value.exit_code == EXIT_UNKNOWN_NAME and "is part of the op_name of" in str(e.value)
+
+
+def test_check_allow_takes_the_same_checkpoint_name(named_step: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from hloscope.artifact import load_report
+
+    report = load_report(str(named_step))
+    exposed = [v for v in report.verdicts if v.verdict.value == "exposed"]
+    name = next(v.transfer.checkpoint_name for v in exposed if v.transfer.checkpoint_name)
+    covered = [v for v in exposed if v.transfer.checkpoint_name == name]
+    rc = main(["check", str(named_step), "--no-config", "--no-exposed", "--allow", f"checkpoint={name};reason=known"])
+    out = capsys.readouterr().out
+    assert rc == (0 if len(covered) == len(exposed) else 1)
+    allowed = [ln for ln in out.splitlines() if ln.startswith("allowed no-exposed: ")]
+    assert sorted(ln.split()[2] for ln in allowed) == sorted(v.transfer.instruction.name for v in covered)

@@ -23,7 +23,7 @@ from hloscope.artifact import load_report, read_step
 from hloscope.check.subject import load_path
 from hloscope.compile.artifacts import MANIFEST_SCHEMA
 from hloscope.hlo.parser import parse_hlo
-from hloscope.hlo.xla_dumps import DUMP_FILES, XlaDumpTexts
+from hloscope.hlo.xla_dumps import BUFFER_ASSIGNMENT_FILE, LIVE_AT_PEAK_FILE, MEMORY_REPORT_FILE, XlaDumpTexts
 from hloscope.targets import get_target
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,7 +38,7 @@ def _artifact(tmp: Path, hbm: int = SMALL_HBM) -> Path:
     out = tmp / "art"
     out.mkdir()
     shutil.copy(BIG / "optimized.hlo.txt", out / "optimized.hlo.txt")
-    for name in DUMP_FILES:
+    for name in (MEMORY_REPORT_FILE, LIVE_AT_PEAK_FILE, BUFFER_ASSIGNMENT_FILE):  # XLA's memory texts
         shutil.copy(BIG / name, out / name)
     manifest = {"schema": MANIFEST_SCHEMA, "target": "h100-sxm", "devices": meta["devices"],
                 "xla_options": {}, "memory": dict(meta["memory"], device_memory_size=hbm),

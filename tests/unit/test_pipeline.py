@@ -145,3 +145,27 @@ def test_analysis_imports_no_renderer() -> None:
             mods = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
                 [a.name for a in node.names] if isinstance(node, ast.Import) else []
             assert not any(m.startswith(("hloscope.render", "hloscope.cli", "hloscope.api")) for m in mods), p
+
+
+def test_tui_source_reads_the_manifest_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The TUI asks a source for its target many times (status line, toast, export); the manifest
+    # is read on the first question only, and a workload's target is its request's.
+    import hloscope.artifact as artifact
+    from hloscope.compile.request import CompileRequest
+    from hloscope.tui.load import Source
+
+    art = _artifact(tmp_path)
+    reads: list[str] = []
+    real = artifact.read_manifest
+
+    def counting(path: str) -> dict[str, object] | None:
+        reads.append(str(path))
+        return real(path)
+
+    monkeypatch.setattr(artifact, "read_manifest", counting)
+    source = Source(str(art))
+    assert [source.target_name for _ in range(5)] == ["h100-sxm"] * 5
+    assert reads == [str(art)]
+    compiled = Source(None, CompileRequest("gb200", 16, workload="mlp"))
+    assert compiled.target_name == "gb200" and compiled.label == "workload mlp (gb200, 16 devices)"
+    assert reads == [str(art)]

@@ -123,3 +123,14 @@ def test_get_topology_desc_takes_the_wiring() -> None:
 
     devs = compile_only_devices(get_target("gb200"), 128)
     assert len(devs) == 128 and devs[-1].process_index == 31 and devs[0].device_kind == "NVIDIA GB200"
+
+
+def test_a_target_file_sets_its_wiring(tmp_path: Path) -> None:
+    good = tmp_path / "nvl16.toml"
+    good.write_text('base = "h100-sxm"\nname = "h100-nvl16"\ngpus_per_host = 8\nhosts_per_nvlink_domain = 2\n')
+    assert topology_for(get_target(str(good)), 32).name == "2x2x8"
+    bad = tmp_path / "bad.toml"
+    bad.write_text('base = "h100-sxm"\nname = "bad"\ngpus_per_host = 0\n')
+    with pytest.raises(HloscopeError) as e:
+        get_target(str(bad))
+    assert e.value.exit_code == 2 and "gpus_per_host" in str(e.value)

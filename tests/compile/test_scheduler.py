@@ -57,8 +57,8 @@ def test_each_scheduler_sets_its_options_and_is_read_back() -> None:
 
 def test_gb200_has_no_sol_table_and_lhs_falls_back_to_the_approximate_estimator() -> None:
     # XLA's SOL config knows "NVIDIA H100 80GB HBM3" and "NVIDIA B200", not "NVIDIA GB200" (the
-    # name a GB200's GPU reports): default config, then no estimator for collectives over more
-    # than one 8-GPU node, so LHS runs on T-shirt sizes, as it would on the real machine.
+    # name a GB200's GPU reports): default config, then no SOL estimator for the step's
+    # collectives, so LHS runs on T-shirt sizes, as it would on the real machine.
     result = _fsdp_step("gb200", 16, Scheduler.LHS)
     assert result.scheduler["name"] == "lhs" and result.scheduler["sol_table"] == "default"
     assert result.scheduler["estimator"] == APPROXIMATE

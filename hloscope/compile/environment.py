@@ -37,15 +37,12 @@ def capture_native_stderr() -> Iterator[NativeCapture]:
 
     The capture keeps everything (``.text``), for readers of XLA's log."""
     out = NativeCapture()
+    fd = 2  # native code writes here, whatever Python's sys.stderr is (pytest, notebooks replace it)
     try:
-        fd = sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):  # stderr replaced (pytest capture, notebooks)
-        fd = 2
-        try:
-            os.fstat(fd)
-        except OSError:
-            yield out
-            return
+        os.fstat(fd)
+    except OSError:
+        yield out
+        return
     sys.stderr.flush()
     saved = os.dup(fd)
     with tempfile.TemporaryFile(mode="w+b") as tmp:

@@ -75,7 +75,7 @@ def test_sweep_batch_sizes_table_and_csv(tmp_path: Path, capsys: pytest.CaptureF
     assert "[4/4] compiled: " in err and "[5/" not in err
     assert "hloscope: 4 cells: 4 compiled, 0 from the cache, 0 failed (local executor" in err
     table = out.splitlines()
-    assert table[0].split()[-9:] == ["~step", "ms", "cached", "compile", "s", "HLO", "sha256", "same", "HLO"]
+    assert table[0].split()[-8:] == ["cached", "compile", "s", "HLO", "sha256", "same", "HLO", "as"]
     assert table[0].split()[1] == "scheduler"
     assert main(["sweep", "mlp", "--policies", "remat", "--schedulers", "lhs,none", "--jobs", "1", "--csv"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))

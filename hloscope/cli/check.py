@@ -20,6 +20,11 @@ if TYPE_CHECKING:
     from hloscope.check.subject import Subject
 
 
+def _help(text: str) -> str:
+    """A sentence from the rule and settings tables as argparse help (which %-formats it: '5%' crashed --help)."""
+    return text.replace("%", "%%")
+
+
 def add_rule_options(p: argparse.ArgumentParser) -> None:
     """One flag per rule of the table, plus the settings around them."""
     from hloscope.check.config import SETTINGS
@@ -28,20 +33,20 @@ def add_rule_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("rules (also [tool.hloscope] keys in pyproject.toml; see docs/ci.md)")
     for rule in RULES.values():
         if rule.kind == "bool":
-            g.add_argument(f"--{rule.name}", action="store_const", const=True, default=None, help=rule.meaning)
+            g.add_argument(f"--{rule.name}", action="store_const", const=True, default=None, help=_help(rule.meaning))
         else:
             meta = {"float": "US", "fraction": "F", "bytes": "SIZE", "names": "NAMES"}[rule.kind]
-            g.add_argument(f"--{rule.name}", metavar=meta, default=None, help=rule.meaning)
-    g.add_argument("--hbm-margin", metavar="F", default=None, help=SETTINGS["hbm-margin"][1])
+            g.add_argument(f"--{rule.name}", metavar=meta, default=None, help=_help(rule.meaning))
+    g.add_argument("--hbm-margin", metavar="F", default=None, help=_help(SETTINGS["hbm-margin"][1]))
     g.add_argument("--allow", action="append", default=[], metavar="KEY=PATTERN;reason=TEXT",
                    help="accept matching transfers: checkpoint=, instruction= or source= a pattern, with a reason; "
                         "optional rules=a,b")
     b = p.add_argument_group("baseline")
     b.add_argument("--baseline", metavar="FILE", help="JSON report to compare with; regressions fail the check")
     b.add_argument("--write-baseline", metavar="FILE", help="write this step's JSON report to FILE (a new baseline)")
-    b.add_argument("--tolerance-us", metavar="US", default=None, help=SETTINGS["tolerance-us"][1])
-    b.add_argument("--tolerance-fraction", metavar="F", default=None, help=SETTINGS["tolerance-fraction"][1])
-    b.add_argument("--memory-tolerance", metavar="F", default=None, help=SETTINGS["memory-tolerance"][1])
+    b.add_argument("--tolerance-us", metavar="US", default=None, help=_help(SETTINGS["tolerance-us"][1]))
+    b.add_argument("--tolerance-fraction", metavar="F", default=None, help=_help(SETTINGS["tolerance-fraction"][1]))
+    b.add_argument("--memory-tolerance", metavar="F", default=None, help=_help(SETTINGS["memory-tolerance"][1]))
 
 
 def _number(text: str | None, name: str) -> float | None:

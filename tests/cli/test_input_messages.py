@@ -86,3 +86,12 @@ def test_write_baseline_says_what_it_wrote_and_what_it_replaced(tmp_path: Path,
     now = len(json.loads(base.read_text())["transfers"])
     assert f"hloscope: replaced baseline {base} (was: {transfers} transfer(s)" in err
     assert f"with: {now} transfer(s)" in err and "git diff" in err
+
+
+@pytest.mark.parametrize("command", ["analyze", "compile", "check", "dot", "diff", "sweep", "tui", "targets"])
+def test_every_help_prints(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # argparse %-formats help text: a '5%' in a rule's sentence made `check --help` an internal error.
+    with pytest.raises(SystemExit) as e:
+        main([command, "--help"])
+    assert e.value.code == 0
+    assert f"usage: hloscope {command}" in capsys.readouterr().out

@@ -78,10 +78,11 @@ def max_bytes() -> int:
 
 
 def _code_hash() -> str:
-    """The code that shapes a stored result (the deviceless compile and this module)."""
+    """The code that shapes a stored result: the deviceless compile, the result type, the
+    scheduler options, the topology, and this module."""
     h = hashlib.sha256()
     here = Path(__file__).resolve().parent
-    for name in ("deviceless.py", "cache.py"):
+    for name in ("deviceless.py", "result.py", "scheduler.py", "topology.py", "cache.py"):
         try:
             h.update((here / name).read_bytes())
         except OSError:

@@ -197,21 +197,18 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
 STARTED, FINISHED = "started", "finished"
 
 
-def run_sweep(all_cells: list[Cell], executor: Any = None,
+def run_sweep(all_cells: list[Cell], executor: Any,
               on_event: Callable[[str, Cell, dict[str, Any] | None], None] | None = None,
               phase: Callable[[Cell, str], None] | None = None,
               on_report: Callable[[dict[str, Any], Any], None] | None = None) -> list[dict[str, Any]]:
-    """Run every cell on ``executor`` (default: local worker processes, see
-    ``hloscope.compile.executors``). Each compile runs in its own process, so one that
+    """Run every cell on ``executor`` (``hloscope.compile.executors``: LocalExecutor(jobs),
+    RayExecutor(address)). Each compile runs in its own process, so one that
     crashes or runs out of memory becomes a row with ``error`` set, named by its cell.
     ``on_event(kind, cell, row)`` is called as a cell starts (row None) and finishes;
     ``phase(cell, name)`` as a cell's compile enters a phase (local executor);
     ``on_report(row, report)`` with each compiled cell's report (traces). Rows come
     back in cell order with ``identical_to`` set (:func:`mark_identical`)."""
-    from hloscope.compile.executors import LocalExecutor
-
-    ex = executor if executor is not None else LocalExecutor(1)
-    rows = ex.run(all_cells, on_event or (lambda kind, cell, row: None), phase, on_report)
+    rows = executor.run(all_cells, on_event or (lambda kind, cell, row: None), phase, on_report)
     return mark_identical(rows)
 
 

@@ -64,6 +64,7 @@ def write_plot(result: SweepResult, path: str) -> None:
 
     from hloscope.targets import get_target
 
+    plt.rcParams["svg.fonttype"] = "none"  # text stays text in the SVG (searchable, XML-escaped by matplotlib)
     target = get_target(result.target)
     hbm_gib = target.device_memory_size / 2**30
     data = series(result)

@@ -68,9 +68,13 @@ def test_sweep_matrix_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_sweep_batch_sizes_table_and_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # A repeated batch size is the same cell: compiled once (4 cells, not 6).
+    plot = tmp_path / "capacity.svg"
     assert main(["sweep", "mlp", "--policies", "offload", "--schedulers", "lhs", "--batch-sizes", "8,16,8",
-                 "--jobs", "2"]) == 0
+                 "--jobs", "2", "--plot", str(plot)]) == 0
     out, err = capsys.readouterr()
+    # The plot marks the capacity answer (16 fits) and the target's HBM line (h100-sxm: 80 GiB).
+    svg = plot.read_text()
+    assert svg.startswith("<?xml") and "offload: batch 16 fits" in svg and "HBM 80 GiB (h100-sxm)" in svg
     assert "  offload: largest batch that fits 16 (" in out and "every batch tried fits" in out
     assert "[4/4] compiled: " in err and "[5/" not in err
     assert "hloscope: 4 cells: 4 compiled, 0 from the cache, 0 failed (local executor" in err

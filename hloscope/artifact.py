@@ -107,7 +107,7 @@ class LoadedStep:
 
 def read_step(path: str, target: str | Target | None = None, names: Sequence[Mapping[str, Any]] = ()) -> LoadedStep:
     """Read ``path`` (file, dump folder, artifact folder, ``-``) with all it carries, the manifest once."""
-    from hloscope.analysis.inputs import StepInputs, int_figures
+    from hloscope.analysis.inputs import ScheduleRun, StepInputs, int_figures
     from hloscope.analysis.intent import intent_from_dict
     from hloscope.hlo.loader import load_module_with_notes
     from hloscope.hlo.xla_dumps import XlaDumpTexts
@@ -130,7 +130,8 @@ def read_step(path: str, target: str | Target | None = None, names: Sequence[Map
                         int_figures(figures) if isinstance(figures, dict) else None,
                         XlaDumpTexts.from_files(_folder_texts(Path(path))), manifest, notes,
                         vocab if isinstance(vocab, int) and not isinstance(vocab, bool) else None,
-                        intent=intent, unoptimized=unoptimized)
+                        intent=intent, unoptimized=unoptimized,
+                        scheduler=ScheduleRun.from_record(manifest.get("scheduler")))
     return LoadedStep(inputs, tgt, origin)
 
 

@@ -19,6 +19,40 @@ from hloscope.hlo.xla_dumps import XlaDumpTexts
 
 
 @dataclass(frozen=True)
+class ScheduleRun:
+    """Which scheduler XLA ran for a compile and what drove it, as the compile recorded it
+    (``hloscope.compile.scheduler``; the manifest's ``scheduler`` key, docs/compile.md).
+
+    name: ``lhs`` (the latency hiding scheduler ran) or ``none``. estimator: ``sol``,
+    ``approximate``, ``analytical``, ``pgle``, or None (LHS did not run, or XLA's log was not
+    read: ``source`` says how it was found). requested: the scheduler asked for (``lhs``,
+    ``lhs-approx``, ``none``; None: left to XLA). sol_table: the device table of the
+    speed-of-light estimator (``default`` when XLA had none for the GPU). reason: XLA's
+    words when it fell back from the speed-of-light estimator.
+    """
+
+    name: str
+    estimator: str | None = None
+    requested: str | None = None
+    source: str = ""
+    sol_table: str | None = None
+    reason: str | None = None
+
+    @classmethod
+    def from_record(cls, record: object) -> ScheduleRun | None:
+        """From the compile's record (a manifest's ``scheduler`` object); None when there is none."""
+        if not isinstance(record, Mapping) or not isinstance(record.get("name"), str) or not record["name"]:
+            return None
+
+        def text(key: str) -> str | None:
+            value = record.get(key)
+            return value if isinstance(value, str) and value else None
+
+        return cls(record["name"], text("estimator"), text("requested"), text("source") or "",
+                   text("sol_table"), text("reason"))
+
+
+@dataclass(frozen=True)
 class StepInputs:
     """One step to analyze, with everything its source carries.
 
@@ -41,6 +75,8 @@ class StepInputs:
     (``hloscope.analysis.intent.Intent``; None: unknown). unoptimized: the module before
     optimizations, when the source has it (an artifact or dump folder, a compile): the
     intent accounting tells a placement JAX dropped from one XLA removed with it.
+    scheduler: which scheduler and estimator XLA ran for this compile (:class:`ScheduleRun`;
+    None when unknown: a plain HLO file, an older artifact folder).
     """
 
     module: Module
@@ -55,6 +91,7 @@ class StepInputs:
     compile: Mapping[str, Any] | None = None
     intent: Intent | None = None
     unoptimized: Module | None = None
+    scheduler: ScheduleRun | None = None
 
     @property
     def has_memory(self) -> bool:

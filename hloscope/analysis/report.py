@@ -24,7 +24,7 @@ from hloscope.analysis.cost import CostModel
 from hloscope.analysis.gcpause import paused_gc
 from hloscope.analysis.graph import build_dependency_graph
 from hloscope.analysis.index import ModuleIndex
-from hloscope.analysis.inputs import StepInputs, int_figures
+from hloscope.analysis.inputs import ScheduleRun, StepInputs, int_figures
 from hloscope.analysis.intent import IntentAccount, account_step
 from hloscope.analysis.kinds import Direction, PairKind, VerdictKind
 from hloscope.analysis.memory import MemoryFacts, facts_from_dumps
@@ -126,6 +126,8 @@ class Report:
     None when the step's intent is unknown: a plain HLO file). xla: what XLA's scheduler
     believed about each async transfer (``hloscope.analysis.xla_view``), when the compile's
     scheduler log is known (a compile here, an artifact folder with ``xla-scheduler.log``).
+    scheduler: which scheduler and estimator XLA ran (:class:`ScheduleRun`), when the compile
+    recorded it (a compile here, an artifact folder's manifest), else None.
     """
 
     module: Module
@@ -144,6 +146,7 @@ class Report:
     timeline: Timeline | None = None
     intent: IntentAccount | None = None
     xla: XlaEstimates | None = None
+    scheduler: ScheduleRun | None = None
 
     @property
     def host_space(self) -> int:
@@ -220,7 +223,7 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
     if inputs.dumps.scheduler_log:
         xla = compare_with_xla(parse_xla_log(inputs.dumps.scheduler_log), verdicts)
     return report_type(module, target, opts, index, tuple(transfers), tuple(verdicts), cost, summary, pairs, inputs,
-                       inputs.notes, memory, inputs.compile, timeline, intent, xla)
+                       inputs.notes, memory, inputs.compile, timeline, intent, xla, inputs.scheduler)
 
 
 def analyze_module(module: Module, target: Target, options: AnalysisOptions | int | None = None,

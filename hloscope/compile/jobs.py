@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
-from hloscope.analysis.inputs import StepInputs
+from hloscope.analysis.inputs import ScheduleRun, StepInputs
 from hloscope.analysis.memory import compile_figures
 from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import Report, analyze_step
@@ -153,7 +153,8 @@ def step_inputs(result: Any, extra: Mapping[str, Any] | None = None, vocab_size:
                       tuple(getattr(result, "tensor_names", None) or ()), figures,
                       dumps, None, (),
                       vocab_size if vocab_size is not None else vocab_of(extra or {}), facts,
-                      intent=intent, unoptimized=unoptimized)
+                      intent=intent, unoptimized=unoptimized,
+                      scheduler=ScheduleRun.from_record(getattr(result, "scheduler", None)))
 
 
 R = TypeVar("R", bound=Report)

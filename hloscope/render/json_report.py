@@ -13,6 +13,7 @@ from hloscope.analysis.verdict import FirstUse, InputReady, Verdict
 from hloscope.render.intent_text import intent_dict
 from hloscope.render.memory_text import memory_dict
 from hloscope.render.options import RenderOptions
+from hloscope.render.scheduler_text import scheduler_dict
 from hloscope.render.why import explain
 
 SCHEMA = "hloscope.report/4"
@@ -142,6 +143,8 @@ def report_to_dict(report: Report) -> dict[str, Any]:
     account = account_of(report)
     if account is not None:
         out["intent"] = intent_dict(account)
+    if report.scheduler is not None:
+        out["scheduler"] = scheduler_dict(report.scheduler)
     if report.xla is not None:
         out["xla_scheduler"] = {"estimator": report.xla.estimator}
     if report.memory is not None:

@@ -11,6 +11,7 @@ from hloscope.analysis.verdict import Verdict
 from hloscope.render.intent_text import intent_lines
 from hloscope.render.memory_text import memory_lines
 from hloscope.render.options import RenderOptions
+from hloscope.render.scheduler_text import scheduler_line
 from hloscope.render.why import explain
 from hloscope.render.xla_text import xla_cell, xla_clause, xla_legend
 from hloscope.units import human_bytes, human_us
@@ -93,6 +94,7 @@ class TableRenderer:
             f"module {report.module.name} "
             f"({'scheduled' if report.module.is_scheduled else 'NOT scheduled'}), "
             f"target {t.name} ({t.description}, host link {t.host_link}: {link_figures(report)})",
+            *[line for line in (scheduler_line(report.scheduler),) if line],
             "",
             *intent_lines(account_of(report)),
         ]

@@ -169,3 +169,34 @@ def test_tui_source_reads_the_manifest_once(tmp_path: Path, monkeypatch: pytest.
     compiled = Source(None, CompileRequest("gb200", 16, workload="mlp"))
     assert compiled.target_name == "gb200" and compiled.label == "workload mlp (gb200, 16 devices)"
     assert reads == [str(art)]
+
+
+def test_the_report_says_which_scheduler_ran(tmp_path: Path) -> None:
+    # An artifact folder's manifest records the scheduler XLA ran (compile/scheduler.py); the
+    # loader reads it into StepInputs and the report shows it in the table and the JSON.
+    from hloscope.analysis.inputs import ScheduleRun
+    from hloscope.render import render_to_string
+    from hloscope.render.json_report import report_to_dict
+    from hloscope.render.scheduler_text import scheduler_line
+
+    art = _artifact(tmp_path)
+    manifest = json.loads((art / "manifest.json").read_text())
+    record = {"name": "lhs", "estimator": "sol", "requested": "lhs", "source": "optimized HLO and XLA's log",
+              "sol_table": "NVIDIA H100 80GB HBM3", "reason": None}
+    (art / "manifest.json").write_text(json.dumps(dict(manifest, scheduler=record)))
+    report = load_report(str(art))
+    assert report.scheduler == ScheduleRun("lhs", "sol", "lhs", "optimized HLO and XLA's log", "NVIDIA H100 80GB HBM3")
+    text = render_to_string("table", report).splitlines()
+    assert text[1] == "scheduler: lhs, speed-of-light estimator (NVIDIA H100 80GB HBM3 table)"
+    assert report_to_dict(report)["scheduler"] == record
+    # The words of the other runs XLA records.
+    assert scheduler_line(ScheduleRun("none", requested="none")) == "scheduler: none (no latency hiding scheduler)"
+    assert scheduler_line(ScheduleRun("lhs", "approximate", "lhs", reason="Non homogenous replica group")) == \
+        "scheduler: lhs, approximate estimator (XLA fell back: Non homogenous replica group)"
+    assert scheduler_line(ScheduleRun("lhs", "approximate", "lhs-approx")) == "scheduler: lhs, approximate estimator"
+    assert scheduler_line(ScheduleRun("lhs", "sol", "none")).endswith("; asked for none")
+    # A plain HLO file (or an older folder) has no record and no line.
+    plain = load_report(str(BIG / "optimized.hlo.txt"))
+    assert plain.scheduler is None and "scheduler" not in report_to_dict(plain)
+    assert not render_to_string("table", plain).splitlines()[1].startswith("scheduler:")
+    assert ScheduleRun.from_record({"name": ""}) is None and ScheduleRun.from_record(None) is None

@@ -1,0 +1,44 @@
+"""Which scheduler XLA ran, in words: one line of the table report and the JSON ``scheduler`` object.
+
+The facts are the compile's record (:class:`~hloscope.analysis.inputs.ScheduleRun`, on
+``report.scheduler``); a plain HLO file has none and gets no line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from hloscope.analysis.inputs import ScheduleRun
+
+_ESTIMATOR_WORDS = {
+    "sol": "speed-of-light estimator",
+    "approximate": "approximate estimator",
+    "analytical": "analytical estimator",
+    "pgle": "profile-guided estimator",
+}
+
+
+def scheduler_line(run: ScheduleRun | None) -> str:
+    """``scheduler: lhs, speed-of-light estimator (H100 table)``, ``scheduler: none (no latency
+    hiding scheduler)``...; "" when the compile's record is unknown."""
+    if run is None:
+        return ""
+    if run.name != "lhs":
+        text = f"scheduler: {run.name}" + (" (no latency hiding scheduler)" if run.name == "none" else "")
+    elif run.estimator is None:
+        text = "scheduler: lhs, estimator unknown" + (f" ({run.source})" if run.source else "")
+    else:
+        text = f"scheduler: lhs, {_ESTIMATOR_WORDS.get(run.estimator, run.estimator + ' estimator')}"
+        if run.estimator == "sol" and run.sol_table:
+            text += " (XLA's default table)" if run.sol_table == "default" else f" ({run.sol_table} table)"
+        if run.reason:
+            text += f" (XLA fell back: {run.reason})"
+    if run.requested and run.requested not in (run.name, "lhs-approx" if run.estimator == "approximate" else ""):
+        text += f"; asked for {run.requested}"
+    return text
+
+
+def scheduler_dict(run: ScheduleRun) -> dict[str, Any]:
+    """The JSON report's ``scheduler`` object: the compile's record, as recorded."""
+    return asdict(run)

@@ -17,10 +17,10 @@ from hloscope.errors import HloParseError, HloscopeError
 
 __version__ = "0.1.0"
 __all__ = ["HloParseError", "HloscopeError", "OffloadCheckFailed", "__version__", "analyze", "assert_offloads_hidden",
-           "check_offloads", "compile_step"]
+           "check_offloads", "compile_step", "make_mesh"]
 
 # The API is imported on first use, so `hloscope tui` and the CLI start without loading the analysis.
-_LAZY = {"analyze": "hloscope.api", "compile_step": "hloscope.api",
+_LAZY = {"analyze": "hloscope.api", "compile_step": "hloscope.api", "make_mesh": "hloscope.compile.deviceless",
          "OffloadCheckFailed": "hloscope.pytest_plugin.helpers",
          "assert_offloads_hidden": "hloscope.pytest_plugin.helpers",
          "check_offloads": "hloscope.pytest_plugin.helpers"}

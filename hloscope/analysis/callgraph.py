@@ -147,19 +147,18 @@ def _edges(ins: Instruction) -> list[tuple[str, str]]:
 
 
 def build_call_graph(module: Module) -> CallGraph:
-    """One walk over the module's calling instructions (those with called computations)."""
+    """One walk over the module's calling instructions, which the parser lists while it checks
+    that every called computation exists (``Module.calling``)."""
     edges: list[CallEdge] = []
     callers: dict[str, list[tuple[str, Instruction]]] = {}
     control: dict[str, list[tuple[Instruction, str, str]]] = {}  # caller -> (instruction, callee, kind)
-    for comp in module.computations.values():
-        for ins in comp.instructions:
-            if not ins.called_computations and ins.opcode != "while":
-                continue
-            for callee, kind in _edges(ins):
-                edges.append(CallEdge(comp.name, callee, kind, ins))
-                callers.setdefault(callee, []).append((comp.name, ins))
-                if kind in CONTROL_KINDS:
-                    control.setdefault(comp.name, []).append((ins, callee, kind))
+    for ins in module.calling:
+        caller = ins.computation
+        for callee, kind in _edges(ins):
+            edges.append(CallEdge(caller, callee, kind, ins))
+            callers.setdefault(callee, []).append((caller, ins))
+            if kind in CONTROL_KINDS:
+                control.setdefault(caller, []).append((ins, callee, kind))
     # Scheduled: the entry and what control flow reaches from it; ordered callers first.
     reach, order = _callers_first(module.entry_name, control)
     scheduled = set(reach)

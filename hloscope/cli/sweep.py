@@ -108,17 +108,16 @@ class SweepCommand:
             check_plot_path(args.plot)
         if args.trace_dir and args.executor != "local":
             raise HloscopeError("--trace-dir needs --executor local (reports stay in Ray's workers)", EXIT_BAD_INPUT)
-        if args.no_cache:
-            from hloscope.compile.cache import disable_for_this_process_tree
+        from hloscope.compile.cache import turned_off
 
-            disable_for_this_process_tree()
         executor = make_executor(args.executor, args.jobs, args.address)
         todo = cells(args.workload, sets, args.target, args.devices, policies, batches, schedulers, pipelined)
         on_event, phase, stop = _progress_bar(len(todo))
         t0 = time.perf_counter()
         try:
-            rows = run_sweep(todo, executor, on_event, phase,
-                             _trace_writer(args.trace_dir) if args.trace_dir else None)
+            with turned_off(args.no_cache):
+                rows = run_sweep(todo, executor, on_event, phase,
+                                 _trace_writer(args.trace_dir) if args.trace_dir else None)
         finally:
             stop()
         totals = summary(rows, time.perf_counter() - t0, executor.name)

@@ -28,6 +28,7 @@ none. Eviction renames an entry away before deleting it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -65,9 +66,22 @@ def enabled() -> bool:
     return os.environ.get(ENV_OFF, "") in ("", "0")
 
 
-def disable_for_this_process_tree() -> None:
-    """``--no-cache``: children (compile workers, Ray tasks started from here) inherit it."""
+@contextlib.contextmanager
+def turned_off(off: bool = True) -> Iterator[None]:
+    """``--no-cache`` for the duration: set in the environment, so the compile workers and
+    Ray tasks started meanwhile inherit it; the previous value is restored after."""
+    if not off:
+        yield
+        return
+    before = os.environ.get(ENV_OFF)
     os.environ[ENV_OFF] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(ENV_OFF, None)
+        else:
+            os.environ[ENV_OFF] = before
 
 
 def max_bytes() -> int:

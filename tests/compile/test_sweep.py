@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -110,11 +111,14 @@ def test_sweep_errors(capsys: pytest.CaptureFixture[str]) -> None:
 def test_sweep_trace_dir_writes_one_trace_per_cell(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     traces = tmp_path / "traces"
     assert main(["sweep", "mlp", "--policies", "offload", "--schedulers", "lhs,none", "--jobs", "2", "--json",
-                 "--trace-dir", str(traces)]) == 0
+                 "--trace-dir", str(traces), "--no-cache"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
+    assert not any(r["cached"] for r in rows) and all(r["cache_key"] == "" for r in rows)
+    assert "HLOSCOPE_NO_CACHE" not in os.environ  # --no-cache lasted for the sweep only
     files = sorted(p.name for p in traces.iterdir())
     assert len(files) == len(rows) == 4 and all(f.endswith(".trace.json") for f in files)
     for f in files:
         doc = json.loads((traces / f).read_text())
         assert any(e["ph"] == "X" for e in doc["traceEvents"])
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "traces"]  # nothing written beside it
+    # Nothing written beside it, and --no-cache did not even create the cache folder.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["traces"]

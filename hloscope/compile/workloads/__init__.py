@@ -97,4 +97,29 @@ def out_of_range(cfg: Any) -> str:
     dense = getattr(cfg, "dense_layers", None)
     if dense is not None and dense > cfg.layers:
         return f"dense_layers={dense} must be at most layers={cfg.layers}"
-    return ""
+    own = getattr(cfg, "problem", None)
+    return own() if callable(own) else ""
+
+
+def mesh_axes(cfg: Any, devices: int) -> list[tuple[str, int]] | None:
+    """The mesh axes ``cfg`` needs over ``devices`` GPUs (None: one ``fsdp`` axis); e.g. the
+    ``deepseek`` workload with ``ep`` > 1 wants ``[("fsdp", devices/ep), ("expert", ep)]``."""
+    own = getattr(cfg, "mesh_axes", None)
+    axes = own(devices) if callable(own) else None
+    if axes is not None and devices % max(1, getattr(cfg, "ep", 1)):
+        raise HloscopeError(f"{devices} devices do not split into ep={cfg.ep} expert shards", EXIT_BAD_INPUT)
+    return axes
+
+
+def xla_flags(cfg: Any) -> dict[str, Any]:
+    """XLA options a workload config compiles with (e.g. ``llama``'s ``recipe_flags``);
+    the user's ``--xla-flag`` options override them."""
+    own = getattr(cfg, "xla_flags", None)
+    return dict(own()) if callable(own) else {}
+
+
+def model_flops_per_device(cfg: Any) -> float | None:
+    """Model FLOPs of one training step on one device as MaxText counts them
+    (``calculate_tflops_training_per_device``); None for a workload without a count."""
+    own = getattr(cfg, "model_flops_per_device", None)
+    return float(own()) if callable(own) else None

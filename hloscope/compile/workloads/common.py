@@ -8,14 +8,22 @@ Adam update, on abstract inputs. ``POLICIES`` names how activations tagged with
   the backward pass (``save_and_offload_only_these_names``);
 - ``remat``: nothing saved, everything recomputed (``nothing_saveable``);
 - ``save``: the same tagged activations kept in device memory.
+
+A workload whose tensors carry MaxText's per-tensor switches (``remat``, ``device``,
+``offload``: MaxText ``remat_policy: custom``) builds its policy with
+:func:`switched_policy` instead: ``offload`` is then MaxText's custom policy as
+switched, ``remat`` its ``full`` policy, ``save`` the switched tensors all on device.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 POLICIES = ("offload", "remat", "save")
+
+#: MaxText's per-tensor switches (``base.yml``, ``remat_policy: custom``).
+SWITCHES = ("remat", "device", "offload")
 
 
 def checkpoint_policy(policy: str, names: Sequence[str]) -> Any:
@@ -31,6 +39,30 @@ def checkpoint_policy(policy: str, names: Sequence[str]) -> Any:
         return cp.nothing_saveable
     if policy == "save":
         return cp.save_only_these_names(*names)
+    raise ValueError(f"unknown policy {policy!r}")
+
+
+def switched_policy(policy: str, switches: Mapping[str, str]) -> Any:
+    """The checkpoint policy of ``policy`` over MaxText-style per-tensor ``switches``.
+
+    ``offload``: the tensors switched ``offload`` go to pinned host memory and those switched
+    ``device`` stay in HBM (``save_and_offload_only_these_names``, as MaxText builds its
+    ``custom`` policy); ``remat``: nothing saved (MaxText ``full``: only the scanned layer's
+    carry is kept); ``save``: every tensor not switched ``remat`` stays in HBM.
+    """
+    import jax
+
+    cp = jax.checkpoint_policies
+    offload = [n for n, s in switches.items() if s == "offload"]
+    device = [n for n, s in switches.items() if s == "device"]
+    if policy == "offload":
+        return cp.save_and_offload_only_these_names(
+            names_which_can_be_saved=device, names_which_can_be_offloaded=offload,
+            offload_src="device", offload_dst="pinned_host")
+    if policy == "remat":
+        return cp.nothing_saveable
+    if policy == "save":
+        return cp.save_only_these_names(*device, *offload)
     raise ValueError(f"unknown policy {policy!r}")
 
 
@@ -122,6 +154,65 @@ def causal_attention(q: Any, k: Any, v: Any, chunk: int = 0) -> Any:
     qs = q.reshape(b, n, chunk, h, d).swapaxes(0, 1)
     outs = jax.lax.map(lambda args: blk(args[0], args[1] * chunk), (qs, jnp.arange(n)))
     return outs.swapaxes(0, 1).reshape(b, s, h, v.shape[-1])
+
+
+#: Attention implementations a preset can choose (``--set attention=...``).
+ATTENTION = ("chunked", "flash")
+
+
+def flash_attention(q: Any, k: Any, v: Any, mesh: Any, axis: str) -> Any:
+    """Causal attention by JAX's Pallas GPU flash-attention kernel (a Triton custom call).
+
+    q [B,S,H,D], k [B,S,KV,D], v [B,S,KV,Dv] with B sharded over ``axis``. The kernel takes
+    one head count and one head dim, so grouped K/V heads are repeated to H and a narrower V
+    (MLA: 128 beside a 192-wide query) is zero-padded to D; the kernel pads D to a power of
+    two itself. It runs per device under ``shard_map`` (XLA cannot partition a custom call),
+    forward and backward as Triton kernels (``mha_forward``, ``mha_backward``).
+    """
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental.pallas.ops.gpu import attention as pallas_attention
+    from jax.sharding import PartitionSpec
+
+    h, d = q.shape[2], q.shape[3]
+    kv, dv = k.shape[2], v.shape[-1]
+    if kv != h:
+        k, v = jnp.repeat(k, h // kv, axis=2), jnp.repeat(v, h // kv, axis=2)
+    if dv < d:
+        v = jnp.pad(v, ((0, 0), (0, 0), (0, 0), (0, d - dv)))
+    padded = 1 << (d - 1).bit_length()
+    blocks, stages = pallas_attention.BlockSizes.get_default(), 2
+    if padded > 128:  # the default 128x128 tiles of a 256-wide head overflow shared memory (measured)
+        blocks = pallas_attention.BlockSizes(block_q=64, block_k=64, block_q_dkv=32, block_kv_dkv=32,
+                                             block_q_dq=32, block_kv_dq=32)
+        stages = 1
+
+    def kernel(q: Any, k: Any, v: Any) -> Any:
+        return pallas_attention.mha(q, k, v, None, sm_scale=1.0 / float(d) ** 0.5, causal=True,
+                                    block_sizes=blocks, num_stages=stages)
+
+    spec = PartitionSpec(axis)
+    out = jax.shard_map(kernel, mesh=mesh, in_specs=(spec, spec, spec), out_specs=spec, check_vma=False)(q, k, v)
+    return out[..., :dv]
+
+
+def attention(kind: str, q: Any, k: Any, v: Any, chunk: int, mesh: Any, axis: str) -> Any:
+    """``kind`` ``flash``: :func:`flash_attention`; ``chunked``: :func:`causal_attention`."""
+    if kind == "flash":
+        return flash_attention(q, k, v, mesh, axis)
+    return causal_attention(q, k, v, chunk)
+
+
+def rope(x: Any, base: float = 10_000.0) -> Any:
+    """Rotary position embedding of x [B,S,H,D] over its last dim (positions 0..S-1)."""
+    import jax.numpy as jnp
+
+    s, d = x.shape[1], x.shape[-1]
+    inv = 1.0 / (base ** (jnp.arange(0, d, 2, dtype=jnp.float32) / d))
+    ang = jnp.arange(s, dtype=jnp.float32)[:, None] * inv[None, :]  # [S, D/2]
+    cos, sin = jnp.cos(ang)[None, :, None, :], jnp.sin(ang)[None, :, None, :]
+    x1, x2 = jnp.split(x.astype(jnp.float32), 2, axis=-1)
+    return jnp.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1).astype(x.dtype)
 
 
 def cross_entropy(logits: Any, labels: Any) -> Any:

@@ -1,20 +1,52 @@
-"""``deepseek``: a DeepSeek-style MoE decoder with multi-head latent attention (MLA).
+"""``deepseek``: a DeepSeek-V3-style MoE decoder with multi-head latent attention (MLA),
+written after MaxText's ``deepseek`` decoder block (``layers/attention_mla.py``, ``layers/moe.py``).
 
-The first ``dense_layers`` layers have a dense SwiGLU FFN; the rest route each
-token to ``top_k`` of ``experts`` routed experts (GShard-style dispatch with a
-capacity per sequence) plus ``shared_experts`` always-on experts. Under
-``policy=offload`` the MLA query and key/value projection intermediates
-(``mla_q``, ``mla_kv``) and the MoE up-projection intermediates (``moe_up``,
-``moe_gate``) are offloaded to pinned host memory.
+- **MLA**: ``mla_q`` is the low-rank query ``q_norm(wq_a(x))`` [B,S,q_lora_rank], ``mla_kv``
+  the normalized latent ``kv_norm(wkv_a(x)[..., :kv_lora_rank])`` [B,S,kv_lora_rank], as
+  MaxText names them; rotary embedding on the 64 rope dims of q and the shared k; the
+  attention output projection is ``out_proj``.
+- **MoE** (the layers after ``dense_layers``): sigmoid scores, top-k chosen on scores plus a
+  per-expert bias, weights taken from the scores without bias, normalized and scaled by
+  ``routed_scaling`` (MaxText ``routed_scaling_factor``); dropless (every token reaches its
+  ``top_k`` experts, no capacity). The token copies are sorted by expert (``argsort``) per
+  sequence, pass the grouped matmuls, and are unsorted and combined. The grouped matmul's
+  outputs are ``moe_mlpwi_0`` / ``moe_mlpwi_1`` [B*S*K, moe_ffn] and ``moe_mlpwo``
+  [B*S*K, dim]. ``moe_impl`` chooses how the grouped matmul is written:
+
+  - ``sorted`` (default): one batched matmul over ``experts`` equal row blocks of the
+    sorted copies ([B, E, S*K/E, D] x [E, D, F]). A grouped GEMM over the real group sizes
+    computes sum_g m_g * D * F = S*K * D * F per sequence whatever the sizes, so this has the
+    FLOPs and bytes of MaxText's dropless grouped matmul (without per-group tile padding);
+    rows go to experts by sorted position, which is the true routing when the load is balanced.
+  - ``ragged``: ``jax.lax.ragged_dot`` with the real group sizes (MaxText's GPU path).
+    XLA (jaxlib 0.10.2) expands it (RaggedDotRewriter) into a masked copy of the input per
+    group and one dense matmul over all groups: ``experts`` x the FLOPs and an
+    [M, experts, D] temporary; use it for small cells.
+- **Remat**: the per-tensor switches (``mla_q=offload`` ...; values ``remat``, ``device``,
+  ``offload``) are MaxText's ``remat_policy: custom``; ``policy=offload`` uses them as
+  switched, ``policy=remat`` is MaxText's ``full``, ``policy=save`` keeps every switched
+  tensor in HBM.
+- ``weight_dtype`` is the parameters' dtype (MaxText's DeepSeek default ``float32``); the
+  layers compute in bf16.
+- ``ep`` > 1: expert parallelism over a second mesh axis ``expert`` of that size; each
+  device holds ``experts/ep`` experts and the sorted token copies travel by ``all_to_all``.
+- ``attention``: ``chunked`` (XLA attention, ``attention_chunk`` queries at a time) or
+  ``flash`` (the Pallas GPU flash-attention kernel, a Triton custom call).
 """
 
 from __future__ import annotations
 
-import math
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 from hloscope.compile.workloads import common
+
+#: The tensors with a remat switch, in layer order.
+SWITCHED = ("mla_q", "mla_kv", "out_proj", "mlpwi_0", "mlpwi_1", "mlpwo", "moe_mlpwi_0", "moe_mlpwi_1",
+            "moe_mlpwo")
+
+MOE_IMPLS = ("sorted", "ragged")
 
 
 @dataclass(frozen=True)
@@ -35,32 +67,105 @@ class DeepSeekConfig:
     experts: int = 8
     shared_experts: int = 1
     top_k: int = 2
-    capacity_factor: float = 1.25
+    routed_scaling: float = 2.5
+    moe_impl: str = "sorted"
+    ep: int = 1
     vocab: int = 1024
     batch: int = 1
     seq: int = 128
     policy: str = "offload"
     scan: bool = True
+    attention: str = "chunked"
     attention_chunk: int = 0  # >0: query-chunked attention with recomputed scores (flash-like memory)
+    weight_dtype: str = "bfloat16"
+    mla_q: str = "offload"
+    mla_kv: str = "offload"
+    out_proj: str = "remat"
+    mlpwi_0: str = "remat"
+    mlpwi_1: str = "remat"
+    mlpwo: str = "remat"
+    moe_mlpwi_0: str = "offload"
+    moe_mlpwi_1: str = "offload"
+    moe_mlpwo: str = "remat"
+
+    @property
+    def switches(self) -> dict[str, str]:
+        return {name: getattr(self, name) for name in SWITCHED}
 
     @property
     def offloaded_names(self) -> tuple[str, ...]:
-        return ("mla_q", "mla_kv", "moe_up", "moe_gate")
+        return tuple(n for n, s in self.switches.items() if s == "offload")
 
-    @property
-    def capacity(self) -> int:
-        return max(1, math.ceil(self.top_k * self.seq / self.experts * self.capacity_factor))
+    def problem(self) -> str:
+        """Why this config cannot build a step ("" when it can)."""
+        for name, value in self.switches.items():
+            if value not in common.SWITCHES:
+                return f"{name}={value} must be one of {', '.join(common.SWITCHES)}"
+        if self.moe_impl not in MOE_IMPLS:
+            return f"moe_impl={self.moe_impl} must be one of {', '.join(MOE_IMPLS)}"
+        if self.attention not in common.ATTENTION:
+            return f"attention={self.attention} must be one of {', '.join(common.ATTENTION)}"
+        if self.weight_dtype not in ("bfloat16", "float32"):
+            return f"weight_dtype={self.weight_dtype} must be bfloat16 or float32"
+        if self.layers > self.dense_layers and (self.seq * self.top_k) % self.experts:
+            return (f"seq*top_k={self.seq * self.top_k} must be a multiple of experts={self.experts} "
+                    "(the sorted token copies split into equal expert blocks)")
+        if self.experts % self.ep:
+            return f"experts={self.experts} must be a multiple of ep={self.ep}"
+        if self.ep > 1 and self.moe_impl == "ragged":
+            return "moe_impl=ragged has no expert-parallel form (ep=1 only)"
+        return ""
+
+    def model_flops_per_device(self) -> float:
+        """Model FLOPs of one training step on one device, counted as MaxText's
+        ``calculate_tflops_training_per_device`` counts a ``deepseek`` block with MLA: weight
+        matmuls x3 (forward + backward), causal attention at half, no recomputation, routed
+        experts as ``top_k`` dense FFNs of ``moe_ffn`` plus the router, embedding as one matmul."""
+        bl = self.batch * self.seq
+        qk = self.qk_nope_dim + self.qk_rope_dim
+        q = 2 * bl * (self.dim * self.q_lora_rank + self.q_lora_rank * self.heads * qk)
+        kv = 2 * bl * (self.dim * (self.kv_lora_rank + self.qk_rope_dim)
+                       + self.kv_lora_rank * self.heads * (self.qk_nope_dim + self.v_head_dim))
+        attention = 2 * bl * self.seq * self.heads * (qk + self.v_head_dim) / 2
+        projection = 2 * bl * self.dim * self.heads * self.v_head_dim
+
+        def ffn(width: int) -> int:
+            return 2 * bl * width * self.dim * 2 + 2 * bl * width * self.dim  # gate + up, down
+
+        moe_layers = self.layers - self.dense_layers
+        router = 2 * bl * self.dim * self.experts
+        total_ffn = (ffn(self.ffn) * self.dense_layers
+                     + (router + ffn(self.moe_ffn) * (self.shared_experts + self.top_k)) * moe_layers)
+        embedding = 2 * bl * self.dim * self.vocab
+        weights = (total_ffn + (q + kv + projection) * self.layers + embedding) * 3
+        return float(weights + attention * self.layers * 3)
+
+    def mesh_axes(self, devices: int) -> list[tuple[str, int]] | None:
+        """The mesh this config needs over ``devices`` (None: the default one ``fsdp`` axis)."""
+        if self.ep <= 1:
+            return None
+        return [("fsdp", devices // self.ep), ("expert", self.ep)]
 
 
-ROLES = {"mla_q": "MLA query projection", "mla_kv": "MLA latent KV projection",
-         "moe_up": "MoE up-projection", "moe_gate": "MoE gate projection"}
+ROLES = {"mla_q": "MLA low-rank query (q_norm(wq_a(x)))", "mla_kv": "MLA normalized KV latent",
+         "out_proj": "attention output projection", "mlpwi_0": "dense FFN gate projection",
+         "mlpwi_1": "dense FFN up projection", "mlpwo": "dense FFN down projection",
+         "moe_mlpwi_0": "routed experts' gate projection (grouped matmul)",
+         "moe_mlpwi_1": "routed experts' up projection (grouped matmul)",
+         "moe_mlpwo": "routed experts' down projection (grouped matmul)"}
+
+#: ``deepseek3-671b.yml`` (maxtext e591f30c): sizes, 3 dense layers, 256 experts top 8, one shared
+#: expert, routed_scaling_factor 2.5, vocab 129,280, ``weight_dtype: float32`` (base.yml).
+V3_671B = DeepSeekConfig(
+    layers=61, dense_layers=3, dim=7168, heads=128, q_lora_rank=1536, kv_lora_rank=512,
+    qk_nope_dim=128, qk_rope_dim=64, v_head_dim=128, ffn=18432, moe_ffn=2048, experts=256,
+    shared_experts=1, top_k=8, routed_scaling=2.5, vocab=129280, batch=1, seq=4096, attention_chunk=512,
+    weight_dtype="float32")
 
 PRESETS = {
     "deepseek-tiny": DeepSeekConfig(),
-    "deepseek-v3-671b": DeepSeekConfig(
-        layers=61, dense_layers=3, dim=7168, heads=128, q_lora_rank=1536, kv_lora_rank=512,
-        qk_nope_dim=128, qk_rope_dim=64, v_head_dim=128, ffn=18432, moe_ffn=2048, experts=256,
-        shared_experts=1, top_k=8, vocab=129280, batch=1, seq=4096, attention_chunk=512),
+    "deepseek-v3-671b": V3_671B,
+    "deepseek-v3-671b-flash": dataclasses.replace(V3_671B, attention="flash"),
 }
 
 
@@ -68,67 +173,152 @@ def build(cfg: DeepSeekConfig, mesh: Any) -> tuple[Any, tuple[Any, ...]]:
     import jax
     import jax.numpy as jnp
     from jax.ad_checkpoint import checkpoint_name
+    from jax.sharding import PartitionSpec
 
-    fsdp = mesh.axis_names[0]
+    names = tuple(mesh.axis_names)
+    fsdp = names[0]
+    expert_axis = "expert" if cfg.ep > 1 else None
+    if cfg.ep > 1 and (names != ("fsdp", "expert") or mesh.shape["expert"] != cfg.ep):
+        raise ValueError(f"ep={cfg.ep} needs the mesh (fsdp, expert={cfg.ep}); got {dict(mesh.shape)}")
+    batch_axes: Any = (fsdp, expert_axis) if expert_axis else fsdp
     n_dev = mesh.size
     B, S, D, H = cfg.batch * n_dev, cfg.seq, cfg.dim, cfg.heads
     QK = cfg.qk_nope_dim + cfg.qk_rope_dim
-    E, C, K = cfg.experts, cfg.capacity, cfg.top_k
-    act = common.batch_sharded(mesh, fsdp)
-    policy = common.checkpoint_policy(cfg.policy, cfg.offloaded_names)
+    E, K, F = cfg.experts, cfg.top_k, cfg.moe_ffn
+    M = S * K  # token copies per sequence
+    bf16 = jnp.bfloat16
+    policy = common.switched_policy(cfg.policy, cfg.switches)
+
+    def act(x: Any) -> Any:
+        spec = PartitionSpec(batch_axes, *([None] * (x.ndim - 1)))
+        return jax.lax.with_sharding_constraint(x, jax.sharding.NamedSharding(mesh, spec))
+
+    def compute(p: Any) -> Any:
+        return jax.tree.map(lambda a: a.astype(bf16), p)
 
     def mla(x: Any, p: Any) -> Any:
         h = common.rms_norm(x, p["attn_norm"])
-        cq = common.rms_norm(act(h @ p["wq_a"]), p["q_norm"])
-        q = checkpoint_name(act(jnp.einsum("bsr,rhk->bshk", cq, p["wq_b"])), "mla_q")
-        ckv = checkpoint_name(act(h @ p["wkv_a"]), "mla_kv")
-        c, k_rope = ckv[..., : cfg.kv_lora_rank], ckv[..., cfg.kv_lora_rank :]
-        kv = act(jnp.einsum("bsr,rhk->bshk", common.rms_norm(c, p["kv_norm"]), p["wkv_b"]))
+        cq = checkpoint_name(act(common.rms_norm(act(h @ p["wq_a"]), p["q_norm"])), "mla_q")
+        q = act(jnp.einsum("bsr,rhk->bshk", cq, p["wq_b"]))
+        q = jnp.concatenate([q[..., : cfg.qk_nope_dim], common.rope(q[..., cfg.qk_nope_dim :])], -1)
+        low = act(h @ p["wkv_a"])
+        c = checkpoint_name(act(common.rms_norm(low[..., : cfg.kv_lora_rank], p["kv_norm"])), "mla_kv")
+        k_rope = common.rope(low[..., None, cfg.kv_lora_rank :])  # [B,S,1,rope]
+        kv = act(jnp.einsum("bsr,rhk->bshk", c, p["wkv_b"]))
         k_nope, v = kv[..., : cfg.qk_nope_dim], kv[..., cfg.qk_nope_dim :]
-        k = jnp.concatenate([k_nope, jnp.broadcast_to(k_rope[:, :, None, :], (*k_nope.shape[:3], cfg.qk_rope_dim))], -1)
-        a = act(common.causal_attention(q, k, v, cfg.attention_chunk))
-        return x + act(jnp.einsum("bshk,hkd->bsd", a, p["wo"]))
+        k = jnp.concatenate([k_nope, jnp.broadcast_to(k_rope, (*k_nope.shape[:3], cfg.qk_rope_dim))], -1)
+        a = act(common.attention(cfg.attention, q, k, v, cfg.attention_chunk, mesh, batch_axes))
+        return x + checkpoint_name(act(jnp.einsum("bshk,hkd->bsd", a, p["wo"])), "out_proj")
 
     def dense_ffn(x: Any, p: Any) -> Any:
         h = common.rms_norm(x, p["ffn_norm"])
-        return act(x + (jax.nn.silu(h @ p["w_gate"]) * (h @ p["w_up"])) @ p["w_down"])
+        g = checkpoint_name(act(h @ p["w_gate"]), "mlpwi_0")
+        u = checkpoint_name(act(h @ p["w_up"]), "mlpwi_1")
+        return act(x + checkpoint_name(act((jax.nn.silu(g) * u) @ p["w_down"]), "mlpwo"))
+
+    def route(h: Any, p: Any) -> tuple[Any, Any]:
+        """top-k expert ids [B,S,K] and their combine weights [B,S,K] (MaxText deepseek routing)."""
+        scores = jax.nn.sigmoid((h @ p["router"]).astype(jnp.float32))  # [B,S,E]
+        _, top_i = jax.lax.top_k(scores + p["router_bias"].astype(jnp.float32), K)
+        top_w = jnp.take_along_axis(scores, top_i, axis=-1)
+        top_w = top_w / (jnp.sum(top_w, -1, keepdims=True) + 1e-20) * cfg.routed_scaling
+        return top_i, top_w
+
+    def tagged(y: Any, name: str) -> Any:
+        """``y`` [B, ..., W] as MaxText's flat [B*S*K, W] grouped-matmul output, named ``name``."""
+        flat = checkpoint_name(act(y.reshape(B * M, y.shape[-1])), name)
+        return flat.reshape(y.shape)
+
+    def grouped(xs: Any, w0: Any, w1: Any, wo: Any) -> Any:
+        """xs [B, M, D] sorted by expert per sequence -> [B, M, D] through the experts' SwiGLU,
+        as one batched matmul over E equal row blocks."""
+        blocks = xs.reshape(B, E, M // E, D)
+        g0 = tagged(act(jnp.einsum("bemd,edf->bemf", blocks, w0)), "moe_mlpwi_0")
+        g1 = tagged(act(jnp.einsum("bemd,edf->bemf", blocks, w1)), "moe_mlpwi_1")
+        y = tagged(act(jnp.einsum("bemf,efd->bemd", jax.nn.silu(g0) * g1, wo)), "moe_mlpwo")
+        return y.reshape(B, M, D)
+
+    def ragged(h: Any, top_i: Any, w0: Any, w1: Any, wo: Any) -> Any:
+        """``moe_impl=ragged``: the B*S*K copies sorted by expert over the whole batch (one
+        ragged_dot takes 2-D rows), grouped by the real group sizes -> [B, S, K, D]."""
+        flat_e = top_i.reshape(B * M)
+        order = jnp.argsort(flat_e)
+        xs = jnp.take(h.reshape(B * S, D), order // K, axis=0)  # [B*M, D]
+        sizes = jnp.sum(jax.nn.one_hot(flat_e, E, dtype=jnp.int32), axis=0)  # [E]
+        g0 = checkpoint_name(jax.lax.ragged_dot(xs, w0, sizes), "moe_mlpwi_0")
+        g1 = checkpoint_name(jax.lax.ragged_dot(xs, w1, sizes), "moe_mlpwi_1")
+        y = checkpoint_name(jax.lax.ragged_dot(jax.nn.silu(g0) * g1, wo, sizes), "moe_mlpwo")
+        return act(jnp.take(y, jnp.argsort(order), axis=0).reshape(B, S, K, D))
+
+    def experts_ep(xs: Any, w0: Any, w1: Any, wo: Any) -> Any:
+        """Expert parallelism: each device's sorted copies go to the expert shards by all_to_all."""
+        ep = cfg.ep
+        el = E // ep
+
+        def local(x: Any, a: Any, b: Any, c: Any) -> Any:
+            # x [b, M, D]: this device's sequences; a/b/c: its experts, D (or F) split over fsdp.
+            a, b = (jax.lax.all_gather(t, fsdp, axis=1, tiled=True) for t in (a, b))
+            c = jax.lax.all_gather(c, fsdp, axis=2, tiled=True)
+            bl = x.shape[0]
+            send = x.reshape(bl, ep, M // ep, D).swapaxes(0, 1)  # copies for shard j: experts j*el..
+            got = jax.lax.all_to_all(send, "expert", 0, 0, tiled=False)  # [ep (source), bl, M/ep, D]
+            blocks = got.reshape(ep, bl, el, M // E, D)
+            g0 = checkpoint_name(jnp.einsum("jbemd,edf->jbemf", blocks, a), "moe_mlpwi_0")
+            g1 = checkpoint_name(jnp.einsum("jbemd,edf->jbemf", blocks, b), "moe_mlpwi_1")
+            y = checkpoint_name(jnp.einsum("jbemf,efd->jbemd", jax.nn.silu(g0) * g1, c), "moe_mlpwo")
+            back = jax.lax.all_to_all(y.reshape(ep, bl, M // ep, D), "expert", 0, 0, tiled=False)
+            return back.swapaxes(0, 1).reshape(bl, M, D)
+
+        batch = PartitionSpec(batch_axes)
+        return jax.shard_map(
+            local, mesh=mesh, check_vma=False,
+            in_specs=(batch, PartitionSpec(expert_axis, fsdp, None), PartitionSpec(expert_axis, fsdp, None),
+                      PartitionSpec(expert_axis, None, fsdp)),
+            out_specs=batch)(xs, w0, w1, wo)
 
     def moe_ffn(x: Any, p: Any) -> Any:
         h = common.rms_norm(x, p["ffn_norm"])
-        probs = jax.nn.sigmoid((h @ p["router"]).astype(jnp.float32))  # [B,S,E]
-        top_w, top_i = jax.lax.top_k(probs, K)
-        top_w = top_w / jnp.sum(top_w, -1, keepdims=True)
-        onehot = jax.nn.one_hot(top_i, E, dtype=jnp.int32)  # [B,S,K,E]
-        # Position of each token in its expert's buffer, per sequence (group).
-        flat = onehot.reshape(B, S * K, E)
-        pos = (jnp.cumsum(flat, axis=1) - 1).reshape(B, S, K, E)
-        keep = (pos < C) & (onehot > 0)
-        slot = jax.nn.one_hot(jnp.where(keep, pos, C), C, dtype=h.dtype)  # [B,S,K,E,C]
-        dispatch = act(jnp.sum(slot * keep[..., None].astype(h.dtype), axis=2))  # [B,S,E,C]
-        combine = act(jnp.sum(slot * (keep * top_w[..., None])[..., None].astype(h.dtype), axis=2))
-        xe = act(jnp.einsum("bsec,bsd->becd", dispatch, h))
-        up = checkpoint_name(act(jnp.einsum("becd,edf->becf", xe, p["e_up"])), "moe_up")
-        gate = checkpoint_name(act(jnp.einsum("becd,edf->becf", xe, p["e_gate"])), "moe_gate")
-        ye = act(jnp.einsum("becf,efd->becd", jax.nn.silu(gate) * up, p["e_down"]))
-        routed = jnp.einsum("bsec,becd->bsd", combine, ye)
+        top_i, top_w = route(h, p)
+        if cfg.moe_impl == "ragged" and cfg.ep == 1:
+            y = ragged(h, top_i, p["e_gate"], p["e_up"], p["e_down"])
+        else:
+            order = jnp.argsort(top_i.reshape(B, M), axis=-1)  # copies sorted by expert, per sequence
+            xs = act(jnp.take_along_axis(h, (order // K)[..., None], axis=1))  # [B, M, D]
+            if cfg.ep > 1:
+                ys = experts_ep(xs, p["e_gate"], p["e_up"], p["e_down"])
+            else:
+                ys = grouped(xs, p["e_gate"], p["e_up"], p["e_down"])
+            y = act(jnp.take_along_axis(ys, jnp.argsort(order, axis=-1)[..., None], axis=1)).reshape(B, S, K, D)
+        routed = jnp.einsum("bskd,bsk->bsd", y, top_w.astype(bf16))
         shared = (jax.nn.silu(h @ p["s_gate"]) * (h @ p["s_up"])) @ p["s_down"]
         return act(x + routed + shared)
 
-    dense_layer = jax.checkpoint(lambda x, p: dense_ffn(mla(x, p), p), policy=policy)
-    moe_layer = jax.checkpoint(lambda x, p: moe_ffn(mla(x, p), p), policy=policy)
+    def dense_layer(x: Any, p: Any) -> Any:
+        p = compute(p)
+        return dense_ffn(mla(x, p), p)
+
+    def moe_layer(x: Any, p: Any) -> Any:
+        bias = p["router_bias"]
+        p = dict(compute(p), router_bias=bias)
+        return moe_ffn(mla(x, p), p)
+
+    dense_fn = jax.checkpoint(dense_layer, policy=policy)
+    moe_fn = jax.checkpoint(moe_layer, policy=policy)
 
     def loss(params: Any, batch: Any) -> Any:
         tokens, labels = batch
-        x = act(jnp.take(params["embed"], tokens, axis=0))
+        x = act(jnp.take(params["embed"].astype(bf16), tokens, axis=0))
         if cfg.dense_layers:
-            x = common.apply_layers(dense_layer, x, params["dense"], cfg.scan)
+            x = common.apply_layers(dense_fn, x, params["dense"], cfg.scan)
         if cfg.layers > cfg.dense_layers:
-            x = common.apply_layers(moe_layer, x, params["moe"], cfg.scan)
-        x = common.rms_norm(x, params["final_norm"])
-        return common.cross_entropy(x @ params["unembed"], labels)
+            x = common.apply_layers(moe_fn, x, params["moe"], cfg.scan)
+        x = common.rms_norm(x, params["final_norm"].astype(bf16))
+        return common.cross_entropy(x @ params["unembed"].astype(bf16), labels)
+
+    wdt = jnp.float32 if cfg.weight_dtype == "float32" else bf16
 
     def w(shape: tuple[int, ...], spec: tuple[str | None, ...]) -> Any:
-        return common.abstract(mesh, shape, jnp.bfloat16, spec)
+        return common.abstract(mesh, shape, wdt, spec)
 
     def attn_params(n: int) -> dict[str, Any]:
         return {
@@ -144,7 +334,7 @@ def build(cfg: DeepSeekConfig, mesh: Any) -> tuple[Any, tuple[Any, ...]]:
         }
 
     nd, nm = cfg.dense_layers, cfg.layers - cfg.dense_layers
-    Fs = cfg.moe_ffn * cfg.shared_experts
+    Fs = F * cfg.shared_experts
     params: dict[str, Any] = {
         "embed": w((cfg.vocab, D), (None, fsdp)),
         "unembed": w((D, cfg.vocab), (fsdp, None)),
@@ -158,13 +348,14 @@ def build(cfg: DeepSeekConfig, mesh: Any) -> tuple[Any, tuple[Any, ...]]:
         params["moe"] = dict(
             attn_params(nm),
             router=w((nm, D, E), (None, fsdp, None)),
-            e_up=w((nm, E, D, cfg.moe_ffn), (None, None, fsdp, None)),
-            e_gate=w((nm, E, D, cfg.moe_ffn), (None, None, fsdp, None)),
-            e_down=w((nm, E, cfg.moe_ffn, D), (None, None, None, fsdp)),
+            router_bias=common.abstract(mesh, (nm, E), jnp.float32, (None, None)),
+            e_gate=w((nm, E, D, F), (None, expert_axis, fsdp, None)),
+            e_up=w((nm, E, D, F), (None, expert_axis, fsdp, None)),
+            e_down=w((nm, E, F, D), (None, expert_axis, None, fsdp)),
             s_gate=w((nm, D, Fs), (None, fsdp, None)),
             s_up=w((nm, D, Fs), (None, fsdp, None)),
             s_down=w((nm, Fs, D), (None, None, fsdp)),
         )
-    tokens = common.abstract(mesh, (B, S), jnp.int32, (fsdp, None))
-    labels = common.abstract(mesh, (B, S), jnp.int32, (fsdp, None))
+    tokens = common.abstract(mesh, (B, S), jnp.int32, (batch_axes, None))
+    labels = common.abstract(mesh, (B, S), jnp.int32, (batch_axes, None))
     return common.adam_step(loss), (*common.adam_args(mesh, params), (tokens, labels))

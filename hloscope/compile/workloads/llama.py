@@ -3,14 +3,41 @@
 With ``policy=offload`` the Q, K and V projections of every layer are tagged
 (``query_proj``, ``key_proj``, ``value_proj``) and offloaded to pinned host
 memory, as in the published MaxText Llama 3.1 405B runs.
+
+``attention``: ``chunked`` (XLA attention, ``attention_chunk`` queries at a time) or
+``flash`` (the Pallas GPU flash-attention kernel, a Triton custom call).
+``quantization``: ``""`` (bf16 matmuls), ``fp8`` (every layer matmul with float8_e4m3fn
+operands and per-tensor current scaling, gradients in float8_e5m2, as MaxText's
+``quantization: fp8`` recipes run), or ``nvfp4`` (fp8 as before, and the MLP matmuls as
+``jax.nn.scaled_dot_general`` with the NVFP4 block-scale config: the study's NVFP4 weights).
+``recipe_flags``: compile with the XLA flags of the B200 Llama 3.1 405B recipe
+(:data:`RECIPE_FLAGS`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 from hloscope.compile.workloads import common
+
+QUANTIZATIONS = ("", "fp8", "nvfp4")
+
+#: XLA options of the B200 Llama 3.1 405B MaxText recipe (gpu-recipes a4 ``llama3-1-405b`` fp8):
+#: LHS on, 16 GiB combine thresholds, pipelined all-gather / reduce-scatter / all-reduce, while-loop
+#: double buffering, XLA's rematerialization pass off.
+RECIPE_FLAGS: dict[str, Any] = {
+    "xla_gpu_enable_latency_hiding_scheduler": True,
+    "xla_gpu_all_gather_combine_threshold_bytes": 17179869184,
+    "xla_gpu_reduce_scatter_combine_threshold_bytes": 17179869184,
+    "xla_gpu_all_reduce_combine_threshold_bytes": 17179869184,
+    "xla_gpu_enable_pipelined_all_gather": True,
+    "xla_gpu_enable_pipelined_reduce_scatter": True,
+    "xla_gpu_enable_pipelined_all_reduce": True,
+    "xla_gpu_enable_while_loop_double_buffering": True,
+    "xla_disable_hlo_passes": "rematerialization",
+}
 
 
 @dataclass(frozen=True)
@@ -29,10 +56,37 @@ class LlamaConfig:
     policy: str = "offload"
     scan: bool = True
     attention_chunk: int = 0  # >0: query-chunked attention with recomputed scores (flash-like memory)
+    attention: str = "chunked"
+    quantization: str = ""
+    recipe_flags: bool = False
 
     @property
     def offloaded_names(self) -> tuple[str, ...]:
         return ("query_proj", "key_proj", "value_proj")
+
+    def problem(self) -> str:
+        """Why this config cannot build a step ("" when it can)."""
+        if self.attention not in common.ATTENTION:
+            return f"attention={self.attention} must be one of {', '.join(common.ATTENTION)}"
+        if self.quantization not in QUANTIZATIONS:
+            return f"quantization={self.quantization} must be one of fp8, nvfp4 (or empty)"
+        return ""
+
+    def xla_flags(self) -> dict[str, Any]:
+        """XLA options this config compiles with (``--xla-flag`` overrides them)."""
+        return dict(RECIPE_FLAGS) if self.recipe_flags else {}
+
+    def model_flops_per_device(self) -> float:
+        """Model FLOPs of one training step on one device, counted as MaxText's
+        ``calculate_tflops_training_per_device`` counts a dense decoder: weight matmuls x3
+        (forward + backward), causal attention at half, no recomputation, embedding as one matmul."""
+        bl = self.batch * self.seq
+        qkv = 2 * bl * self.dim * (self.heads + 2 * self.kv_heads) * self.head_dim
+        attention = 4 * bl * self.seq * self.heads * self.head_dim / 2
+        projection = 2 * bl * self.dim * self.heads * self.head_dim
+        ffn = 2 * bl * self.ffn * self.dim * 2 + 2 * bl * self.ffn * self.dim
+        embedding = 2 * bl * self.dim * self.vocab
+        return float(((ffn + qkv + projection) * self.layers + embedding) * 3 + attention * self.layers * 3)
 
 
 ROLES = {"query_proj": "Q projection", "key_proj": "K projection", "value_proj": "V projection"}
@@ -46,6 +100,66 @@ PRESETS = {
     "llama3-405b": LlamaConfig(layers=126, dim=16384, heads=128, kv_heads=8, head_dim=128, ffn=53248,
                                vocab=128256, batch=2, seq=8192, attention_chunk=512),
 }
+#: The B200 recipe as run: FP8 matmuls, flash attention, its XLA flags.
+PRESETS["llama3-405b-fp8"] = dataclasses.replace(PRESETS["llama3-405b"], quantization="fp8", attention="flash",
+                                                 recipe_flags=True)
+#: The published study's run: NVFP4 MLP matmuls, FP8 elsewhere, flash attention.
+PRESETS["llama3-405b-nvfp4"] = dataclasses.replace(PRESETS["llama3-405b-fp8"], quantization="nvfp4",
+                                                   recipe_flags=False)
+
+
+def _fp8_matmul() -> Any:
+    """x [..., K] @ w [K, N] with float8_e4m3fn operands scaled per tensor by their current
+    absolute maximum; the backward pass quantizes the incoming gradient to float8_e5m2.
+    Dequantize-then-dot is the pattern XLA's GEMM rewriter turns into a scaled FP8 GEMM."""
+    import jax
+    import jax.numpy as jnp
+
+    e4m3, e5m2, bf16 = jnp.float8_e4m3fn, jnp.float8_e5m2, jnp.bfloat16
+
+    def quantize(a: Any, dtype: Any) -> tuple[Any, Any]:
+        limit = float(jnp.finfo(dtype).max)
+        scale = jnp.maximum(jnp.max(jnp.abs(a)).astype(jnp.float32), 1e-12) / limit
+        return (a.astype(jnp.float32) / scale).astype(dtype), scale
+
+    def dequantize(q: Any, scale: Any) -> Any:
+        return q.astype(bf16) * scale.astype(bf16)
+
+    @jax.custom_vjp
+    def matmul(x: Any, w: Any) -> Any:
+        return fwd(x, w)[0]
+
+    def fwd(x: Any, w: Any) -> tuple[Any, Any]:
+        (xq, sx), (wq, sw) = quantize(x, e4m3), quantize(w, e4m3)
+        return dequantize(xq, sx) @ dequantize(wq, sw), (xq, sx, wq, sw)
+
+    def bwd(res: Any, g: Any) -> tuple[Any, Any]:
+        xq, sx, wq, sw = res
+        gq, sg = quantize(g, e5m2)
+        gd = dequantize(gq, sg)
+        dx = gd @ dequantize(wq, sw).T
+        xd = dequantize(xq, sx)
+        dw = xd.reshape(-1, xd.shape[-1]).T @ gd.reshape(-1, gd.shape[-1])
+        return dx, dw
+
+    matmul.defvjp(fwd, bwd)
+    return matmul
+
+
+def _nvfp4_matmul() -> Any:
+    """x [..., K] @ w [K, N] by ``jax.nn.scaled_dot_general`` with the NVFP4 config (float4_e2m1fn
+    data, float8_e4m3fn scales per 16 values, a global scale), forward and backward."""
+    import jax
+    import jax.numpy as jnp
+
+    configs = [jax.nn.get_scaled_dot_general_config("nvfp4", jnp.array([1.0], jnp.float32))] * 3
+
+    def matmul(x: Any, w: Any) -> Any:
+        dims = (((x.ndim - 1,), (0,)), ((), ()))
+        return jax.nn.scaled_dot_general(x, w, dims, preferred_element_type=jnp.bfloat16, configs=configs)
+
+    return matmul
+
 
 
 def build(cfg: LlamaConfig, mesh: Any) -> tuple[Any, tuple[Any, ...]]:
@@ -59,18 +173,35 @@ def build(cfg: LlamaConfig, mesh: Any) -> tuple[Any, tuple[Any, ...]]:
     H, KV, HD, F, L, V = cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.ffn, cfg.layers, cfg.vocab
 
     act = common.batch_sharded(mesh, fsdp)
+    fp8 = _fp8_matmul() if cfg.quantization else None
+    mlp_matmul = _nvfp4_matmul() if cfg.quantization == "nvfp4" else fp8
+
+    def proj(h: Any, w: Any, matmul: Any) -> Any:
+        """h [B,S,X] times a weight [X, ...] by ``matmul`` on [X, N]."""
+        return matmul(h, w.reshape(w.shape[0], -1)).reshape(*h.shape[:2], *w.shape[1:])
 
     def layer(x: Any, p: Any) -> Any:
         x = act(x)
         h = common.rms_norm(x, p["attn_norm"])
-        q = checkpoint_name(act(jnp.einsum("bsd,dhk->bshk", h, p["wq"])), "query_proj")
-        k = checkpoint_name(act(jnp.einsum("bsd,dhk->bshk", h, p["wk"])), "key_proj")
-        v = checkpoint_name(act(jnp.einsum("bsd,dhk->bshk", h, p["wv"])), "value_proj")
-        a = act(common.causal_attention(q, k, v, cfg.attention_chunk))
-        x = x + act(jnp.einsum("bshk,hkd->bsd", a, p["wo"]))
+        if fp8 is None:
+            q = checkpoint_name(act(jnp.einsum("bsd,dhk->bshk", h, p["wq"])), "query_proj")
+            k = checkpoint_name(act(jnp.einsum("bsd,dhk->bshk", h, p["wk"])), "key_proj")
+            v = checkpoint_name(act(jnp.einsum("bsd,dhk->bshk", h, p["wv"])), "value_proj")
+        else:
+            q = checkpoint_name(act(proj(h, p["wq"], fp8)), "query_proj")
+            k = checkpoint_name(act(proj(h, p["wk"], fp8)), "key_proj")
+            v = checkpoint_name(act(proj(h, p["wv"], fp8)), "value_proj")
+        a = act(common.attention(cfg.attention, q, k, v, cfg.attention_chunk, mesh, fsdp))
+        if fp8 is None:
+            x = x + act(jnp.einsum("bshk,hkd->bsd", a, p["wo"]))
+        else:
+            x = x + act(proj(a.reshape(*a.shape[:2], H * HD), p["wo"].reshape(H * HD, D), fp8))
         h = common.rms_norm(x, p["ffn_norm"])
-        g = act(jax.nn.silu(h @ p["w_gate"]) * (h @ p["w_up"]))
-        return act(x + g @ p["w_down"])
+        if mlp_matmul is None:
+            g = act(jax.nn.silu(h @ p["w_gate"]) * (h @ p["w_up"]))
+            return act(x + g @ p["w_down"])
+        g = act(jax.nn.silu(proj(h, p["w_gate"], mlp_matmul)) * proj(h, p["w_up"], mlp_matmul))
+        return act(x + proj(g, p["w_down"], mlp_matmul))
 
     layer_fn = jax.checkpoint(layer, policy=common.checkpoint_policy(cfg.policy, cfg.offloaded_names))
 

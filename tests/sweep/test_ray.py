@@ -118,3 +118,35 @@ def test_without_ray_the_executor_says_what_to_install(monkeypatch: pytest.Monke
     assert main([*SWEEP, "--executor", "ray"]) == EXIT_ENVIRONMENT
     err = capsys.readouterr().err
     assert err == "hloscope: error: --executor ray needs Ray: pip install 'hloscope[ray]'\n"
+
+
+@pytest.mark.ray
+@pytest.mark.parametrize(("error", "expected"), [
+    ("WorkerCrashedError", "Ray: WorkerCrashedError after 2 retries: The worker died unexpectedly"),
+    ("NodeDiedError", "Ray: NodeDiedError after 2 retries: node 10.0.0.7 died"),
+    ("OutOfMemoryError", "Ray: the worker ran out of memory (2 retries)"),
+    ("TaskCancelledError", "Ray: cancelled"),
+])
+def test_a_lost_task_is_a_failed_row_naming_its_cell(error: str, expected: str) -> None:
+    # What ray.get raises once Ray gave up on a task (after its retries) becomes the cell's row.
+    ray = pytest.importorskip("ray")
+    from hloscope.compile.executors import RayExecutor
+    from hloscope.compile.sweep import Cell
+
+    cls = getattr(ray.exceptions, error)
+    exc = cls("node 10.0.0.7 died") if error == "NodeDiedError" else cls("low memory") \
+        if error == "OutOfMemoryError" else cls()
+
+    class Lost:
+        exceptions = ray.exceptions
+
+        @staticmethod
+        def get(ref: object) -> dict:  # type: ignore[type-arg]
+            raise exc
+
+    cell = Cell("mlp", (), "offload", "lhs", True, 8, "h100-sxm", 8)
+    executor = RayExecutor.__new__(RayExecutor)  # no cluster: only the mapping of Ray's verdicts
+    executor.retries = 2
+    out = executor._row(Lost, object(), cell)
+    assert out["cell"] == "offload scheduler=lhs pipelined=on batch=8" and out["cached"] is False
+    assert out["error"].startswith(expected) and out["fingerprint"] == ""

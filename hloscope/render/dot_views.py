@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 
 import graphviz
 
-from hloscope.analysis.kinds import Direction
-from hloscope.analysis.opclass import collective_kind, is_done, is_free, is_start
+from hloscope.analysis.opclass import Resource, is_done, is_free, is_start, resource_of
 from hloscope.analysis.report import Report
 from hloscope.analysis.verdict import Verdict
 from hloscope.errors import EXIT_UNKNOWN_NAME, HloscopeError
@@ -407,13 +406,15 @@ LANES = (("compute", "compute"), ("to_device", "host link H->D"), ("to_host", "h
          ("collectives", "collectives"))
 
 
+_LANE_OF_RESOURCE: dict[Resource | None, str] = {
+    Resource.LINK_TO_HOST: "to_host", Resource.LINK_TO_DEVICE: "to_device", Resource.COLLECTIVE: "collectives"}
+
+
 def _lane(ctx: _Context, ins: Instruction) -> str:
+    """The lane of ``ins`` from the shared vocabulary (``opclass.resource_of``); async ops and
+    anything else share the compute lane."""
     v = ctx.verdict_of.get(_key(ins))
-    if v is not None:
-        return "to_host" if v.transfer.direction is Direction.TO_HOST else "to_device"
-    if collective_kind(ins):
-        return "collectives"
-    return "compute"
+    return _LANE_OF_RESOURCE.get(resource_of(ins, v.transfer.direction if v is not None else None), "compute")
 
 
 def schedule_view(report: Report, name: str, max_nodes: int | None = None,

@@ -377,10 +377,10 @@ def memory_facts(memory: Mapping[str, int], target: Target, report_text: str | N
     g = memory.get
     args, temp, out, alias = (g("argument_size_in_bytes", 0), g("temp_size_in_bytes", 0),
                               g("output_size_in_bytes", 0), g("alias_size_in_bytes", 0))
-    device_allocation = args + temp + out - alias
     host_args, host_temp, host_out = (g("host_argument_size_in_bytes", 0), g("host_temp_size_in_bytes", 0),
                                       g("host_output_size_in_bytes", 0))
-    host = host_args + host_temp + host_out - g("host_alias_size_in_bytes", 0)
+    figures = compile_figures(memory)  # the one place device allocation and host total are derived
+    device_allocation, host = figures["device_allocation_bytes"], figures["host_total_bytes"]
     hbm = hbm_bytes or g("device_memory_size", 0) or target.device_memory_size
     fits = device_allocation <= hbm
     counts_host, reason = _xla_peak_reading(memory, device_allocation)

@@ -18,6 +18,7 @@ them are built in ``hloscope.render.why``.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -93,6 +94,7 @@ def judge_overlap(index: ModuleIndex, transfers: Sequence[HostTransfer], cost: C
         if p.kind is PairKind.COLLECTIVE and p.start.computation == p.done.computation:
             coll_pairs.setdefault(p.start.computation, []).append(p)
     transfer_ops = {(t.computation, t.instruction.name) for t in transfers}
+    in_flight = {c: _CollectivesInFlight(ps) for c, ps in coll_pairs.items()}
 
     out: list[Verdict] = []
     for t in transfers:
@@ -110,7 +112,7 @@ def judge_overlap(index: ModuleIndex, transfers: Sequence[HostTransfer], cost: C
         # Prefer the pair within one iteration; a peeled prologue's pair is the fallback.
         pair = min(mine, key=lambda p: (p.crosses_iteration, p.done.computation != p.start.computation))
         segments = window_segments(index, t.instruction, pair.done, pair.crosses_iteration)
-        compute, colls, others = _fill_window(index, segments, transfer_ops, coll_pairs, cost)
+        compute, colls, others = _fill_window(index, segments, transfer_ops, in_flight, cost)
         est_compute = sum((w.est_us for w in compute), 0.0)
         est_coll = sum((w.est_us for w in colls), 0.0)
         hidden = min(xfer_us, max(est_compute, est_coll))
@@ -151,8 +153,26 @@ def apply_timeline(verdicts: list[Verdict], timeline: Timeline, options: Analysi
     return out
 
 
+class _CollectivesInFlight:
+    """The async collective pairs of one computation (start and done in it), found by position."""
+
+    def __init__(self, pairs: list[AsyncPair]) -> None:
+        self.pairs = pairs
+        order = sorted(range(len(pairs)), key=lambda k: pairs[k].start.position)
+        self.starts = [pairs[k].start.position for k in order]
+        self.order = order
+        self.span = max((max(0, p.done.position - p.start.position) for p in pairs), default=0)
+
+    def near(self, lo: int, hi: int) -> list[AsyncPair]:
+        """In their original order, the pairs that may be in flight over ``[lo, hi)``: those whose
+        start lies in ``[lo - longest span, hi)`` (a pair starting earlier is done before ``lo``)."""
+        a = bisect.bisect_left(self.starts, lo - self.span)
+        b = bisect.bisect_left(self.starts, hi)
+        return [self.pairs[k] for k in sorted(self.order[a:b])]
+
+
 def _fill_window(index: ModuleIndex, segments: list[WindowSegment], transfer_ops: set[tuple[str, str]],
-                 coll_pairs: dict[str, list[AsyncPair]], cost: CostModel,
+                 in_flight: dict[str, _CollectivesInFlight], cost: CostModel,
                  ) -> tuple[list[WindowOp], list[WindowOp], list[Instruction]]:
     """Classify what the window holds: compute, collectives (sync, and async in flight), other transfers."""
     compute: list[WindowOp] = []
@@ -181,7 +201,8 @@ def _fill_window(index: ModuleIndex, segments: list[WindowSegment], transfer_ops
                 us = cost.instruction_us(w)
                 if us > 0:
                     compute.append(WindowOp(w, us))
-        for cp in coll_pairs.get(seg.computation, []):  # async collectives in flight during the window
+        near = in_flight.get(seg.computation)
+        for cp in near.near(lo, hi) if near is not None else ():  # async collectives in flight during the window
             cs, cd = cp.start.position, cp.done.position
             inter = min(cd, hi) - max(cs, lo)
             if inter > 0 or (cs < lo <= cd and hi > lo):

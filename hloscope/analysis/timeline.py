@@ -589,6 +589,21 @@ def _collective_bytes(ins: Instruction) -> int:
     return value_shape(ins).byte_size
 
 
+class _Spans:
+    """Slices of one resource in start order that may overlap each other (transfers sharing a link)."""
+
+    def __init__(self, slices: list[Slice]) -> None:
+        self.slices = slices
+        self.starts = [s.start_us for s in slices]
+        self.longest = max((s.end_us - s.start_us for s in slices), default=0.0)
+
+    def overlapping(self, lo: float, hi: float) -> list[Slice]:
+        """Slices with ``start < hi`` and ``end > lo`` (none starting before ``lo - longest`` can)."""
+        first = bisect.bisect_left(self.starts, lo - self.longest - 1e-9 * max(1.0, abs(lo)))  # rounding margin
+        last = bisect.bisect_left(self.starts, hi)
+        return [s for s in self.slices[first:last] if s.end_us > lo]
+
+
 def _overlapping(slices: list[Slice], starts: list[float], lo: float, hi: float) -> list[Slice]:
     """Slices of one in-order, non-overlapping resource that intersect (lo, hi)."""
     i = max(0, bisect.bisect_right(starts, lo) - 1)
@@ -621,6 +636,7 @@ def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], trans
     compute_starts = [s.start_us for s in compute]
     coll = slices.get(Resource.COLLECTIVE, [])
     coll_starts = [s.start_us for s in coll]
+    links = {r: _Spans(slices.get(r, [])) for r in (Resource.LINK_TO_HOST, Resource.LINK_TO_DEVICE)}
     timings: dict[tuple[str, str], TransferTiming] = {}
     for key, t in sim.transfers.items():
         if t.is_annotation:
@@ -634,8 +650,8 @@ def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], trans
                 issue_us=0.0, finish_us=0.0, done_us=0.0, wait_us=0.0, wait_us_per_step=0.0, matched=False)
             continue
         beside = _overlapping(compute, compute_starts, last.issue, last.finish)
-        others = tuple(sorted({s.name for s in slices.get(link_of(t.direction), []) if s.name != key[1]
-                               and s.start_us < last.finish and s.end_us > last.issue}))
+        others = tuple(sorted({s.name for s in links[link_of(t.direction)].overlapping(last.issue, last.finish)
+                               if s.name != key[1]}))
         timings[key] = TransferTiming(
             computation=t.computation, start=t.instruction.name,
             done=last.done.name if last.done else None,

@@ -24,10 +24,15 @@ from hloscope.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, HloscopeError
 from hloscope.targets import Target
 
 #: What XLA's GPU plugin logs: the scheduler and estimator it built (gpu_hlo_schedule,
-#: sol_gpu_cost_model: read by hloscope.compile.scheduler) and the estimator's per-op
-#: costs and LHS's statistics (sol_latency_estimator, latency_hiding_scheduler: read by
-#: hloscope.hlo.xla_log, kept as the artifact's scheduler log).
+#: sol_gpu_cost_model: read by hloscope.compile.scheduler); a few lines per compile.
 PLUGIN_LOG_ENVIRONMENT = {
+    "TF_CPP_MIN_LOG_LEVEL": "0",
+    "TF_CPP_VMODULE": "gpu_hlo_schedule=10,sol_gpu_cost_model=10",
+}
+#: In hloscope's own worker processes (every compile there is captured) also the
+#: estimator's per-op costs and LHS's statistics (sol_latency_estimator,
+#: latency_hiding_scheduler: read by hloscope.hlo.xla_log; about 1 MB for llama-tiny).
+WORKER_LOG_ENVIRONMENT = {
     "TF_CPP_MIN_LOG_LEVEL": "0",
     "TF_CPP_VMODULE": "gpu_hlo_schedule=10,sol_gpu_cost_model=10,sol_latency_estimator=10,latency_hiding_scheduler=1",
 }
@@ -80,11 +85,16 @@ def topology_for(target: Target, devices: int) -> Topology:
 
 @contextmanager
 def _plugin_logging() -> Iterator[None]:
-    """Turn on the plugin's decision log lines for the plugin's first use, then put the
-    environment back. The plugin reads these variables once, when its logging starts (at
-    its first topology); the jax CPU backend already started keeps its own settings."""
-    saved = {k: os.environ.get(k) for k in PLUGIN_LOG_ENVIRONMENT}
-    os.environ.update(PLUGIN_LOG_ENVIRONMENT)
+    """Turn on the plugin's log lines for the plugin's first use, then put the environment
+    back. The plugin reads these variables once, when its logging starts (at its first
+    topology); the jax CPU backend already started keeps its own settings."""
+    import multiprocessing
+
+    # The plugin keeps these settings for the process's life: in the user's own process its
+    # compiles outside hloscope would print them, so there only the few decision lines.
+    env = WORKER_LOG_ENVIRONMENT if multiprocessing.parent_process() is not None else PLUGIN_LOG_ENVIRONMENT
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     try:
         yield
     finally:

@@ -39,6 +39,7 @@ def test_mlp_artifacts_and_host_bytes(tmp_path, capsys: pytest.CaptureFixture[st
     # XLA's scheduler log of this compile: LHS built the SOL estimator with H100's table.
     log = (out / "xla-scheduler.log").read_text()
     assert "Using unified latency estimator" in log and "[SoL] Using config for device: NVIDIA H100 80GB HBM3" in log
+    assert "NodeCost: " in log  # the estimator's per-op costs: hloscope's worker process logs them in full
     assert manifest["scheduler"]["estimator"] == "sol" and manifest["scheduler"]["name"] == "lhs"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 

@@ -52,15 +52,15 @@ def main() -> int:
 
         def inputs() -> tuple[Any, ...]:
             index = ModuleIndex(module)
-            return (index, find_host_transfers(index), pair_async_ops(index), CostModel(module, target, index=index))
+            return (index, find_host_transfers(index), pair_async_ops(index), CostModel(index, target))
 
         index, transfers, pairs, _ = inputs()
         t_parse = best(lambda: parse_hlo(text), args.repeat)
         t_inputs = best(inputs, args.repeat)
         # A fresh cost model each time (on the shared index): its per-op caches are part of the simulation's cost.
-        t_sim = best(lambda: simulate_step(module, CostModel(module, target, index=index), pairs, transfers,
+        t_sim = best(lambda: simulate_step(module, CostModel(index, target), pairs, transfers,
                                            index.callgraph), args.repeat)
-        tl = simulate_step(module, CostModel(module, target, index=index), pairs, transfers, index.callgraph)
+        tl = simulate_step(module, CostModel(index, target), pairs, transfers, index.callgraph)
         rows.append({
             "layers": layers, "mb": round(len(text.encode()) / 1e6, 2), "lines": text.count("\n"),
             "instructions": module.instruction_count(), "parse_s": round(t_parse, 4),

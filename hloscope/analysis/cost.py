@@ -36,7 +36,7 @@ from hloscope.analysis.opclass import (
     is_start,
     value_shape,
 )
-from hloscope.hlo.model import Computation, Instruction, Module
+from hloscope.hlo.model import Computation, Instruction
 from hloscope.hlo.shape import HOST_MEMORY_SPACE, Shape
 from hloscope.targets import DEFAULT_LINK_MODE, Target
 
@@ -87,13 +87,13 @@ class CostModel:
     """Roofline estimates for one module on one target.
 
     link_mode: ``achieved`` (default) or ``peak`` host-link bandwidth (``LINK_MODES``).
-    index: the module's :class:`ModuleIndex` (trip counts); pass the pipeline's, else one is built.
+    index: the module's shared :class:`ModuleIndex` (trip counts, users); the model reads its module.
     """
 
-    def __init__(self, module: Module, target: Target, host_space: int = HOST_MEMORY_SPACE,
-                 link_mode: str = DEFAULT_LINK_MODE, index: ModuleIndex | None = None) -> None:
-        self.module = module
-        self.index = index if index is not None else ModuleIndex(module)
+    def __init__(self, index: ModuleIndex, target: Target, host_space: int = HOST_MEMORY_SPACE,
+                 link_mode: str = DEFAULT_LINK_MODE) -> None:
+        self.index = index
+        self.module = index.module
         self.target = target
         self.host = host_space
         self.link_mode = link_mode

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from hloscope.analysis.cost import CostModel, MovedBytes
+from hloscope.analysis.index import ModuleIndex
 from hloscope.hlo.parser import parse_hlo
 from hloscope.targets import get_target
 from tests.conftest import fixture_text
@@ -34,7 +35,7 @@ ENTRY %main () -> f32[] {{
 }}
 """
     m = parse_hlo(text)
-    return CostModel(m, get_target("h100-sxm")).moved_bytes(m.entry.by_name["f"])
+    return CostModel(ModuleIndex(m), get_target("h100-sxm")).moved_bytes(m.entry.by_name["f"])
 
 
 STACK = "  %s = bf16[126,64,1024]{2,1,0} parameter(0)\n  %i = s32[] parameter(1)"
@@ -144,7 +145,7 @@ ENTRY %main (s: bf16[126,64,1024], i: s32[]) -> bf16[1,64,1024] {
 }
 """
     m = parse_hlo(text)
-    assert CostModel(m, get_target("h100-sxm")).moved_bytes(m.entry.by_name["f"]) == MovedBytes(131_076, 131_072)
+    assert CostModel(ModuleIndex(m), get_target("h100-sxm")).moved_bytes(m.entry.by_name["f"]) == MovedBytes(131_076, 131_072)
 
 
 def test_host_side_of_a_transfer_is_the_slice() -> None:
@@ -153,7 +154,7 @@ def test_host_side_of_a_transfer_is_the_slice() -> None:
     # the slice, the device side writes it, and only the three s32 indices (12 B) come from HBM.
     m = parse_hlo(fixture_text("mlp_offload.hlo.txt"))
     ins = m.computations["region_3.4_spmd"].by_name["dynamic-slice-start.1"]
-    assert CostModel(m, get_target("h100-sxm")).moved_bytes(ins) == MovedBytes(12, 16_384, 16_384, 0)
+    assert CostModel(ModuleIndex(m), get_target("h100-sxm")).moved_bytes(ins) == MovedBytes(12, 16_384, 16_384, 0)
 
 
 def test_fixture_layer_slice_fusions_are_charged_their_slices() -> None:
@@ -164,7 +165,7 @@ def test_fixture_layer_slice_fusions_are_charged_their_slices() -> None:
     #   loop_dynamic_slice_fusion.2: bf16[1,64,1024] out of bf16[4,64,1024] -> 131,072 + 4 + 131,072
     #   loop_dynamic_slice_fusion:   bf16[64,1,1024] out of a bitcast of bf16[4,1024,64] -> 131,072 + 4 + 131,072
     m = parse_hlo(fixture_text("mlp_offload.hlo.txt"))
-    cost = CostModel(m, get_target("h100-sxm"))
+    cost = CostModel(ModuleIndex(m), get_target("h100-sxm"))
     body = m.computations["region_3.4_spmd"].by_name
     expected = {"loop_dynamic_slice_fusion.1": 16_388, "loop_dynamic_slice_fusion.2": 262_148,
                 "loop_dynamic_slice_fusion": 262_148}
@@ -175,11 +176,11 @@ def test_fixture_layer_slice_fusions_are_charged_their_slices() -> None:
     window_us = sum(cost.op_cost(body[n]).us for n in expected)
     assert window_us == pytest.approx(540_684 / 3.35e12 * 1e6)
     assert window_us < cost.transfer_us(16_384, "to_device") * 0.95
-    assert CostModel(m, get_target("h100-sxm"), link_mode="peak").transfer_us(16_384, "to_device") == \
+    assert CostModel(ModuleIndex(m), get_target("h100-sxm"), link_mode="peak").transfer_us(16_384, "to_device") == \
         pytest.approx(0.256)
 
 
 def test_unknown_link_mode_is_refused() -> None:
     m = parse_hlo(fixture_text("mlp_offload.hlo.txt"))
     with pytest.raises(ValueError, match="link mode"):
-        CostModel(m, get_target("h100-sxm"), link_mode="fast")
+        CostModel(ModuleIndex(m), get_target("h100-sxm"), link_mode="fast")

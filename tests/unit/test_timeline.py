@@ -28,7 +28,7 @@ PCIE_ACHIEVED = 55e9  # bytes/s, h100-sxm host link per direction
 
 def _simulate(m: Module, target: str = "h100-sxm", **kw: bool) -> tuple[Timeline, CostModel]:
     index = ModuleIndex(m)
-    cost = CostModel(m, get_target(target))
+    cost = CostModel(index, get_target(target))
     tl = simulate_step(m, cost, pair_async_ops(index), find_host_transfers(index), index.callgraph, **kw)
     tl.self_check()
     return tl, cost
@@ -198,7 +198,7 @@ def test_fixture_timelines_are_consistent(name: str) -> None:
 def test_peak_link_mode_shortens_transfers() -> None:
     m = parse_hlo(ONE_WINDOW)
     index = ModuleIndex(m)
-    cost = CostModel(m, get_target("h100-sxm"))
+    cost = CostModel(index, get_target("h100-sxm"))
     peak = simulate_step(m, cost, pair_async_ops(index), find_host_transfers(index), index.callgraph, "peak")
     assert peak.link_mode == "peak"
     assert peak.transfers[("main", "cs")].transfer_us == pytest.approx(4 * 2**20 / 64e9 * 1e6)

@@ -25,7 +25,7 @@ from tests.conftest import fixture_text
 def _trace(name: str, target: str = "h100-sxm") -> tuple[dict[str, Any], Timeline, Module]:
     m = parse_hlo(fixture_text(name), name)
     index = ModuleIndex(m)
-    tl = simulate_step(m, CostModel(m, get_target(target)), pair_async_ops(index), find_host_transfers(index),
+    tl = simulate_step(m, CostModel(index, get_target(target)), pair_async_ops(index), find_host_transfers(index),
                        index.callgraph)
     return json.loads(trace_json(tl, m)), tl, m
 

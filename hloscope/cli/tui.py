@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 from hloscope.cli.options import add_compile_options, request_from_args
+from hloscope.compile.request import CompileRequest
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, HloscopeError
 from hloscope.targets import DEFAULT_TARGET
 
@@ -22,7 +23,7 @@ class TuiCommand:
     terminal); or --workload NAME compiles a built-in workload first (same
     options as `hloscope compile`). --compare PATH opens two schedules side by
     side. Keys: ? for help, / search, q quit.
-    Exit codes: 0 ok, 2 bad input, 3 unknown name, 4-7 as for compile.
+    Exit codes: 0 ok, 2 bad input, 3 unknown name, 4-7 as for compile, 70 a bug in the TUI (one line).
     """
 
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
@@ -43,6 +44,7 @@ class TuiCommand:
         workload = None
         if args.workload:
             workload = request_from_args(args, workload=args.workload)
+            prepare_compile(workload)
         spool = None
         try:
             path = args.path
@@ -108,3 +110,20 @@ def use_terminal_for_keys() -> None:
                             "(run it in a terminal, or give the module as a PATH)", EXIT_BAD_INPUT) from None
     os.dup2(fd, 0)
     os.close(fd)
+
+
+def prepare_compile(request: CompileRequest) -> None:
+    """Before the terminal is taken over: an unknown workload or a bad --set is one line (exit 3 / 2), and
+    the process that tracks the isolated compile's resources is started now.
+
+    The compile runs in a spawned process (``hloscope.compile.jobs``); Python starts its resource
+    tracker on first use and passes it ``sys.stderr.fileno()``, which under Textual is -1
+    ("bad value(s) in fds_to_keep"): started here, it has the real stderr.
+    """
+    from multiprocessing import resource_tracker
+
+    from hloscope.compile.workloads import resolve
+
+    assert request.workload is not None
+    resolve(request.workload, dict(request.sets))
+    resource_tracker.ensure_running()

@@ -217,3 +217,48 @@ async def test_the_offloads_asked_tab_says_when_the_step_s_intent_is_not_known()
         assert app.screen.query_one("#tabs").active == "intent"  # type: ignore[attr-defined]
         assert app.screen.query_one("#intent-scroll").has_focus
         assert "offloads asked for: not known" in str(app.screen.query_one("#intent-view", Static).render())
+
+
+@pytest.mark.parametrize("argv, code, words", [
+    (["--workload", "nosuch"], 3, "unknown workload 'nosuch'"),
+    (["--workload", "mlp", "--set", "nosuch=1"], 2, "has no setting 'nosuch'"),
+], ids=["unknown workload", "unknown setting"])
+def test_a_bad_workload_is_one_line_before_the_terminal_is_taken_over(capsys: pytest.CaptureFixture[str],
+                                                                      argv: list[str], code: int, words: str) -> None:
+    assert main(["tui", *argv]) == code
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1
+
+
+_COMPILE_IN_THE_APP = """
+import sys
+from textual.app import App
+from hloscope.cli.main import main
+from hloscope.tui.app import HloscopeApp
+
+ready = HloscopeApp.on_report_ready
+def on_report_ready(self, message):
+    ready(self, message)
+    print(f"loaded {len(message.loaded.report.verdicts)} transfers", file=sys.__stdout__, flush=True)
+    self.set_timer(1.0, self.exit)  # once the main screen is up
+HloscopeApp.on_report_ready = on_report_ready
+failed = HloscopeApp.on_load_failed
+def on_load_failed(self, message):  # the error screen would wait for q
+    failed(self, message)
+    self.exit()
+HloscopeApp.on_load_failed = on_load_failed
+HloscopeApp.run = lambda self, *a, **k: App.run(self, headless=True, size=(120, 40))
+sys.exit(main(["tui", "--workload", "mlp", "--devices", "8"]))
+"""
+
+
+@pytest.mark.xla  # a deviceless compile of the mlp workload, inside the app's worker
+def test_tui_workload_compiles_inside_the_app() -> None:
+    # In a fresh interpreter: the compile's spawned process needs Python's resource tracker, which,
+    # started first under Textual, was handed Textual's stderr (fileno -1): "bad value(s) in fds_to_keep"
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", _COMPILE_IN_THE_APP], capture_output=True, text=True,
+                          cwd=FIXTURES.parent, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "loaded 3 transfers" in done.stdout

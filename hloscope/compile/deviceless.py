@@ -261,26 +261,28 @@ def compile_step(
     try:
         with environment.capture_native_stderr() as log:
             result = _compile(fn, args, tgt, concrete, options, compile_options, donate_argnums, dump, t0, roles,
-                              say, cache, shardings)
-        if result.scheduler.get("pending"):
-            result.scheduler = read_run(result.optimized_hlo, log.text, chosen).to_dict()
-            _keep_scheduler_log(result, log.text)
-        elif not result.scheduler.get("name"):  # a cache hit whose entry kept no scheduler record
-            result.scheduler = read_run(result.optimized_hlo, None, chosen, cached=True).to_dict()
+                              say, cache, shardings, lambda hlo: _read_scheduler(hlo, log.peek(), chosen))
+        if not result.scheduler.get("name"):  # a cache hit: its entry kept the original compile's log
+            from hloscope.hlo.xla_dumps import SCHEDULER_LOG_FILE
+
+            kept = result.extra_files.get(SCHEDULER_LOG_FILE) or ""
+            logged = "Fingerprint before LHS" in kept
+            result.scheduler = read_run(result.optimized_hlo, kept if logged else None, chosen,
+                                        cached=not logged).to_dict()
         result.topology = result.topology or _topology_name(tgt, result.devices)
         return result
     finally:
         shutil.rmtree(dump, ignore_errors=True)
 
 
-def _keep_scheduler_log(result: CompileResult, text: str | None) -> None:
-    """XLA's scheduler and estimator lines of this compile, as the artifact's scheduler log."""
+def _read_scheduler(optimized: str, text: str | None, chosen: Scheduler) -> tuple[dict[str, Any], dict[str, str]]:
+    """Which scheduler ran (read from the HLO and XLA's log so far) and the log's scheduler and
+    estimator lines as the artifact's scheduler log (extra file name -> text)."""
     from hloscope.hlo.xla_dumps import SCHEDULER_LOG_FILE
     from hloscope.hlo.xla_log import scheduler_log_lines
 
     lines = scheduler_log_lines(text or "")
-    if lines:
-        result.extra_files[SCHEDULER_LOG_FILE] = lines
+    return read_run(optimized, text, chosen).to_dict(), ({SCHEDULER_LOG_FILE: lines} if lines else {})
 
 
 def _devices_for(mesh: Any, tgt: Target) -> Any:
@@ -373,7 +375,8 @@ def _memory_kind_error(e: BaseException) -> HloscopeError | None:
 def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, mesh: Any, options: dict[str, Any],
              compile_options: dict[str, Any], donate_argnums: Sequence[int], dump: str, t0: float,
              roles: dict[str, str] | None, say: Callable[[str], None], cache: bool = False,
-             shardings: dict[str, Any] | None = None) -> CompileResult:
+             shardings: dict[str, Any] | None = None,
+             scheduler_of: Callable[[str], tuple[dict[str, Any], dict[str, str]]] | None = None) -> CompileResult:
     import jax
 
     try:
@@ -435,13 +438,16 @@ def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, mesh: A
     # Raw figures only (XLA's, and the HBM compiled for): the derived ones (device allocation, host
     # total, report totals) are computed by hloscope.analysis.memory.compile_figures.
     memory["device_memory_size"] = tgt.device_memory_size
+    # Read before the cache stores the result, so that a later hit carries this compile's log too.
+    scheduler, log_files = scheduler_of(optimized) if scheduler_of else ({}, {})
+    extra.update(log_files)
     stored: CompileResult = found.store(CompileResult(
         optimized_hlo=optimized, unoptimized_hlo=unoptimized, memory=memory, options=options,
         versions=environment.versions(), target=tgt.name, devices=int(mesh.devices.size),
         mesh_shape={str(k): int(v) for k, v in mesh.shape.items()}, compile_seconds=seconds,
         device_memory_size=tgt.device_memory_size, extra_files=extra,
         tensor_names=_tensor_names(traced, roles), compiled=compiled, intent=_intent(traced),
-        scheduler={"pending": True}, topology=_topology_name(tgt, int(mesh.devices.size)),
+        scheduler=scheduler, topology=_topology_name(tgt, int(mesh.devices.size)),
     ))
     return stored
 

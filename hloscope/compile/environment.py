@@ -29,6 +29,14 @@ class NativeCapture:
 
     def __init__(self) -> None:
         self.text: str | None = None  # None: stderr could not be captured (replaced by pytest, a notebook)
+        self._fd: int | None = None
+
+    def peek(self) -> str | None:
+        """What was captured so far (inside the ``with``), or ``.text`` after it."""
+        if self._fd is None:
+            return self.text
+        size = os.fstat(self._fd).st_size
+        return os.pread(self._fd, size, 0).decode(errors="replace")
 
 
 @contextlib.contextmanager
@@ -47,10 +55,12 @@ def capture_native_stderr() -> Iterator[NativeCapture]:
     saved = os.dup(fd)
     with tempfile.TemporaryFile(mode="w+b") as tmp:
         os.dup2(tmp.fileno(), fd)
+        out._fd = tmp.fileno()
         try:
             yield out
         finally:
             sys.stderr.flush()
+            out._fd = None
             os.dup2(saved, fd)
             os.close(saved)
             tmp.seek(0)

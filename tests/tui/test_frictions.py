@@ -262,3 +262,25 @@ def test_tui_workload_compiles_inside_the_app() -> None:
                           cwd=FIXTURES.parent, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "loaded 3 transfers" in done.stdout
+
+
+@pilot_test
+async def test_a_second_schedule_that_fails_to_load_is_a_toast_and_the_first_stays_open(tmp_path: Path) -> None:
+    # LoadFailed says second=True for the compare's B side (it was an exit code of -1)
+    text = (FIXTURES / "mlp_offload.hlo.txt").read_text()
+    cut = tmp_path / "cut [b]B[@click=app.quit].hlo.txt"
+    cut.write_text(text[: len(text) // 2])
+    app = RecordingApp(Source(LLAMA))
+    async with app.run_test(size=(150, 45)) as pilot:
+        await wait_loaded(pilot)
+        await pilot.press("c")
+        app.screen.query_one("#prompt-input", Input).value = str(cut)
+        await pilot.press("enter")
+        for _ in range(200):
+            if any(message.startswith("B: ") for message, _ in app.toasts):
+                break
+            await pilot.pause(0.05)
+        errors = [(message, markup) for message, markup in app.toasts if message.startswith("B: ")]
+        assert errors and errors[0][0].startswith(f"B: {cut}:") and errors[0][1] is False
+        assert app.screen is app.main and app.failure is None and app.other is None
+        assert str(app.screen.query_one("#status", Static).render()) == errors[0][0]

@@ -424,6 +424,7 @@ def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, mesh: A
         raise HloscopeError(f"the step was compiled for {platform}, not for {tgt.name}'s GPUs; give its "
                             "arguments NamedShardings over hloscope.compile.deviceless.make_mesh(target, devices) "
                             "or pass that mesh as mesh=.", EXIT_BAD_INPUT)
+    _refuse_unseen_parameters(optimized)
     before = sorted(glob.glob(os.path.join(dump, "*before_optimizations.txt")))
     unoptimized = Path(before[-1]).read_text() if before else ""
     stats = compiled.memory_analysis()
@@ -450,6 +451,21 @@ def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, mesh: A
         scheduler=scheduler, topology=_topology_name(tgt, int(mesh.devices.size)),
     ))
     return stored
+
+
+def _refuse_unseen_parameters(optimized: str) -> None:
+    """An argument in ``unpinned_host`` memory is memory space 6 in the entry layout, and XLA
+    reads it with no instruction of the schedule (measured: no copy, no S(6) buffer; the
+    runtime moves it), so no transfer could be judged: refuse it in one line rather than
+    report 0 transfers. (An unpinned_host *result* is written by a visible copy.)"""
+    m = re.search(r"entry_computation_layout=\{\((.*?)\)->", optimized.split("\n", 1)[0])
+    if not m:
+        return
+    unseen = re.findall(r"(\w+\[[\d,]*\])\{[^}]*:S\(6\)\}", m.group(1))
+    if unseen:
+        raise HloscopeError(f"{len(unseen)} argument(s) in memory_kind='unpinned_host' ({', '.join(unseen[:3])} per "
+                            "device): XLA reads them with no instruction of the schedule (the runtime copies them), "
+                            "so hloscope cannot judge that transfer; use memory_kind='pinned_host'", EXIT_BAD_INPUT)
 
 
 def _topology_name(tgt: Target, devices: int) -> str:

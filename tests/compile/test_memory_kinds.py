@@ -249,3 +249,28 @@ def test_cli_user_step_with_an_unknown_memory_kind_is_one_line_exit_2(
     d = json.loads(capsys.readouterr().out)
     assert d["compile"]["memory"]["host_output_size_in_bytes"] == SHARD
     assert _copies((tmp_path / "b" / "optimized.hlo.txt").read_text())["to_host"] == ["f32[128,1024]{1,0:S(5)}"]
+
+
+def test_unpinned_host_result_compiles_and_argument_is_refused() -> None:
+    """unpinned_host is memory space 6 in the entry layout. A result there is written by a
+    visible D->H copy; an argument there is read with no instruction of the schedule, which
+    would report 0 transfers: refused in one line."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    from hloscope.compile.deviceless import compile_step
+
+    mesh = _mesh()
+    dev, _ = _shardings(mesh)
+    unpinned = NamedSharding(mesh, PartitionSpec("fsdp"), memory_kind="unpinned_host")
+    x = jax.ShapeDtypeStruct((1024, 1024), jnp.float32, sharding=dev)
+    out = compile_step(lambda a: jnp.tanh(a @ a), x, mesh=mesh, target="h100-sxm", out_shardings=unpinned)
+    assert "->f32[128,1024]{1,0:S(6)}}" in out.optimized_hlo.split("\n", 1)[0]
+    assert _copies(out.optimized_hlo) == {"to_host": ["f32[128,1024]{1,0:S(5)}"], "to_device": []}
+    assert out.memory["host_output_size_in_bytes"] == SHARD
+    with pytest.raises(HloscopeError) as err:
+        compile_step(lambda a: jnp.tanh(jax.device_put(a, dev) @ a.T),
+                     jax.ShapeDtypeStruct((1024, 1024), jnp.float32, sharding=unpinned), mesh=mesh)
+    assert err.value.exit_code == 2 and "\n" not in str(err.value)
+    assert "1 argument(s) in memory_kind='unpinned_host' (f32[128,1024] per device)" in str(err.value)

@@ -63,3 +63,21 @@ def test_compare_screen(snap_compare: Any) -> None:
         await pilot.pause()
 
     assert snap_compare(_app(compare=True), terminal_size=SIZE, run_before=compared)
+
+
+def test_search_results_show_markup_in_op_names_literally(snap_compare: Any, tmp_path: Any) -> None:
+    # the issue's op_name (Rich markup with a link and an action) and an older JAX op_name with brackets,
+    # on a 160-column screen: the search list shows both as written (#21 item 0)
+    from tests.tui.test_hostile import OLD_BRACKETS, PWN, hostile_module
+
+    path = tmp_path / "hostile.hlo.txt"
+    path.write_text(hostile_module(PWN, "/tmp/[b]x[/b]c.py", "[red]fn[/]").replace(
+        'op_name="jit(step)/transpose(jvp())/while/body/closed_call/checkpoint/rematted_computation/dot_general"',
+        f'op_name="{OLD_BRACKETS} [i]x[/i]"'))
+
+    async def search(pilot: Pilot[int]) -> None:
+        await wait_loaded(pilot)
+        await pilot.press("slash", *"dot.3")
+        await pilot.pause()
+
+    assert snap_compare(HloscopeApp(Source(str(path))), terminal_size=(160, 45), run_before=search)

@@ -109,7 +109,7 @@ def read_step(path: str, target: str | Target | None = None, names: Sequence[Map
     """Read ``path`` (file, dump folder, artifact folder, ``-``) with all it carries, the manifest once."""
     from hloscope.analysis.inputs import ScheduleRun, StepInputs, int_figures
     from hloscope.analysis.intent import intent_from_dict
-    from hloscope.hlo.loader import load_module_with_notes
+    from hloscope.hlo.loader import ARTIFACT_NOTE, load_module_with_notes
     from hloscope.hlo.xla_dumps import XlaDumpTexts
 
     module, notes = load_module_with_notes(path)
@@ -118,7 +118,7 @@ def read_step(path: str, target: str | Target | None = None, names: Sequence[Map
     tgt, origin = resolve_target(path, target, manifest)
     if manifest is None:
         return LoadedStep(StepInputs(module, name, None, tuple(names), notes=notes), tgt, origin)
-    notes = (*notes, f"artifact folder: target {tgt.name} "
+    notes = (*notes, f"{ARTIFACT_NOTE} target {tgt.name} "
                      f"({'--target' if origin == 'given' else 'from manifest.json'}), "
                      f"{manifest.get('devices', '?')} devices, XLA options {manifest.get('xla_options', {})}")
     names = names or manifest.get("tensor_names") or ()

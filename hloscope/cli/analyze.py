@@ -16,6 +16,7 @@ from typing import TextIO
 from hloscope.analysis.kinds import VerdictKind
 from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import Report
+from hloscope.hlo.loader import ARTIFACT_NOTE
 from hloscope.check import fail_on_verdicts, nothing_to_judge, parse_verdicts
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_NOTHING_TO_CHECK, HloscopeError
 from hloscope.hlo.shape import HOST_MEMORY_SPACE
@@ -95,8 +96,11 @@ def emit_report(report: Report, req: ReportRequest, trailer: str = "") -> int:
         req.renderer.render(report, out, RenderOptions())
         if trailer and req.renderer.name == "table":
             out.write(trailer)
+    # How the input was read; not an artifact folder's provenance, which every run would repeat
+    # (the table prints it under its header, the JSON has it in "notes").
     for note in report.notes:
-        print(f"hloscope: note: {note}", file=sys.stderr)
+        if not note.startswith(ARTIFACT_NOTE):
+            print(f"hloscope: note: {note}", file=sys.stderr)
     if req.fail_on:
         empty = nothing_to_judge(report)
         if empty and not req.allow_empty:

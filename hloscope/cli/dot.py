@@ -81,7 +81,9 @@ class DotCommand:
             sys.stdout.flush()
         # The diagram's own notes (what was cut, which transfers a name covers) and how the input was
         # read; not the artifact folder's provenance, which every run would repeat (the table says it).
-        for note in [*(n for n in report.notes if not n.startswith("artifact folder:")), *result.notes]:
+        from hloscope.hlo.loader import ARTIFACT_NOTE
+
+        for note in [*(n for n in report.notes if not n.startswith(ARTIFACT_NOTE)), *result.notes]:
             print(f"hloscope: note: {note}", file=sys.stderr)
         if result.renderer is not None:
             where = f" to {output}" if output else ""

@@ -48,6 +48,9 @@ def _pick(directory: Path) -> tuple[Path, str]:
 
 
 STDIN_PROMPT = "hloscope: reading HLO from standard input (Ctrl+D to end)"
+#: How the note on an artifact folder's provenance starts (``hloscope.artifact`` writes it:
+#: target, devices, XLA options). Views print it once, not on every run's stderr.
+ARTIFACT_NOTE = "artifact folder:"
 
 
 def sniff_bytes(data: bytes, name: str) -> None:

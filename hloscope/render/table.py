@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from hloscope.analysis.intent import account_of
+from hloscope.hlo.loader import ARTIFACT_NOTE
 from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.report import Report
 from hloscope.analysis.verdict import Verdict
@@ -95,6 +96,7 @@ class TableRenderer:
             f"({'scheduled' if report.module.is_scheduled else 'NOT scheduled'}), "
             f"target {t.name} ({t.description}, host link {t.host_link}: {link_figures(report)})",
             *[line for line in (scheduler_line(report.scheduler),) if line],
+            *(n for n in report.notes if n.startswith(ARTIFACT_NOTE)),
             "",
             *intent_lines(account_of(report)),
         ]

@@ -49,6 +49,13 @@ def test_artifact_folder_target_comes_from_the_manifest(tmp_path: Path, capsys: 
     assert main(["analyze", str(folder), "--json"]) == 0
     out = capsys.readouterr()
     assert json.loads(out.out)["target"] == "gb200"
-    assert "from manifest.json" in out.err
+    # where the target came from is said once, in the report (JSON notes; the table under its
+    # header), not repeated on stderr by every run (#21)
+    assert any("target gb200 (from manifest.json)" in n for n in json.loads(out.out)["notes"])
+    assert "manifest" not in out.err
+    assert main(["analyze", str(folder)]) == 0
+    out = capsys.readouterr()
+    assert out.out.splitlines()[1].startswith("artifact folder: target gb200 (from manifest.json), 8 devices")
+    assert "manifest" not in out.err
     assert main(["analyze", str(folder), "--json", "--target", "h100-sxm"]) == 0
     assert json.loads(capsys.readouterr().out)["target"] == "h100-sxm"

@@ -16,9 +16,9 @@ from typing import TextIO
 from hloscope.analysis.kinds import VerdictKind
 from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import Report
-from hloscope.hlo.loader import ARTIFACT_NOTE
 from hloscope.check import fail_on_verdicts, nothing_to_judge, parse_verdicts
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_NOTHING_TO_CHECK, HloscopeError
+from hloscope.hlo.loader import ARTIFACT_NOTE
 from hloscope.hlo.shape import HOST_MEMORY_SPACE
 from hloscope.render import RENDERERS, Renderer, RenderOptions, get_renderer
 from hloscope.targets import DEFAULT_LINK_MODE, DEFAULT_TARGET, LINK_MODES, get_target

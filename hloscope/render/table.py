@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import TextIO
 
 from hloscope.analysis.intent import account_of
-from hloscope.hlo.loader import ARTIFACT_NOTE
 from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.report import Report
 from hloscope.analysis.verdict import Verdict
+from hloscope.hlo.loader import ARTIFACT_NOTE
 from hloscope.render.intent_text import intent_lines
 from hloscope.render.memory_text import memory_lines
 from hloscope.render.options import RenderOptions

@@ -18,7 +18,8 @@ written after MaxText's ``deepseek`` decoder block (``layers/attention_mla.py``,
     computes sum_g m_g * D * F = S*K * D * F per sequence whatever the sizes, so this has the
     FLOPs and bytes of MaxText's dropless grouped matmul (without per-group tile padding);
     rows go to experts by sorted position, which is the true routing when the load is balanced.
-  - ``ragged``: ``jax.lax.ragged_dot`` with the real group sizes (MaxText's GPU path).
+  - ``ragged``: ``jax.lax.ragged_dot`` with the real group sizes, per device under
+    ``shard_map`` (MaxText's GPU path).
     XLA (jaxlib 0.10.2) expands it (RaggedDotRewriter) into a masked copy of the input per
     group and one dense matmul over all groups: ``experts`` x the FLOPs and an
     [M, experts, D] temporary; use it for small cells.
@@ -239,16 +240,29 @@ def build(cfg: DeepSeekConfig, mesh: Any) -> tuple[Any, tuple[Any, ...]]:
         return y.reshape(B, M, D)
 
     def ragged(h: Any, top_i: Any, w0: Any, w1: Any, wo: Any) -> Any:
-        """``moe_impl=ragged``: the B*S*K copies sorted by expert over the whole batch (one
-        ragged_dot takes 2-D rows), grouped by the real group sizes -> [B, S, K, D]."""
-        flat_e = top_i.reshape(B * M)
-        order = jnp.argsort(flat_e)
-        xs = jnp.take(h.reshape(B * S, D), order // K, axis=0)  # [B*M, D]
-        sizes = jnp.sum(jax.nn.one_hot(flat_e, E, dtype=jnp.int32), axis=0)  # [E]
-        g0 = checkpoint_name(jax.lax.ragged_dot(xs, w0, sizes), "moe_mlpwi_0")
-        g1 = checkpoint_name(jax.lax.ragged_dot(xs, w1, sizes), "moe_mlpwi_1")
-        y = checkpoint_name(jax.lax.ragged_dot(jax.nn.silu(g0) * g1, wo, sizes), "moe_mlpwo")
-        return act(jnp.take(y, jnp.argsort(order), axis=0).reshape(B, S, K, D))
+        """``moe_impl=ragged``: per device (``shard_map``, as MaxText's sparse matmul runs), the
+        device's b*S*K copies sorted by expert and grouped by the real group sizes in
+        ``jax.lax.ragged_dot`` -> [B, S, K, D]."""
+
+        def local(h: Any, top_i: Any, a: Any, b: Any, c: Any) -> Any:
+            a, b = (jax.lax.all_gather(t, fsdp, axis=1, tiled=True) for t in (a, b))
+            c = jax.lax.all_gather(c, fsdp, axis=2, tiled=True)
+            bl = h.shape[0]
+            flat_e = top_i.reshape(bl * M)
+            order = jnp.argsort(flat_e)
+            xs = jnp.take(h.reshape(bl * S, D), order // K, axis=0)  # [b*M, D]
+            sizes = jnp.sum(jax.nn.one_hot(flat_e, E, dtype=jnp.int32), axis=0)  # [E]
+            g0 = checkpoint_name(jax.lax.ragged_dot(xs, a, sizes), "moe_mlpwi_0")
+            g1 = checkpoint_name(jax.lax.ragged_dot(xs, b, sizes), "moe_mlpwi_1")
+            y = checkpoint_name(jax.lax.ragged_dot(jax.nn.silu(g0) * g1, c, sizes), "moe_mlpwo")
+            return jnp.take(y, jnp.argsort(order), axis=0).reshape(bl, S, K, D)
+
+        batch = PartitionSpec(batch_axes)
+        return jax.shard_map(
+            local, mesh=mesh, check_vma=False,
+            in_specs=(batch, batch, PartitionSpec(None, fsdp, None), PartitionSpec(None, fsdp, None),
+                      PartitionSpec(None, None, fsdp)),
+            out_specs=batch)(h, top_i, w0, w1, wo)
 
     def experts_ep(xs: Any, w0: Any, w1: Any, wo: Any) -> Any:
         """Expert parallelism: each device's sorted copies go to the expert shards by all_to_all."""

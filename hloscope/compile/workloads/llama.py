@@ -8,8 +8,8 @@ memory, as in the published MaxText Llama 3.1 405B runs.
 ``flash`` (the Pallas GPU flash-attention kernel, a Triton custom call).
 ``quantization``: ``""`` (bf16 matmuls), ``fp8`` (every layer matmul with float8_e4m3fn
 operands and per-tensor current scaling, gradients in float8_e5m2, as MaxText's
-``quantization: fp8`` recipes run), or ``nvfp4`` (fp8 as before, and the MLP matmuls as
-``jax.nn.scaled_dot_general`` with the NVFP4 block-scale config: the study's NVFP4 weights).
+``quantization: fp8`` recipes run), or ``nvfp4`` (fp8 as before, and the MLP weights in
+NVFP4: float4_e2m1fn in blocks of 16 with float8_e4m3fn scales, dequantized for the matmul).
 ``recipe_flags``: compile with the XLA flags of the B200 Llama 3.1 405B recipe
 (:data:`RECIPE_FLAGS`).
 """
@@ -73,8 +73,14 @@ class LlamaConfig:
         return ""
 
     def xla_flags(self) -> dict[str, Any]:
-        """XLA options this config compiles with (``--xla-flag`` overrides them)."""
-        return dict(RECIPE_FLAGS) if self.recipe_flags else {}
+        """XLA options this config compiles with (``--xla-flag`` overrides them). Quantized
+        matmuls need ``xla_allow_excess_precision=false``: deviceless, XLA does not rewrite an
+        FP8 dot into a cuBLASLt FP8 GEMM, and with excess precision allowed it folds the
+        bf16 -> f8 -> bf16 round trip away, leaving a bf16 GEMM (measured, jaxlib 0.10.2)."""
+        flags: dict[str, Any] = dict(RECIPE_FLAGS) if self.recipe_flags else {}
+        if self.quantization:
+            flags["xla_allow_excess_precision"] = False
+        return flags
 
     def model_flops_per_device(self) -> float:
         """Model FLOPs of one training step on one device, counted as MaxText's
@@ -108,38 +114,42 @@ PRESETS["llama3-405b-nvfp4"] = dataclasses.replace(PRESETS["llama3-405b-fp8"], q
                                                    recipe_flags=False)
 
 
+def _quantize(a: Any, dtype: Any) -> tuple[Any, Any]:
+    """``a`` scaled by its current absolute maximum into ``dtype``'s range: (quantized, f32 scale)."""
+    import jax.numpy as jnp
+
+    limit = float(jnp.finfo(dtype).max)
+    scale = jnp.maximum(jnp.max(jnp.abs(a)).astype(jnp.float32), 1e-12) / limit
+    return (a.astype(jnp.float32) / scale).astype(dtype), scale
+
+
 def _fp8_matmul() -> Any:
-    """x [..., K] @ w [K, N] with float8_e4m3fn operands scaled per tensor by their current
-    absolute maximum; the backward pass quantizes the incoming gradient to float8_e5m2.
-    Dequantize-then-dot is the pattern XLA's GEMM rewriter turns into a scaled FP8 GEMM."""
+    """x [..., K] @ w [K, N] as a dot of float8_e4m3fn operands (per-tensor current scaling,
+    the scales applied to the bf16 product); the backward pass quantizes the incoming gradient
+    to float8_e5m2 and computes both gradients as FP8 dots too."""
     import jax
     import jax.numpy as jnp
 
     e4m3, e5m2, bf16 = jnp.float8_e4m3fn, jnp.float8_e5m2, jnp.bfloat16
 
-    def quantize(a: Any, dtype: Any) -> tuple[Any, Any]:
-        limit = float(jnp.finfo(dtype).max)
-        scale = jnp.maximum(jnp.max(jnp.abs(a)).astype(jnp.float32), 1e-12) / limit
-        return (a.astype(jnp.float32) / scale).astype(dtype), scale
-
-    def dequantize(q: Any, scale: Any) -> Any:
-        return q.astype(bf16) * scale.astype(bf16)
+    def dot(a: Any, b: Any, dims: Any) -> Any:
+        return jax.lax.dot_general(a, b, (dims, ((), ())), preferred_element_type=bf16)
 
     @jax.custom_vjp
     def matmul(x: Any, w: Any) -> Any:
         return fwd(x, w)[0]
 
     def fwd(x: Any, w: Any) -> tuple[Any, Any]:
-        (xq, sx), (wq, sw) = quantize(x, e4m3), quantize(w, e4m3)
-        return dequantize(xq, sx) @ dequantize(wq, sw), (xq, sx, wq, sw)
+        (xq, sx), (wq, sw) = _quantize(x, e4m3), _quantize(w, e4m3)
+        y = dot(xq, wq, ((x.ndim - 1,), (0,))) * (sx * sw).astype(bf16)
+        return y, (xq, sx, wq, sw)
 
     def bwd(res: Any, g: Any) -> tuple[Any, Any]:
         xq, sx, wq, sw = res
-        gq, sg = quantize(g, e5m2)
-        gd = dequantize(gq, sg)
-        dx = gd @ dequantize(wq, sw).T
-        xd = dequantize(xq, sx)
-        dw = xd.reshape(-1, xd.shape[-1]).T @ gd.reshape(-1, gd.shape[-1])
+        gq, sg = _quantize(g, e5m2)
+        dx = dot(gq, wq, ((g.ndim - 1,), (1,))) * (sg * sw).astype(bf16)
+        lead = tuple(range(g.ndim - 1))
+        dw = dot(xq, gq, (lead, lead)) * (sx * sg).astype(bf16)
         return dx, dw
 
     matmul.defvjp(fwd, bwd)
@@ -147,19 +157,26 @@ def _fp8_matmul() -> Any:
 
 
 def _nvfp4_matmul() -> Any:
-    """x [..., K] @ w [K, N] by ``jax.nn.scaled_dot_general`` with the NVFP4 config (float4_e2m1fn
-    data, float8_e4m3fn scales per 16 values, a global scale), forward and backward."""
+    """x [..., K] @ w [K, N] with NVFP4 weights: float4_e2m1fn values in blocks of 16 along K,
+    each block with a float8_e4m3fn scale, dequantized to bf16 for the matmul (what XLA makes
+    of ``jax.nn.scaled_dot_general``'s ``__op$block_scaled_dot`` when it cannot call a
+    block-scaled GEMM; that function itself needs devices present, which a deviceless compile
+    has not). Named ``nvfp4`` in op_name so a cost model can charge the FP4 rate."""
     import jax
     import jax.numpy as jnp
 
-    configs = [jax.nn.get_scaled_dot_general_config("nvfp4", jnp.array([1.0], jnp.float32))] * 3
+    f4, e4m3, bf16 = jnp.float4_e2m1fn, jnp.float8_e4m3fn, jnp.bfloat16
 
     def matmul(x: Any, w: Any) -> Any:
-        dims = (((x.ndim - 1,), (0,)), ((), ()))
-        return jax.nn.scaled_dot_general(x, w, dims, preferred_element_type=jnp.bfloat16, configs=configs)
+        with jax.named_scope("nvfp4"):
+            k, n = w.shape
+            blocks = w.astype(jnp.float32).reshape(k // 16, 16, n)
+            scale = (jnp.max(jnp.abs(blocks), axis=1, keepdims=True) / 6.0).astype(e4m3)
+            values = (blocks / jnp.maximum(scale.astype(jnp.float32), 1e-12)).astype(f4)
+            dequant = (values.astype(bf16) * scale.astype(bf16)).reshape(k, n)
+            return x @ dequant
 
     return matmul
-
 
 
 def build(cfg: LlamaConfig, mesh: Any) -> tuple[Any, tuple[Any, ...]]:

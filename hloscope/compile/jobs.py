@@ -68,7 +68,8 @@ def compile_job(request: CompileRequest, phase: Callable[[str], None] | None = N
     if request.policy:
         sets["policy"] = request.policy
     wl, cfg = workloads.resolve(str(request.workload), sets)
-    mesh = make_mesh(tgt, request.devices)
+    mesh = make_mesh(tgt, request.devices, workloads.mesh_axes(cfg, request.devices))
+    flags = {**workloads.xla_flags(cfg), **flags}
     fn, args = wl.build(cfg, mesh)
     result = compile_step(fn, *args, mesh=mesh, target=tgt, flags=flags, scheduler=request.scheduler,
                           pipelined_offload=request.pipelined, donate_argnums=(0, 1, 2), roles=wl.roles, phase=phase,

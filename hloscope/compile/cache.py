@@ -93,10 +93,10 @@ def max_bytes() -> int:
 
 def _code_hash() -> str:
     """The code that shapes a stored result: the deviceless compile, the result type, the
-    scheduler options, the topology, and this module."""
+    scheduler options and the topology (how an entry is stored and read is :data:`LAYOUT`)."""
     h = hashlib.sha256()
     here = Path(__file__).resolve().parent
-    for name in ("deviceless.py", "result.py", "scheduler.py", "topology.py", "cache.py"):
+    for name in ("deviceless.py", "result.py", "scheduler.py", "topology.py"):
         try:
             h.update((here / name).read_bytes())
         except OSError:
@@ -333,9 +333,11 @@ def manifest_entry(result: Any) -> dict[str, Any]:
 
 # -- The request memo: a sweep's rerun without starting JAX -------------------------------
 #
-# A built-in workload's lowered module is a function of the request, hloscope's own code
-# (the workload builders, where its files are), the versions of Python, jax, jaxlib and
-# their numeric packages, and the JAX_*/XLA_* environment. After a cell was compiled (or
+# A built-in workload's lowered module is a function of the request, the target it names
+# (a user's target file can change under the same name), hloscope's compile code (the
+# workload builders and the call path whose source lines the module records, and where
+# those files are), the versions of Python, jax, jaxlib and their numeric packages, and
+# the JAX_*/XLA_* environment. After a cell was compiled (or
 # found) through the key above, the sweep records request -> that key, with the manifest
 # extras and tensor names the child read from the jaxpr. A later identical request finds
 # the entry without tracing; any change to one of those inputs is another memo key, and a
@@ -347,13 +349,15 @@ _MEMO_PACKAGES = ("jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda12-pjrt", "nvid
 _source_hash: str | None = None
 
 
-def _hloscope_source_hash() -> str:
+def _compile_source_hash() -> str:
+    """hloscope/compile/**.py and hloscope/targets.py, with where they are installed (the
+    analysis and the renderers do not shape a lowered module, so editing them keeps the memo)."""
     global _source_hash
     if _source_hash is None:
-        root = Path(__file__).resolve().parent.parent
-        h = hashlib.sha256(str(root).encode())
-        for f in sorted(root.rglob("*.py")):
-            h.update(str(f.relative_to(root)).encode())
+        package = Path(__file__).resolve().parent.parent
+        h = hashlib.sha256(str(package).encode())
+        for f in [*sorted((package / "compile").rglob("*.py")), package / "targets.py"]:
+            h.update(str(f.relative_to(package)).encode())
             h.update(f.read_bytes())
         _source_hash = h.hexdigest()
     return _source_hash
@@ -365,7 +369,13 @@ def request_memo_key(request: Any) -> str | None:
     import sys
     from importlib.metadata import PackageNotFoundError, version
 
+    from hloscope.targets import get_target
+
     if request.workload is None:
+        return None
+    try:
+        target = repr(get_target(request.target))
+    except Exception:  # an unreadable target: no memo (the compile reports it)
         return None
     versions = {}
     for pkg in _MEMO_PACKAGES:
@@ -374,7 +384,8 @@ def request_memo_key(request: Any) -> str | None:
         except PackageNotFoundError:
             versions[pkg] = ""
     parts = {
-        "layout": LAYOUT, "request": dataclasses.asdict(request), "hloscope": _hloscope_source_hash(),
+        "layout": LAYOUT, "request": dataclasses.asdict(request), "target": target,
+        "hloscope": _compile_source_hash(),
         "python": sys.version, "executable": sys.executable, "versions": versions,
         "env": {k: v for k, v in sorted(os.environ.items())
                 if k.startswith(("JAX_", "XLA_", "TF_CPP")) or k in ("CUDA_VISIBLE_DEVICES",)},

@@ -71,6 +71,7 @@ def write_plot(result: SweepResult, path: str) -> None:
     fig, (left, right) = plt.subplots(1, 2, figsize=(11.5, 4.4), constrained_layout=True)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     cap = result.capacity or {}
+    answers: list[tuple[str, str]] = []  # (text, color): the capacity answer, listed under the legend
     for i, (policy, rows) in enumerate(sorted(data.items())):
         color = colors[i % len(colors)]
         batches = [int(r["batch"]) for r in rows]
@@ -87,12 +88,17 @@ def write_plot(result: SweepResult, path: str) -> None:
         if c.get("largest_fit") is not None and c.get("largest_fit_bytes") is not None:
             right.plot([c["largest_fit"]], [c["largest_fit_bytes"] / 2**30], marker="*", markersize=16, color=color,
                        linestyle="none")
-            right.annotate(_plain(f"{policy}: batch {c['largest_fit']} fits"),
-                           (c["largest_fit"], c["largest_fit_bytes"] / 2**30), textcoords="offset points",
-                           xytext=(-10, -14), ha="right", fontsize=8, color=color)
+        fit = f"largest batch that fits {c['largest_fit']}" if c.get("largest_fit") is not None else "no batch fits"
+        over = (f"; {c['smallest_over']} is over" if c.get("smallest_over") is not None else "")
+        if over and c.get("smallest_over_top_role"):
+            over += f" (top buffer: {c['smallest_over_top_role']}, {c['smallest_over_top_bytes'] / 2**30:.1f} GiB)"
+        if c:
+            answers.append((f"{policy}: {fit}{over}", color))
         if c.get("smallest_over") is not None and c.get("smallest_over_bytes") is not None:
             right.plot([c["smallest_over"]], [c["smallest_over_bytes"] / 2**30], marker="X", markersize=11,
                        color=color, linestyle="none")
+    for k, (text, color) in enumerate(answers):
+        right.text(0.02, 0.70 - 0.06 * k, _plain(text), transform=right.transAxes, fontsize=8, color=color)
     right.axhline(hbm_gib, color="black", linestyle="--", linewidth=1)
     right.annotate(_plain(f"HBM {hbm_gib:.0f} GiB ({target.name})"), (0.01, hbm_gib),
                    xycoords=("axes fraction", "data"), textcoords="offset points", xytext=(2, 4), fontsize=8)
@@ -110,7 +116,8 @@ def write_plot(result: SweepResult, path: str) -> None:
     right.set_title("device memory vs HBM (star: largest batch that fits; X: smallest over)", fontsize=10)
     fig.suptitle(_plain(f"hloscope sweep {result.workload}: {result.target}, {result.devices} devices"), fontsize=11)
     try:
-        fig.savefig(path, dpi=110)
+        # No date in an SVG's metadata: the same sweep draws the same file.
+        fig.savefig(path, dpi=110, metadata={"Date": None} if path.lower().endswith(".svg") else None)
     except OSError as e:
         raise HloscopeError(f"--plot {path}: cannot write: {e.strerror or e}", EXIT_BAD_INPUT) from None
     finally:

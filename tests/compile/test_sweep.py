@@ -75,7 +75,7 @@ def test_sweep_batch_sizes_table_and_csv(tmp_path: Path, capsys: pytest.CaptureF
     out, err = capsys.readouterr()
     # The plot marks the capacity answer (16 fits) and the target's HBM line (h100-sxm: 80 GiB).
     svg = plot.read_text()
-    assert svg.startswith("<?xml") and "offload: batch 16 fits" in svg and "HBM 80 GiB (h100-sxm)" in svg
+    assert svg.startswith("<?xml") and "offload: largest batch that fits 16" in svg and "HBM 80 GiB (h100-sxm)" in svg
     assert "  offload: largest batch that fits 16 (" in out and "every batch tried fits" in out
     assert "[4/4] compiled: " in err and "[5/" not in err
     assert "hloscope: 4 cells: 4 compiled, 0 from the cache, 0 failed (local executor" in err

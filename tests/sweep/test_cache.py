@@ -136,3 +136,44 @@ def test_cache_info_on_an_empty_cache(tmp_path: Path, monkeypatch: pytest.Monkey
     assert f"compile cache: {tmp_path / 'nothing-yet'}" in out and "0 entries" in out
     assert main(["cache", "wipe"]) == 3
     assert not (tmp_path / "nothing-yet").exists()
+
+
+def test_request_memo_key_follows_what_shapes_the_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hloscope.compile.cache import load_request, remember_request, request_memo_key
+    from hloscope.compile.request import CompileRequest, Scheduler
+
+    monkeypatch.setenv("HLOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("HLOSCOPE_NO_CACHE", raising=False)
+    target = tmp_path / "mine.toml"
+    target.write_text('base = "h100-sxm"\nname = "mine"\ndevice_memory_size = 1000000000\n')
+    req = CompileRequest(target=str(target), workload="mlp", policy="offload")
+    key = request_memo_key(req)
+    assert key is not None and key == request_memo_key(CompileRequest(target=str(target), workload="mlp",
+                                                                      policy="offload"))
+    assert key != request_memo_key(CompileRequest(target=str(target), workload="mlp", policy="offload",
+                                                  scheduler=Scheduler.NONE))
+    monkeypatch.setenv("XLA_FLAGS", "--xla_gpu_enable_latency_hiding_scheduler=false")
+    assert request_memo_key(req) != key
+    monkeypatch.delenv("XLA_FLAGS")
+    # The same target name with other figures is another memo key.
+    target.write_text('base = "h100-sxm"\nname = "mine"\ndevice_memory_size = 2000000000\n')
+    assert request_memo_key(req) != key
+    # The user's own function is never memoized.
+    assert request_memo_key(CompileRequest(target="h100-sxm", fn="pkg.mod:step", args="f32[8]")) is None
+
+    # Remembered after a stored compile, read back with the extras and names; gone with the entry.
+    result = _result("HloModule memo\n")
+    cache = CompileCache(tmp_path / "cache")
+    k = key_of({"module": "memo"})
+    assert cache.put(k, result, {"module": "memo"})
+    result.cache = {"hit": False, "key": k}
+    result.tensor_names = [{"name": "act", "role": None}]
+    assert load_request(req) is None
+    remember_request(req, result, {"workload": "mlp", "config": {"batch": 8}})
+    found = load_request(req)
+    assert found is not None
+    hit, extra = found
+    assert hit.optimized_hlo == "HloModule memo\n" and hit.cache["via"] == "request" and hit.cache["hit"] is True
+    assert extra == {"workload": "mlp", "config": {"batch": 8}} and hit.tensor_names == [{"name": "act", "role": None}]
+    cache.clear()
+    assert load_request(req) is None

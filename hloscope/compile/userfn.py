@@ -9,13 +9,18 @@ from typing import Any
 
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_TRACE_FAILED, HloscopeError
 
-_ARG_RE = re.compile(r"^\s*([a-z0-9]+)\[([0-9,\s]*)\]\s*(?:@\s*(.*))?$")
+_ARG_RE = re.compile(r"^\s*([a-z0-9]+)\[([0-9,\s]*)\]\s*(?:@\s*([^:]*))?(?::\s*([a-z_]+)\s*)?$")
+#: Memory kinds an argument may name after ``:`` (the GPU's: docs/compile.md).
+MEMORY_KINDS = ("device", "pinned_host", "unpinned_host")
 _DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float64", "s8": "int8",
            "s16": "int16", "s32": "int32", "s64": "int64", "u8": "uint8", "u32": "uint32", "pred": "bool"}
 
 
 def parse_args_spec(spec: str, mesh: Any) -> tuple[Any, ...]:
-    """``bf16[512,1024]@fsdp,None; s32[64]`` -> sharded ``jax.ShapeDtypeStruct``s."""
+    """``bf16[512,1024]@fsdp,None:pinned_host; s32[64]`` -> sharded ``jax.ShapeDtypeStruct``s.
+
+    After the axes, ``:KIND`` places the argument in that memory (``device``,
+    ``pinned_host``, ``unpinned_host``)."""
     import jax
     import jax.numpy as jnp
     from jax.sharding import NamedSharding, PartitionSpec
@@ -24,8 +29,12 @@ def parse_args_spec(spec: str, mesh: Any) -> tuple[Any, ...]:
     for i, item in enumerate(s for s in spec.split(";") if s.strip()):
         m = _ARG_RE.match(item)
         if m is None:
-            raise HloscopeError(f"--args item {i + 1} '{item.strip()}': expected dtype[d0,d1,...]@axis,...",
+            raise HloscopeError(f"--args item {i + 1} '{item.strip()}': expected dtype[d0,d1,...]@axis,...[:memory]",
                                 EXIT_BAD_INPUT)
+        kind = m.group(4)
+        if kind is not None and kind not in MEMORY_KINDS:
+            raise HloscopeError(f"--args item {i + 1}: unsupported memory kind '{kind}': the target's GPUs have "
+                                f"{', '.join(MEMORY_KINDS)}", EXIT_BAD_INPUT)
         try:
             dtype = jnp.dtype(_DTYPES.get(m.group(1), m.group(1)))
         except TypeError:
@@ -39,7 +48,8 @@ def parse_args_spec(spec: str, mesh: Any) -> tuple[Any, ...]:
                 raise HloscopeError(
                     f"--args item {i + 1}: mesh has no axis '{a}' (axes: {', '.join(mesh.axis_names)})",
                     EXIT_BAD_INPUT)
-        out.append(jax.ShapeDtypeStruct(dims, dtype, sharding=NamedSharding(mesh, PartitionSpec(*axes))))
+        out.append(jax.ShapeDtypeStruct(dims, dtype, sharding=NamedSharding(mesh, PartitionSpec(*axes),
+                                                                            memory_kind=kind)))
     return tuple(out)
 
 

@@ -274,3 +274,29 @@ def test_unpinned_host_result_compiles_and_argument_is_refused() -> None:
                      jax.ShapeDtypeStruct((1024, 1024), jnp.float32, sharding=unpinned), mesh=mesh)
     assert err.value.exit_code == 2 and "\n" not in str(err.value)
     assert "1 argument(s) in memory_kind='unpinned_host' (f32[128,1024] per device)" in str(err.value)
+
+
+def test_cli_args_place_an_argument_in_host_memory(
+        tmp_path: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """--args 'f32[1024,1024]@fsdp,None:pinned_host': parameter offloading from the command line."""
+    import json
+    import textwrap
+
+    from hloscope.cli.main import main
+
+    (tmp_path / "stream.py").write_text(textwrap.dedent("""
+        import jax, jax.numpy as jnp
+        def step(w, x):
+            return jnp.tanh(x @ jax.device_put(w, jax.memory.Space.Device).T)
+    """))
+    monkeypatch.chdir(tmp_path)
+    assert main(["compile", "--fn", "stream:step", "--args", "f32[1024,1024]@fsdp,None:pinned_host; f32[256,1024]@fsdp",
+                 "--out", str(tmp_path / "a"), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["compile"]["memory"]["host_argument_size_in_bytes"] == SHARD
+    assert d["summary"]["to_device_bytes_per_step"] == SHARD
+    assert _copies((tmp_path / "a" / "optimized.hlo.txt").read_text())["to_device"] == ["f32[128,1024]{1,0}"]
+    assert main(["compile", "--fn", "stream:step", "--args", "f32[1024,1024]@fsdp,None:hbm; f32[256,1024]@fsdp",
+                 "--out", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err
+    assert "unsupported memory kind 'hbm'" in err and err.count("\n") == 1

@@ -8,6 +8,13 @@ analysis would otherwise trigger a collection that walks them again (gen 0, then
 gen 1, then a full collection: about 30 ms of the 32-layer benchmark's
 analysis). The analysis builds acyclic results, so nothing is left for the
 collector to free; the objects are still collected normally afterwards.
+
+On leaving, when the collector was enabled before, the objects made meanwhile are
+handed straight to the oldest generation (:func:`promote_young`): the report and
+the module it holds live as long as the caller keeps them, and would otherwise be
+walked once by a young collection and once by a middle one on their way there
+(the parser does the same with the model it returns; together about 35 ms per
+call on the 32-layer benchmark, every collection counted).
 """
 
 from __future__ import annotations
@@ -15,6 +22,21 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+
+def promote_young() -> None:
+    """Move every object the collector tracks in its young generations to the oldest one,
+    without walking them, unless the process has frozen objects of its own.
+
+    ``gc.freeze()`` then ``gc.unfreeze()`` does exactly that in constant time (and resets
+    the young generation's allocation count). Nothing is lost: the objects are freed by
+    reference counting as before, and any cyclic garbage among them is found by the next
+    full collection instead of the next young one. With objects already frozen (e.g. by a
+    pre-fork server or hloscope's TUI) ``unfreeze`` would release theirs too, so then this
+    does nothing."""
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
+        gc.unfreeze()
 
 
 @contextmanager
@@ -25,4 +47,5 @@ def paused_gc() -> Iterator[None]:
         yield
     finally:
         if enabled:
+            promote_young()
             gc.enable()

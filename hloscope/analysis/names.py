@@ -79,6 +79,10 @@ def _chain(module: Module, fid: int, chains: dict[int, tuple[SourceLocation, ...
 
 def op_name_checkpoint(ins: Instruction) -> str | None:
     """The checkpoint name an ``op_name`` records (a JAX that keeps it), else None."""
+    if "name[" not in ins.attr_text:
+        # Both forms hold "name["; unquoting the metadata only drops the backslash of \" and
+        # \\, so the raw text holds it too when op_name does: no need to split the attributes.
+        return None
     m = _OP_NAME.search(ins.metadata.get("op_name", ""))
     return m.group(1) if m else None
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from enum import Enum
 
 from hloscope.analysis.cost import CostModel
 from hloscope.analysis.index import ModuleIndex
@@ -95,6 +96,7 @@ def judge_overlap(index: ModuleIndex, transfers: Sequence[HostTransfer], cost: C
             coll_pairs.setdefault(p.start.computation, []).append(p)
     transfer_ops = {(t.computation, t.instruction.name) for t in transfers}
     in_flight = {c: _CollectivesInFlight(ps) for c, ps in coll_pairs.items()}
+    windows = _WindowOps(index, transfer_ops, cost)
 
     out: list[Verdict] = []
     for t in transfers:
@@ -112,7 +114,7 @@ def judge_overlap(index: ModuleIndex, transfers: Sequence[HostTransfer], cost: C
         # Prefer the pair within one iteration; a peeled prologue's pair is the fallback.
         pair = min(mine, key=lambda p: (p.crosses_iteration, p.done.computation != p.start.computation))
         segments = window_segments(index, t.instruction, pair.done, pair.crosses_iteration)
-        compute, colls, others = _fill_window(index, segments, transfer_ops, in_flight, cost)
+        compute, colls, others = _fill_window(windows, segments, in_flight, cost)
         est_compute = sum((w.est_us for w in compute), 0.0)
         est_coll = sum((w.est_us for w in colls), 0.0)
         hidden = min(xfer_us, max(est_compute, est_coll))
@@ -171,36 +173,87 @@ class _CollectivesInFlight:
         return [self.pairs[k] for k in sorted(self.order[a:b])]
 
 
-def _fill_window(index: ModuleIndex, segments: list[WindowSegment], transfer_ops: set[tuple[str, str]],
-                 in_flight: dict[str, _CollectivesInFlight], cost: CostModel,
-                 ) -> tuple[list[WindowOp], list[WindowOp], list[Instruction]]:
+class _WindowOps:
+    """What each instruction of a scheduled computation adds to a window that holds it, found
+    once per computation and shared by every window there.
+
+    Per computation, the positions of the instructions that count (in schedule order):
+    free ops and async dones have no time of their own, and an async start counts only when
+    it is another host transfer (an async op's time is counted where it runs; collectives: in
+    flight, in ``_fill_window``). For each of them, once: a host transfer, a synchronous
+    collective, or compute (control flow always, other work when its estimate is above 0).
+    """
+
+    def __init__(self, index: ModuleIndex, transfer_ops: set[tuple[str, str]], cost: CostModel) -> None:
+        self.index = index
+        self.transfer_ops = transfer_ops
+        self.cost = cost
+        self._positions: dict[str, list[int]] = {}
+        self._entry: dict[Instruction, tuple[_Role, WindowOp | None]] = {}
+
+    def positions(self, comp: str) -> list[int]:
+        got = self._positions.get(comp)
+        if got is None:
+            transfer_ops = self.transfer_ops
+            got = [p for p, (w, cls) in enumerate(zip(self.index.computation(comp).instructions,
+                                                      self.index.op_classes(comp), strict=True))
+                   if not (cls is OpClass.FREE or cls is OpClass.DONE)
+                   and (cls is not OpClass.START or (comp, w.name) in transfer_ops)]
+            self._positions[comp] = got
+        return got
+
+    def entry(self, comp: str, w: Instruction, cls: OpClass) -> tuple[_Role, WindowOp | None]:
+        got = self._entry.get(w)
+        if got is None:
+            got = self._entry[w] = self._classify(comp, w, cls)
+        return got
+
+    def _classify(self, comp: str, w: Instruction, cls: OpClass) -> tuple[_Role, WindowOp | None]:
+        if (comp, w.name) in self.transfer_ops:
+            return _Role.TRANSFER, None
+        if cls is OpClass.COLLECTIVE or (cls is OpClass.UPDATE and collective_kind(w)):
+            return _Role.COLLECTIVE, WindowOp(w, self.cost.collective_us(w))  # a synchronous collective
+        if cls is OpClass.CONTROL:
+            return _Role.COMPUTE, WindowOp(w, self.cost.instruction_us(w))
+        if cls is OpClass.WORK:
+            us = self.cost.instruction_us(w)
+            if us > 0:
+                return _Role.COMPUTE, WindowOp(w, us)
+        return _Role.NONE, None
+
+
+class _Role(Enum):
+    NONE = 0
+    TRANSFER = 1
+    COLLECTIVE = 2
+    COMPUTE = 3
+
+
+def _fill_window(windows: _WindowOps, segments: list[WindowSegment], in_flight: dict[str, _CollectivesInFlight],
+                 cost: CostModel) -> tuple[list[WindowOp], list[WindowOp], list[Instruction]]:
     """Classify what the window holds: compute, collectives (sync, and async in flight), other transfers."""
     compute: list[WindowOp] = []
     colls: list[WindowOp] = []
     coll_names: set[str] = set()
     others: list[Instruction] = []
+    index = windows.index
     for seg in segments:
         lo, hi = seg.first, seg.end
         comp = seg.computation
         classes = index.op_classes(comp)
-        for w, cls in zip(index.computation(comp).instructions[lo:hi], classes[lo:hi], strict=True):
-            if cls is OpClass.FREE or cls is OpClass.DONE:
-                continue  # no time of their own
-            if (comp, w.name) in transfer_ops:
-                others.append(w)
-                continue
-            if cls is OpClass.START:
-                continue  # an async op's time is counted where it runs (collectives: in flight, below)
-            if cls is OpClass.COLLECTIVE or (cls is OpClass.UPDATE and collective_kind(w)):
-                colls.append(WindowOp(w, cost.collective_us(w)))  # a synchronous collective
+        instructions = index.computation(comp).instructions
+        positions = windows.positions(comp)
+        for p in positions[bisect.bisect_left(positions, lo):bisect.bisect_left(positions, hi)]:
+            w = instructions[p]
+            role, op = windows.entry(comp, w, classes[p])
+            if op is None:
+                if role is _Role.TRANSFER:
+                    others.append(w)
+            elif role is _Role.COMPUTE:
+                compute.append(op)
+            else:
+                colls.append(op)
                 coll_names.add(w.name)
-                continue
-            if cls is OpClass.CONTROL:
-                compute.append(WindowOp(w, cost.instruction_us(w)))
-            elif cls is OpClass.WORK:
-                us = cost.instruction_us(w)
-                if us > 0:
-                    compute.append(WindowOp(w, us))
         near = in_flight.get(seg.computation)
         for cp in near.near(lo, hi) if near is not None else ():  # async collectives in flight during the window
             cs, cd = cp.start.position, cp.done.position

@@ -58,6 +58,13 @@ class Target:
     hosts_per_nvlink_domain: hosts one NVLink domain spans (1 for HGX/DGX and GH200
     nodes, 18 trays in a GB200 NVL72 rack); with ``gpus_per_host`` they decide the
     compile-only topology (``hloscope.compile.topology``, docs/targets.md).
+    peak_fp4_flops: dense FP4 peak, FLOP/s; None where the GPU has no FP4 tensor cores
+    (FP4 math then runs at the FP8 peak at best).
+    kernel_launch_us: fixed time per kernel; collective_launch_us: per collective (NCCL
+    kernel); host_dma_latency_us: setup latency of a host copy before its bytes flow.
+    network_bandwidth: bytes/s per GPU per direction between NVLink domains (its NIC).
+    nvlink_hop_us / network_hop_us: latency of one step of a ring collective inside one
+    NVLink domain / across the network. Sources of all of them: docs/targets.md.
     shared_memory_per_core / shared_memory_per_block_optin: bytes, for XLA's tiling.
     """
 
@@ -84,6 +91,13 @@ class Target:
     host_memory_per_gpu: int = 0
     gpus_per_host: int = 8
     hosts_per_nvlink_domain: int = 1
+    peak_fp4_flops: float | None = None
+    kernel_launch_us: float = 1.0
+    collective_launch_us: float = 5.0
+    host_dma_latency_us: float = 2.0
+    network_bandwidth: float = 50 * GB
+    nvlink_hop_us: float = 2.5
+    network_hop_us: float = 2.5
 
     def host_link_bandwidth(self, direction: str, mode: str = DEFAULT_LINK_MODE) -> float:
         """Bytes/s one GPU gets from its host link in ``direction`` (``to_host`` or
@@ -101,6 +115,8 @@ class Target:
 
     def peak_flops(self, element_type: str) -> float:
         """Dense peak FLOP/s for math in ``element_type``."""
+        if element_type.startswith("f4"):
+            return self.peak_fp4_flops or self.peak_fp8_flops
         if element_type.startswith("f8") or element_type in ("s8", "u8"):
             return self.peak_fp8_flops
         if element_type in ("bf16", "f16"):
@@ -166,12 +182,12 @@ BUILTIN_TARGETS: dict[str, Target] = {
         Target("b200", "NVIDIA B200", (10, 0), 148, 1.965, 126 * 2**20, 180 * 10**9,
                8.0 * TB, 2250e12, 4500e12, 75e12, _PCIE5, _PCIE5, "PCIe Gen5 x16", 900 * GB,
                host_link_achieved_to_host=_PCIE5_ACHIEVED, host_link_achieved_to_device=_PCIE5_ACHIEVED,
-               host_memory_per_gpu=int(2 * TB) // 8),
+               host_memory_per_gpu=int(2 * TB) // 8, peak_fp4_flops=9000e12),
         Target("gb200", "NVIDIA GB200", (10, 0), 148, 1.965, 126 * 2**20, 186 * 10**9,
                8.0 * TB, 2500e12, 5000e12, 80e12, _C2C, _C2C, "NVLink-C2C", 900 * GB,
                host_link_achieved_to_host=_C2C_ACHIEVED_TO_HOST, host_link_achieved_to_device=_C2C_ACHIEVED_TO_DEVICE,
                host_link_gpus=2, host_memory_per_gpu=int(480 * GB) // 2, gpus_per_host=4,
-               hosts_per_nvlink_domain=18),
+               hosts_per_nvlink_domain=18, peak_fp4_flops=10000e12),
     )
 }
 
@@ -182,11 +198,14 @@ _POSITIVE = ("core_count", "clock_rate_ghz", "l2_cache_size", "device_memory_siz
              "peak_bf16_flops", "peak_fp8_flops", "peak_fp32_flops", "host_link_to_host", "host_link_to_device",
              "interconnect_bandwidth", "shared_memory_per_core", "shared_memory_per_block_optin",
              "host_link_achieved_to_host", "host_link_achieved_to_device", "host_link_gpus", "gpus_per_host",
-             "hosts_per_nvlink_domain")
+             "hosts_per_nvlink_domain", "peak_fp4_flops", "network_bandwidth")
+#: Latencies: zero is allowed (a calibrated target may fold them into the bandwidth).
+_NON_NEGATIVE = ("kernel_launch_us", "collective_launch_us", "host_dma_latency_us", "nvlink_hop_us",
+                 "network_hop_us")
 _INTEGERS = ("core_count", "l2_cache_size", "device_memory_size", "shared_memory_per_core",
              "shared_memory_per_block_optin", "host_link_gpus", "host_memory_per_gpu", "gpus_per_host",
              "hosts_per_nvlink_domain")
-_OPTIONAL = ("host_link_achieved_to_host", "host_link_achieved_to_device")
+_OPTIONAL = ("host_link_achieved_to_host", "host_link_achieved_to_device", "peak_fp4_flops")
 _ACHIEVED_OF = {"host_link_to_host": "host_link_achieved_to_host",
                 "host_link_to_device": "host_link_achieved_to_device"}
 
@@ -217,6 +236,11 @@ def _check(path: Path, data: dict[str, Any]) -> dict[str, Any]:
         if key in _INTEGERS and not (isinstance(v, int) or float(v).is_integer()):
             raise bad(key, "a positive integer")
         data[key] = int(v) if key in _INTEGERS else float(v)
+    for key in _NON_NEGATIVE:
+        v = data[key]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0 or v == float("inf"):
+            raise bad(key, "a non-negative number (µs)")
+        data[key] = float(v)
     host_mem = data.get("host_memory_per_gpu", 0)
     if isinstance(host_mem, bool) or not isinstance(host_mem, (int, float)) or host_mem < 0 \
             or not float(host_mem).is_integer():

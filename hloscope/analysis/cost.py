@@ -14,19 +14,27 @@
   parameter, once. Broadcast scalars and ``iota`` read (next to) nothing. Each
   output costs its size, or its update for an in-place ``dynamic-update-slice``.
   Buffers in host memory are counted apart (host bytes), never as HBM.
-- A host transfer takes ``bytes / host link bandwidth`` (one direction; achieved or
-  peak, shared among the GPUs on one link: ``Target.host_link_bandwidth``).
-- A collective takes ``bytes / interconnect bandwidth`` (one direction).
-Launch overheads, caches, contention and overlap between kernels are ignored.
+- Every kernel adds ``Target.kernel_launch_us``; a GEMM's FLOPs are divided by the
+  efficiency its output tiling reaches on the SMs (``hloscope.analysis.kernels``).
+- A host transfer takes ``host_dma_latency_us + bytes / host link bandwidth`` (one
+  direction; achieved or peak, shared among the GPUs on one link).
+- A collective is a ring over its replica group on NVLink or the network
+  (``hloscope.analysis.collectives``).
+- ``measured``: µs per instruction name from a profile (``hloscope.analysis.calibration``)
+  replace the model's figure for those instructions.
+Caches, contention and overlap between kernels are ignored.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hloscope.analysis.callgraph import callee_name
+from hloscope.analysis.collectives import collective_time_us, first_replica_group
 from hloscope.analysis.index import ModuleIndex
+from hloscope.analysis.kernels import dot_dims, gemm_efficiency
 from hloscope.analysis.opclass import (
     COLLECTIVE_OPCODES,
     collective_kind,
@@ -88,17 +96,20 @@ class CostModel:
 
     link_mode: ``achieved`` (default) or ``peak`` host-link bandwidth (``LINK_MODES``).
     index: the module's shared :class:`ModuleIndex` (trip counts, users); the model reads its module.
+    measured: µs per instruction name (a profile) that replace the model's figure for those.
     """
 
     def __init__(self, index: ModuleIndex, target: Target, host_space: int = HOST_MEMORY_SPACE,
-                 link_mode: str = DEFAULT_LINK_MODE) -> None:
+                 link_mode: str = DEFAULT_LINK_MODE, measured: Mapping[str, float] | None = None) -> None:
         self.index = index
         self.module = index.module
         self.target = target
         self.host = host_space
         self.link_mode = link_mode
+        self.measured: Mapping[str, float] = measured or {}
         target.host_link_bandwidth("to_host", link_mode)  # rejects an unknown mode now
         self._comp_flops: dict[str, tuple[float, str]] = {}
+        self._comp_eff_flops: dict[str, float] = {}  # FLOPs divided by each dot's tiling efficiency
         self._body_us: dict[str, float] = {}
         self._param_reads: dict[str, tuple[int, ...]] = {}
         self._root_writes: dict[str, tuple[int, ...] | None] = {}
@@ -134,7 +145,21 @@ class CostModel:
         for d in dims.split(","):
             if d.strip().isdigit() and int(d) < len(lhs.shape.dims):
                 contracting *= lhs.shape.dims[int(d)]
-        return 2.0 * ins.shape.num_elements * contracting, lhs.shape.element_type
+        dtype = lhs.shape.element_type
+        rhs = table.get(ins.operands[1]) if len(ins.operands) > 1 else None
+        if rhs is not None and self.target.peak_flops(rhs.shape.element_type) < self.target.peak_flops(dtype):
+            dtype = rhs.shape.element_type  # mixed inputs run at the slower one's rate
+        return 2.0 * ins.shape.num_elements * contracting, dtype
+
+    def _dot_efficiency(self, ins: Instruction) -> float:
+        """The fraction of peak a ``dot``'s output tiling reaches (``kernels.gemm_efficiency``)."""
+        if ins.opcode != "dot" or not ins.operands:
+            return 1.0
+        lhs = self.module.computations[ins.computation].by_name.get(ins.operands[0])
+        if lhs is None:
+            return 1.0
+        batch, m, n = dot_dims(ins.attr_text, lhs.shape.dims, ins.shape.num_elements)
+        return gemm_efficiency(batch, m, n, self.target.core_count)
 
     def computation_flops(self, name: str) -> tuple[float, str]:
         """FLOPs of dots/convolutions in a (fused) computation, and their dtype."""
@@ -152,6 +177,7 @@ class CostModel:
         self._param_reads[name] = ()
         self._root_writes[name] = None
         total, dtype = 0.0, ""
+        effective = 0.0
         params: dict[int, Instruction] = {}
         for x in body.instructions:
             op = x.opcode
@@ -160,17 +186,21 @@ class CostModel:
                 continue
             if op == "dot" or op == "convolution":
                 f, t = self._dot_flops(x)
+                e = f / self._dot_efficiency(x) if f else 0.0
             elif op == "fusion" or (op == "custom-call" and x.called_computations):
-                f, t = 0.0, ""
+                f, t, e = 0.0, "", 0.0
                 for c in x.called_computations:
                     cf, ct = self.computation_flops(c)
                     f += cf
+                    e += self._comp_eff_flops.get(c, cf)
                     t = t or ct
             else:
                 continue
             total += f
+            effective += e
             dtype = dtype or t
         self._comp_flops[name] = (total, dtype or "f32")
+        self._comp_eff_flops[name] = effective
         in_place = self._in_place_updates(body)
         users = self.index.users_map(name)
         self._param_reads[name] = tuple(
@@ -184,20 +214,34 @@ class CostModel:
                 writes = tuple(self._output_bytes(body, o, in_place) for o in outs)
         self._root_writes[name] = writes
 
-    def _gemm_flops(self, ins: Instruction) -> tuple[float, str]:
+    def _gemm_flops(self, ins: Instruction) -> tuple[float, str, float]:
+        """FLOPs, input type and tiling efficiency of a cuBLAS/cuBLASLt GEMM custom call."""
         table = self.module.computations[ins.computation].by_name
         lhs = table.get(ins.operands[0]) if ins.operands else None
         if lhs is None:
-            return 0.0, "bf16"
+            return 0.0, "bf16", 1.0
         cfg = ins.backend_config.get("gemm_backend_config", {})
-        dims = cfg.get("dot_dimension_numbers", {}).get("lhs_contracting_dimensions", [])
+        numbers = cfg.get("dot_dimension_numbers", {})
+        dims = [int(d) for d in numbers.get("lhs_contracting_dimensions", [])]
+        batch_dims = [int(d) for d in numbers.get("lhs_batch_dimensions", [])]
         contracting = 1
         for d in dims:
-            if int(d) < len(lhs.shape.dims):
-                contracting *= lhs.shape.dims[int(d)]
+            if d < len(lhs.shape.dims):
+                contracting *= lhs.shape.dims[d]
         result = ins.shape.tuple_element(0) if ins.shape.is_tuple else ins.shape
         n = result.num_elements if result is not None else 0
-        return 2.0 * n * contracting, lhs.shape.element_type
+        batch = m = 1
+        for i, d in enumerate(lhs.shape.dims):
+            if i in batch_dims:
+                batch *= d
+            elif i not in dims:
+                m *= d
+        eff = gemm_efficiency(batch, m, max(1, n // max(1, batch * m)), self.target.core_count)
+        dtype = lhs.shape.element_type
+        rhs = table.get(ins.operands[1]) if len(ins.operands) > 1 else None
+        if rhs is not None and self.target.peak_flops(rhs.shape.element_type) < self.target.peak_flops(dtype):
+            dtype = rhs.shape.element_type
+        return 2.0 * n * contracting, dtype, eff
 
     def hbm_bytes(self, ins: Instruction) -> int:
         """HBM bytes one execution of ``ins`` reads and writes (see :meth:`moved_bytes`)."""
@@ -356,35 +400,51 @@ class CostModel:
         if is_free(ins):
             return _FREE_COST
         flops, dtype = 0.0, ins.shape.element_type
+        effective = 0.0  # FLOPs over the tiling efficiency: what the peak is charged with
         if ins.opcode in ("dot", "convolution"):
             flops, dtype = self._dot_flops(ins)
+            effective = flops / self._dot_efficiency(ins) if flops else 0.0
         elif ins.opcode == "fusion":
             for c in ins.called_computations:
                 f, t = self.computation_flops(c)
                 flops += f
+                effective += self._comp_eff_flops.get(c, f)
                 dtype = t if f else dtype
         elif ins.opcode == "custom-call":
             target = custom_call_target(ins).lower()
             if "gemm" in target or "matmul" in target:
-                flops, dtype = self._gemm_flops(ins)
+                flops, dtype, eff = self._gemm_flops(ins)
+                effective = flops / eff if flops else 0.0
         nbytes = self.hbm_bytes(ins)
-        us = max(flops / self.target.peak_flops(dtype), nbytes / self.target.hbm_bandwidth) * 1e6
-        return OpCost(flops, nbytes, us)
+        measured = self.measured.get(ins.name)
+        if measured is not None:
+            return OpCost(flops, nbytes, measured)
+        us = max(effective / self.target.peak_flops(dtype), nbytes / self.target.hbm_bandwidth) * 1e6
+        return OpCost(flops, nbytes, us + self.target.kernel_launch_us)
 
     def link_bandwidth(self, direction: str) -> float:
         """Bytes/s of one GPU's host link in ``direction`` under this model's link mode."""
         return self.target.host_link_bandwidth(direction, self.link_mode)
 
     def transfer_us(self, nbytes: int, direction: str) -> float:
-        """Time of a transfer alone on the link (``link_bandwidth``), microseconds."""
-        return nbytes / self.link_bandwidth(direction) * 1e6
+        """Time of a transfer alone on the link: the DMA setup latency
+        (``Target.host_dma_latency_us``) plus its bytes at ``link_bandwidth``, microseconds."""
+        return self.target.host_dma_latency_us + nbytes / self.link_bandwidth(direction) * 1e6
 
     def collective_us(self, ins: Instruction) -> float:
-        """Estimated time of a collective from the bytes it produces."""
-        nbytes = self._nbytes(value_shape(ins))
-        if not collective_kind(ins) and ins.opcode not in COLLECTIVE_OPCODES:
+        """Estimated time of one execution of a collective: a ring over its first replica
+        group (``hloscope.analysis.collectives``), or its measured time."""
+        kind = collective_kind(ins) or (ins.opcode if ins.opcode in COLLECTIVE_OPCODES else "")
+        if not kind:
             return 0.0
-        return nbytes / self.target.interconnect_bandwidth * 1e6
+        measured = self.measured.get(ins.name)
+        if measured is not None:
+            return measured
+        nbytes = self._nbytes(value_shape(ins))
+        group = first_replica_group(ins.attr_text, self.module.num_partitions)
+        if kind == "reduce-scatter":
+            nbytes *= len(group)  # the full buffer is the operand: N results
+        return collective_time_us(kind, nbytes, group, self.target)
 
     def computation_us(self, name: str) -> float:
         """Estimated time of one run of a scheduled computation (loops times trips)."""

@@ -11,11 +11,13 @@ resources, all in microseconds from the start of the step:
   *exposed* time. A synchronous collective or host copy blocks it for its whole
   duration.
 - ``collective``: one stream for async collectives (NCCL runs them in order);
-  each starts when issued and the stream is free, for ``bytes / interconnect``.
+  each starts when issued and the stream is free, for its ring time
+  (:meth:`~hloscope.analysis.cost.CostModel.collective_us`).
 - ``async``: other async ops (not transfers, not collectives), in order.
 - ``host link D->H`` / ``host link H->D``: one per direction. Transfers on one
   link share its bandwidth while they overlap (each of n gets 1/n), at the
-  per-GPU bandwidth of ``Target.host_link_bandwidth``.
+  per-GPU bandwidth of ``Target.host_link_bandwidth``; a transfer's bytes enter
+  the link ``Target.host_dma_latency_us`` after its start is issued.
 
 A while loop runs its body once per trip, carrying in-flight operations across
 the back edge, so a transfer started in one iteration and finished in the next
@@ -24,8 +26,8 @@ take the same time with the same waits (at least 2, at most
 ``max_iterations``); the rest are extrapolated from the last one, every clock
 shifted by the remaining iterations times its duration, and the
 :class:`LoopRun` says so. A ``call`` runs its callee; a ``conditional`` its most
-expensive branch. Launch overheads, HBM contention between a transfer and
-compute, and collective algorithms are not modelled (docs/simulation.md).
+expensive branch. Each op's time includes its kernel launch (the cost model's);
+HBM contention between a transfer and compute is not modelled (docs/simulation.md).
 """
 
 from __future__ import annotations
@@ -338,6 +340,7 @@ class _Sim:
             Direction.TO_DEVICE: _Link(tgt.host_link_bandwidth(Direction.TO_DEVICE, link_mode) / 1e6),
         }
         self.link_mode = link_mode
+        self.dma_latency = tgt.host_dma_latency_us
         self.t = 0.0
         self.coll_free = 0.0
         self.async_free = 0.0
@@ -436,7 +439,7 @@ class _Sim:
         t = self.transfers.get(key)
         if t is not None:
             link = self.links[t.direction]
-            flow = _Flow(key, t.bytes, self.t)
+            flow = _Flow(key, t.bytes, self.t + self.dma_latency)  # its bytes flow once the DMA is set up
             link.add(flow)
             op = _Op(key, link_of(t.direction), self.t, flow=flow, link=link)
         elif collective_kind(ins):
@@ -486,7 +489,7 @@ class _Sim:
         key = (comp, ins.name)
         t = self.transfers[key]
         link = self.links[t.direction]
-        flow = _Flow(key, t.bytes, self.t)
+        flow = _Flow(key, t.bytes, self.t + self.dma_latency)
         link.add(flow)
         op = _Op(key, link_of(t.direction), self.t, flow=flow, link=link)
         finish = link.finish_of(flow)
@@ -642,7 +645,7 @@ def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], trans
         if t.is_annotation:
             continue
         last = sim.last.get(key)
-        transfer_us = t.bytes / sim.links[t.direction].bw
+        transfer_us = sim.dma_latency + t.bytes / sim.links[t.direction].bw
         if last is None:
             timings[key] = TransferTiming(
                 computation=t.computation, start=t.instruction.name, done=None, done_computation=None,

@@ -16,6 +16,7 @@ pytest_plugins = ["pytester"]
 
 LLAMA = str(FIXTURES / "llama_offload.hlo.txt")
 MLP = str(FIXTURES / "mlp_offload_nopipe.hlo.txt")
+MLP_NOLHS = str(FIXTURES / "mlp_offload_nolhs.hlo.txt")  # two exposed transfers (docs/cost-model.md)
 
 
 def run_inner(pytester: pytest.Pytester) -> pytest.RunResult:
@@ -175,7 +176,7 @@ def test_a_step_given_as_text_is_labelled_with_the_test(pytester: pytest.Pyteste
 
 def test_marker_honours_the_projects_allow_list(pytester: pytest.Pytester) -> None:
     # Given the fixture's exposed transfers (read from its report), and a pyproject that allows all but one
-    exposed = sorted(v.transfer.instruction.name for v in fixture_report("llama_offload.hlo.txt").verdicts
+    exposed = sorted(v.transfer.instruction.name for v in fixture_report("mlp_offload_nolhs.hlo.txt").verdicts
                      if v.verdict == "exposed")
     assert len(exposed) >= 2
     entries = "".join(f'[[tool.hloscope.allow]]\ninstruction = "{name}"\nreason = "known"\n\n' for name in exposed)
@@ -185,7 +186,7 @@ def test_marker_honours_the_projects_allow_list(pytester: pytest.Pytester) -> No
 
         @pytest.mark.hloscope(no_exposed=True)
         def test_all_allowed():
-            return {LLAMA!r}
+            return {MLP_NOLHS!r}
     """)
     # When every exposed transfer is allowed in pyproject.toml, Then the marked test passes
     run_inner(pytester).assert_outcomes(passed=1)

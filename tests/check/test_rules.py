@@ -80,7 +80,9 @@ def test_no_sync_on_a_real_step_with_synchronous_offloads() -> None:
     assert check(subject("mlp_offload.hlo.txt"), no_sync=True).passed  # the same step, asyncified
 
 
-@pytest.mark.parametrize("name", ["llama_offload.hlo.txt", "mlp_offload.hlo.txt"])
+# mlp_offload (with LHS) hides all three of its 16 KiB transfers behind kernels of 1 us launch
+# each; its no-LHS twin leaves two exposed.
+@pytest.mark.parametrize("name", ["llama_offload.hlo.txt", "mlp_offload_nolhs.hlo.txt"])
 def test_max_exposed_us_on_both_sides(name: str) -> None:
     report = fixture_report(name)
     total = sum(v.est_exposed_us * v.transfer.executions for v in report.verdicts)

@@ -121,7 +121,7 @@ def test_user_target_file(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
     d = json.loads(capsys.readouterr().out)
     assert d["target"] == "slow-link"
     q = next(t for t in d["transfers"] if t["name"] == "dynamic-slice-start.3")
-    assert abs(q["est_transfer_us"] - 262144 / 1e9 * 1e6) < 0.01
+    assert abs(q["est_transfer_us"] - (2.0 + 262144 / 1e9 * 1e6)) < 0.01  # the base's 2 us DMA setup + bytes
     bad = tmp_path / "bad.toml"
     bad.write_text('base = "h100-sxm"\nhost_lnk = 3\n')
     assert main(["analyze", LLAMA, "--target", str(bad)]) == 2

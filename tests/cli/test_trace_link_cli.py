@@ -43,7 +43,8 @@ def test_link_peak_is_faster_than_achieved(capsys: pytest.CaptureFixture[str]) -
         assert main(["analyze", LLAMA, "--link", link, "--json"]) == 0
         d = json.loads(capsys.readouterr().out)
         assert d["summary"]["simulated_step"]["link_mode"] == link
-        return float(sum(t["est_transfer_us"] for t in d["transfers"]))
+        # each transfer's 2 us DMA setup does not depend on the link's bandwidth
+        return float(sum(t["est_transfer_us"] - 2.0 for t in d["transfers"]))
 
     peak, achieved = xfer_us("peak"), xfer_us("achieved")
     assert achieved / peak == pytest.approx(64 / 55, rel=0.01)

@@ -22,7 +22,7 @@ def _window(text: str, start: str, done: str) -> str:
 def test_exposed_longer_than_the_transfer_names_the_shared_link() -> None:
     report = fixture_report("llama_offload.hlo.txt")
     slowed = [v for v in report.verdicts if v.est_exposed_us > v.est_transfer_us + 0.05]
-    assert slowed  # the llama step has such transfers: two to-host writes issued back to back
+    assert slowed  # the llama step has such transfers: two to-device reads issued back to back
     for v in slowed:
         assert slowed_by_link(v)
         t = v.timing
@@ -32,11 +32,11 @@ def test_exposed_longer_than_the_transfer_names_the_shared_link() -> None:
         assert f"longer than the transfer alone (~{v.est_transfer_us:.1f} us)" in text
         assert f"slowed to ~{t.duration_us:.1f} us" in text and f"on the {arrow} link" in text
         assert "slowed" in explain(v)  # the table's why says it too
-    # The HLO shows why for one of them: another to-host write is issued inside its window.
-    v = next(v for v in slowed if v.transfer.instruction.name == "dynamic-update-slice-start.2.0")
+    # The HLO shows why for one of them: another to-device read is issued inside its window.
+    v = next(v for v in slowed if v.transfer.instruction.name == "dynamic-slice-start.2.0")
     assert v.done is not None
-    window = _window(fixture_text("llama_offload.hlo.txt"), "dynamic-update-slice-start.2.0", v.done.name)
-    assert re.search(r"%dynamic-update-slice-start[\w.]* = ", window[1:])
+    window = _window(fixture_text("llama_offload.hlo.txt"), "dynamic-slice-start.2.0", v.done.name)
+    assert re.search(r"%dynamic-slice-start[\w.]* = ", window[1:])
     assert v.timing is not None and len(v.timing.beside_transfers) >= 1
 
 

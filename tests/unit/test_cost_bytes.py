@@ -173,11 +173,13 @@ def test_fixture_layer_slice_fusions_are_charged_their_slices() -> None:
     # 540,684 B at 3.35 TB/s is 0.161 us of window, against 16,384 B over the link: 0.256 us at the
     # 64 GB/s peak, 0.298 us at the 55 GB/s achieved. Charged whole stacks (40,964 + 655,364 +
     # 655,364 = 1,351,692 B, 0.403 us) the window looked long enough to hide the reload.
+    # Each of the three kernels also costs its 1 us launch, and the reload its 2 us DMA setup
+    # (docs/cost-model.md): the bandwidth parts are compared without them.
     window_us = sum(cost.op_cost(body[n]).us for n in expected)
-    assert window_us == pytest.approx(540_684 / 3.35e12 * 1e6)
-    assert window_us < cost.transfer_us(16_384, "to_device") * 0.95
+    assert window_us == pytest.approx(540_684 / 3.35e12 * 1e6 + 3 * 1.0)
+    assert window_us - 3 * 1.0 < (cost.transfer_us(16_384, "to_device") - 2.0) * 0.95
     assert CostModel(ModuleIndex(m), get_target("h100-sxm"), link_mode="peak").transfer_us(16_384, "to_device") == \
-        pytest.approx(0.256)
+        pytest.approx(2.0 + 0.256)
 
 
 def test_unknown_link_mode_is_refused() -> None:

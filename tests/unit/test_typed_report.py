@@ -57,11 +57,12 @@ def test_collectives_in_flight_and_loop_state_use() -> None:
     # dynamic-update-slice-start.2 (forward loop body): all-gather-start.1 runs inside its window,
     # and its done's value only goes into the body's root tuple (loop state) at index 2.
     _, v = _verdict("dynamic-update-slice-start.2")
-    # The verdict comes from the simulated step: the stream never waits at the done, and the
-    # simulation also saw the all-gather run beside the transfer.
+    # The verdict comes from the simulated step: the stream never waits at the done. The 16 KiB
+    # transfer (2 us DMA setup + 0.3 us) is over before the all-gather is issued (the kernels
+    # before it take 1 us launch each), so the simulation saw no collective beside it.
     assert v.verdict is VerdictKind.HIDDEN and v.reason is Reason.SIMULATED
     assert v.timing is not None and v.timing.matched and v.timing.wait_us == 0.0
-    assert "all-gather-start.1" in v.timing.beside_collectives
+    assert v.timing.beside_collectives == ()
     assert v.timing.executions == v.transfer.executions
     assert [w.name for w in v.collectives] == ["all-gather-start.1"]
     assert v.collectives[0].fraction == 1.0

@@ -1,0 +1,136 @@
+"""Launch and DMA latency, FP8/FP4 peaks, GEMM tiling efficiency and ring collectives,
+on hand-written HLO. Every expected figure is worked out by hand from the shapes and the
+target's figures (docs/targets.md), not copied from the tool's output."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from hloscope.analysis.collectives import collective_time_us, first_replica_group
+from hloscope.analysis.cost import CostModel
+from hloscope.analysis.index import ModuleIndex
+from hloscope.analysis.kernels import gemm_efficiency
+from hloscope.analysis.report import analyze_module
+from hloscope.hlo.parser import parse_hlo
+from hloscope.targets import get_target
+
+H100 = get_target("h100-sxm")
+GB200 = get_target("gb200")
+
+
+def _model(entry: str, target: str = "h100-sxm", params: str = "", header: str = "") -> tuple[CostModel, dict]:
+    m = parse_hlo(f"HloModule m{header}\n\nENTRY %e ({params}) -> f32[] {{\n{entry}\n}}\n")
+    return CostModel(ModuleIndex(m), get_target(target)), m.entry.by_name
+
+
+def _dot(lt: str, rt: str, n: int, out: str = "bf16") -> str:
+    return (f"  %a = {lt}[{n},{n}] parameter(0)\n  %b = {rt}[{n},{n}] parameter(1)\n"
+            f"  ROOT %d = {out}[{n},{n}] dot(%a, %b), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}")
+
+
+def test_a_tiny_kernel_costs_its_launch() -> None:
+    cost, ins = _model("  %x = f32[4] parameter(0)\n  ROOT %y = f32[4] add(%x, %x)", params="x: f32[4]")
+    # an unfused add reads both operands (16 B each) and writes 16 B: 48 B at 3.35 TB/s, plus 1 us launch
+    assert cost.op_cost(ins["y"]).us == pytest.approx(48 / 3.35e12 * 1e6 + 1.0)
+    assert cost.op_cost(ins["x"]).us == 0.0  # a parameter is no kernel
+
+
+def test_a_twelve_byte_transfer_is_not_free() -> None:
+    cost, _ = _model("  ROOT %x = f32[] parameter(0)", params="x: f32[]")
+    # 2 us DMA setup + 12 B at the achieved 55 GB/s of PCIe Gen5
+    assert cost.transfer_us(12, "to_host") == pytest.approx(2.0 + 12 / 55e9 * 1e6)
+    assert cost.transfer_us(12, "to_host") > 2.0
+
+
+def test_fp8_dot_runs_at_the_fp8_peak() -> None:
+    cost, ins = _model(_dot("f8e4m3fn", "f8e4m3fn", 4096), params="a: f8e4m3fn[4096,4096], b: f8e4m3fn[4096,4096]")
+    flops = 2 * 4096**3
+    # 32 x 32 = 1024 tiles of 128x128 on 132 SMs: 8 waves, 1024 / 1056 of peak
+    compute = flops / (1024 / 1056) / 1979e12 * 1e6
+    memory = (2 * 4096 * 4096 + 2 * 4096 * 4096) / 3.35e12 * 1e6  # two f8 inputs read, bf16 written
+    assert compute > memory
+    assert cost.op_cost(ins["d"]).us == pytest.approx(compute + 1.0)
+    assert cost.op_cost(ins["d"]).flops == flops
+
+
+def test_a_mixed_fp8_bf16_dot_runs_at_the_bf16_peak() -> None:
+    cost, ins = _model(_dot("f8e5m2", "bf16", 4096), params="a: f8e5m2[4096,4096], b: bf16[4096,4096]")
+    compute = 2 * 4096**3 / (1024 / 1056) / 989e12 * 1e6
+    assert cost.op_cost(ins["d"]).us == pytest.approx(compute + 1.0)
+
+
+def test_fp4_peaks_on_blackwell_and_not_on_hopper() -> None:
+    assert GB200.peak_flops("f4e2m1fn") == 10000e12
+    assert get_target("b200").peak_flops("f4e2m1fn") == 9000e12
+    assert H100.peak_flops("f4e2m1fn") == H100.peak_fp8_flops  # no FP4 tensor cores: the FP8 rate
+    cost, ins = _model(_dot("f4e2m1fn", "f4e2m1fn", 8192, out="f32"), target="gb200",
+                       params="a: f4e2m1fn[8192,8192], b: f4e2m1fn[8192,8192]")
+    # 64 x 64 = 4096 tiles on 148 SMs: 28 waves of 148 = 4144 slots
+    compute = 2 * 8192**3 / (4096 / 4144) / 10000e12 * 1e6
+    memory = (8192 * 8192 // 2 * 2 + 8192 * 8192 * 4) / 8e12 * 1e6
+    assert cost.op_cost(ins["d"]).us == pytest.approx(max(compute, memory) + 1.0)
+
+
+def test_small_gemms_do_not_reach_peak() -> None:
+    assert gemm_efficiency(1, 256, 512, 132) == pytest.approx(8 / 132)  # 2 x 4 tiles, one wave
+    assert gemm_efficiency(1, 129, 128, 132) == pytest.approx(2 / 132)
+    assert gemm_efficiency(1, 128 * 132, 128, 132) == 1.0  # exactly one full wave
+    assert gemm_efficiency(1, 128 * 133, 128, 132) == pytest.approx(133 / 264)  # a second, nearly empty wave
+    assert gemm_efficiency(4, 256, 256, 132) == pytest.approx(16 / 132)
+
+
+def test_replica_groups_in_every_form() -> None:
+    assert first_replica_group("replica_groups={{0,1,2,3},{4,5,6,7}}, dimensions={0}", 8) == (0, 1, 2, 3)
+    assert first_replica_group("replica_groups=[2,4]<=[8], dimensions={0}", 8) == (0, 1, 2, 3)
+    assert first_replica_group("replica_groups=[4,2]<=[2,4]T(1,0), dimensions={0}", 8) == (0, 4)
+    assert first_replica_group("replica_groups=mesh['a'=2,'b'=4] {'a'}, x=1", 8) == (0, 4)
+    assert first_replica_group("replica_groups=mesh['a'=2,'b'=4] {'b'}, x=1", 8) == (0, 1, 2, 3)
+    assert first_replica_group("replica_groups={}, dimensions={0}", 4) == (0, 1, 2, 3)
+
+
+def test_ring_all_gather_inside_and_across_nvlink_domains() -> None:
+    mib16 = 16 * 2**20
+    # 8 H100s in one node: launch 5 + 7 hops x 2.5 + 7/8 of 16 MiB at 450 GB/s
+    assert collective_time_us("all-gather", mib16, tuple(range(8)), H100) == pytest.approx(
+        5 + 7 * 2.5 + 7 / 8 * mib16 / 450e9 * 1e6)
+    # 16 H100s span two nodes: the ring crosses InfiniBand at 50 GB/s per GPU
+    assert collective_time_us("all-gather", mib16, tuple(range(16)), H100) == pytest.approx(
+        5 + 15 * 2.5 + 15 / 16 * mib16 / 50e9 * 1e6)
+    # 16 GB200s sit in one NVL72 domain: NVLink 5 at 900 GB/s
+    assert collective_time_us("all-reduce", mib16, tuple(range(16)), GB200) == pytest.approx(
+        5 + 30 * 2.5 + 2 * 15 / 16 * mib16 / 900e9 * 1e6)
+    assert collective_time_us("all-gather", mib16, (0,), H100) == 5.0  # a group of one: the launch only
+
+
+def test_reduce_scatter_is_priced_on_its_full_operand() -> None:
+    entry = ("  %p = bf16[8192,1024] parameter(0)\n"
+             "  ROOT %rs = bf16[1024,1024] reduce-scatter(%p), replica_groups=[1,8]<=[8], dimensions={0}, "
+             "to_apply=%add")
+    text = ("HloModule m, num_partitions=8\n\n%add (x: bf16[], y: bf16[]) -> bf16[] {\n  %x = bf16[] parameter(0)\n"
+            "  %y = bf16[] parameter(1)\n  ROOT %s = bf16[] add(%x, %y)\n}\n\n"
+            f"ENTRY %e (p: bf16[8192,1024]) -> bf16[1024,1024] {{\n{entry}\n}}\n")
+    m = parse_hlo(text)
+    cost = CostModel(ModuleIndex(m), H100)
+    full = 8192 * 1024 * 2
+    assert cost.collective_us(m.entry.by_name["rs"]) == pytest.approx(5 + 7 * 2.5 + 7 / 8 * full / 450e9 * 1e6)
+
+
+def test_zero_latency_target_is_the_plain_roofline() -> None:
+    cost, ins = _model("  %x = f32[4] parameter(0)\n  ROOT %y = f32[4] add(%x, %x)", params="x: f32[4]")
+    bare = CostModel(cost.index, dataclasses.replace(H100, kernel_launch_us=0.0, host_dma_latency_us=0.0))
+    assert bare.op_cost(ins["y"]).us == pytest.approx(48 / 3.35e12 * 1e6)
+    assert bare.transfer_us(12, "to_host") == pytest.approx(12 / 55e9 * 1e6)
+
+
+def test_the_simulation_charges_the_dma_latency() -> None:
+    from tests.conftest import fixture_text
+
+    report = analyze_module(parse_hlo(fixture_text("mlp_offload.hlo.txt")), H100)
+    assert report.timeline is not None
+    for t in report.timeline.transfers.values():
+        bw = H100.host_link_bandwidth(t.direction)
+        assert t.transfer_us == pytest.approx(2.0 + t.bytes / bw * 1e6)
+        if t.executions:
+            assert t.duration_us >= t.transfer_us - 1e-9

@@ -1,0 +1,105 @@
+"""The DeepSeek-V3 workload as MaxText runs it, small enough to compile in seconds.
+
+Every fact asserted here was read in the optimized HLO of these compiles (jaxlib 0.10.2,
+h100-sxm, 8 devices, per-device batch 1): the default ``deepseek`` config has 3 layers (1
+dense, 2 MoE scanned), dim 256, 4 heads, q_lora_rank 128, kv_lora_rank 64, 8 experts, top 2,
+moe_ffn 128, seq 128.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+import pytest
+
+from hloscope.compile.workloads import resolve
+from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+
+pytestmark = pytest.mark.xla
+
+#: a host buffer (memory space 5) of bf16: its dims
+HOST = re.compile(r"bf16\[([0-9,]+)\]\{[0-9,]+:S\(5\)\}")
+
+
+@functools.cache
+def _compile(target: str = "h100-sxm", devices: int = 8, **sets: str) -> Any:
+    from hloscope.compile import workloads
+    from hloscope.compile.deviceless import compile_step, make_mesh
+
+    wl, cfg = resolve("deepseek", dict(sets))
+    mesh = make_mesh(target, devices, workloads.mesh_axes(cfg, devices))
+    fn, args = wl.build(cfg, mesh)
+    return compile_step(fn, *args, mesh=mesh, target=target, donate_argnums=(0, 1, 2),
+                        flags=workloads.xla_flags(cfg))
+
+
+def _host_shapes(text: str) -> set[tuple[int, ...]]:
+    return {tuple(int(d) for d in m.group(1).split(",")) for m in HOST.finditer(text)}
+
+
+def test_offloaded_tensors_are_maxtexts_names_and_shapes() -> None:
+    result = _compile()
+    shapes = _host_shapes(result.optimized_hlo)
+    # per device: mla_q = q_norm(wq_a(x)) [1,128,128], mla_kv = the latent [1,128,64] (the
+    # dense layer's, unscanned, and the 2 MoE layers' stacks), moe_mlpwi_0/1 = [b*S*K, moe_ffn]
+    # = [256,128] per layer, stacked [2,256,128]. Not the full q [1,128,4,48] of the old preset.
+    assert shapes == {(1, 128, 128), (1, 128, 64), (2, 1, 128, 128), (2, 1, 128, 64), (2, 256, 128)}
+    named = {t["name"] for t in result.tensor_names}
+    assert {"mla_q", "mla_kv", "out_proj", "moe_mlpwi_0", "moe_mlpwi_1", "moe_mlpwo"} <= named
+
+
+def test_remat_full_keeps_nothing_on_the_host() -> None:
+    text = _compile(policy="remat").optimized_hlo
+    assert not _host_shapes(text) and "copy-start(" not in text
+
+
+def test_a_switch_moves_a_tensor_between_host_and_device() -> None:
+    # MaxText's custom policy: mla_q on device, moe_mlpwo offloaded as well
+    shapes = _host_shapes(_compile(mla_q="device", moe_mlpwo="offload").optimized_hlo)
+    assert (1, 128, 128) not in shapes and (2, 1, 128, 128) not in shapes  # mla_q stays in HBM
+    assert (2, 256, 256) in shapes  # moe_mlpwo [b*S*K, dim] per layer, on the host
+
+
+def test_ragged_dot_is_expanded_into_dense_dots_over_the_groups() -> None:
+    text = _compile(moe_impl="ragged").optimized_hlo
+    assert "ragged-dot(" not in text  # XLA's RaggedDotRewriter left no ragged dot
+    # the device's 256 sorted copies masked once per expert: a [M, G, D] = [256,8,256] copy feeds
+    # one dense matmul over all 8 groups (8 x the FLOPs of the real grouped matmul)
+    assert re.search(r"\) -> bf16\[256,8,256\] \{", text)
+    assert re.search(r'dot\([^\n]*op_name="[^"]*jvp\(\)/while/body/closed_call/shard_map/ragged_dot_general"', text)
+
+
+def test_expert_parallelism_sends_the_sorted_copies_by_all_to_all() -> None:
+    result = _compile(ep="2")
+    assert "expert" in str(result.mesh_shape), result.mesh_shape
+    # each device sends its b*S*K = 256 copies as 2 blocks of 128 rows of dim 256, forward and back
+    # (async: all-to-all-done of bf16[2,1,128,256] over pairs of GPUs {0,1},{2,3},...)
+    a2a = re.findall(r"= (\S+) all-to-all-done\([^\n]*op_name=\"([^\"]*)\"", result.optimized_hlo)
+    moe = [shape for shape, name in a2a if name.endswith("shard_map/all_to_all")]
+    assert len(moe) >= 4 and all(t.startswith("bf16[2,1,128,256]") for t in moe), a2a
+    assert "replica_groups={{0,1},{2,3},{4,5},{6,7}}" in result.optimized_hlo
+
+
+def test_flash_attention_is_a_triton_custom_call_on_hopper_and_blackwell() -> None:
+    for target, devices in (("h100-sxm", 8), ("gb200", 4)):
+        text = _compile(target, devices, attention="flash", layers="2").optimized_hlo
+        calls = re.findall(r'custom_call_target="([^"]+)"[^\n]*?name = "([a-z_]+)"', text)
+        assert {name for t, name in calls if t == "__gpu$xla.gpu.triton"} == {
+            "mha_forward", "mha_preprocess_backward", "mha_backward"}, target
+
+
+@pytest.mark.parametrize(("sets", "words"), [
+    ({"mla_q": "host"}, "mla_q=host must be one of remat, device, offload"),
+    ({"moe_impl": "dense"}, "moe_impl=dense must be one of sorted, ragged"),
+    ({"attention": "cudnn"}, "attention=cudnn must be one of chunked, flash"),
+    ({"experts": "6"}, "must be a multiple of experts=6"),
+    ({"ep": "3"}, "experts=8 must be a multiple of ep=3"),
+    ({"ep": "2", "moe_impl": "ragged"}, "ep=1 only"),
+])
+def test_bad_settings_are_one_line_exit_2(sets: dict[str, str], words: str) -> None:
+    with pytest.raises(HloscopeError) as e:
+        resolve("deepseek", sets)
+    assert words in str(e.value) and "\n" not in str(e.value)
+    assert e.value.exit_code == EXIT_BAD_INPUT

@@ -57,11 +57,14 @@ _SLICING_OPCODES = frozenset({"dynamic-slice", "slice", "gather"})
 
 @dataclass(frozen=True)
 class OpCost:
-    """flops: floating-point operations; hbm_bytes: bytes read+written; us: estimate."""
+    """flops: floating-point operations; hbm_bytes: bytes read+written; us: estimate.
+    memory_bound: its HBM time is at least its compute time and its launch (HBM is busy for at
+    least half of its run)."""
 
     flops: float
     hbm_bytes: int
     us: float
+    memory_bound: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -416,11 +419,14 @@ class CostModel:
                 flops, dtype, eff = self._gemm_flops(ins)
                 effective = flops / eff if flops else 0.0
         nbytes = self.hbm_bytes(ins)
+        compute = effective / self.target.peak_flops(dtype) * 1e6
+        memory = nbytes / self.target.hbm_bandwidth * 1e6
+        # memory-bound: HBM is its limit and keeps busy for at least half its run (launch included)
+        bound = nbytes > 0 and memory >= compute and memory >= self.target.kernel_launch_us
         measured = self.measured.get(ins.name)
         if measured is not None:
-            return OpCost(flops, nbytes, measured)
-        us = max(effective / self.target.peak_flops(dtype), nbytes / self.target.hbm_bandwidth) * 1e6
-        return OpCost(flops, nbytes, us + self.target.kernel_launch_us)
+            return OpCost(flops, nbytes, measured, bound)
+        return OpCost(flops, nbytes, max(compute, memory) + self.target.kernel_launch_us, bound)
 
     def link_bandwidth(self, direction: str) -> float:
         """Bytes/s of one GPU's host link in ``direction`` under this model's link mode."""

@@ -97,7 +97,9 @@ class TransferTiming:
     execution; wait_us_per_step: summed over all ``executions`` (extrapolated
     ones included). beside_*: what ran while it was in flight (names of compute
     ops, collectives, other transfers on the same link); compute_beside_us: the
-    compute time among them. matched: a done was found and reached.
+    compute time among them; memory_bound_beside_us: the part of it spent in
+    memory-bound kernels (``OpCost.memory_bound``), which share HBM with the copy.
+    matched: a done was found and reached.
     """
 
     computation: str
@@ -118,6 +120,7 @@ class TransferTiming:
     beside_collectives: tuple[str, ...] = ()
     beside_transfers: tuple[str, ...] = ()
     compute_beside_us: float = 0.0
+    memory_bound_beside_us: float = 0.0
     matched: bool = True
 
     @property
@@ -226,6 +229,8 @@ class _Link:
 
     def advance(self, t: float, until: _Flow | None = None) -> None:
         """Move the link's clock to ``t`` (or until ``until`` finishes), finishing flows."""
+        if until is None and t <= self.now:
+            return  # never backwards: a flow whose bytes start later (DMA setup) moved it ahead
         while self.active:
             share = self.bw / len(self.active)
             first = min(f.remaining for f in self.active)
@@ -323,7 +328,8 @@ class _Last:
 
 class _Sim:
     def __init__(self, module: Module, cost: CostModel, pairs: list[AsyncPair], transfers: list[HostTransfer],
-                 callgraph: CallGraph, link_mode: str, max_iterations: int, extrapolate: bool) -> None:
+                 callgraph: CallGraph, link_mode: str, max_iterations: int, extrapolate: bool,
+                 share_hbm: bool = True) -> None:
         self.module = module
         self.callgraph = callgraph
         self.cost = cost
@@ -341,6 +347,9 @@ class _Sim:
         }
         self.link_mode = link_mode
         self.dma_latency = tgt.host_dma_latency_us
+        self.hbm_per_us = tgt.hbm_bandwidth / 1e6
+        self.link_list = list(self.links.values())
+        self.share_hbm = share_hbm
         self.t = 0.0
         self.coll_free = 0.0
         self.async_free = 0.0
@@ -395,6 +404,8 @@ class _Sim:
         slices = self.slices
         for code, ins, us in self.program(name):
             if code == _WORK:
+                if self.share_hbm and (self.link_list[0].active or self.link_list[1].active):
+                    self._share_hbm(ins, us)
                 slices[Resource.COMPUTE].append(Slice(Resource.COMPUTE, self.t, self.t + us, name, ins.name,
                                                       SliceKind.COMPUTE, self.cost.moved_bytes(ins).device,
                                                       self.iteration))
@@ -417,6 +428,23 @@ class _Sim:
                 slices[Resource.COLLECTIVE].append(Slice(Resource.COLLECTIVE, begin, end, name, ins.name,
                                                          SliceKind.COLLECTIVE, _collective_bytes(ins), self.iteration))
                 self._wait(name, ins.name, end, Resource.COLLECTIVE)
+
+    def _share_hbm(self, ins: Instruction, us: float) -> None:
+        """Transfers in flight while a kernel runs get the HBM bandwidth it leaves: a kernel
+        moving ``b`` bytes in ``us`` leaves ``hbm - b/us``; when that is below what the
+        active links would draw, they share it for the kernel's duration."""
+        demand = self.cost.moved_bytes(ins).device / us if us > 0 else 0.0
+        free = self.hbm_per_us - demand
+        active = [lk for lk in self.link_list if lk.active]
+        if free >= sum(lk.bw for lk in active):
+            return
+        end = self.t + us
+        for lk in active:
+            base = lk.bw
+            lk.advance(self.t)
+            lk.bw = max(free / len(active), base * 1e-6)  # never zero: the flow still ends
+            lk.advance(end)
+            lk.bw = base
 
     def _wait(self, comp: str, name: str, until: float, kind: Resource) -> float:
         """The compute stream waits until ``until`` for an op on resource ``kind``."""
@@ -588,6 +616,11 @@ def _same(a: tuple[float, tuple[float, ...]], b: tuple[float, tuple[float, ...]]
     return all(abs(x - y) <= 1e-6 * max(1.0, abs(x)) for x, y in zip(a[1], b[1], strict=True))
 
 
+def _memory_bound(module: Module, cost: CostModel, s: Slice) -> bool:
+    ins = module.computations[s.computation].by_name.get(s.name)
+    return ins is not None and cost.op_cost(ins).memory_bound
+
+
 def _collective_bytes(ins: Instruction) -> int:
     return value_shape(ins).byte_size
 
@@ -621,16 +654,17 @@ def _overlapping(slices: list[Slice], starts: list[float], lo: float, hi: float)
 
 def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], transfers: list[HostTransfer],
                   callgraph: CallGraph, link_mode: str | None = None, max_iterations: int = 6,
-                  extrapolate: bool = True) -> Timeline:
+                  extrapolate: bool = True, share_hbm: bool = True) -> Timeline:
     """Replay the entry computation's schedule and time every op, transfer and wait.
 
     ``link_mode`` defaults to the cost model's; ``max_iterations`` bounds the
     iterations simulated per loop run before the rest are extrapolated;
     ``extrapolate=False`` simulates every iteration (slow on long loops; tests).
     ``callgraph``: the module's call graph (its trip counts, computed once per loop).
+    ``share_hbm=False``: transfers keep their link's bandwidth beside memory-bound kernels.
     """
     mode = link_mode or cost.link_mode
-    sim = _Sim(module, cost, pairs, transfers, callgraph, mode, max_iterations, extrapolate)
+    sim = _Sim(module, cost, pairs, transfers, callgraph, mode, max_iterations, extrapolate, share_hbm)
     sim.run(module.entry_name)
     sim.drain()
     step = sim.t
@@ -667,6 +701,8 @@ def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], trans
                 s.name for s in _overlapping(coll, coll_starts, last.issue, last.finish))),
             beside_transfers=others,
             compute_beside_us=sum(min(s.end_us, last.finish) - max(s.start_us, last.issue) for s in beside),
+            memory_bound_beside_us=sum(min(s.end_us, last.finish) - max(s.start_us, last.issue) for s in beside
+                                       if s.kind is SliceKind.COMPUTE and _memory_bound(module, cost, s)),
             matched=last.done is not None or not t.is_async,
         )
     a = sim.acc

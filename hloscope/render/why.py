@@ -6,6 +6,7 @@ messages and diagrams call the same functions, so every view says the same.
 
 from __future__ import annotations
 
+from hloscope.analysis.contention import MEMORY_BOUND_HINT_AT, memory_bound_share
 from hloscope.analysis.kinds import Direction, Reason, VerdictKind
 from hloscope.analysis.verdict import FirstUse, InputReady, Verdict
 
@@ -135,6 +136,10 @@ def explain(v: Verdict) -> str:
             hints.append(input_hint(v.input_ready))
         if v.first_use is not None:
             hints.append(use_hint(v.first_use))
+        share = memory_bound_share(v.timing)
+        if share is not None and share.fraction >= MEMORY_BOUND_HINT_AT:
+            hints.append(f"{share.fraction:.0%} of the compute beside it (~{share.memory_bound_us:.1f} of "
+                         f"~{share.compute_us:.1f} us) is memory-bound kernels, which share HBM with the copy")
         if hints:
             text += "; " + "; ".join(hints)
     return text

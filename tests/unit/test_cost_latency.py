@@ -9,11 +9,13 @@ import dataclasses
 import pytest
 
 from hloscope.analysis.collectives import collective_time_us, first_replica_group
+from hloscope.analysis.contention import memory_bound_share
 from hloscope.analysis.cost import CostModel
 from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.kernels import gemm_efficiency
 from hloscope.analysis.report import analyze_module
 from hloscope.hlo.parser import parse_hlo
+from hloscope.render.why import explain
 from hloscope.targets import get_target
 
 H100 = get_target("h100-sxm")
@@ -134,3 +136,72 @@ def test_the_simulation_charges_the_dma_latency() -> None:
         assert t.transfer_us == pytest.approx(2.0 + t.bytes / bw * 1e6)
         if t.executions:
             assert t.duration_us >= t.transfer_us - 1e-9
+
+
+BESIDE_A_MEMORY_BOUND_KERNEL = """HloModule hbm, is_scheduled=true
+
+ENTRY %main (a: f32[1024,1024], x: f32[8192,8192], y: f32[8192,8192]) -> f32[8192,8192] {
+  %a = f32[1024,1024]{1,0} parameter(0)
+  %x = f32[8192,8192]{1,0} parameter(1)
+  %y = f32[8192,8192]{1,0} parameter(2)
+  %cs = (f32[1024,1024]{1,0:S(5)}, f32[1024,1024]{1,0}, u32[]) copy-start(%a)
+  %big = f32[8192,8192]{1,0} add(%x, %y)
+  %cd = f32[1024,1024]{1,0:S(5)} copy-done(%cs)
+  ROOT %r = f32[8192,8192]{1,0} negate(%big)
+}
+"""
+
+
+def test_a_copy_beside_a_memory_bound_kernel_gets_the_hbm_it_leaves() -> None:
+    report = analyze_module(parse_hlo(BESIDE_A_MEMORY_BOUND_KERNEL), H100)
+    assert report.timeline is not None
+    t = report.timeline.transfers[("main", "cs")]
+    # %big reads 2 x 256 MiB and writes 256 MiB: 805,306,368 B in 240.39 us + 1 us launch. It
+    # leaves 3.35e6 - 805,306,368 / 241.39 B/us of HBM, about 13.9 GB/s, below the link's 55.
+    big_us = 805_306_368 / 3.35e12 * 1e6 + 1.0
+    free = 3.35e12 / 1e6 - 805_306_368 / big_us  # bytes/us
+    assert 0 < free < 55e3
+    # The copy's 4 MiB enter the link 2 us after its start, flow at `free` until %big ends, then
+    # at 55 GB/s; the done right after %big waits for the rest.
+    moved = (big_us - 2.0) * free
+    finish = big_us + (4 * 2**20 - moved) / 55e3
+    assert t.finish_us == pytest.approx(finish)
+    assert t.wait_us == pytest.approx(finish - big_us)
+    # Without the shared HBM the same copy (78.3 us) is hidden by %big
+    index = report.index
+    from hloscope.analysis.pairs import pair_async_ops
+    from hloscope.analysis.timeline import simulate_step
+    from hloscope.analysis.transfers import find_host_transfers
+
+    alone = simulate_step(report.module, report.cost, pair_async_ops(index), find_host_transfers(index),
+                          index.callgraph, share_hbm=False)
+    assert alone.transfers[("main", "cs")].wait_us == 0.0
+    # The verdict's hint: all the compute beside it is memory-bound
+    v = report.verdict_for("cs")
+    assert v is not None and str(v.verdict) == "partial"
+    share = memory_bound_share(v.timing)
+    assert share is not None and share.fraction == pytest.approx(1.0)
+    assert share.compute_us == pytest.approx(big_us)
+    assert "100% of the compute beside it" in explain(v) and "memory-bound" in explain(v)
+
+
+def test_a_copy_beside_a_gemm_has_no_memory_bound_hint() -> None:
+    entry = ONE_GEMM
+    report = analyze_module(parse_hlo(entry), H100)
+    v = report.verdict_for("cs")
+    assert v is not None and v.timing is not None
+    share = memory_bound_share(v.timing)
+    assert share is not None and share.memory_bound_us == 0.0 and share.compute_us > 0
+    assert "memory-bound" not in explain(v)
+
+
+ONE_GEMM = """HloModule gemm, is_scheduled=true
+
+ENTRY %main (a: bf16[4096,4096]) -> bf16[4096,4096] {
+  %a = bf16[4096,4096]{1,0} parameter(0)
+  %cs = (bf16[4096,4096]{1,0:S(5)}, bf16[4096,4096]{1,0}, u32[]) copy-start(%a)
+  %m = bf16[4096,4096]{1,0} dot(%a, %a), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %cd = bf16[4096,4096]{1,0:S(5)} copy-done(%cs)
+  ROOT %r = bf16[4096,4096]{1,0} negate(%m)
+}
+"""

@@ -30,10 +30,11 @@ PCIE_ACHIEVED = 55e9  # bytes/s, h100-sxm host link per direction
 
 def _simulate(m: Module, target: str = "h100-sxm", **kw: bool) -> tuple[Timeline, CostModel]:
     # The simulation's mechanics are checked on the plain roofline: no kernel launch, no DMA
-    # setup latency (test_cost_latency.py checks both, and the simulation's DMA latency).
+    # setup latency, no HBM shared between copies and kernels (test_cost_latency.py checks them).
     index = ModuleIndex(m)
     cost = CostModel(index, dataclasses.replace(get_target(target), kernel_launch_us=0.0, host_dma_latency_us=0.0))
-    tl = simulate_step(m, cost, pair_async_ops(index), find_host_transfers(index), index.callgraph, **kw)
+    tl = simulate_step(m, cost, pair_async_ops(index), find_host_transfers(index), index.callgraph,
+                       share_hbm=False, **kw)
     tl.self_check()
     return tl, cost
 

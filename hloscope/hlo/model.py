@@ -140,11 +140,16 @@ _CALL_KEYS = ("calls", "to_apply", "condition", "body", "branch_computations", "
 _CALL_RE = re.compile(r"(?:^|, )(" + "|".join(_CALL_KEYS) + r")=(\{[^}]*\}|%?[^\s,{}]+)")
 _CALL_TAIL_RE = re.compile(r", (?:" + "|".join(_CALL_KEYS) + r")=")
 _INDEX_RE = re.compile(r"(?:^|, )index=(\d+)")
+_CALL_STARTS = tuple(k + "=" for k in _CALL_KEYS)
 
 
 def _called_computations(ins: Instruction) -> tuple[str, ...]:
     text = ins.attr_text
     if not text:
+        return ()
+    # Most instructions call nothing: every call attribute either starts the text or follows
+    # ", ", and one search for ", <key>=" (a literal prefix: fast) rules both out.
+    if _CALL_TAIL_RE.search(text) is None and not text.startswith(_CALL_STARTS):
         return ()
     # XLA prints call attributes before the attributes that hold quoted strings
     # (metadata, backend_config), so a regex over the text before the first quote

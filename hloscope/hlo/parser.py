@@ -310,9 +310,11 @@ class _Parser:
         calling = module.calling
         for comp in module.computations.values():
             for ins in comp.instructions:
-                if ins.called_computations:
-                    calling.append(ins)
-                for called in ins.called_computations:
+                calls = ins.called_computations
+                if not calls:
+                    continue
+                calling.append(ins)
+                for called in calls:
                     if called not in module.computations:
                         text = lines[ins.line - 1]
                         col = text.find(called) + 1

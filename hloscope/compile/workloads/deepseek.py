@@ -156,17 +156,19 @@ ROLES = {"mla_q": "MLA low-rank query (q_norm(wq_a(x)))", "mla_kv": "MLA normali
          "moe_mlpwo": "routed experts' down projection (grouped matmul)"}
 
 #: ``deepseek3-671b.yml`` (maxtext e591f30c): sizes, 3 dense layers, 256 experts top 8, one shared
-#: expert, routed_scaling_factor 2.5, vocab 129,280, ``weight_dtype: float32`` (base.yml).
+#: expert, routed_scaling_factor 2.5, vocab 129,280, ``weight_dtype: float32`` (base.yml); flash
+#: attention, as MaxText runs on GPU (cuDNN there, the Pallas kernel here).
 V3_671B = DeepSeekConfig(
     layers=61, dense_layers=3, dim=7168, heads=128, q_lora_rank=1536, kv_lora_rank=512,
     qk_nope_dim=128, qk_rope_dim=64, v_head_dim=128, ffn=18432, moe_ffn=2048, experts=256,
-    shared_experts=1, top_k=8, routed_scaling=2.5, vocab=129280, batch=1, seq=4096, attention_chunk=512,
-    weight_dtype="float32")
+    shared_experts=1, top_k=8, routed_scaling=2.5, vocab=129280, batch=1, seq=4096, attention="flash",
+    attention_chunk=512, weight_dtype="float32")
 
 PRESETS = {
     "deepseek-tiny": DeepSeekConfig(),
     "deepseek-v3-671b": V3_671B,
-    "deepseek-v3-671b-flash": dataclasses.replace(V3_671B, attention="flash"),
+    "deepseek-v3-671b-flash": V3_671B,  # the name the comparison page's commands use
+    "deepseek-v3-671b-chunked": dataclasses.replace(V3_671B, attention="chunked"),
 }
 
 

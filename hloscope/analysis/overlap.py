@@ -54,12 +54,15 @@ class AnalysisOptions:
     link_mode: host link figures, ``achieved`` (default) or ``peak`` (docs/targets.md).
     simulate: replay the schedule (analysis/timeline.py) and judge async transfers by the
     simulated wait at their done; False judges by the window alone.
+    measured_us: (instruction name, µs) pairs measured on a GPU (``hloscope.analysis.calibration``)
+    that replace the cost model's figure for those instructions.
     """
 
     host_space: int = HOST_MEMORY_SPACE
     thresholds: Thresholds = DEFAULT_THRESHOLDS
     link_mode: str = "achieved"
     simulate: bool = True
+    measured_us: tuple[tuple[str, float], ...] = ()
 
 
 def window_segments(index: ModuleIndex, start: Instruction, done: Instruction, crossed: bool) -> list[WindowSegment]:

@@ -207,7 +207,7 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
     index = ModuleIndex(module)
     transfers = name_transfers(index, find_host_transfers(index, opts.host_space), inputs.names)
     pairs = tuple(pair_async_ops(index))
-    cost = CostModel(index, target, opts.host_space, opts.link_mode)
+    cost = CostModel(index, target, opts.host_space, opts.link_mode, dict(opts.measured_us) or None)
     verdicts = judge_overlap(index, transfers, cost, pairs, opts)
     timeline = None
     if opts.simulate and module.is_scheduled:

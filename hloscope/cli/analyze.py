@@ -54,6 +54,9 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
                    help=f"host link figures: achieved (measured) or peak (specification) (default {DEFAULT_LINK_MODE})")
     p.add_argument("--trace", metavar="FILE",
                    help="also write the simulated step as Trace Event JSON (open in ui.perfetto.dev)")
+    p.add_argument("--profile", metavar="FILE",
+                   help="measured per-op times in place of the cost model: an XLA PGLE profile "
+                        "(costs { name: ... cost_us: ... }), JSON {name: us} or CSV name,us (docs/cost-model.md)")
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,13 @@ def prepare_report(args: argparse.Namespace) -> ReportRequest:
     renderer = get_renderer("json" if args.json else (args.format or "table"))
     if args.trace and args.output and Path(args.trace).resolve() == Path(args.output).resolve():
         raise HloscopeError(f"--trace and -o name the same file ({args.trace})", EXIT_BAD_INPUT)
-    options = AnalysisOptions(host_space=getattr(args, "host_memory_space", HOST_MEMORY_SPACE), link_mode=args.link)
+    measured: tuple[tuple[str, float], ...] = ()
+    if getattr(args, "profile", None):
+        from hloscope.analysis.calibration import read_profile
+
+        measured = tuple(sorted(read_profile(args.profile).items()))
+    options = AnalysisOptions(host_space=getattr(args, "host_memory_space", HOST_MEMORY_SPACE), link_mode=args.link,
+                              measured_us=measured)
     return ReportRequest(renderer, parse_verdicts(args.fail_on) if args.fail_on else frozenset(), args.output,
                          bool(getattr(args, "allow_empty", False)), options, args.trace)
 
@@ -128,4 +137,12 @@ class AnalyzeCommand:
         from hloscope.artifact import load_report
 
         req = prepare_report(args)
-        return emit_report(load_report(args.path, args.target, req.options), req)
+        report = load_report(args.path, args.target, req.options)
+        if args.profile:
+            from hloscope.analysis.calibration import match_profile
+
+            found = match_profile(dict(req.options.measured_us), report.module)
+            print(f"hloscope: note: profile {args.profile}: {found.matched} of {found.entries} times name an "
+                  "instruction of this module" + (f" (not: {', '.join(found.unknown)})" if found.unknown else ""),
+                  file=sys.stderr)
+        return emit_report(report, req)

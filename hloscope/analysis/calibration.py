@@ -1,0 +1,158 @@
+"""Measured per-op times in place of the model: a profile read into ``{instruction name: µs}``.
+
+``read_profile(path)`` reads one of three forms, chosen by content:
+
+- XLA's profile-guided latency estimator (PGLE) profile, the text form of a
+  ``ProfiledInstructionsProto`` (``xla/service/latency_hiding_scheduler`` reads the
+  same file through ``--xla_gpu_pgle_profile_file_or_directory_path``)::
+
+      costs { name: "fusion.12" cost_us: 41.5 }
+      costs { name: "all-gather-start.1" cost_us: 67.0 }
+      latencies { source: "all-gather-start.1" target: "all-gather-done.1" latency_us: 70.2 }
+
+  ``costs`` give an instruction's time; ``latencies`` the time from an async start
+  (``source``) to its done, used for that start (a collective's time).
+- JSON: ``{"fusion.12": 41.5, ...}``, or ``{"costs": [{"name": ..., "cost_us": ...}]}``
+  (the proto's JSON form).
+- CSV: ``name,us`` per line (a header line whose second field is not a number is skipped;
+  ``#`` starts a comment).
+
+Names are HLO instruction names of the optimized module the profile was taken on: a
+profile from another compile matches only the names it shares (``match_profile`` says
+how many). Bad input is one :class:`~hloscope.errors.HloscopeError` naming the file and
+line (exit 2), never a traceback. The cost model takes the result as ``measured``
+(``CostModel(..., measured=...)``): a compute op's figure, a collective's time.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.hlo.model import Module
+
+__all__ = ["ProfileMatch", "match_profile", "parse_profile", "read_profile"]
+
+_ENTRY = re.compile(r"\b(costs|latencies)\s*\{([^{}]*)\}", re.S)
+_FIELD = re.compile(r'(\w+)\s*:\s*("(?:[^"\\]|\\.)*"|[-+0-9.eE]+|\w+)')
+
+
+def _bad(source: str, what: str) -> HloscopeError:
+    return HloscopeError(f"{source}: not a usable profile: {what}", EXIT_BAD_INPUT)
+
+
+def _us(source: str, name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise _bad(source, f"time of '{name}' must be a number of µs, not {value!r}")
+    try:
+        us = float(value)
+    except ValueError:
+        raise _bad(source, f"time of '{name}' must be a number of µs, not {value!r}") from None
+    if not math.isfinite(us) or us < 0:
+        raise _bad(source, f"time of '{name}' must be a non-negative number of µs, not {value!r}")
+    return us
+
+
+def _from_proto_text(text: str, source: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    latencies: dict[str, float] = {}
+    for m in _ENTRY.finditer(text):
+        fields = {k: v for k, v in _FIELD.findall(m.group(2))}
+        line = text.count("\n", 0, m.start()) + 1
+        if m.group(1) == "costs":
+            name, value = fields.get("name"), fields.get("cost_us")
+        else:
+            name, value = fields.get("source"), fields.get("latency_us")
+        if name is None or value is None or not name.startswith('"'):
+            raise _bad(f"{source}:{line}", f"a {m.group(1)} entry needs a quoted name and a time in µs")
+        key = json.loads(name)
+        us = _us(f"{source}:{line}", key, value)
+        (out if m.group(1) == "costs" else latencies)[key] = us
+    out.update(latencies)  # a start's start-to-done latency is its time as an async op
+    return out
+
+
+def _from_json(data: object, source: str) -> dict[str, float]:
+    if isinstance(data, dict) and isinstance(data.get("costs"), list):
+        entries: Iterable[object] = data["costs"]
+        out: dict[str, float] = {}
+        for e in entries:
+            if not isinstance(e, dict) or not isinstance(e.get("name"), str):
+                raise _bad(source, "each of 'costs' must be {\"name\": ..., \"cost_us\": ...}")
+            out[e["name"]] = _us(source, e["name"], e.get("cost_us"))
+        return out
+    if isinstance(data, dict):
+        return {str(k): _us(source, str(k), v) for k, v in data.items()}
+    raise _bad(source, "JSON must map instruction names to µs")
+
+
+def _from_csv(text: str, source: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    rows = csv.reader(io.StringIO(text))
+    for i, row in enumerate(rows, start=1):
+        cells = [c.strip() for c in row]
+        if not cells or not cells[0] or cells[0].startswith("#"):
+            continue
+        if len(cells) < 2:
+            raise _bad(f"{source}:{i}", "a CSV line is 'name,us'")
+        if i == 1 and not re.fullmatch(r"[-+0-9.eE]+", cells[1]):
+            continue  # a header
+        out[cells[0]] = _us(f"{source}:{i}", cells[0], cells[1])
+    return out
+
+
+def parse_profile(text: str, source: str = "<profile>") -> dict[str, float]:
+    """``{instruction name: µs}`` from a profile's text (PGLE proto text, JSON or CSV)."""
+    stripped = text.lstrip()
+    if not stripped:
+        raise _bad(source, "the file is empty")
+    if stripped[0] in "{[":
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        if data is not None:
+            got = _from_json(data, source)
+            if not got:
+                raise _bad(source, "no instruction times in it")
+            return got
+    if _ENTRY.search(text):
+        return _from_proto_text(text, source)
+    got = _from_csv(text, source)
+    if not got:
+        raise _bad(source, "no 'costs { name: ... cost_us: ... }' entries, JSON object or 'name,us' lines")
+    return got
+
+
+def read_profile(path: str | Path) -> dict[str, float]:
+    """``parse_profile`` of a file; an unreadable file is one error line (exit 2)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise HloscopeError(f"{p}: cannot read profile: {getattr(e, 'strerror', None) or e}", EXIT_BAD_INPUT) from None
+    return parse_profile(text, str(p))
+
+
+@dataclass(frozen=True)
+class ProfileMatch:
+    """How a profile met a module: ``matched`` of its ``entries`` name an instruction;
+    ``unknown``: up to ten that name none (a profile of another compile)."""
+
+    entries: int
+    matched: int
+    unknown: tuple[str, ...]
+
+
+def match_profile(profile: Mapping[str, float], module: Module) -> ProfileMatch:
+    """Which of a profile's names the module has."""
+    names = {ins.name for comp in module.computations.values() for ins in comp.instructions}
+    unknown = [n for n in profile if n not in names]
+    return ProfileMatch(len(profile), len(profile) - len(unknown), tuple(unknown[:10]))

@@ -16,6 +16,8 @@
   Buffers in host memory are counted apart (host bytes), never as HBM.
 - Every kernel adds ``Target.kernel_launch_us``; a GEMM's FLOPs are divided by the
   efficiency its output tiling reaches on the SMs (``hloscope.analysis.kernels``).
+  Fused attention custom calls (Pallas Triton ``mha_*``, cuDNN ``__cudnn$fmha*``) count
+  the FLOPs of their attention matmuls (``kernels.attention_flops``).
 - A host transfer takes ``host_dma_latency_us + bytes / host link bandwidth`` (one
   direction; achieved or peak, shared among the GPUs on one link).
 - A collective is a ring over its replica group on NVLink or the network
@@ -34,7 +36,7 @@ from dataclasses import dataclass
 from hloscope.analysis.callgraph import callee_name
 from hloscope.analysis.collectives import collective_time_us, first_replica_group
 from hloscope.analysis.index import ModuleIndex
-from hloscope.analysis.kernels import dot_dims, gemm_efficiency
+from hloscope.analysis.kernels import attention_flops, dot_dims, gemm_efficiency
 from hloscope.analysis.opclass import (
     COLLECTIVE_OPCODES,
     collective_kind,
@@ -414,10 +416,19 @@ class CostModel:
                 effective += self._comp_eff_flops.get(c, f)
                 dtype = t if f else dtype
         elif ins.opcode == "custom-call":
-            target = custom_call_target(ins).lower()
+            name = custom_call_target(ins)
+            target = name.lower()
             if "gemm" in target or "matmul" in target:
                 flops, dtype, eff = self._gemm_flops(ins)
                 effective = flops / eff if flops else 0.0
+            elif name == "__gpu$xla.gpu.triton" or target.startswith("__cudnn$fmha"):
+                table = self.module.computations[ins.computation].by_name
+                shapes = [table[o].shape for o in ins.operands if o in table]
+                attention = attention_flops(name, ins.attr_text, [sh.dims for sh in shapes],
+                                            ins.backend_config if name != "__gpu$xla.gpu.triton" else {})
+                if attention:
+                    flops = effective = attention
+                    dtype = shapes[0].element_type
         nbytes = self.hbm_bytes(ins)
         compute = effective / self.target.peak_flops(dtype) * 1e6
         memory = nbytes / self.target.hbm_bandwidth * 1e6

@@ -205,3 +205,40 @@ ENTRY %main (a: bf16[4096,4096]) -> bf16[4096,4096] {
   ROOT %r = bf16[4096,4096]{1,0} negate(%m)
 }
 """
+
+
+def _attention(call: str) -> str:
+    return f"""HloModule att
+
+ENTRY %e (q: bf16[2,1024,16,128], k: bf16[2,1024,16,128], v: bf16[2,1024,16,128]) -> bf16[2,1024,16,128] {{
+  %q = bf16[2,1024,16,128]{{3,2,1,0}} parameter(0)
+  %k = bf16[2,1024,16,128]{{3,2,1,0}} parameter(1)
+  %v = bf16[2,1024,16,128]{{3,2,1,0}} parameter(2)
+  {call}
+}}
+"""
+
+
+def test_flash_attention_custom_calls_cost_their_matmuls() -> None:
+    # Written after the Pallas mha calls a deviceless compile makes (log.md, presets 06:12): q, k, v
+    # bf16[b=2, S=1024, H=16, D=128]. One S x S x D matmul per head: 2 * 2*16*1024 * 1024 * 128 FLOPs.
+    one = 2 * 2 * 16 * 1024 * 1024 * 128
+    fwd = ('ROOT %pallas_call.1 = bf16[2,1024,16,128]{3,2,1,0} custom-call(%q, %k, %v), '
+           'custom_call_target="__gpu$xla.gpu.triton", api_version=API_VERSION_TYPED_FFI, '
+           'backend_config={debug = false, grid_x = 8 : i32, ir = "xyz", name = "mha_forward", num_warps = 8 : i32}')
+    m = parse_hlo(_attention(fwd))
+    cost = CostModel(ModuleIndex(m), H100)
+    c = cost.op_cost(m.entry.by_name["pallas_call.1"])
+    assert c.flops == 2 * one  # QK^T and PV
+    assert c.us == pytest.approx(2 * one / 989e12 * 1e6 + 1.0)  # compute-bound: 8.4 GFLOP at 989 TFLOP/s
+    bwd = fwd.replace('name = "mha_forward"', 'name = "mha_backward"')
+    m = parse_hlo(_attention(bwd))
+    assert CostModel(ModuleIndex(m), H100).op_cost(m.entry.by_name["pallas_call.1"]).flops == 5 * one
+    other = fwd.replace('name = "mha_forward"', 'name = "my_kernel"')
+    m = parse_hlo(_attention(other))
+    assert CostModel(ModuleIndex(m), H100).op_cost(m.entry.by_name["pallas_call.1"]).flops == 0.0  # unknown: bytes only
+    cudnn = ('ROOT %fmha = bf16[2,1024,16,128]{3,2,1,0} custom-call(%q, %k, %v), '
+             'custom_call_target="__cudnn$fmhaSoftmax", '
+             'backend_config={"cudnn_fmha_backend_config":{"mask_type":"CAUSAL"}}')
+    m = parse_hlo(_attention(cudnn))
+    assert CostModel(ModuleIndex(m), H100).op_cost(m.entry.by_name["fmha"]).flops == 2 * one / 2  # causal: half

@@ -68,3 +68,26 @@ def test_killed_sweep_resumes_from_the_cache(tmp_path: Path) -> None:
     for a, b in zip(again["rows"], rows, strict=True):
         assert {k: v for k, v in a.items() if k not in ("cached", "compile_s", "cache_lookup")} == \
             {k: v for k, v in b.items() if k not in ("cached", "compile_s", "cache_lookup")}
+
+
+def test_ctrl_c_stops_the_sweep_in_one_line(tmp_path: Path) -> None:
+    # Ctrl+C on a terminal signals the whole foreground process group: the sweep and its workers.
+    cache = CompileCache(tmp_path / "cache")
+    env = dict(os.environ, HLOSCOPE_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("HLOSCOPE_NO_CACHE", None)
+    proc = subprocess.Popen([sys.executable, "-m", "hloscope", *SWEEP], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 600
+        while not cache.entries() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert proc.poll() is None, "the sweep finished before Ctrl+C"
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130
+    assert err.splitlines()[-1] == "hloscope: interrupted" and "Traceback" not in err
+    assert out == ""  # no half table

@@ -10,9 +10,12 @@ resources, all in microseconds from the start of the step:
   blocks it until its async operation has finished: that wait is the op's
   *exposed* time. A synchronous collective or host copy blocks it for its whole
   duration.
-- ``collective``: one stream for async collectives (NCCL runs them in order);
-  each starts when issued and the stream is free, for its ring time
-  (:meth:`~hloscope.analysis.cost.CostModel.collective_us`).
+- ``collective``: XLA's two collective streams: one for all-gather, reduce-scatter,
+  all-reduce and all-to-all (NCCL runs them in order), one for point-to-point
+  collectives (collective-permute, send, recv); each starts when issued and its
+  stream is free, for its ring time
+  (:meth:`~hloscope.analysis.cost.CostModel.collective_us`). Both are recorded on
+  the ``collective`` resource, whose slices may then overlap.
 - ``async``: other async ops (not transfers, not collectives), in order.
 - ``host link D->H`` / ``host link H->D``: one per direction. Transfers on one
   link share its bandwidth while they overlap (each of n gets 1/n), at the
@@ -295,6 +298,9 @@ class _Op:
         return self.finish
 
 
+#: Collectives XLA runs on its point-to-point stream, beside the collective stream.
+_P2P_KINDS = frozenset({"collective-permute", "send", "recv"})
+
 # Step codes of a computation's precompiled program.
 _SKIP, _WORK, _START, _DONE, _SYNC_XFER, _SYNC_COLL, _WHILE, _CALL = range(8)
 
@@ -352,6 +358,7 @@ class _Sim:
         self.share_hbm = share_hbm
         self.t = 0.0
         self.coll_free = 0.0
+        self.p2p_free = 0.0
         self.async_free = 0.0
         self.inflight: dict[tuple[str, str], list[_Op]] = {}
         self.acc = _Acc()
@@ -422,12 +429,23 @@ class _Sim:
             elif code == _SYNC_XFER:
                 self._sync_transfer(name, ins)
             elif code == _SYNC_COLL:
-                begin = max(self.t, self.coll_free)
+                begin = self._collective_slot(ins, us)
                 end = begin + us
-                self.coll_free = end
                 slices[Resource.COLLECTIVE].append(Slice(Resource.COLLECTIVE, begin, end, name, ins.name,
                                                          SliceKind.COLLECTIVE, _collective_bytes(ins), self.iteration))
                 self._wait(name, ins.name, end, Resource.COLLECTIVE)
+
+    def _collective_slot(self, ins: Instruction, us: float) -> float:
+        """When a collective issued now starts on its stream (and book the stream until it ends):
+        point-to-point ones (collective-permute, send, recv) run on XLA's P2P stream, the others
+        in order on its collective stream."""
+        if collective_kind(ins) in _P2P_KINDS:
+            begin = max(self.t, self.p2p_free)
+            self.p2p_free = begin + us
+        else:
+            begin = max(self.t, self.coll_free)
+            self.coll_free = begin + us
+        return begin
 
     def _share_hbm(self, ins: Instruction, us: float) -> None:
         """Transfers in flight while a kernel runs get the HBM bandwidth it leaves: a kernel
@@ -471,8 +489,7 @@ class _Sim:
             link.add(flow)
             op = _Op(key, link_of(t.direction), self.t, flow=flow, link=link)
         elif collective_kind(ins):
-            begin = max(self.t, self.coll_free)
-            self.coll_free = begin + us
+            begin = self._collective_slot(ins, us)
             self.slices[Resource.COLLECTIVE].append(Slice(Resource.COLLECTIVE, begin, begin + us, comp, ins.name,
                                                           SliceKind.COLLECTIVE, _collective_bytes(ins), self.iteration))
             op = _Op(key, Resource.COLLECTIVE, self.t, finish=begin + us)
@@ -586,6 +603,7 @@ class _Sim:
         gap_start = self.t
         self.t += dt
         self.coll_free = self.coll_free + dt if self.coll_free > gap_start else self.coll_free
+        self.p2p_free = self.p2p_free + dt if self.p2p_free > gap_start else self.p2p_free
         self.async_free = self.async_free + dt if self.async_free > gap_start else self.async_free
         for link in self.links.values():
             link.shift(dt)
@@ -672,7 +690,7 @@ def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], trans
     compute = [s for s in slices.get(Resource.COMPUTE, []) if s.kind in (SliceKind.COMPUTE, SliceKind.EXTRAPOLATED)]
     compute_starts = [s.start_us for s in compute]
     coll = slices.get(Resource.COLLECTIVE, [])
-    coll_starts = [s.start_us for s in coll]
+    coll_spans = _Spans(coll)  # the two collective streams' slices may overlap
     links = {r: _Spans(slices.get(r, [])) for r in (Resource.LINK_TO_HOST, Resource.LINK_TO_DEVICE)}
     timings: dict[tuple[str, str], TransferTiming] = {}
     for key, t in sim.transfers.items():
@@ -698,7 +716,7 @@ def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], trans
             wait_us=last.wait, wait_us_per_step=sim.acc.waits.get(key, 0.0),
             beside_compute=tuple(s.name for s in beside),
             beside_collectives=tuple(dict.fromkeys(
-                s.name for s in _overlapping(coll, coll_starts, last.issue, last.finish))),
+                s.name for s in coll_spans.overlapping(last.issue, last.finish))),
             beside_transfers=others,
             compute_beside_us=sum(min(s.end_us, last.finish) - max(s.start_us, last.issue) for s in beside),
             memory_bound_beside_us=sum(min(s.end_us, last.finish) - max(s.start_us, last.issue) for s in beside

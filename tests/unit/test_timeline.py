@@ -221,3 +221,33 @@ def test_verdict_thresholds_on_both_sides(exposed: float, verdict: VerdictKind) 
 def test_verdict_thresholds_can_be_set() -> None:
     assert verdict_from_wait(100.0, 20.0, Thresholds(hidden_at_most=0.25)) == VerdictKind.HIDDEN
     assert verdict_from_wait(0.0, 0.0) == VerdictKind.HIDDEN
+
+
+P2P_BESIDE_ALL_GATHER = """HloModule p2p, is_scheduled=true, num_partitions=8
+
+ENTRY %main (a: bf16[1024,1024]) -> bf16[8192,1024] {
+  %a = bf16[1024,1024]{1,0} parameter(0)
+  %ags = (bf16[1024,1024]{1,0}, bf16[8192,1024]{1,0}) all-gather-start(%a), replica_groups=[1,8]<=[8], dimensions={0}
+  %cps = (bf16[1024,1024]{1,0}, bf16[1024,1024]{1,0}, u32[], u32[]) collective-permute-start(%a), source_target_pairs={{0,1},{1,2}}
+  %cpd = bf16[1024,1024]{1,0} collective-permute-done(%cps)
+  %agd = bf16[8192,1024]{1,0} all-gather-done(%ags)
+  ROOT %r = bf16[8192,1024]{1,0} negate(%agd)
+}
+"""
+
+
+def test_a_collective_permute_runs_on_its_own_stream_beside_an_all_gather() -> None:
+    # XLA runs point-to-point collectives on a P2P stream apart from the collective stream: the
+    # permute issued right after the all-gather starts at once instead of queueing behind it.
+    m = parse_hlo(P2P_BESIDE_ALL_GATHER)
+    tl, cost = _simulate(m)
+    coll = {s.name: s for s in tl.slices[Resource.COLLECTIVE]}
+    ag, cp = coll["ags"], coll["cps"]
+    assert ag.start_us == cp.start_us == 0.0
+    assert ag.end_us == pytest.approx(cost.collective_us(m.entry.by_name["ags"]))
+    assert cp.end_us == pytest.approx(cost.collective_us(m.entry.by_name["cps"]))
+    # 8 GPUs in one node: the all-gather 5 + 7 x 2.5 + 7/8 x 16 MiB at 450 GB/s; the permute
+    # 5 + 2.5 + 2 MiB at 450 GB/s
+    assert ag.end_us == pytest.approx(5 + 7 * 2.5 + 7 / 8 * 16 * 2**20 / 450e9 * 1e6)
+    assert cp.end_us == pytest.approx(5 + 2.5 + 2 * 2**20 / 450e9 * 1e6)
+    assert tl.exposed_collective_us == pytest.approx(ag.end_us)

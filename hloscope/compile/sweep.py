@@ -37,7 +37,7 @@ from hloscope.compile.request import Scheduler
 #: Row fields beyond COLUMNS (in JSON output, not in the table or CSV).
 MEMORY_FIELDS = (
     "cell", "device_allocation_bytes", "xla_peak_counts_host", "top_buffer_role", "top_buffer_bytes",
-    "top_buffer_position", "compiled_s", "cache_key", "cache_lookup",
+    "top_buffer_position", "compiled_s", "cache_key", "cache_lookup", "model_tflops_per_device",
 )
 
 COLUMNS = (
@@ -188,9 +188,25 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
         cache_lookup=(cache.get("via") or "lowered module") if cache.get("hit") else "",
         fingerprint=fingerprint,
     )
+    row["model_tflops_per_device"] = _model_tflops(request, row["est_step_us"])
     if on_report is not None:
         on_report(row, report)
     return row
+
+
+def _model_tflops(request: Any, step_us: float | None) -> float | None:
+    """Model TFLOP/s per device at the estimated step time, with the step's model FLOPs as
+    MaxText counts them (``workloads.model_flops_per_device``); None without a count."""
+    from hloscope.compile import workloads
+
+    if not step_us or request.workload is None:
+        return None
+    sets = request.sets_dict
+    if request.policy:
+        sets["policy"] = request.policy
+    _, cfg = workloads.resolve(request.workload, sets)
+    flops = workloads.model_flops_per_device(cfg)
+    return round(flops / step_us / 1e6, 1) if flops else None
 
 
 #: Executor events, as ``on_event(kind, cell, row)`` receives them.

@@ -64,6 +64,7 @@ def test_sweep_matrix_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert sum(len(g) for g in groups.values()) == sum(1 for r in rows if r["fingerprint"] in groups)
     # A fresh cache: every cell was compiled, none read back; the summary counts them.
     assert all(r["cached"] is False and r["compile_s"] > 0 for r in rows)
+    assert all(r["model_tflops_per_device"] is None for r in rows)  # mlp has no MaxText FLOP count
     assert d["summary"]["cells"] == 12 and d["summary"]["compiled"] == 12 and d["summary"]["cached"] == 0
 
 

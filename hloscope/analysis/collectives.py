@@ -9,9 +9,13 @@ one op has the same size and, in SPMD, the same wiring):
   or an all-to-all, twice that for an all-reduce (reduce-scatter then all-gather), and
   the whole buffer once for a collective-permute;
 - the bandwidth is the target's NVLink figure per direction (``interconnect_bandwidth``)
-  when every participant sits in one NVLink domain (device id // ``gpus_per_host *
-  hosts_per_nvlink_domain``), else the NIC's (``network_bandwidth``): a ring that leaves
-  the domain is as slow as its network hops;
+  when every participant sits in one NVLink domain, else the network's: each GPU has
+  its own NIC (``network_bandwidth``) and NCCL runs one ring per NIC, so the ``k``
+  members of the group in one host move their data through ``k`` NICs at once
+  (``k * network_bandwidth``; XLA's SOL model, ``SolGPUCostModel::RingLatency``, divides
+  by the GPUs per node the same way). NVLink domains are those of the compile-only
+  topology (:func:`nvlink_domain_size`, as ``hloscope.compile.topology.topology_for``
+  lays out the step's devices): 8 GPUs of an HGX node, 64 of 128 GB200s;
 - latency: one collective kernel launch (``collective_launch_us``) plus one ring step
   (``nvlink_hop_us`` or ``network_hop_us``) per step: ``N-1`` steps, ``2(N-1)`` for an
   all-reduce, one for a collective-permute.
@@ -31,7 +35,7 @@ import re
 
 from hloscope.targets import Target
 
-__all__ = ["collective_time_us", "first_replica_group", "ring_steps", "ring_traffic"]
+__all__ = ["collective_time_us", "first_replica_group", "nvlink_domain_size", "ring_steps", "ring_traffic"]
 
 _EXPLICIT = re.compile(r"replica_groups=\{(\{[^}]*\}(?:,\{[^}]*\})*)?\}")
 _IOTA = re.compile(r"replica_groups=\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?")
@@ -112,11 +116,30 @@ def ring_steps(kind: str, n: int) -> int:
     return 2 * (n - 1) if kind == "all-reduce" else n - 1
 
 
-def collective_time_us(kind: str, nbytes: int, group: tuple[int, ...], target: Target) -> float:
-    """One execution of a collective of ``kind`` moving a ``nbytes`` buffer among ``group`` (µs)."""
+def nvlink_domain_size(target: Target, devices: int) -> int:
+    """GPUs per NVLink domain when ``devices`` GPUs of ``target`` are laid out as the compile-only
+    topology lays them out: whole hosts of ``gpus_per_host``, in as few domains of at most
+    ``hosts_per_nvlink_domain`` hosts as divide the hosts evenly (device ids domain by domain)."""
+    per_host = max(1, target.gpus_per_host)
+    if devices <= per_host or devices % per_host:
+        return max(1, devices) if devices <= per_host else per_host * target.hosts_per_nvlink_domain
+    hosts = devices // per_host
+    limit = max(1, target.hosts_per_nvlink_domain)
+    partitions = next(p for p in range(1, hosts + 1) if hosts % p == 0 and hosts // p <= limit)
+    return hosts // partitions * per_host
+
+
+def collective_time_us(kind: str, nbytes: int, group: tuple[int, ...], target: Target, devices: int = 0) -> float:
+    """One execution of a collective of ``kind`` moving a ``nbytes`` buffer among ``group`` (µs);
+    ``devices``: the step's device count (its topology), default the group's extent."""
     n = len(group)
-    domain = max(1, target.gpus_per_host * target.hosts_per_nvlink_domain)
+    domain = nvlink_domain_size(target, devices or (max(group, default=0) + 1))
     inside = len({d // domain for d in group}) <= 1
-    bw = target.interconnect_bandwidth if inside else target.network_bandwidth
-    hop = target.nvlink_hop_us if inside else target.network_hop_us
+    if inside:
+        bw, hop = target.interconnect_bandwidth, target.nvlink_hop_us
+    else:
+        per_host = max(1, target.gpus_per_host)
+        first_host = group[0] // per_host
+        nics = sum(1 for d in group if d // per_host == first_host)
+        bw, hop = target.network_bandwidth * nics, target.network_hop_us
     return target.collective_launch_us + ring_steps(kind, n) * hop + ring_traffic(kind, nbytes, n) / bw * 1e6

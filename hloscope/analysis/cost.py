@@ -461,7 +461,7 @@ class CostModel:
         group = first_replica_group(ins.attr_text, self.module.num_partitions)
         if kind == "reduce-scatter":
             nbytes *= len(group)  # the full buffer is the operand: N results
-        return collective_time_us(kind, nbytes, group, self.target)
+        return collective_time_us(kind, nbytes, group, self.target, self.module.num_partitions)
 
     def computation_us(self, name: str) -> float:
         """Estimated time of one run of a scheduled computation (loops times trips)."""

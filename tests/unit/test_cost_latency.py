@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from hloscope.analysis.collectives import collective_time_us, first_replica_group
+from hloscope.analysis.collectives import collective_time_us, first_replica_group, nvlink_domain_size
 from hloscope.analysis.contention import memory_bound_share
 from hloscope.analysis.cost import CostModel
 from hloscope.analysis.index import ModuleIndex
@@ -92,14 +92,32 @@ def test_replica_groups_in_every_form() -> None:
     assert first_replica_group("replica_groups={}, dimensions={0}", 4) == (0, 1, 2, 3)
 
 
+def test_nvlink_domains_follow_the_compile_topology() -> None:
+    # docs/targets.md: h100-sxm 128 GPUs is 16x1x8, gb200 128 is 2x16x4, gb200 8 is 1x2x4
+    assert nvlink_domain_size(H100, 128) == 8
+    assert nvlink_domain_size(GB200, 128) == 64
+    assert nvlink_domain_size(GB200, 8) == 8
+    assert nvlink_domain_size(GB200, 72) == 72
+    assert nvlink_domain_size(H100, 4) == 4
+
+
 def test_ring_all_gather_inside_and_across_nvlink_domains() -> None:
     mib16 = 16 * 2**20
     # 8 H100s in one node: launch 5 + 7 hops x 2.5 + 7/8 of 16 MiB at 450 GB/s
     assert collective_time_us("all-gather", mib16, tuple(range(8)), H100) == pytest.approx(
         5 + 7 * 2.5 + 7 / 8 * mib16 / 450e9 * 1e6)
-    # 16 H100s span two nodes: the ring crosses InfiniBand at 50 GB/s per GPU
+    # 16 H100s span two nodes: the rings cross InfiniBand, one per NIC: 8 x 50 GB/s per node
     assert collective_time_us("all-gather", mib16, tuple(range(16)), H100) == pytest.approx(
-        5 + 15 * 2.5 + 15 / 16 * mib16 / 50e9 * 1e6)
+        5 + 15 * 2.5 + 15 / 16 * mib16 / (8 * 50e9) * 1e6)
+    # a group of one GPU per node (ids 0, 8): one NIC each
+    assert collective_time_us("all-gather", mib16, (0, 8), H100, devices=16) == pytest.approx(
+        5 + 2.5 + 1 / 2 * mib16 / 50e9 * 1e6)
+    # 128 GB200s: two NVL72 racks of 64 (2x16x4); the second rack's 64 GPUs are one domain,
+    # all 128 cross the network with 4 NICs per tray
+    assert collective_time_us("all-gather", mib16, tuple(range(64, 128)), GB200, devices=128) == pytest.approx(
+        5 + 63 * 2.5 + 63 / 64 * mib16 / 900e9 * 1e6)
+    assert collective_time_us("all-gather", mib16, tuple(range(128)), GB200, devices=128) == pytest.approx(
+        5 + 127 * 2.5 + 127 / 128 * mib16 / (4 * 50e9) * 1e6)
     # 16 GB200s sit in one NVL72 domain: NVLink 5 at 900 GB/s
     assert collective_time_us("all-reduce", mib16, tuple(range(16)), GB200) == pytest.approx(
         5 + 30 * 2.5 + 2 * 15 / 16 * mib16 / 900e9 * 1e6)

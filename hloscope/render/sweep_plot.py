@@ -65,6 +65,7 @@ def write_plot(result: SweepResult, path: str) -> None:
     from hloscope.targets import get_target
 
     plt.rcParams["svg.fonttype"] = "none"  # text stays text in the SVG (searchable, XML-escaped by matplotlib)
+    plt.rcParams["svg.hashsalt"] = "hloscope"  # element ids from a fixed salt: the same sweep, the same file
     target = get_target(result.target)
     hbm_gib = target.device_memory_size / 2**30
     data = series(result)

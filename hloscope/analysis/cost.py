@@ -152,7 +152,8 @@ class CostModel:
                 contracting *= lhs.shape.dims[int(d)]
         dtype = lhs.shape.element_type
         rhs = table.get(ins.operands[1]) if len(ins.operands) > 1 else None
-        if rhs is not None and self.target.peak_flops(rhs.shape.element_type) < self.target.peak_flops(dtype):
+        if (rhs is not None and rhs.shape.element_type != dtype
+                and self.target.peak_flops(rhs.shape.element_type) < self.target.peak_flops(dtype)):
             dtype = rhs.shape.element_type  # mixed inputs run at the slower one's rate
         return 2.0 * ins.shape.num_elements * contracting, dtype
 

@@ -5,6 +5,7 @@ target's figures (docs/targets.md), not copied from the tool's output."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,7 @@ from hloscope.analysis.cost import CostModel
 from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.kernels import gemm_efficiency
 from hloscope.analysis.report import analyze_module
+from hloscope.hlo.model import Instruction
 from hloscope.hlo.parser import parse_hlo
 from hloscope.render.why import explain
 from hloscope.targets import get_target
@@ -22,7 +24,7 @@ H100 = get_target("h100-sxm")
 GB200 = get_target("gb200")
 
 
-def _model(entry: str, target: str = "h100-sxm", params: str = "", header: str = "") -> tuple[CostModel, dict]:
+def _model(entry: str, target: str = "h100-sxm", params: str = "", header: str = "") -> tuple[CostModel, dict[str, Instruction]]:
     m = parse_hlo(f"HloModule m{header}\n\nENTRY %e ({params}) -> f32[] {{\n{entry}\n}}\n")
     return CostModel(ModuleIndex(m), get_target(target)), m.entry.by_name
 
@@ -260,3 +262,21 @@ def test_flash_attention_custom_calls_cost_their_matmuls() -> None:
              'backend_config={"cudnn_fmha_backend_config":{"mask_type":"CAUSAL"}}')
     m = parse_hlo(_attention(cudnn))
     assert CostModel(ModuleIndex(m), H100).op_cost(m.entry.by_name["fmha"]).flops == 2 * one / 2  # causal: half
+
+
+def test_a_target_file_sets_the_latencies_and_checks_them(tmp_path: Path) -> None:
+    from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+    from hloscope.targets import load_target_file
+
+    folder = tmp_path
+    good = folder / "calibrated.toml"
+    good.write_text('base = "h100-sxm"\nname = "cal"\nhost_dma_latency_us = 0\nkernel_launch_us = 3.5\n'
+                    "network_bandwidth = 25e9\npeak_fp4_flops = 4e15\n")
+    t = load_target_file(good)
+    assert (t.host_dma_latency_us, t.kernel_launch_us, t.network_bandwidth) == (0.0, 3.5, 25e9)
+    assert t.peak_flops("f4e2m1fn") == 4e15
+    bad = folder / "bad.toml"
+    bad.write_text('base = "h100-sxm"\nkernel_launch_us = -1\n')
+    with pytest.raises(HloscopeError) as e:
+        load_target_file(bad)
+    assert e.value.exit_code == EXIT_BAD_INPUT and "'kernel_launch_us'" in str(e.value)

@@ -38,6 +38,11 @@ class ScheduleRun:
     sol_table: str | None = None
     reason: str | None = None
 
+    def to_record(self) -> dict[str, str | None]:
+        """The compile's record of this run (the manifest's ``scheduler`` object); :meth:`from_record` reads it."""
+        return {"name": self.name, "estimator": self.estimator, "requested": self.requested,
+                "source": self.source, "sol_table": self.sol_table, "reason": self.reason}
+
     @classmethod
     def from_record(cls, record: object) -> ScheduleRun | None:
         """From the compile's record (a manifest's ``scheduler`` object); None when there is none."""

@@ -268,7 +268,7 @@ def compile_step(
             kept = result.extra_files.get(SCHEDULER_LOG_FILE) or ""
             logged = "Fingerprint before LHS" in kept
             result.scheduler = read_run(result.optimized_hlo, kept if logged else None, chosen,
-                                        cached=not logged).to_dict()
+                                        cached=not logged).to_record()
         result.topology = result.topology or _topology_name(tgt, result.devices)
         return result
     finally:
@@ -282,7 +282,7 @@ def _read_scheduler(optimized: str, text: str | None, chosen: Scheduler) -> tupl
     from hloscope.hlo.xla_log import scheduler_log_lines
 
     lines = scheduler_log_lines(text or "")
-    return read_run(optimized, text, chosen).to_dict(), ({SCHEDULER_LOG_FILE: lines} if lines else {})
+    return read_run(optimized, text, chosen).to_record(), ({SCHEDULER_LOG_FILE: lines} if lines else {})
 
 
 def _devices_for(mesh: Any, tgt: Target) -> Any:

@@ -28,7 +28,7 @@ class CompileResult:
     (``hloscope.compile.names``); the analysis matches transfers to them.
     compiled: the ``jax.stages.Compiled`` (in the process that compiled it only).
     scheduler: which scheduler ran and which latency estimator drove it, read from this
-    compile (``hloscope.compile.scheduler.SchedulerRun.to_dict``: name, estimator,
+    compile (``hloscope.analysis.inputs.ScheduleRun.to_record``: name, estimator,
     requested, source, sol_table, reason); the manifest's ``scheduler`` key.
     topology: the compile-only topology the devices came from (``2x16x4``) and how it
     is wired (``hloscope.compile.topology``).

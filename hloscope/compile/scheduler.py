@@ -27,9 +27,9 @@ Measured with jaxlib 0.10.2 (XLA 5a9e73cb), deviceless, on Hopper and Blackwell 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
+from hloscope.analysis.inputs import ScheduleRun
 from hloscope.compile.request import Scheduler
 
 LHS_FLAG = "xla_gpu_enable_latency_hiding_scheduler"
@@ -49,38 +49,6 @@ ANALYTICAL = "analytical"
 PGLE = "pgle"
 
 _LINE = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ (?P<src>[\w.]+):\d+\] (?P<msg>.*)$")
-
-
-@dataclass(frozen=True)
-class SchedulerRun:
-    """Which scheduler ran and what drove it, read from one compile.
-
-    name: ``lhs`` when the optimized HLO carries LHS's ``scheduling_name`` metadata,
-    else ``none``. estimator: ``sol`` / ``approximate`` / ``analytical`` / ``pgle`` from
-    XLA's log (None when LHS did not run, or when the log was not available: ``source``
-    then says so). requested: the :class:`Scheduler` asked for (None when the options
-    were left to XLA). sol_table: the device table the SOL estimator used, ``default``
-    when it had none for the GPU, None if SOL was not consulted. reason: XLA's words when
-    it fell back from the SOL estimator.
-    """
-
-    name: str
-    estimator: str | None
-    requested: str | None
-    source: str
-    sol_table: str | None = None
-    reason: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "estimator": self.estimator, "requested": self.requested,
-                "source": self.source, "sol_table": self.sol_table, "reason": self.reason}
-
-    @property
-    def label(self) -> str:
-        """``lhs (sol estimator)``, ``lhs (approximate estimator)``, ``none``."""
-        if self.name != "lhs":
-            return self.name
-        return f"lhs ({self.estimator} estimator)" if self.estimator else "lhs (estimator unknown)"
 
 
 def resolve(scheduler: Scheduler | str | None, lhs: bool | None) -> Scheduler:
@@ -109,7 +77,7 @@ def lhs_ran(optimized_hlo: str) -> bool:
 
 
 def read_run(optimized_hlo: str, native_log: str | None, requested: Scheduler | None,
-             cached: bool = False) -> SchedulerRun:
+             cached: bool = False) -> ScheduleRun:
     """What ran, from the optimized HLO and the plugin's log of that compile.
 
     ``cached``: the HLO came from the compile cache (no log of its own).
@@ -119,12 +87,12 @@ def read_run(optimized_hlo: str, native_log: str | None, requested: Scheduler | 
     """
     req = requested.value if requested is not None else None
     if not lhs_ran(optimized_hlo):
-        return SchedulerRun("none", None, req, "optimized HLO (no scheduling_name metadata)")
+        return ScheduleRun("none", None, req, "optimized HLO (no scheduling_name metadata)")
     if cached:
-        return SchedulerRun("lhs", None, req, "optimized HLO from the compile cache, whose entry does not record "
+        return ScheduleRun("lhs", None, req, "optimized HLO from the compile cache, whose entry does not record "
                             "XLA's log, so the estimator is unknown")
     if native_log is None or "Fingerprint before LHS" not in native_log:
-        return SchedulerRun("lhs", None, req, "optimized HLO; XLA's log was not available (the CUDA plugin "
+        return ScheduleRun("lhs", None, req, "optimized HLO; XLA's log was not available (the CUDA plugin "
                             "started logging before hloscope), so the estimator is unknown")
     estimator = APPROXIMATE
     sol_table: str | None = None
@@ -150,7 +118,7 @@ def read_run(optimized_hlo: str, native_log: str | None, requested: Scheduler | 
             sol_table = msg.removeprefix("[SoL] Using config for device: ").strip()
         elif msg.startswith("No SoL config found for device"):
             sol_table = "default"
-    return SchedulerRun("lhs", estimator, req, "optimized HLO and XLA's log", sol_table, reason)
+    return ScheduleRun("lhs", estimator, req, "optimized HLO and XLA's log", sol_table, reason)
 
 
 def manifest_entry(result: Any) -> dict[str, Any]:
@@ -165,17 +133,3 @@ def manifest_entry(result: Any) -> dict[str, Any]:
     if topology:
         out["topology"] = topology
     return out
-
-
-def from_manifest(manifest: dict[str, Any]) -> SchedulerRun | None:
-    """The :class:`SchedulerRun` an artifact folder's manifest recorded (None for older folders)."""
-    entry = manifest.get("scheduler")
-    if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-        return None
-
-    def text(key: str) -> str | None:
-        value = entry.get(key)
-        return value if isinstance(value, str) else None
-
-    return SchedulerRun(entry["name"], text("estimator"), text("requested"), text("source") or "manifest",
-                        text("sol_table"), text("reason"))

@@ -185,10 +185,14 @@ class CostModel:
         total, dtype = 0.0, ""
         effective = 0.0
         params: dict[int, Instruction] = {}
+        updates = False  # any dynamic-update-slice: only those can update a buffer in place
         for x in body.instructions:
             op = x.opcode
             if op == "parameter":
                 params[int(x.literal or 0)] = x
+                continue
+            if op == "dynamic-update-slice":
+                updates = True
                 continue
             if op == "dot" or op == "convolution":
                 f, t = self._dot_flops(x)
@@ -207,7 +211,7 @@ class CostModel:
             dtype = dtype or t
         self._comp_flops[name] = (total, dtype or "f32")
         self._comp_eff_flops[name] = effective
-        in_place = self._in_place_updates(body)
+        in_place = self._in_place_updates(body) if updates else set()
         users = self.index.users_map(name)
         self._param_reads[name] = tuple(
             self._value_reads(body, params[i], users, in_place, 0) if i in params else 0
@@ -217,7 +221,8 @@ class CostModel:
         if root is not None:
             outs = [body.by_name[o] for o in root.operands] if root.opcode == "tuple" else [root]
             if all(not o.shape.is_tuple for o in outs):
-                writes = tuple(self._output_bytes(body, o, in_place) for o in outs)
+                writes = (tuple(self._output_bytes(body, o, in_place) for o in outs) if in_place
+                          else tuple(self._nbytes(o.shape) for o in outs))  # nothing written in place
         self._root_writes[name] = writes
 
     def _gemm_flops(self, ins: Instruction) -> tuple[float, str, float]:

@@ -71,12 +71,27 @@ def parse_hlo(text: str, path: str | None = None) -> Module:
         if enabled:
             # Hand the model straight to the oldest generation: it lives as long as the
             # caller keeps it, and young collections would walk all of it twice on the way
-            # (about 30 ms on the 32-layer benchmark). Not when the process froze objects
-            # of its own (unfreeze would release them); see analysis/gcpause.py.
-            if gc.get_freeze_count() == 0:
-                gc.freeze()
-                gc.unfreeze()
+            # (about 30 ms on the 32-layer benchmark). Not once the process has frozen
+            # objects of its own (unfreeze would release them); see analysis/gcpause.py.
+            _promote_young()
             gc.enable()
+
+
+#: Set once this process is seen to have frozen objects: from then on the model is not promoted.
+#: Asked once, because gc.get_freeze_count() walks every frozen object (the TUI freezes
+#: 659,359 after the TUI tests: asking on every parse cost about 0.07 s each).
+_frozen_elsewhere = False
+
+
+def _promote_young() -> None:
+    global _frozen_elsewhere
+    if _frozen_elsewhere:
+        return
+    if gc.get_freeze_count():
+        _frozen_elsewhere = True
+        return
+    gc.freeze()
+    gc.unfreeze()
 
 
 def parse_printer_shaped(text: str, path: str | None = None) -> Module:

@@ -33,10 +33,20 @@ def promote_young() -> None:
     reference counting as before, and any cyclic garbage among them is found by the next
     full collection instead of the next young one. With objects already frozen (e.g. by a
     pre-fork server or hloscope's TUI) ``unfreeze`` would release theirs too, so then this
-    does nothing."""
-    if gc.get_freeze_count() == 0:
-        gc.freeze()
-        gc.unfreeze()
+    does nothing. That is asked once: ``gc.get_freeze_count()`` walks every frozen object
+    (hundreds of thousands after the TUI's freeze), so a process seen to freeze is remembered."""
+    global _frozen_elsewhere
+    if _frozen_elsewhere:
+        return
+    if gc.get_freeze_count():
+        _frozen_elsewhere = True
+        return
+    gc.freeze()
+    gc.unfreeze()
+
+
+#: Set once this process is seen to have frozen objects of its own.
+_frozen_elsewhere = False
 
 
 @contextmanager

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from hloscope.analysis import gcpause
 from hloscope.analysis.gcpause import paused_gc, promote_young
+from hloscope.hlo import parser
 from hloscope.hlo.parser import parse_hlo
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -22,10 +24,13 @@ def _in_generation(obj: object, generation: int) -> bool:
 
 
 @pytest.fixture
-def unfrozen() -> Iterator[None]:
-    """A process with no frozen objects (the TUI's tests freeze their reports); re-frozen after."""
+def unfrozen(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A process with no frozen objects (the TUI's tests freeze their reports) and not yet seen
+    to freeze any (the parser and gcpause remember it); re-frozen after."""
     frozen = gc.get_freeze_count()
     gc.unfreeze()
+    monkeypatch.setattr(gcpause, "_frozen_elsewhere", False)
+    monkeypatch.setattr(parser, "_frozen_elsewhere", False)
     yield
     if frozen:
         gc.freeze()
@@ -74,6 +79,8 @@ def test_a_process_with_frozen_objects_keeps_them_frozen() -> None:
         assert _in_generation(young, 0)  # so nothing was moved
         parse_hlo((FIXTURES / "mlp_offload.hlo.txt").read_text())
         assert gc.get_freeze_count() == frozen
+        # Seen once, remembered: get_freeze_count walks every frozen object, so it is not asked again.
+        assert gcpause._frozen_elsewhere and parser._frozen_elsewhere
     finally:
         gc.unfreeze()
 

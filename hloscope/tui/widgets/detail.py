@@ -104,9 +104,9 @@ def verdict_text(loaded: Loaded, v: Verdict) -> Text:
     t.append(f"  ~transfer {human_us(v.est_transfer_us)}, hidden {human_us(v.est_hidden_us)}, "
              f"exposed {human_us(v.est_exposed_us)} per execution, {human_us(v.est_exposed_us * t_.executions)} "
              f"per step ({'simulated wait' if simulated else 'estimates'})\n")
-    t.append(shown(f"  why: {explain(v)}") + "\n", style="italic")
-    if clause := xla_clause(loaded.report, v):
+    if clause := xla_clause(loaded.report, v):  # XLA's own figure, beside ours
         t.append(f"  xla: {clause}\n")
+    t.append(shown(f"  why: {explain(v)}") + "\n", style="italic")
     if v.timing is not None:
         t.append_text(timing_text(v.timing))
     if v.window:

@@ -12,7 +12,6 @@ from textual.widgets import DataTable
 from hloscope.analysis.kinds import VERDICT_ORDER, Direction, VerdictKind
 from hloscope.analysis.report import Report
 from hloscope.analysis.verdict import Verdict
-from hloscope.render.xla_text import xla_cell
 from hloscope.tui.format import VERDICT_STYLE, arrow, checkpoint_name, short_source
 from hloscope.tui.messages import TransferChosen, TransferHighlighted
 from hloscope.tui.text import plain
@@ -29,8 +28,6 @@ SORTS: tuple[tuple[str, Callable[[tuple[int, Verdict]], Any]], ...] = (
 VERDICT_FILTERS: tuple[VerdictKind | None, ...] = (None, *VERDICT_ORDER)
 DIRECTION_FILTERS: tuple[Direction | None, ...] = (None, Direction.TO_HOST, Direction.TO_DEVICE)
 COLUMNS = ("transfer", "checkpoint", "dir", "bytes", "x/step", "verdict", "~exposed/step", "source")
-#: Shown after COLUMNS when the compile's scheduler log is known: the latency XLA assumed.
-XLA_COLUMN = "xla us"
 
 
 class TransferTable(DataTable[Any]):
@@ -55,8 +52,6 @@ class TransferTable(DataTable[Any]):
 
     def set_report(self, report: Report) -> None:
         self.report = report
-        if report.xla is not None and XLA_COLUMN not in self.columns:
-            self.add_column(XLA_COLUMN, key=XLA_COLUMN)
         self.refill()
 
     @property
@@ -81,13 +76,10 @@ class TransferTable(DataTable[Any]):
             loc = report.source(v)
             exposed = v.est_exposed_us * t.executions
             # names and the source come from the module and its manifest: Text, never markup
-            cells: list[Any] = [
-                plain(t.instruction.name), plain(checkpoint_name(t)), arrow(t.direction), human_bytes(t.bytes),
-                str(t.executions), Text(v.verdict.value, style=VERDICT_STYLE[v.verdict]),
-                human_us(exposed) if exposed > 0 else "-", plain(short_source(loc)) if loc else "-"]
-            if XLA_COLUMN in self.columns:
-                cells.append(plain(xla_cell(report, v)))
-            self.add_row(*cells, key=str(i))
+            self.add_row(plain(t.instruction.name), plain(checkpoint_name(t)), arrow(t.direction),
+                         human_bytes(t.bytes), str(t.executions), Text(v.verdict.value, style=VERDICT_STYLE[v.verdict]),
+                         human_us(exposed) if exposed > 0 else "-", plain(short_source(loc)) if loc else "-",
+                         key=str(i))
         self.border_title = f"transfers {len(self.shown)}/{len(report.verdicts)}"
         self.border_subtitle = self.state
         if keep is not None and keep in self.shown:

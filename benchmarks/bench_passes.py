@@ -81,7 +81,7 @@ def main() -> int:
         timed("parse", lambda: _dropped(parse_hlo(text)))
         module = parse_hlo(text)
         opts = passes.AnalysisOptions()
-        gc.disable()  # as analyze_step runs them (analysis/gcpause.py)
+        gc.disable()  # as analyze_step runs them (hlo/gcpause.py)
         index = ModuleIndex(module)
         timed("call graph", lambda: index.callgraph)
         found = timed("transfers", lambda: passes.find_host_transfers(index, opts.host_space))

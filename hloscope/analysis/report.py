@@ -21,7 +21,6 @@ from typing import Any, TypeVar, overload
 import networkx as nx
 
 from hloscope.analysis.cost import CostModel
-from hloscope.analysis.gcpause import paused_gc
 from hloscope.analysis.graph import build_dependency_graph
 from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.inputs import ScheduleRun, StepInputs, int_figures
@@ -35,6 +34,7 @@ from hloscope.analysis.timeline import Timeline, simulate_step
 from hloscope.analysis.transfers import HostTransfer, find_host_transfers
 from hloscope.analysis.verdict import Verdict
 from hloscope.analysis.xla_view import XlaEstimates, compare_with_xla
+from hloscope.hlo.gcpause import paused_gc
 from hloscope.hlo.model import Module, SourceLocation
 from hloscope.hlo.xla_log import parse_xla_log
 from hloscope.targets import Target

@@ -19,7 +19,6 @@ are interned by text.
 
 from __future__ import annotations
 
-import gc
 import re
 
 from hloscope.errors import HloParseError
@@ -33,6 +32,7 @@ from hloscope.hlo.building import (
     nesting_depth,
     store_section_item,
 )
+from hloscope.hlo.gcpause import paused_gc
 from hloscope.hlo.general import parse_general
 from hloscope.hlo.model import Computation, Instruction, Module
 from hloscope.hlo.shape import Shape, ShapeError, parse_shape, shape_span
@@ -55,10 +55,9 @@ _NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
 def parse_hlo(text: str, path: str | None = None) -> Module:
     """Parse a whole HLO module. Raises :class:`HloParseError`, and nothing else."""
     # The model is acyclic; pausing the cyclic GC while building tens of thousands
-    # of objects avoids repeated full collections (cost stays linear in size).
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    # of objects avoids repeated full collections (cost stays linear in size), and on
+    # leaving the model goes straight to the oldest generation (hlo/gcpause.py).
+    with paused_gc():
         # "$" (a test template's placeholder) is read by XLA only inside strings;
         # the general path tells the two apart.
         if "$" not in text:
@@ -67,31 +66,6 @@ def parse_hlo(text: str, path: str | None = None) -> Module:
             except HloParseError:
                 pass  # not printer-shaped, or malformed: the general path decides and locates
         return parse_general(text, path)
-    finally:
-        if enabled:
-            # Hand the model straight to the oldest generation: it lives as long as the
-            # caller keeps it, and young collections would walk all of it twice on the way
-            # (about 30 ms on the 32-layer benchmark). Not once the process has frozen
-            # objects of its own (unfreeze would release them); see analysis/gcpause.py.
-            _promote_young()
-            gc.enable()
-
-
-#: Set once this process is seen to have frozen objects: from then on the model is not promoted.
-#: Asked once, because gc.get_freeze_count() walks every frozen object (the TUI freezes
-#: 659,359 after the TUI tests: asking on every parse cost about 0.07 s each).
-_frozen_elsewhere = False
-
-
-def _promote_young() -> None:
-    global _frozen_elsewhere
-    if _frozen_elsewhere:
-        return
-    if gc.get_freeze_count():
-        _frozen_elsewhere = True
-        return
-    gc.freeze()
-    gc.unfreeze()
 
 
 def parse_printer_shaped(text: str, path: str | None = None) -> Module:

@@ -1,5 +1,5 @@
 """The collector is paused while the parser and the passes build, and what they built is handed
-to the oldest generation when it resumes (analysis/gcpause.py, hlo/parser.py): no young
+to the oldest generation when it resumes (hlo/gcpause.py, used by hlo/parser.py and the analysis): no young
 collection walks it, nothing is leaked, and a process's own frozen objects stay frozen."""
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.analysis import gcpause
-from hloscope.analysis.gcpause import paused_gc, promote_young
-from hloscope.hlo import parser
+from hloscope.hlo import gcpause
+from hloscope.hlo.gcpause import paused_gc, promote_young
 from hloscope.hlo.parser import parse_hlo
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -26,11 +25,10 @@ def _in_generation(obj: object, generation: int) -> bool:
 @pytest.fixture
 def unfrozen(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """A process with no frozen objects (the TUI's tests freeze their reports) and not yet seen
-    to freeze any (the parser and gcpause remember it); re-frozen after."""
+    to freeze any (gcpause remembers it, for the parser and the analysis alike); re-frozen after."""
     frozen = gc.get_freeze_count()
     gc.unfreeze()
     monkeypatch.setattr(gcpause, "_frozen_elsewhere", False)
-    monkeypatch.setattr(parser, "_frozen_elsewhere", False)
     yield
     if frozen:
         gc.freeze()
@@ -80,7 +78,7 @@ def test_a_process_with_frozen_objects_keeps_them_frozen() -> None:
         parse_hlo((FIXTURES / "mlp_offload.hlo.txt").read_text())
         assert gc.get_freeze_count() == frozen
         # Seen once, remembered: get_freeze_count walks every frozen object, so it is not asked again.
-        assert gcpause._frozen_elsewhere and parser._frozen_elsewhere
+        assert gcpause._frozen_elsewhere
     finally:
         gc.unfreeze()
 

@@ -98,7 +98,7 @@ def test_thresholds_judge_both_encodings_alike_and_reject_nonsense() -> None:
 def test_paused_gc_restores_the_collector() -> None:
     import gc
 
-    from hloscope.analysis.gcpause import paused_gc
+    from hloscope.hlo.gcpause import paused_gc
 
     assert gc.isenabled()
     with paused_gc():

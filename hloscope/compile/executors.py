@@ -48,7 +48,7 @@ class LocalExecutor:
         # Import what a cell needs once, here: imports racing in worker threads can see a
         # half-initialized module.
         import hloscope.analysis.kinds
-        import hloscope.compile.jobs  # noqa: F401
+        import hloscope.compile.jobs
 
         analyses = _Analyses()
         rows: list[dict[str, Any] | None] = [None] * len(cells)
@@ -69,6 +69,7 @@ class LocalExecutor:
                 on_event(FINISHED, cells[i], rows[i])
         except KeyboardInterrupt:
             pool.shutdown(wait=False, cancel_futures=True)
+            hloscope.compile.jobs.stop_children()  # they never see Ctrl+C themselves
             raise
         pool.shutdown()
         return [r if r is not None else failed_row(c, "not run") for r, c in zip(rows, cells, strict=True)]

@@ -19,6 +19,7 @@ import re
 import signal
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
@@ -223,6 +224,44 @@ def _native_cause(log: str) -> str:
     return ""
 
 
+#: Compile processes started by :func:`run_isolated` and not yet reaped (see :func:`stop_children`).
+_LIVE: set[Any] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def _start_deaf_to_ctrl_c(proc: Any) -> None:
+    """Start ``proc`` with SIGINT blocked, so that Ctrl+C reaches only this process.
+
+    Ctrl+C on a terminal signals the whole foreground process group. A child that got it
+    while still importing JAX would print a KeyboardInterrupt traceback on the user's
+    terminal; instead the child never sees it, and the parent stops its children
+    (``run_isolated``'s clean-up, or :func:`stop_children` from a worker pool). The mask
+    is per thread and survives fork and exec; the resource tracker is started first
+    because starting it unblocks SIGINT in the calling thread.
+    """
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        with _LIVE_LOCK:
+            proc.start()
+            _LIVE.add(proc)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def stop_children() -> None:
+    """Terminate every compile process still running (after Ctrl+C in a pool of workers)."""
+    with _LIVE_LOCK:
+        procs = list(_LIVE)
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+    for proc in procs:
+        proc.join(timeout=10)
+
+
 def run_isolated(func: Callable[..., Any], *args: Any, on_phase: Callable[[str], None] | None = None) -> Any:
     """Run ``func(*args)`` in a fresh process; its HloscopeErrors and crashes come back as HloscopeError.
 
@@ -238,11 +277,13 @@ def run_isolated(func: Callable[..., Any], *args: Any, on_phase: Callable[[str],
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(child, log_path, func, args, on_phase is not None), daemon=True)
     try:
-        proc.start()
+        _start_deaf_to_ctrl_c(proc)
         child.close()
         msg = _result(parent, on_phase)
         proc.join()
     finally:
+        with _LIVE_LOCK:
+            _LIVE.discard(proc)
         if proc.is_alive():
             proc.terminate()
             proc.join()

@@ -10,12 +10,17 @@ one op has the same size and, in SPMD, the same wiring):
   the whole buffer once for a collective-permute;
 - the bandwidth is the target's NVLink figure per direction (``interconnect_bandwidth``)
   when every participant sits in one NVLink domain, else the network's: each GPU has
-  its own NIC (``network_bandwidth``) and NCCL runs one ring per NIC, so the ``k``
-  members of the group in one host move their data through ``k`` NICs at once
-  (``k * network_bandwidth``; XLA's SOL model, ``SolGPUCostModel::RingLatency``, divides
-  by the GPUs per node the same way). NVLink domains are those of the compile-only
-  topology (:func:`nvlink_domain_size`, as ``hloscope.compile.topology.topology_for``
-  lays out the step's devices): 8 GPUs of an HGX node, 64 of 128 GB200s;
+  its own NIC (``network_bandwidth``) and NCCL runs one ring per NIC (a channel), each
+  ring leaving and entering an NVLink domain once, so the ``k`` members of the group in
+  one NVLink domain move their data through ``k`` NICs at once (``k * network_bandwidth``;
+  XLA's SOL model, ``SolGPUCostModel::RingLatency``, divides by the GPUs per node the
+  same way). ``k`` is at most NCCL's channel limit (:data:`NCCL_MAX_CHANNELS`), and the
+  rings' hops inside the domain still run on NVLink, so the figure is at most
+  ``interconnect_bandwidth``. The domain, not the host, is what a ring crosses: the four
+  GPUs of a GB200 tray reach the other 68 of their NVL72 rack over NVLink, and NCCL
+  treats the rack as one node. NVLink domains are those of the compile-only topology
+  (:func:`nvlink_domain_size`, as ``hloscope.compile.topology.topology_for`` lays out
+  the step's devices): 8 GPUs of an HGX node, 64 of 128 GB200s;
 - latency: one collective kernel launch (``collective_launch_us``) plus one ring step
   (``nvlink_hop_us`` or ``network_hop_us``) per step: ``N-1`` steps, ``2(N-1)`` for an
   all-reduce, one for a collective-permute.
@@ -35,7 +40,11 @@ import re
 
 from hloscope.targets import Target
 
-__all__ = ["collective_time_us", "first_replica_group", "nvlink_domain_size", "ring_steps", "ring_traffic"]
+__all__ = ["NCCL_MAX_CHANNELS", "collective_time_us", "first_replica_group", "nvlink_domain_size", "ring_steps", "ring_traffic"]
+
+#: NCCL's compile-time limit on channels (rings) per communicator (``MAXCHANNELS`` in NCCL's
+#: ``src/include/device.h``, 32 in the 2.x releases): no more NICs than that carry one ring collective.
+NCCL_MAX_CHANNELS = 32
 
 _EXPLICIT = re.compile(r"replica_groups=\{(\{[^}]*\}(?:,\{[^}]*\})*)?\}")
 _IOTA = re.compile(r"replica_groups=\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?")
@@ -138,8 +147,7 @@ def collective_time_us(kind: str, nbytes: int, group: tuple[int, ...], target: T
     if inside:
         bw, hop = target.interconnect_bandwidth, target.nvlink_hop_us
     else:
-        per_host = max(1, target.gpus_per_host)
-        first_host = group[0] // per_host
-        nics = sum(1 for d in group if d // per_host == first_host)
-        bw, hop = target.network_bandwidth * nics, target.network_hop_us
+        first_domain = group[0] // domain
+        nics = min(NCCL_MAX_CHANNELS, sum(1 for d in group if d // domain == first_domain))
+        bw, hop = min(target.interconnect_bandwidth, target.network_bandwidth * nics), target.network_hop_us
     return target.collective_launch_us + ring_steps(kind, n) * hop + ring_traffic(kind, nbytes, n) / bw * 1e6

@@ -114,12 +114,20 @@ def test_ring_all_gather_inside_and_across_nvlink_domains() -> None:
     # a group of one GPU per node (ids 0, 8): one NIC each
     assert collective_time_us("all-gather", mib16, (0, 8), H100, devices=16) == pytest.approx(
         5 + 2.5 + 1 / 2 * mib16 / 50e9 * 1e6)
-    # 128 GB200s: two NVL72 racks of 64 (2x16x4); the second rack's 64 GPUs are one domain,
-    # all 128 cross the network with 4 NICs per tray
+    # 128 GB200s: two NVL72 racks of 64 (2x16x4); the second rack's 64 GPUs are one domain.
+    # All 128 cross the network: 64 NICs per rack, NCCL's 32 channels use 32 of them
+    # (1.6 TB/s), more than a GPU's NVLink 900 GB/s, so the rings run at NVLink's rate
     assert collective_time_us("all-gather", mib16, tuple(range(64, 128)), GB200, devices=128) == pytest.approx(
         5 + 63 * 2.5 + 63 / 64 * mib16 / 900e9 * 1e6)
     assert collective_time_us("all-gather", mib16, tuple(range(128)), GB200, devices=128) == pytest.approx(
-        5 + 127 * 2.5 + 127 / 128 * mib16 / (4 * 50e9) * 1e6)
+        5 + 127 * 2.5 + 127 / 128 * mib16 / 900e9 * 1e6)
+    # a group of one GPU per tray in each rack (ids 0, 4, ..., 124): 16 per rack, 16 x 50 GB/s
+    trays = tuple(range(0, 128, 4))
+    assert collective_time_us("all-gather", mib16, trays, GB200, devices=128) == pytest.approx(
+        5 + 31 * 2.5 + 31 / 32 * mib16 / (16 * 50e9) * 1e6)
+    # 16 H100 nodes, all 128: 8 NICs per node as before (the node is the NVLink domain)
+    assert collective_time_us("all-gather", mib16, tuple(range(128)), H100, devices=128) == pytest.approx(
+        5 + 127 * 2.5 + 127 / 128 * mib16 / (8 * 50e9) * 1e6)
     # 16 GB200s sit in one NVL72 domain: NVLink 5 at 900 GB/s
     assert collective_time_us("all-reduce", mib16, tuple(range(16)), GB200) == pytest.approx(
         5 + 30 * 2.5 + 2 * 15 / 16 * mib16 / 900e9 * 1e6)

@@ -60,6 +60,28 @@ def _us(source: str, name: str, value: object) -> float:
     return us
 
 
+_ESCAPE = re.compile(r"\\(?:([0-7]{1,3})|x([0-9A-Fa-f]{1,2})|(.))", re.S)
+_SIMPLE = {"n": b"\n", "t": b"\t", "r": b"\r", "a": b"\a", "b": b"\b", "f": b"\f", "v": b"\v"}
+
+
+def _unquote(quoted: str) -> str:
+    """A protobuf text-format string literal's value: C escapes, octal and hex bytes, UTF-8."""
+    body = quoted[1:-1]
+    out = bytearray()
+    pos = 0
+    for m in _ESCAPE.finditer(body):
+        out += body[pos:m.start()].encode("utf-8")
+        if m.group(1):
+            out.append(int(m.group(1), 8) & 0xFF)
+        elif m.group(2):
+            out.append(int(m.group(2), 16))
+        else:
+            out += _SIMPLE.get(m.group(3), m.group(3).encode("utf-8"))
+        pos = m.end()
+    out += body[pos:].encode("utf-8")
+    return out.decode("utf-8", errors="replace")
+
+
 def _from_proto_text(text: str, source: str) -> dict[str, float]:
     out: dict[str, float] = {}
     latencies: dict[str, float] = {}
@@ -72,7 +94,7 @@ def _from_proto_text(text: str, source: str) -> dict[str, float]:
             name, value = fields.get("source"), fields.get("latency_us")
         if name is None or value is None or not name.startswith('"'):
             raise _bad(f"{source}:{line}", f"a {m.group(1)} entry needs a quoted name and a time in µs")
-        key = json.loads(name)
+        key = _unquote(name)
         us = _us(f"{source}:{line}", key, value)
         (out if m.group(1) == "costs" else latencies)[key] = us
     out.update(latencies)  # a start's start-to-done latency is its time as an async op

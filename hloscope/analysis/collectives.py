@@ -40,7 +40,8 @@ import re
 
 from hloscope.targets import Target
 
-__all__ = ["NCCL_MAX_CHANNELS", "collective_time_us", "first_replica_group", "nvlink_domain_size", "ring_steps", "ring_traffic"]
+__all__ = ["NCCL_MAX_CHANNELS", "collective_time_us", "first_replica_group", "nvlink_domain_size", "ring_steps",
+           "ring_traffic"]
 
 #: NCCL's compile-time limit on channels (rings) per communicator (``MAXCHANNELS`` in NCCL's
 #: ``src/include/device.h``, 32 in the 2.x releases): no more NICs than that carry one ring collective.

@@ -118,6 +118,38 @@ def module_key_text(module_text: str) -> str:
     return _SPAWN_FRAME_END.sub(r"\1)", module_text)
 
 
+#: XLA options whose value names a file (or folder) the compile reads: the key holds its contents,
+#: since the same path with a new profile is a different compile.
+FILE_OPTIONS = ("xla_gpu_pgle_profile_file_or_directory_path",)
+_ENV_FILE_OPTION = re.compile(r"--(" + "|".join(FILE_OPTIONS) + r")=(\S+)")
+
+
+def file_option_digests(options: dict[str, Any] | None = None, xla_flags_env: str = "") -> dict[str, str]:
+    """SHA-256 of what each file-valued XLA option names (:data:`FILE_OPTIONS`), from the compile
+    options and from ``XLA_FLAGS``: a folder's files in name order; a missing path is ``missing``."""
+    paths = [(k, str(v)) for k, v in (options or {}).items() if k in FILE_OPTIONS]
+    paths += [(m.group(1), m.group(2)) for m in _ENV_FILE_OPTION.finditer(xla_flags_env)]
+    out = {}
+    for name, value in paths:
+        path = os.path.abspath(value)
+        h = hashlib.sha256()
+        if os.path.isdir(path):
+            for f in sorted(os.listdir(path)):
+                full = os.path.join(path, f)
+                if os.path.isfile(full):
+                    h.update(f.encode() + b"\0")
+                    with open(full, "rb") as fh:
+                        h.update(fh.read())
+            out[f"{name}={value}"] = h.hexdigest()
+        elif os.path.isfile(path):
+            with open(path, "rb") as fh:
+                h.update(fh.read())
+            out[f"{name}={value}"] = h.hexdigest()
+        else:
+            out[f"{name}={value}"] = "missing"
+    return out
+
+
 def key_parts(module_text: str, options: dict[str, Any], target: Any, mesh: Any) -> dict[str, Any]:
     """What decides a compile's output, as JSON-able parts (the module as its SHA-256)."""
     from hloscope.compile import environment
@@ -132,6 +164,7 @@ def key_parts(module_text: str, options: dict[str, Any], target: Any, mesh: Any)
         "module_sha256": hashlib.sha256(module_text.encode()).hexdigest(),
         "options": {k: options[k] for k in sorted(options)},
         "xla_flags_env": os.environ.get("XLA_FLAGS", ""),
+        "files": file_option_digests(options, os.environ.get("XLA_FLAGS", "")),
         "target": target.name,
         "device_memory_size": int(target.device_memory_size),
         "gpu_target_config": hashlib.sha256(str(target.gpu_target_config()).encode()).hexdigest(),
@@ -386,6 +419,8 @@ def request_memo_key(request: Any) -> str | None:
     parts = {
         "layout": LAYOUT, "request": dataclasses.asdict(request), "target": target,
         "hloscope": _compile_source_hash(),
+        "files": file_option_digests(dict(f.lstrip("-").partition("=")[::2] for f in request.xla_flags),
+                                     os.environ.get("XLA_FLAGS", "")),
         "python": sys.version, "executable": sys.executable, "versions": versions,
         "env": {k: v for k, v in sorted(os.environ.items())
                 if k.startswith(("JAX_", "XLA_", "TF_CPP")) or k in ("CUDA_VISIBLE_DEVICES",)},

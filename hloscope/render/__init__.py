@@ -2,7 +2,8 @@
 
 A renderer has a ``name``, a file ``extension`` and one method,
 ``render(report, out, options)``, which writes to the text stream ``out``:
-``table``, ``json`` and ``trace`` (the simulated step as Trace Event JSON).
+``table``, ``json``, ``trace`` (the simulated step as Trace Event JSON) and ``pgle``
+(the cost model's per-op figures as an XLA profile).
 Library code never prints; the CLI chooses the stream.
 """
 
@@ -16,6 +17,7 @@ from hloscope.analysis.report import Report
 from hloscope.errors import EXIT_UNKNOWN_NAME, HloscopeError
 from hloscope.render.json_report import JsonRenderer
 from hloscope.render.options import RenderOptions
+from hloscope.render.pgle import PgleRenderer
 from hloscope.render.table import TableRenderer
 from hloscope.render.trace import TraceRenderer
 
@@ -29,7 +31,8 @@ class Renderer(Protocol):
 
 T = TypeVar("T")
 
-RENDERERS: dict[str, Renderer] = {r.name: r for r in (TableRenderer(), JsonRenderer(), TraceRenderer())}
+RENDERERS: dict[str, Renderer] = {r.name: r for r in (TableRenderer(), JsonRenderer(), TraceRenderer(),
+                                                     PgleRenderer())}
 
 
 def get_renderer(name: str) -> Renderer:

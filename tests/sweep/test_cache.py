@@ -177,3 +177,24 @@ def test_request_memo_key_follows_what_shapes_the_module(tmp_path: Path, monkeyp
     assert extra == {"workload": "mlp", "config": {"batch": 8}} and hit.tensor_names == [{"name": "act", "role": None}]
     cache.clear()
     assert load_request(req) is None
+
+
+def test_a_profile_file_is_part_of_the_key_by_its_contents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # --xla-flag xla_gpu_pgle_profile_file_or_directory_path=FILE: the same path with another
+    # profile in it is another compile (XLA schedules by the profile's costs).
+    from hloscope.compile.cache import file_option_digests, request_memo_key
+    from hloscope.compile.request import CompileRequest
+
+    prof = tmp_path / "p.pbtxt"
+    prof.write_text('costs { name: "fusion.1" cost_us: 1.0 }\n')
+    flag = f"xla_gpu_pgle_profile_file_or_directory_path={prof}"
+    req = CompileRequest(target="h100-sxm", workload="mlp", xla_flags=(flag,))
+    first, first_digest = request_memo_key(req), file_option_digests({flag.split("=")[0]: str(prof)})
+    prof.write_text('costs { name: "fusion.1" cost_us: 2.0 }\n')
+    assert request_memo_key(req) != first
+    assert file_option_digests({flag.split("=")[0]: str(prof)}) != first_digest
+    # The same file named through XLA_FLAGS counts too; other options are not read as files.
+    assert file_option_digests({}, f"--{flag} --xla_dump_to={tmp_path}") == \
+        file_option_digests({flag.split("=")[0]: str(prof)})
+    assert file_option_digests({"xla_dump_to": str(prof)}) == {}
+    assert set(file_option_digests({flag.split("=")[0]: str(tmp_path / "nope")}).values()) == {"missing"}

@@ -221,7 +221,9 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
     intent = account_step(inputs.intent, verdicts, module, inputs.unoptimized, index)
     xla = None
     if inputs.dumps.scheduler_log:
-        xla = compare_with_xla(parse_xla_log(inputs.dumps.scheduler_log), verdicts)
+        log = parse_xla_log(inputs.dumps.scheduler_log)
+        runs = {s.computation: index.executions(s.computation) for s in log.stats}
+        xla = compare_with_xla(log, verdicts, runs)
     return report_type(module, target, opts, index, tuple(transfers), tuple(verdicts), cost, summary, pairs, inputs,
                        inputs.notes, memory, inputs.compile, timeline, intent, xla, inputs.scheduler)
 

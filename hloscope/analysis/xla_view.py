@@ -16,7 +16,7 @@ XLA's approximate estimator the log holds no per-op figures (``estimator`` says 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from hloscope.analysis.verdict import Verdict
@@ -45,17 +45,26 @@ class XlaTransferView:
 
 @dataclass(frozen=True)
 class XlaEstimates:
-    """XLA's scheduler figures for a step: the estimator that drove it and one view per async transfer."""
+    """XLA's scheduler figures for a step: the estimator that drove it and one view per async transfer.
+
+    profile: the profile file XLA scheduled with (PGLE), else None. step_us: the step as XLA's
+    scheduler timed its own schedule (each computation's total after scheduling times its runs
+    per step), when its costs are µs (SOL estimator or a profile); None otherwise.
+    """
 
     estimator: str | None
     transfers: dict[str, XlaTransferView]
+    profile: str | None = None
+    step_us: float | None = None
 
     def for_transfer(self, start_name: str) -> XlaTransferView | None:
         return self.transfers.get(start_name)
 
 
-def compare_with_xla(log: XlaLog, verdicts: Sequence[Verdict]) -> XlaEstimates:
-    """One :class:`XlaTransferView` per transfer that has an async pair."""
+def compare_with_xla(log: XlaLog, verdicts: Sequence[Verdict],
+                     executions: Mapping[str, int] | None = None) -> XlaEstimates:
+    """One :class:`XlaTransferView` per transfer that has an async pair, and XLA's step
+    (``executions``: runs per step of each scheduled computation)."""
     views: dict[str, XlaTransferView] = {}
     for v in verdicts:
         if v.pair is None:
@@ -78,7 +87,8 @@ def compare_with_xla(log: XlaLog, verdicts: Sequence[Verdict]) -> XlaEstimates:
             priced=priced,
             window_ops=len(ops),
         )
-    return XlaEstimates(log.estimator, views)
+    step = log.step_cycles(executions or {}) if log.cycles_are_us else None
+    return XlaEstimates(log.estimator, views, log.profile, step)
 
 
 def _op_cost(log: XlaLog, name: str, fraction: float) -> float | None:

@@ -30,6 +30,7 @@ several times, with the same answer).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -107,7 +108,10 @@ class XlaLog:
     estimator: ``sol`` when the SOL estimator priced instructions, ``approximate``
     when the latency hiding scheduler ran without it, None when no LHS statistics
     were logged (no LHS, or the log was not captured). memory_limit_bytes: the
-    scheduler's memory limit as it logged it (largest seen).
+    scheduler's memory limit as it logged it (largest seen). profile: the profile file
+    XLA scheduled with (``--xla_gpu_pgle_profile_file_or_directory_path``), when its log
+    says it found the module in it ("Found profile for module ..., using profile guided
+    latency estimator"); its entries then replace the estimator's figures.
     """
 
     estimator: str | None
@@ -115,6 +119,22 @@ class XlaLog:
     async_latency: dict[str, AsyncLatency]
     stats: tuple[SchedulerStats, ...]
     memory_limit_bytes: int | None = None
+    profile: str | None = None
+
+    @property
+    def cycles_are_us(self) -> bool:
+        """Whether the scheduler's cycles are µs: its costs came from the SOL estimator or a
+        profile (whose entries are µs), not from the approximate estimator's size classes."""
+        return self.estimator == "sol" or self.profile is not None
+
+    def step_cycles(self, executions: Mapping[str, int]) -> float | None:
+        """The schedule's length as the scheduler computed it: each computation's total cycles
+        after scheduling times its runs per step (``executions``; 1 when not listed), summed.
+        None when no statistics after scheduling were logged."""
+        after = {s.computation: s.total_cycles for s in self.stats if s.phase == "after"}
+        if not after:
+            return None
+        return sum(total * executions.get(comp, 1) for comp, total in after.items())
 
     def latency(self, start_name: str) -> AsyncLatency | None:
         return self.async_latency.get(start_name)
@@ -149,6 +169,8 @@ _LOW = re.compile(r"NodeCost: Returning kLowCost for async start/done op (\S+)")
 _COLLECTIVE = re.compile(r"GetLatencyBetween: Computed collective time for (\S+): " + _NUM + " us")
 _FALLBACK = re.compile(r"GetLatencyBetween: Fallback to wrapped estimator due to ComputeCollectiveTime failure "
                        r"for (\S+), returning latency: " + _NUM)
+_PGLE_FILE = re.compile(r"Using PGLE profile from (.+?)\s*$")
+_PGLE_USED = re.compile(r"Found profile for module \S+, using profile guided latency estimator")
 _STATS = re.compile(r"\[latency-hiding-scheduler\] Statistics (before|after) scheduling")
 _FOR = re.compile(r"For computation: ([^,]+), module")
 _TOTAL_WASTED = re.compile(r"Total wasted cycles: " + _NUM)
@@ -184,6 +206,8 @@ def parse_xla_log(text: str) -> XlaLog:
     current: _Stats | None = None
     limit: int | None = None
     sol = False
+    profile_file: str | None = None
+    profile: str | None = None
     for raw in text.splitlines():
         m = _PREFIX.match(raw)
         if m is None:
@@ -199,6 +223,12 @@ def parse_xla_log(text: str) -> XlaLog:
                 latency[n.group(1)] = AsyncLatency(n.group(1), float(n.group(2)), LatencySource.COLLECTIVE_MODEL)
             elif (n := _FALLBACK.search(line)) is not None:
                 latency[n.group(1)] = AsyncLatency(n.group(1), float(n.group(2)), LatencySource.DEFAULT)
+            continue
+        if source == "gpu_hlo_schedule":
+            if (n := _PGLE_FILE.search(line)) is not None:
+                profile_file = n.group(1)
+            elif _PGLE_USED.search(line) is not None:
+                profile = profile_file or ""
             continue
         if source != "latency_hiding_scheduler":
             continue
@@ -224,4 +254,4 @@ def parse_xla_log(text: str) -> XlaLog:
     if current is not None and current.computation:
         stats.append(current.done())
     estimator = "sol" if sol else ("approximate" if stats else None)
-    return XlaLog(estimator, nodes, latency, tuple(stats), limit)
+    return XlaLog(estimator, nodes, latency, tuple(stats), limit, profile)

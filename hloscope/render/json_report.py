@@ -146,7 +146,8 @@ def report_to_dict(report: Report) -> dict[str, Any]:
     if report.scheduler is not None:
         out["scheduler"] = scheduler_dict(report.scheduler)
     if report.xla is not None:
-        out["xla_scheduler"] = {"estimator": report.xla.estimator}
+        out["xla_scheduler"] = {"estimator": report.xla.estimator, "profile": report.xla.profile,
+                                "step_us": None if report.xla.step_us is None else round(report.xla.step_us, 1)}
     if report.memory is not None:
         out["memory"] = _plain(memory_dict(report.memory))
     if report.compile is not None:

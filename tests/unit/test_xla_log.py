@@ -73,3 +73,26 @@ def test_unknown_and_damaged_lines_are_skipped():
     log = parse_xla_log(text)
     assert log.estimator == "sol" and log.latency("x") is None and log.cost_us("y") == 2.0
     assert parse_xla_log("").estimator is None
+
+
+def test_cycles_are_us_only_under_sol_or_a_profile(sol, approx):
+    assert sol.cycles_are_us and sol.profile is None
+    assert not approx.cycles_are_us  # the approximate estimator's size classes are no time
+    # mlp_offload's loops run 3 and 4 times (trip counts read in its HLO); after scheduling:
+    # region_0.1_spmd.clone 5000, region_3.4_spmd 5082.56, main.6_spmd 5057.19 cycles
+    runs = {"region_0.1_spmd.clone": 3, "region_3.4_spmd": 4}
+    assert sol.step_cycles(runs) == pytest.approx(5000 * 3 + 5082.56 * 4 + 5057.19)
+    assert parse_xla_log("").step_cycles(runs) is None
+
+
+def test_a_profile_guided_schedule_names_its_profile():
+    # Lines as XLA 5a9e73cb logs them (gpu_hlo_schedule.cc) when compiled with
+    # --xla_gpu_pgle_profile_file_or_directory_path and the module is found in the file.
+    head = "I1201 10:19:56.663710   13051 gpu_hlo_schedule.cc:"
+    found = (f"{head}377] Using PGLE profile from /tmp/model.pbtxt\n"
+             f"{head}522] Found profile for module jit_step, using profile guided latency estimator\n")
+    log = parse_xla_log(found + (FIXTURES / "xla-logs" / "mlp_offload.approx.log").read_text())
+    assert log.profile == "/tmp/model.pbtxt" and log.estimator == "approximate" and log.cycles_are_us
+    # A profile named but not used for this module leaves the estimator's units.
+    unused = parse_xla_log(found.splitlines()[0] + "\n" + (FIXTURES / "xla-logs" / "mlp_offload.approx.log").read_text())
+    assert unused.profile is None and not unused.cycles_are_us

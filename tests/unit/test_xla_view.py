@@ -55,3 +55,22 @@ def test_the_window_as_xla_priced_it(report):
 def test_no_log_no_view():
     module = parse_hlo((FIXTURES / "mlp_offload.hlo.txt").read_text(), "mlp_offload.hlo.txt")
     assert analyze_step(StepInputs(module, "mlp_offload"), get_target("h100-sxm")).xla is None
+
+
+def test_xlas_step_is_its_schedule_length_times_runs(report):
+    # After scheduling (read in the log): region_0.1_spmd.clone 5000, region_3.4_spmd 5082.56,
+    # main.6_spmd 5057.19; the loops run 3 and 4 times. XLA's step is ~40 ms because it gave
+    # every host transfer 5000: our simulation of the same schedule is under 1 ms.
+    assert report.xla.step_us == pytest.approx(5000 * 3 + 5082.56 * 4 + 5057.19)
+    assert report.summary.step is not None and report.summary.step.step_us < 1000
+    from hloscope.render.xla_text import xla_legend
+
+    assert any(line.startswith("xla step: XLA's scheduler times its own schedule at 40.4 ms per step (with its SOL "
+                               "estimator") for line in xla_legend(report))
+
+
+def test_no_step_under_the_approximate_estimator():
+    module = parse_hlo((FIXTURES / "mlp_offload.hlo.txt").read_text(), "mlp_offload.hlo.txt")
+    log = (FIXTURES / "xla-logs" / "mlp_offload.approx.log").read_text()
+    r = analyze_step(StepInputs(module, "mlp_offload", dumps=XlaDumpTexts(scheduler_log=log)), get_target("h100-sxm"))
+    assert r.xla is not None and r.xla.step_us is None and r.xla.profile is None

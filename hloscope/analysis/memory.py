@@ -148,7 +148,9 @@ class MemoryFacts:
     hbm_bytes: the target's (or the override's) HBM size.
     host_limit_bytes: host memory per GPU of the target (the ceiling for pinned-host
     buffers; 0: unknown). host_fits: host_bytes <= host_limit_bytes (None when unknown).
-    fits: device allocation <= HBM, no slop (the runtime allocator's own reserve is not modelled).
+    fits: device allocation <= HBM, no slop; or <= ``allocator_bytes`` when the compile was given
+    an allocator's share (``--memory-fraction``: JAX's allocator takes that much of the HBM).
+    allocator_bytes: that share, bytes (0: none given; the compile-only default).
     xla_peak_counts_host: XLA's peak is arguments + outputs + the host heap, not the device heap.
     xla_peak_reason: one-line evidence for that reading (figures), "" when XLA gave no peak.
     live_at_peak: XLA's live-range peak list, when the dump was given.
@@ -180,6 +182,13 @@ class MemoryFacts:
     next_steps: tuple[NextStep, ...] = field(default_factory=tuple)
     host_limit_bytes: int = 0
     host_fits: bool | None = None
+    allocator_bytes: int = 0
+
+    @property
+    def limit_bytes(self) -> int:
+        """What the step must fit in: the allocator's share of the HBM when the compile was given
+        one (``--memory-fraction``), else the HBM."""
+        return self.allocator_bytes or self.hbm_bytes
 
 
 # ---- classification ---------------------------------------------------------------------------
@@ -318,13 +327,17 @@ def peak_buffers(live: LiveAtPeak, assigned: Mapping[str, tuple[int, str]],
 
 # ---- the facts --------------------------------------------------------------------------------
 
-def scheduler_memory_limit(hbm_bytes: int, io_bytes: int, slop_factor: int = DEFAULT_SLOP_FACTOR) -> int:
-    """XLA:GPU's scheduler memory limit: (HBM x 80% - inputs and outputs) x slop / 100.
+def scheduler_memory_limit(hbm_bytes: int, io_bytes: int, slop_factor: int = DEFAULT_SLOP_FACTOR,
+                           allocator_bytes: int = 0) -> int:
+    """XLA:GPU's scheduler memory limit: (base - inputs and outputs) x slop / 100.
 
-    From ``GetSchedulerMemoryLimit`` in xla/service/gpu/gpu_hlo_schedule.cc, for a
-    module config that sets no ``device_memory_size`` (JAX sets none).
+    From ``GetSchedulerMemoryLimit`` in xla/service/gpu/gpu_hlo_schedule.cc: the base is the
+    module config's ``device_memory_size`` when set (``allocator_bytes``: on a GPU jaxlib
+    sets it to its allocator's limit), else 80% of the HBM (a compile-only device: no
+    allocator, so jaxlib sets none).
     """
-    return (hbm_bytes * SCHEDULER_BASE_PERCENT // 100 - io_bytes) * slop_factor // 100
+    base = allocator_bytes or hbm_bytes * SCHEDULER_BASE_PERCENT // 100
+    return (base - io_bytes) * slop_factor // 100
 
 
 def _xla_peak_reading(m: Mapping[str, int], device_allocation: int) -> tuple[bool, str]:
@@ -382,11 +395,12 @@ def memory_facts(memory: Mapping[str, int], target: Target, report_text: str | N
     figures = compile_figures(memory)  # the one place device allocation and host total are derived
     device_allocation, host = figures["device_allocation_bytes"], figures["host_total_bytes"]
     hbm = hbm_bytes or g("device_memory_size", 0) or target.device_memory_size
-    fits = device_allocation <= hbm
+    allocator = g("allocator_bytes", 0)
+    fits = device_allocation <= (allocator or hbm)
     counts_host, reason = _xla_peak_reading(memory, device_allocation)
     io = args + out - alias + host_args + host_out
-    limit = scheduler_memory_limit(hbm, io, slop_factor)
-    pressure = Pressure(over_hbm=not fits, excess_bytes=max(0, device_allocation - hbm),
+    limit = scheduler_memory_limit(hbm, io, slop_factor, allocator)
+    pressure = Pressure(over_hbm=not fits, excess_bytes=max(0, device_allocation - (allocator or hbm)),
                         scheduler_limit_bytes=limit, over_scheduler_limit=temp > limit, slop_factor=slop_factor)
     live = parse_live_at_peak(live_range) if live_range else None
     buffers: list[PeakBuffer] = []
@@ -405,6 +419,7 @@ def memory_facts(memory: Mapping[str, int], target: Target, report_text: str | N
         top_buffers=top_buffers, next_steps=_next_steps(fits, pressure, top_buffers, offloaded_names),
         host_limit_bytes=target.host_memory_per_gpu,
         host_fits=(host <= target.host_memory_per_gpu) if target.host_memory_per_gpu else None,
+        allocator_bytes=allocator,
     )
 
 

@@ -305,12 +305,14 @@ def rule_fits_hbm(ctx: RuleContext, on: bool) -> list[Violation]:
     if m is None:
         raise HloscopeError(f"fits-hbm cannot be evaluated: {ctx.subject.label} has no memory figures (a plain HLO "
                             "file); check a `hloscope compile` artifact folder, --workload or --fn", EXIT_BAD_INPUT)
-    limit = m.hbm_bytes * (1.0 - ctx.hbm_margin)
+    limit = m.limit_bytes * (1.0 - ctx.hbm_margin)
     if m.device_allocation_bytes <= limit:
         return []
     margin = f" less a {ctx.hbm_margin:.0%} margin ({human_bytes(limit)})" if ctx.hbm_margin else ""
+    room = (f"the {human_bytes(m.allocator_bytes)} JAX's allocator takes of {human_bytes(m.hbm_bytes)} of HBM"
+            if m.allocator_bytes else f"{human_bytes(m.hbm_bytes)} of HBM")
     return [Violation("fits-hbm", f"device allocation {human_bytes(m.device_allocation_bytes)} does not fit in "
-                      f"{human_bytes(m.hbm_bytes)} of HBM{margin}; a step over its memory limit also closes overlap "
+                      f"{room}{margin}; a step over its memory limit also closes overlap "
                       "windows", actual=float(m.device_allocation_bytes), limit=limit)]
 
 

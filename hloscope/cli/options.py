@@ -15,7 +15,7 @@ from hloscope.compile.request import CompileRequest, Scheduler
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.targets import DEFAULT_TARGET
 
-__all__ = ["PHASE_WRITING", "PhaseStatus", "add_compile_options", "parse_sets", "request_from_args",
+__all__ = ["PHASE_WRITING", "PhaseStatus", "add_compile_options", "fraction", "parse_sets", "request_from_args",
            "scheduler_from_args"]
 
 
@@ -34,6 +34,21 @@ def add_compile_options(p: argparse.ArgumentParser) -> None:
                    help="pipelined host offloading (default on)")
     p.add_argument("--xla-flag", action="append", default=[], metavar="NAME=VALUE",
                    help="extra XLA compiler option, e.g. xla_gpu_enable_while_loop_double_buffering=true")
+    p.add_argument("--memory-fraction", type=fraction, default=None, metavar="F",
+                   help="compile as JAX on a GPU whose allocator takes F of the HBM (XLA_PYTHON_CLIENT_MEM_FRACTION; "
+                        "JAX's default 0.75): XLA's scheduler plans for it and the step must fit in it; default: "
+                        "as a compile-only device, where XLA plans for 80%% of the HBM")
+
+
+def fraction(text: str) -> float:
+    """``--memory-fraction``: a number in (0, 1]."""
+    try:
+        f = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not 0 < f <= 1:
+        raise argparse.ArgumentTypeError(f"{text} is not in (0, 1] (a fraction of the HBM, e.g. 0.9)")
+    return f
 
 
 def parse_sets(items: list[str]) -> dict[str, str]:
@@ -103,7 +118,8 @@ def request_from_args(args: argparse.Namespace, workload: str | None = None,
         sets=tuple(parse_sets(args.set).items()),
         policy=args.policy, fn=fn, args=getattr(args, "args", None) or None, cwd=os.getcwd() if fn else None,
         scheduler=scheduler_from_args(args),
-        pipelined=bool(args.pipelined_offload), xla_flags=tuple(args.xla_flag))
+        pipelined=bool(args.pipelined_offload), xla_flags=tuple(args.xla_flag),
+        memory_fraction=getattr(args, "memory_fraction", None))
 
 
 def scheduler_from_args(args: argparse.Namespace) -> Scheduler:

@@ -46,7 +46,8 @@ def _slug(text: str) -> str:
 def default_folder(request: CompileRequest) -> Path:
     """``hloscope-out/NAME``: NAME says what was compiled and every option that makes this compile
     differ from the default one: ``<workload>-<policy>-<target>-<devices>`` then each ``--set``
-    (``batch4``), ``scheduler-none`` / ``scheduler-lhs-approx``, ``nopipe``, and a short hash of any ``--xla-flag``;
+    (``batch4``), ``scheduler-none`` / ``scheduler-lhs-approx``, ``nopipe``, ``mem0.9`` (``--memory-fraction``)
+    and a short hash of any ``--xla-flag``;
     for ``--fn``: ``<module.function>-<target>-<devices>-args<hash>``."""
     if request.fn is not None:
         digest = hashlib.sha256((request.args or "").encode()).hexdigest()[:8]
@@ -64,6 +65,8 @@ def default_folder(request: CompileRequest) -> Path:
         parts.append(f"scheduler-{request.scheduler.value}")
     if not request.pipelined:
         parts.append("nopipe")
+    if request.memory_fraction is not None:
+        parts.append(f"mem{request.memory_fraction:g}")
     if request.xla_flags:
         parts.append("xla" + hashlib.sha256("\n".join(request.xla_flags).encode()).hexdigest()[:8])
     return Path(DEFAULT_ROOT) / _slug("-".join(parts))

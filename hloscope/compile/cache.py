@@ -343,12 +343,16 @@ class Lookup:
         return result
 
 
-def lookup(lowered: Any, options: dict[str, Any], target: Any, mesh: Any, use: bool = True) -> Lookup:
-    """Look ``lowered`` (compiled with ``options`` for ``target`` on ``mesh``) up in the cache.
+def lookup(lowered: Any, options: dict[str, Any], target: Any, mesh: Any, use: bool = True,
+           allocator_bytes: int | None = None) -> Lookup:
+    """Look ``lowered`` (compiled with ``options`` for ``target`` on ``mesh``, and the device
+    memory size ``allocator_bytes`` when one is given) up in the cache.
     With ``use`` False or the cache turned off, always a miss that stores nothing."""
     if not (use and enabled()):
         return Lookup(None, "", {})
     parts = key_parts(lowered.as_text(debug_info=True), options, target, mesh)
+    if allocator_bytes is not None:
+        parts["allocator_bytes"] = int(allocator_bytes)
     key = key_of(parts)
     store = CompileCache()
     return Lookup(store, key, parts, store.get(key))

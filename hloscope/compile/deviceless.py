@@ -8,6 +8,7 @@ allocated: arguments are ``jax.ShapeDtypeStruct``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import glob
 import os
@@ -15,7 +16,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -194,6 +195,65 @@ def _memory_texts(dump: str) -> dict[str, str]:
     return out
 
 
+def allocator_bytes(target: Target, memory_fraction: float | None) -> int | None:
+    """What JAX's GPU allocator takes of ``target``'s HBM at ``memory_fraction`` (None: no fraction).
+
+    jaxlib (``PyClient::CompileAndLoadIfrtProgram``) sets the executable's device memory size
+    to the allocator's ``bytes_limit``, which the BFC allocator puts at the HBM times the
+    fraction; XLA's GPU scheduler then takes that as its base instead of 80% of the HBM
+    (``GetSchedulerMemoryLimit`` in ``gpu_hlo_schedule.cc``).
+    """
+    if memory_fraction is None:
+        return None
+    if not 0 < memory_fraction <= 1:
+        raise HloscopeError(f"memory fraction {memory_fraction:g}: expected a number in (0, 1], as "
+                            "XLA_PYTHON_CLIENT_MEM_FRACTION takes", EXIT_BAD_INPUT)
+    return int(target.device_memory_size * memory_fraction)
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, n = n & 0x7F, n >> 7
+        out.append(low | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def with_device_memory_size(options: Any, nbytes: int) -> Any:
+    """``options`` (an ``xla_client.CompileOptions``) with its executable build options'
+    ``device_memory_size`` set to ``nbytes``.
+
+    The Python binding does not expose that field, so it is set on the serialized proto:
+    ``CompileOptionsProto.executable_build_options`` is field 3 and
+    ``ExecutableBuildOptionsProto.device_memory_size`` field 15 (``xla/pjrt/proto/
+    compile_options.proto``); an embedded message that appears twice is merged.
+    """
+    inner = b"\x78" + _varint(nbytes)  # field 15, varint
+    return type(options).ParseFromString(options.SerializeAsString() + b"\x1a" + _varint(len(inner)) + inner)
+
+
+@contextlib.contextmanager
+def build_device_memory_size(nbytes: int | None) -> Iterator[None]:
+    """While compiling, give XLA ``nbytes`` as the device memory size, as jaxlib does on a GPU
+    from its allocator's limit (compile-only devices have no allocator, so jaxlib sets none)."""
+    if nbytes is None:
+        yield
+        return
+    from jax._src import compiler
+
+    original = compiler.get_compile_options
+
+    def patched(*args: Any, **kwargs: Any) -> Any:
+        return with_device_memory_size(original(*args, **kwargs), nbytes)
+
+    compiler.get_compile_options = patched
+    try:
+        yield
+    finally:
+        compiler.get_compile_options = original
+
+
 def compile_step(
     fn: Callable[..., Any],
     *args: Any,
@@ -212,6 +272,7 @@ def compile_step(
     scheduler: Scheduler | str | None = None,
     in_shardings: Any = None,
     out_shardings: Any = None,
+    memory_fraction: float | None = None,
 ) -> CompileResult:
     """Lower and compile ``fn(*args)`` for compile-only GPUs; allocate nothing.
 
@@ -234,6 +295,11 @@ def compile_step(
     ``phase`` is called with each phase's name as it starts (:data:`PHASES`).
     ``cache``: look the lowered module up in the compile cache (``hloscope.compile.cache``)
     and store what XLA emits; a hit has ``compiled=None``.
+    ``memory_fraction``: compile as JAX does on a GPU whose allocator takes that fraction of
+    the HBM (``XLA_PYTHON_CLIENT_MEM_FRACTION``; JAX's default 0.75): jaxlib then gives XLA
+    the allocator's limit as the device memory size, and XLA's scheduler plans for it
+    (:func:`allocator_bytes`). Without it XLA plans for 80% of the HBM, as it does when
+    no allocator is known (a compile-only device).
     """
     say = phase or _no_phase
     say(PHASE_STARTING)
@@ -241,6 +307,7 @@ def compile_step(
     import jax
 
     tgt = with_memory(get_target(target) if isinstance(target, str) else target, memory_override_bytes)
+    allocator = allocator_bytes(tgt, memory_fraction)
     chosen = resolve(scheduler, lhs)
     concrete = device_mesh(tgt, devices, mesh_axes) if mesh is None else _devices_for(mesh, tgt)
     abstract = concrete.abstract_mesh
@@ -261,7 +328,8 @@ def compile_step(
     try:
         with environment.capture_native_stderr() as log:
             result = _compile(fn, args, tgt, concrete, options, compile_options, donate_argnums, dump, t0, roles,
-                              say, cache, shardings, lambda hlo: _read_scheduler(hlo, log.peek(), chosen))
+                              say, cache, shardings, lambda hlo: _read_scheduler(hlo, log.peek(), chosen),
+                              allocator)
         if not result.scheduler.get("name"):  # a cache hit: its entry kept the original compile's log
             from hloscope.hlo.xla_dumps import SCHEDULER_LOG_FILE
 
@@ -376,7 +444,8 @@ def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, mesh: A
              compile_options: dict[str, Any], donate_argnums: Sequence[int], dump: str, t0: float,
              roles: dict[str, str] | None, say: Callable[[str], None], cache: bool = False,
              shardings: dict[str, Any] | None = None,
-             scheduler_of: Callable[[str], tuple[dict[str, Any], dict[str, str]]] | None = None) -> CompileResult:
+             scheduler_of: Callable[[str], tuple[dict[str, Any], dict[str, str]]] | None = None,
+             allocator: int | None = None) -> CompileResult:
     import jax
 
     try:
@@ -403,14 +472,15 @@ def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, mesh: A
     say(PHASE_XLA)
     from hloscope.compile.cache import lookup
 
-    found = lookup(lowered, options, tgt, mesh, use=cache)
+    found = lookup(lowered, options, tgt, mesh, use=cache, allocator_bytes=allocator)
     if found.result is not None:
         hit: CompileResult = dataclasses.replace(found.result, compile_seconds=time.perf_counter() - t0,
                                                  tensor_names=_tensor_names(traced, roles),
                                                  intent=_intent(traced))
         return hit
     try:
-        compiled = lowered.compile(compiler_options=compile_options, device_assignment=device_assignment)
+        with build_device_memory_size(allocator):
+            compiled = lowered.compile(compiler_options=compile_options, device_assignment=device_assignment)
     except MemoryError:
         raise HloscopeError("the host ran out of memory while compiling", EXIT_OUT_OF_MEMORY) from None
     except Exception as e:
@@ -439,6 +509,8 @@ def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, mesh: A
     # Raw figures only (XLA's, and the HBM compiled for): the derived ones (device allocation, host
     # total, report totals) are computed by hloscope.analysis.memory.compile_figures.
     memory["device_memory_size"] = tgt.device_memory_size
+    if allocator is not None:
+        memory["allocator_bytes"] = allocator
     # Read before the cache stores the result, so that a later hit carries this compile's log too.
     scheduler, log_files = scheduler_of(optimized) if scheduler_of else ({}, {})
     extra.update(log_files)

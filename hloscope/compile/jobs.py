@@ -61,7 +61,8 @@ def compile_job(request: CompileRequest, phase: Callable[[str], None] | None = N
         fn = load_user_fn(request.fn, request.cwd or os.getcwd())
         abstract = parse_args_spec(request.args, mesh)
         result = compile_step(fn, *abstract, mesh=mesh, target=tgt, flags=flags, scheduler=request.scheduler,
-                              pipelined_offload=request.pipelined, phase=phase, cache=True)
+                              pipelined_offload=request.pipelined, phase=phase, cache=True,
+                              memory_fraction=request.memory_fraction)
         return result, {"fn": request.fn, "args": request.args}
     from hloscope.compile import workloads
 
@@ -74,7 +75,7 @@ def compile_job(request: CompileRequest, phase: Callable[[str], None] | None = N
     fn, args = wl.build(cfg, mesh)
     result = compile_step(fn, *args, mesh=mesh, target=tgt, flags=flags, scheduler=request.scheduler,
                           pipelined_offload=request.pipelined, donate_argnums=(0, 1, 2), roles=wl.roles, phase=phase,
-                          cache=True)
+                          cache=True, memory_fraction=request.memory_fraction)
     return result, {"workload": wl.name, "config": dataclasses.asdict(cfg)}
 
 

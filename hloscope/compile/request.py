@@ -39,7 +39,9 @@ class CompileRequest:
     ``--set`` overrides and offload policy. fn / args / cwd: the user's function, its
     abstract arguments (``--args`` spec) and the folder its module is imported from.
     Exactly one of ``workload`` and ``fn`` is set. memory_override_bytes: compile as if
-    the target had this much HBM (the what-if).
+    the target had this much HBM (the what-if). memory_fraction: compile as JAX does on a
+    GPU whose allocator takes this fraction of the HBM (``XLA_PYTHON_CLIENT_MEM_FRACTION``);
+    None: as a compile-only device, where XLA plans for 80% of the HBM.
     """
 
     target: str
@@ -54,10 +56,13 @@ class CompileRequest:
     pipelined: bool = True
     xla_flags: tuple[str, ...] = field(default=())
     memory_override_bytes: int | None = None
+    memory_fraction: float | None = None
 
     def __post_init__(self) -> None:
         if (self.workload is None) == (self.fn is None):
             raise ValueError("a CompileRequest names exactly one of workload and fn")
+        if self.memory_fraction is not None and not 0 < self.memory_fraction <= 1:
+            raise ValueError(f"memory_fraction {self.memory_fraction!r} is not in (0, 1]")
 
     @property
     def sets_dict(self) -> dict[str, str]:

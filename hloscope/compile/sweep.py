@@ -59,6 +59,7 @@ class Cell:
     batch: int | None
     target: str
     devices: int
+    memory_fraction: float | None = None
 
     @property
     def label(self) -> str:
@@ -67,10 +68,11 @@ class Cell:
 
 def cells(workload: str, sets: dict[str, str], target: str, devices: int, policies: list[str],
           batches: list[int | None], schedulers: list[str] | None = None,
-          pipelined: list[bool] | None = None) -> list[Cell]:
-    """Every cell, in table order; a value repeated in any axis counts once."""
+          pipelined: list[bool] | None = None, memory_fraction: float | None = None) -> list[Cell]:
+    """Every cell, in table order; a value repeated in any axis counts once. ``memory_fraction``:
+    every cell compiled as on a GPU whose allocator takes that fraction of the HBM."""
     return [
-        Cell(workload, tuple(sorted(sets.items())), p, sch, pipe, b, target, devices)
+        Cell(workload, tuple(sorted(sets.items())), p, sch, pipe, b, target, devices, memory_fraction)
         for b, p, sch, pipe in itertools.product(dict.fromkeys(batches), dict.fromkeys(policies),
                                                  dict.fromkeys(schedulers or SCHEDULERS),
                                                  dict.fromkeys(pipelined or (True, False)))
@@ -93,7 +95,7 @@ def request_of(cell: Cell) -> Any:
         sets["batch"] = str(cell.batch)
     return CompileRequest(target=cell.target, devices=cell.devices, workload=cell.workload,
                           sets=tuple(sorted(sets.items())), policy=cell.policy, scheduler=Scheduler(cell.scheduler),
-                          pipelined=cell.pipelined)
+                          pipelined=cell.pipelined, memory_fraction=cell.memory_fraction)
 
 
 class _Analyses:

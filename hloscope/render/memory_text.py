@@ -67,8 +67,10 @@ def memory_lines(report: Report, top: int = 3) -> list[str]:
     if m is None:
         return []
     fits = "fits" if m.fits else "does NOT fit"
+    room = (f"the {gib(m.allocator_bytes)} JAX's allocator takes ({m.allocator_bytes / m.hbm_bytes:.2f} of "
+            f"{gib(m.hbm_bytes)} of HBM)" if m.allocator_bytes else f"{gib(m.hbm_bytes)} of HBM")
     lines = [f"memory per device: device allocation {gib(m.device_allocation_bytes)} ({fits} in "
-             f"{gib(m.hbm_bytes)} of HBM; arguments {gib(m.argument_bytes)} + temporaries {gib(m.temp_bytes)}"
+             f"{room}; arguments {gib(m.argument_bytes)} + temporaries {gib(m.temp_bytes)}"
              f" + outputs not aliased {gib(m.output_bytes - m.alias_bytes)}), host {gib(m.host_bytes)}"
              + (f" ({'fits' if m.host_fits else 'does NOT fit'} in {gib(m.host_limit_bytes)} of host memory per GPU)"
                 if m.host_fits is not None else "")
@@ -86,7 +88,8 @@ def memory_lines(report: Report, top: int = 3) -> list[str]:
     if p.over_hbm or p.over_scheduler_limit:
         closed = [v for v in report.verdicts if v.reason is Reason.EMPTY_WINDOW]
         asyncs = [v for v in report.verdicts if v.transfer.is_async]
-        limit = (f"the device allocation exceeds HBM by {gib(p.excess_bytes)}" if p.over_hbm else
+        where = "what JAX's allocator takes" if m.allocator_bytes else "HBM"
+        limit = (f"the device allocation exceeds {where} by {gib(p.excess_bytes)}" if p.over_hbm else
                  f"temporaries exceed the scheduler's memory limit of {gib(p.scheduler_limit_bytes)}")
         lines.append(f"memory pressure: {limit}, so XLA produced this schedule over its memory limit; its "
                      "scheduler then trades overlap for memory (it closes async windows to shorten live ranges)"

@@ -31,8 +31,11 @@ def test_default_folder_names_every_difference() -> None:
         default_folder(_llama(xla_flags=("xla_gpu_memory_limit_slop_factor=90",))),
         default_folder(CompileRequest("b200", 8, workload="llama")),
         default_folder(CompileRequest("h100-sxm", 16, workload="llama")),
+        default_folder(_llama(memory_fraction=0.9)),
+        default_folder(_llama(memory_fraction=0.75)),
     }
-    assert len(names) == 10
+    assert len(names) == 12
+    assert default_folder(_llama(memory_fraction=0.9)).name == "llama-offload-h100-sxm-8-mem0.9"
     assert default_folder(_llama(sets=(("batch", "4"),))).name == "llama-offload-h100-sxm-8-batch4"
     assert default_folder(_llama(sets=(("batch", "4"),), scheduler=Scheduler.NONE, pipelined=False)).name == \
         "llama-offload-h100-sxm-8-batch4-scheduler-none-nopipe"

@@ -12,7 +12,10 @@ from hloscope.cli.analyze import ReportRequest, add_report_options, emit_report,
 from hloscope.cli.options import PHASE_WRITING, PhaseStatus, add_compile_options, request_from_args
 from hloscope.compile.request import CompileRequest
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, HloscopeError
-from hloscope.units import human_bytes
+from hloscope.units import human_bytes, human_us
+
+#: The model's profile that --what-if-profile writes into the artifact folder.
+PROFILE_FILE = "model-profile.pbtxt"
 
 
 class CompileCommand:
@@ -46,6 +49,10 @@ class CompileCommand:
         p.add_argument("--what-if-memory", type=float, metavar="GB",
                        help="also compile with this much HBM (decimal GB, e.g. 186) and show which windows open "
                             "or close")
+        p.add_argument("--what-if-profile", action="store_true",
+                       help="also compile with hloscope's cost model as XLA's profile (PGLE; written to "
+                            "model-profile.pbtxt in the artifact folder) and show how the schedule changes when "
+                            "XLA's scheduler knows each op's and each transfer's cost")
         p.add_argument("--require-fit", action="store_true",
                        help="exit 1 when the step's device allocation does not fit in the target's HBM")
         add_compile_options(p)
@@ -83,6 +90,8 @@ class CompileCommand:
                         f"reserved {human_bytes(host)} of host memory\n")
         if args.what_if_memory is not None:
             trailer += self._what_if(args.what_if_memory, request, report, phase)
+        if args.what_if_profile:
+            trailer += self._what_if_profile(out, request, report, phase)
         phase.stop()  # the status line goes before the report is printed
         code = emit_report(report, req, trailer)
         if args.require_fit and report.memory is not None and not report.memory.fits:
@@ -91,6 +100,41 @@ class CompileCommand:
                   f"{human_bytes(m.hbm_bytes)} of HBM (--require-fit)", file=sys.stderr)
             return EXIT_CHECK_FAILED
         return code
+
+    def _what_if_profile(self, out: Path, request: CompileRequest, report: Report, phase: PhaseStatus) -> str:
+        """Compile again with the model's per-op figures as XLA's profile; what the schedule became."""
+        from hloscope.compile.jobs import compile_request
+        from hloscope.compile.whatif import compare_reports
+        from hloscope.render import render_to_string
+
+        if not report.module.is_scheduled:
+            raise HloscopeError("--what-if-profile: the module is not scheduled, so XLA's scheduler did not run",
+                                EXIT_BAD_INPUT)
+        path = Path(out) / PROFILE_FILE
+        path.write_text(render_to_string("pgle", report), encoding="utf-8")
+        flag = f"xla_gpu_pgle_profile_file_or_directory_path={path.resolve()}"
+        other = compile_request(replace(request, xla_flags=(*request.xla_flags, flag)),
+                                phase=lambda name: phase(f"what-if profile: {name}")).report
+        changes = compare_reports(report, other)
+        opened = (sum(c.window_before > 0 for c in changes), sum(c.window_after > 0 for c in changes))
+        lines = ["", f"what if XLA's scheduler knew these costs (hloscope's model as its profile, {path}):"]
+        used = other.xla is not None and other.xla.profile is not None
+        if not used:
+            lines.append("  XLA's log does not say it used the profile for this module; the second compile "
+                         "is XLA's own schedule")
+        a, b = report.summary.step, other.summary.step
+        if a is not None and b is not None:
+            lines.append(f"  simulated step {human_us(a.step_us)} -> {human_us(b.step_us)} (exposed transfers "
+                         f"{human_us(a.exposed_transfer_us)} -> {human_us(b.exposed_transfer_us)}, collectives "
+                         f"{human_us(a.exposed_collective_us)} -> {human_us(b.exposed_collective_us)})")
+        if other.xla is not None and other.xla.step_us is not None:
+            lines.append(f"  XLA's scheduler times its new schedule at {human_us(other.xla.step_us)} per step")
+        lines.append(f"  open windows {opened[0]} -> {opened[1]} of {len(changes)}")
+        for c in changes:
+            if (c.verdict_before, c.window_before) != (c.verdict_after, c.window_after):
+                lines.append(f"  {c.name}: {c.verdict_before or '-'} (window {c.window_before}) -> "
+                             f"{c.verdict_after or '-'} (window {c.window_after})")
+        return "\n".join(lines) + "\n"
 
     def _what_if(self, gb: float, request: CompileRequest, report: Report, phase: PhaseStatus) -> str:
         """Compile again with another HBM size; list the transfers whose window or verdict changed."""

@@ -6,13 +6,13 @@ live step (:func:`snapshot_from_subject`) or from a JSON report file
 (:func:`load_snapshot`), so a committed ``report.json`` is a baseline.
 
 Transfers are matched by :class:`~hloscope.check.keys.TransferKey`, never by
-XLA's instruction numbers: first the whole key with the same bytes per execution,
-then name + source + direction with the same bytes (the occurrence may shift when a
-transfer is added or goes: XLA's offload ops often carry no name and no source, and
-then their size is what tells them apart), then the same two without the bytes (a
-batch size changed), then name + direction (the source line moved because the file
-was edited above it). What is left is a lost (baseline only) or a new (new step
-only) offload.
+XLA's instruction numbers. In a group (name + source + direction) that gained or lost
+a transfer, the occurrence ranks shift, so its transfers first pair with one of the
+same bytes per execution (XLA's offload ops often carry no name and no source, and
+then their size is what tells them apart). Then the whole key (in an unchanged group
+the ranks hold even when a batch size changed every size), then name + source +
+direction, then name + direction (the source line moved because the file was edited
+above it). What is left is a lost (baseline only) or a new (new step only) offload.
 
 A change is a regression when a transfer's verdict got worse, its exposed time
 per step grew by more than the tolerance, an offload was lost or appeared, the
@@ -23,6 +23,7 @@ grew by more than the memory tolerance (or stopped fitting).
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -161,13 +162,21 @@ def match(base: tuple[TransferRecord, ...], new: tuple[TransferRecord, ...]
     """(matched pairs, baseline only, new only), matching by ever looser keys (module docstring)."""
     left, right = list(base), list(new)
     pairs: list[tuple[TransferRecord, TransferRecord]] = []
+    counts_base = Counter(r.key.group() for r in base)
+    counts_new = Counter(r.key.group() for r in new)
+
+    def changed(r: TransferRecord) -> bool:
+        # A group that gained or lost a transfer: its occurrence ranks shifted, its sizes did not.
+        return counts_base[r.key.group()] != counts_new[r.key.group()]
+
     keyfs: tuple[Callable[[TransferRecord], Any], ...] = (
-        lambda r: (r.key, r.bytes), lambda r: (r.key.group(), r.bytes),
+        lambda r: (r.key.group(), r.bytes) if changed(r) else None,
         lambda r: r.key, lambda r: r.key.group(), lambda r: (r.key.name, r.key.direction))
     for keyf in keyfs:
         pool: dict[Any, list[TransferRecord]] = {}
         for r in sorted(right, key=lambda r: r.key.occurrence):
             pool.setdefault(keyf(r), []).append(r)
+        pool.pop(None, None)
         rest = []
         for b in sorted(left, key=lambda r: r.key.occurrence):
             cands = pool.get(keyf(b))

@@ -35,6 +35,8 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "fn": ("str", "your step function, package.module:function, to compile and check"),
     "args": ("str", "with fn: abstract arguments, as for hloscope compile --args"),
     "devices": ("int", "compile-only GPUs for workload / fn"),
+    "memory-fraction": ("fraction", "compile workload / fn as JAX on a GPU whose allocator takes this share of the "
+                                    "HBM (XLA_PYTHON_CLIENT_MEM_FRACTION); fits-hbm then checks against it"),
     "set": ("table", "workload settings, e.g. {layers = 2, batch = 4}"),
     "allow": ("allow", "list of {checkpoint|instruction|source = pattern, reason = why, rules = [...]}"),
 }
@@ -62,13 +64,14 @@ class CheckConfig:
     devices: int = 8
     sets: dict[str, str] = field(default_factory=dict)
     where: str = ""
+    memory_fraction: float | None = None
 
     def merged(self, over: CheckConfig) -> CheckConfig:
         """``self`` with every rule and setting ``over`` gives replaced (flags over pyproject)."""
         changes: dict[str, Any] = {"rules": {**self.rules, **over.rules}}
         default = CheckConfig()
         for f in ("target", "hbm_margin", "allow_empty", "baseline", "tolerance", "path", "unoptimized",
-                  "workload", "fn", "args", "devices", "sets"):
+                  "workload", "fn", "args", "devices", "sets", "memory_fraction"):
             if getattr(over, f) != getattr(default, f):
                 changes[f] = getattr(over, f)
         changes["allow"] = self.allow + over.allow
@@ -176,6 +179,8 @@ def config_from_mapping(data: Mapping[str, Any], where: str) -> CheckConfig:
     tol = Tolerance(settings.get("tolerance-us", Tolerance.exposed_us),
                     settings.get("tolerance-fraction", Tolerance.exposed_fraction),
                     settings.get("memory-tolerance", Tolerance.memory_fraction))
+    if settings.get("memory-fraction") == 0:
+        raise HloscopeError(f"{where}: memory-fraction: expected a fraction above 0 (e.g. 0.9)", EXIT_BAD_INPUT)
     sources = [k for k in ("path", "workload", "fn") if k in settings]
     if len(sources) > 1:
         raise HloscopeError(f"{where}: give one of path, workload, fn (got {', '.join(sources)})", EXIT_BAD_INPUT)
@@ -184,7 +189,7 @@ def config_from_mapping(data: Mapping[str, Any], where: str) -> CheckConfig:
                        tolerance=tol, allow=settings.get("allow", ()), path=settings.get("path"),
                        unoptimized=settings.get("unoptimized"), workload=settings.get("workload"),
                        fn=settings.get("fn"), args=settings.get("args", ""), devices=settings.get("devices", 8),
-                       sets=settings.get("set", {}), where=where)
+                       sets=settings.get("set", {}), where=where, memory_fraction=settings.get("memory-fraction"))
 
 
 def find_pyproject(start: Path) -> Path | None:

@@ -94,6 +94,8 @@ def flags_config(args: argparse.Namespace) -> CheckConfig:
         data["args"] = args.args
     if args.devices is not None:
         data["devices"] = args.devices
+    if args.memory_fraction is not None:
+        data["memory-fraction"] = args.memory_fraction
     if args.allow_empty:
         data["allow-empty"] = True
     if args.set:
@@ -134,7 +136,8 @@ def load_subject(cfg: CheckConfig) -> Subject:
         return compile_subject(CompileRequest(target.name, cfg.devices, workload=cfg.workload or None,
                                               sets=tuple(cfg.sets.items()), fn=cfg.fn or None,
                                               args=cfg.args if cfg.fn else None,
-                                              cwd=str(Path.cwd()) if cfg.fn else None))
+                                              cwd=str(Path.cwd()) if cfg.fn else None,
+                                              memory_fraction=cfg.memory_fraction))
     if cfg.path:  # an artifact folder brings its own target unless one was given
         return load_path(cfg.path, get_target(cfg.target) if cfg.target else None, cfg.unoptimized)
     raise HloscopeError("nothing given to check: PATH, --workload or --fn (or path / workload / fn in "
@@ -191,6 +194,7 @@ class CheckCommand:
     """
 
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
+        from hloscope.cli.options import fraction
         from hloscope.render.check_report import CHECK_FORMATS
 
         p.add_argument("path", metavar="PATH", nargs="?", help="HLO file, XLA dump folder or artifact folder")
@@ -200,6 +204,9 @@ class CheckCommand:
         p.add_argument("--args", default="", metavar="SPEC", help="with --fn: abstract arguments (see compile)")
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="workload setting")
         p.add_argument("--devices", type=int, default=None, help="compile-only GPUs (default 8)")
+        p.add_argument("--memory-fraction", type=fraction, default=None, metavar="F",
+                       help="compile as JAX on a GPU whose allocator takes F of the HBM "
+                            "(XLA_PYTHON_CLIENT_MEM_FRACTION)")
         p.add_argument("--target", default=None, help="target name or .toml/.json file (default h100-sxm)")
         p.add_argument("--unoptimized", metavar="FILE", help="the unoptimized module, for annotations-accounted")
         p.add_argument("--config", metavar="PYPROJECT", help="read [tool.hloscope] from this file")

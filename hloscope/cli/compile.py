@@ -54,7 +54,8 @@ class CompileCommand:
                             "model-profile.pbtxt in the artifact folder) and show how the schedule changes when "
                             "XLA's scheduler knows each op's and each transfer's cost")
         p.add_argument("--require-fit", action="store_true",
-                       help="exit 1 when the step's device allocation does not fit in the target's HBM")
+                       help="exit 1 when the step's device allocation does not fit in the target's HBM (with "
+                            "--memory-fraction: in what JAX's allocator takes of it)")
         add_compile_options(p)
         add_report_options(p)
 
@@ -97,7 +98,9 @@ class CompileCommand:
         if args.require_fit and report.memory is not None and not report.memory.fits:
             m = report.memory
             print(f"hloscope: the step does not fit: device allocation {human_bytes(m.device_allocation_bytes)} > "
-                  f"{human_bytes(m.hbm_bytes)} of HBM (--require-fit)", file=sys.stderr)
+                  + (f"{human_bytes(m.allocator_bytes)}, what JAX's allocator takes of {human_bytes(m.hbm_bytes)} of "
+                     "HBM" if m.allocator_bytes else f"{human_bytes(m.hbm_bytes)} of HBM")
+                  + " (--require-fit)", file=sys.stderr)
             return EXIT_CHECK_FAILED
         return code
 

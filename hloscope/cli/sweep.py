@@ -82,7 +82,8 @@ class SweepCommand:
                        help="write each compiled cell's simulated step as Trace Event JSON into DIR "
                             "(one file per cell, named after it)")
         p.add_argument("--require-fit", action="store_true",
-                       help="exit 1 when a cell's device allocation does not fit in the target's HBM (naming them)")
+                       help="exit 1 when a cell's device allocation does not fit in the target's HBM, or with "
+                            "--memory-fraction in what JAX's allocator takes of it (naming them)")
 
     def run(self, args: argparse.Namespace) -> int:
         from hloscope.compile import workloads
@@ -142,7 +143,8 @@ class SweepCommand:
             return EXIT_COMPILE_FAILED
         over = [_cell_name(r) for r in rows if r.get("fits") is False]
         if args.require_fit and over:
-            print(f"hloscope: {len(over)} cell(s) do not fit in HBM (--require-fit): {'; '.join(over)}",
+            room = "what JAX's allocator takes of the HBM" if args.memory_fraction else "HBM"
+            print(f"hloscope: {len(over)} cell(s) do not fit in {room} (--require-fit): {'; '.join(over)}",
                   file=sys.stderr)
             return EXIT_CHECK_FAILED
         return 0

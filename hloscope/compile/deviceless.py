@@ -9,12 +9,14 @@ allocated: arguments are ``jax.ShapeDtypeStruct``.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 import glob
 import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -233,25 +235,46 @@ def with_device_memory_size(options: Any, nbytes: int) -> Any:
     return type(options).ParseFromString(options.SerializeAsString() + b"\x1a" + _varint(len(inner)) + inner)
 
 
+#: The device memory size the compile running in this thread (or context) gives XLA; None: none.
+_DEVICE_MEMORY_SIZE: contextvars.ContextVar[int | None] = contextvars.ContextVar("hloscope_device_memory_size",
+                                                                                 default=None)
+_WRAP_LOCK = threading.Lock()
+
+
+def _wrap_compile_options() -> None:
+    """Wrap JAX's ``get_compile_options`` once, for the process: the wrapper sets the device memory
+    size only for a compile that asked for one in its own thread (:data:`_DEVICE_MEMORY_SIZE`), so
+    compiles in other threads, and later ones, get JAX's options unchanged."""
+    from jax._src import compiler
+
+    with _WRAP_LOCK:
+        if getattr(compiler.get_compile_options, "_hloscope_wrapped", False):
+            return
+        original = compiler.get_compile_options
+
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            options = original(*args, **kwargs)
+            nbytes = _DEVICE_MEMORY_SIZE.get()
+            return options if nbytes is None else with_device_memory_size(options, nbytes)
+
+        wrapped._hloscope_wrapped = True  # type: ignore[attr-defined]
+        compiler.get_compile_options = wrapped
+
+
 @contextlib.contextmanager
 def build_device_memory_size(nbytes: int | None) -> Iterator[None]:
-    """While compiling, give XLA ``nbytes`` as the device memory size, as jaxlib does on a GPU
-    from its allocator's limit (compile-only devices have no allocator, so jaxlib sets none)."""
+    """While compiling in this thread, give XLA ``nbytes`` as the device memory size, as jaxlib
+    does on a GPU from its allocator's limit (compile-only devices have no allocator, so jaxlib
+    sets none)."""
     if nbytes is None:
         yield
         return
-    from jax._src import compiler
-
-    original = compiler.get_compile_options
-
-    def patched(*args: Any, **kwargs: Any) -> Any:
-        return with_device_memory_size(original(*args, **kwargs), nbytes)
-
-    compiler.get_compile_options = patched
+    _wrap_compile_options()
+    token = _DEVICE_MEMORY_SIZE.set(nbytes)
     try:
         yield
     finally:
-        compiler.get_compile_options = original
+        _DEVICE_MEMORY_SIZE.reset(token)
 
 
 def compile_step(

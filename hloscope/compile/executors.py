@@ -52,6 +52,7 @@ class LocalExecutor:
 
         analyses = _Analyses()
         rows: list[dict[str, Any] | None] = [None] * len(cells)
+        hloscope.compile.jobs.allow_children()
 
         def one(c: Cell) -> dict[str, Any]:
             on_event(STARTED, c, None)

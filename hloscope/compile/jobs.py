@@ -228,6 +228,8 @@ def _native_cause(log: str) -> str:
 #: Compile processes started by :func:`run_isolated` and not yet reaped (see :func:`stop_children`).
 _LIVE: set[Any] = set()
 _LIVE_LOCK = threading.Lock()
+#: Set by :func:`stop_children`: no new compile process starts until :func:`allow_children`.
+_STOPPING = False
 
 
 def _start_deaf_to_ctrl_c(proc: Any) -> None:
@@ -246,15 +248,27 @@ def _start_deaf_to_ctrl_c(proc: Any) -> None:
     old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         with _LIVE_LOCK:
+            if _STOPPING:  # Ctrl+C came while this worker was getting ready: start nothing
+                raise HloscopeError("interrupted before the compile started", EXIT_COMPILE_FAILED)
             proc.start()
             _LIVE.add(proc)
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def stop_children() -> None:
-    """Terminate every compile process still running (after Ctrl+C in a pool of workers)."""
+def allow_children() -> None:
+    """Let compile processes start again (a pool of workers begins)."""
+    global _STOPPING
     with _LIVE_LOCK:
+        _STOPPING = False
+
+
+def stop_children() -> None:
+    """Terminate every compile process still running and start no more (after Ctrl+C in a pool
+    of workers: a worker that was still getting its cell ready finds the flag and stops)."""
+    global _STOPPING
+    with _LIVE_LOCK:
+        _STOPPING = True
         procs = list(_LIVE)
     for proc in procs:
         if proc.is_alive():

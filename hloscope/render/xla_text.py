@@ -65,7 +65,8 @@ def xla_step_words(report: Report) -> str:
     """``XLA's scheduler times its schedule at 11.73 s per step (...); simulated here: 11.99 s``, or ""."""
     if report.xla is None or report.xla.step_us is None:
         return ""
-    basis = "with the profile's figures" if report.xla.profile is not None else "with its SOL estimator"
+    basis = ("with the profile's figures; ops it does not list keep its estimator's" if report.xla.profile is not None
+             else "with its SOL estimator")
     ours = report.summary.step
     here = f"; simulated here: {human_us(ours.step_us)}" if ours is not None else ""
     return (f"xla step: XLA's scheduler times its own schedule at {human_us(report.xla.step_us)} per step ({basis}: "

@@ -140,3 +140,20 @@ def test_unnamed_transfers_pair_by_size_when_one_goes() -> None:
         [gone.instruction]
     # (two of the same size, K and V, are the same to the key: either pairing is right)
     assert len(diff.pairs) == len(new) and all(b.bytes == n.bytes for b, n in diff.pairs)
+
+
+def test_a_batch_change_keeps_every_partner() -> None:
+    # The same unnamed transfers, every size 4x (a batch 4x larger): Q's new size equals K's and
+    # V's old one. No group gained or lost a transfer, so each pairs with its own by rank, not
+    # the new K with the old Q by size (which would compare a hidden K with an exposed Q).
+    from dataclasses import replace
+
+    from hloscope.check.keys import number_occurrences
+
+    base = number_occurrences(replace(r, key=TransferKey("", "", r.key.direction))
+                              for r in snap("llama_offload_nopipe.hlo.txt").records)
+    new = [replace(r, bytes=r.bytes * 4) for r in base]
+    diff = compare(Snapshot("base", tuple(base)), Snapshot("new", tuple(new)))
+    assert len(diff.pairs) == len(base)
+    assert all(n.bytes == 4 * b.bytes and n.instruction == b.instruction for b, n in diff.pairs)
+    assert not [c for c in diff.regressions if c.kind in (ChangeKind.WORSE, ChangeKind.LOST, ChangeKind.NEW)]

@@ -97,3 +97,25 @@ def test_a_sweep_carries_the_fraction_to_every_cell(capsys: pytest.CaptureFixtur
     assert [request_of(c).memory_fraction for c in todo] == [0.9, 0.9]
     assert main(["sweep", "mlp", "--memory-fraction", "0"]) == 2
     assert "--memory-fraction: 0 is not in (0, 1]" in capsys.readouterr().err
+
+
+def test_check_takes_the_fraction_from_flags_and_pyproject() -> None:
+    from hloscope.check.config import config_from_mapping
+
+    assert config_from_mapping({"memory-fraction": 0.9}, "pyproject.toml").memory_fraction == 0.9
+    assert config_from_mapping({}, "pyproject.toml").memory_fraction is None
+    for bad in (0, 1.5, "lots"):
+        with pytest.raises(HloscopeError) as e:
+            config_from_mapping({"memory_fraction": bad}, "pyproject.toml")
+        assert "pyproject.toml: memory" in str(e.value) and e.value.exit_code == 2
+
+
+@pytest.mark.xla
+def test_fits_hbm_checks_against_the_allocators_share(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The mlp step allocates 9.9 MiB per device; 0.0001 of the H100's 80 GiB is 8.2 MiB.
+    from hloscope.cli.main import main
+
+    code = main(["check", "--workload", "mlp", "--memory-fraction", "0.0001", "--fits-hbm", "--no-config"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "does not fit in the 8.2 MiB JAX's allocator takes of 80.0 GiB of HBM" in out

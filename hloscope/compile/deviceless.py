@@ -197,6 +197,17 @@ def _memory_texts(dump: str) -> dict[str, str]:
     return out
 
 
+def _refuse_missing_files(options: dict[str, Any]) -> None:
+    """An XLA option that names a file the compile reads must name one: XLA itself ignores a
+    missing profile without a word, and the compile would look scheduled with it."""
+    from hloscope.compile.cache import FILE_OPTIONS
+
+    for name in FILE_OPTIONS:
+        value = options.get(name)
+        if value is not None and not os.path.exists(str(value)):
+            raise HloscopeError(f"--xla-flag {name}={value}: no such file or folder", EXIT_BAD_INPUT)
+
+
 def allocator_bytes(target: Target, memory_fraction: float | None) -> int | None:
     """What JAX's GPU allocator takes of ``target``'s HBM at ``memory_fraction`` (None: no fraction).
 
@@ -344,6 +355,7 @@ def compile_step(
     if pipelined_offload is not None:
         options[PIPELINED_OFFLOAD_FLAG] = pipelined_offload
     options.update(flags or {})
+    _refuse_missing_files(options)
     dump = tempfile.mkdtemp(prefix="hloscope-dump-")
     compile_options = dict(options, xla_dump_to=dump, xla_dump_hlo_as_text=True,
                            xla_gpu_dump_llvmir=False)

@@ -29,3 +29,16 @@ def test_the_profile_is_written_in_the_folder_and_used(tmp_path: Path, capsys: p
     assert "  open windows " in text
     # nothing else was written beside the folder
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mlp"]
+
+
+def test_a_missing_profile_is_one_line_not_a_silent_compile(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    # XLA ignores a profile path that names nothing, without a word: hloscope refuses it.
+    missing = tmp_path / "nope.pbtxt"
+    code = main(["compile", "--workload", "mlp", "--out", str(tmp_path / "out"),
+                 "--xla-flag", f"xla_gpu_pgle_profile_file_or_directory_path={missing}"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert err == [f"hloscope: error: --xla-flag xla_gpu_pgle_profile_file_or_directory_path={missing}: "
+                   "no such file or folder"]
+    assert not (tmp_path / "out").exists()

@@ -396,11 +396,12 @@ def memory_facts(memory: Mapping[str, int], target: Target, report_text: str | N
     device_allocation, host = figures["device_allocation_bytes"], figures["host_total_bytes"]
     hbm = hbm_bytes or g("device_memory_size", 0) or target.device_memory_size
     allocator = g("allocator_bytes", 0)
-    fits = device_allocation <= (allocator or hbm)
+    room = allocator or hbm  # what the step must fit in (MemoryFacts.limit_bytes)
+    fits = device_allocation <= room
     counts_host, reason = _xla_peak_reading(memory, device_allocation)
     io = args + out - alias + host_args + host_out
     limit = scheduler_memory_limit(hbm, io, slop_factor, allocator)
-    pressure = Pressure(over_hbm=not fits, excess_bytes=max(0, device_allocation - (allocator or hbm)),
+    pressure = Pressure(over_hbm=not fits, excess_bytes=max(0, device_allocation - room),
                         scheduler_limit_bytes=limit, over_scheduler_limit=temp > limit, slop_factor=slop_factor)
     live = parse_live_at_peak(live_range) if live_range else None
     buffers: list[PeakBuffer] = []

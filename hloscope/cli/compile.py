@@ -11,7 +11,9 @@ from hloscope.analysis.report import Report
 from hloscope.cli.analyze import ReportRequest, add_report_options, emit_report, prepare_report
 from hloscope.cli.options import PHASE_WRITING, PhaseStatus, add_compile_options, request_from_args
 from hloscope.compile.request import CompileRequest
+from hloscope.compile.whatif import TransferChange
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, HloscopeError
+from hloscope.render.memory_text import room_words
 from hloscope.units import human_bytes, human_us
 
 #: The model's profile that --what-if-profile writes into the artifact folder.
@@ -98,16 +100,14 @@ class CompileCommand:
         if args.require_fit and report.memory is not None and not report.memory.fits:
             m = report.memory
             print(f"hloscope: the step does not fit: device allocation {human_bytes(m.device_allocation_bytes)} > "
-                  + (f"{human_bytes(m.allocator_bytes)}, what JAX's allocator takes of {human_bytes(m.hbm_bytes)} of "
-                     "HBM" if m.allocator_bytes else f"{human_bytes(m.hbm_bytes)} of HBM")
-                  + " (--require-fit)", file=sys.stderr)
+                  f"{room_words(m)} (--require-fit)", file=sys.stderr)
             return EXIT_CHECK_FAILED
         return code
 
     def _what_if_profile(self, out: Path, request: CompileRequest, report: Report, phase: PhaseStatus) -> str:
         """Compile again with the model's per-op figures as XLA's profile; what the schedule became."""
         from hloscope.compile.jobs import compile_request
-        from hloscope.compile.whatif import compare_reports
+        from hloscope.compile.whatif import compare_reports, open_windows
         from hloscope.render import render_to_string
 
         if not report.module.is_scheduled:
@@ -119,7 +119,7 @@ class CompileCommand:
         other = compile_request(replace(request, xla_flags=(*request.xla_flags, flag)),
                                 phase=lambda name: phase(f"what-if profile: {name}")).report
         changes = compare_reports(report, other)
-        opened = (sum(c.window_before > 0 for c in changes), sum(c.window_after > 0 for c in changes))
+        opened = open_windows(changes)
         lines = ["", f"what if XLA's scheduler knew these costs (hloscope's model as its profile, {path}):"]
         used = other.xla is not None and other.xla.profile is not None
         if not used:
@@ -133,29 +133,27 @@ class CompileCommand:
         if other.xla is not None and other.xla.step_us is not None:
             lines.append(f"  XLA's scheduler times its new schedule at {human_us(other.xla.step_us)} per step")
         lines.append(f"  open windows {opened[0]} -> {opened[1]} of {len(changes)}")
-        for c in changes:
-            if (c.verdict_before, c.window_before) != (c.verdict_after, c.window_after):
-                lines.append(f"  {c.name}: {c.verdict_before or '-'} (window {c.window_before}) -> "
-                             f"{c.verdict_after or '-'} (window {c.window_after})")
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines + _changed_lines(changes)) + "\n"
 
     def _what_if(self, gb: float, request: CompileRequest, report: Report, phase: PhaseStatus) -> str:
         """Compile again with another HBM size; list the transfers whose window or verdict changed."""
         from hloscope.compile.jobs import compile_request
-        from hloscope.compile.whatif import compare_reports
+        from hloscope.compile.whatif import compare_reports, open_windows
 
         other = compile_request(replace(request, memory_override_bytes=int(gb * 1e9)),
                                 phase=lambda name: phase(f"what-if {gb:g} GB: {name}")).report
         changes = compare_reports(report, other)
-        opened = (sum(c.window_before > 0 for c in changes), sum(c.window_after > 0 for c in changes))
+        opened = open_windows(changes)
         hbm = report.target.device_memory_size
         lines = ["", f"what if the GPU had {gb:g} GB ({human_bytes(gb * 1e9)}) of HBM instead of {human_bytes(hbm)}: "
                      f"open windows {opened[0]} -> {opened[1]} of {len(changes)}"]
         if other.memory is not None:
             fits = "fits" if other.memory.fits else "does NOT fit"
             lines.append(f"  device allocation {human_bytes(other.memory.device_allocation_bytes)} ({fits})")
-        for c in changes:
-            if (c.verdict_before, c.window_before) != (c.verdict_after, c.window_after):
-                lines.append(f"  {c.name}: {c.verdict_before or '-'} (window {c.window_before}) -> "
-                             f"{c.verdict_after or '-'} (window {c.window_after})")
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines + _changed_lines(changes)) + "\n"
+
+
+def _changed_lines(changes: tuple[TransferChange, ...]) -> list[str]:
+    """One line per transfer whose window or verdict differs between the two compiles of a what-if."""
+    return [f"  {c.name}: {c.verdict_before or '-'} (window {c.window_before}) -> "
+            f"{c.verdict_after or '-'} (window {c.window_after})" for c in changes if c.changed]

@@ -18,8 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from hloscope.cli.analyze import open_output
-from hloscope.cli.options import fraction as _fraction
-from hloscope.cli.options import parse_sets
+from hloscope.cli.options import fraction, parse_sets
 from hloscope.compile.sweep import SCHEDULERS
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_COMPILE_FAILED, EXIT_UNKNOWN_NAME, HloscopeError
 from hloscope.render import RenderOptions, pick
@@ -68,7 +67,7 @@ class SweepCommand:
                        help="local worker processes (default) or one Ray task per cell")
         p.add_argument("--address", metavar="HOST:PORT", help="Ray head to run on (default: start Ray here)")
         p.add_argument("--no-cache", action="store_true", help="compile every cell; neither read nor fill the cache")
-        p.add_argument("--memory-fraction", type=_fraction, default=None, metavar="F",
+        p.add_argument("--memory-fraction", type=fraction, default=None, metavar="F",
                        help="compile every cell as JAX on a GPU whose allocator takes F of the HBM "
                             "(XLA_PYTHON_CLIENT_MEM_FRACTION); default: as a compile-only device (XLA plans for 80%%)")
         p.add_argument("--plot", metavar="FILE.svg|png",

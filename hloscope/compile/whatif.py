@@ -32,6 +32,16 @@ class TransferChange:
     window_before: int
     window_after: int
 
+    @property
+    def changed(self) -> bool:
+        """Its verdict or its window differs between the two compiles."""
+        return (self.verdict_before, self.window_before) != (self.verdict_after, self.window_after)
+
+
+def open_windows(changes: tuple[TransferChange, ...]) -> tuple[int, int]:
+    """Transfers whose done is not directly after its start: (before, after)."""
+    return (sum(c.window_before > 0 for c in changes), sum(c.window_after > 0 for c in changes))
+
 
 @dataclass(frozen=True)
 class WhatIf:
@@ -50,7 +60,7 @@ class WhatIf:
 
     def open_windows(self) -> tuple[int, int]:
         """Transfers whose done is not directly after its start: (before, after)."""
-        return (sum(c.window_before > 0 for c in self.changes), sum(c.window_after > 0 for c in self.changes))
+        return open_windows(self.changes)
 
 
 def _by_name(report: Report) -> dict[str, tuple[str, int]]:

@@ -62,15 +62,22 @@ def gib(n: float) -> str:
     return human_bytes(n)
 
 
+def room_words(m: MemoryFacts) -> str:
+    """What the step must fit in, in words: ``173.2 GiB of HBM``, or with an allocator's share
+    ``the 169.7 GiB JAX's allocator takes (0.98 of 173.2 GiB of HBM)``."""
+    if not m.allocator_bytes:
+        return f"{gib(m.hbm_bytes)} of HBM"
+    return (f"the {gib(m.allocator_bytes)} JAX's allocator takes ({m.allocator_bytes / m.hbm_bytes:.2f} of "
+            f"{gib(m.hbm_bytes)} of HBM)")
+
+
 def memory_lines(report: Report, top: int = 3) -> list[str]:
     m: MemoryFacts | None = report.memory
     if m is None:
         return []
     fits = "fits" if m.fits else "does NOT fit"
-    room = (f"the {gib(m.allocator_bytes)} JAX's allocator takes ({m.allocator_bytes / m.hbm_bytes:.2f} of "
-            f"{gib(m.hbm_bytes)} of HBM)" if m.allocator_bytes else f"{gib(m.hbm_bytes)} of HBM")
     lines = [f"memory per device: device allocation {gib(m.device_allocation_bytes)} ({fits} in "
-             f"{room}; arguments {gib(m.argument_bytes)} + temporaries {gib(m.temp_bytes)}"
+             f"{room_words(m)}; arguments {gib(m.argument_bytes)} + temporaries {gib(m.temp_bytes)}"
              f" + outputs not aliased {gib(m.output_bytes - m.alias_bytes)}), host {gib(m.host_bytes)}"
              + (f" ({'fits' if m.host_fits else 'does NOT fit'} in {gib(m.host_limit_bytes)} of host memory per GPU)"
                 if m.host_fits is not None else "")

@@ -22,6 +22,7 @@ from hloscope.hlo.loader import ARTIFACT_NOTE
 from hloscope.hlo.shape import HOST_MEMORY_SPACE
 from hloscope.render import RENDERERS, Renderer, RenderOptions, get_renderer
 from hloscope.targets import DEFAULT_LINK_MODE, DEFAULT_TARGET, LINK_MODES, get_target
+from hloscope.vocab import LinkMode
 
 
 def open_output(output: str | None) -> contextlib.AbstractContextManager[TextIO]:
@@ -82,8 +83,8 @@ def prepare_report(args: argparse.Namespace) -> ReportRequest:
         from hloscope.analysis.calibration import read_profile
 
         measured = tuple(sorted(read_profile(args.profile).items()))
-    options = AnalysisOptions(host_space=getattr(args, "host_memory_space", HOST_MEMORY_SPACE), link_mode=args.link,
-                              measured_us=measured)
+    options = AnalysisOptions(host_space=getattr(args, "host_memory_space", HOST_MEMORY_SPACE),
+                              link_mode=LinkMode(args.link), measured_us=measured)
     return ReportRequest(renderer, parse_verdicts(args.fail_on) if args.fail_on else frozenset(), args.output,
                          bool(getattr(args, "allow_empty", False)), options, args.trace)
 

@@ -501,8 +501,10 @@ class CostModel:
         if is_free(ins) or is_start(ins) or is_done(ins) or ins.opcode == "async-update":
             return 0.0
         if ins.opcode == "while":
-            trip = self.index.trip_count(ins) or 1
-            return trip * self.computation_us(callee_name(ins, "body"))
+            trip = self.index.trip_count(ins)
+            # XLA's count: a zero-trip loop runs its body no time (the call graph's executions agree);
+            # an unknown count is taken as one trip, as everywhere (Summary.unknown_trip_counts says so)
+            return (1 if trip is None else trip) * self.computation_us(callee_name(ins, "body"))
         if ins.opcode in ("call", "conditional"):
             return max((self.computation_us(c) for c in ins.called_computations), default=0.0)
         if collective_kind(ins):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from hloscope.analysis.backend import find_backend
 from hloscope.analysis.kinds import VerdictKind
 from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import Report
@@ -21,6 +22,7 @@ from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_NOTHING_TO_C
 from hloscope.hlo.loader import ARTIFACT_NOTE
 from hloscope.hlo.shape import HOST_MEMORY_SPACE
 from hloscope.render import RENDERERS, Renderer, RenderOptions, get_renderer
+from hloscope.render.backend_text import backend_note
 from hloscope.targets import DEFAULT_LINK_MODE, DEFAULT_TARGET, LINK_MODES, get_target
 from hloscope.vocab import LinkMode
 
@@ -139,6 +141,9 @@ class AnalyzeCommand:
 
         req = prepare_report(args)
         report = load_report(args.path, args.target, req.options)
+        note = backend_note(find_backend(report.module, report.inputs.label), report.target.name)
+        if note:  # before the report: a CPU module's figures are read knowing it
+            print(f"hloscope: note: {note}", file=sys.stderr)
         if args.profile:
             from hloscope.analysis.calibration import match_profile
 

@@ -31,6 +31,7 @@ from hloscope.analysis.memory import MemoryFacts, facts_from_dumps
 from hloscope.analysis.names import name_transfers
 from hloscope.analysis.overlap import AnalysisOptions, apply_timeline, judge_overlap
 from hloscope.analysis.pairs import AsyncPair, pair_async_ops
+from hloscope.analysis.streams import StreamAssignment, assign_execution_streams
 from hloscope.analysis.timeline import SliceKind, Timeline, simulate_step
 from hloscope.analysis.transfers import HostTransfer, find_host_transfers
 from hloscope.analysis.verdict import Verdict
@@ -131,6 +132,8 @@ class Report:
     scheduler: which scheduler and estimator XLA ran (:class:`ScheduleRun`), when the compile
     recorded it (a compile here, an artifact folder's manifest), else None.
     measured: the model beside a measured profile (``AnalysisOptions.compare_with``), else None.
+    streams: the execution stream XLA:GPU gives each async start (``hloscope.analysis.streams``),
+    for a scheduled module, else None.
     """
 
     module: Module
@@ -151,6 +154,7 @@ class Report:
     xla: XlaEstimates | None = None
     scheduler: ScheduleRun | None = None
     measured: MeasuredComparison | None = None
+    streams: StreamAssignment | None = None
 
     @property
     def host_space(self) -> int:
@@ -213,9 +217,10 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
     pairs = tuple(pair_async_ops(index))
     cost = CostModel(index, target, opts.host_space, opts.link_mode, dict(opts.measured_us) or None)
     verdicts = judge_overlap(index, transfers, cost, pairs, opts)
+    streams = assign_execution_streams(index) if module.is_scheduled else None
     timeline = None
     if opts.simulate and module.is_scheduled:
-        timeline = simulate_step(module, cost, list(pairs), transfers, index.callgraph)
+        timeline = simulate_step(module, cost, list(pairs), transfers, index.callgraph, streams=streams)
         verdicts = apply_timeline(verdicts, timeline, opts)
     summary = summarize(verdicts, index.callgraph.unknown_trip, timeline)
     memory = None
@@ -234,7 +239,8 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
                                     opts.compare_with, timeline.step_us if timeline else None,
                                     _waits_by_start(timeline, pairs))
     return report_type(module, target, opts, index, tuple(transfers), tuple(verdicts), cost, summary, pairs, inputs,
-                       inputs.notes, memory, inputs.compile, timeline, intent, xla, inputs.scheduler, measured)
+                       inputs.notes, memory, inputs.compile, timeline, intent, xla, inputs.scheduler, measured,
+                       streams)
 
 
 def _waits_by_start(timeline: Timeline | None, pairs: Sequence[AsyncPair]) -> dict[str, float]:

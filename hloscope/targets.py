@@ -313,3 +313,8 @@ def get_target(name_or_path: str) -> Target:
         "(or give a .toml/.json target file)",
         EXIT_UNKNOWN_NAME,
     )
+
+#: PJRT's pinned-host pool per process when ``XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB`` is unset: 64 GiB
+#: (``GetGpuHostAllocator``: the variable's value times 2**30, default 64).
+DEFAULT_HOST_POOL_BYTES = 64 << 30
+HOST_POOL_ENV = "XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB"

@@ -43,6 +43,7 @@ from hloscope.analysis.verdict import (
 )
 from hloscope.hlo.model import Instruction
 from hloscope.hlo.shape import HOST_MEMORY_SPACE
+from hloscope.targets import DEFAULT_HOST_POOL_BYTES
 from hloscope.vocab import LinkMode
 
 
@@ -60,6 +61,7 @@ class AnalysisOptions:
     that replace the cost model's figure for those instructions.
     compare_with: a measured profile (``hloscope.analysis.measured``) to put beside the model's
     figures (``Report.measured``); it changes no figure (``measured_us`` does that).
+    host_pool_bytes: PJRT's pinned-host pool per process (``MemoryFacts.host_pool_bytes``).
     """
 
     host_space: int = HOST_MEMORY_SPACE
@@ -68,6 +70,7 @@ class AnalysisOptions:
     simulate: bool = True
     measured_us: tuple[tuple[str, float], ...] = ()
     compare_with: MeasuredProfile | None = None
+    host_pool_bytes: int = DEFAULT_HOST_POOL_BYTES
 
 
 def window_segments(index: ModuleIndex, start: Instruction, done: Instruction, crossed: bool) -> list[WindowSegment]:

@@ -226,7 +226,7 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
     memory = None
     if inputs.memory_figures is not None and inputs.has_memory:
         memory = facts_from_dumps(int_figures(inputs.memory_figures), target, inputs.dumps, index,
-                                  inputs.vocab_size, _offloaded_names(transfers))
+                                  inputs.vocab_size, _offloaded_names(transfers), opts.host_pool_bytes)
     intent = account_step(inputs.intent, verdicts, module, inputs.unoptimized, index)
     xla = None
     if inputs.dumps.scheduler_log:

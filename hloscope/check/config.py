@@ -24,6 +24,8 @@ from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 SETTINGS: dict[str, tuple[str, str]] = {
     "target": ("str", "GPU target name or .toml/.json file for the estimates"),
     "hbm-margin": ("fraction", "fits-hbm: share of HBM to keep free (0.05 = 5%)"),
+    "host-pool-gb": ("float", "fits-host-pool: PJRT's pinned-host pool per process, GiB (default: "
+                              "XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB from the environment, else 64)"),
     "allow-empty": ("bool", "pass when there is nothing to check (unscheduled module, no host transfer)"),
     "baseline": ("str", "JSON report to compare with; regressions fail the check"),
     "tolerance-us": ("float", "baseline: growth of exposed time per step (us) that is not a regression"),
@@ -65,13 +67,14 @@ class CheckConfig:
     sets: dict[str, str] = field(default_factory=dict)
     where: str = ""
     memory_fraction: float | None = None
+    host_pool_gb: float | None = None
 
     def merged(self, over: CheckConfig) -> CheckConfig:
         """``self`` with every rule and setting ``over`` gives replaced (flags over pyproject)."""
         changes: dict[str, Any] = {"rules": {**self.rules, **over.rules}}
         default = CheckConfig()
         for f in ("target", "hbm_margin", "allow_empty", "baseline", "tolerance", "path", "unoptimized",
-                  "workload", "fn", "args", "devices", "sets", "memory_fraction"):
+                  "workload", "fn", "args", "devices", "sets", "memory_fraction", "host_pool_gb"):
             if getattr(over, f) != getattr(default, f):
                 changes[f] = getattr(over, f)
         changes["allow"] = self.allow + over.allow
@@ -189,7 +192,8 @@ def config_from_mapping(data: Mapping[str, Any], where: str) -> CheckConfig:
                        tolerance=tol, allow=settings.get("allow", ()), path=settings.get("path"),
                        unoptimized=settings.get("unoptimized"), workload=settings.get("workload"),
                        fn=settings.get("fn"), args=settings.get("args", ""), devices=settings.get("devices", 8),
-                       sets=settings.get("set", {}), where=where, memory_fraction=settings.get("memory-fraction"))
+                       sets=settings.get("set", {}), where=where, memory_fraction=settings.get("memory-fraction"),
+                       host_pool_gb=settings.get("host-pool-gb"))
 
 
 def find_pyproject(start: Path) -> Path | None:

@@ -96,6 +96,7 @@ class RuleContext:
     allow: tuple[AllowEntry, ...] = ()
     hbm_margin: float = 0.0
     allowed: list[tuple[Violation, AllowEntry]] = field(default_factory=list)
+    host_pool_bytes: int | None = None  # fits-host-pool's pool; None: the report's (MemoryFacts.host_pool_bytes)
 
     def scheduled(self, rule: str) -> list[TransferRecord]:
         """Judged transfers (not annotations), leaving out those allowed for ``rule``."""
@@ -316,6 +317,23 @@ def rule_fits_hbm(ctx: RuleContext, on: bool) -> list[Violation]:
                       "windows", actual=float(m.device_allocation_bytes), limit=limit)]
 
 
+def rule_fits_host_pool(ctx: RuleContext, on: bool) -> list[Violation]:
+    """One GPU's pinned-host bytes fit in PJRT's pinned-host pool (the least one process asks for)."""
+    if not on:
+        return []
+    m = ctx.subject.memory
+    if m is None:
+        raise HloscopeError(f"fits-host-pool cannot be evaluated: {ctx.subject.label} has no memory figures (a plain "
+                            "HLO file); check a `hloscope compile` artifact folder, --workload or --fn", EXIT_BAD_INPUT)
+    pool = ctx.host_pool_bytes if ctx.host_pool_bytes is not None else m.host_pool_bytes
+    if m.host_bytes <= pool:
+        return []
+    return [Violation("fits-host-pool", f"host memory {human_bytes(m.host_bytes)} per GPU does not fit in PJRT's "
+                      f"pinned-host pool of {human_bytes(pool)} (XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB): the step's "
+                      "host buffers fail to allocate; raise the variable or offload less",
+                      actual=float(m.host_bytes), limit=float(pool))]
+
+
 RULES: dict[str, Rule] = {r.name: r for r in (
     Rule("no-sync", "bool", "no transfer is synchronous (the stream would wait for it)", rule_no_sync),
     Rule("no-exposed", "bool", "no async transfer is exposed (nothing scheduled to hide it)", rule_no_exposed),
@@ -336,4 +354,6 @@ RULES: dict[str, Rule] = {r.name: r for r in (
          "was traced; a plain HLO file falls back to its unoptimized module's annotations)", rule_intent_accounted),
     Rule("fits-hbm", "bool", "the step's device allocation fits in the target's HBM, less hbm-margin",
          rule_fits_hbm, needs="memory"),
+    Rule("fits-host-pool", "bool", "the step's pinned-host bytes per GPU fit in PJRT's pinned-host pool "
+         "(host-pool-gb, XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB, default 64 GiB)", rule_fits_host_pool, needs="memory"),
 )}

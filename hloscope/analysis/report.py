@@ -31,6 +31,7 @@ from hloscope.analysis.memory import MemoryFacts, facts_from_dumps
 from hloscope.analysis.names import name_transfers
 from hloscope.analysis.overlap import AnalysisOptions, apply_timeline, judge_overlap
 from hloscope.analysis.pairs import AsyncPair, pair_async_ops
+from hloscope.analysis.slack import Slack, find_slack
 from hloscope.analysis.streams import StreamAssignment, assign_execution_streams
 from hloscope.analysis.timeline import SliceKind, Timeline, simulate_step
 from hloscope.analysis.transfers import HostTransfer, find_host_transfers
@@ -133,7 +134,9 @@ class Report:
     recorded it (a compile here, an artifact folder's manifest), else None.
     measured: the model beside a measured profile (``AnalysisOptions.compare_with``), else None.
     streams: the execution stream XLA:GPU gives each async start (``hloscope.analysis.streams``),
-    for a scheduled module, else None.
+    for a scheduled module, else None. slack: per verdict (same order), the window the transfer
+    could have had from the dependency graph (``hloscope.analysis.slack``); None for one that is
+    not an async pair; empty for an unscheduled module.
     """
 
     module: Module
@@ -155,6 +158,7 @@ class Report:
     scheduler: ScheduleRun | None = None
     measured: MeasuredComparison | None = None
     streams: StreamAssignment | None = None
+    slack: tuple[Slack | None, ...] = ()
 
     @property
     def host_space(self) -> int:
@@ -180,6 +184,13 @@ class Report:
     def pair_kind(self, p: AsyncPair) -> PairKind:
         """``host_transfer`` for pairs that are host transfers, else the pair's own kind."""
         return PairKind.HOST_TRANSFER if (p.start.computation, p.start.name) in self._transfer_starts else p.kind
+
+    def slack_for(self, v: Verdict) -> Slack | None:
+        """The window ``v``'s transfer could have had (None: not an async pair, or unscheduled)."""
+        for s, w in zip(self.slack, self.verdicts, strict=False):
+            if w is v:
+                return s
+        return None
 
     def verdict_for(self, name: str) -> Verdict | None:
         """The verdict of the transfer whose start (or sync op) is called ``name``."""
@@ -223,6 +234,11 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
         timeline = simulate_step(module, cost, list(pairs), transfers, index.callgraph, streams=streams)
         verdicts = apply_timeline(verdicts, timeline, opts)
     summary = summarize(verdicts, index.callgraph.unknown_trip, timeline)
+    slack: tuple[Slack | None, ...] = ()
+    if module.is_scheduled:
+        held = {c for v in verdicts if v.pair is not None for c in (v.pair.start.computation, v.pair.done.computation)}
+        graph = build_dependency_graph(module, list(pairs), computations=held)
+        slack = find_slack(index, graph, verdicts, cost)
     memory = None
     if inputs.memory_figures is not None and inputs.has_memory:
         memory = facts_from_dumps(int_figures(inputs.memory_figures), target, inputs.dumps, index,
@@ -240,7 +256,7 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
                                     _waits_by_start(timeline, pairs))
     return report_type(module, target, opts, index, tuple(transfers), tuple(verdicts), cost, summary, pairs, inputs,
                        inputs.notes, memory, inputs.compile, timeline, intent, xla, inputs.scheduler, measured,
-                       streams)
+                       streams, slack)
 
 
 def _waits_by_start(timeline: Timeline | None, pairs: Sequence[AsyncPair]) -> dict[str, float]:

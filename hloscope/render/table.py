@@ -14,7 +14,7 @@ from hloscope.render.measured_text import measured_lines
 from hloscope.render.memory_text import memory_lines
 from hloscope.render.options import RenderOptions
 from hloscope.render.scheduler_text import scheduler_line
-from hloscope.render.why import explain
+from hloscope.render.why import explain, slack_clause
 from hloscope.render.xla_text import xla_cell, xla_clause, xla_legend
 from hloscope.units import human_bytes, human_us
 
@@ -135,6 +135,9 @@ class TableRenderer:
             lines.append(f"  {v.transfer.instruction.name}{role}: {explain(v)}{src}")
             if clause := xla_clause(report, v):
                 lines.append(f"    {clause}")
+            room = report.slack_for(v)
+            if room is not None and v.verdict in (VerdictKind.EXPOSED, VerdictKind.PARTIAL):
+                lines.append(f"    {slack_clause(room)}")
         bv = s.by_verdict
         lines += [
             "",

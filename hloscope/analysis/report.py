@@ -31,6 +31,7 @@ from hloscope.analysis.memory import MemoryFacts, facts_from_dumps
 from hloscope.analysis.names import name_transfers
 from hloscope.analysis.overlap import AnalysisOptions, apply_timeline, judge_overlap
 from hloscope.analysis.pairs import AsyncPair, pair_async_ops
+from hloscope.analysis.remat import RematClones, count_remat_clones
 from hloscope.analysis.slack import Slack, find_slack
 from hloscope.analysis.streams import StreamAssignment, assign_execution_streams
 from hloscope.analysis.timeline import SliceKind, Timeline, simulate_step
@@ -136,7 +137,8 @@ class Report:
     streams: the execution stream XLA:GPU gives each async start (``hloscope.analysis.streams``),
     for a scheduled module, else None. slack: per verdict (same order), the window the transfer
     could have had from the dependency graph (``hloscope.analysis.slack``); None for one that is
-    not an async pair; empty for an unscheduled module.
+    not an async pair; empty for an unscheduled module. remat: XLA's rematerialization clones
+    (``hloscope.analysis.remat``) of a scheduled module, else None.
     """
 
     module: Module
@@ -159,6 +161,7 @@ class Report:
     measured: MeasuredComparison | None = None
     streams: StreamAssignment | None = None
     slack: tuple[Slack | None, ...] = ()
+    remat: RematClones | None = None
 
     @property
     def host_space(self) -> int:
@@ -235,6 +238,7 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
         verdicts = apply_timeline(verdicts, timeline, opts)
     summary = summarize(verdicts, index.callgraph.unknown_trip, timeline)
     slack: tuple[Slack | None, ...] = ()
+    remat = count_remat_clones(index, cost, opts.host_space) if module.is_scheduled else None
     if module.is_scheduled:
         held = {c for v in verdicts if v.pair is not None for c in (v.pair.start.computation, v.pair.done.computation)}
         graph = build_dependency_graph(module, list(pairs), computations=held)
@@ -256,7 +260,7 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
                                     _waits_by_start(timeline, pairs))
     return report_type(module, target, opts, index, tuple(transfers), tuple(verdicts), cost, summary, pairs, inputs,
                        inputs.notes, memory, inputs.compile, timeline, intent, xla, inputs.scheduler, measured,
-                       streams, slack)
+                       streams, slack, remat)
 
 
 def _waits_by_start(timeline: Timeline | None, pairs: Sequence[AsyncPair]) -> dict[str, float]:

@@ -218,6 +218,8 @@ def _child(conn: Any, log_path: str, func: Callable[..., Any], args: tuple[Any, 
 _CAUSE = re.compile(r"(Check failed|failed|error|Error|exhausted|cannot|Cannot)")
 #: A fatal line of XLA's (absl) log: ``F1201 19:40:01.123456   123 file.cc:45] Check failed: ...``.
 _FATAL = re.compile(r"^F\d{4} [\d:.]+\s+\d+ ([\w./+-]+:\d+)\] (.+)$")
+#: The same in TensorFlow's older format: ``2024-02-27 16:32:33.075782: F external/xla/.../x.cc:614] ...``.
+_FATAL_TF = re.compile(r"^\S+ [\d:.]+: F ([\w./+-]+:\d+)\] (.+)$")
 #: A child this close to the machine's memory at its peak is taken to have exhausted it.
 EXHAUSTED_AT = 0.9
 
@@ -226,7 +228,7 @@ def xla_fatal(log: str) -> str:
     """XLA's own last words in a native log: its fatal line (a failed CHECK), with the source line
     that raised it, ``Check failed: x == y (a vs. b) [memory_space_assignment.cc:123]``; else ""."""
     for line in log.splitlines():
-        m = _FATAL.match(line.strip())
+        m = _FATAL.match(line.strip()) or _FATAL_TF.match(line.strip())
         if m:
             return f"{m[2].strip()[:300]} [{m[1].rsplit('/', 1)[-1]}]"
     for line in log.splitlines():

@@ -172,6 +172,11 @@ def report_to_dict(report: Report) -> dict[str, Any]:
                                 "step_us": None if report.xla.step_us is None else round(report.xla.step_us, 1)}
     if report.memory is not None:
         out["memory"] = _plain(memory_dict(report.memory))
+    if report.remat is not None:
+        r = report.remat
+        out["remat"] = {"clones": r.clones, "clones_per_step": r.clones_per_step,
+                        "flops_per_step": r.flops_per_step, "collectives": r.collectives,
+                        "host_buffers": r.host_buffers, "names": list(r.names)}
     if report.compile is not None:
         out["compile"] = _plain(report.compile)
     if report.measured is not None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from hloscope.analysis.kinds import Reason
 from hloscope.analysis.memory import Action, Limit, MemoryFacts, NextStep
+from hloscope.analysis.remat import HOST_MEMORY_OFFLOADING_FLAG
 from hloscope.analysis.report import Report
 from hloscope.units import human_bytes
 
@@ -84,6 +85,19 @@ def host_words(m: MemoryFacts) -> str:
         return f" (does NOT fit in {gib(m.host_limit_bytes)} of host memory per GPU)"
     per_gpu = f" and in {gib(m.host_limit_bytes)} of host memory per GPU" if m.host_fits else ""
     return f" (fits in {pool}{per_gpu})"
+
+
+def remat_lines(report: Report) -> list[str]:
+    """XLA's rematerialization clones, when the module also keeps buffers on the host."""
+    r = report.remat
+    if r is None or not r.suspicious:
+        return []
+    coll = f", {r.collectives} of them collectives" if r.collectives else ""
+    return [f"remat clones: XLA's rematerialization cloned {r.clones} instruction(s) ({r.clones_per_step} run(s) "
+            f"per step, ~{r.flops_per_step / 1e12:.1f} TFLOP per step{coll}; {', '.join(r.names[:3])}, ...) in a "
+            f"module with host buffers: without --xla_gpu_enable_host_memory_offloading=true that pass counts "
+            f"pinned-host buffers as device memory (compile --what-if-flag "
+            f"{HOST_MEMORY_OFFLOADING_FLAG}=true compiles it again with the flag)"]
 
 
 def memory_lines(report: Report, top: int = 3) -> list[str]:

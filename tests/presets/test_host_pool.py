@@ -28,3 +28,16 @@ def test_llama_405b_does_not_fit_the_default_host_pool(capsys: pytest.CaptureFix
     assert "FAIL fits-host-pool" in out and "host memory 70.9 GiB per GPU" in out and "64.0 GiB" in out
     # With the pool raised as a run would raise it, the same step passes.
     assert main(["check", "--no-config", *ARGS, "--host-pool-gb", "72"]) == EXIT_OK
+
+
+def test_llama_405b_has_xlas_remat_clones_beside_its_host_buffers() -> None:
+    """Read in the same optimized HLO: 62 working instructions named *.remat / *.remat2 (bitcasts aside),
+    among them GEMM clones (gemm_fusion_dot.99.remat2) and 5 collectives; 70.9 GiB of S(5) buffers."""
+    from hloscope.compile.jobs import compile_request
+    from hloscope.compile.request import CompileRequest
+
+    report = compile_request(CompileRequest(target="h100-sxm", devices=128, workload="llama3-405b")).report
+    r = report.remat
+    assert r is not None and r.host_buffers and r.suspicious
+    assert r.clones == 62 and r.collectives == 5
+    assert "remat clones: XLA's rematerialization cloned 62 instruction(s)" in report.to_text()

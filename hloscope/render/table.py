@@ -10,6 +10,7 @@ from hloscope.analysis.report import Report
 from hloscope.analysis.verdict import Verdict
 from hloscope.hlo.loader import ARTIFACT_NOTE
 from hloscope.render.intent_text import intent_lines
+from hloscope.render.measured_text import measured_lines
 from hloscope.render.memory_text import memory_lines
 from hloscope.render.options import RenderOptions
 from hloscope.render.scheduler_text import scheduler_line
@@ -149,5 +150,8 @@ class TableRenderer:
             lines.append("note: trip count unknown for " + ", ".join(s.unknown_trip_counts) + " (counted once)")
         lines += xla_legend(report)
         lines += memory_lines(report)
-        lines.append("all *us figures are roofline estimates (docs/cost-model.md), not measurements")
+        if report.measured is not None:
+            lines += measured_lines(report.measured)
+        lines.append("all *us figures are roofline estimates (docs/cost-model.md), not measurements"
+                     + ("; the measured ones are marked so" if report.measured is not None else ""))
         return lines

@@ -442,6 +442,13 @@ class Accounted:
         return out
 
 
+class AccountSource(StrEnum):
+    """What stood for the step's requests."""
+
+    TRACE = "trace"  # the traced jaxpr (compiled here, or an artifact that records the trace)
+    ANNOTATIONS = "annotations"  # a plain HLO file: the unoptimized module's placement annotations
+
+
 @dataclass(frozen=True)
 class IntentAccount:
     """Every request of the step with what became of it.
@@ -452,7 +459,7 @@ class IntentAccount:
     """
 
     items: tuple[Accounted, ...]
-    source: str = "trace"
+    source: AccountSource = AccountSource.TRACE
     checked: tuple[Detail, ...] = field(default_factory=tuple)
 
     @property
@@ -909,7 +916,7 @@ def account_intent(intent: Intent, verdicts: Sequence[Verdict], module: Module |
     checked = (fact(Fact.READ_FROM_TRACE, policies=len(intent.policies), tags=len(intent.tags),
                     placements=len(intent.placements)), acc.lowered.facts(),
                *(fact(Fact.NOTE, text=n) for n in intent.notes))
-    return IntentAccount(tuple(items), "trace", checked)
+    return IntentAccount(tuple(items), AccountSource.TRACE, checked)
 
 
 def account_annotations_only(verdicts: Sequence[Verdict], module: Module,
@@ -938,7 +945,7 @@ def account_annotations_only(verdicts: Sequence[Verdict], module: Module,
             items.append(Accounted(asked, Why.REMOVED_BY_XLA, (fact(Fact.BYTES_NOT_MOVED),)))
         else:
             items.append(Accounted(asked, Why.UNKNOWN, (fact(Fact.NOT_IN_SLICES),)))
-    return IntentAccount(tuple(items), "annotations", (fact(Fact.NO_TRACE, annotations=len(annotations)),))
+    return IntentAccount(tuple(items), AccountSource.ANNOTATIONS, (fact(Fact.NO_TRACE, annotations=len(annotations)),))
 
 
 

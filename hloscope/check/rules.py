@@ -17,7 +17,7 @@ from enum import StrEnum
 from fnmatch import fnmatchcase
 from typing import Any
 
-from hloscope.analysis.intent import Accounted, IntentAccount, account_annotations_only, account_of
+from hloscope.analysis.intent import Accounted, AccountSource, IntentAccount, account_annotations_only, account_of
 from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.report import Report
 from hloscope.analysis.verdict import Verdict
@@ -291,7 +291,7 @@ def rule_intent_accounted(ctx: RuleContext, on: bool) -> list[Violation]:
     out: list[Violation] = []
     for a in account.unaccounted:
         v = Violation("intent-accounted", Finding.INTENT_UNACCOUNTED,
-                      args=(("accounted", a), ("from_annotations", account.source != "trace")))
+                      args=(("accounted", a), ("from_annotations", account.source is AccountSource.ANNOTATIONS)))
         entry = find_allow(ctx.allow, "intent-accounted", _intent_record(a))
         if entry is None:
             out.append(v)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hloscope.analysis.intent import Accounted, Fact, IntentAccount, Why
+from hloscope.analysis.intent import Accounted, AccountSource, Fact, IntentAccount, Why
 from hloscope.analysis.kinds import Direction
 from hloscope.render.intent_words import (
     WHY_MEANING,
@@ -54,7 +54,7 @@ def intent_headline(account: IntentAccount | None) -> str:
     """One line: how many requests, how many produced no transfer. "" when there is no account."""
     if account is None:
         return ""
-    if account.source == "annotations":
+    if account.source is AccountSource.ANNOTATIONS:
         lost = len(account.unaccounted)
         return (f"offloads asked for (no trace: from the unoptimized module's {len(account.items)} placement "
                 f"annotation(s)): {lost} produced no transfer" if lost else

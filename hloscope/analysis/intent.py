@@ -28,10 +28,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, TypeAlias
 
+from hloscope.analysis.annotations import AnnotationMatch, Fate, match_annotations, placement_annotations
 from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.names import host_writers
-from hloscope.analysis.transfers import HostTransfer, find_host_transfers
+from hloscope.analysis.transfers import HostTransfer
 from hloscope.analysis.verdict import Verdict
 from hloscope.hlo.model import Instruction, Module
 
@@ -522,10 +523,6 @@ def _placement_words(p: Placement) -> str:
 # ---- accounting --------------------------------------------------------------------------------
 
 
-def _annotations(unoptimized: Module) -> list[HostTransfer]:
-    return [t for t in find_host_transfers(ModuleIndex(unoptimized)) if t.is_annotation]
-
-
 def _line_of(module: Module | None, t: HostTransfer) -> list[tuple[str, int]]:
     out = []
     if t.source is not None:
@@ -571,53 +568,27 @@ def _became(asked: Asked, vs: Sequence[Verdict], *detail: Detail) -> Accounted:
     return Accounted(asked, Why.TRANSFERRED, detail, tuple(vs))
 
 
-def _match(a: HostTransfer, cands: Sequence[HostTransfer], partitions: int) -> list[HostTransfer]:
-    """Optimized transfers of ``a``'s direction that move slices of its bytes (``bytes / k``, ``k``
-    dividing the partition count) with executions adding up to its own."""
-    for k in sorted((k for k in range(1, partitions + 1) if partitions % k == 0), reverse=True):
-        if a.bytes % k:
-            continue
-        picked, total = [], 0
-        for t in sorted((t for t in cands if t.bytes == a.bytes // k), key=lambda t: -t.executions):
-            if total + t.executions <= a.executions:
-                picked.append(t)
-                total += t.executions
-            if total == a.executions:
-                return picked
-    return []
-
-
 class _Lowered:
     """What the unoptimized module says about host placements, and what became of each.
 
-    Every placement annotation is matched with optimized transfers of its bytes
-    (largest first, each transfer used once, as ``annotations-accounted`` does): ``fate``
-    is ``matched`` (with the transfers), ``removed`` (no transfer left moves its bytes)
-    or ``unmatched`` (the bytes move, but not in slices of its size).
+    Every placement annotation is matched with optimized transfers of its bytes by
+    ``hloscope.analysis.annotations.match_annotations`` (the ``annotations-accounted``
+    rule's matching): ``fate`` is the match of each, by ``id`` of the annotation.
     """
 
     def __init__(self, unoptimized: Module | None, transfers: Sequence[HostTransfer], partitions: int) -> None:
         self.unoptimized = unoptimized
         self.known = unoptimized is not None
-        self.annotations = _annotations(unoptimized) if unoptimized is not None else []
+        self.annotations = placement_annotations(unoptimized) if unoptimized is not None else []
         self.to_host = [a for a in self.annotations if a.direction is Direction.TO_HOST]
         parts = max(partitions, unoptimized.num_partitions if unoptimized is not None else 1, 1)
-        free = [t for t in transfers if not t.is_annotation]
-        self.fate: dict[int, tuple[str, list[HostTransfer]]] = {}
-        for a in sorted(self.annotations, key=lambda a: -a.bytes):
-            picked = _match(a, [t for t in free if t.direction is a.direction], parts)
-            if picked:
-                for t in picked:
-                    free.remove(t)
-                self.fate[id(a)] = ("matched", picked)
-                continue
-            left = sum(t.bytes * t.executions * parts for t in free if t.direction is a.direction)
-            self.fate[id(a)] = ("removed" if left < a.bytes * a.executions else "unmatched", [])
+        self.fate: dict[int, AnnotationMatch] = {
+            id(m.annotation): m for m in match_annotations(self.annotations, transfers, parts)}
         self.lines = {id(a): _operand_lines(unoptimized, a) for a in self.annotations} if unoptimized else {}
         self.owner: dict[int, int] = {}  # annotation -> index of the request it is attributed to
 
     def removed(self) -> list[HostTransfer]:
-        return [a for a in self.annotations if self.fate[id(a)][0] == "removed"]
+        return [a for a in self.annotations if self.fate[id(a)].fate is Fate.REMOVED]
 
     def at(self, wheres: Sequence[Where]) -> list[HostTransfer]:
         """To-host annotations whose own line or whose value's line is one of ``wheres``."""
@@ -636,7 +607,7 @@ def _through_annotations(asked: Asked, annotations: Sequence[HostTransfer], lowe
     """A request whose placement annotations are known: what became of them (the transfers that
     wrote its host buffer, and those that read it back)."""
     names = ", ".join(a.instruction.name for a in annotations)
-    moved = [by_id[id(t)] for a in annotations for t in lowered.fate[id(a)][1] if id(t) in by_id]
+    moved = [by_id[id(t)] for a in annotations for t in lowered.fate[id(a)].became if id(t) in by_id]
     back = [r for v in moved for r in readers.get(id(v.transfer), [])]
     if moved:
         said = [fact(Fact.ANNOTATIONS_BECAME, names=names, how=how, moved=len(moved))]
@@ -650,8 +621,8 @@ def _through_annotations(asked: Asked, annotations: Sequence[HostTransfer], lowe
         if twins:
             said.append(fact(Fact.SAME_BYTES, names=", ".join(b.instruction.name for b in twins)))
         return _became(asked, moved + back, what, *said)
-    fates = {lowered.fate[id(a)][0] for a in annotations}
-    if fates == {"removed"}:
+    fates = {lowered.fate[id(a)].fate for a in annotations}
+    if fates == {Fate.REMOVED}:
         return Accounted(asked, Why.REMOVED_BY_XLA, (what, fact(Fact.ANNOTATIONS_REMOVED, names=names, how=how)))
     return Accounted(asked, Why.UNKNOWN, (what, fact(Fact.ANNOTATIONS_UNMATCHED, names=names, how=how)))
 
@@ -750,7 +721,7 @@ class _Accounting:
         hits = [v for v in self.verdicts if v.transfer.checkpoint_name == name]
         mine = annotations.get(i, []) if i != self.eliminated else []
         others = {id(t) for j, anns in annotations.items() if j != i for a in anns
-                  for t in self.lowered.fate[id(a)][1]}
+                  for t in self.lowered.fate[id(a)].became}
         if hits and not any(id(v.transfer) in others for v in hits):
             return _became(asked, hits, fact(Fact.CARRY_THE_NAME, n=len(hits)))
         if mine:  # the naming pass gave this name transfers another request's annotations became, or none
@@ -923,25 +894,20 @@ def account_annotations_only(verdicts: Sequence[Verdict], module: Module,
                              unoptimized: Module) -> IntentAccount:
     """No trace: each placement annotation of ``unoptimized`` stands for a request; matched with
     the optimized transfers of its bytes (as ``annotations-accounted`` does)."""
-    transfers = [v.transfer for v in verdicts if not v.transfer.is_annotation]
     partitions = max(module.num_partitions, unoptimized.num_partitions, 1)
     by_id = {id(v.transfer): v for v in verdicts}
-    free = list(transfers)
     items: list[Accounted] = []
-    annotations = _annotations(unoptimized)
-    for a in sorted(annotations, key=lambda a: -a.bytes):
+    annotations = placement_annotations(unoptimized)
+    matches = match_annotations(annotations, [v.transfer for v in verdicts], partitions)
+    for m in sorted(matches, key=lambda m: -m.annotation.bytes):
+        a = m.annotation
         src = unoptimized.source_location(a.instruction)
         asked = Asked(AskKind.ANNOTATION, f"{a.instruction.name} ({a.direction}, {a.bytes} B x{a.executions})",
                       "", Where(src.file, src.line, src.function) if src else None,
                       "host" if a.direction is Direction.TO_HOST else "device")
-        picked = _match(a, [t for t in free if t.direction is a.direction], partitions)
-        if picked:
-            for t in picked:
-                free.remove(t)
-            items.append(_became(asked, [by_id[id(t)] for t in picked], fact(Fact.ITS_SLICES, n=len(picked))))
-            continue
-        left = sum(t.bytes * t.executions * partitions for t in free if t.direction is a.direction)
-        if left < a.bytes * a.executions:
+        if m.matched:
+            items.append(_became(asked, [by_id[id(t)] for t in m.became], fact(Fact.ITS_SLICES, n=len(m.became))))
+        elif m.fate is Fate.REMOVED:
             items.append(Accounted(asked, Why.REMOVED_BY_XLA, (fact(Fact.BYTES_NOT_MOVED),)))
         else:
             items.append(Accounted(asked, Why.UNKNOWN, (fact(Fact.NOT_IN_SLICES),)))

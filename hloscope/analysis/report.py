@@ -28,8 +28,7 @@ from hloscope.analysis.intent import IntentAccount, account_step
 from hloscope.analysis.kinds import Direction, PairKind, VerdictKind
 from hloscope.analysis.measured import MeasuredComparison, compare_measured
 from hloscope.analysis.memory import MemoryFacts, facts_from_dumps
-from hloscope.analysis.names import name_transfers
-from hloscope.analysis.overlap import AnalysisOptions, apply_timeline, judge_overlap
+from hloscope.analysis.overlap import AnalysisOptions, judge_overlap
 from hloscope.analysis.pairs import AsyncPair, pair_async_ops
 from hloscope.analysis.timeline import SliceKind, Timeline, simulate_step
 from hloscope.analysis.transfers import HostTransfer, find_host_transfers
@@ -209,14 +208,13 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
     opts = AnalysisOptions(host_space=options) if isinstance(options, int) else (options or AnalysisOptions())
     module = inputs.module
     index = ModuleIndex(module)
-    transfers = name_transfers(index, find_host_transfers(index, opts.host_space), inputs.names)
+    transfers = find_host_transfers(index, opts.host_space, inputs.names)
     pairs = tuple(pair_async_ops(index))
     cost = CostModel(index, target, opts.host_space, opts.link_mode, dict(opts.measured_us) or None)
-    verdicts = judge_overlap(index, transfers, cost, pairs, opts)
     timeline = None
     if opts.simulate and module.is_scheduled:
         timeline = simulate_step(module, cost, list(pairs), transfers, index.callgraph)
-        verdicts = apply_timeline(verdicts, timeline, opts)
+    verdicts = judge_overlap(index, transfers, cost, pairs, opts, timeline)
     summary = summarize(verdicts, index.callgraph.unknown_trip, timeline)
     memory = None
     if inputs.memory_figures is not None and inputs.has_memory:

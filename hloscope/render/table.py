@@ -86,13 +86,13 @@ class TableRenderer:
     extension = ".txt"
 
     def render(self, report: Report, out: TextIO, options: RenderOptions) -> None:
-        out.write("\n".join(self.lines(report)) + "\n")
+        out.write("\n".join(self.lines(report, options.label)) + "\n")
 
-    def lines(self, report: Report) -> list[str]:
+    def lines(self, report: Report, label: str | None = None) -> list[str]:
         s = report.summary
         t = report.target
         lines = [
-            f"hloscope report: {report.module.source_path or report.inputs.label or '<text>'}: "
+            f"hloscope report: {report.module.source_path or label or report.inputs.label or '<text>'}: "
             f"module {report.module.name} "
             f"({'scheduled' if report.module.is_scheduled else 'NOT scheduled'}), "
             f"target {t.name} ({t.description}, host link {t.host_link}: {link_figures(report)})",

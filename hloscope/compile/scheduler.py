@@ -27,7 +27,6 @@ Measured with jaxlib 0.10.2 (XLA 5a9e73cb), deviceless, on Hopper and Blackwell 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from hloscope.analysis.inputs import ScheduleRun
 from hloscope.compile.request import Scheduler
@@ -119,17 +118,3 @@ def read_run(optimized_hlo: str, native_log: str | None, requested: Scheduler | 
         elif msg.startswith("No SoL config found for device"):
             sol_table = "default"
     return ScheduleRun("lhs", estimator, req, "optimized HLO and XLA's log", sol_table, reason)
-
-
-def manifest_entry(result: Any) -> dict[str, Any]:
-    """The manifest's ``scheduler`` key ({name, estimator, requested, source, sol_table, reason})
-    and ``topology`` (the compile-only topology and its wiring) of a CompileResult."""
-    out: dict[str, Any] = {}
-    scheduler = getattr(result, "scheduler", None)
-    if scheduler:
-        out["scheduler"] = {k: scheduler.get(k) for k in ("name", "estimator", "requested", "source", "sol_table",
-                                                          "reason")}
-    topology = getattr(result, "topology", "")
-    if topology:
-        out["topology"] = topology
-    return out

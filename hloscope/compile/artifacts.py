@@ -17,6 +17,7 @@ import json
 import re
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,24 @@ def check_out_dir(out_dir: Path, force: bool = False) -> None:
                             "writes elsewhere", EXIT_BAD_INPUT)
 
 
+def holds_request(out_dir: Path, request: CompileRequest) -> bool:
+    """Whether ``out_dir`` is an artifact folder of this very compile: its manifest's request and
+    request key (``hloscope.compile.cache.request_memo_key``: the request, the target's figures,
+    hloscope's compile code, the versions and the JAX/XLA environment) are this one's. Never for
+    ``--fn`` (the user's code is not hashed, so the same request may be another step)."""
+    from hloscope.compile.cache import request_memo_key
+
+    if not _is_ours(out_dir):
+        return False
+    key = request_memo_key(request)
+    try:
+        data = json.loads((out_dir / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return (key is not None and data.get("request_key") == key
+            and CompileRequest.from_record(data.get("request") or {}) == replace(request, cwd=None))
+
+
 def write_artifacts(out_dir: Path, files: dict[str, str], force: bool = False) -> Path:
     """Write ``files`` (name -> text) as the folder ``out_dir``; returns it (resolved).
     An earlier artifact folder there is replaced only with ``force`` (see :func:`check_out_dir`)."""
@@ -132,6 +151,14 @@ def manifest(result: CompileResult, extra: dict[str, Any], request: CompileReque
         **manifest_entry(result.cache),
         **({"scheduler": record["scheduler"]} if record["scheduler"] else {}),
         **({"topology": record["topology"]} if record["topology"] else {}),
-        **({"request": request.to_record()} if request is not None else {}),
+        **(_request_entry(request) if request is not None else {}),
         **extra,
     }, indent=2, default=str) + "\n"
+
+
+def _request_entry(request: CompileRequest) -> dict[str, object]:
+    """The manifest's ``request`` (what was asked for) and ``request_key`` (see :func:`holds_request`)."""
+    from hloscope.compile.cache import request_memo_key
+
+    key = request_memo_key(request)
+    return {"request": request.to_record(), **({"request_key": key} if key is not None else {})}

@@ -396,6 +396,8 @@ def _dump_folder(options: dict[str, Any]) -> str:
         return tempfile.mkdtemp(prefix="hloscope-dump-")
     if not isinstance(given, str) or not given:
         raise HloscopeError("--xla-flag xla_dump_to=DIR: DIR must be a folder name", EXIT_BAD_INPUT)
+    if os.path.exists(given) and not os.path.isdir(given):
+        raise HloscopeError(f"--xla-flag xla_dump_to={given}: names a file, not a folder", EXIT_BAD_INPUT)
     try:
         os.makedirs(given, exist_ok=True)
     except OSError as e:

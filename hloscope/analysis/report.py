@@ -14,7 +14,7 @@ adds ``to_text``/``to_dict``/``dot``/``print(report)``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, TypeVar, overload
 
@@ -22,6 +22,7 @@ import networkx as nx
 
 from hloscope.analysis.cost import CostModel
 from hloscope.analysis.graph import build_dependency_graph
+from hloscope.analysis.host_work import HostWork, find_host_work
 from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.inputs import ScheduleRun, StepInputs, int_figures
 from hloscope.analysis.intent import IntentAccount, account_step
@@ -126,6 +127,8 @@ class Report:
     None when the step's intent is unknown: a plain HLO file). xla: what XLA's scheduler
     believed about each async transfer (``hloscope.analysis.xla_view``), when the compile's
     scheduler log is known (a compile here, an artifact folder with ``xla-scheduler.log``).
+    host_work: kernels reading or writing host memory in place, and host-thread
+    computations with the async ops entering and leaving them (:mod:`hloscope.analysis.host_work`).
     scheduler: which scheduler and estimator XLA ran (:class:`ScheduleRun`), when the compile
     recorded it (a compile here, an artifact folder's manifest), else None.
     """
@@ -147,6 +150,7 @@ class Report:
     intent: IntentAccount | None = None
     xla: XlaEstimates | None = None
     scheduler: ScheduleRun | None = None
+    host_work: HostWork = field(default_factory=HostWork)
 
     @property
     def host_space(self) -> int:
@@ -225,7 +229,8 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
         runs = {s.computation: index.executions(s.computation) for s in log.stats}
         xla = compare_with_xla(log, verdicts, runs)
     return report_type(module, target, opts, index, tuple(transfers), tuple(verdicts), cost, summary, pairs, inputs,
-                       inputs.notes, memory, inputs.compile, timeline, intent, xla, inputs.scheduler)
+                       inputs.notes, memory, inputs.compile, timeline, intent, xla, inputs.scheduler,
+                       find_host_work(index, opts.host_space))
 
 
 def analyze_module(module: Module, target: Target, options: AnalysisOptions | int | None = None,

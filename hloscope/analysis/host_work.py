@@ -104,6 +104,29 @@ def find_host_work(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE) -> H
     accesses: list[InPlaceHostAccess] = []
     host_comps = {name: c for name, c in module.computations.items() if c.execution_thread != "main"}
     entered: dict[str, tuple[str, Instruction]] = {}
+    # Every operand is an instruction of the same computation: if no instruction's shape is in
+    # host memory (most modules), no kernel reads or writes it (shapes are interned: one test each).
+    in_host: dict[int, bool] = {}
+    any_host = False
+    for comp in module.computations.values():
+        for ins in comp.instructions:
+            got = in_host.get(id(ins.shape))
+            if got is None:
+                got = in_host[id(ins.shape)] = ins.shape.in_memory_space(host_space)
+            if got:
+                any_host = True
+                break
+        if any_host:
+            break
+    if not any_host and not host_comps:
+        return HostWork()
+
+    def touches(shape: Shape) -> bool:
+        got = in_host.get(id(shape))
+        if got is None:
+            got = in_host[id(shape)] = shape.in_memory_space(host_space)
+        return got
+
     for cname, comp in module.computations.items():
         table = comp.by_name
         for ins in comp.instructions:
@@ -113,13 +136,15 @@ def find_host_work(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE) -> H
                 for callee in (*ins.called_computations, *names):
                     if callee in host_comps and callee not in entered:
                         entered[callee] = (cname, ins)
-            if cname not in cg.scheduled or cname in host_comps or ins.opcode in ("async-start", "copy-start",
-                                                                                  "send", "recv", "parameter"):
+            if not any_host or cname not in cg.scheduled or cname in host_comps or ins.opcode in (
+                    "async-start", "copy-start", "send", "recv", "parameter"):
                 continue
             if ins.opcode in MOVEMENT_OPS or ins.opcode in _NOT_KERNELS or ins.opcode.endswith("-done") \
                     or is_free(ins):
                 continue
             operands = [table[o].shape for o in ins.operands if o in table]
+            if not touches(ins.shape) and not any(touches(s) for s in operands):
+                continue
             read = sum(_host_bytes(s, host_space) for s in operands)
             written = _host_bytes(ins.shape, host_space)
             if (read or written) and is_in_place_access(module, ins, host_space):

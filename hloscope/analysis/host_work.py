@@ -33,6 +33,8 @@ MOVEMENT_OPS = frozenset({
 #: Ops that hold or pass buffers rather than run a kernel on them: control flow carries host
 #: buffers through, custom-calls allocate and annotate them, barriers order them.
 _NOT_KERNELS = CONTROL_FLOW | {"custom-call", "opt-barrier", "optimization-barrier", "async-update"}
+#: Transfers and their wrappers (:mod:`hloscope.analysis.transfers`), and parameters.
+_SKIP = frozenset({"async-start", "copy-start", "send", "recv", "parameter"})
 
 
 @dataclass(frozen=True)
@@ -101,55 +103,45 @@ def is_in_place_access(module: Module, ins: Instruction, host: int) -> bool:
 
 def find_host_work(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE) -> HostWork:
     module, cg = index.module, index.callgraph
-    accesses: list[InPlaceHostAccess] = []
     host_comps = {name: c for name, c in module.computations.items() if c.execution_thread != "main"}
-    entered: dict[str, tuple[str, Instruction]] = {}
-    # Every operand is an instruction of the same computation: if no instruction's shape is in
-    # host memory (most modules), no kernel reads or writes it (shapes are interned: one test each).
-    in_host: dict[int, bool] = {}
-    any_host = False
-    for comp in module.computations.values():
-        for ins in comp.instructions:
-            got = in_host.get(id(ins.shape))
-            if got is None:
-                got = in_host[id(ins.shape)] = ins.shape.in_memory_space(host_space)
-            if got:
-                any_host = True
-                break
-        if any_host:
-            break
-    if not any_host and not host_comps:
-        return HostWork()
-
-    def touches(shape: Shape) -> bool:
-        got = in_host.get(id(shape))
-        if got is None:
-            got = in_host[id(shape)] = shape.in_memory_space(host_space)
-        return got
-
+    accesses: list[InPlaceHostAccess] = []
     for cname, comp in module.computations.items():
+        if cname not in cg.scheduled or cname in host_comps:
+            continue
+        # A kernel touching host memory is an instruction in host memory or one of its users
+        # (operands are instructions of the same computation). Shapes are interned: each
+        # distinct one is tested once, and most computations have none in host memory.
+        shapes = {id(i.shape): i.shape for i in comp.instructions}
+        host_ids = {k for k, shape in shapes.items() if shape.in_memory_space(host_space)}
+        if not host_ids:
+            continue
+        candidates: dict[int, Instruction] = {}
+        for h in comp.instructions:
+            if id(h.shape) in host_ids:
+                candidates[h.position] = h
+                for u in index.users(h):
+                    candidates[u.position] = u
         table = comp.by_name
-        for ins in comp.instructions:
-            if ins.opcode == "async-start" and host_comps:
+        for _, ins in sorted(candidates.items()):
+            op = ins.opcode
+            if op in _SKIP or op in MOVEMENT_OPS or op in _NOT_KERNELS or op.endswith("-done") or is_free(ins):
+                continue
+            read = sum(_host_bytes(table[o].shape, host_space) for o in ins.operands if o in table)
+            written = _host_bytes(ins.shape, host_space)
+            if (read or written) and is_in_place_access(module, ins, host_space):
+                accesses.append(InPlaceHostAccess(ins, cname, core_op(module, ins), read, written,
+                                                  cg.executions.get(cname, 1)))
+    entered: dict[str, tuple[str, Instruction]] = {}
+    if host_comps:
+        for cname, comp in module.computations.items():
+            for ins in comp.instructions:
+                if ins.opcode != "async-start":
+                    continue
                 called = ins.attr("called_computations") or ""
                 names = (n.strip().lstrip("%") for n in called.strip("{}").split(","))
                 for callee in (*ins.called_computations, *names):
                     if callee in host_comps and callee not in entered:
                         entered[callee] = (cname, ins)
-            if not any_host or cname not in cg.scheduled or cname in host_comps or ins.opcode in (
-                    "async-start", "copy-start", "send", "recv", "parameter"):
-                continue
-            if ins.opcode in MOVEMENT_OPS or ins.opcode in _NOT_KERNELS or ins.opcode.endswith("-done") \
-                    or is_free(ins):
-                continue
-            operands = [table[o].shape for o in ins.operands if o in table]
-            if not touches(ins.shape) and not any(touches(s) for s in operands):
-                continue
-            read = sum(_host_bytes(s, host_space) for s in operands)
-            written = _host_bytes(ins.shape, host_space)
-            if (read or written) and is_in_place_access(module, ins, host_space):
-                accesses.append(InPlaceHostAccess(ins, cname, core_op(module, ins), read, written,
-                                                  cg.executions.get(cname, 1)))
     compute: list[HostCompute] = []
     for name, comp in host_comps.items():
         caller, start = entered.get(name, ("", None))

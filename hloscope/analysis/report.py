@@ -14,7 +14,7 @@ adds ``to_text``/``to_dict``/``dot``/``print(report)``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, TypeVar, overload
 
@@ -22,6 +22,7 @@ import networkx as nx
 
 from hloscope.analysis.cost import CostModel
 from hloscope.analysis.graph import build_dependency_graph
+from hloscope.analysis.host_work import HostWork, find_host_work
 from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.inputs import ScheduleRun, StepInputs, int_figures
 from hloscope.analysis.intent import IntentAccount, account_step
@@ -130,6 +131,8 @@ class Report:
     scheduler: which scheduler and estimator XLA ran (:class:`ScheduleRun`), when the compile
     recorded it (a compile here, an artifact folder's manifest), else None.
     measured: the model beside a measured profile (``AnalysisOptions.compare_with``), else None.
+    host_work: kernels reading or writing host memory in place, and host-thread
+    computations with the async ops entering and leaving them (:mod:`hloscope.analysis.host_work`).
     """
 
     module: Module
@@ -150,6 +153,7 @@ class Report:
     xla: XlaEstimates | None = None
     scheduler: ScheduleRun | None = None
     measured: MeasuredComparison | None = None
+    host_work: HostWork = field(default_factory=HostWork)
 
     @property
     def host_space(self) -> int:
@@ -232,7 +236,8 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
                                     opts.compare_with, timeline.step_us if timeline else None,
                                     _waits_by_start(timeline, pairs))
     return report_type(module, target, opts, index, tuple(transfers), tuple(verdicts), cost, summary, pairs, inputs,
-                       inputs.notes, memory, inputs.compile, timeline, intent, xla, inputs.scheduler, measured)
+                       inputs.notes, memory, inputs.compile, timeline, intent, xla, inputs.scheduler, measured,
+                       find_host_work(index, opts.host_space))
 
 
 def _waits_by_start(timeline: Timeline | None, pairs: Sequence[AsyncPair]) -> dict[str, float]:

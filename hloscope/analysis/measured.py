@@ -308,10 +308,22 @@ def predicted_op_us(ins: Instruction, cost: CostModel) -> float:
     return cost.op_cost(ins).us
 
 
+def _performer(index: ModuleIndex, ins: Instruction) -> Instruction:
+    """The instruction that says what ``ins`` does: itself, or the root an unsugared async start
+    calls (``async-start(...), calls=%wrapped``)."""
+    if ins.opcode == "async-start" and not ins.wrapped_opcode:
+        return index.wrapped_root(ins) or ins
+    return ins
+
+
 def _owner(index: ModuleIndex) -> dict[str, Instruction]:
     """Instruction name -> the instruction whose figure it is: itself, or for an op inside an
     async computation, the async start (XLA names a wrapped collective's thunk after the op)."""
     by_name = dict(index.instructions_by_name)
+    for inner, start in index.module.async_wrapped.items():
+        got = index.instructions_by_name.get(start)
+        if got is not None:
+            by_name.setdefault(inner, got)
     for ins in list(by_name.values()):
         if ins.opcode == "async-start":
             for c in ins.called_computations:
@@ -334,7 +346,7 @@ def compare_measured(index: ModuleIndex, cost: CostModel, pairs: tuple[AsyncPair
             if ins is None:
                 unmatched.append(name)
             continue
-        what = index.wrapped_root(ins) or ins if ins.opcode == "async-start" else ins
+        what = _performer(index, ins)
         pred = predicted_op_us(what, cost) * st.calls
         op_class = OpClassName.HOST_TRANSFER if ins.name in host_starts else classify(what, cost, host_starts)
         ops.append(OpComparison(name, ins.name, op_class, pred, st.median_us, st.spread_us, st.calls))
@@ -376,7 +388,7 @@ def _overlaps(index: ModuleIndex, cost: CostModel, pairs: tuple[AsyncPair, ...],
                      if b > iv.start_us and a < iv.end_us)
         share = beside / dur if dur > 0 else 1.0
         wait = waits_us.get(ins.name, 0.0)
-        what = index.wrapped_root(ins) or ins if ins.opcode == "async-start" else ins
+        what = _performer(index, ins)
         predicted = max(cost.collective_us(what), 1e-9)
         op = collective_kind(what) or starts[ins.name].op
         out.append(AsyncOverlap(ins.name, op, dur, share, wait, wait < 0.5 * predicted, share >= 0.5))

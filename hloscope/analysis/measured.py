@@ -320,12 +320,12 @@ def _owner(index: ModuleIndex) -> dict[str, Instruction]:
     """Instruction name -> the instruction whose figure it is: itself, or for an op inside an
     async computation, the async start (XLA names a wrapped collective's thunk after the op)."""
     by_name = dict(index.instructions_by_name)
-    for inner, start in index.module.async_wrapped.items():
+    for wrapped, start in index.module.async_wrapped.items():
         got = index.instructions_by_name.get(start)
         if got is not None:
-            by_name.setdefault(inner, got)
+            by_name.setdefault(wrapped, got)
     for ins in list(by_name.values()):
-        if ins.opcode == "async-start":
+        if ins.opcode == "async-start" and not ins.wrapped_opcode:  # async-start(...), calls=%wrapped
             for c in ins.called_computations:
                 for inner in index.module.computations[c].instructions:
                     by_name[inner.name] = ins

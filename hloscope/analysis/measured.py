@@ -308,7 +308,7 @@ def predicted_op_us(ins: Instruction, cost: CostModel) -> float:
     return cost.op_cost(ins).us
 
 
-def _performer(index: ModuleIndex, ins: Instruction) -> Instruction:
+def performer(index: ModuleIndex, ins: Instruction) -> Instruction:
     """The instruction that says what ``ins`` does: itself, or the root an unsugared async start
     calls (``async-start(...), calls=%wrapped``)."""
     if ins.opcode == "async-start" and not ins.wrapped_opcode:
@@ -316,7 +316,7 @@ def _performer(index: ModuleIndex, ins: Instruction) -> Instruction:
     return ins
 
 
-def _owner(index: ModuleIndex) -> dict[str, Instruction]:
+def owner_map(index: ModuleIndex) -> dict[str, Instruction]:
     """Instruction name -> the instruction whose figure it is: itself, or for an op inside an
     async computation, the async start (XLA names a wrapped collective's thunk after the op)."""
     by_name = dict(index.instructions_by_name)
@@ -337,7 +337,7 @@ def compare_measured(index: ModuleIndex, cost: CostModel, pairs: tuple[AsyncPair
                      step_us: float | None, waits_us: Mapping[str, float]) -> MeasuredComparison:
     """Each measured op beside the model's figure, per class; each async pair's measured
     overlap beside the simulated wait at its done (``waits_us``: done-start name -> µs)."""
-    owner = _owner(index)
+    owner = owner_map(index)
     ops: list[OpComparison] = []
     unmatched: list[str] = []
     for name, st in profile.ops.items():
@@ -346,7 +346,7 @@ def compare_measured(index: ModuleIndex, cost: CostModel, pairs: tuple[AsyncPair
             if ins is None:
                 unmatched.append(name)
             continue
-        what = _performer(index, ins)
+        what = performer(index, ins)
         pred = predicted_op_us(what, cost) * st.calls
         op_class = OpClassName.HOST_TRANSFER if ins.name in host_starts else classify(what, cost, host_starts)
         ops.append(OpComparison(name, ins.name, op_class, pred, st.median_us, st.spread_us, st.calls))
@@ -388,7 +388,7 @@ def _overlaps(index: ModuleIndex, cost: CostModel, pairs: tuple[AsyncPair, ...],
                      if b > iv.start_us and a < iv.end_us)
         share = beside / dur if dur > 0 else 1.0
         wait = waits_us.get(ins.name, 0.0)
-        what = _performer(index, ins)
+        what = performer(index, ins)
         predicted = max(cost.collective_us(what), 1e-9)
         op = collective_kind(what) or starts[ins.name].op
         out.append(AsyncOverlap(ins.name, op, dur, share, wait, wait < 0.5 * predicted, share >= 0.5))

@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_UNKNOWN_NAME, HloscopeError
+from hloscope.vocab import Direction, LinkMode
 
 GB = 1e9
 TB = 1e12
 
 #: How the cost model reads a host link: its measured (achieved) or its peak bandwidth.
-LINK_MODES = ("achieved", "peak")
-DEFAULT_LINK_MODE = "achieved"
+LINK_MODES: tuple[str, ...] = tuple(LinkMode)
+DEFAULT_LINK_MODE = LinkMode.ACHIEVED
 
 
 @dataclass(frozen=True)
@@ -111,16 +112,16 @@ class Target:
                 return bw, lat
         return None
 
-    def host_link_bandwidth(self, direction: str, mode: str = DEFAULT_LINK_MODE) -> float:
+    def host_link_bandwidth(self, direction: Direction, mode: LinkMode | str = DEFAULT_LINK_MODE) -> float:
         """Bytes/s one GPU gets from its host link in ``direction`` (``to_host`` or
         ``to_device``), reading the ``achieved`` or ``peak`` figure, divided among the
         ``host_link_gpus`` GPUs that share the link (they stream at once in SPMD)."""
         if mode not in LINK_MODES:
             raise ValueError(f"link mode must be one of {', '.join(LINK_MODES)}, not {mode!r}")
-        to_host = direction == "to_host"
+        to_host = Direction(direction) is Direction.TO_HOST
         peak = self.host_link_to_host if to_host else self.host_link_to_device
         bw = peak
-        if mode == "achieved":
+        if mode == LinkMode.ACHIEVED:
             achieved = self.host_link_achieved_to_host if to_host else self.host_link_achieved_to_device
             bw = achieved if achieved is not None else peak
         return bw / self.host_link_gpus

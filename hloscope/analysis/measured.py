@@ -35,6 +35,7 @@ from hloscope.analysis.opclass import collective_kind, custom_call_target, is_do
 from hloscope.analysis.pairs import AsyncPair
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.model import Instruction
+from hloscope.vocab import Direction
 
 __all__ = ["MeasuredComparison", "MeasuredProfile", "OpClassName", "compare_measured", "read_measured"]
 
@@ -304,7 +305,7 @@ def predicted_op_us(ins: Instruction, cost: CostModel) -> float:
         return cost.collective_us(ins)
     if ins.opcode == "copy-start":
         return cost.transfer_us(ins.shape.tuple_shapes[0].byte_size if ins.shape.is_tuple else ins.shape.byte_size,
-                                "to_host")
+                                Direction.TO_HOST)
     return cost.op_cost(ins).us
 
 

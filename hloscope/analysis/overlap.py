@@ -43,6 +43,7 @@ from hloscope.analysis.verdict import (
 )
 from hloscope.hlo.model import Instruction
 from hloscope.hlo.shape import HOST_MEMORY_SPACE
+from hloscope.vocab import LinkMode
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ class AnalysisOptions:
 
     host_space: int = HOST_MEMORY_SPACE
     thresholds: Thresholds = DEFAULT_THRESHOLDS
-    link_mode: str = "achieved"
+    link_mode: LinkMode = LinkMode.ACHIEVED
     simulate: bool = True
     measured_us: tuple[tuple[str, float], ...] = ()
     compare_with: MeasuredProfile | None = None

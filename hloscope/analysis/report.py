@@ -39,6 +39,7 @@ from hloscope.hlo.gcpause import paused_gc
 from hloscope.hlo.model import Module, SourceLocation
 from hloscope.hlo.xla_log import parse_xla_log
 from hloscope.targets import Target
+from hloscope.vocab import LinkMode
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ class StepTime:
     exposed_transfer_us: float
     exposed_collective_us: float
     other_wait_us: float
-    link_mode: str
+    link_mode: LinkMode
     extrapolated_loops: int
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
+from hloscope.analysis.backend import find_backend
 from hloscope.analysis.kinds import VerdictKind
 from hloscope.analysis.measured import MeasuredComparison, read_measured
 from hloscope.analysis.overlap import AnalysisOptions
@@ -22,7 +23,9 @@ from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_NOTHING_TO_C
 from hloscope.hlo.loader import ARTIFACT_NOTE
 from hloscope.hlo.shape import HOST_MEMORY_SPACE
 from hloscope.render import RENDERERS, Renderer, RenderOptions, get_renderer
+from hloscope.render.backend_text import backend_note
 from hloscope.targets import DEFAULT_LINK_MODE, DEFAULT_TARGET, LINK_MODES, get_target
+from hloscope.vocab import LinkMode
 
 
 def open_output(output: str | None) -> contextlib.AbstractContextManager[TextIO]:
@@ -87,8 +90,8 @@ def prepare_report(args: argparse.Namespace) -> ReportRequest:
         from hloscope.analysis.calibration import read_profile
 
         measured = tuple(sorted(read_profile(args.profile).items()))
-    options = AnalysisOptions(host_space=getattr(args, "host_memory_space", HOST_MEMORY_SPACE), link_mode=args.link,
-                              measured_us=measured)
+    options = AnalysisOptions(host_space=getattr(args, "host_memory_space", HOST_MEMORY_SPACE),
+                              link_mode=LinkMode(args.link), measured_us=measured)
     return ReportRequest(renderer, parse_verdicts(args.fail_on) if args.fail_on else frozenset(), args.output,
                          bool(getattr(args, "allow_empty", False)), options, args.trace)
 
@@ -168,6 +171,9 @@ class AnalyzeCommand:
             profile = read_measured(measured)
             req = replace(req, options=replace(req.options, compare_with=profile))
         report = load_report(args.path, args.target, req.options)
+        note = backend_note(find_backend(report.module, report.inputs.label), report.target.name)
+        if note:  # before the report: a CPU module's figures are read knowing it
+            print(f"hloscope: note: {note}", file=sys.stderr)
         if report.measured is not None:
             check_measured(report.measured)
         if args.profile:

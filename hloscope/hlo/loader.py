@@ -155,7 +155,7 @@ def parse_text(text: str, name: str | None = None) -> Module:
         return parse_hlo(text, name)
     except HloParseError as e:
         lines = text.count("\n") + (0 if text.endswith("\n") else 1)
-        if not text.rstrip().endswith("}") and e.line >= lines - 1:
+        if not e.truncated and not text.rstrip().endswith("}") and e.line >= lines - 1:
             raise HloParseError(f"{e.reason}; the text ends here, in the middle of a computation: is the file "
                                 "truncated (cut off while being written or copied)?", e.line, e.column,
                                 e.path) from None

@@ -33,10 +33,10 @@ def format_columns(headers: list[str], rows: list[list[str]]) -> list[str]:
 
 def link_figures(report: Report) -> str:
     """Per-GPU host link bandwidth used for the estimates, per direction, in GB/s."""
-    mode = report.options.link_mode
+    mode = report.cost.link_mode
     t = report.target
-    d2h = t.host_link_bandwidth("to_host", mode) / 1e9
-    h2d = t.host_link_bandwidth("to_device", mode) / 1e9
+    d2h = report.cost.link_bandwidth(Direction.TO_HOST) / 1e9
+    h2d = report.cost.link_bandwidth(Direction.TO_DEVICE) / 1e9
     shared = f", shared by {t.host_link_gpus} GPUs" if t.host_link_gpus > 1 else ""
     return f"{d2h:.1f} GB/s D->H, {h2d:.1f} GB/s H->D per GPU, {mode}{shared}"
 

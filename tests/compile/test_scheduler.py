@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,15 @@ def test_cli_scheduler_reaches_the_manifest(tmp_path: Path, capsys: pytest.Captu
         out = tmp_path / name
         assert main(["compile", "--workload", "mlp", "--set", "layers=2", "--scheduler", name,
                      "--out", str(out)]) == 0
+        # The report names one estimator, the one XLA used (issue 27: the scheduler line said
+        # speed-of-light while the xla-us legend said "unknown").
+        text = capsys.readouterr().out
+        named = {"speed-of-light" if n == "SOL" else n for n in
+                 re.findall(r"\b(speed-of-light|SOL|approximate|analytical|profile-guided|unknown) (?:latency )?"
+                            r"estimator", text)}
+        assert named == {"lhs": {"speed-of-light"}, "lhs-approx": {"approximate"}, "none": set()}[name], text
+        if name == "none":
+            assert "xla us: no latency hiding scheduler ran (see the scheduler line)" in text
         manifest = json.loads((out / "manifest.json").read_text())
         seen[name] = (manifest["scheduler"]["name"], manifest["scheduler"]["estimator"],
                       manifest["scheduler"]["requested"])

@@ -35,6 +35,7 @@ from hloscope.analysis.measured import MeasuredProfile, OpClassName, classify, o
 from hloscope.analysis.opclass import collective_kind, is_done, is_free, value_shape
 from hloscope.analysis.transfers import HostTransfer
 from hloscope.targets import COLLECTIVE_KINDS, Target
+from hloscope.vocab import Direction
 
 __all__ = ["MIN_SAMPLES", "Calibration", "Figure", "Unfitted", "fit_target"]
 
@@ -116,7 +117,7 @@ def fit_target(index: ModuleIndex, base: Target, profile: MeasuredProfile, name:
             nbytes = value_shape(what).byte_size * (len(group) if kind == "reduce-scatter" else 1)
             coll.setdefault(kind, []).append((ring_traffic(kind, nbytes, len(group)), us))
             continue
-        op_class = classify(what, cost, frozenset())
+        op_class = classify(what, cost)
         if op_class not in (OpClassName.GEMM, OpClassName.KERNEL):
             continue
         _flops, effective, dtype, nbytes = cost.roofline_terms(what)
@@ -164,8 +165,8 @@ def fit_target(index: ModuleIndex, base: Target, profile: MeasuredProfile, name:
         figures += [Figure(f"collective_figures.{kind}.bandwidth", "B/s", before_bw, after_bw, len(pts), why),
                     Figure(f"collective_figures.{kind}.latency_us", "us", before_lat, after_lat, len(pts), why)]
     latencies: list[float] = []
-    for direction, key, peak_key in (("to_host", "host_link_achieved_to_host", "host_link_to_host"),
-                                     ("to_device", "host_link_achieved_to_device", "host_link_to_device")):
+    for direction, key, peak_key in ((Direction.TO_HOST, "host_link_achieved_to_host", "host_link_to_host"),
+                                     (Direction.TO_DEVICE, "host_link_achieved_to_device", "host_link_to_device")):
         pts = [xfer for d, xfer in host.items() if d[0] == direction]
         before_bw = base.host_link_bandwidth(direction) * base.host_link_gpus
         fit = _line([b for b, _ in pts], [t for _, t in pts]) if len(pts) >= MIN_SAMPLES else None

@@ -23,7 +23,7 @@ import re
 import statistics
 import zipfile
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -31,11 +31,11 @@ from pathlib import Path
 from hloscope.analysis.calibration import parse_profile_bytes
 from hloscope.analysis.cost import CostModel
 from hloscope.analysis.index import ModuleIndex
-from hloscope.analysis.opclass import collective_kind, custom_call_target, is_done, is_free
+from hloscope.analysis.opclass import collective_kind, custom_call_target, is_done, is_free, value_shape
 from hloscope.analysis.pairs import AsyncPair
+from hloscope.analysis.transfers import HostTransfer
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.model import Instruction
-from hloscope.vocab import Direction
 
 __all__ = ["MeasuredComparison", "MeasuredProfile", "OpClassName", "compare_measured", "read_measured"]
 
@@ -282,10 +282,8 @@ class MeasuredComparison:
         return self.matched_ops / self.measured_ops if self.measured_ops else 0.0
 
 
-def classify(ins: Instruction, cost: CostModel, host_starts: frozenset[str]) -> OpClassName:
-    """The class of one instruction (an async start counts as what it starts)."""
-    if ins.name in host_starts:
-        return OpClassName.HOST_TRANSFER
+def classify(ins: Instruction, cost: CostModel) -> OpClassName:
+    """The class of one instruction that is not a host transfer (an async start counts as what it starts)."""
     kind = collective_kind(ins)
     if kind:
         return _KINDS.get(kind.removesuffix("-start"), OpClassName.ALL_REDUCE)
@@ -299,13 +297,16 @@ def classify(ins: Instruction, cost: CostModel, host_starts: frozenset[str]) -> 
     return OpClassName.KERNEL
 
 
-def predicted_op_us(ins: Instruction, cost: CostModel) -> float:
-    """The model's time of one run of ``ins`` (a collective's ring time for a start)."""
+def predicted_op_us(ins: Instruction, cost: CostModel, transfer: HostTransfer | None = None) -> float:
+    """The model's time of one run of ``ins``: a host transfer's time on its link, a collective's
+    ring time for its start, a device-to-device copy-start's HBM read and write, else its roofline."""
+    if transfer is not None:
+        return cost.transfer_us(transfer.bytes, transfer.direction)
     if collective_kind(ins):
         return cost.collective_us(ins)
     if ins.opcode == "copy-start":
-        return cost.transfer_us(ins.shape.tuple_shapes[0].byte_size if ins.shape.is_tuple else ins.shape.byte_size,
-                                Direction.TO_HOST)
+        moved = value_shape(ins).byte_size
+        return 2 * moved / cost.target.hbm_bandwidth * 1e6 + cost.target.kernel_launch_us
     return cost.op_cost(ins).us
 
 
@@ -334,11 +335,12 @@ def owner_map(index: ModuleIndex) -> dict[str, Instruction]:
 
 
 def compare_measured(index: ModuleIndex, cost: CostModel, pairs: tuple[AsyncPair, ...],
-                     host_starts: frozenset[str], profile: MeasuredProfile,
+                     transfers: Sequence[HostTransfer], profile: MeasuredProfile,
                      step_us: float | None, waits_us: Mapping[str, float]) -> MeasuredComparison:
     """Each measured op beside the model's figure, per class; each async pair's measured
     overlap beside the simulated wait at its done (``waits_us``: done-start name -> µs)."""
     owner = owner_map(index)
+    moves = {t.instruction.name: t for t in transfers}
     ops: list[OpComparison] = []
     unmatched: list[str] = []
     for name, st in profile.ops.items():
@@ -348,8 +350,9 @@ def compare_measured(index: ModuleIndex, cost: CostModel, pairs: tuple[AsyncPair
                 unmatched.append(name)
             continue
         what = performer(index, ins)
-        pred = predicted_op_us(what, cost) * st.calls
-        op_class = OpClassName.HOST_TRANSFER if ins.name in host_starts else classify(what, cost, host_starts)
+        move = moves.get(ins.name)
+        pred = predicted_op_us(what, cost, move) * st.calls
+        op_class = OpClassName.HOST_TRANSFER if move is not None else classify(what, cost)
         ops.append(OpComparison(name, ins.name, op_class, pred, st.median_us, st.spread_us, st.calls))
     sums: dict[OpClassName, list[float]] = {}
     for o in ops:

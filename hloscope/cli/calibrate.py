@@ -10,8 +10,9 @@ from pathlib import Path
 class CalibrateCommand:
     """calibrate: fit a target's figures to a measured GPU profile and write a target file.
 
-    PROFILE is an nsys-jax archive (.zip: it holds the HLO that ran) or a PGLE profile (text
-    or binary profile.pb, then give HLO: the optimized module it was measured on). Fits kernel
+    PROFILE is an nsys-jax archive (.zip: it holds the HLO that ran), a jax.profiler trace
+    (.xplane.pb, .trace.json.gz) or a PGLE profile (text or binary profile.pb); for all but the
+    archive give HLO, the optimized module it was measured on. Fits kernel
     launch and achieved HBM bandwidth (memory-bound kernels), achieved GEMM throughput, each
     collective kind's bandwidth and latency, and the host link where transfers were timed, by
     least squares (docs/accuracy.md); a figure the profile cannot inform keeps the datasheet
@@ -31,11 +32,10 @@ class CalibrateCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         from hloscope.analysis.calibrate import fit_target
-        from hloscope.analysis.measured import read_measured
         from hloscope.analysis.overlap import AnalysisOptions
         from hloscope.analysis.report import analyze_step
         from hloscope.artifact import read_step
-        from hloscope.cli.analyze import check_measured, is_nsys_archive
+        from hloscope.cli.analyze import check_measured, is_nsys_archive, load_measured
         from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
         from hloscope.render.calibration_text import calibration_lines, target_toml
 
@@ -49,7 +49,7 @@ class CalibrateCommand:
         if hlo is None:
             raise HloscopeError(f"{args.profile}: a PGLE profile does not hold the HLO; give the optimized module "
                                 "it was measured on as HLO", EXIT_BAD_INPUT)
-        profile = read_measured(args.profile)
+        profile = load_measured(args.profile)
         step = read_step(hlo, args.target)
         options = AnalysisOptions(compare_with=profile)
         before = analyze_step(step.inputs, step.target, options)

@@ -232,7 +232,7 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
         xla = compare_with_xla(log, verdicts, runs)
     measured = None
     if opts.compare_with is not None:
-        measured = compare_measured(index, cost, pairs, frozenset(t.instruction.name for t in transfers),
+        measured = compare_measured(index, cost, pairs, transfers,
                                     opts.compare_with, timeline.step_us if timeline else None,
                                     _waits_by_start(timeline, pairs))
     return report_type(module, target, opts, index, tuple(transfers), tuple(verdicts), cost, summary, pairs, inputs,

@@ -183,9 +183,8 @@ def _find(index: ModuleIndex, host_space: int) -> list[_Found]:
                         data = table[ins.operands[0]].shape if ins.operands and ins.operands[0] in table else None
                     else:
                         data = ins.shape.tuple_shapes[0] if ins.shape.is_tuple and ins.shape.tuple_shapes else None
-                    out.append(HostTransfer(ins, cname, TO_HOST if op == "send" else TO_DEVICE, op,
-                                            data.byte_size if data is not None else 0, execs, is_async=True,
-                                            host_space=host_space))
+                    out.append(_Found(ins, cname, TO_HOST if op == "send" else TO_DEVICE, op,
+                                      data.byte_size if data is not None else 0, execs, True, False, host_space))
                 continue
             if is_free(ins) or op in ("all-gather-start", "all-reduce-start", "collective-permute-start"):
                 continue

@@ -31,6 +31,7 @@ from hloscope.analysis.measured import MeasuredComparison, compare_measured
 from hloscope.analysis.memory import MemoryFacts, facts_from_dumps
 from hloscope.analysis.overlap import AnalysisOptions, judge_overlap
 from hloscope.analysis.pairs import AsyncPair, pair_async_ops
+from hloscope.analysis.streams import StreamAssignment, assign_execution_streams
 from hloscope.analysis.timeline import SliceKind, Timeline, simulate_step
 from hloscope.analysis.transfers import HostTransfer, find_host_transfers
 from hloscope.analysis.verdict import Verdict
@@ -133,6 +134,8 @@ class Report:
     measured: the model beside a measured profile (``AnalysisOptions.compare_with``), else None.
     host_work: kernels reading or writing host memory in place, and host-thread
     computations with the async ops entering and leaving them (:mod:`hloscope.analysis.host_work`).
+    streams: the execution stream XLA:GPU gives each async start (``hloscope.analysis.streams``),
+    for a scheduled module, else None.
     """
 
     module: Module
@@ -154,6 +157,7 @@ class Report:
     scheduler: ScheduleRun | None = None
     measured: MeasuredComparison | None = None
     host_work: HostWork = field(default_factory=HostWork)
+    streams: StreamAssignment | None = None
 
     @property
     def host_space(self) -> int:
@@ -215,9 +219,10 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
     transfers = find_host_transfers(index, opts.host_space, inputs.names)
     pairs = tuple(pair_async_ops(index))
     cost = CostModel(index, target, opts.host_space, opts.link_mode, dict(opts.measured_us) or None)
+    streams = assign_execution_streams(index) if module.is_scheduled else None
     timeline = None
     if opts.simulate and module.is_scheduled:
-        timeline = simulate_step(module, cost, list(pairs), transfers, index.callgraph)
+        timeline = simulate_step(module, cost, list(pairs), transfers, index.callgraph, streams=streams)
     verdicts = judge_overlap(index, transfers, cost, pairs, opts, timeline)
     summary = summarize(verdicts, index.callgraph.unknown_trip, timeline)
     memory = None
@@ -237,7 +242,7 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
                                     _waits_by_start(timeline, pairs))
     return report_type(module, target, opts, index, tuple(transfers), tuple(verdicts), cost, summary, pairs, inputs,
                        inputs.notes, memory, inputs.compile, timeline, intent, xla, inputs.scheduler, measured,
-                       find_host_work(index, opts.host_space))
+                       find_host_work(index, opts.host_space), streams)
 
 
 def _waits_by_start(timeline: Timeline | None, pairs: Sequence[AsyncPair]) -> dict[str, float]:

@@ -82,6 +82,12 @@ def transfer_row(v: Verdict) -> list[str]:
             us_cell(v.est_transfer_us), us_cell(v.est_hidden_us), v.verdict.upper()]
 
 
+def stream_cell(report: Report, v: Verdict) -> str:
+    """XLA's execution stream of the transfer's start (``compute:2``), ``-`` for a synchronous one."""
+    s = report.streams.stream_of(v.transfer.computation, v.transfer.instruction.name) if report.streams else None
+    return s.label if s is not None else "-"
+
+
 class TableRenderer:
     name = "table"
     extension = ".txt"
@@ -111,6 +117,10 @@ class TableRenderer:
                 at = headers.index("~xfer us") + 1
                 headers = [*headers[:at], "xla us", *headers[at:]]
                 rows = [[*r[:at], xla_cell(report, v), *r[at:]] for r, v in zip(rows, report.verdicts, strict=True)]
+            if report.streams is not None and report.streams.streams:  # XLA's execution stream of each start
+                at = headers.index("window")
+                headers = [*headers[:at], "stream", *headers[at:]]
+                rows = [[*r[:at], stream_cell(report, v), *r[at:]] for r, v in zip(rows, report.verdicts, strict=True)]
             lines += format_columns(headers, rows)
             if not report.module.is_scheduled:
                 lines.append("note: module before optimizations: logical bytes are whole arrays before "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
+from hloscope.analysis.host_work import HostWork
 from hloscope.analysis.intent import account_of
 from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.report import Report
@@ -92,13 +93,13 @@ class TableRenderer:
     extension = ".txt"
 
     def render(self, report: Report, out: TextIO, options: RenderOptions) -> None:
-        out.write("\n".join(self.lines(report)) + "\n")
+        out.write("\n".join(self.lines(report, options.label)) + "\n")
 
-    def lines(self, report: Report) -> list[str]:
+    def lines(self, report: Report, label: str | None = None) -> list[str]:
         s = report.summary
         t = report.target
         lines = [
-            f"hloscope report: {report.module.source_path or report.inputs.label or '<text>'}: "
+            f"hloscope report: {report.module.source_path or label or report.inputs.label or '<text>'}: "
             f"module {report.module.name} "
             f"({'scheduled' if report.module.is_scheduled else 'NOT scheduled'}), "
             f"target {t.name} ({t.description}, host link {t.host_link}: {link_figures(report)})",
@@ -161,6 +162,7 @@ class TableRenderer:
                              f"{human_bytes(lp.to_host_bytes)}, to device {human_bytes(lp.to_device_bytes)}")
         if s.unknown_trip_counts:
             lines.append("note: trip count unknown for " + ", ".join(s.unknown_trip_counts) + " (counted once)")
+        lines += host_work_lines(report.host_work)
         lines += xla_legend(report)
         lines += memory_lines(report)
         lines += remat_lines(report)
@@ -169,3 +171,27 @@ class TableRenderer:
         lines.append("all *us figures are roofline estimates (docs/cost-model.md), not measurements"
                      + ("; the measured ones are marked so" if report.measured is not None else ""))
         return lines
+
+
+def host_work_lines(work: HostWork) -> list[str]:
+    """In-place host accesses and host computations: not transfers, named apart."""
+    lines: list[str] = []
+    for a in work.accesses:
+        what = " and ".join(x for x in (f"reads {human_bytes(a.read_bytes)}" if a.read_bytes else "",
+                                        f"writes {human_bytes(a.written_bytes)}" if a.written_bytes else "") if x)
+        lines.append(f"in-place host access: {a.instruction.name} ({a.op}, {a.computation} x{a.executions}) {what} "
+                     "of host memory directly, with no transfer op: it runs at host-link speed; copy the "
+                     "operand to device memory first if it is read more than once")
+    for c in work.compute:
+        if c.start is None:
+            lines.append(f"host compute: {c.computation} ({c.instructions} instructions) runs on the "
+                         f"{c.thread} thread; no async start enters it (called from another computation, or not "
+                         "at all)")
+            continue
+        done = c.done.name if c.done is not None else "no done"
+        lines.append(f"host compute: {c.computation} ({c.instructions} instructions) runs on the {c.thread} thread, "
+                     f"entered by {c.start.name} ({human_bytes(c.operand_bytes)} in) and left by {done} "
+                     f"({human_bytes(c.result_bytes)} out) in {c.caller}; not judged as GPU kernels "
+                     "(XLA's scheduler does not schedule host computations)")
+    return lines
+

@@ -26,7 +26,7 @@ from textual.widgets.option_list import Option
 from hloscope.analysis.timeline import TransferTiming
 from hloscope.analysis.verdict import Verdict
 from hloscope.hlo.model import Instruction
-from hloscope.render.why import explain
+from hloscope.render.why import explain, slack_clause
 from hloscope.render.xla_text import xla_clause
 from hloscope.tui.format import VERDICT_STYLE, arrow, checkpoint_label, source_words
 from hloscope.tui.load import Loaded
@@ -107,6 +107,12 @@ def verdict_text(loaded: Loaded, v: Verdict) -> Text:
     if clause := xla_clause(loaded.report, v):  # XLA's own figure, beside ours
         t.append(f"  xla: {clause}\n")
     t.append(shown(f"  why: {explain(v)}") + "\n", style="italic")
+    stream = loaded.report.streams.stream_of(t_.computation, t_.instruction.name) if loaded.report.streams else None
+    if stream is not None:
+        t.append(f"  xla stream: {stream.label} (XLA runs what is issued on it in order)\n")
+    room = loaded.report.slack_for(v)
+    if room is not None:
+        t.append(shown(f"  slack: {slack_clause(room)}") + "\n")
     if v.timing is not None:
         t.append_text(timing_text(v.timing))
     if v.window:

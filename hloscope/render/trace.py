@@ -52,6 +52,30 @@ def _lanes(slices: tuple[Slice, ...]) -> list[int]:
     return out
 
 
+def _stream_lanes(slices: tuple[Slice, ...],
+                  transfers: Mapping[tuple[str, str], TransferTiming]) -> tuple[list[int], list[str]] | None:
+    """Lanes grouped by XLA execution stream for a host link's transfers (``compute:2``; a copy queued
+    behind another on its stream is issued while that one still runs, so a stream may need a second
+    lane, ``compute:2 (2)``), when every slice knows its stream; else None."""
+    streams: list[str] = []
+    for s in slices:
+        t = transfers.get((s.computation, s.name))
+        if t is None or t.stream is None:
+            return None
+        streams.append(t.stream.label)
+    ends: dict[tuple[str, int], float] = {}
+    keys: list[tuple[str, int]] = []
+    for s, label in zip(slices, streams, strict=True):
+        k = 0
+        while ends.get((label, k), float("-inf")) > s.start_us + 1e-9:
+            k += 1
+        ends[(label, k)] = s.end_us
+        keys.append((label, k))
+    order = sorted(set(keys))
+    names = [label if k == 0 else f"{label} ({k + 1})" for label, k in order]
+    return [order.index(key) for key in keys], names
+
+
 def report_verdicts(report: Report) -> dict[tuple[str, str], str]:
     """The report's verdict of each transfer, keyed by (computation, start instruction)."""
     return {(v.transfer.computation, v.transfer.instruction.name): str(v.verdict) for v in report.verdicts}
@@ -99,9 +123,14 @@ class _Trace:
                            "args": {"sort_index": r_index}})
             slices = timeline.slices[res]
             lanes = _lanes(slices) if res is not Resource.COMPUTE else [0] * len(slices)
+            per_stream = (_stream_lanes(slices, by_name)
+                          if res in (Resource.LINK_TO_HOST, Resource.LINK_TO_DEVICE) else None)
+            if per_stream is not None:
+                lanes = per_stream[0]
             for lane in sorted(set(lanes)):
                 tids[(res, lane)] = (pid, lane + 1)
-                label = res if lane == 0 else f"{res} ({lane + 1})"
+                label = (f"{res} · {per_stream[1][lane]}" if per_stream is not None
+                         else res if lane == 0 else f"{res} ({lane + 1})")
                 events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": lane + 1,
                                "args": {"name": label}})
             for s, lane in zip(slices, lanes, strict=True):

@@ -73,3 +73,16 @@ def test_steps_without_a_shared_stream_show_no_stream_hint() -> None:
         assert report.streams is not None and report.streams.streams
         assert all(stream_queue_clause(v) is None for v in report.verdicts), name
         assert all(v.timing is None or v.timing.queued_us == 0.0 for v in report.verdicts), name
+
+
+def test_the_trace_has_a_lane_per_stream_on_each_host_link() -> None:
+    """Each write-back pair shares a stream and the second is issued while the first runs: a second lane."""
+    import json
+
+    from hloscope.render import render_to_string
+
+    report = fixture_report("opt_state_offload.hlo.txt")
+    doc = json.loads(render_to_string("trace", report))
+    names = {e["args"]["name"] for e in doc["traceEvents"] if e.get("name") == "thread_name"}
+    assert {f"host link H->D · compute:{n}" for n in range(4)} <= names
+    assert {f"host link D->H · compute:{n} (2)" for n in range(4)} <= names

@@ -179,7 +179,7 @@ def find_host_transfers(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE)
                                             host_space=host_space))
                 continue
             direction = _classify(ins.shape, operand_shapes, host_space)
-            if direction and not is_in_place_access(module, ins, host_space):
+            if direction and not is_in_place_access(module, ins):
                 core = _core_op(module, ins) if op == "fusion" else ins
                 size, core_op = _moved_bytes(module, direction, core, ins.shape, operand_shapes, host_space)
                 out.append(HostTransfer(ins, cname, direction, core_op, size, execs, is_async=False,

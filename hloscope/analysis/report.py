@@ -29,9 +29,9 @@ from hloscope.analysis.intent import IntentAccount, account_step
 from hloscope.analysis.kinds import Direction, PairKind, VerdictKind
 from hloscope.analysis.measured import MeasuredComparison, compare_measured
 from hloscope.analysis.memory import MemoryFacts, facts_from_dumps
-from hloscope.analysis.names import name_transfers
-from hloscope.analysis.overlap import AnalysisOptions, apply_timeline, judge_overlap
+from hloscope.analysis.overlap import AnalysisOptions, judge_overlap
 from hloscope.analysis.pairs import AsyncPair, pair_async_ops
+from hloscope.analysis.streams import StreamAssignment, assign_execution_streams
 from hloscope.analysis.timeline import SliceKind, Timeline, simulate_step
 from hloscope.analysis.transfers import HostTransfer, find_host_transfers
 from hloscope.analysis.verdict import Verdict
@@ -134,6 +134,8 @@ class Report:
     measured: the model beside a measured profile (``AnalysisOptions.compare_with``), else None.
     host_work: kernels reading or writing host memory in place, and host-thread
     computations with the async ops entering and leaving them (:mod:`hloscope.analysis.host_work`).
+    streams: the execution stream XLA:GPU gives each async start (``hloscope.analysis.streams``),
+    for a scheduled module, else None.
     """
 
     module: Module
@@ -155,6 +157,7 @@ class Report:
     scheduler: ScheduleRun | None = None
     measured: MeasuredComparison | None = None
     host_work: HostWork = field(default_factory=HostWork)
+    streams: StreamAssignment | None = None
 
     @property
     def host_space(self) -> int:
@@ -213,14 +216,14 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
     opts = AnalysisOptions(host_space=options) if isinstance(options, int) else (options or AnalysisOptions())
     module = inputs.module
     index = ModuleIndex(module)
-    transfers = name_transfers(index, find_host_transfers(index, opts.host_space), inputs.names)
+    transfers = find_host_transfers(index, opts.host_space, inputs.names)
     pairs = tuple(pair_async_ops(index))
     cost = CostModel(index, target, opts.host_space, opts.link_mode, dict(opts.measured_us) or None)
-    verdicts = judge_overlap(index, transfers, cost, pairs, opts)
+    streams = assign_execution_streams(index) if module.is_scheduled else None
     timeline = None
     if opts.simulate and module.is_scheduled:
-        timeline = simulate_step(module, cost, list(pairs), transfers, index.callgraph)
-        verdicts = apply_timeline(verdicts, timeline, opts)
+        timeline = simulate_step(module, cost, list(pairs), transfers, index.callgraph, streams=streams)
+    verdicts = judge_overlap(index, transfers, cost, pairs, opts, timeline)
     summary = summarize(verdicts, index.callgraph.unknown_trip, timeline)
     memory = None
     if inputs.memory_figures is not None and inputs.has_memory:
@@ -234,12 +237,12 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
         xla = compare_with_xla(log, verdicts, runs)
     measured = None
     if opts.compare_with is not None:
-        measured = compare_measured(index, cost, pairs, frozenset(t.instruction.name for t in transfers),
+        measured = compare_measured(index, cost, pairs, transfers,
                                     opts.compare_with, timeline.step_us if timeline else None,
                                     _waits_by_start(timeline, pairs))
     return report_type(module, target, opts, index, tuple(transfers), tuple(verdicts), cost, summary, pairs, inputs,
                        inputs.notes, memory, inputs.compile, timeline, intent, xla, inputs.scheduler, measured,
-                       find_host_work(index, opts.host_space))
+                       find_host_work(index, opts.host_space), streams)
 
 
 def _waits_by_start(timeline: Timeline | None, pairs: Sequence[AsyncPair]) -> dict[str, float]:

@@ -82,18 +82,24 @@ def transfer_row(v: Verdict) -> list[str]:
             us_cell(v.est_transfer_us), us_cell(v.est_hidden_us), v.verdict.upper()]
 
 
+def stream_cell(report: Report, v: Verdict) -> str:
+    """XLA's execution stream of the transfer's start (``compute:2``), ``-`` for a synchronous one."""
+    s = report.streams.stream_of(v.transfer.computation, v.transfer.instruction.name) if report.streams else None
+    return s.label if s is not None else "-"
+
+
 class TableRenderer:
     name = "table"
     extension = ".txt"
 
     def render(self, report: Report, out: TextIO, options: RenderOptions) -> None:
-        out.write("\n".join(self.lines(report)) + "\n")
+        out.write("\n".join(self.lines(report, options.label)) + "\n")
 
-    def lines(self, report: Report) -> list[str]:
+    def lines(self, report: Report, label: str | None = None) -> list[str]:
         s = report.summary
         t = report.target
         lines = [
-            f"hloscope report: {report.module.source_path or report.inputs.label or '<text>'}: "
+            f"hloscope report: {report.module.source_path or label or report.inputs.label or '<text>'}: "
             f"module {report.module.name} "
             f"({'scheduled' if report.module.is_scheduled else 'NOT scheduled'}), "
             f"target {t.name} ({t.description}, host link {t.host_link}: {link_figures(report)})",
@@ -111,6 +117,10 @@ class TableRenderer:
                 at = headers.index("~xfer us") + 1
                 headers = [*headers[:at], "xla us", *headers[at:]]
                 rows = [[*r[:at], xla_cell(report, v), *r[at:]] for r, v in zip(rows, report.verdicts, strict=True)]
+            if report.streams is not None and report.streams.streams:  # XLA's execution stream of each start
+                at = headers.index("window")
+                headers = [*headers[:at], "stream", *headers[at:]]
+                rows = [[*r[:at], stream_cell(report, v), *r[at:]] for r, v in zip(rows, report.verdicts, strict=True)]
             lines += format_columns(headers, rows)
             if not report.module.is_scheduled:
                 lines.append("note: module before optimizations: logical bytes are whole arrays before "

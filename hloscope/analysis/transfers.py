@@ -9,7 +9,11 @@ Recognised, in scheduled computations only (fused bodies run inside their op):
 - async ops (``async-start`` in dumps, ``fusion-start`` etc. in ``as_text()``)
   whose operands or result live in host memory: the wrapped computation's core
   op (``dynamic-update-slice``, ``dynamic-slice``, ``copy``) decides the bytes;
-- synchronous ops (``copy``, fusions) with host memory on exactly one side;
+- ``send``/``recv`` with ``is_host_transfer=true`` (XLA's host send and recv: to host and
+  to device), paired with their ``-done``;
+- synchronous data movement ops (``copy``, slices, fusions of them) with host memory on
+  exactly one side; a kernel reading or writing host memory in place is not a transfer
+  (:mod:`hloscope.analysis.host_work` reports it);
 - in unoptimized modules, the ``annotate_device_placement`` custom calls
   (``_xla_buffer_placement``) and the older ``MoveToHost``/``MoveToDevice``.
 Bytes are those moved per execution (the slice), never the whole host buffer.
@@ -21,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from hloscope.analysis.host_work import is_in_place_access
 from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.kinds import Direction
 from hloscope.analysis.names import transfer_names
@@ -170,8 +175,18 @@ def _find(index: ModuleIndex, host_space: int) -> list[_Found]:
                     size = table[ins.operands[0]].shape.byte_size if ins.operands else ins.shape.byte_size
                     out.append(_Found(ins, cname, t, custom_call_target(ins), size, execs, False, True, host_space))
                     continue
-            if is_free(ins) or op in ("all-gather-start", "all-reduce-start", "collective-permute-start",
-                                      "send", "recv"):
+            if op in ("send", "recv"):
+                if ins.attr("is_host_transfer") == "true":
+                    # XLA's host send/recv: the data (operand 0 of a send, result element 0 of a
+                    # recv) crosses the host link; send/recv-done completes it.
+                    if op == "send":
+                        data = table[ins.operands[0]].shape if ins.operands and ins.operands[0] in table else None
+                    else:
+                        data = ins.shape.tuple_shapes[0] if ins.shape.is_tuple and ins.shape.tuple_shapes else None
+                    out.append(_Found(ins, cname, TO_HOST if op == "send" else TO_DEVICE, op,
+                                      data.byte_size if data is not None else 0, execs, True, False, host_space))
+                continue
+            if is_free(ins) or op in ("all-gather-start", "all-reduce-start", "collective-permute-start"):
                 continue
             operand_shapes = [table[o].shape for o in ins.operands if o in table]
             if not touches_host(ins.shape) and not any(touches_host(s) for s in operand_shapes):
@@ -192,7 +207,7 @@ def _find(index: ModuleIndex, host_space: int) -> list[_Found]:
                     out.append(_Found(ins, cname, direction, core_op, size, execs, True, False, host_space))
                 continue
             direction = _classify(ins.shape, operand_shapes, host_space)
-            if direction:
+            if direction and not is_in_place_access(module, ins, host_space):
                 core = _core_op(module, ins) if op == "fusion" else ins
                 size, core_op = _moved_bytes(module, direction, core, ins.shape, operand_shapes, host_space)
                 out.append(_Found(ins, cname, direction, core_op, size, execs, False, False, host_space))

@@ -98,6 +98,6 @@ def run_check(subject: Subject, config: CheckConfig, baseline: Snapshot | None =
                 violations.append(v)
             else:
                 ctx.allowed.append((v, entry))
-    if must_fail and not violations and not config.allow_empty:
+    if must_fail and not violations and not ctx.allowed and not config.allow_empty:  # (an allowed one was judged)
         raise NothingToCheck(f"nothing to check: {must_fail} (--allow-empty to pass anyway)")
     return CheckResult(subject, rules, tuple(violations), tuple(ctx.allowed), diff, empty)

@@ -166,7 +166,7 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
     facts = report.memory
     top = facts.top_buffers[0] if facts.top_buffers else None
     exposed = s.est_exposed_us_per_step
-    cache = getattr(result, "cache", None) or {}
+    cache = result.cache
     row = empty_row(cell)
     row.update(
         batch=extra["config"]["batch"],

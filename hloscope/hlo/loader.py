@@ -197,16 +197,31 @@ def load_module_with_notes(path: str) -> tuple[Module, tuple[str, ...]]:
     """The module and the notes on how it was read (which file of a folder), for the views to show.
     Library code never prints; the CLI shows the notes. HloProto bytes (``*.hlo.pb``, ``.xz``) and
     nsys-jax archives (``.zip``) are read by content, text otherwise."""
+    module, _, notes = read_module(path)
+    return module, notes
+
+
+def read_module(path: str) -> tuple[Module, str | None, tuple[str, ...]]:
+    """:func:`load_module_with_notes` with the HLO text the module was parsed from (None for
+    HloProto bytes and archives), each file read once (the TUI's line lookups keep the text)."""
     binary = _read_binary(path)
     if binary is not None:
         data, name, notes = binary
         module = parse_hlo_proto(data, name)
         module.source_path = name
-        return module, notes
+        return module, None, notes
     text, name, notes = _read(path)
     module = parse_text(text, name)
     module.source_path = None if name == "<stdin>" else os.fspath(name)
-    return module, notes
+    return module, text, notes
+
+
+def is_binary_module(head: bytes, name: str) -> bool:
+    """Whether a file whose first bytes are ``head`` is read by content as HloProto bytes or an
+    nsys-jax archive (not as text): what the loader decides before decoding anything."""
+    if head.startswith(_ZIP_MAGIC):
+        return True
+    return looks_like_hlo_proto(head) and (b"\0" in head or name.endswith((".pb", ".pb.xz", ".xz")))
 
 
 def _read_binary(path: str) -> tuple[bytes, str, tuple[str, ...]] | None:
@@ -226,7 +241,7 @@ def _read_binary(path: str) -> tuple[bytes, str, tuple[str, ...]] | None:
     if head.startswith(_ZIP_MAGIC):
         data, name, more = read_archive_module(p)
         return data, name, notes + more
-    if not looks_like_hlo_proto(head) or (b"\0" not in head and not p.name.endswith((".pb", ".pb.xz", ".xz"))):
+    if not is_binary_module(head, p.name):
         return None
     try:
         return p.read_bytes(), str(p), notes

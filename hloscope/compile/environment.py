@@ -8,11 +8,15 @@ CUDA PJRT plugin then still offers compile-only GPU topologies.
 from __future__ import annotations
 
 import contextlib
+import importlib.abc
+import importlib.machinery
 import os
 import re
 import sys
 import tempfile
+import types
 from collections.abc import Iterator
+from typing import Any
 
 from hloscope.errors import EXIT_ENVIRONMENT, HloscopeError
 
@@ -75,6 +79,59 @@ def quiet_native_stderr() -> Iterator[None]:
     """Hide the plugin's no-GPU chatter on file descriptor 2; keep everything else."""
     with capture_native_stderr():
         yield
+
+
+class _QuietLoader(importlib.abc.Loader):
+    """jax's own loader, run inside :func:`quiet_native_stderr`; put back once jax is loaded."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
+        module: types.ModuleType | None = self._inner.create_module(spec)
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        try:
+            with quiet_native_stderr():
+                self._inner.exec_module(module)
+        finally:
+            module.__loader__ = self._inner
+            if module.__spec__ is not None:
+                module.__spec__.loader = self._inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _QuietJaxImport(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: for the first ``import jax`` it hands back jax's own spec with its
+    loader wrapped in :class:`_QuietLoader`, then leaves ``sys.meta_path``."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname != "jax":
+            return None
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _QuietLoader(spec.loader)
+        return spec
+
+
+def quiet_first_jax_import() -> None:
+    """Keep the CUDA plugin's no-GPU lines off stderr when the user's script imports jax.
+
+    ``import jax`` discovers the CUDA plugin, whose shared library logs absl's "Could not
+    find cuda drivers on your machine" (``cudart_stub.cc``) three times straight to file
+    descriptor 2 while it loads, before absl is initialized, so no log level
+    (``TF_CPP_MIN_LOG_LEVEL``) reaches it. ``import hloscope`` calls this: a later first
+    ``import jax`` runs inside :func:`quiet_native_stderr` (what is not that noise is passed
+    on). Nothing happens when jax is already imported or the machine has a GPU.
+    """
+    if "jax" in sys.modules or _has_gpu() or any(isinstance(f, _QuietJaxImport) for f in sys.meta_path):
+        return
+    sys.meta_path.insert(0, _QuietJaxImport())
 
 
 #: The one line to print when JAX's backend started before hloscope could configure it.

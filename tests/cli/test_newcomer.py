@@ -59,3 +59,32 @@ def test_cpu_text_on_stdin_is_known_by_its_backend_config(monkeypatch: pytest.Mo
 def test_a_gpu_dump_gets_no_backend_note(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["analyze", str(GPU_DUMP)]) == 0
     assert "compiled for the CPU" not in capsys.readouterr().err
+
+
+def test_svg_text_asks_for_fonts_a_plain_machine_has(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The layout is measured in DejaVu Sans (graphviz-pure has its metrics; with a list of families
+    # it falls back to narrow Times, and the text would overflow); the SVG lists fallbacks after it.
+    out = tmp_path / "s.svg"
+    assert main(["dot", str(ROOT / "fixtures" / "llama_offload.hlo.txt"), "--schedule", "main.27_spmd",
+                 "-o", str(out), "--renderer", "graphviz-pure"]) == 0
+    import re
+
+    families = set(re.findall(r'font-family="([^"]*)"', out.read_text()))
+    assert families == {"DejaVu Sans, Verdana, Helvetica, Arial, sans-serif"}
+    assert "no hard-coded metrics" not in capsys.readouterr().err
+
+
+def test_argparse_errors_name_the_command_once(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["dot", str(ROOT / "fixtures" / "llama_offload.hlo.txt")]) == 2
+    err = capsys.readouterr().err
+    assert err == "hloscope: error: dot: one of the arguments --transfer --computation --schedule --calls is required\n"
+
+
+def test_markdown_escapes_only_what_markdown_acts_on() -> None:
+    from hloscope.render.check_markdown import md
+
+    assert md("hloscope-out/step/llama.py:67 a.b, 3+4=7; 50% 'q' \"d\" {x} ^") == \
+        "hloscope-out/step/llama.py:67 a.b, 3+4=7; 50% 'q' \"d\" {x} ^"
+    # What GitHub acts on stays inert: cells, code, links (also bare autolinks), emphasis, mentions, math.
+    assert md("a|b `c` [d](e) http://x.y www.x.y *f* _g_ ~h~ @team #1 $m$ <i> &") == (
+        "a\\|b \\`c\\` \\[d\\]\\(e\\) http\\://x.y www\\.x.y \\*f\\* \\_g\\_ \\~h\\~ \\@team \\#1 \\$m\\$ &lt;i&gt; &amp;")

@@ -88,3 +88,19 @@ def test_markdown_escapes_only_what_markdown_acts_on() -> None:
     # What GitHub acts on stays inert: cells, code, links (also bare autolinks), emphasis, mentions, math.
     assert md("a|b `c` [d](e) http://x.y www.x.y *f* _g_ ~h~ @team #1 $m$ <i> &") == (
         "a\\|b \\`c\\` \\[d\\]\\(e\\) http\\://x.y www\\.x.y \\*f\\* \\_g\\_ \\~h\\~ \\@team \\#1 \\$m\\$ &lt;i&gt; &amp;")
+
+
+def test_gb200_fallback_reason_is_explained_in_the_scheduler_line() -> None:
+    # The manifest's scheduler record of `hloscope compile --target gb200 --devices 8` (jaxlib 0.10.2):
+    # XLA's reason lists 72 device ids; the line keeps XLA's words with each group shortened.
+    from hloscope.analysis.inputs import ScheduleRun
+    from hloscope.render.scheduler_text import scheduler_line
+
+    groups = ",".join("{" + ",".join(str(i) for i in range(k, k + 18)) + "}" for k in (0, 18, 36, 54))
+    run = ScheduleRun.from_record({"name": "lhs", "estimator": "approximate", "requested": "lhs",
+                                   "source": "optimized HLO and XLA's log", "sol_table": "default",
+                                   "reason": "FAILED_PRECONDITION: Non homogenous replica group: {" + groups + "}"})
+    assert scheduler_line(run) == (
+        "scheduler: lhs, approximate estimator (XLA fell back: its speed-of-light estimator could not build its "
+        "collective model for this topology, FAILED_PRECONDITION: Non homogenous replica group: "
+        "{{0..17},{18..35},{36..53},{54..71}}; docs/targets.md)")

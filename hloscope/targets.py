@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_UNKNOWN_NAME, HloscopeError
+from hloscope.vocab import Direction, LinkMode
 
 GB = 1e9
 TB = 1e12
 
 #: How the cost model reads a host link: its measured (achieved) or its peak bandwidth.
-LINK_MODES = ("achieved", "peak")
-DEFAULT_LINK_MODE = "achieved"
+LINK_MODES: tuple[str, ...] = tuple(LinkMode)
+DEFAULT_LINK_MODE = LinkMode.ACHIEVED
 
 
 @dataclass(frozen=True)
@@ -99,16 +100,16 @@ class Target:
     nvlink_hop_us: float = 2.5
     network_hop_us: float = 2.5
 
-    def host_link_bandwidth(self, direction: str, mode: str = DEFAULT_LINK_MODE) -> float:
+    def host_link_bandwidth(self, direction: Direction, mode: LinkMode | str = DEFAULT_LINK_MODE) -> float:
         """Bytes/s one GPU gets from its host link in ``direction`` (``to_host`` or
         ``to_device``), reading the ``achieved`` or ``peak`` figure, divided among the
         ``host_link_gpus`` GPUs that share the link (they stream at once in SPMD)."""
         if mode not in LINK_MODES:
             raise ValueError(f"link mode must be one of {', '.join(LINK_MODES)}, not {mode!r}")
-        to_host = direction == "to_host"
+        to_host = Direction(direction) is Direction.TO_HOST
         peak = self.host_link_to_host if to_host else self.host_link_to_device
         bw = peak
-        if mode == "achieved":
+        if mode == LinkMode.ACHIEVED:
             achieved = self.host_link_achieved_to_host if to_host else self.host_link_achieved_to_device
             bw = achieved if achieved is not None else peak
         return bw / self.host_link_gpus
@@ -160,6 +161,7 @@ class Target:
 
 _PCIE5 = 64 * GB  # PCIe Gen5 x16: 128 GB/s bidirectional, 64 GB/s each way
 _PCIE5_ACHIEVED = 55 * GB  # copies achieve about 52-57 GB/s of the 64 (docs/targets.md)
+_PCIE4 = 32 * GB  # PCIe Gen4 x16: 64 GB/s bidirectional, 32 GB/s each way
 _C2C = 450 * GB  # NVLink-C2C: 900 GB/s bidirectional, 450 GB/s each way
 _C2C_ACHIEVED_TO_DEVICE = 375 * GB  # measured on GH200 (docs/targets.md)
 _C2C_ACHIEVED_TO_HOST = 297 * GB
@@ -188,6 +190,16 @@ BUILTIN_TARGETS: dict[str, Target] = {
                host_link_achieved_to_host=_C2C_ACHIEVED_TO_HOST, host_link_achieved_to_device=_C2C_ACHIEVED_TO_DEVICE,
                host_link_gpus=2, host_memory_per_gpu=int(480 * GB) // 2, gpus_per_host=4,
                hosts_per_nvlink_domain=18, peak_fp4_flops=10000e12),
+        # Ampere has no FP8 tensor cores: FP8 math runs at the BF16 peak at best. The 40GB part's
+        # memory size and shared memory are those of the GpuTargetConfig nsys-jax dumped on one.
+        Target("a100-sxm4-40gb", "NVIDIA A100-SXM4-40GB", (8, 0), 108, 1.41, 40 * 2**20, 42505273344,
+               1555e9, 312e12, 312e12, 19.5e12, _PCIE4, _PCIE4, "PCIe Gen4 x16", 300 * GB,
+               shared_memory_per_core=167936, shared_memory_per_block_optin=166912,
+               host_memory_per_gpu=int(1 * TB) // 8),
+        Target("a100-sxm4-80gb", "NVIDIA A100-SXM4-80GB", (8, 0), 108, 1.41, 40 * 2**20, 80 * 2**30,
+               2039e9, 312e12, 312e12, 19.5e12, _PCIE4, _PCIE4, "PCIe Gen4 x16", 300 * GB,
+               shared_memory_per_core=167936, shared_memory_per_block_optin=166912,
+               host_memory_per_gpu=int(2 * TB) // 8),
     )
 }
 

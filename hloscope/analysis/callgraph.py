@@ -54,13 +54,13 @@ class CallGraph:
     @property
     def graph(self) -> nx.DiGraph:
         """The call graph as a networkx DiGraph over computation names (built on each access: for
-        views); edge data ``kind``, ``via`` (calling instruction name), ``trip_count`` (XLA's
-        ``known_trip_count`` of a while body's loop, else None)."""
+        views); edge data ``kind``, ``via`` (calling instruction name), ``trip_count`` (a while
+        body's :meth:`trip_count`, else None)."""
         g: nx.DiGraph = nx.DiGraph()
         if self.module is not None:
             g.add_nodes_from(self.module.computations)
         for e in self.edges:
-            trip = e.via.known_trip_count if e.kind == "while_body" else None
+            trip = self.trip_count(e.via) if e.kind == "while_body" else None
             g.add_edge(e.caller, e.callee, kind=e.kind, via=e.via.name, trip_count=trip)
         return g
 

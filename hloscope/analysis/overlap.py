@@ -26,6 +26,7 @@ from enum import Enum
 from hloscope.analysis.cost import CostModel
 from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.kinds import PairKind, Reason, SegmentKind, VerdictKind
+from hloscope.analysis.measured import MeasuredProfile
 from hloscope.analysis.opclass import OpClass, collective_kind, is_free
 from hloscope.analysis.pairs import AsyncPair
 from hloscope.analysis.timeline import Timeline
@@ -42,6 +43,7 @@ from hloscope.analysis.verdict import (
 )
 from hloscope.hlo.model import Instruction
 from hloscope.hlo.shape import HOST_MEMORY_SPACE
+from hloscope.vocab import LinkMode
 
 
 @dataclass(frozen=True)
@@ -56,13 +58,16 @@ class AnalysisOptions:
     simulated wait at their done; False judges by the window alone.
     measured_us: (instruction name, µs) pairs measured on a GPU (``hloscope.analysis.calibration``)
     that replace the cost model's figure for those instructions.
+    compare_with: a measured profile (``hloscope.analysis.measured``) to put beside the model's
+    figures (``Report.measured``); it changes no figure (``measured_us`` does that).
     """
 
     host_space: int = HOST_MEMORY_SPACE
     thresholds: Thresholds = DEFAULT_THRESHOLDS
-    link_mode: str = "achieved"
+    link_mode: LinkMode = LinkMode.ACHIEVED
     simulate: bool = True
     measured_us: tuple[tuple[str, float], ...] = ()
+    compare_with: MeasuredProfile | None = None
 
 
 def window_segments(index: ModuleIndex, start: Instruction, done: Instruction, crossed: bool) -> list[WindowSegment]:

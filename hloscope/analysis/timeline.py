@@ -19,8 +19,9 @@ resources, all in microseconds from the start of the step:
 - ``async``: other async ops (not transfers, not collectives), in order.
 - ``host link D->H`` / ``host link H->D``: one per direction. Transfers on one
   link share its bandwidth while they overlap (each of n gets 1/n), at the
-  per-GPU bandwidth of ``Target.host_link_bandwidth``; a transfer's bytes enter
-  the link ``Target.host_dma_latency_us`` after its start is issued.
+  per-GPU bandwidth of ``CostModel.link_bandwidth``; a transfer's bytes enter
+  the link ``CostModel.transfer_latency_us`` after its start is issued, so alone
+  on its link it takes ``CostModel.transfer_us`` (the windows' figure too).
 
 A while loop runs its body once per trip, carrying in-flight operations across
 the back edge, so a transfer started in one iteration and finished in the next
@@ -53,6 +54,7 @@ from hloscope.analysis.opclass import (
 from hloscope.analysis.pairs import AsyncPair
 from hloscope.analysis.transfers import HostTransfer
 from hloscope.hlo.model import Instruction, Module
+from hloscope.vocab import LinkMode
 
 
 class SliceKind(StrEnum):
@@ -168,7 +170,7 @@ class Timeline:
     ops. exposed_transfer_us / exposed_collective_us / other_wait_us: time it
     waited for transfers / collectives / other async ops (synchronous ones
     included); the four add up to step_us. loops: every loop run simulated, and
-    how. link_mode: ``achieved`` or ``peak``. scheduled: the module carried a
+    how. link_mode: the cost model's host-link figure. scheduled: the module carried a
     schedule (otherwise text order was replayed).
     """
 
@@ -180,7 +182,7 @@ class Timeline:
     exposed_collective_us: float
     other_wait_us: float
     loops: tuple[LoopRun, ...]
-    link_mode: str
+    link_mode: LinkMode
     scheduled: bool
 
     @property
@@ -334,7 +336,7 @@ class _Last:
 
 class _Sim:
     def __init__(self, module: Module, cost: CostModel, pairs: list[AsyncPair], transfers: list[HostTransfer],
-                 callgraph: CallGraph, link_mode: str, max_iterations: int, extrapolate: bool,
+                 callgraph: CallGraph, max_iterations: int, extrapolate: bool,
                  share_hbm: bool = True) -> None:
         self.module = module
         self.callgraph = callgraph
@@ -346,14 +348,9 @@ class _Sim:
         for p in pairs:
             self.starts_of.setdefault((p.done.computation, p.done.name), []).append(
                 (p.start.computation, p.start.name))
-        tgt = cost.target
-        self.links = {
-            Direction.TO_HOST: _Link(tgt.host_link_bandwidth(Direction.TO_HOST, link_mode) / 1e6),
-            Direction.TO_DEVICE: _Link(tgt.host_link_bandwidth(Direction.TO_DEVICE, link_mode) / 1e6),
-        }
-        self.link_mode = link_mode
-        self.dma_latency = tgt.host_dma_latency_us
-        self.hbm_per_us = tgt.hbm_bandwidth / 1e6
+        self.links = {d: _Link(cost.link_bandwidth(d) / 1e6) for d in Direction}
+        self.dma_latency = cost.transfer_latency_us
+        self.hbm_per_us = cost.target.hbm_bandwidth / 1e6
         self.link_list = list(self.links.values())
         self.share_hbm = share_hbm
         self.t = 0.0
@@ -671,18 +668,17 @@ def _overlapping(slices: list[Slice], starts: list[float], lo: float, hi: float)
 
 
 def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], transfers: list[HostTransfer],
-                  callgraph: CallGraph, link_mode: str | None = None, max_iterations: int = 6,
+                  callgraph: CallGraph, max_iterations: int = 6,
                   extrapolate: bool = True, share_hbm: bool = True) -> Timeline:
     """Replay the entry computation's schedule and time every op, transfer and wait.
 
-    ``link_mode`` defaults to the cost model's; ``max_iterations`` bounds the
+    Host links run at the cost model's bandwidth (its ``link_mode``); ``max_iterations`` bounds the
     iterations simulated per loop run before the rest are extrapolated;
     ``extrapolate=False`` simulates every iteration (slow on long loops; tests).
     ``callgraph``: the module's call graph (its trip counts, computed once per loop).
     ``share_hbm=False``: transfers keep their link's bandwidth beside memory-bound kernels.
     """
-    mode = link_mode or cost.link_mode
-    sim = _Sim(module, cost, pairs, transfers, callgraph, mode, max_iterations, extrapolate, share_hbm)
+    sim = _Sim(module, cost, pairs, transfers, callgraph, max_iterations, extrapolate, share_hbm)
     sim.run(module.entry_name)
     sim.drain()
     step = sim.t
@@ -697,7 +693,7 @@ def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], trans
         if t.is_annotation:
             continue
         last = sim.last.get(key)
-        transfer_us = sim.dma_latency + t.bytes / sim.links[t.direction].bw
+        transfer_us = cost.transfer_us(t.bytes, t.direction)
         if last is None:
             timings[key] = TransferTiming(
                 computation=t.computation, start=t.instruction.name, done=None, done_computation=None,
@@ -725,4 +721,4 @@ def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], trans
         )
     a = sim.acc
     return Timeline({r: tuple(v) for r, v in slices.items()}, timings, step, a.compute, a.xfer, a.coll, a.other,
-                    tuple(sim.loops.values()), mode, module.is_scheduled)
+                    tuple(sim.loops.values()), cost.link_mode, module.is_scheduled)

@@ -178,13 +178,17 @@ def _name_list(v: str) -> list[str]:
 
 @dataclass(slots=True)
 class Computation:
-    """A named computation; ``instructions`` in text (= schedule) order."""
+    """A named computation; ``instructions`` in text (= schedule) order.
+
+    execution_thread: the thread XLA runs it on (``}, execution_thread="host"`` after
+    its closing brace: host compute offload); ``"main"`` when the text names none."""
 
     name: str
     is_entry: bool
     line: int
     instructions: list[Instruction] = field(default_factory=list)
     by_name: dict[str, Instruction] = field(default_factory=dict)
+    execution_thread: str = "main"
 
     @property
     def root(self) -> Instruction | None:

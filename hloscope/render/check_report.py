@@ -4,7 +4,8 @@ A check format has a ``name``, a file ``extension`` and one method,
 ``render(result, out)``, which writes a :class:`~hloscope.check.run.CheckResult`
 to the text stream ``out``. :data:`CHECK_FORMATS` maps names to formats:
 ``text`` (``check_text``), ``json`` (``check_json``), ``junit``
-(``check_junit``), ``github`` (``check_github``), ``markdown`` (``check_markdown``). Every format words a
+(``check_junit``), ``github`` (``check_github``), ``markdown`` (``check_markdown``), ``sarif`` (``check_sarif``,
+SARIF 2.1.0 for code scanning). Every format words a
 violation the same way, through ``check_words``. To add a format, write its
 module and add an instance to the tuple below.
 """
@@ -19,6 +20,7 @@ from hloscope.render.check_github import GithubFormat
 from hloscope.render.check_json import CHECK_SCHEMA, JsonFormat
 from hloscope.render.check_junit import JunitFormat
 from hloscope.render.check_markdown import MarkdownFormat
+from hloscope.render.check_sarif import SarifFormat
 from hloscope.render.check_text import TextFormat
 from hloscope.render.check_words import change_text, diff_lines, tensor_text, user_source, violation_lines
 
@@ -31,7 +33,7 @@ class CheckFormat(Protocol):
 
 
 CHECK_FORMATS: dict[str, CheckFormat] = {f.name: f for f in (TextFormat(), JsonFormat(), JunitFormat(), GithubFormat(),
-                                                             MarkdownFormat())}
+                                                             MarkdownFormat(), SarifFormat())}
 
 
 def get_check_format(name: str) -> CheckFormat:

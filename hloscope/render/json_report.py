@@ -11,6 +11,7 @@ from hloscope.analysis.report import Report
 from hloscope.analysis.timeline import TransferTiming
 from hloscope.analysis.verdict import FirstUse, InputReady, Verdict
 from hloscope.render.intent_text import intent_dict
+from hloscope.render.measured_text import measured_dict
 from hloscope.render.memory_text import memory_dict
 from hloscope.render.options import RenderOptions
 from hloscope.render.scheduler_text import scheduler_dict
@@ -152,6 +153,8 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         out["memory"] = _plain(memory_dict(report.memory))
     if report.compile is not None:
         out["compile"] = _plain(report.compile)
+    if report.measured is not None:
+        out["measured"] = measured_dict(report.measured)
     return out
 
 

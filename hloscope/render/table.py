@@ -10,6 +10,7 @@ from hloscope.analysis.report import Report
 from hloscope.analysis.verdict import Verdict
 from hloscope.hlo.loader import ARTIFACT_NOTE
 from hloscope.render.intent_text import intent_lines
+from hloscope.render.measured_text import measured_lines
 from hloscope.render.memory_text import memory_lines
 from hloscope.render.options import RenderOptions
 from hloscope.render.scheduler_text import scheduler_line
@@ -32,10 +33,10 @@ def format_columns(headers: list[str], rows: list[list[str]]) -> list[str]:
 
 def link_figures(report: Report) -> str:
     """Per-GPU host link bandwidth used for the estimates, per direction, in GB/s."""
-    mode = report.options.link_mode
+    mode = report.cost.link_mode
     t = report.target
-    d2h = t.host_link_bandwidth("to_host", mode) / 1e9
-    h2d = t.host_link_bandwidth("to_device", mode) / 1e9
+    d2h = report.cost.link_bandwidth(Direction.TO_HOST) / 1e9
+    h2d = report.cost.link_bandwidth(Direction.TO_DEVICE) / 1e9
     shared = f", shared by {t.host_link_gpus} GPUs" if t.host_link_gpus > 1 else ""
     return f"{d2h:.1f} GB/s D->H, {h2d:.1f} GB/s H->D per GPU, {mode}{shared}"
 
@@ -149,5 +150,8 @@ class TableRenderer:
             lines.append("note: trip count unknown for " + ", ".join(s.unknown_trip_counts) + " (counted once)")
         lines += xla_legend(report)
         lines += memory_lines(report)
-        lines.append("all *us figures are roofline estimates (docs/cost-model.md), not measurements")
+        if report.measured is not None:
+            lines += measured_lines(report.measured)
+        lines.append("all *us figures are roofline estimates (docs/cost-model.md), not measurements"
+                     + ("; the measured ones are marked so" if report.measured is not None else ""))
         return lines

@@ -49,10 +49,11 @@ def test_manifest_names_sources_and_commit() -> None:
 
 def test_counts() -> None:
     # The figures of the corpus (jaxlib 0.10.2): 685 module strings (688 before three modules split over
-    # two raw strings each were joined), 601 accepted by XLA, 61 of the others read by hloscope on purpose.
+    # two raw strings each were joined), 601 accepted by XLA, 49 of the others read by hloscope on purpose
+    # (61 before the 12 malformed async chains of the parser test were rejected as XLA's parser does).
     accepted = [e for e in ENTRIES if e["xla_accepts"]]
     on_purpose = [e for e in ENTRIES if "accepted_on_purpose" in e]
-    assert (len(ENTRIES), len(accepted), len(on_purpose)) == (685, 601, 61)
+    assert (len(ENTRIES), len(accepted), len(on_purpose)) == (685, 601, 49)
     assert not any(e["accepted_on_purpose"].startswith("UNCLASSIFIED") for e in on_purpose)
     assert {e["accepted_on_purpose"] for e in on_purpose} <= {why for _, why in ACCEPTED_ON_PURPOSE}
 

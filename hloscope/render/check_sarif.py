@@ -1,0 +1,144 @@
+"""Check results as a SARIF 2.1.0 log, for code-scanning services (GitHub, GitLab, Azure DevOps, VS Code).
+
+One run, one result per violation. ``tool.driver.rules`` is the rule table
+(``check.rules.RULES``) plus ``baseline``; a result's ``ruleIndex`` points into it.
+A result's location is the user's source line of the moved tensor when the
+report knows it (relative to the working folder, under ``uriBaseId``
+``SRCROOT``, when it lies there; an absolute ``file://`` URI otherwise), else the
+transfer instruction's line in the HLO file that was checked; its
+``logicalLocations`` name the instruction in its computation. A step-wide
+violation (``max-exposed-us``) is located at the HLO file. Violations an allow
+entry covers are results with an external ``suppressions`` entry holding its
+reason, so code scanning shows them as dismissed, not gone.
+
+``partialFingerprints['hloscopeTransfer/v1']`` is the baseline's transfer key
+(name, source, direction, occurrence: ``check.keys``), stable across compiles that
+renumber instructions, so an alert keeps its identity from one run to the next.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, TextIO
+
+from hloscope import __version__
+from hloscope.check.allow import AllowEntry
+from hloscope.check.rules import RULES, Violation
+from hloscope.check.run import CheckResult
+from hloscope.render.check_words import violation_lines
+
+SARIF_VERSION = "2.1.0"
+SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
+_BASELINE_MEANING = "no regression against the baseline (a transfer newly exposed, slower or gone)"
+
+
+def _rule_descriptors() -> list[dict[str, Any]]:
+    rules = [(r.name, r.meaning) for r in RULES.values()] + [("baseline", _BASELINE_MEANING)]
+    return [{"id": name, "name": "".join(p.capitalize() for p in name.split("-")),
+             "shortDescription": {"text": meaning},
+             "help": {"text": f"hloscope check --{name}: passes when {meaning} (docs/ci.md)"},
+             "defaultConfiguration": {"level": "error"}} for name, meaning in rules]
+
+
+def _artifact(path: str) -> dict[str, Any]:
+    """``path`` relative to the working folder under SRCROOT when it lies there, else an absolute file URI."""
+    p = Path(path)
+    absolute = p if p.is_absolute() else Path.cwd() / p
+    try:
+        rel = os.path.relpath(absolute)
+    except ValueError:
+        rel = ".."
+    if not rel.startswith(".."):
+        return {"uri": Path(rel).as_posix(), "uriBaseId": "SRCROOT"}
+    return {"uri": absolute.as_uri()}
+
+
+def _folder_uri(folder: Path) -> str:
+    """A folder's absolute URI, ending in ``/`` as SARIF wants of a base (``file:///`` for the root)."""
+    uri = folder.as_uri()
+    return uri if uri.endswith("/") else uri + "/"
+
+
+def _location(v: Violation, hlo_file: str | None) -> dict[str, Any] | None:
+    rec = v.record
+    loc: dict[str, Any] = {}
+    if rec is not None and rec.full_source:
+        file, _, line = rec.full_source.rpartition(":")
+        if file and line.isdigit() and int(line) > 0:
+            loc["physicalLocation"] = {"artifactLocation": _artifact(file), "region": {"startLine": int(line)}}
+    if "physicalLocation" not in loc and hlo_file is not None:
+        phys: dict[str, Any] = {"artifactLocation": _artifact(hlo_file)}
+        if rec is not None and rec.line > 0:
+            phys["region"] = {"startLine": rec.line}
+        loc["physicalLocation"] = phys
+    if rec is not None and rec.instruction:
+        loc["logicalLocations"] = [{"name": rec.instruction, "kind": "instruction",
+                                    "fullyQualifiedName": f"{rec.computation}/{rec.instruction}"}]
+    return loc or None
+
+
+def _result(v: Violation, index: dict[str, int], hlo_file: str | None, result: CheckResult,
+            allowed: AllowEntry | None = None) -> dict[str, Any]:
+    lines = violation_lines(v, result.subject.report)
+    out: dict[str, Any] = {"ruleId": v.rule, "ruleIndex": index[v.rule], "level": "error",
+                           "message": {"text": "\n".join(lines)}}
+    loc = _location(v, hlo_file)
+    if loc is not None:
+        out["locations"] = [loc]
+    rec = v.record
+    if rec is not None:
+        k = rec.key
+        key = f"{v.rule}|{k.direction}|{k.name}|{k.source}|{k.occurrence}"
+        out["partialFingerprints"] = {"hloscopeTransfer/v1": key}
+    props: dict[str, Any] = {}
+    if v.actual is not None:
+        props["actual"] = v.actual
+    if v.limit is not None:
+        props["limit"] = v.limit
+    if rec is not None:
+        props.update(verdict=str(rec.verdict), bytes=rec.bytes, executions=rec.executions,
+                     exposedUsPerStep=round(rec.exposed_us_per_step, 3))
+    if props:
+        out["properties"] = props
+    if allowed is not None:
+        out["suppressions"] = [{"kind": "external", "justification": allowed.reason or allowed.describe()}]
+    return out
+
+
+def _hlo_file(result: CheckResult) -> str | None:
+    """The HLO file checked, when the subject is one file (a folder's module has no single line to point at)."""
+    label = result.subject.report.inputs.label
+    return label if label and label != "-" and Path(label).is_file() else None
+
+
+def sarif_log(result: CheckResult) -> dict[str, Any]:
+    """The SARIF 2.1.0 log of ``result`` as a JSON-ready dict."""
+    rules = _rule_descriptors()
+    index = {r["id"]: i for i, r in enumerate(rules)}
+    hlo = _hlo_file(result)
+    results = [_result(v, index, hlo, result) for v in result.violations]
+    results += [_result(v, index, hlo, result, entry) for v, entry in result.allowed]
+    rep = result.subject.report
+    run: dict[str, Any] = {
+        "tool": {"driver": {"name": "hloscope", "version": __version__, "rules": rules}},
+        "originalUriBaseIds": {"SRCROOT": {"uri": _folder_uri(Path.cwd())}},
+        "results": results,
+        "invocations": [{"executionSuccessful": True}],
+        "properties": {"subject": result.subject.label, "target": rep.target.name, "passed": result.passed,
+                       "rules": {k: v if isinstance(v, (bool, int, float, str, list)) else str(v)
+                                 for k, v in result.rules.items()}},
+    }
+    return {"$schema": SARIF_SCHEMA_URI, "version": SARIF_VERSION, "runs": [run]}
+
+
+class SarifFormat:
+    """SARIF 2.1.0: one result per violation at the user's source line (else the HLO line)."""
+
+    name = "sarif"
+    extension = ".sarif"
+
+    def render(self, result: CheckResult, out: TextIO) -> None:
+        json.dump(sarif_log(result), out, indent=2)
+        out.write("\n")

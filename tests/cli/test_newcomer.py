@@ -104,3 +104,31 @@ def test_gb200_fallback_reason_is_explained_in_the_scheduler_line() -> None:
         "scheduler: lhs, approximate estimator (XLA fell back: its speed-of-light estimator could not build its "
         "collective model for this topology, FAILED_PRECONDITION: Non homogenous replica group: "
         "{{0..17},{18..35},{36..53},{54..71}}; docs/targets.md)")
+
+
+def test_a_wide_transfer_window_is_capped_with_what_was_left_out(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    # dynamic-update-slice-start.6 in the llama fixture: an 80-instruction window (31 compute, 1
+    # collective). At 150 nodes it drew 5119 x 2022 pt; now 48 nodes, both ends of the window kept.
+    out = tmp_path / "t.svg"
+    assert main(["dot", str(ROOT / "fixtures" / "llama_offload.hlo.txt"), "--transfer",
+                 "dynamic-update-slice-start.6", "-o", str(out), "--renderer", "graphviz-pure"]) == 0
+    err = capsys.readouterr().err
+    import re
+
+    note = next(ln for ln in err.splitlines() if ln.startswith("hloscope: note: showing 48 of "))
+    m = re.search(r"(\d+) window op\(s\) #(\d+)\.\.#(\d+), the rest neighbours\); widen with --max-nodes (\d+)", note)
+    assert m is not None, note
+    width, height = (float(x) for x in re.search(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"',
+                                                 out.read_text()).groups())  # type: ignore[union-attr]
+    assert width <= 24 * 72 and height <= 16 * 72
+    # the ops right after the start and right before the done are drawn; the middle was cut
+    from hloscope.render.dot import build_view
+    from tests.conftest import fixture_report
+
+    report = fixture_report("llama_offload.hlo.txt")
+    v = next(v for v in report.verdicts if v.transfer.instruction.name == "dynamic-update-slice-start.6")
+    window = v.window_instructions(report.module)
+    source = build_view(report, "transfer", "dynamic-update-slice-start.6").graph.source
+    assert f"/{window[0].name}\"" in source and f"/{window[-1].name}\"" in source
+    assert int(m.group(2)) > window[0].position and int(m.group(3)) < window[-1].position

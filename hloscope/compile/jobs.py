@@ -59,7 +59,7 @@ def compile_job(request: CompileRequest, phase: Callable[[str], None] | None = N
             raise HloscopeError("--fn needs --args describing its abstract arguments", EXIT_BAD_INPUT)
         mesh = make_mesh(tgt, request.devices)
         fn = load_user_fn(request.fn, request.cwd or os.getcwd())
-        abstract = parse_args_spec(request.args, mesh)
+        abstract = parse_args_spec(request.args, mesh, request.cwd or os.getcwd())
         result = compile_step(fn, *abstract, mesh=mesh, target=tgt, flags=flags, scheduler=request.scheduler,
                               pipelined_offload=request.pipelined, phase=phase, cache=True,
                               memory_fraction=request.memory_fraction)

@@ -413,6 +413,20 @@ class CostModel:
     def _compute_op_cost(self, ins: Instruction) -> OpCost:
         if is_free(ins):
             return _FREE_COST
+        flops, effective, dtype, nbytes = self.roofline_terms(ins)
+        compute = effective / self.target.peak_flops(dtype) * 1e6
+        memory = nbytes / self.target.hbm_bandwidth * 1e6
+        # memory-bound: HBM is its limit and keeps busy for at least half its run (launch included)
+        bound = nbytes > 0 and memory >= compute and memory >= self.target.kernel_launch_us
+        measured = self.measured.get(ins.name)
+        if measured is not None:
+            return OpCost(flops, nbytes, measured, bound)
+        return OpCost(flops, nbytes, max(compute, memory) + self.target.kernel_launch_us, bound)
+
+    def roofline_terms(self, ins: Instruction) -> tuple[float, float, str, int]:
+        """(FLOPs, FLOPs over the tiling efficiency, the math's element type, HBM bytes) of one
+        execution of a compute instruction: what the roofline divides by the peak and the
+        bandwidth (``hloscope.analysis.calibrate`` fits those two against measured times)."""
         flops, dtype = 0.0, ins.shape.element_type
         effective = 0.0  # FLOPs over the tiling efficiency: what the peak is charged with
         if ins.opcode in ("dot", "convolution"):
@@ -438,15 +452,7 @@ class CostModel:
                 if attention:
                     flops = effective = attention
                     dtype = shapes[0].element_type
-        nbytes = self.hbm_bytes(ins)
-        compute = effective / self.target.peak_flops(dtype) * 1e6
-        memory = nbytes / self.target.hbm_bandwidth * 1e6
-        # memory-bound: HBM is its limit and keeps busy for at least half its run (launch included)
-        bound = nbytes > 0 and memory >= compute and memory >= self.target.kernel_launch_us
-        measured = self.measured.get(ins.name)
-        if measured is not None:
-            return OpCost(flops, nbytes, measured, bound)
-        return OpCost(flops, nbytes, max(compute, memory) + self.target.kernel_launch_us, bound)
+        return flops, effective, dtype, self.hbm_bytes(ins)
 
     def link_bandwidth(self, direction: Direction) -> float:
         """Bytes/s of one GPU's host link in ``direction`` under this model's link mode."""

@@ -1,16 +1,8 @@
-"""Measured GPU profiles beside the model: read one, then compare it with the step's estimates.
+"""Measured GPU profiles beside the model: the profile type, and its comparison with the step's estimates.
 
-Readers (chosen by content, :func:`read_measured`):
-
-- an nsys-jax archive (``.zip``): ``nvtx_gpu_proj_trace/trace.parquet`` (needs the
-  ``measured`` extra: pyarrow). Module ranges ``TSL:XlaModule:#hlo_module=M,program_id=N#``
-  are executions (their projected GPU duration is the step's measured time); their child
-  ranges ``TSL:Thunk:#...hlo_op=OP...#`` are the ops, with the projected GPU start and
-  duration of the kernels each launched, in nanoseconds (read here as µs).
-- an XLA PGLE profile (``ProfiledInstructionsProto``), text or binary (``profile.pb``): one
-  figure per op, no executions, no intervals.
-
-One :class:`MeasuredProfile` comes out: per op the median and spread over executions of its
+The readers (``hloscope.analysis.measured_read``: nsys-jax archives, Chrome trace JSON, PGLE
+profiles; ``hloscope.compile.xplane``: ``.xplane.pb`` through jaxlib) all build one
+:class:`MeasuredProfile` with :func:`profile_from_events`: per op the median and spread over executions of its
 time per execution, the step time of each execution, and the op intervals of the median
 execution (for the measured overlap of async ops). :func:`compare_measured` then puts the
 model's figure beside each one, per op class, and returns a frozen
@@ -19,29 +11,21 @@ model's figure beside each one, per op class, and returns a frozen
 
 from __future__ import annotations
 
-import re
 import statistics
-import zipfile
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
 
-from hloscope.analysis.calibration import parse_profile_bytes
 from hloscope.analysis.cost import CostModel
 from hloscope.analysis.index import ModuleIndex
-from hloscope.analysis.opclass import collective_kind, custom_call_target, is_done, is_free
+from hloscope.analysis.opclass import collective_kind, custom_call_target, is_done, is_free, value_shape
 from hloscope.analysis.pairs import AsyncPair
+from hloscope.analysis.transfers import HostTransfer
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.model import Instruction
-from hloscope.vocab import Direction
 
-__all__ = ["MeasuredComparison", "MeasuredProfile", "OpClassName", "compare_measured", "read_measured"]
-
-_MODULE_RE = re.compile(r"^TSL:XlaModule:#hlo_module=([^,#]+),program_id=(\d+)#")
-_THUNK_RE = re.compile(r"hlo_op=([^,#]+)")
-_TRACE = "nvtx_gpu_proj_trace/trace.parquet"
+__all__ = ["MeasuredComparison", "MeasuredProfile", "OpClassName", "compare_measured", "profile_from_events"]
 
 
 @dataclass(frozen=True)
@@ -89,93 +73,53 @@ class MeasuredProfile:
         return {n: s.median_us for n, s in self.ops.items()}
 
 
-def _bad(source: str, what: str) -> HloscopeError:
-    return HloscopeError(f"{source}: not a usable measured profile: {what}", EXIT_BAD_INPUT)
-
-
-def read_measured(path: str | Path, module_name: str = "") -> MeasuredProfile:
-    """The profile at ``path``, read by content. ``module_name``: which module's executions to
-    keep when the file has several (default: the one with the most op rows)."""
-    p = Path(path)
-    try:
-        head = p.open("rb").read(8)
-    except OSError as e:
-        raise HloscopeError(f"{p}: cannot read profile: {e.strerror or e}", EXIT_BAD_INPUT) from None
-    if not head:
-        raise _bad(str(p), "the file is empty")
-    if head.startswith(b"PK\x03\x04"):
-        return _read_nsys(p, module_name)
-    data = p.read_bytes()
-    return _read_pgle(data, str(p))
-
-
-def _read_pgle(data: bytes, source: str) -> MeasuredProfile:
-    times = parse_profile_bytes(data, source)
-    ops = {n: OpStats(n, us, 0.0, 1) for n, us in times.items()}
-    return MeasuredProfile(source, "pgle", "", (), ops)
-
-
-def _read_nsys(path: Path, module_name: str) -> MeasuredProfile:
-    try:
-        import pyarrow.parquet as pq  # type: ignore[import-not-found, import-untyped, unused-ignore]
-    except ImportError:
-        raise HloscopeError(f"{path}: reading an nsys-jax archive needs pyarrow: pip install 'hloscope[measured]'",
-                            EXIT_BAD_INPUT) from None
-    try:
-        with zipfile.ZipFile(path) as z:
-            if _TRACE not in z.namelist():
-                raise _bad(str(path), f"no {_TRACE} in this archive (is it an nsys-jax archive?)")
-            import io
-
-            table = pq.read_table(io.BytesIO(z.read(_TRACE)),
-                                  columns=["Name", "Projected Start", "Projected Duration", "RangeId", "ParentId"])
-    except (zipfile.BadZipFile, OSError, EOFError) as e:
-        raise _bad(str(path), f"not a readable .zip ({e}); is it truncated?") from None
-    except HloscopeError:
-        raise
-    except Exception as e:  # pyarrow's errors for a broken parquet file
-        raise _bad(str(path), f"{_TRACE} unreadable ({type(e).__name__}: {e})") from None
-    cols = table.to_pydict()
-    modules: dict[float, tuple[str, int, int]] = {}  # range id -> (name, start ns, duration ns)
-    for name, start, dur, rid in zip(cols["Name"], cols["Projected Start"], cols["Projected Duration"],
-                                     cols["RangeId"], strict=True):
-        m = _MODULE_RE.match(name or "")
-        if m and rid is not None:
-            modules[rid] = (m.group(1), int(start), int(dur))
-    thunks: dict[float, list[tuple[str, int, int]]] = defaultdict(list)
-    for name, start, dur, parent in zip(cols["Name"], cols["Projected Start"], cols["Projected Duration"],
-                                        cols["ParentId"], strict=True):
-        if name and name.startswith("TSL:Thunk:") and parent in modules:
-            m = _THUNK_RE.search(name)
-            if m:
-                thunks[parent].append((m.group(1), int(start), int(dur)))
-    if not thunks:
-        raise _bad(str(path), "no 'TSL:Thunk:#hlo_op=...#' rows under a 'TSL:XlaModule' range")
+def profile_from_events(source: str, kind: str, runs: Mapping[object, tuple[str, int, int]],
+                        events: Mapping[object, Sequence[tuple[str, int, int]]], module_name: str = "",
+                        ) -> MeasuredProfile:
+    """One profile from measured events, nanoseconds: ``runs`` maps an execution's key to (module,
+    start, duration); ``events`` maps the same key to its ops' (name, start, duration). Keeps the
+    executions of ``module_name`` (default: the module with the most op events); per op, the median
+    and spread over executions of its summed time per execution; the median execution's intervals."""
     rows_by_module: dict[str, int] = defaultdict(int)
-    for rid, rows in thunks.items():
-        rows_by_module[modules[rid][0]] += len(rows)
+    for key, rows in events.items():
+        if key in runs:
+            rows_by_module[runs[key][0]] += len(rows)
+    if not rows_by_module:
+        raise HloscopeError(f"{source}: not a usable measured profile: no op events inside a module execution",
+                            EXIT_BAD_INPUT)
     chosen = module_name if module_name in rows_by_module else max(rows_by_module, key=lambda k: rows_by_module[k])
-    runs = sorted((modules[rid][1], rid) for rid in thunks if modules[rid][0] == chosen)
-    steps = [modules[rid][2] / 1e3 for _, rid in runs]
+    order = sorted((runs[k][1], i, k) for i, k in enumerate(events) if k in runs and runs[k][0] == chosen)
+    keys = [k for _, _, k in order]
+    steps = [runs[k][2] / 1e3 for k in keys]
     per_op: dict[str, list[float]] = defaultdict(list)
     calls: dict[str, int] = {}
-    for _, rid in runs:
+    for k in keys:
         totals: dict[str, float] = defaultdict(float)
         count: dict[str, int] = defaultdict(int)
-        for op, _start, dur in thunks[rid]:
+        for op, _start, dur in events[k]:
             totals[op] += dur / 1e3
             count[op] += 1
         for op, us in totals.items():
             per_op[op].append(us)
             calls[op] = max(calls.get(op, 0), count[op])
     ops = {op: OpStats(op, statistics.median(v), max(v) - min(v), calls[op]) for op, v in per_op.items()}
-    med = sorted(range(len(runs)), key=lambda i: steps[i])[len(runs) // 2]
-    rid = runs[med][1]
-    t0 = modules[rid][1]
-    ordered = sorted(thunks[rid], key=lambda r: r[1])
+    median_key = keys[sorted(range(len(keys)), key=lambda i: steps[i])[len(keys) // 2]]
+    t0 = runs[median_key][1]
+    ordered = sorted(events[median_key], key=lambda r: r[1])
     intervals = tuple(Interval(op, (s - t0) / 1e3, (s + d - t0) / 1e3) for op, s, d in ordered)
-    others = tuple(sorted({n for n, _, _ in modules.values()} - {chosen}))
-    return MeasuredProfile(str(path), "nsys", chosen, tuple(steps), ops, intervals, others)
+    others = tuple(sorted({m for m, _, _ in runs.values()} - {chosen}))
+    return MeasuredProfile(source, kind, chosen, tuple(steps), ops, intervals, others)
+
+
+def runs_from_spans(events: Mapping[object, Sequence[tuple[str, int, int]]], modules: Mapping[object, str],
+                    ) -> dict[object, tuple[str, int, int]]:
+    """Executions timed by the span of their op events (a trace without module ranges: XLA:CPU)."""
+    out: dict[object, tuple[str, int, int]] = {}
+    for key, rows in events.items():
+        if rows and key in modules:
+            start = min(s for _, s, _ in rows)
+            out[key] = (modules[key], start, max(s + d for _, s, d in rows) - start)
+    return out
 
 
 # -- comparison -------------------------------------------------------------------------------
@@ -282,10 +226,8 @@ class MeasuredComparison:
         return self.matched_ops / self.measured_ops if self.measured_ops else 0.0
 
 
-def classify(ins: Instruction, cost: CostModel, host_starts: frozenset[str]) -> OpClassName:
-    """The class of one instruction (an async start counts as what it starts)."""
-    if ins.name in host_starts:
-        return OpClassName.HOST_TRANSFER
+def classify(ins: Instruction, cost: CostModel) -> OpClassName:
+    """The class of one instruction that is not a host transfer (an async start counts as what it starts)."""
     kind = collective_kind(ins)
     if kind:
         return _KINDS.get(kind.removesuffix("-start"), OpClassName.ALL_REDUCE)
@@ -299,22 +241,37 @@ def classify(ins: Instruction, cost: CostModel, host_starts: frozenset[str]) -> 
     return OpClassName.KERNEL
 
 
-def predicted_op_us(ins: Instruction, cost: CostModel) -> float:
-    """The model's time of one run of ``ins`` (a collective's ring time for a start)."""
+def predicted_op_us(ins: Instruction, cost: CostModel, transfer: HostTransfer | None = None) -> float:
+    """The model's time of one run of ``ins``: a host transfer's time on its link, a collective's
+    ring time for its start, a device-to-device copy-start's HBM read and write, else its roofline."""
+    if transfer is not None:
+        return cost.transfer_us(transfer.bytes, transfer.direction)
     if collective_kind(ins):
         return cost.collective_us(ins)
     if ins.opcode == "copy-start":
-        return cost.transfer_us(ins.shape.tuple_shapes[0].byte_size if ins.shape.is_tuple else ins.shape.byte_size,
-                                Direction.TO_HOST)
+        moved = value_shape(ins).byte_size
+        return 2 * moved / cost.target.hbm_bandwidth * 1e6 + cost.target.kernel_launch_us
     return cost.op_cost(ins).us
 
 
-def _owner(index: ModuleIndex) -> dict[str, Instruction]:
+def performer(index: ModuleIndex, ins: Instruction) -> Instruction:
+    """The instruction that says what ``ins`` does: itself, or the root an unsugared async start
+    calls (``async-start(...), calls=%wrapped``)."""
+    if ins.opcode == "async-start" and not ins.wrapped_opcode:
+        return index.wrapped_root(ins) or ins
+    return ins
+
+
+def owner_map(index: ModuleIndex) -> dict[str, Instruction]:
     """Instruction name -> the instruction whose figure it is: itself, or for an op inside an
     async computation, the async start (XLA names a wrapped collective's thunk after the op)."""
     by_name = dict(index.instructions_by_name)
+    for wrapped, start in index.module.async_wrapped.items():
+        got = index.instructions_by_name.get(start)
+        if got is not None:
+            by_name.setdefault(wrapped, got)
     for ins in list(by_name.values()):
-        if ins.opcode == "async-start":
+        if ins.opcode == "async-start" and not ins.wrapped_opcode:  # async-start(...), calls=%wrapped
             for c in ins.called_computations:
                 for inner in index.module.computations[c].instructions:
                     by_name[inner.name] = ins
@@ -322,11 +279,12 @@ def _owner(index: ModuleIndex) -> dict[str, Instruction]:
 
 
 def compare_measured(index: ModuleIndex, cost: CostModel, pairs: tuple[AsyncPair, ...],
-                     host_starts: frozenset[str], profile: MeasuredProfile,
+                     transfers: Sequence[HostTransfer], profile: MeasuredProfile,
                      step_us: float | None, waits_us: Mapping[str, float]) -> MeasuredComparison:
     """Each measured op beside the model's figure, per class; each async pair's measured
     overlap beside the simulated wait at its done (``waits_us``: done-start name -> µs)."""
-    owner = _owner(index)
+    owner = owner_map(index)
+    moves = {t.instruction.name: t for t in transfers}
     ops: list[OpComparison] = []
     unmatched: list[str] = []
     for name, st in profile.ops.items():
@@ -335,9 +293,10 @@ def compare_measured(index: ModuleIndex, cost: CostModel, pairs: tuple[AsyncPair
             if ins is None:
                 unmatched.append(name)
             continue
-        what = index.wrapped_root(ins) or ins if ins.opcode == "async-start" else ins
-        pred = predicted_op_us(what, cost) * st.calls
-        op_class = OpClassName.HOST_TRANSFER if ins.name in host_starts else classify(what, cost, host_starts)
+        what = performer(index, ins)
+        move = moves.get(ins.name)
+        pred = predicted_op_us(what, cost, move) * st.calls
+        op_class = OpClassName.HOST_TRANSFER if move is not None else classify(what, cost)
         ops.append(OpComparison(name, ins.name, op_class, pred, st.median_us, st.spread_us, st.calls))
     sums: dict[OpClassName, list[float]] = {}
     for o in ops:
@@ -377,7 +336,7 @@ def _overlaps(index: ModuleIndex, cost: CostModel, pairs: tuple[AsyncPair, ...],
                      if b > iv.start_us and a < iv.end_us)
         share = beside / dur if dur > 0 else 1.0
         wait = waits_us.get(ins.name, 0.0)
-        what = index.wrapped_root(ins) or ins if ins.opcode == "async-start" else ins
+        what = performer(index, ins)
         predicted = max(cost.collective_us(what), 1e-9)
         op = collective_kind(what) or starts[ins.name].op
         out.append(AsyncOverlap(ins.name, op, dur, share, wait, wait < 0.5 * predicted, share >= 0.5))

@@ -42,7 +42,7 @@ from hloscope.hlo.protowire import (
     signed64,
 )
 
-__all__ = ["hlo_proto_to_text", "looks_like_hlo_proto", "parse_hlo_proto", "read_maybe_xz"]
+__all__ = ["ProtoText", "hlo_proto_to_text", "looks_like_hlo_proto", "parse_hlo_proto", "read_maybe_xz"]
 
 #: xla_data.proto PrimitiveType -> the name the text uses.
 _PRIMITIVE = {
@@ -211,6 +211,8 @@ class _Reader:
                 attrs.append("\0rg" + self._group(as_bytes(v)))
             elif n == 87:
                 attrs.append("replica_groups=" + self._device_list(as_bytes(v)))
+            elif n == 93:
+                attrs.append("replica_groups=" + _mesh_groups(as_bytes(v)))
             elif n == 71 and v:
                 attrs.append("use_global_device_ids=true")
             elif n == 47 and v:
@@ -290,6 +292,8 @@ class _Reader:
                 parts.append(f'deduplicated_name="{_escape(as_text(v))}"')
             elif n == 15 and isinstance(v, int):
                 parts.append(f"stack_frame_id={v}")
+            elif n == 16:
+                parts.append(f'scheduling_name="{_escape(as_text(v))}"')
         return " ".join(parts)
 
     def _literal(self, buf: memoryview) -> str:
@@ -324,6 +328,32 @@ def _num(x: float) -> str:
     if x in (float("inf"), float("-inf")):
         return "inf" if x > 0 else "-inf"
     return str(int(x)) if x.is_integer() and abs(x) < 1e15 else repr(x)
+
+
+def _mesh_groups(buf: memoryview) -> str:
+    """Replica groups as mesh axes (field 93): ``mesh['a'=8,'b'=1] {'a'}``, as the printer writes them."""
+    axes: list[tuple[str, int]] = []
+    chosen: list[int] = []
+    for n, _w, v in fields(buf):
+        if n == 1:
+            for an, _aw, av in fields(as_bytes(v)):
+                if an == 1:
+                    name, size = "", 0
+                    for xn, _xw, xv in fields(as_bytes(av)):
+                        if xn == 1:
+                            name = as_text(xv)
+                        elif xn == 2 and isinstance(xv, int):
+                            size = xv
+                    axes.append((name, size))
+        elif n == 2:
+            index = 0
+            for rn, _rw, rv in fields(as_bytes(v)):
+                if rn == 1 and isinstance(rv, int):
+                    index = rv
+            chosen.append(index)
+    mesh = ",".join(f"'{a}'={size}" for a, size in axes)
+    picked = ",".join(f"'{axes[i][0]}'" for i in chosen if 0 <= i < len(axes))
+    return f"mesh[{mesh}] {{{picked}}}"
 
 
 def _iota_list(buf: memoryview) -> str:
@@ -405,15 +435,26 @@ def _module_bytes(buf: memoryview, depth: int = 0) -> memoryview:
 _NAME_RE = re.compile(rb"[A-Za-z0-9_.\-]*")
 
 
-def hlo_proto_to_text(data: bytes, source: str = "<proto>") -> tuple[str, dict[str, dict[int, object]]]:
-    """The module's HLO text, and its debug sections (FileNames ... keyed by 1-based ids)."""
+@dataclass(frozen=True)
+class ProtoText:
+    """A module proto written as text. sections: the debug sections (``files``, ``functions``,
+    ``locations``, ``frames``, keyed by 1-based ids). async_wrapped: the name of each op a
+    sugared async start wraps (what XLA names its thunk) -> the start's name."""
+
+    text: str
+    sections: dict[str, dict[int, object]]
+    async_wrapped: dict[str, str]
+
+
+def hlo_proto_to_text(data: bytes, source: str = "<proto>") -> ProtoText:
+    """The module's HLO text, with its debug sections."""
     try:
         return _to_text(memoryview(data))
     except WireError as e:
         raise HloscopeError(f"{source}: not a readable HloProto: byte {e.offset}: {e}", EXIT_BAD_INPUT) from None
 
 
-def _to_text(buf: memoryview) -> tuple[str, dict[str, dict[int, object]]]:
+def _to_text(buf: memoryview) -> ProtoText:
     reader = _Reader()
     mod = _module_bytes(buf)
     name = "module"
@@ -444,6 +485,17 @@ def _to_text(buf: memoryview) -> tuple[str, dict[str, dict[int, object]]]:
         raise WireError("no computations (is this an HloProto or HloModuleProto?)", 0)
     names = {cid: cname for cid, cname, _, _ in comps}
     by_id = {i.id: i.name for _, _, instrs, _ in comps for i in instrs}
+    _link_async_halves(comps)
+    sugar = _sugared(comps)
+    callers: dict[int, list[_Ins]] = {}
+    for _, _, instrs, _ in comps:
+        for i in instrs:
+            for c in i.called_ids:
+                callers.setdefault(c, []).append(i)
+    # A sugared async op's computation is not printed (the printer writes the op inline).
+    hidden = {cid for cid in sugar if all(_is_async(i.opcode) and i.called_ids[:1] == [cid]
+                                          for i in callers.get(cid, []))}
+    wrapped = {sugar[cid].name: i.name for cid in hidden for i in callers.get(cid, []) if i.opcode == "async-start"}
     header = [f"HloModule {name}"]
     if schedule:
         header.append("is_scheduled=true")
@@ -451,6 +503,8 @@ def _to_text(buf: memoryview) -> tuple[str, dict[str, dict[int, object]]]:
         header.append(f"num_partitions={partitions}")
     lines = [", ".join(header), ""]
     for cid, cname, instrs, root_id in comps:
+        if cid in hidden:
+            continue
         is_entry = cid == entry_id or (entry_id < 0 and cname == entry_name)
         order = schedule.get(cid)
         if order is not None and len(order) == len(instrs):
@@ -459,19 +513,71 @@ def _to_text(buf: memoryview) -> tuple[str, dict[str, dict[int, object]]]:
                 instrs = sorted(instrs, key=lambda i: pos[i.id])
         lines.append(("ENTRY " if is_entry else "") + f"%{cname} {{")
         for i in instrs:
-            lines.append("  " + _line(i, i.id == root_id, by_id, names))
+            inner = sugar.get(i.called_ids[0]) if _is_async(i.opcode) and i.called_ids else None
+            lines.append("  " + _line(i, i.id == root_id, by_id, names, inner if i.called_ids[:1] and
+                                      i.called_ids[0] in hidden else None))
         lines.append("}")
         lines.append("")
-    return "\n".join(lines), sections
+    return ProtoText("\n".join(lines), sections, wrapped)
 
 
-def _line(i: _Ins, root: bool, by_id: dict[int, str], comps: dict[int, str]) -> str:
+def _link_async_halves(comps: list[tuple[int, str, list[_Ins], int]]) -> None:
+    """Give an async update or done that lists no called computation (newer XLA) its start's."""
+    ins = {i.id: i for _, _, instrs, _ in comps for i in instrs}
+    for _, _, instrs, _ in comps:
+        for i in instrs:
+            if i.opcode in ("async-update", "async-done") and not i.called_ids:
+                prev = ins.get(i.operand_ids[0]) if i.operand_ids else None
+                while prev is not None and not prev.called_ids and prev.opcode == "async-update" and prev.operand_ids:
+                    prev = ins.get(prev.operand_ids[0])
+                if prev is not None and _is_async(prev.opcode) and prev.called_ids:
+                    i.called_ids = prev.called_ids[:1]
+
+
+def _is_async(opcode: str) -> bool:
+    return opcode in ("async-start", "async-update", "async-done")
+
+
+def _sugared(comps: list[tuple[int, str, list[_Ins], int]]) -> dict[int, _Ins]:
+    """Computation id -> its root, for computations the printer writes inline as ``op-start``:
+    parameters and one op on them, in order (XLA's ``CanExpandIntoSingleInstruction``)."""
+    out: dict[int, _Ins] = {}
+    for cid, _, instrs, root_id in comps:
+        ops = [i for i in instrs if i.opcode != "parameter"]
+        if len(ops) != 1 or ops[0].id != root_id:
+            continue
+        params = {i.id: i.parameter_number for i in instrs if i.opcode == "parameter"}
+        if [params.get(o) for o in ops[0].operand_ids] == list(range(len(params))):
+            out[cid] = ops[0]
+    return out
+
+
+_OWN_ATTRS = ("metadata=", "backend_config=", "frontend_attributes=", "async_execution_thread=")
+
+
+def _line(i: _Ins, root: bool, by_id: dict[int, str], comps: dict[int, str], inner: _Ins | None = None) -> str:
+    """One instruction's text; ``inner``: the op a sugared async op wraps (its attributes are written)."""
     if i.opcode == "parameter":
         inside = str(i.parameter_number)
     elif i.opcode == "constant":
         inside = i.literal or "{...}"
     else:
         inside = ", ".join("%" + by_id[o] if o in by_id else f"%<missing id {o}>" for o in i.operand_ids)
+    opcode = i.opcode
+    if inner is not None:
+        opcode = inner.opcode + i.opcode.removeprefix("async")
+        # The start carries the wrapped op's attributes; an update or done only its own.
+        own = [a for a in _attrs(inner, comps) if not a.startswith(_OWN_ATTRS)] if i.opcode == "async-start" else []
+        attrs = own + i.attrs
+    else:
+        attrs = _attrs(i, comps)
+    if i.control_ids:
+        attrs.append("control-predecessors={" + ", ".join("%" + by_id.get(c, "?") for c in i.control_ids) + "}")
+    tail = (", " + ", ".join(attrs)) if attrs else ""
+    return f"{'ROOT ' if root else ''}%{i.name} = {i.shape} {opcode}({inside}){tail}"
+
+
+def _attrs(i: _Ins, comps: dict[int, str]) -> list[str]:
     attrs: list[str] = []
     if i.opcode == "get-tuple-element":
         attrs.append(f"index={i.tuple_index}")
@@ -480,11 +586,7 @@ def _line(i: _Ins, root: bool, by_id: dict[int, str], comps: dict[int, str]) -> 
     elif i.dimensions or i.opcode == "broadcast":  # the printer writes a scalar's broadcast as dimensions={}
         attrs.append(f"dimensions={_ints(i.dimensions)}")
     attrs += _called_attrs(i.opcode, [comps.get(c, f"<missing computation {c}>") for c in i.called_ids])
-    attrs += i.attrs
-    if i.control_ids:
-        attrs.append("control-predecessors={" + ", ".join("%" + by_id.get(c, "?") for c in i.control_ids) + "}")
-    tail = (", " + ", ".join(attrs)) if attrs else ""
-    return f"{'ROOT ' if root else ''}%{i.name} = {i.shape} {i.opcode}({inside}){tail}"
+    return attrs + i.attrs
 
 
 def _computation(reader: _Reader, buf: memoryview) -> tuple[int, str, list[_Ins], int]:
@@ -551,8 +653,10 @@ def parse_hlo_proto(data: bytes, source: str = "<proto>") -> Module:
     raw = read_maybe_xz(data, source)
     if not raw:
         raise HloscopeError(f"{source}: empty file; expected an HloProto", EXIT_BAD_INPUT)
-    text, sections = hlo_proto_to_text(raw, source)
-    module = parse_hlo(text, source + " (as text)")
+    got = hlo_proto_to_text(raw, source)
+    sections = got.sections
+    module = parse_hlo(got.text, source + " (as text)")
+    module.async_wrapped = got.async_wrapped
     module.file_names = {k: str(v) for k, v in sections.get("files", {}).items()}
     module.function_names = {k: str(v) for k, v in sections.get("functions", {}).items()}
     module.file_locations = {k: v for k, v in sections.get("locations", {}).items()

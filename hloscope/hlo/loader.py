@@ -74,6 +74,31 @@ def read_archive_module(path: Path) -> tuple[bytes, str, tuple[str, ...]]:
     return data, f"{path}!{chosen.filename}", (note,) if note else ()
 
 
+def archive_device(path: str | Path) -> str:
+    """The GPU an nsys-jax archive's step ran on: ``device_description_str`` of the largest
+    module's ``gpu_target_config.pbtxt(.xz)`` ("" when the archive has none, or ``path`` is not one)."""
+    import lzma
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = z.namelist()
+            mods = [n for n in names if n.endswith(_PROTO_DUMPS)]
+            if not mods:
+                return ""
+            chosen = max(mods, key=lambda n: (z.getinfo(n).file_size, n))
+            stem = chosen.split(".sm_")[0] if ".sm_" in chosen else chosen.rsplit(".", 4)[0]
+            cfg = next((n for n in names if n.startswith(stem) and ".gpu_target_config.pbtxt" in n), "")
+            if not cfg:
+                return ""
+            data = z.read(cfg)
+            text = (lzma.decompress(data) if cfg.endswith(".xz") else data).decode("utf-8", "replace")
+    except (OSError, zipfile.BadZipFile, lzma.LZMAError, EOFError):
+        return ""
+    m = re.search(r'device_description_str:\s*"([^"]*)"', text)
+    return m.group(1) if m else ""
+
+
 STDIN_PROMPT = "hloscope: reading HLO from standard input (Ctrl+D to end)"
 #: How the note on an artifact folder's provenance starts (``hloscope.artifact`` writes it:
 #: target, devices, XLA options). Views print it once, not on every run's stderr.

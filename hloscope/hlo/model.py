@@ -224,6 +224,9 @@ class Module:
     empty: while, call, fusion, reduce ...), computation by computation in text
     order; the parser lists them while checking the calls, so the call graph need
     not walk every instruction.
+    async_wrapped: for a module read from an HloProto, the name of each op a sugared async
+    start (``reduce-scatter-start``) wraps -> the start's name: XLA names that op's thunk in a
+    profile after the wrapped op, which the text form does not print. Empty for text.
     """
 
     name: str
@@ -236,6 +239,7 @@ class Module:
     stack_frames: dict[int, tuple[int, int]] = field(default_factory=dict)
     source_path: str | None = None
     calling: list[Instruction] = field(default_factory=list)
+    async_wrapped: dict[str, str] = field(default_factory=dict)
 
     @property
     def entry(self) -> Computation:

@@ -31,7 +31,7 @@ from hloscope.render.xla_text import xla_clause
 from hloscope.tui.format import VERDICT_STYLE, arrow, checkpoint_label, source_words
 from hloscope.tui.load import Loaded
 from hloscope.tui.messages import GoTo
-from hloscope.tui.text import plain, shown
+from hloscope.tui.text import hlo_string, plain, shown
 from hloscope.units import human_bytes, human_us
 
 #: Most users/operands listed as links (a broadcast constant can have thousands; a long
@@ -75,7 +75,7 @@ def instruction_text(loaded: Loaded, ins: Instruction) -> Text:
     if md:
         t.append("metadata\n", style="bold")
         for k, val in md.items():
-            t.append(shown(f"  {k}: {val}") + "\n")
+            t.append(shown(f"  {k}: {hlo_string(val)}") + "\n")
     loc = report.module.source_location(ins)
     if loc is not None:
         t.append("source  ", style="bold")

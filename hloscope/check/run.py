@@ -81,7 +81,9 @@ def run_check(subject: Subject, config: CheckConfig, baseline: Snapshot | None =
         needs = RULES[name].needs
         if (needs == "memory" and subject.memory is None) or (needs == "unoptimized" and subject.unoptimized is None):
             RULES[name].evaluate(RuleContext(subject, []), rules[name])  # raises the rule's own message
-    ctx = RuleContext(subject, records_from_report(subject.report), config.allow, config.hbm_margin)
+    pool = int(config.host_pool_gb * (1 << 30)) if config.host_pool_gb is not None else None
+    ctx = RuleContext(subject, records_from_report(subject.report), config.allow, config.hbm_margin,
+                      host_pool_bytes=pool)
     violations: list[Violation] = []
     for name, value in rules.items():
         if not empty or name == "intent-accounted":

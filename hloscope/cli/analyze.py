@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -20,6 +21,7 @@ from hloscope.analysis.measured_read import looks_like_xplane, read_measured
 from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import Report
 from hloscope.check import fail_on_verdicts, nothing_to_judge, parse_verdicts
+from hloscope.cli.options import add_host_pool_option, host_pool_bytes
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_NOTHING_TO_CHECK, HloscopeError
 from hloscope.hlo.loader import ARTIFACT_NOTE
 from hloscope.hlo.shape import HOST_MEMORY_SPACE
@@ -59,6 +61,7 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
                    help=f"host link figures: achieved (measured) or peak (specification) (default {DEFAULT_LINK_MODE})")
     p.add_argument("--trace", metavar="FILE",
                    help="also write the simulated step as Trace Event JSON (open in ui.perfetto.dev)")
+    add_host_pool_option(p)
     p.add_argument("--profile", metavar="FILE",
                    help="measured per-op times in place of the cost model: an XLA PGLE profile "
                         "(costs { name: ... cost_us: ... }, text or binary profile.pb), JSON {name: us} or CSV name,us "
@@ -93,7 +96,8 @@ def prepare_report(args: argparse.Namespace) -> ReportRequest:
 
         measured = tuple(sorted(read_profile(args.profile).items()))
     options = AnalysisOptions(host_space=getattr(args, "host_memory_space", HOST_MEMORY_SPACE),
-                              link_mode=LinkMode(args.link), measured_us=measured)
+                              link_mode=LinkMode(args.link), measured_us=measured,
+                              host_pool_bytes=host_pool_bytes(getattr(args, "host_pool_gb", None), os.environ))
     return ReportRequest(renderer, parse_verdicts(args.fail_on) if args.fail_on else frozenset(), args.output,
                          bool(getattr(args, "allow_empty", False)), options, args.trace)
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hloscope.cli.options import host_pool_bytes
 from hloscope.errors import (
     EXIT_BAD_INPUT,
     EXIT_CHECK_FAILED,
@@ -39,6 +41,7 @@ def add_rule_options(p: argparse.ArgumentParser) -> None:
             meta = {"float": "US", "fraction": "F", "bytes": "SIZE", "names": "NAMES"}[rule.kind]
             g.add_argument(f"--{rule.name}", metavar=meta, default=None, help=_help(rule_meaning(rule.name)))
     g.add_argument("--hbm-margin", metavar="F", default=None, help=_help(setting_meaning("hbm-margin")))
+    g.add_argument("--host-pool-gb", metavar="GB", default=None, help=_help(setting_meaning("host-pool-gb")))
     g.add_argument("--allow", action="append", default=[], metavar="KEY=PATTERN;reason=TEXT",
                    help="accept matching transfers: checkpoint=, instruction= or source= a pattern, with a reason; "
                         "optional rules=a,b")
@@ -84,7 +87,7 @@ def flags_config(args: argparse.Namespace) -> CheckConfig:
         if rule.kind in ("float", "fraction"):
             value = _number(value, rule.name)
         data[rule.name] = value
-    for key in ("hbm-margin", "tolerance-us", "tolerance-fraction", "memory-tolerance"):
+    for key in ("hbm-margin", "host-pool-gb", "tolerance-us", "tolerance-fraction", "memory-tolerance"):
         value = _number(getattr(args, key.replace("-", "_")), key)
         if value is not None:
             data[key] = value
@@ -239,6 +242,8 @@ class CheckCommand:
         if args.path:
             args.path = str(args.path)
         cfg = resolve_config(args)
+        # The pool the step will run with: the setting, else the environment's variable, else PJRT's 64 GiB.
+        cfg = dataclasses.replace(cfg, host_pool_gb=host_pool_bytes(cfg.host_pool_gb, os.environ) / (1 << 30))
         baseline = load_snapshot(cfg.baseline) if cfg.baseline else None  # a bad baseline fails before compiling
         subject = load_subject(cfg)
         result = run_check(subject, cfg, baseline)

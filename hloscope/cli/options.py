@@ -8,12 +8,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
 from hloscope.compile.request import CompileRequest, Policy, Scheduler
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
-from hloscope.targets import DEFAULT_TARGET
+from hloscope.targets import DEFAULT_HOST_POOL_BYTES, DEFAULT_TARGET, HOST_POOL_ENV
 
 __all__ = ["PHASE_WRITING", "PhaseStatus", "add_compile_options", "fraction", "parse_sets", "request_from_args",
            "scheduler_from_args"]
@@ -38,6 +39,12 @@ def add_compile_options(p: argparse.ArgumentParser) -> None:
                    help="compile as JAX on a GPU whose allocator takes F of the HBM (XLA_PYTHON_CLIENT_MEM_FRACTION; "
                         "JAX's default 0.75): XLA's scheduler plans for it and the step must fit in it; default: "
                         "as a compile-only device, where XLA plans for 80%% of the HBM")
+
+
+def add_host_pool_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host-pool-gb", type=float, default=None, metavar="GB",
+                   help="PJRT's pinned-host pool per process, GiB (default: XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB "
+                        "from the environment, else 64, PJRT's default): host buffers must fit in it")
 
 
 def fraction(text: str) -> float:
@@ -159,3 +166,21 @@ def scheduler_from_args(args: argparse.Namespace) -> Scheduler:
         raise HloscopeError(f"--scheduler {chosen.value} contradicts --{'' if lhs else 'no-'}lhs; give one of them",
                             EXIT_BAD_INPUT)
     return chosen
+
+
+def host_pool_bytes(gib: float | None, environ: Mapping[str, str]) -> int:
+    """PJRT's pinned-host pool: ``gib`` when given, else ``XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB`` from
+    ``environ`` (XLA multiplies it by 2**30: GiB), else 64 GiB. A malformed variable is an error
+    here, as PJRT would ignore it and keep 64."""
+    if gib is None:
+        text = environ.get(HOST_POOL_ENV, "").strip()
+        if not text:
+            return DEFAULT_HOST_POOL_BYTES
+        try:
+            gib = float(int(text))
+        except ValueError:
+            raise HloscopeError(f"{HOST_POOL_ENV}={text!r} is not a whole number of GB (PJRT would ignore it and "
+                                f"keep {DEFAULT_HOST_POOL_BYTES >> 30})", EXIT_BAD_INPUT) from None
+    if gib <= 0:
+        raise HloscopeError(f"host pool {gib:g} GB: expected a size above 0", EXIT_BAD_INPUT)
+    return int(gib * (1 << 30))

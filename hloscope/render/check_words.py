@@ -129,6 +129,10 @@ def violation_message(v: Violation) -> str:
         return prefix + intent_message(v.arg("accounted"))
     if f is Finding.DOES_NOT_FIT:
         return _fit_words(v)
+    if f is Finding.NOT_IN_HOST_POOL:
+        return (f"host memory {human_bytes(actual)} per GPU does not fit in PJRT's pinned-host pool of "
+                f"{human_bytes(limit)} (XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB): the step's host buffers fail to "
+                "allocate; raise the variable or offload less")
     if f is Finding.BASELINE:
         c = v.arg("change")
         return f"{c.kind}: {c.before} -> {c.after}".strip(" ->:")

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.xla_dumps import BUFFER_ASSIGNMENT_FILE, DUMP_FILES, LIVE_AT_PEAK_FILE, MEMORY_REPORT_FILE
-from hloscope.targets import DEFAULT_TARGET, Target, get_target
+from hloscope.targets import DEFAULT_TARGET, Target, get_target, target_for_device
 
 if TYPE_CHECKING:  # the analysis is imported when a step is loaded, so reading a manifest stays light
     from hloscope.analysis.inputs import StepInputs
@@ -82,7 +82,8 @@ def _folder_texts(folder: Path) -> dict[str, str | None]:
 
 def resolve_target(path: str, target: str | Target | None,
                    manifest: Mapping[str, Any] | None = None) -> tuple[Target, str]:
-    """The target to judge ``path`` with, and where it came from (``given``, ``manifest``, ``default``).
+    """The target to judge ``path`` with, and where it came from (``given``, ``manifest``, ``archive``: the GPU
+    an nsys-jax archive's GpuTargetConfig names, ``default``).
     ``manifest``: the folder's manifest when the caller read it already."""
     if isinstance(target, Target):
         return target, "given"
@@ -92,6 +93,12 @@ def resolve_target(path: str, target: str | Target | None,
         manifest = read_manifest(path)
     if manifest and isinstance(manifest.get("target"), str) and manifest["target"]:
         return get_target(manifest["target"]), "manifest"
+    if str(path).endswith(".zip"):
+        from hloscope.hlo.loader import archive_device
+
+        found = target_for_device(archive_device(path))
+        if found is not None:
+            return found, "archive"
     return get_target(DEFAULT_TARGET), "default"
 
 

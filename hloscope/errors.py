@@ -32,9 +32,12 @@ class HloscopeError(Exception):
 
 
 class HloParseError(HloscopeError):
-    """Malformed HLO text. ``str()`` is ``path:line:column: message``."""
+    """Malformed HLO text. ``str()`` is ``path:line:column: message``.
+
+    ``truncated``: the parser found the text ending inside a computation (the message says so)."""
 
     exit_code = EXIT_BAD_INPUT
+    truncated = False
 
     def __init__(self, message: str, line: int, column: int, path: str | None = None) -> None:
         self.reason = message

@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_UNKNOWN_NAME, HloscopeError
+from hloscope.vocab import Direction, LinkMode
 
 GB = 1e9
 TB = 1e12
 
 #: How the cost model reads a host link: its measured (achieved) or its peak bandwidth.
-LINK_MODES = ("achieved", "peak")
-DEFAULT_LINK_MODE = "achieved"
+LINK_MODES: tuple[str, ...] = tuple(LinkMode)
+DEFAULT_LINK_MODE = LinkMode.ACHIEVED
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,10 @@ class Target:
     nvlink_hop_us / network_hop_us: latency of one step of a ring collective inside one
     NVLink domain / across the network. Sources of all of them: docs/targets.md.
     shared_memory_per_core / shared_memory_per_block_optin: bytes, for XLA's tiling.
+    collective_figures: measured per-kind ring figures, ``(kind, bytes/s, latency µs)``, that
+    replace the ring model's bandwidth and latency for that kind (a calibrated target:
+    ``hloscope calibrate``, docs/accuracy.md); empty for the datasheet targets. In a target
+    file: ``[collective_figures.all-gather]`` with ``bandwidth`` and ``latency_us``.
     """
 
     name: str
@@ -98,17 +103,25 @@ class Target:
     network_bandwidth: float = 50 * GB
     nvlink_hop_us: float = 2.5
     network_hop_us: float = 2.5
+    collective_figures: tuple[tuple[str, float, float], ...] = ()
 
-    def host_link_bandwidth(self, direction: str, mode: str = DEFAULT_LINK_MODE) -> float:
+    def collective_figure(self, kind: str) -> tuple[float, float] | None:
+        """(bytes/s, latency µs) measured for collectives of ``kind``, or None (the ring model)."""
+        for k, bw, lat in self.collective_figures:
+            if k == kind:
+                return bw, lat
+        return None
+
+    def host_link_bandwidth(self, direction: Direction, mode: LinkMode | str = DEFAULT_LINK_MODE) -> float:
         """Bytes/s one GPU gets from its host link in ``direction`` (``to_host`` or
         ``to_device``), reading the ``achieved`` or ``peak`` figure, divided among the
         ``host_link_gpus`` GPUs that share the link (they stream at once in SPMD)."""
         if mode not in LINK_MODES:
             raise ValueError(f"link mode must be one of {', '.join(LINK_MODES)}, not {mode!r}")
-        to_host = direction == "to_host"
+        to_host = Direction(direction) is Direction.TO_HOST
         peak = self.host_link_to_host if to_host else self.host_link_to_device
         bw = peak
-        if mode == "achieved":
+        if mode == LinkMode.ACHIEVED:
             achieved = self.host_link_achieved_to_host if to_host else self.host_link_achieved_to_device
             bw = achieved if achieved is not None else peak
         return bw / self.host_link_gpus
@@ -155,11 +168,13 @@ class Target:
     def to_dict(self) -> dict[str, object]:
         d = asdict(self)
         d["compute_capability"] = list(self.compute_capability)
+        d["collective_figures"] = {k: {"bandwidth": bw, "latency_us": lat} for k, bw, lat in self.collective_figures}
         return d
 
 
 _PCIE5 = 64 * GB  # PCIe Gen5 x16: 128 GB/s bidirectional, 64 GB/s each way
 _PCIE5_ACHIEVED = 55 * GB  # copies achieve about 52-57 GB/s of the 64 (docs/targets.md)
+_PCIE4 = 32 * GB  # PCIe Gen4 x16: 64 GB/s bidirectional, 32 GB/s each way
 _C2C = 450 * GB  # NVLink-C2C: 900 GB/s bidirectional, 450 GB/s each way
 _C2C_ACHIEVED_TO_DEVICE = 375 * GB  # measured on GH200 (docs/targets.md)
 _C2C_ACHIEVED_TO_HOST = 297 * GB
@@ -188,6 +203,16 @@ BUILTIN_TARGETS: dict[str, Target] = {
                host_link_achieved_to_host=_C2C_ACHIEVED_TO_HOST, host_link_achieved_to_device=_C2C_ACHIEVED_TO_DEVICE,
                host_link_gpus=2, host_memory_per_gpu=int(480 * GB) // 2, gpus_per_host=4,
                hosts_per_nvlink_domain=18, peak_fp4_flops=10000e12),
+        # Ampere has no FP8 tensor cores: FP8 math runs at the BF16 peak at best. The 40GB part's
+        # memory size and shared memory are those of the GpuTargetConfig nsys-jax dumped on one.
+        Target("a100-sxm4-40gb", "NVIDIA A100-SXM4-40GB", (8, 0), 108, 1.41, 40 * 2**20, 42505273344,
+               1555e9, 312e12, 312e12, 19.5e12, _PCIE4, _PCIE4, "PCIe Gen4 x16", 300 * GB,
+               shared_memory_per_core=167936, shared_memory_per_block_optin=166912,
+               host_memory_per_gpu=int(1 * TB) // 8),
+        Target("a100-sxm4-80gb", "NVIDIA A100-SXM4-80GB", (8, 0), 108, 1.41, 40 * 2**20, 80 * 2**30,
+               2039e9, 312e12, 312e12, 19.5e12, _PCIE4, _PCIE4, "PCIe Gen4 x16", 300 * GB,
+               shared_memory_per_core=167936, shared_memory_per_block_optin=166912,
+               host_memory_per_gpu=int(2 * TB) // 8),
     )
 }
 
@@ -241,6 +266,7 @@ def _check(path: Path, data: dict[str, Any]) -> dict[str, Any]:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0 or v == float("inf"):
             raise bad(key, "a non-negative number (µs)")
         data[key] = float(v)
+    data["collective_figures"] = _collective_figures(path, data.get("collective_figures", ()))
     host_mem = data.get("host_memory_per_gpu", 0)
     if isinstance(host_mem, bool) or not isinstance(host_mem, (int, float)) or host_mem < 0 \
             or not float(host_mem).is_integer():
@@ -251,6 +277,31 @@ def _check(path: Path, data: dict[str, Any]) -> dict[str, Any]:
         if achieved is not None and achieved > data[peak_key]:
             raise bad(achieved_key, f"at most {peak_key} ({data[peak_key]:g})")
     return data
+
+
+#: The kinds a measured collective figure may be given for.
+COLLECTIVE_KINDS = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute")
+
+
+def _collective_figures(path: Path, value: Any) -> tuple[tuple[str, float, float], ...]:
+    if isinstance(value, tuple):
+        return value
+    if not isinstance(value, dict):
+        raise HloscopeError(f"{path}: target field 'collective_figures' must be a table of kinds", EXIT_BAD_INPUT)
+    out: list[tuple[str, float, float]] = []
+    for kind, fig in value.items():
+        if kind not in COLLECTIVE_KINDS:
+            raise HloscopeError(f"{path}: collective_figures.{kind}: not a collective kind ("
+                                f"{', '.join(COLLECTIVE_KINDS)})", EXIT_BAD_INPUT)
+        bw = fig.get("bandwidth") if isinstance(fig, dict) else None
+        lat = fig.get("latency_us") if isinstance(fig, dict) else None
+        ok_bw = isinstance(bw, (int, float)) and not isinstance(bw, bool) and 0 < bw < float("inf")
+        ok_lat = isinstance(lat, (int, float)) and not isinstance(lat, bool) and 0 <= lat < float("inf")
+        if not (ok_bw and ok_lat):
+            raise HloscopeError(f"{path}: collective_figures.{kind} needs bandwidth (bytes/s, > 0) and latency_us "
+                                f"(>= 0), not {fig!r}", EXIT_BAD_INPUT)
+        out.append((kind, float(bw), float(lat)))  # type: ignore[arg-type]
+    return tuple(out)
 
 
 def load_target_file(path: Path) -> Target:
@@ -287,6 +338,12 @@ def load_target_file(path: Path) -> Target:
     if missing:
         raise HloscopeError(f"{path}: incomplete target: missing {', '.join(missing)}", EXIT_BAD_INPUT)
     return Target(**_check(path, data))
+
+
+def target_for_device(description: str) -> Target | None:
+    """The built-in target whose GPU is ``description`` (``device_description_str`` of XLA's
+    GpuTargetConfig, ``NVIDIA A100-SXM4-40GB``), or None."""
+    return next((t for t in BUILTIN_TARGETS.values() if description and t.description == description), None)
 
 
 def get_target(name_or_path: str) -> Target:

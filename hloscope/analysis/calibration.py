@@ -37,8 +37,9 @@ from pathlib import Path
 
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.model import Module
+from hloscope.hlo.protowire import FIXED64, LEN, WireError, as_bytes, as_double, as_text, fields
 
-__all__ = ["ProfileMatch", "match_profile", "parse_profile", "read_profile"]
+__all__ = ["ProfileMatch", "match_profile", "parse_profile", "parse_profile_bytes", "read_pgle_binary", "read_profile"]
 
 _ENTRY = re.compile(r"\b(costs|latencies)\s*\{([^{}]*)\}", re.S)
 _FIELD = re.compile(r'(\w+)\s*:\s*("(?:[^"\\]|\\.)*"|[-+0-9.eE]+|\w+)')
@@ -154,13 +155,58 @@ def parse_profile(text: str, source: str = "<profile>") -> dict[str, float]:
 
 
 def read_profile(path: str | Path) -> dict[str, float]:
-    """``parse_profile`` of a file; an unreadable file is one error line (exit 2)."""
+    """The profile in a file (text or binary PGLE, JSON, CSV); an unreadable file is one error line (exit 2)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise HloscopeError(f"{p}: cannot read profile: {getattr(e, 'strerror', None) or e}", EXIT_BAD_INPUT) from None
-    return parse_profile(text, str(p))
+        data = p.read_bytes()
+    except OSError as e:
+        raise HloscopeError(f"{p}: cannot read profile: {e.strerror or e}", EXIT_BAD_INPUT) from None
+    return parse_profile_bytes(data, str(p))
+
+
+def parse_profile_bytes(data: bytes, source: str) -> dict[str, float]:
+    """A profile's bytes: UTF-8 text (``parse_profile``) or a binary ``ProfiledInstructionsProto``
+    (what JAX's manual PGLE recipe writes as ``profile.pb``)."""
+    if not data.strip():
+        raise _bad(source, "the file is empty")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return read_pgle_binary(data, source)
+    if "\0" in text or (data[:1] == b"\n" and not data[:2].isspace()):
+        try:
+            return read_pgle_binary(data, source)
+        except HloscopeError:
+            pass
+    return parse_profile(text, source)
+
+
+def read_pgle_binary(data: bytes, source: str) -> dict[str, float]:
+    """A binary ``ProfiledInstructionsProto``: costs (1: {1 name, 2 cost_us}) and latencies
+    (2: {1 source, 2 target, 3 latency_us}); a start's latency is its time as an async op."""
+    out: dict[str, float] = {}
+    latencies: dict[str, float] = {}
+    try:
+        for n, w, v in fields(data):
+            if n not in (1, 2) or w != LEN:
+                raise WireError(f"field {n} is not a ProfiledInstructionsProto field", 0)
+            name, us = "", None
+            for fn, fw, fv in fields(as_bytes(v)):
+                if fn == 1:
+                    name = as_text(fv)
+                elif fw == FIXED64 and ((n == 1 and fn == 2) or (n == 2 and fn == 3)):
+                    us = as_double(fw, fv)
+            if not name or us is None or not us >= 0:
+                raise WireError("an entry without a name or a non-negative time", 0)
+            (out if n == 1 else latencies)[name] = us
+    except WireError as e:
+        raise _bad(source, f"binary ProfiledInstructionsProto unreadable at byte {e.offset}: {e}") from None
+    out.update(latencies)
+    if not out:
+        raise _bad(source, "no instruction times in it")
+    return out
+
+
 
 
 @dataclass(frozen=True)

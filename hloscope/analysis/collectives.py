@@ -141,8 +141,14 @@ def nvlink_domain_size(target: Target, devices: int) -> int:
 
 def collective_time_us(kind: str, nbytes: int, group: tuple[int, ...], target: Target, devices: int = 0) -> float:
     """One execution of a collective of ``kind`` moving a ``nbytes`` buffer among ``group`` (µs);
-    ``devices``: the step's device count (its topology), default the group's extent."""
+    ``devices``: the step's device count (its topology), default the group's extent. A
+    calibrated target's measured figure for ``kind`` (``Target.collective_figure``) replaces the
+    ring's bandwidth and latency: its latency plus the ring traffic at its bandwidth."""
     n = len(group)
+    measured = target.collective_figure(kind)
+    if measured is not None:
+        bw, latency = measured
+        return latency + ring_traffic(kind, nbytes, n) / bw * 1e6
     domain = nvlink_domain_size(target, devices or (max(group, default=0) + 1))
     inside = len({d // domain for d in group}) <= 1
     if inside:

@@ -49,6 +49,7 @@ from hloscope.analysis.opclass import (
 from hloscope.hlo.model import Computation, Instruction
 from hloscope.hlo.shape import HOST_MEMORY_SPACE, Shape
 from hloscope.targets import DEFAULT_LINK_MODE, Target
+from hloscope.vocab import Direction, LinkMode
 
 #: Ops that only rename their operand's bytes: a read through them is a read of what their users read.
 _VIEW_OPCODES = frozenset({"bitcast", "reshape", "get-tuple-element"})
@@ -99,20 +100,22 @@ _FREE_COST = OpCost(0.0, 0, 0.0)
 class CostModel:
     """Roofline estimates for one module on one target.
 
-    link_mode: ``achieved`` (default) or ``peak`` host-link bandwidth (``LINK_MODES``).
+    link_mode: the host-link figure read, ``achieved`` (default) or ``peak`` (:class:`LinkMode`);
+    :meth:`link_bandwidth` and :meth:`transfer_us` are the one place a transfer's time is
+    made (the windows and the simulation read them).
     index: the module's shared :class:`ModuleIndex` (trip counts, users); the model reads its module.
     measured: µs per instruction name (a profile) that replace the model's figure for those.
     """
 
     def __init__(self, index: ModuleIndex, target: Target, host_space: int = HOST_MEMORY_SPACE,
-                 link_mode: str = DEFAULT_LINK_MODE, measured: Mapping[str, float] | None = None) -> None:
+                 link_mode: LinkMode | str = DEFAULT_LINK_MODE, measured: Mapping[str, float] | None = None) -> None:
         self.index = index
         self.module = index.module
         self.target = target
         self.host = host_space
-        self.link_mode = link_mode
+        target.host_link_bandwidth(Direction.TO_HOST, link_mode)  # refuses an unknown mode now
+        self.link_mode = LinkMode(link_mode)
         self.measured: Mapping[str, float] = measured or {}
-        target.host_link_bandwidth("to_host", link_mode)  # rejects an unknown mode now
         self._comp_flops: dict[str, tuple[float, str]] = {}
         self._comp_eff_flops: dict[str, float] = {}  # FLOPs divided by each dot's tiling efficiency
         self._body_us: dict[str, float] = {}
@@ -410,6 +413,20 @@ class CostModel:
     def _compute_op_cost(self, ins: Instruction) -> OpCost:
         if is_free(ins):
             return _FREE_COST
+        flops, effective, dtype, nbytes = self.roofline_terms(ins)
+        compute = effective / self.target.peak_flops(dtype) * 1e6
+        memory = nbytes / self.target.hbm_bandwidth * 1e6
+        # memory-bound: HBM is its limit and keeps busy for at least half its run (launch included)
+        bound = nbytes > 0 and memory >= compute and memory >= self.target.kernel_launch_us
+        measured = self.measured.get(ins.name)
+        if measured is not None:
+            return OpCost(flops, nbytes, measured, bound)
+        return OpCost(flops, nbytes, max(compute, memory) + self.target.kernel_launch_us, bound)
+
+    def roofline_terms(self, ins: Instruction) -> tuple[float, float, str, int]:
+        """(FLOPs, FLOPs over the tiling efficiency, the math's element type, HBM bytes) of one
+        execution of a compute instruction: what the roofline divides by the peak and the
+        bandwidth (``hloscope.analysis.calibrate`` fits those two against measured times)."""
         flops, dtype = 0.0, ins.shape.element_type
         effective = 0.0  # FLOPs over the tiling efficiency: what the peak is charged with
         if ins.opcode in ("dot", "convolution"):
@@ -435,24 +452,21 @@ class CostModel:
                 if attention:
                     flops = effective = attention
                     dtype = shapes[0].element_type
-        nbytes = self.hbm_bytes(ins)
-        compute = effective / self.target.peak_flops(dtype) * 1e6
-        memory = nbytes / self.target.hbm_bandwidth * 1e6
-        # memory-bound: HBM is its limit and keeps busy for at least half its run (launch included)
-        bound = nbytes > 0 and memory >= compute and memory >= self.target.kernel_launch_us
-        measured = self.measured.get(ins.name)
-        if measured is not None:
-            return OpCost(flops, nbytes, measured, bound)
-        return OpCost(flops, nbytes, max(compute, memory) + self.target.kernel_launch_us, bound)
+        return flops, effective, dtype, self.hbm_bytes(ins)
 
-    def link_bandwidth(self, direction: str) -> float:
+    def link_bandwidth(self, direction: Direction) -> float:
         """Bytes/s of one GPU's host link in ``direction`` under this model's link mode."""
         return self.target.host_link_bandwidth(direction, self.link_mode)
 
-    def transfer_us(self, nbytes: int, direction: str) -> float:
-        """Time of a transfer alone on the link: the DMA setup latency
-        (``Target.host_dma_latency_us``) plus its bytes at ``link_bandwidth``, microseconds."""
-        return self.target.host_dma_latency_us + nbytes / self.link_bandwidth(direction) * 1e6
+    @property
+    def transfer_latency_us(self) -> float:
+        """The DMA setup latency of a host copy before its bytes flow (``Target.host_dma_latency_us``)."""
+        return self.target.host_dma_latency_us
+
+    def transfer_us(self, nbytes: int, direction: Direction) -> float:
+        """Time of a transfer alone on the link: :attr:`transfer_latency_us` plus its bytes at
+        :meth:`link_bandwidth`, microseconds."""
+        return self.transfer_latency_us + nbytes / self.link_bandwidth(direction) * 1e6
 
     def collective_us(self, ins: Instruction) -> float:
         """Estimated time of one execution of a collective: a ring over its first replica
@@ -493,8 +507,10 @@ class CostModel:
         if is_free(ins) or is_start(ins) or is_done(ins) or ins.opcode == "async-update":
             return 0.0
         if ins.opcode == "while":
-            trip = self.index.trip_count(ins) or 1
-            return trip * self.computation_us(callee_name(ins, "body"))
+            trip = self.index.trip_count(ins)
+            # XLA's count: a zero-trip loop runs its body no time (the call graph's executions agree);
+            # an unknown count is taken as one trip, as everywhere (Summary.unknown_trip_counts says so)
+            return (1 if trip is None else trip) * self.computation_us(callee_name(ins, "body"))
         if ins.opcode in ("call", "conditional"):
             return max((self.computation_us(c) for c in ins.called_computations), default=0.0)
         if collective_kind(ins):

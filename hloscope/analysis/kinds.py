@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from hloscope.vocab import Direction, LinkMode
 
-class Direction(StrEnum):
-    """Which way a host transfer moves data."""
-
-    TO_HOST = "to_host"
-    TO_DEVICE = "to_device"
+__all__ = ["Direction", "LinkMode", "PairKind", "Reason", "SegmentKind", "VerdictKind", "VERDICT_ORDER"]
 
 
 class VerdictKind(StrEnum):

@@ -219,7 +219,7 @@ class _PeakIndex:
         self.wrapped_root = self.index.wrapped_root
         self.forward_trips: set[int] = set()
         for w in self.index.loops:
-            trips = w.known_trip_count
+            trips = index.trip_count(w)
             if trips and "transpose(" not in w.metadata.get("op_name", ""):
                 self.forward_trips.update((trips, trips + 1))
 
@@ -275,7 +275,7 @@ def _classify(position: str, space: int, shape: Shape | None, index: _PeakIndex 
         return (Role.STAGING, op_name, *where)
     loop = ins if ins.opcode == "while" else (index.loop_of_body.get(comp) if ins.opcode == "parameter" else None)
     if loop is not None and idx:
-        trips = loop.known_trip_count
+        trips = index.index.trip_count(loop)
         loop_op = loop.metadata.get("op_name", "")
         stacked = shape is not None and trips is not None and bool(shape.dims) and shape.dims[0] in (trips, trips + 1)
         layers = f", stacked over {shape.dims[0]} layers" if stacked and shape is not None else ""

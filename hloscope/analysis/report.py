@@ -14,7 +14,7 @@ adds ``to_text``/``to_dict``/``dot``/``print(report)``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, TypeVar, overload
 
@@ -22,15 +22,17 @@ import networkx as nx
 
 from hloscope.analysis.cost import CostModel
 from hloscope.analysis.graph import build_dependency_graph
+from hloscope.analysis.host_work import HostWork, find_host_work
 from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.inputs import ScheduleRun, StepInputs, int_figures
 from hloscope.analysis.intent import IntentAccount, account_step
 from hloscope.analysis.kinds import Direction, PairKind, VerdictKind
+from hloscope.analysis.measured import MeasuredComparison, compare_measured
 from hloscope.analysis.memory import MemoryFacts, facts_from_dumps
-from hloscope.analysis.names import name_transfers
-from hloscope.analysis.overlap import AnalysisOptions, apply_timeline, judge_overlap
+from hloscope.analysis.overlap import AnalysisOptions, judge_overlap
 from hloscope.analysis.pairs import AsyncPair, pair_async_ops
-from hloscope.analysis.timeline import Timeline, simulate_step
+from hloscope.analysis.streams import StreamAssignment, assign_execution_streams
+from hloscope.analysis.timeline import SliceKind, Timeline, simulate_step
 from hloscope.analysis.transfers import HostTransfer, find_host_transfers
 from hloscope.analysis.verdict import Verdict
 from hloscope.analysis.xla_view import XlaEstimates, compare_with_xla
@@ -38,6 +40,7 @@ from hloscope.hlo.gcpause import paused_gc
 from hloscope.hlo.model import Module, SourceLocation
 from hloscope.hlo.xla_log import parse_xla_log
 from hloscope.targets import Target
+from hloscope.vocab import LinkMode
 
 
 @dataclass(frozen=True)
@@ -64,7 +67,7 @@ class StepTime:
     exposed_transfer_us: float
     exposed_collective_us: float
     other_wait_us: float
-    link_mode: str
+    link_mode: LinkMode
     extrapolated_loops: int
 
 
@@ -128,6 +131,11 @@ class Report:
     scheduler log is known (a compile here, an artifact folder with ``xla-scheduler.log``).
     scheduler: which scheduler and estimator XLA ran (:class:`ScheduleRun`), when the compile
     recorded it (a compile here, an artifact folder's manifest), else None.
+    measured: the model beside a measured profile (``AnalysisOptions.compare_with``), else None.
+    host_work: kernels reading or writing host memory in place, and host-thread
+    computations with the async ops entering and leaving them (:mod:`hloscope.analysis.host_work`).
+    streams: the execution stream XLA:GPU gives each async start (``hloscope.analysis.streams``),
+    for a scheduled module, else None.
     """
 
     module: Module
@@ -147,6 +155,9 @@ class Report:
     intent: IntentAccount | None = None
     xla: XlaEstimates | None = None
     scheduler: ScheduleRun | None = None
+    measured: MeasuredComparison | None = None
+    host_work: HostWork = field(default_factory=HostWork)
+    streams: StreamAssignment | None = None
 
     @property
     def host_space(self) -> int:
@@ -205,14 +216,14 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
     opts = AnalysisOptions(host_space=options) if isinstance(options, int) else (options or AnalysisOptions())
     module = inputs.module
     index = ModuleIndex(module)
-    transfers = name_transfers(index, find_host_transfers(index, opts.host_space), inputs.names)
+    transfers = find_host_transfers(index, opts.host_space, inputs.names)
     pairs = tuple(pair_async_ops(index))
     cost = CostModel(index, target, opts.host_space, opts.link_mode, dict(opts.measured_us) or None)
-    verdicts = judge_overlap(index, transfers, cost, pairs, opts)
+    streams = assign_execution_streams(index) if module.is_scheduled else None
     timeline = None
     if opts.simulate and module.is_scheduled:
-        timeline = simulate_step(module, cost, list(pairs), transfers, index.callgraph)
-        verdicts = apply_timeline(verdicts, timeline, opts)
+        timeline = simulate_step(module, cost, list(pairs), transfers, index.callgraph, streams=streams)
+    verdicts = judge_overlap(index, transfers, cost, pairs, opts, timeline)
     summary = summarize(verdicts, index.callgraph.unknown_trip, timeline)
     memory = None
     if inputs.memory_figures is not None and inputs.has_memory:
@@ -224,8 +235,27 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
         log = parse_xla_log(inputs.dumps.scheduler_log)
         runs = {s.computation: index.executions(s.computation) for s in log.stats}
         xla = compare_with_xla(log, verdicts, runs)
+    measured = None
+    if opts.compare_with is not None:
+        measured = compare_measured(index, cost, pairs, transfers,
+                                    opts.compare_with, timeline.step_us if timeline else None,
+                                    _waits_by_start(timeline, pairs))
     return report_type(module, target, opts, index, tuple(transfers), tuple(verdicts), cost, summary, pairs, inputs,
-                       inputs.notes, memory, inputs.compile, timeline, intent, xla, inputs.scheduler)
+                       inputs.notes, memory, inputs.compile, timeline, intent, xla, inputs.scheduler, measured,
+                       find_host_work(index, opts.host_space), streams)
+
+
+def _waits_by_start(timeline: Timeline | None, pairs: Sequence[AsyncPair]) -> dict[str, float]:
+    """Start name -> the simulated compute stream's wait at its done, µs."""
+    if timeline is None:
+        return {}
+    start_of = {p.done.name: p.start.name for p in pairs}
+    out: dict[str, float] = {}
+    for slices in timeline.slices.values():
+        for s in slices:
+            if s.kind is SliceKind.WAIT and s.name in start_of:
+                out[start_of[s.name]] = out.get(start_of[s.name], 0.0) + s.end_us - s.start_us
+    return out
 
 
 def analyze_module(module: Module, target: Target, options: AnalysisOptions | int | None = None,

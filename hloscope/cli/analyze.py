@@ -9,11 +9,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
+from hloscope.analysis.backend import find_backend
 from hloscope.analysis.kinds import VerdictKind
+from hloscope.analysis.measured import MeasuredComparison, MeasuredProfile
+from hloscope.analysis.measured_read import looks_like_xplane, read_measured
 from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import Report
 from hloscope.check import fail_on_verdicts, nothing_to_judge, parse_verdicts
@@ -21,7 +24,9 @@ from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_NOTHING_TO_C
 from hloscope.hlo.loader import ARTIFACT_NOTE
 from hloscope.hlo.shape import HOST_MEMORY_SPACE
 from hloscope.render import RENDERERS, Renderer, RenderOptions, get_renderer
+from hloscope.render.backend_text import backend_note
 from hloscope.targets import DEFAULT_LINK_MODE, DEFAULT_TARGET, LINK_MODES, get_target
+from hloscope.vocab import LinkMode
 
 
 def open_output(output: str | None) -> contextlib.AbstractContextManager[TextIO]:
@@ -56,7 +61,12 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
                    help="also write the simulated step as Trace Event JSON (open in ui.perfetto.dev)")
     p.add_argument("--profile", metavar="FILE",
                    help="measured per-op times in place of the cost model: an XLA PGLE profile "
-                        "(costs { name: ... cost_us: ... }), JSON {name: us} or CSV name,us (docs/cost-model.md)")
+                        "(costs { name: ... cost_us: ... }, text or binary profile.pb), JSON {name: us} or CSV name,us "
+                        "(docs/cost-model.md)")
+    p.add_argument("--measured", metavar="PROFILE",
+                   help="a measured profile to put beside every figure: an nsys-jax archive (.zip), a jax.profiler "
+                        "trace (.xplane.pb, .trace.json.gz) or a PGLE profile (text or binary); changes no figure "
+                        "(docs/accuracy.md). An nsys-jax archive as PATH is its own")
 
 
 @dataclass(frozen=True)
@@ -82,8 +92,8 @@ def prepare_report(args: argparse.Namespace) -> ReportRequest:
         from hloscope.analysis.calibration import read_profile
 
         measured = tuple(sorted(read_profile(args.profile).items()))
-    options = AnalysisOptions(host_space=getattr(args, "host_memory_space", HOST_MEMORY_SPACE), link_mode=args.link,
-                              measured_us=measured)
+    options = AnalysisOptions(host_space=getattr(args, "host_memory_space", HOST_MEMORY_SPACE),
+                              link_mode=LinkMode(args.link), measured_us=measured)
     return ReportRequest(renderer, parse_verdicts(args.fail_on) if args.fail_on else frozenset(), args.output,
                          bool(getattr(args, "allow_empty", False)), options, args.trace)
 
@@ -118,6 +128,42 @@ def emit_report(report: Report, req: ReportRequest, trailer: str = "") -> int:
     return EXIT_CHECK_FAILED if fail_on_verdicts(report, req.fail_on) else 0
 
 
+def load_measured(path: str) -> MeasuredProfile:
+    """A measured profile by content: an ``.xplane.pb`` through jaxlib (the compile layer), else
+    ``hloscope.analysis.measured_read``."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(65536)
+    except OSError as e:
+        raise HloscopeError(f"{path}: cannot read profile: {e.strerror or e}", EXIT_BAD_INPUT) from None
+    if head and looks_like_xplane(path, head):
+        from hloscope.compile.xplane import read_xplane
+
+        return read_xplane(path)
+    return read_measured(path)
+
+
+def is_nsys_archive(path: str) -> bool:
+    """An nsys-jax archive: a .zip with the projected GPU trace inside."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            return "nvtx_gpu_proj_trace/trace.parquet" in z.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
+def check_measured(m: MeasuredComparison) -> None:
+    """A profile of another module, or one that matches nothing, is bad input (exit 2)."""
+    if not m.module_matches:
+        raise HloscopeError(f"{m.profile.source}: the profile measured module '{m.profile.module}', not this "
+                            f"module ('{m.module}'): give the HLO that ran", EXIT_BAD_INPUT)
+    if m.matched_ops == 0:
+        raise HloscopeError(f"{m.profile.source}: none of its {m.measured_ops} op names is an instruction of module "
+                            f"'{m.module}' (a profile of another compile?); nothing to compare", EXIT_BAD_INPUT)
+
+
 class AnalyzeCommand:
     """analyze: judge every host transfer in scheduled GPU HLO.
 
@@ -137,7 +183,16 @@ class AnalyzeCommand:
         from hloscope.artifact import load_report
 
         req = prepare_report(args)
+        measured = getattr(args, "measured", None) or (args.path if is_nsys_archive(args.path) else None)
+        if measured:
+            profile = load_measured(measured)
+            req = replace(req, options=replace(req.options, compare_with=profile))
         report = load_report(args.path, args.target, req.options)
+        note = backend_note(find_backend(report.module, report.inputs.label), report.target.name)
+        if note:  # before the report: a CPU module's figures are read knowing it
+            print(f"hloscope: note: {note}", file=sys.stderr)
+        if report.measured is not None:
+            check_measured(report.measured)
         if args.profile:
             from hloscope.analysis.calibration import match_profile
 

@@ -105,6 +105,10 @@ class SweepCommand:
             batches: list[int | None] = [int(b) for b in args.batch_sizes.split(",") if b.strip()] or [None]
         except ValueError:
             raise HloscopeError(f"--batch-sizes wants integers, got '{args.batch_sizes}'", EXIT_BAD_INPUT) from None
+        bad = [b for b in batches if b is not None and b < 1]
+        if bad:  # a cell per bad size would compile and fail, each with XLA's long message
+            raise HloscopeError(f"--batch-sizes: {bad[0]} is not a per-device batch size (want integers >= 1, "
+                                f"got '{args.batch_sizes}')", EXIT_BAD_INPUT)
         schedulers = _names(args.schedulers, SCHEDULERS, "scheduler")
         pipelined = [v == "on" for v in _names(args.pipelined, ("on", "off"), "--pipelined value")]
         if args.plot:

@@ -19,6 +19,7 @@ class TargetsCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         from hloscope.targets import BUILTIN_TARGETS
+        from hloscope.vocab import Direction
 
         def gbs(x: float | None) -> str:
             return "-" if x is None else f"{x / 1e9:g}"
@@ -34,7 +35,7 @@ class TargetsCommand:
                 f"{gbs(t.host_link_to_host)}/{gbs(t.host_link_to_device)}",
                 f"{gbs(t.host_link_achieved_to_host)}/{gbs(t.host_link_achieved_to_device)}",
                 str(t.host_link_gpus),
-                f"{gbs(t.host_link_bandwidth('to_host'))}/{gbs(t.host_link_bandwidth('to_device'))}",
+                f"{gbs(t.host_link_bandwidth(Direction.TO_HOST))}/{gbs(t.host_link_bandwidth(Direction.TO_DEVICE))}",
                 f"{t.host_memory_per_gpu / 2**30:.0f}" if t.host_memory_per_gpu else "-",
             ))
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]

@@ -21,6 +21,7 @@ scanner jumps from bracket to bracket with compiled regular expressions.
 from __future__ import annotations
 
 import re
+import unicodedata
 from itertools import chain
 
 from hloscope.errors import HloParseError
@@ -66,6 +67,12 @@ _GAP_START = frozenset(" \t\n\r/")
 _PLAIN_SHAPE_RE = re.compile(r"[a-z][a-z0-9]*\[[^\]\s/()\[{}]*\](?:\{[^{}\s/()]*(?:\([^()\s/]*\)[^{}\s/()]*)*\})?")
 _CLOSER = {"(": ")", "[": "]", "{": "}"}
 _PLACEHOLDER = Shape("unknown")
+#: Attributes that name called computations (and may hold one written in place).
+_CALL_KEYS = frozenset({"calls", "to_apply", "condition", "body", "true_computation", "false_computation"})
+#: '{' opening an inline computation: its first instruction "[ROOT] name =".
+#: Where a line starts an instruction: "[ROOT] name = " then a shape or an opcode.
+_INSTRUCTION_LINE_RE = re.compile(r"\n[ \t]*((?:ROOT[ \t]+)?%?[A-Za-z0-9_][A-Za-z0-9_.\-]*[ \t]*=[ \t]*[a-z(])")
+_INLINE_RE = re.compile(r"\{(?:[ \t\n\r]+|//[^\n]*|/\*.*?\*/)*(?:ROOT\s+)?%?[A-Za-z0-9_][A-Za-z0-9_.\-]*\s*=", re.S)
 
 
 def normalize(text: str) -> str:
@@ -92,6 +99,16 @@ def normalize(text: str) -> str:
     return "".join(out)
 
 
+def foreign_character(c: str) -> str:
+    """The message for a character XLA's lexer does not read outside strings and comments."""
+    name = unicodedata.name(c, "")
+    code = f"U+{ord(c):04X}" + (f" ({name.lower()})" if name else "")
+    if c.isspace() or unicodedata.category(c) in ("Zs", "Cf"):
+        # Text pasted from a web page or a document: U+00A0 for indentation, U+200B between words.
+        return f"character {code} is not whitespace XLA reads: replace it with a plain space"
+    return f"character {c!r} is not valid HLO outside a string" + ("" if c.isascii() else f" ({code})")
+
+
 class GeneralParser:
     """One parse of one text; use :func:`parse_general`."""
 
@@ -108,6 +125,10 @@ class GeneralParser:
         self.refs: list[tuple[str, int, str]] = []
         self.called: list[tuple[Instruction, int]] = []
         self.ins_start = 0  # offset of the instruction being read (nested ones share its line)
+        self.module: Module | None = None
+        self.comp: Computation | None = None  # the computation being read
+        self.inline_end = 0  # offset past the last inline computation read
+        self.comp_open = 0  # offset of the '{' that opened ``comp``
 
     # -- positions --------------------------------------------------------
     def line_of(self, off: int) -> int:
@@ -126,13 +147,71 @@ class GeneralParser:
         self.line_of(off)
         return off - self._line_start + 1
 
-    def error(self, message: str, off: int) -> HloParseError:
+    def error(self, message: str, off: int, at_end: bool = False) -> HloParseError:
+        """``message`` at ``off``; at the end of the text inside a computation, the unclosed one."""
+        if off >= self.n and self.comp is not None and not at_end:
+            return self.unclosed(self.comp, self.comp_open)
         off = max(0, min(off, self.n))
         if off < self.n and _FOREIGN_RE.match(self.text, off):
-            message = f"character {self.text[off]!r} is not valid HLO outside a string"
+            message = foreign_character(self.text[off])
         line = self.text.count("\n", 0, off) + 1
         column = off - (self.text.rfind("\n", 0, off) + 1) + 1
         return HloParseError(message, line, column, self.path)
+
+    def ended_inside(self, message: str, off: int) -> HloParseError:
+        """The text ends inside a string, comment or bracket opened at ``off``: if no instruction
+        follows, inside the computation being read (a truncated file); else at ``off``."""
+        comp = self.comp
+        if comp is None or _INSTRUCTION_LINE_RE.search(self.text, off) is not None:
+            return self.error(message, off)
+        return self.unclosed(comp, self.comp_open, inside=off)
+
+    def unclosed(self, comp: Computation, open_pos: int, inside: int = -1) -> HloParseError:
+        """The text ends inside ``comp``: a bracket that ran over the next instruction's line (XLA
+        points there too), else the end of the text, named as a likely truncation."""
+        swallowed = self.swallowing_bracket(open_pos)
+        if swallowed is not None:
+            at, line_off = swallowed
+            line, column = self.position(line_off)
+            return self.error(f"'{self.text[at]}' is not closed before the next instruction at {line}:{column}", at,
+                              at_end=True)
+        line, column = self.position(open_pos)
+        where = ""
+        if inside >= 0:
+            what = {'"': "string", "/": "comment"}.get(self.text[inside], f"'{self.text[inside]}'")
+            where = " (inside the {} at {}:{})".format(what, *self.position(inside))
+        err = self.error(f"computation '{comp.name}' opened at {line}:{column} is not closed: the text ends "
+                         f"inside it{where}; is the file truncated?", self.n, at_end=True)
+        err.truncated = True
+        return err
+
+    def swallowing_bracket(self, open_pos: int) -> tuple[int, int] | None:
+        """(offset of the bracket, offset of the instruction line it runs over) for the first
+        bracket after ``open_pos`` left open where a new instruction's line starts, None if none
+        (brackets of computations written in place excepted)."""
+        text = self.text
+        starts = [m.start(1) for m in _INSTRUCTION_LINE_RE.finditer(text, open_pos)]
+        stack: list[tuple[str, int, bool]] = []  # (closer, offset, opens an inline computation)
+        k = 0
+        for m in _SCAN_RE.finditer(text, open_pos + 1):
+            t = m.start()
+            while k < len(starts) and starts[k] < t:
+                if stack and not stack[-1][2]:
+                    return stack[-1][1], starts[k]
+                k += 1
+            c = m.group()[0]
+            if c in "([{":
+                stack.append((_CLOSER[c], t, c == "{" and _INLINE_RE.match(text, t) is not None))
+            elif c in ")]}":
+                if not stack:
+                    return None  # the computation's own closer
+                if stack[-1][0] == c:
+                    stack.pop()
+        return None
+
+    def position(self, off: int) -> tuple[int, int]:
+        """1-based (line, column) of ``off``."""
+        return self.text.count("\n", 0, off) + 1, off - (self.text.rfind("\n", 0, off) + 1) + 1
 
     def skip(self, pos: int) -> int:
         if self.text[pos:pos + 1] not in _GAP_START:
@@ -177,12 +256,12 @@ class GeneralParser:
                 if len(stack) == 1:
                     commas.append(m.start())
             elif tok == '"':
-                raise self.error("unterminated string", m.start())
+                raise self.ended_inside("unterminated string", m.start())
             elif tok == "/*":
-                raise self.error("unterminated comment '/*'", m.start())
+                raise self.ended_inside("unterminated comment '/*'", m.start())
             elif c not in "\"'/":
                 raise self.error("unexpected character", m.start())
-        raise self.error(f"'{text[pos]}' is not closed: missing '{stack[-1]}'", pos)
+        raise self.ended_inside(f"'{text[pos]}' is not closed: missing '{stack[-1]}'", pos)
 
     def scan_value(self, pos: int) -> int:
         """End of the attribute value at ``pos``: adjacent strings, bracket groups and bare words."""
@@ -223,6 +302,13 @@ class GeneralParser:
             if self.peek(pos) != "=":
                 raise self.error(f"expected '=' after attribute name '{m.group()}'", pos)
             pos = self.skip(pos + 1)
+            if self.comp is not None and m.group() in _CALL_KEYS and self.peek(pos) == "{" \
+                    and _INLINE_RE.match(self.text, pos):
+                # to_apply={ x = s32[] parameter(0) ROOT ... }: a computation written in place;
+                # XLA names it "_" ("_.1", ... for the next ones) and so does hloscope.
+                items.append(f"{m.group()}={self.parse_inline_computation(pos)}")
+                pos = self.skip(self.inline_end)
+                continue
             end = self.scan_value(pos)
             if m.group() == "literal" and self.peek(end) in (" ", "\t", "\n", "\r"):
                 value = self.skip(end)  # literal=f32[] 0.1: a shape, then the value
@@ -279,6 +365,7 @@ class GeneralParser:
             module = Module(name="", attrs={}, computations={}, entry_name="")
         else:
             raise self.error("expected 'HloModule <name>' at the start of the module", pos)
+        self.module = module
         pos = self.read_sections(module, pos)
         computations = module.computations
         while pos < self.n:
@@ -358,13 +445,24 @@ class GeneralParser:
         module.computations[name] = comp
         if comp.is_entry:
             module.entry_name = name
-        open_pos = pos
-        pos = self.skip(pos + 1)
-        self.refs = []
+        pos = self.parse_computation_body(comp, pos)
+        items, pos = self.read_attributes(pos)
+        for item in items:
+            if item.startswith("execution_thread="):
+                comp.execution_thread = item.partition("=")[2].strip('"')
+        return pos
+
+    def parse_computation_body(self, comp: Computation, open_pos: int) -> int:
+        """``open_pos`` at the computation's '{': its instructions; returns the offset past '}'."""
+        outer_comp, outer_refs, outer_start = self.comp, self.refs, self.ins_start
+        self.comp, self.refs = comp, []
+        name = comp.name
+        outer_open, self.comp_open = self.comp_open, open_pos
+        pos = self.skip(open_pos + 1)
         root_seen = False
         while self.peek(pos) != "}":
             if pos >= self.n:
-                raise self.error(f"computation '{name}' opened here is not closed with '}}'", open_pos)
+                raise self.unclosed(comp, open_pos)
             ins, name_pos, pos = self.parse_instruction(comp, pos)
             if ins.is_root:
                 if root_seen:
@@ -373,9 +471,21 @@ class GeneralParser:
         for ref, off, kind in self.refs:
             if ref not in comp.by_name:
                 raise self.error(f"{kind} '{ref}' is not defined in '{name}'", off)
-        pos = self.skip(pos + 1)
-        _attrs, pos = self.read_attributes(pos)  # execution_thread=..., kept nowhere
-        return pos
+        self.comp, self.refs, self.ins_start, self.comp_open = outer_comp, outer_refs, outer_start, outer_open
+        return self.skip(pos + 1)
+
+    def parse_inline_computation(self, pos: int) -> str:
+        """``pos`` at the '{' of a computation written as an attribute value; returns its name."""
+        module = self.module
+        assert module is not None
+        name, n = "_", 0
+        while name in module.computations:
+            n += 1
+            name = f"_.{n}"
+        comp = Computation(name=name, is_entry=False, line=self.line_of(pos))
+        module.computations[name] = comp
+        self.inline_end = self.parse_computation_body(comp, pos)
+        return name
 
     # -- instructions ---------------------------------------------------------
     def parse_instruction(self, comp: Computation, pos: int) -> tuple[Instruction, int, int]:

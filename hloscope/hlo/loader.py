@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from hloscope.errors import EXIT_BAD_INPUT, HloParseError, HloscopeError
+from hloscope.hlo.hloproto import looks_like_hlo_proto, parse_hlo_proto
 from hloscope.hlo.model import Module
 from hloscope.hlo.parser import parse_hlo
 
@@ -37,6 +38,8 @@ def _pick(directory: Path) -> tuple[Path, str]:
         raise HloscopeError(f"{directory}: cannot list: {e.strerror or e}", EXIT_BAD_INPUT) from None
     cands = [p for p in names if p.name.endswith("after_optimizations.txt")]
     if not cands:
+        cands = [p for p in names if p.name.endswith(_PROTO_DUMPS)]
+    if not cands:
         cands = [p for p in names if p.name.endswith("before_optimizations.txt")]
     if not cands:
         raise HloscopeError(f"{directory}: no '*after_optimizations.txt' (XLA dump) or 'optimized.hlo.txt' "
@@ -45,6 +48,55 @@ def _pick(directory: Path) -> tuple[Path, str]:
     note = (f"{len(cands)} modules in {directory}; reading the largest, {chosen.name} (pass a file to choose "
             "another)") if len(cands) > 1 else ""
     return chosen, note
+
+
+#: The optimized modules of an XLA dump written as HloProto (``--xla_dump_hlo_as_proto``; nsys-jax).
+_PROTO_DUMPS = ("after_optimizations.hlo.pb", "after_optimizations.hlo.pb.xz")
+_ZIP_MAGIC = b"PK\x03\x04"
+
+
+def read_archive_module(path: Path) -> tuple[bytes, str, tuple[str, ...]]:
+    """(HloProto bytes, display name, notes) of the optimized module in an nsys-jax archive
+    (``dump/*after_optimizations.hlo.pb.xz``): the largest, as in a dump folder."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            cands = [i for i in z.infolist() if i.filename.endswith(_PROTO_DUMPS)]
+            if not cands:
+                raise HloscopeError(f"{path}: no '*after_optimizations.hlo.pb(.xz)' module in this archive "
+                                    "(an nsys-jax archive keeps them under dump/)", EXIT_BAD_INPUT)
+            chosen = max(cands, key=lambda i: (i.file_size, i.filename))
+            data = z.read(chosen)
+    except (zipfile.BadZipFile, OSError, EOFError) as e:
+        raise HloscopeError(f"{path}: not a readable .zip archive ({e}); is it truncated?", EXIT_BAD_INPUT) from None
+    note = (f"{len(cands)} modules in {path}; reading the largest, {chosen.filename}") if len(cands) > 1 else ""
+    return data, f"{path}!{chosen.filename}", (note,) if note else ()
+
+
+def archive_device(path: str | Path) -> str:
+    """The GPU an nsys-jax archive's step ran on: ``device_description_str`` of the largest
+    module's ``gpu_target_config.pbtxt(.xz)`` ("" when the archive has none, or ``path`` is not one)."""
+    import lzma
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = z.namelist()
+            mods = [n for n in names if n.endswith(_PROTO_DUMPS)]
+            if not mods:
+                return ""
+            chosen = max(mods, key=lambda n: (z.getinfo(n).file_size, n))
+            stem = chosen.split(".sm_")[0] if ".sm_" in chosen else chosen.rsplit(".", 4)[0]
+            cfg = next((n for n in names if n.startswith(stem) and ".gpu_target_config.pbtxt" in n), "")
+            if not cfg:
+                return ""
+            data = z.read(cfg)
+            text = (lzma.decompress(data) if cfg.endswith(".xz") else data).decode("utf-8", "replace")
+    except (OSError, zipfile.BadZipFile, lzma.LZMAError, EOFError):
+        return ""
+    m = re.search(r'device_description_str:\s*"([^"]*)"', text)
+    return m.group(1) if m else ""
 
 
 STDIN_PROMPT = "hloscope: reading HLO from standard input (Ctrl+D to end)"
@@ -103,7 +155,7 @@ def parse_text(text: str, name: str | None = None) -> Module:
         return parse_hlo(text, name)
     except HloParseError as e:
         lines = text.count("\n") + (0 if text.endswith("\n") else 1)
-        if not text.rstrip().endswith("}") and e.line >= lines - 1:
+        if not e.truncated and not text.rstrip().endswith("}") and e.line >= lines - 1:
             raise HloParseError(f"{e.reason}; the text ends here, in the middle of a computation: is the file "
                                 "truncated (cut off while being written or copied)?", e.line, e.column,
                                 e.path) from None
@@ -143,11 +195,43 @@ def load_module(path: str) -> Module:
 
 def load_module_with_notes(path: str) -> tuple[Module, tuple[str, ...]]:
     """The module and the notes on how it was read (which file of a folder), for the views to show.
-    Library code never prints; the CLI shows the notes."""
+    Library code never prints; the CLI shows the notes. HloProto bytes (``*.hlo.pb``, ``.xz``) and
+    nsys-jax archives (``.zip``) are read by content, text otherwise."""
+    binary = _read_binary(path)
+    if binary is not None:
+        data, name, notes = binary
+        module = parse_hlo_proto(data, name)
+        module.source_path = name
+        return module, notes
     text, name, notes = _read(path)
     module = parse_text(text, name)
     module.source_path = None if name == "<stdin>" else os.fspath(name)
     return module, notes
+
+
+def _read_binary(path: str) -> tuple[bytes, str, tuple[str, ...]] | None:
+    """(bytes, name, notes) when ``path`` holds an HloProto or an archive; None for text."""
+    if path == "-" or not path:
+        return None
+    p = Path(path)
+    notes: tuple[str, ...] = ()
+    try:
+        if p.is_dir():
+            p, note = _pick(p)
+            notes = (note,) if note else ()
+        with open(p, "rb") as f:
+            head = f.read(8)
+    except OSError:
+        return None  # _read words it
+    if head.startswith(_ZIP_MAGIC):
+        data, name, more = read_archive_module(p)
+        return data, name, notes + more
+    if not looks_like_hlo_proto(head) or (b"\0" not in head and not p.name.endswith((".pb", ".pb.xz", ".xz"))):
+        return None
+    try:
+        return p.read_bytes(), str(p), notes
+    except OSError:
+        return None
 
 
 # What HLO text starts with once blanks and comments are skipped.

@@ -178,13 +178,17 @@ def _name_list(v: str) -> list[str]:
 
 @dataclass(slots=True)
 class Computation:
-    """A named computation; ``instructions`` in text (= schedule) order."""
+    """A named computation; ``instructions`` in text (= schedule) order.
+
+    execution_thread: the thread XLA runs it on (``}, execution_thread="host"`` after
+    its closing brace: host compute offload); ``"main"`` when the text names none."""
 
     name: str
     is_entry: bool
     line: int
     instructions: list[Instruction] = field(default_factory=list)
     by_name: dict[str, Instruction] = field(default_factory=dict)
+    execution_thread: str = "main"
 
     @property
     def root(self) -> Instruction | None:
@@ -220,6 +224,9 @@ class Module:
     empty: while, call, fusion, reduce ...), computation by computation in text
     order; the parser lists them while checking the calls, so the call graph need
     not walk every instruction.
+    async_wrapped: for a module read from an HloProto, the name of each op a sugared async
+    start (``reduce-scatter-start``) wraps -> the start's name: XLA names that op's thunk in a
+    profile after the wrapped op, which the text form does not print. Empty for text.
     """
 
     name: str
@@ -232,6 +239,7 @@ class Module:
     stack_frames: dict[int, tuple[int, int]] = field(default_factory=dict)
     source_path: str | None = None
     calling: list[Instruction] = field(default_factory=list)
+    async_wrapped: dict[str, str] = field(default_factory=dict)
 
     @property
     def entry(self) -> Computation:

@@ -35,6 +35,7 @@ from hloscope.hlo.building import (
 from hloscope.hlo.gcpause import paused_gc
 from hloscope.hlo.general import parse_general
 from hloscope.hlo.model import Computation, Instruction, Module
+from hloscope.hlo.semantics import check_parser_semantics
 from hloscope.hlo.shape import Shape, ShapeError, parse_shape, shape_span
 
 __all__ = ["NATIVE_ASYNC", "canonical_opcode", "parse_hlo", "parse_printer_shaped"]
@@ -50,6 +51,7 @@ _OPCODE_RE = re.compile(r"\s*([a-z][a-z0-9\-_]*)\(")
 _COMP_RE = re.compile(r"(ENTRY\s+)?%?([^\s(]+)\s*(?:\(.*)?\{\s*$")
 _SECTION_ITEM_RE = re.compile(r"(\d+)\s+(.*)$")
 _NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
+_THREAD_RE = re.compile(r'\}, execution_thread="([A-Za-z0-9_.\-]+)"')
 
 
 def parse_hlo(text: str, path: str | None = None) -> Module:
@@ -60,12 +62,18 @@ def parse_hlo(text: str, path: str | None = None) -> Module:
     with paused_gc():
         # "$" (a test template's placeholder) is read by XLA only inside strings;
         # the general path tells the two apart.
-        if "$" not in text:
+        # Python's \s and str.strip() take Unicode blanks (U+00A0) that XLA's lexer does not: text
+        # with any non-ASCII character is read on the general path, which reads only XLA's blanks.
+        module: Module | None = None
+        if "$" not in text and text.isascii():
             try:
-                return _Parser(text, path).parse()
+                module = _Parser(text, path).parse()
             except HloParseError:
                 pass  # not printer-shaped, or malformed: the general path decides and locates
-        return parse_general(text, path)
+        if module is None:
+            module = parse_general(text, path)
+        check_parser_semantics(module, text)
+        return module
 
 
 def parse_printer_shaped(text: str, path: str | None = None) -> Module:
@@ -128,7 +136,10 @@ class _Parser:
                     section = ""
                 continue
             if comp is not None:
-                if line.strip() == "}":
+                thread = _THREAD_RE.fullmatch(line) if line.startswith("}, ") else None
+                if thread is not None or line.strip() == "}":
+                    if thread is not None:
+                        comp.execution_thread = thread.group(1)
                     self.check_computation(comp, lines)
                     comp = None
                     continue

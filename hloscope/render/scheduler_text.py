@@ -19,6 +19,11 @@ _ESTIMATOR_WORDS = {
 }
 
 
+def estimator_words(estimator: str) -> str:
+    """``speed-of-light estimator``, ``approximate estimator``...: how every view names XLA's estimator."""
+    return _ESTIMATOR_WORDS.get(estimator, estimator + " estimator")
+
+
 def scheduler_line(run: ScheduleRun | None) -> str:
     """``scheduler: lhs, speed-of-light estimator (H100 table)``, ``scheduler: none (no latency
     hiding scheduler)``...; "" when the compile's record is unknown."""
@@ -29,7 +34,7 @@ def scheduler_line(run: ScheduleRun | None) -> str:
     elif run.estimator is None:
         text = "scheduler: lhs, estimator unknown" + (f" ({run.source})" if run.source else "")
     else:
-        text = f"scheduler: lhs, {_ESTIMATOR_WORDS.get(run.estimator, run.estimator + ' estimator')}"
+        text = f"scheduler: lhs, {estimator_words(run.estimator)}"
         if run.estimator == "sol" and run.sol_table:
             text += " (XLA's default table)" if run.sol_table == "default" else f" ({run.sol_table} table)"
         if run.reason:

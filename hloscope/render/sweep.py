@@ -84,6 +84,11 @@ class SweepTable:
             lines.append("")
             lines.append("capacity (device allocation vs HBM; any scheduler/pipelining setting):")
             for p, c in result.capacity.items():
+                if c.get("largest_fit") is not None and c.get("smallest_over") is None:
+                    # Nothing tried was over HBM: the largest tried is not the limit.
+                    lines.append(f"  {p}: every batch tried fits; the largest tried, {c['largest_fit']}, "
+                                 f"needs {_gib(c['largest_fit_bytes'])} GiB")
+                    continue
                 fit = (f"largest batch that fits {c['largest_fit']} ({_gib(c['largest_fit_bytes'])} GiB)"
                        if c.get("largest_fit") is not None else "no batch fits")
                 over = (f"smallest that does not {c['smallest_over']} ({_gib(c['smallest_over_bytes'])} GiB"

@@ -89,7 +89,12 @@ def write_plot(result: SweepResult, path: str) -> None:
         if c.get("largest_fit") is not None and c.get("largest_fit_bytes") is not None:
             right.plot([c["largest_fit"]], [c["largest_fit_bytes"] / 2**30], marker="*", markersize=16, color=color,
                        linestyle="none")
-        fit = f"largest batch that fits {c['largest_fit']}" if c.get("largest_fit") is not None else "no batch fits"
+        if c.get("largest_fit") is None:
+            fit = "no batch fits"
+        elif c.get("smallest_over") is None:  # nothing tried was over: the real limit lies beyond
+            fit = f"every batch tried fits (largest tried {c['largest_fit']})"
+        else:
+            fit = f"largest batch that fits {c['largest_fit']}"
         over = (f"; {c['smallest_over']} is over" if c.get("smallest_over") is not None else "")
         if over and c.get("smallest_over_top_role"):
             over += f" (top buffer: {c['smallest_over_top_role']}, {c['smallest_over_top_bytes'] / 2**30:.1f} GiB)"

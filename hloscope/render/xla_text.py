@@ -9,6 +9,7 @@ from __future__ import annotations
 from hloscope.analysis.report import Report
 from hloscope.analysis.verdict import Verdict
 from hloscope.analysis.xla_view import XlaTransferView
+from hloscope.render.scheduler_text import estimator_words
 from hloscope.units import human_us
 
 __all__ = ["xla_cell", "xla_clause", "xla_legend", "xla_step_words", "xla_view"]
@@ -47,13 +48,22 @@ def xla_legend(report: Report) -> list[str]:
     """The lines that explain the ``xla us`` column, once per report."""
     if report.xla is None:
         return []
-    if report.xla.profile is not None:
+    # One estimator per report: the compile's record (the ``scheduler:`` line) names the one XLA
+    # used; the log's reading of it (None when it logged no statistics) is only a fallback.
+    run = report.scheduler
+    if run is not None and run.name != "lhs":
+        lines = ["xla us: no latency hiding scheduler ran (see the scheduler line), so XLA assumed no latencies; "
+                 "none are shown"]
+    elif report.xla.profile is not None:
         lines = [f"xla us: XLA scheduled with the profile {report.xla.profile or '(unnamed)'}, whose per-op "
-                 f"figures replace its {report.xla.estimator or 'unknown'} estimator's; the log holds none of its "
-                 "own, so none are shown"]
+                 "figures replace its estimator's; the log holds none of its own, so none are shown"]
     elif report.xla.estimator != "sol":
-        lines = [f"xla us: XLA's {report.xla.estimator or 'unknown'} latency estimator drove this schedule; "
-                 "it logs no per-op figures in µs, so none are shown"]
+        if run is not None:
+            used = f"its {estimator_words(run.estimator)}" if run.estimator else "its estimator"
+            lines = [f"xla us: XLA's log holds no per-op figures in µs from {used}, so none are shown"]
+        else:
+            lines = [f"xla us: XLA's {report.xla.estimator or 'unknown'} latency estimator drove this schedule; "
+                     "it logs no per-op figures in µs, so none are shown"]
     else:
         lines = ["xla us: the latency XLA's scheduler (SOL estimator) assumed between each start and its done; "
                  "* marks the fixed default it gives every host transfer, whatever its bytes"]

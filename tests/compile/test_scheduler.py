@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +30,15 @@ def _fsdp_step(target: str, devices: int, scheduler: Scheduler) -> Any:
     import jax.numpy as jnp
     from jax.sharding import NamedSharding, PartitionSpec
 
-    from hloscope.compile.deviceless import compile_step, make_mesh
+    from hloscope.compile.deviceless import StepOptions, compile_step, make_mesh
+    from hloscope.compile.request import CompileRequest
 
     mesh = make_mesh(target, devices)
     s = NamedSharding(mesh, PartitionSpec("fsdp"))
     w = jax.ShapeDtypeStruct((2048, 2048), jnp.bfloat16, sharding=s)
     x = jax.ShapeDtypeStruct((64 * devices, 2048), jnp.bfloat16, sharding=s)
-    return compile_step(lambda w, x: jnp.tanh(x @ w) @ w.T, w, x, mesh=mesh, target=target, scheduler=scheduler)
+    request = CompileRequest(target, devices, fn=f"{__name__}:fsdp_step", scheduler=scheduler)
+    return compile_step(request, lambda w, x: jnp.tanh(x @ w) @ w.T, (w, x), StepOptions(mesh=mesh))
 
 
 def test_each_scheduler_sets_its_options_and_is_read_back() -> None:
@@ -86,6 +89,15 @@ def test_cli_scheduler_reaches_the_manifest(tmp_path: Path, capsys: pytest.Captu
         out = tmp_path / name
         assert main(["compile", "--workload", "mlp", "--set", "layers=2", "--scheduler", name,
                      "--out", str(out)]) == 0
+        # The report names one estimator, the one XLA used (issue 27: the scheduler line said
+        # speed-of-light while the xla-us legend said "unknown").
+        text = capsys.readouterr().out
+        named = {"speed-of-light" if n == "SOL" else n for n in
+                 re.findall(r"\b(speed-of-light|SOL|approximate|analytical|profile-guided|unknown) (?:latency )?"
+                            r"estimator", text)}
+        assert named == {"lhs": {"speed-of-light"}, "lhs-approx": {"approximate"}, "none": set()}[name], text
+        if name == "none":
+            assert "xla us: no latency hiding scheduler ran (see the scheduler line)" in text
         manifest = json.loads((out / "manifest.json").read_text())
         seen[name] = (manifest["scheduler"]["name"], manifest["scheduler"]["estimator"],
                       manifest["scheduler"]["requested"])

@@ -69,15 +69,18 @@ def test_sweep_matrix_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_sweep_batch_sizes_table_and_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib", reason="--plot needs the plot extra (pip install -e '.[all]')")
     # A repeated batch size is the same cell: compiled once (4 cells, not 6).
     plot = tmp_path / "capacity.svg"
     assert main(["sweep", "mlp", "--policies", "offload", "--schedulers", "lhs", "--batch-sizes", "8,16,8",
                  "--jobs", "2", "--plot", str(plot)]) == 0
     out, err = capsys.readouterr()
-    # The plot marks the capacity answer (16 fits) and the target's HBM line (h100-sxm: 80 GiB).
+    # The plot marks the capacity answer (every batch tried fits, 16 the largest tried: not a limit)
+    # and the target's HBM line (h100-sxm: 80 GiB).
     svg = plot.read_text()
-    assert svg.startswith("<?xml") and "offload: largest batch that fits 16" in svg and "HBM 80 GiB (h100-sxm)" in svg
-    assert "  offload: largest batch that fits 16 (" in out and "every batch tried fits" in out
+    assert svg.startswith("<?xml") and "offload: every batch tried fits (largest tried 16)" in svg
+    assert "HBM 80 GiB (h100-sxm)" in svg and "largest batch that fits 16" not in svg
+    assert "  offload: every batch tried fits; the largest tried, 16, needs " in out
     assert "[4/4] compiled: " in err and "[5/" not in err
     assert "hloscope: 4 cells: 4 compiled, 0 from the cache, 0 failed (local executor" in err
     table = out.splitlines()

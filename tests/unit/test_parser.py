@@ -112,15 +112,17 @@ def test_unknown_opcode_is_kept() -> None:
 BAD = [
     ("", 1, 1, "no 'HloModule' header"),
     ("garbage\n", 1, 1, "expected 'HloModule"),
-    ("HloModule m\n\nENTRY e {\n  p = f32[4]{0} parameter(0)\n", 3, 9, "not closed"),
+    # The text ends inside a computation: named at the end of the text, with where it opened.
+    ("HloModule m\n\nENTRY e {\n  p = f32[4]{0} parameter(0)\n", 5, 1,
+     "computation 'e' opened at 3:9 is not closed: the text ends inside it; is the file truncated?"),
     ("HloModule m\n\nENTRY e {\n  p = f33[4]{0} parameter(0)\n}\n", 4, 7, "unknown element type 'f33'"),
     ("HloModule m\n\nENTRY e {\n  p = f32[4]{0} parameter(0)\n  ROOT n = f32[4]{0} negate(q)\n}\n", 5, 29,
      "operand 'q'"),
     # The error points at the bracket left open and names the closer that exposed it.
     ("HloModule m\n\nENTRY e {\n  p = f32[4]{0} parameter(0\n}\n", 4, 26,
      "'(' is not closed: expected ')' before the '}' at 5:1"),
-    ("HloModule m\n\nENTRY e {\n  p = f32[4]{0} parameter(0\n", 4, 26, "'(' is not closed: missing ')'"),
-    ("HloModule m\n\nENTRY e {\n  p = f32[4]{0} parameter(0), a={\n}\n", 3, 9, "not closed"),
+    ("HloModule m\n\nENTRY e {\n  p = f32[4]{0} parameter(0\n", 5, 1, "inside the '(' at 4:26); is the file"),
+    ("HloModule m\n\nENTRY e {\n  p = f32[4]{0} parameter(0), a={\n}\n", 6, 1, "opened at 3:9 is not closed"),
     ("HloModule m\n\nENTRY e {\n  p = f32[4]{0}\n}\n", 5, 1, "expected an opcode"),
     ("HloModule m\n\nENTRY e {\n  ROOT c = f32[4]{0} call(), to_apply=%nowhere\n}\n", 4, 40, "unknown computation"),
     ("HloModule m\n  p = f32[] parameter(0)\n", 2, 3, "outside a computation"),

@@ -115,7 +115,7 @@ BAD = [
      "a second ROOT"),
     ("HloModule m\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\nENTRY f {\n  ROOT p = f32[] parameter(0)\n}\n", 5, 1,
      "a second ENTRY"),
-    ("HloModule m\nENTRY e {\n  ROOT n = negate(q)\n  q = f32[] parameter(0), a={{{\n}\n", 4, 29, "'{' is not closed"),
+    ("HloModule m\nENTRY e {\n  ROOT n = negate(q)\n  q = f32[] parameter(0), a={{{\n}\n", 6, 1, "inside the '{' at 4:29); is the file truncated?"),
     ("HloModule m\nENTRY e {\n  ROOT n = bitcast(p)\n  p = f32[] parameter(0)\n}\n", 3, 12, "cannot infer"),
     ("HloModule m\nENTRY e {\n  ROOT t = " + "(" * 100 + "f32[]" + ")" * 100 + " tuple()\n}\n", 3, 76,
      "nested deeper than 64"),

@@ -204,8 +204,8 @@ def test_fixture_timelines_are_consistent(name: str) -> None:
 def test_peak_link_mode_shortens_transfers() -> None:
     m = parse_hlo(ONE_WINDOW)
     index = ModuleIndex(m)
-    cost = CostModel(index, get_target("h100-sxm"))
-    peak = simulate_step(m, cost, pair_async_ops(index), find_host_transfers(index), index.callgraph, "peak")
+    cost = CostModel(index, get_target("h100-sxm"), link_mode="peak")
+    peak = simulate_step(m, cost, pair_async_ops(index), find_host_transfers(index), index.callgraph)
     assert peak.link_mode == "peak"
     # 2 us DMA setup + 4 MiB at the 64 GB/s peak
     assert peak.transfers[("main", "cs")].transfer_us == pytest.approx(2.0 + 4 * 2**20 / 64e9 * 1e6)

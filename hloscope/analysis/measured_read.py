@@ -1,0 +1,149 @@
+"""Read measured GPU profiles by content: ``read_measured(path)`` -> a :class:`MeasuredProfile`.
+
+- an nsys-jax archive (``.zip``): ``nvtx_gpu_proj_trace/trace.parquet`` (needs the
+  ``measured`` extra: pyarrow). Module ranges ``TSL:XlaModule:#hlo_module=M,program_id=N#``
+  are executions (their projected GPU duration is the step's measured time); their child
+  ranges ``TSL:Thunk:#...hlo_op=OP...#`` are the ops, with the projected GPU start and
+  duration of the kernels each launched.
+- ``jax.profiler``'s Chrome trace JSON (``*.trace.json.gz``, or plain JSON): complete events
+  (``ph: X``) whose ``args`` carry ``hlo_op`` and ``hlo_module`` are ops, grouped into executions
+  by ``run_id``; events with ``hlo_module`` but no ``hlo_op`` (the "XLA Modules" line of a GPU
+  trace) time the executions, else an execution is the span of its ops.
+- an XLA PGLE profile (``ProfiledInstructionsProto``), text or binary (``profile.pb``): one
+  figure per op, no executions, no intervals.
+
+An ``.xplane.pb`` is read through jaxlib by ``hloscope.compile.xplane`` (the CLI picks it by
+content); :func:`looks_like_xplane` tells it apart. Bad input is one
+:class:`~hloscope.errors.HloscopeError` (exit 2).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import re
+import zipfile
+from collections import defaultdict
+from pathlib import Path
+
+from hloscope.analysis.calibration import parse_profile_bytes
+from hloscope.analysis.measured import MeasuredProfile, OpStats, profile_from_events, runs_from_spans
+from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+
+__all__ = ["looks_like_xplane", "read_measured"]
+
+_MODULE_RE = re.compile(r"^TSL:XlaModule:#hlo_module=([^,#]+),program_id=(\d+)#")
+_THUNK_RE = re.compile(r"hlo_op=([^,#]+)")
+_TRACE = "nvtx_gpu_proj_trace/trace.parquet"
+
+
+def looks_like_xplane(path: str | Path, head: bytes) -> bool:
+    """An XSpace (``jax.profiler``'s ``*.xplane.pb``): by name, or a plane name in its first bytes."""
+    return str(path).endswith(".xplane.pb") or (head[:1] == b"\n" and (b"/host:" in head or b"/device:" in head))
+
+
+def _bad(source: str, what: str) -> HloscopeError:
+    return HloscopeError(f"{source}: not a usable measured profile: {what}", EXIT_BAD_INPUT)
+
+
+def read_measured(path: str | Path, module_name: str = "") -> MeasuredProfile:
+    """The profile at ``path``, read by content. ``module_name``: which module's executions to
+    keep when the file has several (default: the one with the most op rows)."""
+    p = Path(path)
+    try:
+        head = p.open("rb").read(8)
+    except OSError as e:
+        raise HloscopeError(f"{p}: cannot read profile: {e.strerror or e}", EXIT_BAD_INPUT) from None
+    if not head:
+        raise _bad(str(p), "the file is empty")
+    if head.startswith(b"PK\x03\x04"):
+        return _read_nsys(p, module_name)
+    data = p.read_bytes()
+    if data.startswith(b"\x1f\x8b"):
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as e:
+            raise _bad(str(p), f"a broken gzip stream ({e}); is it truncated?") from None
+    if data.lstrip()[:1] == b"{" and b"traceEvents" in data[:4096]:
+        return _read_chrome(data, str(p), module_name)
+    if looks_like_xplane(p, data[:65536]):
+        raise _bad(str(p), "an .xplane.pb is read through jaxlib: hloscope analyze/calibrate do it when the "
+                   "'compile' extra is installed")
+    return _read_pgle(data, str(p))
+
+
+def _read_pgle(data: bytes, source: str) -> MeasuredProfile:
+    times = parse_profile_bytes(data, source)
+    ops = {n: OpStats(n, us, 0.0, 1) for n, us in times.items()}
+    return MeasuredProfile(source, "pgle", "", (), ops)
+
+
+def _read_nsys(path: Path, module_name: str) -> MeasuredProfile:
+    try:
+        import pyarrow.parquet as pq  # type: ignore[import-not-found, import-untyped, unused-ignore]
+    except ImportError:
+        raise HloscopeError(f"{path}: reading an nsys-jax archive needs pyarrow: pip install 'hloscope[measured]'",
+                            EXIT_BAD_INPUT) from None
+    try:
+        with zipfile.ZipFile(path) as z:
+            if _TRACE not in z.namelist():
+                raise _bad(str(path), f"no {_TRACE} in this archive (is it an nsys-jax archive?)")
+            table = pq.read_table(io.BytesIO(z.read(_TRACE)),
+                                  columns=["Name", "Projected Start", "Projected Duration", "RangeId", "ParentId"])
+    except (zipfile.BadZipFile, OSError, EOFError) as e:
+        raise _bad(str(path), f"not a readable .zip ({e}); is it truncated?") from None
+    except HloscopeError:
+        raise
+    except Exception as e:  # pyarrow's errors for a broken parquet file
+        raise _bad(str(path), f"{_TRACE} unreadable ({type(e).__name__}: {e})") from None
+    cols = table.to_pydict()
+    runs: dict[object, tuple[str, int, int]] = {}
+    for name, start, dur, rid in zip(cols["Name"], cols["Projected Start"], cols["Projected Duration"],
+                                     cols["RangeId"], strict=True):
+        m = _MODULE_RE.match(name or "")
+        if m and rid is not None:
+            runs[rid] = (m.group(1), int(start), int(dur))
+    thunks: dict[object, list[tuple[str, int, int]]] = defaultdict(list)
+    for name, start, dur, parent in zip(cols["Name"], cols["Projected Start"], cols["Projected Duration"],
+                                        cols["ParentId"], strict=True):
+        if name and name.startswith("TSL:Thunk:") and parent in runs:
+            m = _THUNK_RE.search(name)
+            if m:
+                thunks[parent].append((m.group(1), int(start), int(dur)))
+    if not thunks:
+        raise _bad(str(path), "no 'TSL:Thunk:#hlo_op=...#' rows under a 'TSL:XlaModule' range")
+    return profile_from_events(str(path), "nsys", runs, thunks, module_name)
+
+
+def _read_chrome(data: bytes, source: str, module_name: str) -> MeasuredProfile:
+    try:
+        doc = json.loads(data)
+    except ValueError as e:
+        raise _bad(source, f"not JSON ({e}); is it truncated?") from None
+    events = doc.get("traceEvents") if isinstance(doc, dict) else None
+    if not isinstance(events, list):
+        raise _bad(source, "no 'traceEvents' list (not a Chrome trace)")
+    ops: dict[object, list[tuple[str, int, int]]] = defaultdict(list)
+    modules: dict[object, str] = {}
+    runs: dict[object, tuple[str, int, int]] = {}
+    for ev in events:
+        args = ev.get("args") if isinstance(ev, dict) else None
+        if not isinstance(args, dict) or ev.get("ph") != "X" or "hlo_module" not in args:
+            continue
+        try:
+            start, dur = round(float(ev["ts"]) * 1e3), round(float(ev.get("dur", 0)) * 1e3)
+        except (KeyError, TypeError, ValueError):
+            raise _bad(source, f"an event without a numeric 'ts'/'dur': {str(ev)[:80]}") from None
+        key = (str(args["hlo_module"]), str(args.get("run_id", "")))
+        if "hlo_op" in args:
+            ops[key].append((str(args["hlo_op"]), start, dur))
+            modules[key] = str(args["hlo_module"])
+        else:
+            runs[key] = (str(args["hlo_module"]), start, dur)
+    if not ops:
+        raise _bad(source, "no events with an 'hlo_op' argument (a trace of XLA ops)")
+    spans = runs_from_spans(ops, modules)
+    return profile_from_events(source, "trace", {**spans, **runs}, ops, module_name)
+
+

@@ -1,0 +1,70 @@
+"""calibrate: fit a target's figures to a measured GPU profile and write a target file."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+class CalibrateCommand:
+    """calibrate: fit a target's figures to a measured GPU profile and write a target file.
+
+    PROFILE is an nsys-jax archive (.zip: it holds the HLO that ran), a jax.profiler trace
+    (.xplane.pb, .trace.json.gz) or a PGLE profile (text or binary profile.pb); for all but the
+    archive give HLO, the optimized module it was measured on. Fits kernel
+    launch and achieved HBM bandwidth (memory-bound kernels), achieved GEMM throughput, each
+    collective kind's bandwidth and latency, and the host link where transfers were timed, by
+    least squares (docs/accuracy.md); a figure the profile cannot inform keeps the datasheet
+    value and says so. Prints each figure and each op class's error before and after. -o FILE
+    is written only if it does not exist (--force to overwrite). Exit 0, 2 bad input, 3 unknown target.
+    """
+
+    def prepare_parser(self, p: argparse.ArgumentParser) -> None:
+        p.add_argument("profile", metavar="PROFILE", help="nsys-jax archive (.zip) or PGLE profile")
+        p.add_argument("hlo", metavar="HLO", nargs="?", help="the optimized module the profile was taken on "
+                       "(default: the one inside an nsys-jax archive)")
+        p.add_argument("-o", "--output", required=True, metavar="FILE.toml", help="target file to write")
+        p.add_argument("--target", help="the datasheet target to start from (default: the archive's GPU, else "
+                       "h100-sxm)")
+        p.add_argument("--name", help="the calibrated target's name (default: the output file's stem)")
+        p.add_argument("--force", action="store_true", help="overwrite FILE.toml if it exists")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from hloscope.analysis.calibrate import fit_target
+        from hloscope.analysis.overlap import AnalysisOptions
+        from hloscope.analysis.report import analyze_step
+        from hloscope.artifact import read_step
+        from hloscope.cli.analyze import check_measured, is_nsys_archive, load_measured
+        from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+        from hloscope.render.calibration_text import calibration_lines, target_toml
+
+        out = Path(args.output)
+        if out.suffix != ".toml":
+            raise HloscopeError(f"{out}: the target file must end in .toml (--target reads it by its suffix)",
+                                EXIT_BAD_INPUT)
+        if out.exists() and not args.force:
+            raise HloscopeError(f"{out} exists; pass --force to overwrite it", EXIT_BAD_INPUT)
+        hlo = args.hlo or (args.profile if is_nsys_archive(args.profile) else None)
+        if hlo is None:
+            raise HloscopeError(f"{args.profile}: a PGLE profile does not hold the HLO; give the optimized module "
+                                "it was measured on as HLO", EXIT_BAD_INPUT)
+        profile = load_measured(args.profile)
+        step = read_step(hlo, args.target)
+        options = AnalysisOptions(compare_with=profile)
+        before = analyze_step(step.inputs, step.target, options)
+        assert before.measured is not None
+        check_measured(before.measured)
+        cal = fit_target(before.index, step.target, profile, args.name or out.stem, before.transfers)
+        after = analyze_step(step.inputs, cal.target, options)
+        assert after.measured is not None
+        text = target_toml(cal)
+        existed = out.exists()
+        try:
+            out.write_text(text, encoding="utf-8")
+        except OSError as e:
+            raise HloscopeError(f"{out}: cannot write: {e.strerror or e}", EXIT_BAD_INPUT) from None
+        for line in calibration_lines(cal, before.measured, after.measured):
+            print(line)
+        print(f"hloscope: {'overwrote' if existed else 'wrote'} {out} (use it: --target {out})", file=sys.stderr)
+        return 0

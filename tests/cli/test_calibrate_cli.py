@@ -1,0 +1,84 @@
+"""``hloscope calibrate`` on a real GPU run: fit, write a target file, refuse to overwrite it.
+
+Fixture: fixtures/measured/pax_fsdp4_proc0.nsys.zip (JAX-Toolbox PAXML FSDP on 4 A100-SXM4-40GB; see
+test_measured_cli.py for the facts read by hand). The run has no host transfer and no all-to-all or
+collective-permute: those figures must keep their datasheet values and say so.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from hloscope.cli.main import main
+from hloscope.targets import get_target
+from tests.conftest import FIXTURES
+
+pytest.importorskip("pyarrow", reason="nsys-jax archives need the 'measured' extra (pyarrow)")
+
+ARCHIVE = FIXTURES / "measured" / "pax_fsdp4_proc0.nsys.zip"
+ROOT = Path(__file__).resolve().parents[2]
+#: The full archives (../shared/measured beside the checkout, or beside its worktree folder).
+SHARED = next((d for d in (ROOT.parent / "shared" / "measured", ROOT.parent.parent / "shared" / "measured")
+               if d.is_dir()), ROOT.parent / "shared" / "measured")
+
+
+def test_calibrate_writes_a_target_that_loads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "my-a100.toml"
+    assert main(["calibrate", str(ARCHIVE), "-o", str(out)]) == 0
+    text = capsys.readouterr()
+    data = tomllib.loads(out.read_text())
+    assert data["base"] == "a100-sxm4-40gb" and data["name"] == "my-a100"
+    assert {"kernel_launch_us", "hbm_bandwidth", "peak_bf16_flops"} <= set(data)
+    assert set(data["collective_figures"]) == {"all-gather", "all-reduce", "reduce-scatter"}
+    t = get_target(str(out))
+    base = get_target("a100-sxm4-40gb")
+    assert t.collective_figure("all-to-all") is None  # no all-to-all was measured
+    assert t.host_link_achieved_to_host == base.host_link_achieved_to_host  # no transfer was measured
+    assert t.peak_bf16_flops != base.peak_bf16_flops and t.hbm_bandwidth != base.hbm_bandwidth
+    assert "host_link_achieved_to_host: the profile times no op this figure prices: datasheet value kept" in \
+        out.read_text()
+    lines = text.out.splitlines()
+    assert any(line.split()[:1] == ["gemm"] and "%" in line for line in lines)
+    assert any(line.strip().startswith("step: measured median 127.46 ms") for line in lines)
+    assert f"wrote {out}" in text.err
+    # the target file drives analyze
+    assert main(["analyze", str(ARCHIVE), "--target", str(out), "--json"]) == 0
+
+
+def test_existing_output_needs_force(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "keep.toml"
+    out.write_text("precious = true\n")
+    assert main(["calibrate", str(ARCHIVE), "-o", str(out)]) == 2
+    assert "exists; pass --force" in capsys.readouterr().err and out.read_text() == "precious = true\n"
+    assert main(["calibrate", str(ARCHIVE), "-o", str(out), "--force"]) == 0
+    assert f"overwrote {out}" in capsys.readouterr().err and "base = " in out.read_text()
+
+
+def test_pgle_profile_needs_its_hlo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prof = tmp_path / "p.pbtxt"
+    prof.write_text('costs { name: "fusion.1" cost_us: 2 }\n')
+    assert main(["calibrate", str(prof), "-o", str(tmp_path / "t.toml")]) == 2
+    assert "give the optimized module" in capsys.readouterr().err
+    assert not (tmp_path / "t.toml").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (SHARED / "pax_fsdp4_4proc_proc1.zip").is_file(),
+                    reason="the full JAX-Toolbox archives are not at ../shared/measured")
+def test_calibrated_on_proc0_predicts_proc1_closer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Out of sample: fitted on process 0's run, judged on process 1's (its own HLO and trace)."""
+    import json
+
+    out = tmp_path / "fit.toml"
+    assert main(["calibrate", str(SHARED / "pax_fsdp4_4proc_proc0.zip"), "-o", str(out)]) == 0
+    steps = {}
+    for target in ("a100-sxm4-40gb", str(out)):
+        capsys.readouterr()
+        assert main(["analyze", str(SHARED / "pax_fsdp4_4proc_proc1.zip"), "--target", target, "--json"]) == 0
+        m = json.loads(capsys.readouterr().out)["measured"]
+        steps[target] = (m["simulated_step_us"], m["step_us"])
+    (datasheet, measured), (calibrated, _) = steps["a100-sxm4-40gb"], steps[str(out)]
+    assert abs(calibrated - measured) < abs(datasheet - measured)

@@ -1,0 +1,49 @@
+"""The README's Quick start is what CI runs, and its install command installs what the tests use.
+
+.ci/run runs the two ``sh`` blocks under README's ``## Quick start`` (read by
+.ci/readme_commands.py), so these tests read the same blocks the same way: the first
+installs the ``all`` extra, which names every other extra of pyproject.toml (a new one a
+test needs cannot be left out of the README's install), and the second is the test command.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _readme_commands() -> list[str]:
+    spec = importlib.util.spec_from_file_location("readme_commands", ROOT / ".ci" / "readme_commands.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.quick_start_commands((ROOT / "README.md").read_text())  # type: ignore[no-any-return]
+
+
+def test_ci_runs_the_two_quick_start_commands() -> None:
+    install, test = _readme_commands()
+    assert install.startswith("python3 -m venv .venv && .venv/bin/pip install -e '.[all]'")
+    assert test == ".venv/bin/python -m pytest"
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert 'step bash -euo pipefail -c "$(readme 1)"' in ci and 'step bash -euo pipefail -c "$(readme 2)"' in ci
+    # What .ci/run executes is what the script prints from the README.
+    for n, cmd in (("1", install), ("2", test)):
+        done = subprocess.run([sys.executable, str(ROOT / ".ci" / "readme_commands.py"), n],
+                              capture_output=True, text=True, check=True)
+        assert done.stdout.strip() == cmd
+
+
+def test_the_install_command_installs_every_extra() -> None:
+    install, _ = _readme_commands()
+    asked = set(re.search(r"-e '\.\[([^\]]*)\]'", install).group(1).split(","))  # type: ignore[union-attr]
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert asked == {"all"}
+    (self_ref,) = extras["all"]
+    named = set(re.fullmatch(r"hloscope\[([^\]]*)\]", self_ref).group(1).split(","))  # type: ignore[union-attr]
+    assert named == set(extras) - {"all"}, "a new extra goes into 'all' so the README's install brings it"

@@ -1,0 +1,66 @@
+"""hloscope accepts what XLA's parser accepts and rejects, in one positioned line, what it rejects.
+
+The cases (tests/parser_cases.py) are the ones issue 28's held-out set found read the
+other way; XLA's verdicts are checked against jaxlib in tests/xla/test_parser_rejects_vs_xla.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from hloscope.cli import main
+from hloscope.errors import HloParseError
+from hloscope.hlo.loader import parse_text
+from hloscope.hlo.parser import parse_hlo
+from tests.conftest import FIXTURES
+from tests.parser_cases import CASES, Case
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_reads_as_xla_does(case: Case) -> None:
+    if case.ours_at is None:
+        parse_hlo(case.text, "case.hlo").self_check()
+        return
+    with pytest.raises(HloParseError) as exc:
+        parse_hlo(case.text, "case.hlo")
+    err = exc.value
+    assert (err.line, err.column) == case.ours_at, str(err)
+    assert case.words in err.reason and "\n" not in str(err)
+
+
+def test_inline_computations_are_named_as_xla_names_them() -> None:
+    # XLA prints the two in-place computations of this module as %_ and %_.1 (jaxlib 0.10.2).
+    text = ("HloModule m\n\nENTRY main {\n  p = s32[] parameter(0)\n"
+            "  start = ((s32[]), s32[], s32[]) call-start(p), to_apply={ a = s32[] parameter(0) ROOT b = s32[] abs(a) }\n"
+            "  d = s32[] call-done(start)\n  ROOT c = s32[] call(d), to_apply={\n    x = s32[] parameter(0)\n"
+            "    ROOT n = s32[] negate(x)\n  }\n}\n")
+    m = parse_hlo(text)
+    assert list(m.computations) == ["main", "_", "_.1"]
+    assert m.computations["main"].by_name["start"].called_computations == ("_",)
+    assert m.computations["main"].by_name["c"].called_computations == ("_.1",)
+    assert [i.opcode for i in m.computations["_.1"].instructions] == ["parameter", "negate"]
+    assert m.computations["_.1"].line == 7
+
+
+def test_a_real_module_cut_in_half_is_named_truncated() -> None:
+    # Given the 32-layer-style llama offload step cut at half its characters: the cut lands in
+    # line 1858, the parameter of region_0.5_spmd.clone (its '{' is column 842 of line 1857), inside
+    # the '(' of the parameter's tuple shape at column 22 (read by hand).
+    text = (FIXTURES / "llama_offload.hlo.txt").read_text()
+    half = text[: len(text) // 2]
+    with pytest.raises(HloParseError) as exc:
+        parse_text(half, "half.hlo")
+    err = exc.value
+    assert err.truncated and (err.line, err.column) == (1858, 557)
+    assert err.reason == ("computation 'region_0.5_spmd.clone' opened at 1857:842 is not closed: the text ends "
+                          "inside it (inside the '(' at 1858:22); is the file truncated?")
+
+
+def test_cli_exit_2_one_line(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    case = next(c for c in CASES if c.id == "no-break space indentation")
+    path = tmp_path / "pasted.hlo"
+    path.write_text(case.text, encoding="utf-8")
+    assert main(["analyze", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"hloscope: error: {path}:4:1: character U+00A0 (no-break space) is not whitespace XLA "
+                   "reads: replace it with a plain space")

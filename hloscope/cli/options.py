@@ -116,11 +116,12 @@ def note_jax_version() -> None:
     if _JAX_NOTED:
         return
     _JAX_NOTED = True
-    from hloscope.compile.jaxcompat import installed_jax, version_note
+    from hloscope.compile.jaxcompat import NOTED_ENV, installed_jax, version_note
 
     note = version_note(installed_jax())
     if note:
         print(f"hloscope: note: {note}", file=sys.stderr)
+        os.environ[NOTED_ENV] = "1"  # the compile workers inherit it and do not warn again
 
 
 _JAX_NOTED = False

@@ -142,11 +142,20 @@ class JaxVersionWarning(UserWarning):
     """The jax in use is outside the tested range, or a tested one with known gaps."""
 
 
+#: Set (to "1") once the line was given: by the CLI before it starts compile workers (they inherit
+#: it and stay quiet), by :func:`warn_version` in a process of its own.
+NOTED_ENV = "HLOSCOPE_JAX_NOTED"
+
+
 def warn_version(jax_version: str) -> None:
-    """:func:`version_note` as a :class:`JaxVersionWarning` (Python shows it once per place), for API
-    users; the CLI prints the same line itself, as a note."""
+    """:func:`version_note` as a :class:`JaxVersionWarning`, once per process tree, for API users;
+    the CLI prints the same line itself, as a note, and sets :data:`NOTED_ENV`."""
+    import os
     import warnings
 
+    if os.environ.get(NOTED_ENV):
+        return
     note = version_note(jax_version)
     if note:
+        os.environ[NOTED_ENV] = "1"
         warnings.warn(note, JaxVersionWarning, stacklevel=3)

@@ -3,6 +3,8 @@ the per-version choices, against the versions measured here (jax 0.8.3, 0.9.2, 0
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
 from hloscope.cli import options
@@ -45,7 +47,22 @@ def test_memory_space_of_the_installed_jax() -> None:
 def test_the_cli_says_it_once(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(jaxcompat, "installed_jax", lambda: "0.12.0")
     monkeypatch.setattr(options, "_JAX_NOTED", False)
+    monkeypatch.delenv(jaxcompat.NOTED_ENV, raising=False)
     options.note_jax_version()
     options.note_jax_version()
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("hloscope: note: jax 0.12.0 is outside the range")
+    # the compile workers inherit the mark and stay quiet
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        jaxcompat.warn_version("0.12.0")
+    assert seen == []
+
+
+def test_compile_step_warns_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(jaxcompat.NOTED_ENV, raising=False)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        jaxcompat.warn_version("0.8.3")
+        jaxcompat.warn_version("0.8.3")
+    assert [type(w.message) for w in seen] == [jaxcompat.JaxVersionWarning]

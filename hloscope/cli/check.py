@@ -138,7 +138,10 @@ def load_subject(cfg: CheckConfig) -> Subject:
     target = get_target(cfg.target or DEFAULT_TARGET)
     if cfg.workload or cfg.fn:
         from hloscope.api import compile_subject
+        from hloscope.cli.options import note_jax_version
         from hloscope.compile.request import CompileRequest
+
+        note_jax_version()
 
         return compile_subject(CompileRequest(target.name, cfg.devices, workload=cfg.workload or None,
                                               sets=tuple(cfg.sets.items()), fn=cfg.fn or None,

@@ -32,6 +32,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
                 "compile a training step for a GPU target on this machine (no GPU needed)"),
     "diff": ("hloscope.cli.diff", "DiffCommand", "compare two steps or reports, transfer by transfer"),
     "dot": ("hloscope.cli.dot", "DotCommand", "Graphviz diagrams of windows, computations, schedules, calls"),
+    "export": ("hloscope.cli.export", "ExportCommand", "write a step as files another tool opens (Model Explorer)"),
     "sweep": ("hloscope.cli.sweep", "SweepCommand", "compile policy x scheduler x pipelined offload side by side"),
     "targets": ("hloscope.cli.targets", "TargetsCommand", "list the built-in GPU targets and their figures"),
     "tui": ("hloscope.cli.tui", "TuiCommand", "browse transfers and the schedule in the terminal"),

@@ -141,10 +141,29 @@ def args_spec(args: argparse.Namespace) -> str:
     return ARGS_FROM + str(ref)
 
 
+def note_jax_version() -> None:
+    """Say once, in one line on stderr, when the installed jax is outside the tested range or has
+    known gaps (``hloscope.compile.jaxcompat``; read from its metadata, jax is not imported)."""
+    global _JAX_NOTED
+    if _JAX_NOTED:
+        return
+    _JAX_NOTED = True
+    from hloscope.compile.jaxcompat import NOTED_ENV, installed_jax, version_note
+
+    note = version_note(installed_jax())
+    if note:
+        print(f"hloscope: note: {note}", file=sys.stderr)
+        os.environ[NOTED_ENV] = "1"  # the compile workers inherit it and do not warn again
+
+
+_JAX_NOTED = False
+
+
 def request_from_args(args: argparse.Namespace, workload: str | None = None,
                       fn: str | None = None) -> CompileRequest:
     """The :class:`~hloscope.compile.request.CompileRequest` the compile options ask for (a built-in
     ``workload``, else the user's ``fn`` with ``args.args``)."""
+    note_jax_version()
     return CompileRequest(
         args.target or DEFAULT_TARGET, args.devices, workload=None if fn else workload,
         sets=tuple(parse_sets(args.set).items()),

@@ -57,6 +57,9 @@ def prepare() -> None:
     except Exception as e:  # ImportError or a broken install
         raise HloscopeError(f"cannot import jax: {e}; compiling needs the compile extra: "
                             "pip install 'hloscope[compile]'", EXIT_ENVIRONMENT) from None
+    from hloscope.compile.jaxcompat import warn_version
+
+    warn_version(jax.__version__)
     if not has_gpu() and not backend_started() and getattr(jax.config, "jax_platforms", None) != "cpu":
         jax.config.update("jax_platforms", "cpu")  # host computations on CPU; GPUs stay compile-only
 

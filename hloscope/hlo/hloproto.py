@@ -655,7 +655,7 @@ def parse_hlo_proto(data: bytes, source: str = "<proto>") -> Module:
         raise HloscopeError(f"{source}: empty file; expected an HloProto", EXIT_BAD_INPUT)
     got = hlo_proto_to_text(raw, source)
     sections = got.sections
-    module = parse_hlo(got.text, source + " (as text)")
+    module = parse_hlo(got.text, source)
     module.async_wrapped = got.async_wrapped
     module.file_names = {k: str(v) for k, v in sections.get("files", {}).items()}
     module.function_names = {k: str(v) for k, v in sections.get("functions", {}).items()}

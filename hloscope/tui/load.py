@@ -35,6 +35,7 @@ class Source:
     request: CompileRequest | None = None
     target: str | None = None  # None: the artifact folder's own target, else the default target
     host_space: int = 5
+    measured: str | None = None  # a measured profile to show beside the figures (an nsys-jax archive is its own)
 
     @property
     def label(self) -> str:
@@ -103,6 +104,7 @@ class Loaded:
 
 def check_source(source: Source) -> None:
     """Raise a one-line :class:`HloscopeError` for input that cannot be a schedule."""
+    from hloscope.hlo.hloproto import looks_like_hlo_proto
     from hloscope.hlo.loader import pick_dump_file, sniff_bytes
     from hloscope.targets import get_target
 
@@ -119,6 +121,9 @@ def check_source(source: Source) -> None:
             head = f.read(_SNIFF_BYTES)
     except OSError as e:
         raise HloscopeError(f"{path}: cannot read: {e.strerror or e}", EXIT_BAD_INPUT) from None
+    if head.startswith(b"PK\x03\x04") or (looks_like_hlo_proto(head) and (b"\0" in head or path.suffix in
+                                                                             (".pb", ".xz"))):
+        return  # an nsys-jax archive or an HloProto: read (and worded if bad) by the loader
     sniff_bytes(head, str(path))  # empty or binary: the same words as analyze
     if b"HloModule" not in head:
         raise HloscopeError(f"{path}: not HLO text (no 'HloModule' header in its first {_SNIFF_BYTES // 1024} KiB)",
@@ -150,7 +155,13 @@ def _read(source: Source) -> Loaded:
     path = str(source.path)
     text, name = read_hlo_text(path)  # for line lookups
     step = read_step(path, source.target)  # the manifest, when there is one, read here once
-    report = analyze_step(step.inputs, step.target, AnalysisOptions(host_space=source.host_space))
+    profile = None
+    if source.measured:
+        from hloscope.compile.xplane import load_measured
+
+        profile = load_measured(source.measured)
+    report = analyze_step(step.inputs, step.target, AnalysisOptions(host_space=source.host_space,
+                                                                    compare_with=profile))
     return Loaded(source, report, text, name, report.memory, target_origin=step.target_origin)
 
 

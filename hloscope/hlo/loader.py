@@ -226,13 +226,15 @@ def _read_binary(path: str) -> tuple[bytes, str, tuple[str, ...]] | None:
             p, note = _pick(p)
             notes = (note,) if note else ()
         with open(p, "rb") as f:
-            head = f.read(8)
+            head = f.read(4096)
     except OSError:
         return None  # _read words it
     if head.startswith(_ZIP_MAGIC):
         data, name, more = read_archive_module(p)
         return data, name, notes + more
-    if not looks_like_hlo_proto(head) or (b"\0" not in head and not p.name.endswith((".pb", ".pb.xz", ".xz"))):
+    # Text may start with a blank line (0x0A too): a proto is named so, or is not text.
+    binary = b"\0" in head or _undecodable_at(head) is not None or p.name.endswith((".pb", ".pb.xz", ".xz"))
+    if not looks_like_hlo_proto(head) or not binary:
         return None
     try:
         return p.read_bytes(), str(p), notes

@@ -127,3 +127,21 @@ def test_the_tui_detail_clause_reads_the_op(profile) -> None:  # type: ignore[no
     op = next(o for o in report.measured.ops if o.instruction == "custom-call.219.0")
     assert op.measured_us == gemm.median_us and str(op.op_class) == "gemm"
     assert measured_clause(report.measured, "no-such-op") == ""
+
+
+def test_profile_and_measured_compose(tmp_path: Path, profile, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    """--profile replaces figures, --measured compares: the GEMMs' measured times (per run) given as a
+    PGLE profile make the model's GEMM class equal the measured one; the other classes keep the model's."""
+    assert main(["analyze", str(ARCHIVE), "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)["measured"]
+    plain = {c["name"]: c for c in first["classes"]}
+    gemms = [o["name"] for o in first["ops"] if o["class"] == "gemm"]
+    assert len(gemms) == plain["gemm"]["ops"]
+    pgle = tmp_path / "gemms.pbtxt"
+    pgle.write_text("".join(f'costs {{ name: "{n}" cost_us: {profile.ops[n].median_us / profile.ops[n].calls!r} }}\n'
+                            for n in gemms))
+    assert main(["analyze", str(ARCHIVE), "--profile", str(pgle), "--json"]) == 0
+    both = {c["name"]: c for c in json.loads(capsys.readouterr().out)["measured"]["classes"]}
+    assert both["gemm"]["predicted_us"] == pytest.approx(both["gemm"]["measured_us"], abs=0.5)
+    assert plain["gemm"]["predicted_us"] != pytest.approx(plain["gemm"]["measured_us"], rel=0.05)
+    assert both["all-gather"] == plain["all-gather"]

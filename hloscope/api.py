@@ -9,6 +9,7 @@ layer sits above both (hlo -> analysis -> check/render -> api).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,7 @@ from hloscope.analysis.inputs import StepInputs
 from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import Report, analyze_step
 from hloscope.artifact import load_report
-from hloscope.compile.request import CompileRequest, Scheduler
+from hloscope.compile.request import CompileRequest, Policy, Scheduler, callable_name, xla_flag_texts
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.loader import looks_like_hlo_text
 from hloscope.hlo.model import Module
@@ -28,6 +29,7 @@ from hloscope.targets import DEFAULT_TARGET, Target, get_target
 
 if TYPE_CHECKING:
     from hloscope.check.subject import Subject
+    from hloscope.compile.result import CompileResult
 
 
 class StepReport(Report):
@@ -102,59 +104,83 @@ def compile_step(fn: Any, *abstract_args: Any, target: Target | str = DEFAULT_TA
                  mesh: Any = None, mesh_axes: Any = None, flags: dict[str, Any] | None = None,
                  lhs: bool | None = None, pipelined_offload: bool | None = True,
                  scheduler: Scheduler | str | None = None, in_shardings: Any = None, out_shardings: Any = None,
-                 out: str | os.PathLike[str] | None = None) -> tuple[Any, StepReport]:
+                 donate_argnums: tuple[int, ...] = (), memory_fraction: float | None = None,
+                 memory_override_bytes: int | None = None, cache: bool = False,
+                 phase: Callable[[str], None] | None = None,
+                 out: str | os.PathLike[str] | None = None) -> tuple[CompileResult, StepReport]:
     """Compile ``fn`` for ``devices`` compile-only GPUs of ``target`` and analyze it.
 
     Works in a script that imported jax first (as long as no jax computation ran
     yet). Arguments without a sharding are replicated on every device. Returns
     ``(CompileResult, StepReport)``: ``result.compiled`` is the ``jax.stages.Compiled``;
     ``print(report)`` shows the table, with each transfer's ``checkpoint_name``
-    and the source line of the tensor it moves. ``scheduler``: lhs (default),
-    lhs-approx or none (``lhs=False`` is ``none``); ``in_shardings``/``out_shardings``
-    as for ``jax.jit`` (memory kinds kept). ``out``: also write an artifact
-    folder there, as ``hloscope compile --out`` does (``hloscope.analyze(out)`` and
-    every command read it back); an earlier artifact folder at ``out`` is replaced,
-    any other existing folder is an error.
+    and the source line of the tensor it moves. The options are ``hloscope compile``'s:
+    ``scheduler``: lhs (default), lhs-approx or none (``lhs=False`` is ``none``);
+    ``pipelined_offload`` (None: XLA's default); ``flags``: XLA options (``--xla-flag``);
+    ``memory_fraction``: compile as JAX does on a GPU whose allocator takes that fraction of
+    the HBM (``--memory-fraction``); ``memory_override_bytes``: as if the GPU had that much
+    HBM (the what-if); ``cache``: use the compile cache (a hit has ``compiled=None``);
+    ``phase``: called with each compile phase's name as it starts.
+    ``in_shardings``/``out_shardings``/``donate_argnums`` as for ``jax.jit`` (memory kinds
+    kept). ``out``: also write an artifact folder there, as ``hloscope compile --out`` does
+    (``hloscope.analyze(out)`` and every command read it back); an earlier artifact folder
+    at ``out`` is replaced, any other existing folder is an error.
     """
+    from hloscope.compile.deviceless import StepOptions
     from hloscope.compile.deviceless import compile_step as _compile
     from hloscope.compile.jobs import analyze_result
+    from hloscope.compile.scheduler import resolve
 
     tgt = get_target(target) if isinstance(target, str) else target
-    result = _compile(fn, *abstract_args, target=tgt, devices=devices, mesh=mesh, mesh_axes=mesh_axes,
-                      flags=flags, lhs=lhs, pipelined_offload=pipelined_offload, scheduler=scheduler,
-                      in_shardings=in_shardings, out_shardings=out_shardings)
+    request = CompileRequest(target if isinstance(target, str) else tgt.name, devices, fn=callable_name(fn),
+                             scheduler=resolve(scheduler, lhs), pipelined=pipelined_offload,
+                             xla_flags=tuple(xla_flag_texts(flags or {})),
+                             memory_override_bytes=memory_override_bytes, memory_fraction=memory_fraction)
+    result = _compile(request, fn, _args(abstract_args), StepOptions(
+        mesh=mesh, mesh_axes=mesh_axes, donate_argnums=tuple(donate_argnums), in_shardings=in_shardings,
+        out_shardings=out_shardings, cache=cache, phase=phase, target=tgt))
     name = getattr(fn, "__qualname__", getattr(fn, "__name__", "step"))
-    extra = {"fn": f"{getattr(fn, '__module__', '?')}:{name}"}
+    extra = {"fn": request.fn}
     source = str(Path(out) / "optimized.hlo.txt") if out is not None else None
     report = analyze_result(result, tgt, extra=extra, source_path=source, label=f"<compile_step {name}>",
                             report_type=StepReport)
     if out is not None:
-        save_artifacts(out, result, report, extra, force=True)
+        save_artifacts(out, result, report, extra, force=True, request=request)
     return result, report
 
 
-def artifact_files(result: Any, report: Report, extra: dict[str, Any]) -> dict[str, str]:
-    """The files of an artifact folder (docs/compile.md) for a compile and its report."""
+def _args(abstract_args: tuple[Any, ...]) -> Any:
+    """The step's arguments as ``deviceless.compile_step`` takes them: a tuple, or one callable ``mesh -> args``."""
+    if len(abstract_args) == 1 and callable(abstract_args[0]) and not hasattr(abstract_args[0], "shape"):
+        return abstract_args[0]
+    return abstract_args
+
+
+def artifact_files(result: CompileResult, report: Report, extra: dict[str, Any],
+                   request: CompileRequest | None = None) -> dict[str, str]:
+    """The files of an artifact folder (docs/compile.md) for a compile and its report (``request``:
+    what was asked for, kept in the manifest so that the same compile can reuse the folder)."""
     from hloscope.artifact import MANIFEST_FILE, OPTIMIZED_FILE, UNOPTIMIZED_FILE
     from hloscope.compile.artifacts import manifest
 
     return {
         OPTIMIZED_FILE: result.optimized_hlo,
         UNOPTIMIZED_FILE: result.unoptimized_hlo,
-        MANIFEST_FILE: manifest(result, extra),
+        MANIFEST_FILE: manifest(result, extra, request),
         "report.json": render_to_string("json", report),
         "report.txt": render_to_string("table", report),
         **result.extra_files,
     }
 
 
-def save_artifacts(out: str | os.PathLike[str], result: Any, report: Report, extra: dict[str, Any] | None = None,
-                   *, force: bool = False) -> Path:
+def save_artifacts(out: str | os.PathLike[str], result: CompileResult, report: Report,
+                   extra: dict[str, Any] | None = None, *, force: bool = False,
+                   request: CompileRequest | None = None) -> Path:
     """Write the artifact folder of a compile at ``out``; returns its resolved path. An existing
     folder is replaced only with ``force`` and only if it is an earlier artifact folder."""
     from hloscope.compile.artifacts import write_artifacts
 
-    return write_artifacts(Path(out), artifact_files(result, report, extra or {}), force=force)
+    return write_artifacts(Path(out), artifact_files(result, report, extra or {}, request), force=force)
 
 
 def compile_subject(request: CompileRequest, label: str | None = None) -> Subject:
@@ -175,5 +201,5 @@ def request_label(request: CompileRequest) -> str:
     return f"--workload {request.workload}{sets} --target {request.target}"
 
 
-__all__ = ["CompileRequest", "Scheduler", "StepReport", "analyze", "artifact_files", "compile_step",
+__all__ = ["CompileRequest", "Policy", "Scheduler", "StepReport", "analyze", "artifact_files", "compile_step",
            "compile_subject", "save_artifacts"]

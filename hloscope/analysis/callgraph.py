@@ -10,19 +10,32 @@ stream order. Fused and async-wrapped computations run inside one instruction.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 import networkx as nx
 
 from hloscope.hlo.model import Computation, Instruction, Module
 
 
+class CallKind(StrEnum):
+    """How a computation is called (equal to the edge labels of ``CallGraph.graph``)."""
+
+    WHILE_BODY = "while_body"
+    WHILE_CONDITION = "while_condition"
+    CALL = "call"
+    BRANCH = "branch"  # a conditional's branch
+    FUSION = "fusion"
+    ASYNC = "async"  # an async-start's wrapped computation
+    TO_APPLY = "to_apply"  # a reducer, comparator, scatter combiner, ...
+
+
 @dataclass(frozen=True, slots=True)
 class CallEdge:
-    """``caller`` calls ``callee`` through instruction ``via``; kind: how (see the module docstring)."""
+    """``caller`` calls ``callee`` through instruction ``via``; kind: how (:class:`CallKind`)."""
 
     caller: str
     callee: str
-    kind: str
+    kind: CallKind
     via: Instruction
 
 
@@ -60,7 +73,7 @@ class CallGraph:
         if self.module is not None:
             g.add_nodes_from(self.module.computations)
         for e in self.edges:
-            trip = self.trip_count(e.via) if e.kind == "while_body" else None
+            trip = self.trip_count(e.via) if e.kind is CallKind.WHILE_BODY else None
             g.add_edge(e.caller, e.callee, kind=e.kind, via=e.via.name, trip_count=trip)
         return g
 
@@ -134,15 +147,17 @@ def trip_count(module: Module, loop: Instruction) -> int | None:
     return max(0, -(-(end - start) // step))
 
 
-_CALL_KIND = {"call": "call", "conditional": "branch", "fusion": "fusion", "async-start": "async"}
+_CALL_KIND = {"call": CallKind.CALL, "conditional": CallKind.BRANCH, "fusion": CallKind.FUSION,
+              "async-start": CallKind.ASYNC}
 #: Edge kinds that run the callee on the GPU stream (scheduled computations).
-CONTROL_KINDS = frozenset({"while_body", "while_condition", "call", "branch"})
+CONTROL_KINDS = frozenset({CallKind.WHILE_BODY, CallKind.WHILE_CONDITION, CallKind.CALL, CallKind.BRANCH})
 
 
-def _edges(ins: Instruction) -> list[tuple[str, str]]:
+def _edges(ins: Instruction) -> list[tuple[str, CallKind]]:
     if ins.opcode == "while":
-        return [(callee_name(ins, "body"), "while_body"), (callee_name(ins, "condition"), "while_condition")]
-    kind = _CALL_KIND.get(ins.opcode, "to_apply")
+        return [(callee_name(ins, "body"), CallKind.WHILE_BODY),
+                (callee_name(ins, "condition"), CallKind.WHILE_CONDITION)]
+    kind = _CALL_KIND.get(ins.opcode, CallKind.TO_APPLY)
     return [(c, kind) for c in ins.called_computations]
 
 
@@ -151,7 +166,7 @@ def build_call_graph(module: Module) -> CallGraph:
     that every called computation exists (``Module.calling``)."""
     edges: list[CallEdge] = []
     callers: dict[str, list[tuple[str, Instruction]]] = {}
-    control: dict[str, list[tuple[Instruction, str, str]]] = {}  # caller -> (instruction, callee, kind)
+    control: dict[str, list[tuple[Instruction, str, CallKind]]] = {}  # caller -> (instruction, callee, kind)
     for ins in module.calling:
         caller = ins.computation
         for callee, kind in _edges(ins):
@@ -177,12 +192,12 @@ def build_call_graph(module: Module) -> CallGraph:
                 if trip is None:
                     unknown.append(ins.name)
                     trip = 1
-                n *= trip + (1 if kind == "while_condition" else 0)
+                n *= trip + (1 if kind is CallKind.WHILE_CONDITION else 0)
             executions[callee] = executions.get(callee, 0) + n
     return CallGraph(tuple(edges), scheduled, executions, callers, sorted(set(unknown)), trips, module)
 
 
-def _callers_first(entry: str, control: dict[str, list[tuple[Instruction, str, str]]],
+def _callers_first(entry: str, control: dict[str, list[tuple[Instruction, str, CallKind]]],
                    ) -> tuple[list[str], list[str]]:
     """Computations reachable from ``entry`` by control edges, and the same ordered every caller
     before its callees (a computation on a call cycle, which XLA rejects, is left out of the order)."""

@@ -10,7 +10,9 @@ Two parts, no JAX:
   (``intent_to_dict`` / ``intent_from_dict``, key ``intent``).
 - The accounting pass ``account_intent(intent, transfers, verdicts, module,
   unoptimized) -> IntentAccount``: each request (:class:`Asked`) matched with the
-  transfers it became, or given one reason from :class:`Why` (docs/offload-happened.md).
+  transfers it became, or given one reason from :class:`Why` (docs/offload-happened.md),
+  with the facts behind it as :class:`Detail` values (a :class:`Fact` and its names and
+  figures); ``hloscope.render.intent_words`` words them.
   ``account_annotations_only`` is the fallback for a plain HLO file (no trace): the
   unoptimized module's placement annotations stand in for the requests.
 
@@ -24,12 +26,13 @@ import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeAlias
 
+from hloscope.analysis.annotations import AnnotationMatch, Fate, match_annotations, placement_annotations
 from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.names import host_writers
-from hloscope.analysis.transfers import HostTransfer, find_host_transfers
+from hloscope.analysis.transfers import HostTransfer
 from hloscope.analysis.verdict import Verdict
 from hloscope.hlo.model import Instruction, Module
 
@@ -279,9 +282,11 @@ class AskKind(StrEnum):
 
 @dataclass(frozen=True)
 class Asked:
-    """One request of the step. what: the name, or the placement in words. policy: the policy
-    that asked (described), or "". where: its source line (the policy's checkpoint site, the
-    placement's line). memory: the memory kind asked for."""
+    """One request of the step. what: the name, the placement (``argument #0 f32[8] in
+    pinned_host``), the annotation, or "" for a dot offload. policy: the policy that asked
+    (described), or "". policy_unread: the name was offloaded by a policy hloscope cannot
+    read. where: its source line (the policy's checkpoint site, the placement's line).
+    memory: the memory kind asked for."""
 
     kind: AskKind
     what: str
@@ -289,15 +294,7 @@ class Asked:
     where: Where | None = None
     memory: str = ""
     placement: Placement | None = None
-
-    def __str__(self) -> str:
-        if self.kind is AskKind.OFFLOAD_NAME:
-            return f"offload '{self.what}'"
-        if self.kind is AskKind.OFFLOAD_DOTS:
-            return "offload dots with no batch dims"
-        if self.kind is AskKind.POLICY:
-            return f"{self.policy}"
-        return self.what
+    policy_unread: bool = False
 
 
 class Why(StrEnum):
@@ -316,21 +313,92 @@ class Why(StrEnum):
     UNKNOWN = "unknown"  # the cause cannot be known; the detail says what was checked
 
 
-#: One line per reason, for the docs and the text report's legend.
-WHY_MEANING: dict[Why, str] = {
-    Why.TRANSFERRED: "it became the host transfers listed",
-    Why.SYNC_COPY: "it became transfers, at least one of them a synchronous copy (the stream waits)",
-    Why.NEVER_TAGGED: "no checkpoint_name in the step uses the name (closest tagged names shown)",
-    Why.NOT_A_RESIDUAL: "the name is tagged, but on a value JAX does not save for the backward pass "
-                        "(a loop carry, an output, a value recomputed anyway)",
-    Why.SAVED_ON_DEVICE: "a policy saves the name on the device (names_which_can_be_saved)",
-    Why.NO_GRADIENT: "no gradient is taken through the policy's jax.checkpoint, so nothing is saved or offloaded",
-    Why.DROPPED_IN_LOWERING: "JAX dropped the placement while lowering: the unoptimized module has no host placement",
-    Why.REMOVED_BY_XLA: "the unoptimized module annotates the placement; XLA removed or merged it",
-    Why.NOT_INSPECTABLE: "the policy is a callable hloscope cannot read; what it asks for is unknown",
-    Why.NOT_A_TRANSFER: "compute_on places computation on the host, not data: no transfer is expected of it",
-    Why.UNKNOWN: "the cause cannot be known from what the step records (the detail says what was checked)",
-}
+class Fact(StrEnum):
+    """One fact behind a reason, or what the accounting checked; ``render.intent_words`` words
+    each from its arguments (names and figures). A fact whose words continue the one before
+    starts with its own separator there."""
+
+    # what the unoptimized module says (``_Lowered``)
+    LOWERED_UNKNOWN = "lowered-unknown"
+    LOWERED = "lowered"  # to_host, removed, annotations
+    # what became of the placement annotations a request owns
+    HOW_ELIMINATED = "how-eliminated"
+    HOW_BY_LINE = "how-by-line"
+    ANNOTATIONS_BECAME = "annotations-became"  # names, how, moved
+    READ_BACK = "read-back"  # n
+    NAMING_PASS_CALLS = "naming-pass-calls"  # names
+    SAME_BYTES = "same-bytes"  # names
+    ANNOTATIONS_REMOVED = "annotations-removed"  # names, how
+    ANNOTATIONS_UNMATCHED = "annotations-unmatched"  # names, how
+    SOME_SYNC = "some-sync"  # n
+    # a tagged name JAX made no host copy of
+    NO_SOURCE_LINE = "no-source-line"
+    SAVED_BY_POLICY = "saved-by-policy"  # at, policy
+    NOT_DIFFERENTIATED = "not-differentiated"  # at
+    TAGGED_CARRY = "tagged-carry"  # at
+    TAGGED_OUTPUT = "tagged-output"  # at
+    TAGGED_NOT_SAVED = "tagged-not-saved"  # at
+    # a request JAX copied to host, no transfer found by name or line
+    NOT_FOLLOWED = "not-followed"  # unnamed
+    DROPPED_WHILE_LOWERING = "dropped-while-lowering"
+    NONE_TOLD = "none-told"  # lowered, unnamed
+    # names
+    CARRY_THE_NAME = "carry-the-name"  # n
+    CARRY_THE_NAME_SHARED = "carry-the-name-shared"  # n
+    TAGGED_COPIED = "tagged-copied"  # at
+    NOT_TAGGED = "not-tagged"  # name, tagged
+    DID_YOU_MEAN = "did-you-mean"  # names
+    # dot offloads
+    NO_DOT_COPY = "no-dot-copy"
+    DOT_COPIES = "dot-copies"  # n, lines
+    # arguments and outputs in host memory
+    NO_PARAMETER = "no-parameter"  # label
+    PARAMETER_ON_DEVICE = "parameter-on-device"  # param
+    PARAMETER_READ = "parameter-read"  # param, n
+    PARAMETER_UNREAD = "parameter-unread"  # param
+    OUTPUT_WRITTEN = "output-written"  # label, n
+    OUTPUT_UNMADE = "output-unmade"  # label, followed
+    # compute_on
+    RUNS_ON_HOST = "runs-on-host"  # calls
+    NO_HOST_CALL = "no-host-call"
+    NOT_MARKED_HOST = "not-marked-host"
+    MARKED_HOST_REMOVED = "marked-host-removed"  # n
+    # placements
+    PLACEMENT_NO_LINE = "placement-no-line"  # lowered
+    TRACE_BACK = "trace-back"  # n, where
+    PLACED = "placed"  # memory, where
+    UNUSED = "unused"
+    # policies
+    NOT_INSPECTABLE = "not-inspectable"  # callable
+    CLOSURE_STRINGS = "closure-strings"  # strings
+    # annotations only (no trace)
+    ITS_SLICES = "its-slices"  # n
+    BYTES_NOT_MOVED = "bytes-not-moved"
+    NOT_IN_SLICES = "not-in-slices"
+    # what was checked
+    READ_FROM_TRACE = "read-from-trace"  # policies, tags, placements
+    NO_TRACE = "no-trace"  # annotations
+    NOTE = "note"  # text: what the trace reader could not read (hloscope.compile.intent)
+
+
+#: An argument of a fact: a name or figure, or a fact of its own (worded in its place).
+Arg: TypeAlias = "str | int | Detail"
+
+
+@dataclass(frozen=True)
+class Detail:
+    """One fact and its arguments (names, figures, facts), in the order ``render.intent_words`` needs."""
+
+    fact: Fact
+    args: tuple[tuple[str, Arg], ...] = ()
+
+    def arg(self, key: str) -> Arg | None:
+        return next((v for k, v in self.args if k == key), None)
+
+
+def fact(kind: Fact, **args: Arg) -> Detail:
+    """``Detail(kind, args)``, the arguments by keyword."""
+    return Detail(kind, tuple(args.items()))
 
 #: Reasons that mean the request produced no transfer (the check rule ``intent-accounted`` fails on them).
 NO_TRANSFER = frozenset({Why.NEVER_TAGGED, Why.NOT_A_RESIDUAL, Why.SAVED_ON_DEVICE, Why.NO_GRADIENT,
@@ -341,14 +409,14 @@ NO_TRANSFER = frozenset({Why.NEVER_TAGGED, Why.NOT_A_RESIDUAL, Why.SAVED_ON_DEVI
 class Accounted:
     """One request and what became of it.
 
-    why: :class:`Why`. detail: the facts behind it, in words. transfers: the verdicts of
-    the transfers it became (both directions). suggestions: the closest tagged names
-    (``never-tagged``).
+    why: :class:`Why`. detail: the facts behind it, in order (``render.intent_words`` reads them
+    as one sentence). transfers: the verdicts of the transfers it became (both directions).
+    suggestions: the closest tagged names (``never-tagged``).
     """
 
     asked: Asked
     why: Why
-    detail: str = ""
+    detail: tuple[Detail, ...] = ()
     transfers: tuple[Verdict, ...] = ()
     suggestions: tuple[str, ...] = ()
 
@@ -375,18 +443,25 @@ class Accounted:
         return out
 
 
+class AccountSource(StrEnum):
+    """What stood for the step's requests."""
+
+    TRACE = "trace"  # the traced jaxpr (compiled here, or an artifact that records the trace)
+    ANNOTATIONS = "annotations"  # a plain HLO file: the unoptimized module's placement annotations
+
+
 @dataclass(frozen=True)
 class IntentAccount:
     """Every request of the step with what became of it.
 
     source: ``trace`` (the step was traced here or its artifact records the trace) or
     ``annotations`` (a plain HLO file: the unoptimized module's placement annotations
-    stand in for the requests). checked: what the accounting looked at, in words.
+    stand in for the requests). checked: what the accounting looked at, one fact each.
     """
 
     items: tuple[Accounted, ...]
-    source: str = "trace"
-    checked: tuple[str, ...] = field(default_factory=tuple)
+    source: AccountSource = AccountSource.TRACE
+    checked: tuple[Detail, ...] = field(default_factory=tuple)
 
     @property
     def unaccounted(self) -> tuple[Accounted, ...]:
@@ -412,8 +487,8 @@ def requests(intent: Intent) -> list[Asked]:
                              p.offload_dst))
         if p.offloads_dots() and (AskKind.OFFLOAD_DOTS, p.describe()) not in seen:
             seen.add((AskKind.OFFLOAD_DOTS, p.describe()))
-            out.append(Asked(AskKind.OFFLOAD_DOTS, "dots with no batch dims", p.describe(),
-                             p.sites[0] if p.sites else None, p.offload_dst))
+            out.append(Asked(AskKind.OFFLOAD_DOTS, "", p.describe(), p.sites[0] if p.sites else None,
+                             p.offload_dst))
         for q in p.uninspectable():
             if (AskKind.POLICY, q.callable) not in seen:
                 seen.add((AskKind.POLICY, q.callable))
@@ -423,8 +498,7 @@ def requests(intent: Intent) -> list[Asked]:
     for t in intent.tags:
         if t.host_copy and t.name not in listed:
             listed.add(t.name)
-            out.append(Asked(AskKind.OFFLOAD_NAME, t.name, "a policy hloscope cannot read (JAX offloaded the name)",
-                             t.where, "host"))
+            out.append(Asked(AskKind.OFFLOAD_NAME, t.name, "", t.where, "host", policy_unread=True))
     for pl in intent.placements:
         if pl.kind is PlacementKind.REMAT_OFFLOAD:
             continue  # a dot offload's host copies: accounted under its policy
@@ -447,10 +521,6 @@ def _placement_words(p: Placement) -> str:
 
 
 # ---- accounting --------------------------------------------------------------------------------
-
-
-def _annotations(unoptimized: Module) -> list[HostTransfer]:
-    return [t for t in find_host_transfers(ModuleIndex(unoptimized)) if t.is_annotation]
 
 
 def _line_of(module: Module | None, t: HostTransfer) -> list[tuple[str, int]]:
@@ -491,119 +561,84 @@ def _sync(vs: Sequence[Verdict]) -> bool:
     return any(v.verdict is VerdictKind.SYNC for v in vs)
 
 
-def _became(asked: Asked, vs: Sequence[Verdict], detail: str) -> Accounted:
+def _became(asked: Asked, vs: Sequence[Verdict], *detail: Detail) -> Accounted:
     if _sync(vs):
         n = sum(1 for v in vs if v.verdict is VerdictKind.SYNC)
-        return Accounted(asked, Why.SYNC_COPY, f"{detail}; {n} of them synchronous", tuple(vs))
+        return Accounted(asked, Why.SYNC_COPY, (*detail, fact(Fact.SOME_SYNC, n=n)), tuple(vs))
     return Accounted(asked, Why.TRANSFERRED, detail, tuple(vs))
-
-
-def _match(a: HostTransfer, cands: Sequence[HostTransfer], partitions: int) -> list[HostTransfer]:
-    """Optimized transfers of ``a``'s direction that move slices of its bytes (``bytes / k``, ``k``
-    dividing the partition count) with executions adding up to its own."""
-    for k in sorted((k for k in range(1, partitions + 1) if partitions % k == 0), reverse=True):
-        if a.bytes % k:
-            continue
-        picked, total = [], 0
-        for t in sorted((t for t in cands if t.bytes == a.bytes // k), key=lambda t: -t.executions):
-            if total + t.executions <= a.executions:
-                picked.append(t)
-                total += t.executions
-            if total == a.executions:
-                return picked
-    return []
 
 
 class _Lowered:
     """What the unoptimized module says about host placements, and what became of each.
 
-    Every placement annotation is matched with optimized transfers of its bytes
-    (largest first, each transfer used once, as ``annotations-accounted`` does): ``fate``
-    is ``matched`` (with the transfers), ``removed`` (no transfer left moves its bytes)
-    or ``unmatched`` (the bytes move, but not in slices of its size).
+    Every placement annotation is matched with optimized transfers of its bytes by
+    ``hloscope.analysis.annotations.match_annotations`` (the ``annotations-accounted``
+    rule's matching): ``fate`` is the match of each, by ``id`` of the annotation.
     """
 
     def __init__(self, unoptimized: Module | None, transfers: Sequence[HostTransfer], partitions: int) -> None:
         self.unoptimized = unoptimized
         self.known = unoptimized is not None
-        self.annotations = _annotations(unoptimized) if unoptimized is not None else []
+        self.annotations = placement_annotations(unoptimized) if unoptimized is not None else []
         self.to_host = [a for a in self.annotations if a.direction is Direction.TO_HOST]
         parts = max(partitions, unoptimized.num_partitions if unoptimized is not None else 1, 1)
-        free = [t for t in transfers if not t.is_annotation]
-        self.fate: dict[int, tuple[str, list[HostTransfer]]] = {}
-        for a in sorted(self.annotations, key=lambda a: -a.bytes):
-            picked = _match(a, [t for t in free if t.direction is a.direction], parts)
-            if picked:
-                for t in picked:
-                    free.remove(t)
-                self.fate[id(a)] = ("matched", picked)
-                continue
-            left = sum(t.bytes * t.executions * parts for t in free if t.direction is a.direction)
-            self.fate[id(a)] = ("removed" if left < a.bytes * a.executions else "unmatched", [])
+        self.fate: dict[int, AnnotationMatch] = {
+            id(m.annotation): m for m in match_annotations(self.annotations, transfers, parts)}
         self.lines = {id(a): _operand_lines(unoptimized, a) for a in self.annotations} if unoptimized else {}
         self.owner: dict[int, int] = {}  # annotation -> index of the request it is attributed to
 
     def removed(self) -> list[HostTransfer]:
-        return [a for a in self.annotations if self.fate[id(a)][0] == "removed"]
+        return [a for a in self.annotations if self.fate[id(a)].fate is Fate.REMOVED]
 
     def at(self, wheres: Sequence[Where]) -> list[HostTransfer]:
         """To-host annotations whose own line or whose value's line is one of ``wheres``."""
         return [a for a in self.to_host if any(w.same_line(f, ln) for w in wheres for f, ln in self.lines[id(a)])]
 
-    def words(self) -> str:
+    def facts(self) -> Detail:
         if not self.known:
-            return "the unoptimized module is not available"
-        return (f"the unoptimized module has {len(self.to_host)} placement annotation(s) to host memory, "
-                f"{len(self.removed())} of all {len(self.annotations)} not found in the optimized module")
+            return fact(Fact.LOWERED_UNKNOWN)
+        return fact(Fact.LOWERED, to_host=len(self.to_host), removed=len(self.removed()),
+                    annotations=len(self.annotations))
 
 
 def _through_annotations(asked: Asked, annotations: Sequence[HostTransfer], lowered: _Lowered,
-                         by_id: Mapping[int, Verdict], what: str, how: str,
+                         by_id: Mapping[int, Verdict], what: Detail, how: Detail,
                          readers: Mapping[int, list[Verdict]]) -> Accounted:
     """A request whose placement annotations are known: what became of them (the transfers that
     wrote its host buffer, and those that read it back)."""
     names = ", ".join(a.instruction.name for a in annotations)
-    moved = [by_id[id(t)] for a in annotations for t in lowered.fate[id(a)][1] if id(t) in by_id]
+    moved = [by_id[id(t)] for a in annotations for t in lowered.fate[id(a)].became if id(t) in by_id]
     back = [r for v in moved for r in readers.get(id(v.transfer), [])]
     if moved:
+        said = [fact(Fact.ANNOTATIONS_BECAME, names=names, how=how, moved=len(moved))]
+        if back:
+            said.append(fact(Fact.READ_BACK, n=len(back)))
         others = sorted({v.transfer.checkpoint_name for v in moved if v.transfer.checkpoint_name} - {asked.what})
-        said = f"; the naming pass calls them {', '.join(others)}" if others else ""
+        if others:
+            said.append(fact(Fact.NAMING_PASS_CALLS, names=", ".join(others)))
         twins = [b for b in lowered.to_host if b not in annotations
                  and any(b.bytes == a.bytes and b.direction is a.direction for a in annotations)]
         if twins:
-            said += (f"; {', '.join(b.instruction.name for b in twins)} move(s) as many bytes: which of those "
-                     "transfers is whose is decided by size only")
-        again = f", read back by {len(back)}" if back else ""
-        return _became(asked, moved + back, f"{what}: its placement annotation(s) {names} ({how}) became "
-                                            f"{len(moved)} transfer(s) of their bytes{again}{said}")
-    fates = {lowered.fate[id(a)][0] for a in annotations}
-    if fates == {"removed"}:
-        return Accounted(asked, Why.REMOVED_BY_XLA, f"{what}: the unoptimized module places it in host memory "
-                         f"({names}, {how}); no transfer of the optimized module moves its bytes (xla#20373)")
-    return Accounted(asked, Why.UNKNOWN, f"{what}: its placement annotation(s) {names} ({how}): the bytes move, "
-                     "but not in slices of its size (XLA may have merged it); hloscope does not guess which "
-                     "transfers are its")
+            said.append(fact(Fact.SAME_BYTES, names=", ".join(b.instruction.name for b in twins)))
+        return _became(asked, moved + back, what, *said)
+    fates = {lowered.fate[id(a)].fate for a in annotations}
+    if fates == {Fate.REMOVED}:
+        return Accounted(asked, Why.REMOVED_BY_XLA, (what, fact(Fact.ANNOTATIONS_REMOVED, names=names, how=how)))
+    return Accounted(asked, Why.UNKNOWN, (what, fact(Fact.ANNOTATIONS_UNMATCHED, names=names, how=how)))
 
 
-def _no_host_copy(asked: Asked, intent: Intent, tags: Sequence[Tag], at: str) -> Accounted:
+def _no_host_copy(asked: Asked, intent: Intent, tags: Sequence[Tag], at: Arg) -> Accounted:
     name = asked.what
     savers = [p.describe() for p in intent.policies if name in p.all_saved()]
     if savers:
-        return Accounted(asked, Why.SAVED_ON_DEVICE, f"tagged at {at}; {savers[0]} saves it on the device "
-                         "(names_which_can_be_saved), so JAX kept it there")
+        return Accounted(asked, Why.SAVED_ON_DEVICE, (fact(Fact.SAVED_BY_POLICY, at=at, policy=savers[0]),))
     if intent.policies and not any(p.differentiated for p in intent.policies if name in p.all_offloaded()):
-        return Accounted(asked, Why.NO_GRADIENT, f"tagged at {at}; no gradient is taken through the "
-                         "jax.checkpoint of the policy that offloads it, so JAX saves no residual")
+        return Accounted(asked, Why.NO_GRADIENT, (fact(Fact.NOT_DIFFERENTIATED, at=at),))
     if any(t.carry for t in tags):
-        return Accounted(asked, Why.NOT_A_RESIDUAL, f"tagged at {at} on a loop carry (the scan/while body "
-                         "returns it to the next iteration): a carry is not a saved residual, JAX put no "
-                         "host copy after it (jax#23869); tag a value inside the body that the backward "
-                         "pass reads")
+        return Accounted(asked, Why.NOT_A_RESIDUAL, (fact(Fact.TAGGED_CARRY, at=at),))
     if any(t.output for t in tags):
-        return Accounted(asked, Why.NOT_A_RESIDUAL, f"tagged at {at} on an output of the checkpointed "
-                         "function: an output is not a saved residual, JAX put no host copy after it")
-    return Accounted(asked, Why.NOT_A_RESIDUAL, f"tagged at {at}, but JAX put no host copy after it: the "
-                     "backward pass does not save this value (it reads none of it, or recomputes it)")
+        return Accounted(asked, Why.NOT_A_RESIDUAL, (fact(Fact.TAGGED_OUTPUT, at=at),))
+    return Accounted(asked, Why.NOT_A_RESIDUAL, (fact(Fact.TAGGED_NOT_SAVED, at=at),))
 
 
 class _Accounting:
@@ -666,57 +701,56 @@ class _Accounting:
             return [asked.placement.where] if asked.placement.where is not None else []
         return None
 
-    def lowered_part(self, asked: Asked, i: int, annotations: Mapping[int, list[HostTransfer]], what: str) -> Accounted:
+    def lowered_part(self, asked: Asked, i: int, annotations: Mapping[int, list[HostTransfer]],
+                     what: Detail) -> Accounted:
         """A request JAX copied to host in the jaxpr, with no transfer found by name or line."""
         lowered = self.lowered
         if not lowered.known:
-            return Accounted(asked, Why.UNKNOWN, f"{what}; the unoptimized module is not available to follow it "
-                             f"({self.unnamed} transfer(s) to host have no name)")
+            return Accounted(asked, Why.UNKNOWN, (what, fact(Fact.NOT_FOLLOWED, unnamed=self.unnamed)))
         if not lowered.to_host:
-            return Accounted(asked, Why.DROPPED_IN_LOWERING, f"{what}, but the unoptimized module has no "
-                             "placement annotation to host memory: JAX dropped it while lowering")
+            return Accounted(asked, Why.DROPPED_IN_LOWERING, (what, fact(Fact.DROPPED_WHILE_LOWERING)))
         mine = annotations.get(i, [])
         if mine:
-            how = "the only request left for them" if i == self.eliminated else "by source line"
+            how = fact(Fact.HOW_ELIMINATED if i == self.eliminated else Fact.HOW_BY_LINE)
             return _through_annotations(asked, mine, lowered, self.by_id, what, how, self.readers)
-        return Accounted(asked, Why.UNKNOWN, f"{what}; {lowered.words()}; none of them can be told to be its "
-                         f"({self.unnamed} transfer(s) to host have no name)")
+        return Accounted(asked, Why.UNKNOWN, (what, fact(Fact.NONE_TOLD, lowered=lowered.facts(),
+                                                           unnamed=self.unnamed)))
 
     def name(self, asked: Asked, i: int, annotations: Mapping[int, list[HostTransfer]]) -> Accounted:
         name = asked.what
         hits = [v for v in self.verdicts if v.transfer.checkpoint_name == name]
         mine = annotations.get(i, []) if i != self.eliminated else []
         others = {id(t) for j, anns in annotations.items() if j != i for a in anns
-                  for t in self.lowered.fate[id(a)][1]}
+                  for t in self.lowered.fate[id(a)].became}
         if hits and not any(id(v.transfer) in others for v in hits):
-            return _became(asked, hits, f"{len(hits)} transfer(s) carry the name")
+            return _became(asked, hits, fact(Fact.CARRY_THE_NAME, n=len(hits)))
         if mine:  # the naming pass gave this name transfers another request's annotations became, or none
             tags = [t for t in self.intent.tags if t.name == name]
-            at = ", ".join(sorted({str(t.where) for t in tags if t.where is not None}))
-            return self.lowered_part(asked, i, annotations, f"tagged at {at}; the jaxpr copies it to host memory")
+            seen = ", ".join(sorted({str(t.where) for t in tags if t.where is not None}))
+            return self.lowered_part(asked, i, annotations, fact(Fact.TAGGED_COPIED, at=seen))
         if hits:
-            return _became(asked, hits, f"{len(hits)} transfer(s) carry the name (some also match another "
-                           "request's placement annotation)")
+            return _became(asked, hits, fact(Fact.CARRY_THE_NAME_SHARED, n=len(hits)))
         tags = [t for t in self.intent.tags if t.name == name]
         if not tags:
             tagged = self.intent.tagged_names
             close = tuple(difflib.get_close_matches(name, tagged, n=3, cutoff=0.6))
-            hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-            return Accounted(asked, Why.NEVER_TAGGED, f"no checkpoint_name(..., '{name}') in the step (tagged "
-                             f"names: {', '.join(tagged) or 'none'}){hint}", suggestions=close)
-        at = ", ".join(sorted({str(t.where) for t in tags if t.where is not None})) or "(no source line)"
+            said = [fact(Fact.NOT_TAGGED, name=name, tagged=", ".join(tagged))]
+            if close:
+                said.append(fact(Fact.DID_YOU_MEAN, names=" or ".join(repr(c) for c in close)))
+            return Accounted(asked, Why.NEVER_TAGGED, tuple(said), suggestions=close)
+        lines = ", ".join(sorted({str(t.where) for t in tags if t.where is not None}))
+        at: Arg = lines or fact(Fact.NO_SOURCE_LINE)
         if not any(t.host_copy for t in tags):
             return _no_host_copy(asked, self.intent, tags, at)
-        return self.lowered_part(asked, i, annotations, f"tagged at {at}; the jaxpr copies it to host memory")
+        return self.lowered_part(asked, i, annotations, fact(Fact.TAGGED_COPIED, at=at))
 
     def dots(self, asked: Asked, i: int, annotations: Mapping[int, list[HostTransfer]]) -> Accounted:
         copies = [p for p in self.intent.placements if p.kind is PlacementKind.REMAT_OFFLOAD]
         if not copies:
-            return Accounted(asked, Why.NOT_A_RESIDUAL, "JAX put no host copy after any dot: no dot without batch "
-                             "dimensions is a residual the backward pass saves")
+            return Accounted(asked, Why.NOT_A_RESIDUAL, (fact(Fact.NO_DOT_COPY),))
         lines = ", ".join(sorted({str(p.where) for p in copies if p.where is not None}))
         hits = self.by_line([p.where for p in copies if p.where is not None])
-        what = f"{len(copies)} host copy(ies) in the jaxpr (dots at {lines})"
+        what = fact(Fact.DOT_COPIES, n=len(copies), lines=lines)
         if hits:
             return _became(asked, hits, what)
         return self.lowered_part(asked, i, annotations, what)
@@ -729,23 +763,19 @@ class _Accounting:
         entry = self.module.entry_name
         if kind == "parameter":
             if not names:
-                return Accounted(asked, Why.UNKNOWN, f"the optimized module's entry has no parameter {pl.label}")
+                return Accounted(asked, Why.UNKNOWN, (fact(Fact.NO_PARAMETER, label=pl.label),))
             param = self.module.computations[entry].by_name[names[0]]
             if param.shape.memory_space != self.host_space():
-                return Accounted(asked, Why.DROPPED_IN_LOWERING, f"the optimized module's parameter {param.name} "
-                                 "is in device memory: the host memory kind was dropped")
+                return Accounted(asked, Why.DROPPED_IN_LOWERING, (fact(Fact.PARAMETER_ON_DEVICE, param=param.name),))
             hits = [v for v in self.verdicts if v.transfer.computation == entry
                     and self.reads(v.transfer, param.name)]
             if hits:
-                return _became(asked, hits, f"parameter {param.name} is in host memory; {len(hits)} transfer(s) "
-                                            "read it")
-            return Accounted(asked, Why.UNKNOWN, f"parameter {param.name} is in host memory, but no transfer of the "
-                             "entry computation reads it (it may be read where it lies, or passed into a loop)")
+                return _became(asked, hits, fact(Fact.PARAMETER_READ, param=param.name, n=len(hits)))
+            return Accounted(asked, Why.UNKNOWN, (fact(Fact.PARAMETER_UNREAD, param=param.name),))
         hits = [v for v in self.verdicts if v.transfer.computation == entry and v.transfer.instruction.name in names]
         if hits:
-            return _became(asked, hits, f"output {pl.label} is written to host memory by {len(hits)} transfer(s)")
-        return Accounted(asked, Why.UNKNOWN, f"no transfer of the entry computation makes output {pl.label} "
-                         f"(followed: {', '.join(names) or 'nothing'})")
+            return _became(asked, hits, fact(Fact.OUTPUT_WRITTEN, label=pl.label, n=len(hits)))
+        return Accounted(asked, Why.UNKNOWN, (fact(Fact.OUTPUT_UNMADE, label=pl.label, followed=", ".join(names)),))
 
     def compute_on(self, asked: Asked, pl: Placement) -> Accounted:
         """``compute_on("device_host")``: the host computation XLA made of it (a ``HostExecute``
@@ -760,19 +790,16 @@ class _Accounting:
             if ("HostExecute" in ins.attr("custom_call_target") or "host" in ins.attr("async_execution_thread"))
             and here(self.module, ins)]
         if calls:
-            return Accounted(asked, Why.NOT_A_TRANSFER, f"it runs on the host: {', '.join(i.name for i in calls)} "
-                             "(a host call; compute_on moves computation, not data, so no transfer is expected of it)")
+            names = ", ".join(i.name for i in calls)
+            return Accounted(asked, Why.NOT_A_TRANSFER, (fact(Fact.RUNS_ON_HOST, calls=names),))
         before = self.lowered.unoptimized
         if self.module is None or before is None:
-            return Accounted(asked, Why.UNKNOWN, "no host call found for it; the optimized or the unoptimized module "
-                             "is not available to tell why")
+            return Accounted(asked, Why.UNKNOWN, (fact(Fact.NO_HOST_CALL),))
         marked = [ins for comp in before.computations.values() for ins in comp.instructions
                   if '_xla_compute_type="host"' in ins.attr("frontend_attributes")]
         if not marked:
-            return Accounted(asked, Why.DROPPED_IN_LOWERING, "the unoptimized module marks no instruction "
-                             "_xla_compute_type=\"host\"")
-        return Accounted(asked, Why.REMOVED_BY_XLA, f"the unoptimized module marks {len(marked)} instruction(s) "
-                         "_xla_compute_type=\"host\"; the optimized module has no host call for it")
+            return Accounted(asked, Why.DROPPED_IN_LOWERING, (fact(Fact.NOT_MARKED_HOST),))
+        return Accounted(asked, Why.REMOVED_BY_XLA, (fact(Fact.MARKED_HOST_REMOVED, n=len(marked)),))
 
     def host_space(self) -> int:
         return self.verdicts[0].transfer.host_space if self.verdicts else 5
@@ -799,13 +826,12 @@ class _Accounting:
         if pl.kind in (PlacementKind.ARGUMENT, PlacementKind.OUTPUT) and self.module is not None:
             return self.boundary(asked, pl)
         if pl.where is None:
-            return Accounted(asked, Why.UNKNOWN, "no source line recorded for it: transfers cannot be matched to "
-                             f"it; {self.lowered.words()}")
+            return Accounted(asked, Why.UNKNOWN, (fact(Fact.PLACEMENT_NO_LINE, lowered=self.lowered.facts()),))
         hits = self.by_line([pl.where])
         if hits:
-            return _became(asked, hits, f"{len(hits)} transfer(s) trace back to {pl.where}")
-        unused = " (nothing in the step reads its result)" if pl.unused else ""
-        return self.lowered_part(asked, i, annotations, f"the jaxpr places it in {pl.memory} at {pl.where}{unused}")
+            return _became(asked, hits, fact(Fact.TRACE_BACK, n=len(hits), where=str(pl.where)))
+        return self.lowered_part(asked, i, annotations, fact(Fact.PLACED, memory=pl.memory, where=str(pl.where),
+                                                             unused=fact(Fact.UNUSED) if pl.unused else ""))
 
 
 def _entry_ends(module: Module, pl: Placement) -> tuple[str, list[str]]:
@@ -852,46 +878,40 @@ def account_intent(intent: Intent, verdicts: Sequence[Verdict], module: Module |
         elif asked.kind is AskKind.POLICY:
             said = next((q.mentions for p in intent.policies for q in p.uninspectable() if q.callable == asked.what),
                         ())
-            extra = f"; strings in its closure: {', '.join(said)}" if said else ""
-            items.append(Accounted(asked, Why.NOT_INSPECTABLE, f"policy not inspectable: {asked.what} is a callable "
-                                   f"hloscope cannot read{extra}"))
+            detail = [fact(Fact.NOT_INSPECTABLE, callable=asked.what)]
+            if said:
+                detail.append(fact(Fact.CLOSURE_STRINGS, strings=", ".join(said)))
+            items.append(Accounted(asked, Why.NOT_INSPECTABLE, tuple(detail)))
         else:
             items.append(acc.placement(asked, i, annotations))
-    checked = [f"{len(intent.policies)} remat policy(ies), {len(intent.tags)} checkpoint_name site(s), "
-               f"{len(intent.placements)} placement(s) read from the trace", acc.lowered.words()]
-    return IntentAccount(tuple(items), "trace", tuple(checked) + tuple(intent.notes))
+    checked = (fact(Fact.READ_FROM_TRACE, policies=len(intent.policies), tags=len(intent.tags),
+                    placements=len(intent.placements)), acc.lowered.facts(),
+               *(fact(Fact.NOTE, text=n) for n in intent.notes))
+    return IntentAccount(tuple(items), AccountSource.TRACE, checked)
 
 
 def account_annotations_only(verdicts: Sequence[Verdict], module: Module,
                              unoptimized: Module) -> IntentAccount:
     """No trace: each placement annotation of ``unoptimized`` stands for a request; matched with
     the optimized transfers of its bytes (as ``annotations-accounted`` does)."""
-    transfers = [v.transfer for v in verdicts if not v.transfer.is_annotation]
     partitions = max(module.num_partitions, unoptimized.num_partitions, 1)
     by_id = {id(v.transfer): v for v in verdicts}
-    free = list(transfers)
     items: list[Accounted] = []
-    annotations = _annotations(unoptimized)
-    for a in sorted(annotations, key=lambda a: -a.bytes):
+    annotations = placement_annotations(unoptimized)
+    matches = match_annotations(annotations, [v.transfer for v in verdicts], partitions)
+    for m in sorted(matches, key=lambda m: -m.annotation.bytes):
+        a = m.annotation
         src = unoptimized.source_location(a.instruction)
         asked = Asked(AskKind.ANNOTATION, f"{a.instruction.name} ({a.direction}, {a.bytes} B x{a.executions})",
                       "", Where(src.file, src.line, src.function) if src else None,
                       "host" if a.direction is Direction.TO_HOST else "device")
-        picked = _match(a, [t for t in free if t.direction is a.direction], partitions)
-        if picked:
-            for t in picked:
-                free.remove(t)
-            items.append(_became(asked, [by_id[id(t)] for t in picked], f"{len(picked)} transfer(s) of its slices"))
-            continue
-        left = sum(t.bytes * t.executions * partitions for t in free if t.direction is a.direction)
-        if left < a.bytes * a.executions:
-            items.append(Accounted(asked, Why.REMOVED_BY_XLA, "no transfer of the optimized module moves its bytes "
-                                   "(xla#20373)"))
+        if m.matched:
+            items.append(_became(asked, [by_id[id(t)] for t in m.became], fact(Fact.ITS_SLICES, n=len(m.became))))
+        elif m.fate is Fate.REMOVED:
+            items.append(Accounted(asked, Why.REMOVED_BY_XLA, (fact(Fact.BYTES_NOT_MOVED),)))
         else:
-            items.append(Accounted(asked, Why.UNKNOWN, "its bytes move, but not in slices of its size (XLA may "
-                                   "have merged it): hloscope does not guess which transfers are its"))
-    return IntentAccount(tuple(items), "annotations",
-                         (f"no trace: {len(annotations)} placement annotation(s) of the unoptimized module",))
+            items.append(Accounted(asked, Why.UNKNOWN, (fact(Fact.NOT_IN_SLICES),)))
+    return IntentAccount(tuple(items), AccountSource.ANNOTATIONS, (fact(Fact.NO_TRACE, annotations=len(annotations)),))
 
 
 

@@ -1,7 +1,9 @@
 """Names users know for each host transfer: ``checkpoint_name``, role, user source line.
 
-Pass: ``name_transfers(index, transfers, names=()) -> list[HostTransfer]`` returns
-the transfers with ``checkpoint_name``, ``role`` and ``source`` filled in.
+Pass: ``transfer_names(index, transfers, names=()) -> {(computation, instruction): TransferNames}``:
+each transfer's ``checkpoint_name``, ``role`` and ``source``, computed before the
+:class:`~hloscope.analysis.transfers.HostTransfer` that holds them is built
+(``find_host_transfers`` calls it on the transfers it found).
 
 - ``source``: the user frame of the offloaded value's producer. From the
   transfer's device-side operand the pass walks back (through bitcasts, copies,
@@ -20,15 +22,42 @@ the transfers with ``checkpoint_name``, ``role`` and ``source`` filled in.
 
 from __future__ import annotations
 
-import dataclasses
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
 
 from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.kinds import Direction
-from hloscope.analysis.transfers import HostTransfer
 from hloscope.hlo.model import Instruction, Module, SourceLocation
+
+
+class Moved(Protocol):
+    """What naming reads of a transfer (a found one, or a :class:`HostTransfer`)."""
+
+    @property
+    def instruction(self) -> Instruction: ...
+    @property
+    def computation(self) -> str: ...
+    @property
+    def direction(self) -> Direction: ...
+    @property
+    def is_annotation(self) -> bool: ...
+    @property
+    def host_space(self) -> int: ...
+
+
+M = TypeVar("M", bound=Moved)
+
+
+@dataclass(frozen=True, slots=True)
+class TransferNames:
+    """The names users know for one transfer: its ``checkpoint_name``, its role in the model
+    ("Q projection"), the user source line of the tensor it moves; None where unknown."""
+
+    checkpoint_name: str | None = None
+    role: str | None = None
+    source: SourceLocation | None = None
 
 #: Opcodes that pass a value through unchanged (walked through towards its producer).
 _PASS = frozenset({"bitcast", "copy", "convert", "reshape", "transpose", "get-tuple-element", "copy-start",
@@ -157,7 +186,7 @@ class _Namer:
                 out.insert(0, root)
         return out
 
-    def producer(self, t: HostTransfer) -> tuple[SourceLocation | None, Mapping[str, Any] | None]:
+    def producer(self, t: Moved) -> tuple[SourceLocation | None, Mapping[str, Any] | None]:
         """The user frame of the offloaded value's producer and the name record matched there."""
         # Lines of the offload itself and of the copies around it are the remat wrapper's, not the tensor's.
         wrapper = {(f.file, f.line) for f in self.frames(t.instruction)[:1]}
@@ -187,7 +216,7 @@ class _Namer:
             queue.extend(self._inputs(ins))
         return first, None
 
-    def host_writer(self, t: HostTransfer, by_ins: Mapping[tuple[str, str], HostTransfer]) -> HostTransfer | None:
+    def host_writer(self, t: Moved, by_ins: Mapping[tuple[str, str], M]) -> M | None:
         """For a to-device transfer: the to-host transfer that wrote the host buffer it reads."""
         table = self.module.computations[t.instruction.computation].by_name
         queue = [table[t.instruction.operands[0]]] if t.instruction.operands else []
@@ -214,12 +243,12 @@ class _Namer:
         return None
 
 
-def host_writers(index: ModuleIndex, transfers: Sequence[HostTransfer]) -> dict[tuple[str, str], HostTransfer]:
+def host_writers(index: ModuleIndex, transfers: Sequence[M]) -> dict[tuple[str, str], M]:
     """For each to-device transfer (keyed by computation and instruction name): the to-host
     transfer among ``transfers`` that wrote the host buffer it reads, when one did."""
     namer = _Namer(index, ())
     by_ins = {(t.computation, t.instruction.name): t for t in transfers if t.direction is Direction.TO_HOST}
-    out: dict[tuple[str, str], HostTransfer] = {}
+    out: dict[tuple[str, str], M] = {}
     for t in transfers:
         if t.direction is Direction.TO_DEVICE and not t.is_annotation:
             writer = namer.host_writer(t, by_ins)
@@ -228,30 +257,33 @@ def host_writers(index: ModuleIndex, transfers: Sequence[HostTransfer]) -> dict[
     return out
 
 
-def name_transfers(index: ModuleIndex, transfers: Iterable[HostTransfer],
-                   names: Sequence[Mapping[str, Any]] = ()) -> list[HostTransfer]:
-    """``transfers`` with ``checkpoint_name``, ``role`` and ``source`` set (see the module docstring)."""
+def transfer_names(index: ModuleIndex, transfers: Sequence[Moved],
+                   names: Sequence[Mapping[str, Any]] = ()) -> dict[tuple[str, str], TransferNames]:
+    """Each transfer's names, keyed by (computation, instruction name) (see the module docstring):
+    to-host transfers and annotations first, then to-device ones, which take the names of the
+    to-host transfer that wrote the buffer they read."""
     namer = _Namer(index, names)
-    todo = list(transfers)
-    done: dict[tuple[str, str], HostTransfer] = {}
-    for t in todo:
+    done: dict[tuple[str, str], TransferNames] = {}
+    to_host: dict[tuple[str, str], Moved] = {}
+    for t in transfers:
         if t.direction is Direction.TO_HOST or t.is_annotation:
             src, rec = namer.producer(t)
             name = op_name_checkpoint(t.instruction) or (str(rec["name"]) if rec else None)
-            role = rec.get("role") if rec else None
-            done[(t.computation, t.instruction.name)] = dataclasses.replace(
-                t, checkpoint_name=name, role=role, source=src)
-    for t in todo:
+            key = (t.computation, t.instruction.name)
+            done[key] = TransferNames(name, rec.get("role") if rec else None, src)
+            if t.direction is Direction.TO_HOST:
+                to_host[key] = t
+    for t in transfers:
         key = (t.computation, t.instruction.name)
         if key in done:
             continue
-        writer = namer.host_writer(t, done)
+        writer = namer.host_writer(t, to_host)
         name = op_name_checkpoint(t.instruction)
         if writer is not None:
-            done[key] = dataclasses.replace(t, checkpoint_name=name or writer.checkpoint_name,
-                                            role=writer.role, source=writer.source)
+            w = done[(writer.computation, writer.instruction.name)]
+            done[key] = TransferNames(name or w.checkpoint_name, w.role, w.source)
         else:
             src, rec = namer.producer(t)
-            done[key] = dataclasses.replace(t, checkpoint_name=name or (str(rec["name"]) if rec else None),
-                                            role=rec.get("role") if rec else None, source=src)
-    return [done[(t.computation, t.instruction.name)] for t in todo]
+            done[key] = TransferNames(name or (str(rec["name"]) if rec else None),
+                                      rec.get("role") if rec else None, src)
+    return done

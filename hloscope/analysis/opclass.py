@@ -77,11 +77,6 @@ def collective_kind(ins: Instruction) -> str:
     return ""
 
 
-def is_work(ins: Instruction) -> bool:
-    """Whether an instruction occupies the compute stream (not bookkeeping, not an async half)."""
-    return not (is_free(ins) or is_start(ins) or is_done(ins) or ins.opcode == "async-update")
-
-
 def is_free(ins: Instruction) -> bool:
     if ins.opcode in FREE_OPCODES:
         return True

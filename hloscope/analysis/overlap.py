@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import Enum
 
 from hloscope.analysis.cost import CostModel
@@ -93,7 +93,11 @@ def window_segments(index: ModuleIndex, start: Instruction, done: Instruction, c
 
 
 def judge_overlap(index: ModuleIndex, transfers: Sequence[HostTransfer], cost: CostModel,
-                  pairs: Sequence[AsyncPair], options: AnalysisOptions | None = None) -> list[Verdict]:
+                  pairs: Sequence[AsyncPair], options: AnalysisOptions | None = None,
+                  timeline: Timeline | None = None) -> list[Verdict]:
+    """Each transfer's verdict, decided once: from its window, and, for an async transfer the
+    ``timeline`` (the simulated step) timed, from the simulated wait at its done
+    (:func:`judged_by_wait`)."""
     opts = options or AnalysisOptions()
     module = index.module
     by_start: dict[tuple[str, str], list[AsyncPair]] = {}
@@ -128,39 +132,31 @@ def judge_overlap(index: ModuleIndex, transfers: Sequence[HostTransfer], cost: C
         hidden = min(xfer_us, max(est_compute, est_coll))
         verdict, reason = _decide(bool(segments), bool(compute or colls), sum(s.size for s in segments),
                                   xfer_us, hidden, max(est_compute, est_coll), opts)
+        timing = timeline.transfers.get((t.computation, t.instruction.name)) if timeline is not None else None
+        if timing is not None and timing.matched:
+            verdict, reason, hidden = judged_by_wait(verdict, reason, xfer_us, timing.mean_wait_us, opts.thresholds)
+        else:
+            timing = None
         out.append(Verdict(
             t, verdict, reason, pair, tuple(segments), tuple(compute), tuple(colls), tuple(others),
             xfer_us, est_compute, est_coll, hidden,
-            input_ready(index, t), first_use(index, pair.done),
+            input_ready(index, t), first_use(index, pair.done), timing,
         ))
     return out
 
 
-def apply_timeline(verdicts: list[Verdict], timeline: Timeline, options: AnalysisOptions) -> list[Verdict]:
-    """Verdicts of async transfers from the simulated wait at their done.
-
-    Sync transfers and unscheduled ones keep their verdict; an async transfer the
-    simulation timed gets its timing, its hidden time (transfer minus mean wait) and
-    the verdict of the wait (:func:`verdict_from_wait`). A window that holds no work
-    keeps its reason when the wait confirms ``exposed``.
-    """
-    out = []
-    thresholds = options.thresholds
-    for v in verdicts:
-        t = timeline.transfers.get((v.transfer.computation, v.transfer.instruction.name))
-        if t is None or not t.matched or not v.transfer.is_async or v.verdict is VerdictKind.UNSCHEDULED:
-            out.append(v)
-            continue
-        wait = t.mean_wait_us
-        kind = verdict_from_wait(v.est_transfer_us, wait, thresholds)
-        keep = kind is VerdictKind.EXPOSED and v.reason in (Reason.EMPTY_WINDOW, Reason.ONLY_FREE_OPS,
-                                                               Reason.UNKNOWN_WINDOW)
-        hidden = v.est_transfer_us - wait
-        if hidden <= 1e-6 * v.est_transfer_us:  # the whole transfer waited for (float noise aside)
-            hidden = 0.0
-        out.append(replace(v, verdict=kind, reason=v.reason if keep else Reason.SIMULATED, timing=t,
-                           est_hidden_us=hidden))
-    return out
+def judged_by_wait(window_verdict: VerdictKind, window_reason: Reason, transfer_us: float, wait_us: float,
+                   thresholds: Thresholds) -> tuple[VerdictKind, Reason, float]:
+    """(verdict, reason, hidden µs) of an async transfer the simulation timed: the verdict of the
+    mean wait at its done (:func:`verdict_from_wait`), the hidden time the transfer minus that
+    wait. A window that holds no work keeps its reason when the wait confirms ``exposed``."""
+    kind = verdict_from_wait(transfer_us, wait_us, thresholds)
+    keep = kind is VerdictKind.EXPOSED and window_reason in (Reason.EMPTY_WINDOW, Reason.ONLY_FREE_OPS,
+                                                             Reason.UNKNOWN_WINDOW)
+    hidden = transfer_us - wait_us
+    if hidden <= 1e-6 * transfer_us:  # the whole transfer waited for (float noise aside)
+        hidden = 0.0
+    return kind, window_reason if keep else Reason.SIMULATED, hidden
 
 
 class _CollectivesInFlight:

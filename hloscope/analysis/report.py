@@ -14,7 +14,7 @@ adds ``to_text``/``to_dict``/``dot``/``print(report)``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, TypeVar, overload
 
@@ -22,15 +22,16 @@ import networkx as nx
 
 from hloscope.analysis.cost import CostModel
 from hloscope.analysis.graph import build_dependency_graph
+from hloscope.analysis.host_work import HostWork, find_host_work
 from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.inputs import ScheduleRun, StepInputs, int_figures
 from hloscope.analysis.intent import IntentAccount, account_step
 from hloscope.analysis.kinds import Direction, PairKind, VerdictKind
 from hloscope.analysis.measured import MeasuredComparison, compare_measured
 from hloscope.analysis.memory import MemoryFacts, facts_from_dumps
-from hloscope.analysis.names import name_transfers
-from hloscope.analysis.overlap import AnalysisOptions, apply_timeline, judge_overlap
+from hloscope.analysis.overlap import AnalysisOptions, judge_overlap
 from hloscope.analysis.pairs import AsyncPair, pair_async_ops
+from hloscope.analysis.streams import StreamAssignment, assign_execution_streams
 from hloscope.analysis.timeline import SliceKind, Timeline, simulate_step
 from hloscope.analysis.transfers import HostTransfer, find_host_transfers
 from hloscope.analysis.verdict import Verdict
@@ -131,6 +132,10 @@ class Report:
     scheduler: which scheduler and estimator XLA ran (:class:`ScheduleRun`), when the compile
     recorded it (a compile here, an artifact folder's manifest), else None.
     measured: the model beside a measured profile (``AnalysisOptions.compare_with``), else None.
+    host_work: kernels reading or writing host memory in place, and host-thread
+    computations with the async ops entering and leaving them (:mod:`hloscope.analysis.host_work`).
+    streams: the execution stream XLA:GPU gives each async start (``hloscope.analysis.streams``),
+    for a scheduled module, else None.
     """
 
     module: Module
@@ -151,6 +156,8 @@ class Report:
     xla: XlaEstimates | None = None
     scheduler: ScheduleRun | None = None
     measured: MeasuredComparison | None = None
+    host_work: HostWork = field(default_factory=HostWork)
+    streams: StreamAssignment | None = None
 
     @property
     def host_space(self) -> int:
@@ -209,14 +216,14 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
     opts = AnalysisOptions(host_space=options) if isinstance(options, int) else (options or AnalysisOptions())
     module = inputs.module
     index = ModuleIndex(module)
-    transfers = name_transfers(index, find_host_transfers(index, opts.host_space), inputs.names)
+    transfers = find_host_transfers(index, opts.host_space, inputs.names)
     pairs = tuple(pair_async_ops(index))
     cost = CostModel(index, target, opts.host_space, opts.link_mode, dict(opts.measured_us) or None)
-    verdicts = judge_overlap(index, transfers, cost, pairs, opts)
+    streams = assign_execution_streams(index) if module.is_scheduled else None
     timeline = None
     if opts.simulate and module.is_scheduled:
-        timeline = simulate_step(module, cost, list(pairs), transfers, index.callgraph)
-        verdicts = apply_timeline(verdicts, timeline, opts)
+        timeline = simulate_step(module, cost, list(pairs), transfers, index.callgraph, streams=streams)
+    verdicts = judge_overlap(index, transfers, cost, pairs, opts, timeline)
     summary = summarize(verdicts, index.callgraph.unknown_trip, timeline)
     memory = None
     if inputs.memory_figures is not None and inputs.has_memory:
@@ -234,7 +241,8 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
                                     opts.compare_with, timeline.step_us if timeline else None,
                                     _waits_by_start(timeline, pairs))
     return report_type(module, target, opts, index, tuple(transfers), tuple(verdicts), cost, summary, pairs, inputs,
-                       inputs.notes, memory, inputs.compile, timeline, intent, xla, inputs.scheduler, measured)
+                       inputs.notes, memory, inputs.compile, timeline, intent, xla, inputs.scheduler, measured,
+                       find_host_work(index, opts.host_space), streams)
 
 
 def _waits_by_start(timeline: Timeline | None, pairs: Sequence[AsyncPair]) -> dict[str, float]:

@@ -17,6 +17,9 @@ resources, all in microseconds from the start of the step:
   (:meth:`~hloscope.analysis.cost.CostModel.collective_us`). Both are recorded on
   the ``collective`` resource, whose slices may then overlap.
 - ``async``: other async ops (not transfers, not collectives), in order.
+- XLA's execution streams (``hloscope.analysis.streams``, when given): each compute stream
+  runs what is issued on it in order, so an async op or host copy issued behind another
+  on the same stream starts when that one has finished (``TransferTiming.queued_us``).
 - ``host link D->H`` / ``host link H->D``: one per direction. Transfers on one
   link share its bandwidth while they overlap (each of n gets 1/n), at the
   per-GPU bandwidth of ``CostModel.link_bandwidth``; a transfer's bytes enter
@@ -52,6 +55,7 @@ from hloscope.analysis.opclass import (
     value_shape,
 )
 from hloscope.analysis.pairs import AsyncPair
+from hloscope.analysis.streams import ExecutionStream, StreamAssignment, StreamKind
 from hloscope.analysis.transfers import HostTransfer
 from hloscope.hlo.model import Instruction, Module
 from hloscope.vocab import LinkMode
@@ -104,7 +108,10 @@ class TransferTiming:
     ops, collectives, other transfers on the same link); compute_beside_us: the
     compute time among them; memory_bound_beside_us: the part of it spent in
     memory-bound kernels (``OpCost.memory_bound``), which share HBM with the copy.
-    matched: a done was found and reached.
+    matched: a done was found and reached. stream: XLA's execution stream for its start
+    (``hloscope.analysis.streams``), when known. queued_us: how long its bytes waited, after
+    its DMA setup, for the ops ahead of it on that stream (``queued_behind``: the starts
+    still in flight there when it was issued), in that execution.
     """
 
     computation: str
@@ -127,6 +134,9 @@ class TransferTiming:
     compute_beside_us: float = 0.0
     memory_bound_beside_us: float = 0.0
     matched: bool = True
+    stream: ExecutionStream | None = None
+    queued_us: float = 0.0
+    queued_behind: tuple[str, ...] = ()
 
     @property
     def duration_us(self) -> float:
@@ -212,34 +222,75 @@ _EPS = 1e-9
 class _Flow:
     """One transfer instance on a link: bytes left, issue and (once known) finish time."""
 
-    __slots__ = ("key", "remaining", "issue", "finish", "bytes")
+    __slots__ = ("key", "remaining", "issue", "finish", "bytes", "after", "began")
 
-    def __init__(self, key: tuple[str, str], nbytes: int, issue: float) -> None:
+    def __init__(self, key: tuple[str, str], nbytes: int, issue: float, after: _Flow | None = None) -> None:
         self.key = key
         self.bytes = nbytes
         self.remaining = float(nbytes)
         self.issue = issue
         self.finish = -1.0
+        self.after = after  # the flow ahead of it on its execution stream (same link): it waits for it
+        self.began = issue if after is None else -1.0  # when its bytes began to flow
 
 
 class _Link:
-    """A host link in one direction: active flows share ``bw`` (bytes/us) equally."""
+    """A host link in one direction: active flows share ``bw`` (bytes/us) equally. A flow
+    queued behind another on its execution stream waits (``queued``) until that one finishes,
+    then for its DMA setup (``latency``)."""
 
-    __slots__ = ("bw", "now", "active")
+    __slots__ = ("bw", "now", "active", "queued", "latency")
 
-    def __init__(self, bw: float) -> None:
+    def __init__(self, bw: float, latency: float = 0.0) -> None:
         self.bw = bw
         self.now = 0.0
         self.active: list[_Flow] = []
+        self.queued: list[_Flow] = []
+        self.latency = latency
+
+    def _next_release(self) -> float:
+        """Activate queued flows whose predecessor has finished and whose time has come; the
+        earliest time a still-queued one will (inf if none can yet)."""
+        nxt = float("inf")
+        if not self.queued:
+            return nxt
+        keep = []
+        for f in self.queued:
+            a = f.after
+            if a is not None and a.finish >= 0:
+                ready = max(f.issue, a.finish + self.latency)
+                if ready <= self.now + _EPS:
+                    f.began = max(ready, 0.0)
+                    if f.remaining <= 0:
+                        f.finish = ready
+                    else:
+                        self.active.append(f)
+                    continue
+                nxt = min(nxt, ready)
+            keep.append(f)
+        self.queued = keep
+        return nxt
 
     def advance(self, t: float, until: _Flow | None = None) -> None:
         """Move the link's clock to ``t`` (or until ``until`` finishes), finishing flows."""
         if until is None and t <= self.now:
             return  # never backwards: a flow whose bytes start later (DMA setup) moved it ahead
-        while self.active:
+        while True:
+            release = self._next_release()
+            if not self.active:
+                if release < float("inf") and (until is not None or release <= t):
+                    self.now = release
+                    continue
+                break
             share = self.bw / len(self.active)
             first = min(f.remaining for f in self.active)
             dt = first / share
+            if release < self.now + dt and (until is not None or release <= t):
+                moved = share * (release - self.now)
+                for f in self.active:
+                    f.remaining -= moved
+                self.now = release
+                continue
             if until is None and self.now + dt > t:
                 moved = share * (t - self.now)
                 for f in self.active:
@@ -259,9 +310,17 @@ class _Link:
             self.active = keep
             if until is not None and until.finish >= 0:
                 return
-        self.now = max(self.now, t)
+        if until is None:
+            self.now = max(self.now, t)
 
     def add(self, flow: _Flow) -> None:
+        if flow.after is not None and flow.after.finish < 0:
+            self.advance(flow.issue)
+            self.queued.append(flow)
+            return
+        if flow.after is not None:  # its predecessor has already finished
+            flow.issue = max(flow.issue, flow.after.finish + self.latency)
+            flow.after, flow.began = None, flow.issue
         self.advance(flow.issue)
         if flow.remaining <= 0:
             flow.finish = flow.issue
@@ -275,14 +334,16 @@ class _Link:
 
     def shift(self, dt: float) -> None:
         self.now += dt
-        for f in self.active:
+        for f in (*self.active, *self.queued):
             f.issue += dt
+            if f.began >= 0:
+                f.began += dt
 
 
 class _Op:
     """An in-flight async op: a link flow, or a stream op with a known finish."""
 
-    __slots__ = ("key", "flow", "link", "finish", "issue", "kind", "shifted")
+    __slots__ = ("key", "flow", "link", "finish", "issue", "kind", "shifted", "stream", "ahead")
 
     def __init__(self, key: tuple[str, str], kind: Resource, issue: float, finish: float = -1.0,
                  flow: _Flow | None = None, link: _Link | None = None) -> None:
@@ -293,6 +354,8 @@ class _Op:
         self.flow = flow
         self.link = link
         self.shifted = False  # carried across extrapolated iterations
+        self.stream: ExecutionStream | None = None  # XLA's compute stream it runs on, when known
+        self.ahead: tuple[str, ...] = ()  # starts still running on that stream when it was issued
 
     def finish_time(self) -> float:
         if self.flow is not None and self.link is not None:
@@ -332,12 +395,14 @@ class _Last:
     done_at: float = 0.0
     wait: float = 0.0
     done: Instruction | None = None
+    queued: float = 0.0
+    ahead: tuple[str, ...] = ()
 
 
 class _Sim:
     def __init__(self, module: Module, cost: CostModel, pairs: list[AsyncPair], transfers: list[HostTransfer],
                  callgraph: CallGraph, max_iterations: int, extrapolate: bool,
-                 share_hbm: bool = True) -> None:
+                 share_hbm: bool = True, streams: StreamAssignment | None = None) -> None:
         self.module = module
         self.callgraph = callgraph
         self.cost = cost
@@ -348,8 +413,11 @@ class _Sim:
         for p in pairs:
             self.starts_of.setdefault((p.done.computation, p.done.name), []).append(
                 (p.start.computation, p.start.name))
-        self.links = {d: _Link(cost.link_bandwidth(d) / 1e6) for d in Direction}
         self.dma_latency = cost.transfer_latency_us
+        self.links = {d: _Link(cost.link_bandwidth(d) / 1e6, self.dma_latency) for d in Direction}
+        self.streams = streams
+        self.stream_tail: dict[ExecutionStream, _Op] = {}  # the last op issued on each compute stream
+        self.stream_inflight: dict[ExecutionStream, list[_Op]] = {}  # issued there, done not yet reached
         self.hbm_per_us = cost.target.hbm_bandwidth / 1e6
         self.link_list = list(self.links.values())
         self.share_hbm = share_hbm
@@ -477,27 +545,51 @@ class _Sim:
             self.acc.other += w
         return w
 
+    def _stream(self, comp: str, ins: Instruction) -> ExecutionStream | None:
+        s = self.streams.stream_of(comp, ins.name) if self.streams is not None else None
+        return s if s is not None and s.kind is StreamKind.COMPUTE else None
+
     def _start(self, comp: str, ins: Instruction, us: float) -> None:
         key = (comp, ins.name)
         t = self.transfers.get(key)
+        stream = self._stream(comp, ins)
+        prev = self.stream_tail.get(stream) if stream is not None else None
+        ahead: tuple[str, ...] = ()
+        if stream is not None:
+            live = self.stream_inflight.setdefault(stream, [])
+            ahead = tuple(o.key[1] for o in live if o.finish < 0 or o.finish > self.t)
         if t is not None:
             link = self.links[t.direction]
-            flow = _Flow(key, t.bytes, self.t + self.dma_latency)  # its bytes flow once the DMA is set up
+            after = None
+            ready = self.t + self.dma_latency  # its bytes flow once the DMA is set up
+            if prev is not None and prev.flow is not None and prev.link is link:
+                after = prev.flow  # waits for it on the stream (the link knows when it ends)
+            elif prev is not None:
+                ready = max(ready, prev.finish_time() + self.dma_latency)
+            flow = _Flow(key, t.bytes, ready, after)
             link.add(flow)
             op = _Op(key, link_of(t.direction), self.t, flow=flow, link=link)
+            op.ahead = ahead
         elif collective_kind(ins):
             begin = self._collective_slot(ins, us)
             self.slices[Resource.COLLECTIVE].append(Slice(Resource.COLLECTIVE, begin, begin + us, comp, ins.name,
                                                           SliceKind.COLLECTIVE, _collective_bytes(ins), self.iteration))
             op = _Op(key, Resource.COLLECTIVE, self.t, finish=begin + us)
         else:
-            begin = max(self.t, self.async_free)
-            self.async_free = begin + us
+            if stream is not None:
+                begin = max(self.t, prev.finish_time()) if prev is not None else self.t
+            else:
+                begin = max(self.t, self.async_free)
+                self.async_free = begin + us
             if us > 0:
                 self.slices[Resource.ASYNC].append(Slice(Resource.ASYNC, begin, begin + us, comp, ins.name,
                                                          SliceKind.ASYNC, self.cost.moved_bytes(ins).device,
                                                          self.iteration))
             op = _Op(key, Resource.ASYNC, self.t, finish=begin + us)
+        if stream is not None:
+            self.stream_tail[stream] = op
+            self.stream_inflight[stream].append(op)
+            op.stream = stream
         self.inflight.setdefault(key, []).append(op)
 
     def _done(self, comp: str, ins: Instruction) -> None:
@@ -509,6 +601,10 @@ class _Sim:
         if best is None:
             return  # its start never ran (an unmatched done): nothing to wait for
         self.inflight[best.key].pop()
+        if best.stream is not None:
+            live = self.stream_inflight.get(best.stream, [])
+            if best in live:
+                live.remove(best)
         finish = best.finish_time()
         wait = self._wait(comp, ins.name, finish, best.kind)
         if best.flow is not None:
@@ -525,7 +621,11 @@ class _Sim:
         if not op.shifted or key not in self.last:
             # An execution carried over extrapolated iterations ran beside them, not
             # beside simulated slices: the last fully simulated one represents it.
-            self.last[key] = _Last(op.issue, finish, self.t - wait, wait, done)
+            queued = 0.0
+            if op.flow is not None and op.flow.began >= 0:
+                queued = max(0.0, op.flow.began - op.issue - self.dma_latency)
+            self.last[key] = _Last(op.issue, finish, self.t - wait, wait, done, queued,
+                                   op.ahead if queued > 1e-9 else ())
 
     def _sync_transfer(self, comp: str, ins: Instruction) -> None:
         key = (comp, ins.name)
@@ -669,7 +769,8 @@ def _overlapping(slices: list[Slice], starts: list[float], lo: float, hi: float)
 
 def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], transfers: list[HostTransfer],
                   callgraph: CallGraph, max_iterations: int = 6,
-                  extrapolate: bool = True, share_hbm: bool = True) -> Timeline:
+                  extrapolate: bool = True, share_hbm: bool = True,
+                  streams: StreamAssignment | None = None) -> Timeline:
     """Replay the entry computation's schedule and time every op, transfer and wait.
 
     Host links run at the cost model's bandwidth (its ``link_mode``); ``max_iterations`` bounds the
@@ -677,8 +778,9 @@ def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], trans
     ``extrapolate=False`` simulates every iteration (slow on long loops; tests).
     ``callgraph``: the module's call graph (its trip counts, computed once per loop).
     ``share_hbm=False``: transfers keep their link's bandwidth beside memory-bound kernels.
+    ``streams``: XLA's stream assignment; each compute stream then runs its ops in order.
     """
-    sim = _Sim(module, cost, pairs, transfers, callgraph, max_iterations, extrapolate, share_hbm)
+    sim = _Sim(module, cost, pairs, transfers, callgraph, max_iterations, extrapolate, share_hbm, streams)
     sim.run(module.entry_name)
     sim.drain()
     step = sim.t
@@ -718,6 +820,8 @@ def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], trans
             memory_bound_beside_us=sum(min(s.end_us, last.finish) - max(s.start_us, last.issue) for s in beside
                                        if s.kind is SliceKind.COMPUTE and _memory_bound(module, cost, s)),
             matched=last.done is not None or not t.is_async,
+            stream=streams.stream_of(key[0], key[1]) if streams is not None else None,
+            queued_us=last.queued, queued_behind=last.ahead,
         )
     a = sim.acc
     return Timeline({r: tuple(v) for r, v in slices.items()}, timings, step, a.compute, a.xfer, a.coll, a.other,

@@ -1,13 +1,19 @@
 """Find every instruction that moves data between device and host memory.
 
-Pass: ``find_host_transfers(index, host_space=5) -> list[HostTransfer]``.
+Pass: ``find_host_transfers(index, host_space=5, names=()) -> list[HostTransfer]``. Each
+transfer is built once, with its names (``hloscope.analysis.names.transfer_names``:
+checkpoint name, role, user source line) computed from what was found first.
 
 Recognised, in scheduled computations only (fused bodies run inside their op):
 - ``copy-start`` with the host memory space on one side;
 - async ops (``async-start`` in dumps, ``fusion-start`` etc. in ``as_text()``)
   whose operands or result live in host memory: the wrapped computation's core
   op (``dynamic-update-slice``, ``dynamic-slice``, ``copy``) decides the bytes;
-- synchronous ops (``copy``, fusions) with host memory on exactly one side;
+- ``send``/``recv`` with ``is_host_transfer=true`` (XLA's host send and recv: to host and
+  to device), paired with their ``-done``;
+- synchronous data movement ops (``copy``, slices, fusions of them) with host memory on
+  exactly one side; a kernel reading or writing host memory in place is not a transfer
+  (:mod:`hloscope.analysis.host_work` reports it);
 - in unoptimized modules, the ``annotate_device_placement`` custom calls
   (``_xla_buffer_placement``) and the older ``MoveToHost``/``MoveToDevice``.
 Bytes are those moved per execution (the slice), never the whole host buffer.
@@ -15,10 +21,14 @@ Bytes are those moved per execution (the slice), never the whole host buffer.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
+from hloscope.analysis.host_work import is_in_place_access
 from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.kinds import Direction
+from hloscope.analysis.names import transfer_names
 from hloscope.analysis.opclass import (
     CONTROL_FLOW,
     DONE_OPCODES,
@@ -45,7 +55,7 @@ class HostTransfer:
     checkpoint_name: the user's ``checkpoint_name`` of the moved tensor, when known.
     role: what the tensor is in the model ("Q projection"), when the step said so.
     source: the user source line where the moved tensor was computed (not the
-    remat wrapper's line). These three are set by ``hloscope.analysis.names``.
+    remat wrapper's line). These three come from ``hloscope.analysis.names``.
     """
 
     instruction: Instruction
@@ -111,9 +121,36 @@ def _moved_bytes(module: Module, direction: str, core: Instruction | None, out_s
     return min(dev, host_out) if dev else host_out, op
 
 
-def find_host_transfers(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE) -> list[HostTransfer]:
+class _Found(NamedTuple):
+    """A transfer as found, before its names: :class:`HostTransfer`'s first fields, in order."""
+
+    instruction: Instruction
+    computation: str
+    direction: Direction
+    op: str
+    bytes: int
+    executions: int
+    is_async: bool
+    is_annotation: bool
+    host_space: int
+
+
+def find_host_transfers(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE,
+                        names: Sequence[Mapping[str, Any]] = ()) -> list[HostTransfer]:
+    """Every host transfer of the scheduled computations, named (``names``: the records read
+    from the traced jaxpr, ``hloscope.compile.names``; none for a plain HLO file)."""
+    found = _find(index, host_space)
+    named = transfer_names(index, found, names)
+    out = []
+    for f in found:
+        n = named[(f.computation, f.instruction.name)]
+        out.append(HostTransfer(*f, checkpoint_name=n.checkpoint_name, role=n.role, source=n.source))
+    return out
+
+
+def _find(index: ModuleIndex, host_space: int) -> list[_Found]:
     module, cg = index.module, index.callgraph
-    out: list[HostTransfer] = []
+    out: list[_Found] = []
     in_host: dict[int, bool] = {}  # id(shape) -> some leaf lives in host memory (shapes are interned)
 
     def touches_host(shape: Shape) -> bool:
@@ -136,11 +173,20 @@ def find_host_transfers(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE)
                 t = _annotation_direction(ins)
                 if t:
                     size = table[ins.operands[0]].shape.byte_size if ins.operands else ins.shape.byte_size
-                    out.append(HostTransfer(ins, cname, t, custom_call_target(ins), size, execs, is_async=False,
-                                            is_annotation=True, host_space=host_space))
+                    out.append(_Found(ins, cname, t, custom_call_target(ins), size, execs, False, True, host_space))
                     continue
-            if is_free(ins) or op in ("all-gather-start", "all-reduce-start", "collective-permute-start",
-                                      "send", "recv"):
+            if op in ("send", "recv"):
+                if ins.attr("is_host_transfer") == "true":
+                    # XLA's host send/recv: the data (operand 0 of a send, result element 0 of a
+                    # recv) crosses the host link; send/recv-done completes it.
+                    if op == "send":
+                        data = table[ins.operands[0]].shape if ins.operands and ins.operands[0] in table else None
+                    else:
+                        data = ins.shape.tuple_shapes[0] if ins.shape.is_tuple and ins.shape.tuple_shapes else None
+                    out.append(_Found(ins, cname, TO_HOST if op == "send" else TO_DEVICE, op,
+                                      data.byte_size if data is not None else 0, execs, True, False, host_space))
+                continue
+            if is_free(ins) or op in ("all-gather-start", "all-reduce-start", "collective-permute-start"):
                 continue
             operand_shapes = [table[o].shape for o in ins.operands if o in table]
             if not touches_host(ins.shape) and not any(touches_host(s) for s in operand_shapes):
@@ -150,8 +196,7 @@ def find_host_transfers(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE)
                 direction = _classify(result, operand_shapes, host_space)
                 if direction:
                     size = result.byte_size if direction == TO_HOST else operand_shapes[0].byte_size
-                    out.append(HostTransfer(ins, cname, direction, "copy", size, execs, is_async=True,
-                                            host_space=host_space))
+                    out.append(_Found(ins, cname, direction, "copy", size, execs, True, False, host_space))
                 continue
             if op == "async-start":
                 result = value_shape(ins)
@@ -159,15 +204,13 @@ def find_host_transfers(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE)
                 if direction:
                     core = _core_op(module, ins)
                     size, core_op = _moved_bytes(module, direction, core, result, operand_shapes, host_space)
-                    out.append(HostTransfer(ins, cname, direction, core_op, size, execs, is_async=True,
-                                            host_space=host_space))
+                    out.append(_Found(ins, cname, direction, core_op, size, execs, True, False, host_space))
                 continue
             direction = _classify(ins.shape, operand_shapes, host_space)
-            if direction:
+            if direction and not is_in_place_access(module, ins, host_space):
                 core = _core_op(module, ins) if op == "fusion" else ins
                 size, core_op = _moved_bytes(module, direction, core, ins.shape, operand_shapes, host_space)
-                out.append(HostTransfer(ins, cname, direction, core_op, size, execs, is_async=False,
-                                        host_space=host_space))
+                out.append(_Found(ins, cname, direction, core_op, size, execs, False, False, host_space))
     return out
 
 

@@ -20,25 +20,24 @@ from hloscope.check.baseline import Tolerance
 from hloscope.check.rules import RULES
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 
-#: Settings that are not rules: key -> (kind, meaning).
-SETTINGS: dict[str, tuple[str, str]] = {
-    "target": ("str", "GPU target name or .toml/.json file for the estimates"),
-    "hbm-margin": ("fraction", "fits-hbm: share of HBM to keep free (0.05 = 5%)"),
-    "allow-empty": ("bool", "pass when there is nothing to check (unscheduled module, no host transfer)"),
-    "baseline": ("str", "JSON report to compare with; regressions fail the check"),
-    "tolerance-us": ("float", "baseline: growth of exposed time per step (us) that is not a regression"),
-    "tolerance-fraction": ("fraction", "baseline: the same, relative to the baseline's figure"),
-    "memory-tolerance": ("fraction", "baseline: growth of the device allocation that is not a regression"),
-    "path": ("str", "HLO file, XLA dump folder or hloscope artifact folder to check"),
-    "unoptimized": ("str", "the unoptimized module (for annotations-accounted) when PATH is a plain file"),
-    "workload": ("str", "built-in workload or preset to compile and check"),
-    "fn": ("str", "your step function, package.module:function, to compile and check"),
-    "args": ("str", "with fn: abstract arguments, as for hloscope compile --args"),
-    "devices": ("int", "compile-only GPUs for workload / fn"),
-    "memory-fraction": ("fraction", "compile workload / fn as JAX on a GPU whose allocator takes this share of the "
-                                    "HBM (XLA_PYTHON_CLIENT_MEM_FRACTION); fits-hbm then checks against it"),
-    "set": ("table", "workload settings, e.g. {layers = 2, batch = 4}"),
-    "allow": ("allow", "list of {checkpoint|instruction|source = pattern, reason = why, rules = [...]}"),
+#: Settings that are not rules: key -> kind. What each means: ``hloscope.render.check_meaning.SETTING_MEANING``.
+SETTINGS: dict[str, str] = {
+    "target": "str",
+    "hbm-margin": "fraction",
+    "allow-empty": "bool",
+    "baseline": "str",
+    "tolerance-us": "float",
+    "tolerance-fraction": "fraction",
+    "memory-tolerance": "fraction",
+    "path": "str",
+    "unoptimized": "str",
+    "workload": "str",
+    "fn": "str",
+    "args": "str",
+    "devices": "int",
+    "memory-fraction": "fraction",
+    "set": "table",
+    "allow": "allow",
 }
 
 _ALLOW_KEYS = {"checkpoint", "instruction", "source", "reason", "rules"}
@@ -170,7 +169,7 @@ def config_from_mapping(data: Mapping[str, Any], where: str) -> CheckConfig:
             items = value if isinstance(value, list | tuple) else [value]
             settings[key] = tuple(_allow_entry(it, f"{where}: allow[{i}]") for i, it in enumerate(items))
         elif key in SETTINGS:
-            settings[key] = _convert(SETTINGS[key][0], value, at)
+            settings[key] = _convert(SETTINGS[key], value, at)
         else:
             raise HloscopeError(f"{where}: unknown key '{raw_key}'; valid keys: {', '.join(valid_keys())}",
                                 EXIT_BAD_INPUT)

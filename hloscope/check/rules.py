@@ -1,8 +1,10 @@
 """The rules themselves. Each takes a step (and its parameter) and returns violations.
 
-A :class:`Violation` carries facts (rule, the verdict or record it concerns,
-measured and allowed values); its ``message`` is worded from those facts by the
-rule. :data:`RULES` is the one table of rules: its names are the config keys of
+A :class:`Violation` carries facts (rule, what was found as a :class:`Finding`
+with its names and figures, the verdict or record it concerns, measured and
+allowed values); ``hloscope.render.check_words.violation_message`` words it, and
+``hloscope.render.check_meaning`` says what each rule means. :data:`RULES` is the
+one table of rules: its names are the config keys of
 ``[tool.hloscope]``, the ``hloscope check`` flags and (with ``_``) the keyword
 arguments of the pytest marker and of the assertion helpers.
 """
@@ -11,10 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from fnmatch import fnmatchcase
 from typing import Any
 
-from hloscope.analysis.intent import Accounted, IntentAccount, account_annotations_only, account_of
+from hloscope.analysis.intent import Accounted, AccountSource, IntentAccount, account_annotations_only, account_of
 from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.report import Report
 from hloscope.analysis.verdict import Verdict
@@ -23,26 +26,50 @@ from hloscope.check.annotations import Fate, account_annotations
 from hloscope.check.keys import TransferKey, TransferRecord
 from hloscope.check.subject import Subject
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_UNKNOWN_NAME, HloscopeError
-from hloscope.units import human_bytes
+
+
+class Finding(StrEnum):
+    """What a rule found; the arguments each carries are listed beside it."""
+
+    FAIL_ON = "fail-on"  # the verdict is one of --fail-on's
+    SYNC = "sync"  # the record's transfer is synchronous
+    EXPOSED = "exposed"  # the record's async transfer is exposed
+    EXPOSED_US = "exposed-us"  # actual: exposed us per step; worst
+    EXPOSED_FRACTION = "exposed-fraction"  # actual: fraction; exposed_us, step_us; worst
+    HIDDEN_FRACTION = "hidden-fraction"  # actual: fraction; hidden_us, transfer_us; worst
+    NOT_OFFLOADED = "not-offloaded"  # pattern, offloads (count), names (known names)
+    OFFLOADED_BYTES = "offloaded-bytes"  # actual: bytes per step
+    ANNOTATION_REMOVED = "annotation-removed"  # the verdict is the annotation's
+    ANNOTATION_SYNC = "annotation-sync"  # became: the synchronous copies' names
+    INTENT_UNACCOUNTED = "intent-unaccounted"  # accounted: the request; from_annotations: no trace
+    DOES_NOT_FIT = "does-not-fit"  # actual: device allocation; limit; allocator, hbm, margin
+    BASELINE = "baseline"  # change: the baseline's Change
 
 
 @dataclass(frozen=True)
 class Violation:
     """One broken rule.
 
-    rule: the rule's name. verdict: the transfer's verdict it concerns (None for
-    step-wide rules and for transfers known only from a baseline file). message:
-    one line for a person. actual / limit: the measured value and the allowed one,
-    when the rule compares numbers. record: the transfer as matched across
-    compiles (name, source, direction) when the rule concerns one transfer.
+    rule: the rule's name. finding: what it found (:class:`Finding`); args: the finding's
+    names and figures (see :class:`Finding`). verdict: the transfer's verdict it concerns
+    (None for step-wide rules and for transfers known only from a baseline file).
+    actual / limit: the measured value and the allowed one, when the rule compares
+    numbers. record: the transfer as matched across compiles (name, source, direction)
+    when the rule concerns one transfer. worst: a step-wide rule's largest contributors.
     """
 
     rule: str
-    message: str
+    finding: Finding
     verdict: Verdict | None = None
     actual: float | None = None
     limit: float | None = None
     record: TransferRecord | None = None
+    args: tuple[tuple[str, Any], ...] = ()
+    worst: tuple[TransferRecord, ...] = ()
+
+    def arg(self, key: str) -> Any:
+        """The finding's argument ``key`` (None when it has none)."""
+        return next((v for k, v in self.args if k == key), None)
 
 
 def nothing_to_judge(report: Report) -> str:
@@ -76,8 +103,7 @@ def parse_verdicts(text: str, option: str = "--fail-on") -> frozenset[VerdictKin
 
 def fail_on_verdicts(report: Report, verdicts: frozenset[VerdictKind]) -> list[Violation]:
     """One violation per transfer whose verdict is in ``verdicts``."""
-    return [Violation("fail-on", f"{v.transfer.instruction.name} is {v.verdict}", v)
-            for v in report.verdicts if v.verdict in verdicts]
+    return [Violation("fail-on", Finding.FAIL_ON, v) for v in report.verdicts if v.verdict in verdicts]
 
 
 # ---- the rule table ---------------------------------------------------------------------------
@@ -114,12 +140,11 @@ class RuleContext:
 @dataclass(frozen=True)
 class Rule:
     """name: the config key and flag. kind: ``bool``, ``float``, ``fraction``, ``bytes`` or ``names``.
-    meaning: one sentence for the docs and ``--help``. needs: what the step must provide
-    (``memory``, ``unoptimized``) or ""."""
+    needs: what the step must provide (``memory``, ``unoptimized``) or "". What it means, for
+    the docs and ``--help``: ``hloscope.render.check_meaning.RULE_MEANING``."""
 
     name: str
     kind: str
-    meaning: str
     evaluate: Callable[[RuleContext, Any], list[Violation]]
     needs: str = ""
 
@@ -128,36 +153,25 @@ class Rule:
         return self.name.replace("-", "_")
 
 
-def _us(x: float) -> str:
-    return f"{x / 1e3:.2f} ms" if x >= 1e4 else f"{x:.1f} us"
-
-
-
-
-def _per_transfer(ctx: RuleContext, rule: str, bad: VerdictKind,
-                  say: Callable[[TransferRecord], str]) -> list[Violation]:
+def _per_transfer(ctx: RuleContext, rule: str, bad: VerdictKind, finding: Finding) -> list[Violation]:
     out: list[Violation] = []
     for r in ctx.records:
         if r.verdict is bad:
-            out += ctx.keep(Violation(rule, say(r), r.judged, r.exposed_us_per_step, 0.0, r))
+            out += ctx.keep(Violation(rule, finding, r.judged, r.exposed_us_per_step, 0.0, r))
     return out
 
 
 def rule_no_sync(ctx: RuleContext, on: bool) -> list[Violation]:
-    return _per_transfer(ctx, "no-sync", VerdictKind.SYNC, lambda r: (
-        f"synchronous transfer of {human_bytes(r.bytes)} x{r.executions}/step: the stream waits for it, "
-        f"~{_us(r.exposed_us_per_step)} per step")) if on else []
+    return _per_transfer(ctx, "no-sync", VerdictKind.SYNC, Finding.SYNC) if on else []
 
 
 def rule_no_exposed(ctx: RuleContext, on: bool) -> list[Violation]:
-    return _per_transfer(ctx, "no-exposed", VerdictKind.EXPOSED, lambda r: (
-        f"exposed: async, but nothing hides it; ~{_us(r.exposed_us_per_step)} per step "
-        f"(~{_us(r.est_exposed_us)} x{r.executions})")) if on else []
+    return _per_transfer(ctx, "no-exposed", VerdictKind.EXPOSED, Finding.EXPOSED) if on else []
 
 
-def _worst(records: list[TransferRecord], n: int = 3) -> str:
-    top = sorted((r for r in records if r.exposed_us_per_step > 0), key=lambda r: -r.exposed_us_per_step)[:n]
-    return "; ".join(f"{r.instruction} ~{_us(r.exposed_us_per_step)}" for r in top)
+def _worst(records: list[TransferRecord], n: int = 3) -> tuple[TransferRecord, ...]:
+    """The ``n`` transfers with the most exposed time per step (none with none)."""
+    return tuple(sorted((r for r in records if r.exposed_us_per_step > 0), key=lambda r: -r.exposed_us_per_step)[:n])
 
 
 def rule_max_exposed_us(ctx: RuleContext, limit: float) -> list[Violation]:
@@ -165,8 +179,7 @@ def rule_max_exposed_us(ctx: RuleContext, limit: float) -> list[Violation]:
     total = sum(r.exposed_us_per_step for r in recs)
     if total <= limit:
         return []
-    return [Violation("max-exposed-us", f"~{_us(total)} of exposed transfer time per step > {_us(limit)} allowed "
-                      f"(largest: {_worst(recs)})", actual=total, limit=limit)]
+    return [Violation("max-exposed-us", Finding.EXPOSED_US, actual=total, limit=limit, worst=_worst(recs))]
 
 
 def rule_max_exposed_fraction(ctx: RuleContext, limit: float) -> list[Violation]:
@@ -176,9 +189,8 @@ def rule_max_exposed_fraction(ctx: RuleContext, limit: float) -> list[Violation]
     frac = exposed / step if step > 0 else 0.0
     if frac <= limit:
         return []
-    return [Violation("max-exposed-fraction", f"exposed transfer time is {frac:.1%} of the estimated step "
-                      f"(~{_us(exposed)} of ~{_us(step)}) > {limit:.1%} allowed (largest: {_worst(recs)})",
-                      actual=frac, limit=limit)]
+    return [Violation("max-exposed-fraction", Finding.EXPOSED_FRACTION, actual=frac, limit=limit,
+                      args=(("exposed_us", exposed), ("step_us", step)), worst=_worst(recs))]
 
 
 def rule_min_hidden_fraction(ctx: RuleContext, limit: float) -> list[Violation]:
@@ -188,9 +200,8 @@ def rule_min_hidden_fraction(ctx: RuleContext, limit: float) -> list[Violation]:
     frac = hidden / transfer if transfer > 0 else 1.0
     if frac >= limit:
         return []
-    return [Violation("min-hidden-fraction", f"{frac:.1%} of transfer time hidden (~{_us(hidden)} of "
-                      f"~{_us(transfer)} per step) < {limit:.1%} required (largest exposed: {_worst(recs)})",
-                      actual=frac, limit=limit)]
+    return [Violation("min-hidden-fraction", Finding.HIDDEN_FRACTION, actual=frac, limit=limit,
+                      args=(("hidden_us", hidden), ("transfer_us", transfer)), worst=_worst(recs))]
 
 
 def _to_host(ctx: RuleContext) -> list[TransferRecord]:
@@ -203,9 +214,8 @@ def rule_expect_offloaded(ctx: RuleContext, names: list[str]) -> list[Violation]
     for pattern in names:
         if not any(fnmatchcase(n, pattern) for r in offloads for n in (r.checkpoint, r.key.name) if n):
             known = sorted({r.checkpoint or r.key.name or "(unnamed)" for r in offloads})
-            out.append(Violation("expect-offloaded", f"expected offload '{pattern}' not found among "
-                                 f"{len(offloads)} transfer(s) to host (names: {', '.join(known) or 'none'}); "
-                                 "was its checkpoint_name lost or the policy changed?"))
+            out.append(Violation("expect-offloaded", Finding.NOT_OFFLOADED,
+                                 args=(("pattern", pattern), ("offloads", len(offloads)), ("names", tuple(known)))))
     return out
 
 
@@ -213,8 +223,7 @@ def rule_min_offloaded_bytes(ctx: RuleContext, limit: int) -> list[Violation]:
     total = sum(r.bytes_per_step for r in _to_host(ctx))
     if total >= limit:
         return []
-    return [Violation("min-offloaded-bytes", f"{human_bytes(total)} per step offloaded to host < {human_bytes(limit)} "
-                      "expected; an offload was lost", actual=float(total), limit=float(limit))]
+    return [Violation("min-offloaded-bytes", Finding.OFFLOADED_BYTES, actual=float(total), limit=float(limit))]
 
 
 def rule_annotations_accounted(ctx: RuleContext, on: bool) -> list[Violation]:
@@ -231,16 +240,16 @@ def rule_annotations_accounted(ctx: RuleContext, on: bool) -> list[Violation]:
     out: list[Violation] = []
     records = {id(r.judged): r for r in records_from_report(before_report)}
     for fate in account_annotations(before_report, ctx.subject.report):
-        a = fate.annotation.transfer
-        what = f"placement annotation {a.instruction.name} ({a.direction}, {human_bytes(a.bytes)} x{a.executions})"
+        args: tuple[tuple[str, Any], ...] = ()
         if fate.fate is Fate.REMOVED:
-            msg = f"{what} was removed: the optimized module moves fewer bytes {a.direction} than it annotates"
+            found = Finding.ANNOTATION_REMOVED
         elif fate.fate is Fate.SYNC:
-            names = ", ".join(v.transfer.instruction.name for v in fate.became)
-            msg = f"{what} became a synchronous copy ({names})"
+            found = Finding.ANNOTATION_SYNC
+            args = (("became", tuple(v.transfer.instruction.name for v in fate.became)),)
         else:
             continue
-        out += ctx.keep(Violation("annotations-accounted", msg, fate.annotation, record=records[id(fate.annotation)]))
+        out += ctx.keep(Violation("annotations-accounted", found, fate.annotation, record=records[id(fate.annotation)],
+                                  args=args))
     return out
 
 
@@ -271,13 +280,6 @@ def _intent_record(a: Accounted) -> TransferRecord:
                           checkpoint=a.asked.what)
 
 
-def intent_message(a: Accounted) -> str:
-    """``offload 'mlp_hiden' at model.py:40 [policy] produced no transfer: never-tagged: ...``."""
-    where = f" at {a.asked.where}" if a.asked.where is not None else ""
-    policy = f" [{a.asked.policy}]" if a.asked.policy else ""
-    return f"{a.asked}{where}{policy} produced no transfer: {a.why}: {a.detail}"
-
-
 def rule_intent_accounted(ctx: RuleContext, on: bool) -> list[Violation]:
     if not on:
         return []
@@ -286,10 +288,10 @@ def rule_intent_accounted(ctx: RuleContext, on: bool) -> list[Violation]:
         raise HloscopeError(f"intent-accounted: {ctx.subject.label} has no trace (a plain HLO file) and no unoptimized "
                             "module to fall back on; check an artifact or dump folder, --fn/--workload, or pass "
                             "--unoptimized FILE", EXIT_BAD_INPUT)
-    prefix = "" if account.source == "trace" else "no trace, judged from the unoptimized module's annotations: "
     out: list[Violation] = []
     for a in account.unaccounted:
-        v = Violation("intent-accounted", prefix + intent_message(a))
+        v = Violation("intent-accounted", Finding.INTENT_UNACCOUNTED,
+                      args=(("accounted", a), ("from_annotations", account.source is AccountSource.ANNOTATIONS)))
         entry = find_allow(ctx.allow, "intent-accounted", _intent_record(a))
         if entry is None:
             out.append(v)
@@ -308,32 +310,20 @@ def rule_fits_hbm(ctx: RuleContext, on: bool) -> list[Violation]:
     limit = m.limit_bytes * (1.0 - ctx.hbm_margin)
     if m.device_allocation_bytes <= limit:
         return []
-    margin = f" less a {ctx.hbm_margin:.0%} margin ({human_bytes(limit)})" if ctx.hbm_margin else ""
-    room = (f"the {human_bytes(m.allocator_bytes)} JAX's allocator takes of {human_bytes(m.hbm_bytes)} of HBM"
-            if m.allocator_bytes else f"{human_bytes(m.hbm_bytes)} of HBM")
-    return [Violation("fits-hbm", f"device allocation {human_bytes(m.device_allocation_bytes)} does not fit in "
-                      f"{room}{margin}; a step over its memory limit also closes overlap "
-                      "windows", actual=float(m.device_allocation_bytes), limit=limit)]
+    return [Violation("fits-hbm", Finding.DOES_NOT_FIT, actual=float(m.device_allocation_bytes), limit=limit,
+                      args=(("allocator_bytes", m.allocator_bytes), ("hbm_bytes", m.hbm_bytes),
+                            ("margin", ctx.hbm_margin)))]
 
 
 RULES: dict[str, Rule] = {r.name: r for r in (
-    Rule("no-sync", "bool", "no transfer is synchronous (the stream would wait for it)", rule_no_sync),
-    Rule("no-exposed", "bool", "no async transfer is exposed (nothing scheduled to hide it)", rule_no_exposed),
-    Rule("max-exposed-us", "float", "at most this many estimated microseconds of exposed transfer time per step",
-         rule_max_exposed_us),
-    Rule("max-exposed-fraction", "fraction",
-         "exposed transfer time at most this fraction of the estimated step (compute + exposed transfers)",
-         rule_max_exposed_fraction),
-    Rule("min-hidden-fraction", "fraction", "at least this fraction of the estimated transfer time is hidden",
-         rule_min_hidden_fraction),
-    Rule("expect-offloaded", "names",
-         "each name (checkpoint name or op label; shell patterns) is offloaded to host", rule_expect_offloaded),
-    Rule("min-offloaded-bytes", "bytes", "at least this many bytes per step are offloaded to host",
-         rule_min_offloaded_bytes),
-    Rule("annotations-accounted", "bool", "every host-placement annotation of the unoptimized module became an "
-         "async transfer (not a synchronous copy, not removed)", rule_annotations_accounted, needs="unoptimized"),
-    Rule("intent-accounted", "bool", "every offload the step asked for became host transfers (on when the step "
-         "was traced; a plain HLO file falls back to its unoptimized module's annotations)", rule_intent_accounted),
-    Rule("fits-hbm", "bool", "the step's device allocation fits in the target's HBM, less hbm-margin",
-         rule_fits_hbm, needs="memory"),
+    Rule("no-sync", "bool", rule_no_sync),
+    Rule("no-exposed", "bool", rule_no_exposed),
+    Rule("max-exposed-us", "float", rule_max_exposed_us),
+    Rule("max-exposed-fraction", "fraction", rule_max_exposed_fraction),
+    Rule("min-hidden-fraction", "fraction", rule_min_hidden_fraction),
+    Rule("expect-offloaded", "names", rule_expect_offloaded),
+    Rule("min-offloaded-bytes", "bytes", rule_min_offloaded_bytes),
+    Rule("annotations-accounted", "bool", rule_annotations_accounted, needs="unoptimized"),
+    Rule("intent-accounted", "bool", rule_intent_accounted),
+    Rule("fits-hbm", "bool", rule_fits_hbm, needs="memory"),
 )}

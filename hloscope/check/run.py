@@ -16,7 +16,7 @@ from hloscope.check.allow import AllowEntry, find_allow
 from hloscope.check.baseline import BaselineDiff, Snapshot, compare, snapshot_from_subject
 from hloscope.check.config import CheckConfig
 from hloscope.check.keys import records_from_report
-from hloscope.check.rules import RULES, RuleContext, Violation, nothing_to_judge, unaccounted_intent
+from hloscope.check.rules import RULES, Finding, RuleContext, Violation, nothing_to_judge, unaccounted_intent
 from hloscope.check.subject import Subject
 from hloscope.errors import EXIT_NOTHING_TO_CHECK, HloscopeError
 
@@ -82,8 +82,8 @@ def run_check(subject: Subject, config: CheckConfig, baseline: Snapshot | None =
         diff = compare(baseline, snapshot_from_subject(subject), config.tolerance)
         for c in diff.regressions:
             rec = c.new or c.base
-            v = Violation("baseline", f"{c.kind}: {c.before} -> {c.after}".strip(" ->:"),
-                          c.new.judged if c.new is not None else None, record=rec)
+            v = Violation("baseline", Finding.BASELINE, c.new.judged if c.new is not None else None, record=rec,
+                          args=(("change", c),))
             entry = find_allow(config.allow, "baseline", rec) if rec is not None else None
             if entry is None:
                 violations.append(v)

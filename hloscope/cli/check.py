@@ -27,26 +27,27 @@ def _help(text: str) -> str:
 
 def add_rule_options(p: argparse.ArgumentParser) -> None:
     """One flag per rule of the table, plus the settings around them."""
-    from hloscope.check.config import SETTINGS
     from hloscope.check.rules import RULES
+    from hloscope.render.check_meaning import rule_meaning, setting_meaning
 
     g = p.add_argument_group("rules (also [tool.hloscope] keys in pyproject.toml; see docs/ci.md)")
     for rule in RULES.values():
         if rule.kind == "bool":
-            g.add_argument(f"--{rule.name}", action="store_const", const=True, default=None, help=_help(rule.meaning))
+            g.add_argument(f"--{rule.name}", action="store_const", const=True, default=None,
+                           help=_help(rule_meaning(rule.name)))
         else:
             meta = {"float": "US", "fraction": "F", "bytes": "SIZE", "names": "NAMES"}[rule.kind]
-            g.add_argument(f"--{rule.name}", metavar=meta, default=None, help=_help(rule.meaning))
-    g.add_argument("--hbm-margin", metavar="F", default=None, help=_help(SETTINGS["hbm-margin"][1]))
+            g.add_argument(f"--{rule.name}", metavar=meta, default=None, help=_help(rule_meaning(rule.name)))
+    g.add_argument("--hbm-margin", metavar="F", default=None, help=_help(setting_meaning("hbm-margin")))
     g.add_argument("--allow", action="append", default=[], metavar="KEY=PATTERN;reason=TEXT",
                    help="accept matching transfers: checkpoint=, instruction= or source= a pattern, with a reason; "
                         "optional rules=a,b")
     b = p.add_argument_group("baseline")
     b.add_argument("--baseline", metavar="FILE", help="JSON report to compare with; regressions fail the check")
     b.add_argument("--write-baseline", metavar="FILE", help="write this step's JSON report to FILE (a new baseline)")
-    b.add_argument("--tolerance-us", metavar="US", default=None, help=_help(SETTINGS["tolerance-us"][1]))
-    b.add_argument("--tolerance-fraction", metavar="F", default=None, help=_help(SETTINGS["tolerance-fraction"][1]))
-    b.add_argument("--memory-tolerance", metavar="F", default=None, help=_help(SETTINGS["memory-tolerance"][1]))
+    b.add_argument("--tolerance-us", metavar="US", default=None, help=_help(setting_meaning("tolerance-us")))
+    b.add_argument("--tolerance-fraction", metavar="F", default=None, help=_help(setting_meaning("tolerance-fraction")))
+    b.add_argument("--memory-tolerance", metavar="F", default=None, help=_help(setting_meaning("memory-tolerance")))
 
 
 def _number(text: str | None, name: str) -> float | None:

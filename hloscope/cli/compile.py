@@ -28,7 +28,9 @@ class CompileCommand:
     artifact folder (--out; by default hloscope-out/ named by the workload, policy,
     target, devices and every --set or scheduling option) with the optimized and
     unoptimized HLO, memory figures, flags, versions and the analysis, then prints
-    the report. An existing folder is replaced only with --force.
+    the report. An existing folder is replaced only with --force; one that
+    holds this very compile (the same options, hloscope and jax; built-in
+    workloads) is read instead of compiling again.
     On a terminal a status line names the phase (starting JAX, tracing,
     lowering, XLA compile, analysis, writing artifacts).
     Exit codes: 0 ok, 1 --fail-on hit or --require-fit and it does not fit,
@@ -62,16 +64,28 @@ class CompileCommand:
         add_report_options(p)
 
     def run(self, args: argparse.Namespace) -> int:
-        from hloscope.compile.artifacts import check_out_dir, default_folder
+        from hloscope.compile.artifacts import check_out_dir, default_folder, holds_request
 
         req = prepare_report(args)  # fail fast on a bad name, before importing jax
         if args.what_if_memory is not None and args.fn:
             raise HloscopeError("--what-if-memory works with --workload (built-in steps) only", EXIT_BAD_INPUT)
         request = request_from_args(args, workload=args.workload, fn=args.fn)
         out_dir = Path(args.out) if args.out else default_folder(request)
+        if not args.force and holds_request(out_dir.resolve(), request):
+            return self._reuse(args, req, request, out_dir)
         check_out_dir(out_dir.resolve(), args.force)  # before the compile, not after it
         with PhaseStatus() as phase:
             return self._run(args, req, request, out_dir, phase)
+
+    def _reuse(self, args: argparse.Namespace, req: ReportRequest, request: CompileRequest, out: Path) -> int:
+        """The artifact folder holds this very compile: report from it instead of compiling again."""
+        from hloscope.artifact import load_report
+
+        print(f"hloscope: note: {out.resolve()} holds this compile (the same request, hloscope and jax); reading it "
+              "instead of compiling again (--force compiles)", file=sys.stderr)
+        report = load_report(str(out), args.target or None, req.options)  # named as a fresh compile names it
+        with PhaseStatus() as phase:
+            return self._finish(args, req, request, report, out, f"artifacts in {out.resolve()} (reused)\n", phase)
 
     def _run(self, args: argparse.Namespace, req: ReportRequest, request: CompileRequest, out_dir: Path,
              phase: PhaseStatus) -> int:
@@ -82,8 +96,13 @@ class CompileCommand:
         step = compile_request(request, req.options, phase, source_path=str(out_dir / "optimized.hlo.txt"))
         result, report, extra = step.result, step.report, step.extra
         phase(PHASE_WRITING)
-        out = save_artifacts(out_dir, result, report, extra, force=args.force)
-        trailer = f"compiled in {result.compile_seconds:.1f} s; artifacts in {out}\n"
+        out = save_artifacts(out_dir, result, report, extra, force=args.force, request=request)
+        return self._finish(args, req, request, report, out,
+                            f"compiled in {result.compile_seconds:.1f} s; artifacts in {out}\n", phase)
+
+    def _finish(self, args: argparse.Namespace, req: ReportRequest, request: CompileRequest, report: Report,
+                out: Path, trailer: str, phase: PhaseStatus) -> int:
+        """The what-ifs, the report and --require-fit, for a compile made now or reused."""
         offloaded = report.summary.to_host_bytes_per_step
         host = report.memory.host_bytes if report.memory is not None else 0
         if offloaded != host:

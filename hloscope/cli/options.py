@@ -11,7 +11,7 @@ import sys
 from types import TracebackType
 from typing import Any
 
-from hloscope.compile.request import CompileRequest, Scheduler
+from hloscope.compile.request import CompileRequest, Policy, Scheduler
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.targets import DEFAULT_TARGET
 
@@ -23,7 +23,7 @@ def add_compile_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--devices", type=int, default=8, help="compile-only GPUs in the mesh (default 8)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a workload setting (layers=4, batch=2, seq=1024, scan=false ...)")
-    p.add_argument("--policy", choices=["offload", "remat", "save"], help="what to do with tagged activations")
+    p.add_argument("--policy", choices=[x.value for x in Policy], help="what to do with tagged activations")
     p.add_argument("--scheduler", choices=[s.value for s in Scheduler], default=None,
                    help="XLA's scheduler: lhs (latency hiding scheduler, the estimator XLA picks: speed-of-light "
                         "on Hopper/Blackwell), lhs-approx (LHS with XLA's approximate estimator), none (LHS "
@@ -116,7 +116,8 @@ def request_from_args(args: argparse.Namespace, workload: str | None = None,
     return CompileRequest(
         args.target or DEFAULT_TARGET, args.devices, workload=None if fn else workload,
         sets=tuple(parse_sets(args.set).items()),
-        policy=args.policy, fn=fn, args=getattr(args, "args", None) or None, cwd=os.getcwd() if fn else None,
+        policy=Policy(args.policy) if args.policy else None, fn=fn, args=getattr(args, "args", None) or None,
+        cwd=os.getcwd() if fn else None,
         scheduler=scheduler_from_args(args),
         pipelined=bool(args.pipelined_offload), xla_flags=tuple(args.xla_flag),
         memory_fraction=getattr(args, "memory_fraction", None))

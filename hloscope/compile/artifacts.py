@@ -17,11 +17,13 @@ import json
 import re
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from hloscope.analysis.memory import compile_figures
 from hloscope.compile.request import CompileRequest, Scheduler
+from hloscope.compile.result import CompileResult, memory_figures
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.xla_dumps import XlaDumpTexts
 
@@ -55,15 +57,12 @@ def default_folder(request: CompileRequest) -> Path:
     else:
         from hloscope.compile import workloads
 
-        sets = request.sets_dict
-        if request.policy:
-            sets["policy"] = request.policy
-        _, cfg = workloads.resolve(str(request.workload), sets)  # the default policy, and a bad --set, early
+        _, cfg = workloads.resolve(str(request.workload), request.workload_settings)  # default policy, bad --set: early
         parts = [str(request.workload), str(cfg.policy), request.target, str(request.devices)]
         parts += [f"{k}{v}" for k, v in sorted(request.sets) if k != "policy"]
     if request.scheduler is not Scheduler.LHS:
         parts.append(f"scheduler-{request.scheduler.value}")
-    if not request.pipelined:
+    if request.pipelined is False:
         parts.append("nopipe")
     if request.memory_fraction is not None:
         parts.append(f"mem{request.memory_fraction:g}")
@@ -85,6 +84,24 @@ def check_out_dir(out_dir: Path, force: bool = False) -> None:
     if not force:
         raise HloscopeError(f"{out_dir}: an earlier hloscope compile is there; --force replaces it, --out DIR "
                             "writes elsewhere", EXIT_BAD_INPUT)
+
+
+def holds_request(out_dir: Path, request: CompileRequest) -> bool:
+    """Whether ``out_dir`` is an artifact folder of this very compile: its manifest's request and
+    request key (``hloscope.compile.cache.request_memo_key``: the request, the target's figures,
+    hloscope's compile code, the versions and the JAX/XLA environment) are this one's. Never for
+    ``--fn`` (the user's code is not hashed, so the same request may be another step)."""
+    from hloscope.compile.cache import request_memo_key
+
+    if not _is_ours(out_dir):
+        return False
+    key = request_memo_key(request)
+    try:
+        data = json.loads((out_dir / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return (key is not None and data.get("request_key") == key
+            and CompileRequest.from_record(data.get("request") or {}) == replace(request, cwd=None))
 
 
 def write_artifacts(out_dir: Path, files: dict[str, str], force: bool = False) -> Path:
@@ -114,40 +131,34 @@ def write_artifacts(out_dir: Path, files: dict[str, str], force: bool = False) -
     return out_dir
 
 
-def manifest(result: Any, extra: dict[str, Any]) -> str:
+def manifest(result: CompileResult, extra: dict[str, Any], request: CompileRequest | None = None) -> str:
+    """The manifest (docs/compile.md) of a compile, written from its record (``CompileResult.to_record``):
+    the memory figures as the report derives them, the cache's word, and the request when known."""
+    from hloscope.compile.cache import manifest_entry
+
+    record = result.to_record()
     return json.dumps({
         "schema": MANIFEST_SCHEMA,
-        "target": result.target,
-        "devices": result.devices,
-        "mesh": result.mesh_shape,
-        "xla_options": result.options,
-        "versions": result.versions,
+        "target": record["target"],
+        "devices": record["devices"],
+        "mesh": record["mesh_shape"],
+        "xla_options": record["options"],
+        "versions": record["versions"],
         "compile_seconds": round(result.compile_seconds, 3),
-        "memory": compile_figures(result.memory, XlaDumpTexts.from_files(result.extra_files)),
-        "tensor_names": getattr(result, "tensor_names", []),
-        **_intent_entry(result),
-        **_cache_entry(result),
-        **_scheduler_entry(result),
+        "memory": compile_figures(memory_figures(result.memory), XlaDumpTexts.from_files(result.extra_files)),
+        "tensor_names": record["tensor_names"],
+        **({"intent": record["intent"]} if record["intent"] is not None else {}),
+        **manifest_entry(result.cache),
+        **({"scheduler": record["scheduler"]} if record["scheduler"] else {}),
+        **({"topology": record["topology"]} if record["topology"] else {}),
+        **(_request_entry(request) if request is not None else {}),
         **extra,
     }, indent=2, default=str) + "\n"
 
 
-def _scheduler_entry(result: Any) -> dict[str, Any]:
-    """The manifest's ``scheduler`` and ``topology`` keys (``hloscope.compile.scheduler``)."""
-    from hloscope.compile.scheduler import manifest_entry
+def _request_entry(request: CompileRequest) -> dict[str, object]:
+    """The manifest's ``request`` (what was asked for) and ``request_key`` (see :func:`holds_request`)."""
+    from hloscope.compile.cache import request_memo_key
 
-    return manifest_entry(result)
-
-
-def _intent_entry(result: Any) -> dict[str, Any]:
-    """The manifest's ``intent`` key: what the traced step asked to offload (``hloscope.analysis.intent``)."""
-    from hloscope.analysis.intent import Intent, intent_to_dict
-
-    intent = getattr(result, "intent", None)
-    return {"intent": intent_to_dict(intent)} if isinstance(intent, Intent) else {}
-
-
-def _cache_entry(result: Any) -> dict[str, Any]:
-    from hloscope.compile.cache import manifest_entry
-
-    return manifest_entry(result)
+    key = request_memo_key(request)
+    return {"request": request.to_record(), **({"request_key": key} if key is not None else {})}

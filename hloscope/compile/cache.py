@@ -10,10 +10,11 @@ compile into a :class:`~hloscope.compile.deviceless.CompileResult`). A hit is
 therefore exact, never a guess: it is looked up only after tracing and lowering,
 so a changed model, shape, sharding or call site is a different key.
 
-The value is what a ``CompileResult`` carries: optimized and unoptimized HLO, the
-memory texts XLA dumped, the memory figures, options, versions and the seconds
-the original compile took. The step's tensor names are read from its jaxpr on
-every call (they are not XLA's output).
+The value is a ``CompileResult``'s record (``CompileResult.to_record``): optimized and
+unoptimized HLO, the memory texts XLA dumped, the memory figures, options, versions,
+the scheduler that ran, the topology and the seconds the original compile took. A hit
+is built from it once; the step's tensor names and intent are read from its trace on
+every call (they are not XLA's output), and the request memo keeps its request's.
 
 Location: ``HLOSCOPE_CACHE_DIR``, else ``$XDG_CACHE_HOME/hloscope`` (default
 ``~/.cache/hloscope``). ``HLOSCOPE_NO_CACHE=1`` (the CLI's ``--no-cache``) turns
@@ -36,13 +37,19 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from hloscope.compile.result import CacheInfo
+
+if TYPE_CHECKING:
+    from hloscope.compile.request import CompileRequest
+    from hloscope.compile.result import CompileResult
 
 #: Version of an entry's layout; bump when what is stored or how it is read changes.
-LAYOUT = 1
+LAYOUT = 2
 ENTRY_FILE = "entry.json"
 OPTIMIZED_FILE = "optimized.hlo.txt"
 UNOPTIMIZED_FILE = "unoptimized.hlo.txt"
@@ -202,42 +209,48 @@ class CompileCache:
     def _path(self, key: str) -> Path:
         return self.entries_dir / key[:2] / key
 
-    def get(self, key: str) -> Any:
-        """The CompileResult stored under ``key`` (``cache`` says it was a hit), or None."""
-        from hloscope.compile.result import CompileResult
-
+    def get_record(self, key: str) -> dict[str, Any] | None:
+        """The record (``CompileResult.to_record``) stored under ``key``, or None: absent, evicted
+        meanwhile, or damaged (a miss, never a wrong answer)."""
         path = self._path(key)
         try:
             meta = json.loads((path / ENTRY_FILE).read_text())
-            optimized = (path / OPTIMIZED_FILE).read_text()
-            unoptimized = (path / UNOPTIMIZED_FILE).read_text()
-            extra = {name: (path / "extra" / name).read_text() for name in meta["extra_files"]}
-        except (OSError, ValueError, KeyError):  # absent, evicted meanwhile, or damaged: a miss
+            record = dict(meta["result"])
+            record["optimized_hlo"] = (path / OPTIMIZED_FILE).read_text()
+            record["unoptimized_hlo"] = (path / UNOPTIMIZED_FILE).read_text()
+            record["extra_files"] = {name: (path / "extra" / name).read_text() for name in meta["extra_files"]}
+        except (OSError, ValueError, KeyError, TypeError):
             return None
-        if meta.get("key") != key or hashlib.sha256(optimized.encode()).hexdigest() != meta.get("optimized_sha256"):
+        if meta.get("key") != key or hashlib.sha256(record["optimized_hlo"].encode()).hexdigest() != meta.get(
+                "optimized_sha256"):
             return None
         self._touch(path)
-        return CompileResult(
-            optimized_hlo=optimized, unoptimized_hlo=unoptimized, memory=meta["memory"], options=meta["options"],
-            versions=meta["versions"], target=meta["target"], devices=meta["devices"], mesh_shape=meta["mesh_shape"],
-            compile_seconds=meta["compile_seconds"], device_memory_size=meta["device_memory_size"],
-            extra_files=extra,
-            cache={"hit": True, "key": key, "compiled_seconds": meta["compile_seconds"]},
-        )
+        return record
 
-    def put(self, key: str, result: Any, parts: dict[str, Any]) -> bool:
-        """Store ``result`` under ``key`` atomically; False when it could not be written (the
-        compile still succeeds: a cache that cannot be written is only slower)."""
+    def get(self, key: str) -> CompileResult | None:
+        """The CompileResult stored under ``key`` (``cache`` says it was a hit), or None."""
+        from hloscope.compile.result import CompileResult
+
+        record = self.get_record(key)
+        if record is None:
+            return None
+        return CompileResult.from_record({**record, "cache": hit_info(key, record)})
+
+    def put(self, key: str, result: CompileResult, parts: dict[str, Any]) -> bool:
+        """Store ``result``'s record (``CompileResult.to_record``, less this call's cache word) under ``key``
+        atomically; False when it could not be written (the compile still succeeds: a cache that cannot be
+        written is only slower)."""
+        record = result.to_record()
         final = self._path(key)
         if final.is_dir():
             self._touch(final)
             return True
+        texts = ("optimized_hlo", "unoptimized_hlo", "extra_files")  # files of their own, beside entry.json
         meta = {
             "key": key, "parts": parts, "created": time.time(),
             "optimized_sha256": hashlib.sha256(result.optimized_hlo.encode()).hexdigest(),
-            "memory": result.memory, "options": result.options, "versions": result.versions,
-            "target": result.target, "devices": result.devices, "mesh_shape": result.mesh_shape,
-            "compile_seconds": result.compile_seconds, "device_memory_size": result.device_memory_size,
+            "result": {k: v for k, v in record.items() if k not in texts and k != "cache"},
+            "target": result.target, "compile_seconds": result.compile_seconds,
             "extra_files": sorted(result.extra_files),
         }
         try:
@@ -328,19 +341,33 @@ class CompileCache:
         return True
 
 
-@dataclass
+def hit_info(key: str, record: Mapping[str, Any], via: str | None = None) -> CacheInfo:
+    """The cache's word on a result read from the entry ``key`` (``via``: how the entry was found)."""
+    info = CacheInfo(hit=True, key=key, compiled_seconds=float(record.get("compile_seconds") or 0.0))
+    if via is not None:
+        info["via"] = via
+    return info
+
+
+@dataclass(frozen=True)
 class Lookup:
-    """One compile's cache lookup: ``result`` on a hit; ``store(result)`` after a miss."""
+    """One compile's cache lookup: ``record`` (the stored result's) on a hit; ``store(result)`` after a miss."""
 
     cache: CompileCache | None
     key: str
     parts: dict[str, Any]
-    result: Any = None
+    record: dict[str, Any] | None = None
 
-    def store(self, result: Any) -> Any:
-        result.cache = {"hit": False, "key": self.key, "compiled_seconds": result.compile_seconds,
-                        "stored": bool(self.cache and self.cache.put(self.key, result, self.parts))}
-        return result
+    def hit_info(self) -> CacheInfo:
+        return hit_info(self.key, self.record or {})
+
+    def store(self, result: CompileResult) -> CompileResult:
+        """Store a fresh compile (with the cache on); the result with the cache's word on it."""
+        from hloscope.compile.result import CompileResult
+
+        stored = bool(self.cache and self.cache.put(self.key, result, self.parts))
+        info = CacheInfo(hit=False, key=self.key, compiled_seconds=result.compile_seconds, stored=stored)
+        return CompileResult.from_record({**result.to_record(), "cache": info}, compiled=result.compiled)
 
 
 def lookup(lowered: Any, options: dict[str, Any], target: Any, mesh: Any, use: bool = True,
@@ -355,16 +382,15 @@ def lookup(lowered: Any, options: dict[str, Any], target: Any, mesh: Any, use: b
         parts["allocator_bytes"] = int(allocator_bytes)
     key = key_of(parts)
     store = CompileCache()
-    return Lookup(store, key, parts, store.get(key))
+    return Lookup(store, key, parts, store.get_record(key))
 
 
-def manifest_entry(result: Any) -> dict[str, Any]:
+def manifest_entry(info: CacheInfo) -> dict[str, Any]:
     """The manifest's ``cache`` key for an artifact folder: whether this compile came from the
     cache, its key, and the seconds the original XLA compile took."""
-    info = getattr(result, "cache", None) or {}
     if not info.get("key"):
         return {"cache": {"hit": False, "key": None}}
-    return {"cache": {"hit": bool(info.get("hit")), "key": info["key"],
+    return {"cache": {"hit": bool(info.get("hit")), "key": info.get("key"),
                       "compiled_seconds": round(float(info.get("compiled_seconds") or 0.0), 3)}}
 
 
@@ -400,7 +426,7 @@ def _compile_source_hash() -> str:
     return _source_hash
 
 
-def request_memo_key(request: Any) -> str | None:
+def request_memo_key(request: CompileRequest) -> str | None:
     """The memo key of a built-in workload's request (None for ``--fn`` requests)."""
     import dataclasses
     import sys
@@ -436,9 +462,13 @@ def _memo_path(cache: CompileCache, memo_key: str) -> Path:
     return cache.entries_dir / "requests" / f"{memo_key}.json"
 
 
-def load_request(request: Any) -> tuple[Any, dict[str, Any]] | None:
+#: The fields of a result's record the memo keeps for its request: read from the request's own trace.
+_MEMO_FIELDS = ("tensor_names", "intent")
+
+
+def load_request(request: CompileRequest) -> tuple[CompileResult, dict[str, Any]] | None:
     """(CompileResult, extras) for ``request`` from the memo and the cache, or None."""
-    import dataclasses
+    from hloscope.compile.result import CompileResult
 
     if not enabled():
         return None
@@ -448,30 +478,32 @@ def load_request(request: Any) -> tuple[Any, dict[str, Any]] | None:
     cache = CompileCache()
     try:
         memo = json.loads(_memo_path(cache, memo_key).read_text())
-    except (OSError, ValueError):
+        key, step, extra = str(memo["key"]), dict(memo["step"]), dict(memo["extra"])
+    except (OSError, ValueError, KeyError, TypeError):
         return None
     t0 = time.perf_counter()
-    result = cache.get(str(memo.get("key", "")))
-    if result is None:
+    record = cache.get_record(key)
+    if record is None:
         return None
-    result = dataclasses.replace(result, tensor_names=memo.get("tensor_names", []),
-                                 compile_seconds=time.perf_counter() - t0,
-                                 cache=dict(result.cache, via="request"))
-    return result, memo.get("extra", {})
+    return CompileResult.from_record({**record, **{k: step.get(k) for k in _MEMO_FIELDS},
+                                      "compile_seconds": time.perf_counter() - t0,
+                                      "cache": hit_info(key, record, via="request")}), extra
 
 
-def remember_request(request: Any, result: Any, extra: dict[str, Any]) -> None:
-    """Record ``request`` -> the cache key ``result`` was stored or found under (atomic)."""
-    key = (getattr(result, "cache", None) or {}).get("key")
+def remember_request(request: CompileRequest, result: CompileResult, extra: dict[str, Any]) -> None:
+    """Record ``request`` -> the cache key ``result`` was stored or found under (atomic), with its
+    extras and the fields of its record read from its trace (:data:`_MEMO_FIELDS`)."""
+    key = result.cache.get("key")
     memo_key = request_memo_key(request) if key and enabled() else None
     if memo_key is None:
         return
+    record = result.to_record()
     path = _memo_path(CompileCache(), memo_key)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".memo-", dir=path.parent)
         with os.fdopen(fd, "w") as f:
-            json.dump({"key": key, "extra": extra, "tensor_names": result.tensor_names}, f, default=str)
+            json.dump({"key": key, "extra": extra, "step": {k: record[k] for k in _MEMO_FIELDS}}, f, default=str)
         os.replace(tmp, path)
     except OSError:
         pass

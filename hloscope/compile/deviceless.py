@@ -1,9 +1,11 @@
 """Compile a JAX step for a GPU target with no GPU: topology, mesh, flags, artifacts.
 
-``compile_step`` lowers and compiles ``fn`` for ``devices`` compile-only GPUs of
-``target`` and returns a :class:`CompileResult` with the scheduled HLO, the
-unoptimized HLO, memory figures and the exact options used. Nothing is
-allocated: arguments are ``jax.ShapeDtypeStruct``.
+``compile_step(request, fn, args, options)`` lowers and compiles ``fn`` for the
+compile-only GPUs a :class:`~hloscope.compile.request.CompileRequest` names and returns
+a frozen :class:`CompileResult` with the scheduled HLO, the unoptimized HLO, memory
+figures and the exact options used; :class:`StepOptions` says how the step is traced
+(mesh, donations, shardings) and reported. Nothing is allocated: arguments are
+``jax.ShapeDtypeStruct``.
 """
 
 from __future__ import annotations
@@ -18,15 +20,17 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from hloscope.compile import environment
-from hloscope.compile.request import Scheduler
+from hloscope.compile.request import CompileRequest, Scheduler
+from hloscope.compile.result import XLA_MEMORY_FIELDS, CompileMemory, ScheduleRecord, TensorName
 from hloscope.compile.result import CompileResult as CompileResult
 from hloscope.compile.scheduler import LHS_FLAG as LHS_FLAG
-from hloscope.compile.scheduler import SCHEDULER_OPTIONS, read_run, resolve
+from hloscope.compile.scheduler import SCHEDULER_OPTIONS, read_run
 from hloscope.compile.topology import compile_only_devices
 from hloscope.compile.topology import topology_for as _topology_for
 from hloscope.errors import (
@@ -37,6 +41,9 @@ from hloscope.errors import (
     HloscopeError,
 )
 from hloscope.targets import Target, get_target
+
+if TYPE_CHECKING:
+    from hloscope.analysis.intent import Intent
 
 #: Phases of one compile, in order, as ``compile_step(phase=...)`` reports them; the
 #: caller adds its own after (analysis, writing artifacts).
@@ -177,11 +184,17 @@ def _assignment_at_peak(text: str, live_at_peak: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def _memory_texts(dump: str) -> dict[str, str]:
+def _dumped(dump: str, pattern: str, since: float) -> list[str]:
+    """Files of the dump folder matching ``pattern`` written by this compile (modified at or after
+    ``since``: a folder the user named may hold earlier dumps), in name order."""
+    return sorted(f for f in glob.glob(os.path.join(dump, pattern)) if os.path.getmtime(f) >= since - 1)
+
+
+def _memory_texts(dump: str, since: float) -> dict[str, str]:
     """The memory texts of the optimized module in an XLA dump folder, trimmed to what
     the memory analysis reads (a 671B step's full buffer assignment is tens of MB)."""
     def newest(suffix: str) -> str:
-        found = sorted(glob.glob(os.path.join(dump, f"*after_optimizations-{suffix}")))
+        found = _dumped(dump, f"*after_optimizations-{suffix}", since)
         return Path(found[-1]).read_text() if found else ""
 
     out: dict[str, str] = {}
@@ -288,104 +301,120 @@ def build_device_memory_size(nbytes: int | None) -> Iterator[None]:
         _DEVICE_MEMORY_SIZE.reset(token)
 
 
-def compile_step(
-    fn: Callable[..., Any],
-    *args: Any,
-    target: Target | str = "h100-sxm",
-    devices: int = 8,
-    mesh: Any = None,
-    mesh_axes: Sequence[tuple[str, int]] | None = None,
-    flags: dict[str, Any] | None = None,
-    lhs: bool | None = None,
-    pipelined_offload: bool | None = True,
-    donate_argnums: Sequence[int] = (),
-    memory_override_bytes: int | None = None,
-    roles: dict[str, str] | None = None,
-    phase: Callable[[str], None] | None = None,
-    cache: bool = False,
-    scheduler: Scheduler | str | None = None,
-    in_shardings: Any = None,
-    out_shardings: Any = None,
-    memory_fraction: float | None = None,
-) -> CompileResult:
-    """Lower and compile ``fn(*args)`` for compile-only GPUs; allocate nothing.
+@dataclass(frozen=True)
+class StepOptions:
+    """How one step is traced and reported, beside the :class:`CompileRequest` that says what to compile for.
 
-    ``args`` are ``jax.ShapeDtypeStruct`` with shardings over ``mesh`` (build it
-    with :func:`make_mesh`), or a callable ``mesh -> tuple of args``; a step may take
-    no arguments at all. When ``mesh`` is given it decides the devices: its shape, and
-    (an ``AbstractMesh`` from :func:`make_mesh`) its GPU, which must be ``target``'s.
-    ``memory_override_bytes`` compiles for the target with that HBM size instead of its
-    own (the devices are made here, from the target, so any mesh of the same GPU works).
-    An argument without a sharding (a plain ``ShapeDtypeStruct``) is replicated
-    on every device of the mesh. Memory kinds (``pinned_host``, ``unpinned_host``,
-    ``device``) on shardings over :func:`make_mesh` reach XLA: arguments, results
-    (``out_shardings``) and ``jax.device_put`` inside the step. ``fn`` may already be a
-    ``jax.jit`` function (its own ``in_shardings``/``out_shardings`` then apply).
-    The result is always compiled for the target's GPUs: a step that places a value on
-    a CPU device is an error (exit 2).
-    ``scheduler``: :class:`Scheduler` (or its value: ``lhs``, ``lhs-approx``, ``none``);
-    ``lhs=True/False`` is the older spelling of ``lhs``/``none``. Default ``lhs``.
-    ``roles``: checkpoint name -> what the tensor is ("Q projection"), for the report.
-    ``phase`` is called with each phase's name as it starts (:data:`PHASES`).
-    ``cache``: look the lowered module up in the compile cache (``hloscope.compile.cache``)
-    and store what XLA emits; a hit has ``compiled=None``.
-    ``memory_fraction``: compile as JAX does on a GPU whose allocator takes that fraction of
-    the HBM (``XLA_PYTHON_CLIENT_MEM_FRACTION``; JAX's default 0.75): jaxlib then gives XLA
-    the allocator's limit as the device memory size, and XLA's scheduler plans for it
-    (:func:`allocator_bytes`). Without it XLA plans for 80% of the HBM, as it does when
-    no allocator is known (a compile-only device).
+    mesh: the mesh the step's shardings are written over (:func:`make_mesh`); when given it
+    decides the devices (its shape, and for an ``AbstractMesh`` its GPU, which must be the
+    request's target's). mesh_axes: without ``mesh``, the axes of the mesh made here
+    ([(name, size), ...], default one axis ``("fsdp", devices)``). donate_argnums /
+    in_shardings / out_shardings: as for ``jax.jit`` (memory kinds kept). roles: checkpoint
+    name -> what the tensor is ("Q projection"), for the report. cache: look the lowered
+    module up in the compile cache (``hloscope.compile.cache``) and store what XLA emits (a
+    hit has ``compiled=None``). phase: called with each phase's name as it starts
+    (:data:`PHASES`). target: the :class:`~hloscope.targets.Target` itself when the caller
+    holds one that its name does not find (a Target built in Python); its name must be the
+    request's.
     """
-    say = phase or _no_phase
+
+    mesh: Any = None
+    mesh_axes: Sequence[tuple[str, int]] | None = None
+    donate_argnums: tuple[int, ...] = ()
+    in_shardings: Any = None
+    out_shardings: Any = None
+    roles: Mapping[str, str] | None = None
+    cache: bool = False
+    phase: Callable[[str], None] | None = None
+    target: Target | None = None
+
+
+def compile_step(request: CompileRequest, fn: Callable[..., Any],
+                 args: Sequence[Any] | Callable[[Any], Sequence[Any]] = (),
+                 options: StepOptions | None = None) -> CompileResult:
+    """Lower and compile ``fn(*args)`` for compile-only GPUs of ``request.target``; allocate nothing.
+
+    ``request`` says what to compile for: target, devices, scheduler, pipelined host
+    offloading, XLA flags, an HBM override (``memory_override_bytes``: the devices are made
+    here, from the target, so any mesh of the same GPU works) and the allocator's fraction
+    (``memory_fraction``: compile as JAX does on a GPU whose allocator takes that fraction of
+    the HBM, ``XLA_PYTHON_CLIENT_MEM_FRACTION``: jaxlib then gives XLA the allocator's limit
+    as the device memory size, and XLA's scheduler plans for it, :func:`allocator_bytes`;
+    without it XLA plans for 80% of the HBM, as it does when no allocator is known). Its
+    workload / fn fields name the step for the caller; ``fn`` here is the step itself.
+
+    ``args`` are ``jax.ShapeDtypeStruct`` with shardings over the mesh (build it with
+    :func:`make_mesh`), or a callable ``mesh -> tuple of args``; a step may take no
+    arguments at all. An argument without a sharding (a plain ``ShapeDtypeStruct``) is
+    replicated on every device of the mesh. Memory kinds (``pinned_host``,
+    ``unpinned_host``, ``device``) on shardings over :func:`make_mesh` reach XLA:
+    arguments, results (``out_shardings``) and ``jax.device_put`` inside the step. ``fn``
+    may already be a ``jax.jit`` function (its own ``in_shardings``/``out_shardings`` then
+    apply). The result is always compiled for the target's GPUs: a step that places a
+    value on a CPU device is an error (exit 2). ``options``: :class:`StepOptions`.
+    """
+    opts = options or StepOptions()
+    say = opts.phase or _no_phase
     say(PHASE_STARTING)
     environment.prepare()
     import jax
 
-    tgt = with_memory(get_target(target) if isinstance(target, str) else target, memory_override_bytes)
-    allocator = allocator_bytes(tgt, memory_fraction)
-    chosen = resolve(scheduler, lhs)
-    concrete = device_mesh(tgt, devices, mesh_axes) if mesh is None else _devices_for(mesh, tgt)
+    if opts.target is not None and opts.target.name != request.target:
+        raise ValueError(f"StepOptions.target is {opts.target.name}, the request's target is {request.target}")
+    tgt = with_memory(opts.target or get_target(request.target), request.memory_override_bytes)
+    allocator = allocator_bytes(tgt, request.memory_fraction)
+    chosen = request.scheduler
+    concrete = device_mesh(tgt, request.devices, opts.mesh_axes) if opts.mesh is None else _devices_for(opts.mesh, tgt)
     abstract = concrete.abstract_mesh
-    if len(args) == 1 and callable(args[0]) and not isinstance(args[0], jax.ShapeDtypeStruct):
-        args = tuple(args[0](abstract))
+    if callable(args) and not isinstance(args, jax.ShapeDtypeStruct):
+        args = tuple(args(abstract))
     # A jax.jit function's own in_shardings place its unsharded arguments.
-    args = place_on_mesh(args, abstract, tgt, replicate=not _is_jitted(fn))
-    shardings = {k: v for k, v in (("in_shardings", in_shardings), ("out_shardings", out_shardings)) if v is not None}
-    shardings = {k: _abstract_tree(v, abstract, tgt) for k, v in shardings.items()}
-    options: dict[str, Any] = dict(SCHEDULER_OPTIONS[chosen])
-    if pipelined_offload is not None:
-        options[PIPELINED_OFFLOAD_FLAG] = pipelined_offload
-    options.update(flags or {})
-    _refuse_missing_files(options)
-    dump = tempfile.mkdtemp(prefix="hloscope-dump-")
-    compile_options = dict(options, xla_dump_to=dump, xla_dump_hlo_as_text=True,
+    placed = place_on_mesh(tuple(args), abstract, tgt, replicate=not _is_jitted(fn))
+    options_used: dict[str, Any] = dict(SCHEDULER_OPTIONS[chosen])
+    if request.pipelined is not None:
+        options_used[PIPELINED_OFFLOAD_FLAG] = request.pipelined
+    options_used.update(parse_flag(f) for f in request.xla_flags)
+    _refuse_missing_files(options_used)
+    dump = _dump_folder(options_used)
+    compile_options = dict(options_used, xla_dump_to=dump, xla_dump_hlo_as_text=True,
                            xla_gpu_dump_llvmir=False)
     t0 = time.perf_counter()
     try:
         with environment.capture_native_stderr() as log:
-            result = _compile(fn, args, tgt, concrete, options, compile_options, donate_argnums, dump, t0, roles,
-                              say, cache, shardings, lambda hlo: _read_scheduler(hlo, log.peek(), chosen),
-                              allocator)
-        if not result.scheduler.get("name"):  # a cache hit: its entry kept the original compile's log
-            from hloscope.hlo.xla_dumps import SCHEDULER_LOG_FILE
-
-            kept = result.extra_files.get(SCHEDULER_LOG_FILE) or ""
-            logged = "Fingerprint before LHS" in kept
-            result.scheduler = read_run(result.optimized_hlo, kept if logged else None, chosen,
-                                        cached=not logged).to_record()
-        result.topology = result.topology or _topology_name(tgt, result.devices)
-        return result
+            return _compile(fn, placed, tgt, concrete, options_used, compile_options, opts, dump, t0,
+                            lambda hlo: _read_scheduler(hlo, log.peek(), chosen), allocator)
     finally:
-        shutil.rmtree(dump, ignore_errors=True)
+        if dump != options_used.get("xla_dump_to"):
+            shutil.rmtree(dump, ignore_errors=True)
 
 
-def _read_scheduler(optimized: str, text: str | None, chosen: Scheduler) -> tuple[dict[str, Any], dict[str, str]]:
+def _dump_folder(options: dict[str, Any]) -> str:
+    """Where XLA dumps: the folder ``--xla-flag xla_dump_to=DIR`` names (created, and kept), else a
+    scratch folder removed after the compile. A DIR that is a file, or cannot be made, is one line (exit 2)."""
+    given = options.get("xla_dump_to")
+    if given is None:
+        return tempfile.mkdtemp(prefix="hloscope-dump-")
+    if not isinstance(given, str) or not given:
+        raise HloscopeError("--xla-flag xla_dump_to=DIR: DIR must be a folder name", EXIT_BAD_INPUT)
+    if os.path.exists(given) and not os.path.isdir(given):
+        raise HloscopeError(f"--xla-flag xla_dump_to={given}: names a file, not a folder", EXIT_BAD_INPUT)
+    try:
+        os.makedirs(given, exist_ok=True)
+    except OSError as e:
+        raise HloscopeError(f"--xla-flag xla_dump_to={given}: cannot make the folder: {e.strerror or e}",
+                            EXIT_BAD_INPUT) from None
+    return given
+
+
+def _read_scheduler(optimized: str, text: str | None, chosen: Scheduler) -> tuple[ScheduleRecord, dict[str, str]]:
     """Which scheduler ran (read from the HLO and XLA's log so far) and the log's scheduler and
     estimator lines as the artifact's scheduler log (extra file name -> text)."""
     from hloscope.hlo.xla_dumps import SCHEDULER_LOG_FILE
     from hloscope.hlo.xla_log import scheduler_log_lines
 
     lines = scheduler_log_lines(text or "")
-    return read_run(optimized, text, chosen).to_record(), ({SCHEDULER_LOG_FILE: lines} if lines else {})
+    record = cast(ScheduleRecord, read_run(optimized, text, chosen).to_record())
+    return record, ({SCHEDULER_LOG_FILE: lines} if lines else {})
 
 
 def _devices_for(mesh: Any, tgt: Target) -> Any:
@@ -476,23 +505,25 @@ def _memory_kind_error(e: BaseException) -> HloscopeError | None:
 
 
 def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, mesh: Any, options: dict[str, Any],
-             compile_options: dict[str, Any], donate_argnums: Sequence[int], dump: str, t0: float,
-             roles: dict[str, str] | None, say: Callable[[str], None], cache: bool = False,
-             shardings: dict[str, Any] | None = None,
-             scheduler_of: Callable[[str], tuple[dict[str, Any], dict[str, str]]] | None = None,
-             allocator: int | None = None) -> CompileResult:
+             compile_options: dict[str, Any], opts: StepOptions, dump: str, t0: float,
+             scheduler_of: Callable[[str], tuple[ScheduleRecord, dict[str, str]]],
+             allocator: int | None) -> CompileResult:
     import jax
 
+    say = opts.phase or _no_phase
+    shardings = {k: v for k, v in (("in_shardings", opts.in_shardings), ("out_shardings", opts.out_shardings))
+                 if v is not None}
+    shardings = {k: _abstract_tree(v, mesh.abstract_mesh, tgt) for k, v in shardings.items()}
     try:
         say(PHASE_TRACING)
         if _is_jitted(fn):  # already a jax.jit function: keep its shardings
-            if donate_argnums or shardings:
+            if opts.donate_argnums or shardings:
                 raise HloscopeError(f"{getattr(fn, '__name__', 'fn')} is already a jax.jit function: give "
                                     "donate_argnums and shardings to its jax.jit, not to compile_step",
                                     EXIT_BAD_INPUT)
             traced = cast(Any, fn).trace(*args)
         else:
-            traced = jax.jit(fn, donate_argnums=tuple(donate_argnums), **(shardings or {})).trace(*args)
+            traced = jax.jit(fn, donate_argnums=tuple(opts.donate_argnums), **shardings).trace(*args)
         say(PHASE_LOWERING)
         # Lowered for CUDA against the abstract mesh: memory kinds stay on the shardings
         # (the compile-only devices have no memories to check them against).
@@ -507,12 +538,15 @@ def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, mesh: A
     say(PHASE_XLA)
     from hloscope.compile.cache import lookup
 
-    found = lookup(lowered, options, tgt, mesh, use=cache, allocator_bytes=allocator)
-    if found.result is not None:
-        hit: CompileResult = dataclasses.replace(found.result, compile_seconds=time.perf_counter() - t0,
-                                                 tensor_names=_tensor_names(traced, roles),
-                                                 intent=_intent(traced))
-        return hit
+    # A compile that dumps into the user's folder must run XLA: a hit would write nothing there.
+    found = lookup(lowered, options, tgt, mesh, use=opts.cache and "xla_dump_to" not in options,
+                   allocator_bytes=allocator)
+    if found.record is not None:
+        # The stored compile, with this call's time and the names and intent read from this trace.
+        return CompileResult.from_record({**found.record, "compile_seconds": time.perf_counter() - t0,
+                                          "cache": found.hit_info(), "tensor_names": _tensor_names(traced, opts.roles),
+                                          "intent": _intent_record(traced)})
+    started = time.time()
     try:
         with build_device_memory_size(allocator):
             compiled = lowered.compile(compiler_options=compile_options, device_assignment=device_assignment)
@@ -530,34 +564,30 @@ def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, mesh: A
                             "arguments NamedShardings over hloscope.compile.deviceless.make_mesh(target, devices) "
                             "or pass that mesh as mesh=.", EXIT_BAD_INPUT)
     _refuse_unseen_parameters(optimized)
-    before = sorted(glob.glob(os.path.join(dump, "*before_optimizations.txt")))
+    before = _dumped(dump, "*before_optimizations.txt", started)
     unoptimized = Path(before[-1]).read_text() if before else ""
     stats = compiled.memory_analysis()
-    memory = {
-        k: int(getattr(stats, k, 0) or 0)
-        for k in ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
-                  "temp_size_in_bytes", "generated_code_size_in_bytes", "peak_memory_in_bytes",
-                  "host_argument_size_in_bytes", "host_output_size_in_bytes",
-                  "host_alias_size_in_bytes", "host_temp_size_in_bytes")
-    }
-    extra = _memory_texts(dump)
+    memory = CompileMemory()
+    for k in XLA_MEMORY_FIELDS:
+        memory[k] = int(getattr(stats, k, 0) or 0)  # type: ignore[literal-required]
+    extra = _memory_texts(dump, started)
     # Raw figures only (XLA's, and the HBM compiled for): the derived ones (device allocation, host
     # total, report totals) are computed by hloscope.analysis.memory.compile_figures.
     memory["device_memory_size"] = tgt.device_memory_size
     if allocator is not None:
         memory["allocator_bytes"] = allocator
     # Read before the cache stores the result, so that a later hit carries this compile's log too.
-    scheduler, log_files = scheduler_of(optimized) if scheduler_of else ({}, {})
+    scheduler, log_files = scheduler_of(optimized)
     extra.update(log_files)
-    stored: CompileResult = found.store(CompileResult(
+    made: dict[str, Any] = dict(
         optimized_hlo=optimized, unoptimized_hlo=unoptimized, memory=memory, options=options,
         versions=environment.versions(), target=tgt.name, devices=int(mesh.devices.size),
         mesh_shape={str(k): int(v) for k, v in mesh.shape.items()}, compile_seconds=seconds,
         device_memory_size=tgt.device_memory_size, extra_files=extra,
-        tensor_names=_tensor_names(traced, roles), compiled=compiled, intent=_intent(traced),
-        scheduler=scheduler, topology=_topology_name(tgt, int(mesh.devices.size)),
-    ))
-    return stored
+        tensor_names=_tensor_names(traced, opts.roles), intent=_intent(traced), scheduler=scheduler,
+        topology=_topology_name(tgt, int(mesh.devices.size)))
+    # The cache stores the result's record; the result returned carries the cache's word on it.
+    return found.store(CompileResult(**made, compiled=compiled))
 
 
 def _refuse_unseen_parameters(optimized: str) -> None:
@@ -599,7 +629,7 @@ def _device_assignment(lowered: Any, mesh: Any, tgt: Target) -> tuple[Any, ...]:
     return devices
 
 
-def _intent(traced: Any) -> Any:
+def _intent(traced: Any) -> Intent | None:
     """What the step asked to offload (``hloscope.compile.intent``); None if the jaxpr cannot be walked."""
     from hloscope.compile.intent import read_intent
 
@@ -609,7 +639,15 @@ def _intent(traced: Any) -> Any:
         return None
 
 
-def _tensor_names(traced: Any, roles: dict[str, str] | None) -> list[dict[str, Any]]:
+def _intent_record(traced: Any) -> dict[str, Any] | None:
+    """:func:`_intent` as a result record holds it."""
+    from hloscope.analysis.intent import intent_to_dict
+
+    intent = _intent(traced)
+    return intent_to_dict(intent) if intent is not None else None
+
+
+def _tensor_names(traced: Any, roles: Mapping[str, str] | None) -> list[TensorName]:
     from hloscope.compile.names import tensor_names
 
     try:

@@ -21,7 +21,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar, overload
 
 from hloscope.analysis.inputs import ScheduleRun, StepInputs
@@ -29,7 +29,8 @@ from hloscope.analysis.memory import compile_figures
 from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import Report, analyze_step
 from hloscope.compile.environment import NATIVE_NOISE
-from hloscope.compile.request import CompileRequest
+from hloscope.compile.request import CompileRequest, xla_flag_texts
+from hloscope.compile.result import CompileResult, memory_figures
 from hloscope.errors import (
     EXIT_BAD_INPUT,
     EXIT_COMPILE_FAILED,
@@ -41,42 +42,43 @@ from hloscope.hlo.xla_dumps import XlaDumpTexts
 from hloscope.targets import Target
 
 
-def compile_job(request: CompileRequest, phase: Callable[[str], None] | None = None) -> tuple[Any, dict[str, Any]]:
+def compile_job(request: CompileRequest, phase: Callable[[str], None] | None = None) -> tuple[CompileResult,
+                                                                                              dict[str, Any]]:
     """Compile ``request`` in this process; returns (CompileResult, manifest extras).
 
     A built-in workload's extras name it and its config; the user's function's name it and
     its ``--args``. ``request.memory_override_bytes`` compiles for the target with that HBM.
     """
-    from hloscope.compile.deviceless import compile_step, make_mesh, parse_flag, with_memory
+    from hloscope.compile.deviceless import StepOptions, compile_step, make_mesh
     from hloscope.targets import get_target
 
-    tgt = with_memory(get_target(request.target), request.memory_override_bytes)
-    flags = dict(parse_flag(f) for f in request.xla_flags)
     if request.fn is not None:
         from hloscope.compile.userfn import load_user_fn, parse_args_spec
 
         if not request.args:
             raise HloscopeError("--fn needs --args describing its abstract arguments", EXIT_BAD_INPUT)
-        mesh = make_mesh(tgt, request.devices)
+        mesh = make_mesh(get_target(request.target), request.devices)
         fn = load_user_fn(request.fn, request.cwd or os.getcwd())
         abstract = parse_args_spec(request.args, mesh)
-        result = compile_step(fn, *abstract, mesh=mesh, target=tgt, flags=flags, scheduler=request.scheduler,
-                              pipelined_offload=request.pipelined, phase=phase, cache=True,
-                              memory_fraction=request.memory_fraction)
+        result = compile_step(request, fn, abstract, StepOptions(mesh=mesh, cache=True, phase=phase))
         return result, {"fn": request.fn, "args": request.args}
     from hloscope.compile import workloads
 
-    sets = request.sets_dict
-    if request.policy:
-        sets["policy"] = request.policy
-    wl, cfg = workloads.resolve(str(request.workload), sets)
-    mesh = make_mesh(tgt, request.devices, workloads.mesh_axes(cfg, request.devices))
-    flags = {**workloads.xla_flags(cfg), **flags}
+    wl, cfg = workloads.resolve(str(request.workload), request.workload_settings)
+    mesh = make_mesh(get_target(request.target), request.devices, workloads.mesh_axes(cfg, request.devices))
+    # The workload's own XLA flags first: the request's --xla-flag wins over them.
+    flags = tuple(xla_flag_texts(workloads.xla_flags(cfg)))
     fn, args = wl.build(cfg, mesh)
-    result = compile_step(fn, *args, mesh=mesh, target=tgt, flags=flags, scheduler=request.scheduler,
-                          pipelined_offload=request.pipelined, donate_argnums=(0, 1, 2), roles=wl.roles, phase=phase,
-                          cache=True, memory_fraction=request.memory_fraction)
+    result = compile_step(replace(request, xla_flags=(*flags, *request.xla_flags)), fn, args,
+                          StepOptions(mesh=mesh, donate_argnums=(0, 1, 2), roles=wl.roles, cache=True, phase=phase))
     return result, {"workload": wl.name, "config": dataclasses.asdict(cfg)}
+
+
+def _compile_job_record(request: CompileRequest,
+                        phase: Callable[[str], None] | None = None) -> tuple[dict[str, object], dict[str, Any]]:
+    """:func:`compile_job` as the child process sends it back: the result's record (no JAX object)."""
+    result, extra = compile_job(request, phase)
+    return result.to_record(), extra
 
 
 #: The phase the parent reports once the child's compile is back (see :data:`deviceless.PHASES`).
@@ -87,15 +89,16 @@ PHASE_ANALYSIS = "analysis"
 class CompiledStep:
     """A compile and its report: ``result`` (the CompileResult), ``report``, ``extra`` (manifest extras)."""
 
-    result: Any
+    result: CompileResult
     report: Report
     extra: dict[str, Any]
 
 
 def compile_request_result(request: CompileRequest,
-                           phase: Callable[[str], None] | None = None) -> tuple[Any, dict[str, Any]]:
+                           phase: Callable[[str], None] | None = None) -> tuple[CompileResult, dict[str, Any]]:
     """Compile ``request`` in its own process, not analyzed: (CompileResult, manifest extras)."""
-    return _run(compile_job, phase, request)  # type: ignore[no-any-return]
+    record, extra = _run(_compile_job_record, phase, request)
+    return CompileResult.from_record(record), extra
 
 
 def compile_request(request: CompileRequest, options: AnalysisOptions | None = None,
@@ -131,7 +134,7 @@ def vocab_of(extra: Mapping[str, Any]) -> int | None:
     return vocab if isinstance(vocab, int) and not isinstance(vocab, bool) else None
 
 
-def step_inputs(result: Any, extra: Mapping[str, Any] | None = None, vocab_size: int | None = None,
+def step_inputs(result: CompileResult, extra: Mapping[str, Any] | None = None, vocab_size: int | None = None,
                 source_path: str | None = None, label: str | None = None) -> StepInputs:
     """What the pipeline reads from a compile (a CompileResult): the optimized module, its tensor names,
     the raw memory figures, XLA's memory texts and the compile's facts. ``extra``: the manifest
@@ -142,40 +145,39 @@ def step_inputs(result: Any, extra: Mapping[str, Any] | None = None, vocab_size:
     name = source_path or label or "<compiled>"
     module = parse_hlo(result.optimized_hlo, name)
     module.source_path = source_path
-    figures = dict(result.memory)
+    figures = memory_figures(result.memory)
     if result.device_memory_size:
         figures["device_memory_size"] = result.device_memory_size
     dumps = XlaDumpTexts.from_files(result.extra_files)
-    facts = {"memory": compile_figures(result.memory, dumps), "xla_options": result.options,
+    facts = {"memory": compile_figures(memory_figures(result.memory), dumps), "xla_options": result.options,
              "compile_seconds": round(result.compile_seconds, 3), **(extra or {})}
-    intent = getattr(result, "intent", None)
+    intent = result.intent
     unoptimized = None
     if intent is not None and intent.asks_for_offload() and result.unoptimized_hlo:
         unoptimized = parse_hlo(result.unoptimized_hlo, "<unoptimized>")  # the intent accounting follows it
-    return StepInputs(module, name, result.optimized_hlo,
-                      tuple(getattr(result, "tensor_names", None) or ()), figures,
+    return StepInputs(module, name, result.optimized_hlo, tuple(result.tensor_names), figures,
                       dumps, None, (),
                       vocab_size if vocab_size is not None else vocab_of(extra or {}), facts,
                       intent=intent, unoptimized=unoptimized,
-                      scheduler=ScheduleRun.from_record(getattr(result, "scheduler", None)))
+                      scheduler=ScheduleRun.from_record(result.scheduler))
 
 
 R = TypeVar("R", bound=Report)
 
 
 @overload
-def analyze_result(result: Any, target: str | Target, vocab_size: int | None = None, *,
+def analyze_result(result: CompileResult, target: str | Target, vocab_size: int | None = None, *,
                    options: AnalysisOptions | None = None, extra: Mapping[str, Any] | None = None,
                    source_path: str | None = None, label: str | None = None) -> Report: ...
 
 
 @overload
-def analyze_result(result: Any, target: str | Target, vocab_size: int | None = None, *,
+def analyze_result(result: CompileResult, target: str | Target, vocab_size: int | None = None, *,
                    options: AnalysisOptions | None = None, extra: Mapping[str, Any] | None = None,
                    source_path: str | None = None, label: str | None = None, report_type: type[R]) -> R: ...
 
 
-def analyze_result(result: Any, target: str | Target, vocab_size: int | None = None, *,
+def analyze_result(result: CompileResult, target: str | Target, vocab_size: int | None = None, *,
                    options: AnalysisOptions | None = None, extra: Mapping[str, Any] | None = None,
                    source_path: str | None = None, label: str | None = None,
                    report_type: type[Report] = Report) -> Report:

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from hloscope.compile.result import TensorName
+
 #: Primitives that do not compute a value, only place or cast it.
 _PASS_THROUGH = frozenset({"sharding_constraint", "convert_element_type", "copy", "copy_p", "reshape",
                            "squeeze", "device_put"})
@@ -42,10 +44,10 @@ def _frame(eqn: Any) -> tuple[str, int, str] | None:
     return frame.file_name, int(frame.start_line), frame.function_name
 
 
-def tensor_names(jaxpr: Any, roles: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+def tensor_names(jaxpr: Any, roles: Mapping[str, str] | None = None) -> list[TensorName]:
     """One record per distinct ``checkpoint_name`` call site in ``jaxpr`` (a Jaxpr or ClosedJaxpr)."""
     roles = roles or {}
-    out: dict[tuple[str, str, int], dict[str, Any]] = {}
+    out: dict[tuple[str, str, int], TensorName] = {}
     stack = [getattr(jaxpr, "jaxpr", jaxpr)]
     seen: set[int] = set()
     while stack:
@@ -66,9 +68,9 @@ def tensor_names(jaxpr: Any, roles: Mapping[str, str] | None = None) -> list[dic
             while src is not None and src.primitive.name in _PASS_THROUGH and src.invars:
                 src = producers.get(id(src.invars[0]))  # past act()/casts to the op that computed it
             made = _frame(src) if src is not None else None
-            out.setdefault((name, here[0], here[1]), {
-                "name": name, "file": here[0], "line": here[1], "function": here[2],
-                "producer_file": made[0] if made else here[0], "producer_line": made[1] if made else here[1],
-                "role": roles.get(name),
-            })
+            out.setdefault((name, here[0], here[1]), TensorName(
+                name=name, file=here[0], line=here[1], function=here[2],
+                producer_file=made[0] if made else here[0], producer_line=made[1] if made else here[1],
+                role=roles.get(name),
+            ))
     return sorted(out.values(), key=lambda r: (r["file"], r["line"], r["name"]))

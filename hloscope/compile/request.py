@@ -1,13 +1,16 @@
 """What to compile, as one frozen value: the request every compile path carries.
 
-Light to import (no JAX, no analysis): the CLI, the TUI, check, sweep and the
-what-if build a :class:`CompileRequest` and hand it to ``hloscope.compile.jobs``;
-the compile cache keys on what the request turns into (the lowered module and the
-XLA options), never on the request alone.
+Light to import (no JAX, no analysis): the CLI, the TUI, check, sweep, the what-if and
+the Python API build a :class:`CompileRequest`; ``hloscope.compile.jobs`` turns a
+built-in workload or a ``module:function`` into the step to trace, and
+``hloscope.compile.deviceless.compile_step(request, fn, args)`` compiles it with the
+request's settings. The compile cache keys on what the request turns into (the lowered
+module and the XLA options), never on the request alone.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -31,14 +34,29 @@ class Scheduler(StrEnum):
         return cls.NONE if lhs is False else cls.LHS
 
 
+class Policy(StrEnum):
+    """What a built-in workload does with its tagged activations (``--policy``, docs/compile.md).
+
+    OFFLOAD: saved to host memory (MaxText's ``offload``); REMAT: recomputed in the backward
+    pass; SAVE: kept on the device.
+    """
+
+    OFFLOAD = "offload"
+    REMAT = "remat"
+    SAVE = "save"
+
+
 @dataclass(frozen=True)
 class CompileRequest:
     """One compile: a built-in workload or the user's ``module:function``, for a target.
 
     workload / sets / policy: a built-in workload (``hloscope compile --workload``), its
-    ``--set`` overrides and offload policy. fn / args / cwd: the user's function, its
-    abstract arguments (``--args`` spec) and the folder its module is imported from.
-    Exactly one of ``workload`` and ``fn`` is set. memory_override_bytes: compile as if
+    ``--set`` overrides and offload policy. fn / args / cwd: the user's function
+    (``package.module:function``; for a Python function given to the API, its module and
+    qualified name), its abstract arguments (``--args`` spec) and the folder its module is
+    imported from. Exactly one of ``workload`` and ``fn`` is set. scheduler / pipelined /
+    xla_flags: XLA's scheduler, pipelined host offloading (None: XLA's default), extra XLA options
+    (``NAME=VALUE``, as ``--xla-flag`` takes them). memory_override_bytes: compile as if
     the target had this much HBM (the what-if). memory_fraction: compile as JAX does on a
     GPU whose allocator takes this fraction of the HBM (``XLA_PYTHON_CLIENT_MEM_FRACTION``);
     None: as a compile-only device, where XLA plans for 80% of the HBM.
@@ -48,12 +66,12 @@ class CompileRequest:
     devices: int = 8
     workload: str | None = None
     sets: tuple[tuple[str, str], ...] = ()
-    policy: str | None = None
+    policy: Policy | None = None
     fn: str | None = None
     args: str | None = None
     cwd: str | None = None
     scheduler: Scheduler = Scheduler.LHS
-    pipelined: bool = True
+    pipelined: bool | None = True
     xla_flags: tuple[str, ...] = field(default=())
     memory_override_bytes: int | None = None
     memory_fraction: float | None = None
@@ -63,12 +81,83 @@ class CompileRequest:
             raise ValueError("a CompileRequest names exactly one of workload and fn")
         if self.memory_fraction is not None and not 0 < self.memory_fraction <= 1:
             raise ValueError(f"memory_fraction {self.memory_fraction!r} is not in (0, 1]")
+        # A policy or scheduler given by its value ("offload", "lhs") is the enum member.
+        if self.policy is not None and not isinstance(self.policy, Policy):
+            object.__setattr__(self, "policy", Policy(self.policy))
+        if not isinstance(self.scheduler, Scheduler):
+            object.__setattr__(self, "scheduler", Scheduler(self.scheduler))
 
     @property
     def sets_dict(self) -> dict[str, str]:
         return dict(self.sets)
 
     @property
+    def workload_settings(self) -> dict[str, str]:
+        """The workload's settings as ``workloads.resolve`` takes them: the ``--set`` overrides and the policy."""
+        sets = self.sets_dict
+        if self.policy is not None:
+            sets["policy"] = self.policy.value
+        return sets
+
+    @property
     def label(self) -> str:
         what = f"workload {self.workload}" if self.workload else f"--fn {self.fn}"
         return f"{what} ({self.target}, {self.devices} devices, scheduler {self.scheduler.value})"
+
+    def to_record(self) -> dict[str, object]:
+        """The request as JSON-able data (an artifact folder's manifest ``request``; :meth:`from_record`).
+        ``cwd`` is left out: where the user's module was imported from does not change the compile."""
+        return {"target": self.target, "devices": self.devices, "workload": self.workload,
+                "sets": [list(kv) for kv in self.sets], "policy": self.policy.value if self.policy else None,
+                "fn": self.fn, "args": self.args, "scheduler": self.scheduler.value, "pipelined": self.pipelined,
+                "xla_flags": list(self.xla_flags), "memory_override_bytes": self.memory_override_bytes,
+                "memory_fraction": self.memory_fraction}
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, object]) -> CompileRequest | None:
+        """The request :meth:`to_record` wrote; None when ``record`` is not one (an older manifest)."""
+        try:
+            sets = record.get("sets") or []
+            flags = record.get("xla_flags") or []
+            devices = record["devices"]
+            override = record.get("memory_override_bytes")
+            fraction = record.get("memory_fraction")
+            if not isinstance(sets, list) or not isinstance(flags, list) or not isinstance(devices, int):
+                return None
+            return cls(str(record["target"]), devices, _text(record.get("workload")),
+                       tuple((str(k), str(v)) for k, v in sets), _policy(record.get("policy")),
+                       _text(record.get("fn")), _text(record.get("args")), None,
+                       Scheduler(str(record.get("scheduler") or Scheduler.LHS.value)),
+                       _flag(record.get("pipelined", True)), tuple(str(f) for f in flags),
+                       override if isinstance(override, int) else None,
+                       float(fraction) if isinstance(fraction, int | float) else None)
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def same_compile(self, other: CompileRequest) -> bool:
+        """Whether ``other`` asks for the same compile (all but the folder the user's module is imported from)."""
+        return self.to_record() == other.to_record()
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _flag(value: object) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _policy(value: object) -> Policy | None:
+    return Policy(value) if isinstance(value, str) and value else None
+
+
+def xla_flag_texts(flags: Mapping[str, object]) -> list[str]:
+    """XLA options as ``--xla-flag`` and :attr:`CompileRequest.xla_flags` write them (``NAME=VALUE``,
+    booleans as true/false)."""
+    return [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in flags.items()]
+
+
+def callable_name(fn: object) -> str:
+    """``module:qualified.name`` of a Python function: how a request names a step given as a function."""
+    name = getattr(fn, "__qualname__", getattr(fn, "__name__", "step"))
+    return f"{getattr(fn, '__module__', '?')}:{name}"

@@ -1,5 +1,11 @@
 """What one deviceless compile produced: :class:`CompileResult` (plain data, no JAX).
 
+Made once, never patched: the compile (``hloscope.compile.deviceless``) builds it
+from XLA's output, a cache hit and a request-memo hit build it from a stored record.
+Its one record form, :meth:`CompileResult.to_record` / :meth:`CompileResult.from_record`,
+is what the compile cache stores, what the request memo points at, what the child
+process sends back to the parent and what the artifact manifest is written from.
+
 Its own module so that the compile cache (``hloscope.compile.cache``) can build one
 without importing the compiler (``hloscope.compile.deviceless``, which imports the
 cache): no import cycle.
@@ -7,53 +13,183 @@ cache): no import cycle.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict, cast
+
+from hloscope.analysis.intent import Intent, intent_from_dict, intent_to_dict
+
+#: The value of an XLA compiler option as hloscope passes it.
+XlaOptionValue = bool | int | float | str
 
 
-@dataclass
+class CompileMemory(TypedDict, total=False):
+    """XLA's byte figures of one compile (``compiled.memory_analysis()``, docs/compile.md), all bytes.
+
+    device_memory_size: the HBM XLA compiled for (the target's, or the what-if's override).
+    allocator_bytes: what JAX's allocator takes of it, with ``--memory-fraction`` only.
+    """
+
+    argument_size_in_bytes: int
+    output_size_in_bytes: int
+    alias_size_in_bytes: int
+    temp_size_in_bytes: int
+    generated_code_size_in_bytes: int
+    peak_memory_in_bytes: int
+    host_argument_size_in_bytes: int
+    host_output_size_in_bytes: int
+    host_alias_size_in_bytes: int
+    host_temp_size_in_bytes: int
+    device_memory_size: int
+    allocator_bytes: int
+
+
+def memory_figures(memory: CompileMemory) -> dict[str, int]:
+    """The figures of ``memory`` as the analysis reads them (name -> bytes)."""
+    return cast(dict[str, int], dict(memory))
+
+
+#: The figures of :class:`CompileMemory` that ``compiled.memory_analysis()`` reports.
+XLA_MEMORY_FIELDS = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes", "temp_size_in_bytes",
+                     "generated_code_size_in_bytes", "peak_memory_in_bytes", "host_argument_size_in_bytes",
+                     "host_output_size_in_bytes", "host_alias_size_in_bytes", "host_temp_size_in_bytes")
+
+
+class TensorName(TypedDict):
+    """One ``checkpoint_name`` call site of the traced step (``hloscope.compile.names``).
+
+    file / line / function: where ``checkpoint_name`` was called; producer_file / producer_line:
+    the user frame of the equation that computed the named value; role: what the tensor is
+    ("Q projection"), when the workload says.
+    """
+
+    name: str
+    file: str
+    line: int
+    function: str
+    producer_file: str
+    producer_line: int
+    role: str | None
+
+
+class CacheInfo(TypedDict, total=False):
+    """The compile cache's word on one result (``hloscope.compile.cache``).
+
+    hit: whether the result came from the cache. key: the entry's key (absent: the cache was
+    off). compiled_seconds: what XLA's compile took when the entry was made. stored: whether a
+    fresh compile was written to the cache. via: ``request`` when the request memo found the
+    entry without tracing (a sweep's rerun).
+    """
+
+    hit: bool
+    key: str
+    compiled_seconds: float
+    stored: bool
+    via: str
+
+
+class ScheduleRecord(TypedDict):
+    """Which scheduler ran and which latency estimator drove it, as read from this compile
+    (``hloscope.compile.scheduler.read_run``; ``hloscope.analysis.inputs.ScheduleRun`` reads it back)."""
+
+    name: str
+    estimator: str | None
+    requested: str | None
+    source: str
+    sol_table: str | None
+    reason: str | None
+
+
+@dataclass(frozen=True)
 class CompileResult:
     """What one deviceless compile produced.
 
     optimized_hlo / unoptimized_hlo: HLO text after / before XLA's passes.
-    memory: byte figures (see docs/compile.md for each key).
+    memory: XLA's byte figures (:class:`CompileMemory`).
     options: the XLA compiler options passed, name -> value.
-    versions: package versions; target: target name; devices: device count.
-    compile_seconds: wall time of lower + compile.
+    versions: package versions; target: target name; devices: device count;
+    mesh_shape: mesh axis -> size.
+    compile_seconds: wall time of this call's lower + compile (a cache hit: trace, lower, read).
     device_memory_size: the HBM size, bytes, XLA compiled for (the target's, or
     ``memory_override_bytes`` when one was given).
-    extra_files: artifact name -> text: XLA's memory-usage report, the live-at-peak
-    section of its live-range dump, the buffer-assignment lines of those values.
+    extra_files: artifact file name -> text: XLA's memory-usage report, the live-at-peak
+    section of its live-range dump, the buffer-assignment lines of those values, XLA's
+    scheduler log lines (names in ``hloscope.hlo.xla_dumps``).
     tensor_names: the step's ``checkpoint_name`` call sites read from its jaxpr
     (``hloscope.compile.names``); the analysis matches transfers to them.
-    compiled: the ``jax.stages.Compiled`` (in the process that compiled it only).
-    scheduler: which scheduler ran and which latency estimator drove it, read from this
-    compile (``hloscope.analysis.inputs.ScheduleRun.to_record``: name, estimator,
-    requested, source, sol_table, reason); the manifest's ``scheduler`` key.
+    cache: the compile cache's word on this result (:class:`CacheInfo`).
+    intent: what the traced step asked to offload (``hloscope.analysis.intent.Intent``), None if unread.
+    scheduler: which scheduler ran and which latency estimator drove it (:class:`ScheduleRecord`),
+    None when not read; the manifest's ``scheduler`` key.
     topology: the compile-only topology the devices came from (``2x16x4``) and how it
     is wired (``hloscope.compile.topology``).
+    compiled: the ``jax.stages.Compiled`` (in the process that compiled it, on a fresh compile only).
+
+    Two results are equal when the compile produced the same thing: ``compile_seconds``,
+    ``cache`` and ``compiled`` say how this call got it and are left out of the comparison
+    (a cache hit equals the fresh compile it was stored from).
     """
 
     optimized_hlo: str
     unoptimized_hlo: str
-    memory: dict[str, int]
-    options: dict[str, Any]
+    memory: CompileMemory
+    options: dict[str, XlaOptionValue]
     versions: dict[str, str]
     target: str
     devices: int
     mesh_shape: dict[str, int]
-    compile_seconds: float
+    compile_seconds: float = field(default=0.0, compare=False)
     device_memory_size: int = 0
     extra_files: dict[str, str] = field(default_factory=dict)
-    tensor_names: list[dict[str, Any]] = field(default_factory=list)
-    #: The compile cache's word on this result (hloscope.compile.cache): hit, key, compiled_seconds.
-    cache: dict[str, Any] = field(default_factory=dict)
-    #: What the traced step asked to offload (``hloscope.analysis.intent.Intent``), None if unread.
-    intent: Any = None
-    scheduler: dict[str, Any] = field(default_factory=dict)
+    tensor_names: list[TensorName] = field(default_factory=list)
+    cache: CacheInfo = field(default_factory=lambda: CacheInfo(), compare=False)
+    intent: Intent | None = None
+    scheduler: ScheduleRecord | None = None
     topology: str = ""
-    compiled: Any = field(default=None, repr=False, compare=False)
+    compiled: object = field(default=None, repr=False, compare=False)
 
-    def __getstate__(self) -> dict[str, Any]:
-        # The jax Compiled object stays in the process that made it (it does not pickle).
-        return {k: v for k, v in self.__dict__.items() if k != "compiled"} | {"compiled": None}
+    def to_record(self) -> dict[str, object]:
+        """Every field but ``compiled`` as JSON-able data; :meth:`from_record` reads it back equal."""
+        return {
+            "optimized_hlo": self.optimized_hlo, "unoptimized_hlo": self.unoptimized_hlo,
+            "memory": dict(self.memory), "options": dict(self.options), "versions": dict(self.versions),
+            "target": self.target, "devices": self.devices, "mesh_shape": dict(self.mesh_shape),
+            "compile_seconds": self.compile_seconds, "device_memory_size": self.device_memory_size,
+            "extra_files": dict(self.extra_files),
+            "tensor_names": [dict(t) for t in self.tensor_names], "cache": dict(self.cache),
+            "intent": intent_to_dict(self.intent) if self.intent is not None else None,
+            "scheduler": dict(self.scheduler) if self.scheduler is not None else None,
+            "topology": self.topology,
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, object], compiled: object = None) -> CompileResult:
+        """The result :meth:`to_record` wrote (the cache's entry, the child process's answer).
+        ``compiled``: the ``jax.stages.Compiled``, in the process that made it."""
+        scheduler = record.get("scheduler")
+        return cls(
+            optimized_hlo=str(record["optimized_hlo"]), unoptimized_hlo=str(record.get("unoptimized_hlo") or ""),
+            memory=cast(CompileMemory, _ints(record.get("memory"))),
+            options=cast(dict[str, XlaOptionValue], dict(_mapping(record.get("options")))),
+            versions={str(k): str(v) for k, v in _mapping(record.get("versions")).items()},
+            target=str(record["target"]), devices=int(cast(int, record["devices"])),
+            mesh_shape=_ints(record.get("mesh_shape")),
+            compile_seconds=float(cast(float, record.get("compile_seconds") or 0.0)),
+            device_memory_size=int(cast(int, record.get("device_memory_size") or 0)),
+            extra_files={str(k): str(v) for k, v in _mapping(record.get("extra_files")).items()},
+            tensor_names=[cast(TensorName, dict(t)) for t in cast(list[Mapping[str, object]],
+                                                                  record.get("tensor_names") or [])],
+            cache=cast(CacheInfo, dict(_mapping(record.get("cache")))),
+            intent=intent_from_dict(record.get("intent")),
+            scheduler=cast(ScheduleRecord, dict(scheduler)) if isinstance(scheduler, Mapping) else None,
+            topology=str(record.get("topology") or ""),
+            compiled=compiled,
+        )
+
+
+def _mapping(value: object) -> Mapping[str, object]:
+    return cast(Mapping[str, object], value) if isinstance(value, Mapping) else {}
+
+
+def _ints(value: object) -> dict[str, int]:
+    return {str(k): int(cast(int, v)) for k, v in _mapping(value).items()}

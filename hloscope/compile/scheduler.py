@@ -27,7 +27,6 @@ Measured with jaxlib 0.10.2 (XLA 5a9e73cb), deviceless, on Hopper and Blackwell 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from hloscope.analysis.inputs import ScheduleRun
 from hloscope.compile.request import Scheduler
@@ -76,11 +75,10 @@ def lhs_ran(optimized_hlo: str) -> bool:
     return "scheduling_name=" in optimized_hlo
 
 
-def read_run(optimized_hlo: str, native_log: str | None, requested: Scheduler | None,
-             cached: bool = False) -> ScheduleRun:
-    """What ran, from the optimized HLO and the plugin's log of that compile.
+def read_run(optimized_hlo: str, native_log: str | None, requested: Scheduler | None) -> ScheduleRun:
+    """What ran, from the optimized HLO and the plugin's log of that compile (a cache hit carries
+    the record of the compile that made the entry, so it is never read again).
 
-    ``cached``: the HLO came from the compile cache (no log of its own).
     ``native_log`` None, or without the ``Fingerprint before LHS`` line XLA logs for every
     module it schedules: the plugin's log was not on (its logging started before hloscope
     could turn it on), so the estimator is not known.
@@ -88,9 +86,6 @@ def read_run(optimized_hlo: str, native_log: str | None, requested: Scheduler | 
     req = requested.value if requested is not None else None
     if not lhs_ran(optimized_hlo):
         return ScheduleRun("none", None, req, "optimized HLO (no scheduling_name metadata)")
-    if cached:
-        return ScheduleRun("lhs", None, req, "optimized HLO from the compile cache, whose entry does not record "
-                            "XLA's log, so the estimator is unknown")
     if native_log is None or "Fingerprint before LHS" not in native_log:
         return ScheduleRun("lhs", None, req, "optimized HLO; XLA's log was not available (the CUDA plugin "
                             "started logging before hloscope), so the estimator is unknown")
@@ -119,17 +114,3 @@ def read_run(optimized_hlo: str, native_log: str | None, requested: Scheduler | 
         elif msg.startswith("No SoL config found for device"):
             sol_table = "default"
     return ScheduleRun("lhs", estimator, req, "optimized HLO and XLA's log", sol_table, reason)
-
-
-def manifest_entry(result: Any) -> dict[str, Any]:
-    """The manifest's ``scheduler`` key ({name, estimator, requested, source, sol_table, reason})
-    and ``topology`` (the compile-only topology and its wiring) of a CompileResult."""
-    out: dict[str, Any] = {}
-    scheduler = getattr(result, "scheduler", None)
-    if scheduler:
-        out["scheduler"] = {k: scheduler.get(k) for k in ("name", "estimator", "requested", "source", "sol_table",
-                                                          "reason")}
-    topology = getattr(result, "topology", "")
-    if topology:
-        out["topology"] = topology
-    return out

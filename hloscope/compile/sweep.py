@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hloscope.compile.request import Scheduler
+from hloscope.compile.request import Policy, Scheduler
 
 #: Row fields beyond COLUMNS (in JSON output, not in the table or CSV).
 MEMORY_FIELDS = (
@@ -94,8 +94,9 @@ def request_of(cell: Cell) -> Any:
     if cell.batch is not None:
         sets["batch"] = str(cell.batch)
     return CompileRequest(target=cell.target, devices=cell.devices, workload=cell.workload,
-                          sets=tuple(sorted(sets.items())), policy=cell.policy, scheduler=Scheduler(cell.scheduler),
-                          pipelined=cell.pipelined, memory_fraction=cell.memory_fraction)
+                          sets=tuple(sorted(sets.items())), policy=Policy(cell.policy),
+                          scheduler=Scheduler(cell.scheduler), pipelined=cell.pipelined,
+                          memory_fraction=cell.memory_fraction)
 
 
 class _Analyses:
@@ -142,6 +143,7 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
     from hloscope.analysis.memory import compile_figures
     from hloscope.compile.cache import load_request, remember_request
     from hloscope.compile.jobs import PHASE_ANALYSIS, compile_request_result, hlo_fingerprint
+    from hloscope.compile.result import memory_figures
     from hloscope.errors import HloscopeError
 
     t0 = time.perf_counter()
@@ -160,7 +162,7 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
     vocab = extra["config"].get("vocab")
     report = (analyses or _Analyses()).get(result, fingerprint, cell.target, vocab if isinstance(vocab, int) else None)
     s = report.summary
-    m = compile_figures(result.memory)
+    m = compile_figures(memory_figures(result.memory))
     facts = report.memory
     top = facts.top_buffers[0] if facts.top_buffers else None
     exposed = s.est_exposed_us_per_step
@@ -203,10 +205,7 @@ def _model_tflops(request: Any, step_us: float | None) -> float | None:
 
     if not step_us or request.workload is None:
         return None
-    sets = request.sets_dict
-    if request.policy:
-        sets["policy"] = request.policy
-    _, cfg = workloads.resolve(request.workload, sets)
+    _, cfg = workloads.resolve(request.workload, request.workload_settings)
     flops = workloads.model_flops_per_device(cfg)
     return round(flops / step_us / 1e6, 1) if flops else None
 

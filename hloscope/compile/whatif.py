@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from hloscope.analysis.report import Report
 from hloscope.compile.request import CompileRequest
+from hloscope.compile.result import memory_figures
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,6 @@ def what_if_memory(request: CompileRequest, memory_override_bytes: int) -> WhatI
     return WhatIf(
         hbm_before=before.result.device_memory_size or get_target(request.target).device_memory_size,
         hbm_after=after.result.device_memory_size or memory_override_bytes,
-        memory_before=dict(before.result.memory), memory_after=dict(after.result.memory),
+        memory_before=memory_figures(before.result.memory), memory_after=memory_figures(after.result.memory),
         changes=compare_reports(before.report, after.report),
     )

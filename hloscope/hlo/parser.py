@@ -51,6 +51,7 @@ _OPCODE_RE = re.compile(r"\s*([a-z][a-z0-9\-_]*)\(")
 _COMP_RE = re.compile(r"(ENTRY\s+)?%?([^\s(]+)\s*(?:\(.*)?\{\s*$")
 _SECTION_ITEM_RE = re.compile(r"(\d+)\s+(.*)$")
 _NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
+_THREAD_RE = re.compile(r'\}, execution_thread="([A-Za-z0-9_.\-]+)"')
 
 
 def parse_hlo(text: str, path: str | None = None) -> Module:
@@ -135,7 +136,10 @@ class _Parser:
                     section = ""
                 continue
             if comp is not None:
-                if line.strip() == "}":
+                thread = _THREAD_RE.fullmatch(line) if line.startswith("}, ") else None
+                if thread is not None or line.strip() == "}":
+                    if thread is not None:
+                        comp.execution_thread = thread.group(1)
                     self.check_computation(comp, lines)
                     comp = None
                     continue

@@ -12,10 +12,9 @@ file, dump or artifact folder), HLO text, a :class:`Report`, a
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 from typing import Any
 
-from hloscope.analysis.report import Report, analyze_step
+from hloscope.analysis.report import Report
 from hloscope.check.baseline import load_snapshot
 from hloscope.check.config import config_from_mapping
 from hloscope.check.run import CheckResult, NothingToCheck, run_check
@@ -38,11 +37,10 @@ def to_subject(step: Any, target: Target | str | None = None, label: str | None 
     tgt = get_target(target or DEFAULT_TARGET) if not isinstance(target, Target) else target
     if isinstance(step, Subject):
         return step
-    if isinstance(step, Report):
-        step = _named(step, label)
+    if isinstance(step, Report):  # the subject carries the test's name; the report is not made again
         return Subject(step, step.module.source_path or label or step.module.name)
     if isinstance(step, tuple) and len(step) == 2 and isinstance(step[1], Report):
-        return subject_from_compile(_named(step[1], label), step[0].unoptimized_hlo, label or step[1].module.name)
+        return subject_from_compile(step[1], step[0].unoptimized_hlo, label or step[1].module.name)
     if isinstance(step, os.PathLike) or (isinstance(step, str) and not looks_like_hlo_text(step)):
         return load_path(os.fspath(step), tgt)
     from hloscope.api import analyze
@@ -54,15 +52,6 @@ def to_subject(step: Any, target: Target | str | None = None, label: str | None 
         step.source_path = label  # the name the report is shown under
     report = analyze(step, tgt)
     return Subject(report, label or report.module.name)
-
-
-def _named(report: Report, label: str | None) -> Report:
-    """``report`` named ``label`` when it has no file of its own (a step compiled in the test): the
-    pipeline run again on the same inputs under that name, so the report says it."""
-    if label is None or report.module.source_path or report.inputs.label == label:
-        return report
-    return analyze_step(replace(report.inputs, label=label), report.target, report.options,
-                        report_type=type(report))
 
 
 def render_result(result: CheckResult) -> str:

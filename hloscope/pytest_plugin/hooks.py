@@ -25,7 +25,7 @@ from hloscope.check.subject import Subject
 from hloscope.errors import HloscopeError
 from hloscope.pytest_plugin.helpers import render_result, to_subject
 from hloscope.pytest_plugin.marks import config_from_marker, marker_line
-from hloscope.render import render_to_string
+from hloscope.render import RenderOptions, render_to_string
 
 #: The last step the ``hloscope_step`` fixture built in a test.
 LAST_STEP = pytest.StashKey[Subject]()
@@ -108,5 +108,6 @@ def _check(item: pytest.Function, cfg: CheckConfig, returned: Any) -> None:
     if failure is not None:
         pytest.fail(failure, pytrace=False)
     if not result.passed:
-        item.add_report_section("call", f"hloscope report: {subject.label}", render_to_string("table", subject.report))
+        table = render_to_string("table", subject.report, RenderOptions(label=subject.label))
+        item.add_report_section("call", f"hloscope report: {subject.label}", table)
         pytest.fail(render_result(result), pytrace=False)

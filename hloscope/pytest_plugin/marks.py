@@ -17,17 +17,18 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.check.allow import AllowEntry
-from hloscope.check.config import SETTINGS, CheckConfig, config_from_mapping, find_pyproject, load_pyproject
+from hloscope.check.config import CheckConfig, config_from_mapping, find_pyproject, load_pyproject
 from hloscope.check.rules import RULES
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.render.check_meaning import rule_meaning, setting_meaning
 
 #: Settings a marker may give (sources come from the test: what it returns or builds).
 _MARK_SETTINGS = ("target", "hbm-margin", "allow-empty", "baseline", "tolerance-us", "tolerance-fraction",
                   "memory-tolerance", "allow")
 
 MARK_KEYWORDS: dict[str, str] = {
-    **{r.keyword: r.meaning for r in RULES.values()},
-    **{k.replace("-", "_"): SETTINGS[k][1] for k in _MARK_SETTINGS},
+    **{r.keyword: rule_meaning(r.name) for r in RULES.values()},
+    **{k.replace("-", "_"): setting_meaning(k) for k in _MARK_SETTINGS},
 }
 
 

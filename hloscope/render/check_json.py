@@ -8,15 +8,15 @@ from typing import Any, TextIO
 from hloscope.analysis.report import Report
 from hloscope.check.rules import Violation
 from hloscope.check.run import CheckResult
-from hloscope.render.check_words import change_text, violation_lines
+from hloscope.render.check_words import change_text, violation_lines, violation_message
 
 CHECK_SCHEMA = "hloscope.check/1"
 
 
 def _violation_dict(v: Violation, report: Report | None = None) -> dict[str, Any]:
     rec = v.record
-    d: dict[str, Any] = {"rule": v.rule, "message": v.message, "lines": violation_lines(v, report),
-                         "actual": v.actual, "limit": v.limit}
+    d: dict[str, Any] = {"rule": v.rule, "finding": str(v.finding), "message": violation_message(v),
+                         "lines": violation_lines(v, report), "actual": v.actual, "limit": v.limit}
     if rec is not None:
         d.update(instruction=rec.instruction, source=rec.full_source, verdict=str(rec.verdict),
                  key={"name": rec.key.name, "source": rec.key.source, "direction": rec.key.direction,

@@ -21,8 +21,9 @@ from typing import TextIO
 
 from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.verdict import Verdict
-from hloscope.check.rules import RULES, Violation
+from hloscope.check.rules import Violation
 from hloscope.check.run import CheckResult
+from hloscope.render.check_meaning import rule_meaning
 from hloscope.render.check_words import change_text, user_source, violation_lines
 from hloscope.render.why import explain
 from hloscope.units import human_bytes
@@ -99,7 +100,7 @@ class MarkdownFormat:
         for name, value in result.rules.items():
             state_cell = f"**FAIL** ({len(by_rule[name])})" if by_rule[name] else "pass"
             setting = "" if value is True else md(value)
-            rows.append([f"`{name}`", state_cell, setting, md(RULES[name].meaning)])
+            rows.append([f"`{name}`", state_cell, setting, md(rule_meaning(name))])
         if result.diff is not None:
             rows.append(["`baseline`", f"**FAIL** ({len(by_rule['baseline'])})" if by_rule["baseline"] else "pass",
                          md(result.diff.base.label), "no regression against the baseline"])

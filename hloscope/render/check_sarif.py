@@ -27,6 +27,7 @@ from hloscope import __version__
 from hloscope.check.allow import AllowEntry
 from hloscope.check.rules import RULES, Violation
 from hloscope.check.run import CheckResult
+from hloscope.render.check_meaning import rule_meaning
 from hloscope.render.check_words import violation_lines
 
 SARIF_VERSION = "2.1.0"
@@ -35,7 +36,7 @@ _BASELINE_MEANING = "no regression against the baseline (a transfer newly expose
 
 
 def _rule_descriptors() -> list[dict[str, Any]]:
-    rules = [(r.name, r.meaning) for r in RULES.values()] + [("baseline", _BASELINE_MEANING)]
+    rules = [(r.name, rule_meaning(r.name)) for r in RULES.values()] + [("baseline", _BASELINE_MEANING)]
     return [{"id": name, "name": "".join(p.capitalize() for p in name.split("-")),
              "shortDescription": {"text": meaning},
              "help": {"text": f"hloscope check --{name}: passes when {meaning} (docs/ci.md)"},

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from hloscope.check.rules import RULES
 from hloscope.check.run import CheckResult
+from hloscope.render.check_meaning import rule_meaning
 from hloscope.render.check_words import diff_lines, violation_lines
 
 
@@ -22,7 +22,7 @@ class TextFormat:
         by_rule = {name: [v for v in result.violations if v.rule == name] for name in [*result.rules, "baseline"]}
         for name, value in result.rules.items():
             shown = "" if value is True else f" = {value}"
-            out.write(f"{'FAIL' if by_rule[name] else 'pass'} {name}{shown}: {RULES[name].meaning}\n")
+            out.write(f"{'FAIL' if by_rule[name] else 'pass'} {name}{shown}: {rule_meaning(name)}\n")
             for v in by_rule[name]:
                 first, *rest = violation_lines(v, rep)
                 out.write(f"  - {first}\n")

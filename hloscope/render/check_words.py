@@ -12,10 +12,11 @@ from hloscope.analysis.report import Report
 from hloscope.analysis.verdict import Verdict
 from hloscope.check.baseline import BaselineDiff, Change
 from hloscope.check.keys import TransferRecord
-from hloscope.check.rules import Violation
+from hloscope.check.rules import Finding, Violation
+from hloscope.render.intent_words import intent_message
 from hloscope.render.why import explain, exposed_clause
 from hloscope.render.xla_text import xla_clause
-from hloscope.units import human_bytes
+from hloscope.units import human_bytes, human_us
 
 
 def _dims(leaf: Any) -> str:
@@ -63,11 +64,83 @@ def _window_text(v: Verdict) -> str:
             f"~{v.est_collective_us:.1f} us (largest: {', '.join(f'{n} ~{us:.1f} us' for n, us in top)}{more})")
 
 
+def _named(r: TransferRecord) -> str:
+    """``dynamic-slice-start.1 ('mlp_act' at mlp.py:40)``: the instruction, and the checkpoint name and
+    the user's line where the report knows them."""
+    said = [f"'{r.checkpoint}'"] if r.checkpoint else []
+    if r.full_source:
+        said.append(f"at {user_source(r.full_source)}")
+    return f"{r.instruction} ({' '.join(said)})" if said else r.instruction
+
+
+def _worst(v: Violation) -> str:
+    return "; ".join(f"{_named(r)} ~{human_us(r.exposed_us_per_step)}" for r in v.worst)
+
+
+def _annotation(v: Violation) -> str:
+    assert v.verdict is not None
+    a = v.verdict.transfer
+    return f"placement annotation {a.instruction.name} ({a.direction}, {human_bytes(a.bytes)} x{a.executions})"
+
+
+def _fit_words(v: Violation) -> str:
+    allocator, hbm, margin = v.arg("allocator_bytes"), v.arg("hbm_bytes"), v.arg("margin")
+    room = (f"the {human_bytes(allocator)} JAX's allocator takes of {human_bytes(hbm)} of HBM" if allocator
+            else f"{human_bytes(hbm)} of HBM")
+    less = f" less a {margin:.0%} margin ({human_bytes(v.limit or 0.0)})" if margin else ""
+    return (f"device allocation {human_bytes(v.actual or 0.0)} does not fit in {room}{less}; a step over its "
+            "memory limit also closes overlap windows")
+
+
+def violation_message(v: Violation) -> str:
+    """One line for a person: what the rule found, from the violation's facts."""
+    r, f = v.record, v.finding
+    actual, limit = v.actual or 0.0, v.limit or 0.0
+    if f is Finding.FAIL_ON and v.verdict is not None:
+        return f"{v.verdict.transfer.instruction.name} is {v.verdict.verdict}"
+    if f is Finding.SYNC and r is not None:
+        return (f"synchronous transfer of {human_bytes(r.bytes)} x{r.executions}/step: the stream waits for it, "
+                f"~{human_us(r.exposed_us_per_step)} per step")
+    if f is Finding.EXPOSED and r is not None:
+        return (f"exposed: async, but nothing hides it; ~{human_us(r.exposed_us_per_step)} per step "
+                f"(~{human_us(r.est_exposed_us)} x{r.executions})")
+    if f is Finding.EXPOSED_US:
+        return (f"~{human_us(actual)} of exposed transfer time per step > {human_us(limit)} allowed "
+                f"(largest: {_worst(v)})")
+    if f is Finding.EXPOSED_FRACTION:
+        return (f"exposed transfer time is {actual:.1%} of the estimated step (~{human_us(v.arg('exposed_us'))} of "
+                f"~{human_us(v.arg('step_us'))}) > {limit:.1%} allowed (largest: {_worst(v)})")
+    if f is Finding.HIDDEN_FRACTION:
+        return (f"{actual:.1%} of transfer time hidden (~{human_us(v.arg('hidden_us'))} of "
+                f"~{human_us(v.arg('transfer_us'))} per step) < {limit:.1%} required (largest exposed: {_worst(v)})")
+    if f is Finding.NOT_OFFLOADED:
+        return (f"expected offload '{v.arg('pattern')}' not found among {v.arg('offloads')} transfer(s) to host "
+                f"(names: {', '.join(v.arg('names')) or 'none'}); was its checkpoint_name lost or the policy "
+                "changed?")
+    if f is Finding.OFFLOADED_BYTES:
+        return f"{human_bytes(actual)} per step offloaded to host < {human_bytes(limit)} expected; an offload was lost"
+    if f is Finding.ANNOTATION_REMOVED and v.verdict is not None:
+        return (f"{_annotation(v)} was removed: the optimized module moves fewer bytes {v.verdict.transfer.direction} "
+                "than it annotates")
+    if f is Finding.ANNOTATION_SYNC:
+        return f"{_annotation(v)} became a synchronous copy ({', '.join(v.arg('became'))})"
+    if f is Finding.INTENT_UNACCOUNTED:
+        prefix = "no trace, judged from the unoptimized module's annotations: " if v.arg("from_annotations") else ""
+        return prefix + intent_message(v.arg("accounted"))
+    if f is Finding.DOES_NOT_FIT:
+        return _fit_words(v)
+    if f is Finding.BASELINE:
+        c = v.arg("change")
+        return f"{c.kind}: {c.before} -> {c.after}".strip(" ->:")
+    return str(f)
+
+
 def violation_lines(v: Violation, report: Report | None = None) -> list[str]:
     """The first line says what broke; the next ones, for a transfer, what the schedule did with it
     (and, given the ``report``, what XLA's scheduler assumed for it, when its log is known)."""
     rec = v.record
-    head = f"{_record_head(rec)}: {v.message}" if rec is not None else v.message
+    message = violation_message(v)
+    head = f"{_record_head(rec)}: {message}" if rec is not None else message
     lines = [head]
     verdict = v.verdict
     if verdict is not None and verdict.transfer.instruction.name == (rec.instruction if rec else "") \

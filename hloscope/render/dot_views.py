@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import graphviz
 
+from hloscope.analysis.callgraph import CONTROL_KINDS, CallKind
 from hloscope.analysis.opclass import Resource, is_done, is_free, is_start, resource_of
 from hloscope.analysis.report import Report
 from hloscope.analysis.verdict import Verdict
@@ -471,9 +472,6 @@ def schedule_view(report: Report, name: str, max_nodes: int | None = None,
 
 # -- calls ----------------------------------------------------------------------
 
-CONTROL_KINDS = ("while_body", "while_condition", "call", "branch")
-
-
 def calls_view(report: Report, max_nodes: int = DEFAULT_MAX_NODES) -> Diagram:
     """The call graph of scheduled computations: executions, trip counts, offloaded bytes."""
     ctx = _Context(report)
@@ -512,11 +510,11 @@ def calls_view(report: Report, max_nodes: int = DEFAULT_MAX_NODES) -> Diagram:
         if d["kind"] not in CONTROL_KINDS or a not in kept or b not in kept:
             continue
         text = d["kind"].replace("_", " ")
-        if d["kind"] == "while_body":
+        if d["kind"] is CallKind.WHILE_BODY:
             loop = ctx.module.computations[a].by_name[d["via"]]
             trip = report.index.trip_count(loop)
             text += f" x{trip if trip is not None else '?'}"
         g.edge(node_id(a), node_id(b), label=label(line(text), line(f"via {d['via']}")),
-               style="dotted" if d["kind"] == "while_condition" else "solid")
+               style="dotted" if d["kind"] is CallKind.WHILE_CONDITION else "solid")
     add_legend(g, items=("verdicts",), below=[node_id(c) for c in keep])
     return Diagram(g, notes)

@@ -12,8 +12,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from hloscope.analysis.intent import WHY_MEANING, Accounted, IntentAccount, Why
+from hloscope.analysis.intent import Accounted, AccountSource, Fact, IntentAccount, Why
 from hloscope.analysis.kinds import Direction
+from hloscope.render.intent_words import (
+    WHY_MEANING,
+    asked_policy,
+    asked_what,
+    asked_words,
+    detail_words,
+    fact_dict,
+    fact_words,
+)
 from hloscope.units import human_bytes
 
 #: The mark in front of each request: what a person should read first.
@@ -45,7 +54,7 @@ def intent_headline(account: IntentAccount | None) -> str:
     """One line: how many requests, how many produced no transfer. "" when there is no account."""
     if account is None:
         return ""
-    if account.source == "annotations":
+    if account.source is AccountSource.ANNOTATIONS:
         lost = len(account.unaccounted)
         return (f"offloads asked for (no trace: from the unoptimized module's {len(account.items)} placement "
                 f"annotation(s)): {lost} produced no transfer" if lost else
@@ -58,7 +67,7 @@ def intent_headline(account: IntentAccount | None) -> str:
     unread = account.not_inspectable
     parts = [f"{len(asked)} request(s)"]
     if gone:
-        names = ", ".join(str(a.asked) for a in gone)
+        names = ", ".join(asked_words(a.asked) for a in gone)
         parts.append(f"{len(gone)} produced NO transfer ({names})")
     else:
         parts.append("every readable one became transfers")
@@ -74,17 +83,18 @@ def intent_lines(account: IntentAccount | None) -> list[str]:
     lines = [intent_headline(account)]
     for a in account.items:
         where = f" at {a.asked.where}" if a.asked.where is not None else ""
-        policy = f" [{a.asked.policy}]" if a.asked.policy and a.asked.kind != "policy" else ""
-        lines.append(f"  {mark(a):5} {a.asked}{where}{policy}")
+        said = asked_policy(a.asked)
+        policy = f" [{said}]" if said and a.asked.kind != "policy" else ""
+        lines.append(f"  {mark(a):5} {asked_words(a.asked)}{where}{policy}")
         if a.transfers:
             lines.append(f"        {transfers_words(a)}")
             shown = a.transfers[:6]
             lines.append("        " + ", ".join(f"{v.transfer.instruction.name} ({v.transfer.direction}, {v.verdict})"
                                                 for v in shown) + (" ..." if len(a.transfers) > len(shown) else ""))
         if a.why is not Why.TRANSFERRED:
-            lines.append(f"        {a.why}: {a.detail}")
-        elif a.detail and not a.detail.endswith("carry the name"):
-            lines.append(f"        {a.detail}")
+            lines.append(f"        {a.why}: {detail_words(a.detail)}")
+        elif a.detail and a.detail[-1].fact is not Fact.CARRY_THE_NAME:
+            lines.append(f"        {detail_words(a.detail)}")
     if account.unaccounted:
         lines.append("  reasons: " + "; ".join(f"{w}: {WHY_MEANING[w]}"
                                                for w in dict.fromkeys(a.why for a in account.unaccounted)))
@@ -97,15 +107,16 @@ def _accounted_dict(a: Accounted) -> dict[str, Any]:
     b = a.bytes_per_step
     return {
         "kind": str(a.asked.kind),
-        "what": a.asked.what,
-        "policy": a.asked.policy,
+        "what": asked_what(a.asked),
+        "policy": asked_policy(a.asked),
         "memory": a.asked.memory,
         "source": str(w) if w is not None else "",
         "source_file": w.file if w is not None else "",
         "source_line": w.line if w is not None else None,
         "why": str(a.why),
         "produced_transfers": not a.produced_no_transfer and a.why not in (Why.NOT_INSPECTABLE, Why.NOT_A_TRANSFER),
-        "detail": a.detail,
+        "detail": detail_words(a.detail),
+        "facts": [fact_dict(d) for d in a.detail],
         "suggestions": list(a.suggestions),
         "transfers": [v.transfer.instruction.name for v in a.transfers],
         "to_host_bytes_per_step": b[Direction.TO_HOST],
@@ -122,5 +133,6 @@ def intent_dict(account: IntentAccount) -> dict[str, Any]:
         "headline": intent_headline(account),
         "requests": [_accounted_dict(a) for a in account.items],
         "unaccounted": len(account.unaccounted),
-        "checked": list(account.checked),
+        "checked": [fact_words(c) for c in account.checked],
+        "checked_facts": [fact_dict(c) for c in account.checked],
     }

@@ -43,7 +43,7 @@ def _timing(t: TransferTiming | None) -> dict[str, Any] | None:
             "duration_us": round(t.duration_us, 3), "executions": t.executions,
             "compute_beside_us": round(t.compute_beside_us, 3), "beside_compute": len(t.beside_compute),
             "beside_collectives": list(t.beside_collectives), "beside_transfers": list(t.beside_transfers),
-            "matched": t.matched}
+            "matched": t.matched, "queued_us": round(t.queued_us, 3), "queued_behind": list(t.queued_behind)}
 
 
 def transfer_dict(report: Report, v: Verdict) -> dict[str, Any]:
@@ -83,8 +83,17 @@ def transfer_dict(report: Report, v: Verdict) -> dict[str, Any]:
         "input_ready": _input_ready(v.input_ready),
         "first_use": _first_use(v.first_use),
         "simulated": _timing(v.timing),
+        "xla_stream": _stream(report, v),
         **_xla_transfer(report, v),
     }
+
+
+def _stream(report: Report, v: Verdict) -> str | None:
+    """XLA's execution stream for the transfer's start (``compute:N``), None for a synchronous one."""
+    if report.streams is None:
+        return None
+    s = report.streams.stream_of(v.transfer.computation, v.transfer.instruction.name)
+    return s.label if s is not None else None
 
 
 def _xla_transfer(report: Report, v: Verdict) -> dict[str, Any]:

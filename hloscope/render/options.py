@@ -7,8 +7,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class RenderOptions:
-    """verbose: add per-transfer detail (window contents) where a format has room for it.
-    color: allow terminal colour (only where the output is a terminal)."""
+    """label: the name a report without a file of its own is shown under (a step compiled in a
+    test is shown under the test's name; the report itself is not made again)."""
 
-    verbose: bool = False
-    color: bool = False
+    label: str | None = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
+from hloscope.analysis.host_work import HostWork
 from hloscope.analysis.intent import account_of
 from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.report import Report
@@ -81,18 +82,24 @@ def transfer_row(v: Verdict) -> list[str]:
             us_cell(v.est_transfer_us), us_cell(v.est_hidden_us), v.verdict.upper()]
 
 
+def stream_cell(report: Report, v: Verdict) -> str:
+    """XLA's execution stream of the transfer's start (``compute:2``), ``-`` for a synchronous one."""
+    s = report.streams.stream_of(v.transfer.computation, v.transfer.instruction.name) if report.streams else None
+    return s.label if s is not None else "-"
+
+
 class TableRenderer:
     name = "table"
     extension = ".txt"
 
     def render(self, report: Report, out: TextIO, options: RenderOptions) -> None:
-        out.write("\n".join(self.lines(report)) + "\n")
+        out.write("\n".join(self.lines(report, options.label)) + "\n")
 
-    def lines(self, report: Report) -> list[str]:
+    def lines(self, report: Report, label: str | None = None) -> list[str]:
         s = report.summary
         t = report.target
         lines = [
-            f"hloscope report: {report.module.source_path or report.inputs.label or '<text>'}: "
+            f"hloscope report: {report.module.source_path or label or report.inputs.label or '<text>'}: "
             f"module {report.module.name} "
             f"({'scheduled' if report.module.is_scheduled else 'NOT scheduled'}), "
             f"target {t.name} ({t.description}, host link {t.host_link}: {link_figures(report)})",
@@ -110,6 +117,10 @@ class TableRenderer:
                 at = headers.index("~xfer us") + 1
                 headers = [*headers[:at], "xla us", *headers[at:]]
                 rows = [[*r[:at], xla_cell(report, v), *r[at:]] for r, v in zip(rows, report.verdicts, strict=True)]
+            if report.streams is not None and report.streams.streams:  # XLA's execution stream of each start
+                at = headers.index("window")
+                headers = [*headers[:at], "stream", *headers[at:]]
+                rows = [[*r[:at], stream_cell(report, v), *r[at:]] for r, v in zip(rows, report.verdicts, strict=True)]
             lines += format_columns(headers, rows)
             if not report.module.is_scheduled:
                 lines.append("note: module before optimizations: logical bytes are whole arrays before "
@@ -148,6 +159,7 @@ class TableRenderer:
                              f"{human_bytes(lp.to_host_bytes)}, to device {human_bytes(lp.to_device_bytes)}")
         if s.unknown_trip_counts:
             lines.append("note: trip count unknown for " + ", ".join(s.unknown_trip_counts) + " (counted once)")
+        lines += host_work_lines(report.host_work)
         lines += xla_legend(report)
         lines += memory_lines(report)
         if report.measured is not None:
@@ -155,3 +167,27 @@ class TableRenderer:
         lines.append("all *us figures are roofline estimates (docs/cost-model.md), not measurements"
                      + ("; the measured ones are marked so" if report.measured is not None else ""))
         return lines
+
+
+def host_work_lines(work: HostWork) -> list[str]:
+    """In-place host accesses and host computations: not transfers, named apart."""
+    lines: list[str] = []
+    for a in work.accesses:
+        what = " and ".join(x for x in (f"reads {human_bytes(a.read_bytes)}" if a.read_bytes else "",
+                                        f"writes {human_bytes(a.written_bytes)}" if a.written_bytes else "") if x)
+        lines.append(f"in-place host access: {a.instruction.name} ({a.op}, {a.computation} x{a.executions}) {what} "
+                     "of host memory directly, with no transfer op: it runs at host-link speed; copy the "
+                     "operand to device memory first if it is read more than once")
+    for c in work.compute:
+        if c.start is None:
+            lines.append(f"host compute: {c.computation} ({c.instructions} instructions) runs on the "
+                         f"{c.thread} thread; no async start enters it (called from another computation, or not "
+                         "at all)")
+            continue
+        done = c.done.name if c.done is not None else "no done"
+        lines.append(f"host compute: {c.computation} ({c.instructions} instructions) runs on the {c.thread} thread, "
+                     f"entered by {c.start.name} ({human_bytes(c.operand_bytes)} in) and left by {done} "
+                     f"({human_bytes(c.result_bytes)} out) in {c.caller}; not judged as GPU kernels "
+                     "(XLA's scheduler does not schedule host computations)")
+    return lines
+

@@ -51,6 +51,18 @@ def reason_text(v: Verdict) -> str:
     return window + (f"; {hidden}" if hidden else "") + " (estimates)"
 
 
+def stream_queue_clause(v: Verdict) -> str | None:
+    """The ops ahead of the transfer on its XLA execution stream and the time it lost behind them
+    (None when it did not wait there)."""
+    t = v.timing
+    if t is None or t.stream is None or t.queued_us < 0.05 or not t.queued_behind:
+        return None
+    ahead = ", ".join(t.queued_behind[:3]) + (f" and {len(t.queued_behind) - 3} more" if len(t.queued_behind) > 3
+                                               else "")
+    return (f"it shares XLA's {t.stream.kind.value} stream {t.stream.number} with {ahead}, issued ahead of it "
+            f"and still running: it waited ~{t.queued_us:.1f} us behind them before its bytes moved")
+
+
 def _link(v: Verdict) -> str:
     return "D->H" if v.transfer.direction is Direction.TO_HOST else "H->D"
 
@@ -130,6 +142,8 @@ def explain(v: Verdict) -> str:
         text += f"; shares the host link with {len(v.other_transfers)} other transfer(s) in its window"
     if v.reason is not Reason.SIMULATED and slowed_by_link(v):
         text += f"; {exposed_clause(v)}"
+    if queue := stream_queue_clause(v):
+        text += f"; {queue}"
     if v.verdict in (VerdictKind.EXPOSED, VerdictKind.PARTIAL) and v.pair is not None:
         hints = []
         if v.input_ready is not None:

@@ -26,6 +26,7 @@ from hloscope.check.config import config_from_mapping
 from hloscope.check.run import NothingToCheck, run_check
 from hloscope.check.subject import Subject, load_path
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_NOTHING_TO_CHECK, HloscopeError
+from hloscope.render.check_words import violation_message
 from hloscope.targets import get_target
 
 H100 = get_target("h100-sxm")
@@ -48,7 +49,7 @@ def test_no_exposed_fails_on_a_window_with_no_compute_and_names_tensor_source_an
     result = check(subject("llama_offload.hlo.txt"), no_exposed=True)
     # Then the check fails on that transfer, with its source line and exposure
     bad = [v for v in result.violations if v.record and v.record.instruction == "dynamic-slice-start.2.0"]
-    assert bad, [v.message for v in result.violations]
+    assert bad, [violation_message(v) for v in result.violations]
     v = bad[0]
     assert v.verdict is not None and v.verdict.reason is Reason.ONLY_FREE_OPS
     report = fixture_report("llama_offload.hlo.txt")
@@ -76,7 +77,7 @@ def test_no_sync_on_a_real_step_with_synchronous_offloads() -> None:
     result = check(subj, no_sync=True)
     assert {v.record.instruction for v in result.violations if v.record} == {
         "loop_dynamic_slice_fusion.1", "loop_dynamic_update_slice_fusion.3", "loop_dynamic_update_slice_fusion.4"}
-    assert all("synchronous" in v.message for v in result.violations)
+    assert all("synchronous" in violation_message(v) for v in result.violations)
     assert check(subject("mlp_offload.hlo.txt"), no_sync=True).passed  # the same step, asyncified
 
 
@@ -124,7 +125,7 @@ def test_expect_offloaded_names() -> None:
     ok = check(subject("llama_offload.hlo.txt"), expect_offloaded=["*dynamic_slice*"])
     assert not ok.passed  # the dynamic_slice op path names the to-device reads, not the offloads
     assert rules_broken(ok) == {"expect-offloaded"}
-    assert "names: (unnamed)" in ok.violations[0].message
+    assert "names: (unnamed)" in violation_message(ok.violations[0])
 
 
 def test_annotations_accounted_async_removed_and_sync() -> None:
@@ -142,7 +143,7 @@ def test_annotations_accounted_async_removed_and_sync() -> None:
     # The synchronous compile: its artifact folder carries the unoptimized module.
     sync = check(load_path(str(DATA / "mlp_sync"), H100), annotations_accounted=True)
     assert rules_broken(sync) == {"annotations-accounted"}
-    assert all("became a synchronous copy" in v.message for v in sync.violations)
+    assert all("became a synchronous copy" in violation_message(v) for v in sync.violations)
 
 
 def test_annotations_removed_is_reported() -> None:

@@ -27,6 +27,7 @@ from check_helpers import FIXTURES
 from hloscope.check.rules import RULES
 from hloscope.cli.main import main
 from hloscope.errors import EXIT_CHECK_FAILED
+from hloscope.render.check_meaning import rule_meaning
 
 LLAMA = str(FIXTURES / "llama_offload.hlo.txt")
 
@@ -124,7 +125,7 @@ def test_rules_are_the_rule_table(capsys: pytest.CaptureFixture[str], tmp_path: 
     _, log = check_sarif(capsys, LLAMA, "--no-exposed")
     driver = log["runs"][0]["tool"]["driver"]
     assert [r["id"] for r in driver["rules"]] == [*RULES, "baseline"]
-    assert driver["rules"][0]["shortDescription"]["text"] == RULES["no-sync"].meaning
+    assert driver["rules"][0]["shortDescription"]["text"] == rule_meaning("no-sync")
     # outside the working folder, the source is an absolute file URI
     uri = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
     assert uri["uri"].startswith("file:///") and "uriBaseId" not in uri

@@ -64,8 +64,14 @@ def test_compile_never_overwrites_an_earlier_folder(tmp_path: Path, monkeypatch:
     assert json.loads((second / "manifest.json").read_text())["config"]["batch"] == 4
     assert json.loads((first / "manifest.json").read_text()) == manifest
     capsys.readouterr()
-    # The same compile again: one line, exit 2, naming the folder and --force; nothing written.
-    assert main(base) == 2
+    # The same compile again (#27): the folder holds it, so it is read, not compiled: exit 0, one line
+    # naming the folder and --force; nothing written.
+    assert main(base) == 0
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and str(first) in err and "--force" in err
+    assert json.loads((first / "manifest.json").read_text()) == manifest
+    # Another compile into that folder: one line, exit 2, naming the folder and --force; nothing written.
+    assert main([*base, "--policy", "remat", "--out", str(first)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and str(first) in err and "--force" in err
     assert json.loads((first / "manifest.json").read_text()) == manifest
@@ -90,3 +96,35 @@ def test_compile_step_writes_an_artifact_folder_analyze_reads(tmp_path: Path) ->
     # 2 layers x bf16[8,1024] per device to host, read back from the folder with its memory facts.
     assert again.summary.to_host_bytes_per_step == 2 * 8 * 1024 * 2
     assert again.memory is not None and again.memory == report.memory
+
+
+@pytest.mark.xla
+def test_xla_dump_to_is_written_where_the_flag_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    # #27: --xla-flag xla_dump_to=DIR is XLA's own dump, kept there (it was replaced by a scratch folder
+    # hloscope removed); a DIR that names a file is one line, exit 2.
+    from hloscope.cli.main import main
+    from hloscope.hlo.parser import parse_hlo
+
+    monkeypatch.chdir(tmp_path)
+    base = ["compile", "--workload", "mlp", "--set", "layers=2"]
+    assert main([*base, "--xla-flag", "xla_dump_to=dump", "--out", "a"]) == 0
+    dumped = sorted(p.name for p in (tmp_path / "dump").iterdir())
+    optimized = [n for n in dumped if n.endswith("after_optimizations.txt")]
+    assert optimized and any(n.endswith("before_optimizations.txt") for n in dumped)
+    # The dump is this compile's: XLA's optimized module there schedules what the artifact's does (the
+    # dump orders its stack-frame table differently), and the memory texts are read from it.
+    def schedule(path: Path) -> list[str]:
+        module = parse_hlo(path.read_text())
+        return [i.name for i in module.computations[module.entry_name].instructions]
+
+    ours = schedule(tmp_path / "a" / "optimized.hlo.txt")
+    assert len(ours) > 10 and schedule(tmp_path / "dump" / optimized[-1]) == ours
+    assert (tmp_path / "a" / "memory-usage-report.txt").read_text() == next(
+        (tmp_path / "dump").glob("*after_optimizations-memory-usage-report.txt")).read_text()
+    capsys.readouterr()
+    (tmp_path / "file").write_text("x")
+    assert main([*base, "--xla-flag", "xla_dump_to=file", "--out", "b"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("hloscope: error: --xla-flag xla_dump_to=file: names a file") and err.count("\n") == 1
+    assert not (tmp_path / "b").exists()

@@ -145,7 +145,8 @@ def test_refuses_to_overwrite_a_foreign_folder(tmp_path, capsys: pytest.CaptureF
     assert main(["compile", "--workload", "mlp", "--out", str(art)]) == 0
     (art / "stale.txt").write_text("old")
     capsys.readouterr()
-    assert main(["compile", "--workload", "mlp", "--out", str(art)]) == 2
+    # (#27: the same compile again reads the folder; another one into it is refused)
+    assert main(["compile", "--workload", "mlp", "--policy", "remat", "--out", str(art)]) == 2
     assert "--force replaces it" in capsys.readouterr().err and (art / "stale.txt").exists()
     assert main(["compile", "--workload", "mlp", "--out", str(art), "--force"]) == 0
     assert not (art / "stale.txt").exists()

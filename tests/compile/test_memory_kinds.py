@@ -16,8 +16,11 @@ from typing import Any
 import pytest
 
 import hloscope
+from hloscope.compile.request import CompileRequest
 from hloscope.errors import HloscopeError
 
+#: The steps here compile for 8 H100s (the mesh each test passes decides the devices).
+H100 = CompileRequest("h100-sxm", fn=f"{__name__}:step")
 SHARD = 128 * 1024 * 4  # f32[128,1024]: one device's slice of f32[1024,1024]
 _COPY = re.compile(r"= \((\S+), (\S+), u32\[\]\) copy-start\(")
 
@@ -68,7 +71,7 @@ def test_parameter_offloading_streams_the_weights_in() -> None:
     import jax
     import jax.numpy as jnp
 
-    from hloscope.compile.deviceless import compile_step
+    from hloscope.compile.deviceless import StepOptions, compile_step
 
     mesh = _mesh()
     dev, host = _shardings(mesh)
@@ -80,7 +83,7 @@ def test_parameter_offloading_streams_the_weights_in() -> None:
     step = jax.jit(body, in_shardings=(host, dev), out_shardings=dev)
     w = jax.ShapeDtypeStruct((1024, 1024), jnp.float32)
     x = jax.ShapeDtypeStruct((256, 1024), jnp.float32)
-    result = compile_step(step, w, x, mesh=mesh, target="h100-sxm")
+    result = compile_step(H100, step, (w, x), StepOptions(mesh=mesh))
     assert '_xla_buffer_placement="device"' in result.unoptimized_hlo.replace(" ", "")
     assert "f32[128,1024]{1,0:S(5)}" in result.optimized_hlo.split("\n", 1)[0]  # the parameter lives in host memory
     assert _copies(result.optimized_hlo) == {"to_host": [], "to_device": ["f32[128,1024]{1,0}"]}
@@ -93,7 +96,7 @@ def test_optimizer_state_offloading() -> None:
     import jax
     import jax.numpy as jnp
 
-    from hloscope.compile.deviceless import compile_step
+    from hloscope.compile.deviceless import StepOptions, compile_step
 
     mesh = _mesh()
     dev, host = _shardings(mesh)
@@ -107,8 +110,8 @@ def test_optimizer_state_offloading() -> None:
 
     on_dev = jax.ShapeDtypeStruct((1024, 1024), jnp.float32, sharding=dev)
     on_host = jax.ShapeDtypeStruct((1024, 1024), jnp.float32, sharding=host)
-    result = compile_step(update, on_dev, on_host, on_host, on_dev, mesh=mesh, target="h100-sxm",
-                          out_shardings=(dev, host, host), donate_argnums=(0, 1, 2))
+    result = compile_step(H100, update, (on_dev, on_host, on_host, on_dev),
+                          StepOptions(mesh=mesh, out_shardings=(dev, host, host), donate_argnums=(0, 1, 2)))
     copies = _copies(result.optimized_hlo)
     assert len(copies["to_device"]) == 2 and len(copies["to_host"]) == 2
     assert result.memory["host_argument_size_in_bytes"] == 2 * SHARD
@@ -122,12 +125,12 @@ def test_output_offloading() -> None:
     import jax
     import jax.numpy as jnp
 
-    from hloscope.compile.deviceless import compile_step
+    from hloscope.compile.deviceless import StepOptions, compile_step
 
     mesh = _mesh()
     dev, host = _shardings(mesh)
     x = jax.ShapeDtypeStruct((1024, 1024), jnp.float32, sharding=dev)
-    result = compile_step(lambda a: jnp.tanh(a @ a), x, mesh=mesh, target="h100-sxm", out_shardings=host)
+    result = compile_step(H100, lambda a: jnp.tanh(a @ a), (x,), StepOptions(mesh=mesh, out_shardings=host))
     assert _copies(result.optimized_hlo) == {"to_host": ["f32[128,1024]{1,0:S(5)}"], "to_device": []}
     assert result.memory["host_output_size_in_bytes"] == SHARD
     assert _summary(result)["to_host_bytes_per_step"] == SHARD
@@ -140,7 +143,7 @@ def test_device_put_round_trip_inside_jit() -> None:
     import jax
     import jax.numpy as jnp
 
-    from hloscope.compile.deviceless import compile_step
+    from hloscope.compile.deviceless import StepOptions, compile_step
 
     mesh = _mesh()
     dev, host = _shardings(mesh)
@@ -153,10 +156,10 @@ def test_device_put_round_trip_inside_jit() -> None:
             h, z = jax.lax.optimization_barrier((h, z))
         return z + jax.device_put(h, dev)
 
-    folded = compile_step(lambda a: step(a, False), x, mesh=mesh, target="h100-sxm")
+    folded = compile_step(H100, lambda a: step(a, False), (x,), StepOptions(mesh=mesh))
     assert folded.unoptimized_hlo.count("annotate_device_placement") == 2
     assert _copies(folded.optimized_hlo) == {"to_host": [], "to_device": []}
-    kept = compile_step(lambda a: step(a, True), x, mesh=mesh, target="h100-sxm")
+    kept = compile_step(H100, lambda a: step(a, True), (x,), StepOptions(mesh=mesh))
     assert _copies(kept.optimized_hlo) == {"to_host": ["f32[128,1024]{1,0:S(5)}"],
                                            "to_device": ["f32[128,1024]{1,0}"]}
     assert kept.memory["host_temp_size_in_bytes"] == SHARD
@@ -170,7 +173,7 @@ def test_step_without_arguments_compiles_for_the_mesh() -> None:
     import jax.numpy as jnp
     from jax.sharding import NamedSharding, PartitionSpec
 
-    from hloscope.compile.deviceless import compile_step
+    from hloscope.compile.deviceless import StepOptions, compile_step
 
     mesh = _mesh()
     on_host = NamedSharding(mesh, PartitionSpec(), memory_kind="pinned_host")
@@ -180,7 +183,7 @@ def test_step_without_arguments_compiles_for_the_mesh() -> None:
             return carry, (jax.device_put(jnp.array(1.0), on_host), jnp.array(2.0))
         return jax.lax.scan(body, None, length=4)[1]
 
-    result = compile_step(f, mesh=mesh, target="h100-sxm")
+    result = compile_step(H100, f, (), StepOptions(mesh=mesh))
     assert result.devices == 8 and result.target == "h100-sxm"
     assert "entry_computation_layout={()->(f32[4]{0:S(5)}, f32[4]{0})}" in result.optimized_hlo
     assert result.memory["host_output_size_in_bytes"] == 16
@@ -199,21 +202,23 @@ def test_bad_placements_are_one_line_exit_2(case: str, message: str) -> None:
     import numpy as np
     from jax.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
 
-    from hloscope.compile.deviceless import compile_step, make_mesh
+    from hloscope.compile.deviceless import StepOptions, compile_step, make_mesh
 
     mesh = _mesh()
     cpu = jax.devices("cpu")[0]
     x = jax.ShapeDtypeStruct((64, 64), jnp.float32)
     calls = {
         "hbm": lambda: compile_step(
-            lambda a: jax.device_put(a, NamedSharding(mesh, PartitionSpec(), memory_kind="hbm")), x, mesh=mesh),
+            H100, lambda a: jax.device_put(a, NamedSharding(mesh, PartitionSpec(), memory_kind="hbm")), (x,),
+            StepOptions(mesh=mesh)),
         "cpu-arg": lambda: compile_step(
-            lambda a: a * 2, jax.ShapeDtypeStruct((64, 64), jnp.float32, sharding=SingleDeviceSharding(cpu)),
-            mesh=mesh),
+            H100, lambda a: a * 2, (jax.ShapeDtypeStruct((64, 64), jnp.float32, sharding=SingleDeviceSharding(cpu)),),
+            StepOptions(mesh=mesh)),
         "cpu-in-step": lambda: compile_step(
-            lambda: jax.device_put(jnp.ones(4), SingleDeviceSharding(cpu, memory_kind="pinned_host")), mesh=mesh),
-        "other-target": lambda: compile_step(lambda a: a * 2, x, mesh=make_mesh("b200", 8), target="h100-sxm"),
-        "cpu-mesh": lambda: compile_step(lambda a: a * 2, x, mesh=Mesh(np.array([cpu]), ("fsdp",))),
+            H100, lambda: jax.device_put(jnp.ones(4), SingleDeviceSharding(cpu, memory_kind="pinned_host")), (),
+            StepOptions(mesh=mesh)),
+        "other-target": lambda: compile_step(H100, lambda a: a * 2, (x,), StepOptions(mesh=make_mesh("b200", 8))),
+        "cpu-mesh": lambda: compile_step(H100, lambda a: a * 2, (x,), StepOptions(mesh=Mesh(np.array([cpu]), ("fsdp",)))),
     }
     with pytest.raises(HloscopeError) as err:
         calls[case]()
@@ -259,19 +264,19 @@ def test_unpinned_host_result_compiles_and_argument_is_refused() -> None:
     import jax.numpy as jnp
     from jax.sharding import NamedSharding, PartitionSpec
 
-    from hloscope.compile.deviceless import compile_step
+    from hloscope.compile.deviceless import StepOptions, compile_step
 
     mesh = _mesh()
     dev, _ = _shardings(mesh)
     unpinned = NamedSharding(mesh, PartitionSpec("fsdp"), memory_kind="unpinned_host")
     x = jax.ShapeDtypeStruct((1024, 1024), jnp.float32, sharding=dev)
-    out = compile_step(lambda a: jnp.tanh(a @ a), x, mesh=mesh, target="h100-sxm", out_shardings=unpinned)
+    out = compile_step(H100, lambda a: jnp.tanh(a @ a), (x,), StepOptions(mesh=mesh, out_shardings=unpinned))
     assert "->f32[128,1024]{1,0:S(6)}}" in out.optimized_hlo.split("\n", 1)[0]
     assert _copies(out.optimized_hlo) == {"to_host": ["f32[128,1024]{1,0:S(5)}"], "to_device": []}
     assert out.memory["host_output_size_in_bytes"] == SHARD
     with pytest.raises(HloscopeError) as err:
-        compile_step(lambda a: jnp.tanh(jax.device_put(a, dev) @ a.T),
-                     jax.ShapeDtypeStruct((1024, 1024), jnp.float32, sharding=unpinned), mesh=mesh)
+        compile_step(H100, lambda a: jnp.tanh(jax.device_put(a, dev) @ a.T),
+                     (jax.ShapeDtypeStruct((1024, 1024), jnp.float32, sharding=unpinned),), StepOptions(mesh=mesh))
     assert err.value.exit_code == 2 and "\n" not in str(err.value)
     assert "1 argument(s) in memory_kind='unpinned_host' (f32[128,1024] per device)" in str(err.value)
 

@@ -30,13 +30,15 @@ def _fsdp_step(target: str, devices: int, scheduler: Scheduler) -> Any:
     import jax.numpy as jnp
     from jax.sharding import NamedSharding, PartitionSpec
 
-    from hloscope.compile.deviceless import compile_step, make_mesh
+    from hloscope.compile.deviceless import StepOptions, compile_step, make_mesh
+    from hloscope.compile.request import CompileRequest
 
     mesh = make_mesh(target, devices)
     s = NamedSharding(mesh, PartitionSpec("fsdp"))
     w = jax.ShapeDtypeStruct((2048, 2048), jnp.bfloat16, sharding=s)
     x = jax.ShapeDtypeStruct((64 * devices, 2048), jnp.bfloat16, sharding=s)
-    return compile_step(lambda w, x: jnp.tanh(x @ w) @ w.T, w, x, mesh=mesh, target=target, scheduler=scheduler)
+    request = CompileRequest(target, devices, fn=f"{__name__}:fsdp_step", scheduler=scheduler)
+    return compile_step(request, lambda w, x: jnp.tanh(x @ w) @ w.T, (w, x), StepOptions(mesh=mesh))
 
 
 def test_each_scheduler_sets_its_options_and_is_read_back() -> None:

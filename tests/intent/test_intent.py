@@ -23,6 +23,7 @@ from hloscope.analysis.intent import (
     intent_to_dict,
 )
 from hloscope.analysis.kinds import Direction
+from hloscope.render.intent_words import detail_words
 from tests.intent import steps
 
 pytestmark = pytest.mark.xla
@@ -97,7 +98,7 @@ def test_checkpoint_name_on_the_scan_carry_is_not_a_residual() -> None:
     [tag] = compiled("scan_carry")[0].intent.tags
     assert tag.name == "residual_stream" and tag.carry and not tag.host_copy
     [item] = account("scan_carry").items
-    assert item.why is Why.NOT_A_RESIDUAL and "loop carry" in item.detail and "jax#23869" in item.detail
+    assert item.why is Why.NOT_A_RESIDUAL and "loop carry" in detail_words(item.detail) and "jax#23869" in detail_words(item.detail)
     assert item.produced_no_transfer
 
 
@@ -139,7 +140,7 @@ def test_custom_policy_is_not_inspectable_not_an_error() -> None:
     acc = account("custom_policy")
     [item] = acc.items
     assert item.why is Why.NOT_INSPECTABLE and not acc.unaccounted
-    assert "policy not inspectable" in item.detail and "not inspectable" in lines(acc).splitlines()[0]
+    assert "policy not inspectable" in detail_words(item.detail) and "not inspectable" in lines(acc).splitlines()[0]
 
 
 def test_parameter_offload_from_the_guide() -> None:
@@ -165,7 +166,7 @@ def test_optimizer_state_offload_from_the_guide() -> None:
 def test_host_copy_nobody_reads_is_dropped_while_lowering() -> None:
     assert host_annotations("unused_host_put") == 0 and host_buffers("unused_host_put") == 0
     [item] = account("unused_host_put").items
-    assert item.why is Why.DROPPED_IN_LOWERING and "nothing in the step reads its result" in item.detail
+    assert item.why is Why.DROPPED_IN_LOWERING and "nothing in the step reads its result" in detail_words(item.detail)
 
 
 @pytest.mark.parametrize("case", ["typo", "scan_carry", "maxtext_switches", "custom_policy", "optimizer_offload"])
@@ -192,7 +193,7 @@ def test_name_saved_on_device_by_another_policy() -> None:
     assert by_name["logits"].why is Why.TRANSFERRED
     assert by_name["logits"].bytes_per_step[Direction.TO_HOST] == ACTIVATION  # f32[32,256], once per step
     assert by_name["mlp_hidden"].why is Why.SAVED_ON_DEVICE
-    assert "save_only_these_names" in by_name["mlp_hidden"].detail
+    assert "save_only_these_names" in detail_words(by_name["mlp_hidden"].detail)
     assert [t for t in compiled("saved_on_device")[0].intent.tags if t.name == "mlp_hidden" and t.host_copy] == []
 
 
@@ -217,7 +218,7 @@ def test_compute_on_host_is_found_as_a_host_call() -> None:
     assert calls, "XLA made a host call of the compute_on function"
     [item] = account("host_compute").items
     assert item.asked.placement is not None and item.asked.placement.kind is PlacementKind.COMPUTE_ON
-    assert item.why is Why.NOT_A_TRANSFER and calls[0] in item.detail
+    assert item.why is Why.NOT_A_TRANSFER and calls[0] in detail_words(item.detail)
     assert not account("host_compute").unaccounted
 
 
@@ -228,11 +229,11 @@ def test_round_trip_xla_folds_away_is_removed_by_xla() -> None:
     assert not re.search(r"copy-start|S\(5\)", result.optimized_hlo)
     acc = account("round_trip")
     [item] = acc.items
-    assert item.why is Why.REMOVED_BY_XLA and "xla#20373" in item.detail and acc.unaccounted == (item,)
+    assert item.why is Why.REMOVED_BY_XLA and "xla#20373" in detail_words(item.detail) and acc.unaccounted == (item,)
 
 
 def test_custom_policy_closure_strings_are_shown_not_interpreted() -> None:
     [policy] = compiled("closure_policy")[0].intent.policies
     assert not policy.inspectable and policy.mentions == ("mlp_hidden", "attn_out")
     [item] = account("closure_policy").items
-    assert item.why is Why.NOT_INSPECTABLE and "strings in its closure: mlp_hidden, attn_out" in item.detail
+    assert item.why is Why.NOT_INSPECTABLE and "strings in its closure: mlp_hidden, attn_out" in detail_words(item.detail)

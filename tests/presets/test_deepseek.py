@@ -26,13 +26,15 @@ HOST = re.compile(r"bf16\[([0-9,]+)\]\{[0-9,]+:S\(5\)\}")
 @functools.cache
 def _compile(target: str = "h100-sxm", devices: int = 8, **sets: str) -> Any:
     from hloscope.compile import workloads
-    from hloscope.compile.deviceless import compile_step, make_mesh
+    from hloscope.compile.deviceless import StepOptions, compile_step, make_mesh
+    from hloscope.compile.request import CompileRequest, xla_flag_texts
 
     wl, cfg = resolve("deepseek", dict(sets))
     mesh = make_mesh(target, devices, workloads.mesh_axes(cfg, devices))
     fn, args = wl.build(cfg, mesh)
-    return compile_step(fn, *args, mesh=mesh, target=target, donate_argnums=(0, 1, 2),
-                        flags=workloads.xla_flags(cfg))
+    request = CompileRequest(target, devices, workload="deepseek",
+                             xla_flags=tuple(xla_flag_texts(workloads.xla_flags(cfg))))
+    return compile_step(request, fn, args, StepOptions(mesh=mesh, donate_argnums=(0, 1, 2)))
 
 
 def _host_shapes(text: str) -> set[tuple[int, ...]]:

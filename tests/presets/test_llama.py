@@ -21,12 +21,14 @@ GEMM = re.compile(r"^%gemm_fusion_dot[.0-9]*_computation \((.*)\) -> ", re.M)
 
 @functools.cache
 def _compile(target: str = "h100-sxm", devices: int = 8, **sets: str) -> Any:
-    from hloscope.compile.deviceless import compile_step, make_mesh
+    from hloscope.compile.deviceless import StepOptions, compile_step, make_mesh
+    from hloscope.compile.request import CompileRequest, xla_flag_texts
 
     wl, cfg = resolve("llama", dict(sets))
     mesh = make_mesh(target, devices)
     fn, args = wl.build(cfg, mesh)
-    return compile_step(fn, *args, mesh=mesh, target=target, donate_argnums=(0, 1, 2), flags=xla_flags(cfg))
+    request = CompileRequest(target, devices, workload="llama", xla_flags=tuple(xla_flag_texts(xla_flags(cfg))))
+    return compile_step(request, fn, args, StepOptions(mesh=mesh, donate_argnums=(0, 1, 2)))
 
 
 def _gemm_operand_types(text: str) -> list[str]:

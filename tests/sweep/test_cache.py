@@ -11,20 +11,24 @@ import json
 import multiprocessing as mp
 import os
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 from hloscope.cli.main import main
 from hloscope.compile.cache import CompileCache, Lookup, key_of, module_key_text
 from hloscope.compile.deviceless import CompileResult
+from hloscope.compile.result import CacheInfo, TensorName
 
 
-def _result(text: str, seconds: float = 1.5) -> CompileResult:
+def _result(text: str, seconds: float = 1.5, cache: CacheInfo | None = None,
+            tensor_names: list[TensorName] | None = None) -> CompileResult:
     return CompileResult(
         optimized_hlo=text, unoptimized_hlo="HloModule before\n", memory={"temp_size_in_bytes": 7},
         options={"xla_gpu_enable_latency_hiding_scheduler": True}, versions={"jax": "x"}, target="h100-sxm",
         devices=8, mesh_shape={"fsdp": 8}, compile_seconds=seconds, device_memory_size=80 * 2**30,
-        extra_files={"memory-usage-report.txt": "report\n"})
+        extra_files={"memory-usage-report.txt": "report\n"}, cache=cache or CacheInfo(),
+        tensor_names=tensor_names or [])
 
 
 def test_put_then_get_returns_what_was_stored(tmp_path: Path) -> None:
@@ -166,8 +170,9 @@ def test_request_memo_key_follows_what_shapes_the_module(tmp_path: Path, monkeyp
     cache = CompileCache(tmp_path / "cache")
     k = key_of({"module": "memo"})
     assert cache.put(k, result, {"module": "memo"})
-    result.cache = {"hit": False, "key": k}
-    result.tensor_names = [{"name": "act", "role": None}]
+    # The compile that stored it, as the sweep holds it: its cache word and the names from its trace.
+    name = cast(TensorName, {"name": "act", "role": None})
+    result = _result("HloModule memo\n", cache=CacheInfo(hit=False, key=k), tensor_names=[name])
     assert load_request(req) is None
     remember_request(req, result, {"workload": "mlp", "config": {"batch": 8}})
     found = load_request(req)

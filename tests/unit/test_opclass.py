@@ -8,7 +8,6 @@ import pytest
 
 from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.kinds import Direction
-from hloscope.analysis.names import name_transfers
 from hloscope.analysis.opclass import Resource, is_done, resource_of, value_shape
 from hloscope.analysis.transfers import find_host_transfers
 from hloscope.hlo.model import Module
@@ -76,7 +75,7 @@ def test_source_walk_passes_an_opt_barrier() -> None:
     barrier = next(i for c in module.computations.values() for i in c.instructions if i.opcode == "opt-barrier")
     assert barrier.name == "optimization_barrier.1"
     index = ModuleIndex(module)
-    (t,) = name_transfers(index, find_host_transfers(index))
+    (t,) = find_host_transfers(index)
     assert t.is_annotation and t.direction is Direction.TO_HOST
     assert t.source is not None and t.source.file.endswith("opt_barrier_step.py") and t.source.line == 15
 

@@ -138,6 +138,40 @@ def test_no_report_is_patched_outside_the_pipeline() -> None:
     assert found == {}
 
 
+#: What transfers, verdicts and compile results are called where they are handled.
+_MADE_ONCE = ("transfer", "verdict", "result", "timing")
+
+
+def _replace_calls_on_made_once(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text())
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args:
+            fn = node.func
+            name = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else ""
+            first = ast.unparse(node.args[0]).rsplit(".", 1)[-1].lower()
+            if name == "replace" and (first in ("t", "v", "w", "r") or any(k in first for k in _MADE_ONCE)):
+                out.append(f"{node.lineno}: {ast.unparse(node)[:80]}")
+    return out
+
+
+def test_no_transfer_verdict_or_compile_result_is_patched() -> None:
+    # Names, verdicts and timings are computed before the objects that hold them are built (issue 26
+    # item 5): no dataclasses.replace of a HostTransfer, Verdict or CompileResult in the package.
+    found = {str(p.relative_to(ROOT)): ln for p in sorted((ROOT / "hloscope").rglob("*.py"))
+             if (ln := _replace_calls_on_made_once(p))}
+    assert found == {}
+
+
+def test_the_patch_detector_sees_the_patches_it_forbids(tmp_path: Path) -> None:
+    sample = tmp_path / "m.py"
+    sample.write_text("import dataclasses\nfrom dataclasses import replace\n"
+                      "a = dataclasses.replace(t, checkpoint_name='x')\nb = replace(v, verdict=1)\n"
+                      "c = replace(verdict.timing, wait_us=0)\nd = replace(compile_result, hlo='')\n"
+                      "e = replace(cfg, target='h100')\n")
+    assert [ln.split(":")[0] for ln in _replace_calls_on_made_once(sample)] == ["3", "4", "5", "6"]
+
+
 def test_analysis_imports_no_renderer() -> None:
     for p in sorted((ROOT / "hloscope" / "analysis").rglob("*.py")):
         tree = ast.parse(p.read_text())

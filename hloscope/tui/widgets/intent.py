@@ -14,6 +14,7 @@ from textual.widgets import Static
 
 from hloscope.analysis.intent import IntentAccount, Why, account_of
 from hloscope.render.intent_text import intent_headline, mark, transfers_words
+from hloscope.render.intent_words import asked_policy, asked_words, detail_words
 from hloscope.tui.format import VERDICT_STYLE
 from hloscope.tui.text import shown
 
@@ -34,11 +35,11 @@ def intent_text(account: IntentAccount | None) -> Text:
     for a in account.items:
         m = mark(a)
         t.append(f"{m:5} ", style=MARK_STYLE.get(m, ""))
-        t.append(shown(str(a.asked)), style="bold")
+        t.append(shown(asked_words(a.asked)), style="bold")
         if a.asked.where is not None:
             t.append(shown(f" at {a.asked.where}"))
-        if a.asked.policy and a.asked.kind != "policy":
-            t.append(shown(f"  [{a.asked.policy}]"), style="dim")
+        if asked_policy(a.asked) and a.asked.kind != "policy":
+            t.append(shown(f"  [{asked_policy(a.asked)}]"), style="dim")
         t.append("\n")
         if a.transfers:
             t.append("      " + shown(transfers_words(a)) + "\n")
@@ -50,7 +51,7 @@ def intent_text(account: IntentAccount | None) -> Text:
                 t.append("\n")
         if a.why is not Why.TRANSFERRED:
             t.append(f"      {a.why}: ", style="bold")
-            t.append(shown(a.detail) + "\n")
+            t.append(shown(detail_words(a.detail)) + "\n")
     return t
 
 

@@ -1,0 +1,50 @@
+"""What each check rule and setting means, in one sentence: for ``hloscope check --help``, the
+check text and Markdown formats, the pytest marker's help and the docs (docs/ci.md)."""
+
+from __future__ import annotations
+
+RULE_MEANING: dict[str, str] = {
+    "no-sync": "no transfer is synchronous (the stream would wait for it)",
+    "no-exposed": "no async transfer is exposed (nothing scheduled to hide it)",
+    "max-exposed-us": "at most this many estimated microseconds of exposed transfer time per step",
+    "max-exposed-fraction": "exposed transfer time at most this fraction of the estimated step "
+                            "(compute + exposed transfers)",
+    "min-hidden-fraction": "at least this fraction of the estimated transfer time is hidden",
+    "expect-offloaded": "each name (checkpoint name or op label; shell patterns) is offloaded to host",
+    "min-offloaded-bytes": "at least this many bytes per step are offloaded to host",
+    "annotations-accounted": "every host-placement annotation of the unoptimized module became an async transfer "
+                             "(not a synchronous copy, not removed)",
+    "intent-accounted": "every offload the step asked for became host transfers (on when the step was traced; a "
+                        "plain HLO file falls back to its unoptimized module's annotations)",
+    "fits-hbm": "the step's device allocation fits in the target's HBM, less hbm-margin",
+}
+
+SETTING_MEANING: dict[str, str] = {
+    "target": "GPU target name or .toml/.json file for the estimates",
+    "hbm-margin": "fits-hbm: share of HBM to keep free (0.05 = 5%)",
+    "allow-empty": "pass when there is nothing to check (unscheduled module, no host transfer)",
+    "baseline": "JSON report to compare with; regressions fail the check",
+    "tolerance-us": "baseline: growth of exposed time per step (us) that is not a regression",
+    "tolerance-fraction": "baseline: the same, relative to the baseline's figure",
+    "memory-tolerance": "baseline: growth of the device allocation that is not a regression",
+    "path": "HLO file, XLA dump folder or hloscope artifact folder to check",
+    "unoptimized": "the unoptimized module (for annotations-accounted) when PATH is a plain file",
+    "workload": "built-in workload or preset to compile and check",
+    "fn": "your step function, package.module:function, to compile and check",
+    "args": "with fn: abstract arguments, as for hloscope compile --args",
+    "devices": "compile-only GPUs for workload / fn",
+    "memory-fraction": "compile workload / fn as JAX on a GPU whose allocator takes this share of the HBM "
+                       "(XLA_PYTHON_CLIENT_MEM_FRACTION); fits-hbm then checks against it",
+    "set": "workload settings, e.g. {layers = 2, batch = 4}",
+    "allow": "list of {checkpoint|instruction|source = pattern, reason = why, rules = [...]}",
+}
+
+
+def rule_meaning(name: str) -> str:
+    """The rule's sentence ("" for a rule with none yet: the completeness test fails on it)."""
+    return RULE_MEANING.get(name, "")
+
+
+def setting_meaning(name: str) -> str:
+    """The setting's sentence ("" for a setting with none yet: the completeness test fails on it)."""
+    return SETTING_MEANING.get(name, "")

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from hloscope.errors import EXIT_BAD_INPUT, HloParseError, HloscopeError
-from hloscope.hlo.hloproto import looks_like_hlo_proto, parse_hlo_proto
+from hloscope.hlo.hloproto import hlo_proto_to_text, looks_like_hlo_proto, parse_hlo_proto, read_maybe_xz
 from hloscope.hlo.model import Module
 from hloscope.hlo.parser import parse_hlo
 
@@ -163,7 +163,13 @@ def parse_text(text: str, name: str | None = None) -> Module:
 
 
 def read_hlo_text(path: str) -> tuple[str, str]:
-    """(text, display name) for a path, a dump folder, or ``-`` for stdin."""
+    """(text, display name) for a path, a dump folder, or ``-`` for stdin. An HloProto (or an
+    nsys-jax archive's) gives the text it is parsed from (``hloscope.hlo.hloproto``), so line
+    numbers agree with the module :func:`load_module` reads."""
+    binary = _read_binary(path)
+    if binary is not None:
+        data, name, _ = binary
+        return hlo_proto_to_text(read_maybe_xz(data, name), name).text, name
     text, name, _ = _read(path)
     return text, name
 
@@ -221,7 +227,9 @@ def is_binary_module(head: bytes, name: str) -> bool:
     nsys-jax archive (not as text): what the loader decides before decoding anything."""
     if head.startswith(_ZIP_MAGIC):
         return True
-    return looks_like_hlo_proto(head) and (b"\0" in head or name.endswith((".pb", ".pb.xz", ".xz")))
+    # Text may start with a blank line (0x0A too): a proto is named so, or is not text.
+    binary = b"\0" in head or _undecodable_at(head) is not None or name.endswith((".pb", ".pb.xz", ".xz"))
+    return looks_like_hlo_proto(head) and binary
 
 
 def _read_binary(path: str) -> tuple[bytes, str, tuple[str, ...]] | None:
@@ -235,7 +243,7 @@ def _read_binary(path: str) -> tuple[bytes, str, tuple[str, ...]] | None:
             p, note = _pick(p)
             notes = (note,) if note else ()
         with open(p, "rb") as f:
-            head = f.read(8)
+            head = f.read(4096)
     except OSError:
         return None  # _read words it
     if head.startswith(_ZIP_MAGIC):

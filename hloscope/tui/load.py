@@ -35,6 +35,7 @@ class Source:
     request: CompileRequest | None = None
     target: str | None = None  # None: the artifact folder's own target, else the default target
     host_space: int = 5
+    measured: str | None = None  # a measured profile to show beside the figures (an nsys-jax archive is its own)
 
     @property
     def label(self) -> str:
@@ -157,7 +158,13 @@ def _read(source: Source) -> Loaded:
 
     # The loader analyze uses: each file read once, the text kept for line lookups.
     step = read_step(str(source.path), source.target, keep_text=True)
-    report = analyze_step(step.inputs, step.target, AnalysisOptions(host_space=source.host_space))
+    profile = None
+    if source.measured:
+        from hloscope.compile.xplane import load_measured
+
+        profile = load_measured(source.measured)
+    report = analyze_step(step.inputs, step.target, AnalysisOptions(host_space=source.host_space,
+                                                                    compare_with=profile))
     return Loaded(source, report, step.inputs.text or "", step.inputs.label, report.memory,
                   target_origin=step.target_origin)
 

@@ -26,6 +26,7 @@ from textual.widgets.option_list import Option
 from hloscope.analysis.timeline import TransferTiming
 from hloscope.analysis.verdict import Verdict
 from hloscope.hlo.model import Instruction
+from hloscope.render.measured_text import measured_clause
 from hloscope.render.why import explain
 from hloscope.render.xla_text import xla_clause
 from hloscope.tui.format import VERDICT_STYLE, arrow, checkpoint_label, source_words
@@ -59,6 +60,8 @@ def instruction_text(loaded: Loaded, ins: Instruction) -> Text:
     us = report.cost.instruction_us(ins)
     if us:
         t.append(f"estimated ~{human_us(us)}\n", style="#d08770")
+    if report.measured is not None and (clause := measured_clause(report.measured, ins.name)):
+        t.append(clause + "\n", style="#ebcb8b")  # plain text: op names are data
     at = loaded.times.at(ins.computation, ins.name) if loaded.times is not None else None
     if at is not None:
         what = "issued" if at.issued else "ran"

@@ -8,6 +8,7 @@ from typing import Any, TextIO
 
 from hloscope.analysis.intent import account_of
 from hloscope.analysis.report import Report
+from hloscope.analysis.slack import Slack
 from hloscope.analysis.timeline import TransferTiming
 from hloscope.analysis.verdict import FirstUse, InputReady, Verdict
 from hloscope.render.intent_text import intent_dict
@@ -84,8 +85,19 @@ def transfer_dict(report: Report, v: Verdict) -> dict[str, Any]:
         "first_use": _first_use(v.first_use),
         "simulated": _timing(v.timing),
         "xla_stream": _stream(report, v),
+        "slack": _slack(report.slack_for(v)),
         **_xla_transfer(report, v),
     }
+
+
+def _slack(s: Slack | None) -> dict[str, Any] | None:
+    if s is None:
+        return None
+    return {"ready_after": s.ready_after, "needed_by": s.needed_by, "possible_ops": s.possible_ops,
+            "possible_compute_us": round(s.possible_compute_us, 3), "got_ops": s.got_ops,
+            "got_compute_us": round(s.got_compute_us, 3), "could_hide": s.could_hide,
+            "segments": [{"computation": g.computation, "first": g.first, "end": g.end, "kind": str(g.kind)}
+                         for g in s.segments]}
 
 
 def _stream(report: Report, v: Verdict) -> str | None:
@@ -171,6 +183,11 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         } for c in report.host_work.compute]
     if report.memory is not None:
         out["memory"] = _plain(memory_dict(report.memory))
+    if report.remat is not None:
+        r = report.remat
+        out["remat"] = {"clones": r.clones, "clones_per_step": r.clones_per_step,
+                        "flops_per_step": r.flops_per_step, "collectives": r.collectives,
+                        "host_buffers": r.host_buffers, "names": list(r.names)}
     if report.compile is not None:
         out["compile"] = _plain(report.compile)
     if report.measured is not None:

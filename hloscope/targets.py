@@ -178,6 +178,13 @@ _PCIE4 = 32 * GB  # PCIe Gen4 x16: 64 GB/s bidirectional, 32 GB/s each way
 _C2C = 450 * GB  # NVLink-C2C: 900 GB/s bidirectional, 450 GB/s each way
 _C2C_ACHIEVED_TO_DEVICE = 375 * GB  # measured on GH200 (docs/targets.md)
 _C2C_ACHIEVED_TO_HOST = 297 * GB
+# Per-target achieved figures chosen from HOST_LINK_MEASUREMENTS (docs/targets.md, "Host link: measured"):
+# the measurement taken on a training node where one exists, per link (x host_link_gpus).
+_GH200_ACHIEVED_TO_HOST = 170 * GB  # NVIDIA/Megatron-LM#6491, nvbandwidth CE on 4x GH200
+_GH200_ACHIEVED_TO_DEVICE = 411.57 * GB  # the same run, its low end
+_GB200_ACHIEVED_TO_HOST = 2 * 155 * GB  # marin logbook M30A-014: 155 GB/s per GPU, two GPUs per Grace
+_GB300_ACHIEVED_TO_HOST = 2 * 193.48 * GB  # NVIDIA/Megatron-LM#6491, nvbandwidth CE on 4x GB300, per GPU
+_GB300_ACHIEVED_TO_DEVICE = 2 * 211.46 * GB
 
 BUILTIN_TARGETS: dict[str, Target] = {
     t.name: t
@@ -192,7 +199,8 @@ BUILTIN_TARGETS: dict[str, Target] = {
                host_memory_per_gpu=int(2 * TB) // 8),
         Target("gh200", "NVIDIA GH200 480GB", (9, 0), 132, 1.98, 50 * 2**20, 96 * 2**30,
                4.0 * TB, 989e12, 1979e12, 67e12, _C2C, _C2C, "NVLink-C2C", 450 * GB,
-               host_link_achieved_to_host=_C2C_ACHIEVED_TO_HOST, host_link_achieved_to_device=_C2C_ACHIEVED_TO_DEVICE,
+               host_link_achieved_to_host=_GH200_ACHIEVED_TO_HOST,
+               host_link_achieved_to_device=_GH200_ACHIEVED_TO_DEVICE,
                host_memory_per_gpu=int(480 * GB), gpus_per_host=1),
         Target("b200", "NVIDIA B200", (10, 0), 148, 1.965, 126 * 2**20, 180 * 10**9,
                8.0 * TB, 2250e12, 4500e12, 75e12, _PCIE5, _PCIE5, "PCIe Gen5 x16", 900 * GB,
@@ -200,9 +208,17 @@ BUILTIN_TARGETS: dict[str, Target] = {
                host_memory_per_gpu=int(2 * TB) // 8, peak_fp4_flops=9000e12),
         Target("gb200", "NVIDIA GB200", (10, 0), 148, 1.965, 126 * 2**20, 186 * 10**9,
                8.0 * TB, 2500e12, 5000e12, 80e12, _C2C, _C2C, "NVLink-C2C", 900 * GB,
-               host_link_achieved_to_host=_C2C_ACHIEVED_TO_HOST, host_link_achieved_to_device=_C2C_ACHIEVED_TO_DEVICE,
+               host_link_achieved_to_host=_GB200_ACHIEVED_TO_HOST, host_link_achieved_to_device=_C2C_ACHIEVED_TO_DEVICE,
                host_link_gpus=2, host_memory_per_gpu=int(480 * GB) // 2, gpus_per_host=4,
                hosts_per_nvlink_domain=18, peak_fp4_flops=10000e12),
+        # Blackwell Ultra: NVIDIA GB300 NVL72 figures per GPU (the rack's / 72, dense); SM count,
+        # clock and L2 as docs/targets.md says where they come from.
+        Target("gb300", "NVIDIA GB300", (10, 3), 160, 1.965, 126 * 2**20, 288 * 10**9,
+               8.0 * TB, 2500e12, 5000e12, 80e12, _C2C, _C2C, "NVLink-C2C", 900 * GB,
+               host_link_achieved_to_host=_GB300_ACHIEVED_TO_HOST,
+               host_link_achieved_to_device=_GB300_ACHIEVED_TO_DEVICE,
+               host_link_gpus=2, host_memory_per_gpu=int(17 * TB) // 72, gpus_per_host=4,
+               hosts_per_nvlink_domain=18, peak_fp4_flops=15000e12),
         # Ampere has no FP8 tensor cores: FP8 math runs at the BF16 peak at best. The 40GB part's
         # memory size and shared memory are those of the GpuTargetConfig nsys-jax dumped on one.
         Target("a100-sxm4-40gb", "NVIDIA A100-SXM4-40GB", (8, 0), 108, 1.41, 40 * 2**20, 42505273344,
@@ -358,3 +374,62 @@ def get_target(name_or_path: str) -> Target:
         "(or give a .toml/.json target file)",
         EXIT_UNKNOWN_NAME,
     )
+
+#: PJRT's pinned-host pool per process when ``XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB`` is unset: 64 GiB
+#: (``GetGpuHostAllocator``: the variable's value times 2**30, default 64).
+DEFAULT_HOST_POOL_BYTES = 64 << 30
+HOST_POOL_ENV = "XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB"
+
+
+@dataclass(frozen=True)
+class LinkMeasurement:
+    """One published measurement of a host link: ``target``'s GPU moving data ``direction``,
+    ``per_gpu`` bytes/s per GPU (every GPU of the node copying at once where the source says so),
+    ``source`` (where it was published) and ``how`` (the tool and setting)."""
+
+    target: str
+    direction: Direction
+    per_gpu: float
+    source: str
+    how: str
+
+
+#: Every measured host-link figure hloscope knows, per GPU (docs/targets.md, "Host link: measured").
+HOST_LINK_MEASUREMENTS: tuple[LinkMeasurement, ...] = (
+    LinkMeasurement("gh200", Direction.TO_HOST, 297 * GB, "Schieffer et al., ICPP '24 (arXiv:2407.07850)",
+                    "copy benchmark, one GH200"),
+    LinkMeasurement("gh200", Direction.TO_HOST, 295.47 * GB, "vllm-project/vllm#6496",
+                    "device_to_host_memcpy_ce, one GH200"),
+    LinkMeasurement("gh200", Direction.TO_HOST, 170 * GB, "NVIDIA/Megatron-LM#6491",
+                    "nvbandwidth CE GPU->CPU and all_to_host, 4x GH200 (169.90-170.09)"),
+    LinkMeasurement("gh200", Direction.TO_HOST, 150 * GB, "NVIDIA/Megatron-LM#6491",
+                    "nsys timeline of MoE activation offloading (about 150)"),
+    LinkMeasurement("gh200", Direction.TO_DEVICE, 375 * GB, "Schieffer et al., ICPP '24 (arXiv:2407.07850)",
+                    "copy benchmark, one GH200"),
+    LinkMeasurement("gh200", Direction.TO_DEVICE, 342.39 * GB, "vllm-project/vllm#6496",
+                    "host_to_device_memcpy_ce, one GH200"),
+    LinkMeasurement("gh200", Direction.TO_DEVICE, 346 * GB, "NVIDIA/nvbandwidth#23", "CE host to device, one GH200"),
+    LinkMeasurement("gh200", Direction.TO_DEVICE, 411.57 * GB, "NVIDIA/Megatron-LM#6491",
+                    "nvbandwidth CE CPU->GPU, 4x GH200 (411.57-421.14)"),
+    LinkMeasurement("gb200", Direction.TO_HOST, 155 * GB, "marin-community/marin .agents/logbooks/mfu30-offload.md",
+                    "three 70 ms optimizer-state D2H copies in a training step's xplane (M30A-014)"),
+    LinkMeasurement("gb300", Direction.TO_HOST, 193.48 * GB, "NVIDIA/Megatron-LM#6491",
+                    "nvbandwidth CE GPU->CPU, 4x GB300 (193.48-193.50)"),
+    LinkMeasurement("gb300", Direction.TO_HOST, 181.94 * GB, "NVIDIA/Megatron-LM#6491",
+                    "nvbandwidth CE all_to_host, 4x GB300 (181.94-183.85)"),
+    LinkMeasurement("gb300", Direction.TO_DEVICE, 211.46 * GB, "NVIDIA/Megatron-LM#6491",
+                    "nvbandwidth CE CPU->GPU, 4x GB300 (211.46-211.54)"),
+    LinkMeasurement("gb300", Direction.TO_DEVICE, 168.60 * GB, "NVIDIA/Megatron-LM#6491",
+                    "nvbandwidth CE host_to_all, 4x GB300 (168.60-175.41)"),
+)
+
+
+def link_range(target: Target, direction: Direction) -> tuple[float, float, float] | None:
+    """(low, used, high) per GPU, bytes/s: the published measurements of ``target``'s link in
+    ``direction`` beside the figure the target uses (None when none is published)."""
+    got = [m.per_gpu for m in HOST_LINK_MEASUREMENTS if m.target == target.name and m.direction is direction]
+    if not got:
+        return None
+    used = target.host_link_bandwidth(direction)
+    return min(*got, used), used, max(*got, used)
+

@@ -10,16 +10,24 @@ instruction to the root of the computation it calls). Node data: ``opcode``,
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import networkx as nx
 
 from hloscope.analysis.pairs import AsyncPair
 from hloscope.hlo.model import Module
 
 
-def build_dependency_graph(module: Module, pairs: list[AsyncPair] | None = None) -> nx.MultiDiGraph:
+def build_dependency_graph(module: Module, pairs: list[AsyncPair] | None = None,
+                           computations: Iterable[str] | None = None) -> nx.MultiDiGraph:
+    """``computations``: only these (the pipeline's slack pass builds the computations that hold
+    async transfers); default every computation."""
     g: nx.MultiDiGraph = nx.MultiDiGraph()
+    only = set(computations) if computations is not None else None
     for comp in module.computations.values():
         c = comp.name
+        if only is not None and c not in only:
+            continue
         for ins in comp.instructions:
             g.add_node((c, ins.name), opcode=ins.opcode, position=ins.position, bytes=ins.shape.byte_size)
         for ins in comp.instructions:
@@ -32,10 +40,14 @@ def build_dependency_graph(module: Module, pairs: list[AsyncPair] | None = None)
                 for pred in ins.control_predecessors:
                     g.add_edge((c, pred), (c, ins.name), kind="control")
             for callee in ins.called_computations:
+                if only is not None and callee not in only:
+                    continue
                 root = module.computations[callee].root
                 if root is not None:
                     g.add_edge((callee, root.name), (c, ins.name), kind="call")
     for p in pairs or []:
+        if only is not None and not {p.start.computation, p.done.computation} <= only:
+            continue
         key = ((p.start.computation, p.start.name), (p.done.computation, p.done.name))
         if not any(d.get("kind") == "async" for d in g.get_edge_data(*key, default={}).values()):
             g.add_edge(*key, kind="async", crosses_iteration=p.crosses_iteration)

@@ -35,7 +35,7 @@ from hloscope.hlo.xla_dumps import (
     parse_live_at_peak,
     report_space_totals,
 )
-from hloscope.targets import Target
+from hloscope.targets import DEFAULT_HOST_POOL_BYTES, Target
 
 __all__ = ["Action", "LiveAtPeak", "Limit", "MemoryFacts", "NextStep", "PeakBuffer", "Pressure", "Role",
            "bytes_by_role", "compile_figures", "facts_from_dumps", "memory_facts", "peak_buffers",
@@ -151,6 +151,10 @@ class MemoryFacts:
     fits: device allocation <= HBM, no slop; or <= ``allocator_bytes`` when the compile was given
     an allocator's share (``--memory-fraction``: JAX's allocator takes that much of the HBM).
     allocator_bytes: that share, bytes (0: none given; the compile-only default).
+    host_pool_bytes: PJRT's pinned-host pool per process (``XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB``,
+    64 GiB by default: ``GetGpuHostAllocator`` in XLA's se_gpu_pjrt_client); pinned-host
+    buffers come from it, so a step whose host bytes exceed it fails to allocate however
+    much memory the host has. host_pool_fits: host_bytes <= host_pool_bytes.
     xla_peak_counts_host: XLA's peak is arguments + outputs + the host heap, not the device heap.
     xla_peak_reason: one-line evidence for that reading (figures), "" when XLA gave no peak.
     live_at_peak: XLA's live-range peak list, when the dump was given.
@@ -183,6 +187,13 @@ class MemoryFacts:
     host_limit_bytes: int = 0
     host_fits: bool | None = None
     allocator_bytes: int = 0
+    host_pool_bytes: int = DEFAULT_HOST_POOL_BYTES
+
+    @property
+    def host_pool_fits(self) -> bool:
+        """The host bytes of one GPU fit in PJRT's pinned-host pool (one process per GPU: the least a
+        process asks for; a process driving n GPUs asks for n times as much)."""
+        return self.host_bytes <= self.host_pool_bytes
 
     @property
     def limit_bytes(self) -> int:
@@ -377,7 +388,8 @@ def memory_facts(memory: Mapping[str, int], target: Target, report_text: str | N
                  buffer_assignment: str | None = None, module: ModuleIndex | Module | None = None,
                  live_range: str | None = None, *, hbm_bytes: int | None = None,
                  slop_factor: int = DEFAULT_SLOP_FACTOR, vocab_size: int | None = None,
-                 top: int = 8, offloaded_names: Sequence[str] = ()) -> MemoryFacts:
+                 top: int = 8, offloaded_names: Sequence[str] = (),
+                 host_pool_bytes: int = DEFAULT_HOST_POOL_BYTES) -> MemoryFacts:
     """Build :class:`MemoryFacts` from the compile layer's ``memory`` dict and XLA's dumps.
 
     ``hbm_bytes`` overrides the target's HBM (defaults to ``memory["device_memory_size"]``,
@@ -420,7 +432,7 @@ def memory_facts(memory: Mapping[str, int], target: Target, report_text: str | N
         top_buffers=top_buffers, next_steps=_next_steps(fits, pressure, top_buffers, offloaded_names),
         host_limit_bytes=target.host_memory_per_gpu,
         host_fits=(host <= target.host_memory_per_gpu) if target.host_memory_per_gpu else None,
-        allocator_bytes=allocator,
+        allocator_bytes=allocator, host_pool_bytes=host_pool_bytes,
     )
 
 
@@ -451,11 +463,13 @@ def compile_figures(raw: Mapping[str, int], dumps: XlaDumpTexts | None = None) -
 
 def facts_from_dumps(figures: Mapping[str, int], target: Target, dumps: XlaDumpTexts,
                      index: ModuleIndex | None, vocab_size: int | None = None,
-                     offloaded_names: Sequence[str] = ()) -> MemoryFacts:
+                     offloaded_names: Sequence[str] = (),
+                     host_pool_bytes: int = DEFAULT_HOST_POOL_BYTES) -> MemoryFacts:
     """:func:`memory_facts` from a compile's raw figures and XLA's dump texts (the pipeline's call)."""
     return memory_facts(figures, target, dumps.memory_report, dumps.buffer_assignment, index, dumps.live_range,
                         hbm_bytes=figures.get("device_memory_size") or None, vocab_size=vocab_size,
-                        offloaded_names=offloaded_names)
+                        offloaded_names=offloaded_names, host_pool_bytes=host_pool_bytes)
+
 
 
 def bytes_by_role(buffers: tuple[PeakBuffer, ...] | list[PeakBuffer]) -> dict[Role, int]:

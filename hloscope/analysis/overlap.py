@@ -41,8 +41,9 @@ from hloscope.analysis.verdict import (
     WindowSegment,
     verdict_from_wait,
 )
-from hloscope.hlo.model import Instruction
+from hloscope.hlo.model import Computation, Instruction
 from hloscope.hlo.shape import HOST_MEMORY_SPACE
+from hloscope.targets import DEFAULT_HOST_POOL_BYTES
 from hloscope.vocab import LinkMode
 
 
@@ -60,6 +61,7 @@ class AnalysisOptions:
     that replace the cost model's figure for those instructions.
     compare_with: a measured profile (``hloscope.analysis.measured``) to put beside the model's
     figures (``Report.measured``); it changes no figure (``measured_us`` does that).
+    host_pool_bytes: PJRT's pinned-host pool per process (``MemoryFacts.host_pool_bytes``).
     """
 
     host_space: int = HOST_MEMORY_SPACE
@@ -68,6 +70,7 @@ class AnalysisOptions:
     simulate: bool = True
     measured_us: tuple[tuple[str, float], ...] = ()
     compare_with: MeasuredProfile | None = None
+    host_pool_bytes: int = DEFAULT_HOST_POOL_BYTES
 
 
 def window_segments(index: ModuleIndex, start: Instruction, done: Instruction, crossed: bool) -> list[WindowSegment]:
@@ -302,10 +305,18 @@ def input_ready(index: ModuleIndex, t: HostTransfer) -> InputReady | None:
     if not inputs:
         return None
     last = max(inputs, key=lambda p: p.position)
-    if last.opcode in ("get-tuple-element", "parameter"):
+    if _from_top(comp, last):
         return InputReady(last, True, start.position, _work_between(index, t.computation, 0, start.position))
     return InputReady(last, False, start.position - last.position - 1,
                       _work_between(index, t.computation, last.position + 1, start.position))
+
+
+def _from_top(comp: Computation, ins: Instruction) -> bool:
+    """A parameter, or an element of one (loop state): ready from the top of the computation. An
+    element of a multi-output fusion's or a while's result is ready only once that op has run."""
+    while ins.opcode == "get-tuple-element" and ins.operands and ins.operands[0] in comp.by_name:
+        ins = comp.by_name[ins.operands[0]]
+    return ins.opcode == "parameter"
 
 
 def first_use(index: ModuleIndex, done: Instruction) -> FirstUse | None:

@@ -2,10 +2,12 @@
 
 ``analyze_step(inputs, target, options) -> Report`` is the one pipeline: it builds
 one :class:`ModuleIndex` from the :class:`~hloscope.analysis.inputs.StepInputs` a
-loader read, and runs the passes in order: ``find_host_transfers`` (named by the
-step's tensor names) -> ``pair_async_ops`` -> ``judge_overlap`` -> the simulated
-step -> the memory facts, then sums them up in a :class:`Summary`. The report
-comes out complete and frozen; nothing patches it afterwards. It is data only
+loader read, and runs the passes in order: ``find_host_transfers`` (each transfer
+built once, named by the step's tensor names) -> ``pair_async_ops`` -> the simulated
+step -> ``judge_overlap`` (each verdict decided once, from its window and the
+simulated wait) -> the memory facts, then sums them up in a :class:`Summary`. The
+report comes out complete and frozen; nothing patches it, its transfers or its
+verdicts afterwards. It is data only
 (this module imports no renderer): ``hloscope.render`` turns it into text, JSON
 and the other formats, and the Python API's :class:`hloscope.api.StepReport`
 adds ``to_text``/``to_dict``/``dot``/``print(report)``.
@@ -31,6 +33,8 @@ from hloscope.analysis.measured import MeasuredComparison, compare_measured
 from hloscope.analysis.memory import MemoryFacts, facts_from_dumps
 from hloscope.analysis.overlap import AnalysisOptions, judge_overlap
 from hloscope.analysis.pairs import AsyncPair, pair_async_ops
+from hloscope.analysis.remat import RematClones, count_remat_clones
+from hloscope.analysis.slack import Slack, find_slack
 from hloscope.analysis.streams import StreamAssignment, assign_execution_streams
 from hloscope.analysis.timeline import SliceKind, Timeline, simulate_step
 from hloscope.analysis.transfers import HostTransfer, find_host_transfers
@@ -135,7 +139,10 @@ class Report:
     host_work: kernels reading or writing host memory in place, and host-thread
     computations with the async ops entering and leaving them (:mod:`hloscope.analysis.host_work`).
     streams: the execution stream XLA:GPU gives each async start (``hloscope.analysis.streams``),
-    for a scheduled module, else None.
+    for a scheduled module, else None. slack: per verdict (same order), the window the transfer
+    could have had from the dependency graph (``hloscope.analysis.slack``); None for one that is
+    not an async pair; empty for an unscheduled module. remat: XLA's rematerialization clones
+    (``hloscope.analysis.remat``) of a scheduled module, else None.
     """
 
     module: Module
@@ -158,6 +165,8 @@ class Report:
     measured: MeasuredComparison | None = None
     host_work: HostWork = field(default_factory=HostWork)
     streams: StreamAssignment | None = None
+    slack: tuple[Slack | None, ...] = ()
+    remat: RematClones | None = None
 
     @property
     def host_space(self) -> int:
@@ -183,6 +192,13 @@ class Report:
     def pair_kind(self, p: AsyncPair) -> PairKind:
         """``host_transfer`` for pairs that are host transfers, else the pair's own kind."""
         return PairKind.HOST_TRANSFER if (p.start.computation, p.start.name) in self._transfer_starts else p.kind
+
+    def slack_for(self, v: Verdict) -> Slack | None:
+        """The window ``v``'s transfer could have had (None: not an async pair, or unscheduled)."""
+        for s, w in zip(self.slack, self.verdicts, strict=False):
+            if w is v:
+                return s
+        return None
 
     def verdict_for(self, name: str) -> Verdict | None:
         """The verdict of the transfer whose start (or sync op) is called ``name``."""
@@ -225,10 +241,16 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
         timeline = simulate_step(module, cost, list(pairs), transfers, index.callgraph, streams=streams)
     verdicts = judge_overlap(index, transfers, cost, pairs, opts, timeline)
     summary = summarize(verdicts, index.callgraph.unknown_trip, timeline)
+    slack: tuple[Slack | None, ...] = ()
+    remat = count_remat_clones(index, cost, opts.host_space) if module.is_scheduled else None
+    if module.is_scheduled:
+        held = {c for v in verdicts if v.pair is not None for c in (v.pair.start.computation, v.pair.done.computation)}
+        graph = build_dependency_graph(module, list(pairs), computations=held)
+        slack = find_slack(index, graph, verdicts, cost)
     memory = None
     if inputs.memory_figures is not None and inputs.has_memory:
         memory = facts_from_dumps(int_figures(inputs.memory_figures), target, inputs.dumps, index,
-                                  inputs.vocab_size, _offloaded_names(transfers))
+                                  inputs.vocab_size, _offloaded_names(transfers), opts.host_pool_bytes)
     intent = account_step(inputs.intent, verdicts, module, inputs.unoptimized, index)
     xla = None
     if inputs.dumps.scheduler_log:
@@ -242,7 +264,7 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
                                     _waits_by_start(timeline, pairs))
     return report_type(module, target, opts, index, tuple(transfers), tuple(verdicts), cost, summary, pairs, inputs,
                        inputs.notes, memory, inputs.compile, timeline, intent, xla, inputs.scheduler, measured,
-                       find_host_work(index, opts.host_space), streams)
+                       find_host_work(index, opts.host_space), streams, slack, remat)
 
 
 def _waits_by_start(timeline: Timeline | None, pairs: Sequence[AsyncPair]) -> dict[str, float]:

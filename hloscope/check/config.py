@@ -24,6 +24,7 @@ from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 SETTINGS: dict[str, str] = {
     "target": "str",
     "hbm-margin": "fraction",
+    "host-pool-gb": "float",
     "allow-empty": "bool",
     "baseline": "str",
     "tolerance-us": "float",
@@ -64,13 +65,14 @@ class CheckConfig:
     sets: dict[str, str] = field(default_factory=dict)
     where: str = ""
     memory_fraction: float | None = None
+    host_pool_gb: float | None = None
 
     def merged(self, over: CheckConfig) -> CheckConfig:
         """``self`` with every rule and setting ``over`` gives replaced (flags over pyproject)."""
         changes: dict[str, Any] = {"rules": {**self.rules, **over.rules}}
         default = CheckConfig()
         for f in ("target", "hbm_margin", "allow_empty", "baseline", "tolerance", "path", "unoptimized",
-                  "workload", "fn", "args", "devices", "sets", "memory_fraction"):
+                  "workload", "fn", "args", "devices", "sets", "memory_fraction", "host_pool_gb"):
             if getattr(over, f) != getattr(default, f):
                 changes[f] = getattr(over, f)
         changes["allow"] = self.allow + over.allow
@@ -188,7 +190,8 @@ def config_from_mapping(data: Mapping[str, Any], where: str) -> CheckConfig:
                        tolerance=tol, allow=settings.get("allow", ()), path=settings.get("path"),
                        unoptimized=settings.get("unoptimized"), workload=settings.get("workload"),
                        fn=settings.get("fn"), args=settings.get("args", ""), devices=settings.get("devices", 8),
-                       sets=settings.get("set", {}), where=where, memory_fraction=settings.get("memory-fraction"))
+                       sets=settings.get("set", {}), where=where, memory_fraction=settings.get("memory-fraction"),
+                       host_pool_gb=settings.get("host-pool-gb"))
 
 
 def find_pyproject(start: Path) -> Path | None:

@@ -43,6 +43,7 @@ class Finding(StrEnum):
     ANNOTATION_SYNC = "annotation-sync"  # became: the synchronous copies' names
     INTENT_UNACCOUNTED = "intent-unaccounted"  # accounted: the request; from_annotations: no trace
     DOES_NOT_FIT = "does-not-fit"  # actual: device allocation; limit; allocator, hbm, margin
+    NOT_IN_HOST_POOL = "not-in-host-pool"  # actual: host bytes per GPU; limit: the pinned-host pool
     BASELINE = "baseline"  # change: the baseline's Change
 
 
@@ -122,6 +123,7 @@ class RuleContext:
     allow: tuple[AllowEntry, ...] = ()
     hbm_margin: float = 0.0
     allowed: list[tuple[Violation, AllowEntry]] = field(default_factory=list)
+    host_pool_bytes: int | None = None  # fits-host-pool's pool; None: the report's (MemoryFacts.host_pool_bytes)
 
     def scheduled(self, rule: str) -> list[TransferRecord]:
         """Judged transfers (not annotations), leaving out those allowed for ``rule``."""
@@ -315,6 +317,20 @@ def rule_fits_hbm(ctx: RuleContext, on: bool) -> list[Violation]:
                             ("margin", ctx.hbm_margin)))]
 
 
+def rule_fits_host_pool(ctx: RuleContext, on: bool) -> list[Violation]:
+    """One GPU's pinned-host bytes fit in PJRT's pinned-host pool (the least one process asks for)."""
+    if not on:
+        return []
+    m = ctx.subject.memory
+    if m is None:
+        raise HloscopeError(f"fits-host-pool cannot be evaluated: {ctx.subject.label} has no memory figures (a plain "
+                            "HLO file); check a `hloscope compile` artifact folder, --workload or --fn", EXIT_BAD_INPUT)
+    pool = ctx.host_pool_bytes if ctx.host_pool_bytes is not None else m.host_pool_bytes
+    if m.host_bytes <= pool:
+        return []
+    return [Violation("fits-host-pool", Finding.NOT_IN_HOST_POOL, actual=float(m.host_bytes), limit=float(pool))]
+
+
 RULES: dict[str, Rule] = {r.name: r for r in (
     Rule("no-sync", "bool", rule_no_sync),
     Rule("no-exposed", "bool", rule_no_exposed),
@@ -326,4 +342,5 @@ RULES: dict[str, Rule] = {r.name: r for r in (
     Rule("annotations-accounted", "bool", rule_annotations_accounted, needs="unoptimized"),
     Rule("intent-accounted", "bool", rule_intent_accounted),
     Rule("fits-hbm", "bool", rule_fits_hbm, needs="memory"),
+    Rule("fits-host-pool", "bool", rule_fits_host_pool, needs="memory"),
 )}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -15,11 +16,11 @@ from typing import TextIO
 
 from hloscope.analysis.backend import find_backend
 from hloscope.analysis.kinds import VerdictKind
-from hloscope.analysis.measured import MeasuredComparison, MeasuredProfile
-from hloscope.analysis.measured_read import looks_like_xplane, read_measured
+from hloscope.analysis.measured import MeasuredComparison
 from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import Report
 from hloscope.check import fail_on_verdicts, nothing_to_judge, parse_verdicts
+from hloscope.cli.options import add_host_pool_option, host_pool_bytes
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_NOTHING_TO_CHECK, HloscopeError
 from hloscope.hlo.loader import ARTIFACT_NOTE
 from hloscope.hlo.shape import HOST_MEMORY_SPACE
@@ -59,6 +60,7 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
                    help=f"host link figures: achieved (measured) or peak (specification) (default {DEFAULT_LINK_MODE})")
     p.add_argument("--trace", metavar="FILE",
                    help="also write the simulated step as Trace Event JSON (open in ui.perfetto.dev)")
+    add_host_pool_option(p)
     p.add_argument("--profile", metavar="FILE",
                    help="measured per-op times in place of the cost model: an XLA PGLE profile "
                         "(costs { name: ... cost_us: ... }, text or binary profile.pb), JSON {name: us} or CSV name,us "
@@ -93,7 +95,8 @@ def prepare_report(args: argparse.Namespace) -> ReportRequest:
 
         measured = tuple(sorted(read_profile(args.profile).items()))
     options = AnalysisOptions(host_space=getattr(args, "host_memory_space", HOST_MEMORY_SPACE),
-                              link_mode=LinkMode(args.link), measured_us=measured)
+                              link_mode=LinkMode(args.link), measured_us=measured,
+                              host_pool_bytes=host_pool_bytes(getattr(args, "host_pool_gb", None), os.environ))
     return ReportRequest(renderer, parse_verdicts(args.fail_on) if args.fail_on else frozenset(), args.output,
                          bool(getattr(args, "allow_empty", False)), options, args.trace)
 
@@ -126,21 +129,6 @@ def emit_report(report: Report, req: ReportRequest, trailer: str = "") -> int:
             raise HloscopeError(f"nothing to check: {empty}; --fail-on cannot pass on it (--allow-empty to pass "
                                 "anyway)", EXIT_NOTHING_TO_CHECK)
     return EXIT_CHECK_FAILED if fail_on_verdicts(report, req.fail_on) else 0
-
-
-def load_measured(path: str) -> MeasuredProfile:
-    """A measured profile by content: an ``.xplane.pb`` through jaxlib (the compile layer), else
-    ``hloscope.analysis.measured_read``."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(65536)
-    except OSError as e:
-        raise HloscopeError(f"{path}: cannot read profile: {e.strerror or e}", EXIT_BAD_INPUT) from None
-    if head and looks_like_xplane(path, head):
-        from hloscope.compile.xplane import read_xplane
-
-        return read_xplane(path)
-    return read_measured(path)
 
 
 def is_nsys_archive(path: str) -> bool:
@@ -185,6 +173,8 @@ class AnalyzeCommand:
         req = prepare_report(args)
         measured = getattr(args, "measured", None) or (args.path if is_nsys_archive(args.path) else None)
         if measured:
+            from hloscope.compile.xplane import load_measured
+
             profile = load_measured(measured)
             req = replace(req, options=replace(req.options, compare_with=profile))
         report = load_report(args.path, args.target, req.options)

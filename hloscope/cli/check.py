@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hloscope.cli.options import host_pool_bytes
 from hloscope.errors import (
     EXIT_BAD_INPUT,
     EXIT_CHECK_FAILED,
@@ -39,6 +41,7 @@ def add_rule_options(p: argparse.ArgumentParser) -> None:
             meta = {"float": "US", "fraction": "F", "bytes": "SIZE", "names": "NAMES"}[rule.kind]
             g.add_argument(f"--{rule.name}", metavar=meta, default=None, help=_help(rule_meaning(rule.name)))
     g.add_argument("--hbm-margin", metavar="F", default=None, help=_help(setting_meaning("hbm-margin")))
+    g.add_argument("--host-pool-gb", metavar="GB", default=None, help=_help(setting_meaning("host-pool-gb")))
     g.add_argument("--allow", action="append", default=[], metavar="KEY=PATTERN;reason=TEXT",
                    help="accept matching transfers: checkpoint=, instruction= or source= a pattern, with a reason; "
                         "optional rules=a,b")
@@ -84,15 +87,18 @@ def flags_config(args: argparse.Namespace) -> CheckConfig:
         if rule.kind in ("float", "fraction"):
             value = _number(value, rule.name)
         data[rule.name] = value
-    for key in ("hbm-margin", "tolerance-us", "tolerance-fraction", "memory-tolerance"):
+    for key in ("hbm-margin", "host-pool-gb", "tolerance-us", "tolerance-fraction", "memory-tolerance"):
         value = _number(getattr(args, key.replace("-", "_")), key)
         if value is not None:
             data[key] = value
     for key in ("target", "baseline", "unoptimized", "path", "workload", "fn"):
         if getattr(args, key, None):
             data[key] = getattr(args, key)
-    if args.args:
-        data["args"] = args.args
+    from hloscope.cli.options import args_spec
+
+    spec = args_spec(args)
+    if spec:
+        data["args"] = spec
     if args.devices is not None:
         data["devices"] = args.devices
     if args.memory_fraction is not None:
@@ -198,14 +204,14 @@ class CheckCommand:
     """
 
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
-        from hloscope.cli.options import fraction
+        from hloscope.cli.options import add_args_options, fraction
         from hloscope.render.check_report import CHECK_FORMATS
 
         p.add_argument("path", metavar="PATH", nargs="?", help="HLO file, XLA dump folder or artifact folder")
         src = p.add_mutually_exclusive_group()
         src.add_argument("--workload", help="compile a built-in workload or preset (llama, llama3-405b, ...)")
         src.add_argument("--fn", metavar="MODULE:FUNCTION", help="compile your own step function")
-        p.add_argument("--args", default="", metavar="SPEC", help="with --fn: abstract arguments (see compile)")
+        add_args_options(p, "with --fn: abstract arguments (see compile)")
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="workload setting")
         p.add_argument("--devices", type=int, default=None, help="compile-only GPUs (default 8)")
         p.add_argument("--memory-fraction", type=fraction, default=None, metavar="F",
@@ -239,6 +245,8 @@ class CheckCommand:
         if args.path:
             args.path = str(args.path)
         cfg = resolve_config(args)
+        # The pool the step will run with: the setting, else the environment's variable, else PJRT's 64 GiB.
+        cfg = dataclasses.replace(cfg, host_pool_gb=host_pool_bytes(cfg.host_pool_gb, os.environ) / (1 << 30))
         baseline = load_snapshot(cfg.baseline) if cfg.baseline else None  # a bad baseline fails before compiling
         subject = load_subject(cfg)
         result = run_check(subject, cfg, baseline)

@@ -9,7 +9,13 @@ from pathlib import Path
 
 from hloscope.analysis.report import Report
 from hloscope.cli.analyze import ReportRequest, add_report_options, emit_report, prepare_report
-from hloscope.cli.options import PHASE_WRITING, PhaseStatus, add_compile_options, request_from_args
+from hloscope.cli.options import (
+    PHASE_WRITING,
+    PhaseStatus,
+    add_args_options,
+    add_compile_options,
+    request_from_args,
+)
 from hloscope.compile.request import CompileRequest
 from hloscope.compile.whatif import TransferChange
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, HloscopeError
@@ -45,8 +51,7 @@ class CompileCommand:
         src.add_argument("--workload", "--preset", default="llama",
                          help="mlp, llama, deepseek or a preset such as llama3-405b (default llama)")
         src.add_argument("--fn", metavar="MODULE:FUNCTION", help="your own step function")
-        p.add_argument("--args", default="", metavar="SPEC",
-                       help="with --fn: abstract arguments, e.g. 'bf16[512,1024]@fsdp,None; bf16[64,512]@fsdp'")
+        add_args_options(p, "with --fn: abstract arguments, e.g. 'bf16[512,1024]@fsdp,None; bf16[64,512]@fsdp'")
         p.add_argument("--out", default="", metavar="DIR",
                        help="artifact folder (default hloscope-out/NAME, NAME from the workload and options)")
         p.add_argument("--force", action="store_true", help="replace an existing artifact folder")
@@ -57,6 +62,9 @@ class CompileCommand:
                        help="also compile with hloscope's cost model as XLA's profile (PGLE; written to "
                             "model-profile.pbtxt in the artifact folder) and show how the schedule changes when "
                             "XLA's scheduler knows each op's and each transfer's cost")
+        p.add_argument("--what-if-flag", action="append", default=[], metavar="NAME=VALUE",
+                       help="also compile with this XLA option (e.g. xla_gpu_enable_host_memory_offloading=true) "
+                            "and show XLA's remat clones, the memory and the simulated step before and after")
         p.add_argument("--require-fit", action="store_true",
                        help="exit 1 when the step's device allocation does not fit in the target's HBM (with "
                             "--memory-fraction: in what JAX's allocator takes of it)")
@@ -69,6 +77,11 @@ class CompileCommand:
         req = prepare_report(args)  # fail fast on a bad name, before importing jax
         if args.what_if_memory is not None and args.fn:
             raise HloscopeError("--what-if-memory works with --workload (built-in steps) only", EXIT_BAD_INPUT)
+        if args.what_if_flag:
+            from hloscope.compile.deviceless import parse_flag
+
+            for flag in args.what_if_flag:
+                parse_flag(flag)  # a malformed NAME=VALUE is one line, exit 2, before any compile
         request = request_from_args(args, workload=args.workload, fn=args.fn)
         out_dir = Path(args.out) if args.out else default_folder(request)
         if not args.force and holds_request(out_dir.resolve(), request):
@@ -114,6 +127,8 @@ class CompileCommand:
             trailer += self._what_if(args.what_if_memory, request, report, phase)
         if args.what_if_profile:
             trailer += self._what_if_profile(out, request, report, phase)
+        for flag in args.what_if_flag:
+            trailer += self._what_if_flag(flag, request, report, phase)
         phase.stop()  # the status line goes before the report is printed
         code = emit_report(report, req, trailer)
         if args.require_fit and report.memory is not None and not report.memory.fits:
@@ -151,6 +166,33 @@ class CompileCommand:
                          f"{human_us(a.exposed_collective_us)} -> {human_us(b.exposed_collective_us)})")
         if other.xla is not None and other.xla.step_us is not None:
             lines.append(f"  XLA's scheduler times its new schedule at {human_us(other.xla.step_us)} per step")
+        lines.append(f"  open windows {opened[0]} -> {opened[1]} of {len(changes)}")
+        return "\n".join(lines + _changed_lines(changes)) + "\n"
+
+    def _what_if_flag(self, flag: str, request: CompileRequest, report: Report, phase: PhaseStatus) -> str:
+        """Compile again with one more XLA option: remat clones, memory and the simulated step, before and after."""
+        from hloscope.compile.jobs import compile_request
+        from hloscope.compile.whatif import compare_reports, open_windows
+
+        other = compile_request(replace(request, xla_flags=(*request.xla_flags, flag)),
+                                phase=lambda name: phase(f"what-if {flag}: {name}")).report
+        changes = compare_reports(report, other)
+        opened = open_windows(changes)
+        lines = ["", f"what if XLA ran with --{flag}:"]
+        a, b = report.remat, other.remat
+        if a is not None and b is not None:
+            lines.append(f"  remat clones {a.clones} -> {b.clones} ({a.clones_per_step} -> {b.clones_per_step} run(s) "
+                         f"per step, ~{a.flops_per_step / 1e12:.1f} -> ~{b.flops_per_step / 1e12:.1f} TFLOP per step)")
+        m, n = report.memory, other.memory
+        if m is not None and n is not None:
+            lines.append(f"  device allocation {human_bytes(m.device_allocation_bytes)} -> "
+                         f"{human_bytes(n.device_allocation_bytes)}, host {human_bytes(m.host_bytes)} -> "
+                         f"{human_bytes(n.host_bytes)}")
+        s, t = report.summary.step, other.summary.step
+        if s is not None and t is not None:
+            lines.append(f"  simulated step {human_us(s.step_us)} -> {human_us(t.step_us)} (compute "
+                         f"{human_us(s.compute_us)} -> {human_us(t.compute_us)}, exposed transfers "
+                         f"{human_us(s.exposed_transfer_us)} -> {human_us(t.exposed_transfer_us)})")
         lines.append(f"  open windows {opened[0]} -> {opened[1]} of {len(changes)}")
         return "\n".join(lines + _changed_lines(changes)) + "\n"
 

@@ -52,7 +52,10 @@ class _Parser(argparse.ArgumentParser):
         # An option value outside its closed list (--policy, --link ...) is an unknown name, like an
         # unknown target or format (docs/cli.md); a mistyped command or option is bad input.
         unknown = "invalid choice" in message and not message.startswith("argument COMMAND")
-        raise HloscopeError(f"{self.prog}: {message}", EXIT_UNKNOWN_NAME if unknown else EXIT_BAD_INPUT)
+        # main() prints "hloscope: error: "; the subcommand's name follows it once ("dot: ...").
+        where = self.prog.removeprefix("hloscope").strip()
+        raise HloscopeError(f"{where}: {message}" if where else message,
+                            EXIT_UNKNOWN_NAME if unknown else EXIT_BAD_INPUT)
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -8,12 +8,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
 from hloscope.compile.request import CompileRequest, Policy, Scheduler
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
-from hloscope.targets import DEFAULT_TARGET
+from hloscope.targets import DEFAULT_HOST_POOL_BYTES, DEFAULT_TARGET, HOST_POOL_ENV
 
 __all__ = ["PHASE_WRITING", "PhaseStatus", "add_compile_options", "fraction", "parse_sets", "request_from_args",
            "scheduler_from_args"]
@@ -38,6 +39,12 @@ def add_compile_options(p: argparse.ArgumentParser) -> None:
                    help="compile as JAX on a GPU whose allocator takes F of the HBM (XLA_PYTHON_CLIENT_MEM_FRACTION; "
                         "JAX's default 0.75): XLA's scheduler plans for it and the step must fit in it; default: "
                         "as a compile-only device, where XLA plans for 80%% of the HBM")
+
+
+def add_host_pool_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host-pool-gb", type=float, default=None, metavar="GB",
+                   help="PJRT's pinned-host pool per process, GiB (default: XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB "
+                        "from the environment, else 64, PJRT's default): host buffers must fit in it")
 
 
 def fraction(text: str) -> float:
@@ -109,6 +116,31 @@ class PhaseStatus:
             self._status = None
 
 
+#: What ``--args-from module:function`` passes as the ``--args`` spec (hloscope.compile.userfn.ARGS_FROM).
+ARGS_FROM = "@"
+
+
+def add_args_options(p: argparse.ArgumentParser, help_args: str) -> None:
+    """``--args SPEC`` and ``--args-from MODULE:FUNCTION`` (pytrees: docs/ci.md)."""
+    p.add_argument("--args", default="", metavar="SPEC", help=help_args)
+    p.add_argument("--args-from", metavar="MODULE:FUNCTION",
+                   help="with --fn: a function returning the step's abstract arguments, pytrees of "
+                        "jax.ShapeDtypeStruct (called with the mesh if it takes an argument)")
+
+
+def args_spec(args: argparse.Namespace) -> str:
+    """The one spec of the step's arguments: ``--args``, or ``@MODULE:FUNCTION`` from ``--args-from``."""
+    spec = str(getattr(args, "args", "") or "")
+    ref = getattr(args, "args_from", None)
+    if not ref:
+        return spec
+    if spec:
+        raise HloscopeError("--args and --args-from both describe the arguments: give one", EXIT_BAD_INPUT)
+    if ":" not in ref:
+        raise HloscopeError(f"--args-from wants package.module:function, got '{ref}'", EXIT_BAD_INPUT)
+    return ARGS_FROM + str(ref)
+
+
 def note_jax_version() -> None:
     """Say once, in one line on stderr, when the installed jax is outside the tested range or has
     known gaps (``hloscope.compile.jaxcompat``; read from its metadata, jax is not imported)."""
@@ -135,7 +167,7 @@ def request_from_args(args: argparse.Namespace, workload: str | None = None,
     return CompileRequest(
         args.target or DEFAULT_TARGET, args.devices, workload=None if fn else workload,
         sets=tuple(parse_sets(args.set).items()),
-        policy=Policy(args.policy) if args.policy else None, fn=fn, args=getattr(args, "args", None) or None,
+        policy=Policy(args.policy) if args.policy else None, fn=fn, args=args_spec(args) or None,
         cwd=os.getcwd() if fn else None,
         scheduler=scheduler_from_args(args),
         pipelined=bool(args.pipelined_offload), xla_flags=tuple(args.xla_flag),
@@ -153,3 +185,21 @@ def scheduler_from_args(args: argparse.Namespace) -> Scheduler:
         raise HloscopeError(f"--scheduler {chosen.value} contradicts --{'' if lhs else 'no-'}lhs; give one of them",
                             EXIT_BAD_INPUT)
     return chosen
+
+
+def host_pool_bytes(gib: float | None, environ: Mapping[str, str]) -> int:
+    """PJRT's pinned-host pool: ``gib`` when given, else ``XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB`` from
+    ``environ`` (XLA multiplies it by 2**30: GiB), else 64 GiB. A malformed variable is an error
+    here, as PJRT would ignore it and keep 64."""
+    if gib is None:
+        text = environ.get(HOST_POOL_ENV, "").strip()
+        if not text:
+            return DEFAULT_HOST_POOL_BYTES
+        try:
+            gib = float(int(text))
+        except ValueError:
+            raise HloscopeError(f"{HOST_POOL_ENV}={text!r} is not a whole number of GB (PJRT would ignore it and "
+                                f"keep {DEFAULT_HOST_POOL_BYTES >> 30})", EXIT_BAD_INPUT) from None
+    if gib <= 0:
+        raise HloscopeError(f"host pool {gib:g} GB: expected a size above 0", EXIT_BAD_INPUT)
+    return int(gib * (1 << 30))

@@ -1,9 +1,12 @@
 """Compile jobs, run in a separate process so that a compiler crash is reported, not fatal.
 
-XLA's compiler is native code: when the host runs out of memory it may be
-killed (SIGKILL from the OOM killer) or crash (SIGSEGV, SIGABRT) rather than
-raise. ``run_isolated`` runs a job in a fresh ``spawn`` process and turns such a
-death into a one-line :class:`HloscopeError` with exit code 6. The parent never
+XLA's compiler is native code: a failed ``CHECK`` aborts it (SIGABRT) with the check on
+its native log, and when the host runs out of memory the OOM killer ends it (SIGKILL).
+``run_isolated`` runs a job in a fresh ``spawn`` process and turns such a death into a
+one-line :class:`HloscopeError`: a crash of XLA is a compiler failure (exit 5) carrying
+XLA's own message (the check that failed, with its source line); only a SIGKILL, or a
+child whose peak memory came within 10% of the machine's, is blamed on host memory
+(exit 6). The parent never
 imports JAX; results come back pickled (HLO text and figures, not the model).
 While it works, the child sends the name of each phase it starts (starting JAX,
 tracing, lowering, XLA compile) over the same pipe, for a status line.
@@ -59,7 +62,7 @@ def compile_job(request: CompileRequest, phase: Callable[[str], None] | None = N
             raise HloscopeError("--fn needs --args describing its abstract arguments", EXIT_BAD_INPUT)
         mesh = make_mesh(get_target(request.target), request.devices)
         fn = load_user_fn(request.fn, request.cwd or os.getcwd())
-        abstract = parse_args_spec(request.args, mesh)
+        abstract = parse_args_spec(request.args, mesh, request.cwd or os.getcwd())
         result = compile_step(request, fn, abstract, StepOptions(mesh=mesh, cache=True, phase=phase))
         return result, {"fn": request.fn, "args": request.args}
     from hloscope.compile import workloads
@@ -215,6 +218,39 @@ def _child(conn: Any, log_path: str, func: Callable[..., Any], args: tuple[Any, 
 
 
 _CAUSE = re.compile(r"(Check failed|failed|error|Error|exhausted|cannot|Cannot)")
+#: A fatal line of XLA's (absl) log: ``F1201 19:40:01.123456   123 file.cc:45] Check failed: ...``.
+_FATAL = re.compile(r"^F\d{4} [\d:.]+\s+\d+ ([\w./+-]+:\d+)\] (.+)$")
+#: The same in TensorFlow's older format: ``2024-02-27 16:32:33.075782: F external/xla/.../x.cc:614] ...``.
+_FATAL_TF = re.compile(r"^\S+ [\d:.]+: F ([\w./+-]+:\d+)\] (.+)$")
+#: A child this close to the machine's memory at its peak is taken to have exhausted it.
+EXHAUSTED_AT = 0.9
+
+
+def xla_fatal(log: str) -> str:
+    """XLA's own last words in a native log: its fatal line (a failed CHECK), with the source line
+    that raised it, ``Check failed: x == y (a vs. b) [memory_space_assignment.cc:123]``; else ""."""
+    for line in log.splitlines():
+        m = _FATAL.match(line.strip()) or _FATAL_TF.match(line.strip())
+        if m:
+            return f"{m[2].strip()[:300]} [{m[1].rsplit('/', 1)[-1]}]"
+    for line in log.splitlines():
+        if "Check failed" in line:
+            return line[line.index("Check failed"):].strip()[:300]
+    return ""
+
+
+def _machine_bytes() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def _children_peak_bytes() -> int:
+    """The largest peak resident size of a reaped child process of this one (Linux: ru_maxrss in KiB)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
 
 
 def _native_cause(log: str) -> str:
@@ -320,14 +356,29 @@ def run_isolated(func: Callable[..., Any], *args: Any, on_phase: Callable[[str],
     if msg is None:
         code = proc.exitcode or 0
         if code < 0:
-            name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
-            raise HloscopeError(
-                f"the XLA compiler process died ({name}); this usually means the host ran out of memory{suffix}",
-                EXIT_OUT_OF_MEMORY)
+            raise _death(-code, log, suffix)
         raise HloscopeError(f"the XLA compiler process exited with status {code} without a result{suffix}",
                             EXIT_COMPILE_FAILED)
     text, code = msg[1]
     raise HloscopeError(text + (suffix if code in (EXIT_OUT_OF_MEMORY, EXIT_ENVIRONMENT) else ""), code)
+
+
+def _death(signum: int, log: str, suffix: str) -> HloscopeError:
+    """The error for a compile process killed by ``signum``: XLA's crash as XLA's own message and a
+    compiler failure; host memory only when it was exhausted (SIGKILL: the OOM killer, or a peak
+    within 10% of the machine's memory)."""
+    name = signal.Signals(signum).name if signum in signal.Signals._value2member_map_ else str(signum)
+    peak, machine = _children_peak_bytes(), _machine_bytes()
+    gib = 1 << 30
+    figures = f"peak {peak / gib:.1f} of {machine / gib:.1f} GiB" if peak and machine else ""
+    if signum == signal.SIGKILL or (peak and machine and peak >= EXHAUSTED_AT * machine):
+        why = "killed" if signum == signal.SIGKILL else "died"
+        return HloscopeError(f"the XLA compiler process was {why} ({name}{', ' + figures if figures else ''}): "
+                             f"the host ran out of memory{suffix}", EXIT_OUT_OF_MEMORY)
+    fatal = xla_fatal(log)
+    said = f": {fatal}" if fatal else (f": {suffix.strip(' []')}" if suffix else ", and its log names no cause")
+    at = f" ({figures}: not out of memory)" if figures else ""
+    return HloscopeError(f"XLA crashed while compiling ({name}){said}{at}", EXIT_COMPILE_FAILED)
 
 
 def _result(conn: Any, on_phase: Callable[[str], None] | None) -> Any:

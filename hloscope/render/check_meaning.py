@@ -17,11 +17,15 @@ RULE_MEANING: dict[str, str] = {
     "intent-accounted": "every offload the step asked for became host transfers (on when the step was traced; a "
                         "plain HLO file falls back to its unoptimized module's annotations)",
     "fits-hbm": "the step's device allocation fits in the target's HBM, less hbm-margin",
+    "fits-host-pool": "the step's pinned-host bytes per GPU fit in PJRT's pinned-host pool (host-pool-gb, "
+                      "XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB, default 64 GiB)",
 }
 
 SETTING_MEANING: dict[str, str] = {
     "target": "GPU target name or .toml/.json file for the estimates",
     "hbm-margin": "fits-hbm: share of HBM to keep free (0.05 = 5%)",
+    "host-pool-gb": "fits-host-pool: PJRT's pinned-host pool per process, GiB (default: "
+                    "XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB from the environment, else 64)",
     "allow-empty": "pass when there is nothing to check (unscheduled module, no host transfer)",
     "baseline": "JSON report to compare with; regressions fail the check",
     "tolerance-us": "baseline: growth of exposed time per step (us) that is not a regression",

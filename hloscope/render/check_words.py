@@ -14,6 +14,7 @@ from hloscope.check.baseline import BaselineDiff, Change
 from hloscope.check.keys import TransferRecord
 from hloscope.check.rules import Finding, Violation
 from hloscope.render.intent_words import intent_message
+from hloscope.render.memory_text import room_of
 from hloscope.render.why import explain, exposed_clause
 from hloscope.render.xla_text import xla_clause
 from hloscope.units import human_bytes, human_us
@@ -84,9 +85,8 @@ def _annotation(v: Violation) -> str:
 
 
 def _fit_words(v: Violation) -> str:
-    allocator, hbm, margin = v.arg("allocator_bytes"), v.arg("hbm_bytes"), v.arg("margin")
-    room = (f"the {human_bytes(allocator)} JAX's allocator takes of {human_bytes(hbm)} of HBM" if allocator
-            else f"{human_bytes(hbm)} of HBM")
+    margin = v.arg("margin")
+    room = room_of(v.arg("allocator_bytes"), v.arg("hbm_bytes"))
     less = f" less a {margin:.0%} margin ({human_bytes(v.limit or 0.0)})" if margin else ""
     return (f"device allocation {human_bytes(v.actual or 0.0)} does not fit in {room}{less}; a step over its "
             "memory limit also closes overlap windows")
@@ -129,6 +129,10 @@ def violation_message(v: Violation) -> str:
         return prefix + intent_message(v.arg("accounted"))
     if f is Finding.DOES_NOT_FIT:
         return _fit_words(v)
+    if f is Finding.NOT_IN_HOST_POOL:
+        return (f"host memory {human_bytes(actual)} per GPU does not fit in PJRT's pinned-host pool of "
+                f"{human_bytes(limit)} (XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB): the step's host buffers fail to "
+                "allocate; raise the variable or offload less")
     if f is Finding.BASELINE:
         c = v.arg("change")
         return f"{c.kind}: {c.before} -> {c.after}".strip(" ->:")

@@ -8,6 +8,7 @@ from typing import Any, TextIO
 
 from hloscope.analysis.intent import account_of
 from hloscope.analysis.report import Report
+from hloscope.analysis.slack import Slack
 from hloscope.analysis.timeline import TransferTiming
 from hloscope.analysis.verdict import FirstUse, InputReady, Verdict
 from hloscope.render.intent_text import intent_dict
@@ -84,8 +85,19 @@ def transfer_dict(report: Report, v: Verdict) -> dict[str, Any]:
         "first_use": _first_use(v.first_use),
         "simulated": _timing(v.timing),
         "xla_stream": _stream(report, v),
+        "slack": _slack(report.slack_for(v)),
         **_xla_transfer(report, v),
     }
+
+
+def _slack(s: Slack | None) -> dict[str, Any] | None:
+    if s is None:
+        return None
+    return {"ready_after": s.ready_after, "needed_by": s.needed_by, "possible_ops": s.possible_ops,
+            "possible_compute_us": round(s.possible_compute_us, 3), "got_ops": s.got_ops,
+            "got_compute_us": round(s.got_compute_us, 3), "could_hide": s.could_hide,
+            "segments": [{"computation": g.computation, "first": g.first, "end": g.end, "kind": str(g.kind)}
+                         for g in s.segments]}
 
 
 def _stream(report: Report, v: Verdict) -> str | None:
@@ -158,8 +170,24 @@ def report_to_dict(report: Report) -> dict[str, Any]:
     if report.xla is not None:
         out["xla_scheduler"] = {"estimator": report.xla.estimator, "profile": report.xla.profile,
                                 "step_us": None if report.xla.step_us is None else round(report.xla.step_us, 1)}
+    if report.host_work.accesses:
+        out["in_place_host_accesses"] = [{
+            "instruction": a.instruction.name, "computation": a.computation, "op": a.op,
+            "read_bytes": a.read_bytes, "written_bytes": a.written_bytes, "executions": a.executions,
+        } for a in report.host_work.accesses]
+    if report.host_work.compute:
+        out["host_compute"] = [{
+            "computation": c.computation, "thread": c.thread, "instructions": c.instructions,
+            "start": c.start.name if c.start is not None else None, "done": c.done.name if c.done is not None else None,
+            "caller": c.caller or None, "operand_bytes": c.operand_bytes, "result_bytes": c.result_bytes,
+        } for c in report.host_work.compute]
     if report.memory is not None:
         out["memory"] = _plain(memory_dict(report.memory))
+    if report.remat is not None:
+        r = report.remat
+        out["remat"] = {"clones": r.clones, "clones_per_step": r.clones_per_step,
+                        "flops_per_step": r.flops_per_step, "collectives": r.collectives,
+                        "host_buffers": r.host_buffers, "names": list(r.names)}
     if report.compile is not None:
         out["compile"] = _plain(report.compile)
     if report.measured is not None:

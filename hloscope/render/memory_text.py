@@ -8,6 +8,7 @@ from typing import Any
 
 from hloscope.analysis.kinds import Reason
 from hloscope.analysis.memory import Action, Limit, MemoryFacts, NextStep
+from hloscope.analysis.remat import HOST_MEMORY_OFFLOADING_FLAG
 from hloscope.analysis.report import Report
 from hloscope.units import human_bytes
 
@@ -54,6 +55,7 @@ def memory_dict(m: MemoryFacts) -> dict[str, Any]:
     """The ``memory`` object of the JSON report (docs/json-schema.md): the facts, next steps in words."""
     out = asdict(m)
     out["next_steps"] = [step_words(s) for s in m.next_steps]
+    out["host_pool_fits"] = m.host_pool_fits
     return out
 
 
@@ -63,12 +65,43 @@ def gib(n: float) -> str:
 
 
 def room_words(m: MemoryFacts) -> str:
-    """What the step must fit in, in words: ``173.2 GiB of HBM``, or with an allocator's share
-    ``the 169.7 GiB JAX's allocator takes (0.98 of 173.2 GiB of HBM)``."""
-    if not m.allocator_bytes:
-        return f"{gib(m.hbm_bytes)} of HBM"
-    return (f"the {gib(m.allocator_bytes)} JAX's allocator takes ({m.allocator_bytes / m.hbm_bytes:.2f} of "
-            f"{gib(m.hbm_bytes)} of HBM)")
+    """What the step must fit in, in words (:func:`room_of`)."""
+    return room_of(m.allocator_bytes, m.hbm_bytes)
+
+
+def room_of(allocator_bytes: int, hbm_bytes: int) -> str:
+    """``173.2 GiB of HBM``, or with an allocator's share ``the 169.7 GiB JAX's allocator takes of
+    173.2 GiB of HBM``: the one wording of the memory line, compile --require-fit and fits-hbm."""
+    if not allocator_bytes:
+        return f"{gib(hbm_bytes)} of HBM"
+    return f"the {gib(allocator_bytes)} JAX's allocator takes of {gib(hbm_bytes)} of HBM"
+
+
+def host_words(m: MemoryFacts) -> str:
+    """`` (fits in 64.0 GiB of PJRT's pinned-host pool and in 240.0 GiB of host memory per GPU)``:
+    the host bytes against both ceilings; never "fits" when the pool cannot give them."""
+    pool = f"{gib(m.host_pool_bytes)} of PJRT's pinned-host pool (XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB)"
+    if not m.host_bytes:  # nothing on the host: the per-GPU figure alone, as before the pool was modelled
+        return f" (fits in {gib(m.host_limit_bytes)} of host memory per GPU)" if m.host_fits is not None else ""
+    if not m.host_pool_fits:
+        return f" (does NOT fit in {pool})"
+    if m.host_fits is False:
+        return f" (does NOT fit in {gib(m.host_limit_bytes)} of host memory per GPU)"
+    per_gpu = f" and in {gib(m.host_limit_bytes)} of host memory per GPU" if m.host_fits else ""
+    return f" (fits in {pool}{per_gpu})"
+
+
+def remat_lines(report: Report) -> list[str]:
+    """XLA's rematerialization clones, when the module also keeps buffers on the host."""
+    r = report.remat
+    if r is None or not r.suspicious:
+        return []
+    coll = f", {r.collectives} of them collectives" if r.collectives else ""
+    return [f"remat clones: XLA's rematerialization cloned {r.clones} instruction(s) ({r.clones_per_step} run(s) "
+            f"per step, ~{r.flops_per_step / 1e12:.1f} TFLOP per step{coll}; {', '.join(r.names[:3])}, ...) in a "
+            f"module with host buffers: without --xla_gpu_enable_host_memory_offloading=true that pass counts "
+            f"pinned-host buffers as device memory (compile --what-if-flag "
+            f"{HOST_MEMORY_OFFLOADING_FLAG}=true compiles it again with the flag)"]
 
 
 def memory_lines(report: Report, top: int = 3) -> list[str]:
@@ -79,8 +112,7 @@ def memory_lines(report: Report, top: int = 3) -> list[str]:
     lines = [f"memory per device: device allocation {gib(m.device_allocation_bytes)} ({fits} in "
              f"{room_words(m)}; arguments {gib(m.argument_bytes)} + temporaries {gib(m.temp_bytes)}"
              f" + outputs not aliased {gib(m.output_bytes - m.alias_bytes)}), host {gib(m.host_bytes)}"
-             + (f" ({'fits' if m.host_fits else 'does NOT fit'} in {gib(m.host_limit_bytes)} of host memory per GPU)"
-                if m.host_fits is not None else "")
+             + host_words(m)
              + (f"; XLA's peak {gib(m.xla_peak_bytes)}" if m.xla_peak_bytes else "")]
     if m.xla_peak_counts_host:
         lines.append(f"  XLA's peak_memory_in_bytes counts pinned-host buffers ({m.xla_peak_reason}); the device "

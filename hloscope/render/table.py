@@ -12,10 +12,10 @@ from hloscope.analysis.verdict import Verdict
 from hloscope.hlo.loader import ARTIFACT_NOTE
 from hloscope.render.intent_text import intent_lines
 from hloscope.render.measured_text import measured_lines
-from hloscope.render.memory_text import memory_lines
+from hloscope.render.memory_text import memory_lines, remat_lines
 from hloscope.render.options import RenderOptions
 from hloscope.render.scheduler_text import scheduler_line
-from hloscope.render.why import explain
+from hloscope.render.why import explain, slack_clause
 from hloscope.render.xla_text import xla_cell, xla_clause, xla_legend
 from hloscope.units import human_bytes, human_us
 
@@ -136,6 +136,9 @@ class TableRenderer:
             lines.append(f"  {v.transfer.instruction.name}{role}: {explain(v)}{src}")
             if clause := xla_clause(report, v):
                 lines.append(f"    {clause}")
+            room = report.slack_for(v)
+            if room is not None and v.verdict in (VerdictKind.EXPOSED, VerdictKind.PARTIAL):
+                lines.append(f"    {slack_clause(room)}")
         bv = s.by_verdict
         lines += [
             "",
@@ -162,6 +165,7 @@ class TableRenderer:
         lines += host_work_lines(report.host_work)
         lines += xla_legend(report)
         lines += memory_lines(report)
+        lines += remat_lines(report)
         if report.measured is not None:
             lines += measured_lines(report.measured)
         lines.append("all *us figures are roofline estimates (docs/cost-model.md), not measurements"

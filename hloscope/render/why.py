@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from hloscope.analysis.contention import MEMORY_BOUND_HINT_AT, memory_bound_share
 from hloscope.analysis.kinds import Direction, Reason, VerdictKind
+from hloscope.analysis.slack import Slack
 from hloscope.analysis.verdict import FirstUse, InputReady, Verdict
 
 _REASONS = {
@@ -61,6 +62,17 @@ def stream_queue_clause(v: Verdict) -> str | None:
                                                else "")
     return (f"it shares XLA's {t.stream.kind.value} stream {t.stream.number} with {ahead}, issued ahead of it "
             f"and still running: it waited ~{t.queued_us:.1f} us behind them before its bytes moved")
+
+
+def slack_clause(s: Slack) -> str:
+    """The window a transfer could have had beside the one it got, and whether it would hide it."""
+    after = f"its input ({s.ready_after})" if s.ready_after else "the top of its computation (inputs ready there)"
+    until = (f"its first real use ({s.needed_by})" if s.needed_by
+             else "the end of its computation (only the loop state or the result reads it)")
+    verdict = (f"enough to hide its ~{s.transfer_us:.1f} us" if s.could_hide
+               else f"not enough for its ~{s.transfer_us:.1f} us: no placement of its start and done hides it")
+    return (f"could have had {s.possible_ops} compute op(s) ~{s.possible_compute_us:.1f} us between {after} and "
+            f"{until}, against {s.got_ops} op(s) ~{s.got_compute_us:.1f} us in the window it got: {verdict}")
 
 
 def _link(v: Verdict) -> str:

@@ -120,3 +120,29 @@ def test_diff_prints_for_a_person(capsys: pytest.CaptureFixture[str]) -> None:
     assert "matched" in out and "REGRESSION" in out
     assert main(["diff", LLAMA, LLAMA]) == EXIT_OK
     assert "no change" in capsys.readouterr().out
+
+
+def test_fits_host_pool_from_the_flag_and_from_the_environment(capsys: pytest.CaptureFixture[str],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """mlp_sync keeps 64 KiB per GPU on the host: a pool of 0.00001 GiB (10.5 KiB) cannot give it."""
+    folder = str(DATA / "mlp_sync")
+    code, out, _ = run(capsys, folder, "--fits-host-pool", "--allow-empty")
+    assert code == EXIT_OK and "pass fits-host-pool" in out
+    code, out, _ = run(capsys, folder, "--fits-host-pool", "--host-pool-gb", "0.00001")
+    assert code == EXIT_CHECK_FAILED and "FAIL fits-host-pool" in out and "64.0 KiB" in out
+    monkeypatch.setenv("XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB", "1")
+    code, out, _ = run(capsys, folder, "--fits-host-pool")
+    assert code == EXIT_OK
+    monkeypatch.setenv("XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB", "lots")
+    code, _, err = run(capsys, folder, "--fits-host-pool")
+    assert code == EXIT_BAD_INPUT and err.count("\n") == 1 and "XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB='lots'" in err
+
+
+def test_the_memory_line_never_says_fits_when_the_pool_cannot_give_it(capsys: pytest.CaptureFixture[str]) -> None:
+    folder = str(DATA / "mlp_sync")
+    assert main(["analyze", folder]) == EXIT_OK
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("memory per device"))
+    assert "host 64.0 KiB (fits in 64.0 GiB of PJRT's pinned-host pool" in line
+    assert main(["analyze", folder, "--host-pool-gb", "0.00001"]) == EXIT_OK
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("memory per device"))
+    assert "host 64.0 KiB (does NOT fit in 10.5 KiB of PJRT's pinned-host pool" in line and "fits in 232" not in line

@@ -216,3 +216,22 @@ def test_nothing_to_check_fails_unless_allowed(name: str, words: str) -> None:
 def test_default_rules_are_no_sync_and_no_exposed() -> None:
     result = check(subject("llama_offload.hlo.txt"))
     assert list(result.rules) == ["no-sync", "no-exposed"] and not result.passed
+
+
+def test_fits_host_pool_on_both_sides_of_the_pool() -> None:
+    """mlp_sync keeps 64 KiB per GPU in S(5) (host_temp_size_in_bytes 65,536, tests/check/data/README.md):
+    it fits PJRT's default 64 GiB pool, and not a pool one byte smaller than it."""
+    subj = load_path(str(DATA / "mlp_sync"), H100)
+    assert subj.memory is not None and subj.memory.host_bytes == 65_536
+    assert subj.memory.host_pool_bytes == 64 << 30 and subj.memory.host_pool_fits
+    assert check(subj, fits_host_pool=True, no_sync=False).passed
+    gb_ok = 65_536 / (1 << 30)
+    assert check(subj, fits_host_pool=True, no_sync=False, host_pool_gb=gb_ok).passed
+    failed = check(subj, fits_host_pool=True, no_sync=False, no_exposed=False, host_pool_gb=gb_ok * 0.999)
+    assert rules_broken(failed) == {"fits-host-pool"}
+
+
+def test_fits_host_pool_cannot_be_evaluated_on_a_plain_file() -> None:
+    with pytest.raises(HloscopeError) as e:
+        check(subject("llama_offload.hlo.txt"), fits_host_pool=True)
+    assert e.value.exit_code == EXIT_BAD_INPUT and "cannot be evaluated" in str(e.value)

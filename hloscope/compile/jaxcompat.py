@@ -159,3 +159,9 @@ def warn_version(jax_version: str) -> None:
     if note:
         os.environ[NOTED_ENV] = "1"
         warnings.warn(note, JaxVersionWarning, stacklevel=3)
+
+
+def jaxlib_at_least(major: int, minor: int) -> bool:
+    """Whether the installed jaxlib is ``major.minor`` or newer (True when it is not installed)."""
+    v = _parse(jaxlib_version())
+    return not v or v[:2] >= (major, minor)

@@ -14,10 +14,15 @@ from __future__ import annotations
 from typing import Any
 
 from hloscope.errors import HloParseError, HloscopeError
+from hloscope.native_stderr import quiet_first_jax_import
 
 __version__ = "0.1.0"
 __all__ = ["HloParseError", "HloscopeError", "OffloadCheckFailed", "__version__", "analyze", "assert_offloads_hidden",
            "check_offloads", "compile_step", "make_mesh"]
+
+# A script that imports hloscope before jax gets no CUDA-plugin lines on stderr from jax's import
+# (hloscope.native_stderr.quiet_first_jax_import; standard library only, nothing of JAX).
+quiet_first_jax_import()
 
 # The API is imported on first use, so `hloscope tui` and the CLI start without loading the analysis.
 _LAZY = {"analyze": "hloscope.api", "compile_step": "hloscope.api", "make_mesh": "hloscope.compile.deviceless",

@@ -53,6 +53,17 @@ class StepReport(Report):
     def __str__(self) -> str:
         return self.to_text()
 
+    def _repr_html_(self) -> str:
+        """What a notebook cell shows: intent, the transfer table in verdict colours, the
+        simulated step as an inline SVG (``hloscope.render.html``; no JavaScript)."""
+        return render_to_string("html", self)
+
+    def _repr_markdown_(self) -> str:
+        """A short Markdown summary, for front ends that show Markdown rather than HTML."""
+        from hloscope.render.html import markdown_summary
+
+        return markdown_summary(self)
+
 
 def analyze(x: Any, target: Target | str | None = None, host_space: int = HOST_MEMORY_SPACE) -> StepReport:
     """Analyze HLO text, a path (file, dump folder, ``hloscope compile`` artifact folder), a

@@ -112,19 +112,22 @@ class LoadedStep:
     target_origin: str
 
 
-def read_step(path: str, target: str | Target | None = None, names: Sequence[Mapping[str, Any]] = ()) -> LoadedStep:
-    """Read ``path`` (file, dump folder, artifact folder, ``-``) with all it carries, the manifest once."""
+def read_step(path: str, target: str | Target | None = None, names: Sequence[Mapping[str, Any]] = (),
+              keep_text: bool = False) -> LoadedStep:
+    """Read ``path`` (file, dump folder, artifact folder, ``-``) with all it carries, each file once.
+    ``keep_text``: the inputs keep the HLO text the module was parsed from (the TUI's line lookups)."""
     from hloscope.analysis.inputs import ScheduleRun, StepInputs, int_figures
     from hloscope.analysis.intent import intent_from_dict
-    from hloscope.hlo.loader import ARTIFACT_NOTE, load_module_with_notes
+    from hloscope.hlo.loader import ARTIFACT_NOTE, read_module
     from hloscope.hlo.xla_dumps import XlaDumpTexts
 
-    module, notes = load_module_with_notes(path)
+    module, read_text, notes = read_module(path)
+    text = read_text if keep_text else None
     name = module.source_path or "<stdin>"
     manifest = read_manifest(path)
     tgt, origin = resolve_target(path, target, manifest)
     if manifest is None:
-        return LoadedStep(StepInputs(module, name, None, tuple(names), notes=notes), tgt, origin)
+        return LoadedStep(StepInputs(module, name, text, tuple(names), notes=notes), tgt, origin)
     notes = (*notes, f"{ARTIFACT_NOTE} target {tgt.name} "
                      f"({'--target' if origin == 'given' else 'from manifest.json'}), "
                      f"{manifest.get('devices', '?')} devices, XLA options {manifest.get('xla_options', {})}")
@@ -133,7 +136,7 @@ def read_step(path: str, target: str | Target | None = None, names: Sequence[Map
     vocab = (manifest.get("config") or {}).get("vocab")
     intent = intent_from_dict(manifest.get("intent"))
     unoptimized = load_unoptimized(path) if intent is not None and intent.asks_for_offload() else None
-    inputs = StepInputs(module, name, None, tuple(names),
+    inputs = StepInputs(module, name, text, tuple(names),
                         int_figures(figures) if isinstance(figures, dict) else None,
                         XlaDumpTexts.from_files(_folder_texts(Path(path))), manifest, notes,
                         vocab if isinstance(vocab, int) and not isinstance(vocab, bool) else None,

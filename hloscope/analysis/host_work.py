@@ -96,7 +96,7 @@ def _host_bytes(shape: Shape, host: int) -> int:
     return sum(leaf.byte_size for leaf in shape.leaves() if leaf.memory_space == host)
 
 
-def is_in_place_access(module: Module, ins: Instruction, host: int) -> bool:
+def is_in_place_access(module: Module, ins: Instruction) -> bool:
     """A synchronous op touching host memory whose work is not moving data."""
     return ins.opcode not in MOVEMENT_OPS and core_op(module, ins) not in MOVEMENT_OPS
 
@@ -128,7 +128,7 @@ def find_host_work(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE) -> H
                 continue
             read = sum(_host_bytes(table[o].shape, host_space) for o in ins.operands if o in table)
             written = _host_bytes(ins.shape, host_space)
-            if (read or written) and is_in_place_access(module, ins, host_space):
+            if (read or written) and is_in_place_access(module, ins):
                 accesses.append(InPlaceHostAccess(ins, cname, core_op(module, ins), read, written,
                                                   cg.executions.get(cname, 1)))
     entered: dict[str, tuple[str, Instruction]] = {}

@@ -12,6 +12,10 @@ each transfer's ``checkpoint_name``, ``role`` and ``source``, computed before th
   wrapper's line). A to-device transfer reads a host buffer: the pass follows
   that buffer through tuples and loop parameters to the to-host transfer that
   wrote it and takes its names.
+- A to-device transfer of a step argument kept in host memory (parameter or
+  optimizer-state offloading) is named by the argument's pytree path, the entry
+  parameter's ``op_name`` (``opt_state['mu']['layers']['wo']``), at the first user line
+  that reads it on the device.
 - ``checkpoint_name``: from ``op_name`` metadata when the HLO records it
   (``.../name[name=query_proj]`` or ``checkpoint_name[query_proj]``), else from
   ``names``: records read from the traced jaxpr by ``hloscope.compile.names``
@@ -243,6 +247,35 @@ class _Namer:
         return None
 
 
+    def argument_read(self, t: Moved) -> tuple[str, SourceLocation | None] | None:
+        """For a to-device transfer of a step argument kept in host memory (parameter or optimizer
+        offloading): the argument's pytree path, which JAX writes as the entry parameter's
+        ``op_name`` (``opt_state['mu']['layers']['wo']``), and the first user line that reads the
+        value on the device (the transfer itself carries no frame). None for any other transfer."""
+        if t.direction is not Direction.TO_DEVICE or not t.instruction.operands:
+            return None
+        table = self.module.computations[t.instruction.computation].by_name
+        ins = table.get(t.instruction.operands[0])
+        while ins is not None and ins.opcode in ("bitcast", "get-tuple-element", "copy") and ins.operands:
+            ins = self.module.computations[ins.computation].by_name.get(ins.operands[0])
+        if ins is None or ins.opcode != "parameter" or ins.computation != self.module.entry_name:
+            return None
+        path = ins.metadata.get("op_name", "").replace("\\'", "'")
+        if not path:
+            return None
+        queue, seen = list(self.index.users(t.instruction)), set[tuple[str, str]]()
+        while queue and len(seen) < _MAX_STEPS:
+            user = queue.pop(0)
+            if (user.computation, user.name) in seen:
+                continue
+            seen.add((user.computation, user.name))
+            chain = self.frames(user)
+            if chain:
+                return path, chain[0]
+            queue.extend(self.index.users(user))
+        return path, None
+
+
 def host_writers(index: ModuleIndex, transfers: Sequence[M]) -> dict[tuple[str, str], M]:
     """For each to-device transfer (keyed by computation and instruction name): the to-host
     transfer among ``transfers`` that wrote the host buffer it reads, when one did."""
@@ -282,6 +315,8 @@ def transfer_names(index: ModuleIndex, transfers: Sequence[Moved],
         if writer is not None:
             w = done[(writer.computation, writer.instruction.name)]
             done[key] = TransferNames(name or w.checkpoint_name, w.role, w.source)
+        elif (arg := namer.argument_read(t)) is not None:  # an argument kept in host memory: its path
+            done[key] = TransferNames(name or arg[0], None, arg[1])
         else:
             src, rec = namer.producer(t)
             done[key] = TransferNames(name or (str(rec["name"]) if rec else None),

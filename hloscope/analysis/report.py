@@ -2,10 +2,12 @@
 
 ``analyze_step(inputs, target, options) -> Report`` is the one pipeline: it builds
 one :class:`ModuleIndex` from the :class:`~hloscope.analysis.inputs.StepInputs` a
-loader read, and runs the passes in order: ``find_host_transfers`` (named by the
-step's tensor names) -> ``pair_async_ops`` -> ``judge_overlap`` -> the simulated
-step -> the memory facts, then sums them up in a :class:`Summary`. The report
-comes out complete and frozen; nothing patches it afterwards. It is data only
+loader read, and runs the passes in order: ``find_host_transfers`` (each transfer
+built once, named by the step's tensor names) -> ``pair_async_ops`` -> the simulated
+step -> ``judge_overlap`` (each verdict decided once, from its window and the
+simulated wait) -> the memory facts, then sums them up in a :class:`Summary`. The
+report comes out complete and frozen; nothing patches it, its transfers or its
+verdicts afterwards. It is data only
 (this module imports no renderer): ``hloscope.render`` turns it into text, JSON
 and the other formats, and the Python API's :class:`hloscope.api.StepReport`
 adds ``to_text``/``to_dict``/``dot``/``print(report)``.

@@ -207,7 +207,7 @@ def _find(index: ModuleIndex, host_space: int) -> list[_Found]:
                     out.append(_Found(ins, cname, direction, core_op, size, execs, True, False, host_space))
                 continue
             direction = _classify(ins.shape, operand_shapes, host_space)
-            if direction and not is_in_place_access(module, ins, host_space):
+            if direction and not is_in_place_access(module, ins):
                 core = _core_op(module, ins) if op == "fusion" else ins
                 size, core_op = _moved_bytes(module, direction, core, ins.shape, operand_shapes, host_space)
                 out.append(_Found(ins, cname, direction, core_op, size, execs, False, False, host_space))

@@ -32,7 +32,7 @@ from typing import Any
 from hloscope.check.keys import TransferRecord, records_from_json, records_from_report, verdict_rank
 from hloscope.check.subject import Subject
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
-from hloscope.units import human_bytes
+from hloscope.units import human_bytes, human_us
 
 
 @dataclass(frozen=True)
@@ -191,7 +191,7 @@ def match(base: tuple[TransferRecord, ...], new: tuple[TransferRecord, ...]
 
 
 def _us(x: float) -> str:
-    return f"{x / 1e3:.2f} ms/step" if x >= 1e4 else f"{x:.1f} us/step"
+    return f"{human_us(x)}/step"  # the one time formatter (units.human_us)
 
 
 def compare(base: Snapshot, new: Snapshot, tolerance: Tolerance | None = None) -> BaselineDiff:

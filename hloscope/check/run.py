@@ -3,8 +3,10 @@
 ``run_check(subject, config, baseline=None) -> CheckResult``. A check never
 passes because there was nothing to check: a module that is not scheduled, not
 compiled for a GPU, or has no host transfer raises :class:`NothingToCheck`
-(exit 8) unless ``allow_empty``. A rule the step lacks the facts for (fits-hbm
-on a plain HLO file) is an error (exit 2), never a pass.
+(exit 8) unless ``allow_empty``; on such a step only the rules of :data:`JUDGE_ABSENCE`
+(a configured ``expect-offloaded`` stays) and the baseline are evaluated, and the check may
+fail but not pass. A rule the step lacks the facts for (fits-hbm on a plain HLO file) is an
+error (exit 2), never a pass.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ from hloscope.errors import EXIT_NOTHING_TO_CHECK, HloscopeError
 
 #: Rules evaluated when a check names none: every offload async and hidden from the stream.
 DEFAULT_RULES = {"no-sync": True, "no-exposed": True}
+#: Rules that judge a step with nothing to judge: what it should have offloaded (a lost offload
+#: is a failure to report, not nothing to check). The others would pass on nothing and are left out.
+JUDGE_ABSENCE = ("expect-offloaded", "min-offloaded-bytes", "intent-accounted")
 
 
 class NothingToCheck(HloscopeError):
@@ -62,12 +67,16 @@ def run_check(subject: Subject, config: CheckConfig, baseline: Snapshot | None =
     rules = {name: config.rules[name] for name in RULES if name in config.rules} or dict(DEFAULT_RULES)
     if "intent-accounted" not in config.rules and account_of(subject.report) is not None:
         rules["intent-accounted"] = True  # on by default whenever the step's intent is known
-    # An offload asked for that produced no transfer is a failure to report, not "nothing to check".
+    # An offload asked for that produced no transfer is a failure to report, not "nothing to check";
+    # so is an offload the configuration expects, or a baseline's transfers, gone.
     lost = bool(rules.get("intent-accounted")) and bool(unaccounted_intent(subject))
-    if empty and not config.allow_empty and not lost:
+    absent = {name: value for name, value in rules.items()
+              if name in JUDGE_ABSENCE and (name != "intent-accounted" or lost)}
+    must_fail = ""  # the step is empty: the check may fail, it may not pass
+    if empty and (absent or (baseline is not None and not config.allow_empty)):
+        rules, must_fail, empty = absent, empty, ""
+    elif empty and not config.allow_empty:
         raise NothingToCheck(f"nothing to check: {empty} (--allow-empty to pass anyway)")
-    if empty and lost:  # the other rules would pass only because there is nothing to judge
-        rules, empty = {"intent-accounted": rules["intent-accounted"]}, ""
     for name in rules:  # fail on a missing fact before reporting anything
         needs = RULES[name].needs
         if (needs == "memory" and subject.memory is None) or (needs == "unoptimized" and subject.unoptimized is None):
@@ -91,4 +100,6 @@ def run_check(subject: Subject, config: CheckConfig, baseline: Snapshot | None =
                 violations.append(v)
             else:
                 ctx.allowed.append((v, entry))
+    if must_fail and not violations and not ctx.allowed and not config.allow_empty:  # (an allowed one was judged)
+        raise NothingToCheck(f"nothing to check: {must_fail} (--allow-empty to pass anyway)")
     return CheckResult(subject, rules, tuple(violations), tuple(ctx.allowed), diff, empty)

@@ -16,8 +16,7 @@ from typing import TextIO
 
 from hloscope.analysis.backend import find_backend
 from hloscope.analysis.kinds import VerdictKind
-from hloscope.analysis.measured import MeasuredComparison, MeasuredProfile
-from hloscope.analysis.measured_read import looks_like_xplane, read_measured
+from hloscope.analysis.measured import MeasuredComparison
 from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import Report
 from hloscope.check import fail_on_verdicts, nothing_to_judge, parse_verdicts
@@ -132,21 +131,6 @@ def emit_report(report: Report, req: ReportRequest, trailer: str = "") -> int:
     return EXIT_CHECK_FAILED if fail_on_verdicts(report, req.fail_on) else 0
 
 
-def load_measured(path: str) -> MeasuredProfile:
-    """A measured profile by content: an ``.xplane.pb`` through jaxlib (the compile layer), else
-    ``hloscope.analysis.measured_read``."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(65536)
-    except OSError as e:
-        raise HloscopeError(f"{path}: cannot read profile: {e.strerror or e}", EXIT_BAD_INPUT) from None
-    if head and looks_like_xplane(path, head):
-        from hloscope.compile.xplane import read_xplane
-
-        return read_xplane(path)
-    return read_measured(path)
-
-
 def is_nsys_archive(path: str) -> bool:
     """An nsys-jax archive: a .zip with the projected GPU trace inside."""
     import zipfile
@@ -189,6 +173,8 @@ class AnalyzeCommand:
         req = prepare_report(args)
         measured = getattr(args, "measured", None) or (args.path if is_nsys_archive(args.path) else None)
         if measured:
+            from hloscope.compile.xplane import load_measured
+
             profile = load_measured(measured)
             req = replace(req, options=replace(req.options, compare_with=profile))
         report = load_report(args.path, args.target, req.options)

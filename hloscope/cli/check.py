@@ -94,8 +94,11 @@ def flags_config(args: argparse.Namespace) -> CheckConfig:
     for key in ("target", "baseline", "unoptimized", "path", "workload", "fn"):
         if getattr(args, key, None):
             data[key] = getattr(args, key)
-    if args.args:
-        data["args"] = args.args
+    from hloscope.cli.options import args_spec
+
+    spec = args_spec(args)
+    if spec:
+        data["args"] = spec
     if args.devices is not None:
         data["devices"] = args.devices
     if args.memory_fraction is not None:
@@ -135,7 +138,10 @@ def load_subject(cfg: CheckConfig) -> Subject:
     target = get_target(cfg.target or DEFAULT_TARGET)
     if cfg.workload or cfg.fn:
         from hloscope.api import compile_subject
+        from hloscope.cli.options import note_jax_version
         from hloscope.compile.request import CompileRequest
+
+        note_jax_version()
 
         return compile_subject(CompileRequest(target.name, cfg.devices, workload=cfg.workload or None,
                                               sets=tuple(cfg.sets.items()), fn=cfg.fn or None,
@@ -198,14 +204,14 @@ class CheckCommand:
     """
 
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
-        from hloscope.cli.options import fraction
+        from hloscope.cli.options import add_args_options, fraction
         from hloscope.render.check_report import CHECK_FORMATS
 
         p.add_argument("path", metavar="PATH", nargs="?", help="HLO file, XLA dump folder or artifact folder")
         src = p.add_mutually_exclusive_group()
         src.add_argument("--workload", help="compile a built-in workload or preset (llama, llama3-405b, ...)")
         src.add_argument("--fn", metavar="MODULE:FUNCTION", help="compile your own step function")
-        p.add_argument("--args", default="", metavar="SPEC", help="with --fn: abstract arguments (see compile)")
+        add_args_options(p, "with --fn: abstract arguments (see compile)")
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="workload setting")
         p.add_argument("--devices", type=int, default=None, help="compile-only GPUs (default 8)")
         p.add_argument("--memory-fraction", type=fraction, default=None, metavar="F",

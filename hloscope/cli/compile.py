@@ -9,7 +9,13 @@ from pathlib import Path
 
 from hloscope.analysis.report import Report
 from hloscope.cli.analyze import ReportRequest, add_report_options, emit_report, prepare_report
-from hloscope.cli.options import PHASE_WRITING, PhaseStatus, add_compile_options, request_from_args
+from hloscope.cli.options import (
+    PHASE_WRITING,
+    PhaseStatus,
+    add_args_options,
+    add_compile_options,
+    request_from_args,
+)
 from hloscope.compile.request import CompileRequest
 from hloscope.compile.whatif import TransferChange
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, HloscopeError
@@ -45,8 +51,7 @@ class CompileCommand:
         src.add_argument("--workload", "--preset", default="llama",
                          help="mlp, llama, deepseek or a preset such as llama3-405b (default llama)")
         src.add_argument("--fn", metavar="MODULE:FUNCTION", help="your own step function")
-        p.add_argument("--args", default="", metavar="SPEC",
-                       help="with --fn: abstract arguments, e.g. 'bf16[512,1024]@fsdp,None; bf16[64,512]@fsdp'")
+        add_args_options(p, "with --fn: abstract arguments, e.g. 'bf16[512,1024]@fsdp,None; bf16[64,512]@fsdp'")
         p.add_argument("--out", default="", metavar="DIR",
                        help="artifact folder (default hloscope-out/NAME, NAME from the workload and options)")
         p.add_argument("--force", action="store_true", help="replace an existing artifact folder")

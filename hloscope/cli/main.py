@@ -32,6 +32,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
                 "compile a training step for a GPU target on this machine (no GPU needed)"),
     "diff": ("hloscope.cli.diff", "DiffCommand", "compare two steps or reports, transfer by transfer"),
     "dot": ("hloscope.cli.dot", "DotCommand", "Graphviz diagrams of windows, computations, schedules, calls"),
+    "export": ("hloscope.cli.export", "ExportCommand", "write a step as files another tool opens (Model Explorer)"),
     "sweep": ("hloscope.cli.sweep", "SweepCommand", "compile policy x scheduler x pipelined offload side by side"),
     "targets": ("hloscope.cli.targets", "TargetsCommand", "list the built-in GPU targets and their figures"),
     "tui": ("hloscope.cli.tui", "TuiCommand", "browse transfers and the schedule in the terminal"),
@@ -51,7 +52,10 @@ class _Parser(argparse.ArgumentParser):
         # An option value outside its closed list (--policy, --link ...) is an unknown name, like an
         # unknown target or format (docs/cli.md); a mistyped command or option is bad input.
         unknown = "invalid choice" in message and not message.startswith("argument COMMAND")
-        raise HloscopeError(f"{self.prog}: {message}", EXIT_UNKNOWN_NAME if unknown else EXIT_BAD_INPUT)
+        # main() prints "hloscope: error: "; the subcommand's name follows it once ("dot: ...").
+        where = self.prog.removeprefix("hloscope").strip()
+        raise HloscopeError(f"{where}: {message}" if where else message,
+                            EXIT_UNKNOWN_NAME if unknown else EXIT_BAD_INPUT)
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

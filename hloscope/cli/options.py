@@ -116,14 +116,58 @@ class PhaseStatus:
             self._status = None
 
 
+#: What ``--args-from module:function`` passes as the ``--args`` spec (hloscope.compile.userfn.ARGS_FROM).
+ARGS_FROM = "@"
+
+
+def add_args_options(p: argparse.ArgumentParser, help_args: str) -> None:
+    """``--args SPEC`` and ``--args-from MODULE:FUNCTION`` (pytrees: docs/ci.md)."""
+    p.add_argument("--args", default="", metavar="SPEC", help=help_args)
+    p.add_argument("--args-from", metavar="MODULE:FUNCTION",
+                   help="with --fn: a function returning the step's abstract arguments, pytrees of "
+                        "jax.ShapeDtypeStruct (called with the mesh if it takes an argument)")
+
+
+def args_spec(args: argparse.Namespace) -> str:
+    """The one spec of the step's arguments: ``--args``, or ``@MODULE:FUNCTION`` from ``--args-from``."""
+    spec = str(getattr(args, "args", "") or "")
+    ref = getattr(args, "args_from", None)
+    if not ref:
+        return spec
+    if spec:
+        raise HloscopeError("--args and --args-from both describe the arguments: give one", EXIT_BAD_INPUT)
+    if ":" not in ref:
+        raise HloscopeError(f"--args-from wants package.module:function, got '{ref}'", EXIT_BAD_INPUT)
+    return ARGS_FROM + str(ref)
+
+
+def note_jax_version() -> None:
+    """Say once, in one line on stderr, when the installed jax is outside the tested range or has
+    known gaps (``hloscope.compile.jaxcompat``; read from its metadata, jax is not imported)."""
+    global _JAX_NOTED
+    if _JAX_NOTED:
+        return
+    _JAX_NOTED = True
+    from hloscope.compile.jaxcompat import NOTED_ENV, installed_jax, version_note
+
+    note = version_note(installed_jax())
+    if note:
+        print(f"hloscope: note: {note}", file=sys.stderr)
+        os.environ[NOTED_ENV] = "1"  # the compile workers inherit it and do not warn again
+
+
+_JAX_NOTED = False
+
+
 def request_from_args(args: argparse.Namespace, workload: str | None = None,
                       fn: str | None = None) -> CompileRequest:
     """The :class:`~hloscope.compile.request.CompileRequest` the compile options ask for (a built-in
     ``workload``, else the user's ``fn`` with ``args.args``)."""
+    note_jax_version()
     return CompileRequest(
         args.target or DEFAULT_TARGET, args.devices, workload=None if fn else workload,
         sets=tuple(parse_sets(args.set).items()),
-        policy=Policy(args.policy) if args.policy else None, fn=fn, args=getattr(args, "args", None) or None,
+        policy=Policy(args.policy) if args.policy else None, fn=fn, args=args_spec(args) or None,
         cwd=os.getcwd() if fn else None,
         scheduler=scheduler_from_args(args),
         pipelined=bool(args.pipelined_offload), xla_flags=tuple(args.xla_flag),

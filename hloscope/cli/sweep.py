@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from hloscope.cli.analyze import open_output
-from hloscope.cli.options import fraction, parse_sets
+from hloscope.cli.options import fraction, note_jax_version, parse_sets
 from hloscope.compile.sweep import SCHEDULERS
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_COMPILE_FAILED, EXIT_UNKNOWN_NAME, HloscopeError
 from hloscope.render import RenderOptions, pick
@@ -95,6 +95,7 @@ class SweepCommand:
         get_target(args.target)
         sets = parse_sets(args.set)
         workloads.resolve(args.workload, sets)  # validate names before spawning workers
+        note_jax_version()
         policies = [p.strip() for p in args.policies.split(",") if p.strip()]
         for p in policies:
             if p not in POLICIES:

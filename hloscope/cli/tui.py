@@ -31,6 +31,9 @@ class TuiCommand:
                        help="HLO text file, XLA dump folder, artifact folder, or - for stdin")
         p.add_argument("--workload", help="compile this built-in workload or preset instead of reading PATH")
         p.add_argument("--compare", metavar="PATH", help="a second schedule to compare with")
+        p.add_argument("--measured", metavar="PROFILE",
+                       help="a measured profile shown beside each op's figure (an nsys-jax archive as PATH is its "
+                            "own; docs/accuracy.md)")
         p.add_argument("--target",
                        help=f"target name or file (default: an artifact folder's own target, else {DEFAULT_TARGET})")
         p.add_argument("--host-memory-space", type=int, default=5, help="memory space of host memory (5)")
@@ -51,7 +54,10 @@ class TuiCommand:
             if path == "-":
                 spool = read_stdin_module()
                 path = str(spool / STDIN_FILE)
-            source = Source(path, workload, args.target, args.host_memory_space)
+            from hloscope.cli.analyze import is_nsys_archive
+
+            measured = args.measured or (path if path and is_nsys_archive(path) else None)
+            source = Source(path, workload, args.target, args.host_memory_space, measured)
             try:
                 check_source(source)  # one-line errors before the terminal is taken over
             except HloscopeError as e:

@@ -40,7 +40,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from hloscope.compile.result import CacheInfo
 
@@ -341,7 +341,7 @@ class CompileCache:
         return True
 
 
-def hit_info(key: str, record: Mapping[str, Any], via: str | None = None) -> CacheInfo:
+def hit_info(key: str, record: Mapping[str, Any], via: Literal["request"] | None = None) -> CacheInfo:
     """The cache's word on a result read from the entry ``key`` (``via``: how the entry was found)."""
     info = CacheInfo(hit=True, key=key, compiled_seconds=float(record.get("compile_seconds") or 0.0))
     if via is not None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from hloscope.compile import environment
+from hloscope.compile import environment, jaxcompat
 from hloscope.compile.request import CompileRequest, Scheduler
 from hloscope.compile.result import XLA_MEMORY_FIELDS, CompileMemory, ScheduleRecord, TensorName
 from hloscope.compile.result import CompileResult as CompileResult
@@ -376,8 +376,8 @@ def compile_step(request: CompileRequest, fn: Callable[..., Any],
     options_used.update(parse_flag(f) for f in request.xla_flags)
     _refuse_missing_files(options_used)
     dump = _dump_folder(options_used)
-    compile_options = dict(options_used, xla_dump_to=dump, xla_dump_hlo_as_text=True,
-                           xla_gpu_dump_llvmir=False)
+    compile_options = {**jaxcompat.compile_flags(), **options_used, "xla_dump_to": dump,
+                       "xla_dump_hlo_as_text": True, "xla_gpu_dump_llvmir": False}
     t0 = time.perf_counter()
     try:
         with environment.capture_native_stderr() as log:
@@ -443,7 +443,7 @@ def _kind(abstract: Any) -> tuple[str | None, str]:
     device = getattr(abstract, "abstract_device", None)
     if device is None:
         return None, "gpu"
-    return device.device_kind, device.platform
+    return device.device_kind, jaxcompat.abstract_device_platform(device)
 
 
 def _abstract_sharding(s: Any, abstract: Any, tgt: Target) -> Any:
@@ -557,7 +557,7 @@ def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, mesh: A
         code = EXIT_OUT_OF_MEMORY if "RESOURCE_EXHAUSTED" in msg and "host" in msg.lower() else EXIT_COMPILE_FAILED
         raise HloscopeError(f"XLA compile failed: {msg}", code) from None
     seconds = time.perf_counter() - t0
-    optimized = compiled.as_text() or ""
+    optimized = jaxcompat.optimized_text(compiled, dump)
     platform = compiled_platform(compiled)
     if platform != "gpu":
         raise HloscopeError(f"the step was compiled for {platform}, not for {tgt.name}'s GPUs; give its "

@@ -38,6 +38,7 @@ from hloscope.analysis.intent import (
     Tag,
     Where,
 )
+from hloscope.compile.jaxcompat import memory_space_name
 
 #: Primitives that pass a value on unchanged (followed forward from a ``name``).
 _PASS = frozenset({"reduce_precision", "convert_element_type", "reshape", "squeeze", "copy", "copy_p",
@@ -61,9 +62,10 @@ def _raw_functions(eqn: Any) -> set[str]:
 
 
 def _is_host_space(x: Any) -> bool:
-    """``jax.memory.Space.Host`` (a ``MemorySpace``) or a sharding with a host memory kind."""
-    if type(x).__name__ == "MemorySpace":
-        return str(getattr(x, "name", x)).rsplit(".", 1)[-1] == "Host"
+    """``jax.memory.Space.Host`` or a sharding with a host memory kind."""
+    space = memory_space_name(x)
+    if space is not None:
+        return space == "Host"
     kind = getattr(x, "memory_kind", None)
     return isinstance(kind, str) and kind in HOST_MEMORY_KINDS
 

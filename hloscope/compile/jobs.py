@@ -62,7 +62,7 @@ def compile_job(request: CompileRequest, phase: Callable[[str], None] | None = N
             raise HloscopeError("--fn needs --args describing its abstract arguments", EXIT_BAD_INPUT)
         mesh = make_mesh(get_target(request.target), request.devices)
         fn = load_user_fn(request.fn, request.cwd or os.getcwd())
-        abstract = parse_args_spec(request.args, mesh)
+        abstract = parse_args_spec(request.args, mesh, request.cwd or os.getcwd())
         result = compile_step(request, fn, abstract, StepOptions(mesh=mesh, cache=True, phase=phase))
         return result, {"fn": request.fn, "args": request.args}
     from hloscope.compile import workloads

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TypedDict, cast
+from typing import Literal, TypedDict, cast
 
 from hloscope.analysis.intent import Intent, intent_from_dict, intent_to_dict
 
@@ -85,7 +85,7 @@ class CacheInfo(TypedDict, total=False):
     key: str
     compiled_seconds: float
     stored: bool
-    via: str
+    via: Literal["request"]
 
 
 class ScheduleRecord(TypedDict):

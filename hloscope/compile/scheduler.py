@@ -27,6 +27,7 @@ Measured with jaxlib 0.10.2 (XLA 5a9e73cb), deviceless, on Hopper and Blackwell 
 from __future__ import annotations
 
 import re
+from enum import StrEnum
 
 from hloscope.analysis.inputs import ScheduleRun
 from hloscope.compile.request import Scheduler
@@ -41,11 +42,16 @@ SCHEDULER_OPTIONS: dict[Scheduler, dict[str, bool]] = {
     Scheduler.NONE: {LHS_FLAG: False, SOL_FLAG: False},
 }
 
-#: Estimator names as the manifest and the report write them.
-SOL = "sol"
-APPROXIMATE = "approximate"
-ANALYTICAL = "analytical"
-PGLE = "pgle"
+class Estimator(StrEnum):
+    """The latency estimator that drove LHS, as the manifest and the report name it."""
+
+    SOL = "sol"  # the analytical speed-of-light estimator ("unified" in XLA's log)
+    APPROXIMATE = "approximate"  # XLA's "T-shirt size" estimator
+    ANALYTICAL = "analytical"
+    PGLE = "pgle"  # profile guided
+
+
+SOL, APPROXIMATE, ANALYTICAL, PGLE = Estimator.SOL, Estimator.APPROXIMATE, Estimator.ANALYTICAL, Estimator.PGLE
 
 _LINE = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ (?P<src>[\w.]+):\d+\] (?P<msg>.*)$")
 

@@ -30,9 +30,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hloscope.compile.request import Policy, Scheduler
+from hloscope.compile.request import CompileRequest, Policy, Scheduler
+
+if TYPE_CHECKING:
+    from hloscope.analysis.report import Report
+    from hloscope.compile.result import CompileResult
 
 #: Row fields beyond COLUMNS (in JSON output, not in the table or CSV).
 MEMORY_FIELDS = (
@@ -86,10 +90,8 @@ def cell_label(policy: str, scheduler: str, pipelined: bool, batch: int | None) 
         f" batch={batch}" if batch is not None else "")
 
 
-def request_of(cell: Cell) -> Any:
+def request_of(cell: Cell) -> CompileRequest:
     """The CompileRequest of a cell (what ``hloscope compile`` would be asked for)."""
-    from hloscope.compile.request import CompileRequest
-
     sets = dict(cell.sets)
     if cell.batch is not None:
         sets["batch"] = str(cell.batch)
@@ -104,9 +106,9 @@ class _Analyses:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._done: dict[tuple[str, str, str], Any] = {}
+        self._done: dict[tuple[str, str, str], Report] = {}
 
-    def get(self, result: Any, fingerprint: str, target: str, vocab: int | None = None) -> Any:
+    def get(self, result: CompileResult, fingerprint: str, target: str, vocab: int | None = None) -> Report:
         from hloscope.compile.jobs import analyze_result
 
         # Identical optimized HLO gives identical memory figures from XLA: one analysis serves both.
@@ -164,9 +166,10 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
     s = report.summary
     m = compile_figures(memory_figures(result.memory))
     facts = report.memory
+    assert facts is not None  # a compile's report always has its memory facts (the compile's figures)
     top = facts.top_buffers[0] if facts.top_buffers else None
     exposed = s.est_exposed_us_per_step
-    cache = getattr(result, "cache", None) or {}
+    cache = result.cache
     row = empty_row(cell)
     row.update(
         batch=extra["config"]["batch"],
@@ -198,7 +201,7 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
     return row
 
 
-def _model_tflops(request: Any, step_us: float | None) -> float | None:
+def _model_tflops(request: CompileRequest, step_us: float | None) -> float | None:
     """Model TFLOP/s per device at the estimated step time, with the step's model FLOPs as
     MaxText counts them (``workloads.model_flops_per_device``); None without a count."""
     from hloscope.compile import workloads

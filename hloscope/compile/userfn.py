@@ -16,14 +16,52 @@ _DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float
            "s16": "int16", "s32": "int32", "s64": "int64", "u8": "uint8", "u32": "uint32", "pred": "bool"}
 
 
-def parse_args_spec(spec: str, mesh: Any) -> tuple[Any, ...]:
+#: ``--args @module:function`` (what ``--args-from module:function`` passes): the arguments are
+#: what that function returns.
+ARGS_FROM = "@"
+
+
+def args_from(ref: str, mesh: Any, cwd: str | None = None) -> tuple[Any, ...]:
+    """The abstract arguments ``module:function`` returns: a tuple (or list) of pytrees (dicts,
+    lists, tuples, dataclasses registered with JAX) of ``jax.ShapeDtypeStruct``; the function is
+    called with the mesh when it takes a parameter (to build ``NamedSharding``s), else with none."""
+    import inspect
+
+    import jax
+
+    fn = load_user_fn(ref, cwd)
+    try:
+        takes_mesh = bool(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        takes_mesh = False
+    try:
+        got = fn(mesh) if takes_mesh else fn()
+    except Exception as e:
+        first = (str(e).strip().splitlines() or [""])[0]
+        raise HloscopeError(f"--args-from {ref}: {type(e).__name__}: {first}", EXIT_TRACE_FAILED) from None
+    if not isinstance(got, (tuple, list)):
+        raise HloscopeError(f"--args-from {ref}: returned {type(got).__name__}; expected a tuple of the step's "
+                            "positional arguments (pytrees of jax.ShapeDtypeStruct)", EXIT_BAD_INPUT)
+    for path, leaf in jax.tree_util.tree_flatten_with_path(tuple(got))[0]:
+        if not (hasattr(leaf, "shape") and hasattr(leaf, "dtype")):
+            where = jax.tree_util.keystr(path)
+            raise HloscopeError(f"--args-from {ref}: argument leaf {where} is {type(leaf).__name__}, not an array "
+                                "description (jax.ShapeDtypeStruct)", EXIT_BAD_INPUT)
+    return tuple(got)
+
+
+def parse_args_spec(spec: str, mesh: Any, cwd: str | None = None) -> tuple[Any, ...]:
     """``bf16[512,1024]@fsdp,None:pinned_host; s32[64]`` -> sharded ``jax.ShapeDtypeStruct``s.
 
     After the axes, ``:KIND`` places the argument in that memory (``device``,
-    ``pinned_host``, ``unpinned_host``)."""
+    ``pinned_host``, ``unpinned_host``). ``@module:function`` instead takes the arguments,
+    pytrees included, from that function (:func:`args_from`)."""
     import jax
     import jax.numpy as jnp
     from jax.sharding import NamedSharding, PartitionSpec
+
+    if spec.strip().startswith(ARGS_FROM):
+        return args_from(spec.strip()[len(ARGS_FROM):].strip(), mesh, cwd)
 
     out = []
     for i, item in enumerate(s for s in spec.split(";") if s.strip()):

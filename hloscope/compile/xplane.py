@@ -6,7 +6,8 @@ compile layer is where JAX may be imported) and hands the events to
 is an op of the execution its ``hlo_module`` and ``run_id`` stats name; an event with
 ``hlo_module`` and no ``hlo_op`` times that execution, else the span of its ops does (XLA:CPU
 traces have no module events). Without jaxlib, one line names the ``compile`` extra (exit 7);
-a file jaxlib cannot read is bad input (exit 2).
+a file jaxlib cannot read is bad input (exit 2). :func:`load_measured` picks the reader of any
+measured profile by content (the CLI and the TUI call it).
 """
 
 from __future__ import annotations
@@ -16,9 +17,23 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.analysis.measured import MeasuredProfile, profile_from_events, runs_from_spans
+from hloscope.analysis.measured_read import looks_like_xplane, read_measured
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, HloscopeError
 
-__all__ = ["read_xplane"]
+__all__ = ["load_measured", "read_xplane"]
+
+
+def load_measured(path: str | Path) -> MeasuredProfile:
+    """A measured profile by content, for every face that takes one: an ``.xplane.pb`` here,
+    through jaxlib; anything else through ``hloscope.analysis.measured_read``."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(65536)
+    except OSError as e:
+        raise HloscopeError(f"{path}: cannot read profile: {e.strerror or e}", EXIT_BAD_INPUT) from None
+    if head and looks_like_xplane(path, head):
+        return read_xplane(path)
+    return read_measured(path)
 
 
 def read_xplane(path: str | Path, module_name: str = "") -> MeasuredProfile:

@@ -165,6 +165,8 @@ class _Reader:
         attrs = ins.attrs
         dot: dict[int, list[int]] = {}
         slices: list[tuple[int, int, int]] = []
+        groups: list[str] = []  # replica groups, explicit (field 49)
+        pairs: list[str] = []  # source_target_pairs
         for n, w, v in fields(buf):
             if n == 1:
                 ins.name = as_text(v)
@@ -208,7 +210,7 @@ class _Reader:
             elif n == 63:
                 attrs.append(f"direction={as_text(v)}")
             elif n == 49:
-                attrs.append("\0rg" + self._group(as_bytes(v)))
+                groups.append(self._group(as_bytes(v)))
             elif n == 87:
                 attrs.append("replica_groups=" + self._device_list(as_bytes(v)))
             elif n == 93:
@@ -222,7 +224,7 @@ class _Reader:
                 for pn, _pw, pv in fields(as_bytes(v)):
                     if isinstance(pv, int):
                         pair[pn] = signed64(pv)
-                attrs.append(f"\0st{{{pair[1]},{pair[2]}}}")
+                pairs.append(f"{{{pair[1]},{pair[2]}}}")
             elif n == 79:
                 thread = as_text(v)
                 if thread and thread != "main":
@@ -241,14 +243,10 @@ class _Reader:
                     attrs.append("frontend_attributes=" + fa)
             elif n == 80 and isinstance(v, int):
                 attrs.append(f"cross_program_prefetch_index={v}")
-        groups = [a[3:] for a in attrs if a.startswith("\0rg")]
-        pairs = [a[3:] for a in attrs if a.startswith("\0st")]
-        if groups or pairs:
-            attrs[:] = [a for a in attrs if not a.startswith("\0")]
-            if groups:
-                attrs.append("replica_groups={" + ",".join(groups) + "}")
-            if pairs:
-                attrs.append("source_target_pairs={" + ",".join(pairs) + "}")
+        if groups:
+            attrs.append("replica_groups={" + ",".join(groups) + "}")
+        if pairs:
+            attrs.append("source_target_pairs={" + ",".join(pairs) + "}")
         if slices:
             attrs.append("slice={" + ", ".join(
                 f"[{a}:{b}" + (f":{c}]" if c != 1 else "]") for a, b, c in slices) + "}")
@@ -655,7 +653,7 @@ def parse_hlo_proto(data: bytes, source: str = "<proto>") -> Module:
         raise HloscopeError(f"{source}: empty file; expected an HloProto", EXIT_BAD_INPUT)
     got = hlo_proto_to_text(raw, source)
     sections = got.sections
-    module = parse_hlo(got.text, source + " (as text)")
+    module = parse_hlo(got.text, source)
     module.async_wrapped = got.async_wrapped
     module.file_names = {k: str(v) for k, v in sections.get("files", {}).items()}
     module.function_names = {k: str(v) for k, v in sections.get("functions", {}).items()}

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from hloscope.errors import EXIT_BAD_INPUT, HloParseError, HloscopeError
-from hloscope.hlo.hloproto import looks_like_hlo_proto, parse_hlo_proto
+from hloscope.hlo.hloproto import hlo_proto_to_text, looks_like_hlo_proto, parse_hlo_proto, read_maybe_xz
 from hloscope.hlo.model import Module
 from hloscope.hlo.parser import parse_hlo
 
@@ -163,7 +163,13 @@ def parse_text(text: str, name: str | None = None) -> Module:
 
 
 def read_hlo_text(path: str) -> tuple[str, str]:
-    """(text, display name) for a path, a dump folder, or ``-`` for stdin."""
+    """(text, display name) for a path, a dump folder, or ``-`` for stdin. An HloProto (or an
+    nsys-jax archive's) gives the text it is parsed from (``hloscope.hlo.hloproto``), so line
+    numbers agree with the module :func:`load_module` reads."""
+    binary = _read_binary(path)
+    if binary is not None:
+        data, name, _ = binary
+        return hlo_proto_to_text(read_maybe_xz(data, name), name).text, name
     text, name, _ = _read(path)
     return text, name
 
@@ -197,16 +203,33 @@ def load_module_with_notes(path: str) -> tuple[Module, tuple[str, ...]]:
     """The module and the notes on how it was read (which file of a folder), for the views to show.
     Library code never prints; the CLI shows the notes. HloProto bytes (``*.hlo.pb``, ``.xz``) and
     nsys-jax archives (``.zip``) are read by content, text otherwise."""
+    module, _, notes = read_module(path)
+    return module, notes
+
+
+def read_module(path: str) -> tuple[Module, str | None, tuple[str, ...]]:
+    """:func:`load_module_with_notes` with the HLO text the module was parsed from (None for
+    HloProto bytes and archives), each file read once (the TUI's line lookups keep the text)."""
     binary = _read_binary(path)
     if binary is not None:
         data, name, notes = binary
         module = parse_hlo_proto(data, name)
         module.source_path = name
-        return module, notes
+        return module, None, notes
     text, name, notes = _read(path)
     module = parse_text(text, name)
     module.source_path = None if name == "<stdin>" else os.fspath(name)
-    return module, notes
+    return module, text, notes
+
+
+def is_binary_module(head: bytes, name: str) -> bool:
+    """Whether a file whose first bytes are ``head`` is read by content as HloProto bytes or an
+    nsys-jax archive (not as text): what the loader decides before decoding anything."""
+    if head.startswith(_ZIP_MAGIC):
+        return True
+    # Text may start with a blank line (0x0A too): a proto is named so, or is not text.
+    binary = b"\0" in head or _undecodable_at(head) is not None or name.endswith((".pb", ".pb.xz", ".xz"))
+    return looks_like_hlo_proto(head) and binary
 
 
 def _read_binary(path: str) -> tuple[bytes, str, tuple[str, ...]] | None:
@@ -220,13 +243,13 @@ def _read_binary(path: str) -> tuple[bytes, str, tuple[str, ...]] | None:
             p, note = _pick(p)
             notes = (note,) if note else ()
         with open(p, "rb") as f:
-            head = f.read(8)
+            head = f.read(4096)
     except OSError:
         return None  # _read words it
     if head.startswith(_ZIP_MAGIC):
         data, name, more = read_archive_module(p)
         return data, name, notes + more
-    if not looks_like_hlo_proto(head) or (b"\0" not in head and not p.name.endswith((".pb", ".pb.xz", ".xz"))):
+    if not is_binary_module(head, p.name):
         return None
     try:
         return p.read_bytes(), str(p), notes

@@ -97,10 +97,10 @@ def _check_async(module: Module, by_name: dict[str, Instruction], ins: Instructi
         raise fail(ins, f"'{name}' calls {', '.join(calls)}, but its async-start '{start.name}' calls {want}",
                    "calls=")
     thread = ins.attr("async_execution_thread").strip('"')
-    if thread and thread != (start.attr("async_execution_thread").strip('"') or "main"):
+    start_thread = start.attr("async_execution_thread").strip('"') or "main"
+    if thread and thread != start_thread:
         raise fail(ins, f"'{name}' runs on thread '{thread}', but its async-start '{start.name}' on "
-                        f"'{start.attr('async_execution_thread').strip(chr(34)) or 'main'}'",
-                   "async_execution_thread")
+                        f"'{start_thread}'", "async_execution_thread")
 
 
 def _root_opcode(module: Module, start: Instruction) -> str:

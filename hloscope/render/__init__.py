@@ -3,7 +3,8 @@
 A renderer has a ``name``, a file ``extension`` and one method,
 ``render(report, out, options)``, which writes to the text stream ``out``:
 ``table``, ``json``, ``trace`` (the simulated step as Trace Event JSON) and ``pgle``
-(the cost model's per-op figures as an XLA profile).
+(the cost model's per-op figures as an XLA profile) and ``html`` (a fragment with an inline
+SVG timeline: what a notebook shows).
 Library code never prints; the CLI chooses the stream.
 """
 
@@ -15,6 +16,7 @@ from typing import Protocol, TextIO, TypeVar
 
 from hloscope.analysis.report import Report
 from hloscope.errors import EXIT_UNKNOWN_NAME, HloscopeError
+from hloscope.render.html import HtmlRenderer
 from hloscope.render.json_report import JsonRenderer
 from hloscope.render.options import RenderOptions
 from hloscope.render.pgle import PgleRenderer
@@ -32,7 +34,7 @@ class Renderer(Protocol):
 T = TypeVar("T")
 
 RENDERERS: dict[str, Renderer] = {r.name: r for r in (TableRenderer(), JsonRenderer(), TraceRenderer(),
-                                                     PgleRenderer())}
+                                                     PgleRenderer(), HtmlRenderer())}
 
 
 def get_renderer(name: str) -> Renderer:

@@ -8,15 +8,17 @@ the baseline's changes.
 
 Every string that comes from the module, a manifest, a file name or a config
 (names, ``op_name``s, paths, reasons) and every sentence built from them goes
-through :func:`md`: ASCII punctuation is backslash-escaped and ``& < >`` become
-entities, so a name can never end a table cell, open a code span, make a link,
-an image, an emphasis, a mention or HTML; control characters become spaces.
+through :func:`md`: the punctuation GitHub's Markdown acts on inline is
+backslash-escaped (``\\ ` * _ [ ] ( ) | ~ ! # @ $``, and the ``:`` of ``://`` and
+the ``.`` of ``www.`` that start autolinks) and ``& < >`` become entities, so a name can
+never end a table cell, open a code span, make a link, an image, an emphasis, a
+mention, math or HTML; control characters become spaces. Other punctuation (``- / . :``
+in ``hloscope-out/step/llama.py:67``) stays as it is, readable in the raw text.
 """
 
 from __future__ import annotations
 
 import re
-import string
 from typing import TextIO
 
 from hloscope.analysis.kinds import Direction, VerdictKind
@@ -29,7 +31,7 @@ from hloscope.render.why import explain
 from hloscope.units import human_bytes
 
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-_ESCAPED = frozenset(string.punctuation) - set(_ENTITIES)
+_ESCAPED = frozenset("\\`*_[]()|~!#@$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 
 #: Verdicts listed under "exposed windows", worst first.
@@ -39,7 +41,15 @@ _NOT_HIDDEN = (VerdictKind.SYNC, VerdictKind.EXPOSED, VerdictKind.PARTIAL)
 def md(text: object) -> str:
     """``text`` as inert Markdown inline text (safe in a table cell)."""
     s = _CONTROL.sub(" ", str(text))
-    return "".join(_ENTITIES.get(c) or (f"\\{c}" if c in _ESCAPED else c) for c in s)
+    out = []
+    for i, c in enumerate(s):
+        if c in _ENTITIES:
+            out.append(_ENTITIES[c])
+        elif c in _ESCAPED or (c == ":" and s.startswith("//", i + 1)) or (c == "." and s[:i].lower().endswith("www")):
+            out.append(f"\\{c}")
+        else:
+            out.append(c)
+    return "".join(out)
 
 
 def _row(cells: list[str]) -> str:

@@ -14,6 +14,7 @@ from hloscope.check.baseline import BaselineDiff, Change
 from hloscope.check.keys import TransferRecord
 from hloscope.check.rules import Finding, Violation
 from hloscope.render.intent_words import intent_message
+from hloscope.render.memory_text import room_of
 from hloscope.render.why import explain, exposed_clause
 from hloscope.render.xla_text import xla_clause
 from hloscope.units import human_bytes, human_us
@@ -84,9 +85,8 @@ def _annotation(v: Violation) -> str:
 
 
 def _fit_words(v: Violation) -> str:
-    allocator, hbm, margin = v.arg("allocator_bytes"), v.arg("hbm_bytes"), v.arg("margin")
-    room = (f"the {human_bytes(allocator)} JAX's allocator takes of {human_bytes(hbm)} of HBM" if allocator
-            else f"{human_bytes(hbm)} of HBM")
+    margin = v.arg("margin")
+    room = room_of(v.arg("allocator_bytes"), v.arg("hbm_bytes"))
     less = f" less a {margin:.0%} margin ({human_bytes(v.limit or 0.0)})" if margin else ""
     return (f"device allocation {human_bytes(v.actual or 0.0)} does not fit in {room}{less}; a step over its "
             "memory limit also closes overlap windows")

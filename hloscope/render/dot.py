@@ -32,6 +32,7 @@ from hloscope.render.dot_views import (
     DEFAULT_MAX_NODES,
     DEFAULT_RADIUS,
     DEFAULT_SCHEDULE_ROWS,
+    DEFAULT_TRANSFER_NODES,
     Diagram,
     calls_view,
     computation_view,
@@ -76,7 +77,8 @@ def build_view(report: Report, view: str, name: str | None = None, *, radius: in
                max_nodes: int | None = None, first: int = 0) -> Diagram:
     """The diagram of ``view`` (one of :data:`VIEWS`), with the notes on what was cut.
 
-    ``max_nodes`` None: :data:`DEFAULT_SCHEDULE_ROWS` for a schedule, :data:`DEFAULT_MAX_NODES` otherwise."""
+    ``max_nodes`` None: :data:`DEFAULT_SCHEDULE_ROWS` for a schedule, :data:`DEFAULT_TRANSFER_NODES` for a
+    transfer, :data:`DEFAULT_MAX_NODES` otherwise."""
     if max_nodes is not None and max_nodes < 1:
         raise HloscopeError(f"--max-nodes must be at least 1, not {max_nodes}", EXIT_BAD_INPUT)
     if radius < 0:
@@ -97,7 +99,7 @@ def build_view(report: Report, view: str, name: str | None = None, *, radius: in
         return computation_view(report, name, limit)
     if name is None:
         raise HloscopeError(f"--transfer needs a name; {transfers_hint(report)}", EXIT_BAD_INPUT)
-    return transfer_view(report, name, radius, limit)
+    return transfer_view(report, name, radius, DEFAULT_TRANSFER_NODES if max_nodes is None else max_nodes)
 
 
 def format_for(out: str | Path | None, fmt: str | None = None) -> str:

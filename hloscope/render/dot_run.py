@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hloscope.errors import EXIT_ENVIRONMENT, EXIT_UNKNOWN_NAME, HloscopeError
+from hloscope.render.dot_style import FONT, SVG_FONT_STACK
 
 #: Renderer names, in the order ``auto`` tries them.
 RENDERER_NAMES = ("dot", "graphviz-pure")
@@ -87,4 +88,7 @@ def render_source(source: str, fmt: str, renderer: str = "auto",
         first = next((ln for ln in proc.stderr.decode("utf-8", "replace").splitlines() if ln.strip()), "")
         raise HloscopeError(f"{name} failed to render (exit {proc.returncode}): {first[:200]}",
                             EXIT_ENVIRONMENT)
-    return Rendered(proc.stdout, name, seconds)
+    data = proc.stdout
+    if fmt == "svg":  # the renderer names only the measured font; add the fallbacks a viewer may lack it for
+        data = data.replace(f'font-family="{FONT}"'.encode(), f'font-family="{SVG_FONT_STACK}"'.encode())
+    return Rendered(data, name, seconds)

@@ -21,7 +21,12 @@ from hloscope.hlo.shape import Shape
 from hloscope.render.dot_text import label, line, shorten
 from hloscope.render.table import human_bytes
 
-FONT = "Helvetica"
+#: The font the layout is measured with: DejaVu Sans, wide (like Verdana), so the text fits its
+#: box in any narrower font of :data:`SVG_FONT_STACK`; Graphviz and graphviz-pure both have its
+#: metrics (graphviz-pure has none for a list of families and falls back to narrow Times).
+FONT = "DejaVu Sans"
+#: What an SVG asks the viewer for: the measured font first, then fonts a plain machine has.
+SVG_FONT_STACK = "DejaVu Sans, Verdana, Helvetica, Arial, sans-serif"
 DEVICE_FILL = "#dbe9f6"
 HOST_FILL = "#fde3c4"
 COLLECTIVE_FILL = "#e8daef"

@@ -39,6 +39,13 @@ from hloscope.render.table import human_bytes
 from hloscope.render.why import input_hint, use_hint
 
 DEFAULT_MAX_NODES = 150
+#: Nodes of a transfer view when no --max-nodes is given: the pair, its hints and a window of up
+#: to three columns of WINDOW_ROWS. At 150 a 32-compute window of the llama step drew 5119 x 2022
+#: pt of crossing edges; at 48 it is a few columns a screen shows whole.
+DEFAULT_TRANSFER_NODES = 48
+#: A transfer view's largest drawing, inches (Graphviz ``size``: scaled down to fit, never up):
+#: 1728 x 1152 pt, a screen or two; the SVG stays sharp when zoomed.
+TRANSFER_SIZE_IN = "24,16"
 #: Rows of a schedule drawn when no --max-nodes is given (one op per row: about a screen's height).
 DEFAULT_SCHEDULE_ROWS = 25
 DEFAULT_RADIUS = 1
@@ -251,6 +258,7 @@ def transfer_view(report: Report, name: str, radius: int = DEFAULT_RADIUS,
         ctx = _Context(report)
         title, notes, _ = _transfer_panel(ctx, None, found[0], radius, max_nodes)
         g = new_graph("transfer", title + notes)
+        g.attr(size=TRANSFER_SIZE_IN)
         add_legend(g, below=_transfer_panel(ctx, g, found[0], radius, max_nodes)[2])
         return Diagram(g, notes)
     shown = found[:MAX_PANELS]
@@ -261,6 +269,7 @@ def transfer_view(report: Report, name: str, radius: int = DEFAULT_RADIUS,
     g = new_graph("transfer", [line(f"transfers named {name}", 100),
                                f"{len(found)} transfers, one panel each (left to right in report order)"]
                   + ([notes[0]] if len(shown) < len(found) else []))
+    g.attr(size=TRANSFER_SIZE_IN)
     drawn: list[str] = []
     for i, v in enumerate(shown):
         ctx = _Context(report, prefix=f"t{i}")
@@ -292,8 +301,11 @@ def _transfer_panel(ctx: _Context, g: graphviz.Digraph | None, v: Verdict, radiu
     core = [_key(start)] + ([_key(done)] if done is not None else [])
     hint_ends = [k for a, b, _ in hint_edges for k in (a, b)]
     seeds = [start] + ([done] if done is not None else [])
-    ordered = list(dict.fromkeys(core + hint_ends + [_key(i) for i in window]
-                                 + _neighbourhood(ctx, seeds, radius)))
+    # The window from both ends inwards: a cut keeps the ops after the start and before the done.
+    ends = [_key(i) for pair in itertools.zip_longest(window[: (len(window) + 1) // 2],
+                                                      reversed(window[(len(window) + 1) // 2:]))
+            for i in pair if i is not None]
+    ordered = list(dict.fromkeys(core + hint_ends + ends + _neighbourhood(ctx, seeds, radius)))
     keep = ordered[:max(max_nodes, len(core))]
     kept = set(keep)
     cut = len(ordered) - len(keep)
@@ -309,8 +321,10 @@ def _transfer_panel(ctx: _Context, g: graphviz.Digraph | None, v: Verdict, radiu
                  f"{len(v.collectives)} collective(s); radius {radius}")
     notes: list[str] = []
     if cut:
+        left_out = [i.position for i in window if _key(i) not in kept]
+        where = f" #{left_out[0]}..#{left_out[-1]}" if left_out else ""
         notes.append(f"showing {len(keep)} of {len(ordered)} nodes ({cut} cut: "
-                     f"{len([i for i in window if _key(i) not in kept])} window op(s), the rest neighbours); "
+                     f"{len(left_out)} window op(s){where}, the rest neighbours); "
                      f"widen with --max-nodes {len(ordered)}")
     if g is None:
         return title, notes, []

@@ -170,6 +170,17 @@ def report_to_dict(report: Report) -> dict[str, Any]:
     if report.xla is not None:
         out["xla_scheduler"] = {"estimator": report.xla.estimator, "profile": report.xla.profile,
                                 "step_us": None if report.xla.step_us is None else round(report.xla.step_us, 1)}
+    if report.host_work.accesses:
+        out["in_place_host_accesses"] = [{
+            "instruction": a.instruction.name, "computation": a.computation, "op": a.op,
+            "read_bytes": a.read_bytes, "written_bytes": a.written_bytes, "executions": a.executions,
+        } for a in report.host_work.accesses]
+    if report.host_work.compute:
+        out["host_compute"] = [{
+            "computation": c.computation, "thread": c.thread, "instructions": c.instructions,
+            "start": c.start.name if c.start is not None else None, "done": c.done.name if c.done is not None else None,
+            "caller": c.caller or None, "operand_bytes": c.operand_bytes, "result_bytes": c.result_bytes,
+        } for c in report.host_work.compute]
     if report.memory is not None:
         out["memory"] = _plain(memory_dict(report.memory))
     if report.remat is not None:

@@ -53,6 +53,21 @@ def measured_lines(m: MeasuredComparison) -> list[str]:
     return lines
 
 
+def measured_clause(m: MeasuredComparison, instruction: str) -> str:
+    """One instruction's measured time beside the model's ("" when the profile has none): the
+    TUI's detail pane shows it under the estimate."""
+    ops = [o for o in m.ops if o.instruction == instruction]
+    if not ops:
+        return ""
+    meas = sum(o.measured_us for o in ops)
+    pred = sum(o.predicted_us for o in ops)
+    spread = sum(o.spread_us for o in ops)
+    calls = sum(o.calls for o in ops)
+    ratio = _ratio(pred / meas if meas > 0 else None)
+    return (f"measured {human_us(meas)} per execution (x{calls}, spread {human_us(spread)}); model {human_us(pred)}, "
+            f"{ratio} of measured")
+
+
 def measured_dict(m: MeasuredComparison) -> dict[str, Any]:
     p = m.profile
     med = p.median_step_us

@@ -65,12 +65,16 @@ def gib(n: float) -> str:
 
 
 def room_words(m: MemoryFacts) -> str:
-    """What the step must fit in, in words: ``173.2 GiB of HBM``, or with an allocator's share
-    ``the 169.7 GiB JAX's allocator takes (0.98 of 173.2 GiB of HBM)``."""
-    if not m.allocator_bytes:
-        return f"{gib(m.hbm_bytes)} of HBM"
-    return (f"the {gib(m.allocator_bytes)} JAX's allocator takes ({m.allocator_bytes / m.hbm_bytes:.2f} of "
-            f"{gib(m.hbm_bytes)} of HBM)")
+    """What the step must fit in, in words (:func:`room_of`)."""
+    return room_of(m.allocator_bytes, m.hbm_bytes)
+
+
+def room_of(allocator_bytes: int, hbm_bytes: int) -> str:
+    """``173.2 GiB of HBM``, or with an allocator's share ``the 169.7 GiB JAX's allocator takes of
+    173.2 GiB of HBM``: the one wording of the memory line, compile --require-fit and fits-hbm."""
+    if not allocator_bytes:
+        return f"{gib(hbm_bytes)} of HBM"
+    return f"the {gib(allocator_bytes)} JAX's allocator takes of {gib(hbm_bytes)} of HBM"
 
 
 def host_words(m: MemoryFacts) -> str:

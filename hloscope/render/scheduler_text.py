@@ -6,6 +6,7 @@ The facts are the compile's record (:class:`~hloscope.analysis.inputs.ScheduleRu
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict
 from typing import Any
 
@@ -17,6 +18,23 @@ _ESTIMATOR_WORDS = {
     "analytical": "analytical estimator",
     "pgle": "profile-guided estimator",
 }
+
+
+def _runs(m: re.Match[str]) -> str:
+    """``{0,1,2,3}`` -> ``{0..3}``: a replica group of consecutive devices, as XLA's own dumps write it."""
+    ids = [int(x) for x in m.group(1).split(",")]
+    if len(ids) > 2 and ids == list(range(ids[0], ids[0] + len(ids))):
+        return f"{{{ids[0]}..{ids[-1]}}}"
+    return m.group(0)
+
+
+def _fallback_words(reason: str) -> str:
+    """Why XLA left its speed-of-light estimator, with XLA's words kept (replica groups shortened)."""
+    short = re.sub(r"\{(\d+(?:,\d+)+)\}", _runs, reason)
+    if "Non homogenous replica group" in reason:
+        return ("XLA fell back: its speed-of-light estimator could not build its collective model for this "
+                f"topology, {short}; docs/targets.md")
+    return f"XLA fell back: {short}"
 
 
 def estimator_words(estimator: str) -> str:
@@ -38,7 +56,7 @@ def scheduler_line(run: ScheduleRun | None) -> str:
         if run.estimator == "sol" and run.sol_table:
             text += " (XLA's default table)" if run.sol_table == "default" else f" ({run.sol_table} table)"
         if run.reason:
-            text += f" (XLA fell back: {run.reason})"
+            text += f" ({_fallback_words(run.reason)})"
     if run.requested and run.requested not in (run.name, "lhs-approx" if run.estimator == "approximate" else ""):
         text += f"; asked for {run.requested}"
     return text

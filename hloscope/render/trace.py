@@ -20,9 +20,10 @@ zero-length marker on the compute stream) through its link slice to its done.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
+from hloscope.analysis.measured import Interval
 from hloscope.analysis.opclass import RESOURCES, Resource
 from hloscope.analysis.timeline import Slice, SliceKind, Timeline, TransferTiming
 from hloscope.analysis.verdict import DEFAULT_THRESHOLDS, Thresholds, verdict_from_wait
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 _PID_BASE = 1
 
 
-def _lanes(slices: tuple[Slice, ...]) -> list[int]:
+def _lanes(slices: Sequence[Slice | Interval]) -> list[int]:
     """A lane per slice such that slices in one lane never overlap (greedy, in start order)."""
     ends: list[float] = []
     out = []
@@ -91,16 +92,20 @@ class TraceRenderer:
         del options  # nothing to choose: the trace holds every slice
         if report.timeline is None:
             raise HloscopeError("no simulated step to trace (the module is not scheduled)", EXIT_BAD_INPUT)
-        out.write(trace_json(report.timeline, report.module, report_verdicts(report), report.options.thresholds))
+        measured = report.measured.profile.intervals if report.measured is not None else ()
+        out.write(trace_json(report.timeline, report.module, report_verdicts(report), report.options.thresholds,
+                             measured))
 
 
 def trace_json(timeline: Timeline, module: Module | None = None,
                verdicts: Mapping[tuple[str, str], str] | None = None,
-               thresholds: Thresholds = DEFAULT_THRESHOLDS) -> str:
+               thresholds: Thresholds = DEFAULT_THRESHOLDS, measured: Sequence[Interval] = ()) -> str:
     """The trace as JSON text. ``module`` adds source lines; ``verdicts`` (keyed by (computation,
     start)) are the transfers' verdicts; a transfer without one is judged from its simulated wait
-    with ``thresholds``."""
-    return _Trace(module, verdicts or {}, thresholds).json(timeline)
+    with ``thresholds``. ``measured``: op intervals of a measured execution (``Report.measured``),
+    drawn as their own process ("measured (GPU)") below the simulated ones, on the same clock
+    (µs from the step's start)."""
+    return _Trace(module, verdicts or {}, thresholds).json(timeline, measured)
 
 
 class _Trace:
@@ -110,7 +115,7 @@ class _Trace:
         self.verdicts = verdicts
         self.thresholds = thresholds
 
-    def json(self, timeline: Timeline) -> str:
+    def json(self, timeline: Timeline, measured: Sequence[Interval] = ()) -> str:
         module = self.module
         events: list[dict[str, Any]] = []
         tids: dict[tuple[Resource, int], tuple[int, int]] = {}
@@ -139,6 +144,8 @@ class _Trace:
                 if s.kind == SliceKind.TRANSFER:
                     link_slice[(s.computation, s.name)] = (pid, tid, s)
         self._flows(events, timeline, tids, link_slice)
+        if measured:
+            self._measured(events, measured, _PID_BASE + len(RESOURCES))
         doc = {
             "traceEvents": events,
             "displayTimeUnit": "ms",
@@ -156,6 +163,21 @@ class _Trace:
             },
         }
         return json.dumps(doc, separators=(",", ":")) + "\n"
+
+    @staticmethod
+    def _measured(events: list[dict[str, Any]], measured: Sequence[Interval], pid: int) -> None:
+        """The measured execution's ops, one lane per set of non-overlapping ones."""
+        events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "measured (GPU)"}})
+        events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0,
+                       "args": {"sort_index": len(RESOURCES)}})
+        ordered = sorted(measured, key=lambda iv: iv.start_us)
+        lanes = _lanes(ordered)
+        for lane in sorted(set(lanes)):
+            events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": lane + 1,
+                           "args": {"name": "measured" if lane == 0 else f"measured ({lane + 1})"}})
+        for iv, lane in zip(ordered, lanes, strict=True):
+            events.append({"ph": "X", "name": iv.name, "cat": "measured", "pid": pid, "tid": lane + 1,
+                           "ts": round(iv.start_us, 3), "dur": round(iv.end_us - iv.start_us, 3)})
 
     def _slice(self, s: Slice, pid: int, tid: int, transfers: Mapping[tuple[str, str], TransferTiming],
                ) -> dict[str, Any]:

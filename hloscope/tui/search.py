@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hloscope.analysis.report import Report
+from hloscope.tui.text import hlo_string
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +24,7 @@ class SearchIndex:
         self._items: list[tuple[str, Hit]] = []
         for comp in report.module.computations.values():
             for ins in comp.instructions:
-                op_name = ins.metadata.get("op_name", "") if "metadata" in ins.attr_text else ""
+                op_name = hlo_string(ins.metadata.get("op_name", "")) if "metadata" in ins.attr_text else ""
                 ck = checkpoint.get((comp.name, ins.name), "")
                 hay = f"{ins.name}\0{ins.opcode}\0{ins.text_opcode}\0{ck}\0{op_name}".lower()
                 label = f"{ins.name}  {ins.text_opcode}  [{comp.name}]" + (f"  {ck}" if ck else "") + (

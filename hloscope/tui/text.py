@@ -27,6 +27,18 @@ def shown(s: str) -> str:
     return _CONTROL_RE.sub(_escape_control, s)
 
 
+#: The escapes XLA's printer (absl::CEscape) leaves in a metadata string once the parser has
+#: decoded ``\"`` and ``\\``: a pytree path prints as ``params[\'layers\'][\'wq\']``.
+_HLO_ESCAPES = {"'": "'", "?": "?", "n": "\n", "t": "\t", "r": "\r"}
+_HLO_ESCAPE_RE = re.compile(r"\\(['?ntr])")
+
+
+def hlo_string(s: str) -> str:
+    """A metadata string as its author wrote it (``params['layers']['wq']``): for display only,
+    still through :func:`shown` / :func:`plain` (a decoded newline is shown as ``\x0a``)."""
+    return _HLO_ESCAPE_RE.sub(lambda m: _HLO_ESCAPES[m.group(1)], s) if "\\" in s else s
+
+
 def plain(s: str, style: str = "") -> Text:
     """``s`` as literal text (no markup is parsed), control characters shown as escapes."""
     return Text(shown(s), style=style)

@@ -99,3 +99,49 @@ def test_truncated_or_empty_archive_is_one_line(tmp_path: Path, cut: int, capsys
     assert main(["analyze", str(FIXTURES / "mlp_offload.hlo.txt"), "--measured", str(bad)]) == 2
     line = _one_error_line(capsys)
     assert "Traceback" not in line and "cut.zip" in line
+
+
+def test_trace_has_measured_lanes_beside_the_simulated_ones(tmp_path: Path) -> None:
+    trace = tmp_path / "step.trace.json"
+    assert main(["analyze", str(ARCHIVE), "--trace", str(trace), "-o", str(tmp_path / "r.txt")]) == 0
+    events = json.loads(trace.read_text())["traceEvents"]
+    procs = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
+    assert {"compute", "collective", "measured (GPU)"} <= set(procs.values())
+    measured = [e for e in events if e.get("cat") == "measured"]
+    assert len(measured) == 2610  # the median execution's thunks
+    ag = next(e for e in measured if e["name"] == "all-gather-start.2")
+    assert (ag["ts"], ag["dur"]) == pytest.approx((183.455, 2224.693))
+
+
+def test_the_tui_detail_clause_reads_the_op(profile) -> None:  # type: ignore[no-untyped-def]
+    """The TUI's detail pane line (render.measured_text.measured_clause) for one GEMM."""
+    from hloscope.analysis.overlap import AnalysisOptions
+    from hloscope.artifact import load_report
+    from hloscope.render.measured_text import measured_clause
+
+    report = load_report(str(ARCHIVE), None, AnalysisOptions(compare_with=profile))
+    assert report.measured is not None
+    gemm = profile.ops["custom-call.219.0"]
+    clause = measured_clause(report.measured, "custom-call.219.0")
+    assert clause.startswith("measured ") and "(x1, spread" in clause and "of measured" in clause
+    op = next(o for o in report.measured.ops if o.instruction == "custom-call.219.0")
+    assert op.measured_us == gemm.median_us and str(op.op_class) == "gemm"
+    assert measured_clause(report.measured, "no-such-op") == ""
+
+
+def test_profile_and_measured_compose(tmp_path: Path, profile, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    """--profile replaces figures, --measured compares: the GEMMs' measured times (per run) given as a
+    PGLE profile make the model's GEMM class equal the measured one; the other classes keep the model's."""
+    assert main(["analyze", str(ARCHIVE), "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)["measured"]
+    plain = {c["name"]: c for c in first["classes"]}
+    gemms = [o["name"] for o in first["ops"] if o["class"] == "gemm"]
+    assert len(gemms) == plain["gemm"]["ops"]
+    pgle = tmp_path / "gemms.pbtxt"
+    pgle.write_text("".join(f'costs {{ name: "{n}" cost_us: {profile.ops[n].median_us / profile.ops[n].calls!r} }}\n'
+                            for n in gemms))
+    assert main(["analyze", str(ARCHIVE), "--profile", str(pgle), "--json"]) == 0
+    both = {c["name"]: c for c in json.loads(capsys.readouterr().out)["measured"]["classes"]}
+    assert both["gemm"]["predicted_us"] == pytest.approx(both["gemm"]["measured_us"], abs=0.5)
+    assert plain["gemm"]["predicted_us"] != pytest.approx(plain["gemm"]["measured_us"], rel=0.05)
+    assert both["all-gather"] == plain["all-gather"]

@@ -59,3 +59,76 @@ def test_cpu_text_on_stdin_is_known_by_its_backend_config(monkeypatch: pytest.Mo
 def test_a_gpu_dump_gets_no_backend_note(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["analyze", str(GPU_DUMP)]) == 0
     assert "compiled for the CPU" not in capsys.readouterr().err
+
+
+def test_svg_text_asks_for_fonts_a_plain_machine_has(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The layout is measured in DejaVu Sans (graphviz-pure has its metrics; with a list of families
+    # it falls back to narrow Times, and the text would overflow); the SVG lists fallbacks after it.
+    out = tmp_path / "s.svg"
+    assert main(["dot", str(ROOT / "fixtures" / "llama_offload.hlo.txt"), "--schedule", "main.27_spmd",
+                 "-o", str(out), "--renderer", "graphviz-pure"]) == 0
+    import re
+
+    families = set(re.findall(r'font-family="([^"]*)"', out.read_text()))
+    assert families == {"DejaVu Sans, Verdana, Helvetica, Arial, sans-serif"}
+    assert "no hard-coded metrics" not in capsys.readouterr().err
+
+
+def test_argparse_errors_name_the_command_once(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["dot", str(ROOT / "fixtures" / "llama_offload.hlo.txt")]) == 2
+    err = capsys.readouterr().err
+    assert err == "hloscope: error: dot: one of the arguments --transfer --computation --schedule --calls is required\n"
+
+
+def test_markdown_escapes_only_what_markdown_acts_on() -> None:
+    from hloscope.render.check_markdown import md
+
+    assert md("hloscope-out/step/llama.py:67 a.b, 3+4=7; 50% 'q' \"d\" {x} ^") == \
+        "hloscope-out/step/llama.py:67 a.b, 3+4=7; 50% 'q' \"d\" {x} ^"
+    # What GitHub acts on stays inert: cells, code, links (also bare autolinks), emphasis, mentions, math.
+    assert md("a|b `c` [d](e) http://x.y www.x.y *f* _g_ ~h~ @team #1 $m$ <i> &") == (
+        "a\\|b \\`c\\` \\[d\\]\\(e\\) http\\://x.y www\\.x.y \\*f\\* \\_g\\_ \\~h\\~ \\@team \\#1 \\$m\\$ &lt;i&gt; &amp;")
+
+
+def test_gb200_fallback_reason_is_explained_in_the_scheduler_line() -> None:
+    # The manifest's scheduler record of `hloscope compile --target gb200 --devices 8` (jaxlib 0.10.2):
+    # XLA's reason lists 72 device ids; the line keeps XLA's words with each group shortened.
+    from hloscope.analysis.inputs import ScheduleRun
+    from hloscope.render.scheduler_text import scheduler_line
+
+    groups = ",".join("{" + ",".join(str(i) for i in range(k, k + 18)) + "}" for k in (0, 18, 36, 54))
+    run = ScheduleRun.from_record({"name": "lhs", "estimator": "approximate", "requested": "lhs",
+                                   "source": "optimized HLO and XLA's log", "sol_table": "default",
+                                   "reason": "FAILED_PRECONDITION: Non homogenous replica group: {" + groups + "}"})
+    assert scheduler_line(run) == (
+        "scheduler: lhs, approximate estimator (XLA fell back: its speed-of-light estimator could not build its "
+        "collective model for this topology, FAILED_PRECONDITION: Non homogenous replica group: "
+        "{{0..17},{18..35},{36..53},{54..71}}; docs/targets.md)")
+
+
+def test_a_wide_transfer_window_is_capped_with_what_was_left_out(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    # dynamic-update-slice-start.6 in the llama fixture: an 80-instruction window (31 compute, 1
+    # collective). At 150 nodes it drew 5119 x 2022 pt; now 48 nodes, both ends of the window kept.
+    out = tmp_path / "t.svg"
+    assert main(["dot", str(ROOT / "fixtures" / "llama_offload.hlo.txt"), "--transfer",
+                 "dynamic-update-slice-start.6", "-o", str(out), "--renderer", "graphviz-pure"]) == 0
+    err = capsys.readouterr().err
+    import re
+
+    note = next(ln for ln in err.splitlines() if ln.startswith("hloscope: note: showing 48 of "))
+    m = re.search(r"(\d+) window op\(s\) #(\d+)\.\.#(\d+), the rest neighbours\); widen with --max-nodes (\d+)", note)
+    assert m is not None, note
+    width, height = (float(x) for x in re.search(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"',
+                                                 out.read_text()).groups())  # type: ignore[union-attr]
+    assert width <= 24 * 72 and height <= 16 * 72
+    # the ops right after the start and right before the done are drawn; the middle was cut
+    from hloscope.render.dot import build_view
+    from tests.conftest import fixture_report
+
+    report = fixture_report("llama_offload.hlo.txt")
+    v = next(v for v in report.verdicts if v.transfer.instruction.name == "dynamic-update-slice-start.6")
+    window = v.window_instructions(report.module)
+    source = build_view(report, "transfer", "dynamic-update-slice-start.6").graph.source
+    assert f"/{window[0].name}\"" in source and f"/{window[-1].name}\"" in source
+    assert int(m.group(2)) > window[0].position and int(m.group(3)) < window[-1].position

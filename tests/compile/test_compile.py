@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import textwrap
+from importlib.metadata import version
 
 import pytest
 
 from hloscope.cli.main import main
+from hloscope.compile.jaxcompat import dumps_live_range
 
 
 def _compile_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict:
@@ -27,11 +29,13 @@ def test_mlp_artifacts_and_host_bytes(tmp_path, capsys: pytest.CaptureFixture[st
     per_layer = 8 * 1024 * 2
     assert d["compile"]["memory"]["host_temp_size_in_bytes"] == 4 * per_layer
     assert d["summary"]["to_host_bytes_per_step"] == 4 * per_layer
-    assert sorted(p.name for p in out.iterdir()) == [
-        "buffer-assignment-at-peak.txt", "live-range-at-peak.txt", "manifest.json", "memory-usage-report.txt",
-        "optimized.hlo.txt", "report.json", "report.txt", "unoptimized.hlo.txt", "xla-scheduler.log"]
+    # jaxlib 0.8 and 0.9 dump no live ranges, so nothing is known to be live at the peak (jaxcompat)
+    at_peak = ["buffer-assignment-at-peak.txt", "live-range-at-peak.txt"] if dumps_live_range() else []
+    assert sorted(p.name for p in out.iterdir()) == sorted([
+        *at_peak, "manifest.json", "memory-usage-report.txt",
+        "optimized.hlo.txt", "report.json", "report.txt", "unoptimized.hlo.txt", "xla-scheduler.log"])
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["versions"]["jax"] == "0.10.2" and manifest["target"] == "h100-sxm"
+    assert manifest["versions"]["jax"] == version("jax") and manifest["target"] == "h100-sxm"
     assert manifest["xla_options"]["xla_gpu_enable_pipelined_host_offloading"] is True
     assert "annotate_device_placement" in (out / "unoptimized.hlo.txt").read_text()
     assert ":S(5)" in (out / "optimized.hlo.txt").read_text()

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 import pytest
+from xla_versions import MEMORY_KINDS
 
 import hloscope
 from hloscope.compile.request import CompileRequest
@@ -65,6 +66,7 @@ def test_a_sharding_over_make_mesh_keeps_its_memory_kind() -> None:
     assert erased.memory_kind is None
 
 
+@MEMORY_KINDS
 def test_parameter_offloading_streams_the_weights_in() -> None:
     """JAX's host-offloading guide: weights in pinned host memory by in_shardings, moved to the
     device inside the step."""
@@ -91,6 +93,7 @@ def test_parameter_offloading_streams_the_weights_in() -> None:
     assert _summary(result)["to_device_bytes_per_step"] == SHARD
 
 
+@MEMORY_KINDS
 def test_optimizer_state_offloading() -> None:
     """Adam moments live in host memory: fetched, updated on the device, written back (donated)."""
     import jax
@@ -167,6 +170,7 @@ def test_device_put_round_trip_inside_jit() -> None:
     assert summary["to_host_bytes_per_step"] == summary["to_device_bytes_per_step"] == SHARD
 
 
+@MEMORY_KINDS
 def test_step_without_arguments_compiles_for_the_mesh() -> None:
     """xla#20373's shape: ``def f():`` placing scan outputs in host memory; mesh= decides the devices."""
     import jax
@@ -256,6 +260,7 @@ def test_cli_user_step_with_an_unknown_memory_kind_is_one_line_exit_2(
     assert _copies((tmp_path / "b" / "optimized.hlo.txt").read_text())["to_host"] == ["f32[128,1024]{1,0:S(5)}"]
 
 
+@MEMORY_KINDS
 def test_unpinned_host_result_compiles_and_argument_is_refused() -> None:
     """unpinned_host is memory space 6 in the entry layout. A result there is written by a
     visible D->H copy; an argument there is read with no instruction of the schedule, which
@@ -281,6 +286,7 @@ def test_unpinned_host_result_compiles_and_argument_is_refused() -> None:
     assert "1 argument(s) in memory_kind='unpinned_host' (f32[128,1024] per device)" in str(err.value)
 
 
+@MEMORY_KINDS
 def test_cli_args_place_an_argument_in_host_memory(
         tmp_path: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """--args 'f32[1024,1024]@fsdp,None:pinned_host': parameter offloading from the command line."""

@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 import pytest
+from xla_versions import NEWEST
 
 from hloscope.cli.main import main
 from hloscope.compile.jobs import hlo_fingerprint
@@ -44,8 +45,10 @@ def test_sweep_matrix_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert by[("offload", True)]["transfers"] == 3 and by[("offload", False)]["transfers"] == 2
     assert by[("remat", True)]["transfers"] == 0
     assert all(r["fits"] for r in rows)
-    # Saving the activation on device costs more device memory than recomputing it.
-    assert by[("save", True)]["peak_device_bytes"] > by[("remat", True)]["peak_device_bytes"]
+    # Saving the activation on device costs more device memory than recomputing it (jaxlib 0.10's
+    # XLA; 0.9.2 planned both at 5251136 B: docs/jax-versions.md).
+    if NEWEST:
+        assert by[("save", True)]["peak_device_bytes"] > by[("remat", True)]["peak_device_bytes"]
     # Each cell was compiled and fingerprinted; pipelined offloading changes what XLA emits.
     assert all(len(r["fingerprint"]) == 12 and int(r["fingerprint"], 16) >= 0 for r in rows)
     fp = {(r["policy"], r["scheduler"], r["pipelined"]): r["fingerprint"] for r in rows}

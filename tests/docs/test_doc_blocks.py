@@ -10,7 +10,7 @@ cannot slip by untested. ``text``/``toml``/``yaml`` blocks show output or
 configuration and are not run.
 
 Every block of one file runs in one scratch folder (the file's order), which
-holds what the docs assume exists: ``fixtures/`` (the repository's), and, made
+holds what the docs assume exists: ``fixtures/`` and ``tests/`` (the repository's), and, made
 on first need, ``xla_dump/`` (a real dump folder), ``build/step`` and
 ``hloscope-baseline.json`` (made by the commands docs/ci.md shows), and the 405B
 step docs/diagrams.md draws. A command passes when it exits 0 (or 1 where the
@@ -170,6 +170,7 @@ def _folder(block: Block, tmp_path_factory: pytest.TempPathFactory) -> Path:
     if key not in _FOLDERS:
         folder = tmp_path_factory.mktemp(block.doc.stem)
         (folder / "fixtures").symlink_to(ROOT / "fixtures")
+        (folder / "tests").symlink_to(ROOT / "tests")  # the docs' --fn tests.compile.pytree_steps:... steps
         (folder / "docs" / "img").mkdir(parents=True)  # docs/diagrams.md writes its pictures there
         _FOLDERS[key] = folder
     return _FOLDERS[key]

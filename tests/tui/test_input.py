@@ -51,3 +51,48 @@ def test_a_dump_folder_and_an_artifact_style_folder_load(tmp_path: Path) -> None
     loaded = load_source(Source(str(FIXTURES / "dump_mlp_offload")))
     assert loaded.report.verdicts and loaded.file.endswith("after_optimizations.txt")
     assert loaded.memory is None  # a bare dump has no compile figures
+
+
+# HLO XLA's authors wrote without a header: hlo_parser_test's ParseMultiComputationsWithEntry ("ENTRY comp1 {").
+HEADERLESS = FIXTURES / "xla-tests" / "hlo_parser" / "ParseMultiComputationsWithEntry.hlo"
+
+
+def test_a_headerless_module_that_analyze_opens_the_tui_opens(capsys: pytest.CaptureFixture[str]) -> None:
+    # Given a module with no HloModule line, which analyze reads (its module is named after the entry)
+    assert b"HloModule" not in HEADERLESS.read_bytes()
+    assert main(["analyze", str(HEADERLESS), "--json"]) == 0
+    analyzed = capsys.readouterr().out
+    # When the TUI checks and loads it
+    source = Source(str(HEADERLESS))
+    check_source(source)
+    loaded = load_source(source)
+    # Then it is the same module, through the same loader, with its text for line lookups
+    assert loaded.report.module.name == "module_comp1" and '"module_comp1"' in analyzed
+    root = loaded.report.module.entry.instructions[-1]
+    assert loaded.report.module.entry_name == "comp1" and loaded.hlo_line(root.line).strip().startswith("ROOT root")
+    assert loaded.file == str(HEADERLESS)
+
+
+def test_the_tui_reads_each_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An artifact-style folder: the optimized module, the manifest, XLA's memory texts beside it.
+    import shutil
+
+    art = tmp_path / "art"
+    shutil.copytree(FIXTURES / "memory" / "mlp_offload", art)
+    reads: list[str] = []
+    real_bytes, real_text = Path.read_bytes, Path.read_text
+
+    def read_bytes(self: Path) -> bytes:
+        reads.append(str(self))
+        return real_bytes(self)
+
+    def read_text(self: Path, *args: object, **kwargs: object) -> str:
+        reads.append(str(self))
+        return real_text(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    monkeypatch.setattr(Path, "read_text", read_text)
+    loaded = load_source(Source(str(art)))
+    assert loaded.report.verdicts and loaded.text
+    repeated = sorted({r for r in reads if reads.count(r) > 1})
+    assert repeated == [] and str(art / "optimized.hlo.txt") in reads

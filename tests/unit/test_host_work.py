@@ -67,3 +67,16 @@ def test_compute_on_host_computation_is_read_and_paired() -> None:
     assert (c.computation, c.thread, c.caller, c.instructions) == ("called_computation", "host", "main.2", 6)
     assert (c.start.name, c.done.name) == ("host-call.cloned.1.call-start.1", "host-call.cloned.1.call-done.1")
     assert (c.operand_bytes, c.result_bytes) == (2 * 1024 * 1024, 1024 * 1024)
+
+
+def test_json_report_carries_host_compute_and_in_place_accesses() -> None:
+    from hloscope.api import analyze
+    from hloscope.render.json_report import report_to_dict
+    from hloscope.targets import get_target
+
+    doc = report_to_dict(analyze(parse_hlo((DATA / "compute_on_host.hlo.txt").read_text()), get_target("h100-sxm")))
+    assert doc["host_compute"] == [{
+        "computation": "called_computation", "thread": "host", "instructions": 6,
+        "start": "host-call.cloned.1.call-start.1", "done": "host-call.cloned.1.call-done.1", "caller": "main.2",
+        "operand_bytes": 2 * 1024 * 1024, "result_bytes": 1024 * 1024}]
+    assert "in_place_host_accesses" not in doc and doc["transfers"] == []

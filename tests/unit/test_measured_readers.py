@@ -113,3 +113,15 @@ def test_truncated_binary_profile_is_one_line(tmp_path: Path) -> None:
     cut.write_bytes(_binary_pgle()[:-5])
     with pytest.raises(HloscopeError, match="profile"):
         read_profile(cut)
+
+
+def test_archive_without_pyarrow_names_the_extra(monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow raises ImportError
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    archive = FIXTURES / "measured" / "pax_fsdp4_proc0.nsys.zip"
+    assert main(["analyze", str(FIXTURES / "mlp_offload.hlo.txt"), "--measured", str(archive)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pip install 'hloscope[measured]'" in err[0]

@@ -31,7 +31,7 @@ def model_facts(m: Module) -> list[Any]:
                       m.file_names, m.function_names, m.file_locations, m.stack_frames,
                       [(i.computation, i.name) for i in m.calling]]
     for c in m.computations.values():
-        out.append((c.name, c.is_entry, c.line))
+        out.append((c.name, c.is_entry, c.line, c.execution_thread))
         out.extend((i.name, i.opcode, i.text_opcode, i.wrapped_opcode, i.shape, i.operands, normalize(i.literal),
                     normalize(i.attr_text), i.is_root, i.line, i.position) for i in c.instructions)
     return out

@@ -74,7 +74,8 @@ def test_deviceless_fsdp_step_gives_one_model() -> None:
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    from hloscope.compile.deviceless import compile_step, make_mesh
+    from hloscope.compile.deviceless import StepOptions, compile_step, make_mesh
+    from hloscope.compile.request import CompileRequest
 
     mesh = make_mesh("h100-sxm", 8)
 
@@ -87,7 +88,9 @@ def test_deviceless_fsdp_step_gives_one_model() -> None:
 
     fsdp = NamedSharding(mesh, P("fsdp", None))
     args = [jax.ShapeDtypeStruct(s, jnp.bfloat16, sharding=fsdp) for s in ((1024, 1024), (1024, 1024), (64, 1024))]
-    hm = compile_step(step, *args, mesh=mesh, target="h100-sxm").compiled.runtime_executable().hlo_modules()[0]
+    request = CompileRequest("h100-sxm", 8, fn="tests.xla.test_hloproto_vs_text:step")
+    result = compile_step(request, step, args, StepOptions(mesh=mesh))
+    hm = result.compiled.runtime_executable().hlo_modules()[0]
     text = hm.to_string()
     assert "reduce-scatter-start(" in text and "all-gather-start(" in text and "replica_groups=mesh[" in text
     assert_same_model(hm.as_serialized_hlo_module_proto(), text)

@@ -20,7 +20,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-POLICIES = ("offload", "remat", "save")
+from hloscope.compile.request import Policy
+
+#: The policies' names, as ``--policy`` and ``--set policy=`` take them (:class:`Policy`).
+POLICIES = tuple(p.value for p in Policy)
 
 #: MaxText's per-tensor switches (``base.yml``, ``remat_policy: custom``).
 SWITCHES = ("remat", "device", "offload")

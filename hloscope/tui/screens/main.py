@@ -16,6 +16,7 @@ from textual.timer import Timer
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from hloscope.analysis.verdict import Verdict
+from hloscope.hlo.loader import ARTIFACT_NOTE
 from hloscope.hlo.model import Instruction
 from hloscope.tui.load import Loaded
 from hloscope.tui.messages import InstructionHighlighted, TransferChosen, TransferHighlighted
@@ -33,6 +34,13 @@ DETAIL_DELAY_S = 0.04
 _WINDOW_STATUS = "window of "
 #: The detail pane's narrowest width when the transfer table widens to show its columns whole.
 DETAIL_MIN_W = 48
+#: Below this many columns the detail pane goes under the lists (``#body.narrow``): side by side,
+#: an 80-column terminal showed two transfer columns (no verdict), 3-letter names in the schedule
+#: and three of the four tabs.
+NARROW_W = 110
+#: A start-up note is a brief toast of at most this many characters (two lines of a narrow toast).
+TOAST_CHARS = 72
+TOAST_S = 3
 
 
 def window_status(v: Verdict) -> str:
@@ -91,7 +99,13 @@ class MainScreen(Screen[None]):
         table.set_report(report)
         self._fit_lists()
         for note in report.notes:  # notes hold paths and manifest values: data, not markup
-            self.notify(shown(note), timeout=6, markup=False)
+            if note.startswith(ARTIFACT_NOTE):
+                # an artifact folder's provenance, every time: the status line, not a toast over the list
+                self.set_status(note)
+                continue
+            text = shown(note)
+            self.notify(text if len(text) <= TOAST_CHARS else text[:TOAST_CHARS - 1] + "…", timeout=TOAST_S,
+                        markup=False)
         if report.verdicts:
             table.focus()
         else:
@@ -109,8 +123,14 @@ class MainScreen(Screen[None]):
         total = self.size.width
         if total <= 0:
             return
+        tabs = self.query_one("#tabs")
+        narrow = total < NARROW_W
+        self.query_one("#body").set_class(narrow, "narrow")
+        if narrow:  # stacked: the lists get the whole width (app.tcss)
+            tabs.styles.clear_rule("width")
+            return
         need = self.query_one(TransferTable).needed_width
-        self.query_one("#tabs").styles.width = max(total * 3 // 5, min(need, total - DETAIL_MIN_W))
+        tabs.styles.width = max(total * 3 // 5, min(need, total - DETAIL_MIN_W))
 
     def set_status(self, text: str) -> None:
         """The status line under the panes (kept until the screen is composed when called earlier)."""
@@ -141,6 +161,19 @@ class MainScreen(Screen[None]):
         view = self.query_one(ScheduleView)
         view.show(computation, name, keep)
         view.focus()
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        # The detail pane follows the tab: the transfer under the table's cursor, or the schedule's
+        # instruction (it kept the schedule's last instruction after going back to Transfers).
+        pane = event.pane.id
+        if pane == "transfers":
+            v = self.query_one(TransferTable).selected
+            if v is not None:
+                self._detail_later(v)
+        elif pane == "schedule":
+            row = self.query_one(ScheduleView).current
+            if row is not None:
+                self._detail_later(row.instruction)
 
     def on_transfer_highlighted(self, message: TransferHighlighted) -> None:
         self._detail_later(message.verdict)

@@ -26,12 +26,13 @@ from textual.widgets.option_list import Option
 from hloscope.analysis.timeline import TransferTiming
 from hloscope.analysis.verdict import Verdict
 from hloscope.hlo.model import Instruction
+from hloscope.render.measured_text import measured_clause
 from hloscope.render.why import explain, slack_clause
 from hloscope.render.xla_text import xla_clause
 from hloscope.tui.format import VERDICT_STYLE, arrow, checkpoint_label, source_words
 from hloscope.tui.load import Loaded
 from hloscope.tui.messages import GoTo
-from hloscope.tui.text import plain, shown
+from hloscope.tui.text import hlo_string, plain, shown
 from hloscope.units import human_bytes, human_us
 
 #: Most users/operands listed as links (a broadcast constant can have thousands; a long
@@ -59,6 +60,8 @@ def instruction_text(loaded: Loaded, ins: Instruction) -> Text:
     us = report.cost.instruction_us(ins)
     if us:
         t.append(f"estimated ~{human_us(us)}\n", style="#d08770")
+    if report.measured is not None and (clause := measured_clause(report.measured, ins.name)):
+        t.append(clause + "\n", style="#ebcb8b")  # plain text: op names are data
     at = loaded.times.at(ins.computation, ins.name) if loaded.times is not None else None
     if at is not None:
         what = "issued" if at.issued else "ran"
@@ -75,7 +78,7 @@ def instruction_text(loaded: Loaded, ins: Instruction) -> Text:
     if md:
         t.append("metadata\n", style="bold")
         for k, val in md.items():
-            t.append(shown(f"  {k}: {val}") + "\n")
+            t.append(shown(f"  {k}: {hlo_string(val)}") + "\n")
     loc = report.module.source_location(ins)
     if loc is not None:
         t.append("source  ", style="bold")

@@ -94,6 +94,7 @@ class ScheduleView(ScrollView, can_focus=True):
         self._cost: dict[int, float] = {}
         self._lines: dict[int, list[Segment]] = {}  # row index -> drawn line, until the rows or window change
         self.times: TimeAxis | None = None
+        self._center_on: int | None = None  # a row to centre once the view has a size (see _center)
 
     # -- data -----------------------------------------------------------------
 
@@ -229,7 +230,19 @@ class ScheduleView(ScrollView, can_focus=True):
         self.post_message(InstructionHighlighted(self.rows[new].instruction))
 
     def _center(self, i: int) -> None:
-        self.scroll_to(y=max(0, i + 1 - self.size.height // 2), animate=False, force=True)
+        # Called after a refresh; in a hidden tab (start-up, or a jump that also switches to this
+        # tab) the view has height 0 here, and scrolling then put the row under the header line,
+        # out of view: the row is centred when the view gets its size (on_resize).
+        height = self.size.height
+        if height < 2:
+            self._center_on = i
+            return
+        self._center_on = None
+        self.scroll_to(y=max(0, i + 1 - height // 2), animate=False, force=True)
+
+    def on_resize(self) -> None:
+        if self._center_on is not None:
+            self._center(self._center_on)
 
     def action_move(self, delta: int) -> None:
         self.cursor = max(0, min(self.cursor + delta, len(self.rows) - 1))

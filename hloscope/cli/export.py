@@ -1,0 +1,59 @@
+"""``hloscope export``: a report as files another tool opens (``--format model-explorer``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.targets import DEFAULT_TARGET
+
+
+class ExportCommand:
+    """export: write a step as files another tool opens, into the folder -o names.
+
+    --format model-explorer writes graph.json (the module as a Model Explorer graph: while
+    bodies as namespaces with their trip counts, fusions collapsed, host transfers painted
+    by verdict, start-to-done edge overlays) and node-data-verdicts.json,
+    node-data-start-us.json, node-data-bytes.json, for
+    model-explorer DIR/graph.json --node_data_paths=DIR/node-data-verdicts.json,...
+    PATH is an HLO text file, an --xla_dump_to folder, an hloscope compile artifact folder,
+    or - for stdin. Files already in DIR are replaced only with --force.
+    Exit codes: 0 ok, 2 bad input (or a file exists without --force), 3 unknown format.
+    """
+
+    def prepare_parser(self, p: argparse.ArgumentParser) -> None:
+        from hloscope.render.explorer import EXPORT_FORMATS
+
+        p.add_argument("path", metavar="PATH", help="HLO text file, XLA dump folder, artifact folder, or -")
+        p.add_argument("--format", required=True, metavar="FORMAT", help=f"{', '.join(EXPORT_FORMATS)}")
+        p.add_argument("-o", "--output", required=True, metavar="DIR", help="folder to write the files into")
+        p.add_argument("--force", action="store_true", help="replace files of the same names in DIR")
+        p.add_argument("--target", help=f"target name or .toml/.json file (default: an artifact folder's own, "
+                                        f"else {DEFAULT_TARGET})")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from hloscope.artifact import load_report
+        from hloscope.render import pick
+        from hloscope.render.explorer import EXPORT_FORMATS
+
+        build = pick(args.format, EXPORT_FORMATS)
+        out = Path(args.output)
+        if out.exists() and not out.is_dir():
+            raise HloscopeError(f"{out}: not a folder (-o names the folder to write into)", EXIT_BAD_INPUT)
+        report = load_report(args.path, args.target)
+        files = build(report)
+        existing = sorted(name for name in files if (out / name).exists())
+        if existing and not args.force:
+            raise HloscopeError(f"{out}: {', '.join(existing)} already exist(s); --force replaces them",
+                                EXIT_BAD_INPUT)
+        out.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (out / name).write_text(text, encoding="utf-8")
+        if existing:
+            print(f"hloscope: note: replaced {', '.join(existing)} in {out}", file=sys.stderr)
+        node_data = ",".join(str(out / n) for n in files if n.startswith("node-data-"))
+        print(f"wrote {len(files)} file(s) to {out}; open with:\n"
+              f"  model-explorer {out / 'graph.json'} --node_data_paths={node_data}")
+        return 0

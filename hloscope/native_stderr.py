@@ -1,0 +1,140 @@
+"""The CUDA plugin's no-GPU chatter on file descriptor 2, kept off the user's terminal.
+
+Standard library only, at the bottom of the layers: ``import hloscope`` installs
+:func:`quiet_first_jax_import`, and the compile layer (``hloscope.compile.environment``)
+captures the plugin's lines around its own compiles with :func:`capture_native_stderr`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.abc
+import importlib.machinery
+import os
+import re
+import sys
+import tempfile
+import types
+from collections.abc import Iterator
+from typing import Any
+
+
+def has_gpu() -> bool:
+    """Whether this machine has an NVIDIA driver (then the plugin starts normally and says nothing)."""
+    return os.path.exists("/dev/nvidiactl")
+
+
+# What the CUDA plugin prints on a machine with no GPU, every time it loads: expected
+# here, and noise to a user; and the plugin's own INFO and WARNING lines (glog format),
+# which hloscope turns on to read which scheduler ran (hloscope.compile.scheduler).
+# Errors and anything not in glog format are passed through.
+NATIVE_NOISE = re.compile(r"All log messages before absl::InitializeLog|cudart_stub\.cc|Could not find cuda drivers"
+                          r"|^\s*[IW]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w.]+:\d+\] ")
+
+
+class NativeCapture:
+    """What native code wrote to file descriptor 2 inside :func:`capture_native_stderr`."""
+
+    def __init__(self) -> None:
+        self.text: str | None = None  # None: stderr could not be captured (replaced by pytest, a notebook)
+        self._fd: int | None = None
+
+    def peek(self) -> str | None:
+        """What was captured so far (inside the ``with``), or ``.text`` after it."""
+        if self._fd is None:
+            return self.text
+        size = os.fstat(self._fd).st_size
+        return os.pread(self._fd, size, 0).decode(errors="replace")
+
+
+@contextlib.contextmanager
+def capture_native_stderr() -> Iterator[NativeCapture]:
+    """Capture file descriptor 2; afterwards pass on what is not :data:`NATIVE_NOISE`.
+
+    The capture keeps everything (``.text``), for readers of XLA's log."""
+    out = NativeCapture()
+    fd = 2  # native code writes here, whatever Python's sys.stderr is (pytest, notebooks replace it)
+    try:
+        os.fstat(fd)
+    except OSError:
+        yield out
+        return
+    sys.stderr.flush()
+    saved = os.dup(fd)
+    with tempfile.TemporaryFile(mode="w+b") as tmp:
+        os.dup2(tmp.fileno(), fd)
+        out._fd = tmp.fileno()
+        try:
+            yield out
+        finally:
+            sys.stderr.flush()
+            out._fd = None
+            os.dup2(saved, fd)
+            os.close(saved)
+            tmp.seek(0)
+            out.text = tmp.read().decode(errors="replace")
+            kept = [ln for ln in out.text.splitlines() if ln and not NATIVE_NOISE.search(ln)]
+            if kept:
+                print("\n".join(kept), file=sys.stderr)
+
+
+@contextlib.contextmanager
+def quiet_native_stderr() -> Iterator[None]:
+    """Hide the plugin's no-GPU chatter on file descriptor 2; keep everything else."""
+    with capture_native_stderr():
+        yield
+
+
+class _QuietLoader(importlib.abc.Loader):
+    """jax's own loader, run inside :func:`quiet_native_stderr`; put back once jax is loaded."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
+        module: types.ModuleType | None = self._inner.create_module(spec)
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        try:
+            with quiet_native_stderr():
+                self._inner.exec_module(module)
+        finally:
+            module.__loader__ = self._inner
+            if module.__spec__ is not None:
+                module.__spec__.loader = self._inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _QuietJaxImport(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: for the first ``import jax`` it hands back jax's own spec with its
+    loader wrapped in :class:`_QuietLoader`, then leaves ``sys.meta_path``."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname != "jax":
+            return None
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _QuietLoader(spec.loader)
+        return spec
+
+
+def quiet_first_jax_import() -> None:
+    """Keep the CUDA plugin's no-GPU lines off stderr when the user's script imports jax.
+
+    ``import jax`` discovers the CUDA plugin, whose shared library logs absl's "Could not
+    find cuda drivers on your machine" (``cudart_stub.cc``) three times straight to file
+    descriptor 2 while it loads, before absl is initialized, so no log level
+    (``TF_CPP_MIN_LOG_LEVEL``) reaches it. ``import hloscope`` calls this: a later first
+    ``import jax`` runs inside :func:`quiet_native_stderr` (what is not that noise is passed
+    on). Nothing happens when jax is already imported or the machine has a GPU.
+    """
+    if "jax" in sys.modules or has_gpu() or any(isinstance(f, _QuietJaxImport) for f in sys.meta_path):
+        return
+    sys.meta_path.insert(0, _QuietJaxImport())
+
+

@@ -1,0 +1,46 @@
+"""The README's Python API block, run as a plain script, writes nothing to stderr (issue 27).
+
+On this machine (no GPU) jax's own import loads the CUDA plugin, whose library prints
+absl's "Could not find cuda drivers on your machine" three times straight to file
+descriptor 2 (two lines each: absl's pre-InitializeLog preamble and the message). The
+README imports hloscope before jax, which makes that first import quiet.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.xla
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("JAX_PLATFORMS", "JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "TF_CPP_MIN_LOG_LEVEL")}
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+def test_readme_api_block_prints_nothing_on_stderr(tmp_path: Path) -> None:
+    block = re.search(r"## Python API\n\n```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    assert block is not None
+    script = tmp_path / "readme_api.py"
+    script.write_text(block.group(1))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=_env(), cwd=tmp_path,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "hidden_act" in proc.stdout
+    assert proc.stderr == ""
+    # Without hloscope first, the same first import prints the plugin's lines (what the test guards).
+    bare = subprocess.run([sys.executable, "-c", "import jax"], capture_output=True, text=True, env=_env(),
+                          timeout=300)
+    assert bare.stderr.count("Could not find cuda drivers on your machine") == 3
+    then = subprocess.run([sys.executable, "-c", "import hloscope, jax, jax.numpy; print(jax.__loader__.__class__.__name__)"],
+                          capture_output=True, text=True, env=_env(), timeout=300)
+    assert then.stderr == "" and then.stdout == "SourceFileLoader\n"  # jax's own loader is put back

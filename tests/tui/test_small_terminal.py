@@ -1,0 +1,130 @@
+"""The TUI at 80x24, as a new user's terminal opens it (issue 27), with Textual's Pilot.
+
+On the llama fixture: every tab title and the verdict column are drawn, schedule
+names are readable, a start-up note is a brief one-line toast, a search jump keeps
+the chosen row on screen, the detail pane follows the tab, and HLO's escaped quotes
+(``params[\\'layers\\'][\\'wv\\']``) are shown as the user wrote them, still as data.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from textual.widgets import Static, TabbedContent, Tabs
+
+from hloscope.tui.app import HloscopeApp
+from hloscope.tui.load import Source
+from hloscope.tui.widgets.schedule import ScheduleView
+from hloscope.tui.widgets.transfers import TransferTable
+from tests.tui.conftest import FIXTURES, pilot_test, wait_loaded
+
+LLAMA = str(FIXTURES / "llama_offload.hlo.txt")
+SIZE = (80, 24)
+
+
+def _drawn(widget: object) -> list[str]:
+    w = widget  # a Widget: its lines as drawn, text only
+    return ["".join(s.text for s in w.render_line(y)) for y in range(w.size.height)]  # type: ignore[attr-defined]
+
+
+def _detail(app: HloscopeApp) -> str:
+    text = app.screen.query_one("#detail-text", Static)
+    return str(text.render())
+
+
+@pilot_test
+async def test_at_80x24_the_verdict_every_tab_and_schedule_names_are_drawn() -> None:
+    app = HloscopeApp(Source(LLAMA))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        await pilot.pause(0.2)
+        table = app.screen.query_one(TransferTable)
+        drawn = _drawn(table)
+        assert "verdict" in drawn[0]
+        first = table.shown[0]
+        assert first.verdict.value in drawn[1] and first.transfer.instruction.name in drawn[1]
+        # the four tab titles, each inside the screen
+        tabs = app.screen.query_one(Tabs)
+        titles = {str(t.label): t.region for t in tabs.query("Tab")}
+        assert set(titles) == {"Transfers [1]", "Schedule [2]", "Computations [3]", "Offloads asked [4]"}
+        assert all(r.right <= SIZE[0] and r.width > 0 for r in titles.values())
+        # the schedule: an instruction's whole name is drawn on its row
+        await pilot.press("2")
+        await pilot.pause(0.2)
+        view = app.screen.query_one(ScheduleView)
+        assert view.current is not None
+        assert any(view.current.instruction.name + "  " in line for line in _drawn(view))
+
+
+@pilot_test
+async def test_a_search_jump_keeps_the_chosen_row_in_view_and_the_detail_follows_the_tab() -> None:
+    app = HloscopeApp(Source(LLAMA))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        table = app.screen.query_one(TransferTable)
+        chosen = table.selected
+        assert chosen is not None
+        report = app.loaded.report  # type: ignore[union-attr]
+        # an instruction far down the entry computation (its last while loop's neighbour)
+        entry = report.module.entry
+        far = entry.instructions[len(entry.instructions) * 3 // 4]
+        await pilot.press("slash", *far.name, "enter")
+        await pilot.pause(0.3)
+        view = app.screen.query_one(ScheduleView)
+        assert view.current is not None and view.current.instruction is far
+        assert any(line.split()[1:2] == [far.name] or f" {far.name}  " in line for line in _drawn(view)), \
+            (far.name, _drawn(view))
+        assert _detail(app).startswith(f"{far.name}  ")
+        # back to Transfers: the detail shows the table's transfer again, not the schedule's instruction
+        await pilot.press("1")
+        await pilot.pause(0.3)
+        assert _detail(app).startswith(chosen.transfer.instruction.name + "\n")
+        await pilot.press("2")
+        await pilot.pause(0.3)
+        assert _detail(app).startswith(f"{far.name}  ")
+
+
+@pilot_test
+async def test_hlo_escapes_are_shown_as_written_and_stay_data() -> None:
+    # param.8's metadata in the fixture: op_name="params[\'layers\'][\'wv\']"
+    line = next(ln for ln in Path(LLAMA).read_text().splitlines() if ln.startswith("  %param.8 = "))
+    assert "op_name=\"params[\\'layers\\'][\\'wv\\']\"" in line
+    app = HloscopeApp(Source(LLAMA))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        await pilot.press("slash", *"param.8", "enter")
+        await pilot.pause(0.3)
+        text = _detail(app)
+        meta = text.split("\nmetadata\n", 1)[1].split("\nHLO\n", 1)[0]  # (the HLO line itself stays as XLA wrote it)
+        assert "op_name: params['layers']['wv']" in meta and "\\'" not in meta
+
+
+@pilot_test
+async def test_a_start_up_note_is_one_brief_line_and_an_artifact_folder_s_provenance_is_none(tmp_path: Path) -> None:
+    # Given an artifact folder (the llama fixture with a manifest), the provenance note is not a toast
+    art = tmp_path / "art"
+    art.mkdir()
+    shutil.copy(LLAMA, art / "optimized.hlo.txt")
+    (art / "manifest.json").write_text(json.dumps({"target": "h100-sxm", "devices": 8}))
+    app = HloscopeApp(Source(str(art)))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        await pilot.pause(0.2)
+        assert app.loaded is not None and any(n.startswith("artifact folder") for n in app.loaded.report.notes)
+        assert list(app._notifications) == []
+        assert str(app.screen.query_one("#status", Static).render()).startswith("artifact folder: target h100-sxm")
+    # A dump folder whose module was picked among several: a toast of one short line, for 3 s
+    dump = tmp_path / "dump"
+    shutil.copytree(FIXTURES / "dump_mlp_offload", dump)
+    shutil.copy(FIXTURES / "cpu" / "dump_grad_step" / "module_0006.jit_step.cpu_after_optimizations.txt",
+                dump / "module_0001.jit_small.cpu_after_optimizations.txt")
+    app = HloscopeApp(Source(str(dump)))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        await pilot.pause(0.2)
+        notes = list(app._notifications)
+        assert notes, app.loaded.report.notes  # type: ignore[union-attr]
+        assert all(len(n.message) <= 72 and "\n" not in n.message and n.timeout <= 3 for n in notes)
+        assert app.screen.query_one("#tabs", TabbedContent).active == "transfers"

@@ -1,0 +1,68 @@
+"""The JAX-version paths (``hloscope.compile.jaxcompat``): the tested range, its one-line note, and
+the per-version choices, against the versions measured here (jax 0.8.3, 0.9.2, 0.10.2; docs/jax-versions.md)."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from hloscope.cli import options
+from hloscope.compile import jaxcompat
+
+
+@pytest.mark.parametrize(("version", "says"), [
+    ("0.7.2", "outside the range hloscope is tested with (jax 0.9.0 to 0.10.x)"),
+    ("0.8.3", "on jax 0.8: checkpoint names and source lines can be attached to another tensor's transfers"),
+    ("0.11.1", "outside the range"),
+    ("0.12.0rc1", "outside the range"),
+])
+def test_a_version_outside_the_range_gets_one_line(version: str, says: str) -> None:
+    note = jaxcompat.version_note(version)
+    assert says in note and "\n" not in note and note.startswith(f"jax {version} is outside")
+
+
+@pytest.mark.parametrize("version", ["0.9.0", "0.9.0.1", "0.9.2", "0.10.0", "0.10.2", ""])
+def test_a_tested_version_has_no_note(version: str) -> None:
+    assert jaxcompat.version_note(version) == ""
+
+
+def test_compile_flags_turn_autotuning_off_only_before_0_9() -> None:
+    # jaxlib 0.8.3 stopped with "Expect autotune result cache hit for deviceless compilation"
+    assert jaxcompat.compile_flags("0.8.3") == {"xla_gpu_autotune_level": 0}
+    assert jaxcompat.compile_flags("0.9.0.1") == {} and jaxcompat.compile_flags("0.10.2") == {}
+
+
+def test_live_range_dump_from_0_10() -> None:
+    assert not jaxcompat.dumps_live_range("0.9.2") and jaxcompat.dumps_live_range("0.10.2")
+
+
+def test_memory_space_of_the_installed_jax() -> None:
+    jax = pytest.importorskip("jax", reason="the compile extra")
+    assert jaxcompat.memory_space_name(jax.memory.Space.Host) == "Host"
+    assert jaxcompat.memory_space_name(jax.memory.Space.Device) == "Device"
+    assert jaxcompat.memory_space_name("pinned_host") is None
+
+
+def test_the_cli_says_it_once(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(jaxcompat, "installed_jax", lambda: "0.12.0")
+    monkeypatch.setattr(options, "_JAX_NOTED", False)
+    monkeypatch.delenv(jaxcompat.NOTED_ENV, raising=False)
+    options.note_jax_version()
+    options.note_jax_version()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("hloscope: note: jax 0.12.0 is outside the range")
+    # the compile workers inherit the mark and stay quiet
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        jaxcompat.warn_version("0.12.0")
+    assert seen == []
+
+
+def test_compile_step_warns_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(jaxcompat.NOTED_ENV, raising=False)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        jaxcompat.warn_version("0.8.3")
+        jaxcompat.warn_version("0.8.3")
+    assert [type(w.message) for w in seen] == [jaxcompat.JaxVersionWarning]

@@ -40,4 +40,6 @@ def test_llama_405b_has_xlas_remat_clones_beside_its_host_buffers() -> None:
     r = report.remat
     assert r is not None and r.host_buffers and r.suspicious
     assert r.clones == 62 and r.collectives == 5
-    assert "remat clones: XLA's rematerialization cloned 62 instruction(s)" in report.to_text()
+    from hloscope.render import render_to_string
+
+    assert "remat clones: XLA's rematerialization cloned 62 instruction(s)" in render_to_string("table", report)

@@ -375,10 +375,27 @@ def _death(signum: int, log: str, suffix: str) -> HloscopeError:
         why = "killed" if signum == signal.SIGKILL else "died"
         return HloscopeError(f"the XLA compiler process was {why} ({name}{', ' + figures if figures else ''}): "
                              f"the host ran out of memory{suffix}", EXIT_OUT_OF_MEMORY)
+    limit = _address_space_limit()
+    if limit is not None and (not machine or limit < machine):
+        # ``ulimit -v``: allocations fail (std::bad_alloc, an abort or a fault) long before the
+        # resident peak nears the machine's memory; the limit the child inherited is the memory
+        # that ran out.
+        return HloscopeError(f"the XLA compiler process died ({name}) under an address-space limit of "
+                             f"{limit / gib:.1f} GiB (ulimit -v): it ran out of the memory it may map{suffix}",
+                             EXIT_OUT_OF_MEMORY)
     fatal = xla_fatal(log)
     said = f": {fatal}" if fatal else (f": {suffix.strip(' []')}" if suffix else ", and its log names no cause")
     at = f" ({figures}: not out of memory)" if figures else ""
     return HloscopeError(f"XLA crashed while compiling ({name}){said}{at}", EXIT_COMPILE_FAILED)
+
+
+def _address_space_limit() -> int | None:
+    """The soft address-space limit (``ulimit -v``) the compile process inherits, in bytes; None
+    when there is none."""
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    return None if soft == resource.RLIM_INFINITY else int(soft)
 
 
 def _result(conn: Any, on_phase: Callable[[str], None] | None) -> Any:

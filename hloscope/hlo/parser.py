@@ -51,6 +51,7 @@ _OPCODE_RE = re.compile(r"\s*([a-z][a-z0-9\-_]*)\(")
 _COMP_RE = re.compile(r"(ENTRY\s+)?%?([^\s(]+)\s*(?:\(.*)?\{\s*$")
 _SECTION_ITEM_RE = re.compile(r"(\d+)\s+(.*)$")
 _NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
+_STRING_RE = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"')
 _THREAD_RE = re.compile(r'\}, execution_thread="([A-Za-z0-9_.\-]+)"')
 
 
@@ -63,9 +64,10 @@ def parse_hlo(text: str, path: str | None = None) -> Module:
         # "$" (a test template's placeholder) is read by XLA only inside strings;
         # the general path tells the two apart.
         # Python's \s and str.strip() take Unicode blanks (U+00A0) that XLA's lexer does not: text
-        # with any non-ASCII character is read on the general path, which reads only XLA's blanks.
+        # with a non-ASCII character outside a one-line string (op_name and source paths may hold
+        # them) is read on the general path, which reads only XLA's blanks and names the character.
         module: Module | None = None
-        if "$" not in text and text.isascii():
+        if "$" not in text and (text.isascii() or _STRING_RE.sub("", text).isascii()):
             try:
                 module = _Parser(text, path).parse()
             except HloParseError:

@@ -1,4 +1,4 @@
-"""Host transfers of the XLA test modules added for issue 28, against facts read by hand.
+"""Host transfers and async pairs of the XLA test modules added for issue 28, against facts read by hand.
 
 Each row: a module of fixtures/xla-tests/ (XLA's authors wrote it; jaxlib 0.10.2 accepts
 it, tests/xla/test_corpus_vs_xla.py checks) and every host transfer in it as
@@ -41,3 +41,23 @@ def test_transfers_as_read_by_hand(file: str) -> None:
     got = [(t.instruction.name, t.direction, t.bytes, done_of.get(t.instruction.name))
            for t in find_host_transfers(index)]
     assert sorted(got) == sorted(FACTS[file])
+
+
+#: Async start -> done pairs of added modules, read by hand (every pair of the module).
+PAIRS = {
+    "convert_async_collectives_to_sync/SimpleAllReduce.hlo": {"start": "done"},
+    # Two all-reduces in flight; their dones in start order, then crossed.
+    "convert_async_collectives_to_sync/MultipleInFlightStreaming.hlo": {"start1": "done1", "start2": "done2"},
+    "convert_async_collectives_to_sync/MultipleInFlightNested.hlo": {"start1": "done1", "start2": "done2"},
+    # Four host copies (two out, two back), the second pair started before the first is done.
+    "stream_attribute_annotator/CopyStartIsAnnotated.hlo": {
+        "copy-start": "copy-done", "copy-start.2": "copy-done.2", "copy-start.3": "copy-done.3",
+        "copy-start.1": "copy-done.1"},
+    "hlo_memory_scheduler/HostSendDoneSchedule.hlo": {"send": "send-done"},
+}
+
+
+@pytest.mark.parametrize("file", sorted(PAIRS))
+def test_async_pairs_as_read_by_hand(file: str) -> None:
+    index = ModuleIndex(parse_hlo((CORPUS / file).read_text(), file))
+    assert {p.start.name: p.done.name for p in pair_async_ops(index)} == PAIRS[file]

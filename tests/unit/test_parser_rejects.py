@@ -10,8 +10,9 @@ import pytest
 
 from hloscope.cli import main
 from hloscope.errors import HloParseError
+from hloscope.hlo.general import parse_general
 from hloscope.hlo.loader import parse_text
-from hloscope.hlo.parser import parse_hlo
+from hloscope.hlo.parser import parse_hlo, parse_printer_shaped
 from tests.conftest import FIXTURES
 from tests.parser_cases import CASES, Case
 
@@ -64,3 +65,14 @@ def test_cli_exit_2_one_line(tmp_path, capsys) -> None:  # type: ignore[no-untyp
     err = capsys.readouterr().err.strip()
     assert err == (f"hloscope: error: {path}:4:1: character U+00A0 (no-break space) is not whitespace XLA "
                    "reads: replace it with a plain space")
+
+
+def test_non_ascii_inside_strings_keeps_the_fast_path() -> None:
+    # op_name with a non-ASCII character (a user's function name): read printer-shaped, the same
+    # model as the general path builds; a no-break space outside strings is still refused.
+    case = next(c for c in CASES if c.id == "no-break space inside a string")
+    fast = parse_printer_shaped(case.text)
+    general = parse_general(case.text)
+    assert [i.attr_text for i in fast.computations["main"].instructions] == [
+        i.attr_text for i in general.computations["main"].instructions]
+    assert fast.computations["main"].by_name["n"].metadata == {"op_name": "a\u00a0b"}

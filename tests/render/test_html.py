@@ -69,7 +69,7 @@ def test_markdown_summary_names_the_exposed_transfer() -> None:
     report = analyze(str(FIXTURES / "llama_offload.hlo.txt"))
     md = report._repr_markdown_()
     assert "exposed 1" in md and "partial 2" in md and "hidden 6" in md
-    assert "**EXPOSED** dynamic-slice-start.2.0" in md
+    assert "**EXPOSED** dynamic-slice-start.2.0:" in md
 
 
 NOTEBOOK_CELLS = [

@@ -23,6 +23,7 @@ from typing import Any, TypeVar, overload
 import networkx as nx
 
 from hloscope.analysis.cost import CostModel
+from hloscope.analysis.drain import SerialDrain, find_serial_drains
 from hloscope.analysis.graph import build_dependency_graph
 from hloscope.analysis.host_work import HostWork, find_host_work
 from hloscope.analysis.index import ModuleIndex
@@ -142,7 +143,9 @@ class Report:
     for a scheduled module, else None. slack: per verdict (same order), the window the transfer
     could have had from the dependency graph (``hloscope.analysis.slack``); None for one that is
     not an async pair; empty for an unscheduled module. remat: XLA's rematerialization clones
-    (``hloscope.analysis.remat``) of a scheduled module, else None.
+    (``hloscope.analysis.remat``) of a scheduled module, else None. drains: host copies in
+    flight together on one link whose dones waited for each other's bytes
+    (``hloscope.analysis.drain``); empty without a simulated step.
     """
 
     module: Module
@@ -167,6 +170,7 @@ class Report:
     streams: StreamAssignment | None = None
     slack: tuple[Slack | None, ...] = ()
     remat: RematClones | None = None
+    drains: tuple[SerialDrain, ...] = ()
 
     @property
     def host_space(self) -> int:
@@ -264,7 +268,8 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
                                     _waits_by_start(timeline, pairs))
     return report_type(module, target, opts, index, tuple(transfers), tuple(verdicts), cost, summary, pairs, inputs,
                        inputs.notes, memory, inputs.compile, timeline, intent, xla, inputs.scheduler, measured,
-                       find_host_work(index, opts.host_space), streams, slack, remat)
+                       find_host_work(index, opts.host_space), streams, slack, remat,
+                       find_serial_drains(timeline) if timeline is not None else ())
 
 
 def _waits_by_start(timeline: Timeline | None, pairs: Sequence[AsyncPair]) -> dict[str, float]:

@@ -11,6 +11,7 @@ from hloscope.analysis.report import Report
 from hloscope.analysis.slack import Slack
 from hloscope.analysis.timeline import TransferTiming
 from hloscope.analysis.verdict import FirstUse, InputReady, Verdict
+from hloscope.render.drain_text import drain_dicts
 from hloscope.render.intent_text import intent_dict
 from hloscope.render.measured_text import measured_dict
 from hloscope.render.memory_text import memory_dict
@@ -188,6 +189,8 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         out["remat"] = {"clones": r.clones, "clones_per_step": r.clones_per_step,
                         "flops_per_step": r.flops_per_step, "collectives": r.collectives,
                         "host_buffers": r.host_buffers, "names": list(r.names)}
+    if report.drains:
+        out["serial_drains"] = drain_dicts(report)
     if report.compile is not None:
         out["compile"] = _plain(report.compile)
     if report.measured is not None:

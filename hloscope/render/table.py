@@ -10,6 +10,7 @@ from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.report import Report
 from hloscope.analysis.verdict import Verdict
 from hloscope.hlo.loader import ARTIFACT_NOTE
+from hloscope.render.drain_text import drain_lines
 from hloscope.render.intent_text import intent_lines
 from hloscope.render.measured_text import measured_lines
 from hloscope.render.memory_text import memory_lines, remat_lines
@@ -166,6 +167,7 @@ class TableRenderer:
         lines += xla_legend(report)
         lines += memory_lines(report)
         lines += remat_lines(report)
+        lines += drain_lines(report)
         if report.measured is not None:
             lines += measured_lines(report.measured)
         lines.append("all *us figures are roofline estimates (docs/cost-model.md), not measurements"

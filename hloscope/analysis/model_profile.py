@@ -14,7 +14,9 @@ a small one.
 computations that the model prices above zero, the figure the report's cost model
 uses: a compute op's time, a collective's time at its start (ring over its replica
 group), a host transfer's time alone on its link at its start (DMA setup plus bytes
-at the link's bandwidth). Compiled again with it (``hloscope compile --xla-flag
+at the link's bandwidth; with ``serialized=True``, a copy of a serial drain,
+``hloscope.analysis.drain``, at its issue-to-finish time behind the others on its link,
+so XLA schedules it as it will run). Compiled again with it (``hloscope compile --xla-flag
 xla_gpu_pgle_profile_file_or_directory_path=FILE``), the step is scheduled as XLA
 would schedule it if it knew those costs: a what-if, not a measurement. Names are
 an instruction's ``scheduling_name`` (its name when the scheduler ran: XLA's
@@ -73,10 +75,23 @@ class ModelProfile:
         return {c.name: c.cost_us for c in self.costs}
 
 
-def model_profile(report: Report) -> ModelProfile:
-    """Every priced instruction of ``report``'s scheduled computations with the model's figure."""
+def serialized_us(report: Report) -> dict[str, float]:
+    """Start name -> issue-to-finish time (µs) in the simulated step of every host copy in a
+    serial drain (``report.drains``): what it takes behind the others on its link."""
+    if report.timeline is None:
+        return {}
+    drained = {s for d in report.drains for s in d.starts}
+    return {t.start: t.duration_us for t in report.timeline.transfers.values() if t.start in drained}
+
+
+def model_profile(report: Report, *, serialized: bool = False) -> ModelProfile:
+    """Every priced instruction of ``report``'s scheduled computations with the model's figure.
+
+    ``serialized``: a host copy of a serial drain is priced as it runs in the simulated step,
+    behind the others on its link (:func:`serialized_us`), not alone on it."""
     cost, module, index = report.cost, report.module, report.index
     transfers = {t.instruction.name: t for t in report.transfers if t.is_async and not t.is_annotation}
+    drained = serialized_us(report) if serialized else {}
     starts = {p.start.name: p for p in report.pairs}
     out: list[ProfileCost] = []
     seen: set[str] = set()
@@ -89,7 +104,8 @@ def model_profile(report: Report) -> ModelProfile:
             pair = starts.get(ins.name)
             if ins.name in transfers:
                 t = transfers[ins.name]
-                entry = ProfileCost(ins.name, cost.transfer_us(t.bytes, t.direction), ProfileSource.HOST_TRANSFER)
+                us = drained.get(ins.name, cost.transfer_us(t.bytes, t.direction))
+                entry = ProfileCost(ins.name, us, ProfileSource.HOST_TRANSFER)
             elif (pair is not None and pair.kind is PairKind.COLLECTIVE) or (pair is None and collective_kind(ins)):
                 us = cost.collective_us(ins)
                 if us <= 0:

@@ -24,6 +24,8 @@ from hloscope.units import human_bytes, human_us
 
 #: The model's profile that --what-if-profile writes into the artifact folder.
 PROFILE_FILE = "model-profile.pbtxt"
+#: The same with the serial drains' copies priced as they run behind each other (--what-if-profile).
+SERIALIZED_PROFILE_FILE = "model-profile-serialized.pbtxt"
 
 
 class CompileCommand:
@@ -61,7 +63,9 @@ class CompileCommand:
         p.add_argument("--what-if-profile", action="store_true",
                        help="also compile with hloscope's cost model as XLA's profile (PGLE; written to "
                             "model-profile.pbtxt in the artifact folder) and show how the schedule changes when "
-                            "XLA's scheduler knows each op's and each transfer's cost")
+                            "XLA's scheduler knows each op's and each transfer's cost; when host copies drain one "
+                            "after another, once more with those copies priced as they run "
+                            "(model-profile-serialized.pbtxt)")
         p.add_argument("--what-if-flag", action="append", default=[], metavar="NAME=VALUE",
                        help="also compile with this XLA option (e.g. xla_gpu_enable_host_memory_offloading=true) "
                             "and show XLA's remat clones, the memory and the simulated step before and after")
@@ -139,22 +143,36 @@ class CompileCommand:
         return code
 
     def _what_if_profile(self, out: Path, request: CompileRequest, report: Report, phase: PhaseStatus) -> str:
-        """Compile again with the model's per-op figures as XLA's profile; what the schedule became."""
-        from hloscope.compile.jobs import compile_request
-        from hloscope.compile.whatif import compare_reports, open_windows
-        from hloscope.render import render_to_string
-
+        """Compile again with the model's per-op figures as XLA's profile; what the schedule became.
+        When some host copies drain one after another (``report.drains``), once more with those
+        copies priced as they run behind each other (the serialized profile)."""
         if not report.module.is_scheduled:
             raise HloscopeError("--what-if-profile: the module is not scheduled, so XLA's scheduler did not run",
                                 EXIT_BAD_INPUT)
-        path = Path(out) / PROFILE_FILE
-        path.write_text(render_to_string("pgle", report), encoding="utf-8")
+        text = self._profile_compile(Path(out) / PROFILE_FILE, request, report, phase, serialized=False)
+        if report.drains:
+            text += self._profile_compile(Path(out) / SERIALIZED_PROFILE_FILE, request, report, phase,
+                                          serialized=True)
+        return text
+
+    def _profile_compile(self, path: Path, request: CompileRequest, report: Report, phase: PhaseStatus,
+                         *, serialized: bool) -> str:
+        from hloscope.compile.jobs import compile_request
+        from hloscope.compile.whatif import compare_reports, open_windows
+        from hloscope.render.pgle import write_profile
+
+        with path.open("w", encoding="utf-8") as f:
+            write_profile(report, f, serialized=serialized)
         flag = f"xla_gpu_pgle_profile_file_or_directory_path={path.resolve()}"
+        name = "serialized profile" if serialized else "profile"
         other = compile_request(replace(request, xla_flags=(*request.xla_flags, flag)),
-                                phase=lambda name: phase(f"what-if profile: {name}")).report
+                                phase=lambda step: phase(f"what-if {name}: {step}")).report
         changes = compare_reports(report, other)
         opened = open_windows(changes)
-        lines = ["", f"what if XLA's scheduler knew these costs (hloscope's model as its profile, {path}):"]
+        lines = ["", (f"what if XLA's scheduler priced the serial drains' copies as they run behind each other "
+                      f"(hloscope's model as its profile, those copies at their simulated time, {path}):"
+                      if serialized else
+                      f"what if XLA's scheduler knew these costs (hloscope's model as its profile, {path}):")]
         used = other.xla is not None and other.xla.profile is not None
         if not used:
             lines.append("  XLA's log does not say it used the profile for this module; the second compile "
@@ -164,6 +182,11 @@ class CompileCommand:
             lines.append(f"  simulated step {human_us(a.step_us)} -> {human_us(b.step_us)} (exposed transfers "
                          f"{human_us(a.exposed_transfer_us)} -> {human_us(b.exposed_transfer_us)}, collectives "
                          f"{human_us(a.exposed_collective_us)} -> {human_us(b.exposed_collective_us)})")
+        if serialized:
+            lost_a = sum(d.lost_us_per_step for d in report.drains)
+            lost_b = sum(d.lost_us_per_step for d in other.drains)
+            lines.append(f"  serial drains {len(report.drains)} -> {len(other.drains)} (their copies' extra waits "
+                         f"{human_us(lost_a)} -> {human_us(lost_b)} per step)")
         if other.xla is not None and other.xla.step_us is not None:
             lines.append(f"  XLA's scheduler times its new schedule at {human_us(other.xla.step_us)} per step")
         lines.append(f"  open windows {opened[0]} -> {opened[1]} of {len(changes)}")

@@ -42,9 +42,17 @@ class PgleRenderer:
     extension = "pbtxt"
 
     def render(self, report: Report, out: TextIO, options: RenderOptions) -> None:
-        prof = model_profile(report)
-        counts = ", ".join(f"{prof.count(s)} {s.value.replace('_', ' ')}" for s in ProfileSource)
-        out.write(f"# hloscope cost model for module {prof.module} on {prof.target}: {counts} entries\n"
-                  "# an estimate, not a measurement: docs/cost-model.md\n")
-        for c in prof.costs:
-            out.write(f"costs {{ name: {proto_string(c.name)} cost_us: {c.cost_us:.3f} }}\n")
+        write_profile(report, out)
+
+
+def write_profile(report: Report, out: TextIO, *, serialized: bool = False) -> None:
+    """The model's profile of ``report``; ``serialized``: the copies of its serial drains priced
+    as they run behind each other (``hloscope.analysis.model_profile.model_profile``)."""
+    prof = model_profile(report, serialized=serialized)
+    counts = ", ".join(f"{prof.count(s)} {s.value.replace('_', ' ')}" for s in ProfileSource)
+    out.write(f"# hloscope cost model for module {prof.module} on {prof.target}: {counts} entries\n"
+              + ("# host copies of serial drains priced as they run behind each other on their link\n"
+                 if serialized else "")
+              + "# an estimate, not a measurement: docs/cost-model.md\n")
+    for c in prof.costs:
+        out.write(f"costs {{ name: {proto_string(c.name)} cost_us: {c.cost_us:.3f} }}\n")

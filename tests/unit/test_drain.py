@@ -55,3 +55,35 @@ def test_steps_without_the_problem_show_no_serial_drain() -> None:
         assert report.drains == () and drain_lines(report) == [], name
         assert "serial_drains" not in report.to_dict(), name
         assert "serial drain" not in report.to_text(), name
+
+
+def test_the_serialized_profile_prices_drained_copies_as_they_run() -> None:
+    """The profile ``--what-if-profile`` gives XLA the second time: drained copies at their simulated time."""
+    import io
+
+    from hloscope.analysis.model_profile import model_profile
+    from hloscope.render.pgle import write_profile
+
+    report = fixture_report("opt_state_offload.hlo.txt")
+    plain = model_profile(report).as_dict()
+    serial = model_profile(report, serialized=True).as_dict()
+    timeline = report.timeline
+    assert timeline is not None
+    t9 = timeline.transfers[("main.0_spmd", "copy-start.9.0")]
+    # copy-start.9.0 runs behind copy-start.13.0 on its stream and beside .12.0 on the link: ~2.6x its time alone.
+    assert plain["copy-start.9.0"] == t9.transfer_us
+    assert serial["copy-start.9.0"] == t9.duration_us > 2.5 * t9.transfer_us
+    # The fetches with compute in their window (.6.0/.7.0) are in no drain: priced alone, as before.
+    assert serial["copy-start.6.0"] == plain["copy-start.6.0"]
+    drained = {s for d in report.drains for s in d.starts}
+    assert {n for n in plain if plain[n] != serial[n]} <= drained
+    buf = io.StringIO()
+    write_profile(report, buf, serialized=True)
+    assert "priced as they run behind each other" in buf.getvalue()
+
+
+def test_a_step_without_drains_gets_the_same_profile_either_way() -> None:
+    from hloscope.analysis.model_profile import model_profile
+
+    report = fixture_report("llama_offload.hlo.txt")
+    assert model_profile(report, serialized=True) == model_profile(report)

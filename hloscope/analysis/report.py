@@ -248,9 +248,7 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
     slack: tuple[Slack | None, ...] = ()
     remat = count_remat_clones(index, cost, opts.host_space) if module.is_scheduled else None
     if module.is_scheduled:
-        held = {c for v in verdicts if v.pair is not None for c in (v.pair.start.computation, v.pair.done.computation)}
-        graph = build_dependency_graph(module, list(pairs), computations=held)
-        slack = find_slack(index, graph, verdicts, cost)
+        slack = find_slack(index, verdicts, cost)
     memory = None
     if inputs.memory_figures is not None and inputs.has_memory:
         memory = facts_from_dumps(int_figures(inputs.memory_figures), target, inputs.dumps, index,

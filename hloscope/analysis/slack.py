@@ -1,19 +1,20 @@
-"""The window each async transfer could have had, from the dependency graph.
+"""The window each async transfer could have had, from the dependency edges.
 
-Pass: ``find_slack(index, graph, verdicts, cost) -> tuple[Slack | None, ...]`` (one per
+Pass: ``find_slack(index, verdicts, cost) -> tuple[Slack | None, ...]`` (one per
 verdict, None for a transfer that is not an async pair).
 
 A start can be issued once its inputs are produced: its latest data or control
-predecessor in the dependency graph (``hloscope.analysis.graph``). Its done can wait
-until the first instruction that really reads the result: the nearest graph
+predecessor (the ``data`` and ``control`` edges of ``hloscope.analysis.graph``'s dependency
+graph). Its done can wait until the first instruction that really reads the result: the nearest
 successor of the done that does work (looked through bitcasts, tuples and
 get-tuple-elements); a result only carried in the loop state waits until the end of
 the body. The schedule ranges between those two points, across the loop's back edge
 when the pair crosses an iteration, are the window the transfer could have had; the
 estimated compute in them (the cost model's, loops and calls included) is set beside
 what its own window holds. ``could_hide``: that compute covers the transfer alone on
-its link. A graph is a networkx MultiDiGraph built over the computations that hold
-async transfers (``build_dependency_graph(..., computations=...)``).
+its link. The edges are read from the model and the index (operands, control predecessors,
+users) around each pair only: building the whole networkx graph of the computations that hold
+async transfers cost more than the rest of the pass (about 40 ms on a 32-layer Llama step).
 """
 
 from __future__ import annotations
@@ -21,16 +22,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import networkx as nx
-
 from hloscope.analysis.cost import CostModel
 from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.kinds import SegmentKind
 from hloscope.analysis.opclass import OpClass
 from hloscope.analysis.verdict import Verdict, WindowSegment
 from hloscope.hlo.model import Instruction
-
-_EDGE_KINDS = ("data", "control")
 
 
 @dataclass(frozen=True)
@@ -67,53 +64,82 @@ class Slack:
         return max(0.0, self.possible_compute_us - self.got_compute_us)
 
 
-def _latest_input(graph: nx.MultiDiGraph, start: Instruction) -> tuple[int, str | None]:
+def _is_async_edge(user: Instruction, src: Instruction) -> bool:
+    """The operand edge an async-update/done has from its async op (not a data edge)."""
+    return user.opcode in ("async-update", "async-done") and src.opcode.startswith("async-")
+
+
+class _Edges:
+    """The data and control edges inside one computation, read from the model and the index
+    (what the dependency graph, ``hloscope.analysis.graph``, holds as ``data``/``control``
+    edges; call and async edges leave a computation or pair ops, and the walks skip them)."""
+
+    def __init__(self, index: ModuleIndex, computation: str) -> None:
+        self.by_name = index.computation(computation).by_name
+        self.users = index.users_map(computation)
+        self._control_succ: dict[str, list[Instruction]] | None = None
+
+    def predecessors(self, ins: Instruction) -> list[Instruction]:
+        table = self.by_name
+        out = [src for src in (table[o] for o in ins.operands) if not _is_async_edge(ins, src)]
+        out.extend(table[p] for p in ins.control_predecessors)
+        return out
+
+    def successors(self, ins: Instruction) -> list[Instruction]:
+        out = [u for u in self.users.get(ins.name, ()) if not _is_async_edge(u, ins)]
+        if self._control_succ is None:
+            succ: dict[str, list[Instruction]] = {}
+            for x in self.by_name.values():
+                if x.attr_text and "control-predecessors" in x.attr_text:
+                    for p in x.control_predecessors:
+                        succ.setdefault(p, []).append(x)
+            self._control_succ = succ
+        out.extend(self._control_succ.get(ins.name, ()))
+        return out
+
+
+def _latest_input(edges: _Edges, start: Instruction) -> tuple[int, str | None]:
     """The schedule position of the start's latest data/control predecessor, looked through bitcasts
     (-1: every input is ready from the top: parameters, loop-state elements, constants)."""
     best, name = -1, None
-    comp = start.computation
-    stack = [(comp, start.name)]
-    seen: set[tuple[str, str]] = set()
+    stack = [start]
+    seen: set[str] = set()
     while stack:
-        for u, _, d in graph.in_edges(stack.pop(), data=True):
-            if d.get("kind") not in _EDGE_KINDS or u[0] != comp or u in seen:
+        for u in edges.predecessors(stack.pop()):
+            if u.name in seen:
                 continue
-            seen.add(u)
-            op = graph.nodes[u]["opcode"]
-            if op == "bitcast" or (op == "get-tuple-element" and _of_parameter(graph, u)):
+            seen.add(u.name)
+            op = u.opcode
+            if op == "bitcast" or (op == "get-tuple-element" and _of_parameter(edges, u)):
                 stack.append(u)
-            elif op not in ("parameter", "constant") and graph.nodes[u]["position"] > best:
-                best, name = graph.nodes[u]["position"], u[1]
+            elif op not in ("parameter", "constant") and u.position > best:
+                best, name = u.position, u.name
     return best, name
 
 
-def _of_parameter(graph: nx.MultiDiGraph, node: tuple[str, str]) -> bool:
-    return any(graph.nodes[u]["opcode"] == "parameter" for u, _, d in graph.in_edges(node, data=True)
-               if d.get("kind") == "data")
+def _of_parameter(edges: _Edges, ins: Instruction) -> bool:
+    return any(edges.by_name[o].opcode == "parameter" for o in ins.operands
+               if not _is_async_edge(ins, edges.by_name[o]))
 
 
-def _first_real_use(graph: nx.MultiDiGraph, index: ModuleIndex, done: Instruction, end: int) -> tuple[int, str | None]:
+def _first_real_use(edges: _Edges, done: Instruction, end: int) -> tuple[int, str | None]:
     """The position of the first successor of ``done`` that does work with its result, through
     bitcasts, and through tuples only along the element that holds it (``end``, None: no real use
     in its computation: the loop state, the computation's result)."""
-    comp = done.computation
-    by_name = index.computation(comp).by_name
+    by_name = edges.by_name
     best, name = end, None
     seen: set[tuple[str, tuple[int, ...]]] = set()
     stack: list[tuple[str, tuple[int, ...]]] = [(done.name, ())]
     while stack:
         node, path = stack.pop()
-        for _, v, d in graph.out_edges((comp, node), data=True):
-            if d.get("kind") not in _EDGE_KINDS or v[0] != comp:
-                continue
-            user = by_name[v[1]]
+        for user in edges.successors(by_name[node]):
             op = user.opcode
             if op == "tuple":
-                nxt = [(v[1], (i, *path)) for i, o in enumerate(user.operands) if o == node]
+                nxt = [(user.name, (i, *path)) for i, o in enumerate(user.operands) if o == node]
             elif op == "get-tuple-element" and path:
-                nxt = [(v[1], path[1:])] if user.tuple_index == path[0] else []
+                nxt = [(user.name, path[1:])] if user.tuple_index == path[0] else []
             elif op in ("bitcast", "opt-barrier"):
-                nxt = [(v[1], path)]
+                nxt = [(user.name, path)]
             else:
                 if not (user.is_root and op == "tuple") and user.position < best:
                     best, name = user.position, user.name
@@ -163,20 +189,27 @@ def _compute_in(index: ModuleIndex, cost: CostModel, segments: Iterable[WindowSe
     return ops, us
 
 
-def find_slack(index: ModuleIndex, graph: nx.MultiDiGraph, verdicts: Iterable[Verdict],
-               cost: CostModel) -> tuple[Slack | None, ...]:
+def find_slack(index: ModuleIndex, verdicts: Iterable[Verdict], cost: CostModel) -> tuple[Slack | None, ...]:
     verdicts = list(verdicts)
     transfers = {(v.transfer.computation, v.transfer.instruction.name) for v in verdicts}
+    edges: dict[str, _Edges] = {}
+
+    def edges_of(computation: str) -> _Edges:
+        got = edges.get(computation)
+        if got is None:
+            got = edges[computation] = _Edges(index, computation)
+        return got
+
     out: list[Slack | None] = []
     for v in verdicts:
         pair = v.pair
-        if pair is None or not v.transfer.is_async or (pair.start.computation, pair.start.name) not in graph:
+        if pair is None or not v.transfer.is_async:
             out.append(None)
             continue
         start, done = pair.start, pair.done
-        lo, ready = _latest_input(graph, start)
+        lo, ready = _latest_input(edges_of(start.computation), start)
         end = len(index.computation(done.computation).instructions)
-        hi, needed = _first_real_use(graph, index, done, end)
+        hi, needed = _first_real_use(edges_of(done.computation), done, end)
         segments = _segments(index, start, done, pair.crosses_iteration, lo, hi)
         ops, us = _compute_in(index, cost, segments, transfers)
         out.append(Slack(v.transfer.computation, start.name, ready, needed, tuple(segments), ops, us,

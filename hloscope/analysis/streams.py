@@ -181,8 +181,7 @@ def assign_execution_streams(index: ModuleIndex, compute_streams: int = DEFAULT_
     order: dict[ExecutionStream, list[tuple[str, str]]] = {}
     for key, s in streams.items():
         order.setdefault(s, []).append(key)
-    pos = {(c, i.name): i.position for c, comp in module.computations.items() for i in comp.instructions
-           if (c, i.name) in streams}
+    pos = {(c, n): module.computations[c].by_name[n].position for c, n in streams}
     return StreamAssignment(
         streams, {s: tuple(sorted(keys, key=lambda k: (k[0], pos.get(k, 0)))) for s, keys in sorted(order.items())},
         compute_streams, communication_streams)

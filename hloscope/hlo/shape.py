@@ -83,7 +83,9 @@ class Shape:
 
     def in_memory_space(self, space: int) -> bool:
         """True if this array, or any leaf of this tuple, lives in ``space``."""
-        return any(leaf.memory_space == space for leaf in self.leaves())
+        if self.element_type != "tuple":
+            return self.memory_space == space
+        return any(s.in_memory_space(space) for s in self.tuple_shapes)
 
     def tuple_element(self, index: int) -> Shape | None:
         if self.is_tuple and 0 <= index < len(self.tuple_shapes):

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from xla_versions import MEMORY_KINDS
 
 from hloscope.cli.main import main
 
@@ -14,6 +15,7 @@ pytestmark = pytest.mark.xla
 STEPS = "tests.compile.pytree_steps"
 
 
+@MEMORY_KINDS
 def test_a_pytree_step_compiles_from_args_from_and_names_its_argument_reads(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(Path(__file__).resolve().parents[2])  # the user's package is importable from here

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from xla_versions import MEMORY_KINDS
 
 pytestmark = pytest.mark.xla
 
@@ -55,6 +56,7 @@ def _step_and_args() -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
     return step, (weights(dev), weights(host), weights(host), x), kw
 
 
+@MEMORY_KINDS
 def test_xla_schedules_with_the_serialized_profile(tmp_path: Path) -> None:
     import hloscope
     from hloscope.render.pgle import write_profile

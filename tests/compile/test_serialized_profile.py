@@ -12,48 +12,13 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Any
 
 import pytest
 from xla_versions import MEMORY_KINDS
 
+from fixtures.generate_streams import opt_state_offload_step
+
 pytestmark = pytest.mark.xla
-
-
-def _step_and_args() -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
-    import jax
-    import jax.numpy as jnp
-    from jax.sharding import NamedSharding
-    from jax.sharding import PartitionSpec as P
-
-    from hloscope.compile.deviceless import make_mesh
-
-    n = 4
-    mesh = make_mesh("h100-sxm", 8)
-    dev = NamedSharding(mesh, P("fsdp"), memory_kind="device")
-    host = NamedSharding(mesh, P("fsdp"), memory_kind="pinned_host")
-
-    def loss(ws: list[Any], x: Any) -> Any:
-        for w in ws:
-            x = jnp.tanh(x @ w)
-        return jnp.mean(x * x)
-
-    def step(ws: list[Any], ms: list[Any], vs: list[Any], x: Any) -> Any:
-        g = jax.grad(loss)(ws, x)
-        ms = [jax.device_put(m, dev) for m in ms]
-        vs = [jax.device_put(v, dev) for v in vs]
-        ms = [0.9 * m + 0.1 * gi for m, gi in zip(ms, g, strict=True)]
-        vs = [0.999 * v + 0.001 * gi * gi for v, gi in zip(vs, g, strict=True)]
-        ws = [w - 1e-3 * m / (jnp.sqrt(v) + 1e-8) for w, m, v in zip(ws, ms, vs, strict=True)]
-        return ws, [jax.device_put(m, host) for m in ms], [jax.device_put(v, host) for v in vs]
-
-    def weights(s: Any) -> list[Any]:
-        return [jax.ShapeDtypeStruct((4096, 4096), jnp.float32, sharding=s) for _ in range(n)]
-
-    x = jax.ShapeDtypeStruct((1024, 4096), jnp.float32, sharding=NamedSharding(mesh, P()))
-    kw = {"mesh": mesh, "target": "h100-sxm", "out_shardings": ([dev] * n, [host] * n, [host] * n),
-          "donate_argnums": (0, 1, 2)}
-    return step, (weights(dev), weights(host), weights(host), x), kw
 
 
 @MEMORY_KINDS
@@ -61,7 +26,7 @@ def test_xla_schedules_with_the_serialized_profile(tmp_path: Path) -> None:
     import hloscope
     from hloscope.render.pgle import write_profile
 
-    step, args, kw = _step_and_args()
+    step, args, kw = opt_state_offload_step()
     _, before = hloscope.compile_step(step, *args, **kw)
     assert before.drains, "the write-backs drain in series in this compile too"
     buf = io.StringIO()

@@ -137,7 +137,19 @@ def main() -> int:
               f"{r['analyze_ms_per_mb']:>10.1f} {r.get('xla_rss_kib', 0) / 1024:>8.1f} "
               f"{r.get('parse_rss_kib', 0) / 1024:>9.1f} {r.get('analyze_rss_kib', 0) / 1024:>8.1f}")
     print("ratios: hloscope time / jaxlib C++ hlo_module_from_text time, same input, same process")
+    print(build_line())
     return 0
+
+
+def build_line() -> str:
+    """Which hloscope ran: pure Python, or the compiled build (hloscope.mypyc_build)."""
+    from hloscope.buildinfo import COMPILED_MODULES, build_status
+
+    status = build_status()
+    if not status.compiled:
+        return "build: pure Python (python -m hloscope.mypyc_build build compiles the hot modules)"
+    stale = f", {len(status.stale)} STALE" if status.stale else ""
+    return f"build: compiled by mypyc, {len(status.compiled)} of {len(COMPILED_MODULES)} modules{stale}"
 
 
 if __name__ == "__main__":

@@ -121,7 +121,10 @@ def main() -> int:
 
     best = {k: min(v) for k, v in times.items()}
     xla = best["C++ parse"]
+    from bench_parse import build_line  # type: ignore[import-not-found]
+
     print(f"{args.layers} layers, {len(text) / 1e6:.2f} MB; best of {args.repeat}, CPU ms; x = / C++ parse")
+    print(build_line())
     for name, t in best.items():
         print(f"{name:>36} {t * 1e3:8.1f} {t / xla:6.2f}x")
     print(f"{'whole call, mean of ' + str(args.repeat) + ', all GC':>36} {mean * 1e3:8.1f} {mean / xla:6.2f}x"

@@ -24,6 +24,31 @@ __all__ = ["HloParseError", "HloscopeError", "OffloadCheckFailed", "__version__"
 # (hloscope.native_stderr.quiet_first_jax_import; standard library only, nothing of JAX).
 quiet_first_jax_import()
 
+
+def _warn_if_build_is_stale() -> None:
+    """A compiled build (hloscope.mypyc_build) whose sources were edited since runs the old code:
+    say so. Costs one directory listing when nothing was ever compiled."""
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        if not any(n.startswith("hloscope__mypyc") for n in os.listdir(root)):
+            return
+    except OSError:
+        return
+    from hloscope.buildinfo import stale_modules
+
+    stale = stale_modules()
+    if stale:
+        import warnings
+
+        warnings.warn(f"hloscope: {len(stale)} compiled module(s) are older than their source and run the old "
+                      f"code ({', '.join(stale[:3])}{' ...' if len(stale) > 3 else ''}): "
+                      "python -m hloscope.mypyc_build build (or clean)", RuntimeWarning, stacklevel=2)
+
+
+_warn_if_build_is_stale()
+
 # The API is imported on first use, so `hloscope tui` and the CLI start without loading the analysis.
 _LAZY = {"analyze": "hloscope.api", "compile_step": "hloscope.api", "make_mesh": "hloscope.compile.deviceless",
          "OffloadCheckFailed": "hloscope.pytest_plugin.helpers",

@@ -241,8 +241,8 @@ class _Parser:
         else:
             try:
                 spans, close = split_top_level(line, start, stop_at_close=True)
-            except AttributeError_ as e:
-                raise self.error(str(e), lineno, e.offset + 1) from None
+            except AttributeError_ as bad:  # not "e": one name, one type (mypyc types it once per function)
+                raise self.error(str(bad), lineno, bad.offset + 1) from None
         return m, name, shape, text_opcode, start, close, spans
 
     def parse_instruction(self, line: str, lineno: int, comp: Computation) -> bool:
@@ -307,8 +307,8 @@ class _Parser:
             # full scan then confirms it and finds the column.
             try:
                 split_top_level(rest)
-            except AttributeError_ as e:
-                raise self.error(str(e), lineno, len(line) - len(rest) + e.offset + 1) from None
+            except AttributeError_ as bad:  # not "e": one name, one type (mypyc types it once per function)
+                raise self.error(str(bad), lineno, len(line) - len(rest) + bad.offset + 1) from None
         if name in comp.by_name:
             raise self.error(f"duplicate instruction '{name}' in '{comp.name}'", lineno, m.start(2) + 1)
         ins = Instruction(

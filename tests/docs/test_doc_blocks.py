@@ -47,6 +47,8 @@ NOT_RUN = {
     "set -e": "a shell option",
     "hloscope tui": "interactive; tests/tui drives the TUI's screens with Textual's Pilot",
     "--fn mypkg.train:step": "compiles the reader's own package (mypkg), which does not exist here",
+    "hloscope.mypyc_build": "compiles hloscope in place with a C compiler (a minute); .ci/run's last step runs it "
+                            "and then the tests on the compiled modules",
 }
 
 #: Python blocks that are pytest files, run with pytest rather than as scripts.

@@ -1,0 +1,85 @@
+"""What the optional compiled build (``python -m hloscope.mypyc_build``) compiles, and which of
+those modules run compiled now (and which are stale: their source edited after the build).
+
+Standard library only, and cheap: ``import hloscope`` asks :func:`stale_modules` once.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["COMPILED_MODULES", "GROUP", "ROOT", "BuildStatus", "build_status", "compiled_files", "source_path",
+           "stale_modules"]
+
+#: The modules the build compiles: the parser's and every pass of one whole analysis that
+#: benchmarks/bench_passes.py times (not analysis.index or analysis.report: cached_property).
+COMPILED_MODULES = (
+    "hloscope.hlo.attributes",
+    "hloscope.hlo.building",
+    "hloscope.hlo.model",
+    "hloscope.hlo.parser",
+    "hloscope.hlo.semantics",
+    "hloscope.hlo.shape",
+    "hloscope.analysis.callgraph",
+    "hloscope.analysis.cost",
+    "hloscope.analysis.drain",
+    "hloscope.analysis.host_work",
+    "hloscope.analysis.kernels",
+    "hloscope.analysis.names",
+    "hloscope.analysis.opclass",
+    "hloscope.analysis.overlap",
+    "hloscope.analysis.pairs",
+    "hloscope.analysis.remat",
+    "hloscope.analysis.slack",
+    "hloscope.analysis.streams",
+    "hloscope.analysis.timeline",
+    "hloscope.analysis.transfers",
+)
+#: mypyc's name for the one shared library of the build (``hloscope__mypyc.*.so`` beside the package).
+GROUP = "hloscope"
+
+ROOT = Path(__file__).resolve().parent.parent  # the folder holding the hloscope package
+
+
+@dataclass(frozen=True)
+class BuildStatus:
+    """compiled: the modules with a compiled file beside their source; stale: those of them whose
+    source is newer than the compiled file (an edit the compiled file does not have)."""
+
+    compiled: tuple[str, ...]
+    stale: tuple[str, ...]
+
+
+def source_path(module: str, root: Path) -> Path:
+    return root.joinpath(*module.split(".")).with_suffix(".py")
+
+
+def compiled_files(module: str, root: Path) -> list[Path]:
+    src = source_path(module, root)
+    stem = src.with_suffix("")
+    return [stem.with_name(stem.name + suffix) for suffix in importlib.machinery.EXTENSION_SUFFIXES
+            if stem.with_name(stem.name + suffix).exists()]
+
+
+def build_status(root: Path = ROOT) -> BuildStatus:
+    compiled: list[str] = []
+    stale: list[str] = []
+    for module in COMPILED_MODULES:
+        files = compiled_files(module, root)
+        if not files:
+            continue
+        compiled.append(module)
+        src = source_path(module, root)
+        if src.exists() and src.stat().st_mtime > min(f.stat().st_mtime for f in files):
+            stale.append(module)
+    return BuildStatus(tuple(compiled), tuple(stale))
+
+
+def stale_modules(root: Path = ROOT) -> tuple[str, ...]:
+    """The compiled modules whose source was edited after the build (cheap: a few stat calls,
+    and none at all when no module was ever compiled)."""
+    if not any(p.name.startswith(GROUP + "__mypyc") for p in root.glob(GROUP + "__mypyc*")):
+        return ()
+    return build_status(root).stale

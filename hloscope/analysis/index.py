@@ -11,8 +11,6 @@ verdicts) are not here: they live on the report. Nothing here mutates the module
 
 from __future__ import annotations
 
-from functools import cached_property
-
 from hloscope.analysis.callgraph import CallGraph, build_call_graph, callee_name
 from hloscope.analysis.opclass import OpClass, op_class
 from hloscope.hlo.model import Computation, Instruction, Module
@@ -26,6 +24,12 @@ class ModuleIndex:
         self._users: dict[str, dict[str, list[Instruction]]] = {}
         self._work_prefix: dict[str, list[int]] = {}
         self._classes: dict[str, list[OpClass]] = {}
+        # Built on first read, by hand: the class compiles with mypyc (hloscope.mypyc_build), and a
+        # compiled class has no instance __dict__ for a caching descriptor to fill.
+        self._loops: list[Instruction] | None = None
+        self._loop_of_body: dict[str, Instruction] | None = None
+        self._by_name: dict[str, Instruction] | None = None
+        self._callgraph: CallGraph | None = None
 
     # -- users ---------------------------------------------------------------
 
@@ -86,18 +90,23 @@ class ModuleIndex:
         (the call graph's, computed once per loop)."""
         return self.callgraph.trip_count(loop)
 
-    @cached_property
+    @property
     def loops(self) -> list[Instruction]:
         """Every while instruction of the module, in text order."""
-        return [i for c in self.module.computations.values() for i in c.instructions if i.opcode == "while"]
+        if self._loops is None:
+            self._loops = [i for c in self.module.computations.values() for i in c.instructions
+                           if i.opcode == "while"]
+        return self._loops
 
-    @cached_property
+    @property
     def loop_of_body(self) -> dict[str, Instruction]:
         """Body computation name -> the while instruction that runs it (the first, if several)."""
-        out: dict[str, Instruction] = {}
-        for w in self.loops:
-            out.setdefault(callee_name(w, "body"), w)
-        return out
+        if self._loop_of_body is None:
+            out: dict[str, Instruction] = {}
+            for w in self.loops:
+                out.setdefault(callee_name(w, "body"), w)
+            self._loop_of_body = out
+        return self._loop_of_body
 
     def loop_running(self, body: str, caller: str) -> Instruction | None:
         """The while instruction in ``caller`` whose body is ``body``."""
@@ -106,14 +115,16 @@ class ModuleIndex:
                 return w
         return None
 
-    @cached_property
+    @property
     def instructions_by_name(self) -> dict[str, Instruction]:
         """Instruction name -> instruction over all computations (the first, if a name repeats)."""
-        out: dict[str, Instruction] = {}
-        for comp in self.module.computations.values():
-            for ins in comp.instructions:
-                out.setdefault(ins.name, ins)
-        return out
+        if self._by_name is None:
+            out: dict[str, Instruction] = {}
+            for comp in self.module.computations.values():
+                for ins in comp.instructions:
+                    out.setdefault(ins.name, ins)
+            self._by_name = out
+        return self._by_name
 
     def wrapped_root(self, ins: Instruction) -> Instruction | None:
         """The root of the first computation ``ins`` calls (the op a fusion or async op wraps)."""
@@ -125,9 +136,11 @@ class ModuleIndex:
 
     # -- whole-module structures --------------------------------------------
 
-    @cached_property
+    @property
     def callgraph(self) -> CallGraph:
-        return build_call_graph(self.module)
+        if self._callgraph is None:
+            self._callgraph = build_call_graph(self.module)
+        return self._callgraph
 
     def executions(self, computation: str) -> int:
         """Runs per step of a scheduled computation (product of enclosing trip counts)."""

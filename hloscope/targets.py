@@ -454,12 +454,14 @@ class CopyEngineCount:
     source: str
 
 
-#: Every published asyncEngineCount hloscope knows (docs/targets.md, "Copy engines"). None is
-#: published for h200, b200, gb200 or gb300. The count is of both directions together; what one
+#: Every published asyncEngineCount hloscope knows (docs/targets.md, "Copy engines"). None was
+#: found for h200, b200, gb200 or gb300. The count is of both directions together; what one
 #: direction runs at once was measured separately: same-direction copies on different streams
 #: run one after another, first ready first served (meta-pytorch/torchrec#4303, #4315;
 #: NVIDIA/cudf#15620), hence ``host_copy_engines = 1`` on every built-in target.
 COPY_ENGINE_COUNTS: tuple[CopyEngineCount, ...] = (
+    CopyEngineCount("a100-sxm4-40gb", "NVIDIA A100-SXM4-40GB", 3, "(CUDA.jl gpuinfo)",
+                    "github.com/pc2/GPUInspector.jl docs/src/examples/gpuinfo.md"),
     CopyEngineCount("a100-sxm4-80gb", "NVIDIA A100-SXM4-80GB", 3, "12.5 / 12.4",
                     "github.com/thamada/nvidia-smi gls/A100SXMx4_deviceQuery.py"),
     CopyEngineCount("h100-sxm", "NVIDIA H100 80GB HBM3", 3, "12.7 / 12.4",

@@ -20,11 +20,14 @@ resources, all in microseconds from the start of the step:
 - XLA's execution streams (``hloscope.analysis.streams``, when given): each compute stream
   runs what is issued on it in order, so an async op or host copy issued behind another
   on the same stream starts when that one has finished (``TransferTiming.queued_us``).
-- ``host link D->H`` / ``host link H->D``: one per direction. Transfers on one
-  link share its bandwidth while they overlap (each of n gets 1/n), at the
-  per-GPU bandwidth of ``CostModel.link_bandwidth``; a transfer's bytes enter
-  the link ``CostModel.transfer_latency_us`` after its start is issued, so alone
-  on its link it takes ``CostModel.transfer_us`` (the windows' figure too).
+- ``host link D->H`` / ``host link H->D``: one per direction, moved by
+  ``Target.host_copy_engines`` copy engines (1: one copy of a direction moves at a time,
+  the measured behaviour, docs/simulation.md "Copy engines"). A transfer is ready
+  ``CostModel.transfer_latency_us`` after its start is issued (its DMA setup) and once
+  nothing is ahead of it on its stream; ready transfers take a free engine or wait for
+  one, first ready first served (``TransferTiming.engine_wait_us``). Those on engines
+  share the link's per-GPU bandwidth (``CostModel.link_bandwidth``; each of n gets 1/n),
+  so alone on its link a transfer takes ``CostModel.transfer_us`` (the windows' figure too).
 
 A while loop runs its body once per trip, carrying in-flight operations across
 the back edge, so a transfer started in one iteration and finished in the next
@@ -33,8 +36,9 @@ take the same time with the same waits (at least 2, at most
 ``max_iterations``); the rest are extrapolated from the last one, every clock
 shifted by the remaining iterations times its duration, and the
 :class:`LoopRun` says so. A ``call`` runs its callee; a ``conditional`` its most
-expensive branch. Each op's time includes its kernel launch (the cost model's);
-HBM contention between a transfer and compute is not modelled (docs/simulation.md).
+expensive branch. Each op's time includes its kernel launch (the cost model's); the
+copies moving share the HBM bandwidth a memory-bound kernel leaves (``share_hbm``,
+docs/simulation.md).
 """
 
 from __future__ import annotations

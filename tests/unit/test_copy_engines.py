@@ -10,6 +10,7 @@ H->D link, and copy-done.2.0 (line 385) comes right after them. The eight D->H w
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import pytest
 
@@ -71,7 +72,7 @@ def test_the_write_back_chain_ends_at_the_same_time_but_its_copies_finish_in_tur
         2.0 + bytes_us)
     # With one engine no two write-backs move at once: their byte intervals do not overlap.
     spans = sorted((t.finish_us - bytes_us, t.finish_us) for t in t1.values())
-    assert all(a[1] <= b[0] + 1e-6 for a, b in zip(spans, spans[1:], strict=False))
+    assert all(a[1] <= b[0] + 1e-6 for a, b in itertools.pairwise(spans))
 
 
 def test_every_built_in_target_has_one_engine_per_direction_and_each_published_count_names_a_target() -> None:

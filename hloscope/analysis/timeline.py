@@ -117,7 +117,8 @@ class TransferTiming:
     its DMA setup, for the ops ahead of it on that stream (``queued_behind``: the starts
     still in flight there when it was issued), in that execution. engine_wait_us: how long it
     then waited for a free copy engine of its direction (``Target.host_copy_engines``), behind
-    copies of other streams that became ready before it, in that execution.
+    copies of other streams that became ready before it, in that execution (``engine_behind``:
+    those on the engines or waiting ahead of it when it became ready).
     """
 
     computation: str
@@ -144,6 +145,7 @@ class TransferTiming:
     queued_us: float = 0.0
     queued_behind: tuple[str, ...] = ()
     engine_wait_us: float = 0.0
+    engine_behind: tuple[str, ...] = ()
 
     @property
     def duration_us(self) -> float:
@@ -229,7 +231,7 @@ _EPS = 1e-9
 class _Flow:
     """One transfer instance on a link: bytes left, issue and (once known) finish time."""
 
-    __slots__ = ("key", "remaining", "issue", "finish", "bytes", "after", "ready", "began")
+    __slots__ = ("key", "remaining", "issue", "finish", "bytes", "after", "ready", "began", "behind")
 
     def __init__(self, key: tuple[str, str], nbytes: int, issue: float, after: _Flow | None = None) -> None:
         self.key = key
@@ -240,6 +242,7 @@ class _Flow:
         self.after = after  # the flow ahead of it on its execution stream (same link): it waits for it
         self.ready = -1.0  # when its stream let it go (DMA set up, nothing ahead of it on its stream)
         self.began = -1.0  # when its bytes began to flow (a copy engine took it)
+        self.behind: tuple[str, ...] = ()  # the copies on the engines or waiting ahead when it became ready
 
 
 class _Link:
@@ -272,6 +275,7 @@ class _Link:
             f.began = at
             self.active.append(f)
         else:
+            f.behind = tuple(x.key[1] for x in (*self.active, *self.waiting))
             self.waiting.append(f)
 
     def _free_engines(self) -> None:
@@ -427,6 +431,7 @@ class _Last:
     queued: float = 0.0
     ahead: tuple[str, ...] = ()
     engine_wait: float = 0.0
+    engine_behind: tuple[str, ...] = ()
 
 
 class _Sim:
@@ -654,12 +659,14 @@ class _Sim:
             # An execution carried over extrapolated iterations ran beside them, not
             # beside simulated slices: the last fully simulated one represents it.
             queued = engine_wait = 0.0
+            behind: tuple[str, ...] = ()
             if op.flow is not None and op.flow.ready >= 0:
                 queued = max(0.0, op.flow.ready - op.issue - self.dma_latency)
                 if op.flow.began >= 0:
                     engine_wait = max(0.0, op.flow.began - op.flow.ready)
+                    behind = op.flow.behind if engine_wait > 1e-9 else ()
             self.last[key] = _Last(op.issue, finish, self.t - wait, wait, done, queued,
-                                   op.ahead if queued > 1e-9 else (), engine_wait)
+                                   op.ahead if queued > 1e-9 else (), engine_wait, behind)
 
     def _sync_transfer(self, comp: str, ins: Instruction) -> None:
         key = (comp, ins.name)
@@ -860,6 +867,7 @@ def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], trans
             matched=last.done is not None or not t.is_async,
             stream=streams.stream_of(key[0], key[1]) if streams is not None else None,
             queued_us=last.queued, queued_behind=last.ahead, engine_wait_us=last.engine_wait,
+            engine_behind=last.engine_behind,
         )
     a = sim.acc
     return Timeline({r: tuple(v) for r, v in slices.items()}, timings, step, a.compute, a.xfer, a.coll, a.other,

@@ -45,6 +45,7 @@ def test_exposed_longer_than_the_transfer_names_the_shared_link() -> None:
     assert v.timing is not None and v.timing.beside_transfers == ("copy-start.90",)
     assert v.timing.engine_wait_us > 1000 * v.est_transfer_us  # it waited for the engine, not for its stream
     assert v.timing.queued_us == 0.0
+    assert v.timing.engine_behind == ("copy-start.90",) and "behind copy-start.90 for a D->H copy engine" in explain(v)
 
 
 def test_exposed_within_the_transfer_keeps_the_short_form() -> None:

@@ -79,3 +79,21 @@ def test_every_built_in_target_has_one_engine_per_direction_and_each_published_c
     assert all(t.host_copy_engines == 1 for t in BUILTIN_TARGETS.values())
     assert {c.target for c in COPY_ENGINE_COUNTS} <= set(BUILTIN_TARGETS)
     assert all(c.async_engines >= 2 and c.source for c in COPY_ENGINE_COUNTS)
+
+
+def test_the_fetch_that_waited_for_the_engine_names_the_copy_ahead_of_it() -> None:
+    from hloscope.render.why import engine_wait_clause, explain
+
+    one, _ = _reports()
+    by = {v.transfer.instruction.name: v for v in one.verdicts}
+    t3 = by["copy-start.3.0"].timing
+    assert t3 is not None and t3.engine_behind == ("copy-start.2.0",)
+    clause = engine_wait_clause(by["copy-start.3.0"])
+    assert clause == f"it waited ~{t3.engine_wait_us:.1f} us behind copy-start.2.0 for a H->D copy engine before its " \
+                     "bytes moved"
+    assert clause in explain(by["copy-start.3.0"])
+    # .2.0 had the engine at once: nothing to say; .4.0 waited on its stream, not for the engine.
+    assert engine_wait_clause(by["copy-start.2.0"]) is None and engine_wait_clause(by["copy-start.4.0"]) is None
+    j = {t["name"]: t for t in one.to_dict()["transfers"]}
+    assert j["copy-start.3.0"]["simulated"]["engine_behind"] == ["copy-start.2.0"]
+    assert j["copy-start.3.0"]["simulated"]["engine_wait_us"] == round(t3.engine_wait_us, 3)

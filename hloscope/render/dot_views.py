@@ -397,7 +397,8 @@ def _possible_window(ctx: _Context, g: graphviz.Digraph, v: Verdict, slack: Slac
     """The window the transfer could have had, as one note beside the one it got: its schedule
     ranges, the compute in them against the compute in the window it got, and whether it would
     hide the transfer; dotted edges from the start's latest input and to the first real use."""
-    nid = ctx.nid(("possible-window", v.transfer.computation, v.transfer.instruction.name))
+    parts = ("possible-window", v.transfer.computation, v.transfer.instruction.name)
+    nid = node_id(ctx.prefix, *parts) if ctx.prefix else node_id(*parts)
     verdict = ("enough to hide it" if slack.could_hide else "not enough: no placement hides it")
     rows = [line("possible window (dependency graph)", 80),
             *[line(f"{seg.computation} [{seg.first}, {seg.end}) {seg.kind.value}", 80) for seg in slack.segments],

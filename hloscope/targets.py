@@ -71,6 +71,10 @@ class Target:
     replace the ring model's bandwidth and latency for that kind (a calibrated target:
     ``hloscope calibrate``, docs/accuracy.md); empty for the datasheet targets. In a target
     file: ``[collective_figures.all-gather]`` with ``bandwidth`` and ``latency_us``.
+    host_copy_engines: host copies of one direction that move bytes at the same time (copy
+    engines per direction); the others wait for one to finish, first ready first served. 1 on
+    every built-in target: :data:`COPY_ENGINE_COUNTS` and docs/targets.md ("Copy engines") give
+    the published figures and why.
     """
 
     name: str
@@ -104,6 +108,7 @@ class Target:
     nvlink_hop_us: float = 2.5
     network_hop_us: float = 2.5
     collective_figures: tuple[tuple[str, float, float], ...] = ()
+    host_copy_engines: int = 1
 
     def collective_figure(self, kind: str) -> tuple[float, float] | None:
         """(bytes/s, latency µs) measured for collectives of ``kind``, or None (the ring model)."""
@@ -239,13 +244,13 @@ _POSITIVE = ("core_count", "clock_rate_ghz", "l2_cache_size", "device_memory_siz
              "peak_bf16_flops", "peak_fp8_flops", "peak_fp32_flops", "host_link_to_host", "host_link_to_device",
              "interconnect_bandwidth", "shared_memory_per_core", "shared_memory_per_block_optin",
              "host_link_achieved_to_host", "host_link_achieved_to_device", "host_link_gpus", "gpus_per_host",
-             "hosts_per_nvlink_domain", "peak_fp4_flops", "network_bandwidth")
+             "hosts_per_nvlink_domain", "peak_fp4_flops", "network_bandwidth", "host_copy_engines")
 #: Latencies: zero is allowed (a calibrated target may fold them into the bandwidth).
 _NON_NEGATIVE = ("kernel_launch_us", "collective_launch_us", "host_dma_latency_us", "nvlink_hop_us",
                  "network_hop_us")
 _INTEGERS = ("core_count", "l2_cache_size", "device_memory_size", "shared_memory_per_core",
              "shared_memory_per_block_optin", "host_link_gpus", "host_memory_per_gpu", "gpus_per_host",
-             "hosts_per_nvlink_domain")
+             "hosts_per_nvlink_domain", "host_copy_engines")
 _OPTIONAL = ("host_link_achieved_to_host", "host_link_achieved_to_device", "peak_fp4_flops")
 _ACHIEVED_OF = {"host_link_to_host": "host_link_achieved_to_host",
                 "host_link_to_device": "host_link_achieved_to_device"}
@@ -433,3 +438,33 @@ def link_range(target: Target, direction: Direction) -> tuple[float, float, floa
     used = target.host_link_bandwidth(direction)
     return min(*got, used), used, max(*got, used)
 
+
+
+@dataclass(frozen=True)
+class CopyEngineCount:
+    """One published ``deviceQuery`` line of ``target``'s GPU: "Concurrent copy and kernel
+    execution: Yes with ``async_engines`` copy engine(s)" (``cudaDeviceProp.asyncEngineCount``,
+    both directions together), as printed by ``gpu`` with ``driver`` (CUDA driver / runtime),
+    published at ``source``."""
+
+    target: str
+    gpu: str
+    async_engines: int
+    driver: str
+    source: str
+
+
+#: Every published asyncEngineCount hloscope knows (docs/targets.md, "Copy engines"). None was
+#: found for h200, b200, gb200 or gb300. The count is of both directions together; what one
+#: direction runs at once was measured separately: same-direction copies on different streams
+#: run one after another, first ready first served (meta-pytorch/torchrec#4303, #4315;
+#: NVIDIA/cudf#15620), hence ``host_copy_engines = 1`` on every built-in target.
+COPY_ENGINE_COUNTS: tuple[CopyEngineCount, ...] = (
+    CopyEngineCount("a100-sxm4-40gb", "NVIDIA A100-SXM4-40GB", 3, "(CUDA.jl gpuinfo)",
+                    "github.com/pc2/GPUInspector.jl docs/src/examples/gpuinfo.md"),
+    CopyEngineCount("a100-sxm4-80gb", "NVIDIA A100-SXM4-80GB", 3, "12.5 / 12.4",
+                    "github.com/thamada/nvidia-smi gls/A100SXMx4_deviceQuery.py"),
+    CopyEngineCount("h100-sxm", "NVIDIA H100 80GB HBM3", 3, "12.7 / 12.4",
+                    "github.com/thamada/nvidia-smi nvsim/H100SXMx8_deviceQuery.py"),
+    CopyEngineCount("gh200", "NVIDIA GH200 480GB", 2, "12.2 / 12.4", "github.com/slitvinov/grace README.md"),
+)

@@ -4,11 +4,13 @@ Pass: ``find_serial_drains(timeline) -> tuple[SerialDrain, ...]``.
 
 XLA's GPU scheduler may place several large host copies in one direction so that they are
 in flight together (marin-community/marin's logbook measured three 70 ms optimizer-state
-D->H copies, scheduled so, draining in series at the end of a GB200 step). One link moves
-their bytes one copy after another (or shared, which ends at the same time): the last of
-them finishes the sum of their times after the first is issued. The simulation
+D->H copies, scheduled so, draining in series at the end of a GB200 step). The GPU's one
+copy engine per direction moves their bytes one copy after another, first ready first served
+(``Target.host_copy_engines``; shared among more engines the last would end at the same time):
+the last of them finishes the sum of their times after the first is issued. The simulation
 (``hloscope.analysis.timeline``) already runs them so; this pass groups the copies that
-were in flight together on one link (connected through ``TransferTiming.beside_transfers``)
+were in flight together on one link, moving or waiting for the engine (connected through
+``TransferTiming.beside_transfers``)
 and, per copy, the wait at its done beyond what it would have waited alone on the link
 (issue + its own transfer time, against when the compute stream reached the done). A group
 is reported when those extra waits, per step, add up to at least 1% of the simulated step

@@ -20,11 +20,14 @@ resources, all in microseconds from the start of the step:
 - XLA's execution streams (``hloscope.analysis.streams``, when given): each compute stream
   runs what is issued on it in order, so an async op or host copy issued behind another
   on the same stream starts when that one has finished (``TransferTiming.queued_us``).
-- ``host link D->H`` / ``host link H->D``: one per direction. Transfers on one
-  link share its bandwidth while they overlap (each of n gets 1/n), at the
-  per-GPU bandwidth of ``CostModel.link_bandwidth``; a transfer's bytes enter
-  the link ``CostModel.transfer_latency_us`` after its start is issued, so alone
-  on its link it takes ``CostModel.transfer_us`` (the windows' figure too).
+- ``host link D->H`` / ``host link H->D``: one per direction, moved by
+  ``Target.host_copy_engines`` copy engines (1: one copy of a direction moves at a time,
+  the measured behaviour, docs/simulation.md "Copy engines"). A transfer is ready
+  ``CostModel.transfer_latency_us`` after its start is issued (its DMA setup) and once
+  nothing is ahead of it on its stream; ready transfers take a free engine or wait for
+  one, first ready first served (``TransferTiming.engine_wait_us``). Those on engines
+  share the link's per-GPU bandwidth (``CostModel.link_bandwidth``; each of n gets 1/n),
+  so alone on its link a transfer takes ``CostModel.transfer_us`` (the windows' figure too).
 
 A while loop runs its body once per trip, carrying in-flight operations across
 the back edge, so a transfer started in one iteration and finished in the next
@@ -33,8 +36,9 @@ take the same time with the same waits (at least 2, at most
 ``max_iterations``); the rest are extrapolated from the last one, every clock
 shifted by the remaining iterations times its duration, and the
 :class:`LoopRun` says so. A ``call`` runs its callee; a ``conditional`` its most
-expensive branch. Each op's time includes its kernel launch (the cost model's);
-HBM contention between a transfer and compute is not modelled (docs/simulation.md).
+expensive branch. Each op's time includes its kernel launch (the cost model's); the
+copies moving share the HBM bandwidth a memory-bound kernel leaves (``share_hbm``,
+docs/simulation.md).
 """
 
 from __future__ import annotations
@@ -111,7 +115,10 @@ class TransferTiming:
     matched: a done was found and reached. stream: XLA's execution stream for its start
     (``hloscope.analysis.streams``), when known. queued_us: how long its bytes waited, after
     its DMA setup, for the ops ahead of it on that stream (``queued_behind``: the starts
-    still in flight there when it was issued), in that execution.
+    still in flight there when it was issued), in that execution. engine_wait_us: how long it
+    then waited for a free copy engine of its direction (``Target.host_copy_engines``), behind
+    copies of other streams that became ready before it, in that execution (``engine_behind``:
+    those on the engines or waiting ahead of it when it became ready).
     """
 
     computation: str
@@ -137,6 +144,8 @@ class TransferTiming:
     stream: ExecutionStream | None = None
     queued_us: float = 0.0
     queued_behind: tuple[str, ...] = ()
+    engine_wait_us: float = 0.0
+    engine_behind: tuple[str, ...] = ()
 
     @property
     def duration_us(self) -> float:
@@ -222,7 +231,7 @@ _EPS = 1e-9
 class _Flow:
     """One transfer instance on a link: bytes left, issue and (once known) finish time."""
 
-    __slots__ = ("key", "remaining", "issue", "finish", "bytes", "after", "began")
+    __slots__ = ("key", "remaining", "issue", "finish", "bytes", "after", "ready", "began", "behind")
 
     def __init__(self, key: tuple[str, str], nbytes: int, issue: float, after: _Flow | None = None) -> None:
         self.key = key
@@ -231,26 +240,54 @@ class _Flow:
         self.issue = issue
         self.finish = -1.0
         self.after = after  # the flow ahead of it on its execution stream (same link): it waits for it
-        self.began = issue if after is None else -1.0  # when its bytes began to flow
+        self.ready = -1.0  # when its stream let it go (DMA set up, nothing ahead of it on its stream)
+        self.began = -1.0  # when its bytes began to flow (a copy engine took it)
+        self.behind: tuple[str, ...] = ()  # the copies on the engines or waiting ahead when it became ready
 
 
 class _Link:
-    """A host link in one direction: active flows share ``bw`` (bytes/us) equally. A flow
-    queued behind another on its execution stream waits (``queued``) until that one finishes,
-    then for its DMA setup (``latency``)."""
+    """A host link in one direction, moved by ``engines`` copy engines.
 
-    __slots__ = ("bw", "now", "active", "queued", "latency")
+    A flow queued behind another on its execution stream waits (``queued``) until that one
+    finishes, then for its DMA setup (``latency``); it is then *ready*. At most ``engines``
+    ready flows move bytes at once (``active``), sharing ``bw`` (bytes/us) equally; the others
+    wait (``waiting``) in the order they became ready (first come, first served: the copy
+    engine takes the copy that became ready first, whatever stream it is on) and take an
+    engine, with no new setup, the moment one frees."""
 
-    def __init__(self, bw: float, latency: float = 0.0) -> None:
+    __slots__ = ("bw", "now", "active", "queued", "waiting", "latency", "engines")
+
+    def __init__(self, bw: float, latency: float = 0.0, engines: int = 1) -> None:
         self.bw = bw
         self.now = 0.0
         self.active: list[_Flow] = []
         self.queued: list[_Flow] = []
+        self.waiting: list[_Flow] = []
         self.latency = latency
+        self.engines = max(1, engines)
+
+    def _ready(self, f: _Flow, at: float) -> None:
+        """``f`` is ready at ``at`` (>= now): it takes a free engine, or waits for one."""
+        f.ready = at
+        if f.remaining <= 0:
+            f.began = f.finish = at
+        elif len(self.active) < self.engines:
+            f.began = at
+            self.active.append(f)
+        else:
+            f.behind = tuple(x.key[1] for x in (*self.active, *self.waiting))
+            self.waiting.append(f)
+
+    def _free_engines(self) -> None:
+        """Engines freed at ``now`` take the waiting flows that became ready first."""
+        while self.waiting and len(self.active) < self.engines:
+            f = self.waiting.pop(0)
+            f.began = self.now
+            self.active.append(f)
 
     def _next_release(self) -> float:
-        """Activate queued flows whose predecessor has finished and whose time has come; the
-        earliest time a still-queued one will (inf if none can yet)."""
+        """Make ready the queued flows whose predecessor has finished and whose time has come;
+        the earliest time a still-queued one will be (inf if none can yet)."""
         nxt = float("inf")
         if not self.queued:
             return nxt
@@ -260,11 +297,7 @@ class _Link:
             if a is not None and a.finish >= 0:
                 ready = max(f.issue, a.finish + self.latency)
                 if ready <= self.now + _EPS:
-                    f.began = max(ready, 0.0)
-                    if f.remaining <= 0:
-                        f.finish = ready
-                    else:
-                        self.active.append(f)
+                    self._ready(f, max(ready, 0.0))
                     continue
                 nxt = min(nxt, ready)
             keep.append(f)
@@ -308,6 +341,7 @@ class _Link:
                 else:
                     keep.append(f)
             self.active = keep
+            self._free_engines()
             if until is not None and until.finish >= 0:
                 return
         if until is None:
@@ -320,12 +354,9 @@ class _Link:
             return
         if flow.after is not None:  # its predecessor has already finished
             flow.issue = max(flow.issue, flow.after.finish + self.latency)
-            flow.after, flow.began = None, flow.issue
+            flow.after = None
         self.advance(flow.issue)
-        if flow.remaining <= 0:
-            flow.finish = flow.issue
-            return
-        self.active.append(flow)
+        self._ready(flow, max(flow.issue, self.now))
 
     def finish_of(self, flow: _Flow) -> float:
         if flow.finish < 0:
@@ -334,8 +365,10 @@ class _Link:
 
     def shift(self, dt: float) -> None:
         self.now += dt
-        for f in (*self.active, *self.queued):
+        for f in (*self.active, *self.queued, *self.waiting):
             f.issue += dt
+            if f.ready >= 0:
+                f.ready += dt
             if f.began >= 0:
                 f.began += dt
 
@@ -397,12 +430,15 @@ class _Last:
     done: Instruction | None = None
     queued: float = 0.0
     ahead: tuple[str, ...] = ()
+    engine_wait: float = 0.0
+    engine_behind: tuple[str, ...] = ()
 
 
 class _Sim:
     def __init__(self, module: Module, cost: CostModel, pairs: list[AsyncPair], transfers: list[HostTransfer],
                  callgraph: CallGraph, max_iterations: int, extrapolate: bool,
-                 share_hbm: bool = True, streams: StreamAssignment | None = None) -> None:
+                 share_hbm: bool = True, streams: StreamAssignment | None = None,
+                 copy_engines: int | None = None) -> None:
         self.module = module
         self.callgraph = callgraph
         self.cost = cost
@@ -414,7 +450,8 @@ class _Sim:
             self.starts_of.setdefault((p.done.computation, p.done.name), []).append(
                 (p.start.computation, p.start.name))
         self.dma_latency = cost.transfer_latency_us
-        self.links = {d: _Link(cost.link_bandwidth(d) / 1e6, self.dma_latency) for d in Direction}
+        engines = cost.target.host_copy_engines if copy_engines is None else copy_engines
+        self.links = {d: _Link(cost.link_bandwidth(d) / 1e6, self.dma_latency, engines) for d in Direction}
         self.streams = streams
         self.stream_tail: dict[ExecutionStream, _Op] = {}  # the last op issued on each compute stream
         self.stream_inflight: dict[ExecutionStream, list[_Op]] = {}  # issued there, done not yet reached
@@ -621,11 +658,15 @@ class _Sim:
         if not op.shifted or key not in self.last:
             # An execution carried over extrapolated iterations ran beside them, not
             # beside simulated slices: the last fully simulated one represents it.
-            queued = 0.0
-            if op.flow is not None and op.flow.began >= 0:
-                queued = max(0.0, op.flow.began - op.issue - self.dma_latency)
+            queued = engine_wait = 0.0
+            behind: tuple[str, ...] = ()
+            if op.flow is not None and op.flow.ready >= 0:
+                queued = max(0.0, op.flow.ready - op.issue - self.dma_latency)
+                if op.flow.began >= 0:
+                    engine_wait = max(0.0, op.flow.began - op.flow.ready)
+                    behind = op.flow.behind if engine_wait > 1e-9 else ()
             self.last[key] = _Last(op.issue, finish, self.t - wait, wait, done, queued,
-                                   op.ahead if queued > 1e-9 else ())
+                                   op.ahead if queued > 1e-9 else (), engine_wait, behind)
 
     def _sync_transfer(self, comp: str, ins: Instruction) -> None:
         key = (comp, ins.name)
@@ -770,7 +811,7 @@ def _overlapping(slices: list[Slice], starts: list[float], lo: float, hi: float)
 def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], transfers: list[HostTransfer],
                   callgraph: CallGraph, max_iterations: int = 6,
                   extrapolate: bool = True, share_hbm: bool = True,
-                  streams: StreamAssignment | None = None) -> Timeline:
+                  streams: StreamAssignment | None = None, copy_engines: int | None = None) -> Timeline:
     """Replay the entry computation's schedule and time every op, transfer and wait.
 
     Host links run at the cost model's bandwidth (its ``link_mode``); ``max_iterations`` bounds the
@@ -779,8 +820,12 @@ def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], trans
     ``callgraph``: the module's call graph (its trip counts, computed once per loop).
     ``share_hbm=False``: transfers keep their link's bandwidth beside memory-bound kernels.
     ``streams``: XLA's stream assignment; each compute stream then runs its ops in order.
+    ``copy_engines``: host copies that move bytes at once per direction (the others wait, first
+    ready first served); None: the target's ``host_copy_engines``. A number at least the count of
+    copies ever in flight together gives the equal sharing of bandwidth among all of them.
     """
-    sim = _Sim(module, cost, pairs, transfers, callgraph, max_iterations, extrapolate, share_hbm, streams)
+    sim = _Sim(module, cost, pairs, transfers, callgraph, max_iterations, extrapolate, share_hbm, streams,
+               copy_engines)
     sim.run(module.entry_name)
     sim.drain()
     step = sim.t
@@ -821,7 +866,8 @@ def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], trans
                                        if s.kind is SliceKind.COMPUTE and _memory_bound(module, cost, s)),
             matched=last.done is not None or not t.is_async,
             stream=streams.stream_of(key[0], key[1]) if streams is not None else None,
-            queued_us=last.queued, queued_behind=last.ahead,
+            queued_us=last.queued, queued_behind=last.ahead, engine_wait_us=last.engine_wait,
+            engine_behind=last.engine_behind,
         )
     a = sim.acc
     return Timeline({r: tuple(v) for r, v in slices.items()}, timings, step, a.compute, a.xfer, a.coll, a.other,

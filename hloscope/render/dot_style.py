@@ -40,6 +40,8 @@ VERDICT_COLOR = {
 }
 INPUT_READY_COLOR = "#8e44ad"
 FIRST_USE_COLOR = "#2471a3"
+#: The window a transfer could have had (``hloscope.analysis.slack``): its note node and edges.
+SLACK_COLOR = "#16a085"
 EDGE_STYLE = {
     "data": {"color": "#555555"},
     "control": {"style": "dotted", "color": "#555555"},

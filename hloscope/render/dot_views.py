@@ -20,6 +20,7 @@ import graphviz
 from hloscope.analysis.callgraph import CONTROL_KINDS, CallKind
 from hloscope.analysis.opclass import Resource, is_done, is_free, is_start, resource_of
 from hloscope.analysis.report import Report
+from hloscope.analysis.slack import Slack
 from hloscope.analysis.verdict import Verdict
 from hloscope.errors import EXIT_UNKNOWN_NAME, HloscopeError
 from hloscope.hlo.model import Instruction
@@ -27,6 +28,7 @@ from hloscope.render.dot_style import (
     EDGE_STYLE,
     FIRST_USE_COLOR,
     INPUT_READY_COLOR,
+    SLACK_COLOR,
     VERDICT_COLOR,
     add_legend,
     checkpoint_name,
@@ -36,7 +38,7 @@ from hloscope.render.dot_style import (
 )
 from hloscope.render.dot_text import label, line, node_id, shorten
 from hloscope.render.table import human_bytes
-from hloscope.render.why import input_hint, use_hint
+from hloscope.render.why import input_hint, slack_clause, use_hint
 
 DEFAULT_MAX_NODES = 150
 #: Nodes of a transfer view when no --max-nodes is given: the pair, its hints and a window of up
@@ -297,9 +299,12 @@ def _transfer_panel(ctx: _Context, g: graphviz.Digraph | None, v: Verdict, radiu
         hint_edges.append((_key(done), _key(v.first_use.user),
                            {"color": FIRST_USE_COLOR, "penwidth": "2.5",
                             "xlabel": label(f"{what}: {v.first_use.ops_after_done} op(s) later")}))
-    # Priority: the pair, the hint ends, the window (schedule order), then neighbours by distance.
+    slack = ctx.report.slack_for(v) if v.pair is not None else None
+    slack_ends = _slack_ends(ctx, v, slack)
+    # Priority: the pair, the hint ends, the possible window's ends, the window (schedule order),
+    # then neighbours by distance.
     core = [_key(start)] + ([_key(done)] if done is not None else [])
-    hint_ends = [k for a, b, _ in hint_edges for k in (a, b)]
+    hint_ends = [k for a, b, _ in hint_edges for k in (a, b)] + [k for k in slack_ends if k is not None]
     seeds = [start] + ([done] if done is not None else [])
     # The window from both ends inwards: a cut keeps the ops after the start and before the done.
     ends = [_key(i) for pair in itertools.zip_longest(window[: (len(window) + 1) // 2],
@@ -319,6 +324,8 @@ def _transfer_panel(ctx: _Context, g: graphviz.Digraph | None, v: Verdict, radiu
         title.append(line(use_hint(v.first_use), 140))
     title.append(f"window: {v.window_size} instruction(s), {len(v.compute)} compute, "
                  f"{len(v.collectives)} collective(s); radius {radius}")
+    if slack is not None:
+        title.append(line(slack_clause(slack), 400))
     notes: list[str] = []
     if cut:
         left_out = [i.position for i in window if _key(i) not in kept]
@@ -366,7 +373,46 @@ def _transfer_panel(ctx: _Context, g: graphviz.Digraph | None, v: Verdict, radiu
     for a, b, attrs in hint_edges:
         if a in kept and b in kept:
             g.edge(ctx.nid(a), ctx.nid(b), **attrs)
-    return title, notes, [ctx.nid(k) for k in keep]
+    drawn = [ctx.nid(k) for k in keep]
+    if slack is not None:
+        drawn.append(_possible_window(ctx, g, v, slack, slack_ends, kept))
+    return title, notes, drawn
+
+
+def _slack_ends(ctx: _Context, v: Verdict, slack: Slack | None) -> tuple[Key | None, Key | None]:
+    """The instructions that bound the possible window: the start's latest input, the result's first
+    real use (None where it is the top / the end of the computation)."""
+    if slack is None or v.pair is None:
+        return None, None
+    start, done = v.pair.start, v.pair.done
+    ready = (start.computation, slack.ready_after) if slack.ready_after else None
+    needed = (done.computation, slack.needed_by) if slack.needed_by else None
+    comps = ctx.module.computations
+    return (ready if ready is not None and ready[1] in comps[ready[0]].by_name else None,
+            needed if needed is not None and needed[1] in comps[needed[0]].by_name else None)
+
+
+def _possible_window(ctx: _Context, g: graphviz.Digraph, v: Verdict, slack: Slack,
+                     ends: tuple[Key | None, Key | None], kept: set[Key]) -> str:
+    """The window the transfer could have had, as one note beside the one it got: its schedule
+    ranges, the compute in them against the compute in the window it got, and whether it would
+    hide the transfer; dotted edges from the start's latest input and to the first real use."""
+    parts = ("possible-window", v.transfer.computation, v.transfer.instruction.name)
+    nid = node_id(ctx.prefix, *parts) if ctx.prefix else node_id(*parts)
+    verdict = ("enough to hide it" if slack.could_hide else "not enough: no placement hides it")
+    rows = [line("possible window (dependency graph)", 80),
+            *[line(f"{seg.computation} [{seg.first}, {seg.end}) {seg.kind.value}", 80) for seg in slack.segments],
+            f"{slack.possible_ops} compute op(s) ~{slack.possible_compute_us:.1f} us",
+            f"window it got: {slack.got_ops} op(s) ~{slack.got_compute_us:.1f} us",
+            f"transfer ~{slack.transfer_us:.1f} us: {verdict}"]
+    g.node(nid, label=label(*rows), shape="note", style="dashed", color=SLACK_COLOR, fontcolor=SLACK_COLOR,
+           fontsize="10")
+    ready, needed = ends
+    if ready is not None and ready in kept:
+        g.edge(ctx.nid(ready), nid, color=SLACK_COLOR, style="dotted", xlabel=label("possible from here"))
+    if needed is not None and needed in kept:
+        g.edge(nid, ctx.nid(needed), color=SLACK_COLOR, style="dotted", xlabel=label("possible until here"))
+    return nid
 
 
 # -- computation ----------------------------------------------------------------

@@ -45,7 +45,8 @@ def _timing(t: TransferTiming | None) -> dict[str, Any] | None:
             "duration_us": round(t.duration_us, 3), "executions": t.executions,
             "compute_beside_us": round(t.compute_beside_us, 3), "beside_compute": len(t.beside_compute),
             "beside_collectives": list(t.beside_collectives), "beside_transfers": list(t.beside_transfers),
-            "matched": t.matched, "queued_us": round(t.queued_us, 3), "queued_behind": list(t.queued_behind)}
+            "matched": t.matched, "queued_us": round(t.queued_us, 3), "queued_behind": list(t.queued_behind),
+            "engine_wait_us": round(t.engine_wait_us, 3), "engine_behind": list(t.engine_behind)}
 
 
 def transfer_dict(report: Report, v: Verdict) -> dict[str, Any]:

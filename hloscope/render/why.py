@@ -64,6 +64,17 @@ def stream_queue_clause(v: Verdict) -> str | None:
             f"and still running: it waited ~{t.queued_us:.1f} us behind them before its bytes moved")
 
 
+def engine_wait_clause(v: Verdict) -> str | None:
+    """The copies the transfer waited behind for its direction's copy engine, and how long (None
+    when it took an engine as soon as it was ready)."""
+    t = v.timing
+    if t is None or t.engine_wait_us < 0.05 or not t.engine_behind:
+        return None
+    ahead = ", ".join(t.engine_behind[:3]) + (f" and {len(t.engine_behind) - 3} more" if len(t.engine_behind) > 3
+                                               else "")
+    return f"it waited ~{t.engine_wait_us:.1f} us behind {ahead} for a {_link(v)} copy engine before its bytes moved"
+
+
 def slack_clause(s: Slack) -> str:
     """The window a transfer could have had beside the one it got, and whether it would hide it."""
     after = f"its input ({s.ready_after})" if s.ready_after else "the top of its computation (inputs ready there)"
@@ -156,6 +167,8 @@ def explain(v: Verdict) -> str:
         text += f"; {exposed_clause(v)}"
     if queue := stream_queue_clause(v):
         text += f"; {queue}"
+    if engine := engine_wait_clause(v):
+        text += f"; {engine}"
     if v.verdict in (VerdictKind.EXPOSED, VerdictKind.PARTIAL) and v.pair is not None:
         hints = []
         if v.input_ready is not None:

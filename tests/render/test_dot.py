@@ -110,9 +110,13 @@ def test_node_limit_cuts_and_says_how_to_widen() -> None:
     full = build_view(report, "transfer", "dynamic-update-slice-start.6", radius=2, max_nodes=10_000)
     cut = build_view(report, "transfer", "dynamic-update-slice-start.6", radius=2, max_nodes=12)
     assert not full.notes
-    assert len(_nodes(cut.graph.source) - {n for n in _nodes(cut.graph.source) if n.startswith("legend/")}) == 12
+
+    def instructions(source: str) -> set[str]:  # the legend and the possible-window note are not instructions
+        return {n for n in _nodes(source) if not n.startswith(("legend/", "possible-window/"))}
+
+    assert len(instructions(cut.graph.source)) == 12
     assert cut.notes and "--max-nodes" in cut.notes[0]
-    total = len([n for n in _nodes(full.graph.source) if not n.startswith("legend/")])
+    total = len(instructions(full.graph.source))
     assert f"--max-nodes {total}" in cut.notes[0]
     assert cut.notes[0] in cut.graph.source.replace("\\n", "\n")
 
@@ -214,3 +218,55 @@ def test_calls_of_an_unscheduled_module_does_not_say_scheduled() -> None:
     assert "is_scheduled=true" not in text.splitlines()[0]
     source = build_view(fixture_report("mlp_offload.before_optimizations.hlo.txt"), "calls").graph.source
     assert "scheduled computation(s)" not in source and "module NOT scheduled" in source
+
+
+def test_transfer_view_shows_the_possible_window_beside_the_one_it_got() -> None:
+    # Given llama_offload's backward loop, read from the HLO text: dynamic-slice-start.2.0 (position 5
+    # of region_13.23_spmd) reads loop_subtract_fusion (position 2), its done is at 8 and the first
+    # instruction really reading the fetched slice is gemm_fusion_dot.77 (position 76),
+    text = fixture_text("llama_offload.hlo.txt")
+    a = text.index("%region_13.23_spmd")
+    names = re.findall(r"^\s+(?:ROOT )?%([\w.\-]+) = ", text[a:text.index("\n}\n", a)], re.M)
+    assert [names.index(n) for n in ("loop_subtract_fusion", "dynamic-slice-start.2.0", "dynamic-slice-done.2.0",
+                                     "gemm_fusion_dot.77")] == [2, 5, 8, 76]
+    report = fixture_report("llama_offload.hlo.txt")
+    v = find_transfer(report, "dynamic-slice-start.2.0")
+    slack = report.slack_for(v)
+    assert slack is not None and slack.got_ops == 0 and slack.possible_ops > 0 and slack.could_hide
+    # when its transfer view is drawn,
+    source = build_view(report, "transfer", "dynamic-slice-start.2.0").graph.source
+    comp = "region_13.23_spmd"
+    note = node_id("possible-window", comp, "dynamic-slice-start.2.0")
+    # then a note beside the window it got holds the possible window: the range between the input's
+    # producer and the first real use, its compute against the window's (none), and the verdict,
+    labels = dict(re.findall(r'^\t+"([^"]+)" \[label="((?:[^"\\]|\\.)*)"', source, re.M))
+    assert labels[note].split("\\n") == [
+        "possible window (dependency graph)", f"{comp} [3, 76) between",
+        f"{slack.possible_ops} compute op(s) ~{slack.possible_compute_us:.1f} us", "window it got: 0 op(s) ~0.0 us",
+        f"transfer ~{slack.transfer_us:.1f} us: enough to hide it"]
+    # tied by dotted edges to the producer and to the first real use, both drawn,
+    edges = {(x, y): attrs for x, y, attrs in _edges(source)}
+    assert "possible from here" in edges[(node_id(comp, "loop_subtract_fusion"), note)]
+    assert "possible until here" in edges[(note, node_id(comp, "gemm_fusion_dot.77"))]
+    # and the title says it in words.
+    assert f"could have had {slack.possible_ops} compute op(s)" in source
+
+
+
+def test_a_write_back_that_only_the_result_reads_has_a_possible_window_too_small_to_hide_it() -> None:
+    # opt_state_offload, read from the HLO text: copy-start.15.0 (line 481) copies get-tuple-element.1,
+    # written on the line before it; its done (line 483) is read only by the ROOT tuple. Nothing but
+    # the pair and its done lies between its input and the end: no compute could hide its 8 MiB.
+    text = fixture_text("opt_state_offload.hlo.txt")
+    lines = text.splitlines()
+    i = next(n for n, ln in enumerate(lines) if "%copy-start.15.0 = " in ln)
+    assert "%get-tuple-element.1 = " in lines[i - 1] and "copy-start(%get-tuple-element.1)" in lines[i]
+    report = fixture_report("opt_state_offload.hlo.txt")
+    source = build_view(report, "transfer", "copy-start.15.0").graph.source
+    note = node_id("possible-window", "main.0_spmd", "copy-start.15.0")
+    labels = dict(re.findall(r'^\t+"([^"]+)" \[label="((?:[^"\\]|\\.)*)"', source, re.M))
+    assert labels[note].endswith("0 compute op(s) ~0.0 us\\nwindow it got: 0 op(s) ~0.0 us\\n"
+                                 "transfer ~154.5 us: not enough: no placement hides it")
+    edges = {(x, y): attrs for x, y, attrs in _edges(source)}
+    assert "possible from here" in edges[(node_id("main.0_spmd", "get-tuple-element.1"), note)]
+    assert not any(x == note and "possible until here" in (attrs or "") for (x, _), attrs in edges.items())

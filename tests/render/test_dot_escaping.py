@@ -100,3 +100,31 @@ def test_hostile_op_name_in_real_hlo() -> None:
     assert "pwned" not in "".join(re.findall(r"^\t[^\"]*", source, re.M))
     for r in available_renderers():
         ET.fromstring(render_dot(source, "svg", renderer=r).data)
+
+
+def test_hostile_names_in_the_possible_window_stay_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The possible window's note names computations and instructions: given a slack whose segment
+    # computation is a hostile string,
+    import dataclasses
+
+    from hloscope.analysis.kinds import SegmentKind
+    from hloscope.analysis.report import Report
+    from hloscope.analysis.verdict import WindowSegment
+    from hloscope.render.dot import build_view, find_transfer
+    from tests.conftest import fixture_report
+
+    report = fixture_report("mlp_offload.hlo.txt")
+    v = find_transfer(report, "dynamic-slice-start.1")
+    real = report.slack_for(v)
+    assert real is not None
+    evil = '"]; evil -> pwned; <b>\\N</b>\n{'
+    hostile = dataclasses.replace(real, segments=(WindowSegment(evil, 0, 1, SegmentKind.BETWEEN),))
+    monkeypatch.setattr(Report, "slack_for", lambda self, w: hostile if w is v else None)
+    # when the transfer is drawn, the DOT holds it only inside a quoted label, literally,
+    source = build_view(report, "transfer", "dynamic-slice-start.1").graph.source
+    assert "pwned" not in "".join(re.findall(r"^\t[^\"]*", source, re.M))
+    assert "<b>" not in re.sub(r'"(?:[^"\\]|\\.)*"', "", source)
+    assert "possible-window" in source
+    # and every renderer makes well-formed SVG of it.
+    for r in available_renderers():
+        ET.fromstring(render_dot(source, "svg", renderer=r).data)

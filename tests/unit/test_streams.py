@@ -61,9 +61,15 @@ def test_a_write_back_queued_behind_another_on_its_stream_says_so() -> None:
     assert abs(t.queued_us - first.transfer_us) < 1e-6
     clause = stream_queue_clause(by["copy-start.9.0"])
     assert clause is not None and "compute stream 1" in clause and "copy-start.13.0" in clause
-    # The first of each pair, and every fetch (each alone on its stream while in flight), did not queue.
+    # The first of each pair did not queue. Of the fetches, only .4.0 did: issued at done.1.0 on
+    # compute stream 1 while .16, on the same stream, was still waiting for the H->D copy engine
+    # behind .1.0 (one engine per direction); the others were alone on their streams in flight.
     assert stream_queue_clause(by["copy-start.13.0"]) is None
-    assert all(stream_queue_clause(by[f"copy-start.{n}.0"]) is None for n in (1, 2, 3, 4, 5, 6, 7))
+    assert all(stream_queue_clause(by[f"copy-start.{n}.0"]) is None for n in (1, 2, 3, 5, 6, 7))
+    fetch = by["copy-start.4.0"].timing
+    assert fetch is not None and fetch.queued_behind == ("copy-start.16",)
+    clause = stream_queue_clause(by["copy-start.4.0"])
+    assert clause is not None and "compute stream 1" in clause and "copy-start.16" in clause
 
 
 def test_steps_without_a_shared_stream_show_no_stream_hint() -> None:

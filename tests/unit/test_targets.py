@@ -30,6 +30,12 @@ def test_target_file_sets_every_link_field(tmp_path: Path) -> None:
     assert (t.host_link_gpus, t.host_link_achieved_to_host, t.host_link_achieved_to_device) == (1, 3e11, 375e9)
 
 
+def test_a_target_file_sets_the_copy_engines_per_direction(tmp_path: Path) -> None:
+    f = tmp_path / "two.toml"
+    f.write_text('base = "h100-sxm"\nname = "two"\nhost_copy_engines = 2\n')
+    assert get_target(str(f)).host_copy_engines == 2 and get_target("h100-sxm").host_copy_engines == 1
+
+
 def test_setting_a_peak_drops_the_base_achieved_figure(tmp_path: Path) -> None:
     f = tmp_path / "slow.toml"
     f.write_text('base = "h100-sxm"\nname = "slow"\nhost_link_to_host = 1e9\n')
@@ -46,6 +52,8 @@ def test_setting_a_peak_drops_the_base_achieved_figure(tmp_path: Path) -> None:
     ("host_link_achieved_to_host = 7e10", "host_link_achieved_to_host"),  # above the 64 GB/s peak
     ("compute_capability = [9]", "compute_capability"),
     ('name = ""', "name"),
+    ("host_copy_engines = 0", "host_copy_engines"),
+    ("host_copy_engines = 2.5", "host_copy_engines"),
 ])
 def test_bad_value_is_bad_input_naming_the_key(tmp_path: Path, line: str, key: str) -> None:
     f = tmp_path / "bad.toml"

@@ -28,7 +28,7 @@ from tests.conftest import fixture_text
 PCIE_ACHIEVED = 55e9  # bytes/s, h100-sxm host link per direction
 
 
-def _simulate(m: Module, target: str = "h100-sxm", **kw: bool) -> tuple[Timeline, CostModel]:
+def _simulate(m: Module, target: str = "h100-sxm", **kw: bool | int) -> tuple[Timeline, CostModel]:
     # The simulation's mechanics are checked on the plain roofline: no kernel launch, no DMA
     # setup latency, no HBM shared between copies and kernels (test_cost_latency.py checks them).
     index = ModuleIndex(m)
@@ -84,17 +84,38 @@ ENTRY %main (a: f32[1024,1024], b: f32[1024,1024]) -> f32[1024,1024] {
 """
 
 
-def test_transfers_on_one_link_share_it() -> None:
-    # Two 4 MiB offloads issued together share the 55 GB/s link: each finishes at 2 x 76.26 us,
-    # so the first done waits 152.5 us (not 76.26) and the second none.
-    tl, _ = _simulate(parse_hlo(SHARED))
+def test_transfers_running_on_two_copy_engines_share_the_link() -> None:
+    # With two copy engines (copy_engines=2) the two 4 MiB offloads issued together both move and
+    # share the 55 GB/s link: each finishes at 2 x 76.26 us, so the first done waits 152.5 us
+    # (not 76.26) and the second none.
+    tl, _ = _simulate(parse_hlo(SHARED), copy_engines=2)
     xfer = 4 * 2**20 / PCIE_ACHIEVED * 1e6
     t1, t2 = tl.transfers[("main", "c1")], tl.transfers[("main", "c2")]
     assert t1.finish_us == pytest.approx(2 * xfer) and t2.finish_us == pytest.approx(2 * xfer)
     assert t1.wait_us == pytest.approx(2 * xfer) and t2.wait_us == 0.0
+    assert t1.engine_wait_us == 0.0 and t2.engine_wait_us == 0.0
     assert t1.beside_transfers == ("c2",) and t2.beside_transfers == ("c1",)
     assert verdict_from_wait(t1.transfer_us, t1.wait_us) == VerdictKind.EXPOSED
     assert verdict_from_wait(t2.transfer_us, t2.wait_us) == VerdictKind.HIDDEN
+
+
+def test_with_one_copy_engine_the_copy_ready_first_runs_first_and_the_other_waits_for_it() -> None:
+    # The target's figure (h100-sxm: one copy engine per direction): c1, issued first, has the
+    # link alone and finishes at 76.26 us; c2 waits for the engine and runs after it. The first
+    # done waits half as long as with sharing, the second as long as its copy runs; the last
+    # finish is the same (2 x 76.26 us): the link moved the same bytes at the same rate.
+    tl, cost = _simulate(parse_hlo(SHARED))
+    assert cost.target.host_copy_engines == 1
+    xfer = 4 * 2**20 / PCIE_ACHIEVED * 1e6
+    t1, t2 = tl.transfers[("main", "c1")], tl.transfers[("main", "c2")]
+    assert t1.finish_us == pytest.approx(xfer) and t2.finish_us == pytest.approx(2 * xfer)
+    assert t1.wait_us == pytest.approx(xfer) and t2.wait_us == pytest.approx(xfer)
+    assert t1.engine_wait_us == 0.0 and t2.engine_wait_us == pytest.approx(xfer)
+    assert t2.queued_us == 0.0  # no stream assignment given: it waited for the engine, not its stream
+    assert t1.beside_transfers == ("c2",) and t2.beside_transfers == ("c1",)
+    shared, _ = _simulate(parse_hlo(SHARED), copy_engines=2)
+    assert max(t1.finish_us, t2.finish_us) == pytest.approx(max(t.finish_us for t in shared.transfers.values()))
+    assert tl.step_us == pytest.approx(shared.step_us)
 
 
 def _crossing(trips: int) -> str:
@@ -171,11 +192,12 @@ def test_fixture_reloads_sharing_the_link_from_the_same_instant() -> None:
     #   8 dynamic-slice-done.2.0   -- nothing but get-tuple-elements between 5 and 8
     #  10 dynamic-slice-start.3 (bf16[1,1,256,8,64], 262,144 B), 12..32 layer-slice fusions and
     #     copy.112, 33 dynamic-slice-done.1.0, 34 dynamic-slice-done.3.
-    # Both 64 KiB reloads share the H->D link from the same instant: .2.0's done waits for both,
+    # With a copy engine for each (copy_engines=8, the equal sharing of the link): both 64 KiB
+    # reloads share the H->D link from the same instant: .2.0's done waits for both,
     # 2 x 65,536 B / 55 GB/s = 2.383 us (exposed); .1.0 is done by then (hidden); .3 then runs
     # alone and waits its 4.766 us minus the compute of positions 12..32 (partial).
     m = parse_hlo(fixture_text("llama_offload.hlo.txt"))
-    tl, cost = _simulate(m)
+    tl, cost = _simulate(m, copy_engines=8)
     body = m.computations["region_13.23_spmd"]
     k20, k10, k3 = (tl.transfers[("region_13.23_spmd", n)] for n in
                     ("dynamic-slice-start.2.0", "dynamic-slice-start.1.0", "dynamic-slice-start.3"))
@@ -185,6 +207,23 @@ def test_fixture_reloads_sharing_the_link_from_the_same_instant() -> None:
     assert k3.wait_us == pytest.approx(262_144 / PCIE_ACHIEVED * 1e6 - window)
     assert [verdict_from_wait(t.transfer_us, t.mean_wait_us) for t in (k20, k10, k3)] == \
         [VerdictKind.EXPOSED, VerdictKind.HIDDEN, VerdictKind.PARTIAL]
+    assert all(t.engine_wait_us == 0.0 for t in (k20, k10, k3))
+    # With one copy engine per direction (the target's figure), the same three reloads run one
+    # after another in the order they became ready: .2.0 (issued first) alone, done after 1.19 us
+    # (exposed, its own time); .1.0 waits 1.19 us for the engine and ends at 2 x 1.19 us, which its
+    # done (after the 0.76 us window) waits the rest of (partial); .3, issued at done.2.0, waits
+    # for .1.0 to free the engine while the window's compute runs, so its done, right after
+    # done.1.0, waits all of its 4.766 us (exposed).
+    fifo, _ = _simulate(m)
+    f20, f10, f3 = (fifo.transfers[("region_13.23_spmd", n)] for n in
+                    ("dynamic-slice-start.2.0", "dynamic-slice-start.1.0", "dynamic-slice-start.3"))
+    assert f20.finish_us - f20.issue_us == pytest.approx(one) and f20.wait_us == pytest.approx(one)
+    assert f10.engine_wait_us == pytest.approx(one) and f10.finish_us - f10.issue_us == pytest.approx(2 * one)
+    assert f10.wait_us == pytest.approx(one - window)
+    assert f3.issue_us == pytest.approx(f20.finish_us) and f3.engine_wait_us == pytest.approx(one)
+    assert f3.wait_us == pytest.approx(262_144 / PCIE_ACHIEVED * 1e6)
+    assert [verdict_from_wait(t.transfer_us, t.mean_wait_us) for t in (f20, f10, f3)] == \
+        [VerdictKind.EXPOSED, VerdictKind.PARTIAL, VerdictKind.EXPOSED]
     assert k20.executions == k10.executions == k3.executions == 2
     assert {s.resource for s in tl.slices[Resource.LINK_TO_DEVICE]} == {Resource.LINK_TO_DEVICE}
 

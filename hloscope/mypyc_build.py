@@ -22,6 +22,7 @@ import argparse
 import os
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 from hloscope.buildinfo import COMPILED_MODULES, GROUP, ROOT, BuildStatus, build_status, compiled_files, source_path
@@ -42,8 +43,10 @@ def build(root: Path = ROOT) -> BuildStatus:
         try:
             extensions = mypycify(options + paths, opt_level="3", target_dir=os.path.join(tmp, "c"),
                                   group_name=GROUP)
-            setup(name="hloscope-compiled", ext_modules=extensions,
-                  script_args=["-q", "build_ext", "--inplace", "--build-temp", os.path.join(tmp, "obj")])
+            with warnings.catch_warnings():  # setuptools' notes on reading pyproject.toml: not ours to act on
+                warnings.simplefilter("ignore")
+                setup(name="hloscope-compiled", ext_modules=extensions,
+                      script_args=["-q", "build_ext", "--inplace", "--build-temp", os.path.join(tmp, "obj")])
         finally:
             os.chdir(here)
     return build_status(root)

@@ -146,6 +146,48 @@ def baseline_s() -> float:
     return shown - t0
 
 
+_BARE_APP = ("from textual.app import App\nfrom textual.widgets import Static\n"
+             "class A(App):\n    def compose(self):\n        yield Static('loading')\nA().run()\n")
+
+
+def bare_textual_s() -> float:
+    """tmux start -> a one-Static Textual app's first frame: Textual's own floor for any first screen."""
+    name = f"hloscope-bench-bare-{os.getpid()}"
+    t0 = _session(name, f"exec {sys.executable} -c \"{_BARE_APP}\"")
+    try:
+        shown, _ = Pane(name).wait_for(lambda s: "loading" in s, 30)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+    return shown - t0
+
+
+_LOAD_PROBE = """
+import sys, time
+c0 = time.process_time()
+import hloscope.analysis.report, hloscope.artifact, hloscope.tui.load
+c1 = time.process_time()
+from hloscope.tui.load import Source, load_source
+load_source(Source(sys.argv[1]))
+c2 = time.process_time()
+print(f"{c1 - c0:.4f} {c2 - c1:.4f}")
+"""
+
+
+def load_cpu(path: str) -> tuple[float, float]:
+    """Process CPU of the load worker's work in a fresh interpreter: (imports, read + parse + analyze + layout)."""
+    out = subprocess.run([sys.executable, "-c", _LOAD_PROBE, path], capture_output=True, text=True, check=True,
+                         cwd=ROOT).stdout.split()
+    return float(out[0]), float(out[1])
+
+
+def floor(path: str) -> None:
+    """What no change to the TUI removes: Textual's first frame and the load's own CPU, each the best of 3."""
+    loads = [load_cpu(path) for _ in range(3)]
+    imp, work = min(x[0] for x in loads), min(x[1] for x in loads)
+    print(f"floor: the analysis' imports {imp * 1e3:.0f} ms + read, parse, analyze {work * 1e3:.0f} ms of CPU "
+          f"(fresh interpreter, best of 3)")
+
+
 def terminal(path: str, presses: int) -> None:
     if shutil.which("tmux") is None:
         print("terminal: skipped (tmux not installed)")
@@ -162,6 +204,8 @@ def terminal(path: str, presses: int) -> None:
 
 def _terminal(path: str, presses: int) -> None:
     base = min(baseline_s() for _ in range(3))
+    bare = min(bare_textual_s() for _ in range(3))
+    print(f"floor: a one-Static Textual app's first frame {bare:.2f} s after tmux started it (best of 3)")
     name = f"hloscope-bench-{os.getpid()}"
     pane = Pane(name)
     t0 = _session(name, f"cd {ROOT} && exec {sys.executable} -m hloscope.cli tui {path}")
@@ -272,6 +316,7 @@ def main() -> None:
     if not args.headless_only:
         print(_load())
         imports()
+        floor(path)
         terminal(path, args.presses)
     if args.headless_only:
         asyncio.run(headless(path, args.presses))

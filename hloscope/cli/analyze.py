@@ -20,6 +20,7 @@ from hloscope.analysis.measured import MeasuredComparison
 from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import Report
 from hloscope.check import fail_on_verdicts, nothing_to_judge, parse_verdicts
+from hloscope.cli.archive import is_nsys_archive
 from hloscope.cli.options import add_host_pool_option, host_pool_bytes
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_NOTHING_TO_CHECK, HloscopeError
 from hloscope.hlo.loader import ARTIFACT_NOTE
@@ -129,17 +130,6 @@ def emit_report(report: Report, req: ReportRequest, trailer: str = "") -> int:
             raise HloscopeError(f"nothing to check: {empty}; --fail-on cannot pass on it (--allow-empty to pass "
                                 "anyway)", EXIT_NOTHING_TO_CHECK)
     return EXIT_CHECK_FAILED if fail_on_verdicts(report, req.fail_on) else 0
-
-
-def is_nsys_archive(path: str) -> bool:
-    """An nsys-jax archive: a .zip with the projected GPU trace inside."""
-    import zipfile
-
-    try:
-        with zipfile.ZipFile(path) as z:
-            return "nvtx_gpu_proj_trace/trace.parquet" in z.namelist()
-    except (OSError, zipfile.BadZipFile):
-        return False
 
 
 def check_measured(m: MeasuredComparison) -> None:

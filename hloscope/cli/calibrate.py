@@ -35,7 +35,8 @@ class CalibrateCommand:
         from hloscope.analysis.overlap import AnalysisOptions
         from hloscope.analysis.report import analyze_step
         from hloscope.artifact import read_step
-        from hloscope.cli.analyze import check_measured, is_nsys_archive
+        from hloscope.cli.analyze import check_measured
+        from hloscope.cli.archive import is_nsys_archive
         from hloscope.compile.xplane import load_measured
         from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
         from hloscope.render.calibration_text import calibration_lines, target_toml

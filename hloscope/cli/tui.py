@@ -54,7 +54,7 @@ class TuiCommand:
             if path == "-":
                 spool = read_stdin_module()
                 path = str(spool / STDIN_FILE)
-            from hloscope.cli.analyze import is_nsys_archive
+            from hloscope.cli.archive import is_nsys_archive  # not cli.analyze: it imports the analysis
 
             measured = args.measured or (path if path and is_nsys_archive(path) else None)
             source = Source(path, workload, args.target, args.host_memory_space, measured)

@@ -303,6 +303,26 @@ def test_the_first_screen_imports_no_lists_and_no_main_screen() -> None:
     assert out.strip() == "[]"
 
 
+def test_the_tui_command_imports_no_analysis_before_its_first_screen() -> None:
+    # `hloscope tui PATH` up to App.run (the first screen): argument parsing, the nsys-archive
+    # test and check_source. It once imported hloscope.cli.analyze for is_nsys_archive, and with
+    # it the analysis, networkx, the renderers and the checks: 0.25 s before the loading screen.
+    import subprocess
+    import sys
+
+    code = ("import sys, hloscope.tui.app as A\n"
+            "def run(self, *a, **k):\n"
+            "    print(sorted({m for m in sys.modules if m.split('.')[:2] in (['hloscope', 'analysis'],"
+            " ['hloscope', 'render'], ['hloscope', 'check'], ['hloscope', 'api']) or m == 'networkx'}))\n"
+            "A.HloscopeApp.run = run\n"
+            "from hloscope.cli.main import main\n"
+            "sys.exit(main(['tui', sys.argv[1]]))\n")
+    out = subprocess.run([sys.executable, "-c", code, str(LLAMA)], capture_output=True, text=True,
+                         cwd=FIXTURES.parent)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
 @pytest.mark.xla  # a deviceless compile of the mlp workload
 @pilot_test
 async def test_a_compiled_step_shows_its_checkpoint_names(tmp_path: Path) -> None:

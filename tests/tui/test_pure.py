@@ -56,3 +56,56 @@ def test_compare_pipelined_against_not_pipelined_pairs_by_source_and_marks_chang
     for m in matches:
         if m.a and m.b and m.a.verdict is not m.b.verdict:
             assert m.changed
+
+
+def test_the_search_index_reads_op_name_as_the_model_does_on_every_fixture_instruction() -> None:
+    # op_name() finds metadata={...} without splitting the attribute list (0.5 s of the index
+    # on the 32-layer module); on every instruction of every fixture module it must read what
+    # Instruction.metadata reads, and the fast path must be the one taken for most of them.
+    from hloscope.hlo.parser import parse_hlo
+    from hloscope.tui.search import _METADATA_RE, op_name
+    from tests.conftest import FIXTURES
+
+    paths = sorted(FIXTURES.glob("*.hlo.txt"))
+    assert len(paths) >= 10
+    checked = named = unsplit = 0
+    for path in paths:
+        module = parse_hlo(path.read_text(), path.name)
+        for comp in module.computations.values():
+            for ins in comp.instructions:
+                fast = op_name(ins)
+                unsplit += ins._attrs is None  # the attribute list was not split for it
+                assert fast == ins.metadata.get("op_name", ""), (path.name, ins.name)
+                checked += 1
+                named += bool(fast)
+    assert checked > 15_000 and named > 10_000 and unsplit > 0.9 * checked
+    # llama_offload's first op_name (read by hand): the fast path's regex finds it whole
+    text = fixture_text("llama_offload.hlo.txt")
+    line = next(line for line in text.splitlines() if "metadata={op_name=" in line)
+    m = _METADATA_RE.search(line)
+    assert m is not None and m.group(1).startswith('{op_name="')
+
+
+def test_op_name_takes_the_model_s_path_where_the_shortcut_would_be_ambiguous() -> None:
+    from hloscope.hlo.parser import parse_hlo
+    from hloscope.tui.search import op_name
+
+    cases = {
+        # the usual form, and escapes inside the string
+        'metadata={op_name="jit(f)/dot" source_file="a.py"}': "jit(f)/dot",
+        r'metadata={op_name="p[\"w\"] \\ x" source_line=3}': 'p["w"] \\ x',
+        # op_name not first, twice (the last wins), absent, a brace inside the string
+        'metadata={op_type="dot" op_name="second"}': "second",
+        'metadata={op_name="a" op_name="b"}': "b",
+        'metadata={source_file="a.py"}': "",
+        'metadata={op_name="a}b" source_line=1}, backend_config={"x":1}': "a}b",
+        # "metadata={" inside another attribute's string, or nested in another value
+        'custom_call_target="metadata={op_name=\\"no\\"}", metadata={op_name="yes"}': "yes",
+        'custom_call_target="metadata={op_name=\\"no\\"}"': "",
+        'frontend_attributes={x="1"}, metadata={op_name="after"}': "after",
+    }
+    for attrs, want in cases.items():
+        module = parse_hlo(f"HloModule m\n\nENTRY e {{\n  ROOT p = f32[] parameter(0), {attrs}\n}}\n", "m")
+        ins = module.computations[module.entry_name].instructions[0]
+        assert ins.metadata.get("op_name", "") == want, attrs  # the model reads it so ...
+        assert op_name(ins) == want, attrs  # ... and so does the index

@@ -68,6 +68,7 @@ class MainScreen(Screen[None]):
         self.verdict: Verdict | None = None
         self._pending: Verdict | Instruction | None = None
         self._timer: Timer | None = None
+        self._filled = False  # the tabs behind the transfer table (see _fill_tabs)
 
     def compose(self) -> ComposeResult:
         yield SummaryBar(id="summary")
@@ -89,15 +90,15 @@ class MainScreen(Screen[None]):
         loaded = self.loaded
         report = loaded.report
         self.query_one(SummaryBar).set_report(report, loaded.memory)
-        view = self.query_one(ScheduleView)
-        view.set_layout(loaded.layout or ScheduleLayout(report), loaded.times)
-        view.show(report.module.entry_name)
         self.query_one(DetailPane).loaded = loaded
-        self.query_one(ComputationTree).set_report(report)
-        self.query_one(IntentView).set_report(report)
         table = self.query_one(TransferTable)
         table.set_report(report)
         self._fit_lists()
+        if report.verdicts:
+            # the first frame is the transfer table: the tabs behind it are filled after it is drawn
+            self.call_after_refresh(self._fill_tabs)
+        else:
+            self._fill_tabs()
         for note in report.notes:  # notes hold paths and manifest values: data, not markup
             if note.startswith(ARTIFACT_NOTE):
                 # an artifact folder's provenance, every time: the status line, not a toast over the list
@@ -110,8 +111,21 @@ class MainScreen(Screen[None]):
             table.focus()
         else:
             self.query_one("#tabs", TabbedContent).active = "schedule"
-            view.focus()
+            self.query_one(ScheduleView).focus()
             self.set_status("no host transfers in this module; showing the entry computation's schedule")
+
+    def _fill_tabs(self) -> None:
+        """The Schedule, Computations and Offloads asked tabs (once; before any of them is shown)."""
+        if self._filled:
+            return
+        self._filled = True
+        loaded = self.loaded
+        report = loaded.report
+        view = self.query_one(ScheduleView)
+        view.set_layout(loaded.layout or ScheduleLayout(report), loaded.times)
+        view.show(report.module.entry_name)
+        self.query_one(ComputationTree).set_report(report)
+        self.query_one(IntentView).set_report(report)
 
     def on_resize(self) -> None:
         self._fit_lists()
@@ -141,6 +155,7 @@ class MainScreen(Screen[None]):
     # -- navigation ------------------------------------------------------------
 
     def action_tab(self, name: str) -> None:
+        self._fill_tabs()
         self.query_one("#tabs", TabbedContent).active = name
         focus = {"transfers": "#transfer-table", "schedule": "#schedule-view", "computations": "#tree",
                  "intent": "#intent-scroll"}[name]
@@ -150,6 +165,7 @@ class MainScreen(Screen[None]):
         """Open ``computation`` in the schedule with the cursor on ``name``."""
         if computation not in self.loaded.report.module.computations:
             return
+        self._fill_tabs()
         v = self.verdict
         keep = v if v is not None and (computation in {s.computation for s in v.window}
                                        or computation == v.transfer.computation) else None
@@ -166,6 +182,8 @@ class MainScreen(Screen[None]):
         # The detail pane follows the tab: the transfer under the table's cursor, or the schedule's
         # instruction (it kept the schedule's last instruction after going back to Transfers).
         pane = event.pane.id
+        if pane != "transfers":  # a click on another tab's title
+            self._fill_tabs()
         if pane == "transfers":
             v = self.query_one(TransferTable).selected
             if v is not None:

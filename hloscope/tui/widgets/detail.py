@@ -26,9 +26,6 @@ from textual.widgets.option_list import Option
 from hloscope.analysis.timeline import TransferTiming
 from hloscope.analysis.verdict import Verdict
 from hloscope.hlo.model import Instruction
-from hloscope.render.measured_text import measured_clause
-from hloscope.render.why import explain, slack_clause
-from hloscope.render.xla_text import xla_clause
 from hloscope.tui.format import VERDICT_STYLE, arrow, checkpoint_label, source_words
 from hloscope.tui.load import Loaded
 from hloscope.tui.messages import GoTo
@@ -41,6 +38,10 @@ _MAX_LINKS = 40
 
 
 def instruction_text(loaded: Loaded, ins: Instruction) -> Text:
+    # hloscope.render is imported on the first detail drawn, after the first frame: the package
+    # imports every renderer (~40 ms), which the transfer table does not need
+    from hloscope.render.measured_text import measured_clause
+
     report = loaded.report
     shape = ins.shape
     t = Text()
@@ -98,6 +99,9 @@ def instruction_text(loaded: Loaded, ins: Instruction) -> Text:
 
 
 def verdict_text(loaded: Loaded, v: Verdict) -> Text:
+    from hloscope.render.why import explain, slack_clause  # see instruction_text
+    from hloscope.render.xla_text import xla_clause
+
     t_ = v.transfer
     t = Text()
     t.append(v.verdict.value, style=VERDICT_STYLE[v.verdict])

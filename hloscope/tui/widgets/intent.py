@@ -13,8 +13,6 @@ from rich.text import Text
 from textual.widgets import Static
 
 from hloscope.analysis.intent import IntentAccount, Why, account_of
-from hloscope.render.intent_text import intent_headline, mark, transfers_words
-from hloscope.render.intent_words import asked_policy, asked_words, detail_words
 from hloscope.tui.format import VERDICT_STYLE
 from hloscope.tui.text import shown
 
@@ -25,6 +23,10 @@ MARK_STYLE = {"ok": "bold #a3be8c", "SYNC": "bold #bf616a", "NONE": "bold #bf616
 
 def intent_text(account: IntentAccount | None) -> Text:
     """The pane's text; a line saying why there is nothing when the step's intent is not known."""
+    # imported when the tab is filled, after the first frame (hloscope.render imports every renderer)
+    from hloscope.render.intent_text import intent_headline, mark, transfers_words
+    from hloscope.render.intent_words import asked_policy, asked_words, detail_words
+
     t = Text()
     if account is None:
         t.append("offloads asked for: not known (the step was not traced here and its folder records no trace; "

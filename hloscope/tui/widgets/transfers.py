@@ -71,15 +71,24 @@ class TransferTable(DataTable[Any]):
         rows.sort(key=SORTS[self.sort_index][1])
         self.shown = [v for _, v in rows]
         self.clear()
+        columns = list(self.columns.values())
+        widths = [c.content_width for c in columns]
         for i, v in rows:
             t = v.transfer
             loc = report.source(v)
             exposed = v.est_exposed_us * t.executions
             # names and the source come from the module and its manifest: Text, never markup
-            self.add_row(plain(t.instruction.name), plain(checkpoint_name(t)), arrow(t.direction),
-                         human_bytes(t.bytes), str(t.executions), Text(v.verdict.value, style=VERDICT_STYLE[v.verdict]),
-                         human_us(exposed) if exposed > 0 else "-", plain(short_source(loc)) if loc else "-",
-                         key=str(i))
+            cells = (plain(t.instruction.name), plain(checkpoint_name(t)), Text(arrow(t.direction)),
+                     Text(human_bytes(t.bytes)), Text(str(t.executions)),
+                     Text(v.verdict.value, style=VERDICT_STYLE[v.verdict]),
+                     Text(human_us(exposed) if exposed > 0 else "-"), plain(short_source(loc)) if loc else Text("-"))
+            self.add_row(*cells, key=str(i))
+            widths = [max(w, c.cell_len) for w, c in zip(widths, cells, strict=True)]
+        # The widths DataTable measures on its next idle (each cell's one line), known now: the
+        # first layout (needed_width, MainScreen._fit_lists) and the first paint use them, so the
+        # table is not laid out and drawn once at its header's widths and again at its rows'.
+        for column, width in zip(columns, widths, strict=True):
+            column.content_width = width
         self.border_title = f"transfers {len(self.shown)}/{len(report.verdicts)}"
         self.border_subtitle = self.state
         if keep is not None and keep in self.shown:

@@ -18,9 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, TypeVar, overload
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from hloscope.analysis.cost import CostModel
 from hloscope.analysis.drain import SerialDrain, find_serial_drains
@@ -46,6 +44,9 @@ from hloscope.hlo.model import Module, SourceLocation
 from hloscope.hlo.xla_log import parse_xla_log
 from hloscope.targets import Target
 from hloscope.vocab import LinkMode
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 @dataclass(frozen=True)

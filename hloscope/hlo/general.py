@@ -26,6 +26,7 @@ from itertools import chain
 
 from hloscope.errors import HloParseError
 from hloscope.hlo.building import LITERAL_OPCODES, MAX_NESTING, SECTIONS, canonical_opcode, store_section_item
+from hloscope.hlo.gcpause import paused_gc
 from hloscope.hlo.infer import CALLING, infer_shape
 from hloscope.hlo.model import Computation, Instruction, Module, _name_list
 from hloscope.hlo.shape import Shape, ShapeError, parse_shape
@@ -111,6 +112,9 @@ _ATTR_SPECIAL_RE = re.compile(
     r", (?:literal=|(?:calls|to_apply|condition|body|true_computation|false_computation)=\x02)")
 #: Deepest bracket nesting of an attribute list read whole (deeper ones go to the token reader).
 _PRINTED_DEPTH = 16
+#: Longest attribute list read whole, in characters: beyond, the token reader reads it (it would
+#: otherwise be copied once per instruction of a line that holds many).
+_PRINTED_SPAN = 1 << 15
 
 
 def normalize(text: str) -> str:
@@ -551,11 +555,17 @@ class GeneralParser:
         printer writes it: (attribute text, offset of its first ',', offset after it and the gap
         that follows); None where the token reader must read it."""
         text = self.text
-        eol = text.find("\n", close)
-        rest = text[close:eol if eol >= 0 else self.n].rstrip(" \t\r")
-        if not rest:
+        if not text.startswith(",", close):
+            # No attributes, or they start after a line break or a comment: the token reader's
+            # answer when they do not is "none, and the next token is where they would start".
             after = self.skip(close)
             return None if self.peek(after) == "," else ("", after, after)
+        eol = text.find("\n", close, close + _PRINTED_SPAN)
+        if eol < 0:
+            if self.n - close > _PRINTED_SPAN:
+                return None  # a very long line (or many instructions on one): token by token
+            eol = self.n
+        rest = text[close:eol].rstrip(" \t\r")
         flat = _LINE_STRING_RE.sub("\x01", rest) if '"' in rest else rest
         if _ATTR_ODD_RE.search(flat) is not None or "  " in flat or "{ " in flat or " }" in flat or " ," in flat \
                 or "( " in flat or " )" in flat or "[ " in flat or " ]" in flat:
@@ -770,5 +780,9 @@ class GeneralParser:
 
 
 def parse_general(text: str, path: str | None = None) -> Module:
-    """Parse ``text`` on the general path. Raises :class:`HloParseError`."""
-    return GeneralParser(text, path).parse()
+    """Parse ``text`` on the general path. Raises :class:`HloParseError`.
+
+    The cyclic collector is paused while the (acyclic) model is built, as ``parse_hlo`` does
+    around both paths (hlo/gcpause.py); nested in ``parse_hlo``'s pause, this one does nothing."""
+    with paused_gc():
+        return GeneralParser(text, path).parse()

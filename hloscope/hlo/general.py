@@ -93,7 +93,7 @@ _TUPLE2 = rf"\((?:{_INDEX}(?:{_ARRAY}|{_TUPLE1})(?:, {_INDEX}(?:{_ARRAY}|{_TUPLE
 _SHAPE = rf"(?:{_ARRAY}|{_TUPLE2})"
 _PRINTED_RE = re.compile(
     rf"(ROOT )?%?([A-Za-z0-9_][A-Za-z0-9_.\-]*) = ({_SHAPE}) ([a-z][a-z0-9\-_]*)"
-    rf"\(([{_BARE} ,]*(?:/\*index=[0-9]+\*/[{_BARE} ,]*)*)\)")
+    rf"\(([{_BARE} ,\t\n\r]*(?:/\*index=[0-9]+\*/[{_BARE} ,\t\n\r]*)*)\)")
 _PRINTED_HEADER_RE = re.compile(
     rf"(ENTRY )?%?([A-Za-z0-9_][A-Za-z0-9_.\-]*) "
     rf"\((?:{_INDEX}[A-Za-z0-9_][A-Za-z0-9_.\-]*: {_SHAPE}(?:, {_INDEX}[A-Za-z0-9_][A-Za-z0-9_.\-]*: {_SHAPE})*)?\)"
@@ -114,7 +114,7 @@ _ATTR_SPECIAL_RE = re.compile(
 _PRINTED_DEPTH = 16
 #: Longest attribute list read whole, in characters: beyond, the token reader reads it (it would
 #: otherwise be copied once per instruction of a line that holds many).
-_PRINTED_SPAN = 1 << 15
+_PRINTED_SPAN = 1 << 14
 
 
 def normalize(text: str) -> str:
@@ -551,22 +551,42 @@ class GeneralParser:
         return m.group(1) is not None, m.group(2), pos if m.group(1) is None else m.end(1), m.end() - 1
 
     def printed_attributes(self, close: int) -> tuple[str, int, int] | None:
-        """From ``close`` (past an operand list) to the end of its line, an attribute list as the
-        printer writes it: (attribute text, offset of its first ',', offset after it and the gap
-        that follows); None where the token reader must read it."""
+        """From ``close`` (past an operand list), an attribute list as the printer writes it, to the
+        end of its line (it may start on the next one): (attribute text, offset of its first ',',
+        offset after it and the gap that follows); None where the token reader must read it."""
         text = self.text
         if not text.startswith(",", close):
-            # No attributes, or they start after a line break or a comment: the token reader's
-            # answer when they do not is "none, and the next token is where they would start".
+            # No attributes (the token reader's answer is then "none, and the next token is
+            # where they would start"), or they start after a line break or a comment.
             after = self.skip(close)
-            return None if self.peek(after) == "," else ("", after, after)
-        eol = text.find("\n", close, close + _PRINTED_SPAN)
+            if not text.startswith(",", after):
+                return "", after, after
+            close = after
+        # The line's end, unless another instruction (" = ", or that in a string) comes first, or
+        # the line is very long: those are read token by token.
+        eq = text.find(" = ", close, close + _PRINTED_SPAN)
+        eol = text.find("\n", close, eq if eq >= 0 else close + _PRINTED_SPAN)
         if eol < 0:
-            if self.n - close > _PRINTED_SPAN:
-                return None  # a very long line (or many instructions on one): token by token
+            if eq >= 0 or self.n - close > _PRINTED_SPAN:
+                return None
             eol = self.n
         rest = text[close:eol].rstrip(" \t\r")
+        if not rest.isprintable():
+            return None  # a tab, or a control character (one that could pass for a marker below)
         flat = _LINE_STRING_RE.sub("\x01", rest) if '"' in rest else rest
+        cut = flat.find("/")
+        if cut >= 0:
+            # A comment ending the line: the list ends before it (if it goes on, after the
+            # comment, the check of what follows below sends the line to the token reader).
+            if not flat.startswith(("//", "/*"), cut):
+                return None
+            at = cut  # the same place in ``rest``: past the strings made "\x01" before it
+            before = flat.count("\x01", 0, cut)
+            for k, string in enumerate(_LINE_STRING_RE.finditer(rest)):
+                if k == before:
+                    break
+                at += string.end() - string.start() - 1
+            rest, flat = rest[:at].rstrip(" "), flat[:cut].rstrip(" ")
         if _ATTR_ODD_RE.search(flat) is not None or "  " in flat or "{ " in flat or " }" in flat or " ," in flat \
                 or "( " in flat or " )" in flat or "[ " in flat or " ]" in flat:
             return None
@@ -635,8 +655,9 @@ class GeneralParser:
             line = self.line_of(pos)
         ins = Instruction(name, opcode, text_opcode, wrapped, shape, operands, literal, attr_text,
                           root is not None, line, len(comp.instructions), comp.name)
-        # The attributes start on the instruction's line; an empty list's offset may be on the next.
-        ins.attr_column = after - self._line_start + 1 if attr_text else self.column_of(after)
+        # Past the operand list on the instruction's line, the attributes' column is found inline.
+        ins.attr_column = after - self._line_start + 1 if after == m.end() and "\n" not in body \
+            else self.column_of(after)
         ins.path = self.path
         comp.instructions.append(ins)
         comp.by_name[name] = ins

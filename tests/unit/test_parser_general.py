@@ -219,7 +219,7 @@ def test_general_path_builds_the_fast_paths_model(path: str) -> None:
 
 # -- errors ------------------------------------------------------------------------------------------
 _EDIT_CHARS = ['{', '}', '(', ')', '[', ']', ',', '"', '=', '%', ' ', '\n', '\u00a0', '/*', '//', '*/', "'",
-               'ROOT ', 'ENTRY ', '$', ', x=', '\\']
+               'ROOT ', 'ENTRY ', '$', ', x=', '\\', '\x01', '\t', '\r', ' = ']
 
 
 def edits(path: str, text: str, count: int) -> list[dict[str, Any]]:

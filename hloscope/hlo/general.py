@@ -14,8 +14,13 @@ text normalised to the printer's spacing (comments dropped, line breaks and
 runs of blanks made one space, none inside brackets), or one
 :class:`HloParseError` with the 1-based line and column of the problem. No
 recursion: bracket nesting is tracked with a stack and capped at
-:data:`~hloscope.hlo.building.MAX_NESTING`. Cost is linear in the input; the
-scanner jumps from bracket to bracket with compiled regular expressions.
+:data:`~hloscope.hlo.building.MAX_NESTING`. Cost is linear in the input.
+
+Two readers: a line reader takes an instruction or a computation header laid out as
+XLA's printer writes it whole, with a few compiled regular expressions
+(:meth:`GeneralParser.read_printed_instruction`), and accepts only text the token reader
+would read to the same result; everything else goes to the token reader, which jumps
+from bracket to bracket with compiled regular expressions and reports every error.
 """
 
 from __future__ import annotations

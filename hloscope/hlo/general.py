@@ -562,8 +562,13 @@ class GeneralParser:
         text = self.text
         if not text.startswith(",", close):
             # No attributes (the token reader's answer is then "none, and the next token is
-            # where they would start"), or they start after a line break or a comment.
-            after = self.skip(close)
+            # where they would start"), or they start after a line break or a comment. Nothing
+            # here raises: an error in the operands, read after this, would come first.
+            skipped = _SKIP_RE.match(text, close)
+            assert skipped is not None  # the pattern matches the empty string
+            after = skipped.end()
+            if text.startswith("/*", after):
+                return None  # a comment left open: the token reader reports it
             if not text.startswith(",", after):
                 return "", after, after
             close = after

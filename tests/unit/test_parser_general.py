@@ -308,5 +308,53 @@ def test_general_path_gives_the_recorded_error(path: str, edit: dict[str, Any] |
     assert outcome(text, path) == error
 
 
+# -- where the two readers meet ---------------------------------------------------------------------
+# Hand-written texts at the line reader's edges; what db85855's general path (before the line reader)
+# gave for each: the error (reason, line, column), or the entry's instructions (name, operands,
+# attribute text, line, attribute column).
+_H = "HloModule m\nENTRY e {\n  %x = f32[] parameter(0)\n"
+EDGES: list[tuple[str, Any]] = [
+    (_H + "  ROOT %a = f32[] add(%x,,%x) /* open\n}\n",
+     ('expected an operand', 4, 26)),
+    (_H + "  ROOT %a = f32[] add(%x, %y) /* open\n}\n",
+     ("unterminated comment '/*'", 4, 31)),
+    (_H + "  ROOT %a = f32[] add(%x, %x), b=\x01\n}\n",
+     ("character '\\x01' is not valid HLO outside a string", 4, 34)),
+    (_H + "  ROOT %a = f32[] add(%x, %x), b=1 /* c */, d=2\n}\n",
+     [('x', (), '', 3, 3), ('a', ('x', 'x'), 'b=1, d=2', 4, 30)]),
+    (_H + "  ROOT %a = f32[] add(%x, %x), b=1 // c\n  , d={2}\n}\n",
+     [('x', (), '', 3, 3), ('a', ('x', 'x'), 'b=1, d={2}', 4, 30)]),
+    (_H + "  ROOT %a = f32[] add(%x, %x), b=1\n  {2}\n}\n",
+     [('x', (), '', 3, 3), ('a', ('x', 'x'), 'b=1 {2}', 4, 30)]),
+    (_H + "  %a = f32[] add(%x, %x), b={1}, c=\"s\" %b = f32[] add(%a, %a)\n  ROOT %c = f32[] add(%b, %b), d=\"x\\\"y\" // e\n}\n",
+     [('x', (), '', 3, 3), ('a', ('x', 'x'), 'b={1}, c="s"', 4, 25), ('b', ('a', 'a'), '', 4, 3), ('c', ('b', 'b'), 'd="x\\"y"', 5, 30)]),
+    (_H + "  ROOT ROOT = f32[] add(%x, %x)\n}\n",
+     [('x', (), '', 3, 3), ('ROOT', ('x', 'x'), '', 4, 1)]),
+    (_H + "  ROOT = f32[] add(%x, %x)\n}\n",
+     ("expected an instruction 'name = shape opcode(operands)'", 4, 8)),
+    ("HloModule m\nENTRY (p: f32[]) -> f32[] {\n  ROOT %x = f32[] parameter(0)\n}\n",
+     ("expected a computation '[ENTRY] name [(params) -> shape] {'", 2, 7)),
+    (_H + "  ROOT %a = f32[] add(%x,\n    %x), b={1,\n 2}\n}\n",
+     [('x', (), '', 3, 3), ('a', ('x', 'x'), 'b={1, 2}', 4, 8)]),
+    (_H + "  ROOT %a = f32[] add(%x, %x), to_apply={ROOT y = f32[] parameter(0)}\n}\n",
+     [('x', (), '', 3, 3), ('a', ('x', 'x'), 'to_apply=_', 4, 30)]),
+    (_H + "  ROOT %a = f32[] add(%x, %x), literal=f32[] 1\n}\n",
+     [('x', (), '', 3, 3), ('a', ('x', 'x'), 'literal=f32[] 1', 4, 30)]),
+    (_H + "  ROOT %a = f32[] add(%x, %x), b={{1}, {2}}, c=[a]{b} , d=1\n}\n",
+     [('x', (), '', 3, 3), ('a', ('x', 'x'), 'b={{1}, {2}}, c=[a]{b}, d=1', 4, 30)]),
+]
+
+
+@pytest.mark.parametrize(("text", "want"), EDGES, ids=[str(n) for n in range(len(EDGES))])
+def test_edges_of_the_line_reader_read_as_before(text: str, want: Any) -> None:
+    try:
+        m = parse_general(text, "t.hlo")
+    except HloParseError as e:
+        assert (e.reason, e.line, e.column) == want
+        return
+    got = [(i.name, i.operands, i.attr_text, i.line, i.attr_column) for i in m.entry.instructions]
+    assert got == want
+
+
 if __name__ == "__main__" and sys.argv[1:2] == ["--record"]:
     record()

@@ -103,6 +103,8 @@ _PRINTED_HEADER_RE = re.compile(
     rf"(ENTRY )?%?([A-Za-z0-9_][A-Za-z0-9_.\-]*) "
     rf"\((?:{_INDEX}[A-Za-z0-9_][A-Za-z0-9_.\-]*: {_SHAPE}(?:, {_INDEX}[A-Za-z0-9_][A-Za-z0-9_.\-]*: {_SHAPE})*)?\)"
     rf" -> ({_SHAPE}) \{{")
+#: An operand list as the printer writes it.
+_PRINTED_OPERANDS_RE = re.compile(r"%?[A-Za-z0-9_][A-Za-z0-9_.\-]*(?:, %?[A-Za-z0-9_][A-Za-z0-9_.\-]*)*")
 #: A string closed on its line (the spans _STRING_RE finds there).
 _LINE_STRING_RE = re.compile(r'"[^"\\\n]*(?:\\[^\n][^"\\\n]*)*"')
 #: In an attribute list with its strings made "\x01": a character the printer's layout never
@@ -640,7 +642,15 @@ class GeneralParser:
         operands: tuple[str, ...] = ()
         refs: list[tuple[str, int, str]] = []
         if opcode in LITERAL_OPCODES:
-            literal = normalize(body).strip()
+            literal = body if body.isalnum() else normalize(body).strip()
+        elif _PRINTED_OPERANDS_RE.fullmatch(body):
+            # "%a, %b" as printed: each name ends its piece, so it starts len(name) before the end.
+            names = body.replace("%", "").split(", ")
+            a = m.start(5)
+            for piece, op in zip(body.split(", "), names, strict=True):
+                refs.append((op, a + len(piece) - len(op), "operand"))
+                a += len(piece) + 2
+            operands = tuple(names)
         elif body and ("," in body or normalize(body).strip()):
             names = []
             a = m.start(5)

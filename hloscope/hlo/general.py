@@ -14,8 +14,13 @@ text normalised to the printer's spacing (comments dropped, line breaks and
 runs of blanks made one space, none inside brackets), or one
 :class:`HloParseError` with the 1-based line and column of the problem. No
 recursion: bracket nesting is tracked with a stack and capped at
-:data:`~hloscope.hlo.building.MAX_NESTING`. Cost is linear in the input; the
-scanner jumps from bracket to bracket with compiled regular expressions.
+:data:`~hloscope.hlo.building.MAX_NESTING`. Cost is linear in the input.
+
+Two readers: a line reader takes an instruction or a computation header laid out as
+XLA's printer writes it whole, with a few compiled regular expressions
+(:meth:`GeneralParser.read_printed_instruction`), and accepts only text the token reader
+would read to the same result; everything else goes to the token reader, which jumps
+from bracket to bracket with compiled regular expressions and reports every error.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from itertools import chain
 
 from hloscope.errors import HloParseError
 from hloscope.hlo.building import LITERAL_OPCODES, MAX_NESTING, SECTIONS, canonical_opcode, store_section_item
+from hloscope.hlo.gcpause import paused_gc
 from hloscope.hlo.infer import CALLING, infer_shape
 from hloscope.hlo.model import Computation, Instruction, Module, _name_list
 from hloscope.hlo.shape import Shape, ShapeError, parse_shape
@@ -73,6 +79,49 @@ _CALL_KEYS = frozenset({"calls", "to_apply", "condition", "body", "true_computat
 #: Where a line starts an instruction: "[ROOT] name = " then a shape or an opcode.
 _INSTRUCTION_LINE_RE = re.compile(r"\n[ \t]*((?:ROOT[ \t]+)?%?[A-Za-z0-9_][A-Za-z0-9_.\-]*[ \t]*=[ \t]*[a-z(])")
 _INLINE_RE = re.compile(r"\{(?:[ \t\n\r]+|//[^\n]*|/\*.*?\*/)*(?:ROOT\s+)?%?[A-Za-z0-9_][A-Za-z0-9_.\-]*\s*=", re.S)
+
+# -- printer-shaped lines, read whole ------------------------------------------------
+# A line as XLA's printer writes it is read with a few compiled regular expressions instead
+# of token by token (GeneralParser.read_printed_instruction). The patterns accept only text
+# for which the token reader would build the same instruction: ASCII, single blanks where the
+# printer puts them, brackets balanced, strings closed on the line, no comment but the
+# printer's "/*index=N*/". Anything else (or any doubt) is read by the token reader, which
+# then also reports the error.
+_BARE = r"A-Za-z0-9_\-?=<>%:*#+~@."  # what _BARE_RE reads, "/" excepted
+_INDEX = r"(?:/\*index=[0-9]+\*/)?"
+_LAYOUT_CH = r"[A-Za-z0-9_,:*.]"
+#: An array shape that _PLAIN_SHAPE_RE reads to the same end (a subset of it, ASCII only).
+_ARRAY = (r"[a-z][a-z0-9]*\[[0-9,?<=]*\]"
+          rf"(?:\{{{_LAYOUT_CH}*(?:\({_LAYOUT_CH}*\){_LAYOUT_CH}*)*\}})?")
+_TUPLE1 = rf"\((?:{_INDEX}{_ARRAY}(?:, {_INDEX}{_ARRAY})*)?\)"
+_TUPLE2 = rf"\((?:{_INDEX}(?:{_ARRAY}|{_TUPLE1})(?:, {_INDEX}(?:{_ARRAY}|{_TUPLE1}))*)?\)"
+_SHAPE = rf"(?:{_ARRAY}|{_TUPLE2})"
+_PRINTED_RE = re.compile(
+    rf"(ROOT )?%?([A-Za-z0-9_][A-Za-z0-9_.\-]*) = ({_SHAPE}) ([a-z][a-z0-9\-_]*)"
+    rf"\(([{_BARE} ,\t\n\r]*(?:/\*index=[0-9]+\*/[{_BARE} ,\t\n\r]*)*)\)")
+_PRINTED_HEADER_RE = re.compile(
+    rf"(ENTRY )?%?([A-Za-z0-9_][A-Za-z0-9_.\-]*) "
+    rf"\((?:{_INDEX}[A-Za-z0-9_][A-Za-z0-9_.\-]*: {_SHAPE}(?:, {_INDEX}[A-Za-z0-9_][A-Za-z0-9_.\-]*: {_SHAPE})*)?\)"
+    rf" -> ({_SHAPE}) \{{")
+#: An operand list as the printer writes it.
+_PRINTED_OPERANDS_RE = re.compile(r"%?[A-Za-z0-9_][A-Za-z0-9_.\-]*(?:, %?[A-Za-z0-9_][A-Za-z0-9_.\-]*)*")
+#: A string closed on its line (the spans _STRING_RE finds there).
+_LINE_STRING_RE = re.compile(r'"[^"\\\n]*(?:\\[^\n][^"\\\n]*)*"')
+#: In an attribute list with its strings made "\x01": a character the printer's layout never
+#: holds outside strings (a blank that normalize() would drop or merge is looked for apart).
+_ATTR_ODD_RE = re.compile(rf"[^{_BARE},\[\]{{}}() \x01]")
+#: An innermost bracket group (made "\x02", repeatedly, to leave the top level).
+_GROUP_RE = re.compile(r"\([^(){}\[\]]*\)|\[[^(){}\[\]]*\]|\{[^(){}\[\]]*\}")
+#: The top level of a printer-shaped attribute list: ", name=value" items.
+_ATTR_LIST_RE = re.compile(rf"(?:, [A-Za-z_][A-Za-z0-9_.\-]*=[{_BARE}\x01\x02]+)+")
+#: Items the token reader treats specially: a literal's shape and value, a computation in place.
+_ATTR_SPECIAL_RE = re.compile(
+    r", (?:literal=|(?:calls|to_apply|condition|body|true_computation|false_computation)=\x02)")
+#: Deepest bracket nesting of an attribute list read whole (deeper ones go to the token reader).
+_PRINTED_DEPTH = 16
+#: Longest attribute list read whole, in characters: beyond, the token reader reads it (it would
+#: otherwise be copied once per instruction of a line that holds many).
+_PRINTED_SPAN = 1 << 14
 
 
 def normalize(text: str) -> str:
@@ -418,30 +467,35 @@ class GeneralParser:
     def parse_computation(self, module: Module, pos: int) -> int:
         text = self.text
         start = pos
-        entry = _ENTRY_RE.match(text, pos)
-        if entry is not None:
-            pos = self.skip(entry.end())
-        m = _NAME_RE.match(text, pos)
-        if m is None:
-            raise self.error("expected a computation '[ENTRY] name [(params) -> shape] {'", pos)
-        name = m.group(1)
-        name_pos = pos
-        pos = self.skip(m.end())
-        if self.peek(pos) == "=":
-            raise self.error("instruction outside a computation", start)
-        if self.peek(pos) == "(":
-            pos = self.skip(self.scan_group(pos)[0])
-            if not text.startswith("->", pos):
-                raise self.error("expected '->' and the result shape after the parameters", pos)
-            pos = self.skip(pos + 2)
-            pos = self.skip(self.read_shape(pos, layout_after_blank=False)[1])
-        if self.peek(pos) != "{":
-            raise self.error(f"expected '{{' to open computation '{name}'", pos)
+        printed = self.read_printed_header(pos)
+        if printed is not None:
+            is_entry, name, name_pos, pos = printed
+        else:
+            entry = _ENTRY_RE.match(text, pos)
+            is_entry = entry is not None
+            if entry is not None:
+                pos = self.skip(entry.end())
+            m = _NAME_RE.match(text, pos)
+            if m is None:
+                raise self.error("expected a computation '[ENTRY] name [(params) -> shape] {'", pos)
+            name = m.group(1)
+            name_pos = pos
+            pos = self.skip(m.end())
+            if self.peek(pos) == "=":
+                raise self.error("instruction outside a computation", start)
+            if self.peek(pos) == "(":
+                pos = self.skip(self.scan_group(pos)[0])
+                if not text.startswith("->", pos):
+                    raise self.error("expected '->' and the result shape after the parameters", pos)
+                pos = self.skip(pos + 2)
+                pos = self.skip(self.read_shape(pos, layout_after_blank=False)[1])
+            if self.peek(pos) != "{":
+                raise self.error(f"expected '{{' to open computation '{name}'", pos)
         if name in module.computations:
             raise self.error(f"duplicate computation '{name}'", name_pos)
-        if entry is not None and module.entry_name:
+        if is_entry and module.entry_name:
             raise self.error(f"a second ENTRY computation '{name}' (the entry is '{module.entry_name}')", start)
-        comp = Computation(name=name, is_entry=entry is not None, line=self.line_of(start))
+        comp = Computation(name=name, is_entry=is_entry, line=self.line_of(start))
         module.computations[name] = comp
         if comp.is_entry:
             module.entry_name = name
@@ -460,10 +514,11 @@ class GeneralParser:
         outer_open, self.comp_open = self.comp_open, open_pos
         pos = self.skip(open_pos + 1)
         root_seen = False
-        while self.peek(pos) != "}":
+        text = self.text
+        while not text.startswith("}", pos):
             if pos >= self.n:
                 raise self.unclosed(comp, open_pos)
-            ins, name_pos, pos = self.parse_instruction(comp, pos)
+            ins, name_pos, pos = self.read_printed_instruction(comp, pos) or self.parse_instruction(comp, pos)
             if ins.is_root:
                 if root_seen:
                     raise self.error(f"a second ROOT in '{name}'", name_pos)
@@ -486,6 +541,153 @@ class GeneralParser:
         module.computations[name] = comp
         self.inline_end = self.parse_computation_body(comp, pos)
         return name
+
+    # -- printer-shaped lines ------------------------------------------------------
+    def read_printed_header(self, pos: int) -> tuple[bool, str, int, int] | None:
+        """A computation header as the printer writes it, ``[ENTRY] %name (params) -> shape {``:
+        (is entry, name, offset of the name, offset of the '{'); None where the token reader
+        must read it (it then builds the same or reports the error)."""
+        m = _PRINTED_HEADER_RE.match(self.text, pos)
+        if m is None or (m.group(1) is None and m.group(2) == "ENTRY"):
+            return None  # "ENTRY (p: f32[]) -> ...": the token reader reads ENTRY as the keyword
+        shape_text = m.group(3)
+        try:
+            parse_shape("".join(normalize(shape_text).split()) if shape_text[0] == "(" else shape_text)
+        except ShapeError:
+            return None
+        return m.group(1) is not None, m.group(2), pos if m.group(1) is None else m.end(1), m.end() - 1
+
+    def printed_attributes(self, close: int) -> tuple[str, int, int] | None:
+        """From ``close`` (past an operand list), an attribute list as the printer writes it, to the
+        end of its line (it may start on the next one): (attribute text, offset of its first ',',
+        offset after it and the gap that follows); None where the token reader must read it."""
+        text = self.text
+        if not text.startswith(",", close):
+            # No attributes (the token reader's answer is then "none, and the next token is
+            # where they would start"), or they start after a line break or a comment. Nothing
+            # here raises: an error in the operands, read after this, would come first.
+            skipped = _SKIP_RE.match(text, close)
+            assert skipped is not None  # the pattern matches the empty string
+            after = skipped.end()
+            if text.startswith("/*", after):
+                return None  # a comment left open: the token reader reports it
+            if not text.startswith(",", after):
+                return "", after, after
+            close = after
+        # The line's end, unless another instruction (" = ", or that in a string) comes first, or
+        # the line is very long: those are read token by token.
+        eq = text.find(" = ", close, close + _PRINTED_SPAN)
+        eol = text.find("\n", close, eq if eq >= 0 else close + _PRINTED_SPAN)
+        if eol < 0:
+            if eq >= 0 or self.n - close > _PRINTED_SPAN:
+                return None
+            eol = self.n
+        rest = text[close:eol].rstrip(" \t\r")
+        if not rest.isprintable():
+            return None  # a tab, or a control character (one that could pass for a marker below)
+        flat = _LINE_STRING_RE.sub("\x01", rest) if '"' in rest else rest
+        cut = flat.find("/")
+        if cut >= 0:
+            # A comment ending the line: the list ends before it (if it goes on, after the
+            # comment, the check of what follows below sends the line to the token reader).
+            if not flat.startswith(("//", "/*"), cut):
+                return None
+            at = cut  # the same place in ``rest``: past the strings made "\x01" before it
+            before = flat.count("\x01", 0, cut)
+            for k, string in enumerate(_LINE_STRING_RE.finditer(rest)):
+                if k == before:
+                    break
+                at += string.end() - string.start() - 1
+            rest, flat = rest[:at].rstrip(" "), flat[:cut].rstrip(" ")
+        if _ATTR_ODD_RE.search(flat) is not None or "  " in flat or "{ " in flat or " }" in flat or " ," in flat \
+                or "( " in flat or " )" in flat or "[ " in flat or " ]" in flat:
+            return None
+        depth = 0
+        while "{" in flat or "[" in flat or "(" in flat:
+            flat, groups = _GROUP_RE.subn("\x02", flat)
+            depth += 1
+            if not groups or depth > _PRINTED_DEPTH:
+                return None  # misnested, or deeper than read here
+        if _ATTR_LIST_RE.fullmatch(flat) is None or _ATTR_SPECIAL_RE.search(flat) is not None:
+            return None
+        gap = _SKIP_RE.match(text, close + len(rest))
+        assert gap is not None  # the pattern matches the empty string
+        end = gap.end()
+        if text.startswith((",", "{", "/*"), end):
+            # The list, or its last value, goes on after the line break; or a comment is left
+            # open (the token reader reports it).
+            return None
+        return rest[2:], close, end
+
+    def read_printed_instruction(self, comp: Computation, pos: int) -> tuple[Instruction, int, int] | None:
+        """An instruction laid out on one line as the printer writes it, read whole: what
+        :meth:`parse_instruction` returns for it, or None where that must read it."""
+        text = self.text
+        m = _PRINTED_RE.match(text, pos)
+        if m is None:
+            return None
+        root, name, shape_text, text_opcode, body = m.groups()
+        if name in comp.by_name or (root is None and name == "ROOT"):
+            return None
+        try:
+            shape = parse_shape("".join(normalize(shape_text).split()) if shape_text[0] == "(" else shape_text)
+        except ShapeError:
+            return None
+        attrs = self.printed_attributes(m.end())
+        if attrs is None:
+            return None
+        attr_text, after, end = attrs
+        opcode, wrapped = canonical_opcode(text_opcode)
+        literal = ""
+        operands: tuple[str, ...] = ()
+        refs: list[tuple[str, int, str]] = []
+        if opcode in LITERAL_OPCODES:
+            literal = body if body.isalnum() else normalize(body).strip()
+        elif _PRINTED_OPERANDS_RE.fullmatch(body):
+            # "%a, %b" as printed: each name ends its piece, so it starts len(name) before the end.
+            names = body.replace("%", "").split(", ")
+            a = m.start(5)
+            for piece, op in zip(body.split(", "), names, strict=True):
+                refs.append((op, a + len(piece) - len(op), "operand"))
+                a += len(piece) + 2
+            operands = tuple(names)
+        elif body and ("," in body or normalize(body).strip()):
+            names = []
+            a = m.start(5)
+            for piece in body.split(","):
+                nm = _OPERAND_NAME_RE.fullmatch(normalize(piece).strip() if "/" in piece else piece.strip())
+                if nm is None:
+                    return None  # empty, typed ("f32[] %x") or not a name
+                op = nm.group(1)
+                names.append(op)
+                refs.append((op, a + piece.rfind(op), "operand"))
+                a += len(piece) + 1
+            operands = tuple(names)
+        self.ins_start = pos
+        if pos >= self._line_off:  # line_of(pos), inline: offsets only grow here
+            crossed = text.count("\n", self._line_off, pos)
+            if crossed:
+                self._line_no += crossed
+                self._line_start = text.rfind("\n", self._line_off, pos) + 1
+            self._line_off = pos
+            line = self._line_no
+        else:
+            line = self.line_of(pos)
+        ins = Instruction(name, opcode, text_opcode, wrapped, shape, operands, literal, attr_text,
+                          root is not None, line, len(comp.instructions), comp.name)
+        # Past the operand list on the instruction's line, the attributes' column is found inline.
+        ins.attr_column = after - self._line_start + 1 if after == m.end() and "\n" not in body \
+            else self.column_of(after)
+        ins.path = self.path
+        comp.instructions.append(ins)
+        comp.by_name[name] = ins
+        self.refs.extend(refs)
+        if attr_text:
+            self.called.append((ins, after))
+            if "control-predecessors" in attr_text:
+                for pred in _name_list(ins.attrs.get("control-predecessors", "")):
+                    self.refs.append((pred, after, "control predecessor"))
+        return ins, pos if root is None else m.end(1), end
 
     # -- instructions ---------------------------------------------------------
     def parse_instruction(self, comp: Computation, pos: int) -> tuple[Instruction, int, int]:
@@ -619,5 +821,9 @@ class GeneralParser:
 
 
 def parse_general(text: str, path: str | None = None) -> Module:
-    """Parse ``text`` on the general path. Raises :class:`HloParseError`."""
-    return GeneralParser(text, path).parse()
+    """Parse ``text`` on the general path. Raises :class:`HloParseError`.
+
+    The cyclic collector is paused while the (acyclic) model is built, as ``parse_hlo`` does
+    around both paths (hlo/gcpause.py); nested in ``parse_hlo``'s pause, this one does nothing."""
+    with paused_gc():
+        return GeneralParser(text, path).parse()

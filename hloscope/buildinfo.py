@@ -13,12 +13,13 @@ from pathlib import Path
 __all__ = ["COMPILED_MODULES", "GROUP", "ROOT", "BuildStatus", "build_status", "compiled_files", "source_path",
            "stale_modules"]
 
-#: The modules the build compiles: the parser's and every pass of one whole analysis that
+#: The modules the build compiles: the parser's two paths and every pass of one whole analysis that
 #: benchmarks/bench_passes.py times (not analysis.report: its cached_property needs an instance
 #: __dict__, which a compiled class does not have).
 COMPILED_MODULES = (
     "hloscope.hlo.attributes",
     "hloscope.hlo.building",
+    "hloscope.hlo.general",
     "hloscope.hlo.model",
     "hloscope.hlo.parser",
     "hloscope.hlo.semantics",

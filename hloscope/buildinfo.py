@@ -10,8 +10,8 @@ import importlib.machinery
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["COMPILED_MODULES", "GROUP", "ROOT", "BuildStatus", "build_status", "compiled_files", "source_path",
-           "stale_modules"]
+__all__ = ["COMPILED_MODULES", "GROUP", "ROOT", "BuildStatus", "all_compiled_files", "build_status", "compiled_files",
+           "source_path", "stale_modules"]
 
 #: The modules the build compiles: the parser's fast path and every pass of one whole analysis that
 #: benchmarks/bench_passes.py times (not analysis.report: its cached_property needs an instance
@@ -67,16 +67,29 @@ def compiled_files(module: str, root: Path) -> list[Path]:
             if stem.with_name(stem.name + suffix).exists()]
 
 
+def all_compiled_files(root: Path) -> dict[str, list[Path]]:
+    """Every compiled module file under ``root/hloscope``, by module name: the build's, and any
+    left by an older build whose list was longer (it would shadow its source all the same)."""
+    found: dict[str, list[Path]] = {}
+    package = root / "hloscope"
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        for f in package.rglob("*" + suffix):
+            rel = f.relative_to(root)
+            module = ".".join((*rel.parts[:-1], f.name[: -len(suffix)]))
+            found.setdefault(module, []).append(f)
+    return found
+
+
 def build_status(root: Path = ROOT) -> BuildStatus:
-    compiled: list[str] = []
+    """``stale`` also holds a compiled module the build no longer lists (a leftover)."""
+    files = all_compiled_files(root)
+    order = {m: i for i, m in enumerate(COMPILED_MODULES)}
+    compiled = sorted(files, key=lambda m: (order.get(m, len(order)), m))
     stale: list[str] = []
-    for module in COMPILED_MODULES:
-        files = compiled_files(module, root)
-        if not files:
-            continue
-        compiled.append(module)
+    for module in compiled:
         src = source_path(module, root)
-        if src.exists() and src.stat().st_mtime > min(f.stat().st_mtime for f in files):
+        if module not in order or (src.exists() and src.stat().st_mtime > min(f.stat().st_mtime
+                                                                              for f in files[module])):
             stale.append(module)
     return BuildStatus(tuple(compiled), tuple(stale))
 

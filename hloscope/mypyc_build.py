@@ -25,7 +25,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from hloscope.buildinfo import COMPILED_MODULES, GROUP, ROOT, BuildStatus, build_status, compiled_files, source_path
+from hloscope.buildinfo import COMPILED_MODULES, GROUP, ROOT, BuildStatus, all_compiled_files, build_status, source_path
 
 __all__ = ["build", "clean", "main"]
 
@@ -35,6 +35,7 @@ def build(root: Path = ROOT) -> BuildStatus:
     from mypyc.build import mypycify
     from setuptools import setup
 
+    clean(root)  # nothing of an older build survives it (a module it no longer lists would shadow its source)
     paths = [str(source_path(m, root).relative_to(root)) for m in COMPILED_MODULES]
     options = [] if (root / "pyproject.toml").exists() else ["--ignore-missing-imports"]
     here = os.getcwd()
@@ -53,10 +54,11 @@ def build(root: Path = ROOT) -> BuildStatus:
 
 
 def clean(root: Path = ROOT) -> tuple[Path, ...]:
-    """Remove every compiled file of the build; returns what was removed."""
+    """Remove every compiled module file under the package (this build's and any an older build
+    left) and the shared library; returns what was removed."""
     removed: list[Path] = []
-    for module in COMPILED_MODULES:
-        for f in compiled_files(module, root):
+    for files in all_compiled_files(root).values():
+        for f in files:
             f.unlink()
             removed.append(f)
     for f in root.glob(GROUP + "__mypyc*"):
@@ -88,7 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         status = build_status()
     print(f"compiled: {len(status.compiled)} of {len(COMPILED_MODULES)} modules under {ROOT}")
     for module in status.stale:
-        print(f"stale: {module} (its source is newer than its compiled file: build again or clean)")
+        why = ("its source is newer than its compiled file" if module in COMPILED_MODULES
+               else "left by an older build, which compiled it")
+        print(f"stale: {module} ({why}: build again or clean)")
     return 1 if status.stale else 0
 
 

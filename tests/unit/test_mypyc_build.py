@@ -51,6 +51,14 @@ def test_stale_modules_looks_only_where_a_build_left_its_shared_library(tmp_path
     assert buildinfo.stale_modules(tmp_path) == ()  # the cheap check import hloscope makes
 
 
+def test_a_module_an_older_build_compiled_is_stale_and_cleaned(tmp_path: Path) -> None:
+    src, so = _tree(tmp_path, "hloscope.hlo.general", compiled_after_source=True)  # not in the list
+    assert "hloscope.hlo.general" not in buildinfo.COMPILED_MODULES
+    assert buildinfo.build_status(tmp_path) == buildinfo.BuildStatus(("hloscope.hlo.general",),
+                                                                      ("hloscope.hlo.general",))
+    assert so in mypyc_build.clean(tmp_path) and src.exists() and not so.exists()
+
+
 def test_clean_removes_every_compiled_file_and_nothing_else(tmp_path: Path) -> None:
     src, so = _tree(tmp_path, "hloscope.hlo.parser", compiled_after_source=True)
     other = src.with_name("notes.txt")

@@ -72,11 +72,16 @@ def all_compiled_files(root: Path) -> dict[str, list[Path]]:
     left by an older build whose list was longer (it would shadow its source all the same)."""
     found: dict[str, list[Path]] = {}
     package = root / "hloscope"
-    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        for f in package.rglob("*" + suffix):
+    suffixes = sorted(importlib.machinery.EXTENSION_SUFFIXES, key=len, reverse=True)  # the longest first
+    seen: set[Path] = set()
+    for tail in {s.rsplit(".", 1)[-1] for s in suffixes}:  # "so", "pyd"
+        for f in package.rglob("*." + tail):
+            suffix = next((x for x in suffixes if f.name.endswith(x)), None)
+            if suffix is None or f in seen:
+                continue
+            seen.add(f)
             rel = f.relative_to(root)
-            module = ".".join((*rel.parts[:-1], f.name[: -len(suffix)]))
-            found.setdefault(module, []).append(f)
+            found.setdefault(".".join((*rel.parts[:-1], f.name[: -len(suffix)])), []).append(f)
     return found
 
 

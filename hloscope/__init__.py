@@ -30,9 +30,9 @@ def _warn_if_build_is_stale() -> None:
     say so. Costs one directory listing when nothing was ever compiled."""
     import os
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    package = os.path.dirname(os.path.abspath(__file__))
     try:
-        if not any(n.startswith("hloscope__mypyc") for n in os.listdir(root)):
+        if not any(n.startswith("_compiled__mypyc") for n in os.listdir(package)):  # buildinfo.GROUP_FILE
             return
     except OSError:
         return

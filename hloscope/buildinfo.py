@@ -10,8 +10,8 @@ import importlib.machinery
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["COMPILED_MODULES", "GROUP", "ROOT", "BuildStatus", "all_compiled_files", "build_status", "compiled_files",
-           "source_path", "stale_modules"]
+__all__ = ["COMPILED_MODULES", "GROUP", "GROUP_FILE", "ROOT", "BuildStatus", "all_compiled_files", "build_status",
+           "compiled_files", "group_library_files", "source_path", "stale_modules"]
 
 #: The modules the build compiles: the parser's fast path and every pass of one whole analysis that
 #: benchmarks/bench_passes.py times (not analysis.report: its cached_property needs an instance
@@ -41,8 +41,12 @@ COMPILED_MODULES = (
     "hloscope.analysis.timeline",
     "hloscope.analysis.transfers",
 )
-#: mypyc's name for the one shared library of the build (``hloscope__mypyc.*.so`` beside the package).
-GROUP = "hloscope"
+#: mypyc's name for the one shared library of the build: ``hloscope/_compiled__mypyc.*.so``, inside
+#: the package, so that it imports wherever the package does (beside it, an editable install
+#: run from another folder did not find it).
+GROUP = "hloscope._compiled"
+#: That library's file name, without its extension suffix.
+GROUP_FILE = GROUP.rsplit(".", 1)[-1] + "__mypyc"
 
 ROOT = Path(__file__).resolve().parent.parent  # the folder holding the hloscope package
 
@@ -77,7 +81,7 @@ def all_compiled_files(root: Path) -> dict[str, list[Path]]:
     for tail in {s.rsplit(".", 1)[-1] for s in suffixes}:  # "so", "pyd"
         for f in package.rglob("*." + tail):
             suffix = next((x for x in suffixes if f.name.endswith(x)), None)
-            if suffix is None or f in seen:
+            if suffix is None or f in seen or f.name.startswith(GROUP_FILE):  # the library is no module
                 continue
             seen.add(f)
             rel = f.relative_to(root)
@@ -99,9 +103,15 @@ def build_status(root: Path = ROOT) -> BuildStatus:
     return BuildStatus(tuple(compiled), tuple(stale))
 
 
+def group_library_files(root: Path = ROOT) -> list[Path]:
+    """The build's shared library file(s) (none when nothing was ever compiled)."""
+    return [f for f in (root / "hloscope").glob(GROUP_FILE + "*")
+            if f.name.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))]
+
+
 def stale_modules(root: Path = ROOT) -> tuple[str, ...]:
     """The compiled modules whose source was edited after the build (cheap: a few stat calls,
     and none at all when no module was ever compiled)."""
-    if not any(p.name.startswith(GROUP + "__mypyc") for p in root.glob(GROUP + "__mypyc*")):
+    if not group_library_files(root):
         return ()
     return build_status(root).stale

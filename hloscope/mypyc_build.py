@@ -25,7 +25,16 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from hloscope.buildinfo import COMPILED_MODULES, GROUP, ROOT, BuildStatus, all_compiled_files, build_status, source_path
+from hloscope.buildinfo import (
+    COMPILED_MODULES,
+    GROUP,
+    ROOT,
+    BuildStatus,
+    all_compiled_files,
+    build_status,
+    group_library_files,
+    source_path,
+)
 
 __all__ = ["build", "clean", "main"]
 
@@ -61,10 +70,9 @@ def clean(root: Path = ROOT) -> tuple[Path, ...]:
         for f in files:
             f.unlink()
             removed.append(f)
-    for f in root.glob(GROUP + "__mypyc*"):
-        if f.suffix in (".so", ".pyd"):
-            f.unlink()
-            removed.append(f)
+    for f in group_library_files(root):
+        f.unlink()
+        removed.append(f)
     return tuple(removed)
 
 

@@ -24,7 +24,7 @@ def _tree(tmp_path: Path, module: str, compiled_after_source: bool, group: bool 
     so = src.with_suffix("").with_name(src.stem + SUFFIX)
     so.write_bytes(b"\x7fELF")
     if group:
-        (tmp_path / f"hloscope__mypyc{SUFFIX}").write_bytes(b"\x7fELF")
+        (tmp_path / "hloscope" / f"{buildinfo.GROUP_FILE}{SUFFIX}").write_bytes(b"\x7fELF")
     older, newer = 1_700_000_000, 1_700_000_100
     os.utime(src, (older, newer if not compiled_after_source else older))
     os.utime(so, (older, newer if compiled_after_source else older))
@@ -64,9 +64,16 @@ def test_clean_removes_every_compiled_file_and_nothing_else(tmp_path: Path) -> N
     other = src.with_name("notes.txt")
     other.write_text("kept")
     removed = mypyc_build.clean(tmp_path)
-    assert set(removed) == {so, tmp_path / f"hloscope__mypyc{SUFFIX}"}
+    assert set(removed) == {so, tmp_path / "hloscope" / f"{buildinfo.GROUP_FILE}{SUFFIX}"}
     assert src.exists() and other.exists() and not so.exists()
     assert buildinfo.build_status(tmp_path).compiled == ()
+
+
+def test_the_shared_library_is_inside_the_package_and_init_knows_its_name() -> None:
+    # Beside the package, an editable install run from another folder did not find it (CI's doc
+    # blocks: "No module named 'hloscope__mypyc'").
+    assert buildinfo.GROUP.startswith("hloscope.")
+    assert f'"{buildinfo.GROUP_FILE}' in (ROOT / "hloscope" / "__init__.py").read_text()
 
 
 def test_every_compiled_module_exists_and_none_uses_cached_property() -> None:

@@ -135,15 +135,20 @@ def _session(name: str, cmd: str) -> float:
     return t0
 
 
-def baseline_s() -> float:
-    """tmux session + shell + a bare interpreter printing one word: what every first-screen figure includes."""
-    name = f"hloscope-bench-base-{os.getpid()}"
-    t0 = _session(name, f"exec {sys.executable} -c \"print('loading'); import time; time.sleep(5)\"")
+def _first_frame_s(kind: str, cmd: str) -> float:
+    """tmux start of ``cmd`` -> the pane shows "loading"."""
+    name = f"hloscope-bench-{kind}-{os.getpid()}"
+    t0 = _session(name, cmd)
     try:
         shown, _ = Pane(name).wait_for(lambda s: "loading" in s, 30)
     finally:
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
     return shown - t0
+
+
+def baseline_s() -> float:
+    """tmux session + shell + a bare interpreter printing one word: what every first-screen figure includes."""
+    return _first_frame_s("base", f"exec {sys.executable} -c \"print('loading'); import time; time.sleep(5)\"")
 
 
 _BARE_APP = ("from textual.app import App\nfrom textual.widgets import Static\n"
@@ -152,13 +157,7 @@ _BARE_APP = ("from textual.app import App\nfrom textual.widgets import Static\n"
 
 def bare_textual_s() -> float:
     """tmux start -> a one-Static Textual app's first frame: Textual's own floor for any first screen."""
-    name = f"hloscope-bench-bare-{os.getpid()}"
-    t0 = _session(name, f"exec {sys.executable} -c \"{_BARE_APP}\"")
-    try:
-        shown, _ = Pane(name).wait_for(lambda s: "loading" in s, 30)
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
-    return shown - t0
+    return _first_frame_s("bare", f"exec {sys.executable} -c \"{_BARE_APP}\"")
 
 
 _LOAD_PROBE = """

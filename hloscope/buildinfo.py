@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["COMPILED_MODULES", "GROUP", "GROUP_FILE", "ROOT", "BuildStatus", "all_compiled_files", "build_status",
-           "compiled_files", "group_library_files", "source_path", "stale_modules"]
+           "group_library_files", "source_path", "stale_modules"]
 
 #: The modules the build compiles: the parser's fast path and every pass of one whole analysis that
 #: benchmarks/bench_passes.py times (not analysis.report: its cached_property needs an instance
@@ -62,13 +62,6 @@ class BuildStatus:
 
 def source_path(module: str, root: Path) -> Path:
     return root.joinpath(*module.split(".")).with_suffix(".py")
-
-
-def compiled_files(module: str, root: Path) -> list[Path]:
-    src = source_path(module, root)
-    stem = src.with_suffix("")
-    return [stem.with_name(stem.name + suffix) for suffix in importlib.machinery.EXTENSION_SUFFIXES
-            if stem.with_name(stem.name + suffix).exists()]
 
 
 def all_compiled_files(root: Path) -> dict[str, list[Path]]:

@@ -60,7 +60,7 @@ def tuple_element(comp: Computation, ref: str, line: int, path: str | None,
     by_name = comp.by_name
     prev = by_name.get(base)
     if prev is None:
-        raise TupleElementError(f"operand '{base}' of '{ref}' is not defined before it")
+        raise TupleElementError(f"'{ref}': '{base}' is not defined before this instruction")
     name = base
     made: list[Instruction] = []
     for text in indices:

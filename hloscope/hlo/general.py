@@ -538,7 +538,7 @@ class GeneralParser:
                     raise self.error(f"a second ROOT in '{name}'", name_pos)
                 root_seen = True
         for ref, off, kind in self.refs:
-            if ref not in comp.by_name:
+            if ref not in comp.by_name or "#" in ref:  # name#i (a tuple element) is an operand, never a name
                 raise self.error(f"{kind} '{ref}' is not defined in '{name}'", off)
         self.comp, self.refs, self.ins_start, self.comp_open = outer_comp, outer_refs, outer_start, outer_open
         return self.skip(pos + 1)

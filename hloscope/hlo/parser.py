@@ -360,7 +360,7 @@ class _Parser:
                                      ins.line, max(col, 1))
             if "control-predecessors" in ins.attr_text:
                 for op in ins.control_predecessors:
-                    if op not in known:
+                    if op not in known or "#" in op:  # name#i (a tuple element) is an operand, never a name
                         raise self.error(f"control predecessor '{op}' of '{ins.name}' is not defined", ins.line, 1)
 
     def check_calls(self, module: Module, lines: list[str]) -> None:

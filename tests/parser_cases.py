@@ -30,7 +30,7 @@ class Case:
     xla_at: tuple[int, int] | None  # where XLA's parser (jaxlib 0.10.2) reports the error; None if it accepts
     ours_at: tuple[int, int] | None  # where hloscope reports it
     words: str = ""  # in hloscope's message
-    xla_012_at: tuple[int, int] | None | str = SAME  # where jaxlib 0.12's parser reports it
+    xla_012_at: tuple[int, int] | str | None = SAME  # where jaxlib 0.12's parser reports it
     on_purpose: str = ""  # why hloscope refuses a module one of them reads
 
     def xla_at_for(self, jaxlib: str) -> tuple[int, int] | None:

@@ -816,8 +816,9 @@ class GeneralParser:
                     raise self.error(f"expected an operand '[shape] name', found '{piece[:30]}'",
                                      self.skip(a)) from None
             if compact is not None:
+                # An error is at the operand's start, its shape included, as XLA's parser puts it.
                 names.append(self.tuple_element(comp, compact.group(1) + compact.group(2), self.line_of(self.ins_start),
-                                                self.skip(a) + (len(prefix) + 1 if prefix else 0)))
+                                                self.skip(a)))
                 continue
             assert nm is not None
             names.append(nm.group(1))

@@ -293,7 +293,7 @@ class _Parser:
                 if piece:
                     ops.append(piece.rsplit(None, 1)[-1].lstrip("%"))
             operands = tuple(ops)
-        if "#" in line[start:close] and operands:
+        if operands and line.find("#", start, close) >= 0:
             operands = self.tuple_elements(comp, operands, line, lineno, start, close)
         sep = _SEPARATOR_RE.match(line, close + 1)
         if sep is not None:

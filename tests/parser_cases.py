@@ -1,26 +1,54 @@
-"""Modules XLA's parser (jaxlib 0.10.2) accepts or rejects that hloscope once read the other way.
+"""Modules XLA's parser (jaxlib 0.10.2, 0.12) accepts or rejects that hloscope once read the other way.
 
 Each case is a module as a user meets it (issue 28's held-out set: an async call with
 its computation written in place, an all-reduce over global device ids with no
-channel, XLA's docs pasted with no-break-space indentation, an unclosed brace) and
-where XLA's parser stops (None: it accepts). tests/unit/test_parser_rejects.py checks
-hloscope's side without jaxlib; tests/xla/test_parser_rejects_vs_xla.py asks jaxlib.
+channel, XLA's docs pasted with no-break-space indentation, an unclosed brace; issue 34's:
+XLA 0.12's compact tuple-element operands and late-bound async-update inputs) and where
+each supported XLA's parser stops (None: it accepts). hloscope reads a case when one of
+them does, unless the case says why it refuses it on purpose. tests/unit/test_parser_rejects.py
+checks hloscope's side without jaxlib; tests/xla/test_parser_rejects_vs_xla.py asks the
+installed jaxlib.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tests.xla_corpus import REJECTED_ON_PURPOSE
+
 _ADD = "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\n"
+
+
+#: ``Case.xla_012_at`` when jaxlib 0.12's parser stops where 0.10.2's does.
+SAME = "as jaxlib 0.10.2"
 
 
 @dataclass(frozen=True)
 class Case:
     id: str
     text: str
-    xla_at: tuple[int, int] | None  # where XLA's parser reports the error; None if it accepts
+    xla_at: tuple[int, int] | None  # where XLA's parser (jaxlib 0.10.2) reports the error; None if it accepts
     ours_at: tuple[int, int] | None  # where hloscope reports it
     words: str = ""  # in hloscope's message
+    xla_012_at: tuple[int, int] | str | None = SAME  # where jaxlib 0.12's parser reports it
+    on_purpose: str = ""  # why hloscope refuses a module one of them reads
+
+    def xla_at_for(self, jaxlib: str) -> tuple[int, int] | None:
+        """Where the parser of jaxlib ``jaxlib`` (a version) stops; None if it reads the case."""
+        if jaxlib.startswith("0.12.") and not isinstance(self.xla_012_at, str):
+            return self.xla_012_at
+        return self.xla_at
+
+    @property
+    def some_xla_reads(self) -> bool:
+        return self.xla_at is None or self.xla_012_at is None
+
+
+_TUPLE = "HloModule m\n\nENTRY main {\n  p = (f32[8], (f32[8], s32[])) parameter(0)\n"
+_FOO = ("HloModule m\n\n%foo (p0: f32[], p1: f32[]) -> f32[] {\n  %p0 = f32[] parameter(0)\n  %p1 = f32[] parameter(1)\n"
+        "  ROOT %add = f32[] add(%p0, %p1)\n}\n\nENTRY %main (a: f32[], b: f32[]) -> f32[] {\n"
+        "  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n")
+_NOT_CHAINED = REJECTED_ON_PURPOSE[0][1]
 
 
 CASES = [
@@ -54,4 +82,42 @@ CASES = [
     Case("unclosed attribute brace",
          "HloModule m\n\nENTRY main {\n  p = f32[8,4] parameter(0), sharding={replicated\n"
          "  ROOT n = f32[8,4] negate(p)\n}\n", (4, 30), (4, 39), "'{' is not closed before the next instruction"),
+    # XLA 0.12 prints a tuple element as %name#i in its dumps (--xla_dump_compact_gte); its parser reads
+    # the operand as a get-tuple-element, jaxlib 0.10.2's does not read it.
+    Case("compact tuple element used twice",
+         _TUPLE + "  n = f32[8] negate(p#0)\n  ROOT s = f32[8] add(n, p#0)\n}\n", (5, 21), None, xla_012_at=None),
+    Case("nested compact tuple element",
+         _TUPLE + "  c = s32[] copy(p#1#1)\n  ROOT s = f32[8] add(p#1#0, p#0)\n}\n", (5, 18), None, xla_012_at=None),
+    Case("compact tuple element with blanks, a comment and a line break beside '#'",
+         _TUPLE + "  ROOT s = f32[8] add(p /* x */ # 0, %p#\n 0)\n}\n", (5, 23), None, xla_012_at=None),
+    Case("compact tuple element with its shape",
+         _TUPLE + "  ROOT n = f32[8] negate(f32[8] %p#0)\n}\n", (5, 26), None, xla_012_at=None),
+    Case("compact tuple element of an undefined instruction",
+         _TUPLE + "  ROOT n = f32[8] negate(q#0)\n}\n", (5, 26), (5, 26), "'q' is not defined before this instruction"),
+    Case("compact tuple element of an instruction defined after it",
+         _TUPLE + "  ROOT n = f32[8] negate(t#0)\n  t = (f32[8]) tuple(p#0)\n}\n", (5, 26), (5, 26),
+         "'t' is not defined before this instruction"),
+    Case("compact tuple element out of range",
+         _TUPLE + "  ROOT n = f32[8] negate(p#2)\n}\n", (5, 26), (5, 26), "tuple index 2 is out of range"),
+    Case("compact tuple element of an array",
+         _TUPLE + "  n = f32[8] negate(p#0)\n  ROOT m = f32[8] negate(n#0)\n}\n", (5, 21), (6, 26),
+         "'#' needs a tuple", xla_012_at=(6, 26)),
+    Case("'#' without a tuple index",
+         _TUPLE + "  ROOT n = f32[8] negate(p#)\n}\n", (5, 26), (5, 26), "expected an operand name, found 'p#'"),
+    Case("compact tuple element as a control predecessor",
+         _TUPLE + "  n = f32[8] negate(p#0)\n  ROOT m = f32[8] negate(n), control-predecessors={p#0}\n}\n",
+         (5, 21), (6, 28), "control predecessor 'p#0' is not defined", xla_012_at=(6, 53)),
+    # Late binding (XLA's docs/async_ops.md; XLA 0.12): an async-update binds more inputs of the async call.
+    Case("call-update with a late-bound input",
+         _FOO + "  %s = ((f32[]), (), s32[]) call-start(%a), to_apply=%foo\n"
+         "  %u = ((f32[], f32[]), f32[], s32[]) call-update(%s, %b)\n  ROOT %d = f32[] call-done(%u)\n}\n",
+         (14, 3), None, xla_012_at=None),
+    Case("async-done with a second operand",
+         _FOO + "  %s = ((f32[], f32[]), f32[], s32[]) async-start(%a, %b), calls=%foo\n"
+         "  ROOT %d = f32[] async-done(%s, %b)\n}\n", (14, 1), (13, 9), "an async-done takes one operand",
+         xla_012_at=None, on_purpose=_NOT_CHAINED),
+    Case("async-update whose first operand is not an async op",
+         _FOO + "  %s = ((f32[], f32[]), f32[], s32[]) async-start(%a, %b), calls=%foo\n"
+         "  %u = ((f32[], f32[]), f32[], s32[]) async-update(%a, %s)\n  ROOT %d = f32[] async-done(%u)\n}\n",
+         (14, 3), (13, 4), "an async-update's first operand must be", xla_012_at=None, on_purpose=_NOT_CHAINED),
 ]

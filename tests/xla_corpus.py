@@ -36,6 +36,17 @@ ACCEPTED_ON_PURPOSE: list[tuple[str, str]] = [
      "typed operand shapes and nested instructions' attributes are not checked against their definitions"),
 ]
 
+#: hloscope error pattern -> why hloscope refuses a module that a supported jaxlib's parser reads.
+#: Every module some jaxlib accepts and hloscope rejects must match one (the manifest records which).
+REJECTED_ON_PURPOSE: list[tuple[str, str]] = [
+    (r"an async-done takes one operand|an async-update's first operand must be",
+     "an async chain that does not start at an async-start: jaxlib 0.12's parser reads it (0.10.2's refuses "
+     "it); hloscope pairs a done with its start through the first operand"),
+]
+#: The jaxlib whose verdicts a manifest entry's ``xla_accepts`` records; other jaxlibs' verdicts, where
+#: they differ, are in ``xla_accepts_by_jaxlib`` (version -> verdict).
+PIN_JAXLIB = "0.10.2"
+
 _SPECIAL_OPCODES = {
     "kOptimizationBarrier": "opt-barrier", "kTopK": "topk", "kExp": "exponential",
     "kExpm1": "exponential-minus-one", "kLog1p": "log-plus-one", "kCos": "cosine", "kSin": "sine",
@@ -47,6 +58,29 @@ _SUFFIX_RE = re.compile(r"\.\d+$")
 def load_manifest() -> dict[str, Any]:
     manifest: dict[str, Any] = json.loads((CORPUS / "manifest.json").read_text())
     return manifest
+
+
+def jaxlib_version() -> str:
+    """The installed jaxlib's version (ImportError without one)."""
+    import jaxlib
+
+    return str(jaxlib.__version__)
+
+
+def xla_accepts(entry: dict[str, Any], version: str) -> bool:
+    """Whether jaxlib ``version``'s parser reads the module of a manifest entry (as recorded)."""
+    by: dict[str, bool] = entry.get("xla_accepts_by_jaxlib", {})
+    return by.get(version, bool(entry["xla_accepts"]))
+
+
+def any_xla_accepts(entry: dict[str, Any]) -> bool:
+    """Whether some supported jaxlib's parser reads it: hloscope must read it too, unless the manifest
+    says why it does not (``rejected_on_purpose``)."""
+    return bool(entry["xla_accepts"]) or any(entry.get("xla_accepts_by_jaxlib", {}).values())
+
+
+def rejected_on_purpose(message: str) -> str | None:
+    return next((why for pattern, why in REJECTED_ON_PURPOSE if re.search(pattern, message)), None)
 
 
 def xla_opcode(enum_name: str) -> str:
@@ -93,7 +127,11 @@ def hloscope_verdict(text: str, path: str) -> HloParseError | None:
 
 
 def same_name(ours: str, theirs: str) -> bool:
-    """XLA makes instruction names unique module-wide: a second ``p0`` becomes ``p0.1``."""
+    """XLA makes instruction names unique module-wide: a second ``p0`` becomes ``p0.1``. The
+    get-tuple-element a compact operand ``p0#1#0`` stands for (XLA 0.12) is ``p0#1#0`` in
+    hloscope and ``p0_1_0`` in XLA's parser (hlo/building.py tuple_element)."""
+    if "#" in ours:
+        ours = ours.replace("#", "_")
     if ours == theirs:
         return True
     base = _SUFFIX_RE.sub("", ours)

@@ -85,6 +85,35 @@ def _core_op(module: Module, ins: Instruction) -> Instruction | None:
     return cur
 
 
+def _bound_later(index: ModuleIndex, start: Instruction) -> tuple[list[Shape], Shape | None]:
+    """What an async chain binds after its start (late binding, XLA 0.12; docs/parser.md): the
+    shapes of its async-updates' operands after the first (inputs of the async computation), and
+    the shape of the result where the start leaves it unbound (``()`` at index 1): the first
+    update's that binds it, else the done's. ([], None) for a chain that binds all at its start."""
+    table = index.module.computations[start.computation].by_name
+    late: list[Shape] = []
+    unbound = start.shape.is_tuple and len(start.shape.tuple_shapes) > 1 and start.shape.tuple_shapes[1].is_tuple \
+        and not start.shape.tuple_shapes[1].tuple_shapes
+    result: Shape | None = None
+    cur = start
+    for _ in range(10_000):
+        nxt = next((u for u in index.users(cur) if u.opcode in ("async-update", "async-done")
+                    and u.operands and u.operands[0] == cur.name), None)
+        if nxt is None:
+            break
+        if nxt.opcode == "async-done":
+            if unbound and result is None:
+                result = nxt.shape
+            break
+        late.extend(table[o].shape for o in nxt.operands[1:] if o in table)
+        if unbound and result is None:
+            bound = nxt.shape.tuple_element(1)  # an update's shape is ((operands), result, context...)
+            if bound is not None and not (bound.is_tuple and not bound.tuple_shapes):
+                result = bound
+        cur = nxt
+    return late, result
+
+
 def _is_array(s: Shape) -> bool:
     return not s.is_tuple and s.element_type not in ("token", "opaque") and len(s.dims) > 0
 
@@ -189,6 +218,20 @@ def _find(index: ModuleIndex, host_space: int) -> list[_Found]:
             if is_free(ins) or op in ("all-gather-start", "all-reduce-start", "collective-permute-start"):
                 continue
             operand_shapes = [table[o].shape for o in ins.operands if o in table]
+            if op == "async-start":
+                late, result = _bound_later(index, ins)
+                operand_shapes += late
+                if result is None:
+                    result = value_shape(ins)
+                if not touches_host(ins.shape) and not touches_host(result) \
+                        and not any(touches_host(s) for s in operand_shapes):
+                    continue  # no host memory on either side: not a transfer
+                direction = _classify(result, operand_shapes, host_space)
+                if direction:
+                    core = _core_op(module, ins)
+                    size, core_op = _moved_bytes(module, direction, core, result, operand_shapes, host_space)
+                    out.append(_Found(ins, cname, direction, core_op, size, execs, True, False, host_space))
+                continue
             if not touches_host(ins.shape) and not any(touches_host(s) for s in operand_shapes):
                 continue  # no host memory on either side: not a transfer
             if op == "copy-start":
@@ -197,14 +240,6 @@ def _find(index: ModuleIndex, host_space: int) -> list[_Found]:
                 if direction:
                     size = result.byte_size if direction == TO_HOST else operand_shapes[0].byte_size
                     out.append(_Found(ins, cname, direction, "copy", size, execs, True, False, host_space))
-                continue
-            if op == "async-start":
-                result = value_shape(ins)
-                direction = _classify(result, operand_shapes, host_space)
-                if direction:
-                    core = _core_op(module, ins)
-                    size, core_op = _moved_bytes(module, direction, core, result, operand_shapes, host_space)
-                    out.append(_Found(ins, cname, direction, core_op, size, execs, True, False, host_space))
                 continue
             direction = _classify(ins.shape, operand_shapes, host_space)
             if direction and not is_in_place_access(module, ins):

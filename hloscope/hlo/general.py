@@ -30,7 +30,16 @@ import unicodedata
 from itertools import chain
 
 from hloscope.errors import HloParseError
-from hloscope.hlo.building import LITERAL_OPCODES, MAX_NESTING, SECTIONS, canonical_opcode, store_section_item
+from hloscope.hlo.building import (
+    COMPACT_OPERAND_RE,
+    LITERAL_OPCODES,
+    MAX_NESTING,
+    SECTIONS,
+    TupleElementError,
+    canonical_opcode,
+    store_section_item,
+    tuple_element,
+)
 from hloscope.hlo.gcpause import paused_gc
 from hloscope.hlo.infer import CALLING, infer_shape
 from hloscope.hlo.model import Computation, Instruction, Module, _name_list
@@ -66,6 +75,8 @@ _BARE_RE = re.compile(r"(?:[A-Za-z0-9_\-?=<>%:*#+~@.]|/(?![/*]))+")
 _LITERAL_START_RE = re.compile(r"[-+0-9({]|true\b|false\b|nan\b|inf\b")
 _GAP_RE = re.compile(r'("[^"\\]*(?:\\.[^"\\]*)*")|(?:[ \t\n\r]+|//[^\n]*|/\*.*?\*/)+', re.S)
 _OPERAND_NAME_RE = re.compile(r"%?([A-Za-z0-9_][A-Za-z0-9_.\-]*)")
+#: Blanks (comments already made blanks) on either side of the '#' of a compact tuple element.
+_HASH_GAP_RE = re.compile(r"\s*#\s*")
 # An operand that is itself an instruction: "[shape] opcode(".
 _NESTED_RE = re.compile(r"(?:^|[\]}) ])[a-z][a-z0-9\-_]*\s*\(")
 _GAP_START = frozenset(" \t\n\r/")
@@ -104,7 +115,10 @@ _PRINTED_HEADER_RE = re.compile(
     rf"\((?:{_INDEX}[A-Za-z0-9_][A-Za-z0-9_.\-]*: {_SHAPE}(?:, {_INDEX}[A-Za-z0-9_][A-Za-z0-9_.\-]*: {_SHAPE})*)?\)"
     rf" -> ({_SHAPE}) \{{")
 #: An operand list as the printer writes it.
-_PRINTED_OPERANDS_RE = re.compile(r"%?[A-Za-z0-9_][A-Za-z0-9_.\-]*(?:, %?[A-Za-z0-9_][A-Za-z0-9_.\-]*)*")
+_PRINTED_OPERANDS_RE = re.compile(
+    r"%?[A-Za-z0-9_][A-Za-z0-9_.\-]*(?:#[0-9]+)*(?:, %?[A-Za-z0-9_][A-Za-z0-9_.\-]*(?:#[0-9]+)*)*")
+#: One operand as printed, a compact tuple element (``%name#i``, XLA 0.12) included.
+_PRINTED_OPERAND_RE = re.compile(r"%?([A-Za-z0-9_][A-Za-z0-9_.\-]*(?:#[0-9]+)*)")
 #: A string closed on its line (the spans _STRING_RE finds there).
 _LINE_STRING_RE = re.compile(r'"[^"\\\n]*(?:\\[^\n][^"\\\n]*)*"')
 #: In an attribute list with its strings made "\x01": a character the printer's layout never
@@ -524,7 +538,7 @@ class GeneralParser:
                     raise self.error(f"a second ROOT in '{name}'", name_pos)
                 root_seen = True
         for ref, off, kind in self.refs:
-            if ref not in comp.by_name:
+            if ref not in comp.by_name or "#" in ref:  # name#i (a tuple element) is an operand, never a name
                 raise self.error(f"{kind} '{ref}' is not defined in '{name}'", off)
         self.comp, self.refs, self.ins_start, self.comp_open = outer_comp, outer_refs, outer_start, outer_open
         return self.skip(pos + 1)
@@ -655,7 +669,7 @@ class GeneralParser:
             names = []
             a = m.start(5)
             for piece in body.split(","):
-                nm = _OPERAND_NAME_RE.fullmatch(normalize(piece).strip() if "/" in piece else piece.strip())
+                nm = _PRINTED_OPERAND_RE.fullmatch(normalize(piece).strip() if "/" in piece else piece.strip())
                 if nm is None:
                     return None  # empty, typed ("f32[] %x") or not a name
                 op = nm.group(1)
@@ -673,6 +687,17 @@ class GeneralParser:
             line = self._line_no
         else:
             line = self.line_of(pos)
+        if "#" in body and operands:
+            # Compact tuple elements (name#i): their get-tuple-elements go before this instruction.
+            names = list(operands)
+            kept: list[tuple[str, int, str]] = []
+            for k, (op, at, kind) in enumerate(refs):  # one per operand, in order
+                if "#" in op:
+                    names[k] = self.tuple_element(comp, op, line, at)
+                else:
+                    kept.append((op, at, kind))
+            refs = kept
+            operands = tuple(names)
         ins = Instruction(name, opcode, text_opcode, wrapped, shape, operands, literal, attr_text,
                           root is not None, line, len(comp.instructions), comp.name)
         # Past the operand list on the instruction's line, the attributes' column is found inline.
@@ -777,9 +802,12 @@ class GeneralParser:
                     raise self.error("expected ',' or ')' after a nested instruction", self.skip(end))
                 names.append(ins.name)
                 continue
+            if "#" in piece:
+                piece = _HASH_GAP_RE.sub("#", piece)
             prefix, _, last = piece.rpartition(" ")
             nm = _OPERAND_NAME_RE.fullmatch(last)
-            if nm is None:
+            compact = COMPACT_OPERAND_RE.fullmatch(last) if nm is None and "#" in last else None
+            if nm is None and compact is None:
                 raise self.error(f"expected an operand name, found '{last[:20]}'", self.skip(a))
             if prefix:
                 try:
@@ -787,9 +815,27 @@ class GeneralParser:
                 except ShapeError:
                     raise self.error(f"expected an operand '[shape] name', found '{piece[:30]}'",
                                      self.skip(a)) from None
+            if compact is not None:
+                # An error is at the operand's start, its shape included, as XLA's parser puts it.
+                names.append(self.tuple_element(comp, compact.group(1) + compact.group(2), self.line_of(self.ins_start),
+                                                self.skip(a)))
+                continue
+            assert nm is not None
             names.append(nm.group(1))
             self.refs.append((nm.group(1), a + text[a:b].rfind(nm.group(1)), "operand"))
         return tuple(names)
+
+    def tuple_element(self, comp: Computation, ref: str, line: int, off: int) -> str:
+        """The get-tuple-element a compact operand ``name#i`` (XLA 0.12) stands for, added to
+        ``comp`` before the instruction being read (building.tuple_element); an error at ``off``."""
+        try:
+            name, made = tuple_element(comp, ref, line, self.path, _PLACEHOLDER)
+        except TupleElementError as e:
+            raise self.error(str(e), off) from None
+        for ins in made:
+            if ins.shape is _PLACEHOLDER:
+                self.pending.append((ins, off))
+        return name
 
     # -- inferred shapes ---------------------------------------------------------
     def resolve_shapes(self, module: Module) -> None:

@@ -24,13 +24,16 @@ import re
 from hloscope.errors import HloParseError
 from hloscope.hlo.attributes import AttributeError_, parse_attribute_list, split_top_level
 from hloscope.hlo.building import (
+    COMPACT_OPERAND_RE,
     LITERAL_OPCODES,
     MAX_NESTING,
     NATIVE_ASYNC,
     SECTIONS,
+    TupleElementError,
     canonical_opcode,
     nesting_depth,
     store_section_item,
+    tuple_element,
 )
 from hloscope.hlo.gcpause import paused_gc
 from hloscope.hlo.general import parse_general
@@ -53,6 +56,7 @@ _SECTION_ITEM_RE = re.compile(r"(\d+)\s+(.*)$")
 _NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
 _STRING_RE = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"')
 _THREAD_RE = re.compile(r'\}, execution_thread="([A-Za-z0-9_.\-]+)"')
+_BLANK_BY_HASH_RE = re.compile(r"\s#|#\s")
 
 
 def parse_hlo(text: str, path: str | None = None) -> Module:
@@ -289,6 +293,8 @@ class _Parser:
                 if piece:
                     ops.append(piece.rsplit(None, 1)[-1].lstrip("%"))
             operands = tuple(ops)
+        if operands and line.find("#", start, close) >= 0:
+            operands = self.tuple_elements(comp, operands, line, lineno, start, close)
         sep = _SEPARATOR_RE.match(line, close + 1)
         if sep is not None:
             rest = line[sep.end():]
@@ -321,6 +327,28 @@ class _Parser:
         comp.by_name[name] = ins
         return ins.is_root
 
+    def tuple_elements(self, comp: Computation, operands: tuple[str, ...], line: str, lineno: int, start: int,
+                       close: int) -> tuple[str, ...]:
+        """``operands`` with each compact tuple element (``name#i``, XLA 0.12's dumps) replaced by the
+        get-tuple-element it stands for, added to ``comp`` before the instruction being read
+        (building.tuple_element). Blanks around a '#' are left to the general path."""
+        if _BLANK_BY_HASH_RE.search(line, start, close) is not None:
+            raise self.error("blank beside '#' in an operand", lineno, start + 1)
+        out: list[str] = []
+        for op in operands:
+            if "#" not in op:
+                out.append(op)
+                continue
+            col = line.find(op, start) + 1
+            if COMPACT_OPERAND_RE.fullmatch(op) is None:
+                raise self.error(f"expected an operand name, found '{op[:20]}'", lineno, max(col, 1))
+            try:
+                name = tuple_element(comp, op, lineno, self.path)[0]
+            except TupleElementError as bad:  # not "e": one name, one type (mypyc types it once per function)
+                raise self.error(str(bad), lineno, max(col, 1)) from None
+            out.append(name)
+        return tuple(out)
+
     def check_computation(self, comp: Computation, lines: list[str]) -> None:
         known = comp.by_name
         for ins in comp.instructions:
@@ -332,7 +360,7 @@ class _Parser:
                                      ins.line, max(col, 1))
             if "control-predecessors" in ins.attr_text:
                 for op in ins.control_predecessors:
-                    if op not in known:
+                    if op not in known or "#" in op:  # name#i (a tuple element) is an operand, never a name
                         raise self.error(f"control predecessor '{op}' of '{ins.name}' is not defined", ins.line, 1)
 
     def check_calls(self, module: Module, lines: list[str]) -> None:

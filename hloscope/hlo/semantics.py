@@ -1,12 +1,18 @@
 """The checks XLA's parser itself makes beyond syntax, so that hloscope rejects what it rejects.
 
-XLA's HLO parser (xla/hlo/parser/hlo_parser.cc at the jaxlib pin) refuses, while
-parsing, a few attribute combinations and malformed async chains that are not
-syntax errors. These are those checks, over a module both parser paths have built;
-everything else XLA's verifier would say stays unchecked (docs/parser.md lists
-the deliberate differences). Contract: returns None, or raises one
-:class:`HloParseError` at the instruction's line (and the attribute's column
-where one is to blame), and nothing else. One pass over the instructions.
+XLA's HLO parser (xla/hlo/parser/hlo_parser.cc of the supported jaxlibs, 0.10.2 and 0.12)
+refuses, while parsing, a few attribute combinations and malformed async chains that are
+not syntax errors. These are those checks, over a module both parser paths have built;
+where the two XLAs differ, what either reads is read: an async-update may carry late-bound
+inputs after its first operand and change its shape as they bind, and two async-starts may
+call one computation (XLA 0.12; 0.10.2 wanted one operand and its operand's shape, and one
+async-start per computation). Two chains jaxlib 0.12's parser lets through stay
+refused, because pairing a done with its start follows the first operand: an async-update
+or async-done whose first operand is not an async-start or async-update, and an async-done
+with more than one operand (0.12 drops the others). Everything else XLA's verifier would
+say stays unchecked (docs/parser.md lists the deliberate differences). Contract: returns
+None, or raises one :class:`HloParseError` at the instruction's line (and the attribute's
+column where one is to blame), and nothing else. One pass over the instructions.
 """
 
 from __future__ import annotations
@@ -15,7 +21,6 @@ from collections.abc import Callable
 
 from hloscope.errors import HloParseError
 from hloscope.hlo.model import Instruction, Module
-from hloscope.hlo.shape import Shape
 
 #: Collectives whose group mode XLA's parser derives from channel_id and use_global_device_ids.
 _GROUP_MODE_OPCODES = frozenset({"all-reduce", "all-reduce-start", "reduce-scatter"})
@@ -37,7 +42,6 @@ def check_parser_semantics(module: Module, text: str) -> None:
     def fail(ins: Instruction, message: str, needle: str) -> HloParseError:
         return HloParseError(message, ins.line, column(ins, needle), ins.path)
 
-    async_callers: dict[str, Instruction] = {}
     for comp in module.computations.values():
         for ins in comp.instructions:
             op = ins.opcode
@@ -46,42 +50,31 @@ def check_parser_semantics(module: Module, text: str) -> None:
                     raise fail(ins, f"'{ins.name}' has use_global_device_ids=true without channel_id "
                                     "(XLA's parser refuses it: no group mode fits)", "use_global_device_ids")
             elif op in _ASYNC:
-                _check_async(module, comp.by_name, ins, async_callers, fail)
-
-
-def _same_shape(a: Shape, b: Shape) -> bool:
-    """Equal up to layout, as XLA compares an async-update with its operand."""
-    if a.is_tuple or b.is_tuple:
-        return (a.is_tuple and b.is_tuple and len(a.tuple_shapes) == len(b.tuple_shapes)
-                and all(_same_shape(x, y) for x, y in zip(a.tuple_shapes, b.tuple_shapes, strict=True)))
-    return a.element_type == b.element_type and a.dims == b.dims
+                _check_async(module, comp.by_name, ins, fail)
 
 
 def _check_async(module: Module, by_name: dict[str, Instruction], ins: Instruction,
-                 callers: dict[str, Instruction], fail: Callable[[Instruction, str, str], HloParseError]) -> None:
+                 fail: Callable[[Instruction, str, str], HloParseError]) -> None:
     name = ins.name
-    if ins.opcode == "async-start":
+    if ins.opcode != "async-done":
         shape = ins.shape
         if not (shape.is_tuple and len(shape.tuple_shapes) >= 2 and shape.tuple_shapes[0].is_tuple):
-            raise fail(ins, f"'{name}': an async-start's shape must be ((operands), outputs, state...)", name)
-        # XLA wraps a sugared start's computation in one of its own (call-start may share it).
-        for callee in ins.called_computations if not ins.wrapped_opcode else ():
-            other = callers.get(callee)
-            if other is not None:
-                raise fail(ins, f"computation '{callee}' is called by two async ops ('{other.name}' and "
-                                f"'{name}'); XLA's parser wants one each", callee)
-            callers[callee] = ins
+            raise fail(ins, f"'{name}': an {ins.opcode}'s shape must be ((operands), outputs, state...)", name)
+    if ins.opcode == "async-start":
         return
-    if len(ins.operands) != 1 or by_name.get(ins.operands[0]) is None \
-            or by_name[ins.operands[0]].opcode not in ("async-start", "async-update"):
-        raise fail(ins, f"'{name}': an {ins.opcode} takes one operand, an async-start or async-update", name)
-    previous = by_name[ins.operands[0]]
-    if ins.opcode == "async-update" and not _same_shape(ins.shape, previous.shape):
-        raise fail(ins, f"'{name}': an async-update's shape must be its operand '{previous.name}''s", name)
+    previous = by_name.get(ins.operands[0]) if ins.operands else None
+    if previous is None or previous.opcode not in ("async-start", "async-update"):
+        if ins.opcode == "async-update":
+            raise fail(ins, f"'{name}': an async-update's first operand must be an async-start or async-update "
+                            "(late-bound inputs may follow it)", name)
+        raise fail(ins, f"'{name}': an async-done takes one operand, an async-start or async-update", name)
+    if ins.opcode == "async-done" and len(ins.operands) > 1:
+        raise fail(ins, f"'{name}': an async-done takes one operand, an async-start or async-update "
+                        f"(late-bound inputs go to an async-update)", name)
     start = previous
     seen = 0
     while start.opcode == "async-update" and seen < 10_000:
-        nxt = by_name.get(start.operands[0]) if len(start.operands) == 1 else None
+        nxt = by_name.get(start.operands[0]) if start.operands else None
         if nxt is None:
             return  # reported at that update
         start, seen = nxt, seen + 1

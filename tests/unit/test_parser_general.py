@@ -197,7 +197,7 @@ def test_general_path_builds_the_fast_paths_model(path: str) -> None:
     columns = {(i.computation, i.name): i.attr_column for c in general.computations.values() for i in c.instructions}
     for c in fast.computations.values():
         for i in c.instructions:
-            if i.attr_text:
+            if i.attr_text and "#" not in i.name:  # name#i: a compact tuple element, no text of its own
                 assert columns[i.computation, i.name] == comma_column(lines, i), i.name
     for name, layout in LAYOUTS.items():
         if name == "joined" and any(line.lstrip().startswith("//") for line in lines):
@@ -213,7 +213,7 @@ def test_general_path_builds_the_fast_paths_model(path: str) -> None:
         columns = {(i.computation, i.name): i.attr_column for c in other.computations.values() for i in c.instructions}
         for c in fast.computations.values():
             for i in c.instructions:
-                if i.attr_text and (want := attr_column(i)) is not None:
+                if i.attr_text and "#" not in i.name and (want := attr_column(i)) is not None:
                     assert columns[i.computation, i.name] == want, (name, i.name)
 
 

@@ -15,10 +15,15 @@ from hloscope.hlo.loader import parse_text
 from hloscope.hlo.parser import parse_hlo, parse_printer_shaped
 from tests.conftest import FIXTURES
 from tests.parser_cases import CASES, Case
+from tests.xla_corpus import rejected_on_purpose
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_reads_as_xla_does(case: Case) -> None:
+    # hloscope reads what one supported XLA reads, unless the case says why it refuses it.
+    assert (case.ours_at is None) == (case.some_xla_reads and not case.on_purpose)
+    if case.on_purpose:
+        assert rejected_on_purpose(case.words) == case.on_purpose
     if case.ours_at is None:
         parse_hlo(case.text, "case.hlo").self_check()
         return

@@ -262,6 +262,15 @@ _LEAD_RE = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)*", re.S)
 _HLO_START_RE = re.compile(r"(?:HloModule|ENTRY)\b|%?[\w.\-]+\s*(?:\([^)]*\)\s*->[^{]*)?\{")
 
 
+_MODULE_START_RE = re.compile(rb"(?:\s+|//[^\n]*|/\*.*?\*/)*(?:HloModule|ENTRY)\b", re.S)
+
+
+def starts_like_hlo_module(head: bytes) -> bool:
+    """Whether a file's first bytes open an HLO module (``HloModule`` or ``ENTRY`` after blanks and
+    comments): how a reader of something else (a profile) tells that it was given HLO instead."""
+    return _MODULE_START_RE.match(head) is not None
+
+
 def looks_like_hlo_text(s: str) -> bool:
     """True if ``s`` is HLO text rather than a path: after blanks and comments it
     opens a module (``HloModule``, ``ENTRY``, a computation ``name {``), or it spans

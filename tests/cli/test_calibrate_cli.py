@@ -65,6 +65,35 @@ def test_pgle_profile_needs_its_hlo(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert not (tmp_path / "t.toml").exists()
 
 
+def _written(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda d: d / "no-such.zip", "no-such.zip: cannot read profile: No such file or directory"),
+    (lambda d: _written(d / "empty.zip", b""), "empty.zip: not a usable measured profile: the file is empty"),
+    (lambda d: d, "cannot read profile: Is a directory"),
+    (lambda d: FIXTURES / "mlp_offload.hlo.txt", "mlp_offload.hlo.txt: HLO text, not a measured profile; give the "
+                                                 "profile first"),
+], ids=["missing", "empty", "folder", "HLO file"])
+def test_a_bad_profile_is_named_for_what_it_is(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                make, words: str) -> None:  # type: ignore[no-untyped-def]
+    # Before: each of these said "a PGLE profile does not hold the HLO" (issue 36, item 1)
+    path = make(tmp_path)
+    assert main(["calibrate", str(path), "-o", str(tmp_path / "t.toml")]) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1 and "does not hold the HLO" not in err, err
+    assert not (tmp_path / "t.toml").exists()
+
+
+def test_hlo_given_first_with_a_profile_second_is_said_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prof = tmp_path / "p.pbtxt"
+    prof.write_text('costs { name: "fusion.1" cost_us: 2 }\n')
+    assert main(["calibrate", str(FIXTURES / "mlp_offload.hlo.txt"), str(prof), "-o", str(tmp_path / "t.toml")]) == 2
+    assert "HLO text, not a measured profile" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not (SHARED / "pax_fsdp4_4proc_proc1.zip").is_file(),
                     reason="the full JAX-Toolbox archives are not at ../shared/measured")

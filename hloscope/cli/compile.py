@@ -14,6 +14,7 @@ from hloscope.cli.options import (
     PhaseStatus,
     add_args_options,
     add_compile_options,
+    no_cache,
     request_from_args,
 )
 from hloscope.compile.request import CompileRequest
@@ -76,6 +77,10 @@ class CompileCommand:
         add_report_options(p)
 
     def run(self, args: argparse.Namespace) -> int:
+        with no_cache(args):
+            return self._start(args)
+
+    def _start(self, args: argparse.Namespace) -> int:
         from hloscope.compile.artifacts import check_out_dir, default_folder, holds_request
 
         req = prepare_report(args)  # fail fast on a bad name, before importing jax

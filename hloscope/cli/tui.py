@@ -9,7 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from hloscope.cli.options import add_compile_options, request_from_args
+from hloscope.cli.options import add_compile_options, no_cache, request_from_args
 from hloscope.compile.request import CompileRequest
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, HloscopeError
 from hloscope.targets import DEFAULT_TARGET
@@ -73,7 +73,8 @@ class TuiCommand:
             from hloscope.tui.app import HloscopeApp
 
             app = HloscopeApp(source, compare)
-            app.run()
+            with no_cache(args):
+                app.run()
         finally:
             if spool is not None:
                 shutil.rmtree(spool, ignore_errors=True)

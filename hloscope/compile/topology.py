@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from hloscope.compile.request import CompileRequest
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, HloscopeError
 from hloscope.targets import Target
 
@@ -61,7 +62,7 @@ class Topology:
                 f"host{'s' if self.hosts != 1 else ''} x {self.per_host} GPU{'s' if self.per_host != 1 else ''}")
 
 
-def topology_for(target: Target, devices: int) -> Topology:
+def topology_for(target: Target, devices: int, argument: str = "--devices") -> Topology:
     """The topology of ``devices`` GPUs of ``target`` wired as the target's systems are.
 
     Up to ``gpus_per_host`` GPUs sit in one host (``1x1xN``). More must fill whole hosts;
@@ -70,17 +71,38 @@ def topology_for(target: Target, devices: int) -> Topology:
     16 domains of one 8-GPU host each).
     """
     if devices < 1:
-        raise HloscopeError(f"--devices must be at least 1, got {devices}", EXIT_BAD_INPUT)
+        raise HloscopeError(f"{argument} must be at least 1, got {devices}", EXIT_BAD_INPUT)
     per_host = target.gpus_per_host
     if devices <= per_host:
         return Topology(1, 1, devices)
     if devices % per_host:
-        raise HloscopeError(f"--devices above {per_host} must be a multiple of {per_host} for {target.name} "
+        raise HloscopeError(f"{argument} above {per_host} must be a multiple of {per_host} for {target.name} "
                             f"({per_host} GPUs per host), got {devices}", EXIT_BAD_INPUT)
     hosts = devices // per_host
     domain = target.hosts_per_nvlink_domain
     partitions = next(p for p in range(1, hosts + 1) if hosts % p == 0 and hosts // p <= domain)
     return Topology(partitions, hosts // partitions, per_host)
+
+
+def check_devices(request: CompileRequest, argument: str = "--devices") -> None:
+    """One line (exit 2), before JAX starts, when ``request.devices`` cannot be a mesh of its target
+    (:func:`topology_for`) or does not split its built-in workload's arguments (the device counts
+    the workload takes are named: ``workloads.devices_problem``). ``argument``: how the message
+    names the device count (``--devices``, or the API's ``devices``)."""
+    from hloscope.targets import get_target
+
+    target = get_target(request.target)
+    topology_for(target, request.devices, argument)
+    if request.workload is None:
+        return
+    from hloscope.compile import workloads
+
+    _, cfg = workloads.resolve(request.workload, request.workload_settings)
+    per_host = target.gpus_per_host
+    problem = workloads.devices_problem(request.workload, cfg, request.devices,
+                                        lambda n: n <= per_host or n % per_host == 0, argument)
+    if problem:
+        raise HloscopeError(problem, EXIT_BAD_INPUT)
 
 
 @contextmanager

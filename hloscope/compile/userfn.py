@@ -91,11 +91,17 @@ def parse_args_spec(spec: str, mesh: Any, cwd: str | None = None) -> tuple[Any, 
     return tuple(out)
 
 
-def load_user_fn(ref: str, cwd: str | None = None) -> Any:
-    """Import ``package.module:function`` (the working directory is importable)."""
+def split_ref(ref: str) -> tuple[str, str]:
+    """``package.module:function`` -> (module, function); anything else is one line (exit 2)."""
     mod_name, colon, fn_name = ref.partition(":")
     if not colon or not mod_name or not fn_name:
         raise HloscopeError(f"--fn wants package.module:function, got '{ref}'", EXIT_BAD_INPUT)
+    return mod_name, fn_name
+
+
+def load_user_fn(ref: str, cwd: str | None = None) -> Any:
+    """Import ``package.module:function`` (the working directory is importable)."""
+    mod_name, fn_name = split_ref(ref)
     if cwd:
         sys.path.insert(0, cwd)
     try:

@@ -6,7 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-
 #: A measured profile's kind (``MeasuredProfile.kind``) in the words of the missing-HLO error.
 PROFILE_KIND_WORDS = {"pgle": "a PGLE profile", "trace": "a jax.profiler trace", "xplane": "a jax.profiler trace",
                       "nsys": "this nsys-jax archive"}

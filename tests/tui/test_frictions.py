@@ -169,7 +169,8 @@ def test_tui_dash_reads_the_module_from_stdin_and_opens_it(monkeypatch: pytest.M
         seen["path"], seen["bytes"] = path, path.read_bytes()
 
     monkeypatch.setattr(HloscopeApp, "run", run)
-    monkeypatch.setattr(cli_tui, "use_terminal_for_keys", lambda: seen.setdefault("terminal", True))
+    monkeypatch.setattr(cli_tui, "use_terminal_for_keys",
+                        lambda **kw: seen.setdefault("terminal", kw == {"stdin_held_module": True}))
     assert main(["tui", "-"]) == 0
     assert seen["bytes"] == text and seen["terminal"] is True
     assert not seen["path"].exists()  # the spool folder is removed after the app exits

@@ -84,7 +84,8 @@ class MainScreen(Screen[None]):
                     yield IntentView(id="intent-view")
             yield DetailPane(id="detail")
         yield Static(plain(self._status), id="status")
-        yield Footer()
+        # compact, without the palette's key (Ctrl+P is in the help): every key fits in 80 columns
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         loaded = self.loaded

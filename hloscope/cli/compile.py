@@ -111,8 +111,8 @@ class CompileCommand:
         """The artifact folder holds this very compile: report from it instead of compiling again."""
         from hloscope.artifact import load_report
 
-        print(f"hloscope: note: {out.resolve()} holds this compile (the same request, step code, hloscope and jax); reading it "
-              "instead of compiling again (--force compiles)", file=sys.stderr)
+        print(f"hloscope: note: {out.resolve()} holds this compile (the same request, step code, hloscope and jax); "
+              "reading it instead of compiling again (--force compiles)", file=sys.stderr)
         report = load_report(str(out), args.target or None, req.options)  # named as a fresh compile names it
         with PhaseStatus() as phase:
             return self._finish(args, req, request, report, out, f"artifacts in {out.resolve()} (reused)\n", phase)

@@ -162,7 +162,7 @@ async def test_at_80x24_the_help_and_every_footer_key_fit_on_the_screen() -> Non
         keys = list(footer.query("FooterKey"))
         labels = {str(k.description) for k in keys}
         assert {"Sort", "Quit", "Help", "Search", "Compare", "Export"} <= labels, labels
-        assert all(0 < k.region.width and k.region.right <= SIZE[0] for k in keys), [(k.description, k.region)
+        assert all(k.region.width > 0 and k.region.right <= SIZE[0] for k in keys), [(k.description, k.region)
                                                                                     for k in keys]
         await pilot.press("question_mark")
         await pilot.pause(0.2)

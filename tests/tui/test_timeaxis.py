@@ -77,8 +77,8 @@ def test_a_start_in_flight_across_extrapolated_iterations_shows_the_iteration_th
     # still in flight when the loop's remaining iterations are extrapolated, so its last *fully*
     # simulated execution (TransferTiming.issue_us) is the iteration before: the row showed that
     # iteration's time among the last iteration's rows, and the column ran backwards.
-    from hloscope.analysis.report import analyze_step
     from hloscope.analysis.inputs import StepInputs
+    from hloscope.analysis.report import analyze_step
     from hloscope.hlo.parser import parse_hlo
     from hloscope.targets import get_target
     from tests.unit.test_timeline import _crossing

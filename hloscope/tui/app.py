@@ -73,7 +73,7 @@ class HloscopeApp(App[int]):
         self.failure: HloscopeError | None = None
         self.main: MainScreen | None = None  # once loaded
 
-    def run(self, *, headless: bool = False, **kwargs: Any) -> int | None:  # type: ignore[override]
+    def run(self, *, headless: bool = False, **kwargs: Any) -> int | None:
         """Run on the terminal (one line, exit 2, when there is none: ``tui.terminal``); ``headless``: Pilot, tests."""
         if not headless:
             need_terminal()

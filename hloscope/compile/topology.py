@@ -130,25 +130,36 @@ def _plugin_logging() -> Iterator[None]:
 _DEVICES: dict[tuple[str, str], list[Any]] = {}
 
 
+def _topology_desc(target: Target, topo: Topology, retry: bool) -> Any:
+    """The plugin's compile-only topology; when jax's backends started without the plugin (a
+    computation ran first: ``jaxcompat.register_cuda_plugin_late``), it is registered once more."""
+    from jax.experimental import topologies
+
+    from hloscope.compile import environment
+
+    try:
+        with environment.quiet_native_stderr(), _plugin_logging():
+            return topologies.get_topology_desc(platform="cuda", topology_name="",
+                                                target_config=target.gpu_target_config(), topology=topo.name)
+    except Exception as e:
+        if "topology not implemented" in str(e):
+            from hloscope.compile.jaxcompat import register_cuda_plugin_late
+
+            if retry and register_cuda_plugin_late():
+                return _topology_desc(target, topo, retry=False)
+            raise HloscopeError(environment.STARTED_TOO_EARLY, EXIT_ENVIRONMENT) from None
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+        raise HloscopeError(f"cannot build a compile-only topology {topo.name} for {target.name}: {first}",
+                            EXIT_ENVIRONMENT) from None
+
+
 def compile_only_devices(target: Target, devices: int) -> list[Any]:
     """``devices`` compile-only GPUs of ``target`` (the CUDA plugin's), in id order; cached."""
     from hloscope.compile import environment
 
     environment.prepare()
-    from jax.experimental import topologies
-
     topo = topology_for(target, devices)
     key = (target.gpu_target_config(), topo.name)
     if key not in _DEVICES:
-        try:
-            with environment.quiet_native_stderr(), _plugin_logging():
-                desc = topologies.get_topology_desc(platform="cuda", topology_name="",
-                                                    target_config=target.gpu_target_config(), topology=topo.name)
-        except Exception as e:
-            if "topology not implemented" in str(e):
-                raise HloscopeError(environment.STARTED_TOO_EARLY, EXIT_ENVIRONMENT) from None
-            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
-            raise HloscopeError(f"cannot build a compile-only topology {topo.name} for {target.name}: {first}",
-                                EXIT_ENVIRONMENT) from None
-        _DEVICES[key] = list(desc.devices)
+        _DEVICES[key] = list(_topology_desc(target, topo, retry=True).devices)
     return _DEVICES[key][:devices]

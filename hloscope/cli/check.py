@@ -161,10 +161,11 @@ def baseline_json(subject: Subject) -> str:
 
     from hloscope.check.keys import records_from_report
     from hloscope.render.json_report import report_to_dict
+    from hloscope.units import JSON_US_DIGITS
 
     data = report_to_dict(subject.report)
     for t, r in zip(data["transfers"], records_from_report(subject.report), strict=True):
-        t.setdefault("est_exposed_us", round(r.est_exposed_us, 3))
+        t.setdefault("est_exposed_us", round(r.est_exposed_us, JSON_US_DIGITS))
     return json.dumps(data, indent=2) + "\n"
 
 

@@ -50,10 +50,13 @@ def add_no_cache_option(p: argparse.ArgumentParser,
 
 
 def no_cache(args: argparse.Namespace) -> contextlib.AbstractContextManager[None]:
-    """The compile cache turned off for the block when ``--no-cache`` was given (workers inherit it)."""
+    """The compile cache turned off for the block when ``--no-cache`` was given (workers inherit it).
+    Without it nothing is imported (the TUI's first screen imports no analysis)."""
+    if not getattr(args, "no_cache", False):
+        return contextlib.nullcontext()
     from hloscope.compile.cache import turned_off
 
-    return turned_off(bool(getattr(args, "no_cache", False)))
+    return turned_off(True)
 
 
 def add_host_pool_option(p: argparse.ArgumentParser) -> None:

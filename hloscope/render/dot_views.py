@@ -39,6 +39,7 @@ from hloscope.render.dot_style import (
 from hloscope.render.dot_text import label, line, node_id, shorten, wrapped
 from hloscope.render.table import human_bytes
 from hloscope.render.why import input_hint, slack_clause, use_hint
+from hloscope.units import human_us
 
 DEFAULT_MAX_NODES = 150
 #: Nodes of a transfer view when no --max-nodes is given: the pair, its hints and a window of up
@@ -404,9 +405,9 @@ def _possible_window(ctx: _Context, g: graphviz.Digraph, v: Verdict, slack: Slac
     verdict = ("enough to hide it" if slack.could_hide else "not enough: no placement hides it")
     rows = [line("possible window (dependency graph)", 80),
             *[line(f"{seg.computation} [{seg.first}, {seg.end}) {seg.kind.value}", 80) for seg in slack.segments],
-            f"{slack.possible_ops} compute op(s) ~{slack.possible_compute_us:.1f} us",
-            f"window it got: {slack.got_ops} op(s) ~{slack.got_compute_us:.1f} us",
-            f"transfer ~{slack.transfer_us:.1f} us: {verdict}"]
+            f"{slack.possible_ops} compute op(s) ~{human_us(slack.possible_compute_us)}",
+            f"window it got: {slack.got_ops} op(s) ~{human_us(slack.got_compute_us)}",
+            f"transfer ~{human_us(slack.transfer_us)}: {verdict}"]
     g.node(nid, label=label(*rows), shape="note", style="dashed", color=SLACK_COLOR, fontcolor=SLACK_COLOR,
            fontsize="10")
     ready, needed = ends
@@ -453,8 +454,13 @@ def computation_view(report: Report, name: str, max_nodes: int = DEFAULT_MAX_NOD
              f"{hidden_constants} constant(s) not drawn"]
     notes = []
     if len(keep) < len(shown):
+        # the positions count the constants too, which are not drawn: say so, or 150 read as 0..151
+        among = sum(1 for i in comp.instructions
+                    if i.opcode == "constant" and keep[0].position < i.position < keep[-1].position)
         notes.append(f"showing the first {len(keep)} of {len(shown)} instructions in schedule order "
-                     f"(positions {keep[0].position}..{keep[-1].position}); widen with --max-nodes {len(shown)}")
+                     f"(positions {keep[0].position}..{keep[-1].position}"
+                     + (f", with {among} constant(s) among them not drawn" if among else "")
+                     + f"); widen with --max-nodes {len(shown)}")
     g = new_graph("computation", title + notes)
     for ins in keep:
         g.node(_nid(_key(ins)), **ctx.attrs(ins, [f"#{ins.position}"]))

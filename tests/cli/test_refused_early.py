@@ -40,6 +40,7 @@ def _cli(*argv: str, cwd: Path = ROOT) -> tuple[int, bool, str]:
     (["compile", "--workload", "llama", "--devices", "12"], "--devices above 8 must be a multiple of 8 for h100-sxm"),
     (["compile", "--fn", "nocolon", "--args", "f32[8]"], "--fn wants package.module:function, got 'nocolon'"),
     (["compile", "--fn", "mod:step"], "--fn needs --args describing its abstract arguments"),
+    (["compile", "--workload", "mlp", "--set", "layers=three"], "setting 'layers' wants a whole number, got 'three'"),
     (["check", "--workload", "mlp", "--devices", "7", "--no-config"], f"so it takes {MLP_TAKES}"),
     (["check", "--fn", "nocolon", "--args", "f32[8]", "--no-config"], "--fn wants package.module:function"),
     (["sweep", "mlp", "--devices", "0"], "--devices must be at least 1, got 0"),

@@ -31,6 +31,10 @@ WORKLOADS: dict[str, Workload] = {
 }
 
 
+#: A setting's type in the words of a bad ``--set`` value ("wants a whole number, got 'three'").
+_KIND_WORDS = {int: "a whole number", float: "a number", bool: "true or false", str: "text"}
+
+
 def all_presets() -> dict[str, tuple[Workload, Any]]:
     return {p: (w, cfg) for w in WORKLOADS.values() for p, cfg in w.presets.items()}
 
@@ -62,8 +66,8 @@ def resolve(name: str, overrides: dict[str, str] | None = None) -> tuple[Workloa
             else:
                 changes[key] = type(current)(raw)
         except ValueError:
-            raise HloscopeError(f"setting '{key}' wants a {type(current).__name__}, got '{raw}'",
-                                EXIT_BAD_INPUT) from None
+            raise HloscopeError(f"setting '{key}' wants {_KIND_WORDS.get(type(current), type(current).__name__)}, "
+                                f"got '{raw}'", EXIT_BAD_INPUT) from None
     cfg = dataclasses.replace(cfg, **changes)
     problem = out_of_range(cfg)
     if problem:

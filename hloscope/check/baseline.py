@@ -22,7 +22,6 @@ grew by more than the memory tolerance (or stopped fitting).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -114,20 +113,12 @@ class BaselineDiff:
         return [c for c in self.changes if c.regression]
 
 
-def _as_written(r: TransferRecord) -> TransferRecord:
-    """``r`` with its figures as its JSON report holds them (:data:`JSON_US_DIGITS` decimals)."""
-    return dataclasses.replace(
-        r, est_transfer_us=round(r.est_transfer_us, JSON_US_DIGITS),
-        est_hidden_us=round(r.est_hidden_us, JSON_US_DIGITS),
-        exposed_us=None if r.exposed_us is None else round(r.exposed_us, JSON_US_DIGITS))
-
-
 def snapshot_from_subject(subject: Subject) -> Snapshot:
     """The step's snapshot with its figures as its JSON report (a baseline written from it) holds them,
     so a baseline read back reads the same totals: the sums of unrounded figures differed in the last
     digit shown (a baseline written at 16.7 us/step was read back as 16.8)."""
     m = subject.memory
-    return Snapshot(subject.label, tuple(_as_written(r) for r in records_from_report(subject.report)),
+    return Snapshot(subject.label, tuple(records_from_report(subject.report, JSON_US_DIGITS)),
                     m.device_allocation_bytes if m is not None else None, m.hbm_bytes if m is not None else None,
                     m.fits if m is not None else None)
 

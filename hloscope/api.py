@@ -143,6 +143,10 @@ def compile_step(fn: Any, *abstract_args: Any, target: Target | str = DEFAULT_TA
     from hloscope.compile.scheduler import resolve
 
     tgt = get_target(target) if isinstance(target, str) else target
+    if mesh is None:  # before JAX starts: a device count the target's topology cannot take
+        from hloscope.compile.topology import topology_for
+
+        topology_for(tgt, devices, argument="compile_step's devices")
     request = CompileRequest(target if isinstance(target, str) else tgt.name, devices, fn=callable_name(fn),
                              scheduler=resolve(scheduler, lhs), pipelined=pipelined_offload,
                              xla_flags=tuple(xla_flag_texts(flags or {})),

@@ -123,18 +123,65 @@ class _QuietJaxImport(importlib.abc.MetaPathFinder):
         return spec
 
 
+class _QuietPluginLoader(_QuietLoader):
+    """The CUDA plugin module's loader: its ``initialize()`` (which loads the plugin's shared
+    library at jax's first computation) runs inside :func:`quiet_native_stderr`."""
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        super().exec_module(module)
+        init = getattr(module, "initialize", None)
+        if callable(init):
+            def initialize(*args: Any, **kwargs: Any) -> Any:
+                with quiet_native_stderr():
+                    return init(*args, **kwargs)
+
+            module.initialize = initialize  # type: ignore[attr-defined]
+
+
+#: The CUDA PJRT plugin's module, which jax imports when it starts its backends.
+_CUDA_PLUGIN = re.compile(r"jax_plugins\.xla_cuda\d+$")
+
+
+class _QuietCudaPlugin(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: for the CUDA plugin's module it hands back its own spec with the loader
+    wrapped in :class:`_QuietPluginLoader`, then leaves ``sys.meta_path``."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if not _CUDA_PLUGIN.match(fullname):
+            return None
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _QuietPluginLoader(spec.loader)
+        return spec
+
+
+#: Set (unless already set) by ``import hloscope`` on a machine with no GPU, before jax is imported.
+SKIP_CUDA_CHECK = "JAX_SKIP_CUDA_CONSTRAINTS_CHECK"
+
+
 def quiet_first_jax_import() -> None:
-    """Keep the CUDA plugin's no-GPU lines off stderr when the user's script imports jax.
+    """Keep the CUDA plugin's no-GPU lines off stderr when the user's script imports jax, and let a
+    jax computation run before hloscope compiles.
 
     ``import jax`` discovers the CUDA plugin, whose shared library logs absl's "Could not
     find cuda drivers on your machine" (``cudart_stub.cc``) three times straight to file
     descriptor 2 while it loads, before absl is initialized, so no log level
     (``TF_CPP_MIN_LOG_LEVEL``) reaches it. ``import hloscope`` calls this: a later first
     ``import jax`` runs inside :func:`quiet_native_stderr` (what is not that noise is passed
-    on). Nothing happens when jax is already imported or the machine has a GPU.
+    on), and so does the plugin's ``initialize()`` when jax starts its backends (the first
+    computation). With no GPU the plugin's CUDA version check then fails (jax logs it with a
+    26-line traceback) and the plugin is not registered, so no compile-only GPU exists for the
+    rest of the process: ``JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1`` (what hloscope's compiles set
+    anyway, read when the plugin initializes) keeps it registered, and a computation then runs
+    on the CPU as it would have. Nothing happens when jax is already imported or the machine
+    has a GPU.
     """
     if "jax" in sys.modules or has_gpu() or any(isinstance(f, _QuietJaxImport) for f in sys.meta_path):
         return
+    os.environ.setdefault(SKIP_CUDA_CHECK, "1")
     sys.meta_path.insert(0, _QuietJaxImport())
+    sys.meta_path.insert(1, _QuietCudaPlugin())
 
 

@@ -4,6 +4,9 @@ One definition for every layer (rules, renderers, the CLI, the TUI)."""
 
 from __future__ import annotations
 
+#: Decimals of the microsecond figures in a JSON report (``render.json_report``, ``check --write-baseline``).
+JSON_US_DIGITS = 3
+
 
 def human_bytes(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):

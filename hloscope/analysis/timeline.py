@@ -190,7 +190,11 @@ class Timeline:
     waited for transfers / collectives / other async ops (synchronous ones
     included); the four add up to step_us. loops: every loop run simulated, and
     how. link_mode: the cost model's host-link figure. scheduled: the module carried a
-    schedule (otherwise text order was replayed).
+    schedule (otherwise text order was replayed). reached: per host transfer, when the compute
+    stream last reached its start (µs from the step start): in a loop body, in the last simulated
+    iteration of its last run, the iteration whose slices come last; never moved by extrapolation
+    (a transfer's ``issue_us`` is that of its last *fully* simulated execution, which for one in
+    flight across extrapolated iterations is an earlier iteration's).
     """
 
     slices: dict[Resource, tuple[Slice, ...]]
@@ -203,6 +207,7 @@ class Timeline:
     loops: tuple[LoopRun, ...]
     link_mode: LinkMode
     scheduled: bool
+    reached: dict[tuple[str, str], float] = field(default_factory=dict)
 
     @property
     def extrapolated(self) -> bool:
@@ -467,6 +472,7 @@ class _Sim:
         self.last: dict[tuple[str, str], _Last] = {}
         self.slices: dict[Resource, list[Slice]] = {r: [] for r in RESOURCES}
         self.loops: dict[tuple[str, str], LoopRun] = {}
+        self.reached: dict[tuple[str, str], float] = {}  # host transfer -> when its start was last reached
         self.programs: dict[str, list[tuple[int, Instruction, float]]] = {}
         self.iteration = -1
 
@@ -596,6 +602,7 @@ class _Sim:
             live = self.stream_inflight.setdefault(stream, [])
             ahead = tuple(o.key[1] for o in live if o.finish < 0 or o.finish > self.t)
         if t is not None:
+            self.reached[key] = self.t
             link = self.links[t.direction]
             after = None
             ready = self.t + self.dma_latency  # its bytes flow once the DMA is set up
@@ -671,6 +678,7 @@ class _Sim:
     def _sync_transfer(self, comp: str, ins: Instruction) -> None:
         key = (comp, ins.name)
         t = self.transfers[key]
+        self.reached[key] = self.t
         link = self.links[t.direction]
         flow = _Flow(key, t.bytes, self.t + self.dma_latency)
         link.add(flow)
@@ -747,7 +755,11 @@ class _Sim:
             link.shift(dt)
         for ops in self.inflight.values():
             for op in ops:
-                op.issue += dt
+                # A copy whose bytes had all moved before the gap keeps its issue, as its flow keeps
+                # its finish (the link shifts only unfinished flows): moved, its issue came after its
+                # finish (a 405B step's copy-start.22: issued 48.3 s, finished 1.7 s).
+                if op.flow is None or op.flow.finish < 0 or op.flow.finish > gap_start:
+                    op.issue += dt
                 op.shifted = True
                 if op.flow is None and op.finish >= 0:
                     op.finish += dt
@@ -871,4 +883,4 @@ def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], trans
         )
     a = sim.acc
     return Timeline({r: tuple(v) for r, v in slices.items()}, timings, step, a.compute, a.xfer, a.coll, a.other,
-                    tuple(sim.loops.values()), cost.link_mode, module.is_scheduled)
+                    tuple(sim.loops.values()), cost.link_mode, module.is_scheduled, dict(sim.reached))

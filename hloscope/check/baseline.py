@@ -32,7 +32,7 @@ from typing import Any
 from hloscope.check.keys import TransferRecord, records_from_json, records_from_report, verdict_rank
 from hloscope.check.subject import Subject
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
-from hloscope.units import human_bytes, human_us
+from hloscope.units import JSON_US_DIGITS, human_bytes, human_us
 
 
 @dataclass(frozen=True)
@@ -114,8 +114,11 @@ class BaselineDiff:
 
 
 def snapshot_from_subject(subject: Subject) -> Snapshot:
+    """The step's snapshot with its figures as its JSON report (a baseline written from it) holds them,
+    so a baseline read back reads the same totals: the sums of unrounded figures differed in the last
+    digit shown (a baseline written at 16.7 us/step was read back as 16.8)."""
     m = subject.memory
-    return Snapshot(subject.label, tuple(records_from_report(subject.report)),
+    return Snapshot(subject.label, tuple(records_from_report(subject.report, JSON_US_DIGITS)),
                     m.device_allocation_bytes if m is not None else None, m.hbm_bytes if m is not None else None,
                     m.fits if m is not None else None)
 

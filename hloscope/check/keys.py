@@ -137,7 +137,10 @@ def _checkpoint_of(v: Verdict) -> str | None:
     return str(name) if name else None
 
 
-def _record_from_verdict(report: Report, v: Verdict) -> TransferRecord:
+def _record_from_verdict(report: Report, v: Verdict, digits: int | None = None) -> TransferRecord:
+    def us(x: float) -> float:
+        return x if digits is None else round(x, digits)
+
     t = v.transfer
     loc = report.source(v)
     op_name = t.instruction.metadata.get("op_name", "")
@@ -145,8 +148,8 @@ def _record_from_verdict(report: Report, v: Verdict) -> TransferRecord:
     full = str(loc) if loc else ""
     key = TransferKey(checkpoint or op_label(op_name), source_key(full), str(t.direction))
     return TransferRecord(key, t.instruction.name, t.computation, t.op, t.bytes, t.executions, v.verdict,
-                          v.est_transfer_us, v.est_hidden_us, full, op_name, checkpoint, t.instruction.line, v,
-                          v.est_exposed_us)
+                          us(v.est_transfer_us), us(v.est_hidden_us), full, op_name, checkpoint, t.instruction.line,
+                          v, us(v.est_exposed_us))
 
 
 def number_occurrences(records: Iterable[TransferRecord]) -> list[TransferRecord]:
@@ -164,9 +167,10 @@ def number_occurrences(records: Iterable[TransferRecord]) -> list[TransferRecord
     return out
 
 
-def records_from_report(report: Report) -> list[TransferRecord]:
-    """One record per verdict, in the report's order, with occurrences numbered."""
-    return number_occurrences(_record_from_verdict(report, v) for v in report.verdicts)
+def records_from_report(report: Report, digits: int | None = None) -> list[TransferRecord]:
+    """One record per verdict, in the report's order, with occurrences numbered. ``digits``: the
+    figures rounded to that many decimals, as a JSON report of the step holds them (a baseline)."""
+    return number_occurrences(_record_from_verdict(report, v, digits) for v in report.verdicts)
 
 
 def transfer_key(report: Report, verdict: Verdict) -> TransferKey:

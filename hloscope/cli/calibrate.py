@@ -6,6 +6,25 @@ import argparse
 import sys
 from pathlib import Path
 
+#: A measured profile's kind (``MeasuredProfile.kind``) in the words of the missing-HLO error.
+PROFILE_KIND_WORDS = {"pgle": "a PGLE profile", "trace": "a jax.profiler trace", "xplane": "a jax.profiler trace",
+                      "nsys": "this nsys-jax archive"}
+
+
+def refuse_hlo_as_profile(path: str) -> None:
+    """An HLO file given as PROFILE (the order swapped, or the profile left out) is one line saying so."""
+    from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+    from hloscope.hlo.loader import starts_like_hlo_module
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return  # the profile reader words a missing or unreadable path
+    if starts_like_hlo_module(head):
+        raise HloscopeError(f"{path}: HLO text, not a measured profile; give the profile first, then the module: "
+                            "hloscope calibrate PROFILE HLO -o FILE.toml", EXIT_BAD_INPUT)
+
 
 class CalibrateCommand:
     """calibrate: fit a target's figures to a measured GPU profile and write a target file.
@@ -47,11 +66,14 @@ class CalibrateCommand:
                                 EXIT_BAD_INPUT)
         if out.exists() and not args.force:
             raise HloscopeError(f"{out} exists; pass --force to overwrite it", EXIT_BAD_INPUT)
+        refuse_hlo_as_profile(args.profile)
         hlo = args.hlo or (args.profile if is_nsys_archive(args.profile) else None)
-        if hlo is None:
-            raise HloscopeError(f"{args.profile}: a PGLE profile does not hold the HLO; give the optimized module "
-                                "it was measured on as HLO", EXIT_BAD_INPUT)
+        # Read first: a missing, empty or unreadable PROFILE is said as such, not as a missing HLO.
         profile = load_measured(args.profile)
+        if hlo is None:
+            raise HloscopeError(f"{args.profile}: {PROFILE_KIND_WORDS.get(profile.kind, 'this profile')} does not "
+                                "hold the HLO; give the optimized module it was measured on as HLO "
+                                "(hloscope calibrate PROFILE HLO -o FILE.toml)", EXIT_BAD_INPUT)
         step = read_step(hlo, args.target)
         options = AnalysisOptions(compare_with=profile)
         before = analyze_step(step.inputs, step.target, options)

@@ -138,16 +138,17 @@ def load_subject(cfg: CheckConfig) -> Subject:
     target = get_target(cfg.target or DEFAULT_TARGET)
     if cfg.workload or cfg.fn:
         from hloscope.api import compile_subject
-        from hloscope.cli.options import note_jax_version
+        from hloscope.cli.options import check_request, note_jax_version
         from hloscope.compile.request import CompileRequest
 
+        request = CompileRequest(target.name, cfg.devices, workload=cfg.workload or None,
+                                 sets=tuple(cfg.sets.items()), fn=cfg.fn or None,
+                                 args=cfg.args if cfg.fn else None,
+                                 cwd=str(Path.cwd()) if cfg.fn else None,
+                                 memory_fraction=cfg.memory_fraction)
+        check_request(request)  # before JAX starts
         note_jax_version()
-
-        return compile_subject(CompileRequest(target.name, cfg.devices, workload=cfg.workload or None,
-                                              sets=tuple(cfg.sets.items()), fn=cfg.fn or None,
-                                              args=cfg.args if cfg.fn else None,
-                                              cwd=str(Path.cwd()) if cfg.fn else None,
-                                              memory_fraction=cfg.memory_fraction))
+        return compile_subject(request)
     if cfg.path:  # an artifact folder brings its own target unless one was given
         return load_path(cfg.path, get_target(cfg.target) if cfg.target else None, cfg.unoptimized)
     raise HloscopeError("nothing given to check: PATH, --workload or --fn (or path / workload / fn in "
@@ -160,10 +161,11 @@ def baseline_json(subject: Subject) -> str:
 
     from hloscope.check.keys import records_from_report
     from hloscope.render.json_report import report_to_dict
+    from hloscope.units import JSON_US_DIGITS
 
     data = report_to_dict(subject.report)
     for t, r in zip(data["transfers"], records_from_report(subject.report), strict=True):
-        t.setdefault("est_exposed_us", round(r.est_exposed_us, 3))
+        t.setdefault("est_exposed_us", round(r.est_exposed_us, JSON_US_DIGITS))
     return json.dumps(data, indent=2) + "\n"
 
 
@@ -204,7 +206,7 @@ class CheckCommand:
     """
 
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
-        from hloscope.cli.options import add_args_options, fraction
+        from hloscope.cli.options import add_args_options, add_no_cache_option, fraction
         from hloscope.render.check_report import CHECK_FORMATS
 
         p.add_argument("path", metavar="PATH", nargs="?", help="HLO file, XLA dump folder or artifact folder")
@@ -218,6 +220,7 @@ class CheckCommand:
                        help="compile as JAX on a GPU whose allocator takes F of the HBM "
                             "(XLA_PYTHON_CLIENT_MEM_FRACTION)")
         p.add_argument("--target", default=None, help="target name or .toml/.json file (default h100-sxm)")
+        add_no_cache_option(p)
         p.add_argument("--unoptimized", metavar="FILE", help="the unoptimized module, for annotations-accounted")
         p.add_argument("--config", metavar="PYPROJECT", help="read [tool.hloscope] from this file")
         p.add_argument("--no-config", action="store_true", help="ignore pyproject.toml")
@@ -248,7 +251,10 @@ class CheckCommand:
         # The pool the step will run with: the setting, else the environment's variable, else PJRT's 64 GiB.
         cfg = dataclasses.replace(cfg, host_pool_gb=host_pool_bytes(cfg.host_pool_gb, os.environ) / (1 << 30))
         baseline = load_snapshot(cfg.baseline) if cfg.baseline else None  # a bad baseline fails before compiling
-        subject = load_subject(cfg)
+        from hloscope.cli.options import no_cache
+
+        with no_cache(args):
+            subject = load_subject(cfg)
         result = run_check(subject, cfg, baseline)
         if args.write_baseline:
             write_baseline(subject, args.write_baseline)

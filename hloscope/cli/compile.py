@@ -14,6 +14,7 @@ from hloscope.cli.options import (
     PhaseStatus,
     add_args_options,
     add_compile_options,
+    no_cache,
     request_from_args,
 )
 from hloscope.compile.request import CompileRequest
@@ -37,8 +38,10 @@ class CompileCommand:
     target, devices and every --set or scheduling option) with the optimized and
     unoptimized HLO, memory figures, flags, versions and the analysis, then prints
     the report. An existing folder is replaced only with --force; one that
-    holds this very compile (the same options, hloscope and jax; built-in
-    workloads) is read instead of compiling again.
+    holds this very compile (the same options, hloscope and jax, and for --fn
+    the same source files of your step's module) is read instead of compiling
+    again, and one that holds the same options compiled from other code is
+    compiled again.
     On a terminal a status line names the phase (starting JAX, tracing,
     lowering, XLA compile, analysis, writing artifacts).
     Exit codes: 0 ok, 1 --fail-on hit or --require-fit and it does not fit,
@@ -76,7 +79,11 @@ class CompileCommand:
         add_report_options(p)
 
     def run(self, args: argparse.Namespace) -> int:
-        from hloscope.compile.artifacts import check_out_dir, default_folder, holds_request
+        with no_cache(args):
+            return self._start(args)
+
+    def _start(self, args: argparse.Namespace) -> int:
+        from hloscope.compile.artifacts import check_out_dir, default_folder, holds_earlier_build, holds_request
 
         req = prepare_report(args)  # fail fast on a bad name, before importing jax
         if args.what_if_memory is not None and args.fn:
@@ -90,22 +97,28 @@ class CompileCommand:
         out_dir = Path(args.out) if args.out else default_folder(request)
         if not args.force and holds_request(out_dir.resolve(), request):
             return self._reuse(args, req, request, out_dir)
-        check_out_dir(out_dir.resolve(), args.force)  # before the compile, not after it
+        force = bool(args.force)
+        if not force and holds_earlier_build(out_dir.resolve(), request):
+            # this very request, compiled from other code: its own earlier output, replaced without --force
+            print(f"hloscope: note: {out_dir.resolve()} holds this request compiled from other inputs (your step's "
+                  "code, hloscope, jax or the JAX/XLA environment changed since); compiling again", file=sys.stderr)
+            force = True
+        check_out_dir(out_dir.resolve(), force)  # before the compile, not after it
         with PhaseStatus() as phase:
-            return self._run(args, req, request, out_dir, phase)
+            return self._run(args, req, request, out_dir, phase, force)
 
     def _reuse(self, args: argparse.Namespace, req: ReportRequest, request: CompileRequest, out: Path) -> int:
         """The artifact folder holds this very compile: report from it instead of compiling again."""
         from hloscope.artifact import load_report
 
-        print(f"hloscope: note: {out.resolve()} holds this compile (the same request, hloscope and jax); reading it "
-              "instead of compiling again (--force compiles)", file=sys.stderr)
+        print(f"hloscope: note: {out.resolve()} holds this compile (the same request, step code, hloscope and jax); "
+              "reading it instead of compiling again (--force compiles)", file=sys.stderr)
         report = load_report(str(out), args.target or None, req.options)  # named as a fresh compile names it
         with PhaseStatus() as phase:
             return self._finish(args, req, request, report, out, f"artifacts in {out.resolve()} (reused)\n", phase)
 
     def _run(self, args: argparse.Namespace, req: ReportRequest, request: CompileRequest, out_dir: Path,
-             phase: PhaseStatus) -> int:
+             phase: PhaseStatus, force: bool) -> int:
         from hloscope.api import save_artifacts
         from hloscope.compile.jobs import compile_request
 
@@ -113,7 +126,7 @@ class CompileCommand:
         step = compile_request(request, req.options, phase, source_path=str(out_dir / "optimized.hlo.txt"))
         result, report, extra = step.result, step.report, step.extra
         phase(PHASE_WRITING)
-        out = save_artifacts(out_dir, result, report, extra, force=args.force, request=request)
+        out = save_artifacts(out_dir, result, report, extra, force=force, request=request)
         return self._finish(args, req, request, report, out,
                             f"compiled in {result.compile_seconds:.1f} s; artifacts in {out}\n", phase)
 

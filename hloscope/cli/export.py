@@ -46,8 +46,8 @@ class ExportCommand:
         files = build(report)
         existing = sorted(name for name in files if (out / name).exists())
         if existing and not args.force:
-            raise HloscopeError(f"{out}: {', '.join(existing)} already exist(s); --force replaces them",
-                                EXIT_BAD_INPUT)
+            verb, them = ("already exists", "it") if len(existing) == 1 else ("already exist", "them")
+            raise HloscopeError(f"{out}: {', '.join(existing)} {verb}; --force replaces {them}", EXIT_BAD_INPUT)
         out.mkdir(parents=True, exist_ok=True)
         for name, text in files.items():
             (out / name).write_text(text, encoding="utf-8")

@@ -6,6 +6,7 @@ Light to import (no analysis, no JAX), so a command that only needs these starts
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Mapping
@@ -39,6 +40,23 @@ def add_compile_options(p: argparse.ArgumentParser) -> None:
                    help="compile as JAX on a GPU whose allocator takes F of the HBM (XLA_PYTHON_CLIENT_MEM_FRACTION; "
                         "JAX's default 0.75): XLA's scheduler plans for it and the step must fit in it; default: "
                         "as a compile-only device, where XLA plans for 80%% of the HBM")
+    add_no_cache_option(p)
+
+
+def add_no_cache_option(p: argparse.ArgumentParser,
+                        text: str = "compile again; neither read nor fill the compile cache") -> None:
+    """``--no-cache``: every command that compiles takes it (HLOSCOPE_NO_CACHE=1 for the run)."""
+    p.add_argument("--no-cache", action="store_true", help=text)
+
+
+def no_cache(args: argparse.Namespace) -> contextlib.AbstractContextManager[None]:
+    """The compile cache turned off for the block when ``--no-cache`` was given (workers inherit it).
+    Without it nothing is imported (the TUI's first screen imports no analysis)."""
+    if not getattr(args, "no_cache", False):
+        return contextlib.nullcontext()
+    from hloscope.compile.cache import turned_off
+
+    return turned_off(True)
 
 
 def add_host_pool_option(p: argparse.ArgumentParser) -> None:
@@ -159,11 +177,32 @@ def note_jax_version() -> None:
 _JAX_NOTED = False
 
 
+def check_request(request: CompileRequest) -> None:
+    """What a compile can be refused for before JAX starts, each in one line (exit 2): an ``--fn``
+    that is not ``module:function`` or has no ``--args``, a device count the target's topology or the
+    workload's shardings cannot take (``hloscope.compile.topology.check_devices``)."""
+    from hloscope.compile.topology import check_devices
+
+    if request.fn is not None:
+        from hloscope.compile.userfn import split_ref
+
+        split_ref(request.fn)
+        if not request.args:
+            raise HloscopeError("--fn needs --args describing its abstract arguments", EXIT_BAD_INPUT)
+    check_devices(request)
+
+
 def request_from_args(args: argparse.Namespace, workload: str | None = None,
                       fn: str | None = None) -> CompileRequest:
     """The :class:`~hloscope.compile.request.CompileRequest` the compile options ask for (a built-in
-    ``workload``, else the user's ``fn`` with ``args.args``)."""
+    ``workload``, else the user's ``fn`` with ``args.args``), checked (:func:`check_request`)."""
+    request = _request(args, workload, fn)
+    check_request(request)
     note_jax_version()
+    return request
+
+
+def _request(args: argparse.Namespace, workload: str | None, fn: str | None) -> CompileRequest:
     return CompileRequest(
         args.target or DEFAULT_TARGET, args.devices, workload=None if fn else workload,
         sets=tuple(parse_sets(args.set).items()),

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from hloscope.cli.analyze import open_output
-from hloscope.cli.options import fraction, note_jax_version, parse_sets
+from hloscope.cli.options import add_no_cache_option, check_request, fraction, note_jax_version, parse_sets
+from hloscope.compile.request import CompileRequest
 from hloscope.compile.sweep import SCHEDULERS
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_COMPILE_FAILED, EXIT_UNKNOWN_NAME, HloscopeError
 from hloscope.render import RenderOptions, pick
@@ -66,7 +67,7 @@ class SweepCommand:
         p.add_argument("--executor", choices=("local", "ray"), default="local",
                        help="local worker processes (default) or one Ray task per cell")
         p.add_argument("--address", metavar="HOST:PORT", help="Ray head to run on (default: start Ray here)")
-        p.add_argument("--no-cache", action="store_true", help="compile every cell; neither read nor fill the cache")
+        add_no_cache_option(p, "compile every cell; neither read nor fill the cache")
         p.add_argument("--memory-fraction", type=fraction, default=None, metavar="F",
                        help="compile every cell as JAX on a GPU whose allocator takes F of the HBM "
                             "(XLA_PYTHON_CLIENT_MEM_FRACTION); default: as a compile-only device (XLA plans for 80%%)")
@@ -95,6 +96,8 @@ class SweepCommand:
         get_target(args.target)
         sets = parse_sets(args.set)
         workloads.resolve(args.workload, sets)  # validate names before spawning workers
+        # a device count the target or the workload cannot take: one line now, not one failure per cell
+        check_request(CompileRequest(args.target, args.devices, workload=args.workload, sets=tuple(sets.items())))
         note_jax_version()
         policies = [p.strip() for p in args.policies.split(",") if p.strip()]
         for p in policies:

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
-from hloscope.cli.options import add_compile_options, request_from_args
+from hloscope.cli.options import add_compile_options, no_cache, request_from_args
 from hloscope.compile.request import CompileRequest
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, HloscopeError
 from hloscope.targets import DEFAULT_TARGET
+from hloscope.tui.terminal import use_terminal_for_keys
 
 
 class TuiCommand:
@@ -69,11 +69,12 @@ class TuiCommand:
                 compare = Source(args.compare, None, args.target, args.host_memory_space)
                 check_source(compare)
             if spool is not None:
-                use_terminal_for_keys()
+                use_terminal_for_keys(stdin_held_module=True)
             from hloscope.tui.app import HloscopeApp
 
             app = HloscopeApp(source, compare)
-            app.run()
+            with no_cache(args):
+                app.run()
         finally:
             if spool is not None:
                 shutil.rmtree(spool, ignore_errors=True)
@@ -103,19 +104,6 @@ def read_stdin_module() -> Path:
     folder = Path(tempfile.mkdtemp(prefix="hloscope-stdin-"))
     (folder / STDIN_FILE).write_bytes(data)
     return folder
-
-
-def use_terminal_for_keys() -> None:
-    """Textual reads keys from file descriptor 0: once a pipe there is spent, put the terminal in its place."""
-    if os.isatty(0):
-        return
-    try:
-        fd = os.open("/dev/tty", os.O_RDWR)
-    except OSError:
-        raise HloscopeError("tui -: stdin held the module and there is no terminal to read keys from "
-                            "(run it in a terminal, or give the module as a PATH)", EXIT_BAD_INPUT) from None
-    os.dup2(fd, 0)
-    os.close(fd)
 
 
 def prepare_compile(request: CompileRequest) -> None:

@@ -89,19 +89,37 @@ def check_out_dir(out_dir: Path, force: bool = False) -> None:
 def holds_request(out_dir: Path, request: CompileRequest) -> bool:
     """Whether ``out_dir`` is an artifact folder of this very compile: its manifest's request and
     request key (``hloscope.compile.cache.request_memo_key``: the request, the target's figures,
-    hloscope's compile code, the versions and the JAX/XLA environment) are this one's. Never for
-    ``--fn`` (the user's code is not hashed, so the same request may be another step)."""
+    hloscope's compile code, the versions and the JAX/XLA environment; for ``--fn``, the user's code:
+    ``userfn.source_fingerprint``) are this one's. Never for an ``--fn`` whose code cannot be
+    fingerprinted."""
     from hloscope.compile.cache import request_memo_key
 
-    if not _is_ours(out_dir):
+    data = _same_request_manifest(out_dir, request)
+    if data is None:
         return False
     key = request_memo_key(request)
+    return key is not None and data.get("request_key") == key
+
+
+def holds_earlier_build(out_dir: Path, request: CompileRequest) -> bool:
+    """Whether ``out_dir`` holds this request compiled from other inputs (the user's code, hloscope,
+    the versions or the environment changed since: :func:`holds_request` is False): the folder is
+    this request's own earlier output, which a new compile replaces without ``--force``."""
+    return _same_request_manifest(out_dir, request) is not None and not holds_request(out_dir, request)
+
+
+def _same_request_manifest(out_dir: Path, request: CompileRequest) -> dict[str, Any] | None:
+    """The manifest of ``out_dir`` when it is an artifact folder of ``request`` (the same options)."""
+    if not _is_ours(out_dir):
+        return None
     try:
         data = json.loads((out_dir / "manifest.json").read_text())
     except (OSError, ValueError):
-        return False
-    return (key is not None and data.get("request_key") == key
-            and CompileRequest.from_record(data.get("request") or {}) == replace(request, cwd=None))
+        return None
+    if not isinstance(data, dict):
+        return None
+    same = CompileRequest.from_record(data.get("request") or {}) == replace(request, cwd=None)
+    return data if same else None
 
 
 def write_artifacts(out_dir: Path, files: dict[str, str], force: bool = False) -> Path:

@@ -404,8 +404,9 @@ def manifest_entry(info: CacheInfo) -> dict[str, Any]:
 # found) through the key above, the sweep records request -> that key, with the manifest
 # extras and tensor names the child read from the jaxpr. A later identical request finds
 # the entry without tracing; any change to one of those inputs is another memo key, and a
-# memo whose entry was evicted is a miss. The user's own functions (--fn) are never
-# memoized (their code is not hloscope's to hash).
+# memo whose entry was evicted is a miss. A user's function (--fn) has a key only when its
+# code can be fingerprinted (``userfn.source_fingerprint``: its module's files, and those of
+# --args-from's module); the key then holds that fingerprint, so an edit there is another key.
 
 _MEMO_PACKAGES = ("jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda12-pjrt", "nvidia-cuda-nvcc-cu12", "numpy",
                   "ml_dtypes", "opt_einsum", "scipy")
@@ -427,15 +428,21 @@ def _compile_source_hash() -> str:
 
 
 def request_memo_key(request: CompileRequest) -> str | None:
-    """The memo key of a built-in workload's request (None for ``--fn`` requests)."""
+    """The memo key of a request: a built-in workload's, or an ``--fn`` request's whose code can be
+    fingerprinted (``userfn.source_fingerprint``; None otherwise: it is never reused)."""
     import dataclasses
     import sys
     from importlib.metadata import PackageNotFoundError, version
 
     from hloscope.targets import get_target
 
+    user_code = None
     if request.workload is None:
-        return None
+        from hloscope.compile.userfn import source_fingerprint
+
+        user_code = source_fingerprint(str(request.fn), request.args, request.cwd) if request.fn else None
+        if user_code is None:
+            return None
     try:
         target = repr(get_target(request.target))
     except Exception:  # an unreadable target: no memo (the compile reports it)
@@ -447,7 +454,8 @@ def request_memo_key(request: CompileRequest) -> str | None:
         except PackageNotFoundError:
             versions[pkg] = ""
     parts = {
-        "layout": LAYOUT, "request": dataclasses.asdict(request), "target": target,
+        "layout": LAYOUT, "request": dataclasses.asdict(dataclasses.replace(request, cwd=None)), "target": target,
+        **({"user_code": user_code} if user_code is not None else {}),
         "hloscope": _compile_source_hash(),
         "files": file_option_digests(dict(f.lstrip("-").partition("=")[::2] for f in request.xla_flags),
                                      os.environ.get("XLA_FLAGS", "")),

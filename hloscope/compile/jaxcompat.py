@@ -165,3 +165,38 @@ def jaxlib_at_least(major: int, minor: int) -> bool:
     """Whether the installed jaxlib is ``major.minor`` or newer (True when it is not installed)."""
     v = _parse(jaxlib_version())
     return not v or v[:2] >= (major, minor)
+
+
+#: The CUDA PJRT plugin's modules (jax[cuda12], jax[cuda13]), in the order tried.
+CUDA_PLUGIN_MODULES = ("jax_plugins.xla_cuda12", "jax_plugins.xla_cuda13")
+
+
+def register_cuda_plugin_late() -> bool:
+    """Register the CUDA plugin after jax started its backends without it; True when it worked.
+
+    With no GPU, a jax computation that ran before hloscope set ``JAX_SKIP_CUDA_CONSTRAINTS_CHECK``
+    (jax imported before hloscope) made the plugin's ``initialize()`` fail its CUDA version check,
+    so the plugin was never registered and no compile-only topology exists
+    (``topology not implemented``). Measured on jax 0.10.2 (and the plugin's code of 0.9):
+    calling ``initialize()`` again with the check skipped registers it
+    (``xla_bridge.register_plugin``) although the backends already started, and
+    ``get_topology_desc(platform="cuda")`` then works; a computation keeps running on the CPU.
+    """
+    import importlib
+    import os
+
+    from hloscope.native_stderr import SKIP_CUDA_CHECK, quiet_native_stderr
+
+    os.environ[SKIP_CUDA_CHECK] = "1"
+    for name in CUDA_PLUGIN_MODULES:
+        try:
+            plugin = importlib.import_module(name)
+        except ImportError:
+            continue
+        try:
+            with quiet_native_stderr():
+                plugin.initialize()
+        except Exception:  # already registered, or a real failure: the caller says it in one line
+            return False
+        return True
+    return False

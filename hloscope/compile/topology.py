@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from hloscope.compile.request import CompileRequest
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, HloscopeError
 from hloscope.targets import Target
 
@@ -61,7 +62,7 @@ class Topology:
                 f"host{'s' if self.hosts != 1 else ''} x {self.per_host} GPU{'s' if self.per_host != 1 else ''}")
 
 
-def topology_for(target: Target, devices: int) -> Topology:
+def topology_for(target: Target, devices: int, argument: str = "--devices") -> Topology:
     """The topology of ``devices`` GPUs of ``target`` wired as the target's systems are.
 
     Up to ``gpus_per_host`` GPUs sit in one host (``1x1xN``). More must fill whole hosts;
@@ -70,17 +71,38 @@ def topology_for(target: Target, devices: int) -> Topology:
     16 domains of one 8-GPU host each).
     """
     if devices < 1:
-        raise HloscopeError(f"--devices must be at least 1, got {devices}", EXIT_BAD_INPUT)
+        raise HloscopeError(f"{argument} must be at least 1, got {devices}", EXIT_BAD_INPUT)
     per_host = target.gpus_per_host
     if devices <= per_host:
         return Topology(1, 1, devices)
     if devices % per_host:
-        raise HloscopeError(f"--devices above {per_host} must be a multiple of {per_host} for {target.name} "
+        raise HloscopeError(f"{argument} above {per_host} must be a multiple of {per_host} for {target.name} "
                             f"({per_host} GPUs per host), got {devices}", EXIT_BAD_INPUT)
     hosts = devices // per_host
     domain = target.hosts_per_nvlink_domain
     partitions = next(p for p in range(1, hosts + 1) if hosts % p == 0 and hosts // p <= domain)
     return Topology(partitions, hosts // partitions, per_host)
+
+
+def check_devices(request: CompileRequest, argument: str = "--devices") -> None:
+    """One line (exit 2), before JAX starts, when ``request.devices`` cannot be a mesh of its target
+    (:func:`topology_for`) or does not split its built-in workload's arguments (the device counts
+    the workload takes are named: ``workloads.devices_problem``). ``argument``: how the message
+    names the device count (``--devices``, or the API's ``devices``)."""
+    from hloscope.targets import get_target
+
+    target = get_target(request.target)
+    topology_for(target, request.devices, argument)
+    if request.workload is None:
+        return
+    from hloscope.compile import workloads
+
+    _, cfg = workloads.resolve(request.workload, request.workload_settings)
+    per_host = target.gpus_per_host
+    problem = workloads.devices_problem(request.workload, cfg, request.devices,
+                                        lambda n: n <= per_host or n % per_host == 0, argument)
+    if problem:
+        raise HloscopeError(problem, EXIT_BAD_INPUT)
 
 
 @contextmanager
@@ -108,25 +130,36 @@ def _plugin_logging() -> Iterator[None]:
 _DEVICES: dict[tuple[str, str], list[Any]] = {}
 
 
+def _topology_desc(target: Target, topo: Topology, retry: bool) -> Any:
+    """The plugin's compile-only topology; when jax's backends started without the plugin (a
+    computation ran first: ``jaxcompat.register_cuda_plugin_late``), it is registered once more."""
+    from jax.experimental import topologies
+
+    from hloscope.compile import environment
+
+    try:
+        with environment.quiet_native_stderr(), _plugin_logging():
+            return topologies.get_topology_desc(platform="cuda", topology_name="",
+                                                target_config=target.gpu_target_config(), topology=topo.name)
+    except Exception as e:
+        if "topology not implemented" in str(e):
+            from hloscope.compile.jaxcompat import register_cuda_plugin_late
+
+            if retry and register_cuda_plugin_late():
+                return _topology_desc(target, topo, retry=False)
+            raise HloscopeError(environment.STARTED_TOO_EARLY, EXIT_ENVIRONMENT) from None
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+        raise HloscopeError(f"cannot build a compile-only topology {topo.name} for {target.name}: {first}",
+                            EXIT_ENVIRONMENT) from None
+
+
 def compile_only_devices(target: Target, devices: int) -> list[Any]:
     """``devices`` compile-only GPUs of ``target`` (the CUDA plugin's), in id order; cached."""
     from hloscope.compile import environment
 
     environment.prepare()
-    from jax.experimental import topologies
-
     topo = topology_for(target, devices)
     key = (target.gpu_target_config(), topo.name)
     if key not in _DEVICES:
-        try:
-            with environment.quiet_native_stderr(), _plugin_logging():
-                desc = topologies.get_topology_desc(platform="cuda", topology_name="",
-                                                    target_config=target.gpu_target_config(), topology=topo.name)
-        except Exception as e:
-            if "topology not implemented" in str(e):
-                raise HloscopeError(environment.STARTED_TOO_EARLY, EXIT_ENVIRONMENT) from None
-            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
-            raise HloscopeError(f"cannot build a compile-only topology {topo.name} for {target.name}: {first}",
-                                EXIT_ENVIRONMENT) from None
-        _DEVICES[key] = list(desc.devices)
+        _DEVICES[key] = list(_topology_desc(target, topo, retry=True).devices)
     return _DEVICES[key][:devices]

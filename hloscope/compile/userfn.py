@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import re
 import sys
+from pathlib import Path
 from typing import Any
 
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_TRACE_FAILED, HloscopeError
@@ -91,11 +92,65 @@ def parse_args_spec(spec: str, mesh: Any, cwd: str | None = None) -> tuple[Any, 
     return tuple(out)
 
 
-def load_user_fn(ref: str, cwd: str | None = None) -> Any:
-    """Import ``package.module:function`` (the working directory is importable)."""
+def split_ref(ref: str) -> tuple[str, str]:
+    """``package.module:function`` -> (module, function); anything else is one line (exit 2)."""
     mod_name, colon, fn_name = ref.partition(":")
     if not colon or not mod_name or not fn_name:
         raise HloscopeError(f"--fn wants package.module:function, got '{ref}'", EXIT_BAD_INPUT)
+    return mod_name, fn_name
+
+
+#: Most files a fingerprint of the user's code reads (a top-level module beside thousands of
+#: others, an enormous package): more is no fingerprint (the compile is not reused).
+MAX_SOURCE_FILES = 2000
+
+
+def _module_files(module: str, cwd: str | None) -> list[Path] | None:
+    """The .py files ``module``'s code can import from its own place, found without importing
+    anything: every file of its top-level package, or, for a plain module, the .py files beside it.
+    None when it is not a plain file or package on the path (a namespace package, a zip, a
+    compiled extension): then it cannot be fingerprinted."""
+    import importlib.machinery
+
+    top = module.split(".")[0]
+    spec = importlib.machinery.PathFinder.find_spec(top, [*([cwd] if cwd else []), *sys.path])
+    if spec is None or spec.origin is None or not spec.has_location:
+        return None
+    origin = Path(spec.origin)
+    if origin.suffix != ".py":
+        return None
+    if spec.submodule_search_locations:  # a package: all of it
+        files = sorted(origin.parent.rglob("*.py"))
+    else:
+        files = sorted(origin.parent.glob("*.py"))
+    return files if len(files) <= MAX_SOURCE_FILES else None
+
+
+def source_fingerprint(fn_ref: str, args: str | None, cwd: str | None) -> str | None:
+    """SHA-256 over the user's step code for a ``--fn`` compile: the files of the module ``fn_ref``
+    names and of the one an ``--args-from`` (``@module:function``) names (:func:`_module_files`),
+    each by path and content. None when one cannot be found or read without importing it: such a
+    compile is never reused. What this misses, said in docs/compile.md: code outside those files
+    (another package the step imports, data files it reads)."""
+    import hashlib
+
+    refs = [fn_ref] + ([args.strip()[len(ARGS_FROM):].strip()] if args and args.strip().startswith(ARGS_FROM) else [])
+    h = hashlib.sha256()
+    for ref in refs:
+        files = _module_files(ref.partition(":")[0], cwd)
+        if files is None:
+            return None
+        for f in files:
+            try:
+                h.update(str(f.resolve()).encode() + b"\0" + f.read_bytes() + b"\0")
+            except OSError:
+                return None
+    return h.hexdigest()
+
+
+def load_user_fn(ref: str, cwd: str | None = None) -> Any:
+    """Import ``package.module:function`` (the working directory is importable)."""
+    mod_name, fn_name = split_ref(ref)
     if cwd:
         sys.path.insert(0, cwd)
     try:

@@ -113,12 +113,36 @@ def sniff_bytes(data: bytes, name: str) -> None:
         what = "empty input" if name == "<stdin>" else "empty file"
         raise HloscopeError(f"{name}: {what}; expected HLO text (a module starting 'HloModule ...')",
                             EXIT_BAD_INPUT)
+    if data.lstrip()[:1] == b"{":  # HLO text never opens with a brace; JSON does
+        raise HloscopeError(_json_words(data, name), EXIT_BAD_INPUT)
     nul = data.find(b"\0")
     bad = nul if nul >= 0 else _undecodable_at(data)
     if bad is not None:
         raise HloscopeError(f"{name}: binary data ({'a NUL byte' if nul >= 0 else 'not UTF-8'} at byte {bad}), "
                             "not HLO text; expected a module starting 'HloModule ...' (compiled.as_text() or an "
                             "XLA dump's *.txt)", EXIT_BAD_INPUT)
+
+
+_REPORT_SCHEMA_RE = re.compile(rb'"schema"\s*:\s*"hloscope\.report/')
+_REPORT_SOURCE_RE = re.compile(rb'"source_path"\s*:\s*("(?:[^"\\]|\\.)*")')
+
+
+def _json_words(data: bytes, name: str) -> str:
+    """What to say for JSON given where HLO is read: a report (``analyze --json``, a baseline, an
+    artifact's report.json) names the module it was made from; other JSON is just not HLO."""
+    head = data[:4096]
+    if _REPORT_SCHEMA_RE.search(head) is None:
+        return f"{name}: JSON, not HLO text; expected a module starting 'HloModule ...'"
+    import json
+
+    m = _REPORT_SOURCE_RE.search(head)
+    try:
+        source = json.loads(m.group(1)) if m else None
+    except ValueError:
+        source = None
+    made_from = f" ({source})" if isinstance(source, str) and source else ""
+    return (f"{name}: an hloscope JSON report, not HLO; give the module it was made from{made_from}, its dump or "
+            "artifact folder (diff and check --baseline read reports)")
 
 
 def _undecodable_at(data: bytes) -> int | None:
@@ -260,6 +284,15 @@ def _read_binary(path: str) -> tuple[bytes, str, tuple[str, ...]] | None:
 # What HLO text starts with once blanks and comments are skipped.
 _LEAD_RE = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)*", re.S)
 _HLO_START_RE = re.compile(r"(?:HloModule|ENTRY)\b|%?[\w.\-]+\s*(?:\([^)]*\)\s*->[^{]*)?\{")
+
+
+_MODULE_START_RE = re.compile(rb"(?:\s+|//[^\n]*|/\*.*?\*/)*(?:HloModule|ENTRY)\b", re.S)
+
+
+def starts_like_hlo_module(head: bytes) -> bool:
+    """Whether a file's first bytes open an HLO module (``HloModule`` or ``ENTRY`` after blanks and
+    comments): how a reader of something else (a profile) tells that it was given HLO instead."""
+    return _MODULE_START_RE.match(head) is not None
 
 
 def looks_like_hlo_text(s: str) -> bool:

@@ -61,8 +61,8 @@ def _window_text(v: Verdict) -> str:
         return "nothing that does work"
     top = sorted(ops, key=lambda o: -o[1])[:3]
     more = f" and {len(ops) - len(top)} more" if len(ops) > len(top) else ""
-    return (f"{len(v.compute)} compute op(s) ~{v.est_compute_us:.1f} us, {len(v.collectives)} collective(s) "
-            f"~{v.est_collective_us:.1f} us (largest: {', '.join(f'{n} ~{us:.1f} us' for n, us in top)}{more})")
+    return (f"{len(v.compute)} compute op(s) ~{human_us(v.est_compute_us)}, {len(v.collectives)} collective(s) "
+            f"~{human_us(v.est_collective_us)} (largest: {', '.join(f'{n} ~{human_us(us)}' for n, us in top)}{more})")
 
 
 def _named(r: TransferRecord) -> str:

@@ -62,9 +62,22 @@ def choose_renderer(name: str = "auto") -> tuple[str, str]:
         path = find_renderer(candidate)
         if path is not None:
             return candidate, path
-    wanted = "a Graphviz renderer (dot or graphviz-pure)" if name == "auto" else f"renderer '{name}'"
-    raise HloscopeError(f"{wanted} not found; pip install graphviz-pure, or write --format dot",
-                        EXIT_ENVIRONMENT)
+    raise HloscopeError(missing_renderer_words(name), EXIT_ENVIRONMENT)
+
+
+def missing_renderer_words(name: str) -> str:
+    """What is missing for renderer ``name`` (``auto``, ``dot``, ``graphviz-pure``), and what would draw
+    instead: Graphviz's ``dot`` is a system program, not a pip package; ``graphviz-pure`` is the wheel."""
+    pure = find_renderer("graphviz-pure") is not None
+    if name == "dot":
+        instead = ("--renderer graphviz-pure (installed) or auto draws without it" if pure
+                   else "or pip install graphviz-pure and use --renderer graphviz-pure")
+        return (f"renderer 'dot' is Graphviz's own program and it is not on PATH (install Graphviz: apt install "
+                f"graphviz, brew install graphviz); {instead}, or write --format dot")
+    if name == "graphviz-pure":
+        return "renderer 'graphviz-pure' not found; pip install graphviz-pure, or write --format dot"
+    return ("no Graphviz renderer found (neither Graphviz's dot on PATH nor graphviz-pure); pip install "
+            "graphviz-pure, or write --format dot")
 
 
 def render_source(source: str, fmt: str, renderer: str = "auto",

@@ -50,11 +50,17 @@ EDGE_STYLE = {
 }
 
 
+#: Inches of blank around every diagram (Graphviz ``pad``): a title line of ``dot_text.TITLE_WIDTH``
+#: characters drawn 10% wider than measured (a viewer without DejaVu Sans) stays on the image.
+TITLE_PAD_IN = "0.5"
+
+
 def new_graph(name: str, title: list[str], rankdir: str = "TB") -> graphviz.Digraph:
     """An empty diagram with the shared defaults and ``title`` lines on top."""
     g = graphviz.Digraph(name=name)
+    # pad: room around the drawing for a title drawn in a font wider than the one measured
     g.attr(rankdir=rankdir, fontname=FONT, fontsize="12", labelloc="t", labeljust="l",
-           label=label(*title), newrank="true", nodesep="0.25", ranksep="0.3")
+           label=label(*title), newrank="true", nodesep="0.25", ranksep="0.3", pad=TITLE_PAD_IN)
     g.attr("node", shape="box", style="rounded,filled", fontname=FONT, fontsize="10",
            fillcolor=DEVICE_FILL, color="#34495e", penwidth="1")
     g.attr("edge", fontname=FONT, fontsize="9", arrowsize="0.7")

@@ -59,6 +59,21 @@ def line(s: str, limit: int = 60) -> str:
     return shorten(_visible(s), limit)
 
 
+#: Widest title line of a diagram or panel, in characters: a longer sentence is wrapped, so a
+#: panel is sized by its drawing, not by one 200-character line (issue 36: query_proj's three
+#: panels were 1,258-1,444 pt wide for their slack sentence, and a font wider than the one the
+#: layout measured ran it past the border).
+TITLE_WIDTH = 80
+
+
+def wrapped(s: str, width: int = TITLE_WIDTH) -> list[str]:
+    """One sentence of user text as title lines of at most ``width`` characters, broken between
+    words (an instruction name longer than that stays whole); control characters shown."""
+    import textwrap
+
+    return textwrap.wrap(_visible(s), width, break_long_words=False, break_on_hyphens=False) or [""]
+
+
 def label(*lines: str) -> str:
     """A DOT label of plain-text lines (centred), safe for any text."""
     return cast(str, nohtml("\\n".join(x.replace("\\", "\\\\") for x in lines)))

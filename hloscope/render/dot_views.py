@@ -36,9 +36,10 @@ from hloscope.render.dot_style import (
     new_graph,
     transfer_lines,
 )
-from hloscope.render.dot_text import label, line, node_id, shorten
+from hloscope.render.dot_text import label, line, node_id, shorten, wrapped
 from hloscope.render.table import human_bytes
 from hloscope.render.why import input_hint, slack_clause, use_hint
+from hloscope.units import human_us
 
 DEFAULT_MAX_NODES = 150
 #: Nodes of a transfer view when no --max-nodes is given: the pair, its hints and a window of up
@@ -259,7 +260,7 @@ def transfer_view(report: Report, name: str, radius: int = DEFAULT_RADIUS,
     if len(found) == 1:
         ctx = _Context(report)
         title, notes, _ = _transfer_panel(ctx, None, found[0], radius, max_nodes)
-        g = new_graph("transfer", title + notes)
+        g = new_graph("transfer", title + [w for n in notes for w in wrapped(n)])
         g.attr(size=TRANSFER_SIZE_IN)
         add_legend(g, below=_transfer_panel(ctx, g, found[0], radius, max_nodes)[2])
         return Diagram(g, notes)
@@ -270,14 +271,16 @@ def transfer_view(report: Report, name: str, radius: int = DEFAULT_RADIUS,
                      f" name one by its instruction to see another")]
     g = new_graph("transfer", [line(f"transfers named {name}", 100),
                                f"{len(found)} transfers, one panel each (left to right in report order)"]
-                  + ([notes[0]] if len(shown) < len(found) else []))
+                  + (wrapped(notes[0]) if len(shown) < len(found) else []))
     g.attr(size=TRANSFER_SIZE_IN)
     drawn: list[str] = []
     for i, v in enumerate(shown):
         ctx = _Context(report, prefix=f"t{i}")
         title, panel_notes, _ = _transfer_panel(ctx, None, v, radius, max_nodes)
         with g.subgraph(name=f"cluster_t{i}") as c:
-            c.attr(label=label(*title, *panel_notes), style="rounded", color="#34495e", labeljust="l")
+            # centred: a viewer's font wider than the one the layout measured spreads both ways
+            c.attr(label=label(*title, *[w for n in panel_notes for w in wrapped(n)]), style="rounded",
+                   color="#34495e", labeljust="c")
             drawn += _transfer_panel(ctx, c, v, radius, max_nodes)[2]
         notes += [f"{v.transfer.instruction.name}: {n}" for n in panel_notes]
     add_legend(g, below=drawn)
@@ -319,13 +322,13 @@ def _transfer_panel(ctx: _Context, g: graphviz.Digraph | None, v: Verdict, radiu
     title = [line(f"transfer {start.name}", 100),
              *[line(x, 100) for x in transfer_lines(v)[:1]]]
     if v.input_ready is not None and v.pair is not None:
-        title.append(line(input_hint(v.input_ready), 140))
+        title += wrapped(line(input_hint(v.input_ready), 300))
     if v.first_use is not None and v.pair is not None:
-        title.append(line(use_hint(v.first_use), 140))
-    title.append(f"window: {v.window_size} instruction(s), {len(v.compute)} compute, "
-                 f"{len(v.collectives)} collective(s); radius {radius}")
+        title += wrapped(line(use_hint(v.first_use), 300))
+    title += wrapped(f"window: {v.window_size} instruction(s), {len(v.compute)} compute, "
+                     f"{len(v.collectives)} collective(s); radius {radius}")
     if slack is not None:
-        title.append(line(slack_clause(slack), 400))
+        title += wrapped(line(slack_clause(slack), 400))
     notes: list[str] = []
     if cut:
         left_out = [i.position for i in window if _key(i) not in kept]
@@ -402,9 +405,9 @@ def _possible_window(ctx: _Context, g: graphviz.Digraph, v: Verdict, slack: Slac
     verdict = ("enough to hide it" if slack.could_hide else "not enough: no placement hides it")
     rows = [line("possible window (dependency graph)", 80),
             *[line(f"{seg.computation} [{seg.first}, {seg.end}) {seg.kind.value}", 80) for seg in slack.segments],
-            f"{slack.possible_ops} compute op(s) ~{slack.possible_compute_us:.1f} us",
-            f"window it got: {slack.got_ops} op(s) ~{slack.got_compute_us:.1f} us",
-            f"transfer ~{slack.transfer_us:.1f} us: {verdict}"]
+            f"{slack.possible_ops} compute op(s) ~{human_us(slack.possible_compute_us)}",
+            f"window it got: {slack.got_ops} op(s) ~{human_us(slack.got_compute_us)}",
+            f"transfer ~{human_us(slack.transfer_us)}: {verdict}"]
     g.node(nid, label=label(*rows), shape="note", style="dashed", color=SLACK_COLOR, fontcolor=SLACK_COLOR,
            fontsize="10")
     ready, needed = ends
@@ -451,8 +454,13 @@ def computation_view(report: Report, name: str, max_nodes: int = DEFAULT_MAX_NOD
              f"{hidden_constants} constant(s) not drawn"]
     notes = []
     if len(keep) < len(shown):
+        # the positions count the constants too, which are not drawn: say so, or 150 read as 0..151
+        among = sum(1 for i in comp.instructions
+                    if i.opcode == "constant" and keep[0].position < i.position < keep[-1].position)
         notes.append(f"showing the first {len(keep)} of {len(shown)} instructions in schedule order "
-                     f"(positions {keep[0].position}..{keep[-1].position}); widen with --max-nodes {len(shown)}")
+                     f"(positions {keep[0].position}..{keep[-1].position}"
+                     + (f", with {among} constant(s) among them not drawn" if among else "")
+                     + f"); widen with --max-nodes {len(shown)}")
     g = new_graph("computation", title + notes)
     for ins in keep:
         g.node(_nid(_key(ins)), **ctx.attrs(ins, [f"#{ins.position}"]))

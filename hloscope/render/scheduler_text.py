@@ -28,12 +28,27 @@ def _runs(m: re.Match[str]) -> str:
     return m.group(0)
 
 
+def _listed_devices(reason: str) -> int | None:
+    """How many device ids the replica groups in XLA's reason list (``{{0,1,...},{...}}``), or None."""
+    groups = reason.partition("replica group")[2]
+    if not re.fullmatch(r"[:\s]*\{(\{[\d,]*\},?)+\}\s*", groups):
+        return None
+    return len(set(re.findall(r"\d+", groups))) or None
+
+
 def _fallback_words(reason: str) -> str:
-    """Why XLA left its speed-of-light estimator, with XLA's words kept (replica groups shortened)."""
-    short = re.sub(r"\{(\d+(?:,\d+)+)\}", _runs, reason)
+    """Why XLA left its speed-of-light estimator. XLA's "Non homogenous replica group" comes from
+    reading its own collective table for the GPU (the groups it names are the table's: the GB200
+    entry's 4 x 18 over 72 devices), before and whatever the step: said so, without XLA's error
+    words, which read as a failed compile (the JSON keeps them). Other reasons keep XLA's words,
+    replica groups shortened."""
     if "Non homogenous replica group" in reason:
-        return ("XLA fell back: its speed-of-light estimator could not build its collective model for this "
-                f"topology, {short}; docs/targets.md")
+        n = _listed_devices(reason)
+        table = f", with replica groups over {n} devices," if n else ""
+        return ("XLA's speed-of-light estimator did not start: the collective table XLA carries for this GPU"
+                f"{table} does not load in this XLA, whatever the step; nothing in this compile failed; "
+                "docs/targets.md")
+    short = re.sub(r"\{(\d+(?:,\d+)+)\}", _runs, reason)
     return f"XLA fell back: {short}"
 
 

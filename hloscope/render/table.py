@@ -129,7 +129,8 @@ class TableRenderer:
         else:
             lines.append("no host transfers found (nothing lives in memory space "
                          f"S({report.host_space}) and no placement annotations)")
-        lines.append("")
+        if report.verdicts:  # the explanations, each after one blank line (none: the totals' blank line only)
+            lines.append("")
         for v in report.verdicts:
             loc = report.source(v)
             src = f" [{loc}]" if loc else ""

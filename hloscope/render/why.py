@@ -10,6 +10,7 @@ from hloscope.analysis.contention import MEMORY_BOUND_HINT_AT, memory_bound_shar
 from hloscope.analysis.kinds import Direction, Reason, VerdictKind
 from hloscope.analysis.slack import Slack
 from hloscope.analysis.verdict import FirstUse, InputReady, Verdict
+from hloscope.units import human_us
 
 _REASONS = {
     Reason.NOT_SCHEDULED: "module is not scheduled (before optimizations): no order to judge; "
@@ -29,20 +30,20 @@ def reason_text(v: Verdict) -> str:
         text = f"window holds {v.window_size} instruction(s) but no compute and no collective"
         hidden = hidden_without_window_work(v)
         return f"{text}; {hidden}" if hidden else text
-    window = (f"window: {len(v.compute)} compute op(s) ~{v.est_compute_us:.1f} us, "
-              f"{len(v.collectives)} collective(s) ~{v.est_collective_us:.1f} us, "
-              f"vs transfer ~{v.est_transfer_us:.1f} us")
+    window = (f"window: {len(v.compute)} compute op(s) ~{human_us(v.est_compute_us)}, "
+              f"{len(v.collectives)} collective(s) ~{human_us(v.est_collective_us)}, "
+              f"vs transfer ~{human_us(v.est_transfer_us)}")
     if v.reason is Reason.SIMULATED and v.timing is not None:
         t = v.timing
-        wait = (f"the compute stream waits ~{t.mean_wait_us:.1f} us at its done" if t.mean_wait_us > 0
+        wait = (f"the compute stream waits ~{human_us(t.mean_wait_us)} at its done" if t.mean_wait_us > 0
                 else "the compute stream never waits at its done")
         shared = (f", the link shared with {len(t.beside_transfers)} other transfer(s) in flight"
                   if t.beside_transfers else "")
         if slowed_by_link(v):
             by = (f"{len(t.beside_transfers)} other transfer(s) in flight on the {_link(v)} link"
                   if t.beside_transfers else f"transfers queued ahead of it on the {_link(v)} link")
-            wait += (f", longer than the transfer alone (~{v.est_transfer_us:.1f} us): {by} slowed it to "
-                     f"~{t.duration_us:.1f} us")
+            wait += (f", longer than the transfer alone (~{human_us(v.est_transfer_us)}): {by} slowed it to "
+                     f"~{human_us(t.duration_us)}")
             shared = ""
         hidden = hidden_without_window_work(v)
         if hidden:
@@ -61,7 +62,7 @@ def stream_queue_clause(v: Verdict) -> str | None:
     ahead = ", ".join(t.queued_behind[:3]) + (f" and {len(t.queued_behind) - 3} more" if len(t.queued_behind) > 3
                                                else "")
     return (f"it shares XLA's {t.stream.kind.value} stream {t.stream.number} with {ahead}, issued ahead of it "
-            f"and still running: it waited ~{t.queued_us:.1f} us behind them before its bytes moved")
+            f"and still running: it waited ~{human_us(t.queued_us)} behind them before its bytes moved")
 
 
 def engine_wait_clause(v: Verdict) -> str | None:
@@ -72,7 +73,7 @@ def engine_wait_clause(v: Verdict) -> str | None:
         return None
     ahead = ", ".join(t.engine_behind[:3]) + (f" and {len(t.engine_behind) - 3} more" if len(t.engine_behind) > 3
                                                else "")
-    return f"it waited ~{t.engine_wait_us:.1f} us behind {ahead} for a {_link(v)} copy engine before its bytes moved"
+    return f"it waited ~{human_us(t.engine_wait_us)} behind {ahead} for a {_link(v)} copy engine before its bytes moved"
 
 
 def slack_clause(s: Slack) -> str:
@@ -80,10 +81,10 @@ def slack_clause(s: Slack) -> str:
     after = f"its input ({s.ready_after})" if s.ready_after else "the top of its computation (inputs ready there)"
     until = (f"its first real use ({s.needed_by})" if s.needed_by
              else "the end of its computation (only the loop state or the result reads it)")
-    verdict = (f"enough to hide its ~{s.transfer_us:.1f} us" if s.could_hide
-               else f"not enough for its ~{s.transfer_us:.1f} us: no placement of its start and done hides it")
-    return (f"could have had {s.possible_ops} compute op(s) ~{s.possible_compute_us:.1f} us between {after} and "
-            f"{until}, against {s.got_ops} op(s) ~{s.got_compute_us:.1f} us in the window it got: {verdict}")
+    verdict = (f"enough to hide its ~{human_us(s.transfer_us)}" if s.could_hide
+               else f"not enough for its ~{human_us(s.transfer_us)}: no placement of its start and done hides it")
+    return (f"could have had {s.possible_ops} compute op(s) ~{human_us(s.possible_compute_us)} between {after} and "
+            f"{until}, against {s.got_ops} op(s) ~{human_us(s.got_compute_us)} in the window it got: {verdict}")
 
 
 def _link(v: Verdict) -> str:
@@ -104,14 +105,14 @@ def exposed_clause(v: Verdict) -> str:
     (~1.2 us): slowed to ~2.1 us by 1 other transfer on the D->H link``."""
     exposed, alone = v.est_exposed_us, v.est_transfer_us
     if not slowed_by_link(v):
-        return f"exposed ~{exposed:.1f} of ~{alone:.1f} us per execution"
+        return f"exposed ~{human_us(exposed)} of ~{human_us(alone)} per execution"
     t = v.timing
     assert t is not None
     n = len(t.beside_transfers)
     by = (f"by {n} other transfer(s) on the {_link(v)} link" if n else
           f"by transfers queued ahead of it on the {_link(v)} link")
-    return (f"exposed ~{exposed:.1f} us per execution, longer than the transfer alone (~{alone:.1f} us): "
-            f"slowed to ~{t.duration_us:.1f} us {by}")
+    return (f"exposed ~{human_us(exposed)} per execution, longer than the transfer alone (~{human_us(alone)}): "
+            f"slowed to ~{human_us(t.duration_us)} {by}")
 
 
 def hidden_without_window_work(v: Verdict) -> str | None:
@@ -120,13 +121,13 @@ def hidden_without_window_work(v: Verdict) -> str | None:
     if v.verdict is not VerdictKind.HIDDEN or v.compute or v.pair is None:
         return None
     if v.collectives:
-        return (f"hidden behind {len(v.collectives)} collective(s) (~{v.est_collective_us:.1f} us) in its window; "
+        return (f"hidden behind {len(v.collectives)} collective(s) (~{human_us(v.est_collective_us)}) in its window; "
                 "no compute op runs in it")
     t = v.timing
     if t is not None and t.matched and (t.beside_compute or t.beside_collectives):
         coll = f" and {len(t.beside_collectives)} collective(s)" if t.beside_collectives else ""
         return (f"hidden although its window holds no compute: in the simulated step "
-                f"{len(t.beside_compute)} compute op(s) (~{t.compute_beside_us:.1f} us){coll} ran while it "
+                f"{len(t.beside_compute)} compute op(s) (~{human_us(t.compute_beside_us)}){coll} ran while it "
                 "was in flight (its done waits on them, not on work between start and done)")
     if t is not None and t.matched:
         return ("hidden although its window holds no compute: in the simulated step the compute stream "
@@ -178,7 +179,7 @@ def explain(v: Verdict) -> str:
         share = memory_bound_share(v.timing)
         if share is not None and share.fraction >= MEMORY_BOUND_HINT_AT:
             hints.append(f"{share.fraction:.0%} of the compute beside it (~{share.memory_bound_us:.1f} of "
-                         f"~{share.compute_us:.1f} us) is memory-bound kernels, which share HBM with the copy")
+                         f"~{human_us(share.compute_us)}) is memory-bound kernels, which share HBM with the copy")
         if hints:
             text += "; " + "; ".join(hints)
     return text

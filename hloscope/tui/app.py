@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
@@ -24,6 +24,7 @@ from hloscope.tui.load import Loaded, Source, load_source
 from hloscope.tui.messages import GoTo, LoadFailed, ReportReady, TransferChosen
 from hloscope.tui.screens.error import ErrorScreen
 from hloscope.tui.screens.loading import LoadingScreen
+from hloscope.tui.terminal import need_terminal
 from hloscope.tui.text import shown
 
 if TYPE_CHECKING:
@@ -71,6 +72,12 @@ class HloscopeApp(App[int]):
         self.history = History()
         self.failure: HloscopeError | None = None
         self.main: MainScreen | None = None  # once loaded
+
+    def run(self, *, headless: bool = False, **kwargs: Any) -> int | None:
+        """Run on the terminal (one line, exit 2, when there is none: ``tui.terminal``); ``headless``: Pilot, tests."""
+        if not headless:
+            need_terminal()
+        return super().run(headless=headless, **kwargs)
 
     async def on_mount(self) -> None:
         await self.push_screen(LoadingScreen(self.source.label))

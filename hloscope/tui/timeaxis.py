@@ -7,8 +7,11 @@ compute stream stopped at it (a done, a synchronous transfer or collective).
 A loop body runs many times in a step; the axis keeps its *last simulated
 iteration* (later ones are extrapolated by the simulation, not replayed), and
 ``caption`` says which. An async transfer's start does no work on the compute
-stream; its row shows the time it was issued (``TransferTiming.issue_us``).
-Nothing here re-derives the simulation: every figure is read from the timeline.
+stream; its row shows when the compute stream reached it in that same iteration
+(``Timeline.reached``), not ``TransferTiming.issue_us``: for a transfer in flight
+across extrapolated iterations that is an earlier iteration's issue, and the column
+ran backwards (issue 36). Nothing here re-derives the simulation: every figure is
+read from the timeline.
 """
 
 from __future__ import annotations
@@ -50,10 +53,10 @@ class TimeAxis:
                 self._iteration[s.computation] = s.iteration
             wait = s.end_us - s.start_us if s.kind is SliceKind.WAIT else 0.0
             comp[s.name] = OpTime(s.start_us, s.end_us, wait)
-        for t in timeline.transfers.values():
-            comp = self._times.setdefault(t.computation, {})
-            if t.start not in comp:
-                comp[t.start] = OpTime(t.issue_us, t.issue_us, issued=True)
+        for (computation, start), at in timeline.reached.items():
+            comp = self._times.setdefault(computation, {})
+            if start not in comp:
+                comp[start] = OpTime(at, at, issued=True)
         self._loops: dict[str, LoopRun] = {lp.body: lp for lp in timeline.loops}
 
     def at(self, computation: str, name: str) -> OpTime | None:

@@ -53,6 +53,26 @@ def test_empty_and_binary_input_read_the_same_in_every_command(tmp_path: Path, c
     assert ("empty file" in lines[0]) if not content.strip() else ("binary data" in lines[0])
 
 
+def test_a_json_report_is_known_as_one_by_every_command_that_reads_hlo(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 36 item 10: analyze, dot, export and tui said "expected 'HloModule <name>'" at 1:1
+    report = tmp_path / "report.json"
+    assert main(["analyze", str(FIXTURES / "mlp_offload.hlo.txt"), "--json", "-o", str(report)]) == 0
+    capsys.readouterr()
+    for argv in (["analyze", str(report)], ["dot", str(report), "--calls"], ["tui", str(report)],
+                 ["export", str(report), "--format", "model-explorer", "-o", str(tmp_path / "out")]):
+        assert main(argv) == 2, argv
+        err = _err_line(capsys)
+        assert err == (f"hloscope: error: {report}: an hloscope JSON report, not HLO; give the module it was made "
+                       f"from ({FIXTURES / 'mlp_offload.hlo.txt'}), its dump or artifact folder (diff and check "
+                       "--baseline read reports)"), argv
+    # JSON that is not a report (a --profile's {"op": us}) is still not HLO, in one line
+    other = tmp_path / "times.json"
+    other.write_text('{"fusion.12": 41.5}\n')
+    assert main(["analyze", str(other)]) == 2
+    assert _err_line(capsys).endswith("times.json: JSON, not HLO text; expected a module starting 'HloModule ...'")
+
+
 class _Terminal(io.StringIO):
     def __init__(self, data: str, tty: bool) -> None:
         super().__init__(data)

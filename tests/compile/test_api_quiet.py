@@ -46,3 +46,40 @@ def test_readme_api_block_prints_nothing_on_stderr(tmp_path: Path) -> None:
     then = subprocess.run([sys.executable, "-c", "import hloscope, jax, jax.numpy; print(jax.__loader__.__class__.__name__)"],
                           capture_output=True, text=True, env=_env(), timeout=300)
     assert then.stderr == "" and then.stdout == "SourceFileLoader\n"  # jax's own loader is put back
+
+
+AFTER_A_COMPUTATION = '''
+import hloscope
+import jax
+import jax.numpy as jnp
+
+print(float(jnp.ones(3).sum()))  # the user's own computation first, on the CPU
+args = (jax.ShapeDtypeStruct((256, 256), jnp.float32),)
+result, report = hloscope.compile_step(lambda x: jnp.tanh(x @ x), *args, target="h100-sxm", devices=1)
+print(report.module.name, report.summary.step is not None)
+'''
+
+
+def test_compile_step_after_a_jax_computation_prints_nothing_and_compiles(tmp_path: Path) -> None:
+    # issue 36 item 9: the computation made the CUDA plugin fail its version check (a 26-line traceback
+    # on stderr), and compile_step then raised with a Python traceback before its one line
+    script = tmp_path / "after.py"
+    script.write_text(AFTER_A_COMPUTATION)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=_env(), cwd=tmp_path,
+                          timeout=600)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr[-2000:]
+    assert proc.stdout.splitlines()[0] == "3.0" and proc.stdout.splitlines()[1].endswith(" True")
+
+
+def test_with_jax_imported_first_a_computation_does_not_stop_compile_step(tmp_path: Path) -> None:
+    # jax's own import and computation come before hloscope can set anything: jax logs the plugin's
+    # failed version check itself; compile_step then registers the plugin and compiles
+    script = tmp_path / "jax_first.py"
+    script.write_text("import jax\nimport jax.numpy as jnp\nprint(float(jnp.ones(3).sum()))\n"
+                      + AFTER_A_COMPUTATION.replace("import hloscope\nimport jax\nimport jax.numpy as jnp\n", "import hloscope\n")
+                      .replace("print(float(jnp.ones(3).sum()))  # the user's own computation first, on the CPU\n", ""))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=_env(), cwd=tmp_path,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines()[1].endswith(" True")
+    assert proc.stderr.count("Traceback") == proc.stderr.count("Jax plugin configuration error") * 2  # jax's own only

@@ -119,7 +119,7 @@ def test_user_function(tmp_path, capsys: pytest.CaptureFixture[str], monkeypatch
     [
         (["--workload", "gpt5"], 3, "unknown workload 'gpt5'"),
         (["--workload", "mlp", "--set", "layerz=3"], 2, "has no setting 'layerz'"),
-        (["--workload", "mlp", "--set", "layers=three"], 2, "wants a int"),
+        (["--workload", "mlp", "--set", "layers=three"], 2, "setting 'layers' wants a whole number, got 'three'"),
         (["--workload", "mlp", "--target", "a100"], 3, "unknown target 'a100'"),
         (["--workload", "mlp", "--xla-flag", "xla_no_such_flag=true"], 5, "No such compile option"),
         (["--workload", "mlp", "--devices", "12"], 2, "multiple of 8"),

@@ -103,8 +103,15 @@ def test_export_writes_the_files_and_never_overwrites_silently(tmp_path: Path,
     assert "--node_data_paths=" in capsys.readouterr().out
     assert json.loads((out / "graph.json").read_text())["graphs"][0]["id"] == "jit_step"
     assert main(["export", str(FIXTURES / LLAMA), "--format", "model-explorer", "-o", str(out)]) == EXIT_BAD_INPUT
-    assert "--force" in capsys.readouterr().err
+    assert capsys.readouterr().err == (f"hloscope: error: {out}: {', '.join(names)} already exist; --force "
+                                       "replaces them\n")  # issue 36 item 13: was "already exist(s)"
     assert main(["export", str(FIXTURES / LLAMA), "--format", "model-explorer", "-o", str(out), "--force"]) == 0
+    one = tmp_path / "one"
+    one.mkdir()
+    (one / "graph.json").write_text("{}")
+    capsys.readouterr()
+    assert main(["export", str(FIXTURES / LLAMA), "--format", "model-explorer", "-o", str(one)]) == EXIT_BAD_INPUT
+    assert capsys.readouterr().err == f"hloscope: error: {one}: graph.json already exists; --force replaces it\n"
 
 
 def test_the_adapter_converts_to_model_explorers_dataclasses() -> None:

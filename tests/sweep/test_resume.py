@@ -70,21 +70,22 @@ def test_killed_sweep_resumes_from_the_cache(tmp_path: Path) -> None:
             {k: v for k, v in b.items() if k not in ("cached", "compile_s", "cache_lookup")}
 
 
-def _as_a_terminal_would() -> None:
-    """In the child, before exec: SIGINT unblocked and at its default, as a shell started from a
-    terminal leaves it. A mask or SIG_IGN left in this pytest process by an earlier test (both
-    survive exec) would make the sweep deaf to Ctrl+C and let it finish with exit 0."""
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+#: Run first in the child, then exec'd into the sweep: SIGINT unblocked and at its default, as a shell
+#: started from a terminal leaves it. A mask or SIG_IGN left in this pytest process by an earlier test
+#: (both survive exec) would make the sweep deaf to Ctrl+C and let it finish with exit 0. Not a Popen
+#: preexec_fn: that runs Python's at-fork handlers in this process, and JAX's (installed once an earlier
+#: test started its backends here) warned "os.fork() was called ..." at the end of the run (issue 36).
+_AS_A_TERMINAL_WOULD = ("import os, signal, sys; signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); "
+                        "signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.executable, "
+                        "[sys.executable, '-m', 'hloscope', *sys.argv[1:]])")
 
 
 def test_ctrl_c_stops_the_sweep_in_one_line(tmp_path: Path) -> None:
     # Ctrl+C on a terminal signals the whole foreground process group: the sweep and its workers.
     env = dict(os.environ, HLOSCOPE_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("HLOSCOPE_NO_CACHE", None)
-    proc = subprocess.Popen([sys.executable, "-m", "hloscope", *SWEEP], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=_as_a_terminal_would)
+    proc = subprocess.Popen([sys.executable, "-c", _AS_A_TERMINAL_WOULD, *SWEEP], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     assert proc.stderr is not None
     try:
         # Given a sweep that has finished its first cell of 8 (its progress line says so; however

@@ -169,7 +169,8 @@ def test_tui_dash_reads_the_module_from_stdin_and_opens_it(monkeypatch: pytest.M
         seen["path"], seen["bytes"] = path, path.read_bytes()
 
     monkeypatch.setattr(HloscopeApp, "run", run)
-    monkeypatch.setattr(cli_tui, "use_terminal_for_keys", lambda: seen.setdefault("terminal", True))
+    monkeypatch.setattr(cli_tui, "use_terminal_for_keys",
+                        lambda **kw: seen.setdefault("terminal", kw == {"stdin_held_module": True}))
     assert main(["tui", "-"]) == 0
     assert seen["bytes"] == text and seen["terminal"] is True
     assert not seen["path"].exists()  # the spool folder is removed after the app exits
@@ -284,3 +285,18 @@ async def test_a_second_schedule_that_fails_to_load_is_a_toast_and_the_first_sta
         assert errors and errors[0][0].startswith(f"B: {cut}:") and errors[0][1] is False
         assert app.screen is app.main and app.failure is None and app.other is None
         assert str(app.screen.query_one("#status", Static).render()) == errors[0][0]
+
+
+@pilot_test
+async def test_the_memory_line_names_what_was_opened() -> None:
+    # issue 36 item 13: an nsys-jax archive was called "a bare HLO file"
+    pytest.importorskip("pyarrow", reason="nsys-jax archives need the 'measured' extra (pyarrow)")
+    for path, words in ((FIXTURES / "measured" / "pax_fsdp4_proc0.nsys.zip", "memory: not known for an nsys-jax "
+                         "archive (it holds the module and its profile, not XLA's memory figures)"),
+                        (FIXTURES / "mlp_offload.hlo.txt", "memory: not known for a bare HLO file")):
+        app = HloscopeApp(Source(str(path)))
+        async with app.run_test(size=(150, 45)) as pilot:
+            await wait_loaded(pilot)
+            assert app.failure is None
+            summary = str(app.screen.query_one("#summary", Static).render())
+            assert words in summary, summary

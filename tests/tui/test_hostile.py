@@ -30,7 +30,7 @@ from hloscope.tui.screens.export import ExportScreen
 from hloscope.tui.screens.search import SearchScreen
 from hloscope.tui.text import shown
 from hloscope.tui.widgets.schedule import ScheduleView
-from hloscope.tui.widgets.transfers import TransferTable
+from hloscope.tui.widgets.transfers import COLUMNS, TransferTable
 from tests.tui.conftest import FIXTURES, pilot_test, wait_loaded
 
 PWN = "[/][bold red]PWN[/bold red] [link=http://x]y[/link] [@click=app.quit]q[/]"
@@ -120,9 +120,9 @@ async def drive(app: RecordingApp, pilot: Any, op_name: str, file_name: str, che
     table = screen.query_one(TransferTable)
     cells = [[_plain(c) for c in table.get_row_at(r)] for r in range(table.row_count)]
     short = shown(f"{PurePath(file_name).name or file_name}:38")
-    assert any(row[7] == short for row in cells), (short, cells)
+    assert any(row[COLUMNS.index("source")] == short for row in cells), (short, cells)
     if checkpoint is not None:
-        assert any(row[1] == shown(checkpoint) for row in cells)
+        assert any(row[COLUMNS.index("checkpoint")] == shown(checkpoint) for row in cells)
     # the toasts (the artifact note holds the manifest's XLA options): never markup
     assert not any(markup for _, markup in app.toasts)
     if option is not None:  # an artifact folder: its note is the status line (issue 27: not a toast over the list)

@@ -96,3 +96,52 @@ def test_the_tui_reads_each_file_once(tmp_path: Path, monkeypatch: pytest.Monkey
     assert loaded.report.verdicts and loaded.text
     repeated = sorted({r for r in reads if reads.count(r) > 1})
     assert repeated == [] and str(art / "optimized.hlo.txt") in reads
+
+
+def _tui_without_terminal(stderr: int | None = None) -> tuple[int, str]:
+    """``hloscope tui FIXTURE`` as a script or CI runs it: stdin /dev/null, no controlling terminal."""
+    import os
+    import subprocess
+    import sys
+
+    root = FIXTURES.parent
+    proc = subprocess.run([sys.executable, "-m", "hloscope", "tui", str(FIXTURES / "mlp_offload.hlo.txt")],
+                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=stderr if stderr is not None else subprocess.PIPE,
+                          env={**os.environ, "PYTHONPATH": str(root)}, cwd=root, timeout=60, start_new_session=True)
+    return proc.returncode, proc.stderr.decode() if proc.stderr is not None else ""
+
+
+def test_with_no_terminal_the_tui_says_so_in_one_line_instead_of_waiting() -> None:
+    # issue 36 item 4: with stdin from /dev/null and no terminal it waited until killed (the timeout fails it)
+    code, err = _tui_without_terminal()
+    assert code == 2 and err == ("hloscope: error: tui needs a terminal: standard error, where it draws, is not one "
+                                 "(in a script or CI, hloscope analyze prints the same report)\n"), err
+
+
+def test_drawing_on_a_terminal_with_no_keys_to_read_is_one_line_too() -> None:
+    # stderr is a terminal (a pty), stdin /dev/null and no controlling terminal to read keys from
+    import os
+
+    main_fd, child_fd = os.openpty()
+    try:
+        code, _ = _tui_without_terminal(stderr=child_fd)
+        os.close(child_fd)
+        child_fd = -1
+        err = b""
+        while True:
+            try:
+                chunk = os.read(main_fd, 4096)
+            except OSError:  # EIO: the child side is closed
+                break
+            if not chunk:
+                break
+            err += chunk
+    finally:
+        if child_fd >= 0:
+            os.close(child_fd)
+        os.close(main_fd)
+    text = err.decode().replace("\r\n", "\n")
+    assert code == 2 and text == ("hloscope: error: tui needs a terminal: standard input is not one and there is no "
+                                  "terminal to read keys from (in a script or CI, hloscope analyze prints the same "
+                                  "report)\n"), text

@@ -128,3 +128,44 @@ async def test_a_start_up_note_is_one_brief_line_and_an_artifact_folder_s_proven
         assert notes, app.loaded.report.notes  # type: ignore[union-attr]
         assert all(len(n.message) <= 72 and "\n" not in n.message and n.timeout <= 3 for n in notes)
         assert app.screen.query_one("#tabs", TabbedContent).active == "transfers"
+
+
+@pilot_test
+async def test_the_verdict_column_is_whole_at_every_common_width() -> None:
+    # issue 36 item 5: at 110-150 columns the verdict (sixth of eight columns) was cut to one letter
+    # ("e", "h", "p" at 120) or scrolled out of view; the llama fixture's names are the longest (30 characters)
+    for size in ((80, 24), (110, 40), (120, 40), (150, 40), (160, 40)):
+        app = HloscopeApp(Source(LLAMA))
+        async with app.run_test(size=size) as pilot:
+            await wait_loaded(pilot)
+            await pilot.pause(0.2)
+            table = app.screen.query_one(TransferTable)
+            drawn = _drawn(table)
+            header = drawn[0].split()
+            assert header[:2] == ["transfer", "verdict"], (size, drawn[0])
+            for v, line in zip(table.shown, drawn[1:], strict=False):
+                assert line.split()[:2] == [v.transfer.instruction.name, v.verdict.value], (size, line)
+
+
+@pilot_test
+async def test_at_80x24_the_help_and_every_footer_key_fit_on_the_screen() -> None:
+    # issue 36 item 5: the help box was 90 columns wide and the footer ran off at "/ Sea"
+    from textual.widgets import Footer
+
+    from hloscope.tui.screens.help import HelpScreen
+
+    app = HloscopeApp(Source(LLAMA))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        await pilot.pause(0.2)
+        footer = app.screen.query_one(Footer)
+        keys = list(footer.query("FooterKey"))
+        labels = {str(k.description) for k in keys}
+        assert {"Sort", "Quit", "Help", "Search", "Compare", "Export"} <= labels, labels
+        assert all(k.region.width > 0 and k.region.right <= SIZE[0] for k in keys), [(k.description, k.region)
+                                                                                    for k in keys]
+        await pilot.press("question_mark")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, HelpScreen)
+        box = app.screen.query_one("#help-box").region
+        assert box.x >= 0 and box.right <= SIZE[0] and box.bottom <= SIZE[1], box

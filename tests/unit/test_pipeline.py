@@ -226,8 +226,9 @@ def test_the_report_says_which_scheduler_ran(tmp_path: Path) -> None:
     # The words of the other runs XLA records.
     assert scheduler_line(ScheduleRun("none", requested="none")) == "scheduler: none (no latency hiding scheduler)"
     assert scheduler_line(ScheduleRun("lhs", "approximate", "lhs", reason="Non homogenous replica group")) == \
-        ("scheduler: lhs, approximate estimator (XLA fell back: its speed-of-light estimator could not build its "
-         "collective model for this topology, Non homogenous replica group; docs/targets.md)")
+        ("scheduler: lhs, approximate estimator (XLA's speed-of-light estimator did not start: the collective "
+         "table XLA carries for this GPU does not load in this XLA, whatever the step; nothing in this compile "
+         "failed; docs/targets.md)")
     assert scheduler_line(ScheduleRun("lhs", "approximate", "lhs-approx")) == "scheduler: lhs, approximate estimator"
     assert scheduler_line(ScheduleRun("lhs", "sol", "none")).endswith("; asked for none")
     # A plain HLO file (or an older folder) has no record and no line.

@@ -290,3 +290,18 @@ def test_a_collective_permute_runs_on_its_own_stream_beside_an_all_gather() -> N
     assert ag.end_us == pytest.approx(5 + 7 * 2.5 + 7 / 8 * 16 * 2**20 / 450e9 * 1e6)
     assert cp.end_us == pytest.approx(5 + 2.5 + 2 * 2**20 / 450e9 * 1e6)
     assert tl.exposed_collective_us == pytest.approx(ag.end_us)
+
+
+def test_a_copy_done_moving_before_an_extrapolated_loop_keeps_its_issue() -> None:
+    # llama405b_hostmem.hlo.txt, entry main.37_spmd: copy-start.22 (f32[2,8192,128256] to S(5), 8.4 GB)
+    # is issued before the 126-layer loop and its bytes have all moved before the loop's extrapolated
+    # iterations; its done comes after the loop. Its issue was moved by the extrapolated gap (48.3 s)
+    # past its own finish (1.7 s): a link slice ending before it began (issue 36, item 6).
+    from tests.conftest import fixture_report
+
+    tl = fixture_report("llama405b_hostmem.hlo.txt").timeline
+    assert tl is not None
+    tl.self_check()
+    t = tl.transfers[("main.37_spmd", "copy-start.22")]
+    assert t.bytes == 2 * 8192 * 128256 * 4
+    assert t.issue_us == tl.reached[("main.37_spmd", "copy-start.22")] < t.finish_us

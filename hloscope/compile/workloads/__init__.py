@@ -31,6 +31,10 @@ WORKLOADS: dict[str, Workload] = {
 }
 
 
+#: A setting's type in the words of a bad ``--set`` value ("wants a whole number, got 'three'").
+_KIND_WORDS = {int: "a whole number", float: "a number", bool: "true or false", str: "text"}
+
+
 def all_presets() -> dict[str, tuple[Workload, Any]]:
     return {p: (w, cfg) for w in WORKLOADS.values() for p, cfg in w.presets.items()}
 
@@ -62,8 +66,8 @@ def resolve(name: str, overrides: dict[str, str] | None = None) -> tuple[Workloa
             else:
                 changes[key] = type(current)(raw)
         except ValueError:
-            raise HloscopeError(f"setting '{key}' wants a {type(current).__name__}, got '{raw}'",
-                                EXIT_BAD_INPUT) from None
+            raise HloscopeError(f"setting '{key}' wants {_KIND_WORDS.get(type(current), type(current).__name__)}, "
+                                f"got '{raw}'", EXIT_BAD_INPUT) from None
     cfg = dataclasses.replace(cfg, **changes)
     problem = out_of_range(cfg)
     if problem:
@@ -109,6 +113,40 @@ def mesh_axes(cfg: Any, devices: int) -> list[tuple[str, int]] | None:
     if axes is not None and devices % max(1, getattr(cfg, "ep", 1)):
         raise HloscopeError(f"{devices} devices do not split into ep={cfg.ep} expert shards", EXIT_BAD_INPUT)
     return axes
+
+
+def split_settings(cfg: Any) -> dict[str, tuple[str, ...]]:
+    """Mesh axis -> the settings whose size ``cfg``'s step arguments split over it (``{}``: none)."""
+    own = getattr(cfg, "split_settings", None)
+    return dict(own()) if callable(own) else {}
+
+
+def devices_problem(name: str, cfg: Any, devices: int, fits: Callable[[int], bool] = lambda n: True,
+                    argument: str = "--devices") -> str:
+    """Why ``cfg`` cannot be split over ``devices`` GPUs ("" when it can), naming the device counts it
+    takes (those ``fits`` allows too: the target's topology), read from its shardings
+    (:func:`split_settings`) before anything is traced."""
+    axes = split_settings(cfg)
+    if not axes:
+        return ""
+    ep = max(1, int(getattr(cfg, "ep", 1) or 1))
+
+    def splits(n: int) -> bool:
+        if n % ep:
+            return False
+        sizes = {"fsdp": n // ep, "expert": ep}
+        return all(getattr(cfg, s) % sizes.get(axis, n) == 0 for axis, names in axes.items() for s in names)
+
+    if splits(devices):
+        return ""
+    fsdp = axes.get("fsdp", ())
+    bound = min((getattr(cfg, s) for s in fsdp), default=1024) * ep
+    takes = [n for n in range(1, bound + 1) if splits(n) and fits(n)]
+    shown = ", ".join(map(str, takes[:12])) + (", ..." if len(takes) > 12 else "")
+    what = "; ".join(f"{', '.join(f'{s}={getattr(cfg, s)}' for s in names)} over the {axis} axis"
+                     for axis, names in axes.items())
+    return (f"{argument} {devices}: workload {name} splits {what}, so it takes {shown} devices"
+            + (f" (ep={ep} expert shards)" if ep > 1 else ""))
 
 
 def xla_flags(cfg: Any) -> dict[str, Any]:

@@ -141,6 +141,12 @@ class DeepSeekConfig:
         weights = (total_ffn + (q + kv + projection) * self.layers + embedding) * 3
         return float(weights + attention * self.layers * 3)
 
+    def split_settings(self) -> dict[str, tuple[str, ...]]:
+        """Mesh axis -> the settings whose size the step's arguments split over it (``build``'s
+        shardings: the weights split D on ``fsdp``, wq_b and wkv_b their low ranks, the routed
+        experts E on ``expert`` when ep > 1; the batch scales with the devices)."""
+        return {"fsdp": ("dim", "q_lora_rank", "kv_lora_rank"), **({"expert": ("experts",)} if self.ep > 1 else {})}
+
     def mesh_axes(self, devices: int) -> list[tuple[str, int]] | None:
         """The mesh this config needs over ``devices`` (None: the default one ``fsdp`` axis)."""
         if self.ep <= 1:

@@ -64,6 +64,11 @@ class LlamaConfig:
     def offloaded_names(self) -> tuple[str, ...]:
         return ("query_proj", "key_proj", "value_proj")
 
+    def split_settings(self) -> dict[str, tuple[str, ...]]:
+        """Mesh axis -> the settings whose size the step's arguments split over it (``build``'s
+        shardings: every weight splits D on ``fsdp``; the batch scales with the devices)."""
+        return {"fsdp": ("dim",)}
+
     def problem(self) -> str:
         """Why this config cannot build a step ("" when it can)."""
         if self.attention not in common.ATTENTION:

@@ -23,6 +23,11 @@ class MlpConfig:
     def offloaded_names(self) -> tuple[str, ...]:
         return ("hidden",)
 
+    def split_settings(self) -> dict[str, tuple[str, ...]]:
+        """Mesh axis -> the settings whose size the step's arguments split over it (``build``'s
+        shardings: w_in [L, W, H] and w_out [L, H, W] split W on ``fsdp``; the batch scales with it)."""
+        return {"fsdp": ("width",)}
+
 
 ROLES = {"hidden": "MLP hidden activation"}
 

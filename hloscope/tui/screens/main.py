@@ -25,7 +25,7 @@ from hloscope.tui.text import plain, shown
 from hloscope.tui.widgets.detail import DetailPane
 from hloscope.tui.widgets.intent import IntentView
 from hloscope.tui.widgets.schedule import ScheduleView
-from hloscope.tui.widgets.summary import SummaryBar
+from hloscope.tui.widgets.summary import SummaryBar, source_words
 from hloscope.tui.widgets.transfers import TransferTable
 from hloscope.tui.widgets.tree import ComputationTree
 
@@ -84,12 +84,13 @@ class MainScreen(Screen[None]):
                     yield IntentView(id="intent-view")
             yield DetailPane(id="detail")
         yield Static(plain(self._status), id="status")
-        yield Footer()
+        # compact, without the palette's key (Ctrl+P is in the help): every key fits in 80 columns
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         loaded = self.loaded
         report = loaded.report
-        self.query_one(SummaryBar).set_report(report, loaded.memory)
+        self.query_one(SummaryBar).set_report(report, loaded.memory, source_words(loaded.source.path))
         self.query_one(DetailPane).loaded = loaded
         table = self.query_one(TransferTable)
         table.set_report(report)

@@ -14,7 +14,7 @@ from hloscope.tui.text import shown
 from hloscope.units import human_bytes, human_us
 
 
-def summary_text(report: Report, memory: Any) -> Text:
+def summary_text(report: Report, memory: Any, source: str = "a bare HLO file") -> Text:
     """Totals line; verdict counts and the simulated step; memory (device allocation vs HBM, largest at peak)."""
     s = report.summary
     t = Text()
@@ -36,14 +36,16 @@ def summary_text(report: Report, memory: Any) -> Text:
                  + (f" / other {human_us(st.other_wait_us)}" if st.other_wait_us > 0 else "")
                  + (f" (host link {st.link_mode})" if st.link_mode != "achieved" else ""))
     t.append("\n")
-    t.append_text(memory_text(memory))
+    t.append_text(memory_text(memory, source))
     return t
 
 
-def memory_text(memory: Any) -> Text:
+def memory_text(memory: Any, source: str = "a bare HLO file") -> Text:
+    """The memory line; ``source``: what was opened, in words (:func:`source_words`), for when
+    it carries no memory figures."""
     t = Text()
     if memory is None:
-        t.append("memory: not known for a bare HLO file (open an `hloscope compile` artifact folder or use "
+        t.append(f"memory: not known for {source} (open an `hloscope compile` artifact folder or use "
                  "--workload)", style="dim")
         return t
     fits = memory.fits
@@ -59,8 +61,30 @@ def memory_text(memory: Any) -> Text:
     return t
 
 
+def source_words(path: str | None) -> str:
+    """What kind of input ``path`` is, in the words of the memory line (issue 36: an nsys-jax archive
+    was called a bare HLO file)."""
+    if path is None:
+        return "this compile"
+    from pathlib import Path
+
+    p = Path(path)
+    try:
+        with p.open("rb") as f:
+            zipped = f.read(4) == b"PK\x03\x04"  # a .zip the loader read: an nsys-jax archive
+    except OSError:
+        zipped = False
+    if zipped:
+        return "an nsys-jax archive (it holds the module and its profile, not XLA's memory figures)"
+    if p.is_dir():
+        return "a dump folder without XLA's memory texts"
+    if p.name.endswith((".pb", ".pb.xz")):
+        return "an HloProto file"
+    return "a bare HLO file"
+
+
 class SummaryBar(Static):
     """Totals and memory facts of the loaded report."""
 
-    def set_report(self, report: Report, memory: Any) -> None:
-        self.update(summary_text(report, memory))
+    def set_report(self, report: Report, memory: Any, source: str = "a bare HLO file") -> None:
+        self.update(summary_text(report, memory, source))

@@ -27,7 +27,9 @@ SORTS: tuple[tuple[str, Callable[[tuple[int, Verdict]], Any]], ...] = (
 )
 VERDICT_FILTERS: tuple[VerdictKind | None, ...] = (None, *VERDICT_ORDER)
 DIRECTION_FILTERS: tuple[Direction | None, ...] = (None, Direction.TO_HOST, Direction.TO_DEVICE)
-COLUMNS = ("transfer", "checkpoint", "dir", "bytes", "x/step", "verdict", "~exposed/step", "source")
+#: The verdict right after the name: the column the table is for, whole at any width (at 110-150
+#: columns, sixth of eight, it was cut to one letter or scrolled out of view).
+COLUMNS = ("transfer", "verdict", "checkpoint", "dir", "bytes", "x/step", "~exposed/step", "source")
 
 
 class TransferTable(DataTable[Any]):
@@ -35,8 +37,8 @@ class TransferTable(DataTable[Any]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "cycle_sort", "Sort"),
-        Binding("v", "cycle_verdict", "Verdict filter"),
-        Binding("d", "cycle_direction", "Direction filter"),
+        Binding("v", "cycle_verdict", "Verdicts"),
+        Binding("d", "cycle_direction", "Direction"),
     ]
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -78,10 +80,10 @@ class TransferTable(DataTable[Any]):
             loc = report.source(v)
             exposed = v.est_exposed_us * t.executions
             # names and the source come from the module and its manifest: Text, never markup
-            cells = (plain(t.instruction.name), plain(checkpoint_name(t)), Text(arrow(t.direction)),
-                     Text(human_bytes(t.bytes)), Text(str(t.executions)),
-                     Text(v.verdict.value, style=VERDICT_STYLE[v.verdict]),
-                     Text(human_us(exposed) if exposed > 0 else "-"), plain(short_source(loc)) if loc else Text("-"))
+            cells = (plain(t.instruction.name), Text(v.verdict.value, style=VERDICT_STYLE[v.verdict]),
+                     plain(checkpoint_name(t)), Text(arrow(t.direction)), Text(human_bytes(t.bytes)),
+                     Text(str(t.executions)), Text(human_us(exposed) if exposed > 0 else "-"),
+                     plain(short_source(loc)) if loc else Text("-"))
             self.add_row(*cells, key=str(i))
             widths = [max(w, c.cell_len) for w, c in zip(widths, cells, strict=True)]
         # The widths DataTable measures on its next idle (each cell's one line), known now: the

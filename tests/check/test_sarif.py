@@ -7,10 +7,11 @@ of the OASIS standard in ``REQUIRED``); with ``HLOSCOPE_SARIF_SCHEMA=/path/to/sa
 they validate against the official schema too.
 
 What the fixtures say, read in ``fixtures/llama_offload.hlo.txt``: ``dynamic-slice-start.2.0``
-(an H->D ``fusion-start`` of a ``dynamic-slice`` in ``region_13.23_spmd``, HLO line 1211)
-has ``stack_frame_id=69``, whose frame chain ends at ``FileLocations`` 6 = file 2
-(``.../hloscope/compile/workloads/common.py``) line 140; nothing is scheduled between its
-start and done, so ``--no-exposed`` fails on it.
+(an H->D ``fusion-start`` of a ``dynamic-slice`` in ``region_13.23_spmd``, HLO line 1211) reads
+back the host buffer ``dynamic-update-slice-start.2.0`` and ``.5.0`` write, whose update is the V
+slice of the merged QKV gemm (``loop_slice_fusion.6`` in the peeled layer, line 3322; ``.4`` in
+the loop), computed at ``.../hloscope/compile/workloads/llama.py`` line 71 (its stack frame);
+nothing is scheduled between its start and done, so ``--no-exposed`` fails on it.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def test_exposed_transfer_points_at_the_user_line(capsys: pytest.CaptureFixture[
     monkeypatch.chdir("/")
     # When --no-exposed fails on the real llama step
     code, log = check_sarif(capsys, LLAMA, "--no-exposed")
-    # Then one result, at common.py line 140 under SRCROOT, naming the HLO instruction
+    # Then one result, at llama.py line 71 (the V projection it reads back) under SRCROOT, naming the HLO instruction
     assert code == EXIT_CHECK_FAILED
     validate(log)
     run = log["runs"][0]
@@ -109,9 +110,9 @@ def test_exposed_transfer_points_at_the_user_line(capsys: pytest.CaptureFixture[
     assert res["ruleId"] == "no-exposed" and res["level"] == "error"
     phys = res["locations"][0]["physicalLocation"]
     assert phys["artifactLocation"]["uriBaseId"] == "SRCROOT"
-    assert phys["artifactLocation"]["uri"].endswith("hloscope/compile/workloads/common.py")
+    assert phys["artifactLocation"]["uri"].endswith("hloscope/compile/workloads/llama.py")
     assert not phys["artifactLocation"]["uri"].startswith("/")
-    assert phys["region"] == {"startLine": 140}
+    assert phys["region"] == {"startLine": 71}
     assert res["locations"][0]["logicalLocations"][0]["fullyQualifiedName"] == \
         "region_13.23_spmd/dynamic-slice-start.2.0"
     assert res["message"]["text"].startswith("dynamic-slice-start.2.0 (to_device dynamic-slice, 64.0 KiB x2/step")
@@ -156,4 +157,4 @@ def test_allowed_violation_is_a_suppressed_result(capsys: pytest.CaptureFixture[
     validate(log)
     [res] = log["runs"][0]["results"]
     assert res["suppressions"] == [{"kind": "external", "justification": "first read, known"}]
-    assert res["locations"][0]["physicalLocation"]["region"] == {"startLine": 140}
+    assert res["locations"][0]["physicalLocation"]["region"] == {"startLine": 71}

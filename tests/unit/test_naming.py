@@ -38,8 +38,10 @@ from hloscope.cli.main import main
 from hloscope.hlo.hloproto import parse_hlo_proto
 from hloscope.hlo.parser import parse_hlo
 from hloscope.render.intent_text import intent_lines
+from hloscope.render.name_words import GUESS_MARK as RENDER_GUESS_MARK
 from hloscope.render.table import TableRenderer
 from hloscope.tui.format import GUESS_MARK, checkpoint_name
+from hloscope.tui.widgets.intent import intent_text
 from tests.conftest import FIXTURES, fixture_text
 
 DATA = Path(__file__).parent / "data"
@@ -144,8 +146,10 @@ def test_a_name_only_bytes_decide_is_a_guess_in_every_view(tmp_path: Path,
     table = "\n".join(TableRenderer().lines(report))
     assert "value_proj?" in table and "key_proj?" in table and "query_proj?" in table
     assert "name?: a guess" in table
-    # the TUI's transfer table
+    # the TUI's transfer table and its Offloads-asked tab
     assert all(checkpoint_name(t).endswith(GUESS_MARK) for t in report.transfers)
+    tab = intent_text(account).plain
+    assert tab.count("name guessed by bytes") == len(report.transfers) and "a GUESS" in tab
     # the JSON report
     assert main(["analyze", str(folder), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -196,3 +200,8 @@ def test_frames_of_the_fixture_are_a_call_stack_not_one_frame_repeated() -> None
     chain = [(f.file.rsplit("/", 1)[-1], f.line) for f in frames(module, ins)]
     # the V projection (llama.py:71), called from the remat wrapper in common.py, under the scan
     assert chain[0] == ("llama.py", 71) and len(set(chain)) > 1 and chain[1][0] == "common.py"
+
+
+def test_the_tui_marks_a_guess_as_the_renderers_do() -> None:
+    # the TUI keeps its own copy of the mark so that its first frame imports no renderer
+    assert GUESS_MARK == RENDER_GUESS_MARK

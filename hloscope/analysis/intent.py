@@ -12,12 +12,16 @@ Two parts, no JAX:
   unoptimized) -> IntentAccount``: each request (:class:`Asked`) matched with the
   transfers it became, or given one reason from :class:`Why` (docs/offload-happened.md),
   with the facts behind it as :class:`Detail` values (a :class:`Fact` and its names and
-  figures); ``hloscope.render.intent_words`` words them.
+  figures); ``hloscope.render.intent_words`` words them. A name request lists exactly the
+  transfers that carry its name: the naming pass (``hloscope.analysis.naming``) decided each
+  transfer's name once, by data flow or, where only bytes told requests apart, as a guess the
+  facts mark; the accounting never names a transfer itself.
   ``account_annotations_only`` is the fallback for a plain HLO file (no trace): the
   unoptimized module's placement annotations stand in for the requests.
 
-Never a guess: where the cause cannot be known the reason is ``unknown`` and the
-detail says what was checked.
+Never an unmarked guess: where the cause cannot be known the reason is ``unknown`` and the
+detail says what was checked; transfers whose name only bytes decided carry the
+``named-by-bytes`` fact.
 """
 
 from __future__ import annotations
@@ -326,8 +330,8 @@ class Fact(StrEnum):
     HOW_BY_LINE = "how-by-line"
     ANNOTATIONS_BECAME = "annotations-became"  # names, how, moved
     READ_BACK = "read-back"  # n
-    NAMING_PASS_CALLS = "naming-pass-calls"  # names
     SAME_BYTES = "same-bytes"  # names
+    BYTES_CLAIMED = "bytes-claimed"  # names, how, moved, others: its annotations' transfers carry other names
     ANNOTATIONS_REMOVED = "annotations-removed"  # names, how
     ANNOTATIONS_UNMATCHED = "annotations-unmatched"  # names, how
     SOME_SYNC = "some-sync"  # n
@@ -344,7 +348,8 @@ class Fact(StrEnum):
     NONE_TOLD = "none-told"  # lowered, unnamed
     # names
     CARRY_THE_NAME = "carry-the-name"  # n
-    CARRY_THE_NAME_SHARED = "carry-the-name-shared"  # n
+    NAMED_BY_BYTES = "named-by-bytes"  # n: that many carry it as a guess (bytes only)
+    GUESS_TWINS = "guess-twins"  # names: other name requests whose annotations move as many bytes
     TAGGED_COPIED = "tagged-copied"  # at
     NOT_TAGGED = "not-tagged"  # name, tagged
     DID_YOU_MEAN = "did-you-mean"  # names
@@ -506,6 +511,54 @@ def requests(intent: Intent) -> list[Asked]:
     return out
 
 
+def requested_names(intent: Intent | None) -> frozenset[str] | None:
+    """The checkpoint names the step asks to offload (a policy's, or one JAX offloaded for a policy
+    hloscope cannot read); None when the step's intent is unknown."""
+    if intent is None:
+        return None
+    return frozenset(a.what for a in requests(intent) if a.kind is AskKind.OFFLOAD_NAME)
+
+
+def copy_lines(intent: Intent, asked: Asked) -> list[Where] | None:
+    """The lines of a request that JAX turned into host copies in the jaxpr (None: it made none)."""
+    if asked.kind is AskKind.OFFLOAD_NAME:
+        tags = [t for t in intent.tags if t.name == asked.what and t.host_copy]
+        if not tags:
+            return None
+        return [w for t in tags for w in (t.where, t.producer) if w is not None]
+    if asked.kind is AskKind.OFFLOAD_DOTS:
+        copies = [p for p in intent.placements if p.kind is PlacementKind.REMAT_OFFLOAD]
+        return [p.where for p in copies if p.where is not None] if copies else None
+    if asked.kind is AskKind.PLACEMENT and asked.placement is not None and \
+            asked.placement.kind is PlacementKind.DEVICE_PUT:
+        return [asked.placement.where] if asked.placement.where is not None else []
+    return None
+
+
+def annotation_owners(intent: Intent, asks: Sequence[Asked], unoptimized: Module | None,
+                      annotations: Sequence[HostTransfer]) -> tuple[dict[int, list[HostTransfer]], int]:
+    """Request index -> its to-host placement annotations (``annotations`` of ``unoptimized``): by
+    the line of the value each places, then by elimination (one request with host copies left,
+    and annotations no other request has); and the index of that request (-1: none)."""
+    to_host = [a for a in annotations if a.direction is Direction.TO_HOST]
+    lines = {id(a): _operand_lines(unoptimized, a) for a in to_host} if unoptimized is not None else {}
+    out: dict[int, list[HostTransfer]] = {}
+    copying: list[int] = []
+    for i, asked in enumerate(asks):
+        wheres = copy_lines(intent, asked)
+        if wheres is None:
+            continue
+        copying.append(i)
+        out[i] = [a for a in to_host if any(w.same_line(f, ln) for w in wheres for f, ln in lines.get(id(a), ()))]
+    taken = {id(a) for v in out.values() for a in v}
+    left = [a for a in to_host if id(a) not in taken]
+    bare = [i for i in copying if not out[i]]
+    if len(bare) == 1 and left:
+        out[bare[0]] = left
+        return out, bare[0]
+    return out, -1
+
+
 def _placement_words(p: Placement) -> str:
     what = {
         PlacementKind.DEVICE_PUT: "device_put",
@@ -584,15 +637,9 @@ class _Lowered:
         parts = max(partitions, unoptimized.num_partitions if unoptimized is not None else 1, 1)
         self.fate: dict[int, AnnotationMatch] = {
             id(m.annotation): m for m in match_annotations(self.annotations, transfers, parts)}
-        self.lines = {id(a): _operand_lines(unoptimized, a) for a in self.annotations} if unoptimized else {}
-        self.owner: dict[int, int] = {}  # annotation -> index of the request it is attributed to
 
     def removed(self) -> list[HostTransfer]:
         return [a for a in self.annotations if self.fate[id(a)].fate is Fate.REMOVED]
-
-    def at(self, wheres: Sequence[Where]) -> list[HostTransfer]:
-        """To-host annotations whose own line or whose value's line is one of ``wheres``."""
-        return [a for a in self.to_host if any(w.same_line(f, ln) for w in wheres for f, ln in self.lines[id(a)])]
 
     def facts(self) -> Detail:
         if not self.known:
@@ -603,19 +650,24 @@ class _Lowered:
 
 def _through_annotations(asked: Asked, annotations: Sequence[HostTransfer], lowered: _Lowered,
                          by_id: Mapping[int, Verdict], what: Detail, how: Detail,
-                         readers: Mapping[int, list[Verdict]]) -> Accounted:
+                         readers: Mapping[int, list[Verdict]], claimed: frozenset[int]) -> Accounted:
     """A request whose placement annotations are known: what became of them (the transfers that
-    wrote its host buffer, and those that read it back)."""
+    wrote its host buffer, and those that read it back). ``claimed``: transfers (by ``id``) that
+    carry a requested name: a name request's own are listed by name, never here, and no other
+    request lists them."""
     names = ", ".join(a.instruction.name for a in annotations)
     moved = [by_id[id(t)] for a in annotations for t in lowered.fate[id(a)].became if id(t) in by_id]
-    back = [r for v in moved for r in readers.get(id(v.transfer), [])]
+    if asked.kind is AskKind.OFFLOAD_NAME and moved:
+        others = sorted({v.transfer.checkpoint_name or v.transfer.unrequested_name or v.transfer.instruction.name
+                         for v in moved})
+        return Accounted(asked, Why.UNKNOWN, (what, fact(Fact.BYTES_CLAIMED, names=names, how=how, moved=len(moved),
+                                                           others=", ".join(others))))
+    moved = [v for v in moved if id(v.transfer) not in claimed]
+    back = [r for v in moved for r in readers.get(id(v.transfer), []) if id(r.transfer) not in claimed]
     if moved:
         said = [fact(Fact.ANNOTATIONS_BECAME, names=names, how=how, moved=len(moved))]
         if back:
             said.append(fact(Fact.READ_BACK, n=len(back)))
-        others = sorted({v.transfer.checkpoint_name for v in moved if v.transfer.checkpoint_name} - {asked.what})
-        if others:
-            said.append(fact(Fact.NAMING_PASS_CALLS, names=", ".join(others)))
         twins = [b for b in lowered.to_host if b not in annotations
                  and any(b.bytes == a.bytes and b.direction is a.direction for a in annotations)]
         if twins:
@@ -660,46 +712,31 @@ class _Accounting:
         self.lowered = _Lowered(unoptimized, [v.transfer for v in self.verdicts], partitions)
         self.unnamed = sum(1 for v in self.verdicts
                            if v.transfer.direction is Direction.TO_HOST and not v.transfer.checkpoint_name)
+        asked = requested_names(intent) or frozenset()
+        #: transfers that carry a requested name: listed under that request, and only there
+        self.claimed = frozenset(id(v.transfer) for v in self.verdicts if v.transfer.checkpoint_name in asked)
+        self.asks: Sequence[Asked] = ()
+        self.eliminated = -1
+
+    def unclaimed(self, vs: Sequence[Verdict]) -> list[Verdict]:
+        """``vs`` without the transfers a name request lists."""
+        return [v for v in vs if id(v.transfer) not in self.claimed]
 
     def by_line(self, wheres: Sequence[Where]) -> list[Verdict]:
         return [v for v in self.verdicts
                 if any(w.same_line(f, ln) for w in wheres for f, ln in _line_of(self.module, v.transfer))]
 
     def attribute(self, asks: Sequence[Asked]) -> dict[int, list[HostTransfer]]:
-        """Request index -> its to-host placement annotations: by source line, then by
-        elimination (one request with host copies left, and annotations no other request has)."""
-        out: dict[int, list[HostTransfer]] = {}
-        copying: list[int] = []
-        for i, asked in enumerate(asks):
-            wheres = self.copy_lines(asked)
-            if wheres is None:
-                continue
-            copying.append(i)
-            out[i] = self.lowered.at(wheres)
-        taken = {id(a) for v in out.values() for a in v}
-        left = [a for a in self.lowered.to_host if id(a) not in taken]
-        bare = [i for i in copying if not out[i]]
-        if len(bare) == 1 and left:
-            out[bare[0]] = left
-            self.eliminated = bare[0]
+        """Request index -> its to-host placement annotations (:func:`annotation_owners`)."""
+        self.asks = asks
+        out, self.eliminated = annotation_owners(self.intent, asks, self.lowered.unoptimized, self.lowered.annotations)
         return out
 
-    eliminated = -1
-
-    def copy_lines(self, asked: Asked) -> list[Where] | None:
-        """The lines of a request that JAX turned into host copies in the jaxpr (None: it made none)."""
-        if asked.kind is AskKind.OFFLOAD_NAME:
-            tags = [t for t in self.intent.tags if t.name == asked.what and t.host_copy]
-            if not tags:
-                return None
-            return [w for t in tags for w in (t.where, t.producer) if w is not None]
-        if asked.kind is AskKind.OFFLOAD_DOTS:
-            copies = [p for p in self.intent.placements if p.kind is PlacementKind.REMAT_OFFLOAD]
-            return [p.where for p in copies if p.where is not None] if copies else None
-        if asked.kind is AskKind.PLACEMENT and asked.placement is not None and \
-                asked.placement.kind is PlacementKind.DEVICE_PUT:
-            return [asked.placement.where] if asked.placement.where is not None else []
-        return None
+    def twins(self, i: int, annotations: Mapping[int, list[HostTransfer]]) -> list[str]:
+        """The other name requests whose placement annotations move as many bytes as request ``i``'s."""
+        sizes = {a.bytes for a in annotations.get(i, [])}
+        return sorted({self.asks[j].what for j, anns in annotations.items() if j != i
+                       and self.asks[j].kind is AskKind.OFFLOAD_NAME and any(a.bytes in sizes for a in anns)})
 
     def lowered_part(self, asked: Asked, i: int, annotations: Mapping[int, list[HostTransfer]],
                      what: Detail) -> Accounted:
@@ -712,24 +749,23 @@ class _Accounting:
         mine = annotations.get(i, [])
         if mine:
             how = fact(Fact.HOW_ELIMINATED if i == self.eliminated else Fact.HOW_BY_LINE)
-            return _through_annotations(asked, mine, lowered, self.by_id, what, how, self.readers)
+            return _through_annotations(asked, mine, lowered, self.by_id, what, how, self.readers, self.claimed)
         return Accounted(asked, Why.UNKNOWN, (what, fact(Fact.NONE_TOLD, lowered=lowered.facts(),
                                                            unnamed=self.unnamed)))
 
     def name(self, asked: Asked, i: int, annotations: Mapping[int, list[HostTransfer]]) -> Accounted:
         name = asked.what
+        # Exactly the transfers that carry the name: the naming pass decided each one's name once.
         hits = [v for v in self.verdicts if v.transfer.checkpoint_name == name]
-        mine = annotations.get(i, []) if i != self.eliminated else []
-        others = {id(t) for j, anns in annotations.items() if j != i for a in anns
-                  for t in self.lowered.fate[id(a)].became}
-        if hits and not any(id(v.transfer) in others for v in hits):
-            return _became(asked, hits, fact(Fact.CARRY_THE_NAME, n=len(hits)))
-        if mine:  # the naming pass gave this name transfers another request's annotations became, or none
-            tags = [t for t in self.intent.tags if t.name == name]
-            seen = ", ".join(sorted({str(t.where) for t in tags if t.where is not None}))
-            return self.lowered_part(asked, i, annotations, fact(Fact.TAGGED_COPIED, at=seen))
         if hits:
-            return _became(asked, hits, fact(Fact.CARRY_THE_NAME_SHARED, n=len(hits)))
+            said = [fact(Fact.CARRY_THE_NAME, n=len(hits))]
+            guessed = sum(1 for v in hits if v.transfer.name_guessed)
+            if guessed:
+                said.append(fact(Fact.NAMED_BY_BYTES, n=guessed))
+                twins = self.twins(i, annotations)
+                if twins:
+                    said.append(fact(Fact.GUESS_TWINS, names=", ".join(twins)))
+            return _became(asked, hits, *said)
         tags = [t for t in self.intent.tags if t.name == name]
         if not tags:
             tagged = self.intent.tagged_names
@@ -749,7 +785,7 @@ class _Accounting:
         if not copies:
             return Accounted(asked, Why.NOT_A_RESIDUAL, (fact(Fact.NO_DOT_COPY),))
         lines = ", ".join(sorted({str(p.where) for p in copies if p.where is not None}))
-        hits = self.by_line([p.where for p in copies if p.where is not None])
+        hits = self.unclaimed(self.by_line([p.where for p in copies if p.where is not None]))
         what = fact(Fact.DOT_COPIES, n=len(copies), lines=lines)
         if hits:
             return _became(asked, hits, what)
@@ -827,9 +863,15 @@ class _Accounting:
             return self.boundary(asked, pl)
         if pl.where is None:
             return Accounted(asked, Why.UNKNOWN, (fact(Fact.PLACEMENT_NO_LINE, lowered=self.lowered.facts()),))
-        hits = self.by_line([pl.where])
+        # the transfers to host that trace back to its line, and those that read their buffer back (a
+        # transfer to the device that traces back to the line reads another value: an argument's)
+        hits = [v for v in self.unclaimed(self.by_line([pl.where])) if v.transfer.direction is Direction.TO_HOST]
         if hits:
-            return _became(asked, hits, fact(Fact.TRACE_BACK, n=len(hits), where=str(pl.where)))
+            back = self.unclaimed([r for v in hits for r in self.readers.get(id(v.transfer), [])])
+            said = [fact(Fact.TRACE_BACK, n=len(hits), where=str(pl.where))]
+            if back:
+                said.append(fact(Fact.READ_BACK, n=len(back)))
+            return _became(asked, hits + back, *said)
         return self.lowered_part(asked, i, annotations, fact(Fact.PLACED, memory=pl.memory, where=str(pl.where),
                                                              unused=fact(Fact.UNUSED) if pl.unused else ""))
 

@@ -6,7 +6,7 @@ from enum import StrEnum
 
 from hloscope.vocab import Direction, LinkMode
 
-__all__ = ["Direction", "LinkMode", "PairKind", "Reason", "SegmentKind", "VerdictKind", "VERDICT_ORDER"]
+__all__ = ["Direction", "LinkMode", "NameBasis", "PairKind", "Reason", "SegmentKind", "VerdictKind", "VERDICT_ORDER"]
 
 
 class VerdictKind(StrEnum):
@@ -17,6 +17,13 @@ class VerdictKind(StrEnum):
     PARTIAL = "partial"
     HIDDEN = "hidden"
     UNSCHEDULED = "unscheduled"
+
+
+class NameBasis(StrEnum):
+    """How a transfer's ``checkpoint_name`` was decided (``hloscope.analysis.names``)."""
+
+    DATA_FLOW = "data-flow"  # the moved value followed back to the tagged op (or its op_name, an argument's path)
+    BYTES = "bytes"  # a guess: only the bytes of the request's placement annotations matched it
 
 
 class PairKind(StrEnum):

@@ -1,38 +1,52 @@
 """Names users know for each host transfer: ``checkpoint_name``, role, user source line.
 
-Pass: ``transfer_names(index, transfers, names=()) -> {(computation, instruction): TransferNames}``:
-each transfer's ``checkpoint_name``, ``role`` and ``source``, computed before the
-:class:`~hloscope.analysis.transfers.HostTransfer` that holds them is built
-(``find_host_transfers`` calls it on the transfers it found).
+Pass: ``transfer_names(index, transfers, names=(), requested=None, guess=None) ->
+{(computation, instruction): TransferNames}``: each transfer's one name, how it was decided,
+its role and its source line, computed before the
+:class:`~hloscope.analysis.transfers.HostTransfer` that holds them is built.
 
-- ``source``: the user frame of the offloaded value's producer. From the
-  transfer's device-side operand the pass walks back (through bitcasts, copies,
-  converts, fusions and their fused bodies, sharding custom calls) to the first
-  instruction whose stack frame differs from the offload's own frame (the remat
-  wrapper's line). A to-device transfer reads a host buffer: the pass follows
-  that buffer through tuples and loop parameters to the to-host transfer that
-  wrote it and takes its names.
-- A to-device transfer of a step argument kept in host memory (parameter or
-  optimizer-state offloading) is named by the argument's pytree path, the entry
-  parameter's ``op_name`` (``opt_state['mu']['layers']['wo']``), at the first user line
-  that reads it on the device.
-- ``checkpoint_name``: from ``op_name`` metadata when the HLO records it
-  (``.../name[name=query_proj]`` or ``checkpoint_name[query_proj]``), else from
-  ``names``: records read from the traced jaxpr by ``hloscope.compile.names``
-  (``{"name", "file", "line", "producer_file", "producer_line", "role"}``), matched
-  against every frame of the producers' stack traces. JAX 0.10 records the name
-  nowhere in the HLO, so a plain HLO file gets the source line and no name.
+- **Data flow.** From the value a to-host transfer moves (the update of a
+  ``dynamic-update-slice``, the operand of a ``copy-start``, of a placement annotation),
+  the pass walks back through ops that pass the value on unchanged or only move it:
+  bitcasts, copies, converts, reshapes, transposes, slices, sharding custom calls,
+  collectives, into fused and wrapped bodies and out through their parameters,
+  through tuples, ``get-tuple-element`` and loop parameters to the value a loop's caller
+  passed in. The first instruction on the way whose ``op_name`` records a checkpoint name,
+  or one of whose stack frames is a ``checkpoint_name`` line (or the line of the op that
+  computed the tagged value) of exactly one name record, names the transfer. The walk
+  stops at any op that computes something else (a dot, an add, a reduction): a name seen
+  only beyond it belongs to an input, not to the moved value.
+- **Reloads.** A to-device transfer reads a host buffer: the pass follows that buffer
+  through tuples and loop parameters to the to-host transfer that wrote it and takes its
+  names, and how they were decided.
+- **Arguments kept in host memory** (parameter or optimizer-state offloading): a to-device
+  transfer of one is named by the argument's pytree path, the entry parameter's
+  ``op_name`` (``opt_state['mu']['layers']['wo']``), at the first user line that reads it.
+- **Requests.** ``requested``: the names the step asked to offload (None: unknown, any
+  name goes). A name data flow finds that no request asks for is not given as the
+  transfer's ``checkpoint_name``; it is kept as ``unrequested`` (what the moved tensor is).
+- **Guesses.** ``guess``: called with the data-flow names of the to-host transfers, it
+  returns names for transfers data flow could not name, decided by bytes only
+  (``hloscope.analysis.naming``); those carry ``NameBasis.BYTES`` and their reloads too.
+- ``source``: the user frame of the offloaded value's producer (the frame that named it,
+  else the first frame on the way back that differs from the offload's own, the remat
+  wrapper's line).
+
+``names`` are records read from the traced jaxpr by ``hloscope.compile.names``
+(``{"name", "file", "line", "producer_file", "producer_line", "role"}``). JAX 0.10
+records the name nowhere in the HLO, so a plain HLO file gets the source line and no name.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from hloscope.analysis.index import ModuleIndex
-from hloscope.analysis.kinds import Direction
+from hloscope.analysis.kinds import Direction, NameBasis
 from hloscope.hlo.model import Instruction, Module, SourceLocation
 
 
@@ -53,20 +67,48 @@ class Moved(Protocol):
 
 M = TypeVar("M", bound=Moved)
 
+#: A transfer's key: (computation, instruction name).
+Key = tuple[str, str]
+
 
 @dataclass(frozen=True, slots=True)
 class TransferNames:
-    """The names users know for one transfer: its ``checkpoint_name``, its role in the model
-    ("Q projection"), the user source line of the tensor it moves; None where unknown."""
+    """The names users know for one transfer.
+
+    checkpoint_name: the name of the request it belongs to (or, when the step's requests are
+    unknown, any ``checkpoint_name`` found); None when none. basis: how that name was decided
+    (:class:`NameBasis`; None without a name): ``data-flow`` followed the moved value to the
+    tagged op, ``bytes`` is a guess. unrequested: a ``checkpoint_name`` data flow found on
+    the moved tensor that no request asks to offload (what the tensor is, never its request).
+    role: what the tensor is in the model ("Q projection"). source: the user source line of
+    the tensor it moves.
+    """
 
     checkpoint_name: str | None = None
     role: str | None = None
     source: SourceLocation | None = None
+    basis: NameBasis | None = None
+    unrequested: str | None = None
 
-#: Opcodes that pass a value through unchanged (walked through towards its producer).
+    @property
+    def guessed(self) -> bool:
+        """The name was decided by bytes only."""
+        return self.basis is NameBasis.BYTES
+
+
+#: Opcodes walked through towards the producer when only a source line is wanted (no records).
 _PASS = frozenset({"bitcast", "copy", "convert", "reshape", "transpose", "get-tuple-element", "copy-start",
                    "copy-done", "async-done", "async-start", "custom-call", "fusion", "dynamic-update-slice",
                    "dynamic-slice", "opt-barrier", "tuple", "parameter", "while"})
+#: Ops whose result is their operand 0's value, moved or re-laid out (data flow walks through them).
+_SAME_VALUE = frozenset({"bitcast", "copy", "convert", "reshape", "transpose", "bitcast-convert", "reduce-precision",
+                         "slice", "dynamic-slice", "copy-start", "copy-done", "all-gather", "all-gather-start",
+                         "all-gather-done", "all-reduce", "all-reduce-start", "all-reduce-done", "all-to-all",
+                         "reduce-scatter", "collective-permute", "collective-permute-start",
+                         "collective-permute-done", "send", "recv-done"})
+#: Custom calls that only place or annotate a value.
+_PLACING = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "LayoutConstraint",
+                      "annotate_device_placement", "MoveToHost", "MoveToDevice"})
 _OP_NAME = re.compile(r"(?:checkpoint_name|/name)\[(?:name=)?([A-Za-z0-9_.\-]+)\]")
 _MAX_STEPS = 200
 _FRAME_ID = re.compile(r"[{ ]stack_frame_id=(\d+)")
@@ -106,7 +148,8 @@ def _chain(module: Module, fid: int, chains: dict[int, tuple[SourceLocation, ...
     if loc:
         f, fn, line, col = loc
         head = (SourceLocation(module.file_names.get(f, "?"), module.function_names.get(fn, "?"), line, col),)
-    chains[fid] = out = (head + _chain(module, parent, chains, depth + 1))[:64]
+    below = _chain(module, parent, chains, depth + 1) if parent != fid else ()
+    chains[fid] = out = (head + below)[:64]
     return out
 
 
@@ -131,102 +174,198 @@ class _Namer:
         self.names = list(names)
         self._frames: dict[tuple[str, str], list[SourceLocation]] = {}
         self._chains: dict[int, tuple[SourceLocation, ...]] = {}
+        self._caller_map: dict[str, list[Instruction]] | None = None
+        # name records by line: a frame is looked up once, not against every record
+        self._by_line: dict[int, list[Mapping[str, Any]]] = {}
+        for r in self.names:
+            for key in ("line", "producer_line"):
+                if isinstance(r.get(key), int):
+                    self._by_line.setdefault(int(r[key]), []).append(r)
 
     def frames(self, ins: Instruction) -> list[SourceLocation]:
         """:func:`frames`, once per instruction (transfers share producers)."""
         key = (ins.computation, ins.name)
-        if key not in self._frames:
-            self._frames[key] = frames(self.module, ins, self._chains)
-        return self._frames[key]
+        got = self._frames.get(key)
+        if got is None:
+            got = self._frames[key] = frames(self.module, ins, self._chains)
+        return got
 
     def lookup(self, fr: SourceLocation) -> Mapping[str, Any] | None:
-        hits = [r for r in self.names
+        """The one name record whose ``checkpoint_name`` line, or the line of the op that computed
+        the tagged value, is ``fr``; None when none or several names are."""
+        hits = [r for r in self._by_line.get(fr.line, ())
                 if (fr.line == r.get("line") and _same_file(fr.file, str(r.get("file", ""))))
                 or (fr.line == r.get("producer_line") and _same_file(fr.file, str(r.get("producer_file", ""))))]
-        return hits[0] if len({r["name"] for r in hits}) == 1 else None
+        return hits[0] if hits and len({r["name"] for r in hits}) == 1 else None
 
-    def _callers(self) -> dict[str, list[Instruction]]:
-        if not hasattr(self, "_caller_map"):
+    def callers(self) -> dict[str, list[Instruction]]:
+        """Computation -> the instructions that call it and pass it operands (a done passes none)."""
+        if self._caller_map is None:
             out: dict[str, list[Instruction]] = {}
-            for comp in self.module.computations.values():
-                for i in comp.instructions:
-                    for c in i.called_computations:
-                        out.setdefault(c, []).append(i)
+            for i in self.module.calling:
+                if i.opcode.endswith(("-done", "-update")):
+                    continue
+                for c in i.called_computations:
+                    out.setdefault(c, []).append(i)
             self._caller_map = out
         return self._caller_map
 
+    def _table(self, ins: Instruction) -> Mapping[str, Instruction]:
+        return self.module.computations[ins.computation].by_name
+
+    def _root(self, ins: Instruction) -> Instruction | None:
+        for c in ins.called_computations[:1]:
+            comp = self.module.computations.get(c)
+            if comp is not None:
+                return comp.root
+        return None
+
     def _element(self, ins: Instruction, idx: int) -> list[Instruction]:
         """What element ``idx`` of the tuple value ``ins`` was made from."""
-        table = self.module.computations[ins.computation].by_name
-        if ins.opcode == "tuple":
+        table = self._table(ins)
+        op = ins.opcode
+        if op == "tuple":
             return [table[ins.operands[idx]]] if idx < len(ins.operands) else []
-        if ins.opcode == "while":
+        if op == "while":
             body = self.index.while_body(ins)
             root = body.root if body is not None else None
             return self._element(root, idx) if root is not None else []
-        if ins.opcode == "parameter":
-            return [e for caller in self._callers().get(ins.computation, [])
-                    for op in caller.operands[:1] if caller.opcode == "while"
-                    for e in self._element(self.module.computations[caller.computation].by_name[op], idx)]
+        if op == "parameter":
+            return [e for caller in self.callers().get(ins.computation, [])
+                    for o in caller.operands[:1] if caller.opcode == "while"
+                    for e in self._element(self.module.computations[caller.computation].by_name[o], idx)]
+        if op in ("fusion", "call") or (op == "async-done" and ins.operands):
+            start = table[ins.operands[0]] if op == "async-done" else ins
+            root = self._root(start)
+            return self._element(root, idx) if root is not None else []
+        if op in ("opt-barrier", "optimization-barrier") and ins.operands:
+            return self._element(table[ins.operands[0]], idx)
+        if op.endswith("-done") and ins.operands:  # a native async collective: element i of operand i
+            start = table[ins.operands[0]]
+            return [table[start.operands[idx]]] if idx < len(start.operands) else []
         return [ins]
 
     def _inputs(self, ins: Instruction) -> list[Instruction]:
         """The instructions ``ins`` reads: its operands, a fused/async body's root, a
-        tuple element's source, a parameter's value in the caller."""
-        table = self.module.computations[ins.computation].by_name
+        tuple element's source, a parameter's value in the caller (the walk for a source line)."""
+        table = self._table(ins)
         if ins.opcode == "dynamic-update-slice" and len(ins.operands) > 1:
             return [table[ins.operands[1]]]
         if ins.opcode == "get-tuple-element" and ins.operands:
             return self._element(table[ins.operands[0]], ins.tuple_index)
         if ins.opcode == "parameter":
-            number = int(ins.literal) if ins.literal.strip().isdigit() else 0
-            return [self.module.computations[c.computation].by_name[c.operands[number]]
-                    for c in self._callers().get(ins.computation, [])
-                    if c.opcode != "while" and number < len(c.operands)]
+            return self._passed_in(ins)
         out = [table[o] for o in ins.operands if o in table]
-        for c in ins.called_computations[:1]:
-            root = self.module.computations[c].root if c in self.module.computations else None
-            if root is not None and ins.opcode not in ("while", "conditional"):
+        if ins.opcode not in ("while", "conditional"):
+            root = self._root(ins)
+            if root is not None:
                 out.insert(0, root)
         return out
 
-    def producer(self, t: Moved) -> tuple[SourceLocation | None, Mapping[str, Any] | None]:
-        """The user frame of the offloaded value's producer and the name record matched there."""
-        # Lines of the offload itself and of the copies around it are the remat wrapper's, not the tensor's.
+    def _passed_in(self, param: Instruction) -> list[Instruction]:
+        """A parameter's value in each caller that is not a loop (a fusion, an async op, a call)."""
+        number = int(param.literal) if param.literal.strip().isdigit() else 0
+        return [self.module.computations[c.computation].by_name[c.operands[number]]
+                for c in self.callers().get(param.computation, [])
+                if c.opcode != "while" and number < len(c.operands)]
+
+    def _same_value(self, ins: Instruction) -> list[Instruction]:
+        """Where the value of ``ins`` comes from, when ``ins`` only passes it on or moves it; []
+        for an op that computes something else (data flow stops there)."""
+        op = ins.opcode
+        table = self._table(ins)
+        if op == "get-tuple-element" and ins.operands:
+            return self._element(table[ins.operands[0]], ins.tuple_index)
+        if op == "parameter":
+            return self._passed_in(ins)
+        if op == "dynamic-update-slice" and len(ins.operands) > 1:
+            return [table[ins.operands[1]]]
+        if op in ("fusion", "call", "async-start"):
+            root = self._root(ins)
+            return [root] if root is not None else []
+        if op == "async-done" and ins.operands:
+            return [table[ins.operands[0]]]
+        if op in _SAME_VALUE or (op == "custom-call" and ins.attr("custom_call_target").strip('"') in _PLACING):
+            return [table[ins.operands[0]]] if ins.operands and ins.operands[0] in table else []
+        return []
+
+    def _moved(self, t: Moved) -> list[Instruction]:
+        """The device-side value a to-host transfer (or an annotation) moves; a to-device one's host buffer."""
+        ins = t.instruction
+        table = self._table(ins)
+        if ins.opcode in ("async-start", "fusion"):
+            root = self._root(ins)
+            if root is not None and root.opcode == "dynamic-update-slice" and len(root.operands) > 1:
+                update = self._table(root).get(root.operands[1])
+                if update is not None and update.opcode == "parameter":
+                    return self._passed_in(update)
+                return [update] if update is not None else []
+            return [root] if root is not None else []
+        if ins.opcode == "dynamic-update-slice" and len(ins.operands) > 1:
+            return [table[ins.operands[1]]]
+        if t.direction is Direction.TO_DEVICE:  # the host buffer it reads: back to what was written there
+            return [table[o] for o in ins.operands[:1] if o in table]
+        return [table[o] for o in ins.operands[:1] if o in table and table[o].shape.memory_space != t.host_space]
+
+    def traced(self, t: Moved) -> tuple[SourceLocation | None, str | None, Mapping[str, Any] | None]:
+        """Data flow from the moved value: (the frame that named it, the ``op_name`` name, the name
+        record), the first found. Without a name: (the frame of the first op on the way that
+        computes rather than passes the value on, None, None)."""
+        wrapper = {(f.file, f.line) for f in self.frames(t.instruction)[:1]}
+        queue = deque(self._moved(t))
+        seen: set[tuple[str, str]] = set()
+        producer: SourceLocation | None = None
+        while queue and len(seen) < _MAX_STEPS:
+            ins = queue.popleft()
+            key = (ins.computation, ins.name)
+            if key in seen:
+                continue
+            seen.add(key)
+            recorded = op_name_checkpoint(ins)
+            chain = self.frames(ins)
+            if recorded is not None:
+                return (chain[0] if chain else None), recorded, None
+            if self.names:
+                for fr in chain:
+                    rec = self.lookup(fr)
+                    if rec is not None:
+                        return fr, None, rec
+            if (producer is None and chain and ins.opcode not in _PASS
+                    and (chain[0].file, chain[0].line) not in wrapper):
+                producer = chain[0]
+                if not self.names:
+                    break
+            queue.extend(self._same_value(ins))
+        return producer, None, None
+
+    def first_frame(self, t: Moved) -> SourceLocation | None:
+        """The user frame of the moved value's producer: the first frame on the way back (through
+        every input) that is not the offload's own line (the remat wrapper's)."""
         wrapper = {(f.file, f.line) for f in self.frames(t.instruction)[:1]}
         start = self._inputs(t.instruction)
         if t.direction is Direction.TO_HOST and t.instruction.opcode in ("dynamic-update-slice-start",
                                                                           "async-start", "fusion"):
             start = [i for i in start if i.opcode != "get-tuple-element" or i.shape.memory_space != t.host_space]
-        queue, seen, first = list(start), set(), None
-        steps = 0
-        while queue and steps < _MAX_STEPS:
-            ins = queue.pop(0)
+        queue, seen = deque(start), set[tuple[str, str]]()
+        while queue and len(seen) < _MAX_STEPS:
+            ins = queue.popleft()
             key = (ins.computation, ins.name)
             if key in seen:
                 continue
             seen.add(key)
-            steps += 1
             chain = self.frames(ins)
-            for fr in chain:
-                rec = self.lookup(fr) if self.names else None
-                if rec is not None:
-                    return fr, rec
-            if (chain and first is None and ins.opcode not in _PASS
-                    and (chain[0].file, chain[0].line) not in wrapper):
-                first = chain[0]
-                if not self.names:
-                    return first, None
+            if chain and ins.opcode not in _PASS and (chain[0].file, chain[0].line) not in wrapper:
+                return chain[0]
             queue.extend(self._inputs(ins))
-        return first, None
+        return None
 
     def host_writer(self, t: Moved, by_ins: Mapping[tuple[str, str], M]) -> M | None:
         """For a to-device transfer: the to-host transfer that wrote the host buffer it reads."""
-        table = self.module.computations[t.instruction.computation].by_name
-        queue = [table[t.instruction.operands[0]]] if t.instruction.operands else []
+        table = self._table(t.instruction)
+        queue = deque([table[t.instruction.operands[0]]] if t.instruction.operands else [])
         seen: set[tuple[str, str]] = set()
         while queue and len(seen) < _MAX_STEPS:
-            ins = queue.pop(0)
+            ins = queue.popleft()
             key = (ins.computation, ins.name)
             if key in seen:
                 continue
@@ -235,17 +374,14 @@ class _Namer:
             if hit is not None and hit.direction is Direction.TO_HOST:
                 return hit
             if ins.opcode.endswith("-done") and ins.operands:
-                table = self.module.computations[ins.computation].by_name
-                start = table.get(ins.operands[0])
-                hit = by_ins.get((ins.computation, ins.operands[0])) if start is not None else None
+                hit = by_ins.get((ins.computation, ins.operands[0]))
                 if hit is not None and hit.direction is Direction.TO_HOST:
                     return hit
             if ins.opcode == "dynamic-update-slice" and ins.operands:
-                queue.append(self.module.computations[ins.computation].by_name[ins.operands[0]])
+                queue.append(self._table(ins)[ins.operands[0]])
                 continue
             queue.extend(self._inputs(ins))
         return None
-
 
     def argument_read(self, t: Moved) -> tuple[str, SourceLocation | None] | None:
         """For a to-device transfer of a step argument kept in host memory (parameter or optimizer
@@ -254,18 +390,17 @@ class _Namer:
         value on the device (the transfer itself carries no frame). None for any other transfer."""
         if t.direction is not Direction.TO_DEVICE or not t.instruction.operands:
             return None
-        table = self.module.computations[t.instruction.computation].by_name
-        ins = table.get(t.instruction.operands[0])
+        ins = self._table(t.instruction).get(t.instruction.operands[0])
         while ins is not None and ins.opcode in ("bitcast", "get-tuple-element", "copy") and ins.operands:
-            ins = self.module.computations[ins.computation].by_name.get(ins.operands[0])
+            ins = self._table(ins).get(ins.operands[0])
         if ins is None or ins.opcode != "parameter" or ins.computation != self.module.entry_name:
             return None
         path = ins.metadata.get("op_name", "").replace("\\'", "'")
         if not path:
             return None
-        queue, seen = list(self.index.users(t.instruction)), set[tuple[str, str]]()
+        queue, seen = deque(self.index.users(t.instruction)), set[tuple[str, str]]()
         while queue and len(seen) < _MAX_STEPS:
-            user = queue.pop(0)
+            user = queue.popleft()
             if (user.computation, user.name) in seen:
                 continue
             seen.add((user.computation, user.name))
@@ -274,6 +409,20 @@ class _Namer:
                 return path, chain[0]
             queue.extend(self.index.users(user))
         return path, None
+
+    def own_names(self, t: Moved, requested: Collection[str] | None) -> TransferNames:
+        """A to-host transfer's (or an annotation's) names, by data flow from the value it moves; its
+        source line, the line that named it, else that of the op that computed it (else the first
+        frame on any way back)."""
+        fr, recorded, rec = self.traced(t)
+        name = op_name_checkpoint(t.instruction) or recorded or (str(rec["name"]) if rec is not None else None)
+        role = rec.get("role") if rec is not None else None
+        source = fr or self.first_frame(t)
+        if name is None:
+            return TransferNames(source=source)
+        if requested is not None and name not in requested:
+            return TransferNames(None, role, source, None, name)
+        return TransferNames(name, role, source, NameBasis.DATA_FLOW)
 
 
 def host_writers(index: ModuleIndex, transfers: Sequence[M]) -> dict[tuple[str, str], M]:
@@ -290,35 +439,37 @@ def host_writers(index: ModuleIndex, transfers: Sequence[M]) -> dict[tuple[str, 
     return out
 
 
-def transfer_names(index: ModuleIndex, transfers: Sequence[Moved],
-                   names: Sequence[Mapping[str, Any]] = ()) -> dict[tuple[str, str], TransferNames]:
+#: Names for to-host transfers data flow left unnamed, decided by bytes (``hloscope.analysis.naming``):
+#: given the data-flow names of every to-host transfer, it returns the guessed ones.
+Guess = Callable[[Mapping[Key, TransferNames]], Mapping[Key, TransferNames]]
+
+
+def transfer_names(index: ModuleIndex, transfers: Sequence[Moved], names: Sequence[Mapping[str, Any]] = (),
+                   requested: Collection[str] | None = None, guess: Guess | None = None) -> dict[Key, TransferNames]:
     """Each transfer's names, keyed by (computation, instruction name) (see the module docstring):
-    to-host transfers and annotations first, then to-device ones, which take the names of the
-    to-host transfer that wrote the buffer they read."""
+    to-host transfers and annotations first (by data flow, then ``guess`` for those it left
+    unnamed), then to-device ones, which take the names of the to-host transfer that wrote the
+    buffer they read."""
     namer = _Namer(index, names)
-    done: dict[tuple[str, str], TransferNames] = {}
-    to_host: dict[tuple[str, str], Moved] = {}
+    done: dict[Key, TransferNames] = {}
+    to_host: dict[Key, Moved] = {}
     for t in transfers:
         if t.direction is Direction.TO_HOST or t.is_annotation:
-            src, rec = namer.producer(t)
-            name = op_name_checkpoint(t.instruction) or (str(rec["name"]) if rec else None)
             key = (t.computation, t.instruction.name)
-            done[key] = TransferNames(name, rec.get("role") if rec else None, src)
-            if t.direction is Direction.TO_HOST:
+            done[key] = namer.own_names(t, requested)
+            if t.direction is Direction.TO_HOST and not t.is_annotation:
                 to_host[key] = t
+    if guess is not None:
+        done.update(guess({k: done[k] for k in to_host}))
     for t in transfers:
         key = (t.computation, t.instruction.name)
         if key in done:
             continue
         writer = namer.host_writer(t, to_host)
-        name = op_name_checkpoint(t.instruction)
         if writer is not None:
-            w = done[(writer.computation, writer.instruction.name)]
-            done[key] = TransferNames(name or w.checkpoint_name, w.role, w.source)
+            done[key] = done[(writer.computation, writer.instruction.name)]
         elif (arg := namer.argument_read(t)) is not None:  # an argument kept in host memory: its path
-            done[key] = TransferNames(name or arg[0], None, arg[1])
+            done[key] = TransferNames(op_name_checkpoint(t.instruction) or arg[0], None, arg[1], NameBasis.DATA_FLOW)
         else:
-            src, rec = namer.producer(t)
-            done[key] = TransferNames(name or (str(rec["name"]) if rec else None),
-                                      rec.get("role") if rec else None, src)
+            done[key] = namer.own_names(t, requested)
     return done

@@ -2,8 +2,8 @@
 
 ``analyze_step(inputs, target, options) -> Report`` is the one pipeline: it builds
 one :class:`ModuleIndex` from the :class:`~hloscope.analysis.inputs.StepInputs` a
-loader read, and runs the passes in order: ``find_host_transfers`` (each transfer
-built once, named by the step's tensor names) -> ``pair_async_ops`` -> the simulated
+loader read, and runs the passes in order: ``find_named_transfers`` (each transfer
+built once, with its one name: ``hloscope.analysis.naming``) -> ``pair_async_ops`` -> the simulated
 step -> ``judge_overlap`` (each verdict decided once, from its window and the
 simulated wait) -> the memory facts, then sums them up in a :class:`Summary`. The
 report comes out complete and frozen; nothing patches it, its transfers or its
@@ -30,13 +30,14 @@ from hloscope.analysis.intent import IntentAccount, account_step
 from hloscope.analysis.kinds import Direction, PairKind, VerdictKind
 from hloscope.analysis.measured import MeasuredComparison, compare_measured
 from hloscope.analysis.memory import MemoryFacts, facts_from_dumps
+from hloscope.analysis.naming import find_named_transfers
 from hloscope.analysis.overlap import AnalysisOptions, judge_overlap
 from hloscope.analysis.pairs import AsyncPair, pair_async_ops
 from hloscope.analysis.remat import RematClones, count_remat_clones
 from hloscope.analysis.slack import Slack, find_slack
 from hloscope.analysis.streams import StreamAssignment, assign_execution_streams
 from hloscope.analysis.timeline import SliceKind, Timeline, simulate_step
-from hloscope.analysis.transfers import HostTransfer, find_host_transfers
+from hloscope.analysis.transfers import HostTransfer
 from hloscope.analysis.verdict import Verdict
 from hloscope.analysis.xla_view import XlaEstimates, compare_with_xla
 from hloscope.hlo.gcpause import paused_gc
@@ -237,7 +238,7 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
     opts = AnalysisOptions(host_space=options) if isinstance(options, int) else (options or AnalysisOptions())
     module = inputs.module
     index = ModuleIndex(module)
-    transfers = find_host_transfers(index, opts.host_space, inputs.names)
+    transfers = find_named_transfers(index, opts.host_space, inputs.names, inputs.intent, inputs.unoptimized)
     pairs = tuple(pair_async_ops(index))
     cost = CostModel(index, target, opts.host_space, opts.link_mode, dict(opts.measured_us) or None)
     streams = assign_execution_streams(index) if module.is_scheduled else None

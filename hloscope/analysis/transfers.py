@@ -2,7 +2,10 @@
 
 Pass: ``find_host_transfers(index, host_space=5, names=()) -> list[HostTransfer]``. Each
 transfer is built once, with its names (``hloscope.analysis.names.transfer_names``:
-checkpoint name, role, user source line) computed from what was found first.
+checkpoint name and how it was decided, role, user source line) computed from what was
+found first. The pipeline names them knowing the step's requests instead
+(``hloscope.analysis.naming.find_named_transfers``): ``find_transfers`` then
+``build_transfers``.
 
 Recognised, in scheduled computations only (fused bodies run inside their op):
 - ``copy-start`` with the host memory space on one side;
@@ -27,8 +30,8 @@ from typing import Any, NamedTuple
 
 from hloscope.analysis.host_work import is_in_place_access
 from hloscope.analysis.index import ModuleIndex
-from hloscope.analysis.kinds import Direction
-from hloscope.analysis.names import transfer_names
+from hloscope.analysis.kinds import Direction, NameBasis
+from hloscope.analysis.names import Key, TransferNames, transfer_names
 from hloscope.analysis.opclass import (
     CONTROL_FLOW,
     DONE_OPCODES,
@@ -52,10 +55,14 @@ class HostTransfer:
     op: what moves the data (``dynamic-update-slice``, ``copy`` ...).
     bytes: bytes moved per execution. executions: runs per step.
     is_async: a start/done pair. is_annotation: an unoptimized-module marker.
-    checkpoint_name: the user's ``checkpoint_name`` of the moved tensor, when known.
-    role: what the tensor is in the model ("Q projection"), when the step said so.
+    checkpoint_name: the ``checkpoint_name`` of the request the moved tensor belongs to, when
+    known (a name no request asks for is never here). name_basis: how it was decided:
+    ``data-flow`` (the moved value followed back to the tagged op) or ``bytes`` (a guess:
+    only its bytes matched the request's placement annotations); None without a name.
+    unrequested_name: a ``checkpoint_name`` data flow found on the moved tensor that no request
+    offloads. role: what the tensor is in the model ("Q projection"), when the step said so.
     source: the user source line where the moved tensor was computed (not the
-    remat wrapper's line). These three come from ``hloscope.analysis.names``.
+    remat wrapper's line). These come from ``hloscope.analysis.names``.
     """
 
     instruction: Instruction
@@ -70,6 +77,13 @@ class HostTransfer:
     checkpoint_name: str | None = None
     role: str | None = None
     source: SourceLocation | None = None
+    name_basis: NameBasis | None = None
+    unrequested_name: str | None = None
+
+    @property
+    def name_guessed(self) -> bool:
+        """Its ``checkpoint_name`` was decided by bytes only (a guess)."""
+        return self.name_basis is NameBasis.BYTES
 
 
 def _core_op(module: Module, ins: Instruction) -> Instruction | None:
@@ -150,7 +164,7 @@ def _moved_bytes(module: Module, direction: str, core: Instruction | None, out_s
     return min(dev, host_out) if dev else host_out, op
 
 
-class _Found(NamedTuple):
+class FoundTransfer(NamedTuple):
     """A transfer as found, before its names: :class:`HostTransfer`'s first fields, in order."""
 
     instruction: Instruction
@@ -168,18 +182,24 @@ def find_host_transfers(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE,
                         names: Sequence[Mapping[str, Any]] = ()) -> list[HostTransfer]:
     """Every host transfer of the scheduled computations, named (``names``: the records read
     from the traced jaxpr, ``hloscope.compile.names``; none for a plain HLO file)."""
-    found = _find(index, host_space)
-    named = transfer_names(index, found, names)
+    found = find_transfers(index, host_space)
+    return build_transfers(found, transfer_names(index, found, names))
+
+
+def build_transfers(found: Sequence[FoundTransfer], named: Mapping[Key, TransferNames]) -> list[HostTransfer]:
+    """Each found transfer built once, with its names."""
     out = []
     for f in found:
         n = named[(f.computation, f.instruction.name)]
-        out.append(HostTransfer(*f, checkpoint_name=n.checkpoint_name, role=n.role, source=n.source))
+        out.append(HostTransfer(*f, checkpoint_name=n.checkpoint_name, role=n.role, source=n.source,
+                                name_basis=n.basis, unrequested_name=n.unrequested))
     return out
 
 
-def _find(index: ModuleIndex, host_space: int) -> list[_Found]:
+def find_transfers(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE) -> list[FoundTransfer]:
+    """Every host transfer of the scheduled computations, before its names."""
     module, cg = index.module, index.callgraph
-    out: list[_Found] = []
+    out: list[FoundTransfer] = []
     in_host: dict[int, bool] = {}  # id(shape) -> some leaf lives in host memory (shapes are interned)
 
     def touches_host(shape: Shape) -> bool:
@@ -202,7 +222,8 @@ def _find(index: ModuleIndex, host_space: int) -> list[_Found]:
                 t = _annotation_direction(ins)
                 if t:
                     size = table[ins.operands[0]].shape.byte_size if ins.operands else ins.shape.byte_size
-                    out.append(_Found(ins, cname, t, custom_call_target(ins), size, execs, False, True, host_space))
+                    out.append(FoundTransfer(ins, cname, t, custom_call_target(ins), size, execs, False, True,
+                                             host_space))
                     continue
             if op in ("send", "recv"):
                 if ins.attr("is_host_transfer") == "true":
@@ -212,7 +233,7 @@ def _find(index: ModuleIndex, host_space: int) -> list[_Found]:
                         data = table[ins.operands[0]].shape if ins.operands and ins.operands[0] in table else None
                     else:
                         data = ins.shape.tuple_shapes[0] if ins.shape.is_tuple and ins.shape.tuple_shapes else None
-                    out.append(_Found(ins, cname, TO_HOST if op == "send" else TO_DEVICE, op,
+                    out.append(FoundTransfer(ins, cname, TO_HOST if op == "send" else TO_DEVICE, op,
                                       data.byte_size if data is not None else 0, execs, True, False, host_space))
                 continue
             if is_free(ins) or op in ("all-gather-start", "all-reduce-start", "collective-permute-start"):
@@ -230,7 +251,7 @@ def _find(index: ModuleIndex, host_space: int) -> list[_Found]:
                 if direction:
                     core = _core_op(module, ins)
                     size, core_op = _moved_bytes(module, direction, core, result, operand_shapes, host_space)
-                    out.append(_Found(ins, cname, direction, core_op, size, execs, True, False, host_space))
+                    out.append(FoundTransfer(ins, cname, direction, core_op, size, execs, True, False, host_space))
                 continue
             if not touches_host(ins.shape) and not any(touches_host(s) for s in operand_shapes):
                 continue  # no host memory on either side: not a transfer
@@ -239,13 +260,13 @@ def _find(index: ModuleIndex, host_space: int) -> list[_Found]:
                 direction = _classify(result, operand_shapes, host_space)
                 if direction:
                     size = result.byte_size if direction == TO_HOST else operand_shapes[0].byte_size
-                    out.append(_Found(ins, cname, direction, "copy", size, execs, True, False, host_space))
+                    out.append(FoundTransfer(ins, cname, direction, "copy", size, execs, True, False, host_space))
                 continue
             direction = _classify(ins.shape, operand_shapes, host_space)
             if direction and not is_in_place_access(module, ins):
                 core = _core_op(module, ins) if op == "fusion" else ins
                 size, core_op = _moved_bytes(module, direction, core, ins.shape, operand_shapes, host_space)
-                out.append(_Found(ins, cname, direction, core_op, size, execs, False, False, host_space))
+                out.append(FoundTransfer(ins, cname, direction, core_op, size, execs, False, False, host_space))
     return out
 
 

@@ -66,8 +66,9 @@ class TransferRecord:
 
     instruction / computation / line: where it is in this compile's HLO (display only,
     never matched on). bytes: per execution. est_*: microseconds per execution.
-    checkpoint: the checkpoint name when known. judged: the live verdict (None when
-    the record comes from JSON).
+    checkpoint: the checkpoint name when known; name_guessed: only its bytes decided it (a
+    guess, ``hloscope.analysis.naming``). judged: the live verdict (None when the record
+    comes from JSON).
     """
 
     key: TransferKey
@@ -85,6 +86,7 @@ class TransferRecord:
     line: int = 0
     judged: Verdict | None = field(default=None, compare=False, repr=False)
     exposed_us: float | None = None
+    name_guessed: bool = False
 
     @property
     def est_exposed_us(self) -> float:
@@ -149,7 +151,7 @@ def _record_from_verdict(report: Report, v: Verdict, digits: int | None = None) 
     key = TransferKey(checkpoint or op_label(op_name), source_key(full), str(t.direction))
     return TransferRecord(key, t.instruction.name, t.computation, t.op, t.bytes, t.executions, v.verdict,
                           us(v.est_transfer_us), us(v.est_hidden_us), full, op_name, checkpoint, t.instruction.line,
-                          v, us(v.est_exposed_us))
+                          v, us(v.est_exposed_us), bool(checkpoint) and bool(getattr(t, "name_guessed", False)))
 
 
 def number_occurrences(records: Iterable[TransferRecord]) -> list[TransferRecord]:
@@ -225,5 +227,5 @@ def records_from_json(data: Mapping[str, Any], where: str = "report") -> list[Tr
             int(_need(t, "bytes", int, at)), int(_need(t, "executions", int, at)), VerdictKind(verdict),
             float(_need(t, "est_transfer_us", (int, float), at)), float(_need(t, "est_hidden_us", (int, float), at)),
             full, op_name, str(checkpoint) if checkpoint else None, int(t.get("line") or 0),
-            exposed_us=_json_exposed(t)))
+            exposed_us=_json_exposed(t), name_guessed=bool(checkpoint) and t.get("name_guessed") is True))
     return number_occurrences(recs)

@@ -37,7 +37,7 @@ class Finding(StrEnum):
     EXPOSED_US = "exposed-us"  # actual: exposed us per step; worst
     EXPOSED_FRACTION = "exposed-fraction"  # actual: fraction; exposed_us, step_us; worst
     HIDDEN_FRACTION = "hidden-fraction"  # actual: fraction; hidden_us, transfer_us; worst
-    NOT_OFFLOADED = "not-offloaded"  # pattern, offloads (count), names (known names)
+    NOT_OFFLOADED = "not-offloaded"  # pattern, offloads (count), names (known), guessed (those only bytes decided)
     OFFLOADED_BYTES = "offloaded-bytes"  # actual: bytes per step
     ANNOTATION_REMOVED = "annotation-removed"  # the verdict is the annotation's
     ANNOTATION_SYNC = "annotation-sync"  # became: the synchronous copies' names
@@ -216,8 +216,11 @@ def rule_expect_offloaded(ctx: RuleContext, names: list[str]) -> list[Violation]
     for pattern in names:
         if not any(fnmatchcase(n, pattern) for r in offloads for n in (r.checkpoint, r.key.name) if n):
             known = sorted({r.checkpoint or r.key.name or "(unnamed)" for r in offloads})
+            # a name only bytes decided may be the one expected, given to another request's transfer
+            guessed = tuple(sorted({r.checkpoint for r in offloads if r.checkpoint and r.name_guessed}))
             out.append(Violation("expect-offloaded", Finding.NOT_OFFLOADED,
-                                 args=(("pattern", pattern), ("offloads", len(offloads)), ("names", tuple(known)))))
+                                 args=(("pattern", pattern), ("offloads", len(offloads)), ("names", tuple(known)),
+                                       ("guessed", guessed))))
     return out
 
 

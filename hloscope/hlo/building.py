@@ -113,7 +113,9 @@ def store_section_item(module: Module, section: str, key: int, value: str) -> No
             fields.get("line", 0), fields.get("column", 0),
         )
     else:
-        module.stack_frames[key] = (fields.get("file_location_id", 0), fields.get("parent_frame_id", 0))
+        # XLA's text printer writes a frame's parent one above the proto's 1-based id (a root
+        # frame, proto parent 0, prints as its own id 1 or as 1): the proto's id is one less.
+        module.stack_frames[key] = (fields.get("file_location_id", 0), max(fields.get("parent_frame_id", 0) - 1, 0))
 
 
 def nesting_depth(text: str) -> int:

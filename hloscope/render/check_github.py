@@ -23,7 +23,9 @@ class GithubFormat:
     def render(self, result: CheckResult, out: TextIO) -> None:
         for v in result.violations:
             props = [f"title={_gh_escape('hloscope ' + v.rule, True)}"]
-            src = user_source(v.record.full_source) if v.record is not None else ""
+            # a step-wide rule is annotated at its largest contributor (its message names it first)
+            rec = v.record if v.record is not None else (v.worst[0] if v.worst else None)
+            src = user_source(rec.full_source) if rec is not None else ""
             if src:
                 file, _, line = src.rpartition(":")
                 props = [f"file={_gh_escape(file, True)}", f"line={line}", *props]

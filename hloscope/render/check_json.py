@@ -20,7 +20,7 @@ def _violation_dict(v: Violation, report: Report | None = None) -> dict[str, Any
     if rec is not None:
         d.update(instruction=rec.instruction, source=rec.full_source, verdict=str(rec.verdict),
                  key={"name": rec.key.name, "source": rec.key.source, "direction": rec.key.direction,
-                      "occurrence": rec.key.occurrence},
+                      "occurrence": rec.key.occurrence}, name_guessed=rec.name_guessed,
                  exposed_us_per_step=round(rec.exposed_us_per_step, 3))
     return d
 

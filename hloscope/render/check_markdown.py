@@ -27,6 +27,7 @@ from hloscope.check.rules import Violation
 from hloscope.check.run import CheckResult
 from hloscope.render.check_meaning import rule_meaning
 from hloscope.render.check_words import change_text, user_source, violation_lines
+from hloscope.render.name_words import GUESS_MARK, legend, name_cell
 from hloscope.render.why import explain
 from hloscope.units import human_bytes
 
@@ -72,7 +73,7 @@ def _violation_row(v: Violation) -> list[str]:
     what = md(first) + "".join(f"<br>{md(line)}" for line in rest if not line.startswith("why: "))
     if rec is None:
         return [f"`{v.rule}`", "step", "", "", what]
-    name = rec.checkpoint or rec.key.name or ""
+    name = (rec.checkpoint + (GUESS_MARK if rec.name_guessed else "")) if rec.checkpoint else (rec.key.name or "")
     return [f"`{v.rule}`", md(rec.instruction) + (f"<br>{md(name)}" if name else ""), md(user_source(rec.full_source)),
             md(str(rec.verdict).upper()), what]
 
@@ -84,7 +85,7 @@ def _window_row(v: Verdict) -> list[str]:
     window = ", ".join(x for x in (f"{len(v.compute)} compute" if v.compute else "",
                                    f"{len(v.collectives)} collective(s)" if v.collectives else "") if x) \
         or ("empty" if v.window_size == 0 else f"{v.window_size} free op(s)")
-    return [md(t.instruction.name), md(t.checkpoint_name or ""), md(f"{loc.file.rsplit('/', 1)[-1]}:{loc.line}")
+    return [md(t.instruction.name), md(name_cell(t, "")), md(f"{loc.file.rsplit('/', 1)[-1]}:{loc.line}")
             if loc else "", md(arrow), md(human_bytes(t.bytes)), str(t.executions), md(window),
             _us(v.est_transfer_us), _us(v.est_exposed_us), f"**{v.verdict.value.upper()}**", md(explain(v))]
 
@@ -126,6 +127,8 @@ class MarkdownFormat:
                       "Transfers whose window does not hide them (times per execution, roofline estimates):", ""]
             lines += _table(["transfer", "name", "source", "dir", "bytes", "x/step", "window", "~xfer us",
                              "~exposed us", "verdict", "why"], [_window_row(v) for v in windows])
+            for note in legend(v.transfer for v in windows):
+                lines += [md(note), ""]
         if result.allowed:
             lines += ["#### Allowed", ""]
             lines += _table(["rule", "transfer", "reason"],

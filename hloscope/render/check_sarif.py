@@ -6,8 +6,12 @@ A result's location is the user's source line of the moved tensor when the
 report knows it (relative to the working folder, under ``uriBaseId``
 ``SRCROOT``, when it lies there; an absolute ``file://`` URI otherwise), else the
 transfer instruction's line in the HLO file that was checked; its
-``logicalLocations`` name the instruction in its computation. A step-wide
-violation (``max-exposed-us``) is located at the HLO file. Violations an allow
+``logicalLocations`` name the instruction in its computation. Every result has a
+location (code scanning drops one without): a step-wide violation (``max-exposed-us``,
+``max-exposed-fraction``, ``min-hidden-fraction``) is located at the transfer that
+contributes most (the first its message names); an unaccounted request at its
+source line; any other at the HLO file checked, else at the user line of the step's
+largest transfer, else at the line of the step's offload request. Violations an allow
 entry covers are results with an external ``suppressions`` entry holding its
 reason, so code scanning shows them as dismissed, not gone.
 
@@ -24,8 +28,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from hloscope import __version__
+from hloscope.analysis.intent import Accounted, account_of
+from hloscope.analysis.report import Report
 from hloscope.check.allow import AllowEntry
-from hloscope.check.rules import RULES, Violation
+from hloscope.check.rules import RULES, Finding, Violation
 from hloscope.check.run import CheckResult
 from hloscope.render.check_meaning import rule_meaning
 from hloscope.render.check_words import violation_lines
@@ -62,17 +68,44 @@ def _folder_uri(folder: Path) -> str:
     return uri if uri.endswith("/") else uri + "/"
 
 
-def _location(v: Violation, hlo_file: str | None) -> dict[str, Any] | None:
-    rec = v.record
+def _at_line(source: str) -> dict[str, Any] | None:
+    """The physical location of ``file:line`` (None when it is not one)."""
+    file, _, line = source.rpartition(":")
+    if file and line.isdigit() and int(line) > 0:
+        return {"artifactLocation": _artifact(file), "region": {"startLine": int(line)}}
+    return None
+
+
+def _step_line(report: Report) -> dict[str, Any] | None:
+    """Where a step-wide finding with no transfer of its own is shown, with no HLO file to point at:
+    the user line of the step's largest transfer, else the line of its first offload request."""
+    for v in sorted(report.verdicts, key=lambda v: -v.transfer.bytes * v.transfer.executions):
+        loc = report.source(v)
+        if loc is not None and (at := _at_line(f"{loc.file}:{loc.line}")) is not None:
+            return at
+    account = account_of(report)
+    for a in account.items if account is not None else ():
+        if a.asked.where is not None and (at := _at_line(f"{a.asked.where.file}:{a.asked.where.line}")) is not None:
+            return at
+    return None
+
+
+def _location(v: Violation, hlo_file: str | None, report: Report) -> dict[str, Any] | None:
+    # a step-wide rule's largest contributor stands for it (its message names it first)
+    rec = v.record if v.record is not None else (v.worst[0] if v.worst else None)
     loc: dict[str, Any] = {}
-    if rec is not None and rec.full_source:
-        file, _, line = rec.full_source.rpartition(":")
-        if file and line.isdigit() and int(line) > 0:
-            loc["physicalLocation"] = {"artifactLocation": _artifact(file), "region": {"startLine": int(line)}}
-    if "physicalLocation" not in loc and hlo_file is not None:
-        phys: dict[str, Any] = {"artifactLocation": _artifact(hlo_file)}
+    phys = _at_line(rec.full_source) if rec is not None and rec.full_source else None
+    asked = v.arg("accounted") if v.finding is Finding.INTENT_UNACCOUNTED else None
+    where = asked.asked.where if isinstance(asked, Accounted) else None
+    if phys is None and where is not None:
+        phys = _at_line(f"{where.file}:{where.line}")
+    if phys is None and hlo_file is not None:
+        phys = {"artifactLocation": _artifact(hlo_file)}
         if rec is not None and rec.line > 0:
             phys["region"] = {"startLine": rec.line}
+    if phys is None:
+        phys = _step_line(report)
+    if phys is not None:
         loc["physicalLocation"] = phys
     if rec is not None and rec.instruction:
         loc["logicalLocations"] = [{"name": rec.instruction, "kind": "instruction",
@@ -85,7 +118,7 @@ def _result(v: Violation, index: dict[str, int], hlo_file: str | None, result: C
     lines = violation_lines(v, result.subject.report)
     out: dict[str, Any] = {"ruleId": v.rule, "ruleIndex": index[v.rule], "level": "error",
                            "message": {"text": "\n".join(lines)}}
-    loc = _location(v, hlo_file)
+    loc = _location(v, hlo_file, result.subject.report)
     if loc is not None:
         out["locations"] = [loc]
     rec = v.record

@@ -15,6 +15,7 @@ from hloscope.check.keys import TransferRecord
 from hloscope.check.rules import Finding, Violation
 from hloscope.render.intent_words import intent_message
 from hloscope.render.memory_text import room_of
+from hloscope.render.name_words import GUESS_MARK, name_text
 from hloscope.render.why import explain, exposed_clause
 from hloscope.render.xla_text import xla_clause
 from hloscope.units import human_bytes, human_us
@@ -48,8 +49,13 @@ def user_source(full: str) -> str:
     return f"{rel}:{line}" if not rel.startswith("..") else full
 
 
+def _record_name(r: TransferRecord) -> str:
+    """``'key_proj'``, or ``'key_proj' (a guess: by bytes only)`` when only its bytes decided it."""
+    return name_text(r.checkpoint, r.name_guessed)
+
+
 def _record_head(r: TransferRecord) -> str:
-    name = f"'{r.checkpoint}'" if r.checkpoint else (f"op {r.key.name}" if r.key.name else "")
+    name = _record_name(r) or (f"op {r.key.name}" if r.key.name else "")
     where = f" at {user_source(r.full_source)}" if r.full_source else ""
     detail = f"{r.key.direction} {r.op}, {human_bytes(r.bytes)} x{r.executions}/step"
     return f"{r.instruction} ({detail}{', ' + name if name else ''}){where}"
@@ -68,7 +74,7 @@ def _window_text(v: Verdict) -> str:
 def _named(r: TransferRecord) -> str:
     """``dynamic-slice-start.1 ('mlp_act' at mlp.py:40)``: the instruction, and the checkpoint name and
     the user's line where the report knows them."""
-    said = [f"'{r.checkpoint}'"] if r.checkpoint else []
+    said = [_record_name(r)] if r.checkpoint else []
     if r.full_source:
         said.append(f"at {user_source(r.full_source)}")
     return f"{r.instruction} ({' '.join(said)})" if said else r.instruction
@@ -114,9 +120,12 @@ def violation_message(v: Violation) -> str:
         return (f"{actual:.1%} of transfer time hidden (~{human_us(v.arg('hidden_us'))} of "
                 f"~{human_us(v.arg('transfer_us'))} per step) < {limit:.1%} required (largest exposed: {_worst(v)})")
     if f is Finding.NOT_OFFLOADED:
+        guessed = v.arg("guessed") or ()
+        names = ", ".join(n + (GUESS_MARK if n in guessed else "") for n in v.arg("names"))
+        guess = (f"; {', '.join(guessed)}: a guess (only the bytes of the placement annotations decided which "
+                 "request those transfers belong to), so the expected offload may be among them") if guessed else ""
         return (f"expected offload '{v.arg('pattern')}' not found among {v.arg('offloads')} transfer(s) to host "
-                f"(names: {', '.join(v.arg('names')) or 'none'}); was its checkpoint_name lost or the policy "
-                "changed?")
+                f"(names: {names or 'none'}){guess}; was its checkpoint_name lost or the policy changed?")
     if f is Finding.OFFLOADED_BYTES:
         return f"{human_bytes(actual)} per step offloaded to host < {human_bytes(limit)} expected; an offload was lost"
     if f is Finding.ANNOTATION_REMOVED and v.verdict is not None:

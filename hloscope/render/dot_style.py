@@ -132,7 +132,8 @@ def transfer_lines(v: Verdict) -> list[str]:
     out = [f"{arrow} {human_bytes(t.bytes)} {t.op}  [{v.verdict.value.upper()}]"]
     ckpt = checkpoint_name(v)
     if ckpt:
-        out.append(line(f"checkpoint: {ckpt}"))
+        guess = " (a guess: by bytes only)" if getattr(t, "name_guessed", False) else ""
+        out.append(line(f"checkpoint: {ckpt}{guess}"))
     else:
         op_name = t.instruction.metadata.get("op_name", "")
         if op_name:

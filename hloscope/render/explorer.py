@@ -32,6 +32,7 @@ from typing import Any
 from hloscope.analysis.report import Report
 from hloscope.hlo.model import Instruction
 from hloscope.render.html import VERDICT_COLOURS
+from hloscope.render.name_words import name_cell
 from hloscope.units import human_bytes
 
 #: Edge colour of async pairs that are not host transfers (collectives, other async ops).
@@ -129,7 +130,8 @@ def explorer_graphs(report: Report) -> dict[str, Any]:
                  _kv("transfer us", f"{v.est_transfer_us:.3f}"), _kv("bytes", f"{t.bytes} ({human_bytes(t.bytes)})"),
                  _kv("direction", t.direction), _kv("executions per step", t.executions)]
         if t.checkpoint_name:
-            facts.append(_kv("checkpoint name", t.checkpoint_name))
+            facts.append(_kv("checkpoint name", name_cell(t)))
+            facts.append(_kv("named by", "bytes only (a guess)" if t.name_guessed else "data flow"))
         if t.source is not None:
             facts.append(_kv("source", t.source))
         ends = [t.instruction.name] + ([v.pair.done.name] if v.pair is not None else [])

@@ -25,6 +25,7 @@ from hloscope.analysis.report import Report
 from hloscope.analysis.timeline import Slice, SliceKind, Timeline
 from hloscope.render.check_markdown import md
 from hloscope.render.intent_text import intent_headline, intent_lines
+from hloscope.render.name_words import legend, name_cell
 from hloscope.render.options import RenderOptions
 from hloscope.render.table import COLUMNS, link_figures, transfer_row
 from hloscope.render.why import explain
@@ -78,6 +79,7 @@ def _table(report: Report) -> list[str]:
         row = "".join(f"<td>{escape(c)}</td>" for c in cells)
         out.append(f'<tr data-verdict="{escape(str(v.verdict))}">{row}<td>{_verdict_badge(v.verdict)}</td></tr>')
     out.append("</tbody></table>")
+    out += [f"<p>{escape(note)}</p>" for note in legend(report.transfers)]
     out.append("<details><summary>Why each verdict</summary><ul>")
     out += [f"<li><code>{escape(v.transfer.instruction.name)}</code> {_verdict_badge(v.verdict)}: "
             f"{escape(explain(v))}</li>" for v in report.verdicts]
@@ -193,7 +195,7 @@ def markdown_summary(report: Report) -> str:
     worst = sorted((v for v in report.verdicts if v.verdict in (VerdictKind.SYNC, VerdictKind.EXPOSED)),
                    key=lambda v: -v.est_exposed_us * v.transfer.executions)[:5]
     for v in worst:
-        name = v.transfer.checkpoint_name or v.transfer.instruction.name
+        name = name_cell(v.transfer, v.transfer.instruction.name)
         lines.append(f"- **{md(str(v.verdict).upper())}** {md(name)}: {md(explain(v))}")
     return "\n".join(lines) + "\n"
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from hloscope.analysis.intent import Accounted, AccountSource, Fact, IntentAccount, Why
 from hloscope.analysis.kinds import Direction
+from hloscope.analysis.verdict import Verdict
 from hloscope.render.intent_words import (
     WHY_MEANING,
     asked_policy,
@@ -23,6 +24,7 @@ from hloscope.render.intent_words import (
     fact_dict,
     fact_words,
 )
+from hloscope.render.name_words import guessed
 from hloscope.units import human_bytes
 
 #: The mark in front of each request: what a person should read first.
@@ -48,6 +50,16 @@ def transfers_words(a: Accounted) -> str:
     dirs = [f"{d.replace('_', ' ')} {human_bytes(b[d])}/step" for d in Direction if b[d]]
     verdicts = ", ".join(f"{k} {n}" for k, n in sorted(a.by_verdict.items()))
     return f"{len(a.transfers)} transfer(s): {', '.join(dirs)}; {a.executions} execution(s)/step; {verdicts}"
+
+
+#: Beside a listed transfer whose name only its bytes decided (a guess).
+GUESSED = "name guessed by bytes"
+
+
+def transfer_words(v: Verdict) -> str:
+    """``dynamic-update-slice-start.2.0 (to_host, partial)``; ``..., name guessed by bytes)`` for a guess."""
+    guess = f", {GUESSED}" if guessed(v.transfer) else ""
+    return f"{v.transfer.instruction.name} ({v.transfer.direction}, {v.verdict}{guess})"
 
 
 def intent_headline(account: IntentAccount | None) -> str:
@@ -89,8 +101,8 @@ def intent_lines(account: IntentAccount | None) -> list[str]:
         if a.transfers:
             lines.append(f"        {transfers_words(a)}")
             shown = a.transfers[:6]
-            lines.append("        " + ", ".join(f"{v.transfer.instruction.name} ({v.transfer.direction}, {v.verdict})"
-                                                for v in shown) + (" ..." if len(a.transfers) > len(shown) else ""))
+            lines.append("        " + ", ".join(transfer_words(v) for v in shown)
+                         + (" ..." if len(a.transfers) > len(shown) else ""))
         if a.why is not Why.TRANSFERRED:
             lines.append(f"        {a.why}: {detail_words(a.detail)}")
         elif a.detail and a.detail[-1].fact is not Fact.CARRY_THE_NAME:
@@ -119,6 +131,7 @@ def _accounted_dict(a: Accounted) -> dict[str, Any]:
         "facts": [fact_dict(d) for d in a.detail],
         "suggestions": list(a.suggestions),
         "transfers": [v.transfer.instruction.name for v in a.transfers],
+        "guessed_transfers": [v.transfer.instruction.name for v in a.transfers if guessed(v.transfer)],
         "to_host_bytes_per_step": b[Direction.TO_HOST],
         "to_device_bytes_per_step": b[Direction.TO_DEVICE],
         "executions_per_step": a.executions,

@@ -37,8 +37,9 @@ FACT_WORDS: dict[Fact, str] = {
     Fact.HOW_BY_LINE: "by source line",
     Fact.ANNOTATIONS_BECAME: ": its placement annotation(s) {names} ({how}) became {moved} transfer(s) of their bytes",
     Fact.READ_BACK: ", read back by {n}",
-    Fact.NAMING_PASS_CALLS: "; the naming pass calls them {names}",
     Fact.SAME_BYTES: "; {names} move(s) as many bytes: which of those transfers is whose is decided by size only",
+    Fact.BYTES_CLAIMED: ": its placement annotation(s) {names} ({how}) match {moved} transfer(s) by their bytes, but "
+                        "those carry other names ({others}); hloscope does not give them this one",
     Fact.ANNOTATIONS_REMOVED: ": the unoptimized module places it in host memory ({names}, {how}); no transfer "
                               "of the optimized module moves its bytes (xla#20373)",
     Fact.ANNOTATIONS_UNMATCHED: ": its placement annotation(s) {names} ({how}): the bytes move, but not in slices "
@@ -62,8 +63,9 @@ FACT_WORDS: dict[Fact, str] = {
                                  "dropped it while lowering",
     Fact.NONE_TOLD: "; {lowered}; none of them can be told to be its ({unnamed} transfer(s) to host have no name)",
     Fact.CARRY_THE_NAME: "{n} transfer(s) carry the name",
-    Fact.CARRY_THE_NAME_SHARED: "{n} transfer(s) carry the name (some also match another request's placement "
-                                "annotation)",
+    Fact.NAMED_BY_BYTES: "; {n} of them named by bytes only, a GUESS: data flow did not reach the tagged value, "
+                         "only the bytes of its placement annotation(s) matched",
+    Fact.GUESS_TWINS: " ({names} move(s) as many bytes: which of those transfers is whose is not known)",
     Fact.TAGGED_COPIED: "tagged at {at}; the jaxpr copies it to host memory",
     Fact.NOT_TAGGED: "no checkpoint_name(..., '{name}') in the step (tagged names: {tagged})",
     Fact.DID_YOU_MEAN: "; did you mean {names}?",

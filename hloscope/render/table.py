@@ -14,6 +14,7 @@ from hloscope.render.drain_text import drain_lines
 from hloscope.render.intent_text import intent_lines
 from hloscope.render.measured_text import measured_lines
 from hloscope.render.memory_text import memory_lines, remat_lines
+from hloscope.render.name_words import legend, name_cell, unrequested_words
 from hloscope.render.options import RenderOptions
 from hloscope.render.scheduler_text import scheduler_line
 from hloscope.render.why import explain, slack_clause
@@ -78,7 +79,7 @@ def source_cell(v: Verdict) -> str:
 def transfer_row(v: Verdict) -> list[str]:
     t = v.transfer
     where = t.computation + (" (crosses iter)" if v.crosses_iteration else "")
-    return [t.instruction.name, t.checkpoint_name or "-", source_cell(v), arrow(t.direction), t.op,
+    return [t.instruction.name, name_cell(t), source_cell(v), arrow(t.direction), t.op,
             human_bytes(t.bytes), where, str(t.executions), "async" if t.is_async else "sync", window_cell(v),
             us_cell(v.est_transfer_us), us_cell(v.est_hidden_us), v.verdict.upper()]
 
@@ -123,6 +124,7 @@ class TableRenderer:
                 headers = [*headers[:at], "stream", *headers[at:]]
                 rows = [[*r[:at], stream_cell(report, v), *r[at:]] for r, v in zip(rows, report.verdicts, strict=True)]
             lines += format_columns(headers, rows)
+            lines += legend(report.transfers)
             if not report.module.is_scheduled:
                 lines.append("note: module before optimizations: logical bytes are whole arrays before "
                              "partitioning, not what one device moves; analyze the optimized module for that")
@@ -135,7 +137,9 @@ class TableRenderer:
             loc = report.source(v)
             src = f" [{loc}]" if loc else ""
             role = f" ({v.transfer.role})" if v.transfer.role else ""
-            lines.append(f"  {v.transfer.instruction.name}{role}: {explain(v)}{src}")
+            other = unrequested_words(v.transfer)
+            other = f"; it {other}" if other else ""
+            lines.append(f"  {v.transfer.instruction.name}{role}: {explain(v)}{src}{other}")
             if clause := xla_clause(report, v):
                 lines.append(f"    {clause}")
             room = report.slack_for(v)

@@ -17,14 +17,17 @@ VERDICT_STYLE = {
 }
 
 
+#: The mark of a name decided by bytes only (a guess): ``hloscope.render.name_words.GUESS_MARK``, kept
+#: here so that the transfer table's first frame does not import every renderer.
+GUESS_MARK = "?"
+
+
 def checkpoint_name(t: HostTransfer) -> str:
-    """The user's ``checkpoint_name`` of the moved tensor (``query_proj``), else "-" (a bare HLO file)."""
-    return t.checkpoint_name or "-"
-
-
-def checkpoint_label(t: HostTransfer) -> str:
-    """The checkpoint name with the tensor's role when known: ``query_proj (Q projection)``."""
-    return checkpoint_name(t) + (f" ({t.role})" if t.role else "")
+    """The ``checkpoint_name`` of the request the moved tensor belongs to (``query_proj``; ``query_proj?``
+    when only its bytes decided it, a guess), else "-" (a bare HLO file)."""
+    if not t.checkpoint_name:
+        return "-"
+    return t.checkpoint_name + (GUESS_MARK if t.name_guessed else "")
 
 
 def short_source(loc: SourceLocation) -> str:

@@ -2,8 +2,9 @@
 
 Facts read from the HLO (fixtures/README.md, tests/check/data/README.md):
 
-- llama_offload.hlo.txt (stack frames: the reads back come from workloads/common.py,
-  the scan helper): between ``dynamic-slice-start.2.0`` and its done (loop
+- llama_offload.hlo.txt: ``dynamic-slice-start.2.0`` reads back the host buffer the V projection
+  was written to (its writers' update comes from the V slice of the merged QKV gemm,
+  ``loop_slice_fusion.6``/``.4``, whose frame is workloads/llama.py:71); between it and its done (loop
   body ``region_13.23_spmd``, 2 iterations) there are only two bookkeeping ops, no
   fusion: nothing can hide it. The to-host updates are bf16[1,1,256,8,64] (256 KiB)
   and twice bf16[1,1,256,2,64] (64 KiB) per layer, 2 layers: 768 KiB per step.
@@ -54,7 +55,7 @@ def test_no_exposed_fails_on_a_window_with_no_compute_and_names_tensor_source_an
     assert v.verdict is not None and v.verdict.reason is Reason.ONLY_FREE_OPS
     report = fixture_report("llama_offload.hlo.txt")
     assert v.record is not None and v.record.full_source == str(report.source(v.verdict))
-    assert re.search(r"workloads/common\.py:\d+$", v.record.full_source)
+    assert re.search(r"workloads/llama\.py:71$", v.record.full_source)
     from hloscope.render.check_report import violation_lines
 
     text = "\n".join(violation_lines(v))

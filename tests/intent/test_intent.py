@@ -22,7 +22,7 @@ from hloscope.analysis.intent import (
     intent_from_dict,
     intent_to_dict,
 )
-from hloscope.analysis.kinds import Direction
+from hloscope.analysis.kinds import Direction, NameBasis
 from hloscope.render.intent_words import detail_words
 from tests.intent import steps
 
@@ -115,6 +115,12 @@ def test_activation_offload_from_the_guide_becomes_transfers() -> None:
     assert item.bytes_per_step == {Direction.TO_HOST: steps.LAYERS * ACTIVATION,
                                    Direction.TO_DEVICE: steps.LAYERS * ACTIVATION}
     assert not account("activation_offload").unaccounted
+    # x is the layer's input, a loop parameter no op computes at its line: data flow cannot name the
+    # transfers; the one host annotation's bytes do, as a guess, and every transfer says so
+    report = compiled("activation_offload")[1]
+    assert {(t.checkpoint_name, t.name_basis) for t in report.transfers} == {("x", NameBasis.BYTES)}
+    assert "name guessed by bytes" in lines(account("activation_offload")) and "a GUESS" in lines(
+        account("activation_offload"))
 
 
 def test_maxtext_style_switches_each_offloaded_name_becomes_transfers() -> None:
@@ -127,9 +133,12 @@ def test_maxtext_style_switches_each_offloaded_name_becomes_transfers() -> None:
                                                           ("value_proj", Why.TRANSFERRED)]
     for a in acc.items:
         assert a.bytes_per_step[Direction.TO_HOST] == steps.LAYERS * ACTIVATION
-    # The two requests do not share a transfer.
+    # The two requests do not share a transfer: q = x @ w (steps.py:91) and v = cos(x) @ w (:93), merged by
+    # XLA into one dot, are told apart by data flow, and each request lists the transfers named after it.
     names = [v.transfer.instruction.name for a in acc.items for v in a.transfers]
-    assert len(names) == len(set(names))
+    assert len(names) == len(set(names)) == len(compiled("maxtext_switches")[1].transfers)
+    assert all(v.transfer.checkpoint_name == a.asked.what and v.transfer.name_basis is NameBasis.DATA_FLOW
+               for a in acc.items for v in a.transfers)
     text = lines(acc)
     assert text.count("  ok    offload") == 2 and "every readable one became transfers" in text
 

@@ -105,3 +105,59 @@ def test_bad_settings_are_one_line_exit_2(sets: dict[str, str], words: str) -> N
         resolve("deepseek", sets)
     assert words in str(e.value) and "\n" not in str(e.value)
     assert e.value.exit_code == EXIT_BAD_INPUT
+
+
+def test_two_layers_one_name_per_transfer_decided_by_data_flow() -> None:
+    """``--set layers=2``: the dense layer and one MoE layer, both in the entry (no scan). Read by hand in
+    this compile's optimized HLO: XLA merges wq_a and wkv_a into one gemm per layer, so mla_q and
+    mla_kv come out of one dot; each is then normalised by its own rms_norm fusion, which reads the
+    layer's ``q_norm`` or ``kv_norm`` weight and whose stack frames are common.py:125 (rms_norm) called
+    from deepseek.py:204 (mla_q) or :208 (mla_kv). moe_mlpwi_0/1 are the two halves of one merged
+    gemm: columns 0:128 multiply ``e_gate`` (stack frame deepseek.py:239), 128:256 ``e_up`` (:240).
+    """
+    from hloscope.analysis.intent import AskKind
+    from hloscope.analysis.kinds import Direction, NameBasis
+    from hloscope.compile.jobs import analyze_result
+
+    result = _compile(layers="2")
+    report = analyze_result(result, "h100-sxm")
+    to_host = {t.instruction.name: t for t in report.transfers if t.direction is Direction.TO_HOST}
+    text = result.optimized_hlo
+
+    def operand(start: str) -> str:
+        return re.search(rf"%{re.escape(start)} = [^\n]* copy-start\(%([\w.\-]+)\)", text).group(1)  # type: ignore[union-attr]
+
+    def norm_weight(value: str) -> str:
+        """The norm weight the rms_norm fusion behind ``value`` reads (through one bitcast)."""
+        line = re.search(rf"%{re.escape(value)} = [^\n]*", text).group(0)  # type: ignore[union-attr]
+        if " bitcast(" in line:
+            return norm_weight(line.split("bitcast(%", 1)[1].split(")", 1)[0])
+        params = re.findall(r"%(param\.\d+)", line.split(" fusion(", 1)[1].split("), kind", 1)[0])
+        ops = [re.search(rf"%{p} = [^\n]*op_name=\"([^\"]+)\"", text).group(1) for p in params]  # type: ignore[union-attr]
+        return next(o for o in ops if "norm" in o)
+
+    # mla_q / mla_kv: by the norm weight each offloaded value was normalised with
+    for name, t in to_host.items():
+        if t.checkpoint_name in ("mla_q", "mla_kv"):
+            weight = norm_weight(operand(name))
+            assert ("q_norm" if t.checkpoint_name == "mla_q" else "kv_norm") in weight, (name, weight)
+    assert sorted(t.checkpoint_name or "" for t in to_host.values()) == [
+        "mla_kv", "mla_kv", "mla_q", "mla_q", "moe_mlpwi_0", "moe_mlpwi_1"]
+    # the two MoE up-projections: the half of the merged gemm whose slice starts at column 0 is e_gate's
+    for t in to_host.values():
+        if t.checkpoint_name in ("moe_mlpwi_0", "moe_mlpwi_1"):
+            fusion = operand(t.instruction.name)
+            while " bitcast(" in (line := re.search(rf"%{re.escape(fusion)} = [^\n]*", text).group(0)):  # type: ignore[union-attr]
+                fusion = line.split("bitcast(%", 1)[1].split(")", 1)[0]
+            body = line.split("calls=%", 1)[1].split(",", 1)[0]
+            block = text[text.index(f"%{body} ("):]
+            first = re.search(r"slice=\{\[0:\d+\], \[(\d+):", block[:block.index("\n}")]).group(1)  # type: ignore[union-attr]
+            assert (first == "0") == (t.checkpoint_name == "moe_mlpwi_0"), (t.instruction.name, first)
+    assert {t.name_basis for t in report.transfers} == {NameBasis.DATA_FLOW}
+    # The accounting lists exactly the transfers named after each request: 12, none twice, none elsewhere
+    account = report.intent
+    assert account is not None and {a.asked.kind for a in account.items} == {AskKind.OFFLOAD_NAME}
+    listed = [v.transfer for a in account.items for v in a.transfers]
+    assert len(listed) == len({id(t) for t in listed}) == len(report.transfers) == 12
+    assert all(v.transfer.checkpoint_name == a.asked.what for a in account.items for v in a.transfers)
+    assert {t.checkpoint_name for t in report.transfers} <= {a.asked.what for a in account.items}

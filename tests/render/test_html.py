@@ -54,11 +54,11 @@ def test_every_module_string_is_escaped() -> None:
     # Given the real llama module with its user source file renamed to markup
     text = fixture_text("llama_offload.hlo.txt")
     evil = "/tmp/<img src=x onerror=alert(1)>&amp;.py"
-    text = text.replace('"/work/main/hloscope/compile/workloads/common.py"', f'"{evil}"')
+    text = text.replace('"/work/main/hloscope/compile/workloads/llama.py"', f'"{evil}"')
     report = analyze(parse_hlo(text, "evil.hlo.txt"))
     html = report._repr_html_()
-    # Then the markup appears only as text
-    assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;&amp;amp;.py:140" in html
+    # Then the markup appears only as text (the V projection's line, the source of its transfers)
+    assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;&amp;amp;.py:71" in html
     # the module's own "<string>" file name likewise, wherever it shows
     assert "<string>" not in html
     md = report._repr_markdown_()

@@ -26,7 +26,7 @@ from textual.widgets.option_list import Option
 from hloscope.analysis.timeline import TransferTiming
 from hloscope.analysis.verdict import Verdict
 from hloscope.hlo.model import Instruction
-from hloscope.tui.format import VERDICT_STYLE, arrow, checkpoint_label, source_words
+from hloscope.tui.format import VERDICT_STYLE, arrow, source_words
 from hloscope.tui.load import Loaded
 from hloscope.tui.messages import GoTo
 from hloscope.tui.text import hlo_string, plain, shown
@@ -99,14 +99,18 @@ def instruction_text(loaded: Loaded, ins: Instruction) -> Text:
 
 
 def verdict_text(loaded: Loaded, v: Verdict) -> Text:
+    from hloscope.render.name_words import name_words, unrequested_words
     from hloscope.render.why import explain, slack_clause  # see instruction_text
     from hloscope.render.xla_text import xla_clause
 
     t_ = v.transfer
     t = Text()
     t.append(v.verdict.value, style=VERDICT_STYLE[v.verdict])
+    name = name_words(t_) or "-"
+    role = f" ({t_.role})" if t_.role else ""
+    other = unrequested_words(t_)
     t.append(shown(f"  {arrow(t_.direction)} {t_.op} {human_bytes(t_.bytes)} x{t_.executions}/step "
-                   f"checkpoint {checkpoint_label(t_)}") + "\n")
+                   f"checkpoint {name}{role}" + (f"; it {other}" if other else "")) + "\n")
     simulated = v.timing is not None and v.timing.matched
     t.append(f"  ~transfer {human_us(v.est_transfer_us)}, hidden {human_us(v.est_hidden_us)}, "
              f"exposed {human_us(v.est_exposed_us)} per execution, {human_us(v.est_exposed_us * t_.executions)} "

@@ -2,8 +2,9 @@
 
 One block per request (``hloscope.analysis.intent.Accounted``): the mark (``ok``,
 ``SYNC``, ``NONE``, ``NONE?``, ``??``), what was asked, the policy and source line,
-then its transfers (bytes per step, executions, verdicts) or the reason it
-produced none. Strings from the trace (names, paths, policies) are data: they go
+then its transfers (bytes per step, executions, verdicts; a transfer whose name
+only its bytes decided is marked ``name guessed by bytes``, and the facts say so) or
+the reason it produced none. Strings from the trace (names, paths, policies) are data: they go
 through :func:`hloscope.tui.text.shown` into a markup-free ``Text``.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from hloscope.analysis.intent import IntentAccount, Why, account_of
+from hloscope.analysis.intent import Fact, IntentAccount, Why, account_of
 from hloscope.tui.format import VERDICT_STYLE
 from hloscope.tui.text import shown
 
@@ -24,7 +25,7 @@ MARK_STYLE = {"ok": "bold #a3be8c", "SYNC": "bold #bf616a", "NONE": "bold #bf616
 def intent_text(account: IntentAccount | None) -> Text:
     """The pane's text; a line saying why there is nothing when the step's intent is not known."""
     # imported when the tab is filled, after the first frame (hloscope.render imports every renderer)
-    from hloscope.render.intent_text import intent_headline, mark, transfers_words
+    from hloscope.render.intent_text import GUESSED, intent_headline, mark, transfers_words
     from hloscope.render.intent_words import asked_policy, asked_words, detail_words
 
     t = Text()
@@ -50,7 +51,11 @@ def intent_text(account: IntentAccount | None) -> Text:
                 t.append(shown(v.transfer.instruction.name))
                 t.append(f" {v.transfer.direction} ")
                 t.append(str(v.verdict), style=VERDICT_STYLE[v.verdict])
+                if v.transfer.name_guessed:
+                    t.append(f"  {GUESSED}", style="bold #ebcb8b")
                 t.append("\n")
+        if any(d.fact is Fact.NAMED_BY_BYTES for d in a.detail):
+            t.append("      " + shown(detail_words(a.detail)) + "\n", style="#ebcb8b")
         if a.why is not Why.TRANSFERRED:
             t.append(f"      {a.why}: ", style="bold")
             t.append(shown(detail_words(a.detail)) + "\n")

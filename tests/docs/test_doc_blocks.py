@@ -102,8 +102,10 @@ def _is_hloscope(command: str) -> bool:
     return shlex.split(command)[0].rsplit("/", 1)[-1] == "hloscope"
 
 
-def _marks(text: str) -> list[pytest.MarkDecorator]:
-    marks = []
+def _marks(block: Block, text: str) -> list[pytest.MarkDecorator]:
+    # The blocks of one document run in its order in one scratch folder, so under pytest-xdist
+    # they run on one worker (tests/conftest.py makes -n distribute by these groups).
+    marks = [pytest.mark.xdist_group(str(block.doc.relative_to(ROOT)))]
     # Compiles, or reads what a compile makes (build/step and the baseline of docs/ci.md).
     if re.search(r"hloscope (compile|sweep)\b|--workload|--fn |compile_step|hloscope_step\(workload|build/step|"
                  r"hloscope-baseline\.json", text) or re.search(r"^import jax", text, re.M):
@@ -119,9 +121,9 @@ def cases() -> list[object]:
         if b.lang == "sh":
             for i, c in enumerate(commands(b)):
                 if _is_hloscope(c) and _not_run(c) is None:
-                    out.append(pytest.param(b, c, id=f"{b.name}#{i + 1}", marks=_marks(c)))
+                    out.append(pytest.param(b, c, id=f"{b.name}#{i + 1}", marks=_marks(b, c)))
         elif b.lang == "python":
-            out.append(pytest.param(b, None, id=b.name, marks=_marks(b.text)))
+            out.append(pytest.param(b, None, id=b.name, marks=_marks(b, b.text)))
     return out
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import shlex
 import subprocess
 import sys
 import tomllib
@@ -29,7 +30,7 @@ def _readme_commands() -> list[str]:
 def test_ci_runs_the_two_quick_start_commands() -> None:
     install, test = _readme_commands()
     assert install.startswith("python3 -m venv .venv && .venv/bin/pip install -e '.[all]'")
-    assert test == ".venv/bin/python -m pytest"
+    assert test == '.venv/bin/python -m pytest -n auto -m "not slow"'
     ci = (ROOT / ".ci" / "run").read_text()
     assert 'step bash -euo pipefail -c "$(readme 1)"' in ci and 'step bash -euo pipefail -c "$(readme 2)"' in ci
     # What .ci/run executes is what the script prints from the README.
@@ -37,6 +38,21 @@ def test_ci_runs_the_two_quick_start_commands() -> None:
         done = subprocess.run([sys.executable, str(ROOT / ".ci" / "readme_commands.py"), n],
                               capture_output=True, text=True, check=True)
         assert done.stdout.strip() == cmd
+
+
+def test_the_readme_command_and_ci_together_run_every_tier() -> None:
+    # The README's test command runs the fast and xla tiers (every test not marked slow), on
+    # every core (pytest-xdist, from the dev extra); .ci/run adds the slow tier after it.
+    _, test = _readme_commands()
+    words = shlex.split(test)
+    assert words[:3] == [".venv/bin/python", "-m", "pytest"] and "-n" in words
+    assert words[words.index("-m", 3) + 1] == "not slow"
+    ci = (ROOT / ".ci" / "run").read_text()
+    after = ci.split('step bash -euo pipefail -c "$(readme 2)"', 1)[1]
+    slow = re.search(r"^step \.venv/bin/python -m pytest (.*)$", after, re.M)
+    assert slow is not None and shlex.split(slow.group(1))[-2:] == ["-m", "slow"], "CI runs the slow tier"
+    dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
+    assert any(d.startswith("pytest-xdist") for d in dev)
 
 
 def test_the_install_command_installs_every_extra() -> None:

@@ -87,10 +87,12 @@ class RecordingApp(HloscopeApp):
     def __init__(self, source: Source) -> None:
         super().__init__(source)
         self.toasts: list[tuple[str, bool]] = []
+        self.toast_timeouts: list[float] = []  # seconds each toast stays, in the order raised
 
     def notify(self, message: str, *, title: str = "", severity: Any = "information", timeout: float | None = None,
                markup: bool = True) -> None:
         self.toasts.append((message, markup))
+        self.toast_timeouts.append(self.NOTIFICATION_TIMEOUT if timeout is None else timeout)
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
 

@@ -19,6 +19,7 @@ from hloscope.tui.load import Source
 from hloscope.tui.widgets.schedule import ScheduleView
 from hloscope.tui.widgets.transfers import TransferTable
 from tests.tui.conftest import FIXTURES, pilot_test, wait_loaded
+from tests.tui.test_hostile import RecordingApp
 
 LLAMA = str(FIXTURES / "llama_offload.hlo.txt")
 SIZE = (80, 24)
@@ -108,25 +109,26 @@ async def test_a_start_up_note_is_one_brief_line_and_an_artifact_folder_s_proven
     art.mkdir()
     shutil.copy(LLAMA, art / "optimized.hlo.txt")
     (art / "manifest.json").write_text(json.dumps({"target": "h100-sxm", "devices": 8}))
-    app = HloscopeApp(Source(str(art)))
+    # (RecordingApp keeps every toast raised: on a loaded machine a 3 s toast can expire before it is read)
+    app = RecordingApp(Source(str(art)))
     async with app.run_test(size=SIZE) as pilot:
         await wait_loaded(pilot)
         await pilot.pause(0.2)
         assert app.loaded is not None and any(n.startswith("artifact folder") for n in app.loaded.report.notes)
-        assert list(app._notifications) == []
+        assert app.toasts == []
         assert str(app.screen.query_one("#status", Static).render()).startswith("artifact folder: target h100-sxm")
     # A dump folder whose module was picked among several: a toast of one short line, for 3 s
     dump = tmp_path / "dump"
     shutil.copytree(FIXTURES / "dump_mlp_offload", dump)
     shutil.copy(FIXTURES / "cpu" / "dump_grad_step" / "module_0006.jit_step.cpu_after_optimizations.txt",
                 dump / "module_0001.jit_small.cpu_after_optimizations.txt")
-    app = HloscopeApp(Source(str(dump)))
+    app = RecordingApp(Source(str(dump)))
     async with app.run_test(size=SIZE) as pilot:
         await wait_loaded(pilot)
         await pilot.pause(0.2)
-        notes = list(app._notifications)
-        assert notes, app.loaded.report.notes  # type: ignore[union-attr]
-        assert all(len(n.message) <= 72 and "\n" not in n.message and n.timeout <= 3 for n in notes)
+        assert app.toasts, app.loaded.report.notes  # type: ignore[union-attr]
+        assert all(len(message) <= 72 and "\n" not in message for message, _ in app.toasts)
+        assert all(timeout <= 3 for timeout in app.toast_timeouts)
         assert app.screen.query_one("#tabs", TabbedContent).active == "transfers"
 
 

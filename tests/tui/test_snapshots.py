@@ -81,3 +81,16 @@ def test_search_results_show_markup_in_op_names_literally(snap_compare: Any, tmp
         await pilot.pause()
 
     assert snap_compare(HloscopeApp(Source(str(path))), terminal_size=(160, 45), run_before=search)
+
+
+def test_every_snapshot_file_belongs_to_a_test() -> None:
+    # syrupy fails a run that leaves a snapshot unused, but not under pytest-xdist (the README's
+    # `-n auto`), where each worker sees only its own tests: this holds the same check there.
+    import ast
+    from pathlib import Path
+
+    here = Path(__file__)
+    tests = {n.name for n in ast.parse(here.read_text()).body
+             if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")}
+    svgs = {p.stem for p in (here.parent / "__snapshots__" / here.stem).glob("*.svg")}
+    assert svgs and svgs <= tests, f"snapshots no test makes: {sorted(svgs - tests)}"

@@ -2,7 +2,8 @@
 
 Tiers: tests/compile/, tests/xla/ and tests/intent/ are marked ``xla`` by folder (tests/conftest.py),
 other tests that need jaxlib carry the marker; ``slow`` marks long runs. Plain
-``pytest`` (the README's command, run by .ci/run) runs every tier.
+``pytest`` runs every tier; the README's command (``-m "not slow"``) leaves out the slow
+tier, which .ci/run runs after it.
 """
 
 from __future__ import annotations

@@ -71,15 +71,6 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return True if not HAS_JAXLIB and _in_xla_folder(collection_path, config.rootpath) else None
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """Under pytest-xdist (``-n N``), tests are sent to the workers by ``xdist_group``: the tests of
-    one group run on one worker in their order (the code blocks of one document share a scratch
-    folder, tests/docs/test_doc_blocks.py); the others go to whichever worker is free. ``-n``
-    alone means ``--dist load``, which would ignore the groups."""
-    if getattr(config.option, "dist", None) == "load":
-        config.option.dist = "loadgroup"
-
-
 def pytest_report_header(config: pytest.Config) -> str | None:
     if HAS_JAXLIB:
         return None

@@ -16,7 +16,7 @@ from hloscope.tui.screens.error import ErrorScreen
 from hloscope.tui.screens.help import HelpScreen
 from hloscope.tui.screens.search import SearchScreen
 from hloscope.tui.widgets.schedule import ScheduleView
-from hloscope.tui.widgets.transfers import TransferTable
+from hloscope.tui.widgets.transfers import COLUMNS, TransferTable
 from tests.tui.conftest import FIXTURES, pilot_test, wait_loaded
 
 LLAMA = str(FIXTURES / "llama_offload.hlo.txt")
@@ -215,7 +215,7 @@ async def test_the_exposed_column_is_the_simulated_wait_per_step() -> None:
         table = app.screen.query_one(TransferTable)
         timed = 0
         for row, v in enumerate(table.shown):
-            cell = str(table.get_row_at(row)[6])
+            cell = str(table.get_row_at(row)[COLUMNS.index("~exposed/step")])
             if v.timing is not None and v.timing.matched:
                 timed += 1
                 per_step = v.timing.wait_us_per_step
@@ -338,13 +338,17 @@ async def test_a_compiled_step_shows_its_checkpoint_names(tmp_path: Path) -> Non
         await wait_loaded(pilot)
         table = app.screen.query_one(TransferTable)
         # Then the checkpoint column shows those names, the same the report carries
-        shown = [str(table.get_row_at(row)[1]) for row in range(table.row_count)]
+        # (by the column's label: the mlp step's one name is 'hidden', which is also a verdict)
+        column = COLUMNS.index("checkpoint")
+        shown = [str(table.get_row_at(row)[column]) for row in range(table.row_count)]
         assert shown == [v.transfer.checkpoint_name or "-" for v in table.shown]
         assert {s for s in shown if s != "-"} and {s for s in shown if s != "-"} <= names
         await pilot.pause(0.3)
         v = table.selected
         assert v is not None
-        assert f"checkpoint {v.transfer.checkpoint_name or '-'}" in str(app.screen.query_one("#detail-text").render())
+        # and the detail names it as every sentence does, quoted as data ("checkpoint 'hidden'")
+        assert v.transfer.checkpoint_name
+        assert f"checkpoint '{v.transfer.checkpoint_name}'" in str(app.screen.query_one("#detail-text").render())
 
 
 @pilot_test

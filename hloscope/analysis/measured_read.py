@@ -23,19 +23,18 @@ import gzip
 import io
 import json
 import re
-import zipfile
 from collections import defaultdict
 from pathlib import Path
 
 from hloscope.analysis.calibration import parse_profile_bytes
 from hloscope.analysis.measured import MeasuredProfile, OpStats, profile_from_events, runs_from_spans
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.hlo.archive import TRACE_MEMBER, ZIP_MAGIC, NsysArchive, known_archive, nsys_archive
 
 __all__ = ["looks_like_xplane", "read_measured"]
 
 _MODULE_RE = re.compile(r"^TSL:XlaModule:#hlo_module=([^,#]+),program_id=(\d+)#")
 _THUNK_RE = re.compile(r"hlo_op=([^,#]+)")
-_TRACE = "nvtx_gpu_proj_trace/trace.parquet"
 
 
 def looks_like_xplane(path: str | Path, head: bytes) -> bool:
@@ -51,14 +50,23 @@ def read_measured(path: str | Path, module_name: str = "") -> MeasuredProfile:
     """The profile at ``path``, read by content. ``module_name``: which module's executions to
     keep when the file has several (default: the one with the most op rows)."""
     p = Path(path)
+    archive = known_archive(p)  # read already (the CLI asked whether it is an nsys-jax archive)
+    if archive is not None:
+        return _read_nsys(archive, module_name)
     try:
-        head = p.open("rb").read(8)
+        with p.open("rb") as f:
+            head = f.read(8)
     except OSError as e:
         raise HloscopeError(f"{p}: cannot read profile: {e.strerror or e}", EXIT_BAD_INPUT) from None
     if not head:
         raise _bad(str(p), "the file is empty")
-    if head.startswith(b"PK\x03\x04"):
-        return _read_nsys(p, module_name)
+    if head.startswith(ZIP_MAGIC):
+        try:
+            archive = nsys_archive(p)
+        except HloscopeError as e:
+            raise _bad(str(p), str(e).split(": ", 1)[-1]) from None
+        assert archive is not None  # a zip by its first bytes
+        return _read_nsys(archive, module_name)
     data = p.read_bytes()
     if data.startswith(b"\x1f\x8b"):
         try:
@@ -79,24 +87,20 @@ def _read_pgle(data: bytes, source: str) -> MeasuredProfile:
     return MeasuredProfile(source, "pgle", "", (), ops)
 
 
-def _read_nsys(path: Path, module_name: str) -> MeasuredProfile:
+def _read_nsys(archive: NsysArchive, module_name: str) -> MeasuredProfile:
+    path = archive.path
     try:
         import pyarrow.parquet as pq  # type: ignore[import-not-found, import-untyped, unused-ignore]
     except ImportError:
         raise HloscopeError(f"{path}: reading an nsys-jax archive needs pyarrow: pip install 'hloscope[measured]'",
                             EXIT_BAD_INPUT) from None
+    if archive.trace is None:
+        raise _bad(path, f"no {TRACE_MEMBER} in this archive (is it an nsys-jax archive?)")
     try:
-        with zipfile.ZipFile(path) as z:
-            if _TRACE not in z.namelist():
-                raise _bad(str(path), f"no {_TRACE} in this archive (is it an nsys-jax archive?)")
-            table = pq.read_table(io.BytesIO(z.read(_TRACE)),
-                                  columns=["Name", "Projected Start", "Projected Duration", "RangeId", "ParentId"])
-    except (zipfile.BadZipFile, OSError, EOFError) as e:
-        raise _bad(str(path), f"not a readable .zip ({e}); is it truncated?") from None
-    except HloscopeError:
-        raise
+        table = pq.read_table(io.BytesIO(archive.trace),
+                              columns=["Name", "Projected Start", "Projected Duration", "RangeId", "ParentId"])
     except Exception as e:  # pyarrow's errors for a broken parquet file
-        raise _bad(str(path), f"{_TRACE} unreadable ({type(e).__name__}: {e})") from None
+        raise _bad(path, f"{TRACE_MEMBER} unreadable ({type(e).__name__}: {e})") from None
     cols = table.to_pydict()
     runs: dict[object, tuple[str, int, int]] = {}
     for name, start, dur, rid in zip(cols["Name"], cols["Projected Start"], cols["Projected Duration"],
@@ -112,8 +116,8 @@ def _read_nsys(path: Path, module_name: str) -> MeasuredProfile:
             if m:
                 thunks[parent].append((m.group(1), int(start), int(dur)))
     if not thunks:
-        raise _bad(str(path), "no 'TSL:Thunk:#hlo_op=...#' rows under a 'TSL:XlaModule' range")
-    return profile_from_events(str(path), "nsys", runs, thunks, module_name)
+        raise _bad(path, "no 'TSL:Thunk:#hlo_op=...#' rows under a 'TSL:XlaModule' range")
+    return profile_from_events(path, "nsys", runs, thunks, module_name)
 
 
 def _read_chrome(data: bytes, source: str, module_name: str) -> MeasuredProfile:

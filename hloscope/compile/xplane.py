@@ -19,6 +19,7 @@ from typing import Any
 from hloscope.analysis.measured import MeasuredProfile, profile_from_events, runs_from_spans
 from hloscope.analysis.measured_read import looks_like_xplane, read_measured
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, HloscopeError
+from hloscope.hlo.archive import known_archive
 
 __all__ = ["load_measured", "read_xplane"]
 
@@ -26,6 +27,8 @@ __all__ = ["load_measured", "read_xplane"]
 def load_measured(path: str | Path) -> MeasuredProfile:
     """A measured profile by content, for every face that takes one: an ``.xplane.pb`` here,
     through jaxlib; anything else through ``hloscope.analysis.measured_read``."""
+    if known_archive(path) is not None:  # an nsys-jax archive read already: nothing to sniff
+        return read_measured(path)
     try:
         with open(path, "rb") as f:
             head = f.read(65536)

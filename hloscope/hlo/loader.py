@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from hloscope.errors import EXIT_BAD_INPUT, HloParseError, HloscopeError
+from hloscope.hlo.archive import PROTO_DUMPS, ZIP_MAGIC, known_archive, nsys_archive
 from hloscope.hlo.hloproto import hlo_proto_to_text, looks_like_hlo_proto, parse_hlo_proto, read_maybe_xz
 from hloscope.hlo.model import Module
 from hloscope.hlo.parser import parse_hlo
@@ -50,53 +51,26 @@ def _pick(directory: Path) -> tuple[Path, str]:
     return chosen, note
 
 
-#: The optimized modules of an XLA dump written as HloProto (``--xla_dump_hlo_as_proto``; nsys-jax).
-_PROTO_DUMPS = ("after_optimizations.hlo.pb", "after_optimizations.hlo.pb.xz")
-_ZIP_MAGIC = b"PK\x03\x04"
+_PROTO_DUMPS = PROTO_DUMPS
 
 
 def read_archive_module(path: Path) -> tuple[bytes, str, tuple[str, ...]]:
     """(HloProto bytes, display name, notes) of the optimized module in an nsys-jax archive
     (``dump/*after_optimizations.hlo.pb.xz``): the largest, as in a dump folder."""
-    import zipfile
-
-    try:
-        with zipfile.ZipFile(path) as z:
-            cands = [i for i in z.infolist() if i.filename.endswith(_PROTO_DUMPS)]
-            if not cands:
-                raise HloscopeError(f"{path}: no '*after_optimizations.hlo.pb(.xz)' module in this archive "
-                                    "(an nsys-jax archive keeps them under dump/)", EXIT_BAD_INPUT)
-            chosen = max(cands, key=lambda i: (i.file_size, i.filename))
-            data = z.read(chosen)
-    except (zipfile.BadZipFile, OSError, EOFError) as e:
-        raise HloscopeError(f"{path}: not a readable .zip archive ({e}); is it truncated?", EXIT_BAD_INPUT) from None
-    note = (f"{len(cands)} modules in {path}; reading the largest, {chosen.filename}") if len(cands) > 1 else ""
-    return data, f"{path}!{chosen.filename}", (note,) if note else ()
+    archive = nsys_archive(path)
+    if archive is None:
+        raise HloscopeError(f"{path}: not a .zip archive", EXIT_BAD_INPUT)
+    return archive.require_module(), archive.module_name, archive.module_notes()
 
 
 def archive_device(path: str | Path) -> str:
     """The GPU an nsys-jax archive's step ran on: ``device_description_str`` of the largest
     module's ``gpu_target_config.pbtxt(.xz)`` ("" when the archive has none, or ``path`` is not one)."""
-    import lzma
-    import zipfile
-
     try:
-        with zipfile.ZipFile(path) as z:
-            names = z.namelist()
-            mods = [n for n in names if n.endswith(_PROTO_DUMPS)]
-            if not mods:
-                return ""
-            chosen = max(mods, key=lambda n: (z.getinfo(n).file_size, n))
-            stem = chosen.split(".sm_")[0] if ".sm_" in chosen else chosen.rsplit(".", 4)[0]
-            cfg = next((n for n in names if n.startswith(stem) and ".gpu_target_config.pbtxt" in n), "")
-            if not cfg:
-                return ""
-            data = z.read(cfg)
-            text = (lzma.decompress(data) if cfg.endswith(".xz") else data).decode("utf-8", "replace")
-    except (OSError, zipfile.BadZipFile, lzma.LZMAError, EOFError):
+        archive = nsys_archive(path)
+    except HloscopeError:
         return ""
-    m = re.search(r'device_description_str:\s*"([^"]*)"', text)
-    return m.group(1) if m else ""
+    return archive.device if archive is not None else ""
 
 
 STDIN_PROMPT = "hloscope: reading HLO from standard input (Ctrl+D to end)"
@@ -249,7 +223,7 @@ def read_module(path: str) -> tuple[Module, str | None, tuple[str, ...]]:
 def is_binary_module(head: bytes, name: str) -> bool:
     """Whether a file whose first bytes are ``head`` is read by content as HloProto bytes or an
     nsys-jax archive (not as text): what the loader decides before decoding anything."""
-    if head.startswith(_ZIP_MAGIC):
+    if head.startswith(ZIP_MAGIC):
         return True
     # Text may start with a blank line (0x0A too): a proto is named so, or is not text.
     binary = b"\0" in head or _undecodable_at(head) is not None or name.endswith((".pb", ".pb.xz", ".xz"))
@@ -262,6 +236,9 @@ def _read_binary(path: str) -> tuple[bytes, str, tuple[str, ...]] | None:
         return None
     p = Path(path)
     notes: tuple[str, ...] = ()
+    archive = known_archive(p)  # read already (the CLI asked whether it is an nsys-jax archive)
+    if archive is not None:
+        return archive.require_module(), archive.module_name, archive.module_notes()
     try:
         if p.is_dir():
             p, note = _pick(p)
@@ -270,7 +247,7 @@ def _read_binary(path: str) -> tuple[bytes, str, tuple[str, ...]] | None:
             head = f.read(4096)
     except OSError:
         return None  # _read words it
-    if head.startswith(_ZIP_MAGIC):
+    if head.startswith(ZIP_MAGIC):
         data, name, more = read_archive_module(p)
         return data, name, notes + more
     if not is_binary_module(head, p.name):

@@ -13,6 +13,7 @@ Light to import: zipfile and lzma only (``hloscope tui`` asks before its first s
 
 from __future__ import annotations
 
+import io
 import lzma
 import os
 import re
@@ -92,9 +93,10 @@ def known_archive(path: str | Path) -> NsysArchive | None:
     return _READ.get(key) if key is not None else None
 
 
-def nsys_archive(path: str | Path) -> NsysArchive | None:
+def nsys_archive(path: str | Path, data: bytes | None = None) -> NsysArchive | None:
     """The archive at ``path``, read once (None when ``path`` is not a zip file: a folder, text,
-    a missing path). A zip that cannot be read raises the one-line error ("is it truncated?")."""
+    a missing path). A zip that cannot be read raises the one-line error ("is it truncated?").
+    ``data``: the file's bytes when the caller has read them already (nothing is opened then)."""
     p = str(path)
     key = _key(p)
     if key is None or not os.path.isfile(p):
@@ -102,7 +104,7 @@ def nsys_archive(path: str | Path) -> NsysArchive | None:
     if key in _READ:
         return _READ[key]
     try:
-        with open(p, "rb") as f:
+        with open(p, "rb") if data is None else io.BytesIO(data) as f:
             if f.read(4) != ZIP_MAGIC:
                 found = None
             else:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from hloscope.errors import EXIT_BAD_INPUT, HloParseError, HloscopeError
@@ -160,24 +161,28 @@ def parse_text(text: str, name: str | None = None) -> Module:
         raise
 
 
-def read_hlo_text(path: str) -> tuple[str, str]:
-    """(text, display name) for a path, a dump folder, or ``-`` for stdin. An HloProto (or an
-    nsys-jax archive's) gives the text it is parsed from (``hloscope.hlo.hloproto``), so line
-    numbers agree with the module :func:`load_module` reads."""
-    binary = _read_binary(path)
-    if binary is not None:
-        data, name, _ = binary
-        return hlo_proto_to_text(read_maybe_xz(data, name), name).text, name
-    text, name, _ = _read(path)
-    return text, name
+@dataclass(frozen=True)
+class _Found:
+    """The input found and read once: its bytes (HloProto bytes, maybe xz-compressed, when
+    ``binary``; else text to decode), its display name, and the notes on how it was found."""
+
+    data: bytes
+    name: str
+    notes: tuple[str, ...]
+    binary: bool
 
 
-def _read(path: str) -> tuple[str, str, tuple[str, ...]]:
+def _find(path: str) -> _Found:
+    """Find the module ``path`` names (a file, a dump or artifact folder, an nsys-jax archive,
+    ``-``) and read it: one listing of a folder, one open of the file."""
     if path == "-":
-        return _decode(_read_stdin(), "<stdin>"), "<stdin>", ()
+        return _Found(_read_stdin(), "<stdin>", (), False)
     if not path:
         raise HloscopeError("empty path: give an HLO text file, a dump folder or '-'", EXIT_BAD_INPUT)
     p = Path(path)
+    archive = known_archive(p)  # read already (the CLI asked whether it is an nsys-jax archive)
+    if archive is not None:
+        return _Found(archive.require_module(), archive.module_name, archive.module_notes(), True)
     notes: tuple[str, ...] = ()
     try:
         if p.is_dir():  # raises for a name too long to look up
@@ -189,7 +194,35 @@ def _read(path: str) -> tuple[str, str, tuple[str, ...]]:
     except OSError as e:
         shown = path if len(path) <= 80 else path[:77] + "..."
         raise HloscopeError(f"{shown}: cannot read: {e.strerror or e}", EXIT_BAD_INPUT) from None
-    return _decode(data, str(p)), str(p), notes
+    if data.startswith(ZIP_MAGIC):
+        archive = nsys_archive(p, data)
+        assert archive is not None  # a zip by its first bytes
+        return _Found(archive.require_module(), archive.module_name, notes + archive.module_notes(), True)
+    return _Found(data, str(p), notes, is_binary_module(data[:4096], p.name))
+
+
+def read_hlo_text(path: str) -> tuple[str, str]:
+    """(text, display name) for a path, a dump folder, or ``-`` for stdin. An HloProto (or an
+    nsys-jax archive's) gives the text it is parsed from (``hloscope.hlo.hloproto``), so line
+    numbers agree with the module :func:`load_module` reads."""
+    found = _find(path)
+    if found.binary:
+        return hlo_proto_to_text(read_maybe_xz(found.data, found.name), found.name).text, found.name
+    return _decode(found.data, found.name), found.name
+
+
+def read_module(path: str) -> tuple[Module, str | None, tuple[str, ...]]:
+    """:func:`load_module_with_notes` with the HLO text the module was parsed from (None for
+    HloProto bytes and archives), the input found and read once (the TUI's line lookups keep the text)."""
+    found = _find(path)
+    if found.binary:
+        module = parse_hlo_proto(found.data, found.name)
+        module.source_path = found.name
+        return module, None, found.notes
+    text = _decode(found.data, found.name)
+    module = parse_text(text, found.name)
+    module.source_path = None if found.name == "<stdin>" else os.fspath(found.name)
+    return module, text, found.notes
 
 
 def load_module(path: str) -> Module:
@@ -205,21 +238,6 @@ def load_module_with_notes(path: str) -> tuple[Module, tuple[str, ...]]:
     return module, notes
 
 
-def read_module(path: str) -> tuple[Module, str | None, tuple[str, ...]]:
-    """:func:`load_module_with_notes` with the HLO text the module was parsed from (None for
-    HloProto bytes and archives), each file read once (the TUI's line lookups keep the text)."""
-    binary = _read_binary(path)
-    if binary is not None:
-        data, name, notes = binary
-        module = parse_hlo_proto(data, name)
-        module.source_path = name
-        return module, None, notes
-    text, name, notes = _read(path)
-    module = parse_text(text, name)
-    module.source_path = None if name == "<stdin>" else os.fspath(name)
-    return module, text, notes
-
-
 def is_binary_module(head: bytes, name: str) -> bool:
     """Whether a file whose first bytes are ``head`` is read by content as HloProto bytes or an
     nsys-jax archive (not as text): what the loader decides before decoding anything."""
@@ -228,34 +246,6 @@ def is_binary_module(head: bytes, name: str) -> bool:
     # Text may start with a blank line (0x0A too): a proto is named so, or is not text.
     binary = b"\0" in head or _undecodable_at(head) is not None or name.endswith((".pb", ".pb.xz", ".xz"))
     return looks_like_hlo_proto(head) and binary
-
-
-def _read_binary(path: str) -> tuple[bytes, str, tuple[str, ...]] | None:
-    """(bytes, name, notes) when ``path`` holds an HloProto or an archive; None for text."""
-    if path == "-" or not path:
-        return None
-    p = Path(path)
-    notes: tuple[str, ...] = ()
-    archive = known_archive(p)  # read already (the CLI asked whether it is an nsys-jax archive)
-    if archive is not None:
-        return archive.require_module(), archive.module_name, archive.module_notes()
-    try:
-        if p.is_dir():
-            p, note = _pick(p)
-            notes = (note,) if note else ()
-        with open(p, "rb") as f:
-            head = f.read(4096)
-    except OSError:
-        return None  # _read words it
-    if head.startswith(ZIP_MAGIC):
-        data, name, more = read_archive_module(p)
-        return data, name, notes + more
-    if not is_binary_module(head, p.name):
-        return None
-    try:
-        return p.read_bytes(), str(p), notes
-    except OSError:
-        return None
 
 
 # What HLO text starts with once blanks and comments are skipped.

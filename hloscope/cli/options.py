@@ -185,10 +185,9 @@ def check_request(request: CompileRequest) -> None:
     from hloscope.compile.topology import check_devices
 
     if request.maxtext is not None:
-        from hloscope.compile.maxtext import check_available, split_args
+        from hloscope.compile.maxtext import split_args
 
         split_args(request.maxtext)
-        check_available()
     if request.fn is not None:
         from hloscope.compile.userfn import split_ref
 
@@ -196,6 +195,10 @@ def check_request(request: CompileRequest) -> None:
         if not request.args:
             raise HloscopeError("--fn needs --args describing its abstract arguments", EXIT_BAD_INPUT)
     check_devices(request)
+    if request.maxtext is not None:
+        from hloscope.compile.maxtext import check_available
+
+        check_available()
 
 
 def request_from_args(args: argparse.Namespace, workload: str | None = None,

@@ -311,6 +311,12 @@ def compile_maxtext_job(request: CompileRequest,
     run = _Run(request, phase)
     if phase:
         phase("MaxText config")
+    from hloscope.compile.deviceless import with_memory
+    from hloscope.compile.topology import compile_only_devices
+
+    # The devices first: the CUDA plugin's log (which scheduler and estimator XLA chose) is set up at its
+    # first topology, and MaxText's import would otherwise start the plugin before hloscope asks for it.
+    compile_only_devices(with_memory(target, request.memory_override_bytes), request.devices)
     _import_maxtext()
     argv, run.attention_note = _deviceless_attention(argv)
     logs = io.StringIO()

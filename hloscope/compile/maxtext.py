@@ -221,11 +221,30 @@ def _jit_and_compile(run: _Run) -> Callable[..., Any]:
                          donate_argnums=donate_argnums)
         step = _MaxTextStep(jitted, tuple(func_input_args), dict(func_input_kwargs or {}), mesh, logical_axis_rules,
                             bool(getattr(config, "enable_diloco", False)))
-        run.result = compile_step(run.request, step, (), StepOptions(mesh=mesh, roles=ROLES, cache=True,
-                                                                     phase=run.phase))
+        try:
+            run.result = compile_step(run.request, step, (), StepOptions(mesh=mesh, roles=ROLES, cache=True,
+                                                                         phase=run.phase))
+        except HloscopeError as e:
+            raise _config_error_at_trace(e, config) from None
         raise _Done
 
     return jit_and_compile
+
+
+#: What MaxText 0.2.5 raises while tracing for a config value it checks only there (attention_op.py,
+#: nnx_decoders.py): the config key each message is about.
+TRACE_CHECKED = (("Unexpected attention kernel", "attention"), ("Remat policy needs to be on list", "remat_policy"))
+
+
+def _config_error_at_trace(e: HloscopeError, config: Any) -> HloscopeError:
+    """A trace failure that is MaxText refusing a config value (:data:`TRACE_CHECKED`) as a config error
+    (exit 2, naming the key and value); any other error unchanged."""
+    text = str(e)
+    for words, key in TRACE_CHECKED:
+        if words in text:
+            said = text.split("failed: ", 1)[-1]
+            return HloscopeError(f"MaxText config: {key}={getattr(config, key, '?')}: {said}", EXIT_BAD_INPUT)
+    return e
 
 
 def _raise_config_error(e: Exception) -> None:

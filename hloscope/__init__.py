@@ -18,7 +18,7 @@ from hloscope.native_stderr import quiet_first_jax_import
 
 __version__ = "0.1.0"
 __all__ = ["HloParseError", "HloscopeError", "OffloadCheckFailed", "__version__", "analyze", "assert_offloads_hidden",
-           "check_offloads", "compile_step", "make_mesh"]
+           "check_offloads", "compile_maxtext", "compile_step", "make_mesh"]
 
 # A script that imports hloscope before jax gets no CUDA-plugin lines on stderr from jax's import
 # (hloscope.native_stderr.quiet_first_jax_import; standard library only, nothing of JAX).
@@ -50,7 +50,8 @@ def _warn_if_build_is_stale() -> None:
 _warn_if_build_is_stale()
 
 # The API is imported on first use, so `hloscope tui` and the CLI start without loading the analysis.
-_LAZY = {"analyze": "hloscope.api", "compile_step": "hloscope.api", "make_mesh": "hloscope.compile.deviceless",
+_LAZY = {"analyze": "hloscope.api", "compile_step": "hloscope.api", "compile_maxtext": "hloscope.api",
+         "make_mesh": "hloscope.compile.deviceless",
          "OffloadCheckFailed": "hloscope.pytest_plugin.helpers",
          "assert_offloads_hidden": "hloscope.pytest_plugin.helpers",
          "check_offloads": "hloscope.pytest_plugin.helpers"}

@@ -164,6 +164,44 @@ def compile_step(fn: Any, *abstract_args: Any, target: Target | str = DEFAULT_TA
     return result, report
 
 
+def compile_maxtext(*settings: str, config: str | os.PathLike[str] | None = None,
+                    target: Target | str = DEFAULT_TARGET, devices: int = 8, flags: dict[str, Any] | None = None,
+                    scheduler: Scheduler | str | None = None, pipelined_offload: bool | None = True,
+                    memory_fraction: float | None = None, memory_override_bytes: int | None = None,
+                    phase: Callable[[str], None] | None = None,
+                    out: str | os.PathLike[str] | None = None) -> tuple[CompileResult, StepReport]:
+    """Compile MaxText's own train step for ``devices`` compile-only GPUs of ``target`` and analyze it.
+
+    ``settings`` are MaxText's ``KEY=VALUE`` overrides (``"remat_policy=qkv_proj_offloaded"``) on
+    ``config`` (a MaxText config file; default the installed MaxText's ``base.yml``), as
+    ``hloscope compile --maxtext [CONFIG.yml] KEY=VALUE ...`` takes them (docs/maxtext.md). The
+    compile runs in its own process (MaxText sets process-wide JAX options), so ``result.compiled``
+    is None. Needs Python 3.12+ and ``pip install 'hloscope[maxtext]'``; a bad setting is one
+    :class:`~hloscope.errors.HloscopeError` (exit code 2). The other options are :func:`compile_step`'s;
+    ``out`` also writes the artifact folder.
+    """
+    from hloscope.compile.jobs import analyze_result, compile_request_result
+    from hloscope.compile.maxtext import check_available, split_args
+    from hloscope.compile.scheduler import resolve
+    from hloscope.compile.topology import topology_for
+
+    tgt = get_target(target) if isinstance(target, str) else target
+    items = (*([os.fspath(config)] if config is not None else []), *settings)
+    split_args(items)
+    check_available()
+    topology_for(tgt, devices, argument="compile_maxtext's devices")
+    request = CompileRequest(tgt.name, devices, maxtext=items, scheduler=resolve(scheduler, None),
+                             pipelined=pipelined_offload, xla_flags=tuple(xla_flag_texts(flags or {})),
+                             memory_override_bytes=memory_override_bytes, memory_fraction=memory_fraction)
+    result, extra = compile_request_result(request, phase)
+    source = str(Path(out) / "optimized.hlo.txt") if out is not None else None
+    report = analyze_result(result, tgt, extra=extra, source_path=source, label="<compile_maxtext>",
+                            report_type=StepReport)
+    if out is not None:
+        save_artifacts(out, result, report, extra, force=True, request=request)
+    return result, report
+
+
 def _args(abstract_args: tuple[Any, ...]) -> Any:
     """The step's arguments as ``deviceless.compile_step`` takes them: a tuple, or one callable ``mesh -> args``."""
     if len(abstract_args) == 1 and callable(abstract_args[0]) and not hasattr(abstract_args[0], "shape"):
@@ -210,11 +248,14 @@ def compile_subject(request: CompileRequest, label: str | None = None) -> Subjec
 
 def request_label(request: CompileRequest) -> str:
     """How ``hloscope check`` names a compiled step: the options that made it."""
+    if request.maxtext is not None:
+        return f"--maxtext {' '.join(request.maxtext)} --target {request.target}"
     if request.fn is not None:
         return f"--fn {request.fn} --target {request.target}"
     sets = "".join(f" --set {k}={v}" for k, v in request.sets)
     return f"--workload {request.workload}{sets} --target {request.target}"
 
 
-__all__ = ["CompileRequest", "Policy", "Scheduler", "StepReport", "analyze", "artifact_files", "compile_step",
+__all__ = ["CompileRequest", "Policy", "Scheduler", "StepReport", "analyze", "artifact_files", "compile_maxtext",
+           "compile_step",
            "compile_subject", "save_artifacts"]

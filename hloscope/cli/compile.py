@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from hloscope.cli.options import (
     no_cache,
     request_from_args,
 )
-from hloscope.compile.request import CompileRequest
+from hloscope.compile.request import CompileRequest, xla_flag_texts
 from hloscope.compile.whatif import TransferChange
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, HloscopeError
 from hloscope.render.memory_text import room_words
@@ -33,7 +34,8 @@ class CompileCommand:
     """compile: compile a training step for a GPU target on this machine (no GPU needed).
 
     Either a built-in --workload (mlp, llama, deepseek, or a preset such as
-    llama3-405b) or your own --fn package.module:function with --args. Writes an
+    llama3-405b), your own --fn package.module:function with --args, or
+    MaxText's own train step: --maxtext [CONFIG.yml] KEY=VALUE ... (docs/maxtext.md). Writes an
     artifact folder (--out; by default hloscope-out/ named by the workload, policy,
     target, devices and every --set or scheduling option) with the optimized and
     unoptimized HLO, memory figures, flags, versions and the analysis, then prints
@@ -56,6 +58,11 @@ class CompileCommand:
         src.add_argument("--workload", "--preset", default="llama",
                          help="mlp, llama, deepseek or a preset such as llama3-405b (default llama)")
         src.add_argument("--fn", metavar="MODULE:FUNCTION", help="your own step function")
+        src.add_argument("--maxtext", nargs="*", metavar="CONFIG.yml|KEY=VALUE",
+                         help="MaxText's own train step (the installed maxtext; Python 3.12+, pip install "
+                              "'hloscope[maxtext]'): an optional config file (default MaxText's base.yml), then "
+                              "MaxText's KEY=VALUE overrides, e.g. --maxtext model_name=llama3.1-8b "
+                              "remat_policy=qkv_proj_offloaded (docs/maxtext.md)")
         add_args_options(p, "with --fn: abstract arguments, e.g. 'bf16[512,1024]@fsdp,None; bf16[64,512]@fsdp'")
         p.add_argument("--out", default="", metavar="DIR",
                        help="artifact folder (default hloscope-out/NAME, NAME from the workload and options)")
@@ -88,12 +95,17 @@ class CompileCommand:
         req = prepare_report(args)  # fail fast on a bad name, before importing jax
         if args.what_if_memory is not None and args.fn:
             raise HloscopeError("--what-if-memory works with --workload (built-in steps) only", EXIT_BAD_INPUT)
+        maxtext = tuple(args.maxtext) if args.maxtext is not None else None
+        if maxtext is not None and (args.set or args.policy or args.args or args.args_from):
+            raise HloscopeError("--maxtext takes MaxText's own KEY=VALUE settings (remat_policy=..., "
+                                "per_device_batch_size=...), not --set, --policy, --args or --args-from",
+                                EXIT_BAD_INPUT)
         if args.what_if_flag:
             from hloscope.compile.deviceless import parse_flag
 
             for flag in args.what_if_flag:
                 parse_flag(flag)  # a malformed NAME=VALUE is one line, exit 2, before any compile
-        request = request_from_args(args, workload=args.workload, fn=args.fn)
+        request = request_from_args(args, workload=args.workload, fn=args.fn, maxtext=maxtext)
         out_dir = Path(args.out) if args.out else default_folder(request)
         if not args.force and holds_request(out_dir.resolve(), request):
             return self._reuse(args, req, request, out_dir)
@@ -127,8 +139,9 @@ class CompileCommand:
         result, report, extra = step.result, step.report, step.extra
         phase(PHASE_WRITING)
         out = save_artifacts(out_dir, result, report, extra, force=force, request=request)
+        said = maxtext_words(extra.get("maxtext"), result.options) if request.maxtext is not None else ""
         return self._finish(args, req, request, report, out,
-                            f"compiled in {result.compile_seconds:.1f} s; artifacts in {out}\n", phase)
+                            f"{said}compiled in {result.compile_seconds:.1f} s; artifacts in {out}\n", phase)
 
     def _finish(self, args: argparse.Namespace, req: ReportRequest, request: CompileRequest, report: Report,
                 out: Path, trailer: str, phase: PhaseStatus) -> int:
@@ -248,6 +261,19 @@ class CompileCommand:
             fits = "fits" if other.memory.fits else "does NOT fit"
             lines.append(f"  device allocation {human_bytes(other.memory.device_allocation_bytes)} ({fits})")
         return "\n".join(lines + _changed_lines(changes)) + "\n"
+
+
+def maxtext_words(facts: object, options: Mapping[str, object]) -> str:
+    """What a MaxText compile was: the model, attention and remat policy MaxText built, any attention
+    swapped for one that compiles with no GPU, and the XLA options hloscope passed (lines for the trailer)."""
+    if not isinstance(facts, Mapping):
+        return ""
+    lines = [f"MaxText {facts.get('version') or '?'} ({facts.get('config')}): model {facts.get('model_name')}, "
+             f"attention {facts.get('attention')}, remat_policy {facts.get('remat_policy')}"]
+    if facts.get("note"):
+        lines.append(f"note: {facts['note']}")
+    lines.append("XLA options: " + (", ".join(xla_flag_texts(options)) or "XLA's defaults"))
+    return "\n".join(lines) + "\n"
 
 
 def _changed_lines(changes: tuple[TransferChange, ...]) -> list[str]:

@@ -179,10 +179,15 @@ _JAX_NOTED = False
 
 def check_request(request: CompileRequest) -> None:
     """What a compile can be refused for before JAX starts, each in one line (exit 2): an ``--fn``
-    that is not ``module:function`` or has no ``--args``, a device count the target's topology or the
+    that is not ``module:function`` or has no ``--args``, a ``--maxtext`` whose config file or
+    overrides are malformed or whose Python or install cannot run MaxText, a device count the target's topology or the
     workload's shardings cannot take (``hloscope.compile.topology.check_devices``)."""
     from hloscope.compile.topology import check_devices
 
+    if request.maxtext is not None:
+        from hloscope.compile.maxtext import split_args
+
+        split_args(request.maxtext)
     if request.fn is not None:
         from hloscope.compile.userfn import split_ref
 
@@ -190,21 +195,28 @@ def check_request(request: CompileRequest) -> None:
         if not request.args:
             raise HloscopeError("--fn needs --args describing its abstract arguments", EXIT_BAD_INPUT)
     check_devices(request)
+    if request.maxtext is not None:
+        from hloscope.compile.maxtext import check_available
+
+        check_available()
 
 
 def request_from_args(args: argparse.Namespace, workload: str | None = None,
-                      fn: str | None = None) -> CompileRequest:
+                      fn: str | None = None, maxtext: tuple[str, ...] | None = None) -> CompileRequest:
     """The :class:`~hloscope.compile.request.CompileRequest` the compile options ask for (a built-in
-    ``workload``, else the user's ``fn`` with ``args.args``), checked (:func:`check_request`)."""
-    request = _request(args, workload, fn)
+    ``workload``, else the user's ``fn`` with ``args.args``, else MaxText's step with ``maxtext``'s
+    config and overrides), checked (:func:`check_request`)."""
+    request = _request(args, workload, fn, maxtext)
     check_request(request)
     note_jax_version()
     return request
 
 
-def _request(args: argparse.Namespace, workload: str | None, fn: str | None) -> CompileRequest:
+def _request(args: argparse.Namespace, workload: str | None, fn: str | None,
+             maxtext: tuple[str, ...] | None = None) -> CompileRequest:
     return CompileRequest(
-        args.target or DEFAULT_TARGET, args.devices, workload=None if fn else workload,
+        args.target or DEFAULT_TARGET, args.devices, workload=None if fn or maxtext is not None else workload,
+        maxtext=maxtext,
         sets=tuple(parse_sets(args.set).items()),
         policy=Policy(args.policy) if args.policy else None, fn=fn, args=args_spec(args) or None,
         cwd=os.getcwd() if fn else None,

@@ -50,8 +50,13 @@ def default_folder(request: CompileRequest) -> Path:
     differ from the default one: ``<workload>-<policy>-<target>-<devices>`` then each ``--set``
     (``batch4``), ``scheduler-none`` / ``scheduler-lhs-approx``, ``nopipe``, ``mem0.9`` (``--memory-fraction``)
     and a short hash of any ``--xla-flag``;
-    for ``--fn``: ``<module.function>-<target>-<devices>-args<hash>``."""
-    if request.fn is not None:
+    for ``--fn``: ``<module.function>-<target>-<devices>-args<hash>``; for ``--maxtext``:
+    ``maxtext-<config>-<target>-<devices>-<hash of the config and overrides>``."""
+    if request.maxtext is not None:
+        digest = hashlib.sha256("\n".join(request.maxtext).encode()).hexdigest()[:8]
+        config = next((Path(a).stem for a in request.maxtext[:1] if a.endswith((".yml", ".yaml"))), "base")
+        parts = ["maxtext", config, request.target, str(request.devices), digest]
+    elif request.fn is not None:
         digest = hashlib.sha256((request.args or "").encode()).hexdigest()[:8]
         parts = [request.fn.replace(":", "."), request.target, str(request.devices), f"args{digest}"]
     else:

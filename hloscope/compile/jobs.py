@@ -50,11 +50,16 @@ def compile_job(request: CompileRequest, phase: Callable[[str], None] | None = N
     """Compile ``request`` in this process; returns (CompileResult, manifest extras).
 
     A built-in workload's extras name it and its config; the user's function's name it and
-    its ``--args``. ``request.memory_override_bytes`` compiles for the target with that HBM.
+    its ``--args``; MaxText's step's (``maxtext``) its config, overrides, model and attention.
+    ``request.memory_override_bytes`` compiles for the target with that HBM.
     """
     from hloscope.compile.deviceless import StepOptions, compile_step, make_mesh
     from hloscope.targets import get_target
 
+    if request.maxtext is not None:
+        from hloscope.compile.maxtext import compile_maxtext_job
+
+        return compile_maxtext_job(request, phase)
     if request.fn is not None:
         from hloscope.compile.userfn import load_user_fn, parse_args_spec
 
@@ -132,8 +137,10 @@ def _run(job: Callable[..., Any], phase: Callable[[str], None] | None, *args: An
 
 
 def vocab_of(extra: Mapping[str, Any]) -> int | None:
-    """A built-in workload's vocabulary size from its manifest extras (None: unknown)."""
+    """A built-in workload's (or MaxText step's) vocabulary size from its manifest extras (None: unknown)."""
     vocab = (extra.get("config") or {}).get("vocab")
+    if vocab is None:
+        vocab = (extra.get("maxtext") or {}).get("vocab_size")
     return vocab if isinstance(vocab, int) and not isinstance(vocab, bool) else None
 
 

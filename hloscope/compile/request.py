@@ -54,7 +54,9 @@ class CompileRequest:
     ``--set`` overrides and offload policy. fn / args / cwd: the user's function
     (``package.module:function``; for a Python function given to the API, its module and
     qualified name), its abstract arguments (``--args`` spec) and the folder its module is
-    imported from. Exactly one of ``workload`` and ``fn`` is set. scheduler / pipelined /
+    imported from. maxtext: MaxText's own train step (``--maxtext [CONFIG.yml] KEY=VALUE ...``,
+    ``hloscope.compile.maxtext``): the config file, when given, then MaxText's overrides.
+    Exactly one of ``workload``, ``fn`` and ``maxtext`` is set. scheduler / pipelined /
     xla_flags: XLA's scheduler, pipelined host offloading (None: XLA's default), extra XLA options
     (``NAME=VALUE``, as ``--xla-flag`` takes them). memory_override_bytes: compile as if
     the target had this much HBM (the what-if). memory_fraction: compile as JAX does on a
@@ -75,10 +77,13 @@ class CompileRequest:
     xla_flags: tuple[str, ...] = field(default=())
     memory_override_bytes: int | None = None
     memory_fraction: float | None = None
+    maxtext: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        if (self.workload is None) == (self.fn is None):
-            raise ValueError("a CompileRequest names exactly one of workload and fn")
+        if [self.workload, self.fn, self.maxtext].count(None) != 2:
+            raise ValueError("a CompileRequest names exactly one of workload, fn and maxtext")
+        if self.maxtext is not None and not isinstance(self.maxtext, tuple):
+            object.__setattr__(self, "maxtext", tuple(self.maxtext))
         if self.memory_fraction is not None and not 0 < self.memory_fraction <= 1:
             raise ValueError(f"memory_fraction {self.memory_fraction!r} is not in (0, 1]")
         # A policy or scheduler given by its value ("offload", "lhs") is the enum member.
@@ -101,7 +106,10 @@ class CompileRequest:
 
     @property
     def label(self) -> str:
-        what = f"workload {self.workload}" if self.workload else f"--fn {self.fn}"
+        if self.maxtext is not None:
+            what = "--maxtext " + " ".join(self.maxtext)
+        else:
+            what = f"workload {self.workload}" if self.workload else f"--fn {self.fn}"
         return f"{what} ({self.target}, {self.devices} devices, scheduler {self.scheduler.value})"
 
     def to_record(self) -> dict[str, object]:
@@ -111,7 +119,8 @@ class CompileRequest:
                 "sets": [list(kv) for kv in self.sets], "policy": self.policy.value if self.policy else None,
                 "fn": self.fn, "args": self.args, "scheduler": self.scheduler.value, "pipelined": self.pipelined,
                 "xla_flags": list(self.xla_flags), "memory_override_bytes": self.memory_override_bytes,
-                "memory_fraction": self.memory_fraction}
+                "memory_fraction": self.memory_fraction,
+                **({"maxtext": list(self.maxtext)} if self.maxtext is not None else {})}
 
     @classmethod
     def from_record(cls, record: Mapping[str, object]) -> CompileRequest | None:
@@ -122,7 +131,10 @@ class CompileRequest:
             devices = record["devices"]
             override = record.get("memory_override_bytes")
             fraction = record.get("memory_fraction")
+            maxtext = record.get("maxtext")
             if not isinstance(sets, list) or not isinstance(flags, list) or not isinstance(devices, int):
+                return None
+            if maxtext is not None and not isinstance(maxtext, list):
                 return None
             return cls(str(record["target"]), devices, _text(record.get("workload")),
                        tuple((str(k), str(v)) for k, v in sets), _policy(record.get("policy")),
@@ -130,7 +142,8 @@ class CompileRequest:
                        Scheduler(str(record.get("scheduler") or Scheduler.LHS.value)),
                        _flag(record.get("pipelined", True)), tuple(str(f) for f in flags),
                        override if isinstance(override, int) else None,
-                       float(fraction) if isinstance(fraction, int | float) else None)
+                       float(fraction) if isinstance(fraction, int | float) else None,
+                       tuple(str(m) for m in maxtext) if maxtext is not None else None)
         except (KeyError, TypeError, ValueError):
             return None
 

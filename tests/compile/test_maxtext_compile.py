@@ -1,0 +1,76 @@
+"""MaxText's own train step compiled for 8 compile-only H100s (``hloscope compile --maxtext``).
+
+Runs only where the maxtext extra is installed (Python 3.12+: pip install 'hloscope[maxtext]'). The
+step is issue 34's tiny llama: 2 decoder layers, 4 heads of 64 (so Q, K and V are 256 wide), per-device
+batch 1, sequence 512, ``remat_policy=qkv_proj_offloaded``. Read by hand in its optimized HLO (jax
+0.12.0.1, MaxText 0.2.5): the host buffers are ``bf16[2,1,512,4,64]{...:S(5)}`` (the 2 layers'
+Q, K and V, stacked by the scan), written by 6 ``dynamic-update-slice-start`` fusion-starts of a
+``bf16[1,1,512,4,64]`` slice (3 in the scan body's clone, 3 in the entry, where XLA peeled the last
+layer) and read back by 6 ``dynamic-slice-start`` fusion-starts of the same slice: 512 x 4 x 64 x 2 B =
+262,144 B each.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [
+    pytest.mark.xla,
+    pytest.mark.skipif(sys.version_info < (3, 12) or importlib.util.find_spec("maxtext") is None,
+                       reason="needs MaxText: pip install 'hloscope[maxtext]' (Python 3.12+)"),
+]
+
+TINY_LLAMA = ("base_emb_dim=256", "base_num_query_heads=4", "base_num_kv_heads=4", "base_mlp_dim=512",
+              "base_num_decoder_layers=2", "head_dim=64", "vocab_size=1024", "per_device_batch_size=1",
+              "max_target_length=512", "remat_policy=qkv_proj_offloaded")
+SLICE_BYTES = 512 * 4 * 64 * 2
+
+
+def test_tiny_llama_offloads_q_k_v_of_both_layers(tmp_path: Path) -> None:
+    import hloscope
+
+    out = tmp_path / "mt"
+    result, report = hloscope.compile_maxtext(*TINY_LLAMA, target="h100-sxm", devices=8, out=out)
+    to_host = [t for t in report.transfers if str(t.direction) == "to_host"]
+    to_device = [t for t in report.transfers if str(t.direction) == "to_device"]
+    assert len(to_host) == 6 and len(to_device) == 6, [(t.instruction.name, t.bytes) for t in report.transfers]
+    assert {t.bytes for t in report.transfers} == {SLICE_BYTES}
+    assert {t.op for t in to_host} == {"dynamic-update-slice"} and {t.op for t in to_device} == {"dynamic-slice"}
+    assert all(t.executions == 1 for t in report.transfers)
+    assert "bf16[2,1,512,4,64]{4,3,2,1,0:S(5)}" in result.optimized_hlo
+    # MaxText's checkpoint names reach the naming pass as the built-in workloads' do: from the jaxpr,
+    # at MaxText's own call sites (layers/attentions.py).
+    named = {t["name"]: t for t in result.tensor_names}
+    for name in ("query_proj", "key_proj", "value_proj"):
+        assert named[name]["file"].endswith("maxtext/layers/attentions.py"), named[name]
+    assert {t.checkpoint_name for t in report.transfers} <= {"query_proj", "key_proj", "value_proj"}
+    # The policy is read as MaxText built it: qkv_proj_offloaded offloads these four names.
+    from hloscope.analysis.intent import AskKind, requests
+
+    assert result.intent is not None
+    asked = {a.what for a in requests(result.intent) if a.kind is AskKind.OFFLOAD_NAME}
+    assert asked == {"query_proj", "key_proj", "kv_proj", "value_proj"}
+    # The artifact folder reads back as any compile's.
+    again = hloscope.analyze(out)
+    assert len(again.transfers) == 12
+    assert (out / "unoptimized.hlo.txt").stat().st_size > 0
+
+
+@pytest.mark.parametrize("setting, words", [
+    # pydantic refuses it when the config is read
+    ("steps=many", "MaxText config: "),
+    # MaxText checks these two only while tracing the step; still a config error, before XLA runs
+    ("attention=nonsense", "MaxText config: attention=nonsense: ValueError: Unexpected attention kernel"),
+    ("remat_policy=sometimes", "MaxText config: remat_policy=sometimes: AssertionError: Remat policy needs"),
+])
+def test_bad_maxtext_value_is_one_line(setting: str, words: str) -> None:
+    import hloscope
+    from hloscope.errors import HloscopeError
+
+    with pytest.raises(HloscopeError) as e:
+        hloscope.compile_maxtext(setting, *TINY_LLAMA[:-1], target="h100-sxm", devices=8)
+    assert e.value.exit_code == 2 and str(e.value).startswith(words) and "\n" not in str(e.value), str(e.value)

@@ -285,3 +285,95 @@ def measure_margins(module: Module, cost: CostModel, pairs: Sequence[AsyncPair],
             exposed_low_us=min(corner), exposed_high_us=max(corner))
     return Margins(out, resim.count, is_calibrated(cost.target), tuple(sorted(factors.items())),
                    (low.step_us, high.step_us), (2 ** (-GRID_STEPS / 4), 2 ** (GRID_STEPS / 4)))
+
+
+# -- async collectives (held against the measured A100 runs, docs/accuracy.md) -----------------------
+
+
+@dataclass(frozen=True)
+class CollectiveMargin:
+    """One async collective's cost and distance to flipping, judged as ``hloscope.analysis.measured``
+    judges it beside a measured profile: hidden when the simulated compute stream waits at its done
+    less than half the model's time for it.
+
+    start: its start. model_us: the model's time for one run. wait_us: the simulated waits at its
+    done in the step. hidden: wait_us < model_us / 2. marginal_us: how much shorter the simulated
+    step is with it free. flip_collective_factor: the factor on every collective's time nearest 1
+    at which ``hidden`` changes; flip_compute_factor: the same on every other op's time (None: no
+    change in the grid).
+    """
+
+    start: str
+    model_us: float
+    wait_us: float
+    hidden: bool
+    marginal_us: float
+    flip_collective_factor: float | None
+    flip_compute_factor: float | None
+
+    @property
+    def margin(self) -> float | None:
+        got = [max(f, 1.0 / f) for f in (self.flip_collective_factor, self.flip_compute_factor) if f is not None]
+        return min(got) if got else None
+
+
+def _done_waits(timeline: Timeline, done_to_start: dict[str, str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for slices in timeline.slices.values():
+        for s in slices:
+            if s.kind.value == "wait" and s.name in done_to_start:
+                st = done_to_start[s.name]
+                out[st] = out.get(st, 0.0) + s.end_us - s.start_us
+    return out
+
+
+def measure_collective_margins(module: Module, cost: CostModel, pairs: Sequence[AsyncPair],
+                               transfers: Sequence[HostTransfer], callgraph: CallGraph,
+                               streams: StreamAssignment | None, timeline: Timeline) -> dict[str, CollectiveMargin]:
+    """Marginal cost and flips of every async collective of the step (by start name)."""
+    from hloscope.analysis.kinds import PairKind
+    from hloscope.analysis.opclass import collective_kind
+
+    resim = _Resim(module, cost, list(pairs), list(transfers), callgraph, streams)
+    colls = [p for p in pairs if p.kind is PairKind.COLLECTIVE and collective_kind(p.start)]
+    done_to_start = {p.done.name: p.start.name for p in colls}
+    model = {p.start.name: max(cost.collective_us(p.start), 1e-9) for p in colls}
+    names = list(model)
+
+    def hidden_in(tl: Timeline, coll_f: float) -> dict[tuple[str, str], VerdictKind]:
+        waits = _done_waits(tl, done_to_start)
+        return {("", n): VerdictKind.HIDDEN if waits.get(n, 0.0) < 0.5 * model[n] * coll_f else VerdictKind.EXPOSED
+                for n in names}
+
+    base_waits = _done_waits(timeline, done_to_start)
+    base = hidden_in(timeline, 1.0)
+
+    def is_coll(ins: Instruction) -> bool:
+        return bool(collective_kind(ins))
+
+    def coll_run(f: float) -> dict[tuple[str, str], VerdictKind]:
+        return hidden_in(resim(SimScales(per_op=lambda ins: f if is_coll(ins) else 1.0)), f)
+
+    def comp_run(f: float) -> dict[tuple[str, str], VerdictKind]:
+        return hidden_in(resim(SimScales(per_op=lambda ins: 1.0 if is_coll(ins) else f)), 1.0)
+
+    memo: dict[tuple[str, float], dict[tuple[str, str], VerdictKind]] = {}
+
+    def cached(kind: str, run: Callable[[float], dict[tuple[str, str], VerdictKind]]
+               ) -> Callable[[float], dict[tuple[str, str], VerdictKind]]:
+        def go(f: float) -> dict[tuple[str, str], VerdictKind]:
+            got = memo.get((kind, f))
+            if got is None:
+                got = memo[(kind, f)] = run(f)
+            return got
+        return go
+
+    cf = _flips(base, cached("coll", coll_run)) if names else {}
+    pf = _flips(base, cached("comp", comp_run)) if names else {}
+    out: dict[str, CollectiveMargin] = {}
+    for n in names:
+        free = resim(SimScales(free=frozenset({n})))
+        out[n] = CollectiveMargin(n, model[n], base_waits.get(n, 0.0), base[("", n)] is VerdictKind.HIDDEN,
+                                  max(0.0, timeline.step_us - free.step_us),
+                                  cf[("", n)][0] if ("", n) in cf else None, pf[("", n)][0] if ("", n) in pf else None)
+    return out

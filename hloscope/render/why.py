@@ -57,7 +57,7 @@ def reason_text(v: Verdict) -> str:
     return window + (f"; {hidden}" if hidden else "") + " (estimates)"
 
 
-_WHERE = {HoldKind.ENGINE: "on the {link} copy engine", HoldKind.STREAM: "ahead of it on their XLA stream",
+_WHERE = {HoldKind.ENGINE: "on the {link} copy engine", HoldKind.STREAM: "issued ahead of it on the same XLA stream",
           HoldKind.LINK: "sharing the {link} link"}
 
 
@@ -83,7 +83,7 @@ def held_back_clause(v: Verdict) -> str | None:
     if t is None or not t.held_back_by or t.wait_us_per_step <= 0:
         return None
     parts = [f"~{human_us(h.us / t.executions if t.executions else 0.0)} per execution to {h.other} "
-             f"({_where(h, _link(v)).replace('their', 'its')})" for h in t.held_back_by[:3]]
+             f"({_where(h, _link(v))})" for h in t.held_back_by[:3]]
     more = f" and {len(t.held_back_by) - 3} more" if len(t.held_back_by) > 3 else ""
     return (f"its wait is charged {', '.join(parts)}{more}, "
             f"~{human_us(t.blame_per_execution_us)} per execution to itself")

@@ -618,9 +618,10 @@ class _Sim:
             elif cls is OpClass.CONTROL:
                 prog.append((_WHILE if ins.opcode == "while" else _CALL, ins, 0.0))
             elif cls is OpClass.START:
+                measured = cost.measured_us(ins)  # a profile's time (by the wrapped op's name too)
                 prog.append((_START, ins, 0.0 if (name, ins.name) in transfers else
-                             (cost.collective_us(ins) if collective_kind(ins) else cost.op_cost(ins).us)
-                             * self._scale(ins)))
+                             (measured if measured is not None else cost.collective_us(ins) if collective_kind(ins)
+                              else cost.op_cost(ins).us) * self._scale(ins)))
             elif cls is OpClass.DONE:
                 prog.append((_DONE, ins, 0.0))
             else:  # a synchronous collective, or a synchronous host copy

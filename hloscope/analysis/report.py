@@ -148,7 +148,9 @@ class Report:
     not an async pair; empty for an unscheduled module. remat: XLA's rematerialization clones
     (``hloscope.analysis.remat``) of a scheduled module, else None. drains: host copies in
     flight together on one link whose dones waited for each other's bytes
-    (``hloscope.analysis.drain``); empty without a simulated step.
+    (``hloscope.analysis.drain``); empty without a simulated step. margins (a cached property, not a
+    field): per judged transfer its marginal cost, verdict flips and exposure range
+    (``hloscope.analysis.margin``), re-simulated on first use.
     """
 
     module: Module

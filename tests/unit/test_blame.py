@@ -199,3 +199,17 @@ def test_the_a100_collectives_margins_beside_their_measured_overlap() -> None:
     # in the grid (0.105x-9.51x of every collective's or every other op's time).
     assert rs.margin is not None and rs.margin < factors[OpClassName.REDUCE_SCATTER]
     assert ag.margin is None
+
+
+@pytest.mark.parametrize("fmt", ["sarif", "junit"])
+def test_sarif_and_junit_messages_carry_the_margin(fmt: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from hloscope.cli.main import main
+    from tests.conftest import FIXTURES
+
+    path = str(FIXTURES / "llama_offload.hlo.txt")
+    assert main(["check", "--no-config", path, "--min-margin", "1.45", "--format", fmt]) == 1
+    out = capsys.readouterr().out
+    # dynamic-update-slice-start.2.0 and .5.0: partial, 1.38x (test_min_margin_... above)
+    assert out.count("partial with a margin of only 1.38x &lt; 1.45x" if fmt == "junit"
+                     else "partial with a margin of only 1.38x < 1.45x") == 2
+    assert "marginal cost ~1.0 us per step" in out

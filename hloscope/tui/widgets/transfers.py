@@ -34,8 +34,11 @@ VERDICT_FILTERS: tuple[VerdictKind | None, ...] = (None, *VERDICT_ORDER)
 DIRECTION_FILTERS: tuple[Direction | None, ...] = (None, Direction.TO_HOST, Direction.TO_DEVICE)
 #: The verdict right after the name: the column the table is for, whole at any width (at 110-150
 #: columns, sixth of eight, it was cut to one letter or scrolled out of view).
-COLUMNS = ("transfer", "verdict", "checkpoint", "dir", "bytes", "x/step", "~exposed/step", "~blame/step",
-           "~marginal", "margin", "source")
+COLUMNS = ("transfer", "verdict", "checkpoint", "dir", "bytes", "x/step", "~exposed/step", "source")
+#: ``m`` swaps the last two for what each transfer costs the step and how close its verdict is to
+#: flipping (docs/verdicts.md): the table keeps its width, whole at 160 columns with the detail beside.
+COST_COLUMNS = ("transfer", "verdict", "checkpoint", "dir", "bytes", "x/step", "~blame", "~marginal",
+                "margin")
 
 
 def _marginal(report: Report, v: Verdict) -> float:
@@ -50,10 +53,12 @@ def _margin(report: Report, v: Verdict) -> float:
 
 
 class TransferTable(DataTable[Any]):
-    """Host transfers of a report. ``s`` cycles the sort, ``v`` the verdict filter, ``d`` the direction."""
+    """Host transfers of a report. ``s`` cycles the sort, ``v`` the verdict filter, ``d`` the direction,
+    ``m`` the columns (exposed time and source, or blame, marginal cost and margin)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "cycle_sort", "Sort"),
+        Binding("m", "toggle_costs", "Costs"),
         Binding("v", "cycle_verdict", "Verdicts"),
         Binding("d", "cycle_direction", "Direction"),
     ]
@@ -65,9 +70,17 @@ class TransferTable(DataTable[Any]):
         self.verdict_filter: VerdictKind | None = None
         self.direction_filter: Direction | None = None
         self.shown: list[Verdict] = []
+        self.costs = False  # COST_COLUMNS shown instead of COLUMNS
 
     def on_mount(self) -> None:
         self.add_columns(*COLUMNS)
+
+    def action_toggle_costs(self) -> None:
+        keep = self.selected
+        self.costs = not self.costs
+        self.clear(columns=True)
+        self.add_columns(*(COST_COLUMNS if self.costs else COLUMNS))
+        self.refill(keep)
 
     def set_report(self, report: Report) -> None:
         self.report = report
@@ -107,16 +120,21 @@ class TransferTable(DataTable[Any]):
             t = v.transfer
             loc = report.source(v)
             exposed = v.est_exposed_us * t.executions
-            m = report.margin_for(v) if v.timing is not None else None
-            blame = v.timing.blame_us if v.timing is not None else 0.0
             # names and the source come from the module and its manifest: Text, never markup
-            cells = (plain(t.instruction.name), Text(v.verdict.value, style=VERDICT_STYLE[v.verdict]),
-                     plain(checkpoint_name(t)), Text(arrow(t.direction)), Text(human_bytes(t.bytes)),
-                     Text(str(t.executions)), Text(human_us(exposed) if exposed > 0 else "-"),
-                     Text(human_us(blame) if blame > 0 else "-"),
-                     Text(human_us(m.marginal_us) if m is not None and m.marginal_us > 0 else "-"),
-                     Text(margin_cell(m)),
-                     plain(short_source(loc)) if loc else Text("-"))
+            head = (plain(t.instruction.name), Text(v.verdict.value, style=VERDICT_STYLE[v.verdict]),
+                    plain(checkpoint_name(t)), Text(arrow(t.direction)), Text(human_bytes(t.bytes)),
+                    Text(str(t.executions)))
+            tail: tuple[Text, ...]
+            if self.costs:
+                m = report.margin_for(v) if v.timing is not None else None
+                blame = v.timing.blame_us if v.timing is not None else 0.0
+                tail = (Text(human_us(blame) if blame > 0 else "-"),
+                        Text(human_us(m.marginal_us) if m is not None and m.marginal_us > 0 else "-"),
+                        Text(margin_cell(m)))
+            else:
+                tail = (Text(human_us(exposed) if exposed > 0 else "-"),
+                        plain(short_source(loc)) if loc else Text("-"))
+            cells = (*head, *tail)
             self.add_row(*cells, key=str(i))
             widths = [max(w, c.cell_len) for w, c in zip(widths, cells, strict=True)]
         # The widths DataTable measures on its next idle (each cell's one line), known now: the

@@ -139,6 +139,8 @@ def judge_overlap(index: ModuleIndex, transfers: Sequence[HostTransfer], cost: C
         if timing is not None and timing.matched:
             verdict, reason, hidden = judged_by_wait(verdict, reason, xfer_us, timing.mean_wait_us, opts.thresholds)
             verdict, reason = judged_by_blame(verdict, reason, xfer_us, timing, opts.thresholds)
+            if reason is Reason.HELD_UP:  # hidden from its own done, not from the step: what it cost others
+                hidden = max(0.0, xfer_us - timing.blame_per_execution_us)
         else:
             timing = None
         out.append(Verdict(

@@ -68,6 +68,7 @@ def test_the_fetch_that_held_the_engine_takes_the_blame_not_the_one_that_waited(
     # The Q reload is not hidden: it held K up; the why names whom and where.
     vq = r.verdict_for(Q)
     assert vq.verdict is VerdictKind.EXPOSED and vq.reason is Reason.HELD_UP
+    assert vq.est_hidden_us == pytest.approx(q.transfer_us - q.blame_per_execution_us)  # ~8 us, not 2.9 ms
     text = r.to_text()
     assert f"it held {K} ~" in text and "at its done (on the H->D copy engine)" in text
 

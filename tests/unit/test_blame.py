@@ -80,6 +80,16 @@ def test_blame_adds_up_to_the_steps_exposed_transfer_time() -> None:
         tl = r.timeline
         total = sum(t.blame_us for t in tl.transfers.values())
         assert total == pytest.approx(tl.exposed_transfer_us, rel=1e-9, abs=1e-6), name
+    # 16 copy engines: every copy in flight shares the link; blame then goes to those moving beside it.
+    import dataclasses
+
+    from hloscope.targets import get_target
+
+    r = analyze(parse_hlo(fixture_text("opt_state_offload.hlo.txt"), "opt_state_offload.hlo.txt"),
+                dataclasses.replace(get_target("h100-sxm"), host_copy_engines=16))
+    tl = r.timeline
+    assert any(h.where is HoldKind.LINK for t in tl.transfers.values() for h in t.held_up)
+    assert sum(t.blame_us for t in tl.transfers.values()) == pytest.approx(tl.exposed_transfer_us, rel=1e-9)
 
 
 def test_the_4_gib_offload_that_held_the_small_one_is_not_hidden() -> None:

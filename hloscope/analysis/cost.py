@@ -418,7 +418,7 @@ class CostModel:
         memory = nbytes / self.target.hbm_bandwidth * 1e6
         # memory-bound: HBM is its limit and keeps busy for at least half its run (launch included)
         bound = nbytes > 0 and memory >= compute and memory >= self.target.kernel_launch_us
-        measured = self.measured.get(ins.name)
+        measured = self.measured_us(ins)
         if measured is not None:
             return OpCost(flops, nbytes, measured, bound)
         return OpCost(flops, nbytes, max(compute, memory) + self.target.kernel_launch_us, bound)
@@ -468,13 +468,28 @@ class CostModel:
         :meth:`link_bandwidth`, microseconds."""
         return self.transfer_latency_us + nbytes / self.link_bandwidth(direction) * 1e6
 
+    def measured_us(self, ins: Instruction) -> float | None:
+        """The profile's time for ``ins``: by its name, or, for an ``async-start`` that calls a
+        wrapped computation (``async-start(...), calls=%wrapped_all-gather``), by the name of an op
+        in it: the profile names such a collective after the wrapped op (its thunk's name), not
+        after the start. None when the profile does not time it."""
+        got = self.measured.get(ins.name)
+        if got is None and self.measured and ins.opcode == "async-start":
+            for c in ins.called_computations:
+                comp = self.module.computations.get(c)
+                for inner in comp.instructions if comp is not None else ():
+                    got = self.measured.get(inner.name)
+                    if got is not None:
+                        return got
+        return got
+
     def collective_us(self, ins: Instruction) -> float:
         """Estimated time of one execution of a collective: a ring over its first replica
         group (``hloscope.analysis.collectives``), or its measured time."""
         kind = collective_kind(ins) or (ins.opcode if ins.opcode in COLLECTIVE_OPCODES else "")
         if not kind:
             return 0.0
-        measured = self.measured.get(ins.name)
+        measured = self.measured_us(ins)
         if measured is not None:
             return measured
         nbytes = self._nbytes(value_shape(ins))

@@ -45,6 +45,7 @@ class Reason(StrEnum):
     ONLY_FREE_OPS = "only_free_ops"  # window holds only bookkeeping ops
     ESTIMATED = "estimated"  # window holds work; hidden fraction estimated from the window alone
     SIMULATED = "simulated"  # decided by the simulated wait at the done (analysis/timeline.py)
+    HELD_UP = "held_up"  # it held other transfers up: decided by the waits charged to it (its blame)
 
 
 class SegmentKind(StrEnum):

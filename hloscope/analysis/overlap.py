@@ -29,7 +29,7 @@ from hloscope.analysis.kinds import PairKind, Reason, SegmentKind, VerdictKind
 from hloscope.analysis.measured import MeasuredProfile
 from hloscope.analysis.opclass import OpClass, collective_kind, is_free
 from hloscope.analysis.pairs import AsyncPair
-from hloscope.analysis.timeline import Timeline
+from hloscope.analysis.timeline import Timeline, TransferTiming
 from hloscope.analysis.transfers import HostTransfer
 from hloscope.analysis.verdict import (
     DEFAULT_THRESHOLDS,
@@ -138,6 +138,9 @@ def judge_overlap(index: ModuleIndex, transfers: Sequence[HostTransfer], cost: C
         timing = timeline.transfers.get((t.computation, t.instruction.name)) if timeline is not None else None
         if timing is not None and timing.matched:
             verdict, reason, hidden = judged_by_wait(verdict, reason, xfer_us, timing.mean_wait_us, opts.thresholds)
+            verdict, reason = judged_by_blame(verdict, reason, xfer_us, timing, opts.thresholds)
+            if reason is Reason.HELD_UP:  # hidden from its own done, not from the step: what it cost others
+                hidden = max(0.0, xfer_us - timing.blame_per_execution_us)
         else:
             timing = None
         out.append(Verdict(
@@ -160,6 +163,34 @@ def judged_by_wait(window_verdict: VerdictKind, window_reason: Reason, transfer_
     if hidden <= 1e-6 * transfer_us:  # the whole transfer waited for (float noise aside)
         hidden = 0.0
     return kind, window_reason if keep else Reason.SIMULATED, hidden
+
+
+#: Per step, waits of others charged to a transfer below this fraction of its own time (per
+#: execution) are float noise, not a hold.
+HELD_UP_NOISE = 1e-6
+
+_SEVERITY = {VerdictKind.HIDDEN: 0, VerdictKind.PARTIAL: 1, VerdictKind.EXPOSED: 2}
+
+
+def held_others_up(timing: TransferTiming, transfer_us: float) -> bool:
+    """The transfer made another transfer's done wait (more than float noise)."""
+    per_exec = timing.held_up_us / timing.executions if timing.executions else 0.0
+    return per_exec > HELD_UP_NOISE * max(1.0, transfer_us)
+
+
+def judged_by_blame(verdict: VerdictKind, reason: Reason, transfer_us: float, timing: TransferTiming,
+                    thresholds: Thresholds) -> tuple[VerdictKind, Reason]:
+    """A transfer that held another up is never ``hidden``: its verdict is that of the waits
+    charged to it per execution (its blame: its own and what it made others wait), at least
+    ``partial``, unless its own wait already says worse. Otherwise ``(verdict, reason)``."""
+    if not held_others_up(timing, transfer_us):
+        return verdict, reason
+    by_blame = verdict_from_wait(transfer_us, timing.blame_per_execution_us, thresholds)
+    if by_blame is VerdictKind.HIDDEN:
+        by_blame = VerdictKind.PARTIAL
+    if _SEVERITY.get(verdict, 2) >= _SEVERITY[by_blame]:
+        return verdict, reason
+    return by_blame, Reason.HELD_UP
 
 
 class _CollectivesInFlight:

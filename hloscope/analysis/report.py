@@ -28,6 +28,7 @@ from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.inputs import ScheduleRun, StepInputs, int_figures
 from hloscope.analysis.intent import IntentAccount, account_step
 from hloscope.analysis.kinds import Direction, PairKind, VerdictKind
+from hloscope.analysis.margin import Margins, TransferMargin, measure_margins
 from hloscope.analysis.measured import MeasuredComparison, compare_measured
 from hloscope.analysis.memory import MemoryFacts, facts_from_dumps
 from hloscope.analysis.naming import find_named_transfers
@@ -147,7 +148,9 @@ class Report:
     not an async pair; empty for an unscheduled module. remat: XLA's rematerialization clones
     (``hloscope.analysis.remat``) of a scheduled module, else None. drains: host copies in
     flight together on one link whose dones waited for each other's bytes
-    (``hloscope.analysis.drain``); empty without a simulated step.
+    (``hloscope.analysis.drain``); empty without a simulated step. margins (a cached property, not a
+    field): per judged transfer its marginal cost, verdict flips and exposure range
+    (``hloscope.analysis.margin``), re-simulated on first use.
     """
 
     module: Module
@@ -185,6 +188,21 @@ class Report:
     def source(self, v: Verdict) -> SourceLocation | None:
         """The user line of the moved tensor, else the transfer instruction's own frame."""
         return v.transfer.source or self.module.source_location(v.transfer.instruction)
+
+    @cached_property
+    def margins(self) -> Margins | None:
+        """Per judged transfer, its marginal cost, verdict flips and exposure range
+        (``hloscope.analysis.margin``), from re-simulations of the step: computed on first use
+        (a few dozen to a few hundred simulations), None without a simulated step."""
+        if self.timeline is None:
+            return None
+        return measure_margins(self.module, self.cost, self.pairs, self.transfers, self.index.callgraph,
+                               self.streams, self.timeline, self.options.thresholds)
+
+    def margin_for(self, v: Verdict) -> TransferMargin | None:
+        """``v``'s :class:`TransferMargin` (None: not a timed async transfer, or no simulation)."""
+        m = self.margins
+        return m.of(v.transfer.computation, v.transfer.instruction.name) if m is not None else None
 
     @cached_property
     def dependency_graph(self) -> nx.MultiDiGraph:

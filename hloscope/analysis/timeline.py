@@ -44,6 +44,7 @@ docs/simulation.md).
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -98,6 +99,30 @@ class Slice:
     iteration: int = -1
 
 
+class HoldKind(StrEnum):
+    """Where one transfer held another up."""
+
+    STREAM = "stream"  # ahead of it on its XLA execution stream
+    ENGINE = "engine"  # on the copy engine it waited for
+    LINK = "link"  # moving beside it on the link (sharing its bandwidth)
+
+
+@dataclass(frozen=True, slots=True)
+class HeldUp:
+    """One transfer's share of another's waits: ``other`` (its start) waited, per step, ``us`` of
+    which are charged to the holder; ``executions``: the other's executions per step; ``where``:
+    how the holder held it (its last simulated execution)."""
+
+    other: str
+    us: float
+    executions: int
+    where: HoldKind
+
+    @property
+    def per_execution_us(self) -> float:
+        return self.us / self.executions if self.executions else 0.0
+
+
 @dataclass(frozen=True, kw_only=True)
 class TransferTiming:
     """The simulated timing of one host transfer.
@@ -119,6 +144,13 @@ class TransferTiming:
     then waited for a free copy engine of its direction (``Target.host_copy_engines``), behind
     copies of other streams that became ready before it, in that execution (``engine_behind``:
     those on the engines or waiting ahead of it when it became ready).
+    blame_us: the step's waits at host transfers' dones charged to this transfer, per step
+    (``hloscope.analysis.timeline``'s blame, docs/verdicts.md): the part of its own waits it would
+    have waited had nothing held it up, plus its share of the waits of the transfers it held up
+    (ahead of them on their stream, on the copy engine, or sharing the link). Over all
+    transfers they add up to ``Timeline.exposed_transfer_us``. held_up: (start of a transfer it
+    held up, µs per step of that one's waits charged to it), largest first; held_back_by: the
+    same from the other side (who held this one up, and how much of its waits went to them).
     """
 
     computation: str
@@ -146,6 +178,18 @@ class TransferTiming:
     queued_behind: tuple[str, ...] = ()
     engine_wait_us: float = 0.0
     engine_behind: tuple[str, ...] = ()
+    blame_us: float = 0.0
+    held_up: tuple[HeldUp, ...] = ()
+    held_back_by: tuple[HeldUp, ...] = ()
+
+    @property
+    def held_up_us(self) -> float:
+        """Per step, the waits of other transfers charged to this one."""
+        return sum(h.us for h in self.held_up)
+
+    @property
+    def blame_per_execution_us(self) -> float:
+        return self.blame_us / self.executions if self.executions else 0.0
 
     @property
     def duration_us(self) -> float:
@@ -195,6 +239,10 @@ class Timeline:
     iteration of its last run, the iteration whose slices come last; never moved by extrapolation
     (a transfer's ``issue_us`` is that of its last *fully* simulated execution, which for one in
     flight across extrapolated iterations is an earlier iteration's).
+    influential: host transfers that held something up at some point (a copy behind them on
+    their stream, on the copy engine or sharing the link, an op behind them on their stream, the
+    other link's HBM share): one outside it that waited nothing costs nothing when made free
+    (``hloscope.analysis.margin``).
     """
 
     slices: dict[Resource, tuple[Slice, ...]]
@@ -208,6 +256,7 @@ class Timeline:
     link_mode: LinkMode
     scheduled: bool
     reached: dict[tuple[str, str], float] = field(default_factory=dict)
+    influential: frozenset[tuple[str, str]] = frozenset()
 
     @property
     def extrapolated(self) -> bool:
@@ -233,10 +282,27 @@ class Timeline:
 _EPS = 1e-9
 
 
+@dataclass(frozen=True)
+class SimScales:
+    """What-ifs for a re-simulation (``hloscope.analysis.margin``); the defaults change nothing.
+
+    link: both host links' bandwidth times this. compute: every op's time on the compute,
+    collective and async streams times this (host transfers aside). per_op: a further factor per
+    instruction (its op class's error). free_transfers: host transfers (computation, start) that
+    cost nothing: done when issued, holding nothing up. free: instructions (names) that cost nothing.
+    """
+
+    link: float = 1.0
+    compute: float = 1.0
+    per_op: Callable[[Instruction], float] | None = None
+    free_transfers: frozenset[tuple[str, str]] = frozenset()
+    free: frozenset[str] = frozenset()
+
+
 class _Flow:
     """One transfer instance on a link: bytes left, issue and (once known) finish time."""
 
-    __slots__ = ("key", "remaining", "issue", "finish", "bytes", "after", "ready", "began", "behind")
+    __slots__ = ("key", "remaining", "issue", "finish", "bytes", "after", "ready", "began", "behind", "held")
 
     def __init__(self, key: tuple[str, str], nbytes: int, issue: float, after: _Flow | None = None) -> None:
         self.key = key
@@ -248,6 +314,14 @@ class _Flow:
         self.ready = -1.0  # when its stream let it go (DMA set up, nothing ahead of it on its stream)
         self.began = -1.0  # when its bytes began to flow (a copy engine took it)
         self.behind: tuple[str, ...] = ()  # the copies on the engines or waiting ahead when it became ready
+        # Who held it up, µs: the flow ahead of it on its stream (until it let it go), the flows on
+        # the engines while it waited for one, the flows sharing the link with it (each the part of
+        # the time it would have moved alone). Its own setup and bytes are not in it.
+        self.held: dict[tuple[str, str], float] = {}
+
+    def hold(self, by: tuple[str, str], us: float) -> None:
+        if us > 0 and by != self.key:
+            self.held[by] = self.held.get(by, 0.0) + us
 
 
 class _Link:
@@ -302,6 +376,7 @@ class _Link:
             if a is not None and a.finish >= 0:
                 ready = max(f.issue, a.finish + self.latency)
                 if ready <= self.now + _EPS:
+                    f.hold(a.key, ready - f.issue)  # held on its stream by the flow ahead of it
                     self._ready(f, max(ready, 0.0))
                     continue
                 nxt = min(nxt, ready)
@@ -324,17 +399,20 @@ class _Link:
             first = min(f.remaining for f in self.active)
             dt = first / share
             if release < self.now + dt and (until is not None or release <= t):
+                self._charge(release - self.now)
                 moved = share * (release - self.now)
                 for f in self.active:
                     f.remaining -= moved
                 self.now = release
                 continue
             if until is None and self.now + dt > t:
+                self._charge(t - self.now)
                 moved = share * (t - self.now)
                 for f in self.active:
                     f.remaining -= moved
                 self.now = t
                 return
+            self._charge(dt)
             self.now += dt
             moved = share * dt
             keep = []
@@ -352,12 +430,30 @@ class _Link:
         if until is None:
             self.now = max(self.now, t)
 
+    def _charge(self, dt: float) -> None:
+        """``dt`` µs pass with the engines busy: each flow waiting for an engine is held by the
+        flows on them (each its share of ``dt``), and each of n flows moving together is held by
+        each of the others for dt/n (alone it would have moved n times as fast)."""
+        if dt <= 0 or not self.active:
+            return
+        n = len(self.active)
+        part = dt / n
+        for f in self.waiting:
+            for a in self.active:
+                f.hold(a.key, part)
+        if n > 1:
+            for f in self.active:
+                for a in self.active:
+                    if a is not f:
+                        f.hold(a.key, part)
+
     def add(self, flow: _Flow) -> None:
         if flow.after is not None and flow.after.finish < 0:
             self.advance(flow.issue)
             self.queued.append(flow)
             return
         if flow.after is not None:  # its predecessor has already finished
+            flow.hold(flow.after.key, flow.after.finish + self.latency - flow.issue)
             flow.issue = max(flow.issue, flow.after.finish + self.latency)
             flow.after = None
         self.advance(flow.issue)
@@ -419,9 +515,28 @@ class _Acc:
     other: float = 0.0
     execs: dict[tuple[str, str], int] = field(default_factory=dict)
     waits: dict[tuple[str, str], float] = field(default_factory=dict)
+    blame: dict[tuple[str, str], float] = field(default_factory=dict)  # transfer -> wait charged to it
+    caused: dict[tuple[tuple[str, str], tuple[str, str]], float] = field(default_factory=dict)  # (holder, waiter)
 
     def snapshot(self) -> _Acc:
-        return _Acc(self.compute, self.xfer, self.coll, self.other, dict(self.execs), dict(self.waits))
+        return _Acc(self.compute, self.xfer, self.coll, self.other, dict(self.execs), dict(self.waits),
+                    dict(self.blame), dict(self.caused))
+
+    def charge(self, waiter: tuple[str, str], wait: float, held: dict[tuple[str, str], float]) -> None:
+        """Charge a wait of ``wait`` µs at ``waiter``'s done: the transfers that held it up share
+        ``min(wait, held in all)`` in proportion to what each held it; the rest (what it would have
+        waited had nothing held it) is its own."""
+        if wait <= 0:
+            return
+        total = sum(held.values())
+        others = min(wait, total)
+        self.blame[waiter] = self.blame.get(waiter, 0.0) + (wait - others)
+        if others <= 0:
+            return
+        for holder, us in held.items():
+            part = others * us / total
+            self.blame[holder] = self.blame.get(holder, 0.0) + part
+            self.caused[(holder, waiter)] = self.caused.get((holder, waiter), 0.0) + part
 
 
 @dataclass
@@ -443,8 +558,9 @@ class _Sim:
     def __init__(self, module: Module, cost: CostModel, pairs: list[AsyncPair], transfers: list[HostTransfer],
                  callgraph: CallGraph, max_iterations: int, extrapolate: bool,
                  share_hbm: bool = True, streams: StreamAssignment | None = None,
-                 copy_engines: int | None = None) -> None:
+                 copy_engines: int | None = None, scales: SimScales | None = None) -> None:
         self.module = module
+        self.scales = scales or SimScales()
         self.callgraph = callgraph
         self.cost = cost
         self.max_iterations = max(2, max_iterations)
@@ -456,7 +572,8 @@ class _Sim:
                 (p.start.computation, p.start.name))
         self.dma_latency = cost.transfer_latency_us
         engines = cost.target.host_copy_engines if copy_engines is None else copy_engines
-        self.links = {d: _Link(cost.link_bandwidth(d) / 1e6, self.dma_latency, engines) for d in Direction}
+        self.links = {d: _Link(cost.link_bandwidth(d) * self.scales.link / 1e6, self.dma_latency, engines)
+                      for d in Direction}
         self.streams = streams
         self.stream_tail: dict[ExecutionStream, _Op] = {}  # the last op issued on each compute stream
         self.stream_inflight: dict[ExecutionStream, list[_Op]] = {}  # issued there, done not yet reached
@@ -473,6 +590,7 @@ class _Sim:
         self.slices: dict[Resource, list[Slice]] = {r: [] for r in RESOURCES}
         self.loops: dict[tuple[str, str], LoopRun] = {}
         self.reached: dict[tuple[str, str], float] = {}  # host transfer -> when its start was last reached
+        self.influential: set[tuple[str, str]] = set()  # transfers that held anything up
         self.programs: dict[str, list[tuple[int, Instruction, float]]] = {}
         self.iteration = -1
 
@@ -494,14 +612,16 @@ class _Sim:
                 if key in transfers and not transfers[key].is_annotation:
                     prog.append((_SYNC_XFER, ins, 0.0))
                     continue
-                us = cost.op_cost(ins).us
+                us = cost.op_cost(ins).us * self._scale(ins)
                 if us > 0:
                     prog.append((_WORK, ins, us))
             elif cls is OpClass.CONTROL:
                 prog.append((_WHILE if ins.opcode == "while" else _CALL, ins, 0.0))
             elif cls is OpClass.START:
+                measured = cost.measured_us(ins)  # a profile's time (by the wrapped op's name too)
                 prog.append((_START, ins, 0.0 if (name, ins.name) in transfers else
-                             cost.collective_us(ins) if collective_kind(ins) else cost.op_cost(ins).us))
+                             (measured if measured is not None else cost.collective_us(ins) if collective_kind(ins)
+                              else cost.op_cost(ins).us) * self._scale(ins)))
             elif cls is OpClass.DONE:
                 prog.append((_DONE, ins, 0.0))
             else:  # a synchronous collective, or a synchronous host copy
@@ -509,9 +629,18 @@ class _Sim:
                 if key in transfers and not transfers[key].is_annotation:
                     prog.append((_SYNC_XFER, ins, 0.0))
                 else:
-                    prog.append((_SYNC_COLL, ins, cost.collective_us(ins)))
+                    prog.append((_SYNC_COLL, ins, cost.collective_us(ins) * self._scale(ins)))
         self.programs[name] = prog
         return prog
+
+    def _scale(self, ins: Instruction) -> float:
+        sc = self.scales
+        if sc.free and ins.name in sc.free:
+            return 0.0
+        f = sc.compute
+        if sc.per_op is not None:
+            f *= sc.per_op(ins)
+        return f
 
     # -- running -----------------------------------------------------------------------------------
 
@@ -565,6 +694,8 @@ class _Sim:
         if free >= sum(lk.bw for lk in active):
             return
         end = self.t + us
+        if len(active) > 1:  # each link's share depends on the other's being busy
+            self.influential.update(f.key for lk in active for f in lk.active)
         for lk in active:
             base = lk.bw
             lk.advance(self.t)
@@ -601,16 +732,24 @@ class _Sim:
         if stream is not None:
             live = self.stream_inflight.setdefault(stream, [])
             ahead = tuple(o.key[1] for o in live if o.finish < 0 or o.finish > self.t)
-        if t is not None:
+        if t is not None and key in self.scales.free_transfers:
+            self.reached[key] = self.t  # free: done the moment it is issued, holding nothing up
+            op = _Op(key, link_of(t.direction), self.t, finish=self.t)
+        elif t is not None:
             self.reached[key] = self.t
             link = self.links[t.direction]
             after = None
             ready = self.t + self.dma_latency  # its bytes flow once the DMA is set up
+            held_by: tuple[tuple[str, str], float] | None = None
             if prev is not None and prev.flow is not None and prev.link is link:
                 after = prev.flow  # waits for it on the stream (the link knows when it ends)
             elif prev is not None:
-                ready = max(ready, prev.finish_time() + self.dma_latency)
+                later = max(ready, prev.finish_time() + self.dma_latency)
+                held_by = (prev.key, later - ready)
+                ready = later
             flow = _Flow(key, t.bytes, ready, after)
+            if held_by is not None:
+                flow.hold(*held_by)
             link.add(flow)
             op = _Op(key, link_of(t.direction), self.t, flow=flow, link=link)
             op.ahead = ahead
@@ -622,6 +761,8 @@ class _Sim:
         else:
             if stream is not None:
                 begin = max(self.t, prev.finish_time()) if prev is not None else self.t
+                if prev is not None and begin > self.t and prev.key in self.transfers:
+                    self.influential.add(prev.key)
             else:
                 begin = max(self.t, self.async_free)
                 self.async_free = begin + us
@@ -662,6 +803,10 @@ class _Sim:
                                       self.iteration))
         self.acc.execs[key] = self.acc.execs.get(key, 0) + 1
         self.acc.waits[key] = self.acc.waits.get(key, 0.0) + wait
+        if op.flow is not None:
+            held = {k: us for k, us in op.flow.held.items() if k in self.transfers}
+            self.influential.update(held)
+            self.acc.charge(key, wait, held)
         if not op.shifted or key not in self.last:
             # An execution carried over extrapolated iterations ran beside them, not
             # beside simulated slices: the last fully simulated one represents it.
@@ -679,6 +824,8 @@ class _Sim:
         key = (comp, ins.name)
         t = self.transfers[key]
         self.reached[key] = self.t
+        if key in self.scales.free_transfers:
+            return
         link = self.links[t.direction]
         flow = _Flow(key, t.bytes, self.t + self.dma_latency)
         link.add(flow)
@@ -745,6 +892,10 @@ class _Sim:
             a.execs[k] = n + (n - snap.execs.get(k, 0)) * remaining
         for k, w in list(a.waits.items()):
             a.waits[k] = w + (w - snap.waits.get(k, 0.0)) * remaining
+        for k, w in list(a.blame.items()):
+            a.blame[k] = w + (w - snap.blame.get(k, 0.0)) * remaining
+        for kk, w in list(a.caused.items()):
+            a.caused[kk] = w + (w - snap.caused.get(kk, 0.0)) * remaining
         dt = iter_us * remaining
         gap_start = self.t
         self.t += dt
@@ -823,7 +974,8 @@ def _overlapping(slices: list[Slice], starts: list[float], lo: float, hi: float)
 def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], transfers: list[HostTransfer],
                   callgraph: CallGraph, max_iterations: int = 6,
                   extrapolate: bool = True, share_hbm: bool = True,
-                  streams: StreamAssignment | None = None, copy_engines: int | None = None) -> Timeline:
+                  streams: StreamAssignment | None = None, copy_engines: int | None = None,
+                  scales: SimScales | None = None) -> Timeline:
     """Replay the entry computation's schedule and time every op, transfer and wait.
 
     Host links run at the cost model's bandwidth (its ``link_mode``); ``max_iterations`` bounds the
@@ -835,9 +987,10 @@ def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], trans
     ``copy_engines``: host copies that move bytes at once per direction (the others wait, first
     ready first served); None: the target's ``host_copy_engines``. A number at least the count of
     copies ever in flight together gives the equal sharing of bandwidth among all of them.
+    ``scales``: a what-if (:class:`SimScales`), for margins and marginal costs.
     """
     sim = _Sim(module, cost, pairs, transfers, callgraph, max_iterations, extrapolate, share_hbm, streams,
-               copy_engines)
+               copy_engines, scales)
     sim.run(module.entry_name)
     sim.drain()
     step = sim.t
@@ -848,6 +1001,14 @@ def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], trans
     coll_spans = _Spans(coll)  # the two collective streams' slices may overlap
     links = {r: _Spans(slices.get(r, [])) for r in (Resource.LINK_TO_HOST, Resource.LINK_TO_DEVICE)}
     timings: dict[tuple[str, str], TransferTiming] = {}
+    held_up: dict[tuple[str, str], list[HeldUp]] = {}
+    held_back: dict[tuple[str, str], list[HeldUp]] = {}
+    for (holder, waiter), us in sim.acc.caused.items():
+        lw = sim.last.get(waiter)
+        where = (HoldKind.ENGINE if lw is not None and holder[1] in lw.engine_behind
+                 else HoldKind.STREAM if lw is not None and holder[1] in lw.ahead else HoldKind.LINK)
+        held_up.setdefault(holder, []).append(HeldUp(waiter[1], us, sim.acc.execs.get(waiter, 0), where))
+        held_back.setdefault(waiter, []).append(HeldUp(holder[1], us, sim.acc.execs.get(holder, 0), where))
     for key, t in sim.transfers.items():
         if t.is_annotation:
             continue
@@ -879,8 +1040,11 @@ def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], trans
             matched=last.done is not None or not t.is_async,
             stream=streams.stream_of(key[0], key[1]) if streams is not None else None,
             queued_us=last.queued, queued_behind=last.ahead, engine_wait_us=last.engine_wait,
-            engine_behind=last.engine_behind,
+            engine_behind=last.engine_behind, blame_us=sim.acc.blame.get(key, 0.0),
+            held_up=tuple(sorted(held_up.get(key, ()), key=lambda h: (-h.us, h.other))),
+            held_back_by=tuple(sorted(held_back.get(key, ()), key=lambda h: (-h.us, h.other))),
         )
     a = sim.acc
     return Timeline({r: tuple(v) for r, v in slices.items()}, timings, step, a.compute, a.xfer, a.coll, a.other,
-                    tuple(sim.loops.values()), cost.link_mode, module.is_scheduled, dict(sim.reached))
+                    tuple(sim.loops.values()), cost.link_mode, module.is_scheduled, dict(sim.reached),
+                    frozenset(sim.influential))

@@ -147,7 +147,8 @@ class Verdict:
     input_ready / first_use: why the window is not wider (None when unknown).
     timing: the simulated timing of the transfer in the step (issue, finish, the wait
     at its done, what ran beside it), when the step was simulated. With a timing,
-    est_hidden_us = est_transfer_us - the mean simulated wait (never below 0).
+    est_hidden_us = est_transfer_us - the mean simulated wait (never below 0), or, for a transfer
+    judged by its blame (reason ``held_up``), est_transfer_us - its blame per execution.
     """
 
     transfer: HostTransfer

@@ -99,6 +99,11 @@ def _convert(kind: str, value: Any, where: str) -> Any:
         if not isinstance(value, bool):
             raise HloscopeError(f"{where}: expected true or false, got {value!r}", EXIT_BAD_INPUT)
         return value
+    if kind == "factor":
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 1 <= value < float("inf"):
+            raise HloscopeError(f"{where}: expected a factor >= 1 (1.5: within 1.5x of flipping), got {value!r}",
+                                EXIT_BAD_INPUT)
+        return float(value)
     if kind in ("float", "fraction"):
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             raise HloscopeError(f"{where}: expected a number >= 0, got {value!r}", EXIT_BAD_INPUT)

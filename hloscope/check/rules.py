@@ -19,6 +19,7 @@ from typing import Any
 
 from hloscope.analysis.intent import Accounted, AccountSource, IntentAccount, account_annotations_only, account_of
 from hloscope.analysis.kinds import Direction, VerdictKind
+from hloscope.analysis.margin import TransferMargin
 from hloscope.analysis.report import Report
 from hloscope.analysis.verdict import Verdict
 from hloscope.check.allow import AllowEntry, find_allow
@@ -45,6 +46,8 @@ class Finding(StrEnum):
     DOES_NOT_FIT = "does-not-fit"  # actual: device allocation; limit; allocator, hbm, margin
     NOT_IN_HOST_POOL = "not-in-host-pool"  # actual: host bytes per GPU; limit: the pinned-host pool
     BASELINE = "baseline"  # change: the baseline's Change
+    MARGIN = "margin"  # actual: the transfer's margin (a factor); margin: its TransferMargin
+    MARGINAL_US = "marginal-us"  # actual: the largest marginal cost per step (us); margin: its TransferMargin
 
 
 @dataclass(frozen=True)
@@ -141,7 +144,8 @@ class RuleContext:
 
 @dataclass(frozen=True)
 class Rule:
-    """name: the config key and flag. kind: ``bool``, ``float``, ``fraction``, ``bytes`` or ``names``.
+    """name: the config key and flag. kind: ``bool``, ``float``, ``factor`` (a number >= 1), ``fraction``,
+    ``bytes`` or ``names``.
     needs: what the step must provide (``memory``, ``unoptimized``) or "". What it means, for
     the docs and ``--help``: ``hloscope.render.check_meaning.RULE_MEANING``."""
 
@@ -334,6 +338,40 @@ def rule_fits_host_pool(ctx: RuleContext, on: bool) -> list[Violation]:
     return [Violation("fits-host-pool", Finding.NOT_IN_HOST_POOL, actual=float(m.host_bytes), limit=float(pool))]
 
 
+def _margins_of(ctx: RuleContext, rule: str) -> list[tuple[TransferRecord, TransferMargin]]:
+    """The judged transfers (not allowed for ``rule``) with their margins, when the step was simulated."""
+    report = ctx.subject.report
+    out = []
+    for r in ctx.scheduled(rule):
+        m = report.margin_for(r.judged) if r.judged is not None else None
+        if m is not None:
+            out.append((r, m))
+    return out
+
+
+def rule_min_margin(ctx: RuleContext, limit: float) -> list[Violation]:
+    """Each transfer whose verdict flips within ``limit`` (a factor) of the host link's bandwidth
+    or of the step's work time (``hloscope.analysis.margin``)."""
+    out: list[Violation] = []
+    for r, m in _margins_of(ctx, "min-margin"):
+        x = m.margin
+        if x is not None and x < limit:
+            out += ctx.keep(Violation("min-margin", Finding.MARGIN, r.judged, x, limit, r, args=(("margin", m),)))
+    return out
+
+
+def rule_max_marginal_us(ctx: RuleContext, limit: float) -> list[Violation]:
+    """The transfer that costs the simulated step most (its marginal cost per step) costs at most ``limit`` us."""
+    got = _margins_of(ctx, "max-marginal-us")
+    if not got:
+        return []
+    r, m = max(got, key=lambda rm: (rm[1].marginal_us, rm[0].instruction))
+    if m.marginal_us <= limit:
+        return []
+    return ctx.keep(Violation("max-marginal-us", Finding.MARGINAL_US, r.judged, m.marginal_us, limit, r,
+                              args=(("margin", m),)))
+
+
 RULES: dict[str, Rule] = {r.name: r for r in (
     Rule("no-sync", "bool", rule_no_sync),
     Rule("no-exposed", "bool", rule_no_exposed),
@@ -346,4 +384,6 @@ RULES: dict[str, Rule] = {r.name: r for r in (
     Rule("intent-accounted", "bool", rule_intent_accounted),
     Rule("fits-hbm", "bool", rule_fits_hbm, needs="memory"),
     Rule("fits-host-pool", "bool", rule_fits_host_pool, needs="memory"),
+    Rule("min-margin", "factor", rule_min_margin),
+    Rule("max-marginal-us", "float", rule_max_marginal_us),
 )}

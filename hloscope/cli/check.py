@@ -38,7 +38,7 @@ def add_rule_options(p: argparse.ArgumentParser) -> None:
             g.add_argument(f"--{rule.name}", action="store_const", const=True, default=None,
                            help=_help(rule_meaning(rule.name)))
         else:
-            meta = {"float": "US", "fraction": "F", "bytes": "SIZE", "names": "NAMES"}[rule.kind]
+            meta = {"float": "US", "factor": "X", "fraction": "F", "bytes": "SIZE", "names": "NAMES"}[rule.kind]
             g.add_argument(f"--{rule.name}", metavar=meta, default=None, help=_help(rule_meaning(rule.name)))
     g.add_argument("--hbm-margin", metavar="F", default=None, help=_help(setting_meaning("hbm-margin")))
     g.add_argument("--host-pool-gb", metavar="GB", default=None, help=_help(setting_meaning("host-pool-gb")))
@@ -84,7 +84,7 @@ def flags_config(args: argparse.Namespace) -> CheckConfig:
         value = getattr(args, rule.keyword)
         if value is None:
             continue
-        if rule.kind in ("float", "fraction"):
+        if rule.kind in ("float", "fraction", "factor"):
             value = _number(value, rule.name)
         data[rule.name] = value
     for key in ("hbm-margin", "host-pool-gb", "tolerance-us", "tolerance-fraction", "memory-tolerance"):

@@ -24,7 +24,7 @@ class JunitFormat:
         for name in result.rules:
             broken = [v for v in result.violations if v.rule == name]
             allowed = [f"allowed: {violation_lines(v)[0]} -- {e.reason}" for v, e in result.allowed if v.rule == name]
-            cases.append((name, ["\n  ".join(violation_lines(v)) for v in broken], allowed))
+            cases.append((name, ["\n  ".join(violation_lines(v, result.subject.report)) for v in broken], allowed))
         if result.diff is not None:
             regressions = ["\n  ".join(violation_lines(v)) for v in result.violations if v.rule == "baseline"]
             cases.append(("baseline", regressions, diff_lines(result.diff)))

@@ -19,6 +19,10 @@ RULE_MEANING: dict[str, str] = {
     "fits-hbm": "the step's device allocation fits in the target's HBM, less hbm-margin",
     "fits-host-pool": "the step's pinned-host bytes per GPU fit in PJRT's pinned-host pool (host-pool-gb, "
                       "XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB, default 64 GiB)",
+    "min-margin": "no transfer's verdict flips within this factor of the host link's bandwidth or of the step's "
+                  "work time (1.5: a 1.5x slower link or 1.5x faster compute must not change it; docs/verdicts.md)",
+    "max-marginal-us": "no transfer costs the simulated step more than this many microseconds (its marginal cost: "
+                       "the step with that transfer free)",
 }
 
 SETTING_MEANING: dict[str, str] = {

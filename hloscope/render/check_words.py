@@ -14,6 +14,7 @@ from hloscope.check.baseline import BaselineDiff, Change
 from hloscope.check.keys import TransferRecord
 from hloscope.check.rules import Finding, Violation
 from hloscope.render.intent_words import intent_message
+from hloscope.render.margin_text import flip_words, margin_line
 from hloscope.render.memory_text import room_of
 from hloscope.render.name_words import GUESS_MARK, name_text
 from hloscope.render.why import explain, exposed_clause
@@ -142,6 +143,13 @@ def violation_message(v: Violation) -> str:
         return (f"host memory {human_bytes(actual)} per GPU does not fit in PJRT's pinned-host pool of "
                 f"{human_bytes(limit)} (XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB): the step's host buffers fail to "
                 "allocate; raise the variable or offload less")
+    if f is Finding.MARGIN and v.verdict is not None:
+        m = v.arg("margin")
+        return (f"{v.verdict.verdict} with a margin of only {actual:.2f}x < {limit:.2f}x required: "
+                f"{flip_words(m, v.verdict.transfer.direction)}")
+    if f is Finding.MARGINAL_US and v.verdict is not None:
+        return (f"costs the simulated step ~{human_us(actual)} per step (the step without it is that much shorter) "
+                f"> {human_us(limit)} allowed; the largest marginal cost of the step: fix it first")
     if f is Finding.BASELINE:
         c = v.arg("change")
         return f"{c.kind}: {c.before} -> {c.after}".strip(" ->:")
@@ -166,6 +174,8 @@ def violation_lines(v: Violation, report: Report | None = None) -> list[str]:
         lines.append(f"why: {explain(verdict)}")
         if report is not None and (clause := xla_clause(report, verdict)):
             lines.append(f"xla: {clause}")
+        if report is not None and (margin := margin_line(report, verdict)):
+            lines.append(f"margin: {margin}")
     return lines
 
 

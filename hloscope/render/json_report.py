@@ -7,6 +7,7 @@ from dataclasses import asdict, is_dataclass
 from typing import Any, TextIO
 
 from hloscope.analysis.intent import account_of
+from hloscope.analysis.margin import TransferMargin
 from hloscope.analysis.report import Report
 from hloscope.analysis.slack import Slack
 from hloscope.analysis.timeline import TransferTiming
@@ -46,7 +47,27 @@ def _timing(t: TransferTiming | None) -> dict[str, Any] | None:
             "compute_beside_us": round(t.compute_beside_us, 3), "beside_compute": len(t.beside_compute),
             "beside_collectives": list(t.beside_collectives), "beside_transfers": list(t.beside_transfers),
             "matched": t.matched, "queued_us": round(t.queued_us, 3), "queued_behind": list(t.queued_behind),
-            "engine_wait_us": round(t.engine_wait_us, 3), "engine_behind": list(t.engine_behind)}
+            "engine_wait_us": round(t.engine_wait_us, 3), "engine_behind": list(t.engine_behind),
+            "blame_us": round(t.blame_us, 3),
+            "held_up": [{"transfer": h.other, "us_per_step": round(h.us, 3), "where": str(h.where)} for h in t.held_up],
+            "held_back_by": [{"transfer": h.other, "us_per_step": round(h.us, 3), "where": str(h.where)}
+                             for h in t.held_back_by]}
+
+
+def _r(x: float | None, nd: int = 3) -> float | None:
+    return None if x is None else round(x, nd)
+
+
+def margin_dict(m: TransferMargin | None) -> dict[str, Any] | None:
+    """A transfer's marginal cost, flips and exposure range (None: not judged by the simulation)."""
+    if m is None:
+        return None
+    return {"marginal_us": round(m.marginal_us, 3), "flip_link_gbps": _r(m.flip_link_gbps),
+            "flip_link_factor": _r(m.flip_link_factor, 4),
+            "flip_link_verdict": str(m.flip_link_verdict) if m.flip_link_verdict else None,
+            "flip_compute_factor": _r(m.flip_compute_factor, 4),
+            "flip_compute_verdict": str(m.flip_compute_verdict) if m.flip_compute_verdict else None,
+            "margin": _r(m.margin, 4), "exposed_range_us": [round(m.exposed_low_us, 3), round(m.exposed_high_us, 3)]}
 
 
 def transfer_dict(report: Report, v: Verdict) -> dict[str, Any]:
@@ -89,10 +110,21 @@ def transfer_dict(report: Report, v: Verdict) -> dict[str, Any]:
         "input_ready": _input_ready(v.input_ready),
         "first_use": _first_use(v.first_use),
         "simulated": _timing(v.timing),
+        "blame_us": round(v.timing.blame_us, 3) if v.timing is not None else None,
+        **_margin_fields(report, v),
         "xla_stream": _stream(report, v),
         "slack": _slack(report.slack_for(v)),
         **_xla_transfer(report, v),
     }
+
+
+def _margin_fields(report: Report, v: Verdict) -> dict[str, Any]:
+    m = report.margin_for(v) if v.timing is not None else None
+    d = margin_dict(m)
+    keys = ("marginal_us", "flip_link_gbps", "flip_compute_factor", "margin", "exposed_range_us")
+    out: dict[str, Any] = {k: (d[k] if d is not None else None) for k in keys}
+    out["margins"] = d
+    return out
 
 
 def _slack(s: Slack | None) -> dict[str, Any] | None:
@@ -164,6 +196,9 @@ def report_to_dict(report: Report) -> dict[str, Any]:
             "loops": [_plain(lp) for lp in s.loops],
             "unknown_trip_counts": list(s.unknown_trip_counts),
             "simulated_step": _plain(s.step) if s.step is not None else None,
+            "blame_us": (round(sum(t.blame_us for t in report.timeline.transfers.values()), 3)
+                         if report.timeline is not None else None),
+            "margins": _margins_summary(report),
         },
         "notes": list(report.notes),
     }
@@ -200,6 +235,18 @@ def report_to_dict(report: Report) -> dict[str, Any]:
     if report.measured is not None:
         out["measured"] = measured_dict(report.measured)
     return out
+
+
+def _margins_summary(report: Report) -> dict[str, Any] | None:
+    m = report.margins
+    if m is None:
+        return None
+    return {"simulations": m.simulations, "calibrated_errors": m.calibrated,
+            "error_factors": {str(c): round(f, 4) for c, f in m.error_factors},
+            "corner_step_us": [round(x, 3) for x in m.corner_step_us],
+            "grid": [round(x, 4) for x in m.grid],
+            "fix_first": [{"transfer": x.start, "computation": x.computation, "marginal_us": round(x.marginal_us, 3)}
+                          for x in m.fix_first()]}
 
 
 class JsonRenderer:

@@ -12,6 +12,7 @@ from hloscope.analysis.verdict import Verdict
 from hloscope.hlo.loader import ARTIFACT_NOTE
 from hloscope.render.drain_text import drain_lines
 from hloscope.render.intent_text import intent_lines
+from hloscope.render.margin_text import fix_first_lines, margin_line
 from hloscope.render.measured_text import measured_lines
 from hloscope.render.memory_text import memory_lines, remat_lines
 from hloscope.render.name_words import legend, name_cell, unrequested_words
@@ -142,6 +143,8 @@ class TableRenderer:
             lines.append(f"  {v.transfer.instruction.name}{role}: {explain(v)}{src}{other}")
             if clause := xla_clause(report, v):
                 lines.append(f"    {clause}")
+            if margin := margin_line(report, v):
+                lines.append(f"    {margin}")
             room = report.slack_for(v)
             if room is not None and v.verdict in (VerdictKind.EXPOSED, VerdictKind.PARTIAL):
                 lines.append(f"    {slack_clause(room)}")
@@ -161,6 +164,7 @@ class TableRenderer:
                          f"(host link {st.link_mode}"
                          + (f"; {st.extrapolated_loops} loop run(s) extrapolated from steady iterations"
                             if st.extrapolated_loops else "") + ")")
+        lines += fix_first_lines(report)
         if s.loops:
             lines.append("per computation (bytes per execution):")
             for lp in s.loops:

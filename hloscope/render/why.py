@@ -9,6 +9,7 @@ from __future__ import annotations
 from hloscope.analysis.contention import MEMORY_BOUND_HINT_AT, memory_bound_share
 from hloscope.analysis.kinds import Direction, Reason, VerdictKind
 from hloscope.analysis.slack import Slack
+from hloscope.analysis.timeline import HeldUp, HoldKind
 from hloscope.analysis.verdict import FirstUse, InputReady, Verdict
 from hloscope.units import human_us
 
@@ -33,7 +34,7 @@ def reason_text(v: Verdict) -> str:
     window = (f"window: {len(v.compute)} compute op(s) ~{human_us(v.est_compute_us)}, "
               f"{len(v.collectives)} collective(s) ~{human_us(v.est_collective_us)}, "
               f"vs transfer ~{human_us(v.est_transfer_us)}")
-    if v.reason is Reason.SIMULATED and v.timing is not None:
+    if v.reason in (Reason.SIMULATED, Reason.HELD_UP) and v.timing is not None:
         t = v.timing
         wait = (f"the compute stream waits ~{human_us(t.mean_wait_us)} at its done" if t.mean_wait_us > 0
                 else "the compute stream never waits at its done")
@@ -48,9 +49,44 @@ def reason_text(v: Verdict) -> str:
         hidden = hidden_without_window_work(v)
         if hidden:
             wait += f" ({hidden})"
+        if v.reason is Reason.HELD_UP:
+            wait += (f", but ~{human_us(t.blame_per_execution_us)} per execution of the step's waits are charged to "
+                     "it (it held other transfers up)")
         return f"simulated step: {wait}{shared}; {window} (estimates)"
     hidden = hidden_without_window_work(v)
     return window + (f"; {hidden}" if hidden else "") + " (estimates)"
+
+
+_WHERE = {HoldKind.ENGINE: "on the {link} copy engine", HoldKind.STREAM: "issued ahead of it on the same XLA stream",
+          HoldKind.LINK: "sharing the {link} link"}
+
+
+def _where(h: HeldUp, link: str) -> str:
+    return _WHERE[h.where].format(link=link)
+
+
+def held_up_clause(v: Verdict) -> str | None:
+    """Whom the transfer held up and for how long (None when it held no one up)."""
+    t = v.timing
+    if t is None or not t.held_up:
+        return None
+    parts = [f"{h.other} ~{human_us(h.per_execution_us)} per execution at its done ({_where(h, _link(v))})"
+             for h in t.held_up[:3]]
+    more = f" and {len(t.held_up) - 3} more" if len(t.held_up) > 3 else ""
+    return (f"it held {', '.join(parts)}{more}: ~{human_us(t.held_up_us)} per step of their waits are charged to it "
+            f"(its blame: ~{human_us(t.blame_us)} per step)")
+
+
+def held_back_clause(v: Verdict) -> str | None:
+    """Who held the transfer up and how much of its wait is theirs (None when no one did)."""
+    t = v.timing
+    if t is None or not t.held_back_by or t.wait_us_per_step <= 0:
+        return None
+    parts = [f"~{human_us(h.us / t.executions if t.executions else 0.0)} per execution to {h.other} "
+             f"({_where(h, _link(v))})" for h in t.held_back_by[:3]]
+    more = f" and {len(t.held_back_by) - 3} more" if len(t.held_back_by) > 3 else ""
+    return (f"its wait is charged {', '.join(parts)}{more}, "
+            f"~{human_us(t.blame_per_execution_us)} per execution to itself")
 
 
 def stream_queue_clause(v: Verdict) -> str | None:
@@ -162,14 +198,19 @@ def use_hint(u: FirstUse) -> str:
 def explain(v: Verdict) -> str:
     """The full ``why`` of a verdict: reason, shared link, and (for exposed/partial) the hints."""
     text = reason_text(v)
-    if v.other_transfers and v.reason is not Reason.SIMULATED:  # the simulated clause says it, with timing
+    simulated = v.reason in (Reason.SIMULATED, Reason.HELD_UP)
+    if v.other_transfers and not simulated:  # the simulated clause says it, with timing
         text += f"; shares the host link with {len(v.other_transfers)} other transfer(s) in its window"
-    if v.reason is not Reason.SIMULATED and slowed_by_link(v):
+    if not simulated and slowed_by_link(v):
         text += f"; {exposed_clause(v)}"
     if queue := stream_queue_clause(v):
         text += f"; {queue}"
     if engine := engine_wait_clause(v):
         text += f"; {engine}"
+    if held := held_up_clause(v):
+        text += f"; {held}"
+    if back := held_back_clause(v):
+        text += f"; {back}"
     if v.verdict in (VerdictKind.EXPOSED, VerdictKind.PARTIAL) and v.pair is not None:
         hints = []
         if v.input_ready is not None:

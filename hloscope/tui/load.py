@@ -147,6 +147,7 @@ def load_source(source: Source) -> Loaded:
     timeline = loaded.report.timeline
     times = TimeAxis(timeline) if timeline is not None else None
     layout = ScheduleLayout(loaded.report)
+    _ = loaded.report.margins  # the margins' re-simulations, off the UI thread (cached on the report)
     if not loaded.report.verdicts:  # the schedule is the first screen: laid out off the UI thread
         layout.rows(loaded.report.module.entry_name)
     return replace(loaded, seconds=time.perf_counter() - t0, times=times, layout=layout)

@@ -300,3 +300,27 @@ async def test_the_memory_line_names_what_was_opened() -> None:
             assert app.failure is None
             summary = str(app.screen.query_one("#summary", Static).render())
             assert words in summary, summary
+
+
+@pilot_test
+async def test_m_shows_blame_marginal_cost_and_margin_in_place_of_exposed_time_and_source() -> None:
+    from hloscope.tui.widgets.transfers import COST_COLUMNS
+
+    app = HloscopeApp(Source(LLAMA))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_loaded(pilot)
+        table = app.screen.query_one(TransferTable)
+        table.focus()
+        await pilot.press("m")
+        await pilot.pause(0.2)
+        assert [str(c.label) for c in table.columns.values()] == list(COST_COLUMNS)
+        assert table.size.width + 2 >= table.needed_width  # still whole at 160 columns
+        report = app.loaded.report  # type: ignore[union-attr]
+        rows = {str(table.get_row_at(r)[0]): table.get_row_at(r) for r in range(table.row_count)}
+        for v in report.verdicts:
+            m = report.margin_for(v)
+            cell = str(rows[v.transfer.instruction.name][COST_COLUMNS.index("margin")])
+            assert cell == ("-" if m is None else f"{m.margin:.2f}x" if m.margin is not None else ">9.5x")
+        await pilot.press("m")
+        await pilot.pause(0.2)
+        assert "~exposed/step" in [str(c.label) for c in table.columns.values()]

@@ -99,6 +99,7 @@ def instruction_text(loaded: Loaded, ins: Instruction) -> Text:
 
 
 def verdict_text(loaded: Loaded, v: Verdict) -> Text:
+    from hloscope.render.margin_text import margin_line
     from hloscope.render.name_words import name_words, unrequested_words
     from hloscope.render.why import explain, slack_clause  # see instruction_text
     from hloscope.render.xla_text import xla_clause
@@ -118,6 +119,8 @@ def verdict_text(loaded: Loaded, v: Verdict) -> Text:
     if clause := xla_clause(loaded.report, v):  # XLA's own figure, beside ours
         t.append(f"  xla: {clause}\n")
     t.append(shown(f"  why: {explain(v)}") + "\n", style="italic")
+    if margin := margin_line(loaded.report, v):
+        t.append(shown(f"  margin: {margin}") + "\n")
     stream = loaded.report.streams.stream_of(t_.computation, t_.instruction.name) if loaded.report.streams else None
     if stream is not None:
         t.append(f"  xla stream: {stream.label} (XLA runs what is issued on it in order)\n")

@@ -25,18 +25,40 @@ SORTS: tuple[tuple[str, Callable[[tuple[int, Verdict]], Any]], ...] = (
     ("verdict", lambda iv: (VERDICT_ORDER.index(iv[1].verdict), iv[0])),
     ("name", lambda iv: iv[1].transfer.instruction.name),
 )
+#: Sorts that read the report (its margins), by label.
+REPORT_SORTS: tuple[tuple[str, Callable[[Report, tuple[int, Verdict]], Any]], ...] = (
+    ("marginal cost", lambda r, iv: -_marginal(r, iv[1])),
+    ("margin", lambda r, iv: _margin(r, iv[1])),
+)
 VERDICT_FILTERS: tuple[VerdictKind | None, ...] = (None, *VERDICT_ORDER)
 DIRECTION_FILTERS: tuple[Direction | None, ...] = (None, Direction.TO_HOST, Direction.TO_DEVICE)
 #: The verdict right after the name: the column the table is for, whole at any width (at 110-150
 #: columns, sixth of eight, it was cut to one letter or scrolled out of view).
 COLUMNS = ("transfer", "verdict", "checkpoint", "dir", "bytes", "x/step", "~exposed/step", "source")
+#: ``m`` swaps the last two for what each transfer costs the step and how close its verdict is to
+#: flipping (docs/verdicts.md): the table keeps its width, whole at 160 columns with the detail beside.
+COST_COLUMNS = ("transfer", "verdict", "checkpoint", "dir", "bytes", "x/step", "~blame", "~marginal",
+                "margin")
+
+
+def _marginal(report: Report, v: Verdict) -> float:
+    m = report.margin_for(v) if v.timing is not None else None
+    return m.marginal_us if m is not None else 0.0
+
+
+def _margin(report: Report, v: Verdict) -> float:
+    m = report.margin_for(v) if v.timing is not None else None
+    x = m.margin if m is not None else None
+    return x if x is not None else float("inf")
 
 
 class TransferTable(DataTable[Any]):
-    """Host transfers of a report. ``s`` cycles the sort, ``v`` the verdict filter, ``d`` the direction."""
+    """Host transfers of a report. ``s`` cycles the sort, ``v`` the verdict filter, ``d`` the direction,
+    ``m`` the columns (exposed time and source, or blame, marginal cost and margin)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "cycle_sort", "Sort"),
+        Binding("m", "toggle_costs", "Costs"),
         Binding("v", "cycle_verdict", "Verdicts"),
         Binding("d", "cycle_direction", "Direction"),
     ]
@@ -48,9 +70,17 @@ class TransferTable(DataTable[Any]):
         self.verdict_filter: VerdictKind | None = None
         self.direction_filter: Direction | None = None
         self.shown: list[Verdict] = []
+        self.costs = False  # COST_COLUMNS shown instead of COLUMNS
 
     def on_mount(self) -> None:
         self.add_columns(*COLUMNS)
+
+    def action_toggle_costs(self) -> None:
+        keep = self.selected
+        self.costs = not self.costs
+        self.clear(columns=True)
+        self.add_columns(*(COST_COLUMNS if self.costs else COLUMNS))
+        self.refill(keep)
 
     def set_report(self, report: Report) -> None:
         self.report = report
@@ -61,7 +91,14 @@ class TransferTable(DataTable[Any]):
         """The sort and filters, in words (shown in the table's border)."""
         v = self.verdict_filter.value if self.verdict_filter else "all"
         d = self.direction_filter.value if self.direction_filter else "both"
-        return f"sorted by {SORTS[self.sort_index][0]} · verdict: {v} · direction: {d}"
+        return f"sorted by {self._sorts()[self.sort_index][0]} · verdict: {v} · direction: {d}"
+
+    def _sorts(self) -> list[tuple[str, Callable[[tuple[int, Verdict]], Any]]]:
+        report = self.report
+        out = list(SORTS)
+        if report is not None and report.timeline is not None:
+            out += [(label, (lambda key: lambda iv: key(report, iv))(key)) for label, key in REPORT_SORTS]
+        return out
 
     def refill(self, keep: Verdict | None = None) -> None:
         if self.report is None:
@@ -70,9 +107,13 @@ class TransferTable(DataTable[Any]):
         rows = [(i, v) for i, v in enumerate(report.verdicts)
                 if (self.verdict_filter is None or v.verdict is self.verdict_filter)
                 and (self.direction_filter is None or v.transfer.direction is self.direction_filter)]
-        rows.sort(key=SORTS[self.sort_index][1])
+        sorts = self._sorts()
+        self.sort_index %= len(sorts)
+        rows.sort(key=sorts[self.sort_index][1])
         self.shown = [v for _, v in rows]
         self.clear()
+        from hloscope.render.margin_text import margin_cell  # hloscope.render after the first frame (detail.py)
+
         columns = list(self.columns.values())
         widths = [c.content_width for c in columns]
         for i, v in rows:
@@ -80,10 +121,20 @@ class TransferTable(DataTable[Any]):
             loc = report.source(v)
             exposed = v.est_exposed_us * t.executions
             # names and the source come from the module and its manifest: Text, never markup
-            cells = (plain(t.instruction.name), Text(v.verdict.value, style=VERDICT_STYLE[v.verdict]),
-                     plain(checkpoint_name(t)), Text(arrow(t.direction)), Text(human_bytes(t.bytes)),
-                     Text(str(t.executions)), Text(human_us(exposed) if exposed > 0 else "-"),
-                     plain(short_source(loc)) if loc else Text("-"))
+            head = (plain(t.instruction.name), Text(v.verdict.value, style=VERDICT_STYLE[v.verdict]),
+                    plain(checkpoint_name(t)), Text(arrow(t.direction)), Text(human_bytes(t.bytes)),
+                    Text(str(t.executions)))
+            tail: tuple[Text, ...]
+            if self.costs:
+                m = report.margin_for(v) if v.timing is not None else None
+                blame = v.timing.blame_us if v.timing is not None else 0.0
+                tail = (Text(human_us(blame) if blame > 0 else "-"),
+                        Text(human_us(m.marginal_us) if m is not None and m.marginal_us > 0 else "-"),
+                        Text(margin_cell(m)))
+            else:
+                tail = (Text(human_us(exposed) if exposed > 0 else "-"),
+                        plain(short_source(loc)) if loc else Text("-"))
+            cells = (*head, *tail)
             self.add_row(*cells, key=str(i))
             widths = [max(w, c.cell_len) for w, c in zip(widths, cells, strict=True)]
         # The widths DataTable measures on its next idle (each cell's one line), known now: the
@@ -108,7 +159,7 @@ class TransferTable(DataTable[Any]):
         return self.shown[self.cursor_row]
 
     def action_cycle_sort(self) -> None:
-        self.sort_index = (self.sort_index + 1) % len(SORTS)
+        self.sort_index = (self.sort_index + 1) % len(self._sorts())
         self.refill(self.selected)
 
     def action_cycle_verdict(self) -> None:

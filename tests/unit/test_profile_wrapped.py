@@ -1,0 +1,40 @@
+"""``--profile`` times an async collective written as ``async-start(...), calls=%wrapped`` (issue 38).
+
+The start is an async op to the model (``collective_kind`` reads sugared starts only), simulated on
+the async stream; with a profile it now takes the profile's time there.
+
+XLA's own test module ``fixtures/xla-tests/convert_async_collectives_to_sync/SimpleReduceScatter.hlo``:
+``rs-start = async-start(data), calls=reduce_scatter``, whose root ``result`` is the reduce-scatter, and
+``ars = async-done(rs-start)``. A profile names such a collective after the wrapped op (its thunk), here
+``result``; before, the start kept the model's ring time, the profile's figure was dropped.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from hloscope.analysis.overlap import AnalysisOptions
+from hloscope.analysis.report import analyze_module
+from hloscope.analysis.timeline import Resource
+from hloscope.hlo.parser import parse_hlo
+from hloscope.targets import get_target
+from tests.conftest import fixture_text
+
+NAME = "xla-tests/convert_async_collectives_to_sync/SimpleReduceScatter.hlo"
+
+
+def test_a_wrapped_reduce_scatter_takes_the_profiles_time() -> None:
+    module = parse_hlo(fixture_text(NAME), NAME)
+    start = module.entry.by_name["rs-start"]
+    assert start.opcode == "async-start" and module.computations["reduce_scatter"].by_name["result"].opcode == \
+        "reduce-scatter"
+    plain = analyze_module(module, get_target("h100-sxm"))
+    timed = analyze_module(module, get_target("h100-sxm"), AnalysisOptions(measured_us=(("result", 50.0),)))
+    assert timed.cost.measured_us(start) == pytest.approx(50.0) and plain.cost.measured_us(start) is None
+    # Without the profile the start costs a kernel launch (h100-sxm: 1 us) on the async stream; with it,
+    # the profile's 50 us, and the done waits for them.
+    [p] = plain.timeline.slices[Resource.ASYNC]
+    assert p.end_us - p.start_us == pytest.approx(1.0, abs=0.01)
+    [s] = timed.timeline.slices[Resource.ASYNC]
+    assert (s.name, s.end_us - s.start_us) == ("rs-start", pytest.approx(50.0))
+    assert timed.timeline.step_us == pytest.approx(50.0)

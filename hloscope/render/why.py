@@ -219,7 +219,7 @@ def explain(v: Verdict) -> str:
             hints.append(use_hint(v.first_use))
         share = memory_bound_share(v.timing)
         if share is not None and share.fraction >= MEMORY_BOUND_HINT_AT:
-            hints.append(f"{share.fraction:.0%} of the compute beside it (~{share.memory_bound_us:.1f} of "
+            hints.append(f"{share.fraction:.0%} of the compute beside it (~{human_us(share.memory_bound_us)} of "
                          f"~{human_us(share.compute_us)}) is memory-bound kernels, which share HBM with the copy")
         if hints:
             text += "; " + "; ".join(hints)

@@ -28,10 +28,11 @@ several times, with the same answer).
 
 One log, several modules. XLA 0.12 (jaxlib 0.12.0.1) compiles and schedules a module of
 its own for many fusions of the step while it autotunes them (``wrapped_dynamic-slice``,
-``loop_dynamic_update_slice_fusion.2``, ``gemm_fusion_dot.14``, ...: 44 in the mlp step's
-log), each with its scheduler statistics and its own memory limit, before the step's module
-(``jit_step``); those modules get no device memory size, so their limits stay at 80% of the
-HBM whatever ``--memory-fraction`` says. Every module's section starts with
+``loop_dynamic_update_slice_fusion.2``, ``gemm_fusion_dot.14``, ...: 37 in the mlp step's
+log), before the step's module (``jit_step``); those with async ops (7 there) log scheduler
+statistics and a memory limit of their own. They get no device memory size, so their limits
+stay at 80% of the HBM whatever ``--memory-fraction`` says (the largest of them, not the step's,
+was read as the limit before). Every module's section starts with
 ``gpu_hlo_schedule``'s ``Fingerprint before LHS for module NAME(ID) = ...`` and its
 statistics name it (``For computation: C, module NAME(ID)``); ``parse_xla_log`` reads the
 step's section only: the module named ``module`` (the HLO module's name), else the last

@@ -151,3 +151,33 @@ def test_autotuning_modules_no_longer_count_toward_the_step():
     assert len(whole) == 14  # 7 sub-modules, before and after
     assert step.step_cycles({}) == pytest.approx(sum(s.total_cycles for s in step.stats if s.phase == "after"))
     assert {s.computation for s in step.stats}.isdisjoint({"entry_computation"})
+
+
+# The memory figures jax 0.12.0.1 gave that compile with --memory-fraction 0.75 (its artifact's manifest):
+# arguments + outputs - aliases = 5251072 + 5242940 - 5242880 = 5251132 B of inputs and outputs, which is
+# what GetSchedulerMemoryLimit subtracts: (64424509440 - 5251132) * 95 // 100 = 61198295392, the logged limit.
+_FIGURES_075 = {"argument_size_in_bytes": 5251072, "output_size_in_bytes": 5242940, "alias_size_in_bytes": 5242880,
+                "temp_size_in_bytes": 5045824, "peak_memory_in_bytes": 10289236, "host_temp_size_in_bytes": 65536,
+                "device_memory_size": 85899345920, "allocator_bytes": 64424509440}
+
+
+@pytest.mark.parametrize("log_name, said", [("mlp_offload.mem0.75.scheduler.log", False),
+                                            ("mlp_offload.scheduler.log", True)])
+def test_a_fraction_that_did_not_reach_xla_is_said(log_name: str, said: bool) -> None:
+    """With the fraction's own log the limits agree and nothing is said; with the log of a compile that
+    planned for 80% of the HBM (the fraction lost on the way to XLA), the memory section says so."""
+    from hloscope.analysis.inputs import StepInputs
+    from hloscope.analysis.report import analyze_step
+    from hloscope.hlo.xla_dumps import SCHEDULER_LOG_FILE, XlaDumpTexts
+    from hloscope.render.memory_text import memory_lines
+    from hloscope.targets import get_target
+
+    module = parse_hlo((FIXTURES / "jax012" / "mlp_offload.hlo.txt").read_text(), "mlp_offload.hlo.txt")
+    dumps = XlaDumpTexts.from_files({SCHEDULER_LOG_FILE: (JAX012 / log_name).read_text()})
+    report = analyze_step(StepInputs(module, "x", memory_figures=_FIGURES_075, dumps=dumps), get_target("h100-sxm"))
+    assert report.memory is not None and report.memory.pressure.scheduler_limit_bytes == 61198295392
+    assert report.xla is not None
+    text = "\n".join(memory_lines(report))
+    assert "fits in the 60.0 GiB JAX's allocator takes of 80.0 GiB of HBM" in text
+    assert ("--memory-fraction did not reach XLA's scheduler: its log gives this step a memory limit of "
+            "65278514323 B, not the 61198295392 B" in text) is said

@@ -203,9 +203,12 @@ def _async_direction(index: ModuleIndex, ins: Instruction) -> StreamKind | None:
     """An ``async-start``'s memcpy kind (XLA 0.12's ``AsyncHostMemcpyDirection``): the wrapped op,
     or the root of the non-custom fusion it wraps, a dynamic-update-slice into host memory (D2H)
     or a dynamic-slice of host memory (H2D)."""
-    inner = index.wrapped_root(ins)
-    if inner is not None and inner.opcode == "fusion" and inner.attr("kind") != "kCustom":
-        inner = index.wrapped_root(inner)
+    if ins.wrapped_opcode == "fusion":  # printed as fusion-start: its calls= is the fused computation
+        inner = index.wrapped_root(ins) if ins.attr("kind") != "kCustom" else None
+    else:
+        inner = index.wrapped_root(ins)
+        if inner is not None and inner.opcode == "fusion":
+            inner = index.wrapped_root(inner) if inner.attr("kind") != "kCustom" else None
     if inner is None:
         return None
     if inner.opcode == "dynamic-update-slice" and _host(inner.shape):

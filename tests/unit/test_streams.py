@@ -175,3 +175,20 @@ def test_a_012_compile_is_simulated_on_its_memcpy_streams() -> None:
     starts = {p.start.name for p in pair_async_ops(index)}
     assert {"fusion-start", "fusion-start.1", "fusion-start.2", "fusion-start.3", "fusion-start.4"} <= starts
     assert len(starts) == 9
+
+
+def test_a_custom_fusion_is_not_read_as_a_host_copy() -> None:
+    """XLA 0.12 unwraps only a non-custom fusion to find the host dynamic-slice: the same line with
+    kind=kCustom (edited here) takes the compute rotation."""
+    from hloscope.analysis.index import ModuleIndex
+    from hloscope.analysis.streams import XLA_0_12
+    from hloscope.hlo.parser import parse_hlo
+
+    text = (JAX012 / "mlp_offload.hlo.txt").read_text()
+    line = next(ln for ln in text.splitlines() if ln.lstrip().startswith("%dynamic-slice-start.1 = "))
+    assert "kind=kLoop, calls=%wrapped_dynamic-slice_computation" in line
+    edited = text.replace(line, line.replace("kind=kLoop", "kind=kCustom"))
+    ours = assign_execution_streams(ModuleIndex(parse_hlo(edited, "edited")), model=XLA_0_12)
+    kinds = {name: s.kind for (_, name), s in ours.streams.items()}
+    assert kinds["dynamic-slice-start.1"] is StreamKind.COMPUTE
+    assert kinds["dynamic-update-slice-start.2"] is StreamKind.MEMCPY_D2H

@@ -102,6 +102,13 @@ def resolve_target(path: str, target: str | Target | None,
     return get_target(DEFAULT_TARGET), "default"
 
 
+def _versions(manifest: Mapping[str, Any]) -> dict[str, str]:
+    """The package versions a manifest records (``versions``), strings only."""
+    found = manifest.get("versions")
+    return {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str)} \
+        if isinstance(found, dict) else {}
+
+
 @dataclass(frozen=True)
 class LoadedStep:
     """A step read from disk: what the pipeline reads, the target, and where the target came from
@@ -141,7 +148,8 @@ def read_step(path: str, target: str | Target | None = None, names: Sequence[Map
                         XlaDumpTexts.from_files(_folder_texts(Path(path))), manifest, notes,
                         vocab if isinstance(vocab, int) and not isinstance(vocab, bool) else None,
                         intent=intent, unoptimized=unoptimized,
-                        scheduler=ScheduleRun.from_record(manifest.get("scheduler")))
+                        scheduler=ScheduleRun.from_record(manifest.get("scheduler")),
+                        versions=_versions(manifest))
     return LoadedStep(inputs, tgt, origin)
 
 

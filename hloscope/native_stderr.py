@@ -30,6 +30,28 @@ def has_gpu() -> bool:
 # Errors and anything not in glog format are passed through.
 NATIVE_NOISE = re.compile(r"All log messages before absl::InitializeLog|cudart_stub\.cc|Could not find cuda drivers"
                           r"|^\s*[IW]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w.]+:\d+\] ")
+#: The start of any glog line (a new log entry, whatever its level).
+_GLOG_ENTRY = re.compile(r"^\s*[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w.]+:\d+\] ")
+#: The lines that continue a multi-line log entry: an absl status logged with its source
+#: locations, as XLA 0.12's SOL estimator logs one per async op it cannot price
+#: (``Failed to compute collective time: INVALID_ARGUMENT: ...``, then
+#: ``=== Source Location Trace: ===``, ``external/xla+/xla/service/gpu/model/sol_latency_estimator.cc:424``
+#: and `` for fusion-start``), or any indented line.
+_CONTINUATION = re.compile(r"^\s|^=== [^=]+ ===\s*$|^[\w+./-]+\.(?:cc|h|cpp|c):\d+\s*$")
+
+
+def terminal_lines(text: str) -> list[str]:
+    """The lines of a native log worth the user's terminal: not :data:`NATIVE_NOISE`, not blank,
+    and not the continuation lines (:data:`_CONTINUATION`) of a log entry dropped as noise."""
+    kept: list[str] = []
+    dropping = False
+    for line in text.splitlines():
+        if dropping and not _GLOG_ENTRY.match(line) and _CONTINUATION.match(line):
+            continue
+        dropping = bool(NATIVE_NOISE.search(line))
+        if line.strip() and not dropping:
+            kept.append(line)
+    return kept
 
 
 class NativeCapture:
@@ -51,7 +73,8 @@ class NativeCapture:
 def capture_native_stderr() -> Iterator[NativeCapture]:
     """Capture file descriptor 2; afterwards pass on what is not :data:`NATIVE_NOISE`.
 
-    The capture keeps everything (``.text``), for readers of XLA's log."""
+    The capture keeps everything (``.text``), for readers of XLA's log; what is passed on is
+    :func:`terminal_lines`."""
     out = NativeCapture()
     fd = 2  # native code writes here, whatever Python's sys.stderr is (pytest, notebooks replace it)
     try:
@@ -73,7 +96,7 @@ def capture_native_stderr() -> Iterator[NativeCapture]:
             os.close(saved)
             tmp.seek(0)
             out.text = tmp.read().decode(errors="replace")
-            kept = [ln for ln in out.text.splitlines() if ln and not NATIVE_NOISE.search(ln)]
+            kept = terminal_lines(out.text)
             if kept:
                 print("\n".join(kept), file=sys.stderr)
 

@@ -82,6 +82,8 @@ class StepInputs:
     intent accounting tells a placement JAX dropped from one XLA removed with it.
     scheduler: which scheduler and estimator XLA ran for this compile (:class:`ScheduleRun`;
     None when unknown: a plain HLO file, an older artifact folder).
+    versions: the package versions of the compile (``jaxlib`` -> ``0.12.0.1``: a compile here,
+    an artifact folder's manifest); empty when unknown (a plain HLO file, an XLA dump folder).
     """
 
     module: Module
@@ -97,6 +99,7 @@ class StepInputs:
     intent: Intent | None = None
     unoptimized: Module | None = None
     scheduler: ScheduleRun | None = None
+    versions: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def has_memory(self) -> bool:

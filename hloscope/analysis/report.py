@@ -36,7 +36,7 @@ from hloscope.analysis.overlap import AnalysisOptions, judge_overlap
 from hloscope.analysis.pairs import AsyncPair, pair_async_ops
 from hloscope.analysis.remat import RematClones, count_remat_clones
 from hloscope.analysis.slack import Slack, find_slack
-from hloscope.analysis.streams import StreamAssignment, assign_execution_streams
+from hloscope.analysis.streams import StreamAssignment, assign_execution_streams, stream_model
 from hloscope.analysis.timeline import SliceKind, Timeline, simulate_step
 from hloscope.analysis.transfers import HostTransfer
 from hloscope.analysis.verdict import Verdict
@@ -259,7 +259,9 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
     transfers = find_named_transfers(index, opts.host_space, inputs.names, inputs.intent, inputs.unoptimized)
     pairs = tuple(pair_async_ops(index))
     cost = CostModel(index, target, opts.host_space, opts.link_mode, dict(opts.measured_us) or None)
-    streams = assign_execution_streams(index) if module.is_scheduled else None
+    streams = None
+    if module.is_scheduled:  # XLA's stream assignment of the version that compiled it (docs/streams.md)
+        streams = assign_execution_streams(index, model=stream_model(inputs.versions.get("jaxlib"), module))
     timeline = None
     if opts.simulate and module.is_scheduled:
         timeline = simulate_step(module, cost, list(pairs), transfers, index.callgraph, streams=streams)
@@ -276,7 +278,7 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
     intent = account_step(inputs.intent, verdicts, module, inputs.unoptimized, index)
     xla = None
     if inputs.dumps.scheduler_log:
-        log = parse_xla_log(inputs.dumps.scheduler_log)
+        log = parse_xla_log(inputs.dumps.scheduler_log, module.name)
         runs = {s.computation: index.executions(s.computation) for s in log.stats}
         xla = compare_with_xla(log, verdicts, runs)
     measured = None

@@ -18,8 +18,9 @@ resources, all in microseconds from the start of the step:
   the ``collective`` resource, whose slices may then overlap.
 - ``async``: other async ops (not transfers, not collectives), in order.
 - XLA's execution streams (``hloscope.analysis.streams``, when given): each compute stream
-  runs what is issued on it in order, so an async op or host copy issued behind another
-  on the same stream starts when that one has finished (``TransferTiming.queued_us``).
+  (and, from XLA 0.12, each of the two memcpy streams host copies take) runs what is issued
+  on it in order, so an async op or host copy issued behind another on the same stream
+  starts when that one has finished (``TransferTiming.queued_us``).
 - ``host link D->H`` / ``host link H->D``: one per direction, moved by
   ``Target.host_copy_engines`` copy engines (1: one copy of a direction moves at a time,
   the measured behaviour, docs/simulation.md "Copy engines"). A transfer is ready
@@ -488,7 +489,7 @@ class _Op:
         self.flow = flow
         self.link = link
         self.shifted = False  # carried across extrapolated iterations
-        self.stream: ExecutionStream | None = None  # XLA's compute stream it runs on, when known
+        self.stream: ExecutionStream | None = None  # XLA's compute or memcpy stream it runs on, when known
         self.ahead: tuple[str, ...] = ()  # starts still running on that stream when it was issued
 
     def finish_time(self) -> float:
@@ -721,7 +722,7 @@ class _Sim:
 
     def _stream(self, comp: str, ins: Instruction) -> ExecutionStream | None:
         s = self.streams.stream_of(comp, ins.name) if self.streams is not None else None
-        return s if s is not None and s.kind is StreamKind.COMPUTE else None
+        return s if s is not None and s.kind is not StreamKind.COMMUNICATION else None
 
     def _start(self, comp: str, ins: Instruction, us: float) -> None:
         key = (comp, ins.name)

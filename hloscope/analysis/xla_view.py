@@ -50,12 +50,15 @@ class XlaEstimates:
     profile: the profile file XLA scheduled with (PGLE), else None. step_us: the step as XLA's
     scheduler timed its own schedule (each computation's total after scheduling times its runs
     per step), when its costs are µs (SOL estimator or a profile); None otherwise.
+    memory_limit_bytes: the memory limit XLA's scheduler logged for the step's module (None: not
+    logged).
     """
 
     estimator: str | None
     transfers: dict[str, XlaTransferView]
     profile: str | None = None
     step_us: float | None = None
+    memory_limit_bytes: int | None = None
 
     def for_transfer(self, start_name: str) -> XlaTransferView | None:
         return self.transfers.get(start_name)
@@ -88,7 +91,7 @@ def compare_with_xla(log: XlaLog, verdicts: Sequence[Verdict],
             window_ops=len(ops),
         )
     step = log.step_cycles(executions or {}) if log.cycles_are_us else None
-    return XlaEstimates(log.estimator, views, log.profile, step)
+    return XlaEstimates(log.estimator, views, log.profile, step, log.memory_limit_bytes)
 
 
 def _op_cost(log: XlaLog, name: str, fraction: float) -> float | None:

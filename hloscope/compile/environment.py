@@ -18,10 +18,11 @@ from hloscope.native_stderr import (
     has_gpu,
     quiet_first_jax_import,
     quiet_native_stderr,
+    terminal_lines,
 )
 
 __all__ = ["NATIVE_NOISE", "NativeCapture", "backend_started", "capture_native_stderr", "prepare",
-           "quiet_first_jax_import", "quiet_native_stderr", "versions"]
+           "quiet_first_jax_import", "quiet_native_stderr", "terminal_lines", "versions"]
 
 #: The one line to print when JAX's backend started before hloscope could configure it.
 STARTED_TOO_EARLY = ("jax's backend already started without the CUDA plugin's compile-only GPUs (something ran a "

@@ -31,7 +31,7 @@ from hloscope.analysis.inputs import ScheduleRun, StepInputs
 from hloscope.analysis.memory import compile_figures
 from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import Report, analyze_step
-from hloscope.compile.environment import NATIVE_NOISE
+from hloscope.compile.environment import terminal_lines
 from hloscope.compile.request import CompileRequest, xla_flag_texts
 from hloscope.compile.result import CompileResult, memory_figures
 from hloscope.errors import (
@@ -169,7 +169,7 @@ def step_inputs(result: CompileResult, extra: Mapping[str, Any] | None = None, v
                       dumps, None, (),
                       vocab_size if vocab_size is not None else vocab_of(extra or {}), facts,
                       intent=intent, unoptimized=unoptimized,
-                      scheduler=ScheduleRun.from_record(result.scheduler))
+                      scheduler=ScheduleRun.from_record(result.scheduler), versions=dict(result.versions))
 
 
 R = TypeVar("R", bound=Report)
@@ -354,7 +354,7 @@ def run_isolated(func: Callable[..., Any], *args: Any, on_phase: Callable[[str],
         finally:
             os.unlink(log_path)
     if msg is not None and msg[0] == "ok":
-        kept = [ln for ln in log.splitlines() if ln.strip() and not NATIVE_NOISE.search(ln)]
+        kept = terminal_lines(log)
         if kept:
             print("\n".join(kept), file=sys.stderr)
         return msg[1]

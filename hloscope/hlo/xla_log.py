@@ -25,6 +25,19 @@ returns a fixed latency whatever the bytes (5000, ``kHighLatency``): that fixed
 figure is :attr:`AsyncLatency.default`. ``parse_xla_log`` never raises on lines it
 does not know; it keeps the last figure seen per instruction (the scheduler asks
 several times, with the same answer).
+
+One log, several modules. XLA 0.12 (jaxlib 0.12.0.1) compiles and schedules a module of
+its own for many fusions of the step while it autotunes them (``wrapped_dynamic-slice``,
+``loop_dynamic_update_slice_fusion.2``, ``gemm_fusion_dot.14``, ...: 37 in the mlp step's
+log), before the step's module (``jit_step``); those with async ops (7 there) log scheduler
+statistics and a memory limit of their own. They get no device memory size, so their limits
+stay at 80% of the HBM whatever ``--memory-fraction`` says (the largest of them, not the step's,
+was read as the limit before). Every module's section starts with
+``gpu_hlo_schedule``'s ``Fingerprint before LHS for module NAME(ID) = ...`` and its
+statistics name it (``For computation: C, module NAME(ID)``); ``parse_xla_log`` reads the
+step's section only: the module named ``module`` (the HLO module's name), else the last
+module that logged statistics. Lines are followed per thread (glog's thread id). A log
+with no module lines (jaxlib 0.10.2 logged one module) is one section.
 """
 
 from __future__ import annotations
@@ -108,10 +121,13 @@ class XlaLog:
     estimator: ``sol`` when the SOL estimator priced instructions, ``approximate``
     when the latency hiding scheduler ran without it, None when no LHS statistics
     were logged (no LHS, or the log was not captured). memory_limit_bytes: the
-    scheduler's memory limit as it logged it (largest seen). profile: the profile file
+    scheduler's memory limit for the step's module as it logged it (largest seen in that
+    module's section). profile: the profile file
     XLA scheduled with (``--xla_gpu_pgle_profile_file_or_directory_path``), when its log
     says it found the module in it ("Found profile for module ..., using profile guided
-    latency estimator"); its entries then replace the estimator's figures.
+    latency estimator"); its entries then replace the estimator's figures. module: the
+    module whose section was read, as the log names it (``jit_step(1)``; None when the log
+    names none); modules: every module the log names, in the order they first appear.
     """
 
     estimator: str | None
@@ -120,6 +136,8 @@ class XlaLog:
     stats: tuple[SchedulerStats, ...]
     memory_limit_bytes: int | None = None
     profile: str | None = None
+    module: str | None = None
+    modules: tuple[str, ...] = ()
 
     @property
     def cycles_are_us(self) -> bool:
@@ -170,9 +188,9 @@ _COLLECTIVE = re.compile(r"GetLatencyBetween: Computed collective time for (\S+)
 _FALLBACK = re.compile(r"GetLatencyBetween: Fallback to wrapped estimator due to ComputeCollectiveTime failure "
                        r"for (\S+), returning latency: " + _NUM)
 _PGLE_FILE = re.compile(r"Using PGLE profile from (.+?)\s*$")
-_PGLE_USED = re.compile(r"Found profile for module \S+, using profile guided latency estimator")
+_PGLE_USED = re.compile(r"Found profile for module (\S+), using profile guided latency estimator")
 _STATS = re.compile(r"\[latency-hiding-scheduler\] Statistics (before|after) scheduling")
-_FOR = re.compile(r"For computation: ([^,]+), module")
+_FOR = re.compile(r"For computation: ([^,]+), module (\S+)")
 _TOTAL_WASTED = re.compile(r"Total wasted cycles: " + _NUM)
 _WASTED = re.compile(r"Wasted cycles for ([\w-]+(?: [\w-]+)*): " + _NUM)
 _TOTAL = re.compile(r"Total cycles: " + _NUM)
@@ -198,8 +216,71 @@ class _Stats:
         return SchedulerStats(self.computation, self.phase, self.total, self.wasted, self.by_kind, self.peak)
 
 
-def parse_xla_log(text: str) -> XlaLog:
-    """Read XLA's estimator and scheduler lines out of a compile's stderr (other lines are skipped)."""
+_SECTION = re.compile(r"Fingerprint before LHS for module (\S+)")
+_THREAD = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+(\d+) ")
+_MODULE_ID = re.compile(r"\(\d+\)$")
+
+
+class _Section:
+    def __init__(self, module: str | None) -> None:
+        self.module = module
+        self.lines: list[tuple[str, str]] = []  # (source file, the line after the glog prefix)
+
+
+def _sections(text: str) -> list[_Section]:
+    """The log's lines of the known sources, cut into one section per module scheduled (in the
+    order the sections start), each thread followed on its own."""
+    sections: list[_Section] = []
+    current: dict[str, _Section] = {}
+    for raw in text.splitlines():
+        m = _PREFIX.match(raw)
+        if m is None:
+            continue
+        source, line = m.group(1), raw[m.end():]
+        t = _THREAD.match(raw)
+        thread = t.group(1) if t is not None else ""
+        sec = current.get(thread)
+        named = None
+        if source == "gpu_hlo_schedule" and (n := _SECTION.search(line)) is not None:
+            named, sec = n.group(1), None
+        elif source == "latency_hiding_scheduler" and (n := _FOR.search(line)) is not None:
+            named = n.group(2)
+            if sec is not None and sec.module is None:
+                sec.module = named  # the lines before the first statistics belong to it
+            elif sec is not None and sec.module != named:
+                sec = None
+        if sec is None:
+            sec = _Section(named)
+            sections.append(sec)
+            current[thread] = sec
+        sec.lines.append((source, line))
+    return sections
+
+
+def _step_section(sections: list[_Section], module: str | None) -> tuple[str | None, list[tuple[str, str]]]:
+    """The lines of the step's module: those of ``module`` (a name without XLA's ``(id)``, or with
+    it), else of the last module with scheduler statistics, else all; with the module's name."""
+    def named(sec: _Section) -> bool:
+        return module is not None and sec.module is not None and module in (sec.module,
+                                                                            _MODULE_ID.sub("", sec.module))
+
+    def scheduled(sec: _Section) -> bool:
+        return any(src == "latency_hiding_scheduler" and _STATS.search(ln) for src, ln in sec.lines)
+
+    chosen = next((sec.module for sec in reversed(sections) if named(sec)), None)
+    if chosen is None:
+        chosen = next((sec.module for sec in reversed(sections) if sec.module is not None and scheduled(sec)), None)
+    if chosen is None:
+        return None, [ln for sec in sections for ln in sec.lines]
+    return chosen, [ln for sec in sections if sec.module == chosen for ln in sec.lines]
+
+
+def parse_xla_log(text: str, module: str | None = None) -> XlaLog:
+    """Read XLA's estimator and scheduler lines for the step's module out of a compile's stderr
+    (other lines are skipped). ``module``: the step's HLO module name (``jit_step``); without it
+    the last module the log scheduled is the step's."""
+    sections = _sections(text)
+    read, lines = _step_section(sections, module)
     nodes: dict[str, NodeCost] = {}
     latency: dict[str, AsyncLatency] = {}
     stats: list[SchedulerStats] = []
@@ -208,11 +289,7 @@ def parse_xla_log(text: str) -> XlaLog:
     sol = False
     profile_file: str | None = None
     profile: str | None = None
-    for raw in text.splitlines():
-        m = _PREFIX.match(raw)
-        if m is None:
-            continue
-        source, line = m.group(1), raw[m.end():]
+    for source, line in lines:
         if source == "sol_latency_estimator":
             sol = True
             if (n := _NODE.search(line)) is not None:
@@ -223,12 +300,6 @@ def parse_xla_log(text: str) -> XlaLog:
                 latency[n.group(1)] = AsyncLatency(n.group(1), float(n.group(2)), LatencySource.COLLECTIVE_MODEL)
             elif (n := _FALLBACK.search(line)) is not None:
                 latency[n.group(1)] = AsyncLatency(n.group(1), float(n.group(2)), LatencySource.DEFAULT)
-            continue
-        if source == "gpu_hlo_schedule":
-            if (n := _PGLE_FILE.search(line)) is not None:
-                profile_file = n.group(1)
-            elif _PGLE_USED.search(line) is not None:
-                profile = profile_file or ""
             continue
         if source != "latency_hiding_scheduler":
             continue
@@ -253,5 +324,17 @@ def parse_xla_log(text: str) -> XlaLog:
                 current = None
     if current is not None and current.computation:
         stats.append(current.done())
+    # The profile lines, wherever they fall: the one that found the step's module.
+    step = _MODULE_ID.sub("", read) if read is not None else None
+    for sec in sections:
+        for source, line in sec.lines:
+            if source != "gpu_hlo_schedule":
+                continue
+            if (n := _PGLE_FILE.search(line)) is not None:
+                profile_file = n.group(1)
+            elif (n := _PGLE_USED.search(line)) is not None and step in (None, n.group(1),
+                                                                          _MODULE_ID.sub("", n.group(1))):
+                profile = profile_file or ""
     estimator = "sol" if sol else ("approximate" if stats else None)
-    return XlaLog(estimator, nodes, latency, tuple(stats), limit, profile)
+    names = tuple(dict.fromkeys(sec.module for sec in sections if sec.module is not None))
+    return XlaLog(estimator, nodes, latency, tuple(stats), limit, profile, read, names)

@@ -114,6 +114,12 @@ def memory_lines(report: Report, top: int = 3) -> list[str]:
              f" + outputs not aliased {gib(m.output_bytes - m.alias_bytes)}), host {gib(m.host_bytes)}"
              + host_words(m)
              + (f"; XLA's peak {gib(m.xla_peak_bytes)}" if m.xla_peak_bytes else "")]
+    logged = report.xla.memory_limit_bytes if report.xla is not None else None
+    if m.allocator_bytes and logged is not None and logged != m.pressure.scheduler_limit_bytes:
+        lines.append(f"  --memory-fraction did not reach XLA's scheduler: its log gives this step a memory limit of "
+                     f"{logged} B, not the {m.pressure.scheduler_limit_bytes} B the allocator's share gives, so "
+                     f"the schedule was planned for {gib(m.hbm_bytes)} of HBM; the fit above is the allocation's "
+                     "alone")
     if m.xla_peak_counts_host:
         lines.append(f"  XLA's peak_memory_in_bytes counts pinned-host buffers ({m.xla_peak_reason}); the device "
                      "allocation is what HBM must hold")

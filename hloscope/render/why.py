@@ -97,7 +97,9 @@ def stream_queue_clause(v: Verdict) -> str | None:
         return None
     ahead = ", ".join(t.queued_behind[:3]) + (f" and {len(t.queued_behind) - 3} more" if len(t.queued_behind) > 3
                                                else "")
-    return (f"it shares XLA's {t.stream.kind.value} stream {t.stream.number} with {ahead}, issued ahead of it "
+    label = t.stream.label  # compute:1, or memcpy_d2h (one stream of its kind)
+    where = label.replace(":", " stream ") if ":" in label else f"{label} stream"
+    return (f"it shares XLA's {where} with {ahead}, issued ahead of it "
             f"and still running: it waited ~{human_us(t.queued_us)} behind them before its bytes moved")
 
 

@@ -8,6 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from hloscope.compile.jaxcompat import jaxlib_at_least
+
 SCRIPT = textwrap.dedent('''
     import jax
     import jax.numpy as jnp
@@ -96,7 +98,11 @@ def test_no_plugin_chatter_from_compile_step_or_the_users_own_computation(tmp_pa
     # What the same computation prints without it (the user's code, documented in docs/compile.md).
     bare = subprocess.run([sys.executable, "-c", "import jax.numpy as jnp; print(float(jnp.ones(3).sum()))"],
                           capture_output=True, text=True, env=_clean_env(), timeout=300)
-    assert "Jax plugin configuration error" in bare.stderr and "Could not find cuda drivers" in bare.stderr
+    assert "Jax plugin configuration error" in bare.stderr
+    # jaxlib 0.10.2's plugin fails its check on the missing driver; 0.12.0.1's (with no cuDNN wheel, as
+    # jax[cuda12-local] installs it) on cuDNN first: "RuntimeError: Unable to load cuDNN. Is it installed?"
+    if not jaxlib_at_least(0, 12):
+        assert "Could not find cuda drivers" in bare.stderr
 
 
 def test_cli_compile_in_process_prints_no_plugin_chatter(tmp_path: Path) -> None:

@@ -63,3 +63,21 @@ def test_the_install_command_installs_every_extra() -> None:
     (self_ref,) = extras["all"]
     named = set(re.fullmatch(r"hloscope\[([^\]]*)\]", self_ref).group(1).split(","))  # type: ignore[union-attr]
     assert named == set(extras) - {"all"}, "a new extra goes into 'all' so the README's install brings it"
+
+
+def test_ci_compiles_on_the_jax_the_readme_gives_python_312() -> None:
+    # README's "Python and JAX" table and .ci/run's Python 3.12 block name the same JAX, and CI runs
+    # the compile tests (and the 0.12 fixtures' readers) there, on both cores.
+    readme = (ROOT / "README.md").read_text()
+    row = re.search(r"^\| 3\.12, 3\.13 \| jax/jaxlib (\S+) ", readme, re.M)
+    assert row is not None and re.search(r"^\| 3\.11 \| jax/jaxlib 0\.10\.2 ", readme, re.M)
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert f"JAX012={row.group(1)}\n" in ci and "PYENV_VERSION=3.12.1 python3 -m venv .venv-jax012" in ci
+    assert "\"jax[cuda12-local]==$JAX012\" nvidia-cuda-nvcc-cu12" in ci
+    block = ci.split("PYENV_VERSION=3.12.1", 1)[1]
+    run = re.search(r"^step \.venv-jax012/bin/python -m pytest ((?:.*\\\n)*.*)$", block, re.M)
+    assert run is not None
+    words = shlex.split(run.group(1).replace("\\\n", " "))
+    assert words[words.index("-n") + 1] == "2" and "tests/compile" in words
+    assert {"tests/unit/test_jaxcompat.py", "tests/unit/test_xla_log.py", "tests/unit/test_streams.py",
+            "tests/unit/test_native_noise.py"} <= set(words)

@@ -127,6 +127,12 @@ def test_the_report_is_the_same_in_both_forms(capsys: pytest.CaptureFixture[str]
             assert "#" in ours.name and ours.opcode == theirs.opcode == "get-tuple-element", key
             assert ours.operands == theirs.operands, key
             continue
+        if generic == ".transfers[].xla_stream":
+            # XLA's stream assignment is modelled per XLA version; a dump folder records none, and only
+            # the compact form shows it is XLA 0.12's (docs/streams.md): its host copies on the memcpy
+            # streams, the expanded form's on the compute rotation of the earlier model.
+            assert c[key].startswith("memcpy_") and e[key].startswith("compute:"), key
+            continue
         assert generic == ".transfers[].why", key
         words = [re.sub(r"\d+", "N", _ELEMENT_NAME.sub("ELEMENT", s)) for s in (c[key], e[key])]
         assert words[0] == words[1], key

@@ -96,3 +96,88 @@ def test_a_profile_guided_schedule_names_its_profile():
     # A profile named but not used for this module leaves the estimator's units.
     unused = parse_xla_log(found.splitlines()[0] + "\n" + (FIXTURES / "xla-logs" / "mlp_offload.approx.log").read_text())
     assert unused.profile is None and not unused.cycles_are_us
+
+
+# XLA 0.12 (jaxlib 0.12.0.1): the mlp offload compile's log (fixtures/generate_jax012_logs.py), with and
+# without --memory-fraction 0.75. Read by hand: 38 modules start a section ("Fingerprint before LHS for
+# module ..."), the step's is the last, jit_step(1), whose "Current limit" is 65278514323; the 7
+# autotuning sub-modules that ran LHS log limits between 65282382229 and 65283487323 (80% of the HBM
+# less their own tiny inputs), the largest of which was read as the limit before. With the fraction the
+# step's limit is 61198295392, the sub-modules' are unchanged.
+JAX012 = FIXTURES / "jax012" / "xla-logs"
+
+
+@pytest.fixture(scope="module")
+def log012() -> str:
+    return (JAX012 / "mlp_offload.scheduler.log").read_text()
+
+
+def test_the_step_modules_section_of_a_012_log(log012):
+    log = parse_xla_log(log012, "jit_step")
+    assert log.module == "jit_step(1)" and len(log.modules) == 38 and log.modules[-1] == "jit_step(1)"
+    assert log.memory_limit_bytes == 65278514323
+    assert [(s.computation, s.phase) for s in log.stats] == [
+        (c, p) for p in ("before", "after") for c in ("region_0.1_spmd.clone", "region_3.4_spmd", "main.6_spmd")]
+    after = log.after("main.6_spmd")
+    assert after is not None and after.total_cycles == pytest.approx(5047.19) and after.memory_peak_bytes == 5038224
+    assert log.after("region_3.4_spmd").total_cycles == 10082  # type: ignore[union-attr]
+    # Figures of the step's own instructions; none of a sub-module's (param_0.11 is wrapped_dynamic-update-slice's).
+    assert log.latency("all-gather-start.2").us == pytest.approx(31.648)  # type: ignore[union-attr]
+    assert log.latency("dynamic-slice-start.1").default  # type: ignore[union-attr]
+    assert "param_0.11" not in log.node_costs and "get-tuple-element.66.0" not in log.node_costs
+    # Without a name the last module that logged statistics is the step's.
+    assert parse_xla_log(log012).module == "jit_step(1)"
+    # A module the log does not name: the same fallback.
+    assert parse_xla_log(log012, "jit_other").memory_limit_bytes == 65278514323
+
+
+def test_the_allocators_share_moves_the_step_limit_on_012(log012):
+    plain = parse_xla_log(log012, "jit_step").memory_limit_bytes
+    shared = parse_xla_log((JAX012 / "mlp_offload.mem0.75.scheduler.log").read_text(), "jit_step")
+    assert (plain, shared.memory_limit_bytes) == (65278514323, 61198295392)
+    # Both are GetSchedulerMemoryLimit's (base - io) * 95 / 100 with the same io: 80% of the H100's
+    # 80 GiB, then 75% of it (JAX's allocator at XLA_PYTHON_CLIENT_MEM_FRACTION=0.75).
+    hbm = 80 * 2**30
+    io_plain = hbm * 80 // 100 - plain * 100 // 95
+    io_shared = int(hbm * 0.75) - shared.memory_limit_bytes * 100 // 95  # type: ignore[operator]
+    assert abs(io_plain - io_shared) <= 1 and 5 * 2**20 < io_plain < 6 * 2**20
+
+
+def test_autotuning_modules_no_longer_count_toward_the_step():
+    """The reading before sections: the largest limit of any module, every module's statistics summed."""
+    text = (JAX012 / "mlp_offload.scheduler.log").read_text()
+    step = parse_xla_log(text, "jit_step")
+    whole = [line for line in text.splitlines() if "For computation: entry_computation" in line]
+    assert len(whole) == 14  # 7 sub-modules, before and after
+    assert step.step_cycles({}) == pytest.approx(sum(s.total_cycles for s in step.stats if s.phase == "after"))
+    assert {s.computation for s in step.stats}.isdisjoint({"entry_computation"})
+
+
+# The memory figures jax 0.12.0.1 gave that compile with --memory-fraction 0.75 (its artifact's manifest):
+# arguments + outputs - aliases = 5251072 + 5242940 - 5242880 = 5251132 B of inputs and outputs, which is
+# what GetSchedulerMemoryLimit subtracts: (64424509440 - 5251132) * 95 // 100 = 61198295392, the logged limit.
+_FIGURES_075 = {"argument_size_in_bytes": 5251072, "output_size_in_bytes": 5242940, "alias_size_in_bytes": 5242880,
+                "temp_size_in_bytes": 5045824, "peak_memory_in_bytes": 10289236, "host_temp_size_in_bytes": 65536,
+                "device_memory_size": 85899345920, "allocator_bytes": 64424509440}
+
+
+@pytest.mark.parametrize("log_name, said", [("mlp_offload.mem0.75.scheduler.log", False),
+                                            ("mlp_offload.scheduler.log", True)])
+def test_a_fraction_that_did_not_reach_xla_is_said(log_name: str, said: bool) -> None:
+    """With the fraction's own log the limits agree and nothing is said; with the log of a compile that
+    planned for 80% of the HBM (the fraction lost on the way to XLA), the memory section says so."""
+    from hloscope.analysis.inputs import StepInputs
+    from hloscope.analysis.report import analyze_step
+    from hloscope.hlo.xla_dumps import SCHEDULER_LOG_FILE, XlaDumpTexts
+    from hloscope.render.memory_text import memory_lines
+    from hloscope.targets import get_target
+
+    module = parse_hlo((FIXTURES / "jax012" / "mlp_offload.hlo.txt").read_text(), "mlp_offload.hlo.txt")
+    dumps = XlaDumpTexts.from_files({SCHEDULER_LOG_FILE: (JAX012 / log_name).read_text()})
+    report = analyze_step(StepInputs(module, "x", memory_figures=_FIGURES_075, dumps=dumps), get_target("h100-sxm"))
+    assert report.memory is not None and report.memory.pressure.scheduler_limit_bytes == 61198295392
+    assert report.xla is not None
+    text = "\n".join(memory_lines(report))
+    assert "fits in the 60.0 GiB JAX's allocator takes of 80.0 GiB of HBM" in text
+    assert ("--memory-fraction did not reach XLA's scheduler: its log gives this step a memory limit of "
+            "65278514323 B, not the 61198295392 B" in text) is said

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from hloscope.compile.jaxcompat import jaxpr_of, user_frame
 from hloscope.compile.result import TensorName
 
 #: Primitives that do not compute a value, only place or cast it.
@@ -28,27 +29,16 @@ _PASS_THROUGH = frozenset({"sharding_constraint", "convert_element_type", "copy"
 def _sub_jaxprs(params: Mapping[str, Any]) -> Iterator[Any]:
     for value in params.values():
         for v in value if isinstance(value, list | tuple) else (value,):
-            inner = getattr(v, "jaxpr", None)  # ClosedJaxpr -> Jaxpr
-            if inner is not None and hasattr(inner, "eqns"):
+            inner = jaxpr_of(v)  # a ClosedJaxpr's Jaxpr (0.9 to 0.10), or the Jaxpr itself
+            if inner is not None:
                 yield inner
-            elif hasattr(v, "eqns"):
-                yield v
-
-
-def _frame(eqn: Any) -> tuple[str, int, str] | None:
-    from jax._src import source_info_util
-
-    frame = source_info_util.user_frame(eqn.source_info.traceback)
-    if frame is None:
-        return None
-    return frame.file_name, int(frame.start_line), frame.function_name
 
 
 def tensor_names(jaxpr: Any, roles: Mapping[str, str] | None = None) -> list[TensorName]:
     """One record per distinct ``checkpoint_name`` call site in ``jaxpr`` (a Jaxpr or ClosedJaxpr)."""
     roles = roles or {}
     out: dict[tuple[str, str, int], TensorName] = {}
-    stack = [getattr(jaxpr, "jaxpr", jaxpr)]
+    stack = [jaxpr_of(jaxpr)]
     seen: set[int] = set()
     while stack:
         jx = stack.pop()
@@ -60,14 +50,14 @@ def tensor_names(jaxpr: Any, roles: Mapping[str, str] | None = None) -> list[Ten
             stack.extend(_sub_jaxprs(eqn.params))
             if eqn.primitive.name != "name":
                 continue
-            here = _frame(eqn)
+            here = user_frame(eqn)
             if here is None:
                 continue
             name = str(eqn.params.get("name", ""))
             src = producers.get(id(eqn.invars[0])) if eqn.invars else None
             while src is not None and src.primitive.name in _PASS_THROUGH and src.invars:
                 src = producers.get(id(src.invars[0]))  # past act()/casts to the op that computed it
-            made = _frame(src) if src is not None else None
+            made = user_frame(src) if src is not None else None
             out.setdefault((name, here[0], here[1]), TensorName(
                 name=name, file=here[0], line=here[1], function=here[2],
                 producer_file=made[0] if made else here[0], producer_line=made[1] if made else here[1],

@@ -24,7 +24,7 @@ from typing import Any
 #: The oldest jax tested (and declared in the ``compile`` extra).
 OLDEST = (0, 9, 0)
 #: The first jax not tested (the extra's upper bound, exclusive).
-BEYOND = (0, 11, 0)
+BEYOND = (0, 13, 0)
 #: What was measured to differ on jax 0.8.3 (it compiles with the paths below, but is not tested in CI).
 OLDER_GAPS = ("checkpoint names and source lines can be attached to another tensor's transfers (XLA of jaxlib "
               "0.8 gives fused ops other source lines), GEMM fusions keep default tilings (autotuning off)")
@@ -39,7 +39,7 @@ def _parse(version: str) -> tuple[int, ...]:
 
 
 def pip_spec() -> str:
-    """The version specifier of the ``compile`` extra's ``jax[cuda12-local]`` (``>=0.9.0,<0.11``): written
+    """The version specifier of the ``compile`` extra's ``jax[cuda12-local]`` (``>=0.9.0,<0.13``): written
     from :data:`OLDEST` and :data:`BEYOND`, which pyproject.toml, docs/jax-versions.md and CI are held to
     (tests/unit/test_jax_seam.py)."""
     beyond = BEYOND if BEYOND[2:] and BEYOND[2] else BEYOND[:2]
@@ -47,7 +47,7 @@ def pip_spec() -> str:
 
 
 def tested_range() -> str:
-    """``jax 0.8.0 to 0.10.x`` from :data:`OLDEST` and :data:`BEYOND`."""
+    """``jax 0.9.0 to 0.12.x`` from :data:`OLDEST` and :data:`BEYOND`."""
     last_minor = f"{BEYOND[0]}.{BEYOND[1] - 1}.x" if BEYOND[1] > 0 else f"below {BEYOND[0]}.0"
     return f"jax {'.'.join(map(str, OLDEST))} to {last_minor}"
 

@@ -76,6 +76,11 @@ def test_docs_state_the_range() -> None:
     text = (ROOT / "docs" / "jax-versions.md").read_text(encoding="utf-8")
     assert f"`jax[cuda12-local]{jaxcompat.pip_spec()}`" in text
     assert f"**{jaxcompat.tested_range()}**" in text
+    # every other page that states the range ("0.9.0 to 0.12.x") states this one
+    oldest, last = jaxcompat.tested_range().removeprefix("jax ").split(" to ")
+    stated = [(page.name, m.group(0)) for page in sorted((ROOT / "docs").glob("*.md"))
+              for m in re.finditer(r"\b\d+\.\d+\.\d+ to \d+\.\d+\.x\b", page.read_text(encoding="utf-8"))]
+    assert len(stated) >= 3 and all(s == f"{oldest} to {last}" for _, s in stated), stated
 
 
 def test_ci_runs_versions_inside_the_range() -> None:

@@ -145,6 +145,16 @@ def _sub_jaxprs(params: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
                 yield key, inner
 
 
+def _inner_jit_name(eqn: Any) -> str:
+    """The name of the one ``jit`` a ``compute_on`` equation's region holds ("" otherwise): the label
+    jax 0.9 and 0.10 give the same region (``compute_on("device_host")`` on a jitted function)."""
+    inner = jaxpr_of(eqn.params.get("jaxpr"))
+    eqns = list(getattr(inner, "eqns", ()))
+    if len(eqns) == 1 and eqns[0].primitive.name in ("jit", "pjit"):
+        return str(eqns[0].params.get("name", ""))
+    return ""
+
+
 class _Reader:
     def __init__(self) -> None:
         self.policies: dict[str, Policy] = {}
@@ -152,6 +162,7 @@ class _Reader:
         self.placements: list[Placement] = []
         self.notes: list[str] = []
         self.seen: set[int] = set()
+        self.host_region = 0  # > 0 inside a compute_on equation's region (its equations carry its type too)
 
     def policy(self, eqn: Any) -> None:
         try:
@@ -199,8 +210,15 @@ class _Reader:
                 self.device_put(eqn, producers, users, outputs | frozenset(id(v) for v in jaxpr.outvars))
             elif prim in ("pjit", "jit"):
                 self.jit(eqn)
-            elif prim == "compute_on":
-                self.compute_on(eqn)
+            elif prim == "compute_on":  # jax 0.11's compute_on2, 0.12's compute_on: its region is inside
+                self.compute_on(eqn, _inner_jit_name(eqn))
+                self.host_region += 1
+                try:
+                    for _, inner in _sub_jaxprs(eqn.params):
+                        self.walk(inner)
+                finally:
+                    self.host_region -= 1
+                continue
             for _, inner in _sub_jaxprs(eqn.params):
                 self.walk(inner)
 
@@ -269,7 +287,7 @@ class _Reader:
         """A ``compute_on("device_host")`` region: an inner ``jit``'s context up to jax 0.11.0, a
         ``compute_on`` equation from 0.11.1 (``jaxcompat.is_compute_on``); its jaxpr is walked as
         any sub-jaxpr."""
-        if is_compute_on(eqn) == "device_host":
+        if is_compute_on(eqn) == "device_host" and not self.host_region:  # once per region
             self.placements.append(Placement(PlacementKind.COMPUTE_ON, "device_host", _user_where(eqn), "",
                                              label or str(eqn.params.get("name", ""))))
 

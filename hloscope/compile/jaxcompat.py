@@ -318,6 +318,17 @@ def jaxpr_of(x: Any) -> Any:
     return x if hasattr(x, "eqns") else None
 
 
+def argument_paths(jaxpr: Any) -> tuple[str, ...]:
+    """The pytree path of each top-level input of a traced step's jaxpr (``params['layers']['wq']``),
+    as JAX names the entry parameters of the HLO it lowers (their ``op_name``): the jaxpr's
+    ``debug_info.arg_names`` on 0.9 to 0.12 (a ClosedJaxpr's, or its Jaxpr's); () when it has none."""
+    for x in (jaxpr, getattr(jaxpr, "jaxpr", None)):
+        names = getattr(getattr(x, "debug_info", None), "arg_names", None)
+        if names:
+            return tuple(str(n) if n else "" for n in names)
+    return ()
+
+
 def scan_carry_count(eqn: Any) -> int:
     """How many of a ``scan`` body's outputs are the loop carry (the rest are stacked per iteration).
 

@@ -16,6 +16,11 @@ its role and its source line, computed before the
   computed the tagged value) of exactly one name record, names the transfer. The walk
   stops at any op that computes something else (a dot, an add, a reduction): a name seen
   only beyond it belongs to an input, not to the moved value.
+- **Merged dots.** Before any frame is read: when the moved value is one part of dots XLA
+  merged (a ``slice`` of a ``dot`` over a ``concatenate``, ``_Namer.merged_part``), that part is
+  named by its operand: a step argument whose pytree path is among a name record's ``weights``,
+  or a value computed at a line among a record's ``inputs``; one part left unnamed takes the one
+  name left. XLA 0.12 gives every slice the first dot's frames.
 - **Reloads.** A to-device transfer reads a host buffer: the pass follows that buffer
   through tuples and loop parameters to the to-host transfer that wrote it and takes its
   names, and how they were decided.

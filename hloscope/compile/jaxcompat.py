@@ -4,8 +4,11 @@ The ``compile`` extra accepts jax (with the matching jaxlib and CUDA 12 plugin, 
 ``jax[cuda12-local]``) from :data:`OLDEST` up to, not including, :data:`BEYOND`; CI
 compiles the built-in steps on the oldest and the newest (docs/jax-versions.md has the
 matrix: which XLA each jaxlib carries and what differs in the HLO). Every code path that
-depends on the JAX version is a function here, so the rest of ``hloscope.compile`` reads
-one API. Each function says which versions differ and how (read in JAX's sources).
+depends on the JAX version, and every use of JAX's private parts (``jax._src``, private
+attributes of JAX objects such as ``Lowered._lowering``), is a function here, so the rest of
+hloscope reads one API (tests/unit/test_jax_seam.py fails on private JAX anywhere else, and
+holds pyproject.toml, CI and docs to :data:`OLDEST` / :data:`BEYOND`). Each function says which
+versions differ and how (read in JAX's sources).
 
 :func:`version_note` is the one line for a JAX outside the tested range; callers print it
 and go on (a newer JAX usually works; what may not is named in the line).

@@ -16,6 +16,11 @@ its role and its source line, computed before the
   computed the tagged value) of exactly one name record, names the transfer. The walk
   stops at any op that computes something else (a dot, an add, a reduction): a name seen
   only beyond it belongs to an input, not to the moved value.
+- **Merged dots.** Before any frame is read: when the moved value is one part of dots XLA
+  merged (a ``slice`` of a ``dot`` over a ``concatenate``, ``_Namer.merged_part``), that part is
+  named by its operand: a step argument whose pytree path is among a name record's ``weights``,
+  or a value computed at a line among a record's ``inputs``; one part left unnamed takes the one
+  name left. XLA 0.12 gives every slice the first dot's frames.
 - **Reloads.** A to-device transfer reads a host buffer: the pass follows that buffer
   through tuples and loop parameters to the to-host transfer that wrote it and takes its
   names, and how they were decided.
@@ -41,7 +46,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -106,6 +111,8 @@ _SAME_VALUE = frozenset({"bitcast", "copy", "convert", "reshape", "transpose", "
                          "all-gather-done", "all-reduce", "all-reduce-start", "all-reduce-done", "all-to-all",
                          "reduce-scatter", "collective-permute", "collective-permute-start",
                          "collective-permute-done", "send", "recv-done"})
+#: Collectives that XLA's combiners give several operands and a tuple of results, one per operand.
+_COMBINED = frozenset({"all-gather", "all-reduce", "reduce-scatter", "all-to-all"})
 #: Custom calls that only place or annotate a value.
 _PLACING = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "LayoutConstraint",
                       "annotate_device_placement", "MoveToHost", "MoveToDevice"})
@@ -240,6 +247,8 @@ class _Namer:
             return self._element(root, idx) if root is not None else []
         if op in ("opt-barrier", "optimization-barrier") and ins.operands:
             return self._element(table[ins.operands[0]], idx)
+        if op in _COMBINED and ins.shape.is_tuple and idx < len(ins.operands):
+            return [table[ins.operands[idx]]]  # collectives XLA combined: element i is operand i's
         if op.endswith("-done") and ins.operands:  # a native async collective: element i of operand i
             start = table[ins.operands[0]]
             return [table[start.operands[idx]]] if idx < len(start.operands) else []
@@ -311,6 +320,9 @@ class _Namer:
         """Data flow from the moved value: (the frame that named it, the ``op_name`` name, the name
         record), the first found. Without a name: (the frame of the first op on the way that
         computes rather than passes the value on, None, None)."""
+        merged = self.merged_name(t) if self.names else None
+        if merged is not None:
+            return merged
         wrapper = {(f.file, f.line) for f in self.frames(t.instruction)[:1]}
         queue = deque(self._moved(t))
         seen: set[tuple[str, str]] = set()
@@ -337,6 +349,187 @@ class _Namer:
                     break
             queue.extend(self._same_value(ins))
         return producer, None, None
+
+    def merged_name(self, t: Moved) -> tuple[SourceLocation | None, str | None, Mapping[str, Any] | None] | None:
+        """The name of the part of merged dots the moved value is, when it is one (:meth:`merged_part`),
+        found before any frame is read: XLA gives the slices of merged dots, and the bitcasts and loop
+        carries after them, the merged dot's frames, which name its first part whatever the slice
+        takes.
+
+        Each part is named by the operand it was computed from (:meth:`part_name`); a part none
+        names (an operand computed before the step's layer, such as the layer's input) takes the
+        one name left when the others are named and the merged dot's own frames name one more.
+        """
+        queue = deque(self._moved(t))
+        seen: set[tuple[str, str]] = set()
+        while queue and len(seen) < _MAX_STEPS:
+            ins = queue.popleft()
+            key = (ins.computation, ins.name)
+            if key in seen:
+                continue
+            seen.add(key)
+            if op_name_checkpoint(ins) is not None:
+                return None  # a JAX that records the name: data flow reads it there
+            found = self.merged_part(ins)
+            if found is not None:
+                picked, parts = found
+                named = [self.part_name(p) if p is not None else None for p in parts]
+                if named[picked] is not None:
+                    return named[picked]
+                if sum(n is None for n in named) != 1:
+                    return None
+                taken = {str(n[2]["name"]) for n in named if n is not None and n[2] is not None}
+                merged = [r for fr in self.frames(ins) if (r := self.lookup(fr)) is not None]
+                left = {str(r["name"]): r for r in merged if str(r["name"]) not in taken}
+                if len(left) != 1:
+                    return None
+                [rec] = left.values()
+                return _record_source(rec), None, rec
+            queue.extend(self._same_value(ins))
+        return None
+
+    def merged_part(self, ins: Instruction) -> tuple[int, list[Instruction | None]] | None:
+        """When ``ins`` takes one part of the result of merged dots: (which part, the operand of the merged
+        dot each part was computed from); else None.
+
+        XLA's DotMerger turns dots that share an operand (``h @ wq``, ``h @ wk``, ``h @ wv``) into one
+        dot of the shared operand and the others concatenated, and slices the result apart. Read in
+        the optimized HLO: a ``slice`` (alone or at the root of a fusion, under bitcasts and
+        transposes) of a value computed, through casts, bitcasts, fusions and a split-K ``reduce``,
+        by a ``dot`` one of whose operands is a ``concatenate`` (in the dot's fusion or one of its
+        own). The slice's range along the dimension of the concatenated size must be exactly one
+        concatenated operand's. XLA gives every slice the merged dot's metadata (from jax 0.12, the
+        first dot's source line), so the slice's own frames do not tell the parts apart; the
+        part's operand does.
+        """
+        sliced = self._slice_of(ins)
+        if sliced is None:
+            return None
+        sl, source = sliced
+        concat = self._concatenated(source)
+        if concat is None:
+            return None
+        table = self._table(concat)
+        ranges = _slice_ranges(sl.attr("slice"))
+        dims = concat.attr("dimensions").strip("{}").split(",")
+        if not ranges or len(dims) != 1 or not dims[0].strip().isdigit():
+            return None
+        axis = int(dims[0])
+        sizes = [table[o].shape.dims[axis] for o in concat.operands if o in table
+                 and len(table[o].shape.dims) > axis]
+        if len(sizes) != len(concat.operands):
+            return None
+        bounds = [(sum(sizes[:i]), sum(sizes[:i + 1])) for i in range(len(sizes))]
+        operand = self._table(sl).get(sl.operands[0]) if sl.operands else None
+        if operand is None:
+            return None
+        picked = {bounds.index(r) for d, r in enumerate(ranges) if r in bounds and d < len(operand.shape.dims)
+                  and operand.shape.dims[d] == bounds[-1][1] and r != (0, bounds[-1][1])}
+        if len(picked) != 1:
+            return None
+        return picked.pop(), [self._out_of_fusion(table[o]) for o in concat.operands]
+
+    def _out_of_fusion(self, part: Instruction | None) -> Instruction | None:
+        """The value a concatenated operand is, out of the fusion and past bitcasts and casts."""
+        for _ in range(8):
+            if part is None or part.opcode not in ("bitcast", "copy", "reshape", "transpose", "convert", "parameter") \
+                    or (part.computation == self.module.entry_name and part.opcode == "parameter"):
+                break
+            part = self._through(part, ("bitcast", "copy", "reshape", "transpose", "convert"))
+        return part
+
+    def _slice_of(self, ins: Instruction) -> tuple[Instruction, Instruction] | None:
+        """(the slice, the value it slices) when ``ins`` is a slice, or a fusion whose root is one (under
+        bitcasts, transposes, copies) of the fusion's operand."""
+        if ins.opcode == "slice" and ins.operands:
+            operand = self._table(ins).get(ins.operands[0])
+            return (ins, operand) if operand is not None else None
+        if ins.opcode != "fusion":
+            return None
+        node = self._root(ins)
+        while node is not None and node.opcode in ("bitcast", "transpose", "copy", "reshape") and node.operands:
+            node = self._table(node).get(node.operands[0])
+        if node is None or node.opcode != "slice" or not node.operands:
+            return None
+        param = self._table(node).get(node.operands[0])
+        if param is None or param.opcode != "parameter":
+            return None
+        passed = self._passed_in(param)
+        return (node, passed[0]) if len(passed) == 1 else None
+
+    def _concatenated(self, value: Instruction) -> Instruction | None:
+        """The ``concatenate`` operand of the dot that computed ``value`` (through casts, bitcasts,
+        fusion roots and parameters, a split-K reduce); None when there is not exactly one."""
+        todo, steps = [value], 0
+        while todo and steps < 16:
+            ins = todo.pop()
+            steps += 1
+            if ins.opcode == "dot":
+                concats = [c for c in (self._concat_operand(self._table(ins).get(o)) for o in ins.operands)
+                           if c is not None]
+                return concats[0] if len(concats) == 1 else None
+            nxt = self._through(ins, ("bitcast", "convert", "copy", "reshape", "transpose", "reduce"))
+            if nxt is not None:
+                todo.append(nxt)
+        return None
+
+    def _through(self, ins: Instruction, ops: Collection[str]) -> Instruction | None:
+        """One step back from ``ins`` when it only carries a value on: a fusion to its root, a fused or
+        called computation's parameter to the caller's operand, one of ``ops`` to its operand 0."""
+        if ins.opcode == "fusion":
+            return self._root(ins)
+        if ins.opcode == "parameter" and ins.computation != self.module.entry_name:
+            passed = self._passed_in(ins)
+            return passed[0] if len(passed) == 1 else None
+        if ins.opcode in ops and ins.operands:
+            return self._table(ins).get(ins.operands[0])
+        return None
+
+    def _concat_operand(self, node: Instruction | None) -> Instruction | None:
+        """The ``concatenate`` a dot operand is, under bitcasts and reshapes, in a fusion of its own or not."""
+        for _ in range(8):
+            if node is None or node.opcode == "concatenate":
+                return node
+            node = self._through(node, ("bitcast", "reshape", "transpose", "copy"))
+        return None
+
+    def part_name(self, part: Instruction) -> tuple[SourceLocation | None, str | None, Mapping[str, Any] | None] | None:
+        """The name of one part of merged dots, from the operand it was computed from: a checkpoint name
+        its ``op_name`` records; the record whose dot multiplies the step argument it is (its pytree
+        path, the entry parameter's ``op_name``: dots that shared their input); the record whose dot
+        reads a value computed at the line of the first op on the way back that computes (its
+        ``inputs``: dots that shared their weight). None when no name is unique."""
+        queue, seen = deque([part]), set[tuple[str, str]]()
+        while queue and len(seen) < _MAX_STEPS:
+            ins = queue.popleft()
+            key = (ins.computation, ins.name)
+            if key in seen:
+                continue
+            seen.add(key)
+            recorded = op_name_checkpoint(ins)
+            chain = self.frames(ins)
+            if recorded is not None:
+                return (chain[0] if chain else None), recorded, None
+            if ins.opcode == "parameter" and ins.computation == self.module.entry_name:
+                path = ins.metadata.get("op_name", "").replace("\\'", "'")
+                rec = self._unique(r for r in self.names if path and path in (r.get("weights") or ()))
+                if rec is not None:
+                    return _record_source(rec), None, rec
+                continue
+            if chain and ins.opcode not in _PASS and ins.opcode not in _SAME_VALUE:
+                at = [f"{fr.file}:{fr.line}" for fr in chain]
+                rec = self._unique(r for r in self.names for i in (r.get("inputs") or ())
+                                   if any(_same_file(a.rsplit(":", 1)[0], i.rsplit(":", 1)[0])
+                                          and a.rsplit(":", 1)[1] == i.rsplit(":", 1)[1] for a in at[:1]))
+                return (chain[0], None, rec) if rec is not None else None
+            queue.extend(self._same_value(ins))
+        return None
+
+    @staticmethod
+    def _unique(records: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+        """The record, when all of ``records`` carry one name; None when none or several names."""
+        found = list(records)
+        return found[0] if found and len({str(r["name"]) for r in found}) == 1 else None
 
     def first_frame(self, t: Moved) -> SourceLocation | None:
         """The user frame of the moved value's producer: the first frame on the way back (through
@@ -423,6 +616,22 @@ class _Namer:
         if requested is not None and name not in requested:
             return TransferNames(None, role, source, None, name)
         return TransferNames(name, role, source, NameBasis.DATA_FLOW)
+
+
+def _record_source(rec: Mapping[str, Any]) -> SourceLocation:
+    """The source line of a name record's tensor: the line of the op that computed it."""
+    return SourceLocation(str(rec.get("producer_file", rec.get("file", ""))), str(rec.get("function", "")),
+                          int(rec.get("producer_line", rec.get("line", 0))), 0)
+
+
+def _slice_ranges(text: str) -> list[tuple[int, int]]:
+    """``{[640:768], [0:256]}`` -> [(640, 768), (0, 256)] (a strided range is not one part: [])."""
+    out = []
+    for m in re.finditer(r"\[(\d+):(\d+)(:\d+)?\]", text):
+        if m.group(3) and m.group(3) != ":1":
+            return []
+        out.append((int(m.group(1)), int(m.group(2))))
+    return out
 
 
 def host_writers(index: ModuleIndex, transfers: Sequence[M]) -> dict[tuple[str, str], M]:

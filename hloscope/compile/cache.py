@@ -99,11 +99,13 @@ def max_bytes() -> int:
 
 
 def _code_hash() -> str:
-    """The code that shapes a stored result: the deviceless compile, the result type, the
-    scheduler options and the topology (how an entry is stored and read is :data:`LAYOUT`)."""
+    """The code that shapes a stored result: the deviceless compile and the modules split out of it
+    (mesh, XLA options, memory dumps, device memory, the JAX seam), the result type, the scheduler
+    options and the topology (how an entry is stored and read is :data:`LAYOUT`)."""
     h = hashlib.sha256()
     here = Path(__file__).resolve().parent
-    for name in ("deviceless.py", "result.py", "scheduler.py", "topology.py"):
+    for name in ("deviceless.py", "mesh.py", "xla_options.py", "memory_dumps.py", "device_memory.py",
+                 "jaxcompat.py", "result.py", "scheduler.py", "topology.py"):
         try:
             h.update((here / name).read_bytes())
         except OSError:

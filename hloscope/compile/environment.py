@@ -32,11 +32,9 @@ STARTED_TOO_EARLY = ("jax's backend already started without the CUDA plugin's co
 
 def backend_started() -> bool:
     """Whether JAX has already created its backends (then its platform can no longer change)."""
-    if "jax" not in sys.modules:
-        return False
-    from jax._src import xla_bridge
+    from hloscope.compile.jaxcompat import backends_started
 
-    return bool(getattr(xla_bridge, "_backends", {}))
+    return backends_started()
 
 
 def prepare() -> None:

@@ -20,7 +20,8 @@ jaxpr and every jaxpr inside it (``jit``/``pjit``, ``remat2``/``checkpoint``,
 
 Placements are read from the jaxpr's parameters, so a memory kind that later
 lowering drops is still seen here (the accounting then says it was dropped).
-The only module here that imports JAX (lazily, inside the functions).
+What differs between JAX versions (policies, ``scan``'s carry, ``compute_on``, source frames) is read
+through ``hloscope.compile.jaxcompat``; this module imports no JAX itself.
 """
 
 from __future__ import annotations
@@ -38,7 +39,17 @@ from hloscope.analysis.intent import (
     Tag,
     Where,
 )
-from hloscope.compile.jaxcompat import memory_space_name
+from hloscope.compile.jaxcompat import (
+    closure_cells,
+    frame_functions,
+    is_compute_on,
+    jax_policy,
+    jaxpr_of,
+    memory_space_name,
+    scan_carry_count,
+    traced_params,
+    user_frame,
+)
 
 #: Primitives that pass a value on unchanged (followed forward from a ``name``).
 _PASS = frozenset({"reduce_precision", "convert_element_type", "reshape", "squeeze", "copy", "copy_p",
@@ -46,19 +57,8 @@ _PASS = frozenset({"reduce_precision", "convert_element_type", "reshape", "squee
 
 
 def _user_where(eqn: Any) -> Where | None:
-    from jax._src import source_info_util
-
-    frame = source_info_util.user_frame(eqn.source_info.traceback)
-    if frame is None:
-        return None
-    return Where(str(frame.file_name), int(frame.start_line), str(frame.function_name))
-
-
-def _raw_functions(eqn: Any) -> set[str]:
-    try:
-        return {str(f.function_name) for f in eqn.source_info.traceback.frames}
-    except Exception:
-        return set()
+    frame = user_frame(eqn)
+    return Where(*frame) if frame is not None else None
 
 
 def _is_host_space(x: Any) -> bool:
@@ -86,20 +86,6 @@ def _shape(aval: Any) -> str:
 # ---- policies -----------------------------------------------------------------------------------
 
 
-def _closure(fn: Any) -> dict[str, Any]:
-    code = getattr(fn, "__code__", None)
-    cells = getattr(fn, "__closure__", None) or ()
-    if code is None:
-        return {}
-    out: dict[str, Any] = {}
-    for name, cell in zip(code.co_freevars, cells, strict=False):
-        try:
-            out[name] = cell.cell_contents
-        except ValueError:  # an empty cell
-            continue
-    return out
-
-
 def _names(v: Any) -> tuple[str, ...]:
     if isinstance(v, str):
         return (v,)
@@ -113,44 +99,36 @@ def _names(v: Any) -> tuple[str, ...]:
 def _mentions(fn: Any) -> tuple[str, ...]:
     """Strings in a callable's closure cells and defaults (shown for an uninspectable policy)."""
     found: list[str] = []
-    values = list(_closure(fn).values()) + list(getattr(fn, "__defaults__", None) or ())
+    values = list(closure_cells(fn).values()) + list(getattr(fn, "__defaults__", None) or ())
     for v in values:
         found += _names(v)
     return tuple(dict.fromkeys(found))[:20]
 
 
+#: JAX's policy (``jaxcompat.JaxPolicy.name``) -> what it is here.
+_KINDS = {"save_only_these_names": PolicyKind.SAVE_ONLY, "save_any_names_but_these": PolicyKind.SAVE_ANY_NAMES_BUT,
+          "dots_saveable": PolicyKind.DOTS, "dots_with_no_batch_dims_saveable": PolicyKind.DOTS_NO_BATCH,
+          "everything_saveable": PolicyKind.EVERYTHING, "nothing_saveable": PolicyKind.NOTHING,
+          "save_anything_except_these_names": PolicyKind.EVERYTHING,
+          "save_and_offload_only_these_names": PolicyKind.SAVE_AND_OFFLOAD,
+          "offload_dot_with_no_batch_dims": PolicyKind.OFFLOAD_DOTS, "save_from_both_policies": PolicyKind.BOTH}
+
+
 def read_policy(policy: Any, depth: int = 0) -> Policy:
-    """The :class:`Policy` a ``remat2`` policy parameter is (``None``: JAX's default, save nothing)."""
+    """The :class:`Policy` a ``remat2`` policy parameter is (``None``: JAX's default, save nothing).
+    JAX's own policies are read through ``jaxcompat.jax_policy`` (each version builds them
+    differently); any other callable is kept as "not inspectable"."""
     if policy is None:
         return Policy(PolicyKind.NOTHING)
+    known = jax_policy(policy)
+    if known is not None and known.name in _KINDS and (known.name != "save_from_both_policies" or depth < 8):
+        kind = _KINDS[known.name]
+        parts = tuple(read_policy(q, depth + 1) for q in known.parts)
+        return Policy(kind, saved=known.saved, offloaded=known.offloaded, excluded=known.excluded,
+                      offload_src=known.offload_src, offload_dst=known.offload_dst, parts=parts)
     cls = type(policy)
     qual = str(getattr(policy, "__qualname__", "") or cls.__qualname__)
     module = str(getattr(policy, "__module__", "") or cls.__module__)
-    from_jax = module.startswith("jax.")
-    if from_jax and cls.__name__ == "SaveOnlyTheseNames":
-        return Policy(PolicyKind.SAVE_ONLY, saved=_names(getattr(policy, "saveable_names", ())))
-    if from_jax and cls.__name__ == "SaveAnyNamesButThese":
-        return Policy(PolicyKind.SAVE_ANY_NAMES_BUT, excluded=_names(getattr(policy, "names", ())))
-    if from_jax and cls.__name__ == "DotsSaveable":
-        no_batch = bool(getattr(policy, "only_if_no_batch_dims", False))
-        return Policy(PolicyKind.DOTS_NO_BATCH if no_batch else PolicyKind.DOTS)
-    if from_jax and qual == "everything_saveable":
-        return Policy(PolicyKind.EVERYTHING)
-    if from_jax and qual == "nothing_saveable":
-        return Policy(PolicyKind.NOTHING)
-    if from_jax and qual.startswith("save_anything_except_these_names."):
-        return Policy(PolicyKind.EVERYTHING)
-    cells = _closure(policy) if from_jax else {}
-    if from_jax and qual == "save_and_offload_only_these_names.<locals>.policy":
-        return Policy(PolicyKind.SAVE_AND_OFFLOAD, saved=_names(cells.get("names_which_can_be_saved", ())),
-                      offloaded=_names(cells.get("names_which_can_be_offloaded", ())),
-                      offload_src=str(cells.get("offload_src", "")), offload_dst=str(cells.get("offload_dst", "")))
-    if from_jax and qual == "offload_dot_with_no_batch_dims.<locals>.policy":
-        return Policy(PolicyKind.OFFLOAD_DOTS, offload_src=str(cells.get("offload_src", "")),
-                      offload_dst=str(cells.get("offload_dst", "")))
-    if from_jax and qual == "save_from_both_policies.<locals>.policy" and depth < 8:
-        return Policy(PolicyKind.BOTH, parts=(read_policy(cells.get("policy_1"), depth + 1),
-                                               read_policy(cells.get("policy_2"), depth + 1)))
     code = getattr(policy, "__code__", None)
     at = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
     return Policy(PolicyKind.CUSTOM, inspectable=False, callable=f"{module}.{qual}{at}", mentions=_mentions(policy))
@@ -162,11 +140,19 @@ def read_policy(policy: Any, depth: int = 0) -> Policy:
 def _sub_jaxprs(params: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
     for key, value in params.items():
         for v in value if isinstance(value, list | tuple) else (value,):
-            inner = getattr(v, "jaxpr", None)  # ClosedJaxpr -> Jaxpr
-            if inner is not None and hasattr(inner, "eqns"):
+            inner = jaxpr_of(v)
+            if inner is not None:
                 yield key, inner
-            elif hasattr(v, "eqns"):
-                yield key, v
+
+
+def _inner_jit_name(eqn: Any) -> str:
+    """The name of the one ``jit`` a ``compute_on`` equation's region holds ("" otherwise): the label
+    jax 0.9 and 0.10 give the same region (``compute_on("device_host")`` on a jitted function)."""
+    inner = jaxpr_of(eqn.params.get("jaxpr"))
+    eqns = list(getattr(inner, "eqns", ()))
+    if len(eqns) == 1 and eqns[0].primitive.name in ("jit", "pjit"):
+        return str(eqns[0].params.get("name", ""))
+    return ""
 
 
 class _Reader:
@@ -176,6 +162,7 @@ class _Reader:
         self.placements: list[Placement] = []
         self.notes: list[str] = []
         self.seen: set[int] = set()
+        self.host_region = 0  # > 0 inside a compute_on equation's region (its equations carry its type too)
 
     def policy(self, eqn: Any) -> None:
         try:
@@ -203,20 +190,19 @@ class _Reader:
             prim = eqn.primitive.name
             if prim in ("remat2", "checkpoint", "remat"):
                 self.policy(eqn)
-                inner = eqn.params.get("jaxpr")
-                inner = getattr(inner, "jaxpr", inner)
-                if inner is not None and hasattr(inner, "eqns"):
+                inner = jaxpr_of(eqn.params.get("jaxpr"))
+                if inner is not None:
                     self.walk(inner, frozenset(), frozenset(id(v) for v in inner.outvars))
                 continue
             if prim == "scan":
-                body = eqn.params["jaxpr"].jaxpr
-                n = int(eqn.params.get("num_carry", 0))
+                body = jaxpr_of(eqn.params["jaxpr"])
+                n = scan_carry_count(eqn)
                 self.walk(body, frozenset(id(v) for v in body.outvars[:n]))
                 continue
             if prim == "while":
-                body = eqn.params["body_jaxpr"].jaxpr
+                body = jaxpr_of(eqn.params["body_jaxpr"])
                 self.walk(body, frozenset(id(v) for v in body.outvars))
-                self.walk(eqn.params["cond_jaxpr"].jaxpr)
+                self.walk(jaxpr_of(eqn.params["cond_jaxpr"]))
                 continue
             if prim == "name":
                 self.tag(eqn, users, producers, carries, outputs)
@@ -224,6 +210,15 @@ class _Reader:
                 self.device_put(eqn, producers, users, outputs | frozenset(id(v) for v in jaxpr.outvars))
             elif prim in ("pjit", "jit"):
                 self.jit(eqn)
+            elif prim == "compute_on":  # jax 0.11's compute_on2, 0.12's compute_on: its region is inside
+                self.compute_on(eqn, _inner_jit_name(eqn))
+                self.host_region += 1
+                try:
+                    for _, inner in _sub_jaxprs(eqn.params):
+                        self.walk(inner)
+                finally:
+                    self.host_region -= 1
+                continue
             for _, inner in _sub_jaxprs(eqn.params):
                 self.walk(inner)
 
@@ -254,7 +249,7 @@ class _Reader:
 
     def device_put(self, eqn: Any, producers: Mapping[int, Any], users: Mapping[int, list[Any]],
                    outputs: frozenset[int]) -> None:
-        functions = _raw_functions(eqn)
+        functions = frame_functions(eqn)
         for i, dest in enumerate(eqn.params.get("devices", ())):
             if not _is_host_space(dest) or i >= len(eqn.invars):
                 continue
@@ -286,9 +281,15 @@ class _Reader:
             if _is_host_space(s) and i < len(eqn.outvars):
                 self.placements.append(Placement(PlacementKind.JIT_OUTPUT, _memory_word(s), where,
                                                  _shape(eqn.outvars[i].aval), label))
-        compute = getattr(getattr(eqn, "ctx", None), "compute_type", None)
-        if compute == "device_host":
-            self.placements.append(Placement(PlacementKind.COMPUTE_ON, "device_host", where, "", label))
+        self.compute_on(eqn, label)
+
+    def compute_on(self, eqn: Any, label: str = "") -> None:
+        """A ``compute_on("device_host")`` region: an inner ``jit``'s context up to jax 0.11.0, a
+        ``compute_on`` equation from 0.11.1 (``jaxcompat.is_compute_on``); its jaxpr is walked as
+        any sub-jaxpr."""
+        if is_compute_on(eqn) == "device_host" and not self.host_region:  # once per region
+            self.placements.append(Placement(PlacementKind.COMPUTE_ON, "device_host", _user_where(eqn), "",
+                                             label or str(eqn.params.get("name", ""))))
 
 
 def read_intent(traced: Any) -> Intent:
@@ -297,7 +298,7 @@ def read_intent(traced: Any) -> Intent:
     jaxpr = getattr(closed, "jaxpr", closed)
     reader = _Reader()
     reader.walk(jaxpr, frozenset(), frozenset(id(v) for v in jaxpr.outvars))
-    params = getattr(traced, "_params", None) or {}
+    params = traced_params(traced)
     in_sh = list(params.get("in_shardings", ()) or ())
     for i, v in enumerate(jaxpr.invars):
         space = getattr(v.aval, "memory_space", None)

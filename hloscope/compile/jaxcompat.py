@@ -4,8 +4,11 @@ The ``compile`` extra accepts jax (with the matching jaxlib and CUDA 12 plugin, 
 ``jax[cuda12-local]``) from :data:`OLDEST` up to, not including, :data:`BEYOND`; CI
 compiles the built-in steps on the oldest and the newest (docs/jax-versions.md has the
 matrix: which XLA each jaxlib carries and what differs in the HLO). Every code path that
-depends on the JAX version is a function here, so the rest of ``hloscope.compile`` reads
-one API. Each function says which versions differ and how (read in JAX's sources).
+depends on the JAX version, and every use of JAX's private parts (``jax._src``, private
+attributes of JAX objects such as ``Lowered._lowering``), is a function here, so the rest of
+hloscope reads one API (tests/unit/test_jax_seam.py fails on private JAX anywhere else, and
+holds pyproject.toml, CI and docs to :data:`OLDEST` / :data:`BEYOND`). Each function says which
+versions differ and how (read in JAX's sources).
 
 :func:`version_note` is the one line for a JAX outside the tested range; callers print it
 and go on (a newer JAX usually works; what may not is named in the line).
@@ -14,12 +17,17 @@ and go on (a newer JAX usually works; what may not is named in the line).
 from __future__ import annotations
 
 import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
+#: The one statement of the jax range hloscope supports; pyproject.toml's ``compile`` extra, CI
+#: (``.ci/run``) and docs/jax-versions.md repeat it and a test holds them to it.
 #: The oldest jax tested (and declared in the ``compile`` extra).
 OLDEST = (0, 9, 0)
 #: The first jax not tested (the extra's upper bound, exclusive).
-BEYOND = (0, 11, 0)
+BEYOND = (0, 13, 0)
 #: What was measured to differ on jax 0.8.3 (it compiles with the paths below, but is not tested in CI).
 OLDER_GAPS = ("checkpoint names and source lines can be attached to another tensor's transfers (XLA of jaxlib "
               "0.8 gives fused ops other source lines), GEMM fusions keep default tilings (autotuning off)")
@@ -33,8 +41,16 @@ def _parse(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", version)[:3])
 
 
+def pip_spec() -> str:
+    """The version specifier of the ``compile`` extra's ``jax[cuda12-local]`` (``>=0.9.0,<0.13``): written
+    from :data:`OLDEST` and :data:`BEYOND`, which pyproject.toml, docs/jax-versions.md and CI are held to
+    (tests/unit/test_jax_seam.py)."""
+    beyond = BEYOND if BEYOND[2:] and BEYOND[2] else BEYOND[:2]
+    return f">={'.'.join(map(str, OLDEST))},<{'.'.join(map(str, beyond))}"
+
+
 def tested_range() -> str:
-    """``jax 0.8.0 to 0.10.x`` from :data:`OLDEST` and :data:`BEYOND`."""
+    """``jax 0.9.0 to 0.12.x`` from :data:`OLDEST` and :data:`BEYOND`."""
     last_minor = f"{BEYOND[0]}.{BEYOND[1] - 1}.x" if BEYOND[1] > 0 else f"below {BEYOND[0]}.0"
     return f"jax {'.'.join(map(str, OLDEST))} to {last_minor}"
 
@@ -200,3 +216,284 @@ def register_cuda_plugin_late() -> bool:
             return False
         return True
     return False
+
+
+# ---- private JAX, behind named functions ---------------------------------------------------------
+# Every use of ``jax._src`` or of a private attribute of a JAX object in hloscope is below (a test,
+# tests/unit/test_jax_seam.py, fails when one appears anywhere else in the package).
+
+
+def user_frame(eqn: Any) -> tuple[str, int, str] | None:
+    """(file, line, function) of the user's frame that made a jaxpr equation, None when it has none.
+
+    ``jax._src.source_info_util.user_frame`` (the frame outside JAX's own files) on every
+    supported jax (0.9 to 0.12: same name, same ``Frame`` fields ``file_name``, ``start_line``,
+    ``function_name``).
+    """
+    if eqn is None:
+        return None
+    from jax._src import source_info_util
+
+    frame = source_info_util.user_frame(eqn.source_info.traceback)
+    if frame is None:
+        return None
+    return str(frame.file_name), int(frame.start_line), str(frame.function_name)
+
+
+def frame_functions(eqn: Any) -> set[str]:
+    """The function names of every frame of the traceback that made a jaxpr equation (JAX's own
+    frames included: ``remat_partial_eval`` tells a host copy JAX inserted); empty when unreadable."""
+    try:
+        return {str(f.function_name) for f in eqn.source_info.traceback.frames}
+    except Exception:
+        return set()
+
+
+def backends_started() -> bool:
+    """Whether JAX has created its backends (``jax._src.xla_bridge._backends`` is filled then; its
+    platform can no longer change). False when jax was not imported."""
+    import sys
+
+    if "jax" not in sys.modules:
+        return False
+    from jax._src import xla_bridge
+
+    return bool(getattr(xla_bridge, "_backends", {}))
+
+
+_WRAP_LOCK = threading.Lock()
+
+
+def wrap_compile_options(transform: Callable[[Any], Any]) -> None:
+    """Pass every ``CompileOptions`` JAX builds through ``transform`` (once per process; a second
+    call keeps the first transform).
+
+    JAX builds them in ``jax._src.compiler.get_compile_options`` (0.9 to 0.12), looked up as a
+    module attribute at each compile, so replacing the attribute reaches every compile.
+    """
+    from jax._src import compiler
+
+    with _WRAP_LOCK:
+        if getattr(compiler.get_compile_options, "_hloscope_wrapped", False):
+            return
+        original = compiler.get_compile_options
+
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            return transform(original(*args, **kwargs))
+
+        wrapped._hloscope_wrapped = True  # type: ignore[attr-defined]
+        compiler.get_compile_options = wrapped
+
+
+def lowered_devices(lowered: Any) -> tuple[list[Any] | None, int | None]:
+    """(the devices a ``jax.stages.Lowered``'s concrete shardings named, or None when all were
+    abstract; the number of devices it is lowered for, None when unknown).
+
+    Read from ``lowered._lowering`` (the ``MeshComputation``): ``_device_list`` and
+    ``compile_args["num_devices"]``, on 0.9 to 0.12.
+    """
+    lowering = lowered._lowering
+    named = getattr(lowering, "_device_list", None)
+    n = lowering.compile_args.get("num_devices")
+    return (list(named) if named is not None else None), (int(n) if n else None)
+
+
+def compile_for_backend(lowered: Any, client: Any) -> None:
+    """Make ``lowered.compile()`` compile with ``client`` (the compile-only GPUs' client), not JAX's
+    default backend (the CPU): ``lowered._lowering.compile_args["backend"]``, on 0.9 to 0.12."""
+    lowered._lowering.compile_args["backend"] = client
+
+
+def traced_params(traced: Any) -> dict[str, Any]:
+    """The ``jit`` params of a ``jax.stages.Traced`` (``in_shardings``, ``out_shardings`` ...): its private
+    ``_params`` on 0.9 to 0.12; {} for anything else (a bare jaxpr)."""
+    return dict(getattr(traced, "_params", None) or {})
+
+
+# ---- the jaxpr, as each version writes it ------------------------------------------------------
+
+
+def jaxpr_of(x: Any) -> Any:
+    """The ``Jaxpr`` (the object with ``eqns``) of a ``ClosedJaxpr`` or a ``Jaxpr``; None for anything else."""
+    inner = getattr(x, "jaxpr", None)
+    if inner is not None and hasattr(inner, "eqns"):
+        return inner
+    return x if hasattr(x, "eqns") else None
+
+
+def argument_paths(jaxpr: Any) -> tuple[str, ...]:
+    """The pytree path of each top-level input of a traced step's jaxpr (``params['layers']['wq']``),
+    as JAX names the entry parameters of the HLO it lowers (their ``op_name``): the jaxpr's
+    ``debug_info.arg_names`` on 0.9 to 0.12 (a ClosedJaxpr's, or its Jaxpr's); () when it has none."""
+    for x in (jaxpr, getattr(jaxpr, "jaxpr", None)):
+        names = getattr(getattr(x, "debug_info", None), "arg_names", None)
+        if names:
+            return tuple(str(n) if n else "" for n in names)
+    return ()
+
+
+def scan_carry_count(eqn: Any) -> int:
+    """How many of a ``scan`` body's outputs are the loop carry (the rest are stacked per iteration).
+
+    jax 0.9 and 0.10 keep it as the param ``num_carry``; from 0.11 that param is gone and the
+    params hold flat trees instead: ``ft_in`` (consts, carry, xs) and ``ft_out`` (carry, ys),
+    so the carry count is the number of leaves of ``ft_out``'s first part (read on jax 0.12.0.1:
+    a scan over a 2-array carry with one stacked output has ``ft_out.unpack()`` of sizes 2, 1).
+    """
+    params = eqn.params
+    if "num_carry" in params:
+        return int(params["num_carry"])
+    return _part_size(params, "ft_out", 0)
+
+
+def scan_const_count(eqn: Any) -> int:
+    """How many of a ``scan``'s inputs are loop-invariant consts (``num_consts`` on 0.9 and 0.10; the
+    leaves of ``ft_in``'s first part from 0.11)."""
+    params = eqn.params
+    if "num_consts" in params:
+        return int(params["num_consts"])
+    return _part_size(params, "ft_in", 0)
+
+
+def _part_size(params: Any, key: str, part: int) -> int:
+    tree = params.get(key)
+    if tree is None:
+        raise ValueError(f"a scan equation with neither num_carry/num_consts nor {key}")
+    return len(tree.unpack()[part])
+
+
+def is_compute_on(eqn: Any) -> str | None:
+    """The compute type of a ``compute_on`` region (``device_host``...), None for any other equation.
+
+    jax 0.9 to 0.11.0 put it on the equation's context (``eqn.ctx.compute_type``, the inner
+    ``jit``'s); jax 0.11.1 added a ``compute_on`` primitive whose param ``compute_type`` says it
+    (its ``jaxpr`` param holds the region).
+    """
+    if eqn.primitive.name == "compute_on":
+        return str(eqn.params.get("compute_type", "") or "") or None
+    compute = getattr(getattr(eqn, "ctx", None), "compute_type", None)
+    return str(compute) if compute else None
+
+
+# ---- checkpoint policies, as each version builds them ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class JaxPolicy:
+    """One of JAX's own checkpoint policies (``jax.checkpoint_policies``), whatever form this jax gives it.
+
+    name: the ``checkpoint_policies`` attribute that made it (``save_only_these_names``,
+    ``dots_with_no_batch_dims_saveable``, ...). saved: the names it saves (``save_only_these_names``,
+    ``save_and_offload_only_these_names``). excluded: ``save_any_names_but_these``'s names.
+    offloaded / offload_src / offload_dst: what it offloads, from where to where. parts: the two
+    policies ``save_from_both_policies`` combines (as JAX holds them, to be read in turn).
+    """
+
+    name: str
+    saved: tuple[str, ...] = ()
+    excluded: tuple[str, ...] = ()
+    offloaded: tuple[str, ...] = ()
+    offload_src: str = ""
+    offload_dst: str = ""
+    parts: tuple[Any, ...] = field(default=())
+
+
+def closure_cells(fn: Any) -> dict[str, Any]:
+    """A function's closure: free variable name -> value (empty cells left out; {} for a non-function)."""
+    code = getattr(fn, "__code__", None)
+    cells = getattr(fn, "__closure__", None) or ()
+    if code is None:
+        return {}
+    out: dict[str, Any] = {}
+    for name, cell in zip(code.co_freevars, cells, strict=False):
+        try:
+            out[name] = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+    return out
+
+
+def _strings(v: Any) -> tuple[str, ...]:
+    if isinstance(v, str):
+        return (v,)
+    if isinstance(v, set | frozenset):
+        return tuple(sorted(str(x) for x in v if isinstance(x, str)))
+    if isinstance(v, list | tuple):
+        return tuple(str(x) for x in v if isinstance(x, str))
+    return ()
+
+
+#: The class each policy is an instance of, where JAX makes it one: jax 0.10 has three of these
+#: classes (``SaveOnlyTheseNames``, ``SaveAnyNamesButThese``, ``DotsSaveable``), jax 0.11 five
+#: frozen dataclasses (those and ``SaveAndOffloadOnlyTheseNames``, ``OffloadDotWithNoBatchDims``);
+#: jax 0.12 has none (every policy is a plain function or a closure again).
+_POLICY_CLASSES = {"SaveOnlyTheseNames", "SaveAnyNamesButThese", "DotsSaveable", "SaveAndOffloadOnlyTheseNames",
+                   "OffloadDotWithNoBatchDims"}
+
+
+def jax_policy(policy: Any) -> JaxPolicy | None:
+    """What JAX policy ``policy`` (a ``remat2`` equation's ``policy`` param) is; None for one JAX did
+    not make (a user's function) and for None (JAX's default, which the caller reads as "nothing").
+
+    Read per version (JAX's ``jax/_src/ad_checkpoint.py``):
+
+    - a class instance (0.10, 0.11): its fields (``saveable_names``, ``names``,
+      ``only_if_no_batch_dims``, ``names_which_can_be_saved`` ...);
+    - a plain function (all versions: ``everything_saveable``, ``nothing_saveable``; 0.12 also
+      ``dots_saveable`` and ``dots_with_no_batch_dims_saveable``) by its qualified name;
+    - a closure (0.9 and 0.10: ``save_and_offload_only_these_names``, ``offload_dot_with_no_batch_dims``,
+      ``save_from_both_policies``; 0.12 also ``save_only_these_names`` and ``save_any_names_but_these``)
+      by the function that made it (``save_only_these_names.<locals>.policy``) and its closure cells.
+
+    jax 0.12's ``save_from_both_policies`` returns one side itself when the other is
+    ``nothing_saveable`` and ``everything_saveable`` when either side is it, so there the combination
+    reads as the one policy it is.
+    """
+    if policy is None:
+        return None
+    cls = type(policy)
+    module = str(getattr(policy, "__module__", "") or cls.__module__)
+    if not module.startswith("jax."):
+        return None
+    if cls.__name__ in _POLICY_CLASSES and cls.__module__.startswith("jax."):
+        return _policy_object(policy, cls.__name__)
+    qual = str(getattr(policy, "__qualname__", "") or "")
+    maker, _, rest = qual.partition(".<locals>.")
+    cells = closure_cells(policy)
+    if not rest:
+        if qual in ("everything_saveable", "nothing_saveable", "dots_saveable", "dots_with_no_batch_dims_saveable"):
+            return JaxPolicy(qual)
+        return None
+    if maker == "save_anything_except_these_names":
+        return JaxPolicy(maker)  # saves everything (JAX keeps no names: its lambda ignores them)
+    if maker == "save_only_these_names":
+        return JaxPolicy(maker, saved=_strings(cells.get("names_which_can_be_saved", ())))
+    if maker == "save_any_names_but_these":
+        return JaxPolicy(maker, excluded=_strings(cells.get("names_not_to_save", ())))
+    if maker == "save_and_offload_only_these_names":
+        return JaxPolicy(maker, saved=_strings(cells.get("names_which_can_be_saved", ())),
+                         offloaded=_strings(cells.get("names_which_can_be_offloaded", ())),
+                         offload_src=str(cells.get("offload_src", "")), offload_dst=str(cells.get("offload_dst", "")))
+    if maker == "offload_dot_with_no_batch_dims":
+        return JaxPolicy(maker, offload_src=str(cells.get("offload_src", "")),
+                         offload_dst=str(cells.get("offload_dst", "")))
+    if maker == "save_from_both_policies":
+        return JaxPolicy(maker, parts=(cells.get("policy_1"), cells.get("policy_2")))
+    return None
+
+
+def _policy_object(policy: Any, cls: str) -> JaxPolicy:
+    if cls == "SaveOnlyTheseNames":
+        return JaxPolicy("save_only_these_names", saved=_strings(getattr(policy, "saveable_names", ())))
+    if cls == "SaveAnyNamesButThese":
+        return JaxPolicy("save_any_names_but_these", excluded=_strings(getattr(policy, "names", ())))
+    if cls == "DotsSaveable":
+        no_batch = bool(getattr(policy, "only_if_no_batch_dims", False))
+        return JaxPolicy("dots_with_no_batch_dims_saveable" if no_batch else "dots_saveable")
+    src, dst = str(getattr(policy, "offload_src", "")), str(getattr(policy, "offload_dst", ""))
+    if cls == "SaveAndOffloadOnlyTheseNames":
+        return JaxPolicy("save_and_offload_only_these_names",
+                         saved=_strings(getattr(policy, "names_which_can_be_saved", ())),
+                         offloaded=_strings(getattr(policy, "names_which_can_be_offloaded", ())),
+                         offload_src=src, offload_dst=dst)
+    return JaxPolicy("offload_dot_with_no_batch_dims", offload_src=src, offload_dst=dst)

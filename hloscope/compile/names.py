@@ -6,11 +6,18 @@ a ``name`` equation with the user's source line. ``tensor_names(jaxpr)`` walks
 the jaxpr (and every sub-jaxpr: ``jax.checkpoint``, ``scan``, ``pjit``) and
 returns plain records, one per ``checkpoint_name`` call site:
 
-``{"name", "file", "line", "function", "producer_file", "producer_line", "role"}``
+``{"name", "file", "line", "function", "producer_file", "producer_line", "role", "weights", "inputs"}``
 
 ``producer_*`` is the user frame of the equation that computed the named value
-(often the same line). The analysis (``hloscope.analysis.names``) matches
-transfers to these records by source line; it never imports JAX.
+(often the same line). ``weights``: when that equation is a ``dot_general``, the
+step arguments it multiplies, by their pytree paths (``params['layers']['wq']``, as
+JAX names the entry parameters of the HLO), followed from the top-level arguments
+through slices, casts and the ``scan``/``checkpoint``/``jit`` boundaries; ``inputs``: the
+``file:line`` of the equations that computed its other operands. XLA merges
+dots that share an operand into one (DotMerger) and, from jax 0.12, gives the slices
+of the merged result the first dot's source line: the weight (or the input) a slice's part
+of the merged dot multiplies then tells which name it is. The analysis
+(``hloscope.analysis.names``) matches transfers to these records; it never imports JAX.
 """
 
 from __future__ import annotations
@@ -18,37 +25,45 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from hloscope.compile.jaxcompat import argument_paths, jaxpr_of, user_frame
 from hloscope.compile.result import TensorName
 
 #: Primitives that do not compute a value, only place or cast it.
 _PASS_THROUGH = frozenset({"sharding_constraint", "convert_element_type", "copy", "copy_p", "reshape",
                            "squeeze", "device_put"})
+#: Primitives whose result is (a part of) their first operand: a weight stays that weight through them.
+_WEIGHT_PASS = _PASS_THROUGH | {"transpose", "slice", "dynamic_slice", "pvary", "reshard", "optimization_barrier",
+                                "reduce_precision", "expand_dims", "broadcast_in_dim"}
+#: Equations whose sub-jaxpr's inputs are the equation's inputs, one for one.
+_CALLS = frozenset({"scan", "remat2", "checkpoint", "remat", "pjit", "jit", "closed_call", "core_call",
+                    "custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr", "compute_on"})
 
 
 def _sub_jaxprs(params: Mapping[str, Any]) -> Iterator[Any]:
     for value in params.values():
         for v in value if isinstance(value, list | tuple) else (value,):
-            inner = getattr(v, "jaxpr", None)  # ClosedJaxpr -> Jaxpr
-            if inner is not None and hasattr(inner, "eqns"):
+            inner = jaxpr_of(v)  # a ClosedJaxpr's Jaxpr (0.9 to 0.10), or the Jaxpr itself
+            if inner is not None:
                 yield inner
-            elif hasattr(v, "eqns"):
-                yield v
 
 
-def _frame(eqn: Any) -> tuple[str, int, str] | None:
-    from jax._src import source_info_util
-
-    frame = source_info_util.user_frame(eqn.source_info.traceback)
-    if frame is None:
-        return None
-    return frame.file_name, int(frame.start_line), frame.function_name
+def _input_frame(v: Any, producers: Mapping[int, Any]) -> tuple[str, int, str] | None:
+    """The user frame of the equation that computed a dot's operand ``v`` (past casts), None when it
+    was computed in no equation of this jaxpr (an input, a loop carry)."""
+    src = producers.get(id(v))
+    while src is not None and src.primitive.name in _PASS_THROUGH and src.invars:
+        src = producers.get(id(src.invars[0]))
+    return user_frame(src) if src is not None else None
 
 
 def tensor_names(jaxpr: Any, roles: Mapping[str, str] | None = None) -> list[TensorName]:
     """One record per distinct ``checkpoint_name`` call site in ``jaxpr`` (a Jaxpr or ClosedJaxpr)."""
     roles = roles or {}
     out: dict[tuple[str, str, int], TensorName] = {}
-    stack = [getattr(jaxpr, "jaxpr", jaxpr)]
+    top = jaxpr_of(jaxpr)
+    # var -> the pytree path of the step argument it is (a part of)
+    paths: dict[int, str] = {id(v): p for v, p in zip(top.invars, argument_paths(jaxpr), strict=False) if p}
+    stack = [top]
     seen: set[int] = set()
     while stack:
         jx = stack.pop()
@@ -57,20 +72,38 @@ def tensor_names(jaxpr: Any, roles: Mapping[str, str] | None = None) -> list[Ten
         seen.add(id(jx))
         producers = {id(v): e for e in jx.eqns for v in e.outvars}
         for eqn in jx.eqns:
-            stack.extend(_sub_jaxprs(eqn.params))
-            if eqn.primitive.name != "name":
+            prim = eqn.primitive.name
+            if prim in _WEIGHT_PASS and eqn.invars and id(eqn.invars[0]) in paths and eqn.outvars:
+                paths[id(eqn.outvars[0])] = paths[id(eqn.invars[0])]
+            for inner in _sub_jaxprs(eqn.params):
+                if prim in _CALLS and len(inner.invars) == len(eqn.invars):
+                    for outer, v in zip(eqn.invars, inner.invars, strict=True):
+                        if id(outer) in paths:
+                            paths.setdefault(id(v), paths[id(outer)])
+                stack.append(inner)
+            if prim != "name":
                 continue
-            here = _frame(eqn)
+            here = user_frame(eqn)
             if here is None:
                 continue
             name = str(eqn.params.get("name", ""))
             src = producers.get(id(eqn.invars[0])) if eqn.invars else None
             while src is not None and src.primitive.name in _PASS_THROUGH and src.invars:
                 src = producers.get(id(src.invars[0]))  # past act()/casts to the op that computed it
-            made = _frame(src) if src is not None else None
-            out.setdefault((name, here[0], here[1]), TensorName(
+            made = user_frame(src) if src is not None else None
+            weights: list[str] = []
+            inputs: list[str] = []
+            if src is not None and src.primitive.name == "dot_general":
+                for v in src.invars:
+                    if id(v) in paths:
+                        weights.append(paths[id(v)])
+                    elif (at := _input_frame(v, producers)) is not None:
+                        inputs.append(f"{at[0]}:{at[1]}")
+            record = out.setdefault((name, here[0], here[1]), TensorName(
                 name=name, file=here[0], line=here[1], function=here[2],
                 producer_file=made[0] if made else here[0], producer_line=made[1] if made else here[1],
-                role=roles.get(name),
+                role=roles.get(name), weights=[], inputs=[],
             ))
+            record["weights"] = list(dict.fromkeys([*record["weights"], *weights]))
+            record["inputs"] = list(dict.fromkeys([*record["inputs"], *inputs]))
     return sorted(out.values(), key=lambda r: (r["file"], r["line"], r["name"]))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, TypedDict, cast
+from typing import Literal, NotRequired, TypedDict, cast
 
 from hloscope.analysis.intent import Intent, intent_from_dict, intent_to_dict
 
@@ -60,7 +60,10 @@ class TensorName(TypedDict):
 
     file / line / function: where ``checkpoint_name`` was called; producer_file / producer_line:
     the user frame of the equation that computed the named value; role: what the tensor is
-    ("Q projection"), when the workload says.
+    ("Q projection"), when the workload says; weights: when that equation is a dot, the pytree
+    paths of the step arguments it multiplies (``params['layers']['wq']``), and inputs the
+    ``file:line`` of the equations that computed its other operands (both absent in records made
+    before hloscope read them).
     """
 
     name: str
@@ -70,6 +73,8 @@ class TensorName(TypedDict):
     producer_file: str
     producer_line: int
     role: str | None
+    weights: NotRequired[list[str]]
+    inputs: NotRequired[list[str]]
 
 
 class CacheInfo(TypedDict, total=False):

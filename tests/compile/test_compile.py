@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from collections import Counter
 from importlib.metadata import version
 
 import pytest
@@ -53,6 +54,15 @@ def test_llama_tiny_offload_bytes(tmp_path, capsys: pytest.CaptureFixture[str]) 
     per_layer = 1 * 256 * (8 + 2 + 2) * 64 * 2
     assert d["compile"]["memory"]["host_total_bytes"] == 2 * per_layer
     assert d["summary"]["to_device_bytes_per_step"] == 2 * per_layer
+    # Each transfer is named after its own projection, at its own line, on every JAX: XLA merges the
+    # three dots (DotMerger) and from jax 0.12 gives every slice of the merged dot the query's line;
+    # the weight each slice's part multiplies names it (tests/unit/test_merged_dots.py).
+    names = Counter(t["checkpoint_name"] for t in d["transfers"])
+    assert names == {"query_proj": 3, "key_proj": 3, "value_proj": 3}
+    lines = {(t["checkpoint_name"], t["source"]) for t in d["transfers"]}
+    assert len(lines) == 3 and len({source for _, source in lines}) == 3
+    assert {t["checkpoint_name"]: t["bytes"] for t in d["transfers"]} == {
+        "query_proj": 256 * 8 * 64 * 2, "key_proj": 256 * 2 * 64 * 2, "value_proj": 256 * 2 * 64 * 2}
     remat = _compile_json(["compile", "--workload", "llama", "--policy", "remat", "--out", str(tmp_path / "b")], capsys)
     assert remat["compile"]["memory"]["host_total_bytes"] == 0 and remat["summary"]["transfers"] == 0
 

@@ -8,6 +8,7 @@ the compiled HLO shows.
 
 from __future__ import annotations
 
+import inspect
 from functools import partial
 from typing import Any
 
@@ -220,10 +221,15 @@ def host_compute(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
     """The optimizer update run on the host with ``compute_on("device_host")``."""
     from jax.experimental.compute_on import compute_on
 
-    @compute_on("device_host")
-    @jax.jit
-    def update(w: Any, g: Any) -> Any:
+    def update_fn(w: Any, g: Any) -> Any:
         return w - 0.01 * g
+
+    if "out_memory_spaces" in inspect.signature(compute_on).parameters:
+        # jax 0.12: compute_on is a function transformation (a compute_on primitive), and says
+        # where each result lives; jax 0.9 to 0.11: a context for the inner jit
+        update = compute_on(jax.jit(update_fn), compute_type="device_host", out_memory_spaces=jax.memory.Space.Device)
+    else:
+        update = compute_on("device_host")(jax.jit(update_fn))
 
     def step(w: Any, x: Any) -> Any:
         g = jax.grad(lambda w: jnp.sum(jnp.tanh(x @ w[0])))(w)

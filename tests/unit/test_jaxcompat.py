@@ -12,17 +12,18 @@ from hloscope.compile import jaxcompat
 
 
 @pytest.mark.parametrize(("version", "says"), [
-    ("0.7.2", "outside the range hloscope is tested with (jax 0.9.0 to 0.10.x)"),
+    ("0.7.2", "outside the range hloscope is tested with (jax 0.9.0 to 0.12.x)"),
     ("0.8.3", "on jax 0.8: checkpoint names and source lines can be attached to another tensor's transfers"),
-    ("0.11.1", "outside the range"),
-    ("0.12.0rc1", "outside the range"),
+    ("0.13.0", "outside the range"),
+    ("0.13.0rc1", "outside the range"),
 ])
 def test_a_version_outside_the_range_gets_one_line(version: str, says: str) -> None:
     note = jaxcompat.version_note(version)
     assert says in note and "\n" not in note and note.startswith(f"jax {version} is outside")
 
 
-@pytest.mark.parametrize("version", ["0.9.0", "0.9.0.1", "0.9.2", "0.10.0", "0.10.2", ""])
+@pytest.mark.parametrize("version", ["0.9.0", "0.9.0.1", "0.9.2", "0.10.0", "0.10.2", "0.11.0", "0.11.1", "0.12.0.1",
+                                     ""])
 def test_a_tested_version_has_no_note(version: str) -> None:
     assert jaxcompat.version_note(version) == ""
 
@@ -45,17 +46,17 @@ def test_memory_space_of_the_installed_jax() -> None:
 
 
 def test_the_cli_says_it_once(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(jaxcompat, "installed_jax", lambda: "0.12.0")
+    monkeypatch.setattr(jaxcompat, "installed_jax", lambda: "0.13.0")
     monkeypatch.setattr(options, "_JAX_NOTED", False)
     monkeypatch.delenv(jaxcompat.NOTED_ENV, raising=False)
     options.note_jax_version()
     options.note_jax_version()
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("hloscope: note: jax 0.12.0 is outside the range")
+    assert err.count("\n") == 1 and err.startswith("hloscope: note: jax 0.13.0 is outside the range")
     # the compile workers inherit the mark and stay quiet
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        jaxcompat.warn_version("0.12.0")
+        jaxcompat.warn_version("0.13.0")
     assert seen == []
 
 

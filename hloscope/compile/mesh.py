@@ -1,0 +1,160 @@
+"""The mesh a deviceless compile lays its compile-only GPUs out as, and the shardings over it.
+
+:func:`make_mesh` (an ``AbstractMesh`` to write shardings over) and :func:`device_mesh` (the
+concrete ``Mesh`` of the target's compile-only GPUs); :func:`devices_for` turns a user's mesh
+into the devices to compile for, refusing one of CPU devices or of another GPU in one line;
+:func:`place_on_mesh` puts a step's argument shapes on the mesh. Re-exported by
+``hloscope.compile.deviceless``, the public home of these names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from hloscope.compile import environment, jaxcompat
+from hloscope.compile.topology import compile_only_devices
+from hloscope.compile.topology import topology_for as _topology_for
+from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.targets import Target, get_target
+
+
+def topology_for(devices: int, target: Target | str = "h100-sxm") -> str:
+    """The compile-only topology string for ``devices`` GPUs of ``target`` (``hloscope.compile.topology``)."""
+    return _topology_for(get_target(target) if isinstance(target, str) else target, devices).name
+
+
+def mesh_axes(devices: int, axes: Sequence[tuple[str, int]] | None) -> list[tuple[str, int]]:
+    out = [(str(n), int(k)) for n, k in (axes or [("fsdp", devices)])]
+    size = 1
+    for _, n in out:
+        size *= n
+    if size != devices:
+        raise HloscopeError(f"mesh axes {out} hold {size} devices, not {devices}", EXIT_BAD_INPUT)
+    return out
+
+
+def device_mesh(target: Target | str, devices: int, axes: Sequence[tuple[str, int]] | None = None) -> Any:
+    """A concrete ``jax.sharding.Mesh`` over ``devices`` compile-only GPUs of ``target``.
+
+    Compile-only devices report no memories, so a ``NamedSharding`` over this mesh
+    loses its ``memory_kind`` when it is built (JAX checks the kind against the
+    devices' memories); build shardings over :func:`make_mesh` instead.
+    """
+    environment.prepare()  # before the first jax import: JAX_PLATFORMS, and the plugin's chatter hidden
+    import numpy as np
+    from jax.sharding import Mesh
+
+    tgt = get_target(target) if isinstance(target, str) else target
+    ax = mesh_axes(devices, axes)
+    devs: Any = np.array(compile_only_devices(tgt, devices)).reshape([n for _, n in ax])
+    return Mesh(devs, tuple(name for name, _ in ax))
+
+
+def make_mesh(target: Target | str, devices: int, axes: Sequence[tuple[str, int]] | None = None) -> Any:
+    """The mesh to write a step's shardings over: an ``AbstractMesh`` of ``devices`` GPUs of ``target``.
+
+    ``axes`` is [(name, size), ...] with sizes multiplying to ``devices``; default one
+    axis ``("fsdp", devices)``. It carries the GPU's name (``device_kind``), so
+    :func:`compile_step` knows which target it belongs to; ``NamedSharding(mesh, spec,
+    memory_kind="pinned_host")`` keeps its memory kind (a concrete mesh of compile-only
+    devices would drop it) and reaches XLA. ``compile_step`` compiles for the target's
+    compile-only GPUs laid out as this mesh.
+    """
+    return device_mesh(target, devices, axes).abstract_mesh
+
+
+def devices_for(mesh: Any, tgt: Target) -> Any:
+    """The concrete mesh of ``tgt``'s compile-only GPUs that ``mesh`` (abstract or concrete) stands for."""
+    from jax.sharding import Mesh
+
+    if isinstance(mesh, Mesh):
+        platforms = {d.platform for d in mesh.devices.flat}
+        if platforms - {"gpu", "cuda"}:
+            raise HloscopeError(f"mesh= holds {', '.join(sorted(platforms))} devices, not compile-only GPUs: "
+                                f"build it with hloscope.compile.deviceless.make_mesh('{tgt.name}', "
+                                f"{mesh.devices.size})", EXIT_BAD_INPUT)
+    abstract = mesh if not isinstance(mesh, Mesh) else mesh.abstract_mesh
+    kind, platform = mesh_device_kind(abstract)
+    if kind is not None and kind != tgt.description:
+        raise HloscopeError(f"mesh= was made for {kind} GPUs, not for {tgt.name} ({tgt.description}): build it "
+                            f"with make_mesh('{tgt.name}', {abstract.size})", EXIT_BAD_INPUT)
+    if platform not in ("gpu", "cuda"):
+        raise HloscopeError(f"mesh= is a mesh of {platform} devices, not of {tgt.name}'s GPUs: build it with "
+                            f"make_mesh('{tgt.name}', {abstract.size})", EXIT_BAD_INPUT)
+    return device_mesh(tgt, int(abstract.size), list(zip(abstract.axis_names, abstract.axis_sizes, strict=True)))
+
+
+def mesh_device_kind(abstract: Any) -> tuple[str | None, str]:
+    """(device kind, platform) an ``AbstractMesh`` was made for (None, "gpu") when it does not say."""
+    device = getattr(abstract, "abstract_device", None)
+    if device is None:
+        return None, "gpu"
+    return device.device_kind, jaxcompat.abstract_device_platform(device)
+
+
+def abstract_sharding(s: Any, abstract: Any, tgt: Target) -> Any:
+    """``s`` over ``abstract`` (keeping its spec and memory kind); a sharding on CPU devices is an error."""
+    from jax.sharding import AbstractMesh, NamedSharding
+
+    if isinstance(s, NamedSharding):
+        if isinstance(s.mesh, AbstractMesh):
+            kind, _ = mesh_device_kind(s.mesh)
+            if kind is not None and kind != tgt.description:
+                raise HloscopeError(f"a sharding is over a mesh of {kind} GPUs, not of {tgt.name} "
+                                    f"({tgt.description}): build it over make_mesh('{tgt.name}', ...)",
+                                    EXIT_BAD_INPUT)
+            return s
+        check_devices(s.mesh.devices.flat, tgt)
+        if tuple(s.mesh.axis_names) != tuple(abstract.axis_names) or s.mesh.devices.shape != tuple(
+                abstract.axis_sizes):
+            return s
+        return NamedSharding(abstract, s.spec, memory_kind=s.memory_kind)
+    device_set = getattr(s, "device_set", None)
+    if device_set:
+        check_devices(device_set, tgt)
+    return s
+
+
+def check_devices(devices: Any, tgt: Target) -> None:
+    cpus = sorted({str(d) for d in devices if d.platform not in ("gpu", "cuda", "rocm")})
+    if cpus:
+        raise HloscopeError(f"a sharding places values on {', '.join(cpus[:3])} (the host's CPU), not on "
+                            f"{tgt.name}'s GPUs: build it over hloscope.compile.deviceless.make_mesh"
+                            f"('{tgt.name}', devices); host memory is memory_kind='pinned_host' on a GPU sharding",
+                            EXIT_BAD_INPUT)
+
+
+def abstract_tree(tree: Any, abstract: Any, tgt: Target) -> Any:
+    import jax
+    from jax.sharding import Sharding
+
+    return jax.tree.map(lambda s: abstract_sharding(s, abstract, tgt) if isinstance(s, Sharding) else s, tree,
+                        is_leaf=lambda x: isinstance(x, Sharding))
+
+
+def place_on_mesh(args: Sequence[Any], mesh: Any, target: Target | None = None,
+                  replicate: bool = True) -> tuple[Any, ...]:
+    """Every ``ShapeDtypeStruct`` leaf over ``mesh``: without a sharding, replicated; with a
+    ``NamedSharding`` over the concrete mesh of the same devices, the same spec and memory
+    kind over ``mesh`` (an ``AbstractMesh``). A leaf placed on CPU devices is an error."""
+    import jax
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    replicated = NamedSharding(mesh, PartitionSpec())
+
+    def place(x: Any) -> Any:
+        if isinstance(x, jax.ShapeDtypeStruct):
+            if x.sharding is None:
+                if not replicate:
+                    return x
+                return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=replicated)
+            if target is not None:
+                s = abstract_sharding(x.sharding, mesh, target)
+                if s is not x.sharding:
+                    return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s)
+        elif isinstance(x, jax.Array) and target is not None:
+            check_devices(x.devices(), target)
+        return x
+
+    return tuple(jax.tree.map(place, a) for a in args)

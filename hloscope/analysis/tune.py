@@ -169,6 +169,7 @@ class Verified:
     error: str = ""
     cached: bool = False
     compile_s: float = 0.0
+    fingerprint: str = ""
 
     @property
     def ok(self) -> bool:
@@ -364,17 +365,43 @@ def _candidates(space: Space, model: ProposalModel, limits: Limits, goal: Goal,
             c = nxt
 
 
+def inert_names(space: Space, verified: Sequence[Verified]) -> frozenset[int]:
+    """The names (indices) whose switch left the optimized HLO byte-identical between two verified
+    points that differ in that name only: XLA compiled the same step whatever it was set to."""
+    out: set[int] = set()
+    by_fp: dict[str, list[Config]] = {}
+    for v in verified:
+        if v.ok and v.fingerprint:
+            by_fp.setdefault(v.fingerprint, []).append(v.config)
+    for configs in by_fp.values():
+        for a, b in itertools.combinations(configs, 2):
+            diff = [i for i, (x, y) in enumerate(zip(a.choices, b.choices, strict=True)) if x != y]
+            if a.batch == b.batch and len(diff) == 1:
+                out.add(diff[0])
+    return frozenset(out)
+
+
+def _canon(c: Config, inert: frozenset[int]) -> Config:
+    return Config(tuple("*" if i in inert else x for i, x in enumerate(c.choices)), c.batch)
+
+
 def propose(space: Space, model: ProposalModel, limits: Limits, goal: Goal, verified: Sequence[Verified],
             k: int) -> list[Config]:
     """Up to ``k`` unverified configurations to compile next: the model's best-ranked, and the
-    best-ranked single change of the best verified point (refining around it)."""
-    done = {v.config for v in verified}
-    ranked = sorted((c for c in _candidates(space, model, limits, goal, verified) if c not in done),
+    best-ranked single change of the best verified point (refining around it). A configuration
+    that differs from a verified one only in inert names (:func:`inert_names`) is not proposed."""
+    inert = inert_names(space, verified)
+    seen = {_canon(v.config, inert) for v in verified}
+
+    def done(c: Config) -> bool:
+        return _canon(c, inert) in seen
+
+    ranked = sorted((c for c in _candidates(space, model, limits, goal, verified) if not done(c)),
                     key=lambda c: rank_key(model, limits, goal, c))
     out = ranked[:1]
     top = best(verified, goal)
     if top is not None:
-        around = sorted((n for n in space.neighbours(top.config) if n not in done and n not in out),
+        around = sorted((n for n in space.neighbours(top.config) if not done(n) and n not in out),
                         key=lambda c: rank_key(model, limits, goal, c))
         out += around[:1]
     out += [c for c in ranked[1:] if c not in out][:max(0, k - len(out))]
@@ -438,11 +465,13 @@ class Neighbour:
 class Why:
     """Why the best is the best: its verified neighbours; per offloaded name what the analysis
     found (:class:`NameFacts`); per rematerialized name the step the model expects keeping it on
-    device would save (µs, largest first)."""
+    device would save (µs, largest first); inert: the names whose switch XLA compiled to the very
+    same step (:func:`inert_names`), left out of the neighbours."""
 
     neighbours: tuple[Neighbour, ...]
     offloaded: tuple[NameFacts, ...]
     remat_cost_us: tuple[tuple[str, float], ...] = field(default_factory=tuple)
+    inert: tuple[str, ...] = ()
 
 
 def explain(space: Space, chosen: Verified, verified: Sequence[Verified], model: ProposalModel) -> Why:
@@ -450,7 +479,7 @@ def explain(space: Space, chosen: Verified, verified: Sequence[Verified], model:
     near = []
     for n in space.neighbours(chosen.config):
         v = by_config.get(n)
-        if v is None:
+        if v is None or (v.fingerprint and v.fingerprint == chosen.fingerprint):
             continue
         if n.batch != chosen.config.batch:
             what, was, now = "batch", str(chosen.config.batch), str(n.batch)
@@ -464,7 +493,8 @@ def explain(space: Space, chosen: Verified, verified: Sequence[Verified], model:
                    if chosen.config.choices[i] == "remat" and "device" in space.allowed[i]),
                   key=lambda x: (-x[1], x[0]))
     mine = set(n for n, ch in zip(space.names, chosen.config.choices, strict=True) if ch == "offload")
-    return Why(tuple(near), tuple(f for f in chosen.names if f.name in mine), tuple(cost))
+    inert = tuple(space.names[i] for i in sorted(inert_names(space, verified)))
+    return Why(tuple(near), tuple(f for f in chosen.names if f.name in mine), tuple(cost), inert)
 
 
 # ---- the search as run ------------------------------------------------------------------------

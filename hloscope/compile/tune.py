@@ -88,7 +88,8 @@ def _verified(spec: TuneSpec, c: Config, row: dict[str, Any], probe: str, predic
     host = int(row.get("host_bytes") or 0)
     return Verified(c, label, probe, int(row["device_allocation_bytes"]), host, float(row["est_step_us"]),
                     float(row.get("est_exposed_us") or 0.0), bool(row.get("fits")), host <= spec.limits.host_bytes,
-                    predicted, names, "", bool(row.get("cached")), float(row.get("compile_s") or 0.0))
+                    predicted, names, "", bool(row.get("cached")), float(row.get("compile_s") or 0.0),
+                    str(row.get("fingerprint") or ""))
 
 
 def _facts_from_cache(cell: Cell) -> tuple[NameFacts, ...]:
@@ -114,7 +115,11 @@ class _Runner:
 
     @property
     def left(self) -> int:
-        return self.spec.max_compiles - len(self.verified)
+        """Compiles left: a point whose optimized HLO matches one already verified in this search
+        (a cache hit of the same step under another name's switch) does not count."""
+        fps = {v.fingerprint for v in self.verified if v.ok and v.fingerprint}
+        spent = len(fps) + sum(1 for v in self.verified if not (v.ok and v.fingerprint))
+        return self.spec.max_compiles - spent
 
     def run(self, configs: list[tuple[Config, str, Prediction | None]]) -> list[Verified]:
         from hloscope.compile.sweep import run_sweep
@@ -160,11 +165,11 @@ def run_tune(spec: TuneSpec, executor: Any, on_event: Callable[..., None] | None
     for p in probes:  # a fixed name can make two probes one configuration
         if all(p[0] != q[0] for q in seen):
             seen.append(p)
-    done = runner.run(seen)
-    by_probe = {(v.probe, v.config.batch): v for v in done if v.probe in PROBES}
+    done = {v.config: v for v in runner.run(seen)}
+    by_probe = {(p, c.batch): done[c] for c, p, _ in probes if p in PROBES and c in done}
     prior = prior_model(space, by_probe)
     if prior is None:
-        failed = next((v for v in done if v.error), None)
+        failed = next((v for v in done.values() if v.error), None)
         why = f": {failed.label}: {failed.error}" if failed else ""
         raise HloscopeError(f"the probe compiles failed, so there is nothing to model{why}", EXIT_COMPILE_FAILED)
     model = prior.refit(prior, runner.verified)

@@ -124,6 +124,7 @@ def result_dict(result: TuneResult) -> dict[str, Any]:
                                    "transfers": f.transfers, "hidden": f.hidden}
                                   for f in (why.offloaded if why else ())],
                     "remat_cost_us": {n: round(c, 3) for n, c in (why.remat_cost_us if why else ())},
+                    "inert": list(why.inert if why else ()),
                 }}
     return {
         "schema": "hloscope.tune/1", "workload": spec.workload, "sets": dict(spec.sets), "target": spec.target,
@@ -233,6 +234,9 @@ def text_lines(result: TuneResult) -> list[str]:
             mem = f"{'+' if n.device_delta_bytes >= 0 else '-'}{gib(abs(n.device_delta_bytes))}"
             fit = "" if n.meets else ", does not fit"
             lines.append(f"  {n.what} {n.was} -> {n.now}: step {step}, device {mem}{fit}")
+        if why.inert:
+            lines.append(f"  {', '.join(repr(n) for n in why.inert)}: XLA compiled the same step whatever the switch "
+                         "(identical optimized HLO), so the search stopped trying it")
     lines += ["", "paste (JAX): " + jax_snippet(choices)]
     if spec.maxtext:
         lines.append("paste (MaxText): " + maxtext_snippet(choices))

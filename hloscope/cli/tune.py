@@ -183,7 +183,9 @@ def build_spec(args: argparse.Namespace) -> TuneSpec:
         raise HloscopeError("--objective step compares steps at one batch; give one --batch-sizes value or "
                             "--objective throughput", EXIT_BAD_INPUT)
     space = Space(names, allowed, batches)
-    probes = 3 + (len(batches) - 1) + (1 if isinstance(own, dict) else 0)
+    own_switches = tuple(own[n] for n in names) if isinstance(own, dict) else None
+    in_space = own_switches is not None and all(c in a for c, a in zip(own_switches, allowed, strict=True))
+    probes = len({space.uniform(p, batches[0]) for p in ("remat", "device", "offload")}) + len(batches) - 1 + in_space
     if args.max_compiles < probes:
         raise HloscopeError(f"--max-compiles {args.max_compiles} leaves no room: the probes alone are {probes} "
                             f"compiles", EXIT_BAD_INPUT)
@@ -192,7 +194,6 @@ def build_spec(args: argparse.Namespace) -> TuneSpec:
     hbm = target.device_memory_size
     limit = int(hbm * args.memory_fraction) if args.memory_fraction else hbm
     pool = host_pool_bytes(args.host_pool_gb, os.environ)
-    own_switches = tuple(own[n] for n in names) if isinstance(own, dict) else None
     seq = getattr(cfg, "seq", 1)
     return TuneSpec(workload, tuple(sorted(sets.items())), args.target, args.devices, space, Limits(limit, pool),
                     Goal(objective, seq if isinstance(seq, int) else 1, args.devices), args.max_compiles,

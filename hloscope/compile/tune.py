@@ -159,7 +159,7 @@ def run_tune(spec: TuneSpec, executor: Any, on_event: Callable[..., None] | None
     b0 = space.batches[0]
     probes: list[tuple[Config, str, Prediction | None]] = [(space.uniform(p, b0), p, None) for p in PROBES]
     probes += [(space.uniform("remat", b), "remat", None) for b in space.batches[1:]]
-    if spec.own_switches is not None:
+    if spec.own_switches is not None and all(c in a for c, a in zip(spec.own_switches, space.allowed, strict=True)):
         probes.append((Config(spec.own_switches, b0), "configured", None))
     seen: list[tuple[Config, str, Prediction | None]] = []
     for p in probes:  # a fixed name can make two probes one configuration

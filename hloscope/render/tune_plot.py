@@ -3,8 +3,8 @@
 One panel: x the device allocation (GiB), y the simulated step (ms; with ``--objective
 throughput`` tokens per second per device). Probes are squares, proposals circles, hollow
 when a limit is broken; the verified frontier is a line, the best a star; the device limit
-a dashed vertical line. Needs matplotlib (``pip install 'hloscope[plot]'``); names are drawn as
-plain text (no mathtext).
+a dashed vertical line (named under the axis when it lies far beyond the points). Needs
+matplotlib (``pip install 'hloscope[plot]'``); names are drawn as plain text (no mathtext).
 """
 
 from __future__ import annotations
@@ -35,29 +35,40 @@ def write_plot(result: TuneResult, path: str) -> None:
     def y(v: Verified) -> float:
         return spec.goal.throughput(v.config.batch, v.step_us) if throughput else v.step_us / 1e3
 
+    ok = [v for v in result.verified if v.ok]
+    top = max((v.device_bytes for v in ok), default=0)
+    unit, scale = ("GiB", 2**30) if top >= 2**30 else ("MiB", 2**20)
+
+    def x(v: Verified) -> float:
+        return v.device_bytes / scale
+
     fig, ax = plt.subplots(figsize=(8.5, 5.0), constrained_layout=True)
-    for v in (v for v in result.verified if v.ok):
+    for v in ok:
         color = "tab:blue" if v.probe else "tab:orange"
-        ax.plot([v.device_bytes / 2**30], [y(v)], marker="s" if v.probe else "o", color=color, linestyle="none",
+        ax.plot([x(v)], [y(v)], marker="s" if v.probe else "o", color=color, linestyle="none",
                 markerfacecolor=color if v.meets else "white")
         if v.probe:
-            ax.annotate(_plain(f"all {v.probe}"), (v.device_bytes / 2**30, y(v)), textcoords="offset points",
+            words = f"all {v.probe}" if v.probe != "configured" else "as configured"
+            ax.annotate(_plain(words), (x(v), y(v)), textcoords="offset points",
                         xytext=(5, 4), fontsize=8)
     front = list(result.frontier)
     if front:
-        ax.step([v.device_bytes / 2**30 for v in front], [y(v) for v in front], where="post", color="tab:green",
+        ax.step([x(v) for v in front], [y(v) for v in front], where="post", color="tab:green",
                 label="verified frontier")
     if result.best is not None:
         b = result.best
-        ax.plot([b.device_bytes / 2**30], [y(b)], marker="*", markersize=16, color="tab:red", linestyle="none",
+        ax.plot([x(b)], [y(b)], marker="*", markersize=16, color="tab:red", linestyle="none",
                 label=_plain("best: " + " ".join(f"{n}={c}" for n, c in spec.space.as_dict(b.config).items())))
-    ax.axvline(spec.limits.device_bytes / 2**30, color="black", linestyle="--", linewidth=1)
-    ax.annotate(_plain(f"limit {spec.limits.device_bytes / 2**30:.1f} GiB"), (spec.limits.device_bytes / 2**30, 0.02),
-                xycoords=("data", "axes fraction"), textcoords="offset points", xytext=(-4, 2), fontsize=8,
-                ha="right")
+    limit = spec.limits.device_bytes
+    if limit <= 1.25 * top:  # drawn when it is near the points; else named in the axis label
+        ax.axvline(limit / scale, color="black", linestyle="--", linewidth=1)
+        ax.annotate(_plain(f"limit {limit / scale:.1f} {unit}"), (limit / scale, 0.02),
+                    xycoords=("data", "axes fraction"), textcoords="offset points", xytext=(-4, 2), fontsize=8,
+                    ha="right")
     ax.plot([], [], marker="s", color="tab:blue", linestyle="none", label="probe")
     ax.plot([], [], marker="o", color="tab:orange", linestyle="none", label="proposal (hollow: over a limit)")
-    ax.set_xlabel("device allocation, GiB")
+    ax.set_xlabel(f"device allocation, {unit}" + ("" if limit <= 1.25 * top else
+                                                  f" (the limit, {limit / 2**30:.1f} GiB, is far to the right)"))
     ax.set_ylabel("estimated tokens / s per device" if throughput else "estimated step, ms (simulated)")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)

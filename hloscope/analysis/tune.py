@@ -409,16 +409,24 @@ def propose(space: Space, model: ProposalModel, limits: Limits, goal: Goal, veri
 
 
 def best(verified: Sequence[Verified], goal: Goal) -> Verified | None:
-    """The verified point that meets the limits with the best objective (ties: fewer device bytes)."""
+    """The verified point that meets the limits with the best objective (ties: fewer device bytes,
+    then the plainer policy)."""
     ok = [v for v in verified if v.meets]
-    return min(ok, key=lambda v: (goal.cost(v.config.batch, v.step_us), v.device_bytes, v.config), default=None)
+    return min(ok, key=lambda v: (goal.cost(v.config.batch, v.step_us), v.device_bytes, _simplicity(v)),
+               default=None)
+
+
+def _simplicity(v: Verified) -> tuple[int, int, Config]:
+    """On a tie (the same step and device bytes: often the same compile), the plainer policy first:
+    fewer names kept or offloaded, fewer host bytes."""
+    return (sum(1 for c in v.config.choices if c != "remat"), v.host_bytes, v.config)
 
 
 def frontier(verified: Sequence[Verified], goal: Goal) -> list[Verified]:
     """The verified points that meet the limits and that no other such point beats on both device
     bytes and the objective, fewest device bytes first."""
     ok = sorted((v for v in verified if v.meets),
-                key=lambda v: (v.device_bytes, goal.cost(v.config.batch, v.step_us), v.config))
+                key=lambda v: (v.device_bytes, goal.cost(v.config.batch, v.step_us), _simplicity(v)))
     out: list[Verified] = []
     for v in ok:
         if not out or goal.cost(v.config.batch, v.step_us) < goal.cost(out[-1].config.batch, out[-1].step_us):

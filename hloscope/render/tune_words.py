@@ -226,9 +226,9 @@ def text_lines(result: TuneResult) -> list[str]:
             state = "hidden" if f.exposed_us < 0.5 else f"{human_us(f.exposed_us)} exposed"
             lines.append(f"  offloading '{f.name}' moves {gib(f.to_host_bytes)} per step to the host: "
                          f"{f.hidden} of {f.transfers} transfers hidden, {state}")
-        for name, cost in why.remat_cost_us[:3]:
-            lines.append(f"  recomputing '{name}' costs ~{human_us(max(cost, 0.0))} per step (model), "
-                         "kept off the device")
+        for name, cost in [x for x in why.remat_cost_us if x[1] > 0][:3]:
+            lines.append(f"  recomputing '{name}' costs ~{human_us(cost)} per step (model): keeping it on the "
+                         "device would save that, at its device bytes")
         for n in why.neighbours:
             step = f"{'+' if n.step_delta_us >= 0 else '-'}{human_us(abs(n.step_delta_us))}"
             mem = f"{'+' if n.device_delta_bytes >= 0 else '-'}{gib(abs(n.device_delta_bytes))}"

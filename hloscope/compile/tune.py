@@ -152,7 +152,9 @@ def _frontier_key(points: list[Verified]) -> tuple[Config, ...]:
 def run_tune(spec: TuneSpec, executor: Any, on_event: Callable[..., None] | None = None,
              phase: Callable[..., None] | None = None) -> TuneResult:
     """Probe, propose, verify and refine until the frontier stops moving, the space is exhausted
-    or ``spec.max_compiles`` compiles are spent (cache hits count: a rerun takes the same path)."""
+    or ``spec.max_compiles`` compiles are spent (a cache hit counts, so a rerun takes the same path;
+    a repeat of a step already verified in this search does not). Per-name facts come with each
+    compile on the local executor; on Ray only the all-offload probe's are read back (the cache)."""
     t0 = time.perf_counter()
     space, goal = spec.space, spec.goal
     runner = _Runner(spec, executor, on_event, phase)

@@ -1,7 +1,7 @@
 """``hloscope tune``'s bad input: one line each, its exit code, before anything compiles.
 
 Every case here returns before the first compile (none of them starts JAX); the search
-itself is tested in tests/unit/test_tune.py and with real compiles in tests/compile/test_tune.py.
+itself is tested in tests/unit/test_tune_search.py and with real compiles in tests/compile/test_tune_compile.py.
 """
 
 from __future__ import annotations
@@ -47,3 +47,19 @@ def test_custom_setting_is_checked_by_the_workload(capsys: pytest.CaptureFixture
     # The llama workload's per-name switches (what tune compiles) refuse an unknown name as a setting.
     assert main(["compile", "--workload", "llama", "--set", "custom=query_proj:keep", "--out", "/nonexistent/x"]) == 2
     assert "custom wants NAME:CHOICE items" in capsys.readouterr().err
+
+
+def test_refused_before_jax_starts() -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    run = ("import json, sys; from hloscope.cli.main import main; rc = main(sys.argv[1:]); "
+           "print(json.dumps([rc, 'jax' in sys.modules]))")
+    proc = subprocess.run([sys.executable, "-c", run, "tune", "deepseek", "--fix", "mla_q=keep"], capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(root)}, timeout=120, cwd=root,
+                          stdin=subprocess.DEVNULL)
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == [3, False]

@@ -10,7 +10,7 @@ from hloscope.analysis.tune import Config, Goal, Objective, Space, TuneSpec
 from hloscope.compile.tune import run_tune
 from hloscope.render.options import RenderOptions
 from hloscope.render.tune_words import TUNE_RENDERERS, jax_snippet, maxtext_snippet
-from tests.unit.test_tune import LIMITS, SPACE, Recorded, additive, spec
+from tests.unit.test_tune_search import LIMITS, SPACE, Recorded, additive, spec
 
 
 def _search():  # type: ignore[no-untyped-def]

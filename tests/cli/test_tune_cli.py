@@ -63,3 +63,12 @@ def test_refused_before_jax_starts() -> None:
                           text=True, env={**os.environ, "PYTHONPATH": str(root)}, timeout=120, cwd=root,
                           stdin=subprocess.DEVNULL)
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == [3, False]
+
+
+def test_a_step_with_no_tagged_names_has_nothing_to_tune(monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from hloscope.compile import workloads
+
+    monkeypatch.setattr(workloads, "switch_names", lambda cfg: ())
+    assert main(["tune", "mlp"]) == 8
+    assert capsys.readouterr().err == "hloscope: error: workload mlp tags no names: nothing to tune\n"

@@ -63,3 +63,25 @@ def test_tune_small_llama(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert again["compiles"]["cached"] == 4
     assert [v["label"] for v in again["verified"]] == [v["label"] for v in d["verified"]]
     assert again["best"]["label"] == best["label"]
+
+
+def test_facts_read_back_from_the_cache_when_the_executor_keeps_reports(tmp_path: Path) -> None:
+    # Ray's workers keep their reports: the all-offload probe's per-name facts are then read back
+    # from the compile cache the workers filled. An executor that drops reports stands in for it.
+    from hloscope.analysis.tune import CHOICES, Goal, Limits, Space, TuneSpec
+    from hloscope.compile.executors import LocalExecutor
+    from hloscope.compile.tune import run_tune
+
+    class Keeps:
+        name = "elsewhere"
+
+        def run(self, cells, on_event, phase=None, on_report=None):  # type: ignore[no-untyped-def]
+            assert on_report is None
+            return LocalExecutor(1).run(cells, on_event)
+
+    names = ("query_proj", "key_proj", "value_proj")
+    spec = TuneSpec("llama", (("layers", "2"),), "h100-sxm", 8, Space(names, (CHOICES,) * 3),
+                    Limits(80 << 30, 64 << 30), Goal(), 3)
+    result = run_tune(spec, Keeps())
+    assert {n: f.to_host_bytes for n, f in result.facts.items()} == {
+        "query_proj": 2 * 256 * 8 * 64 * 2, "key_proj": 2 * 256 * 2 * 64 * 2, "value_proj": 2 * 256 * 2 * 64 * 2}

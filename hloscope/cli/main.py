@@ -35,6 +35,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "export": ("hloscope.cli.export", "ExportCommand", "write a step as files another tool opens (Model Explorer)"),
     "sweep": ("hloscope.cli.sweep", "SweepCommand", "compile policy x scheduler x pipelined offload side by side"),
     "targets": ("hloscope.cli.targets", "TargetsCommand", "list the built-in GPU targets and their figures"),
+    "tune": ("hloscope.cli.tune", "TuneCommand", "the fastest per-name remat/device/offload choices that fit"),
     "tui": ("hloscope.cli.tui", "TuiCommand", "browse transfers and the schedule in the terminal"),
 }
 

@@ -161,3 +161,22 @@ def model_flops_per_device(cfg: Any) -> float | None:
     (``calculate_tflops_training_per_device``); None for a workload without a count."""
     own = getattr(cfg, "model_flops_per_device", None)
     return float(own()) if callable(own) else None
+
+
+def switch_names(cfg: Any) -> tuple[str, ...]:
+    """The names ``cfg`` switches one by one (``remat | device | offload``): MaxText's ``custom``
+    policy keys of a workload with per-tensor settings (``deepseek``), else the names its policy
+    covers (its ``custom`` setting switches them)."""
+    own = getattr(cfg, "switches", None)
+    if isinstance(own, dict):
+        return tuple(own)
+    return tuple(getattr(cfg, "offloaded_names", ()))
+
+
+def switch_settings(cfg: Any, choices: dict[str, str]) -> dict[str, str]:
+    """The ``--set`` overrides that switch each name of ``choices`` (name -> remat|device|offload)
+    under ``policy=offload``: one setting per name for a workload with per-tensor settings, else
+    its ``custom`` setting."""
+    if isinstance(getattr(cfg, "switches", None), dict):
+        return {"policy": "offload", **choices}
+    return {"policy": "offload", "custom": ",".join(f"{n}:{c}" for n, c in choices.items())}

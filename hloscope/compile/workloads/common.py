@@ -237,3 +237,37 @@ def apply_layers(layer: Any, x: Any, stacked: Any, scan: bool) -> Any:
     for i in range(n):
         x = layer(x, jax.tree.map(lambda a: a[i], stacked))
     return x
+
+
+def parse_custom(text: str, names: Sequence[str]) -> dict[str, str]:
+    """``custom`` (``name:choice,...``) as name -> switch; raises ValueError naming what is wrong."""
+    out: dict[str, str] = {}
+    for item in (x.strip() for x in text.split(",")):
+        if not item:
+            continue
+        name, colon, choice = item.partition(":")
+        if not colon or name not in names or choice not in SWITCHES:
+            raise ValueError(f"custom wants NAME:CHOICE items with NAME one of {', '.join(names)} and CHOICE one of "
+                             f"{', '.join(SWITCHES)}, got '{item}'")
+        out[name] = choice
+    return out
+
+
+def custom_problem(text: str, names: Sequence[str]) -> str:
+    """Why ``custom`` cannot be read ("" when it can)."""
+    try:
+        parse_custom(text, names)
+    except ValueError as e:
+        return str(e)
+    return ""
+
+
+def custom_policy(policy: str, names: Sequence[str], custom: str) -> Any:
+    """:func:`checkpoint_policy` of ``policy`` over ``names``; with ``custom`` under ``offload``,
+    :func:`switched_policy` over the names, each switched as ``custom`` says (unlisted: ``offload``).
+
+    ``custom`` (``query_proj:offload,key_proj:device``) is how a workload with one policy over its
+    tagged names takes MaxText-style per-name switches: what ``hloscope tune`` compiles."""
+    if not custom or policy != "offload":
+        return checkpoint_policy(policy, names)
+    return switched_policy(policy, {n: "offload" for n in names} | parse_custom(custom, names))

@@ -59,6 +59,7 @@ class LlamaConfig:
     attention: str = "chunked"
     quantization: str = ""
     recipe_flags: bool = False
+    custom: str = ""  # per-name switches under policy=offload (common.custom_policy): query_proj:device,...
 
     @property
     def offloaded_names(self) -> tuple[str, ...]:
@@ -75,7 +76,7 @@ class LlamaConfig:
             return f"attention={self.attention} must be one of {', '.join(common.ATTENTION)}"
         if self.quantization not in QUANTIZATIONS:
             return f"quantization={self.quantization} must be one of fp8, nvfp4 (or empty)"
-        return ""
+        return common.custom_problem(self.custom, self.offloaded_names)
 
     def xla_flags(self) -> dict[str, Any]:
         """XLA options this config compiles with (``--xla-flag`` overrides them). Quantized
@@ -225,7 +226,7 @@ def build(cfg: LlamaConfig, mesh: Any) -> tuple[Any, tuple[Any, ...]]:
         g = act(jax.nn.silu(proj(h, p["w_gate"], mlp_matmul)) * proj(h, p["w_up"], mlp_matmul))
         return act(x + proj(g, p["w_down"], mlp_matmul))
 
-    layer_fn = jax.checkpoint(layer, policy=common.checkpoint_policy(cfg.policy, cfg.offloaded_names))
+    layer_fn = jax.checkpoint(layer, policy=common.custom_policy(cfg.policy, cfg.offloaded_names, cfg.custom))
 
     def loss(params: Any, batch: Any) -> Any:
         tokens, labels = batch

@@ -1,0 +1,249 @@
+"""tune: the fastest per-name remat / device / offload choices that fit, found by compiling little."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import re
+import sys
+from pathlib import Path
+
+from hloscope.analysis.tune import CHOICES, Goal, Limits, Objective, Space, TuneResult, TuneSpec
+from hloscope.cli.analyze import open_output
+from hloscope.cli.options import add_host_pool_option, add_no_cache_option, check_request, fraction, parse_sets
+from hloscope.compile.request import CompileRequest
+from hloscope.compile.sweep import SCHEDULERS
+from hloscope.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_CHECK_FAILED,
+    EXIT_NOTHING_TO_CHECK,
+    EXIT_UNKNOWN_NAME,
+    HloscopeError,
+)
+from hloscope.render import RenderOptions, pick
+from hloscope.render.tune_words import TUNE_RENDERERS, no_fit_line
+from hloscope.targets import DEFAULT_TARGET
+
+#: Compiles a search may spend when --max-compiles is not given.
+DEFAULT_MAX_COMPILES = 12
+
+
+class TuneCommand:
+    """tune: search each tagged name's remat | device | offload choice for the fastest step that fits.
+
+    The names the workload tags (MaxText's custom-policy keys for deepseek) are the
+    search space, each remat, device or offload (--names, --fix NAME=CHOICE, --choices
+    narrow it), optionally with per-device batch sizes (--batch-sizes, with
+    --objective throughput). Three probe compiles (every name remat, on device,
+    offloaded) give each name's facts; an additive model proposes configurations;
+    real compiles verify them; the search refines around the best verified point
+    until the frontier stops moving or --max-compiles compiles are spent (docs/tune.md).
+    Compiles go through the compile cache and the sweep's executors (--jobs,
+    --executor ray), with its progress bar; a rerun with the same arguments reads
+    every finished compile from the cache. Prints the verified frontier (device
+    memory against the step), the best configuration with why it beats its
+    neighbours, the proposal model's error, and a policy to paste (--json, --plot,
+    --artifacts DIR for every verified compile's folder). Exit codes: 0 ok; 1 no
+    verified configuration fits (the smallest found is named); 2 bad input; 3 an
+    unknown name or choice; 5 the probe compiles failed; 7 Ray or matplotlib missing;
+    8 the workload tags no names. Bad input is refused before anything compiles.
+    """
+
+    def prepare_parser(self, p: argparse.ArgumentParser) -> None:
+        p.add_argument("workload", nargs="?", default=None, help="workload or preset (default mlp)")
+        p.add_argument("--workload", dest="workload_opt", metavar="NAME", help="same as the positional WORKLOAD")
+        p.add_argument("--fn", help=argparse.SUPPRESS)
+        p.add_argument("--target", default=DEFAULT_TARGET)
+        p.add_argument("--devices", type=int, default=8)
+        p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                       help="workload settings (not the names' switches: those are what tune chooses)")
+        p.add_argument("--names", default="", help="comma-separated names to search (default: every tagged name)")
+        p.add_argument("--fix", action="append", default=[], metavar="NAME=CHOICE",
+                       help="keep a name at one choice (remat, device or offload)")
+        p.add_argument("--choices", default=",".join(CHOICES), help="the choices a name may take (default all)")
+        p.add_argument("--batch-sizes", default="", help="comma-separated per-device batch sizes to search")
+        p.add_argument("--objective", choices=[o.value for o in Objective], default="step",
+                       help="step: the simulated step at one batch; throughput: tokens/s per device across batches")
+        p.add_argument("--max-compiles", type=int, default=DEFAULT_MAX_COMPILES, metavar="N",
+                       help=f"compile at most N configurations, probes included (default {DEFAULT_MAX_COMPILES})")
+        p.add_argument("--memory-fraction", type=fraction, default=None, metavar="F",
+                       help="fit in the share F of the HBM JAX's allocator takes (default: the HBM)")
+        add_host_pool_option(p)
+        p.add_argument("--scheduler", choices=SCHEDULERS, default="lhs")
+        p.add_argument("--pipelined", choices=("on", "off"), default="on", help="pipelined host offloading")
+        p.add_argument("--jobs", type=int, default=1, help="compiles at a time (local executor; default 1)")
+        p.add_argument("--executor", choices=("local", "ray"), default="local")
+        p.add_argument("--address", metavar="HOST:PORT", help="Ray head to run on (default: start Ray here)")
+        add_no_cache_option(p, "compile every configuration; neither read nor fill the cache")
+        p.add_argument("--plot", metavar="FILE.svg|png", help="draw the verified points and the frontier")
+        p.add_argument("--artifacts", metavar="DIR", help="write every verified compile's artifact folder into DIR")
+        fmt = p.add_mutually_exclusive_group()
+        fmt.add_argument("--json", action="store_true", help="same as --format json")
+        fmt.add_argument("--format", help=f"output format: {', '.join(TUNE_RENDERERS)} (default text)")
+        p.add_argument("-o", "--output")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from hloscope.cli.sweep import _progress_bar
+        from hloscope.compile.cache import turned_off
+        from hloscope.compile.executors import make_executor
+        from hloscope.compile.tune import run_tune
+
+        renderer = pick("json" if args.json else (args.format or "text"), TUNE_RENDERERS)
+        spec = build_spec(args)
+        if args.plot:
+            from hloscope.render.sweep_plot import check_plot_path
+
+            check_plot_path(args.plot)
+        executor = make_executor(args.executor, args.jobs, args.address)
+        on_event, phase, stop = _progress_bar(spec.max_compiles)
+        try:
+            with turned_off(args.no_cache):
+                result = run_tune(spec, executor, on_event, phase)
+        finally:
+            stop()
+        with open_output(args.output) as out:
+            renderer.render(result, out, RenderOptions())
+        if args.plot:
+            from hloscope.render.tune_plot import write_plot
+
+            write_plot(result, args.plot)
+        if args.artifacts:
+            _write_artifacts(result, Path(args.artifacts))
+        if result.best is None:
+            print(f"hloscope: error: {no_fit_line(result)}", file=sys.stderr)
+            return EXIT_CHECK_FAILED
+        return 0
+
+
+def _list(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def _unknown(kind: str, name: str, known: tuple[str, ...]) -> HloscopeError:
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    return HloscopeError(f"unknown {kind} '{name}'{hint}; the step tags: {', '.join(known)}"
+                         if kind == "name" else f"unknown {kind} '{name}'{hint}; choose from {', '.join(known)}",
+                         EXIT_UNKNOWN_NAME)
+
+
+def build_spec(args: argparse.Namespace) -> TuneSpec:
+    """The search the arguments ask for, every input checked (one line each) before anything compiles."""
+    from hloscope.cli.options import host_pool_bytes
+    from hloscope.compile import workloads
+    from hloscope.targets import get_target
+
+    if args.fn:
+        raise HloscopeError("tune searches the built-in workloads and presets; a --fn step fixes its own policy in "
+                            "its code (tune one of its names by hand with hloscope sweep)", EXIT_BAD_INPUT)
+    if args.workload and args.workload_opt and args.workload != args.workload_opt:
+        raise HloscopeError(f"two workloads given: '{args.workload}' and --workload '{args.workload_opt}'",
+                            EXIT_BAD_INPUT)
+    workload = args.workload or args.workload_opt or "mlp"
+    target = get_target(args.target)
+    sets = parse_sets(args.set)
+    _, cfg = workloads.resolve(workload, sets)
+    names = workloads.switch_names(cfg)
+    if not names:
+        raise HloscopeError(f"workload {workload} tags no names: nothing to tune", EXIT_NOTHING_TO_CHECK)
+    for key in sets:
+        if key in ("policy", "custom") or key in names:
+            raise HloscopeError(f"--set {key}: tune chooses the names' switches; keep one with --fix NAME=CHOICE",
+                                EXIT_BAD_INPUT)
+    check_request(CompileRequest(args.target, args.devices, workload=workload, sets=tuple(sets.items())))
+    choices = _list(args.choices)
+    for c in choices:
+        if c not in CHOICES:
+            raise _unknown("choice", c, CHOICES)
+    if not choices:
+        raise HloscopeError(f"--choices is empty; choose from {', '.join(CHOICES)}", EXIT_BAD_INPUT)
+    searched = _list(args.names) or list(names)
+    for n in searched:
+        if n not in names:
+            raise _unknown("name", n, names)
+    own = getattr(cfg, "switches", None)
+    fixed: dict[str, str] = {n: (own[n] if isinstance(own, dict) else "offload") for n in names if n not in searched}
+    for item in args.fix:
+        n, eq, c = item.partition("=")
+        if not eq:
+            raise HloscopeError(f"--fix wants NAME=CHOICE, got '{item}'", EXIT_BAD_INPUT)
+        if n not in names:
+            raise _unknown("name", n, names)
+        if c not in CHOICES:
+            raise HloscopeError(f"--fix {item}: unknown choice '{c}'; choose from {', '.join(CHOICES)}",
+                                EXIT_UNKNOWN_NAME)
+        fixed[n] = c
+    allowed = tuple((fixed[n],) if n in fixed else tuple(choices) for n in names)
+    if all(len(a) == 1 for a in allowed):
+        raise HloscopeError("every name is fixed: nothing to tune", EXIT_BAD_INPUT)
+    batches = _batches(args.batch_sizes, sets)
+    objective = Objective(args.objective)
+    if objective is Objective.STEP and len(batches) > 1:
+        raise HloscopeError("--objective step compares steps at one batch; give one --batch-sizes value or "
+                            "--objective throughput", EXIT_BAD_INPUT)
+    space = Space(names, allowed, batches)
+    own_switches = tuple(own[n] for n in names) if isinstance(own, dict) else None
+    in_space = own_switches is not None and all(c in a for c, a in zip(own_switches, allowed, strict=True))
+    probes = len({space.uniform(p, batches[0]) for p in ("remat", "device", "offload")}) + len(batches) - 1 + in_space
+    if args.max_compiles < probes:
+        raise HloscopeError(f"--max-compiles {args.max_compiles} leaves no room: the probes alone are {probes} "
+                            f"compiles", EXIT_BAD_INPUT)
+    if args.jobs < 1:
+        raise HloscopeError(f"--jobs {args.jobs}: expected 1 or more", EXIT_BAD_INPUT)
+    hbm = target.device_memory_size
+    limit = int(hbm * args.memory_fraction) if args.memory_fraction else hbm
+    pool = host_pool_bytes(args.host_pool_gb, os.environ)
+    seq = getattr(cfg, "seq", 1)
+    return TuneSpec(workload, tuple(sorted(sets.items())), args.target, args.devices, space, Limits(limit, pool),
+                    Goal(objective, seq if isinstance(seq, int) else 1, args.devices), args.max_compiles,
+                    max(2, args.jobs), args.scheduler, args.pipelined == "on", args.memory_fraction,
+                    own_switches, isinstance(own, dict))
+
+
+def _batches(text: str, sets: dict[str, str]) -> tuple[int | None, ...]:
+    try:
+        batches = [int(b) for b in _list(text)]
+    except ValueError:
+        raise HloscopeError(f"--batch-sizes wants integers, got '{text}'", EXIT_BAD_INPUT) from None
+    if any(b < 1 for b in batches):
+        raise HloscopeError(f"--batch-sizes: {min(batches)} is not a per-device batch size (want integers >= 1)",
+                            EXIT_BAD_INPUT)
+    if batches and "batch" in sets:
+        raise HloscopeError("--set batch and --batch-sizes both give the batch; give one", EXIT_BAD_INPUT)
+    return tuple(sorted(set(batches))) or (None,)
+
+
+def _write_artifacts(result: TuneResult, folder: Path) -> None:
+    """Every verified compile's artifact folder in ``folder`` (read back from the compile cache)."""
+    from hloscope.api import save_artifacts
+    from hloscope.artifact import OPTIMIZED_FILE
+    from hloscope.compile.cache import load_request
+    from hloscope.compile.jobs import analyze_result, vocab_of
+    from hloscope.compile.sweep import request_of
+    from hloscope.compile.tune import cell_of
+
+    missing = 0
+    for i, v in enumerate(result.verified):
+        if not v.ok:
+            continue
+        request = request_of(cell_of(result.spec, v.config))
+        found = load_request(request)
+        if found is None:
+            missing += 1
+            continue
+        res, extra = found
+        out = folder / f"{i:02d}-{_slug(v.label)}"
+        report = analyze_result(res, request.target, vocab_of(extra), extra=extra,
+                                source_path=str(out / OPTIMIZED_FILE))
+        save_artifacts(out, res, report, extra, force=True, request=request)
+    if missing:
+        print(f"hloscope: {missing} verified compile(s) not in the cache (--no-cache): no artifact folder for them",
+              file=sys.stderr)
+
+
+def _slug(text: str) -> str:
+    short = {"remat": "r", "device": "d", "offload": "o"}
+    text = re.sub(r"=(remat|device|offload)\b", lambda m: "=" + short[m.group(1)], text)
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", text)[:180]
+

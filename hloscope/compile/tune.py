@@ -1,0 +1,200 @@
+"""``hloscope tune``'s compiles: probes, proposals and their verification (docs/tune.md).
+
+The search's decisions (the proposal model, what to compile next, the frontier) are
+``hloscope.analysis.tune``'s; this module turns each configuration into a sweep cell
+(:class:`TuneCell`: a built-in workload with its per-name switches as ``--set`` overrides)
+and runs the cells on the sweep's executors (``hloscope.compile.executors``) through the
+compile cache, so a rerun with the same arguments follows the same path and reads every
+compile that finished from the cache (resume). A configuration that is one of the coarse
+policies (every name ``remat``, every name on device) is compiled as that policy's own
+cell, the very compile ``hloscope sweep --policies remat,save`` makes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from hloscope.analysis.tune import (
+    PROBES,
+    Config,
+    NameFacts,
+    Prediction,
+    TuneResult,
+    TuneSpec,
+    Verified,
+    best,
+    explain,
+    frontier,
+    model_error,
+    name_facts,
+    prior_model,
+    propose,
+)
+from hloscope.compile.sweep import Cell, request_of
+from hloscope.errors import EXIT_COMPILE_FAILED, HloscopeError
+
+#: Stop once this many rounds in a row left the verified frontier as it was.
+PATIENCE = 2
+
+
+@dataclass(frozen=True)
+class TuneCell(Cell):
+    """A sweep cell named by its configuration (``tag``) rather than by its policy."""
+
+    tag: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.tag or super().label
+
+
+def cell_of(spec: TuneSpec, c: Config) -> TuneCell:
+    """The sweep cell that compiles ``c``: a coarse policy's own cell when ``c`` is one, else
+    ``policy=offload`` with the per-name switches as settings."""
+    from hloscope.compile import workloads
+
+    choices = spec.space.as_dict(c)
+    values = set(choices.values())
+    sets = dict(spec.sets)
+    if c.batch is not None:
+        sets["batch"] = str(c.batch)
+    policy = "offload"
+    if values == {"remat"}:
+        policy = "remat"
+    elif values == {"device"} and spec.own_switches is None:
+        policy = "save"  # (a workload with its own switches saves only those it switches device or offload)
+    elif spec.own_switches is None and values == {"offload"}:
+        pass  # the workload's own offload policy: every name offloaded
+    elif spec.own_switches is not None and c.choices == spec.own_switches:
+        pass  # the workload's switches as configured: its --policy offload
+    else:
+        _, cfg = workloads.resolve(spec.workload, dict(spec.sets))
+        sets |= workloads.switch_settings(cfg, choices)
+        sets.pop("policy", None)
+    tag = " ".join(f"{n}={ch}" for n, ch in choices.items()) + (f" batch={c.batch}" if c.batch is not None else "")
+    return TuneCell(spec.workload, tuple(sorted(sets.items())), policy, spec.scheduler, spec.pipelined, None,
+                    spec.target, spec.devices, spec.memory_fraction, tag)
+
+
+def _verified(spec: TuneSpec, c: Config, row: dict[str, Any], probe: str, predicted: Prediction | None,
+              names: tuple[NameFacts, ...]) -> Verified:
+    label = cell_of(spec, c).label
+    if row.get("error"):
+        return Verified(c, label, probe, predicted=predicted, error=str(row["error"]),
+                        compile_s=float(row.get("compile_s") or 0.0))
+    host = int(row.get("host_bytes") or 0)
+    return Verified(c, label, probe, int(row["device_allocation_bytes"]), host, float(row["est_step_us"]),
+                    float(row.get("est_exposed_us") or 0.0), bool(row.get("fits")), host <= spec.limits.host_bytes,
+                    predicted, names, "", bool(row.get("cached")), float(row.get("compile_s") or 0.0),
+                    str(row.get("fingerprint") or ""))
+
+
+def _facts_from_cache(cell: Cell) -> tuple[NameFacts, ...]:
+    """Per-name facts of a compile the executor did not report to us (Ray): read back from the cache."""
+    from hloscope.compile.cache import load_request
+    from hloscope.compile.jobs import analyze_result, vocab_of
+
+    request = request_of(cell)
+    found = load_request(request)
+    if found is None:
+        return ()
+    result, extra = found
+    return name_facts(analyze_result(result, request.target, vocab_of(extra), extra=extra).intent)
+
+
+class _Runner:
+    """Runs configurations on the executor, keeping every verified point and the budget."""
+
+    def __init__(self, spec: TuneSpec, executor: Any, on_event: Callable[..., None] | None,
+                 phase: Callable[..., None] | None) -> None:
+        self.spec, self.executor, self.on_event, self.phase = spec, executor, on_event, phase
+        self.verified: list[Verified] = []
+
+    @property
+    def left(self) -> int:
+        """Compiles left: a point whose optimized HLO matches one already verified in this search
+        (a cache hit of the same step under another name's switch) does not count."""
+        fps = {v.fingerprint for v in self.verified if v.ok and v.fingerprint}
+        spent = len(fps) + sum(1 for v in self.verified if not (v.ok and v.fingerprint))
+        return self.spec.max_compiles - spent
+
+    def run(self, configs: list[tuple[Config, str, Prediction | None]]) -> list[Verified]:
+        from hloscope.compile.sweep import run_sweep
+
+        configs = configs[:max(0, self.left)]
+        if not configs:
+            return []
+        cells = [cell_of(self.spec, c) for c, _, _ in configs]
+        facts: dict[str, tuple[NameFacts, ...]] = {}
+
+        def on_report(row: dict[str, Any], report: Any) -> None:
+            facts[str(row["cell"])] = name_facts(report.intent)
+
+        rows = run_sweep(list(cells), self.executor, self.on_event,
+                         self.phase, on_report if self.executor.name == "local" else None)
+        out = []
+        for (c, probe, pred), cell, row in zip(configs, cells, rows, strict=True):
+            names = facts.get(cell.label)
+            if names is None and not row.get("error") and probe == "offload":
+                names = _facts_from_cache(cell)
+            out.append(_verified(self.spec, c, row, probe, pred, names or ()))
+        self.verified += out
+        return out
+
+
+def _frontier_key(points: list[Verified]) -> tuple[Config, ...]:
+    return tuple(v.config for v in points)
+
+
+def run_tune(spec: TuneSpec, executor: Any, on_event: Callable[..., None] | None = None,
+             phase: Callable[..., None] | None = None) -> TuneResult:
+    """Probe, propose, verify and refine until the frontier stops moving, the space is exhausted
+    or ``spec.max_compiles`` compiles are spent (a cache hit counts, so a rerun takes the same path;
+    a repeat of a step already verified in this search does not). Per-name facts come with each
+    compile on the local executor; on Ray only the all-offload probe's are read back (the cache)."""
+    t0 = time.perf_counter()
+    space, goal = spec.space, spec.goal
+    runner = _Runner(spec, executor, on_event, phase)
+    b0 = space.batches[0]
+    probes: list[tuple[Config, str, Prediction | None]] = [(space.uniform(p, b0), p, None) for p in PROBES]
+    probes += [(space.uniform("remat", b), "remat", None) for b in space.batches[1:]]
+    if spec.own_switches is not None and all(c in a for c, a in zip(spec.own_switches, space.allowed, strict=True)):
+        probes.append((Config(spec.own_switches, b0), "configured", None))
+    seen: list[tuple[Config, str, Prediction | None]] = []
+    for p in probes:  # a fixed name can make two probes one configuration
+        if all(p[0] != q[0] for q in seen):
+            seen.append(p)
+    done = {v.config: v for v in runner.run(seen)}
+    by_probe = {(p, c.batch): done[c] for c, p, _ in probes if p in PROBES and c in done}
+    prior = prior_model(space, by_probe)
+    if prior is None:
+        failed = next((v for v in done.values() if v.error), None)
+        why = f": {failed.label}: {failed.error}" if failed else ""
+        raise HloscopeError(f"the probe compiles failed, so there is nothing to model{why}", EXIT_COMPILE_FAILED)
+    model = prior.refit(prior, runner.verified)
+    rounds, unchanged, stopped = 0, 0, "budget"
+    current = _frontier_key(frontier(runner.verified, goal))
+    while runner.left > 0:
+        todo = propose(space, model, spec.limits, goal, runner.verified, min(spec.per_round, runner.left))
+        if not todo:
+            stopped = "exhausted"
+            break
+        runner.run([(c, "", model.predict(c)) for c in todo])
+        rounds += 1
+        model = prior.refit(prior, runner.verified)
+        now = _frontier_key(frontier(runner.verified, goal))
+        unchanged = unchanged + 1 if now == current else 0
+        current = now
+        if unchanged >= PATIENCE:
+            stopped = "converged"
+            break
+    verified = tuple(runner.verified)
+    facts = {f.name: f for v in verified if v.probe == "offload" for f in v.names}
+    top = best(verified, goal)
+    return TuneResult(spec, verified, tuple(frontier(verified, goal)), top, model,
+                      model_error(verified), stopped, rounds, time.perf_counter() - t0,
+                      sum(1 for v in verified if v.cached), facts,
+                      explain(space, top, verified, model) if top is not None else None)

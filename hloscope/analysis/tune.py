@@ -153,6 +153,7 @@ class Verified:
     host bytes are within the pinned-host pool. predicted: what the model said before the
     compile (None for a probe). names: per-name facts of the names it offloaded. error: why
     the compile failed ("" when it did not). cached / compile_s: from the cache, wall seconds.
+    compile_args: the policy and settings it was compiled with, as ``hloscope compile`` options.
     """
 
     config: Config
@@ -170,6 +171,8 @@ class Verified:
     cached: bool = False
     compile_s: float = 0.0
     fingerprint: str = ""
+    #: The ``hloscope compile`` options that compiled it (``--policy remat``; ``--set custom=...``).
+    compile_args: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:

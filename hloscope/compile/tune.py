@@ -81,15 +81,19 @@ def cell_of(spec: TuneSpec, c: Config) -> TuneCell:
 
 def _verified(spec: TuneSpec, c: Config, row: dict[str, Any], probe: str, predicted: Prediction | None,
               names: tuple[NameFacts, ...]) -> Verified:
-    label = cell_of(spec, c).label
+    cell = cell_of(spec, c)
+    label = cell.label
+    given = [k for k, _ in spec.sets]  # the user's own settings first, in their order
+    ordered = sorted(cell.sets, key=lambda kv: (given.index(kv[0]) if kv[0] in given else len(given), kv[0]))
+    args = (f"--policy {cell.policy}", *(f"--set {k}={v}" for k, v in ordered))
     if row.get("error"):
         return Verified(c, label, probe, predicted=predicted, error=str(row["error"]),
-                        compile_s=float(row.get("compile_s") or 0.0))
+                        compile_s=float(row.get("compile_s") or 0.0), compile_args=args)
     host = int(row.get("host_bytes") or 0)
     return Verified(c, label, probe, int(row["device_allocation_bytes"]), host, float(row["est_step_us"]),
                     float(row.get("est_exposed_us") or 0.0), bool(row.get("fits")), host <= spec.limits.host_bytes,
                     predicted, names, "", bool(row.get("cached")), float(row.get("compile_s") or 0.0),
-                    str(row.get("fingerprint") or ""))
+                    str(row.get("fingerprint") or ""), args)
 
 
 def _facts_from_cache(cell: Cell) -> tuple[NameFacts, ...]:

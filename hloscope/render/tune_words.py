@@ -49,6 +49,9 @@ def maxtext_snippet(choices: dict[str, str]) -> str:
 def sets_snippet(result: TuneResult, v: Verified) -> str:
     """The ``hloscope compile`` options that compile ``v`` (the workload's ``custom`` or per-name settings)."""
     spec = result.spec
+    head = f"hloscope compile --workload {spec.workload} --target {spec.target} --devices {spec.devices} "
+    if v.compile_args:  # what compiled it: a coarse policy's own options (mlp has no per-name setting)
+        return head + " ".join(v.compile_args)
     choices = choices_of(result, v)
     sets = [f"{k}={val}" for k, val in spec.sets]
     if v.config.batch is not None:
@@ -57,8 +60,7 @@ def sets_snippet(result: TuneResult, v: Verified) -> str:
         sets += [f"{n}={c}" for n, c in choices.items()]
     else:
         sets.append("custom=" + ",".join(f"{n}:{c}" for n, c in choices.items()))
-    return (f"hloscope compile --workload {spec.workload} --target {spec.target} --devices {spec.devices} "
-            f"--policy offload " + " ".join(f"--set {s}" for s in sets))
+    return head + "--policy offload " + " ".join(f"--set {s}" for s in sets)
 
 
 def _code(v: Verified) -> str:

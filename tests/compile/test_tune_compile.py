@@ -85,3 +85,16 @@ def test_facts_read_back_from_the_cache_when_the_executor_keeps_reports(tmp_path
     result = run_tune(spec, Keeps())
     assert {n: f.to_host_bytes for n, f in result.facts.items()} == {
         "query_proj": 2 * 256 * 8 * 64 * 2, "key_proj": 2 * 256 * 2 * 64 * 2, "value_proj": 2 * 256 * 2 * 64 * 2}
+
+
+def test_the_compile_line_of_the_best_compiles_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # mlp tags one name ('hidden'), so its three configurations are the coarse policies, and mlp has no
+    # per-name setting: the line to paste must be the policy that compiled the best, not a 'custom'
+    # setting (it printed '--policy offload --set custom=hidden:remat', which compile refuses, exit 2).
+    assert main(["tune", "mlp", "--max-compiles", "3", "--jobs", "1"]) == 0
+    text = capsys.readouterr().out
+    line = next(ln for ln in text.splitlines() if ln.startswith("compile it: "))
+    argv = line.removeprefix("compile it: hloscope ").split()
+    assert "custom=" not in line and argv[argv.index("--policy") + 1] in ("remat", "save", "offload")
+    # and it compiles: the same step, read back from the cache the search filled
+    assert main([*argv, "--out", str(tmp_path / "best")]) == 0

@@ -26,8 +26,14 @@ def test_text_names_the_best_and_the_line_to_paste() -> None:
     choices = SPACE.as_dict(result.best.config)
     assert f"paste (JAX): {jax_snippet(choices)}\n" in text
     assert "paste (MaxText)" not in text  # llama's names are not MaxText's keys here
+    # the options that compiled the best (here every name offloaded: llama's own offload policy; a mixed
+    # configuration reads '--set custom=query_proj:offload,...'; tests/compile/test_tune_compile.py compiles one)
+    assert result.best.compile_args == ("--policy offload", "--set layers=2")
     assert "compile it: hloscope compile --workload llama --target h100-sxm --devices 8 --policy offload " \
-           "--set layers=2 --set custom=" in text
+           "--set layers=2\n" in text
+    mixed = next(v for v in result.verified if len(set(v.config.choices)) > 1)
+    assert mixed.compile_args[0] == "--policy offload" and mixed.compile_args[1] == "--set layers=2"
+    assert mixed.compile_args[2].startswith("--set custom=query_proj:")
     assert f"{len(result.verified)} compiles (3 probes" in text
 
 

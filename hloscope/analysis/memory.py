@@ -33,6 +33,7 @@ from hloscope.hlo.xla_dumps import (
     XlaDumpTexts,
     parse_assigned_values,
     parse_live_at_peak,
+    parse_value_positions,
     report_space_totals,
 )
 from hloscope.targets import DEFAULT_HOST_POOL_BYTES, Target
@@ -306,10 +307,24 @@ def _classify(position: str, space: int, shape: Shape | None, index: _PeakIndex 
     return (Role.TEMPORARY, op_name.rsplit("/", 1)[-1], *where)
 
 
+def _named_position(position: str, positions: Mapping[str, tuple[str, ...]], index: _PeakIndex | None) -> str:
+    """``position``, or where else its value is that the module names: the value of an op a sugared
+    async op wraps (``loop_dynamic_update_slice_fusion.10`` inside ``fusion-start.7``, which
+    compiled.as_text() does not name) is also the async-done's (``fusion-done.7{}``). A whole-output
+    position is preferred to a tuple element's ("" if none is named)."""
+    if index is None or _split_position(position)[0] in index.by_name:
+        return position
+    named = [p for p in positions.get(position, ()) if _split_position(p)[0] in index.by_name]
+    return min(named, key=lambda p: bool(_split_position(p)[1]), default="")
+
+
 def peak_buffers(live: LiveAtPeak, assigned: Mapping[str, tuple[int, str]],
-                 module: ModuleIndex | Module | None = None, vocab_size: int | None = None) -> list[PeakBuffer]:
+                 module: ModuleIndex | Module | None = None, vocab_size: int | None = None,
+                 positions: Mapping[str, tuple[str, ...]] | None = None) -> list[PeakBuffer]:
     """Every value of ``live`` with its memory space, shape and role, in XLA's order. ``module``: the
-    optimized module's shared :class:`ModuleIndex` (or the module, indexed here)."""
+    optimized module's shared :class:`ModuleIndex` (or the module, indexed here). ``positions``: each
+    value's other positions (:func:`~hloscope.hlo.xla_dumps.parse_value_positions`), which name the
+    value of an op the module's sugared async ops hide."""
     if isinstance(module, Module):
         module = ModuleIndex(module)
     index = _PeakIndex(module) if module is not None else None
@@ -331,6 +346,12 @@ def peak_buffers(live: LiveAtPeak, assigned: Mapping[str, tuple[int, str]],
                     space = HOST_MEMORY_SPACE if shape.in_memory_space(HOST_MEMORY_SPACE) else 0
         space = max(space, 0)
         role, detail, ins_name, comp, source = _classify(position, space, shape, index, vocab_size)
+        if role is Role.TEMPORARY and not comp and positions:
+            # Not an instruction of the module and not a collective by its name: read it where the
+            # module names its value.
+            named = _named_position(position, positions, index)
+            if named and named != position:
+                role, detail, ins_name, comp, source = _classify(named, space, shape, index, vocab_size)
         out.append(PeakBuffer(position, size, shape_text or (str(shape) if shape is not None else ""), space,
                               role, detail, ins_name, comp, source))
     return out
@@ -418,7 +439,8 @@ def memory_facts(memory: Mapping[str, int], target: Target, report_text: str | N
     live = parse_live_at_peak(live_range) if live_range else None
     buffers: list[PeakBuffer] = []
     if live is not None:
-        buffers = peak_buffers(live, parse_assigned_values(buffer_assignment or ""), module, vocab_size)
+        buffers = peak_buffers(live, parse_assigned_values(buffer_assignment or ""), module, vocab_size,
+                               parse_value_positions(buffer_assignment or ""))
     device = sorted((b for b in buffers if b.memory_space != HOST_MEMORY_SPACE), key=lambda b: -b.size_bytes)
     top_buffers = tuple(device[:top])
     return MemoryFacts(

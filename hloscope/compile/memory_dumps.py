@@ -2,7 +2,8 @@
 
 ``memory_texts(dump, since)`` -> artifact file name -> text: XLA's memory-usage report, the
 ``Live ranges at N (peak):`` section of its live-range dump, and the buffer-assignment lines of the
-values live at that peak (a 671B step's full assignment is tens of MB). The file names are the
+values live at that peak (a 671B step's full assignment is tens of MB), followed by those values'
+positions from XLA's ``*-buffer-assignment-values.txt``. The file names are the
 artifact's (``hloscope.artifact``), where they are read back.
 """
 
@@ -45,6 +46,35 @@ def assignment_at_peak(text: str, live_at_peak: str) -> str:
     return "\n".join(out) + "\n"
 
 
+def positions_at_peak(values: str, live_at_peak: str) -> str:
+    """The header and ``positions:`` lines of the ``*-buffer-assignment-values.txt`` blocks of the values
+    live at peak: where else each value is (``fusion-done.7`` for the value of
+    ``loop_dynamic_update_slice_fusion.10``, the op a sugared ``fusion-start.7`` wraps, which the optimized
+    module as compiled.as_text() prints it does not name)."""
+    names = set(re.findall(r"^\s{4}(\S+): \d+ bytes", live_at_peak, re.M))
+    out: list[str] = []
+    keep = False
+    in_positions = False
+    for line in values.splitlines():
+        m = re.match(r"<\d+ (\S+)(?: \(phi\))? @\d+>$", line)
+        if m:
+            keep = m.group(1) in names or f"{m.group(1)}{{}}" in names
+            in_positions = False
+            if keep:
+                out.append(line)
+            continue
+        if not keep:
+            continue
+        if line == " positions:":
+            in_positions = True
+            out.append(line)
+        elif in_positions and line.startswith("  "):
+            out.append(line)
+        else:
+            in_positions = False
+    return "\n".join(out) + "\n" if out else ""
+
+
 def memory_texts(dump: str, since: float) -> dict[str, str]:
     """The memory texts of the optimized module in an XLA dump folder, trimmed to what
     the memory analysis reads (a 671B step's full buffer assignment is tens of MB)."""
@@ -61,5 +91,6 @@ def memory_texts(dump: str, since: float) -> dict[str, str]:
         out[LIVE_AT_PEAK_FILE] = peak
         assignment = newest("buffer-assignment.txt")
         if assignment:
-            out[BUFFER_ASSIGNMENT_FILE] = assignment_at_peak(assignment, peak)
+            out[BUFFER_ASSIGNMENT_FILE] = assignment_at_peak(assignment, peak) + positions_at_peak(
+                newest("buffer-assignment-values.txt"), peak)
     return out

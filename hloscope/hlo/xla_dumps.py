@@ -62,6 +62,8 @@ _TOTAL_RE = re.compile(r"^Total bytes: (\d+)")
 _PEAK_HEAD_RE = re.compile(r"^\s*Live ranges at (\d+) \(peak\):")
 _PEAK_VALUE_RE = re.compile(r"^\s{4}(\S+): (\d+) bytes")
 _PEAK_TOTAL_RE = re.compile(r"^\s*Stack trace breakdown for peak usage: ([\d ]+) bytes")
+_POSITIONS_HEAD_RE = re.compile(r"^<\d+ (\S+)(?: \(phi\))? @\d+>$")
+_POSITION_RE = re.compile(r"^  (\S+)(?: \{([\d,]*)\})?$")
 _VALUE_RE = re.compile(r"^ value: <\d+ (\S+)(?: \(phi\))? @(\d+)> \(size=(\d+),offset=\d+\): (.*)$")
 
 
@@ -119,4 +121,36 @@ def parse_assigned_values(text: str) -> dict[str, tuple[int, str]]:
             out.setdefault(pos, (color, shape))
             if not pos.endswith("}"):
                 out.setdefault(pos + "{}", (color, shape))
+    return out
+
+
+def parse_value_positions(text: str) -> dict[str, tuple[str, ...]]:
+    """Value -> its other positions, from ``*-buffer-assignment-values.txt`` blocks (``<1792 name @0>``,
+    `` positions:``, one ``  name`` or ``  name {i}`` line each). Both written as the live-range dump
+    writes a position (``tuple.69{5}``, ``fusion-done.7{}``); the value's own position is left out."""
+    out: dict[str, tuple[str, ...]] = {}
+    value = ""
+    found: list[str] = []
+    in_positions = False
+    for line in text.splitlines():
+        m = _POSITIONS_HEAD_RE.match(line)
+        if m:
+            value = m.group(1) if m.group(1).endswith("}") else m.group(1) + "{}"
+            found = []
+            out[value] = ()
+            in_positions = False
+            continue
+        if not value:
+            continue
+        if line == " positions:":
+            in_positions = True
+            continue
+        p = _POSITION_RE.match(line) if in_positions else None
+        if p is None:
+            in_positions = False
+            continue
+        position = f"{p.group(1)}{{{p.group(2) or ''}}}"
+        if position != value:
+            found.append(position)
+            out[value] = tuple(found)
     return out

@@ -1,5 +1,7 @@
 """Facts only the newest tested XLA produces, marked so the oldest-JAX CI run (jax 0.9.2, .ci/run)
-skips them with what was measured there instead (docs/jax-versions.md)."""
+skips them with what was measured there instead (docs/jax-versions.md); and ``JAX012``, which tells the
+jax 0.12 CI run (jaxlib 0.12.0.1) from the jax 0.10 one where XLA 0.12 compiles or names a thing
+otherwise, each test asserting what it read by hand on each."""
 
 from __future__ import annotations
 
@@ -8,6 +10,9 @@ import pytest
 from hloscope.compile.jaxcompat import jaxlib_at_least
 
 NEWEST = jaxlib_at_least(0, 10)
+#: jaxlib 0.12 or newer (the Python 3.12 CI run, .ci/run): figures read on 0.12.0.1 apply; else those
+#: read on 0.10.2.
+JAX012 = jaxlib_at_least(0, 12)
 
 
 def read_on_jaxlib_0_10(measured_on_0_9: str) -> pytest.MarkDecorator:

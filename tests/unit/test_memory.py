@@ -234,3 +234,49 @@ def test_compile_figures_derive_the_documented_figures_from_raw_ones(name: str) 
     no_peak = compile_figures(dict(raw, peak_memory_in_bytes=0))
     assert no_peak["peak_memory_from_xla"] == 0
     assert no_peak["peak_memory_in_bytes"] == no_peak["device_allocation_bytes"] == recorded["device_allocation_bytes"]
+
+
+
+# Lines of jax 0.12.0.1's dump of the big-host-heap llama compile (tests/compile/test_memory_compile.py,
+# BIG_HOST), as XLA wrote them but for the "from instruction:" lines, cut short: the head of its
+# *-live-range.txt peak list and the line of the value XLA names by the op the sugared fusion-start.7
+# wraps; two blocks of its *-buffer-assignment-values.txt, that value's and loop_add_fusion.5's (not
+# live at the peak).
+_LIVE_012 = """\
+HloLiveRange (max 759):
+  Live ranges at 235 (peak):
+    wrapped_dynamic-update-slice{}: 134217728 bytes (cumulative: 134217728 bytes)
+    loop_dynamic_update_slice_fusion.10{}: 8388608 bytes (cumulative: 293601280 bytes)
+"""
+_VALUES_012 = """\
+<1792 loop_dynamic_update_slice_fusion.10 @0>
+ positions:
+  loop_dynamic_update_slice_fusion.10
+  tuple.69 {5}
+  fusion-start.7 {1}
+  fusion-done.7
+ uses:
+  fusion-done.7, operand 0 {1}
+  tuple.69, operand 5
+ from instruction: %loop_dynamic_update_slice_fusion.10 = bf16[32,2,256,256]{3,2,1,0} fusion(%param_0.1256, ...
+<1794 loop_add_fusion.5 @0>
+ positions:
+  loop_add_fusion.5
+  tuple.69 {0}
+ uses:
+  tuple.69, operand 0
+ from instruction: %loop_add_fusion.5 = s32[] fusion(%copy.86), kind=kLoop, calls=%fused_add.5, ...
+"""
+
+
+def test_value_positions_kept_for_the_values_live_at_peak() -> None:
+    from hloscope.compile.memory_dumps import positions_at_peak
+    from hloscope.hlo.xla_dumps import parse_value_positions
+
+    kept = positions_at_peak(_VALUES_012, _LIVE_012)
+    # loop_add_fusion.5 is not live at the peak; uses and the instruction text are dropped.
+    assert kept == "\n".join(_VALUES_012.splitlines()[:6]) + "\n"
+    assert parse_value_positions(kept) == {
+        "loop_dynamic_update_slice_fusion.10{}": ("tuple.69{5}", "fusion-start.7{1}", "fusion-done.7{}")}
+    assert parse_value_positions(_VALUES_012)["loop_add_fusion.5{}"] == ("tuple.69{0}",)
+    assert parse_value_positions("") == {} and positions_at_peak(_VALUES_012, "") == ""

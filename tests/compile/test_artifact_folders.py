@@ -11,6 +11,7 @@ import pytest
 from hloscope.compile.artifacts import default_folder
 from hloscope.compile.request import CompileRequest, Scheduler
 from hloscope.hlo.model import Computation, Instruction, Module
+from tests.compile.xla_versions import NEWEST
 
 
 def _element(comp: Computation, name: str) -> object:
@@ -170,12 +171,17 @@ def test_xla_dump_to_is_written_where_the_flag_says(tmp_path: Path, monkeypatch:
     # denotes), and the same tuple elements with the same shapes.
     ours = parse_hlo((tmp_path / "a" / "optimized.hlo.txt").read_text())
     dumped_module = parse_hlo((tmp_path / "dump" / optimized[-1]).read_text())
-    assert _schedules(ours) == _schedules(dumped_module)
     assert len(_schedules(ours)[ours.entry_name][0]) > 10
-    # The dump's extra computations are those its unsugared async ops call, one each.
-    wrapped = [c for comp in dumped_module.computations.values() for i in comp.instructions
-               if i.opcode == "async-start" and not i.wrapped_opcode for c in i.called_computations]
-    assert sorted(wrapped) == sorted(set(dumped_module.computations) - set(ours.computations))
+    if not NEWEST:
+        # jaxlib 0.9.2's dump names the cloned computations otherwise (add.clone.clone for the artifact's
+        # add.clone, measured): the entry computation's schedule is compared there.
+        assert _schedules(ours)[ours.entry_name] == _schedules(dumped_module)[dumped_module.entry_name]
+    else:
+        assert _schedules(ours) == _schedules(dumped_module)
+        # The dump's extra computations are those its unsugared async ops call, one each.
+        wrapped = [c for comp in dumped_module.computations.values() for i in comp.instructions
+                   if i.opcode == "async-start" and not i.wrapped_opcode for c in i.called_computations]
+        assert sorted(wrapped) == sorted(set(dumped_module.computations) - set(ours.computations))
     assert (tmp_path / "a" / "memory-usage-report.txt").read_text() == next(
         (tmp_path / "dump").glob("*after_optimizations-memory-usage-report.txt")).read_text()
     capsys.readouterr()

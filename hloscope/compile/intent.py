@@ -46,6 +46,7 @@ from hloscope.compile.jaxcompat import (
     jax_policy,
     jaxpr_of,
     memory_space_name,
+    policy_strings,
     scan_carry_count,
     traced_params,
     user_frame,
@@ -86,22 +87,12 @@ def _shape(aval: Any) -> str:
 # ---- policies -----------------------------------------------------------------------------------
 
 
-def _names(v: Any) -> tuple[str, ...]:
-    if isinstance(v, str):
-        return (v,)
-    if isinstance(v, set | frozenset):
-        return tuple(sorted(str(x) for x in v if isinstance(x, str)))
-    if isinstance(v, list | tuple):
-        return tuple(str(x) for x in v if isinstance(x, str))
-    return ()
-
-
 def _mentions(fn: Any) -> tuple[str, ...]:
     """Strings in a callable's closure cells and defaults (shown for an uninspectable policy)."""
     found: list[str] = []
     values = list(closure_cells(fn).values()) + list(getattr(fn, "__defaults__", None) or ())
     for v in values:
-        found += _names(v)
+        found += policy_strings(v)
     return tuple(dict.fromkeys(found))[:20]
 
 

@@ -413,7 +413,8 @@ def closure_cells(fn: Any) -> dict[str, Any]:
     return out
 
 
-def _strings(v: Any) -> tuple[str, ...]:
+def policy_strings(v: Any) -> tuple[str, ...]:
+    """The strings a policy closes over (a string, a set in sorted order, a list or tuple in order)."""
     if isinstance(v, str):
         return (v,)
     if isinstance(v, set | frozenset):
@@ -467,12 +468,12 @@ def jax_policy(policy: Any) -> JaxPolicy | None:
     if maker == "save_anything_except_these_names":
         return JaxPolicy(maker)  # saves everything (JAX keeps no names: its lambda ignores them)
     if maker == "save_only_these_names":
-        return JaxPolicy(maker, saved=_strings(cells.get("names_which_can_be_saved", ())))
+        return JaxPolicy(maker, saved=policy_strings(cells.get("names_which_can_be_saved", ())))
     if maker == "save_any_names_but_these":
-        return JaxPolicy(maker, excluded=_strings(cells.get("names_not_to_save", ())))
+        return JaxPolicy(maker, excluded=policy_strings(cells.get("names_not_to_save", ())))
     if maker == "save_and_offload_only_these_names":
-        return JaxPolicy(maker, saved=_strings(cells.get("names_which_can_be_saved", ())),
-                         offloaded=_strings(cells.get("names_which_can_be_offloaded", ())),
+        return JaxPolicy(maker, saved=policy_strings(cells.get("names_which_can_be_saved", ())),
+                         offloaded=policy_strings(cells.get("names_which_can_be_offloaded", ())),
                          offload_src=str(cells.get("offload_src", "")), offload_dst=str(cells.get("offload_dst", "")))
     if maker == "offload_dot_with_no_batch_dims":
         return JaxPolicy(maker, offload_src=str(cells.get("offload_src", "")),
@@ -484,16 +485,16 @@ def jax_policy(policy: Any) -> JaxPolicy | None:
 
 def _policy_object(policy: Any, cls: str) -> JaxPolicy:
     if cls == "SaveOnlyTheseNames":
-        return JaxPolicy("save_only_these_names", saved=_strings(getattr(policy, "saveable_names", ())))
+        return JaxPolicy("save_only_these_names", saved=policy_strings(getattr(policy, "saveable_names", ())))
     if cls == "SaveAnyNamesButThese":
-        return JaxPolicy("save_any_names_but_these", excluded=_strings(getattr(policy, "names", ())))
+        return JaxPolicy("save_any_names_but_these", excluded=policy_strings(getattr(policy, "names", ())))
     if cls == "DotsSaveable":
         no_batch = bool(getattr(policy, "only_if_no_batch_dims", False))
         return JaxPolicy("dots_with_no_batch_dims_saveable" if no_batch else "dots_saveable")
     src, dst = str(getattr(policy, "offload_src", "")), str(getattr(policy, "offload_dst", ""))
     if cls == "SaveAndOffloadOnlyTheseNames":
         return JaxPolicy("save_and_offload_only_these_names",
-                         saved=_strings(getattr(policy, "names_which_can_be_saved", ())),
-                         offloaded=_strings(getattr(policy, "names_which_can_be_offloaded", ())),
+                         saved=policy_strings(getattr(policy, "names_which_can_be_saved", ())),
+                         offloaded=policy_strings(getattr(policy, "names_which_can_be_offloaded", ())),
                          offload_src=src, offload_dst=dst)
     return JaxPolicy("offload_dot_with_no_batch_dims", offload_src=src, offload_dst=dst)

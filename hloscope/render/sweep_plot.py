@@ -49,9 +49,20 @@ def series(result: SweepResult) -> dict[str, list[dict[str, Any]]]:
     return {p: [by[b] for b in sorted(by)] for p, by in out.items()}
 
 
-def _plain(text: str) -> str:
-    # Matplotlib reads $...$ as mathtext; a name from the module is data, drawn as typed.
+def plain(text: str) -> str:
+    """``text`` drawn as typed: Matplotlib reads $...$ as mathtext; a name from the module is data."""
     return text.replace("$", r"\$")
+
+
+def save_figure(plt: Any, fig: Any, path: str) -> None:
+    """Write ``fig`` to ``path`` (--plot) and close it; an unwritable path is one line, exit 2."""
+    try:
+        # No date in an SVG's metadata: the same search or sweep draws the same file.
+        fig.savefig(path, dpi=110, metadata={"Date": None} if path.lower().endswith(".svg") else None)
+    except OSError as e:
+        raise HloscopeError(f"--plot {path}: cannot write: {e.strerror or e}", EXIT_BAD_INPUT) from None
+    finally:
+        plt.close(fig)
 
 
 def write_plot(result: SweepResult, path: str) -> None:
@@ -79,12 +90,12 @@ def write_plot(result: SweepResult, path: str) -> None:
         rate = [int(r["batch"]) / (float(r["est_step_us"]) * 1e-6) if r.get("est_step_us") else float("nan")
                 for r in rows]
         mem = [float(r["device_allocation_bytes"] or 0) / 2**30 for r in rows]
-        left.plot(batches, rate, color=color, label=_plain(policy))
+        left.plot(batches, rate, color=color, label=plain(policy))
         # A filled point fits in HBM, a hollow one does not (its throughput is not reachable there).
         for b, x, r in zip(batches, rate, rows, strict=True):
             left.plot([b], [x], marker="o", color=color, markerfacecolor=color if r.get("fits") else "white",
                       linestyle="none")
-        right.plot(batches, mem, marker="o", color=color, label=_plain(policy))
+        right.plot(batches, mem, marker="o", color=color, label=plain(policy))
         c = cap.get(policy) or {}
         if c.get("largest_fit") is not None and c.get("largest_fit_bytes") is not None:
             right.plot([c["largest_fit"]], [c["largest_fit_bytes"] / 2**30], marker="*", markersize=16, color=color,
@@ -104,9 +115,9 @@ def write_plot(result: SweepResult, path: str) -> None:
             right.plot([c["smallest_over"]], [c["smallest_over_bytes"] / 2**30], marker="X", markersize=11,
                        color=color, linestyle="none")
     for k, (text, color) in enumerate(answers):
-        right.text(0.02, 0.70 - 0.06 * k, _plain(text), transform=right.transAxes, fontsize=8, color=color)
+        right.text(0.02, 0.70 - 0.06 * k, plain(text), transform=right.transAxes, fontsize=8, color=color)
     right.axhline(hbm_gib, color="black", linestyle="--", linewidth=1)
-    right.annotate(_plain(f"HBM {hbm_gib:.0f} GiB ({target.name})"), (0.01, hbm_gib),
+    right.annotate(plain(f"HBM {hbm_gib:.0f} GiB ({target.name})"), (0.01, hbm_gib),
                    xycoords=("axes fraction", "data"), textcoords="offset points", xytext=(2, 4), fontsize=8)
     ticks = sorted({int(r["batch"]) for rows in data.values() for r in rows})
     for ax in (left, right):
@@ -120,11 +131,5 @@ def write_plot(result: SweepResult, path: str) -> None:
     left.set_title("estimated throughput (simulated step; hollow: over HBM)", fontsize=10)
     right.set_ylabel("device allocation, GiB")
     right.set_title("device memory vs HBM (star: largest batch that fits; X: smallest over)", fontsize=10)
-    fig.suptitle(_plain(f"hloscope sweep {result.workload}: {result.target}, {result.devices} devices"), fontsize=11)
-    try:
-        # No date in an SVG's metadata: the same sweep draws the same file.
-        fig.savefig(path, dpi=110, metadata={"Date": None} if path.lower().endswith(".svg") else None)
-    except OSError as e:
-        raise HloscopeError(f"--plot {path}: cannot write: {e.strerror or e}", EXIT_BAD_INPUT) from None
-    finally:
-        plt.close(fig)
+    fig.suptitle(plain(f"hloscope sweep {result.workload}: {result.target}, {result.devices} devices"), fontsize=11)
+    save_figure(plt, fig, path)

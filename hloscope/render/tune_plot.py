@@ -13,13 +13,8 @@ from __future__ import annotations
 import textwrap
 
 from hloscope.analysis.tune import Objective, TuneResult, Verified
-from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
-from hloscope.render.sweep_plot import check_plot_path
+from hloscope.render.sweep_plot import check_plot_path, plain, save_figure
 from hloscope.render.tune_words import STOPPED
-
-
-def _plain(text: str) -> str:
-    return text.replace("$", r"\$")
 
 
 def write_plot(result: TuneResult, path: str) -> None:
@@ -59,7 +54,7 @@ def write_plot(result: TuneResult, path: str) -> None:
         if beyond:
             words = f"{words} {v.device_bytes / scale:.0f} {unit}".strip()
         if words:
-            ax.annotate(_plain(words), (x(v), y(v)), textcoords="offset points", xytext=(-5 if beyond else 5, 4),
+            ax.annotate(plain(words), (x(v), y(v)), textcoords="offset points", xytext=(-5 if beyond else 5, 4),
                         fontsize=8, ha="right" if beyond else "left")
     front = list(result.frontier)
     if front:
@@ -73,11 +68,11 @@ def write_plot(result: TuneResult, path: str) -> None:
         moved = [n for n, c in choices.items() if c == "offload"]
         words = (f"best: on device {', '.join(kept) or 'none'}; offloaded {', '.join(moved) or 'none'}; "
                  "the rest recomputed" + (f" (batch {b.config.batch})" if b.config.batch is not None else ""))
-        fig.supxlabel(_plain("\n".join(textwrap.wrap(words, 110))), fontsize=8)
+        fig.supxlabel(plain("\n".join(textwrap.wrap(words, 110))), fontsize=8)
     limit = spec.limits.device_bytes
     if limit <= 1.25 * top:  # drawn when it is near the points; else named in the axis label
         ax.axvline(limit / scale, color="black", linestyle="--", linewidth=1)
-        ax.annotate(_plain(f"limit {limit / scale:.1f} {unit}"), (limit / scale, 0.98),
+        ax.annotate(plain(f"limit {limit / scale:.1f} {unit}"), (limit / scale, 0.98),
                     xycoords=("data", "axes fraction"), textcoords="offset points", xytext=(4, -2), fontsize=8,
                     ha="left", va="top")
     ax.plot([], [], marker="s", color="tab:blue", linestyle="none", label="probe")
@@ -91,11 +86,6 @@ def write_plot(result: TuneResult, path: str) -> None:
     model = (f"; model step error {err.step_mean:.1%} mean, {err.step_max:.1%} max over {err.count} proposals"
              if err.count else "")
     title = f"{len(result.verified)} compiles; {STOPPED.get(result.stopped, result.stopped)}{model}"
-    ax.set_title(_plain("\n".join(textwrap.wrap(title, 100))), fontsize=9)
-    fig.suptitle(_plain(f"hloscope tune {spec.workload}: {spec.target}, {spec.devices} devices"), fontsize=11)
-    try:
-        fig.savefig(path, dpi=110, metadata={"Date": None} if path.lower().endswith(".svg") else None)
-    except OSError as e:
-        raise HloscopeError(f"--plot {path}: cannot write: {e.strerror or e}", EXIT_BAD_INPUT) from None
-    finally:
-        plt.close(fig)
+    ax.set_title(plain("\n".join(textwrap.wrap(title, 100))), fontsize=9)
+    fig.suptitle(plain(f"hloscope tune {spec.workload}: {spec.target}, {spec.devices} devices"), fontsize=11)
+    save_figure(plt, fig, path)

@@ -21,8 +21,8 @@ from hloscope.native_stderr import (
     terminal_lines,
 )
 
-__all__ = ["NATIVE_NOISE", "NativeCapture", "backend_started", "capture_native_stderr", "prepare",
-           "quiet_first_jax_import", "quiet_native_stderr", "terminal_lines", "versions"]
+__all__ = ["NATIVE_NOISE", "NativeCapture", "address_space_limit", "backend_started", "capture_native_stderr",
+           "prepare", "quiet_first_jax_import", "quiet_native_stderr", "terminal_lines", "versions"]
 
 #: The one line to print when JAX's backend started before hloscope could configure it.
 STARTED_TOO_EARLY = ("jax's backend already started without the CUDA plugin's compile-only GPUs (something ran a "
@@ -61,6 +61,19 @@ def prepare() -> None:
     warn_version(jax.__version__)
     if not has_gpu() and not backend_started() and getattr(jax.config, "jax_platforms", None) != "cpu":
         jax.config.update("jax_platforms", "cpu")  # host computations on CPU; GPUs stay compile-only
+
+
+def address_space_limit() -> int | None:
+    """The soft address-space limit (``ulimit -v``) this process and its children have, in bytes;
+    None when there is none."""
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    return None if soft == resource.RLIM_INFINITY else int(soft)
+
+
+#: Words in a loader's or allocator's error that mean memory could not be mapped.
+OUT_OF_MAPPABLE_MEMORY = ("failed to map segment", "cannot allocate memory", "bad_alloc", "out of memory")
 
 
 def versions() -> dict[str, str]:

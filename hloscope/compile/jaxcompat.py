@@ -187,8 +187,9 @@ def jaxlib_at_least(major: int, minor: int) -> bool:
 CUDA_PLUGIN_MODULES = ("jax_plugins.xla_cuda12", "jax_plugins.xla_cuda13")
 
 
-def register_cuda_plugin_late() -> bool:
-    """Register the CUDA plugin after jax started its backends without it; True when it worked.
+def register_cuda_plugin_late() -> str | None:
+    """Register the CUDA plugin after jax started its backends without it: None when it worked,
+    else why not (the first line of the plugin's own error; empty when no plugin is installed).
 
     With no GPU, a jax computation that ran before hloscope set ``JAX_SKIP_CUDA_CONSTRAINTS_CHECK``
     (jax imported before hloscope) made the plugin's ``initialize()`` fail its CUDA version check,
@@ -197,6 +198,10 @@ def register_cuda_plugin_late() -> bool:
     calling ``initialize()`` again with the check skipped registers it
     (``xla_bridge.register_plugin``) although the backends already started, and
     ``get_topology_desc(platform="cuda")`` then works; a computation keeps running on the CPU.
+    When the plugin's library itself cannot be loaded (jax 0.12.0.1 under ``ulimit -v 1.5 GiB``
+    with cuBLAS and cuDNN installed: ``INTERNAL: Failed to open .../xla_cuda_plugin.so: ...
+    failed to map segment from shared object``), jax's own start-up failed the same way and
+    this call says why.
     """
     import importlib
     import os
@@ -212,10 +217,10 @@ def register_cuda_plugin_late() -> bool:
         try:
             with quiet_native_stderr():
                 plugin.initialize()
-        except Exception:  # already registered, or a real failure: the caller says it in one line
-            return False
-        return True
-    return False
+        except Exception as e:  # already registered, or a real failure: the caller says it in one line
+            return (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+        return None
+    return ""
 
 
 # ---- private JAX, behind named functions ---------------------------------------------------------

@@ -31,7 +31,7 @@ from hloscope.analysis.inputs import ScheduleRun, StepInputs
 from hloscope.analysis.memory import compile_figures
 from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import Report, analyze_step
-from hloscope.compile.environment import terminal_lines
+from hloscope.compile.environment import address_space_limit, terminal_lines
 from hloscope.compile.request import CompileRequest, xla_flag_texts
 from hloscope.compile.result import CompileResult, memory_figures
 from hloscope.errors import (
@@ -367,7 +367,9 @@ def run_isolated(func: Callable[..., Any], *args: Any, on_phase: Callable[[str],
         raise HloscopeError(f"the XLA compiler process exited with status {code} without a result{suffix}",
                             EXIT_COMPILE_FAILED)
     text, code = msg[1]
-    raise HloscopeError(text + (suffix if code in (EXIT_OUT_OF_MEMORY, EXIT_ENVIRONMENT) else ""), code)
+    # (a message that already ends with its cause in brackets gets no second one)
+    said = code in (EXIT_OUT_OF_MEMORY, EXIT_ENVIRONMENT) and not text.endswith("]")
+    raise HloscopeError(text + (suffix if said else ""), code)
 
 
 def _death(signum: int, log: str, suffix: str) -> HloscopeError:
@@ -382,7 +384,7 @@ def _death(signum: int, log: str, suffix: str) -> HloscopeError:
         why = "killed" if signum == signal.SIGKILL else "died"
         return HloscopeError(f"the XLA compiler process was {why} ({name}{', ' + figures if figures else ''}): "
                              f"the host ran out of memory{suffix}", EXIT_OUT_OF_MEMORY)
-    limit = _address_space_limit()
+    limit = address_space_limit()
     if limit is not None and (not machine or limit < machine):
         # ``ulimit -v``: allocations fail (std::bad_alloc, an abort or a fault) long before the
         # resident peak nears the machine's memory; the limit the child inherited is the memory
@@ -394,15 +396,6 @@ def _death(signum: int, log: str, suffix: str) -> HloscopeError:
     said = f": {fatal}" if fatal else (f": {suffix.strip(' []')}" if suffix else ", and its log names no cause")
     at = f" ({figures}: not out of memory)" if figures else ""
     return HloscopeError(f"XLA crashed while compiling ({name}){said}{at}", EXIT_COMPILE_FAILED)
-
-
-def _address_space_limit() -> int | None:
-    """The soft address-space limit (``ulimit -v``) the compile process inherits, in bytes; None
-    when there is none."""
-    import resource
-
-    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
-    return None if soft == resource.RLIM_INFINITY else int(soft)
 
 
 def _result(conn: Any, on_phase: Callable[[str], None] | None) -> Any:

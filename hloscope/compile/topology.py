@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hloscope.compile.request import CompileRequest
-from hloscope.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, HloscopeError
+from hloscope.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_OUT_OF_MEMORY, HloscopeError
 from hloscope.targets import Target
 
 #: What XLA's GPU plugin logs: the scheduler and estimator it built (gpu_hlo_schedule,
@@ -145,12 +145,30 @@ def _topology_desc(target: Target, topo: Topology, retry: bool) -> Any:
         if "topology not implemented" in str(e):
             from hloscope.compile.jaxcompat import register_cuda_plugin_late
 
-            if retry and register_cuda_plugin_late():
+            why = register_cuda_plugin_late() if retry else ""
+            if why is None:
                 return _topology_desc(target, topo, retry=False)
-            raise HloscopeError(environment.STARTED_TOO_EARLY, EXIT_ENVIRONMENT) from None
+            raise _plugin_failure(why) from None
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
         raise HloscopeError(f"cannot build a compile-only topology {topo.name} for {target.name}: {first}",
                             EXIT_ENVIRONMENT) from None
+
+
+def _plugin_failure(why: str) -> HloscopeError:
+    """The one line for a CUDA plugin that is not registered: its library could not be mapped under
+    an address-space limit (host memory, exit 6), it failed to load (the environment, exit 7),
+    or jax's backends started without it (exit 7)."""
+    from hloscope.compile import environment
+
+    limit = environment.address_space_limit()
+    if limit is not None and any(w in why.lower() for w in environment.OUT_OF_MAPPABLE_MEMORY):
+        return HloscopeError(f"the CUDA plugin could not be loaded under an address-space limit of "
+                             f"{limit / 2**30:.1f} GiB (ulimit -v): it ran out of the memory it may map [{why}]",
+                             EXIT_OUT_OF_MEMORY)
+    if why and "already" not in why.lower():
+        return HloscopeError(f"the CUDA plugin failed to load, so no compile-only GPU exists: {why}",
+                             EXIT_ENVIRONMENT)
+    return HloscopeError(environment.STARTED_TOO_EARLY, EXIT_ENVIRONMENT)
 
 
 def compile_only_devices(target: Target, devices: int) -> list[Any]:

@@ -25,7 +25,7 @@ from hloscope.hlo.parser import parse_hlo
 from hloscope.hlo.shape import HOST_MEMORY_SPACE
 from hloscope.render import render_to_string
 from hloscope.render.json_report import report_to_dict
-from hloscope.targets import DEFAULT_TARGET, Target, get_target
+from hloscope.targets import DEFAULT_TARGET, Target, as_target
 
 if TYPE_CHECKING:
     from hloscope.check.subject import Subject
@@ -79,7 +79,7 @@ def analyze(x: Any, target: Target | str | None = None, host_space: int = HOST_M
         if not path:
             raise HloscopeError("analyze: empty string: give HLO text or a path", EXIT_BAD_INPUT)
         return load_report(path, target, options, report_type=StepReport)
-    tgt = get_target(target or DEFAULT_TARGET) if not isinstance(target, Target) else target
+    tgt = as_target(target)
     text: str | None = None
     label = "<text>"
     if isinstance(x, Module):
@@ -142,7 +142,7 @@ def compile_step(fn: Any, *abstract_args: Any, target: Target | str = DEFAULT_TA
     from hloscope.compile.jobs import analyze_result
     from hloscope.compile.scheduler import resolve
 
-    tgt = get_target(target) if isinstance(target, str) else target
+    tgt = as_target(target)
     if mesh is None:  # before JAX starts: a device count the target's topology cannot take
         from hloscope.compile.topology import topology_for
 
@@ -185,13 +185,14 @@ def compile_maxtext(*settings: str, config: str | os.PathLike[str] | None = None
     from hloscope.compile.scheduler import resolve
     from hloscope.compile.topology import topology_for
 
-    tgt = get_target(target) if isinstance(target, str) else target
+    tgt = as_target(target)
     items = (*([os.fspath(config)] if config is not None else []), *settings)
     split_args(items)
     check_available()
     topology_for(tgt, devices, argument="compile_maxtext's devices")
-    request = CompileRequest(tgt.name, devices, maxtext=items, scheduler=resolve(scheduler, None),
-                             pipelined=pipelined_offload, xla_flags=tuple(xla_flag_texts(flags or {})),
+    request = CompileRequest(target if isinstance(target, str) else tgt.name, devices, maxtext=items,
+                             scheduler=resolve(scheduler, None), pipelined=pipelined_offload,
+                             xla_flags=tuple(xla_flag_texts(flags or {})),
                              memory_override_bytes=memory_override_bytes, memory_fraction=memory_fraction)
     result, extra = compile_request_result(request, phase)
     source = str(Path(out) / "optimized.hlo.txt") if out is not None else None

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.xla_dumps import BUFFER_ASSIGNMENT_FILE, DUMP_FILES, LIVE_AT_PEAK_FILE, MEMORY_REPORT_FILE
-from hloscope.targets import DEFAULT_TARGET, Target, get_target, target_for_device
+from hloscope.targets import Target, TargetOrigin, as_target, get_target, target_for_device
 
 if TYPE_CHECKING:  # the analysis is imported when a step is loaded, so reading a manifest stays light
     from hloscope.analysis.inputs import StepInputs
@@ -81,25 +81,23 @@ def _folder_texts(folder: Path) -> dict[str, str | None]:
 
 
 def resolve_target(path: str, target: str | Target | None,
-                   manifest: Mapping[str, Any] | None = None) -> tuple[Target, str]:
-    """The target to judge ``path`` with, and where it came from (``given``, ``manifest``, ``archive``: the GPU
-    an nsys-jax archive's GpuTargetConfig names, ``default``).
+                   manifest: Mapping[str, Any] | None = None) -> tuple[Target, TargetOrigin]:
+    """The target to judge ``path`` with, and where it came from: given, an artifact folder's
+    manifest, the GPU an nsys-jax archive's GpuTargetConfig names, else the default.
     ``manifest``: the folder's manifest when the caller read it already."""
-    if isinstance(target, Target):
-        return target, "given"
     if target:
-        return get_target(target), "given"
+        return as_target(target), TargetOrigin.GIVEN
     if manifest is None:
         manifest = read_manifest(path)
     if manifest and isinstance(manifest.get("target"), str) and manifest["target"]:
-        return get_target(manifest["target"]), "manifest"
+        return get_target(manifest["target"]), TargetOrigin.MANIFEST
     if str(path).endswith(".zip"):
         from hloscope.hlo.loader import archive_device
 
         found = target_for_device(archive_device(path))
         if found is not None:
-            return found, "archive"
-    return get_target(DEFAULT_TARGET), "default"
+            return found, TargetOrigin.ARCHIVE
+    return as_target(None), TargetOrigin.DEFAULT
 
 
 def _versions(manifest: Mapping[str, Any]) -> dict[str, str]:
@@ -111,12 +109,11 @@ def _versions(manifest: Mapping[str, Any]) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class LoadedStep:
-    """A step read from disk: what the pipeline reads, the target, and where the target came from
-    (``given``, ``manifest``, ``default``)."""
+    """A step read from disk: what the pipeline reads, the target, and where the target came from."""
 
     inputs: StepInputs
     target: Target
-    target_origin: str
+    target_origin: TargetOrigin
 
 
 def read_step(path: str, target: str | Target | None = None, names: Sequence[Mapping[str, Any]] = (),
@@ -136,7 +133,7 @@ def read_step(path: str, target: str | Target | None = None, names: Sequence[Map
     if manifest is None:
         return LoadedStep(StepInputs(module, name, text, tuple(names), notes=notes), tgt, origin)
     notes = (*notes, f"{ARTIFACT_NOTE} target {tgt.name} "
-                     f"({'--target' if origin == 'given' else 'from manifest.json'}), "
+                     f"({'--target' if origin == TargetOrigin.GIVEN else 'from manifest.json'}), "
                      f"{manifest.get('devices', '?')} devices, XLA options {manifest.get('xla_options', {})}")
     names = names or manifest.get("tensor_names") or ()
     figures = manifest.get("memory")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import tomllib
 from dataclasses import MISSING, asdict, dataclass, fields
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -365,6 +366,26 @@ def target_for_device(description: str) -> Target | None:
     """The built-in target whose GPU is ``description`` (``device_description_str`` of XLA's
     GpuTargetConfig, ``NVIDIA A100-SXM4-40GB``), or None."""
     return next((t for t in BUILTIN_TARGETS.values() if description and t.description == description), None)
+
+
+class TargetOrigin(StrEnum):
+    """Where the target a step is judged on came from (the one rule, docs/cli.md: the input's own,
+    else the default)."""
+
+    GIVEN = "given"  # --target, or the caller's argument
+    MANIFEST = "manifest"  # an hloscope artifact folder's manifest.json
+    ARCHIVE = "archive"  # the GPU an nsys-jax archive's GpuTargetConfig names
+    REQUEST = "request"  # the compile request's (a step compiled in this run)
+    DEFAULT = "default"  # none of those: DEFAULT_TARGET
+
+
+def as_target(target: Target | str | None) -> Target:
+    """The one coercion of a target argument where there is no input to take one from (a compile,
+    HLO text, a module): a Target as it is, a name or file through :func:`get_target`, None the
+    default. Paths resolve with their own target first (``artifact.resolve_target``)."""
+    if isinstance(target, Target):
+        return target
+    return get_target(target or DEFAULT_TARGET)
 
 
 def get_target(name_or_path: str) -> Target:

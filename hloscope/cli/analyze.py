@@ -21,13 +21,13 @@ from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import Report
 from hloscope.check import fail_on_verdicts, nothing_to_judge, parse_verdicts
 from hloscope.cli.archive import is_nsys_archive
-from hloscope.cli.options import add_host_pool_option, host_pool_bytes
+from hloscope.cli.options import add_host_pool_option, add_target_option, host_pool_bytes
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_NOTHING_TO_CHECK, HloscopeError
 from hloscope.hlo.loader import ARTIFACT_NOTE
 from hloscope.hlo.shape import HOST_MEMORY_SPACE
 from hloscope.render import RENDERERS, Renderer, RenderOptions, get_renderer
 from hloscope.render.backend_text import backend_note
-from hloscope.targets import DEFAULT_LINK_MODE, DEFAULT_TARGET, LINK_MODES, get_target
+from hloscope.targets import DEFAULT_LINK_MODE, LINK_MODES, get_target
 from hloscope.vocab import LinkMode
 
 
@@ -47,8 +47,7 @@ def write_output(text: str, output: str | None) -> None:
 
 
 def add_report_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--target", default=DEFAULT_TARGET,
-                   help=f"target name or .toml/.json file (default {DEFAULT_TARGET}; analyze: an artifact's own)")
+    add_target_option(p)
     p.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
     p.add_argument("--format", help=f"report format: {', '.join(RENDERERS)} (default table)")
     p.add_argument("-o", "--output", help="write the report to this file instead of stdout")
@@ -86,7 +85,8 @@ class ReportRequest:
 
 def prepare_report(args: argparse.Namespace) -> ReportRequest:
     """Validate the report options (format, --fail-on, target) before loading or compiling anything."""
-    get_target(args.target or DEFAULT_TARGET)
+    if args.target:
+        get_target(args.target)
     renderer = get_renderer("json" if args.json else (args.format or "table"))
     if args.trace and args.output and Path(args.trace).resolve() == Path(args.output).resolve():
         raise HloscopeError(f"--trace and -o name the same file ({args.trace})", EXIT_BAD_INPUT)
@@ -154,7 +154,6 @@ class AnalyzeCommand:
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("path", metavar="PATH", help="HLO text file, XLA dump folder, or - for stdin")
         add_report_options(p)
-        p.set_defaults(target=None)  # None: the artifact folder's target, else the default
         p.add_argument("--host-memory-space", type=int, default=5, help="memory space of host memory (5)")
 
     def run(self, args: argparse.Namespace) -> int:

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from hloscope.cli.options import add_target_option
+
 #: A measured profile's kind (``MeasuredProfile.kind``) in the words of the missing-HLO error.
 PROFILE_KIND_WORDS = {"pgle": "a PGLE profile", "trace": "a jax.profiler trace", "xplane": "a jax.profiler trace",
                       "nsys": "this nsys-jax archive"}
@@ -44,8 +46,8 @@ class CalibrateCommand:
         p.add_argument("hlo", metavar="HLO", nargs="?", help="the optimized module the profile was taken on "
                        "(default: the one inside an nsys-jax archive)")
         p.add_argument("-o", "--output", required=True, metavar="FILE.toml", help="target file to write")
-        p.add_argument("--target", help="the datasheet target to start from (default: the archive's GPU, else "
-                       "h100-sxm)")
+        add_target_option(p, "the datasheet target to start from: a built-in name or a .toml/.json file; "
+                             "default: the archive's own GPU, else h100-sxm")
         p.add_argument("--name", help="the calibrated target's name (default: the output file's stem)")
         p.add_argument("--force", action="store_true", help="overwrite FILE.toml if it exists")
 

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hloscope.cli.options import host_pool_bytes
+from hloscope.cli.options import add_target_option, host_pool_bytes
 from hloscope.errors import (
     EXIT_BAD_INPUT,
     EXIT_CHECK_FAILED,
@@ -133,15 +133,15 @@ def resolve_config(args: argparse.Namespace) -> CheckConfig:
 
 def load_subject(cfg: CheckConfig) -> Subject:
     from hloscope.check.subject import load_path
-    from hloscope.targets import DEFAULT_TARGET, get_target
+    from hloscope.targets import DEFAULT_TARGET, as_target
 
-    target = get_target(cfg.target or DEFAULT_TARGET)
+    target = as_target(cfg.target)  # checked before anything is read or compiled
     if cfg.workload or cfg.fn:
         from hloscope.api import compile_subject
         from hloscope.cli.options import check_request, note_jax_version
         from hloscope.compile.request import CompileRequest
 
-        request = CompileRequest(target.name, cfg.devices, workload=cfg.workload or None,
+        request = CompileRequest(cfg.target or DEFAULT_TARGET, cfg.devices, workload=cfg.workload or None,
                                  sets=tuple(cfg.sets.items()), fn=cfg.fn or None,
                                  args=cfg.args if cfg.fn else None,
                                  cwd=str(Path.cwd()) if cfg.fn else None,
@@ -150,7 +150,7 @@ def load_subject(cfg: CheckConfig) -> Subject:
         note_jax_version()
         return compile_subject(request)
     if cfg.path:  # an artifact folder brings its own target unless one was given
-        return load_path(cfg.path, get_target(cfg.target) if cfg.target else None, cfg.unoptimized)
+        return load_path(cfg.path, target if cfg.target else None, cfg.unoptimized)
     raise HloscopeError("nothing given to check: PATH, --workload or --fn (or path / workload / fn in "
                         "[tool.hloscope] of pyproject.toml)", EXIT_BAD_INPUT)
 
@@ -219,7 +219,7 @@ class CheckCommand:
         p.add_argument("--memory-fraction", type=fraction, default=None, metavar="F",
                        help="compile as JAX on a GPU whose allocator takes F of the HBM "
                             "(XLA_PYTHON_CLIENT_MEM_FRACTION)")
-        p.add_argument("--target", default=None, help="target name or .toml/.json file (default h100-sxm)")
+        add_target_option(p)
         add_no_cache_option(p)
         p.add_argument("--unoptimized", metavar="FILE", help="the unoptimized module, for annotations-accounted")
         p.add_argument("--config", metavar="PYPROJECT", help="read [tool.hloscope] from this file")

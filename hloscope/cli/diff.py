@@ -7,6 +7,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from hloscope.cli.options import add_target_option
 from hloscope.errors import EXIT_OK
 
 if TYPE_CHECKING:
@@ -18,11 +19,12 @@ def load_side(path: str, target_name: str | None) -> Snapshot:
     from hloscope.artifact import is_json_report
     from hloscope.check.baseline import load_snapshot, snapshot_from_subject
     from hloscope.check.subject import load_path
-    from hloscope.targets import DEFAULT_TARGET, get_target
+    from hloscope.targets import get_target
 
     if is_json_report(path):
         return load_snapshot(path)
-    return snapshot_from_subject(load_path(path, get_target(target_name or DEFAULT_TARGET)))
+    # None: an artifact folder or archive is judged on its own target, as analyze and check judge it
+    return snapshot_from_subject(load_path(path, get_target(target_name) if target_name else None))
 
 
 class DiffCommand:
@@ -38,7 +40,7 @@ class DiffCommand:
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("a", metavar="A", help="the earlier step (baseline)")
         p.add_argument("b", metavar="B", help="the later step")
-        p.add_argument("--target", default=None, help="target for HLO inputs (default h100-sxm)")
+        add_target_option(p)
         p.add_argument("--tolerance-us", type=float, default=1.0, help="exposed growth per step that is not a "
                        "regression (us, default 1)")
         p.add_argument("--tolerance-fraction", type=float, default=0.05, help="the same, relative (default 0.05)")

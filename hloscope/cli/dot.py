@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from hloscope.cli.options import add_target_option
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
-from hloscope.targets import DEFAULT_TARGET
 
 
 class DotCommand:
@@ -50,8 +50,7 @@ class DotCommand:
                        help=f"auto (default), {', '.join(RENDERER_NAMES)}")
         p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
                        help=f"give up rendering after this long (default {DEFAULT_TIMEOUT_S:g})")
-        p.add_argument("--target", help=f"target name or .toml/.json file (default: an artifact folder's own, "
-                                        f"else {DEFAULT_TARGET})")
+        add_target_option(p)
         p.add_argument("--host-memory-space", type=int, default=5, help="memory space of host memory (5)")
 
     def run(self, args: argparse.Namespace) -> int:

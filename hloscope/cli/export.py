@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from hloscope.cli.options import add_target_option
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
-from hloscope.targets import DEFAULT_TARGET
 
 
 class ExportCommand:
@@ -30,8 +30,7 @@ class ExportCommand:
         p.add_argument("--format", required=True, metavar="FORMAT", help=f"{', '.join(EXPORT_FORMATS)}")
         p.add_argument("-o", "--output", required=True, metavar="DIR", help="folder to write the files into")
         p.add_argument("--force", action="store_true", help="replace files of the same names in DIR")
-        p.add_argument("--target", help=f"target name or .toml/.json file (default: an artifact folder's own, "
-                                        f"else {DEFAULT_TARGET})")
+        add_target_option(p)
 
     def run(self, args: argparse.Namespace) -> int:
         from hloscope.artifact import load_report

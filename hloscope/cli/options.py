@@ -17,8 +17,28 @@ from hloscope.compile.request import CompileRequest, Policy, Scheduler
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.targets import DEFAULT_HOST_POOL_BYTES, DEFAULT_TARGET, HOST_POOL_ENV
 
-__all__ = ["PHASE_WRITING", "PhaseStatus", "add_compile_options", "fraction", "parse_sets", "request_from_args",
-           "scheduler_from_args"]
+__all__ = ["PHASE_WRITING", "TARGET_HELP", "PhaseStatus", "add_compile_options", "add_target_option",
+           "compile_target", "fraction", "parse_sets", "request_from_args", "scheduler_from_args"]
+
+
+#: ``--target``'s help, the same in every command: the one default rule (``artifact.resolve_target``).
+TARGET_HELP = (f"GPU target: a built-in name (hloscope targets) or a .toml/.json target file; default: the "
+               f"input's own (an artifact folder's manifest, the GPU an nsys-jax archive names), else {DEFAULT_TARGET}")
+
+
+def add_target_option(p: argparse.ArgumentParser, help: str = TARGET_HELP) -> None:
+    """``--target``, defined here for every command. Left None when not given, so a path's own
+    target wins (``artifact.resolve_target``) and a compile takes :func:`compile_target`."""
+    p.add_argument("--target", default=None, metavar="NAME|FILE", help=help)
+
+
+def compile_target(args: argparse.Namespace) -> str:
+    """The target a compile is for: ``--target``, else the default; checked (unknown name: exit 3)
+    before anything slow starts."""
+    from hloscope.targets import as_target
+
+    as_target(args.target)
+    return str(args.target or DEFAULT_TARGET)
 
 
 def add_compile_options(p: argparse.ArgumentParser) -> None:
@@ -215,7 +235,7 @@ def request_from_args(args: argparse.Namespace, workload: str | None = None,
 def _request(args: argparse.Namespace, workload: str | None, fn: str | None,
              maxtext: tuple[str, ...] | None = None) -> CompileRequest:
     return CompileRequest(
-        args.target or DEFAULT_TARGET, args.devices, workload=None if fn or maxtext is not None else workload,
+        compile_target(args), args.devices, workload=None if fn or maxtext is not None else workload,
         maxtext=maxtext,
         sets=tuple(parse_sets(args.set).items()),
         policy=Policy(args.policy) if args.policy else None, fn=fn, args=args_spec(args) or None,

@@ -18,13 +18,20 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from hloscope.cli.analyze import open_output
-from hloscope.cli.options import add_no_cache_option, check_request, fraction, note_jax_version, parse_sets
+from hloscope.cli.options import (
+    add_no_cache_option,
+    add_target_option,
+    check_request,
+    compile_target,
+    fraction,
+    note_jax_version,
+    parse_sets,
+)
 from hloscope.compile.request import CompileRequest
 from hloscope.compile.sweep import SCHEDULERS
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_COMPILE_FAILED, EXIT_UNKNOWN_NAME, HloscopeError
 from hloscope.render import RenderOptions, pick
 from hloscope.render.sweep import SWEEP_RENDERERS, SweepResult
-from hloscope.targets import DEFAULT_TARGET
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -54,7 +61,7 @@ class SweepCommand:
 
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("workload", nargs="?", default="mlp", help="workload or preset (default mlp)")
-        p.add_argument("--target", default=DEFAULT_TARGET)
+        add_target_option(p)
         p.add_argument("--devices", type=int, default=8)
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
         p.add_argument("--policies", default="remat,offload,save")
@@ -90,14 +97,12 @@ class SweepCommand:
         from hloscope.compile.executors import make_executor
         from hloscope.compile.sweep import COLUMNS, capacity_bounds, cells, run_sweep, summary, summary_line
         from hloscope.compile.workloads.common import POLICIES
-        from hloscope.targets import get_target
-
         renderer = pick("json" if args.json else "csv" if args.csv else (args.format or "table"), SWEEP_RENDERERS)
-        get_target(args.target)
+        target = compile_target(args)
         sets = parse_sets(args.set)
         workloads.resolve(args.workload, sets)  # validate names before spawning workers
         # a device count the target or the workload cannot take: one line now, not one failure per cell
-        check_request(CompileRequest(args.target, args.devices, workload=args.workload, sets=tuple(sets.items())))
+        check_request(CompileRequest(target, args.devices, workload=args.workload, sets=tuple(sets.items())))
         note_jax_version()
         policies = [p.strip() for p in args.policies.split(",") if p.strip()]
         for p in policies:
@@ -123,7 +128,7 @@ class SweepCommand:
         from hloscope.compile.cache import turned_off
 
         executor = make_executor(args.executor, args.jobs, args.address)
-        todo = cells(args.workload, sets, args.target, args.devices, policies, batches, schedulers, pipelined,
+        todo = cells(args.workload, sets, target, args.devices, policies, batches, schedulers, pipelined,
                      args.memory_fraction)
         on_event, phase, stop = _progress_bar(len(todo))
         t0 = time.perf_counter()
@@ -135,7 +140,7 @@ class SweepCommand:
             stop()
         totals = summary(rows, time.perf_counter() - t0, executor.name)
         cap = ({p: dataclasses.asdict(b) for p, b in capacity_bounds(rows).items()} if args.batch_sizes else None)
-        result = SweepResult(args.workload, args.target, args.devices, rows, tuple(COLUMNS), cap,
+        result = SweepResult(args.workload, target, args.devices, rows, tuple(COLUMNS), cap,
                              extra={"summary": totals})
         with open_output(args.output) as out:
             renderer.render(result, out, RenderOptions())

@@ -8,10 +8,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from hloscope.cli.options import add_compile_options, no_cache, request_from_args
+from hloscope.cli.options import add_compile_options, add_target_option, no_cache, request_from_args
 from hloscope.compile.request import CompileRequest
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, HloscopeError
-from hloscope.targets import DEFAULT_TARGET
 from hloscope.tui.terminal import use_terminal_for_keys
 
 
@@ -34,8 +33,7 @@ class TuiCommand:
         p.add_argument("--measured", metavar="PROFILE",
                        help="a measured profile shown beside each op's figure (an nsys-jax archive as PATH is its "
                             "own; docs/accuracy.md)")
-        p.add_argument("--target",
-                       help=f"target name or file (default: an artifact folder's own target, else {DEFAULT_TARGET})")
+        add_target_option(p)
         p.add_argument("--host-memory-space", type=int, default=5, help="memory space of host memory (5)")
         add_compile_options(p)
 

@@ -11,7 +11,15 @@ from pathlib import Path
 
 from hloscope.analysis.tune import CHOICES, Goal, Limits, Objective, Space, TuneResult, TuneSpec
 from hloscope.cli.analyze import open_output
-from hloscope.cli.options import add_host_pool_option, add_no_cache_option, check_request, fraction, parse_sets
+from hloscope.cli.options import (
+    add_host_pool_option,
+    add_no_cache_option,
+    add_target_option,
+    check_request,
+    compile_target,
+    fraction,
+    parse_sets,
+)
 from hloscope.compile.request import CompileRequest
 from hloscope.compile.sweep import SCHEDULERS
 from hloscope.errors import (
@@ -23,7 +31,6 @@ from hloscope.errors import (
 )
 from hloscope.render import RenderOptions, pick
 from hloscope.render.tune_words import TUNE_RENDERERS, no_fit_line
-from hloscope.targets import DEFAULT_TARGET
 
 #: Compiles a search may spend when --max-compiles is not given.
 DEFAULT_MAX_COMPILES = 12
@@ -54,7 +61,7 @@ class TuneCommand:
         p.add_argument("workload", nargs="?", default=None, help="workload or preset (default mlp)")
         p.add_argument("--workload", dest="workload_opt", metavar="NAME", help="same as the positional WORKLOAD")
         p.add_argument("--fn", help=argparse.SUPPRESS)
-        p.add_argument("--target", default=DEFAULT_TARGET)
+        add_target_option(p)
         p.add_argument("--devices", type=int, default=8)
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="workload settings (not the names' switches: those are what tune chooses)")
@@ -141,7 +148,8 @@ def build_spec(args: argparse.Namespace) -> TuneSpec:
         raise HloscopeError(f"two workloads given: '{args.workload}' and --workload '{args.workload_opt}'",
                             EXIT_BAD_INPUT)
     workload = args.workload or args.workload_opt or "mlp"
-    target = get_target(args.target)
+    target_spec = compile_target(args)
+    target = get_target(target_spec)
     sets = parse_sets(args.set)
     _, cfg = workloads.resolve(workload, sets)
     names = workloads.switch_names(cfg)
@@ -151,7 +159,7 @@ def build_spec(args: argparse.Namespace) -> TuneSpec:
         if key in ("policy", "custom") or key in names:
             raise HloscopeError(f"--set {key}: tune chooses the names' switches; keep one with --fix NAME=CHOICE",
                                 EXIT_BAD_INPUT)
-    check_request(CompileRequest(args.target, args.devices, workload=workload, sets=tuple(sets.items())))
+    check_request(CompileRequest(target_spec, args.devices, workload=workload, sets=tuple(sets.items())))
     choices = _list(args.choices)
     for c in choices:
         if c not in CHOICES:
@@ -195,7 +203,7 @@ def build_spec(args: argparse.Namespace) -> TuneSpec:
     limit = int(hbm * args.memory_fraction) if args.memory_fraction else hbm
     pool = host_pool_bytes(args.host_pool_gb, os.environ)
     seq = getattr(cfg, "seq", 1)
-    return TuneSpec(workload, tuple(sorted(sets.items())), args.target, args.devices, space, Limits(limit, pool),
+    return TuneSpec(workload, tuple(sorted(sets.items())), target_spec, args.devices, space, Limits(limit, pool),
                     Goal(objective, seq if isinstance(seq, int) else 1, args.devices), args.max_compiles,
                     max(2, args.jobs), args.scheduler, args.pipelined == "on", args.memory_fraction,
                     own_switches, isinstance(own, dict))

@@ -16,12 +16,12 @@ from hloscope.compile import environment, jaxcompat
 from hloscope.compile.topology import compile_only_devices
 from hloscope.compile.topology import topology_for as _topology_for
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
-from hloscope.targets import Target, get_target
+from hloscope.targets import Target, as_target
 
 
 def topology_for(devices: int, target: Target | str = "h100-sxm") -> str:
     """The compile-only topology string for ``devices`` GPUs of ``target`` (``hloscope.compile.topology``)."""
-    return _topology_for(get_target(target) if isinstance(target, str) else target, devices).name
+    return _topology_for(as_target(target), devices).name
 
 
 def mesh_axes(devices: int, axes: Sequence[tuple[str, int]] | None) -> list[tuple[str, int]]:
@@ -45,7 +45,7 @@ def device_mesh(target: Target | str, devices: int, axes: Sequence[tuple[str, in
     import numpy as np
     from jax.sharding import Mesh
 
-    tgt = get_target(target) if isinstance(target, str) else target
+    tgt = as_target(target)
     ax = mesh_axes(devices, axes)
     devs: Any = np.array(compile_only_devices(tgt, devices)).reshape([n for _, n in ax])
     return Mesh(devs, tuple(name for name, _ in ax))

@@ -20,7 +20,7 @@ from hloscope.check.config import config_from_mapping
 from hloscope.check.run import CheckResult, NothingToCheck, run_check
 from hloscope.check.subject import Subject, load_path, subject_from_compile
 from hloscope.hlo.loader import looks_like_hlo_text
-from hloscope.targets import DEFAULT_TARGET, Target, get_target
+from hloscope.targets import Target, as_target
 
 
 class OffloadCheckFailed(AssertionError):
@@ -34,7 +34,6 @@ class OffloadCheckFailed(AssertionError):
 def to_subject(step: Any, target: Target | str | None = None, label: str | None = None) -> Subject:
     """Whatever a test returns or builds, as a :class:`Subject`. ``label`` (e.g. the test's id) names
     a step that is not a path: HLO text is parsed under that name, so its report and errors say it."""
-    tgt = get_target(target or DEFAULT_TARGET) if not isinstance(target, Target) else target
     if isinstance(step, Subject):
         return step
     if isinstance(step, Report):  # the subject carries the test's name; the report is not made again
@@ -42,7 +41,8 @@ def to_subject(step: Any, target: Target | str | None = None, label: str | None 
     if isinstance(step, tuple) and len(step) == 2 and isinstance(step[1], Report):
         return subject_from_compile(step[1], step[0].unoptimized_hlo, label or step[1].module.name)
     if isinstance(step, os.PathLike) or (isinstance(step, str) and not looks_like_hlo_text(step)):
-        return load_path(os.fspath(step), tgt)
+        # a path with no target given is judged on its own (an artifact folder's manifest, an archive's GPU)
+        return load_path(os.fspath(step), as_target(target) if target else None)
     from hloscope.api import analyze
 
     if isinstance(step, str) and label is not None:
@@ -50,7 +50,7 @@ def to_subject(step: Any, target: Target | str | None = None, label: str | None 
 
         step = parse_hlo(step, label)
         step.source_path = label  # the name the report is shown under
-    report = analyze(step, tgt)
+    report = analyze(step, as_target(target))
     return Subject(report, label or report.module.name)
 
 

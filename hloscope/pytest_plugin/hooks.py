@@ -45,17 +45,18 @@ def hloscope_step(request: pytest.FixtureRequest) -> Callable[..., Any]:
 
     def build(step: Any = None, *, target: str | None = None, workload: str | None = None,
               sets: dict[str, str] | None = None, devices: int = 8) -> Any:
-        from hloscope.targets import DEFAULT_TARGET, get_target
+        from hloscope.targets import DEFAULT_TARGET, as_target
 
-        tgt = get_target(target or default_target or DEFAULT_TARGET)
+        given = target or default_target
+        as_target(given)  # an unknown name fails here, before anything is read or compiled
         if workload is not None:
             from hloscope.api import compile_subject
             from hloscope.compile.request import CompileRequest
 
-            subject = compile_subject(CompileRequest(tgt.name, devices, workload=workload,
+            subject = compile_subject(CompileRequest(given or DEFAULT_TARGET, devices, workload=workload,
                                                      sets=tuple(dict(sets or {}).items())))
-        else:
-            subject = to_subject(step, tgt, label=request.node.nodeid)
+        else:  # None: a path is judged on its own target (artifact.resolve_target)
+            subject = to_subject(step, given, label=request.node.nodeid)
         request.node.stash[LAST_STEP] = subject
         return subject.report
 

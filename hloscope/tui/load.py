@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from hloscope.compile.request import CompileRequest
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.targets import TargetOrigin
 
 if TYPE_CHECKING:  # the analysis is imported by the worker, not before the first screen
     from hloscope.analysis.memory import MemoryFacts
@@ -45,24 +46,21 @@ class Source:
 
     @cached_property
     def target_name(self) -> str:
-        """``target``, else the target an ``hloscope compile`` artifact folder was compiled for, else the
-        default (the manifest is read once per source, not on every access)."""
-        from hloscope.targets import DEFAULT_TARGET
-
+        """The target this source is judged on, by the one rule (``artifact.resolve_target``:
+        ``target``, else an artifact folder's or an nsys-jax archive's own, else the default); a
+        workload's is its request's. Resolved once per source, not on every access."""
         if self.target:
             return self.target
         if self.request is not None:
             return self.request.target
-        if self.path:
-            from hloscope.artifact import read_manifest
+        from hloscope.artifact import resolve_target
 
-            try:
-                name = (read_manifest(self.path) or {}).get("target")
-            except HloscopeError:  # an unreadable manifest is reported when the folder is loaded
-                name = None
-            if isinstance(name, str) and name:
-                return name
-        return DEFAULT_TARGET
+        try:
+            return resolve_target(str(self.path or ""), None)[0].name
+        except HloscopeError:  # an unreadable manifest or archive is reported when the source is loaded
+            from hloscope.targets import DEFAULT_TARGET
+
+            return DEFAULT_TARGET
 
 
 @dataclass(frozen=True)
@@ -82,7 +80,7 @@ class Loaded:
     seconds: float = 0.0
     times: TimeAxis | None = None
     layout: ScheduleLayout | None = None
-    target_origin: str = ""
+    target_origin: TargetOrigin | None = None
     _line_starts: list[int] = field(default_factory=list, repr=False, compare=False)
 
     def hlo_line(self, line: int) -> str:
@@ -180,4 +178,4 @@ def _compile(source: Source) -> Loaded:
     step = compile_request(request, AnalysisOptions(host_space=source.host_space))
     return Loaded(source, step.report, step.result.optimized_hlo, f"<compiled {request.workload}>",
                   step.report.memory,
-                  target_origin="request")
+                  target_origin=TargetOrigin.REQUEST)

@@ -368,6 +368,17 @@ def target_for_device(description: str) -> Target | None:
     return next((t for t in BUILTIN_TARGETS.values() if description and t.description == description), None)
 
 
+def memory_fraction_problem(value: object) -> str | None:
+    """Why ``value`` is not a memory fraction (the share of the HBM JAX's GPU allocator takes,
+    ``XLA_PYTHON_CLIENT_MEM_FRACTION``, a number in (0, 1]); None when it is one. The one check of
+    ``--memory-fraction``, ``memory-fraction`` in ``[tool.hloscope]`` and the API's argument."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"{value!r} is not a number"
+    if not 0 < value <= 1:
+        return f"{value:g} is not in (0, 1] (the share of the HBM JAX's allocator takes, e.g. 0.9)"
+    return None
+
+
 class TargetOrigin(StrEnum):
     """Where the target a step is judged on came from (the one rule, docs/cli.md: the input's own,
     else the default)."""

@@ -58,11 +58,12 @@ class Snapshot:
 @dataclass(frozen=True)
 class Tolerance:
     """exposed_us / exposed_fraction: a growth of exposed time per step is a regression only when
-    larger than both. memory_fraction: allowed growth of the device allocation."""
+    larger than both. memory_growth: allowed growth of the device allocation (a fraction of it; not
+    --memory-fraction, the share of the HBM JAX's allocator takes)."""
 
     exposed_us: float = 1.0
     exposed_fraction: float = 0.05
-    memory_fraction: float = 0.01
+    memory_growth: float = 0.01
 
     def exceeded(self, before: float, after: float) -> bool:
         return after - before > max(self.exposed_us, self.exposed_fraction * before)
@@ -225,7 +226,7 @@ def compare(base: Snapshot, new: Snapshot, tolerance: Tolerance | None = None) -
     if tol.exceeded(before, after):
         changes.append(Change(ChangeKind.STEP_EXPOSED, before=_us(before), after=_us(after)))
     if base.device_bytes is not None and new.device_bytes is not None:
-        grew = new.device_bytes > base.device_bytes * (1.0 + tol.memory_fraction)
+        grew = new.device_bytes > base.device_bytes * (1.0 + tol.memory_growth)
         if grew or (base.fits is True and new.fits is False):
             changes.append(Change(ChangeKind.MEMORY, before=_mem(base), after=_mem(new)))
     return BaselineDiff(base, new, tuple(pairs), tuple(changes))

@@ -36,7 +36,7 @@ SETTINGS: dict[str, str] = {
     "fn": "str",
     "args": "str",
     "devices": "int",
-    "memory-fraction": "fraction",
+    "memory-fraction": "hbm-share",
     "set": "table",
     "allow": "allow",
 }
@@ -103,6 +103,13 @@ def _convert(kind: str, value: Any, where: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, int | float) or not 1 <= value < float("inf"):
             raise HloscopeError(f"{where}: expected a factor >= 1 (1.5: within 1.5x of flipping), got {value!r}",
                                 EXIT_BAD_INPUT)
+        return float(value)
+    if kind == "hbm-share":  # the share of the HBM JAX's allocator takes: one check for every face
+        from hloscope.targets import memory_fraction_problem
+
+        problem = memory_fraction_problem(value)
+        if problem:
+            raise HloscopeError(f"{where}: {problem}", EXIT_BAD_INPUT)
         return float(value)
     if kind in ("float", "fraction"):
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
@@ -184,9 +191,7 @@ def config_from_mapping(data: Mapping[str, Any], where: str) -> CheckConfig:
     rules = {k: v for k, v in rules.items() if v is not False}
     tol = Tolerance(settings.get("tolerance-us", Tolerance.exposed_us),
                     settings.get("tolerance-fraction", Tolerance.exposed_fraction),
-                    settings.get("memory-tolerance", Tolerance.memory_fraction))
-    if settings.get("memory-fraction") == 0:
-        raise HloscopeError(f"{where}: memory-fraction: expected a fraction above 0 (e.g. 0.9)", EXIT_BAD_INPUT)
+                    settings.get("memory-tolerance", Tolerance.memory_growth))
     sources = [k for k in ("path", "workload", "fn") if k in settings]
     if len(sources) > 1:
         raise HloscopeError(f"{where}: give one of path, workload, fn (got {', '.join(sources)})", EXIT_BAD_INPUT)

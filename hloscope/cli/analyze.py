@@ -21,7 +21,7 @@ from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import Report
 from hloscope.check import fail_on_verdicts, nothing_to_judge, parse_verdicts
 from hloscope.cli.archive import is_nsys_archive
-from hloscope.cli.options import add_host_pool_option, add_target_option, host_pool_bytes
+from hloscope.cli.options import add_host_memory_space_option, add_host_pool_option, add_target_option, host_pool_bytes
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_NOTHING_TO_CHECK, HloscopeError
 from hloscope.hlo.loader import ARTIFACT_NOTE
 from hloscope.hlo.shape import HOST_MEMORY_SPACE
@@ -154,7 +154,7 @@ class AnalyzeCommand:
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("path", metavar="PATH", help="HLO text file, XLA dump folder, or - for stdin")
         add_report_options(p)
-        p.add_argument("--host-memory-space", type=int, default=5, help="memory space of host memory (5)")
+        add_host_memory_space_option(p)
 
     def run(self, args: argparse.Namespace) -> int:
         from hloscope.artifact import load_report

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hloscope.cli.options import add_target_option, host_pool_bytes
+from hloscope.cli.options import add_devices_option, add_memory_fraction_option, add_target_option, host_pool_bytes
 from hloscope.errors import (
     EXIT_BAD_INPUT,
     EXIT_CHECK_FAILED,
@@ -206,7 +206,7 @@ class CheckCommand:
     """
 
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
-        from hloscope.cli.options import add_args_options, add_no_cache_option, fraction
+        from hloscope.cli.options import add_args_options, add_no_cache_option
         from hloscope.render.check_report import CHECK_FORMATS
 
         p.add_argument("path", metavar="PATH", nargs="?", help="HLO file, XLA dump folder or artifact folder")
@@ -215,10 +215,8 @@ class CheckCommand:
         src.add_argument("--fn", metavar="MODULE:FUNCTION", help="compile your own step function")
         add_args_options(p, "with --fn: abstract arguments (see compile)")
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="workload setting")
-        p.add_argument("--devices", type=int, default=None, help="compile-only GPUs (default 8)")
-        p.add_argument("--memory-fraction", type=fraction, default=None, metavar="F",
-                       help="compile as JAX on a GPU whose allocator takes F of the HBM "
-                            "(XLA_PYTHON_CLIENT_MEM_FRACTION)")
+        add_devices_option(p, default=None)  # None: pyproject's devices, else 8
+        add_memory_fraction_option(p)
         add_target_option(p)
         add_no_cache_option(p)
         p.add_argument("--unoptimized", metavar="FILE", help="the unoptimized module, for annotations-accounted")

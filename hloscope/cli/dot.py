@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hloscope.cli.options import add_target_option
+from hloscope.cli.options import add_host_memory_space_option, add_target_option
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 
 
@@ -51,7 +51,7 @@ class DotCommand:
         p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
                        help=f"give up rendering after this long (default {DEFAULT_TIMEOUT_S:g})")
         add_target_option(p)
-        p.add_argument("--host-memory-space", type=int, default=5, help="memory space of host memory (5)")
+        add_host_memory_space_option(p)
 
     def run(self, args: argparse.Namespace) -> int:
         from hloscope.analysis.overlap import AnalysisOptions

@@ -17,7 +17,8 @@ from hloscope.compile.request import CompileRequest, Policy, Scheduler
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.targets import DEFAULT_HOST_POOL_BYTES, DEFAULT_TARGET, HOST_POOL_ENV
 
-__all__ = ["PHASE_WRITING", "TARGET_HELP", "PhaseStatus", "add_compile_options", "add_target_option",
+__all__ = ["MEMORY_FRACTION_HELP", "PHASE_WRITING", "TARGET_HELP", "PhaseStatus", "add_compile_options",
+           "add_devices_option", "add_host_memory_space_option", "add_memory_fraction_option", "add_target_option",
            "compile_target", "fraction", "parse_sets", "request_from_args", "scheduler_from_args"]
 
 
@@ -41,8 +42,29 @@ def compile_target(args: argparse.Namespace) -> str:
     return str(args.target or DEFAULT_TARGET)
 
 
+#: ``--memory-fraction``'s help, the same in every command that compiles.
+MEMORY_FRACTION_HELP = ("compile as JAX on a GPU whose allocator takes F of the HBM (XLA_PYTHON_CLIENT_MEM_FRACTION; "
+                        "JAX's default 0.75): XLA's scheduler plans for it and the step must fit in it; default: "
+                        "as a compile-only device, where XLA plans for 80%% of the HBM")
+
+
+def add_devices_option(p: argparse.ArgumentParser, default: int | None = 8) -> None:
+    """``--devices``: the compile-only GPUs in the mesh (``default`` None: a config file may say)."""
+    p.add_argument("--devices", type=int, default=default, metavar="N",
+                   help="compile-only GPUs in the mesh (default 8)")
+
+
+def add_memory_fraction_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--memory-fraction", type=fraction, default=None, metavar="F", help=MEMORY_FRACTION_HELP)
+
+
+def add_host_memory_space_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host-memory-space", type=int, default=5, metavar="N",
+                   help="the memory space of host memory in the HLO's layouts (default 5, XLA's S(5))")
+
+
 def add_compile_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--devices", type=int, default=8, help="compile-only GPUs in the mesh (default 8)")
+    add_devices_option(p)
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a workload setting (layers=4, batch=2, seq=1024, scan=false ...)")
     p.add_argument("--policy", choices=[x.value for x in Policy], help="what to do with tagged activations")
@@ -56,10 +78,7 @@ def add_compile_options(p: argparse.ArgumentParser) -> None:
                    help="pipelined host offloading (default on)")
     p.add_argument("--xla-flag", action="append", default=[], metavar="NAME=VALUE",
                    help="extra XLA compiler option, e.g. xla_gpu_enable_while_loop_double_buffering=true")
-    p.add_argument("--memory-fraction", type=fraction, default=None, metavar="F",
-                   help="compile as JAX on a GPU whose allocator takes F of the HBM (XLA_PYTHON_CLIENT_MEM_FRACTION; "
-                        "JAX's default 0.75): XLA's scheduler plans for it and the step must fit in it; default: "
-                        "as a compile-only device, where XLA plans for 80%% of the HBM")
+    add_memory_fraction_option(p)
     add_no_cache_option(p)
 
 
@@ -86,13 +105,16 @@ def add_host_pool_option(p: argparse.ArgumentParser) -> None:
 
 
 def fraction(text: str) -> float:
-    """``--memory-fraction``: a number in (0, 1]."""
+    """``--memory-fraction``: a number in (0, 1] (``request.memory_fraction_problem``)."""
+    from hloscope.targets import memory_fraction_problem
+
     try:
         f = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if not 0 < f <= 1:
-        raise argparse.ArgumentTypeError(f"{text} is not in (0, 1] (a fraction of the HBM, e.g. 0.9)")
+    problem = memory_fraction_problem(f)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
     return f
 
 

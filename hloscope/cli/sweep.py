@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from hloscope.cli.analyze import open_output
 from hloscope.cli.options import (
+    add_devices_option,
+    add_memory_fraction_option,
     add_no_cache_option,
     add_target_option,
     check_request,
     compile_target,
-    fraction,
     note_jax_version,
     parse_sets,
 )
@@ -62,7 +63,7 @@ class SweepCommand:
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("workload", nargs="?", default="mlp", help="workload or preset (default mlp)")
         add_target_option(p)
-        p.add_argument("--devices", type=int, default=8)
+        add_devices_option(p)
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
         p.add_argument("--policies", default="remat,offload,save")
         p.add_argument("--schedulers", default=",".join(SCHEDULERS),
@@ -75,9 +76,7 @@ class SweepCommand:
                        help="local worker processes (default) or one Ray task per cell")
         p.add_argument("--address", metavar="HOST:PORT", help="Ray head to run on (default: start Ray here)")
         add_no_cache_option(p, "compile every cell; neither read nor fill the cache")
-        p.add_argument("--memory-fraction", type=fraction, default=None, metavar="F",
-                       help="compile every cell as JAX on a GPU whose allocator takes F of the HBM "
-                            "(XLA_PYTHON_CLIENT_MEM_FRACTION); default: as a compile-only device (XLA plans for 80%%)")
+        add_memory_fraction_option(p)
         p.add_argument("--plot", metavar="FILE.svg|png",
                        help="draw throughput and device memory per policy against batch size (needs matplotlib)")
         fmt = p.add_mutually_exclusive_group()

@@ -8,7 +8,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from hloscope.cli.options import add_compile_options, add_target_option, no_cache, request_from_args
+from hloscope.cli.options import (
+    add_compile_options,
+    add_host_memory_space_option,
+    add_target_option,
+    no_cache,
+    request_from_args,
+)
 from hloscope.compile.request import CompileRequest
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, HloscopeError
 from hloscope.tui.terminal import use_terminal_for_keys
@@ -34,7 +40,7 @@ class TuiCommand:
                        help="a measured profile shown beside each op's figure (an nsys-jax archive as PATH is its "
                             "own; docs/accuracy.md)")
         add_target_option(p)
-        p.add_argument("--host-memory-space", type=int, default=5, help="memory space of host memory (5)")
+        add_host_memory_space_option(p)
         add_compile_options(p)
 
     def run(self, args: argparse.Namespace) -> int:

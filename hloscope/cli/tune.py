@@ -12,12 +12,13 @@ from pathlib import Path
 from hloscope.analysis.tune import CHOICES, Goal, Limits, Objective, Space, TuneResult, TuneSpec
 from hloscope.cli.analyze import open_output
 from hloscope.cli.options import (
+    add_devices_option,
     add_host_pool_option,
+    add_memory_fraction_option,
     add_no_cache_option,
     add_target_option,
     check_request,
     compile_target,
-    fraction,
     parse_sets,
 )
 from hloscope.compile.request import CompileRequest
@@ -62,7 +63,7 @@ class TuneCommand:
         p.add_argument("--workload", dest="workload_opt", metavar="NAME", help="same as the positional WORKLOAD")
         p.add_argument("--fn", help=argparse.SUPPRESS)
         add_target_option(p)
-        p.add_argument("--devices", type=int, default=8)
+        add_devices_option(p)
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="workload settings (not the names' switches: those are what tune chooses)")
         p.add_argument("--names", default="", help="comma-separated names to search (default: every tagged name)")
@@ -74,8 +75,7 @@ class TuneCommand:
                        help="step: the simulated step at one batch; throughput: tokens/s per device across batches")
         p.add_argument("--max-compiles", type=int, default=DEFAULT_MAX_COMPILES, metavar="N",
                        help=f"compile at most N configurations, probes included (default {DEFAULT_MAX_COMPILES})")
-        p.add_argument("--memory-fraction", type=fraction, default=None, metavar="F",
-                       help="fit in the share F of the HBM JAX's allocator takes (default: the HBM)")
+        add_memory_fraction_option(p)
         add_host_pool_option(p)
         p.add_argument("--scheduler", choices=SCHEDULERS, default="lhs")
         p.add_argument("--pipelined", choices=("on", "off"), default="on", help="pipelined host offloading")

@@ -44,9 +44,11 @@ def allocator_bytes(target: Target, memory_fraction: float | None) -> int | None
     """
     if memory_fraction is None:
         return None
-    if not 0 < memory_fraction <= 1:
-        raise HloscopeError(f"memory fraction {memory_fraction:g}: expected a number in (0, 1], as "
-                            "XLA_PYTHON_CLIENT_MEM_FRACTION takes", EXIT_BAD_INPUT)
+    from hloscope.targets import memory_fraction_problem
+
+    problem = memory_fraction_problem(memory_fraction)
+    if problem:
+        raise HloscopeError(f"memory fraction {problem}", EXIT_BAD_INPUT)
     return int(target.device_memory_size * memory_fraction)
 
 

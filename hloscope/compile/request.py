@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from hloscope.targets import memory_fraction_problem
+
 
 class Scheduler(StrEnum):
     """Which scheduler XLA's GPU compiler runs, and what drives it (docs/compile.md).
@@ -84,8 +86,9 @@ class CompileRequest:
             raise ValueError("a CompileRequest names exactly one of workload, fn and maxtext")
         if self.maxtext is not None and not isinstance(self.maxtext, tuple):
             object.__setattr__(self, "maxtext", tuple(self.maxtext))
-        if self.memory_fraction is not None and not 0 < self.memory_fraction <= 1:
-            raise ValueError(f"memory_fraction {self.memory_fraction!r} is not in (0, 1]")
+        problem = None if self.memory_fraction is None else memory_fraction_problem(self.memory_fraction)
+        if problem:
+            raise ValueError(f"memory_fraction {problem}")
         # A policy or scheduler given by its value ("offload", "lhs") is the enum member.
         if self.policy is not None and not isinstance(self.policy, Policy):
             object.__setattr__(self, "policy", Policy(self.policy))

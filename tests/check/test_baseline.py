@@ -110,7 +110,7 @@ def test_memory_growth_and_no_longer_fitting() -> None:
     recs = tuple(records_from_report(fixture_report("mlp_offload.hlo.txt")))
     base = Snapshot("a", recs, device_bytes=100, hbm_bytes=200, fits=True)
     assert not compare(base, Snapshot("b", recs, 100, 200, True)).regressions
-    assert not compare(base, Snapshot("b", recs, 100, 200, True), Tolerance(memory_fraction=0.0)).regressions
+    assert not compare(base, Snapshot("b", recs, 100, 200, True), Tolerance(memory_growth=0.0)).regressions
     grew = compare(base, Snapshot("b", recs, 102, 200, True))
     assert [c.kind for c in grew.regressions] == [ChangeKind.MEMORY]
     assert compare(base, Snapshot("b", recs, 101, 200, True)).regressions == []  # within 1%

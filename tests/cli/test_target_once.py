@@ -28,10 +28,30 @@ def _sub_parsers() -> dict[str, object]:
     return dict(action.choices)  # type: ignore[arg-type]
 
 
-def test_target_is_written_in_one_file() -> None:
+@pytest.mark.parametrize("option", ["--target", "--devices", "--memory-fraction", "--host-memory-space"])
+def test_a_shared_option_is_written_in_one_file(option: str) -> None:
     where = [p.relative_to(ROOT).as_posix() for p in sorted((ROOT / "hloscope").rglob("*.py"))
-             if '"--target"' in p.read_text()]
+             if f'p.add_argument("{option}"' in p.read_text()]
     assert where == ["hloscope/cli/options.py"]
+
+
+def test_memory_fraction_is_checked_in_one_place(tmp_path: Path) -> None:
+    # the CLI, [tool.hloscope] and the API refuse the same values with the same words
+    from hloscope.check.config import config_from_mapping
+    from hloscope.cli.main import main
+    from hloscope.compile.request import CompileRequest
+    from hloscope.errors import HloscopeError
+    from hloscope.targets import memory_fraction_problem
+
+    for bad in (0, 1.5, -0.1):
+        words = memory_fraction_problem(bad)
+        assert words and "(0, 1]" in words
+        with pytest.raises(ValueError, match=re.escape(words)):
+            CompileRequest("h100-sxm", 8, workload="mlp", memory_fraction=bad)
+        with pytest.raises(HloscopeError, match=re.escape(words)):
+            config_from_mapping({"workload": "mlp", "memory-fraction": bad}, "pyproject.toml")
+    assert memory_fraction_problem(0.75) is None and memory_fraction_problem(1) is None
+    assert main(["sweep", "mlp", "--memory-fraction", "1.5"]) == 2
 
 
 @pytest.mark.parametrize("name", sorted(_COMMANDS))

@@ -37,6 +37,7 @@ SETTINGS: dict[str, str] = {
     "args": "str",
     "devices": "int",
     "memory-fraction": "hbm-share",
+    "maxtext": "strings",
     "set": "table",
     "allow": "allow",
 }
@@ -66,13 +67,14 @@ class CheckConfig:
     where: str = ""
     memory_fraction: float | None = None
     host_pool_gb: float | None = None
+    maxtext: tuple[str, ...] | None = None
 
     def merged(self, over: CheckConfig) -> CheckConfig:
         """``self`` with every rule and setting ``over`` gives replaced (flags over pyproject)."""
         changes: dict[str, Any] = {"rules": {**self.rules, **over.rules}}
         default = CheckConfig()
         for f in ("target", "hbm_margin", "allow_empty", "baseline", "tolerance", "path", "unoptimized",
-                  "workload", "fn", "args", "devices", "sets", "memory_fraction", "host_pool_gb"):
+                  "workload", "fn", "args", "devices", "sets", "memory_fraction", "host_pool_gb", "maxtext"):
             if getattr(over, f) != getattr(default, f):
                 changes[f] = getattr(over, f)
         changes["allow"] = self.allow + over.allow
@@ -117,6 +119,11 @@ def _convert(kind: str, value: Any, where: str) -> Any:
         if kind == "fraction" and value > 1:
             raise HloscopeError(f"{where}: expected a fraction between 0 and 1, got {value!r}", EXIT_BAD_INPUT)
         return float(value)
+    if kind == "strings":  # MaxText's [CONFIG.yml] KEY=VALUE ..., as --maxtext takes them
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            raise HloscopeError(f"{where}: expected a list of strings such as [\"model_name=llama3.1-8b\"], "
+                                f"got {value!r}", EXIT_BAD_INPUT)
+        return tuple(value)
     if kind == "int":
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise HloscopeError(f"{where}: expected a whole number >= 1, got {value!r}", EXIT_BAD_INPUT)
@@ -192,16 +199,17 @@ def config_from_mapping(data: Mapping[str, Any], where: str) -> CheckConfig:
     tol = Tolerance(settings.get("tolerance-us", Tolerance.exposed_us),
                     settings.get("tolerance-fraction", Tolerance.exposed_fraction),
                     settings.get("memory-tolerance", Tolerance.memory_growth))
-    sources = [k for k in ("path", "workload", "fn") if k in settings]
+    sources = [k for k in ("path", "workload", "fn", "maxtext") if k in settings]
     if len(sources) > 1:
-        raise HloscopeError(f"{where}: give one of path, workload, fn (got {', '.join(sources)})", EXIT_BAD_INPUT)
+        raise HloscopeError(f"{where}: give one of path, workload, fn, maxtext (got {', '.join(sources)})",
+                            EXIT_BAD_INPUT)
     return CheckConfig(rules=rules, target=settings.get("target"), hbm_margin=settings.get("hbm-margin", 0.0),
                        allow_empty=settings.get("allow-empty", False), baseline=settings.get("baseline"),
                        tolerance=tol, allow=settings.get("allow", ()), path=settings.get("path"),
                        unoptimized=settings.get("unoptimized"), workload=settings.get("workload"),
                        fn=settings.get("fn"), args=settings.get("args", ""), devices=settings.get("devices", 8),
                        sets=settings.get("set", {}), where=where, memory_fraction=settings.get("memory-fraction"),
-                       host_pool_gb=settings.get("host-pool-gb"))
+                       host_pool_gb=settings.get("host-pool-gb"), maxtext=settings.get("maxtext"))
 
 
 def find_pyproject(start: Path) -> Path | None:

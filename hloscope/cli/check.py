@@ -8,7 +8,13 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hloscope.cli.options import add_devices_option, add_memory_fraction_option, add_target_option, host_pool_bytes
+from hloscope.cli.options import (
+    add_devices_option,
+    add_maxtext_option,
+    add_memory_fraction_option,
+    add_target_option,
+    host_pool_bytes,
+)
 from hloscope.errors import (
     EXIT_BAD_INPUT,
     EXIT_CHECK_FAILED,
@@ -105,6 +111,11 @@ def flags_config(args: argparse.Namespace) -> CheckConfig:
         data["memory-fraction"] = args.memory_fraction
     if args.allow_empty:
         data["allow-empty"] = True
+    from hloscope.cli.options import maxtext_from_args
+
+    maxtext = maxtext_from_args(args)
+    if maxtext is not None:
+        data["maxtext"] = list(maxtext)
     if args.set:
         from hloscope.cli.options import parse_sets
 
@@ -126,8 +137,9 @@ def resolve_config(args: argparse.Namespace) -> CheckConfig:
         if found is not None:
             base = load_pyproject(found)
     flags = flags_config(args)
-    if flags.path or flags.workload or flags.fn:  # a source on the command line replaces the configured one
-        base = dataclasses.replace(base, path=None, workload=None, fn=None)
+    if flags.path or flags.workload or flags.fn or flags.maxtext is not None:
+        # a source on the command line replaces the configured one
+        base = dataclasses.replace(base, path=None, workload=None, fn=None, maxtext=None)
     return base.merged(flags)
 
 
@@ -136,13 +148,14 @@ def load_subject(cfg: CheckConfig) -> Subject:
     from hloscope.targets import DEFAULT_TARGET, as_target
 
     target = as_target(cfg.target)  # checked before anything is read or compiled
-    if cfg.workload or cfg.fn:
+    if cfg.workload or cfg.fn or cfg.maxtext is not None:
         from hloscope.api import compile_subject
         from hloscope.cli.options import check_request, note_jax_version
         from hloscope.compile.request import CompileRequest
 
-        request = CompileRequest(cfg.target or DEFAULT_TARGET, cfg.devices, workload=cfg.workload or None,
-                                 sets=tuple(cfg.sets.items()), fn=cfg.fn or None,
+        request = CompileRequest(cfg.target or DEFAULT_TARGET, cfg.devices,
+                                 workload=cfg.workload or None if cfg.maxtext is None else None,
+                                 maxtext=cfg.maxtext, sets=tuple(cfg.sets.items()), fn=cfg.fn or None,
                                  args=cfg.args if cfg.fn else None,
                                  cwd=str(Path.cwd()) if cfg.fn else None,
                                  memory_fraction=cfg.memory_fraction)
@@ -151,8 +164,8 @@ def load_subject(cfg: CheckConfig) -> Subject:
         return compile_subject(request)
     if cfg.path:  # an artifact folder brings its own target unless one was given
         return load_path(cfg.path, target if cfg.target else None, cfg.unoptimized)
-    raise HloscopeError("nothing given to check: PATH, --workload or --fn (or path / workload / fn in "
-                        "[tool.hloscope] of pyproject.toml)", EXIT_BAD_INPUT)
+    raise HloscopeError("nothing given to check: PATH, --workload, --fn or --maxtext (or path / workload / fn / "
+                        "maxtext in [tool.hloscope] of pyproject.toml)", EXIT_BAD_INPUT)
 
 
 def baseline_json(subject: Subject) -> str:
@@ -213,6 +226,7 @@ class CheckCommand:
         src = p.add_mutually_exclusive_group()
         src.add_argument("--workload", help="compile a built-in workload or preset (llama, llama3-405b, ...)")
         src.add_argument("--fn", metavar="MODULE:FUNCTION", help="compile your own step function")
+        add_maxtext_option(src)
         add_args_options(p, "with --fn: abstract arguments (see compile)")
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="workload setting")
         add_devices_option(p, default=None)  # None: pyproject's devices, else 8

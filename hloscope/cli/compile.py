@@ -15,6 +15,8 @@ from hloscope.cli.options import (
     PhaseStatus,
     add_args_options,
     add_compile_options,
+    add_maxtext_option,
+    maxtext_from_args,
     no_cache,
     request_from_args,
 )
@@ -58,11 +60,7 @@ class CompileCommand:
         src.add_argument("--workload", "--preset", default="llama",
                          help="mlp, llama, deepseek or a preset such as llama3-405b (default llama)")
         src.add_argument("--fn", metavar="MODULE:FUNCTION", help="your own step function")
-        src.add_argument("--maxtext", nargs="*", metavar="CONFIG.yml|KEY=VALUE",
-                         help="MaxText's own train step (the installed maxtext; Python 3.12+, pip install "
-                              "'hloscope[maxtext]'): an optional config file (default MaxText's base.yml), then "
-                              "MaxText's KEY=VALUE overrides, e.g. --maxtext model_name=llama3.1-8b "
-                              "remat_policy=qkv_proj_offloaded (docs/maxtext.md)")
+        add_maxtext_option(src)
         add_args_options(p, "with --fn: abstract arguments, e.g. 'bf16[512,1024]@fsdp,None; bf16[64,512]@fsdp'")
         p.add_argument("--out", default="", metavar="DIR",
                        help="artifact folder (default hloscope-out/NAME, NAME from the workload and options)")
@@ -95,11 +93,7 @@ class CompileCommand:
         req = prepare_report(args)  # fail fast on a bad name, before importing jax
         if args.what_if_memory is not None and args.fn:
             raise HloscopeError("--what-if-memory works with --workload (built-in steps) only", EXIT_BAD_INPUT)
-        maxtext = tuple(args.maxtext) if args.maxtext is not None else None
-        if maxtext is not None and (args.set or args.policy or args.args or args.args_from):
-            raise HloscopeError("--maxtext takes MaxText's own KEY=VALUE settings (remat_policy=..., "
-                                "per_device_batch_size=...), not --set, --policy, --args or --args-from",
-                                EXIT_BAD_INPUT)
+        maxtext = maxtext_from_args(args)
         if args.what_if_flag:
             from hloscope.compile.deviceless import parse_flag
 

@@ -18,7 +18,8 @@ from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.targets import DEFAULT_HOST_POOL_BYTES, DEFAULT_TARGET, HOST_POOL_ENV
 
 __all__ = ["MEMORY_FRACTION_HELP", "PHASE_WRITING", "TARGET_HELP", "PhaseStatus", "add_compile_options",
-           "add_devices_option", "add_host_memory_space_option", "add_memory_fraction_option", "add_target_option",
+           "add_devices_option", "add_host_memory_space_option", "add_maxtext_option", "add_memory_fraction_option",
+           "add_target_option", "maxtext_from_args",
            "compile_target", "fraction", "parse_sets", "request_from_args", "scheduler_from_args"]
 
 
@@ -61,6 +62,28 @@ def add_memory_fraction_option(p: argparse.ArgumentParser) -> None:
 def add_host_memory_space_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host-memory-space", type=int, default=5, metavar="N",
                    help="the memory space of host memory in the HLO's layouts (default 5, XLA's S(5))")
+
+
+def add_maxtext_option(p: Any) -> None:
+    """``--maxtext [CONFIG.yml] KEY=VALUE ...``: MaxText's own step, for every command that compiles one
+    (``p``: a parser or a mutually exclusive group)."""
+    p.add_argument("--maxtext", nargs="*", metavar="CONFIG.yml|KEY=VALUE",
+                   help="MaxText's own train step (the installed maxtext; Python 3.12+, pip install "
+                        "'hloscope[maxtext]'): an optional config file (default MaxText's base.yml), then "
+                        "MaxText's KEY=VALUE overrides, e.g. --maxtext model_name=llama3.1-8b "
+                        "remat_policy=qkv_proj_offloaded (docs/maxtext.md)")
+
+
+def maxtext_from_args(args: argparse.Namespace) -> tuple[str, ...] | None:
+    """``--maxtext``'s config and overrides (None: not given); MaxText takes its own settings only."""
+    if getattr(args, "maxtext", None) is None:
+        return None
+    if getattr(args, "set", None) or getattr(args, "policy", None) or getattr(args, "args", None) \
+            or getattr(args, "args_from", None):
+        raise HloscopeError("--maxtext takes MaxText's own KEY=VALUE settings (remat_policy=..., "
+                            "per_device_batch_size=...), not --set, --policy, --args or --args-from",
+                            EXIT_BAD_INPUT)
+    return tuple(args.maxtext)
 
 
 def add_compile_options(p: argparse.ArgumentParser) -> None:

@@ -11,7 +11,9 @@ from pathlib import Path
 from hloscope.cli.options import (
     add_compile_options,
     add_host_memory_space_option,
+    add_maxtext_option,
     add_target_option,
+    maxtext_from_args,
     no_cache,
     request_from_args,
 )
@@ -25,8 +27,9 @@ class TuiCommand:
 
     PATH is an HLO text file, an --xla_dump_to folder, an `hloscope compile`
     artifact folder or - (HLO text on stdin; the keys then come from the
-    terminal); or --workload NAME compiles a built-in workload first (same
-    options as `hloscope compile`). --compare PATH opens two schedules side by
+    terminal); or --workload NAME compiles a built-in workload first, --maxtext
+    [CONFIG.yml] KEY=VALUE ... MaxText's own step (same options as `hloscope
+    compile`). --compare PATH opens two schedules side by
     side. Keys: ? for help, / search, q quit.
     Exit codes: 0 ok, 2 bad input, 3 unknown name, 4-7 as for compile, 70 a bug in the TUI (one line).
     """
@@ -34,7 +37,9 @@ class TuiCommand:
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("path", metavar="PATH", nargs="?",
                        help="HLO text file, XLA dump folder, artifact folder, or - for stdin")
-        p.add_argument("--workload", help="compile this built-in workload or preset instead of reading PATH")
+        src = p.add_mutually_exclusive_group()
+        src.add_argument("--workload", help="compile this built-in workload or preset instead of reading PATH")
+        add_maxtext_option(src)
         p.add_argument("--compare", metavar="PATH", help="a second schedule to compare with")
         p.add_argument("--measured", metavar="PROFILE",
                        help="a measured profile shown beside each op's figure (an nsys-jax archive as PATH is its "
@@ -46,11 +51,12 @@ class TuiCommand:
     def run(self, args: argparse.Namespace) -> int:
         from hloscope.tui.load import Source, check_source
 
-        if (args.path is None) == (args.workload is None):
-            raise HloscopeError("tui: give a PATH or --workload NAME (one of them)", EXIT_BAD_INPUT)
+        maxtext = maxtext_from_args(args)
+        if (args.path is None) == (args.workload is None and maxtext is None):
+            raise HloscopeError("tui: give a PATH, --workload NAME or --maxtext ... (one of them)", EXIT_BAD_INPUT)
         workload = None
-        if args.workload:
-            workload = request_from_args(args, workload=args.workload)
+        if args.workload or maxtext is not None:
+            workload = request_from_args(args, workload=args.workload, maxtext=maxtext)
             prepare_compile(workload)
         spool = None
         try:
@@ -122,6 +128,6 @@ def prepare_compile(request: CompileRequest) -> None:
 
     from hloscope.compile.workloads import resolve
 
-    assert request.workload is not None
-    resolve(request.workload, dict(request.sets))
+    if request.workload is not None:  # (MaxText's step is checked by request_from_args: config, overrides)
+        resolve(request.workload, dict(request.sets))
     resource_tracker.ensure_running()

@@ -40,10 +40,12 @@ SETTING_MEANING: dict[str, str] = {
     "workload": "built-in workload or preset to compile and check",
     "fn": "your step function, package.module:function, to compile and check",
     "args": "with fn: abstract arguments, as for hloscope compile --args",
-    "devices": "compile-only GPUs for workload / fn",
+    "devices": "compile-only GPUs for workload / fn / maxtext",
     "memory-fraction": "compile workload / fn as JAX on a GPU whose allocator takes this share of the HBM "
                        "(XLA_PYTHON_CLIENT_MEM_FRACTION); fits-hbm then checks against it",
     "set": "workload settings, e.g. {layers = 2, batch = 4}",
+    "maxtext": "MaxText's own step to compile and check: [CONFIG.yml,] KEY=VALUE overrides as --maxtext takes "
+               "them, e.g. [\"model_name=llama3.1-8b\", \"remat_policy=qkv_proj_offloaded\"] (docs/maxtext.md)",
     "allow": "list of {checkpoint|instruction|source = pattern, reason = why, rules = [...]}",
 }
 

@@ -41,7 +41,8 @@ class Source:
     @property
     def label(self) -> str:
         if self.request is not None:
-            return f"workload {self.request.workload} ({self.target_name}, {self.request.devices} devices)"
+            what = "MaxText's step" if self.request.maxtext is not None else f"workload {self.request.workload}"
+            return f"{what} ({self.target_name}, {self.request.devices} devices)"
         return str(self.path)
 
     @cached_property
@@ -176,6 +177,7 @@ def _compile(source: Source) -> Loaded:
     request = source.request
     assert request is not None
     step = compile_request(request, AnalysisOptions(host_space=source.host_space))
-    return Loaded(source, step.report, step.result.optimized_hlo, f"<compiled {request.workload}>",
+    what = "maxtext" if request.maxtext is not None else request.workload
+    return Loaded(source, step.report, step.result.optimized_hlo, f"<compiled {what}>",
                   step.report.memory,
                   target_origin=TargetOrigin.REQUEST)

@@ -60,6 +60,8 @@ def test_nothing_to_check_exit_8_and_allow_empty(capsys: pytest.CaptureFixture[s
     ([LLAMA, "--baseline", "/no/base.json"], "no such baseline"),
     ([LLAMA, "--allow", "instruction=x"], "needs a reason"),
     ([], "nothing given to check"),
+    (["--maxtext", "model_name=llama2-7b", "--set", "layers=2"], "MaxText's own KEY=VALUE settings"),
+    ([LLAMA, "--maxtext", "model_name=llama2-7b"], "give one of path, workload, fn, maxtext"),
 ])
 def test_bad_input_exit_2_one_line(capsys: pytest.CaptureFixture[str], argv: list[str], words: str) -> None:
     code, _, err = run(capsys, *argv)
@@ -146,3 +148,16 @@ def test_the_memory_line_never_says_fits_when_the_pool_cannot_give_it(capsys: py
     assert main(["analyze", folder, "--host-pool-gb", "0.00001"]) == EXIT_OK
     line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("memory per device"))
     assert "host 64.0 KiB (does NOT fit in 10.5 KiB of PJRT's pinned-host pool" in line and "fits in 232" not in line
+
+
+def test_maxtext_in_pyproject_is_a_source_like_path_or_workload(tmp_path: Path) -> None:
+    # [tool.hloscope] maxtext = [...] is read as --maxtext takes it, and is one of the sources
+    from hloscope.check.config import config_from_mapping
+    from hloscope.errors import HloscopeError
+
+    cfg = config_from_mapping({"maxtext": ["model_name=llama2-7b", "remat_policy=qkv_proj_offloaded"]}, "pp")
+    assert cfg.maxtext == ("model_name=llama2-7b", "remat_policy=qkv_proj_offloaded")
+    with pytest.raises(HloscopeError, match="give one of path, workload, fn, maxtext"):
+        config_from_mapping({"maxtext": ["model_name=llama2-7b"], "workload": "mlp"}, "pp")
+    with pytest.raises(HloscopeError, match="expected a list of strings"):
+        config_from_mapping({"maxtext": "model_name=llama2-7b"}, "pp")

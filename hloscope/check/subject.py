@@ -50,6 +50,8 @@ def load_path(path: str, target: Target | None, unoptimized: str | None = None) 
                             EXIT_BAD_INPUT)
     report = load_report(path, target)
     before = load_module(unoptimized) if unoptimized else None
+    if before is None:  # an artifact folder whose step asked for offload brought it already: parsed once
+        before = report.inputs.unoptimized
     if before is None and report.module.is_scheduled:
         before = load_unoptimized(path)
     return Subject(report, path, before)

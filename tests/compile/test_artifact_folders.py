@@ -190,3 +190,33 @@ def test_xla_dump_to_is_written_where_the_flag_says(tmp_path: Path, monkeypatch:
     err = capsys.readouterr().err
     assert err.startswith("hloscope: error: --xla-flag xla_dump_to=file: names a file") and err.count("\n") == 1
     assert not (tmp_path / "b").exists()
+
+
+@pytest.mark.xla
+def test_check_reads_an_artifact_folders_unoptimized_module_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # An artifact folder whose step asked for offload brings its unoptimized module into the report
+    # (the naming and intent passes read it); check's intent rule takes it from there. Before issue 35's
+    # fix, check's loader opened and parsed unoptimized.hlo.txt a second time.
+    import sys
+
+    from hloscope.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["compile", "--workload", "mlp", "--set", "layers=2", "--out", "art"]) == 0
+    capsys.readouterr()
+    opened: list[str] = []
+    watching = [True]
+
+    def hook(event: str, args: tuple[object, ...]) -> None:
+        if watching[0] and event == "open" and str(args[0]).endswith("unoptimized.hlo.txt"):
+            opened.append(str(args[0]))
+
+    sys.addaudithook(hook)  # (hooks cannot be removed: this one stops watching at the end)
+    try:
+        code = main(["check", "art", "--intent-accounted", "--format", "json"])
+    finally:
+        watching[0] = False
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["rules"]["intent-accounted"] is True, out
+    assert len(opened) == 1, opened

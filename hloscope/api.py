@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from hloscope.analysis.inputs import StepInputs
 from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import Report, analyze_step
-from hloscope.artifact import load_report
+from hloscope.artifact import OPTIMIZED_FILE, REPORT_FILE, REPORT_TEXT_FILE, load_report
 from hloscope.compile.request import CompileRequest, Policy, Scheduler, callable_name, xla_flag_texts
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.loader import looks_like_hlo_text
@@ -156,7 +156,7 @@ def compile_step(fn: Any, *abstract_args: Any, target: Target | str = DEFAULT_TA
         out_shardings=out_shardings, cache=cache, phase=phase, target=tgt))
     name = getattr(fn, "__qualname__", getattr(fn, "__name__", "step"))
     extra = {"fn": request.fn}
-    source = str(Path(out) / "optimized.hlo.txt") if out is not None else None
+    source = str(Path(out) / OPTIMIZED_FILE) if out is not None else None
     report = analyze_result(result, tgt, extra=extra, source_path=source, label=f"<compile_step {name}>",
                             report_type=StepReport)
     if out is not None:
@@ -195,7 +195,7 @@ def compile_maxtext(*settings: str, config: str | os.PathLike[str] | None = None
                              xla_flags=tuple(xla_flag_texts(flags or {})),
                              memory_override_bytes=memory_override_bytes, memory_fraction=memory_fraction)
     result, extra = compile_request_result(request, phase)
-    source = str(Path(out) / "optimized.hlo.txt") if out is not None else None
+    source = str(Path(out) / OPTIMIZED_FILE) if out is not None else None
     report = analyze_result(result, tgt, extra=extra, source_path=source, label="<compile_maxtext>",
                             report_type=StepReport)
     if out is not None:
@@ -221,8 +221,8 @@ def artifact_files(result: CompileResult, report: Report, extra: dict[str, Any],
         OPTIMIZED_FILE: result.optimized_hlo,
         UNOPTIMIZED_FILE: result.unoptimized_hlo,
         MANIFEST_FILE: manifest(result, extra, request),
-        "report.json": render_to_string("json", report),
-        "report.txt": render_to_string("table", report),
+        REPORT_FILE: render_to_string("json", report),
+        REPORT_TEXT_FILE: render_to_string("table", report),
         **result.extra_files,
     }
 

@@ -20,6 +20,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.hlo.folders import (
+    MANIFEST_FILE,
+    MANIFEST_SCHEMA,
+    OPTIMIZED_FILE,
+    REPORT_FILE,
+    REPORT_TEXT_FILE,
+    UNOPTIMIZED_FILE,
+)
 from hloscope.hlo.xla_dumps import BUFFER_ASSIGNMENT_FILE, DUMP_FILES, LIVE_AT_PEAK_FILE, MEMORY_REPORT_FILE
 from hloscope.targets import Target, TargetOrigin, as_target, get_target, target_for_device
 
@@ -31,15 +39,10 @@ if TYPE_CHECKING:  # the analysis is imported when a step is loaded, so reading 
 
     R = TypeVar("R", bound=Report)
 
-__all__ = ["BUFFER_ASSIGNMENT_FILE", "LIVE_AT_PEAK_FILE", "MANIFEST_FILE", "MEMORY_REPORT_FILE", "OPTIMIZED_FILE",
-           "UNOPTIMIZED_FILE", "LoadedStep", "is_artifact_folder", "is_json_report", "load_report",
-           "load_unoptimized", "read_manifest", "read_step", "resolve_target"]
+__all__ = ["BUFFER_ASSIGNMENT_FILE", "LIVE_AT_PEAK_FILE", "MANIFEST_FILE", "MANIFEST_SCHEMA", "MEMORY_REPORT_FILE",
+           "OPTIMIZED_FILE", "REPORT_FILE", "REPORT_TEXT_FILE", "UNOPTIMIZED_FILE", "LoadedStep", "is_artifact_folder",
+           "is_json_report", "load_report", "load_unoptimized", "read_manifest", "read_step", "resolve_target"]
 
-#: Files of an ``hloscope compile`` artifact folder (docs/compile.md); XLA's memory texts are
-#: named in ``hloscope.hlo.xla_dumps``.
-OPTIMIZED_FILE = "optimized.hlo.txt"
-UNOPTIMIZED_FILE = "unoptimized.hlo.txt"
-MANIFEST_FILE = "manifest.json"
 
 
 def is_artifact_folder(path: str | Path) -> bool:
@@ -58,6 +61,10 @@ def read_manifest(path: str | Path) -> dict[str, Any] | None:
         raise HloscopeError(f"{file}: cannot read the manifest: {e}", EXIT_BAD_INPUT) from None
     if not isinstance(data, dict):
         raise HloscopeError(f"{file}: not a JSON object", EXIT_BAD_INPUT)
+    schema = data.get("schema", MANIFEST_SCHEMA)  # (a folder put together by hand may leave it out)
+    if schema != MANIFEST_SCHEMA:
+        raise HloscopeError(f"{file}: manifest schema {str(schema)[:80]!r}, this hloscope reads {MANIFEST_SCHEMA!r} "
+                            "(written by another hloscope version? compile it again)", EXIT_BAD_INPUT)
     return data
 
 

@@ -23,6 +23,7 @@ from hloscope.cli.options import (
 from hloscope.compile.request import CompileRequest, xla_flag_texts
 from hloscope.compile.whatif import TransferChange
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, HloscopeError
+from hloscope.hlo.folders import OPTIMIZED_FILE
 from hloscope.render.memory_text import room_words
 from hloscope.units import human_bytes, human_us
 
@@ -129,7 +130,7 @@ class CompileCommand:
         from hloscope.compile.jobs import compile_request
 
         # The report names the file it judged: the artifact folder's optimized module.
-        step = compile_request(request, req.options, phase, source_path=str(out_dir / "optimized.hlo.txt"))
+        step = compile_request(request, req.options, phase, source_path=str(out_dir / OPTIMIZED_FILE))
         result, report, extra = step.result, step.report, step.extra
         phase(PHASE_WRITING)
         out = save_artifacts(out_dir, result, report, extra, force=force, request=request)

@@ -25,14 +25,13 @@ from hloscope.analysis.memory import compile_figures
 from hloscope.compile.request import CompileRequest, Scheduler
 from hloscope.compile.result import CompileResult, memory_figures
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.hlo.folders import MANIFEST_FILE, MANIFEST_SCHEMA
 from hloscope.hlo.xla_dumps import XlaDumpTexts
-
-MANIFEST_SCHEMA = "hloscope.artifact/1"
 
 
 def _is_ours(path: Path) -> bool:
     try:
-        return bool(json.loads((path / "manifest.json").read_text()).get("schema") == MANIFEST_SCHEMA)
+        return bool(json.loads((path / MANIFEST_FILE).read_text()).get("schema") == MANIFEST_SCHEMA)
     except (OSError, ValueError, AttributeError):
         return False
 
@@ -118,7 +117,7 @@ def _same_request_manifest(out_dir: Path, request: CompileRequest) -> dict[str, 
     if not _is_ours(out_dir):
         return None
     try:
-        data = json.loads((out_dir / "manifest.json").read_text())
+        data = json.loads((out_dir / MANIFEST_FILE).read_text())
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict):

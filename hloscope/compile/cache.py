@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from hloscope.compile.result import CacheInfo
+from hloscope.hlo.folders import OPTIMIZED_FILE, UNOPTIMIZED_FILE
 
 if TYPE_CHECKING:
     from hloscope.compile.request import CompileRequest
@@ -51,8 +52,6 @@ if TYPE_CHECKING:
 #: Version of an entry's layout; bump when what is stored or how it is read changes.
 LAYOUT = 2
 ENTRY_FILE = "entry.json"
-OPTIMIZED_FILE = "optimized.hlo.txt"
-UNOPTIMIZED_FILE = "unoptimized.hlo.txt"
 DEFAULT_MAX_BYTES = 4 * 2**30
 ENV_DIR = "HLOSCOPE_CACHE_DIR"
 ENV_OFF = "HLOSCOPE_NO_CACHE"

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from hloscope.errors import EXIT_BAD_INPUT, HloParseError, HloscopeError
 from hloscope.hlo.archive import PROTO_DUMPS, ZIP_MAGIC, known_archive, nsys_archive
+from hloscope.hlo.folders import OPTIMIZED_FILE
 from hloscope.hlo.hloproto import hlo_proto_to_text, looks_like_hlo_proto, parse_hlo_proto, read_maybe_xz
 from hloscope.hlo.model import Module
 from hloscope.hlo.parser import parse_hlo
@@ -31,7 +32,7 @@ def pick_dump_file(directory: Path) -> Path:
 
 def _pick(directory: Path) -> tuple[Path, str]:
     """(the file to read, a note saying which of several was chosen, or "")."""
-    artifact = directory / "optimized.hlo.txt"
+    artifact = directory / OPTIMIZED_FILE
     if artifact.is_file():
         return artifact, ""
     try:

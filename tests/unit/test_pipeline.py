@@ -236,3 +236,28 @@ def test_the_report_says_which_scheduler_ran(tmp_path: Path) -> None:
     assert plain.scheduler is None and "scheduler" not in report_to_dict(plain)
     assert not render_to_string("table", plain).splitlines()[1].startswith("scheduler:")
     assert ScheduleRun.from_record({"name": ""}) is None and ScheduleRun.from_record(None) is None
+
+
+def test_a_manifest_of_another_schema_is_one_line(tmp_path: Path) -> None:
+    # The reader checks the schema the writer puts in every manifest (hloscope.hlo.folders); a
+    # folder written by another layout is refused by every command alike, before any parsing.
+    import shutil
+
+    from hloscope.artifact import read_manifest
+    from hloscope.cli.main import main
+    from hloscope.errors import HloscopeError
+
+    art = tmp_path / "art"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "check" / "data" / "mlp_sync", art)
+    assert read_manifest(art)["schema"] == MANIFEST_SCHEMA  # type: ignore[index]
+    data = json.loads((art / "manifest.json").read_text())
+    data["schema"] = "hloscope.artifact/9"
+    (art / "manifest.json").write_text(json.dumps(data))
+    with pytest.raises(HloscopeError) as e:
+        read_manifest(art)
+    assert e.value.exit_code == 2 and "hloscope.artifact/9" in str(e.value) and MANIFEST_SCHEMA in str(e.value)
+    for argv in (["analyze", str(art)], ["check", str(art)], ["export", str(art), "-o", str(tmp_path / "x")]):
+        assert main(argv) == 2, argv
+    del data["schema"]  # a folder put together by hand, without one, is read
+    (art / "manifest.json").write_text(json.dumps(data))
+    assert read_manifest(art) is not None

@@ -45,8 +45,8 @@ class StepReport(Report):
 
     def dot(self, view: str = "transfer", name: str | None = None, **kw: Any) -> Any:
         """A diagram (``graphviz.Digraph``) of ``view``: transfer, computation, schedule or calls
-        (``hloscope.render.dot.build_view``; ``kw``: radius, max_nodes, first)."""
-        from hloscope.render.dot import build_view  # graphviz is an optional extra
+        (``hloscope.render.dot.draw.build_view``; ``kw``: radius, max_nodes, first)."""
+        from hloscope.render.dot.draw import build_view  # graphviz is an optional extra
 
         return build_view(self, view, name, **kw).graph
 

@@ -20,7 +20,7 @@ from hloscope.check.baseline import Tolerance
 from hloscope.check.rules import RULES
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 
-#: Settings that are not rules: key -> kind. What each means: ``hloscope.render.check_meaning.SETTING_MEANING``.
+#: Settings that are not rules: key -> kind. What each means: ``hloscope.render.check.meaning.SETTING_MEANING``.
 SETTINGS: dict[str, str] = {
     "target": "str",
     "hbm-margin": "fraction",

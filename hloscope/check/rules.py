@@ -2,8 +2,8 @@
 
 A :class:`Violation` carries facts (rule, what was found as a :class:`Finding`
 with its names and figures, the verdict or record it concerns, measured and
-allowed values); ``hloscope.render.check_words.violation_message`` words it, and
-``hloscope.render.check_meaning`` says what each rule means. :data:`RULES` is the
+allowed values); ``hloscope.render.check.words.violation_message`` words it, and
+``hloscope.render.check.meaning`` says what each rule means. :data:`RULES` is the
 one table of rules: its names are the config keys of
 ``[tool.hloscope]``, the ``hloscope check`` flags and (with ``_``) the keyword
 arguments of the pytest marker and of the assertion helpers.
@@ -147,7 +147,7 @@ class Rule:
     """name: the config key and flag. kind: ``bool``, ``float``, ``factor`` (a number >= 1), ``fraction``,
     ``bytes`` or ``names``.
     needs: what the step must provide (``memory``, ``unoptimized``) or "". What it means, for
-    the docs and ``--help``: ``hloscope.render.check_meaning.RULE_MEANING``."""
+    the docs and ``--help``: ``hloscope.render.check.meaning.RULE_MEANING``."""
 
     name: str
     kind: str

@@ -36,7 +36,7 @@ def _help(text: str) -> str:
 def add_rule_options(p: argparse.ArgumentParser) -> None:
     """One flag per rule of the table, plus the settings around them."""
     from hloscope.check.rules import RULES
-    from hloscope.render.check_meaning import rule_meaning, setting_meaning
+    from hloscope.render.check.meaning import rule_meaning, setting_meaning
 
     g = p.add_argument_group("rules (also [tool.hloscope] keys in pyproject.toml; see docs/ci.md)")
     for rule in RULES.values():
@@ -220,7 +220,7 @@ class CheckCommand:
 
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
         from hloscope.cli.options import add_args_options, add_no_cache_option
-        from hloscope.render.check_report import CHECK_FORMATS
+        from hloscope.render.check.formats import CHECK_FORMATS
 
         p.add_argument("path", metavar="PATH", nargs="?", help="HLO file, XLA dump folder or artifact folder")
         src = p.add_mutually_exclusive_group()
@@ -254,7 +254,7 @@ class CheckCommand:
         from hloscope.check.baseline import load_snapshot
         from hloscope.check.run import run_check
         from hloscope.cli.analyze import open_output
-        from hloscope.render.check_report import get_check_format
+        from hloscope.render.check.formats import get_check_format
 
         fmt = get_check_format(args.format)
         if args.path:

@@ -50,7 +50,7 @@ class DiffCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         from hloscope.check.baseline import Tolerance, compare
-        from hloscope.render.check_report import change_text, diff_lines
+        from hloscope.render.check.formats import change_text, diff_lines
 
         base, new = load_side(args.a, args.target), load_side(args.b, args.target)
         diff = compare(base, new, Tolerance(args.tolerance_us, args.tolerance_fraction, args.memory_tolerance))

@@ -1,4 +1,4 @@
-"""``hloscope dot``: diagrams of a report (the views live in ``hloscope.render.dot``)."""
+"""``hloscope dot``: diagrams of a report (the views live in ``hloscope.render.dot.draw``)."""
 
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ class DotCommand:
     """
 
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
-        from hloscope.render.dot import FORMATS
-        from hloscope.render.dot_run import DEFAULT_TIMEOUT_S, RENDERER_NAMES
-        from hloscope.render.dot_views import DEFAULT_MAX_NODES, DEFAULT_RADIUS, DEFAULT_SCHEDULE_ROWS
+        from hloscope.render.dot.draw import FORMATS
+        from hloscope.render.dot.run import DEFAULT_TIMEOUT_S, RENDERER_NAMES
+        from hloscope.render.dot.views import DEFAULT_MAX_NODES, DEFAULT_RADIUS, DEFAULT_SCHEDULE_ROWS
 
         p.add_argument("path", metavar="PATH", help="HLO text file, XLA dump folder, artifact folder, or -")
         view = p.add_mutually_exclusive_group(required=True)
@@ -56,8 +56,8 @@ class DotCommand:
     def run(self, args: argparse.Namespace) -> int:
         from hloscope.analysis.overlap import AnalysisOptions
         from hloscope.artifact import load_report
-        from hloscope.render.dot import format_for, render_view
-        from hloscope.render.dot_run import choose_renderer
+        from hloscope.render.dot.draw import format_for, render_view
+        from hloscope.render.dot.run import choose_renderer
 
         # Validate everything cheap before reading the HLO.
         output = None if args.output in (None, "-") else args.output

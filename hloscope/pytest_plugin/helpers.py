@@ -57,7 +57,7 @@ def to_subject(step: Any, target: Target | str | None = None, label: str | None 
 def render_result(result: CheckResult) -> str:
     import io
 
-    from hloscope.render.check_report import TextFormat
+    from hloscope.render.check.formats import TextFormat
 
     buf = io.StringIO()
     TextFormat().render(result, buf)

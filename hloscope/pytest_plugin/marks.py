@@ -20,7 +20,7 @@ from hloscope.check.allow import AllowEntry
 from hloscope.check.config import CheckConfig, config_from_mapping, find_pyproject, load_pyproject
 from hloscope.check.rules import RULES
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
-from hloscope.render.check_meaning import rule_meaning, setting_meaning
+from hloscope.render.check.meaning import rule_meaning, setting_meaning
 
 #: Settings a marker may give (sources come from the test: what it returns or builds).
 _MARK_SETTINGS = ("target", "hbm-margin", "allow-empty", "baseline", "tolerance-us", "tolerance-fraction",

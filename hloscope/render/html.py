@@ -23,7 +23,7 @@ from hloscope.analysis.kinds import VerdictKind
 from hloscope.analysis.opclass import Resource
 from hloscope.analysis.report import Report
 from hloscope.analysis.timeline import Slice, SliceKind, Timeline
-from hloscope.render.check_markdown import md
+from hloscope.render.check.markdown import md
 from hloscope.render.intent_text import intent_headline, intent_lines
 from hloscope.render.name_words import legend, name_cell
 from hloscope.render.options import RenderOptions

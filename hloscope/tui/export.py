@@ -2,7 +2,7 @@
 
 Each export writes exactly one file, at the path the user typed. ``available``
 offers what this report and installation can write: the trace only when the step
-was simulated (``report.timeline``), DOT/SVG only with ``hloscope.render.dot``.
+was simulated (``report.timeline``), DOT/SVG only with ``hloscope.render.dot.draw``.
 The trace is the simulated step in Trace Event JSON
 (``hloscope.render.trace.TraceRenderer``, as ``hloscope analyze --trace``), with
 the report's verdicts on the transfer slices.
@@ -37,7 +37,7 @@ KINDS = (
 
 def available(loaded: Loaded) -> list[ExportKind]:
     """The kinds that can be written for ``loaded`` here."""
-    have_dot = importlib.util.find_spec("hloscope.render.dot") is not None
+    have_dot = importlib.util.find_spec("hloscope.render.dot.draw") is not None
     can = {"json": True, "trace": loaded.report.timeline is not None, "svg": have_dot, "dot": have_dot}
     return [k for k in KINDS if can[k.key]]
 
@@ -62,7 +62,7 @@ def export(loaded: Loaded, kind: ExportKind, path: str, verdict: Verdict | None)
     if kind.needs_transfer:
         if verdict is None:
             raise HloscopeError("select a transfer first (Transfers tab)", EXIT_BAD_INPUT)
-        from hloscope.render.dot import render_view
+        from hloscope.render.dot.draw import render_view
 
         render_view(loaded.report, "transfer", out, verdict.transfer.instruction.name, fmt=kind.key)
         return out

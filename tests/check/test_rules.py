@@ -27,7 +27,7 @@ from hloscope.check.config import config_from_mapping
 from hloscope.check.run import NothingToCheck, run_check
 from hloscope.check.subject import Subject, load_path
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_NOTHING_TO_CHECK, HloscopeError
-from hloscope.render.check_words import violation_message
+from hloscope.render.check.words import violation_message
 from hloscope.targets import get_target
 
 H100 = get_target("h100-sxm")
@@ -56,7 +56,7 @@ def test_no_exposed_fails_on_a_window_with_no_compute_and_names_tensor_source_an
     report = fixture_report("llama_offload.hlo.txt")
     assert v.record is not None and v.record.full_source == str(report.source(v.verdict))
     assert re.search(r"workloads/llama\.py:71$", v.record.full_source)
-    from hloscope.render.check_report import violation_lines
+    from hloscope.render.check.formats import violation_lines
 
     text = "\n".join(violation_lines(v))
     assert v.record.full_source.rsplit("/", 1)[1] in text and "bf16[1,1,256,2,64]" in text

@@ -28,7 +28,7 @@ from check_helpers import FIXTURES
 from hloscope.check.rules import RULES
 from hloscope.cli.main import main
 from hloscope.errors import EXIT_CHECK_FAILED
-from hloscope.render.check_meaning import rule_meaning
+from hloscope.render.check.meaning import rule_meaning
 
 LLAMA = str(FIXTURES / "llama_offload.hlo.txt")
 

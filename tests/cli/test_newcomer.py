@@ -81,7 +81,7 @@ def test_argparse_errors_name_the_command_once(capsys: pytest.CaptureFixture[str
 
 
 def test_markdown_escapes_only_what_markdown_acts_on() -> None:
-    from hloscope.render.check_markdown import md
+    from hloscope.render.check.markdown import md
 
     assert md("hloscope-out/step/llama.py:67 a.b, 3+4=7; 50% 'q' \"d\" {x} ^") == \
         "hloscope-out/step/llama.py:67 a.b, 3+4=7; 50% 'q' \"d\" {x} ^"
@@ -128,7 +128,7 @@ def test_a_wide_transfer_window_is_capped_with_what_was_left_out(tmp_path: Path,
                                                  out.read_text()).groups())  # type: ignore[union-attr]
     assert width <= 24 * 72 and height <= 16 * 72
     # the ops right after the start and right before the done are drawn; the middle was cut
-    from hloscope.render.dot import build_view
+    from hloscope.render.dot.draw import build_view
     from tests.conftest import fixture_report
 
     report = fixture_report("llama_offload.hlo.txt")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from hloscope.cli.main import main
-from hloscope.render.check_markdown import md
+from hloscope.render.check.markdown import md
 from tests.conftest import FIXTURES, fixture_report, fixture_text
 
 HOSTILE = "q|proj`x` [click](http://evil.example) <img src=x onerror=alert(1)> **b** @team #1 \\| _u_\nnext"

@@ -15,8 +15,8 @@ import re
 import pytest
 
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_UNKNOWN_NAME, HloscopeError
-from hloscope.render.dot import DEFAULT_SCHEDULE_ROWS, build_view, find_transfer
-from hloscope.render.dot_text import node_id
+from hloscope.render.dot.draw import DEFAULT_SCHEDULE_ROWS, build_view, find_transfer
+from hloscope.render.dot.quote import node_id
 from tests.conftest import FIXTURES, fixture_report, fixture_text
 
 GOLDEN = FIXTURES.parent / "tests" / "golden"
@@ -118,7 +118,7 @@ def test_node_limit_cuts_and_says_how_to_widen() -> None:
     assert cut.notes and "--max-nodes" in cut.notes[0]
     total = len(instructions(full.graph.source))
     assert f"--max-nodes {total}" in cut.notes[0]
-    # the note is in the drawing's title, wrapped into lines of dot_text.TITLE_WIDTH
+    # the note is in the drawing's title, wrapped into lines of quote.TITLE_WIDTH
     assert " ".join(cut.notes[0].split()) in " ".join(cut.graph.source.replace("\\n", " ").split())
 
 

@@ -13,9 +13,9 @@ import xml.etree.ElementTree as ET
 import graphviz
 import pytest
 
-from hloscope.render.dot import render_dot
-from hloscope.render.dot_run import available_renderers
-from hloscope.render.dot_text import label, line, node_id
+from hloscope.render.dot.draw import render_dot
+from hloscope.render.dot.quote import label, line, node_id
+from hloscope.render.dot.run import available_renderers
 from tests.conftest import fixture_text
 
 HOSTILE = {
@@ -83,7 +83,7 @@ def test_hostile_op_name_in_real_hlo() -> None:
     # (written with HLO's own string escapes),
     from hloscope.analysis.report import analyze_module
     from hloscope.hlo.parser import parse_hlo
-    from hloscope.render.dot import build_view
+    from hloscope.render.dot.draw import build_view
     from hloscope.targets import get_target
 
     text = fixture_text("mlp_offload.hlo.txt")
@@ -110,7 +110,7 @@ def test_hostile_names_in_the_possible_window_stay_data(monkeypatch: pytest.Monk
     from hloscope.analysis.kinds import SegmentKind
     from hloscope.analysis.report import Report
     from hloscope.analysis.verdict import WindowSegment
-    from hloscope.render.dot import build_view, find_transfer
+    from hloscope.render.dot.draw import build_view, find_transfer
     from tests.conftest import fixture_report
 
     report = fixture_report("mlp_offload.hlo.txt")

@@ -17,7 +17,7 @@ import pytest
 
 from hloscope.cli.main import main
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_UNKNOWN_NAME, HloscopeError
-from hloscope.render.dot import build_view
+from hloscope.render.dot.draw import build_view
 from tests.conftest import FIXTURES, fixture_report, fixture_text
 
 
@@ -150,7 +150,7 @@ def test_panel_titles_fit_their_panels_and_the_image(named_step: Path, capsys: p
     svg = out.read_text()
     assert len(re.findall(r"<title>cluster_t\d+</title>", svg)) >= 2  # several panels
     assert _svg_overflows(svg, 1.1) == []
-    from hloscope.render.dot_text import TITLE_WIDTH
+    from hloscope.render.dot.quote import TITLE_WIDTH
 
     dot = named_step.parent / "panels.dot"
     assert main(["dot", str(named_step), "--transfer", f"tensor_{line}", "-o", str(dot)]) == 0
@@ -161,7 +161,7 @@ def test_panel_titles_fit_their_panels_and_the_image(named_step: Path, capsys: p
 def test_a_missing_dot_says_graphviz_is_missing_not_the_wheel(named_step: Path, monkeypatch: pytest.MonkeyPatch,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     # issue 36 item 12: `--renderer dot` without Graphviz suggested pip install graphviz-pure, which was installed
-    import hloscope.render.dot_run as dot_run
+    import hloscope.render.dot.run as dot_run
 
     real = dot_run.find_renderer
     monkeypatch.setattr(dot_run, "find_renderer", lambda name: None if name == "dot" else real(name))

@@ -10,9 +10,9 @@ import pytest
 
 from hloscope.cli.main import main
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_UNKNOWN_NAME
-from hloscope.render.dot import build_view, render_dot, render_view
-from hloscope.render.dot_run import RENDERER_NAMES, available_renderers
-from hloscope.render.dot_text import node_id
+from hloscope.render.dot.draw import build_view, render_dot, render_view
+from hloscope.render.dot.quote import node_id
+from hloscope.render.dot.run import RENDERER_NAMES, available_renderers
 from tests.conftest import FIXTURES, fixture_report
 
 SVG = "{http://www.w3.org/2000/svg}"

@@ -23,7 +23,7 @@ from hloscope.check.subject import Subject
 from hloscope.hlo.parser import parse_hlo
 from hloscope.hlo.xla_dumps import XlaDumpTexts
 from hloscope.render import render_to_string
-from hloscope.render.check_report import get_check_format
+from hloscope.render.check.formats import get_check_format
 from hloscope.render.json_report import report_to_dict
 from hloscope.targets import get_target
 

@@ -11,7 +11,7 @@ from types import ModuleType
 from hloscope.analysis.intent import Fact, Why
 from hloscope.check.config import SETTINGS
 from hloscope.check.rules import RULES
-from hloscope.render.check_meaning import RULE_MEANING, SETTING_MEANING
+from hloscope.render.check.meaning import RULE_MEANING, SETTING_MEANING
 from hloscope.render.intent_words import FACT_WORDS, WHY_MEANING
 
 ROOT = Path(__file__).resolve().parents[2]

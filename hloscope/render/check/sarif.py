@@ -33,8 +33,8 @@ from hloscope.analysis.report import Report
 from hloscope.check.allow import AllowEntry
 from hloscope.check.rules import RULES, Finding, Violation
 from hloscope.check.run import CheckResult
-from hloscope.render.check_meaning import rule_meaning
-from hloscope.render.check_words import violation_lines
+from hloscope.render.check.meaning import rule_meaning
+from hloscope.render.check.words import violation_lines
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"

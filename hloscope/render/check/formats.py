@@ -3,10 +3,10 @@
 A check format has a ``name``, a file ``extension`` and one method,
 ``render(result, out)``, which writes a :class:`~hloscope.check.run.CheckResult`
 to the text stream ``out``. :data:`CHECK_FORMATS` maps names to formats:
-``text`` (``check_text``), ``json`` (``check_json``), ``junit``
-(``check_junit``), ``github`` (``check_github``), ``markdown`` (``check_markdown``), ``sarif`` (``check_sarif``,
-SARIF 2.1.0 for code scanning). Every format words a
-violation the same way, through ``check_words``. To add a format, write its
+``text`` (``text``), ``json`` (``json_format``), ``junit`` (``junit``), ``github``
+(``github``), ``markdown`` (``markdown``), ``sarif`` (``sarif``, SARIF 2.1.0 for code
+scanning), each a module of this package. Every format words a violation the same way,
+through ``words``. To add a format, write its
 module and add an instance to the tuple below.
 """
 
@@ -16,13 +16,13 @@ from typing import Protocol, TextIO
 
 from hloscope.check.run import CheckResult
 from hloscope.render import pick
-from hloscope.render.check_github import GithubFormat
-from hloscope.render.check_json import CHECK_SCHEMA, JsonFormat
-from hloscope.render.check_junit import JunitFormat
-from hloscope.render.check_markdown import MarkdownFormat
-from hloscope.render.check_sarif import SarifFormat
-from hloscope.render.check_text import TextFormat
-from hloscope.render.check_words import change_text, diff_lines, tensor_text, user_source, violation_lines
+from hloscope.render.check.github import GithubFormat
+from hloscope.render.check.json_format import CHECK_SCHEMA, JsonFormat
+from hloscope.render.check.junit import JunitFormat
+from hloscope.render.check.markdown import MarkdownFormat
+from hloscope.render.check.sarif import SarifFormat
+from hloscope.render.check.text import TextFormat
+from hloscope.render.check.words import change_text, diff_lines, tensor_text, user_source, violation_lines
 
 
 class CheckFormat(Protocol):

@@ -6,7 +6,7 @@ reads the same whichever view drew it. Fill colour says where a value lives
 in a verdict's colour marks a host transfer; async spans are dashed, control
 dependencies dotted, the input-ready and first-use hints are thick coloured
 edges. Labels carry name, op, shape and bytes (and a transfer's checkpoint
-name or op_name). Every string goes through :mod:`hloscope.render.dot_text`.
+name or op_name). Every string goes through :mod:`hloscope.render.dot.quote`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from hloscope.analysis.opclass import collective_kind, is_free, value_shape
 from hloscope.analysis.verdict import Verdict
 from hloscope.hlo.model import Instruction
 from hloscope.hlo.shape import Shape
-from hloscope.render.dot_text import label, line, shorten
+from hloscope.render.dot.quote import label, line, shorten
 from hloscope.render.table import human_bytes
 
 #: The font the layout is measured with: DejaVu Sans, wide (like Verdana), so the text fits its
@@ -50,7 +50,7 @@ EDGE_STYLE = {
 }
 
 
-#: Inches of blank around every diagram (Graphviz ``pad``): a title line of ``dot_text.TITLE_WIDTH``
+#: Inches of blank around every diagram (Graphviz ``pad``): a title line of ``quote.TITLE_WIDTH``
 #: characters drawn 10% wider than measured (a viewer without DejaVu Sans) stays on the image.
 TITLE_PAD_IN = "0.5"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TextIO
 
 from hloscope.check.run import CheckResult
-from hloscope.render.check_text import TextFormat
-from hloscope.render.check_words import user_source, violation_lines
+from hloscope.render.check.text import TextFormat
+from hloscope.render.check.words import user_source, violation_lines
 
 
 def _gh_escape(text: str, prop: bool = False) -> str:

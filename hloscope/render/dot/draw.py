@@ -15,7 +15,7 @@ The Python API of ``hloscope dot`` (docs/diagrams.md). Four views of a
 ``render_view(report, view, out)`` is the one call for a whole export (the CLI
 and the TUI use it): ``out`` is a path whose extension picks the format, or a
 bare format name (``dot``, ``svg``, ``png``) to get the bytes back. The DOT text
-is deterministic; SVG and PNG come from :mod:`hloscope.render.dot_run`.
+is deterministic; SVG and PNG come from :mod:`hloscope.render.dot.run`.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ import graphviz
 
 from hloscope.analysis.report import Report
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_UNKNOWN_NAME, HloscopeError
-from hloscope.render.dot_run import DEFAULT_TIMEOUT_S, Rendered, available_renderers, render_source
-from hloscope.render.dot_views import (
+from hloscope.render.dot.run import DEFAULT_TIMEOUT_S, Rendered, available_renderers, render_source
+from hloscope.render.dot.views import (
     DEFAULT_MAX_NODES,
     DEFAULT_RADIUS,
     DEFAULT_SCHEDULE_ROWS,

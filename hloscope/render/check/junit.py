@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from typing import TextIO
 
 from hloscope.check.run import CheckResult
-from hloscope.render.check_words import diff_lines, violation_lines
+from hloscope.render.check.words import diff_lines, violation_lines
 
 
 class JunitFormat:

@@ -24,7 +24,8 @@ from hloscope.analysis.slack import Slack
 from hloscope.analysis.verdict import Verdict
 from hloscope.errors import EXIT_UNKNOWN_NAME, HloscopeError
 from hloscope.hlo.model import Instruction
-from hloscope.render.dot_style import (
+from hloscope.render.dot.quote import label, line, node_id, shorten, wrapped
+from hloscope.render.dot.style import (
     EDGE_STYLE,
     FIRST_USE_COLOR,
     INPUT_READY_COLOR,
@@ -36,7 +37,6 @@ from hloscope.render.dot_style import (
     new_graph,
     transfer_lines,
 )
-from hloscope.render.dot_text import label, line, node_id, shorten, wrapped
 from hloscope.render.table import human_bytes
 from hloscope.render.why import input_hint, slack_clause, use_hint
 from hloscope.units import human_us

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TextIO
 
 from hloscope.check.run import CheckResult
-from hloscope.render.check_meaning import rule_meaning
-from hloscope.render.check_words import diff_lines, violation_lines
+from hloscope.render.check.meaning import rule_meaning
+from hloscope.render.check.words import diff_lines, violation_lines
 
 
 class TextFormat:

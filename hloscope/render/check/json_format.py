@@ -8,7 +8,7 @@ from typing import Any, TextIO
 from hloscope.analysis.report import Report
 from hloscope.check.rules import Violation
 from hloscope.check.run import CheckResult
-from hloscope.render.check_words import change_text, violation_lines, violation_message
+from hloscope.render.check.words import change_text, violation_lines, violation_message
 
 CHECK_SCHEMA = "hloscope.check/1"
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hloscope.errors import EXIT_ENVIRONMENT, EXIT_UNKNOWN_NAME, HloscopeError
-from hloscope.render.dot_style import FONT, SVG_FONT_STACK
+from hloscope.render.dot.style import FONT, SVG_FONT_STACK
 
 #: Renderer names, in the order ``auto`` tries them.
 RENDERER_NAMES = ("dot", "graphviz-pure")

@@ -2,7 +2,7 @@
 
 ``hloscope check --format markdown >> "$GITHUB_STEP_SUMMARY"`` shows, on the run's
 page: the verdict, one row per rule, the violations table (which tensor, its
-source line, what the schedule did with it, in the words of ``check_words``),
+source line, what the schedule did with it, in the words of ``words``),
 the transfers whose windows leave time exposed, what the allow-list accepted and
 the baseline's changes.
 
@@ -25,8 +25,8 @@ from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.verdict import Verdict
 from hloscope.check.rules import Violation
 from hloscope.check.run import CheckResult
-from hloscope.render.check_meaning import rule_meaning
-from hloscope.render.check_words import change_text, user_source, violation_lines
+from hloscope.render.check.meaning import rule_meaning
+from hloscope.render.check.words import change_text, user_source, violation_lines
 from hloscope.render.name_words import GUESS_MARK, legend, name_cell
 from hloscope.render.why import explain
 from hloscope.units import human_bytes

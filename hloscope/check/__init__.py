@@ -5,6 +5,13 @@ Headless: imports the analysis only (no CLI, no JAX, no UI). ``hloscope analyze
 the assertion helpers call them too.
 """
 
-from hloscope.check.rules import Violation, fail_on_verdicts, nothing_to_judge, parse_verdicts
+from hloscope.check.rules import (
+    Emptiness,
+    NothingToJudge,
+    Violation,
+    fail_on_verdicts,
+    nothing_to_judge,
+    parse_verdicts,
+)
 
-__all__ = ["Violation", "fail_on_verdicts", "nothing_to_judge", "parse_verdicts"]
+__all__ = ["Emptiness", "NothingToJudge", "Violation", "fail_on_verdicts", "nothing_to_judge", "parse_verdicts"]

@@ -76,22 +76,40 @@ class Violation:
         return next((v for k, v in self.args if k == key), None)
 
 
-def nothing_to_judge(report: Report) -> str:
-    """Why a gate on ``report`` would pass only because there is nothing to judge, or "".
+class Emptiness(StrEnum):
+    """Why a step has nothing a gate could judge (worded in ``render.check.words``)."""
+
+    NOT_SCHEDULED = "not-scheduled"  # the module before optimizations: there is no order to judge
+    NOT_GPU = "not-gpu"  # no XLA:GPU stream assignments in it (another backend's module)
+    NO_TRANSFER = "no-transfer"  # nothing lives in the host memory space
+
+
+@dataclass(frozen=True)
+class NothingToJudge:
+    """A step with nothing to judge: why, the host memory space looked in, and the step's label
+    ("" where the caller names the step itself)."""
+
+    why: Emptiness
+    host_space: int
+    label: str = ""
+
+
+def nothing_to_judge(report: Report, label: str = "") -> NothingToJudge | None:
+    """Why a gate on ``report`` would pass only because there is nothing to judge, or None.
 
     The module is not scheduled, was not compiled for a GPU (XLA:GPU writes stream
     assignments, ``operation_queue_id``, into backend configs; other backends do not),
     or has no host transfer to judge.
     """
+    why = None
     if not report.module.is_scheduled:
-        return "the module is not scheduled (before optimizations): there is no order to judge"
-    gpu = any("operation_queue_id" in ins.attr("backend_config")
-              for comp in report.module.computations.values() for ins in comp.instructions)
-    if not gpu:
-        return "the module was not compiled for a GPU (no XLA:GPU stream assignments in it)"
-    if not [v for v in report.verdicts if v.verdict is not VerdictKind.UNSCHEDULED]:
-        return f"no host transfer in the module (nothing lives in memory space S({report.host_space}))"
-    return ""
+        why = Emptiness.NOT_SCHEDULED
+    elif not any("operation_queue_id" in ins.attr("backend_config")
+                 for comp in report.module.computations.values() for ins in comp.instructions):
+        why = Emptiness.NOT_GPU
+    elif not [v for v in report.verdicts if v.verdict is not VerdictKind.UNSCHEDULED]:
+        why = Emptiness.NO_TRANSFER
+    return NothingToJudge(why, report.host_space, label) if why is not None else None
 
 
 def parse_verdicts(text: str, option: str = "--fail-on") -> frozenset[VerdictKind]:

@@ -18,7 +18,15 @@ from hloscope.check.allow import AllowEntry, find_allow
 from hloscope.check.baseline import BaselineDiff, Snapshot, compare, snapshot_from_subject
 from hloscope.check.config import CheckConfig
 from hloscope.check.keys import records_from_report
-from hloscope.check.rules import RULES, Finding, RuleContext, Violation, nothing_to_judge, unaccounted_intent
+from hloscope.check.rules import (
+    RULES,
+    Finding,
+    NothingToJudge,
+    RuleContext,
+    Violation,
+    nothing_to_judge,
+    unaccounted_intent,
+)
 from hloscope.check.subject import Subject
 from hloscope.errors import EXIT_NOTHING_TO_CHECK, HloscopeError
 
@@ -30,35 +38,37 @@ JUDGE_ABSENCE = ("expect-offloaded", "min-offloaded-bytes", "intent-accounted")
 
 
 class NothingToCheck(HloscopeError):
-    """The step has nothing the rules could judge (exit 8 unless ``allow_empty``)."""
+    """The step has nothing the rules could judge (exit 8 unless ``allow_empty``). ``nothing``: why;
+    the faces word it (``render.check.words.nothing_to_check_words``)."""
 
     exit_code = EXIT_NOTHING_TO_CHECK
+
+    def __init__(self, nothing: NothingToJudge) -> None:
+        super().__init__(f"nothing to check: {nothing.label}: {nothing.why.value}", EXIT_NOTHING_TO_CHECK)
+        self.nothing = nothing
 
 
 @dataclass(frozen=True)
 class CheckResult:
     """rules: the rules evaluated (name -> parameter), in table order. violations: what failed.
     allowed: violations an allow entry covers, with the entry. diff: the baseline comparison.
-    empty: why there was nothing to check ("" when there was), when ``allow_empty`` let it pass."""
+    empty: why there was nothing to check (None when there was), when ``allow_empty`` let it pass."""
 
     subject: Subject
     rules: dict[str, object]
     violations: tuple[Violation, ...]
     allowed: tuple[tuple[Violation, AllowEntry], ...] = ()
     diff: BaselineDiff | None = None
-    empty: str = ""
+    empty: NothingToJudge | None = None
 
     @property
     def passed(self) -> bool:
         return not self.violations
 
 
-def nothing_to_check(subject: Subject) -> str:
-    """Why ``subject`` has nothing to judge (:func:`~hloscope.check.rules.nothing_to_judge`), or ""."""
-    why = nothing_to_judge(subject.report)
-    if why.startswith("no host transfer"):
-        why += "; is the offload policy applied?"
-    return f"{subject.label}: {why}" if why else ""
+def nothing_to_check(subject: Subject) -> NothingToJudge | None:
+    """Why ``subject`` has nothing to judge (:func:`~hloscope.check.rules.nothing_to_judge`), or None."""
+    return nothing_to_judge(subject.report, subject.label)
 
 
 def run_check(subject: Subject, config: CheckConfig, baseline: Snapshot | None = None) -> CheckResult:
@@ -72,11 +82,11 @@ def run_check(subject: Subject, config: CheckConfig, baseline: Snapshot | None =
     lost = bool(rules.get("intent-accounted")) and bool(unaccounted_intent(subject))
     absent = {name: value for name, value in rules.items()
               if name in JUDGE_ABSENCE and (name != "intent-accounted" or lost)}
-    must_fail = ""  # the step is empty: the check may fail, it may not pass
+    must_fail = None  # the step is empty: the check may fail, it may not pass
     if empty and (absent or (baseline is not None and not config.allow_empty)):
-        rules, must_fail, empty = absent, empty, ""
+        rules, must_fail, empty = absent, empty, None
     elif empty and not config.allow_empty:
-        raise NothingToCheck(f"nothing to check: {empty} (--allow-empty to pass anyway)")
+        raise NothingToCheck(empty)
     for name in rules:  # fail on a missing fact before reporting anything
         needs = RULES[name].needs
         if (needs == "memory" and subject.memory is None) or (needs == "unoptimized" and subject.unoptimized is None):
@@ -101,5 +111,5 @@ def run_check(subject: Subject, config: CheckConfig, baseline: Snapshot | None =
             else:
                 ctx.allowed.append((v, entry))
     if must_fail and not violations and not ctx.allowed and not config.allow_empty:  # (an allowed one was judged)
-        raise NothingToCheck(f"nothing to check: {must_fail} (--allow-empty to pass anyway)")
+        raise NothingToCheck(must_fail)
     return CheckResult(subject, rules, tuple(violations), tuple(ctx.allowed), diff, empty)

@@ -126,9 +126,11 @@ def emit_report(report: Report, req: ReportRequest, trailer: str = "") -> int:
             print(f"hloscope: note: {note}", file=sys.stderr)
     if req.fail_on:
         empty = nothing_to_judge(report)
-        if empty and not req.allow_empty:
-            raise HloscopeError(f"nothing to check: {empty}; --fail-on cannot pass on it (--allow-empty to pass "
-                                "anyway)", EXIT_NOTHING_TO_CHECK)
+        if empty is not None and not req.allow_empty:
+            from hloscope.render.check.words import emptiness_words
+
+            raise HloscopeError(f"nothing to check: {emptiness_words(empty)}; --fail-on cannot pass on it "
+                                "(--allow-empty to pass anyway)", EXIT_NOTHING_TO_CHECK)
     return EXIT_CHECK_FAILED if fail_on_verdicts(report, req.fail_on) else 0
 
 

@@ -242,8 +242,14 @@ class CheckCommand:
         add_rule_options(p)
 
     def run(self, args: argparse.Namespace) -> int:
+        from hloscope.check.run import NothingToCheck
+
         try:
             return self._run(args)
+        except NothingToCheck as e:
+            from hloscope.render.check.words import nothing_to_check_words
+
+            raise HloscopeError(nothing_to_check_words(e.nothing), EXIT_NOTHING_TO_CHECK) from None
         except HloscopeError as e:
             # Scripts tell "a rule broke" (1) from "could not check" (2, 8): fold every other failure into 2.
             if e.exit_code in (EXIT_NOTHING_TO_CHECK, EXIT_BAD_INPUT):

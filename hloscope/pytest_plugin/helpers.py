@@ -83,7 +83,9 @@ def assert_offloads_hidden(step: Any, target: Target | str | None = None, *, no_
     try:
         result = check_offloads(step, target, no_sync=no_sync, no_exposed=no_exposed, **rules)
     except NothingToCheck as e:
-        raise OffloadCheckFailed(str(e)) from None
+        from hloscope.render.check.words import nothing_to_check_words
+
+        raise OffloadCheckFailed(nothing_to_check_words(e.nothing)) from None
     if not result.passed:
         raise OffloadCheckFailed(render_result(result), result)
     return result

@@ -20,7 +20,7 @@ import pytest
 
 from hloscope.check.baseline import load_snapshot
 from hloscope.check.config import CheckConfig
-from hloscope.check.run import run_check
+from hloscope.check.run import NothingToCheck, run_check
 from hloscope.check.subject import Subject
 from hloscope.errors import HloscopeError
 from hloscope.pytest_plugin.helpers import render_result, to_subject
@@ -104,6 +104,10 @@ def _check(item: pytest.Function, cfg: CheckConfig, returned: Any) -> None:
         else:
             raise HloscopeError("@pytest.mark.hloscope: the test returned no step and built none with hloscope_step")
         result = run_check(subject, cfg, load_snapshot(cfg.baseline) if cfg.baseline else None)
+    except NothingToCheck as e:
+        from hloscope.render.check.words import nothing_to_check_words
+
+        failure = f"hloscope: {nothing_to_check_words(e.nothing)}"
     except HloscopeError as e:
         failure = f"hloscope: {e}"
     if failure is not None:

@@ -8,7 +8,7 @@ from typing import Any, TextIO
 from hloscope.analysis.report import Report
 from hloscope.check.rules import Violation
 from hloscope.check.run import CheckResult
-from hloscope.render.check.words import change_text, violation_lines, violation_message
+from hloscope.render.check.words import change_text, empty_words, violation_lines, violation_message
 
 CHECK_SCHEMA = "hloscope.check/1"
 
@@ -35,7 +35,7 @@ class JsonFormat:
             "subject": result.subject.label,
             "target": result.subject.report.target.name,
             "passed": result.passed,
-            "empty": result.empty,
+            "empty": empty_words(result.empty),
             "rules": result.rules,
             "violations": [_violation_dict(v, result.subject.report) for v in result.violations],
             "allowed": [{**_violation_dict(v), "reason": e.reason, "entry": e.describe()} for v, e in result.allowed],

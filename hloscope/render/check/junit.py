@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from typing import TextIO
 
 from hloscope.check.run import CheckResult
-from hloscope.render.check.words import diff_lines, violation_lines
+from hloscope.render.check.words import diff_lines, empty_words, violation_lines
 
 
 class JunitFormat:
@@ -41,7 +41,7 @@ class JunitFormat:
             if output:
                 ET.SubElement(case, "system-out").text = "\n".join(output)
         if result.empty:
-            ET.SubElement(suite, "system-out").text = f"nothing to check (allow-empty): {result.empty}"
+            ET.SubElement(suite, "system-out").text = f"nothing to check (allow-empty): {empty_words(result.empty)}"
         root = ET.Element("testsuites", name="hloscope", tests=str(len(cases)), failures=str(failures))
         root.append(suite)
         ET.indent(root)

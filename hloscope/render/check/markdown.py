@@ -26,7 +26,7 @@ from hloscope.analysis.verdict import Verdict
 from hloscope.check.rules import Violation
 from hloscope.check.run import CheckResult
 from hloscope.render.check.meaning import rule_meaning
-from hloscope.render.check.words import change_text, user_source, violation_lines
+from hloscope.render.check.words import change_text, empty_words, user_source, violation_lines
 from hloscope.render.name_words import GUESS_MARK, legend, name_cell
 from hloscope.render.why import explain
 from hloscope.units import human_bytes
@@ -105,7 +105,7 @@ class MarkdownFormat:
         lines = [f"### hloscope check: {state}", "",
                  f"{md(result.subject.label)}, target {md(rep.target.name)}", ""]
         if result.empty:
-            lines += [f"Nothing to check, passing because of allow-empty: {md(result.empty)}", ""]
+            lines += [f"Nothing to check, passing because of allow-empty: {md(empty_words(result.empty))}", ""]
         by_rule = {name: [v for v in result.violations if v.rule == name] for name in [*result.rules, "baseline"]}
         rows = []
         for name, value in result.rules.items():

@@ -6,7 +6,7 @@ from typing import TextIO
 
 from hloscope.check.run import CheckResult
 from hloscope.render.check.meaning import rule_meaning
-from hloscope.render.check.words import diff_lines, violation_lines
+from hloscope.render.check.words import diff_lines, empty_words, violation_lines
 
 
 class TextFormat:
@@ -18,7 +18,7 @@ class TextFormat:
         state = "passed" if result.passed else f"FAILED ({len(result.violations)} violation(s))"
         out.write(f"hloscope check: {result.subject.label}, target {rep.target.name}: {state}\n")
         if result.empty:
-            out.write(f"note: nothing to check, passing because of allow-empty: {result.empty}\n")
+            out.write(f"note: nothing to check, passing because of allow-empty: {empty_words(result.empty)}\n")
         by_rule = {name: [v for v in result.violations if v.rule == name] for name in [*result.rules, "baseline"]}
         for name, value in result.rules.items():
             shown = "" if value is True else f" = {value}"

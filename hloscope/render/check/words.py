@@ -12,7 +12,7 @@ from hloscope.analysis.report import Report
 from hloscope.analysis.verdict import Verdict
 from hloscope.check.baseline import BaselineDiff, Change
 from hloscope.check.keys import TransferRecord
-from hloscope.check.rules import Finding, Violation
+from hloscope.check.rules import Emptiness, Finding, NothingToJudge, Violation
 from hloscope.render.intent_words import intent_message
 from hloscope.render.margin_text import flip_words, margin_line
 from hloscope.render.memory_text import room_of
@@ -192,3 +192,28 @@ def diff_lines(diff: BaselineDiff) -> list[str]:
              f"{diff.new.exposed_us_per_step:.1f} us/step (estimates)"]
     lines += [("  REGRESSION " if c.regression else "  ") + change_text(c) for c in diff.changes]
     return lines
+
+
+def emptiness_words(nothing: NothingToJudge) -> str:
+    """Why there is nothing to judge, in a clause: ``no host transfer in the module (...)``."""
+    if nothing.why is Emptiness.NOT_SCHEDULED:
+        return "the module is not scheduled (before optimizations): there is no order to judge"
+    if nothing.why is Emptiness.NOT_GPU:
+        return "the module was not compiled for a GPU (no XLA:GPU stream assignments in it)"
+    return f"no host transfer in the module (nothing lives in memory space S({nothing.host_space}))"
+
+
+def empty_words(nothing: NothingToJudge | None) -> str:
+    """``check``'s words for a step with nothing to check (its label first), "" for None."""
+    if nothing is None:
+        return ""
+    why = emptiness_words(nothing)
+    if nothing.why is Emptiness.NO_TRANSFER:
+        why += "; is the offload policy applied?"
+    return f"{nothing.label}: {why}" if nothing.label else why
+
+
+def nothing_to_check_words(nothing: NothingToJudge) -> str:
+    """The one line of a check that stops on a step with nothing to check (exit 8)."""
+    return f"nothing to check: {empty_words(nothing)} (--allow-empty to pass anyway)"
+

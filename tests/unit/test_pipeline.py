@@ -14,9 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from hloscope.analysis.context import StepContext
 from hloscope.analysis.inputs import StepInputs
+from hloscope.analysis.kinds import Direction
 from hloscope.analysis.memory import Action, Role
 from hloscope.analysis.overlap import AnalysisOptions
+from hloscope.analysis.passes import PASSES, TRANSFERS, VERDICTS
 from hloscope.analysis.report import Report, analyze_step, reanalyze
 from hloscope.api import StepReport, analyze
 from hloscope.artifact import load_report, read_step
@@ -116,6 +119,35 @@ def test_api_report_prints_and_analysis_report_is_data() -> None:
     assert isinstance(report, StepReport)
     assert str(report) == report.to_text() and report.to_dict()["summary"]["transfers"] == len(report.verdicts)
     assert not hasattr(Report, "to_text") and not hasattr(Report, "to_dict")
+
+
+def test_report_fields_are_the_pass_table_and_no_copy_of_the_inputs() -> None:
+    # Given the pass table, every Report field is an input, the context's index/cost, or one row's
+    # result; what the inputs hold (module, notes, compile, scheduler) is read from them, not copied.
+    names = [p.name for p in PASSES]
+    assert len(names) == len(set(names))
+    fields = {f.name for f in dataclasses.fields(Report)}
+    assert fields == {"inputs", "target", "options", "index", "cost", *names}
+    assert not fields & {"module", "notes", "compile", "scheduler"}
+    inputs = StepInputs(parse_hlo((BIG / "optimized.hlo.txt").read_text(), "x"), "x", notes=("read from x",))
+    report = analyze_step(inputs, get_target("h100-sxm"))
+    assert report.module is inputs.module and report.notes == ("read from x",) and report.scheduler is None
+    # The module's 9 async starts with an S(5) operand or result (read by hand): 3 dynamic-slice-starts
+    # (host to device, lines 1263-1268) and 6 dynamic-update-slice-starts; one verdict each, same order.
+    assert [v.transfer for v in report.verdicts] == list(report.transfers)
+    assert sorted(t.instruction.name for t in report.transfers if t.direction is Direction.TO_DEVICE) == [
+        "dynamic-slice-start.1.0", "dynamic-slice-start.2.0", "dynamic-slice-start.3"]
+    assert len(report.transfers) == 9
+
+
+def test_a_pass_reads_only_the_rows_before_it() -> None:
+    # A row asked for before it ran is a KeyError naming the missing row: the table's order is the contract.
+    ctx = StepContext(StepInputs(parse_hlo((BIG / "optimized.hlo.txt").read_text(), "x"), "x"),
+                      get_target("h100-sxm"), AnalysisOptions())
+    with pytest.raises(KeyError, match="transfers"):
+        VERDICTS.run(ctx)  # reads TRANSFERS, which has not run
+    ctx.run(PASSES[:PASSES.index(VERDICTS) + 1])
+    assert len(ctx[VERDICTS]) == len(ctx[TRANSFERS])
 
 
 def _replace_calls_on_reports(path: Path) -> list[int]:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar, overload
 
-from hloscope.analysis.inputs import ScheduleRun, StepInputs
+from hloscope.analysis.inputs import StepInputs
 from hloscope.analysis.memory import compile_figures
 from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import Report, analyze_step
@@ -169,7 +169,7 @@ def step_inputs(result: CompileResult, extra: Mapping[str, Any] | None = None, v
                       dumps, None, (),
                       vocab_size if vocab_size is not None else vocab_of(extra or {}), facts,
                       intent=intent, unoptimized=unoptimized,
-                      scheduler=ScheduleRun.from_record(result.scheduler), versions=dict(result.versions))
+                      scheduler=result.scheduler, versions=dict(result.versions))
 
 
 R = TypeVar("R", bound=Report)

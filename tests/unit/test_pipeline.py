@@ -268,3 +268,23 @@ def test_the_report_says_which_scheduler_ran(tmp_path: Path) -> None:
     assert plain.scheduler is None and "scheduler" not in report_to_dict(plain)
     assert not render_to_string("table", plain).splitlines()[1].startswith("scheduler:")
     assert ScheduleRun.from_record({"name": ""}) is None and ScheduleRun.from_record(None) is None
+
+
+def test_one_schedule_record_from_compile_to_report() -> None:
+    # Given a compile's result that read which scheduler ran, the cache's record of it, the result
+    # read back and the step's inputs carry the same ScheduleRun: no second record type between them.
+    from hloscope.analysis.inputs import ScheduleRun
+    from hloscope.compile.jobs import step_inputs
+    from hloscope.compile.result import CompileResult
+
+    run = ScheduleRun("lhs", "sol", None, "optimized HLO and XLA's log", "NVIDIA H100 80GB HBM3")
+    result = CompileResult(optimized_hlo=(BIG / "optimized.hlo.txt").read_text(), unoptimized_hlo="", memory={},
+                           options={}, versions={}, target="h100-sxm", devices=8, mesh_shape={}, scheduler=run)
+    record = json.loads(json.dumps(result.to_record()))
+    assert record["scheduler"] == {"name": "lhs", "estimator": "sol", "requested": None,
+                                   "source": "optimized HLO and XLA's log", "sol_table": "NVIDIA H100 80GB HBM3",
+                                   "reason": None}
+    back = CompileResult.from_record(record)
+    assert back == result and back.scheduler == run
+    assert step_inputs(result).scheduler is run
+    assert CompileResult.from_record(dict(record, scheduler=None)).scheduler is None

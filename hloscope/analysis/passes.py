@@ -105,7 +105,7 @@ def _memory(ctx: StepContext) -> MemoryFacts | None:
     if i.memory_figures is None or not i.has_memory:
         return None
     return facts_from_dumps(int_figures(i.memory_figures), ctx.target, i.dumps, ctx.index, i.vocab_size,
-                            offloaded_names(ctx[TRANSFERS]), ctx.options.host_pool_bytes)
+                            offloaded_names(ctx[TRANSFERS]), ctx.options.host_pool_bytes, i.figures)
 
 
 MEMORY = Pass("memory", _memory)

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal, NotRequired, TypedDict, cast
 
 from hloscope.analysis.inputs import ScheduleRun
 from hloscope.analysis.intent import Intent, intent_from_dict, intent_to_dict
+from hloscope.analysis.memory import CompileFigures, derive_figures
+from hloscope.hlo.xla_dumps import XlaDumpTexts
 
 #: The value of an XLA compiler option as hloscope passes it.
 XlaOptionValue = bool | int | float | str
@@ -142,6 +145,13 @@ class CompileResult:
     scheduler: ScheduleRun | None = None
     topology: str = ""
     compiled: object = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def figures(self) -> CompileFigures:
+        """The memory figures derived once from :attr:`memory` and XLA's memory-usage report in
+        :attr:`extra_files` (device allocation, host total, report totals): what the manifest, the
+        report's ``compile.memory``, the memory facts and a sweep row read."""
+        return derive_figures(memory_figures(self.memory), XlaDumpTexts.from_files(self.extra_files))
 
     def to_record(self) -> dict[str, object]:
         """Every field but ``compiled`` as JSON-able data; :meth:`from_record` reads it back equal."""

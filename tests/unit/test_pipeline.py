@@ -288,3 +288,37 @@ def test_one_schedule_record_from_compile_to_report() -> None:
     assert back == result and back.scheduler == run
     assert step_inputs(result).scheduler is run
     assert CompileResult.from_record(dict(record, scheduler=None)).scheduler is None
+
+
+def test_compile_figures_are_derived_once_per_compile(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a compile of the big-host llama step (its recorded figures and XLA's memory texts), its
+    # manifest, its report (compile section and memory facts) and a re-read of the manifest's
+    # figures all come from one derivation, typed: before, compile_figures ran for each of them.
+    import hloscope.analysis.memory as memory
+    import hloscope.compile.result as result_module
+    from hloscope.compile.artifacts import manifest
+    from hloscope.compile.jobs import analyze_result
+    from hloscope.compile.result import XLA_MEMORY_FIELDS, CompileResult
+
+    calls: list[int] = []
+    derive = memory.derive_figures
+
+    def counted(*args: object, **kw: object) -> memory.CompileFigures:
+        calls.append(1)
+        return derive(*args, **kw)
+
+    monkeypatch.setattr(memory, "derive_figures", counted)
+    monkeypatch.setattr(result_module, "derive_figures", counted)
+    meta = json.loads((BIG / "memory.json").read_text())
+    texts = {n: (BIG / n).read_text() for n in (MEMORY_REPORT_FILE, LIVE_AT_PEAK_FILE, BUFFER_ASSIGNMENT_FILE)}
+    result = CompileResult(optimized_hlo=(BIG / "optimized.hlo.txt").read_text(), unoptimized_hlo="",
+                           memory={k: meta["memory"][k] for k in XLA_MEMORY_FIELDS}, options={}, versions={},
+                           target="h100-sxm", devices=8, mesh_shape={}, extra_files=texts)
+    written = json.loads(manifest(result, {}))["memory"]
+    report = analyze_result(result, "h100-sxm")
+    assert calls == [1]
+    # 121,412,096 + 103,419,584 + 121,408,300 - 121,408,000 (memory.json), as the compile recorded it.
+    assert result.figures.device_allocation_bytes == 224_831_980 == written["device_allocation_bytes"]
+    assert report.memory is not None and report.memory.device_allocation_bytes == 224_831_980
+    assert report.compile is not None and report.compile["memory"] == written
+    assert written == {k: v for k, v in meta["memory"].items() if k != "device_memory_size"}

@@ -39,10 +39,7 @@ from hloscope.analysis.passes import PASSES, offloaded_names
 from hloscope.analysis.remat import RematClones
 from hloscope.analysis.slack import Slack
 from hloscope.analysis.streams import StreamAssignment
-from hloscope.analysis.summary import LoopBytes as LoopBytes
-from hloscope.analysis.summary import StepTime as StepTime
 from hloscope.analysis.summary import Summary
-from hloscope.analysis.summary import summarize as summarize
 from hloscope.analysis.timeline import Timeline
 from hloscope.analysis.transfers import HostTransfer
 from hloscope.analysis.verdict import Verdict

@@ -5,12 +5,12 @@
     python benchmarks/bench_passes.py --tree /tmp/old  # another checkout of hloscope
 
 Times the C++ parse and the parse as bench_parse.py does (each result freed inside its
-timing, as the whole call's are), then runs the passes in the order ``analysis.report.analyze_step`` runs them (the call
-graph, transfers, names, pairs, then the cost model with the windows, the
-simulation, the summary), then the JSON report, each timed alone (best of
---repeat, this process's CPU time). The cost model fills lazily: "windows" pays
-for the costs of the ops in windows, "simulation" for the rest; the "warm" rows
-run the same pass again on the filled model (the pass's own work). Then the whole
+timing, as the whole call's are), then the step context (index and cost model), the call graph
+and every row of the pass table (``hloscope.analysis.passes.PASSES``, in the order
+``analyze_step`` runs them), then the JSON report, each timed alone (best of --repeat, this
+process's CPU time). The cost model fills lazily: "timeline" pays for the costs of the ops it
+replays, "verdicts" for those of windows it did not; the "warm" rows run the simulation and the
+verdicts again on the filled model (the pass's own work). Then the whole
 call as bench_parse.py times it (``report_to_dict(analyze(parse_hlo(text)))``),
 with the time Python's cyclic garbage collector spent in it (``gc.callbacks``),
 and the mean over --repeat whole calls with every collection counted.
@@ -48,8 +48,10 @@ def main() -> int:
     from bench_parse import make_input  # type: ignore[import-not-found]
     from jax._src.lib import hlo as xla_hlo
 
-    from hloscope.analysis import report as passes
-    from hloscope.analysis.index import ModuleIndex
+    from hloscope.analysis.context import StepContext
+    from hloscope.analysis.inputs import StepInputs
+    from hloscope.analysis.options import AnalysisOptions
+    from hloscope.analysis.passes import PASSES, TIMELINE, VERDICTS
     from hloscope.api import analyze
     from hloscope.hlo.parser import parse_hlo
     from hloscope.render.json_report import report_to_dict
@@ -80,29 +82,14 @@ def main() -> int:
         timed("C++ parse", lambda: _dropped(xla_hlo.hlo_module_from_text(text)))
         timed("parse", lambda: _dropped(parse_hlo(text)))
         module = parse_hlo(text)
-        opts = passes.AnalysisOptions()
         gc.disable()  # as analyze_step runs them (hlo/gcpause.py)
-        index = ModuleIndex(module)
-        timed("call graph", lambda: index.callgraph)
-        found = timed("transfers (+ names)", lambda: passes.find_host_transfers(index, opts.host_space))
-        old = getattr(passes, "name_transfers", None)  # a --tree from before names moved into the pass
-        transfers = timed("names", lambda: old(index, found, ())) if old is not None else found
-        pairs = timed("pairs", lambda: tuple(passes.pair_async_ops(index)))
-        cost = passes.CostModel(index, target, opts.host_space, opts.link_mode)
-        verdicts = timed("windows (+ their op costs)",
-                         lambda: passes.judge_overlap(index, transfers, cost, pairs, opts))
-        timed("  windows warm", lambda: passes.judge_overlap(index, transfers, cost, pairs, opts))
-        timeline = timed("simulation (+ the other op costs)",
-                         lambda: passes.simulate_step(module, cost, list(pairs), transfers, index.callgraph))
-        timed("  simulation warm", lambda: passes.simulate_step(module, cost, list(pairs), transfers, index.callgraph))
-        apply = getattr(passes, "apply_timeline", None)  # a --tree from before verdicts were decided once
-
-        def judged() -> Any:
-            if apply is not None:
-                return apply(verdicts, timeline, opts)
-            return passes.judge_overlap(index, transfers, cost, pairs, opts, timeline)  # windows warm
-
-        timed("verdicts + summary", lambda: passes.summarize(judged(), index.callgraph.unknown_trip, timeline))
+        ctx = timed("context (index, cost model)",
+                    lambda: StepContext(StepInputs(module, "bench"), target, AnalysisOptions()))
+        timed("call graph", lambda: ctx.index.callgraph)
+        for row in PASSES:
+            timed(row.name, lambda: ctx.run((row,)))  # called at once: the late-bound row is this one
+        timed("  timeline warm", lambda: TIMELINE.run(ctx))
+        timed("  verdicts warm", lambda: VERDICTS.run(ctx))
         gc.enable()
         report = analyze(module, target)
         timed("JSON", lambda: report_to_dict(report))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hloscope.analysis.intent import Intent
+from hloscope.analysis.memory import CompileFigures
 from hloscope.hlo.model import Module
 from hloscope.hlo.xla_dumps import XlaDumpTexts
 
@@ -84,6 +85,9 @@ class StepInputs:
     None when unknown: a plain HLO file, an older artifact folder).
     versions: the package versions of the compile (``jaxlib`` -> ``0.12.0.1``: a compile here,
     an artifact folder's manifest); empty when unknown (a plain HLO file, an XLA dump folder).
+    figures: the compile's memory figures derived once (device allocation, host total, XLA's
+    report totals: :class:`~hloscope.analysis.memory.CompileFigures`), when the loader has them
+    (a compile's ``CompileResult.figures``); None: the memory pass derives them from ``memory_figures``.
     """
 
     module: Module
@@ -100,6 +104,7 @@ class StepInputs:
     unoptimized: Module | None = None
     scheduler: ScheduleRun | None = None
     versions: Mapping[str, str] = field(default_factory=dict)
+    figures: CompileFigures | None = None
 
     @property
     def has_memory(self) -> bool:

@@ -38,9 +38,9 @@ from hloscope.hlo.xla_dumps import (
 )
 from hloscope.targets import DEFAULT_HOST_POOL_BYTES, Target
 
-__all__ = ["Action", "LiveAtPeak", "Limit", "MemoryFacts", "NextStep", "PeakBuffer", "Pressure", "Role",
-           "bytes_by_role", "compile_figures", "facts_from_dumps", "memory_facts", "peak_buffers",
-           "scheduler_memory_limit"]
+__all__ = ["Action", "CompileFigures", "LiveAtPeak", "Limit", "MemoryFacts", "NextStep", "PeakBuffer", "Pressure",
+           "Role", "bytes_by_role", "compile_figures", "derive_figures", "facts_from_dumps", "memory_facts",
+           "peak_buffers", "scheduler_memory_limit"]
 
 #: XLA:GPU's default ``xla_gpu_memory_limit_slop_factor`` (percent); debug_options_flags.cc.
 DEFAULT_SLOP_FACTOR = 95
@@ -410,7 +410,8 @@ def memory_facts(memory: Mapping[str, int], target: Target, report_text: str | N
                  live_range: str | None = None, *, hbm_bytes: int | None = None,
                  slop_factor: int = DEFAULT_SLOP_FACTOR, vocab_size: int | None = None,
                  top: int = 8, offloaded_names: Sequence[str] = (),
-                 host_pool_bytes: int = DEFAULT_HOST_POOL_BYTES) -> MemoryFacts:
+                 host_pool_bytes: int = DEFAULT_HOST_POOL_BYTES,
+                 figures: CompileFigures | None = None) -> MemoryFacts:
     """Build :class:`MemoryFacts` from the compile layer's ``memory`` dict and XLA's dumps.
 
     ``hbm_bytes`` overrides the target's HBM (defaults to ``memory["device_memory_size"]``,
@@ -418,15 +419,16 @@ def memory_facts(memory: Mapping[str, int], target: Target, report_text: str | N
     ``buffer_assignment`` gives each live value's memory space and shape; ``module`` (the
     optimized module, or its shared :class:`ModuleIndex`) gives roles, instructions and source
     lines; ``vocab_size`` lets a ``[..., vocab]`` value be called logits; ``offloaded_names``:
-    what the step offloads today (for the advice).
+    what the step offloads today (for the advice). ``figures``: the compile's figures as its
+    loader derived them (:func:`derive_figures` of ``memory`` and the same report), else derived here.
     """
     g = memory.get
     args, temp, out, alias = (g("argument_size_in_bytes", 0), g("temp_size_in_bytes", 0),
                               g("output_size_in_bytes", 0), g("alias_size_in_bytes", 0))
     host_args, host_temp, host_out = (g("host_argument_size_in_bytes", 0), g("host_temp_size_in_bytes", 0),
                                       g("host_output_size_in_bytes", 0))
-    figures = compile_figures(memory)  # the one place device allocation and host total are derived
-    device_allocation, host = figures["device_allocation_bytes"], figures["host_total_bytes"]
+    derived = figures if figures is not None else derive_figures(memory)
+    device_allocation, host = derived.device_allocation_bytes, derived.host_total_bytes
     hbm = hbm_bytes or g("device_memory_size", 0) or target.device_memory_size
     allocator = g("allocator_bytes", 0)
     room = allocator or hbm  # what the step must fit in (MemoryFacts.limit_bytes)
@@ -447,7 +449,8 @@ def memory_facts(memory: Mapping[str, int], target: Target, report_text: str | N
         device_allocation_bytes=device_allocation, argument_bytes=args, temp_bytes=temp, output_bytes=out,
         alias_bytes=alias, xla_peak_bytes=g("peak_memory_in_bytes", 0) if g("peak_memory_from_xla", 1) else 0,
         host_bytes=host, host_argument_bytes=host_args, host_temp_bytes=host_temp, host_output_bytes=host_out,
-        report_space_bytes=report_space_totals(report_text) if report_text else {},
+        report_space_bytes=(dict(derived.report_space_bytes) if derived.has_report
+                            else report_space_totals(report_text) if report_text else {}),
         hbm_bytes=hbm, fits=fits, xla_peak_counts_host=counts_host, xla_peak_reason=reason, pressure=pressure,
         live_at_peak=live,
         host_live_at_peak_bytes=sum(b.size_bytes for b in buffers if b.memory_space == HOST_MEMORY_SPACE),
@@ -458,40 +461,79 @@ def memory_facts(memory: Mapping[str, int], target: Target, report_text: str | N
     )
 
 
-def compile_figures(raw: Mapping[str, int], dumps: XlaDumpTexts | None = None) -> dict[str, int]:
-    """The memory figures docs/compile.md lists for a compile (manifest and report ``compile.memory``),
-    derived here from the raw ones the compile layer records (``compiled.memory_analysis()`` and
-    ``device_memory_size``): ``device_allocation_bytes``, ``host_total_bytes``,
-    ``peak_memory_from_xla`` (0 when XLA gave no peak; ``peak_memory_in_bytes`` is then the device
-    allocation) and, with XLA's memory-usage report, ``report_device_total_bytes`` /
-    ``report_host_total_bytes``. Already-derived figures in ``raw`` are recomputed, not trusted."""
+@dataclass(frozen=True)
+class CompileFigures:
+    """The memory figures of one compile, derived once from the raw ones the compile layer records
+    (``compiled.memory_analysis()`` and ``device_memory_size``; docs/compile.md), bytes.
+
+    raw: the recorded figures (name -> bytes; already-derived names in it are recomputed, not
+    trusted). device_allocation_bytes: arguments + outputs + temporaries - aliased, in device
+    memory. host_total_bytes: the same in host memory. peak_from_xla: XLA gave a peak
+    (``peak_memory_in_bytes``); else the peak is the device allocation. report_space_bytes: XLA's
+    memory-usage report's totals per memory space (empty without the report).
+    """
+
+    raw: Mapping[str, int]
+    device_allocation_bytes: int
+    host_total_bytes: int
+    peak_from_xla: bool
+    report_space_bytes: Mapping[int, int] = field(default_factory=dict)
+    has_report: bool = False
+
+    @property
+    def peak_bytes(self) -> int:
+        """XLA's ``peak_memory_in_bytes`` when it gave one, else the device allocation."""
+        return self.raw.get("peak_memory_in_bytes", 0) if self.peak_from_xla else self.device_allocation_bytes
+
+    def as_dict(self) -> dict[str, int]:
+        """The figures docs/compile.md lists (manifest and report ``compile.memory``): the raw ones,
+        then ``report_device_total_bytes`` / ``report_host_total_bytes`` (with XLA's report),
+        ``device_allocation_bytes``, ``peak_memory_from_xla`` (``peak_memory_in_bytes`` is the device
+        allocation when 0) and ``host_total_bytes``."""
+        out = dict(self.raw)
+        if self.has_report:
+            out["report_device_total_bytes"] = self.report_space_bytes.get(0, 0)
+            out["report_host_total_bytes"] = self.report_space_bytes.get(HOST_MEMORY_SPACE, 0)
+        out["device_allocation_bytes"] = self.device_allocation_bytes
+        out["peak_memory_from_xla"] = int(self.peak_from_xla)
+        if not self.peak_from_xla:
+            out["peak_memory_in_bytes"] = self.device_allocation_bytes
+        out["host_total_bytes"] = self.host_total_bytes
+        return out
+
+
+def derive_figures(raw: Mapping[str, int], dumps: XlaDumpTexts | None = None) -> CompileFigures:
+    """:class:`CompileFigures` from a compile's raw figures and, when given, XLA's memory-usage report."""
     g = raw.get
-    out = dict(raw)
-    if dumps is not None and dumps.memory_report:
-        totals = report_space_totals(dumps.memory_report)
-        out["report_device_total_bytes"] = totals.get(0, 0)
-        out["report_host_total_bytes"] = totals.get(HOST_MEMORY_SPACE, 0)
-    allocation = (g("argument_size_in_bytes", 0) + g("output_size_in_bytes", 0) + g("temp_size_in_bytes", 0)
-                  - g("alias_size_in_bytes", 0))
-    out["device_allocation_bytes"] = allocation
-    from_xla = g("peak_memory_from_xla", int(bool(g("peak_memory_in_bytes", 0))))
-    out["peak_memory_from_xla"] = from_xla
-    if not from_xla:
-        out["peak_memory_in_bytes"] = allocation
-    out["host_total_bytes"] = (g("host_argument_size_in_bytes", 0) + g("host_output_size_in_bytes", 0)
-                               + g("host_temp_size_in_bytes", 0) - g("host_alias_size_in_bytes", 0))
-    return out
+    report = dumps.memory_report if dumps is not None else None
+    return CompileFigures(
+        raw=dict(raw),
+        device_allocation_bytes=(g("argument_size_in_bytes", 0) + g("output_size_in_bytes", 0)
+                                 + g("temp_size_in_bytes", 0) - g("alias_size_in_bytes", 0)),
+        host_total_bytes=(g("host_argument_size_in_bytes", 0) + g("host_output_size_in_bytes", 0)
+                          + g("host_temp_size_in_bytes", 0) - g("host_alias_size_in_bytes", 0)),
+        peak_from_xla=bool(g("peak_memory_from_xla", int(bool(g("peak_memory_in_bytes", 0))))),
+        report_space_bytes=report_space_totals(report) if report else {},
+        has_report=bool(report),
+    )
+
+
+def compile_figures(raw: Mapping[str, int], dumps: XlaDumpTexts | None = None) -> dict[str, int]:
+    """``derive_figures(raw, dumps).as_dict()``: the figures docs/compile.md lists for a compile."""
+    return derive_figures(raw, dumps).as_dict()
 
 
 def facts_from_dumps(figures: Mapping[str, int], target: Target, dumps: XlaDumpTexts,
                      index: ModuleIndex | None, vocab_size: int | None = None,
                      offloaded_names: Sequence[str] = (),
-                     host_pool_bytes: int = DEFAULT_HOST_POOL_BYTES) -> MemoryFacts:
-    """:func:`memory_facts` from a compile's raw figures and XLA's dump texts (the pipeline's call)."""
+                     host_pool_bytes: int = DEFAULT_HOST_POOL_BYTES,
+                     derived: CompileFigures | None = None) -> MemoryFacts:
+    """:func:`memory_facts` from a compile's raw figures and XLA's dump texts (the pipeline's call).
+    ``derived``: the figures derived once from them and ``dumps`` (:func:`derive_figures`)."""
     return memory_facts(figures, target, dumps.memory_report, dumps.buffer_assignment, index, dumps.live_range,
                         hbm_bytes=figures.get("device_memory_size") or None, vocab_size=vocab_size,
-                        offloaded_names=offloaded_names, host_pool_bytes=host_pool_bytes)
-
+                        offloaded_names=offloaded_names, host_pool_bytes=host_pool_bytes,
+                        figures=derived if derived is not None else derive_figures(figures, dumps))
 
 
 def bytes_by_role(buffers: tuple[PeakBuffer, ...] | list[PeakBuffer]) -> dict[Role, int]:

@@ -20,19 +20,17 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
-from dataclasses import dataclass
 from enum import Enum
 
 from hloscope.analysis.cost import CostModel
 from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.kinds import PairKind, Reason, SegmentKind, VerdictKind
-from hloscope.analysis.measured import MeasuredProfile
 from hloscope.analysis.opclass import OpClass, collective_kind, is_free
+from hloscope.analysis.options import AnalysisOptions as AnalysisOptions
 from hloscope.analysis.pairs import AsyncPair
 from hloscope.analysis.timeline import Timeline, TransferTiming
 from hloscope.analysis.transfers import HostTransfer
 from hloscope.analysis.verdict import (
-    DEFAULT_THRESHOLDS,
     FirstUse,
     InputReady,
     Thresholds,
@@ -42,35 +40,6 @@ from hloscope.analysis.verdict import (
     verdict_from_wait,
 )
 from hloscope.hlo.model import Computation, Instruction
-from hloscope.hlo.shape import HOST_MEMORY_SPACE
-from hloscope.targets import DEFAULT_HOST_POOL_BYTES
-from hloscope.vocab import LinkMode
-
-
-@dataclass(frozen=True)
-class AnalysisOptions:
-    """Settings of the analysis.
-
-    host_space: the memory space number of host memory (5 on XLA:GPU).
-    thresholds: the exposed fractions that make a transfer hidden, partial or exposed
-    (:class:`~hloscope.analysis.verdict.Thresholds`), for the simulated wait and the window estimate.
-    link_mode: host link figures, ``achieved`` (default) or ``peak`` (docs/targets.md).
-    simulate: replay the schedule (analysis/timeline.py) and judge async transfers by the
-    simulated wait at their done; False judges by the window alone.
-    measured_us: (instruction name, µs) pairs measured on a GPU (``hloscope.analysis.calibration``)
-    that replace the cost model's figure for those instructions.
-    compare_with: a measured profile (``hloscope.analysis.measured``) to put beside the model's
-    figures (``Report.measured``); it changes no figure (``measured_us`` does that).
-    host_pool_bytes: PJRT's pinned-host pool per process (``MemoryFacts.host_pool_bytes``).
-    """
-
-    host_space: int = HOST_MEMORY_SPACE
-    thresholds: Thresholds = DEFAULT_THRESHOLDS
-    link_mode: LinkMode = LinkMode.ACHIEVED
-    simulate: bool = True
-    measured_us: tuple[tuple[str, float], ...] = ()
-    compare_with: MeasuredProfile | None = None
-    host_pool_bytes: int = DEFAULT_HOST_POOL_BYTES
 
 
 def window_segments(index: ModuleIndex, start: Instruction, done: Instruction, crossed: bool) -> list[WindowSegment]:

@@ -1,135 +1,74 @@
 """The analysis pipeline and the typed report it returns (rendered by ``hloscope.render``).
 
-``analyze_step(inputs, target, options) -> Report`` is the one pipeline: it builds
-one :class:`ModuleIndex` from the :class:`~hloscope.analysis.inputs.StepInputs` a
-loader read, and runs the passes in order: ``find_named_transfers`` (each transfer
-built once, with its one name: ``hloscope.analysis.naming``) -> ``pair_async_ops`` -> the simulated
-step -> ``judge_overlap`` (each verdict decided once, from its window and the
-simulated wait) -> the memory facts, then sums them up in a :class:`Summary`. The
-report comes out complete and frozen; nothing patches it, its transfers or its
-verdicts afterwards. It is data only
-(this module imports no renderer): ``hloscope.render`` turns it into text, JSON
-and the other formats, and the Python API's :class:`hloscope.api.StepReport`
-adds ``to_text``/``to_dict``/``dot``/``print(report)``.
+``analyze_step(inputs, target, options) -> Report`` is the one pipeline: it builds one
+:class:`~hloscope.analysis.context.StepContext` (the loader's
+:class:`~hloscope.analysis.inputs.StepInputs`, the target, the options, one
+:class:`ModuleIndex`, one cost model), runs the pass table
+(:data:`hloscope.analysis.passes.PASSES`: transfers, each built once with its one name ->
+pairs -> streams -> the simulated step -> verdicts, each decided once from its window and
+the simulated wait -> summary -> the memory facts and the rest) and builds the
+:class:`Report` by keyword from the table's results. The report comes out complete and
+frozen; nothing patches it, its transfers or its verdicts afterwards, and it holds no copy
+of its inputs (``report.module`` reads ``report.inputs``). It is data only (this module
+imports no renderer): ``hloscope.render`` turns it into text, JSON and the other formats,
+and the Python API's :class:`hloscope.api.StepReport` adds ``to_text``/``to_dict``/``dot``/``print(report)``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from hloscope.analysis.context import StepContext
 from hloscope.analysis.cost import CostModel
-from hloscope.analysis.drain import SerialDrain, find_serial_drains
+from hloscope.analysis.drain import SerialDrain
 from hloscope.analysis.graph import build_dependency_graph
-from hloscope.analysis.host_work import HostWork, find_host_work
+from hloscope.analysis.host_work import HostWork
 from hloscope.analysis.index import ModuleIndex
-from hloscope.analysis.inputs import ScheduleRun, StepInputs, int_figures
-from hloscope.analysis.intent import IntentAccount, account_step
-from hloscope.analysis.kinds import Direction, PairKind, VerdictKind
+from hloscope.analysis.inputs import ScheduleRun, StepInputs
+from hloscope.analysis.intent import IntentAccount
+from hloscope.analysis.kinds import PairKind
 from hloscope.analysis.margin import Margins, TransferMargin, measure_margins
-from hloscope.analysis.measured import MeasuredComparison, compare_measured
-from hloscope.analysis.memory import MemoryFacts, facts_from_dumps
-from hloscope.analysis.naming import find_named_transfers
-from hloscope.analysis.overlap import AnalysisOptions, judge_overlap
-from hloscope.analysis.pairs import AsyncPair, pair_async_ops
-from hloscope.analysis.remat import RematClones, count_remat_clones
-from hloscope.analysis.slack import Slack, find_slack
-from hloscope.analysis.streams import StreamAssignment, assign_execution_streams, stream_model
-from hloscope.analysis.timeline import SliceKind, Timeline, simulate_step
+from hloscope.analysis.measured import MeasuredComparison
+from hloscope.analysis.memory import MemoryFacts
+from hloscope.analysis.options import AnalysisOptions
+from hloscope.analysis.pairs import AsyncPair
+from hloscope.analysis.passes import PASSES, offloaded_names
+from hloscope.analysis.remat import RematClones
+from hloscope.analysis.slack import Slack
+from hloscope.analysis.streams import StreamAssignment
+from hloscope.analysis.summary import Summary
+from hloscope.analysis.timeline import Timeline
 from hloscope.analysis.transfers import HostTransfer
 from hloscope.analysis.verdict import Verdict
-from hloscope.analysis.xla_view import XlaEstimates, compare_with_xla
+from hloscope.analysis.xla_view import XlaEstimates
 from hloscope.hlo.gcpause import paused_gc
 from hloscope.hlo.model import Module, SourceLocation
-from hloscope.hlo.xla_log import parse_xla_log
 from hloscope.targets import Target
-from hloscope.vocab import LinkMode
 
 if TYPE_CHECKING:
     import networkx as nx
 
 
-@dataclass(frozen=True)
-class LoopBytes:
-    """Bytes moved by one execution of a computation that holds transfers."""
-
-    computation: str
-    executions: int
-    to_host_bytes: int
-    to_device_bytes: int
-    transfers: int
-
-
-@dataclass(frozen=True)
-class StepTime:
-    """The simulated step (analysis/timeline.py), µs: step = compute + the three waits.
-
-    link_mode: host link figures used. extrapolated_loops: loops whose later iterations
-    were extrapolated from a steady one rather than replayed.
-    """
-
-    step_us: float
-    compute_us: float
-    exposed_transfer_us: float
-    exposed_collective_us: float
-    other_wait_us: float
-    link_mode: LinkMode
-    extrapolated_loops: int
-
-
-@dataclass(frozen=True)
-class Summary:
-    """Step totals. Bytes are per step (``bytes * executions``); times are estimates in µs."""
-
-    transfers: int
-    to_host_bytes_per_step: int
-    to_device_bytes_per_step: int
-    by_verdict: dict[VerdictKind, int]
-    est_exposed_us_per_step: float
-    loops: tuple[LoopBytes, ...]
-    unknown_trip_counts: tuple[str, ...]
-    step: StepTime | None = None
-
-
-def summarize(verdicts: list[Verdict], unknown_trip_counts: list[str], timeline: Timeline | None = None) -> Summary:
-    per_step = {d: 0 for d in Direction}
-    by_verdict = {k: 0 for k in VerdictKind}
-    rows: dict[str, list[int]] = {}
-    order: dict[str, int] = {}
-    exposed = 0.0
-    for v in verdicts:
-        t = v.transfer
-        per_step[t.direction] += t.bytes * t.executions
-        by_verdict[v.verdict] += 1
-        exposed += v.est_exposed_us * t.executions
-        r = rows.setdefault(t.computation, [0, 0, 0])
-        order.setdefault(t.computation, t.executions)
-        r[0 if t.direction is Direction.TO_HOST else 1] += t.bytes
-        r[2] += 1
-    loops = tuple(LoopBytes(c, order[c], r[0], r[1], r[2]) for c, r in rows.items())
-    step = None
-    if timeline is not None:
-        step = StepTime(timeline.step_us, timeline.compute_us, timeline.exposed_transfer_us,
-                        timeline.exposed_collective_us, timeline.other_wait_us, timeline.link_mode,
-                        sum(lp.extrapolated for lp in timeline.loops))
-    return Summary(len(verdicts), per_step[Direction.TO_HOST], per_step[Direction.TO_DEVICE], by_verdict,
-                   exposed, loops, tuple(unknown_trip_counts), step)
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Report:
-    """Everything the analysis found about one step.
+    """Everything the analysis found about one step, built by keyword by :func:`analyze_step`.
+
+    inputs / target / options: what the step was analyzed from and for; index / cost: the
+    step context's; every other field is the result of the pass row of the same name
+    (:data:`hloscope.analysis.passes.PASSES`). module, notes, compile and scheduler are
+    read from ``inputs`` (properties, not copies).
 
     index: the shared :class:`ModuleIndex` (module facts only). transfers / verdicts: one
     verdict per transfer, same order. pairs: every async start/done pair (the pairing
     pass's result). cost: the cost model used for the estimates. summary: step totals.
     inputs: what the step was read from (:class:`StepInputs`); ``reanalyze`` runs the
-    pipeline on them again. notes: facts about how the input was read (which file of a
+    pipeline on them again. notes (from inputs): facts about how the input was read (which file of a
     folder, which module of several), for the views to show. memory: device/host memory
     facts when the compile's figures are known (a step compiled here, an artifact
-    folder), else None. compile: the compile's settings and figures (a mapping, keys
+    folder), else None. compile (from inputs): the compile's settings and figures (a mapping, keys
     in docs/json-schema.md) when the step was compiled in this run, else None.
     timeline: the simulated step (None for an unscheduled module or
     ``AnalysisOptions(simulate=False)``). intent: each offload the traced step asked for,
@@ -137,7 +76,7 @@ class Report:
     None when the step's intent is unknown: a plain HLO file). xla: what XLA's scheduler
     believed about each async transfer (``hloscope.analysis.xla_view``), when the compile's
     scheduler log is known (a compile here, an artifact folder with ``xla-scheduler.log``).
-    scheduler: which scheduler and estimator XLA ran (:class:`ScheduleRun`), when the compile
+    scheduler (from inputs): which scheduler and estimator XLA ran (:class:`ScheduleRun`), when the compile
     recorded it (a compile here, an artifact folder's manifest), else None.
     measured: the model beside a measured profile (``AnalysisOptions.compare_with``), else None.
     host_work: kernels reading or writing host memory in place, and host-thread
@@ -153,29 +92,45 @@ class Report:
     (``hloscope.analysis.margin``), re-simulated on first use.
     """
 
-    module: Module
+    inputs: StepInputs
     target: Target
     options: AnalysisOptions
     index: ModuleIndex
-    transfers: tuple[HostTransfer, ...]
-    verdicts: tuple[Verdict, ...]
     cost: CostModel
-    summary: Summary
+    transfers: tuple[HostTransfer, ...]
     pairs: tuple[AsyncPair, ...]
-    inputs: StepInputs
-    notes: tuple[str, ...] = ()
-    memory: MemoryFacts | None = None
-    compile: Mapping[str, Any] | None = None
-    timeline: Timeline | None = None
-    intent: IntentAccount | None = None
-    xla: XlaEstimates | None = None
-    scheduler: ScheduleRun | None = None
-    measured: MeasuredComparison | None = None
-    host_work: HostWork = field(default_factory=HostWork)
-    streams: StreamAssignment | None = None
-    slack: tuple[Slack | None, ...] = ()
-    remat: RematClones | None = None
-    drains: tuple[SerialDrain, ...] = ()
+    streams: StreamAssignment | None
+    timeline: Timeline | None
+    verdicts: tuple[Verdict, ...]
+    summary: Summary
+    remat: RematClones | None
+    slack: tuple[Slack | None, ...]
+    memory: MemoryFacts | None
+    intent: IntentAccount | None
+    xla: XlaEstimates | None
+    measured: MeasuredComparison | None
+    host_work: HostWork
+    drains: tuple[SerialDrain, ...]
+
+    @property
+    def module(self) -> Module:
+        """The optimized module (``inputs.module``)."""
+        return self.inputs.module
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """Facts about how the input was read (``inputs.notes``)."""
+        return self.inputs.notes
+
+    @property
+    def compile(self) -> Mapping[str, Any] | None:
+        """The compile's settings and figures (``inputs.compile``; keys in docs/json-schema.md), else None."""
+        return self.inputs.compile
+
+    @property
+    def scheduler(self) -> ScheduleRun | None:
+        """Which scheduler and estimator XLA ran (``inputs.scheduler``), when the compile recorded it."""
+        return self.inputs.scheduler
 
     @property
     def host_space(self) -> int:
@@ -230,7 +185,7 @@ class Report:
 
     def offloaded_names(self) -> tuple[str, ...]:
         """The checkpoint names (else instruction names) of the step's transfers to host."""
-        return _offloaded_names(self.transfers)
+        return offloaded_names(self.transfers)
 
 
 R = TypeVar("R", bound=Report)
@@ -254,55 +209,8 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
     (the Python API's :class:`hloscope.api.StepReport` adds its conveniences).
     """
     opts = AnalysisOptions(host_space=options) if isinstance(options, int) else (options or AnalysisOptions())
-    module = inputs.module
-    index = ModuleIndex(module)
-    transfers = find_named_transfers(index, opts.host_space, inputs.names, inputs.intent, inputs.unoptimized)
-    pairs = tuple(pair_async_ops(index))
-    cost = CostModel(index, target, opts.host_space, opts.link_mode, dict(opts.measured_us) or None)
-    streams = None
-    if module.is_scheduled:  # XLA's stream assignment of the version that compiled it (docs/streams.md)
-        streams = assign_execution_streams(index, model=stream_model(inputs.versions.get("jaxlib"), module))
-    timeline = None
-    if opts.simulate and module.is_scheduled:
-        timeline = simulate_step(module, cost, list(pairs), transfers, index.callgraph, streams=streams)
-    verdicts = judge_overlap(index, transfers, cost, pairs, opts, timeline)
-    summary = summarize(verdicts, index.callgraph.unknown_trip, timeline)
-    slack: tuple[Slack | None, ...] = ()
-    remat = count_remat_clones(index, cost, opts.host_space) if module.is_scheduled else None
-    if module.is_scheduled:
-        slack = find_slack(index, verdicts, cost)
-    memory = None
-    if inputs.memory_figures is not None and inputs.has_memory:
-        memory = facts_from_dumps(int_figures(inputs.memory_figures), target, inputs.dumps, index,
-                                  inputs.vocab_size, _offloaded_names(transfers), opts.host_pool_bytes)
-    intent = account_step(inputs.intent, verdicts, module, inputs.unoptimized, index)
-    xla = None
-    if inputs.dumps.scheduler_log:
-        log = parse_xla_log(inputs.dumps.scheduler_log, module.name)
-        runs = {s.computation: index.executions(s.computation) for s in log.stats}
-        xla = compare_with_xla(log, verdicts, runs)
-    measured = None
-    if opts.compare_with is not None:
-        measured = compare_measured(index, cost, pairs, transfers,
-                                    opts.compare_with, timeline.step_us if timeline else None,
-                                    _waits_by_start(timeline, pairs))
-    return report_type(module, target, opts, index, tuple(transfers), tuple(verdicts), cost, summary, pairs, inputs,
-                       inputs.notes, memory, inputs.compile, timeline, intent, xla, inputs.scheduler, measured,
-                       find_host_work(index, opts.host_space), streams, slack, remat,
-                       find_serial_drains(timeline) if timeline is not None else ())
-
-
-def _waits_by_start(timeline: Timeline | None, pairs: Sequence[AsyncPair]) -> dict[str, float]:
-    """Start name -> the simulated compute stream's wait at its done, µs."""
-    if timeline is None:
-        return {}
-    start_of = {p.done.name: p.start.name for p in pairs}
-    out: dict[str, float] = {}
-    for slices in timeline.slices.values():
-        for s in slices:
-            if s.kind is SliceKind.WAIT and s.name in start_of:
-                out[start_of[s.name]] = out.get(start_of[s.name], 0.0) + s.end_us - s.start_us
-    return out
+    ctx = StepContext(inputs, target, opts)
+    return report_type(inputs=inputs, target=target, options=opts, index=ctx.index, cost=ctx.cost, **ctx.run(PASSES))
 
 
 def analyze_module(module: Module, target: Target, options: AnalysisOptions | int | None = None,
@@ -318,8 +226,3 @@ def reanalyze(report: R, options: AnalysisOptions) -> R:
     """The same step judged with other options (link mode, thresholds, simulation, host memory
     space): the pipeline run again on the report's inputs."""
     return analyze_step(report.inputs, report.target, options, report_type=type(report))
-
-
-def _offloaded_names(transfers: Sequence[HostTransfer]) -> tuple[str, ...]:
-    names = {t.checkpoint_name or t.instruction.name for t in transfers if t.direction is Direction.TO_HOST}
-    return tuple(sorted(names))

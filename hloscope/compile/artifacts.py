@@ -21,12 +21,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from hloscope.analysis.memory import compile_figures
 from hloscope.compile.request import CompileRequest, Scheduler
-from hloscope.compile.result import CompileResult, memory_figures
+from hloscope.compile.result import CompileResult
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.folders import MANIFEST_FILE, MANIFEST_SCHEMA
-from hloscope.hlo.xla_dumps import XlaDumpTexts
 
 
 def _is_ours(path: Path) -> bool:
@@ -167,7 +165,7 @@ def manifest(result: CompileResult, extra: dict[str, Any], request: CompileReque
         "xla_options": record["options"],
         "versions": record["versions"],
         "compile_seconds": round(result.compile_seconds, 3),
-        "memory": compile_figures(memory_figures(result.memory), XlaDumpTexts.from_files(result.extra_files)),
+        "memory": result.figures.as_dict(),
         "tensor_names": record["tensor_names"],
         **({"intent": record["intent"]} if record["intent"] is not None else {}),
         **manifest_entry(result.cache),

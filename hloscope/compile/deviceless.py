@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from hloscope.analysis.inputs import ScheduleRun
 from hloscope.compile import environment, jaxcompat
 from hloscope.compile.device_memory import allocator_bytes as allocator_bytes
 from hloscope.compile.device_memory import build_device_memory_size as build_device_memory_size
@@ -37,7 +38,7 @@ from hloscope.compile.mesh import make_mesh as make_mesh
 from hloscope.compile.mesh import place_on_mesh as place_on_mesh
 from hloscope.compile.mesh import topology_for as topology_for
 from hloscope.compile.request import CompileRequest, Scheduler
-from hloscope.compile.result import XLA_MEMORY_FIELDS, CompileMemory, ScheduleRecord, TensorName
+from hloscope.compile.result import XLA_MEMORY_FIELDS, CompileMemory, TensorName
 from hloscope.compile.result import CompileResult as CompileResult
 from hloscope.compile.scheduler import LHS_FLAG as LHS_FLAG
 from hloscope.compile.scheduler import SCHEDULER_OPTIONS, read_run
@@ -157,20 +158,19 @@ def compile_step(request: CompileRequest, fn: Callable[..., Any],
             shutil.rmtree(dump, ignore_errors=True)
 
 
-def _read_scheduler(optimized: str, text: str | None, chosen: Scheduler) -> tuple[ScheduleRecord, dict[str, str]]:
+def _read_scheduler(optimized: str, text: str | None, chosen: Scheduler) -> tuple[ScheduleRun, dict[str, str]]:
     """Which scheduler ran (read from the HLO and XLA's log so far) and the log's scheduler and
     estimator lines as the artifact's scheduler log (extra file name -> text)."""
     from hloscope.hlo.xla_dumps import SCHEDULER_LOG_FILE
     from hloscope.hlo.xla_log import scheduler_log_lines
 
     lines = scheduler_log_lines(text or "")
-    record = cast(ScheduleRecord, read_run(optimized, text, chosen).to_record())
-    return record, ({SCHEDULER_LOG_FILE: lines} if lines else {})
+    return read_run(optimized, text, chosen), ({SCHEDULER_LOG_FILE: lines} if lines else {})
 
 
 def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, mesh: Any, options: dict[str, Any],
              compile_options: dict[str, Any], opts: StepOptions, dump: str, t0: float,
-             scheduler_of: Callable[[str], tuple[ScheduleRecord, dict[str, str]]],
+             scheduler_of: Callable[[str], tuple[ScheduleRun, dict[str, str]]],
              allocator: int | None) -> CompileResult:
     import jax
 

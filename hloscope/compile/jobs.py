@@ -27,8 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar, overload
 
-from hloscope.analysis.inputs import ScheduleRun, StepInputs
-from hloscope.analysis.memory import compile_figures
+from hloscope.analysis.inputs import StepInputs
 from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import Report, analyze_step
 from hloscope.compile.environment import address_space_limit, terminal_lines
@@ -159,7 +158,7 @@ def step_inputs(result: CompileResult, extra: Mapping[str, Any] | None = None, v
     if result.device_memory_size:
         figures["device_memory_size"] = result.device_memory_size
     dumps = XlaDumpTexts.from_files(result.extra_files)
-    facts = {"memory": compile_figures(memory_figures(result.memory), dumps), "xla_options": result.options,
+    facts = {"memory": result.figures.as_dict(), "xla_options": result.options,
              "compile_seconds": round(result.compile_seconds, 3), **(extra or {})}
     intent = result.intent
     unoptimized = None
@@ -169,7 +168,7 @@ def step_inputs(result: CompileResult, extra: Mapping[str, Any] | None = None, v
                       dumps, None, (),
                       vocab_size if vocab_size is not None else vocab_of(extra or {}), facts,
                       intent=intent, unoptimized=unoptimized,
-                      scheduler=ScheduleRun.from_record(result.scheduler), versions=dict(result.versions))
+                      scheduler=result.scheduler, versions=dict(result.versions), figures=result.figures)
 
 
 R = TypeVar("R", bound=Report)

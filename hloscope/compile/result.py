@@ -15,9 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal, NotRequired, TypedDict, cast
 
+from hloscope.analysis.inputs import ScheduleRun
 from hloscope.analysis.intent import Intent, intent_from_dict, intent_to_dict
+from hloscope.analysis.memory import CompileFigures, derive_figures
+from hloscope.hlo.xla_dumps import XlaDumpTexts
 
 #: The value of an XLA compiler option as hloscope passes it.
 XlaOptionValue = bool | int | float | str
@@ -93,18 +97,6 @@ class CacheInfo(TypedDict, total=False):
     via: Literal["request"]
 
 
-class ScheduleRecord(TypedDict):
-    """Which scheduler ran and which latency estimator drove it, as read from this compile
-    (``hloscope.compile.scheduler.read_run``; ``hloscope.analysis.inputs.ScheduleRun`` reads it back)."""
-
-    name: str
-    estimator: str | None
-    requested: str | None
-    source: str
-    sol_table: str | None
-    reason: str | None
-
-
 @dataclass(frozen=True)
 class CompileResult:
     """What one deviceless compile produced.
@@ -124,8 +116,9 @@ class CompileResult:
     (``hloscope.compile.names``); the analysis matches transfers to them.
     cache: the compile cache's word on this result (:class:`CacheInfo`).
     intent: what the traced step asked to offload (``hloscope.analysis.intent.Intent``), None if unread.
-    scheduler: which scheduler ran and which latency estimator drove it (:class:`ScheduleRecord`),
-    None when not read; the manifest's ``scheduler`` key.
+    scheduler: which scheduler ran and which latency estimator drove it
+    (:class:`~hloscope.analysis.inputs.ScheduleRun`, the one record of it: the analysis reads this
+    same object), None when not read; written as the manifest's ``scheduler`` key.
     topology: the compile-only topology the devices came from (``2x16x4``) and how it
     is wired (``hloscope.compile.topology``).
     compiled: the ``jax.stages.Compiled`` (in the process that compiled it, on a fresh compile only).
@@ -149,9 +142,16 @@ class CompileResult:
     tensor_names: list[TensorName] = field(default_factory=list)
     cache: CacheInfo = field(default_factory=lambda: CacheInfo(), compare=False)
     intent: Intent | None = None
-    scheduler: ScheduleRecord | None = None
+    scheduler: ScheduleRun | None = None
     topology: str = ""
     compiled: object = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def figures(self) -> CompileFigures:
+        """The memory figures derived once from :attr:`memory` and XLA's memory-usage report in
+        :attr:`extra_files` (device allocation, host total, report totals): what the manifest, the
+        report's ``compile.memory``, the memory facts and a sweep row read."""
+        return derive_figures(memory_figures(self.memory), XlaDumpTexts.from_files(self.extra_files))
 
     def to_record(self) -> dict[str, object]:
         """Every field but ``compiled`` as JSON-able data; :meth:`from_record` reads it back equal."""
@@ -163,7 +163,7 @@ class CompileResult:
             "extra_files": dict(self.extra_files),
             "tensor_names": [dict(t) for t in self.tensor_names], "cache": dict(self.cache),
             "intent": intent_to_dict(self.intent) if self.intent is not None else None,
-            "scheduler": dict(self.scheduler) if self.scheduler is not None else None,
+            "scheduler": self.scheduler.to_record() if self.scheduler is not None else None,
             "topology": self.topology,
         }
 
@@ -171,7 +171,6 @@ class CompileResult:
     def from_record(cls, record: Mapping[str, object], compiled: object = None) -> CompileResult:
         """The result :meth:`to_record` wrote (the cache's entry, the child process's answer).
         ``compiled``: the ``jax.stages.Compiled``, in the process that made it."""
-        scheduler = record.get("scheduler")
         return cls(
             optimized_hlo=str(record["optimized_hlo"]), unoptimized_hlo=str(record.get("unoptimized_hlo") or ""),
             memory=cast(CompileMemory, _ints(record.get("memory"))),
@@ -186,7 +185,7 @@ class CompileResult:
                                                                   record.get("tensor_names") or [])],
             cache=cast(CacheInfo, dict(_mapping(record.get("cache")))),
             intent=intent_from_dict(record.get("intent")),
-            scheduler=cast(ScheduleRecord, dict(scheduler)) if isinstance(scheduler, Mapping) else None,
+            scheduler=ScheduleRun.from_record(record.get("scheduler")),
             topology=str(record.get("topology") or ""),
             compiled=compiled,
         )

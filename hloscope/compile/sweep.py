@@ -142,10 +142,8 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
     """Compile (or read from the cache) and analyze one cell; errors become a row with
     ``error`` set. ``phase`` is called with each compile phase's name as it starts."""
     from hloscope.analysis.kinds import VerdictKind
-    from hloscope.analysis.memory import compile_figures
     from hloscope.compile.cache import load_request, remember_request
     from hloscope.compile.jobs import PHASE_ANALYSIS, compile_request_result, hlo_fingerprint
-    from hloscope.compile.result import memory_figures
     from hloscope.errors import HloscopeError
 
     t0 = time.perf_counter()
@@ -164,7 +162,6 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
     vocab = extra["config"].get("vocab")
     report = (analyses or _Analyses()).get(result, fingerprint, cell.target, vocab if isinstance(vocab, int) else None)
     s = report.summary
-    m = compile_figures(memory_figures(result.memory))
     facts = report.memory
     assert facts is not None  # a compile's report always has its memory facts (the compile's figures)
     top = facts.top_buffers[0] if facts.top_buffers else None
@@ -173,8 +170,8 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
     row = empty_row(cell)
     row.update(
         batch=extra["config"]["batch"],
-        peak_device_bytes=m["peak_memory_in_bytes"],
-        host_bytes=m["host_total_bytes"],
+        peak_device_bytes=result.figures.peak_bytes,
+        host_bytes=result.figures.host_total_bytes,
         fits=facts.fits,
         device_allocation_bytes=facts.device_allocation_bytes,
         xla_peak_counts_host=facts.xla_peak_counts_host,

@@ -77,7 +77,7 @@ def test_a_cache_hit_equals_the_fresh_compile(compiled: Compiled) -> None:
         if f.compare:
             assert getattr(hit, f.name) == getattr(fresh, f.name), f.name
     assert hit.intent is not None and hit.intent.asks_for_offload()
-    assert hit.scheduler is not None and hit.scheduler["name"] == "lhs"
+    assert hit.scheduler is not None and hit.scheduler.name == "lhs"
 
 
 @pytest.mark.xla

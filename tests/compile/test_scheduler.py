@@ -49,10 +49,10 @@ def test_each_scheduler_sets_its_options_and_is_read_back() -> None:
     assert approx.options["xla_gpu_enable_analytical_sol_latency_estimator"] is False
     assert none.options["xla_gpu_enable_latency_hiding_scheduler"] is False
     assert none.options["xla_gpu_enable_analytical_sol_latency_estimator"] is False
-    assert lhs.scheduler["name"] == approx.scheduler["name"] == "lhs" and none.scheduler["name"] == "none"
-    assert lhs.scheduler["estimator"] == SOL and lhs.scheduler["sol_table"] == "NVIDIA H100 80GB HBM3"
-    assert approx.scheduler["estimator"] == APPROXIMATE and approx.scheduler["sol_table"] is None
-    assert none.scheduler["estimator"] is None and "scheduling_name=" not in none.optimized_hlo
+    assert lhs.scheduler.name == approx.scheduler.name == "lhs" and none.scheduler.name == "none"
+    assert lhs.scheduler.estimator == SOL and lhs.scheduler.sol_table == "NVIDIA H100 80GB HBM3"
+    assert approx.scheduler.estimator == APPROXIMATE and approx.scheduler.sol_table is None
+    assert none.scheduler.estimator is None and "scheduling_name=" not in none.optimized_hlo
     # LHS off is another schedule; on a step this small both estimators give LHS the same order.
     md5 = {s: hashlib.md5(r.optimized_hlo.encode()).hexdigest() for s, r in results.items()}
     assert md5[Scheduler.NONE] != md5[Scheduler.LHS]
@@ -63,9 +63,9 @@ def test_gb200_has_no_sol_table_and_lhs_falls_back_to_the_approximate_estimator(
     # name a GB200's GPU reports): default config, then no SOL estimator for the step's
     # collectives, so LHS runs on T-shirt sizes, as it would on the real machine.
     result = _fsdp_step("gb200", 16, Scheduler.LHS)
-    assert result.scheduler["name"] == "lhs" and result.scheduler["sol_table"] == "default"
-    assert result.scheduler["estimator"] == APPROXIMATE
-    assert "Non homogenous replica group" in (result.scheduler["reason"] or "")
+    assert result.scheduler.name == "lhs" and result.scheduler.sol_table == "default"
+    assert result.scheduler.estimator == APPROXIMATE
+    assert "Non homogenous replica group" in (result.scheduler.reason or "")
     assert result.topology == "1x4x4 (1 NVLink domain x 4 hosts x 4 GPUs)"
 
 

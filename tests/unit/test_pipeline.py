@@ -14,9 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from hloscope.analysis.context import StepContext
 from hloscope.analysis.inputs import StepInputs
+from hloscope.analysis.kinds import Direction
 from hloscope.analysis.memory import Action, Role
 from hloscope.analysis.overlap import AnalysisOptions
+from hloscope.analysis.passes import PASSES, TRANSFERS, VERDICTS
 from hloscope.analysis.report import Report, analyze_step, reanalyze
 from hloscope.api import StepReport, analyze
 from hloscope.artifact import load_report, read_step
@@ -116,6 +119,35 @@ def test_api_report_prints_and_analysis_report_is_data() -> None:
     assert isinstance(report, StepReport)
     assert str(report) == report.to_text() and report.to_dict()["summary"]["transfers"] == len(report.verdicts)
     assert not hasattr(Report, "to_text") and not hasattr(Report, "to_dict")
+
+
+def test_report_fields_are_the_pass_table_and_no_copy_of_the_inputs() -> None:
+    # Given the pass table, every Report field is an input, the context's index/cost, or one row's
+    # result; what the inputs hold (module, notes, compile, scheduler) is read from them, not copied.
+    names = [p.name for p in PASSES]
+    assert len(names) == len(set(names))
+    fields = {f.name for f in dataclasses.fields(Report)}
+    assert fields == {"inputs", "target", "options", "index", "cost", *names}
+    assert not fields & {"module", "notes", "compile", "scheduler"}
+    inputs = StepInputs(parse_hlo((BIG / "optimized.hlo.txt").read_text(), "x"), "x", notes=("read from x",))
+    report = analyze_step(inputs, get_target("h100-sxm"))
+    assert report.module is inputs.module and report.notes == ("read from x",) and report.scheduler is None
+    # The module's 9 async starts with an S(5) operand or result (read by hand): 3 dynamic-slice-starts
+    # (host to device, lines 1263-1268) and 6 dynamic-update-slice-starts; one verdict each, same order.
+    assert [v.transfer for v in report.verdicts] == list(report.transfers)
+    assert sorted(t.instruction.name for t in report.transfers if t.direction is Direction.TO_DEVICE) == [
+        "dynamic-slice-start.1.0", "dynamic-slice-start.2.0", "dynamic-slice-start.3"]
+    assert len(report.transfers) == 9
+
+
+def test_a_pass_reads_only_the_rows_before_it() -> None:
+    # A row asked for before it ran is a KeyError naming the missing row: the table's order is the contract.
+    ctx = StepContext(StepInputs(parse_hlo((BIG / "optimized.hlo.txt").read_text(), "x"), "x"),
+                      get_target("h100-sxm"), AnalysisOptions())
+    with pytest.raises(KeyError, match="transfers"):
+        VERDICTS.run(ctx)  # reads TRANSFERS, which has not run
+    ctx.run(PASSES[:PASSES.index(VERDICTS) + 1])
+    assert len(ctx[VERDICTS]) == len(ctx[TRANSFERS])
 
 
 def _replace_calls_on_reports(path: Path) -> list[int]:
@@ -261,3 +293,57 @@ def test_a_manifest_of_another_schema_is_one_line(tmp_path: Path) -> None:
     del data["schema"]  # a folder put together by hand, without one, is read
     (art / "manifest.json").write_text(json.dumps(data))
     assert read_manifest(art) is not None
+
+
+def test_one_schedule_record_from_compile_to_report() -> None:
+    # Given a compile's result that read which scheduler ran, the cache's record of it, the result
+    # read back and the step's inputs carry the same ScheduleRun: no second record type between them.
+    from hloscope.analysis.inputs import ScheduleRun
+    from hloscope.compile.jobs import step_inputs
+    from hloscope.compile.result import CompileResult
+
+    run = ScheduleRun("lhs", "sol", None, "optimized HLO and XLA's log", "NVIDIA H100 80GB HBM3")
+    result = CompileResult(optimized_hlo=(BIG / "optimized.hlo.txt").read_text(), unoptimized_hlo="", memory={},
+                           options={}, versions={}, target="h100-sxm", devices=8, mesh_shape={}, scheduler=run)
+    record = json.loads(json.dumps(result.to_record()))
+    assert record["scheduler"] == {"name": "lhs", "estimator": "sol", "requested": None,
+                                   "source": "optimized HLO and XLA's log", "sol_table": "NVIDIA H100 80GB HBM3",
+                                   "reason": None}
+    back = CompileResult.from_record(record)
+    assert back == result and back.scheduler == run
+    assert step_inputs(result).scheduler is run
+    assert CompileResult.from_record(dict(record, scheduler=None)).scheduler is None
+
+
+def test_compile_figures_are_derived_once_per_compile(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a compile of the big-host llama step (its recorded figures and XLA's memory texts), its
+    # manifest, its report (compile section and memory facts) and a re-read of the manifest's
+    # figures all come from one derivation, typed: before, compile_figures ran for each of them.
+    import hloscope.analysis.memory as memory
+    import hloscope.compile.result as result_module
+    from hloscope.compile.artifacts import manifest
+    from hloscope.compile.jobs import analyze_result
+    from hloscope.compile.result import XLA_MEMORY_FIELDS, CompileResult
+
+    calls: list[int] = []
+    derive = memory.derive_figures
+
+    def counted(*args: object, **kw: object) -> memory.CompileFigures:
+        calls.append(1)
+        return derive(*args, **kw)
+
+    monkeypatch.setattr(memory, "derive_figures", counted)
+    monkeypatch.setattr(result_module, "derive_figures", counted)
+    meta = json.loads((BIG / "memory.json").read_text())
+    texts = {n: (BIG / n).read_text() for n in (MEMORY_REPORT_FILE, LIVE_AT_PEAK_FILE, BUFFER_ASSIGNMENT_FILE)}
+    result = CompileResult(optimized_hlo=(BIG / "optimized.hlo.txt").read_text(), unoptimized_hlo="",
+                           memory={k: meta["memory"][k] for k in XLA_MEMORY_FIELDS}, options={}, versions={},
+                           target="h100-sxm", devices=8, mesh_shape={}, extra_files=texts)
+    written = json.loads(manifest(result, {}))["memory"]
+    report = analyze_result(result, "h100-sxm")
+    assert calls == [1]
+    # 121,412,096 + 103,419,584 + 121,408,300 - 121,408,000 (memory.json), as the compile recorded it.
+    assert result.figures.device_allocation_bytes == 224_831_980 == written["device_allocation_bytes"]
+    assert report.memory is not None and report.memory.device_allocation_bytes == 224_831_980
+    assert report.compile is not None and report.compile["memory"] == written
+    assert written == {k: v for k, v in meta["memory"].items() if k != "device_memory_size"}

@@ -6,7 +6,8 @@ a ``name`` equation with the user's source line. ``tensor_names(jaxpr)`` walks
 the jaxpr (and every sub-jaxpr: ``jax.checkpoint``, ``scan``, ``pjit``) and
 returns plain records, one per ``checkpoint_name`` call site:
 
-``{"name", "file", "line", "function", "producer_file", "producer_line", "role", "weights", "inputs"}``
+``{"name", "file", "line", "function", "producer_file", "producer_line", "role", "weights", "inputs",
+"callers", "producer_callers"}``
 
 ``producer_*`` is the user frame of the equation that computed the named value
 (often the same line). ``weights``: when that equation is a ``dot_general``, the
@@ -16,7 +17,11 @@ through slices, casts and the ``scan``/``checkpoint``/``jit`` boundaries; ``inpu
 ``file:line`` of the equations that computed its other operands. XLA merges
 dots that share an operand into one (DotMerger) and, from jax 0.12, gives the slices
 of the merged result the first dot's source line: the weight (or the input) a slice's part
-of the merged dot multiplies then tells which name it is. The analysis
+of the merged dot multiplies then tells which name it is. ``callers`` / ``producer_callers``:
+the ``file:line`` of the user frames that called the ``checkpoint_name`` line / the producer's
+line, innermost first (``jaxcompat.user_callers``): when one line computes the values of two
+names (MaxText's RoPE, called for Q and for K), the frames below it, which JAX also writes into
+the HLO op's stack, tell them apart. The analysis
 (``hloscope.analysis.names``) matches transfers to these records; it never imports JAX.
 """
 
@@ -25,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from hloscope.compile.jaxcompat import argument_paths, jaxpr_of, user_frame
+from hloscope.compile.jaxcompat import argument_paths, jaxpr_of, user_callers, user_frame
 from hloscope.compile.result import TensorName
 
 #: Primitives that do not compute a value, only place or cast it.
@@ -99,10 +104,12 @@ def tensor_names(jaxpr: Any, roles: Mapping[str, str] | None = None) -> list[Ten
                         weights.append(paths[id(v)])
                     elif (at := _input_frame(v, producers)) is not None:
                         inputs.append(f"{at[0]}:{at[1]}")
+            callers = [f"{f}:{n}" for f, n in user_callers(eqn)]
             record = out.setdefault((name, here[0], here[1]), TensorName(
                 name=name, file=here[0], line=here[1], function=here[2],
                 producer_file=made[0] if made else here[0], producer_line=made[1] if made else here[1],
-                role=roles.get(name), weights=[], inputs=[],
+                role=roles.get(name), weights=[], inputs=[], callers=callers,
+                producer_callers=[f"{f}:{n}" for f, n in user_callers(src)] if made else callers,
             ))
             record["weights"] = list(dict.fromkeys([*record["weights"], *weights]))
             record["inputs"] = list(dict.fromkeys([*record["inputs"], *inputs]))

@@ -63,7 +63,10 @@ class TensorName(TypedDict):
     ("Q projection"), when the workload says; weights: when that equation is a dot, the pytree
     paths of the step arguments it multiplies (``params['layers']['wq']``), and inputs the
     ``file:line`` of the equations that computed its other operands (both absent in records made
-    before hloscope read them).
+    before hloscope read them). callers / producer_callers: the ``file:line`` of the user frames
+    that called the ``checkpoint_name`` line / the producer's line, innermost first (a few): what
+    tells two names apart whose values one shared line computed (MaxText's RoPE writes Q and K at
+    one line, called from two); absent in records made before hloscope read them.
     """
 
     name: str
@@ -75,6 +78,8 @@ class TensorName(TypedDict):
     role: str | None
     weights: NotRequired[list[str]]
     inputs: NotRequired[list[str]]
+    callers: NotRequired[list[str]]
+    producer_callers: NotRequired[list[str]]
 
 
 class CacheInfo(TypedDict, total=False):

@@ -1,0 +1,119 @@
+"""MaxText tags Q and K after RoPE, which computes both at one line: the callers of that line name them.
+
+The module is a real compile (fixtures/maxtext_rope/README.md: ``hloscope compile --maxtext`` of
+issue 34's tiny llama, jax 0.12.0.1, MaxText 0.2.5, 8 compile-only H100s). Read by hand in
+fixtures/maxtext_rope/optimized.hlo.txt:
+
+- In the scan body ``region_1.4_spmd.clone.clone``, ``dynamic-update-slice-start.6`` / ``.1.0`` /
+  ``.2.0`` move ``bitcast.35.0`` / ``.36.0`` / ``.37.0`` <- ``copy.78`` / ``.79`` / ``.80`` <-
+  ``get-tuple-element.751`` / ``.752`` / ``.753``, elements 19 / 20 / 21 of the loop state. The body's
+  ``ROOT tuple.97`` fills them with ``bitcast.16.0`` <- ``input_concatenate_fusion.3``,
+  ``bitcast.21.0`` <- ``input_concatenate_fusion.2`` and ``bitcast.22.0`` <- ``wrapped_slice.1``.
+- ``input_concatenate_fusion.3`` (``fused_concatenate.3``) and ``.2`` are RoPE: ``ROOT add.495.1`` /
+  ``add.496.1`` = ``x * cos + concatenate(-x2, x1) * sin``, with ``stack_frame_id=175`` / ``174``:
+  both ``maxtext/layers/embeddings.py:265`` (``apply_rotary``), called through ``embeddings.py:302``
+  and ``attentions.py:1050`` from ``attentions.py:1289`` (``query = self.apply_rotary_embedding(...)``)
+  for 175 and ``attentions.py:1291`` (``key = ...``) for 174.
+- The dot agrees: both fusions read ``gemm_fusion_dot.88`` (``bf16[512,768]``), one dot over
+  ``concatenate.69(param_1.1, param_2, param_3)``, the ``all-gather-done.2`` elements 0, 1, 2 of the
+  entry's ``param.11`` (``state['model']['decoder']['layers']['self_attention']['query']['kernel']``),
+  ``param.13`` (``...['key']...``) and ``param.14`` (``...['value']...``). ``fused_concatenate.3``
+  slices columns ``[0:256]`` (the query kernel's), ``fused_concatenate.2`` ``[256:512]`` (the key's),
+  and ``wrapped_slice.1`` ``[512:768]`` (the value's): Q at 1289, K at 1291, V un-rotated.
+- In the entry ``main.68_spmd`` (the peeled last layer), ``dynamic-update-slice-start.3.0`` / ``.4.0`` /
+  ``.5.0`` move elements 19 / 20 / 21 of ``while.45``'s result: Q, K, V again.
+
+The records (``tensor_names.json``) give ``query_proj`` and ``key_proj`` one producer line,
+``embeddings.py:265``, and callers that differ at ``attentions.py:1289`` / ``:1291``. Q, K and V are
+all ``bf16[1,1,512,4,64]``: bytes cannot tell them apart.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hloscope.analysis.index import ModuleIndex
+from hloscope.analysis.kinds import Direction, NameBasis
+from hloscope.analysis.naming import find_named_transfers
+from hloscope.analysis.transfers import HostTransfer
+from hloscope.hlo.parser import parse_hlo
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "maxtext_rope"
+
+#: transfer -> checkpoint name, read by hand (module docstring); reloads read the buffers those wrote.
+BY_HAND = {
+    "dynamic-update-slice-start.6": "query_proj", "dynamic-update-slice-start.1.0": "key_proj",
+    "dynamic-update-slice-start.2.0": "value_proj", "dynamic-update-slice-start.3.0": "query_proj",
+    "dynamic-update-slice-start.4.0": "key_proj", "dynamic-update-slice-start.5.0": "value_proj",
+    "dynamic-slice-start.6": "query_proj", "dynamic-slice-start.1.0": "key_proj",
+    "dynamic-slice-start.2.0": "value_proj", "dynamic-slice-start.3.0": "query_proj",
+    "dynamic-slice-start.4.0": "key_proj", "dynamic-slice-start.5.0": "value_proj",
+}
+
+
+def _records(drop: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    records = json.loads((FIXTURE / "tensor_names.json").read_text())
+    return [{k: v for k, v in r.items() if k not in drop} for r in records]
+
+
+def _named(records: list[dict[str, Any]]) -> list[HostTransfer]:
+    module = parse_hlo((FIXTURE / "optimized.hlo.txt").read_text())
+    return find_named_transfers(ModuleIndex(module), names=records)
+
+
+def test_the_records_share_the_rope_line_and_differ_in_its_caller() -> None:
+    by = {r["name"]: r for r in _records()}
+    q, k = by["query_proj"], by["key_proj"]
+    assert q["producer_file"].endswith("maxtext/layers/embeddings.py") and q["producer_line"] == 265
+    assert (k["producer_file"], k["producer_line"]) == (q["producer_file"], q["producer_line"])
+    assert q["weights"] == [] == k["weights"]  # the producer is RoPE's add, not a dot
+    short = {n: [c.rsplit("/", 1)[1] for c in by[n]["producer_callers"][:3]] for n in ("query_proj", "key_proj")}
+    assert short == {"query_proj": ["embeddings.py:302", "attentions.py:1050", "attentions.py:1289"],
+                     "key_proj": ["embeddings.py:302", "attentions.py:1050", "attentions.py:1291"]}
+
+
+def test_every_transfer_is_named_by_data_flow_q_and_k_by_their_rope_caller() -> None:
+    transfers = _named(_records())
+    assert {t.instruction.name: t.checkpoint_name for t in transfers} == BY_HAND
+    assert Counter(t.direction for t in transfers) == {Direction.TO_HOST: 6, Direction.TO_DEVICE: 6}
+    assert {t.bytes for t in transfers} == {512 * 4 * 64 * 2}
+    for t in transfers:
+        want = NameBasis.DATA_FLOW if t.checkpoint_name == "value_proj" else NameBasis.CALLERS
+        assert t.name_basis is want and not t.name_guessed, t.instruction.name
+        assert t.source is not None
+        # the line of the op that computed the moved value: RoPE's for Q and K, the V dot's for V
+        assert (t.source.file.rsplit("/", 1)[1], t.source.line) == (
+            ("linears.py", 162) if t.checkpoint_name == "value_proj" else ("embeddings.py", 265))
+
+
+def test_without_the_callers_q_and_k_have_no_name() -> None:
+    # Records made before hloscope read the callers: the RoPE line is both names', so data flow
+    # stops there unnamed (hloscope then guessed by bytes: query_proj? for all four Q/K offloads).
+    transfers = _named(_records(drop=("callers", "producer_callers")))
+    got = {t.instruction.name: t.checkpoint_name for t in transfers}
+    assert got == {n: (v if v == "value_proj" else None) for n, v in BY_HAND.items()}
+
+
+def test_callers_that_agree_as_far_as_the_frames_go_decide_nothing() -> None:
+    # Give K the query's callers: the frames agree with both names equally, so neither is given.
+    records = _records()
+    by = {r["name"]: r for r in records}
+    by["key_proj"]["producer_callers"] = list(by["query_proj"]["producer_callers"])
+    transfers = _named(records)
+    assert {t.checkpoint_name for t in transfers} == {"value_proj", None}
+
+
+@pytest.mark.parametrize("depth", [2, 3])
+def test_callers_decide_at_the_first_frame_that_differs(depth: int) -> None:
+    # Only the frames down to the first that tells Q from K are needed (attentions.py:1289 / :1291 is
+    # the third caller); fewer recorded callers decide nothing.
+    records = _records()
+    for r in records:
+        r["producer_callers"] = r.get("producer_callers", [])[:depth]
+    got = {t.checkpoint_name for t in _named(records)}
+    assert got == ({"query_proj", "key_proj", "value_proj"} if depth == 3 else {"value_proj", None})

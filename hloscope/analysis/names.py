@@ -20,7 +20,8 @@ its role and its source line, computed before the
   Q and K at one line and MaxText tags them after it), the frames below it decide: the
   name whose recorded callers of that line (``producer_callers``, ``callers``) agree with
   them for more frames than any other name's is given, with ``NameBasis.CALLERS``
-  (:meth:`_Namer.pick`); a tie gives none.
+  (:meth:`_Namer.by_callers`); a tie gives none. Only when no frame on the whole way names
+  one record by its line alone (that decides first).
 - **Merged dots.** Before any frame is read: when the moved value is one part of dots XLA
   merged (a ``slice`` of a ``dot`` over a ``concatenate``, ``_Namer.merged_part``), that part is
   named by its operand: a step argument whose pytree path is among a name record's ``weights``,
@@ -220,19 +221,15 @@ class _Namer:
         hits = [r for r, _ in self._hits(fr)]
         return hits[0] if hits and len({r["name"] for r in hits}) == 1 else None
 
-    def pick(self, chain: Sequence[SourceLocation], at: int) -> tuple[Mapping[str, Any], NameBasis] | None:
-        """The name record of frame ``chain[at]`` and how it was decided: :meth:`lookup`'s one record
-        (``NameBasis.DATA_FLOW``); when several names share that line, the frames below it in
-        ``chain`` (the user frames that called it) decide: the record whose recorded callers of the
-        line agree with them for more frames than any other name's do (``NameBasis.CALLERS``).
-        MaxText's RoPE computes Q and K at one line (``embeddings.py``), called for the query at one
-        line of ``attentions.py`` and for the key at the next: the RoPE op of each carries its
-        caller's frame, and the jaxpr records each name's producer callers. None when nothing, or a
-        tie, decides."""
+    def by_callers(self, chain: Sequence[SourceLocation], at: int) -> Mapping[str, Any] | None:
+        """When several names share the line of frame ``chain[at]`` (each record's ``checkpoint_name``
+        line or producer line): the record whose recorded callers of that line agree with the frames
+        below it in ``chain`` for more frames than any other name's do; None when fewer than two
+        names share it, or nothing (a tie) decides. MaxText's RoPE computes Q and K at one line
+        (``embeddings.py``), called for the query at one line of ``attentions.py`` and for the key at
+        the next: the RoPE op of each carries its caller's frame, and the jaxpr records each name's
+        producer callers."""
         fr = chain[at]
-        rec = self.lookup(fr)
-        if rec is not None:
-            return rec, NameBasis.DATA_FLOW
         hits = self._hits(fr)
         if len({r["name"] for r, _ in hits}) < 2:
             return None
@@ -244,7 +241,7 @@ class _Namer:
                 depth[str(r["name"])] = (n, r)
         top = max(n for n, _ in depth.values())
         best = [r for n, r in depth.values() if n == top]
-        return (best[0], NameBasis.CALLERS) if top > 0 and len(best) == 1 else None
+        return best[0] if top > 0 and len(best) == 1 else None
 
     def callers(self) -> dict[str, list[Instruction]]:
         """Computation -> the instructions that call it and pass it operands (a done passes none)."""
@@ -368,6 +365,9 @@ class _Namer:
         queue = deque(self._moved(t))
         seen: set[tuple[str, str]] = set()
         producer: SourceLocation | None = None
+        # the first op on the way whose frames name it only by the callers of a shared line: taken when
+        # no frame on the whole way names one record by its line alone (those decide first, as before)
+        shared: tuple[SourceLocation, Mapping[str, Any]] | None = None
         while queue and len(seen) < _MAX_STEPS:
             ins = queue.popleft()
             key = (ins.computation, ins.name)
@@ -379,16 +379,23 @@ class _Namer:
             if recorded is not None:
                 return (chain[0] if chain else None), recorded, None, NameBasis.DATA_FLOW
             if self.names:
-                for at, fr in enumerate(chain):
-                    picked = self.pick(chain, at)
-                    if picked is not None:
-                        return fr, None, picked[0], picked[1]
+                for fr in chain:
+                    rec = self.lookup(fr)
+                    if rec is not None:
+                        return fr, None, rec, NameBasis.DATA_FLOW
+                for at, fr in enumerate(chain if shared is None else ()):
+                    rec = self.by_callers(chain, at)
+                    if rec is not None:
+                        shared = fr, rec
+                        break
             if (producer is None and chain and ins.opcode not in _PASS
                     and (chain[0].file, chain[0].line) not in wrapper):
                 producer = chain[0]
                 if not self.names:
                     break
             queue.extend(self._same_value(ins))
+        if shared is not None:
+            return shared[0], None, shared[1], NameBasis.CALLERS
         return producer, None, None, NameBasis.DATA_FLOW
 
     def merged_name(self, t: Moved) -> tuple[SourceLocation | None, str | None, Mapping[str, Any] | None] | None:

@@ -117,3 +117,103 @@ def test_callers_decide_at_the_first_frame_that_differs(depth: int) -> None:
         r["producer_callers"] = r.get("producer_callers", [])[:depth]
     got = {t.checkpoint_name for t in _named(records)}
     assert got == ({"query_proj", "key_proj", "value_proj"} if depth == 3 else {"value_proj", None})
+
+
+def _rotate(x: Any) -> Any:
+    import jax.numpy as jnp
+
+    return x * jnp.cos(x) + jnp.flip(x, -1) * jnp.sin(x)  # one line computes every rotated value
+
+
+def _attention(x: Any, wq: Any, wk: Any) -> Any:
+    from jax.ad_checkpoint import checkpoint_name
+
+    q = _rotate(x @ wq)
+    k = _rotate(x @ wk)
+    return checkpoint_name(q, "query_proj") * checkpoint_name(k, "key_proj")
+
+
+def test_the_jaxpr_records_the_callers_of_a_line_two_names_share() -> None:
+    # On the installed jax: MaxText's pattern (a helper rotates Q and K at one line, the caller tags
+    # them after it) gives both records one producer line and producer callers that differ.
+    import inspect
+
+    jax = pytest.importorskip("jax", reason="the compile extra")
+    from hloscope.compile.names import tensor_names
+
+    x = jax.ShapeDtypeStruct((4, 8), "float32")
+    jaxpr = jax.make_jaxpr(_attention)(x, jax.ShapeDtypeStruct((8, 8), "float32"),
+                                       jax.ShapeDtypeStruct((8, 8), "float32"))
+    by = {r["name"]: r for r in tensor_names(jaxpr)}
+    lines, start = inspect.getsourcelines(_rotate)
+    rope = start + next(i for i, t in enumerate(lines) if "one line" in t)
+    lines, start = inspect.getsourcelines(_attention)
+    call = {n: start + next(i for i, t in enumerate(lines) if t.strip().startswith(f"{n} = _rotate")) for n in "qk"}
+    assert by["query_proj"]["producer_line"] == rope == by["key_proj"]["producer_line"]
+    here = __file__.rsplit("/", 1)[1]
+    assert by["query_proj"]["producer_callers"][0].endswith(f"{here}:{call['q']}")
+    assert by["key_proj"]["producer_callers"][0].endswith(f"{here}:{call['k']}")
+    # checkpoint_name's own callers: the frames below _attention (this test), the same for both
+    assert by["query_proj"]["callers"] == by["key_proj"]["callers"]
+
+
+def _rope_step(w: Any, x: Any) -> Any:
+    """A scanned layer as MaxText writes attention: Q, K, V of one size, Q and K rotated by one helper
+    line, then tagged; the policy offloads the three names."""
+    import jax
+    import jax.numpy as jnp
+    from jax.ad_checkpoint import checkpoint_name
+
+    policy = jax.checkpoint_policies.save_and_offload_only_these_names(
+        names_which_can_be_saved=[], names_which_can_be_offloaded=["query_proj", "key_proj", "value_proj"],
+        offload_src="device", offload_dst="pinned_host")
+
+    def layer(h: Any, wl: Any) -> tuple[Any, None]:
+        q = _rotate(h @ wl[0])
+        k = _rotate(jnp.sin(h) @ wl[1])
+        v = jnp.cos(h) @ wl[2]
+        q, k, v = checkpoint_name(q, "query_proj"), checkpoint_name(k, "key_proj"), checkpoint_name(v, "value_proj")
+        return jnp.tanh(q * k + v) + h, None
+
+    def loss(w: Any, x: Any) -> Any:
+        y, _ = jax.lax.scan(jax.checkpoint(layer, policy=policy), x, w)
+        return jnp.sum(y)
+
+    return jax.grad(loss)(w, x)
+
+
+@pytest.mark.xla
+def test_a_compiled_rope_step_names_q_and_k_by_their_callers() -> None:
+    # Compiled on the installed jax (0.10 and 0.12 in CI) for one compile-only H100: every transfer of
+    # Q and K carries its own name, decided by the callers of the rotation line; none is a guess.
+    # Read by hand in the jax 0.10.2 module: the loop body's dynamic-update-slice-start.6 moves loop
+    # element 8, which the body fills with add.20.1.clone.1 of the multi-output fusion fused_add_reduce
+    # (x * cos + rev(x) * sin over the split-K sum of the first dot), whose frames are _rotate's line
+    # then layer's `q = _rotate(...)` line; .1.0 moves element 9, add.21.1.clone.1, called from the
+    # `k = ...` line; the peeled layer's initial values (fused_add_reduce.1's adds) have the same callers.
+    pytest.importorskip("jax", reason="the compile extra")
+    import inspect
+
+    import jax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    import hloscope
+    from hloscope.compile.deviceless import make_mesh
+
+    mesh = make_mesh("h100-sxm", 1)
+    rep = NamedSharding(mesh, P())
+    args = (jax.ShapeDtypeStruct((4, 3, 128, 128), "float32", sharding=rep),
+            jax.ShapeDtypeStruct((32, 128), "float32", sharding=rep))
+    _, report = hloscope.compile_step(_rope_step, *args, target="h100-sxm", devices=1, mesh=mesh)
+    assert report.transfers and not any(t.name_guessed for t in report.transfers)
+    # each name moves its 4 layers' values to host and back (on jax 0.10.2 and 0.12.0.1: 3 offloads in
+    # the loop body, 1 in the peeled last layer, 1 reload in the backward loop run 4 times)
+    runs = Counter((t.checkpoint_name, t.name_basis, t.direction) for t in report.transfers for _ in range(t.executions))
+    basis = {"query_proj": NameBasis.CALLERS, "key_proj": NameBasis.CALLERS, "value_proj": NameBasis.DATA_FLOW}
+    assert runs == {(n, b, d): 4 for n, b in basis.items() for d in (Direction.TO_HOST, Direction.TO_DEVICE)}, runs
+    lines, start = inspect.getsourcelines(_rotate)
+    rope = start + next(i for i, t in enumerate(lines) if "one line" in t)
+    for t in report.transfers:
+        assert t.source is not None
+        assert t.source.line == rope or t.checkpoint_name == "value_proj", t.instruction.name

@@ -20,8 +20,10 @@ its role and its source line, computed before the
   Q and K at one line and MaxText tags them after it), the frames below it decide: the
   name whose recorded callers of that line (``producer_callers``, ``callers``) agree with
   them for more frames than any other name's is given, with ``NameBasis.CALLERS``
-  (:meth:`_Namer.by_callers`); a tie gives none. Only when no frame on the whole way names
-  one record by its line alone (that decides first).
+  (:meth:`_Namer.by_callers`); a tie gives none, unless the tied names are one value's
+  (``same_value``: a ``checkpoint_name`` of a ``checkpoint_name``). Only when no frame on the
+  whole way names one record by its line alone (that decides first). A name so found that
+  no request asks for gives way to the one of the same value's names a request asks for.
 - **Merged dots.** Before any frame is read: when the moved value is one part of dots XLA
   merged (a ``slice`` of a ``dot`` over a ``concatenate``, ``_Namer.merged_part``), that part is
   named by its operand: a step argument whose pytree path is among a name record's ``weights``,
@@ -241,7 +243,7 @@ class _Namer:
                 depth[str(r["name"])] = (n, r)
         top = max(n for n, _ in depth.values())
         best = [r for n, r in depth.values() if n == top]
-        return best[0] if top > 0 and len(best) == 1 else None
+        return best[0] if top > 0 and (len(best) == 1 or _one_value(best)) else None
 
     def callers(self) -> dict[str, list[Instruction]]:
         """Computation -> the instructions that call it and pass it operands (a done passes none)."""
@@ -660,6 +662,12 @@ class _Namer:
         if own is not None or recorded is not None:
             basis = NameBasis.DATA_FLOW
         name = own or recorded or (str(rec["name"]) if rec is not None else None)
+        if own is None and recorded is None and rec is not None and requested is not None and name not in requested:
+            # a value tagged twice (checkpoint_name of a checkpoint_name): the one of its names a request asks for
+            asked = [r for r in self.names if str(r["name"]) in requested
+                     and str(r["name"]) in (rec.get("same_value") or ())]
+            if len({str(r["name"]) for r in asked}) == 1:
+                rec, name = asked[0], str(asked[0]["name"])
         role = rec.get("role") if rec is not None else None
         source = fr or self.first_frame(t)
         if name is None:
@@ -667,6 +675,11 @@ class _Namer:
         if requested is not None and name not in requested:
             return TransferNames(None, role, source, None, name)
         return TransferNames(name, role, source, basis)
+
+
+def _one_value(records: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether ``records`` are names of one value: each lists every other's name in ``same_value``."""
+    return all(str(o["name"]) in (r.get("same_value") or ()) for r in records for o in records if o is not r)
 
 
 def _agreeing(callers: Iterable[str], below: Sequence[SourceLocation]) -> int:

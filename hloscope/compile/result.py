@@ -66,7 +66,9 @@ class TensorName(TypedDict):
     before hloscope read them). callers / producer_callers: the ``file:line`` of the user frames
     that called the ``checkpoint_name`` line / the producer's line, innermost first (a few): what
     tells two names apart whose values one shared line computed (MaxText's RoPE writes Q and K at
-    one line, called from two); absent in records made before hloscope read them.
+    one line, called from two); absent in records made before hloscope read them. same_value: the
+    other names ``checkpoint_name`` gave the same value (a name of a name: MaxText's
+    ``moe_mlpwi_0`` of ``mlpwi_0``).
     """
 
     name: str
@@ -80,6 +82,7 @@ class TensorName(TypedDict):
     inputs: NotRequired[list[str]]
     callers: NotRequired[list[str]]
     producer_callers: NotRequired[list[str]]
+    same_value: NotRequired[list[str]]
 
 
 class CacheInfo(TypedDict, total=False):

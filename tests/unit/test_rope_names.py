@@ -217,3 +217,83 @@ def test_a_compiled_rope_step_names_q_and_k_by_their_callers() -> None:
     for t in report.transfers:
         assert t.source is not None
         assert t.source.line == rope or t.checkpoint_name == "value_proj", t.instruction.name
+
+
+def _gmm(x: Any, w: Any) -> Any:
+    import jax.numpy as jnp
+
+    return jnp.tanh(x @ w)  # one line computes both expert projections, as MaxText's gmm helper
+
+
+def _moe_step(w: Any, x: Any) -> Any:
+    """MaxText's MoE tagging: ``checkpoint_name(checkpoint_name(w0, "mlpwi_0"), "moe_mlpwi_0")``, ``w1``
+    tagged once, both computed at ``_gmm``'s line; the policy offloads the two ``moe_`` names."""
+    import jax
+    import jax.numpy as jnp
+    from jax.ad_checkpoint import checkpoint_name
+
+    policy = jax.checkpoint_policies.save_and_offload_only_these_names(
+        names_which_can_be_saved=[], names_which_can_be_offloaded=["moe_mlpwi_0", "moe_mlpwi_1"],
+        offload_src="device", offload_dst="pinned_host")
+
+    def layer(h: Any, wl: Any) -> tuple[Any, None]:
+        w0 = _gmm(h, wl[0])
+        w0 = checkpoint_name(checkpoint_name(w0, "mlpwi_0"), "moe_mlpwi_0")
+        w1 = _gmm(jnp.sin(h), wl[1])
+        w1 = checkpoint_name(w1, "moe_mlpwi_1")
+        return jnp.tanh(w0 * w1) + h, None
+
+    def loss(w: Any, x: Any) -> Any:
+        y, _ = jax.lax.scan(jax.checkpoint(layer, policy=policy), x, w)
+        return jnp.sum(y)
+
+    return jax.grad(loss)(w, x)
+
+
+def test_a_name_of_a_name_is_one_value_with_the_inner_producer() -> None:
+    import inspect
+
+    jax = pytest.importorskip("jax", reason="the compile extra")
+    from hloscope.compile.names import tensor_names
+
+    args = (jax.ShapeDtypeStruct((4, 2, 128, 128), "float32"), jax.ShapeDtypeStruct((32, 128), "float32"))
+    by = {r["name"]: r for r in tensor_names(jax.make_jaxpr(_moe_step)(*args))}
+    lines, start = inspect.getsourcelines(_gmm)
+    gmm = start + next(i for i, t in enumerate(lines) if "one line" in t)
+    assert {n: r["producer_line"] for n, r in by.items()} == {"mlpwi_0": gmm, "moe_mlpwi_0": gmm, "moe_mlpwi_1": gmm}
+    assert by["moe_mlpwi_0"]["same_value"] == ["mlpwi_0"] and by["mlpwi_0"]["same_value"] == ["moe_mlpwi_0"]
+    assert by["moe_mlpwi_1"]["same_value"] == []
+    assert by["moe_mlpwi_0"]["producer_callers"] == by["mlpwi_0"]["producer_callers"]
+    assert by["moe_mlpwi_0"]["producer_callers"][0] != by["moe_mlpwi_1"]["producer_callers"][0]
+
+
+@pytest.mark.xla
+def test_a_compiled_moe_step_names_each_offload_by_its_requested_name() -> None:
+    # Compiled on the installed jax for one compile-only H100: w0's offloads move the value tagged
+    # mlpwi_0 and moe_mlpwi_0 (the request's), w1's moe_mlpwi_1; both computed at _gmm's line, told
+    # apart by its callers. Before same_value, w0's were 'mlpwi_0', which no request offloads.
+    pytest.importorskip("jax", reason="the compile extra")
+    import jax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    import hloscope
+    from hloscope.compile.deviceless import make_mesh
+
+    mesh = make_mesh("h100-sxm", 1)
+    rep = NamedSharding(mesh, P())
+    args = (jax.ShapeDtypeStruct((4, 2, 128, 128), "float32", sharding=rep),
+            jax.ShapeDtypeStruct((32, 128), "float32", sharding=rep))
+    result, report = hloscope.compile_step(_moe_step, *args, target="h100-sxm", devices=1, mesh=mesh)
+    runs = Counter((t.checkpoint_name, t.name_basis, t.direction) for t in report.transfers for _ in range(t.executions))
+    assert runs == {(n, NameBasis.CALLERS, d): 4 for n in ("moe_mlpwi_0", "moe_mlpwi_1")
+                    for d in (Direction.TO_HOST, Direction.TO_DEVICE)}, runs
+    assert not any(t.unrequested_name for t in report.transfers)
+    # Without same_value the two names of w0 tie at _gmm's line: w0's transfers get no name.
+    from hloscope.analysis.names import transfer_names
+    from hloscope.analysis.transfers import find_transfers
+
+    index = ModuleIndex(parse_hlo(result.optimized_hlo))
+    bare = [{k: v for k, v in r.items() if k != "same_value"} for r in result.tensor_names]
+    got = transfer_names(index, find_transfers(index), bare, {"moe_mlpwi_0", "moe_mlpwi_1"})
+    assert Counter(n.checkpoint_name for n in got.values()) == {None: 3, "moe_mlpwi_1": 3}, got

@@ -21,9 +21,10 @@ its role and its source line, computed before the
   name whose recorded callers of that line (``producer_callers``, ``callers``) agree with
   them for more frames than any other name's is given, with ``NameBasis.CALLERS``
   (:meth:`_Namer.by_callers`); a tie gives none, unless the tied names are one value's
-  (``same_value``: a ``checkpoint_name`` of a ``checkpoint_name``). Only when no frame on the
-  whole way names one record by its line alone (that decides first). A name so found that
-  no request asks for gives way to the one of the same value's names a request asks for.
+  (``same_value``: a ``checkpoint_name`` of a ``checkpoint_name``). The callers are read only
+  when no frame on the whole way names one record by its line alone (that decides first). A
+  name so found that no request asks for gives way to the one of the same value's names a
+  request asks for.
 - **Merged dots.** Before any frame is read: when the moved value is one part of dots XLA
   merged (a ``slice`` of a ``dot`` over a ``concatenate``, ``_Namer.merged_part``), that part is
   named by its operand: a step argument whose pytree path is among a name record's ``weights``,
@@ -47,7 +48,7 @@ its role and its source line, computed before the
 
 ``names`` are records read from the traced jaxpr by ``hloscope.compile.names``
 (``{"name", "file", "line", "producer_file", "producer_line", "role"}``, and ``weights``,
-``inputs``, ``callers``, ``producer_callers`` where it read them). JAX 0.10
+``inputs``, ``callers``, ``producer_callers``, ``same_value`` where it read them). JAX 0.10
 records the name nowhere in the HLO, so a plain HLO file gets the source line and no name.
 """
 

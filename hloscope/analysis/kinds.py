@@ -23,6 +23,9 @@ class NameBasis(StrEnum):
     """How a transfer's ``checkpoint_name`` was decided (``hloscope.analysis.names``)."""
 
     DATA_FLOW = "data-flow"  # the moved value followed back to the tagged op (or its op_name, an argument's path)
+    # data flow reached the op that computed the tagged value, at a line several names share (MaxText's
+    # RoPE computes Q and K on one line); the user frames that called that line told which name's it is
+    CALLERS = "callers"
     BYTES = "bytes"  # a guess: only the bytes of the request's placement annotations matched it
 
 

@@ -16,6 +16,15 @@ its role and its source line, computed before the
   computed the tagged value) of exactly one name record, names the transfer. The walk
   stops at any op that computes something else (a dot, an add, a reduction): a name seen
   only beyond it belongs to an input, not to the moved value.
+- **Shared lines.** When a frame's line is that of several names (MaxText's RoPE computes
+  Q and K at one line and MaxText tags them after it), the frames below it decide: the
+  name whose recorded callers of that line (``producer_callers``, ``callers``) agree with
+  them for more frames than any other name's is given, with ``NameBasis.CALLERS``
+  (:meth:`_Namer.by_callers`); a tie gives none, unless the tied names are one value's
+  (``same_value``: a ``checkpoint_name`` of a ``checkpoint_name``). The callers are read only
+  when no frame on the whole way names one record by its line alone (that decides first). A
+  name so found that no request asks for gives way to the one of the same value's names a
+  request asks for.
 - **Merged dots.** Before any frame is read: when the moved value is one part of dots XLA
   merged (a ``slice`` of a ``dot`` over a ``concatenate``, ``_Namer.merged_part``), that part is
   named by its operand: a step argument whose pytree path is among a name record's ``weights``,
@@ -38,7 +47,8 @@ its role and its source line, computed before the
   wrapper's line).
 
 ``names`` are records read from the traced jaxpr by ``hloscope.compile.names``
-(``{"name", "file", "line", "producer_file", "producer_line", "role"}``). JAX 0.10
+(``{"name", "file", "line", "producer_file", "producer_line", "role"}``, and ``weights``,
+``inputs``, ``callers``, ``producer_callers``, ``same_value`` where it read them). JAX 0.10
 records the name nowhere in the HLO, so a plain HLO file gets the source line and no name.
 """
 
@@ -197,13 +207,44 @@ class _Namer:
             got = self._frames[key] = frames(self.module, ins, self._chains)
         return got
 
+    def _hits(self, fr: SourceLocation) -> list[tuple[Mapping[str, Any], str]]:
+        """The name records whose ``checkpoint_name`` line, or the line of the op that computed the
+        tagged value, is ``fr``, each with the key of its recorded callers of that line."""
+        out = []
+        for r in self._by_line.get(fr.line, ()):
+            if fr.line == r.get("line") and _same_file(fr.file, str(r.get("file", ""))):
+                out.append((r, "callers"))
+            if fr.line == r.get("producer_line") and _same_file(fr.file, str(r.get("producer_file", ""))):
+                out.append((r, "producer_callers"))
+        return out
+
     def lookup(self, fr: SourceLocation) -> Mapping[str, Any] | None:
         """The one name record whose ``checkpoint_name`` line, or the line of the op that computed
         the tagged value, is ``fr``; None when none or several names are."""
-        hits = [r for r in self._by_line.get(fr.line, ())
-                if (fr.line == r.get("line") and _same_file(fr.file, str(r.get("file", ""))))
-                or (fr.line == r.get("producer_line") and _same_file(fr.file, str(r.get("producer_file", ""))))]
+        hits = [r for r, _ in self._hits(fr)]
         return hits[0] if hits and len({r["name"] for r in hits}) == 1 else None
+
+    def by_callers(self, chain: Sequence[SourceLocation], at: int) -> Mapping[str, Any] | None:
+        """When several names share the line of frame ``chain[at]`` (each record's ``checkpoint_name``
+        line or producer line): the record whose recorded callers of that line agree with the frames
+        below it in ``chain`` for more frames than any other name's do; None when fewer than two
+        names share it, or nothing (a tie) decides. MaxText's RoPE computes Q and K at one line
+        (``embeddings.py``), called for the query at one line of ``attentions.py`` and for the key at
+        the next: the RoPE op of each carries its caller's frame, and the jaxpr records each name's
+        producer callers."""
+        fr = chain[at]
+        hits = self._hits(fr)
+        if len({r["name"] for r, _ in hits}) < 2:
+            return None
+        below = chain[at + 1:]
+        depth: dict[str, tuple[int, Mapping[str, Any]]] = {}
+        for r, key in hits:
+            n = _agreeing(r.get(key) or (), below)
+            if n > depth.get(str(r["name"]), (-1, r))[0]:
+                depth[str(r["name"])] = (n, r)
+        top = max(n for n, _ in depth.values())
+        best = [r for n, r in depth.values() if n == top]
+        return best[0] if top > 0 and (len(best) == 1 or _one_value(best)) else None
 
     def callers(self) -> dict[str, list[Instruction]]:
         """Computation -> the instructions that call it and pass it operands (a done passes none)."""
@@ -316,17 +357,20 @@ class _Namer:
             return [table[o] for o in ins.operands[:1] if o in table]
         return [table[o] for o in ins.operands[:1] if o in table and table[o].shape.memory_space != t.host_space]
 
-    def traced(self, t: Moved) -> tuple[SourceLocation | None, str | None, Mapping[str, Any] | None]:
+    def traced(self, t: Moved) -> tuple[SourceLocation | None, str | None, Mapping[str, Any] | None, NameBasis]:
         """Data flow from the moved value: (the frame that named it, the ``op_name`` name, the name
-        record), the first found. Without a name: (the frame of the first op on the way that
-        computes rather than passes the value on, None, None)."""
+        record, how it was decided), the first found. Without a name: (the frame of the first op on
+        the way that computes rather than passes the value on, None, None, data flow)."""
         merged = self.merged_name(t) if self.names else None
         if merged is not None:
-            return merged
+            return (*merged, NameBasis.DATA_FLOW)
         wrapper = {(f.file, f.line) for f in self.frames(t.instruction)[:1]}
         queue = deque(self._moved(t))
         seen: set[tuple[str, str]] = set()
         producer: SourceLocation | None = None
+        # the first op on the way whose frames name it only by the callers of a shared line: taken when
+        # no frame on the whole way names one record by its line alone (those decide first, as before)
+        shared: tuple[SourceLocation, Mapping[str, Any]] | None = None
         while queue and len(seen) < _MAX_STEPS:
             ins = queue.popleft()
             key = (ins.computation, ins.name)
@@ -336,19 +380,26 @@ class _Namer:
             recorded = op_name_checkpoint(ins)
             chain = self.frames(ins)
             if recorded is not None:
-                return (chain[0] if chain else None), recorded, None
+                return (chain[0] if chain else None), recorded, None, NameBasis.DATA_FLOW
             if self.names:
                 for fr in chain:
                     rec = self.lookup(fr)
                     if rec is not None:
-                        return fr, None, rec
+                        return fr, None, rec, NameBasis.DATA_FLOW
+                for at, fr in enumerate(chain if shared is None else ()):
+                    rec = self.by_callers(chain, at)
+                    if rec is not None:
+                        shared = fr, rec
+                        break
             if (producer is None and chain and ins.opcode not in _PASS
                     and (chain[0].file, chain[0].line) not in wrapper):
                 producer = chain[0]
                 if not self.names:
                     break
             queue.extend(self._same_value(ins))
-        return producer, None, None
+        if shared is not None:
+            return shared[0], None, shared[1], NameBasis.CALLERS
+        return producer, None, None, NameBasis.DATA_FLOW
 
     def merged_name(self, t: Moved) -> tuple[SourceLocation | None, str | None, Mapping[str, Any] | None] | None:
         """The name of the part of merged dots the moved value is, when it is one (:meth:`merged_part`),
@@ -607,15 +658,40 @@ class _Namer:
         """A to-host transfer's (or an annotation's) names, by data flow from the value it moves; its
         source line, the line that named it, else that of the op that computed it (else the first
         frame on any way back)."""
-        fr, recorded, rec = self.traced(t)
-        name = op_name_checkpoint(t.instruction) or recorded or (str(rec["name"]) if rec is not None else None)
+        fr, recorded, rec, basis = self.traced(t)
+        own = op_name_checkpoint(t.instruction)
+        if own is not None or recorded is not None:
+            basis = NameBasis.DATA_FLOW
+        name = own or recorded or (str(rec["name"]) if rec is not None else None)
+        if own is None and recorded is None and rec is not None and requested is not None and name not in requested:
+            # a value tagged twice (checkpoint_name of a checkpoint_name): the one of its names a request asks for
+            asked = [r for r in self.names if str(r["name"]) in requested
+                     and str(r["name"]) in (rec.get("same_value") or ())]
+            if len({str(r["name"]) for r in asked}) == 1:
+                rec, name = asked[0], str(asked[0]["name"])
         role = rec.get("role") if rec is not None else None
         source = fr or self.first_frame(t)
         if name is None:
             return TransferNames(source=source)
         if requested is not None and name not in requested:
             return TransferNames(None, role, source, None, name)
-        return TransferNames(name, role, source, NameBasis.DATA_FLOW)
+        return TransferNames(name, role, source, basis)
+
+
+def _one_value(records: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether ``records`` are names of one value: each lists every other's name in ``same_value``."""
+    return all(str(o["name"]) in (r.get("same_value") or ()) for r in records for o in records if o is not r)
+
+
+def _agreeing(callers: Iterable[str], below: Sequence[SourceLocation]) -> int:
+    """How many leading ``file:line`` of ``callers`` are the frames of ``below``, in order."""
+    n = 0
+    for want, fr in zip(callers, below, strict=False):
+        file, _, line = str(want).rpartition(":")
+        if not (line.isdigit() and int(line) == fr.line and _same_file(fr.file, file)):
+            break
+        n += 1
+    return n
 
 
 def _record_source(rec: Mapping[str, Any]) -> SourceLocation:

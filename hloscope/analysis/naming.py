@@ -10,9 +10,10 @@ diagrams and the JSON all read that one name.
    part of dots XLA merged (a slice of a dot over a concatenate), the part's own operand names
    it first (the weight it multiplies, by the pytree path of the entry parameter, or the line
    that computed its input): XLA 0.12 gives every slice the first dot's line, so frames would
-   name every part after it. A name no request asks to offload is not given (it is kept as
-   what the tensor is). A to-device transfer takes the name of the to-host transfer whose
-   host buffer it reads.
+   name every part after it. When that op's line computes the values of several names (MaxText's
+   RoPE, for Q and K), the frames that called it decide (``NameBasis.CALLERS``). A name no
+   request asks to offload is not given (it is kept as what the tensor is). A to-device
+   transfer takes the name of the to-host transfer whose host buffer it reads.
 2. **Bytes, as a guess**, only for to-host transfers data flow could not name, and only when
    the step's requests and its unoptimized module are known: each ``annotate_device_placement``
    to host memory is attributed to a request by the line of the value it places (or by

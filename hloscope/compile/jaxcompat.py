@@ -245,6 +245,29 @@ def user_frame(eqn: Any) -> tuple[str, int, str] | None:
     return str(frame.file_name), int(frame.start_line), str(frame.function_name)
 
 
+def user_callers(eqn: Any, limit: int = 8) -> list[tuple[str, int]]:
+    """(file, line) of the user frames below :func:`user_frame` (the frames that called it),
+    innermost first, at most ``limit``: the same user frames, in the same order, as JAX writes
+    into the stack frames of the HLO instructions it lowers the equation to.
+    ``source_info_util.user_frames`` (0.9 to 0.12: the iterator :func:`user_frame` takes the first
+    of); [] when the equation has no traceback."""
+    if eqn is None:
+        return []
+    from jax._src import source_info_util
+
+    out: list[tuple[str, int]] = []
+    try:
+        frames = source_info_util.user_frames(eqn.source_info.traceback)
+        next(frames, None)  # user_frame's own
+        for frame in frames:
+            if len(out) >= limit:
+                break
+            out.append((str(frame.file_name), int(frame.start_line)))
+    except Exception:
+        return []
+    return out
+
+
 def frame_functions(eqn: Any) -> set[str]:
     """The function names of every frame of the traceback that made a jaxpr equation (JAX's own
     frames included: ``remat_partial_eval`` tells a host copy JAX inserted); empty when unreadable."""

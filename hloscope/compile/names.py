@@ -6,7 +6,8 @@ a ``name`` equation with the user's source line. ``tensor_names(jaxpr)`` walks
 the jaxpr (and every sub-jaxpr: ``jax.checkpoint``, ``scan``, ``pjit``) and
 returns plain records, one per ``checkpoint_name`` call site:
 
-``{"name", "file", "line", "function", "producer_file", "producer_line", "role", "weights", "inputs"}``
+``{"name", "file", "line", "function", "producer_file", "producer_line", "role", "weights", "inputs",
+"callers", "producer_callers"}``
 
 ``producer_*`` is the user frame of the equation that computed the named value
 (often the same line). ``weights``: when that equation is a ``dot_general``, the
@@ -16,7 +17,14 @@ through slices, casts and the ``scan``/``checkpoint``/``jit`` boundaries; ``inpu
 ``file:line`` of the equations that computed its other operands. XLA merges
 dots that share an operand into one (DotMerger) and, from jax 0.12, gives the slices
 of the merged result the first dot's source line: the weight (or the input) a slice's part
-of the merged dot multiplies then tells which name it is. The analysis
+of the merged dot multiplies then tells which name it is. ``callers`` / ``producer_callers``:
+the ``file:line`` of the user frames that called the ``checkpoint_name`` line / the producer's
+line, innermost first (``jaxcompat.user_callers``): when one line computes the values of two
+names (MaxText's RoPE, called for Q and for K), the frames below it, which JAX also writes into
+the HLO op's stack, tell them apart. ``same_value``: the other names of the same value, when
+``checkpoint_name`` tags a value already tagged (MaxText's MoE writes
+``checkpoint_name(checkpoint_name(w0, "mlpwi_0"), "moe_mlpwi_0")``); the outer name's producer is
+then the inner one's. The analysis
 (``hloscope.analysis.names``) matches transfers to these records; it never imports JAX.
 """
 
@@ -25,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from hloscope.compile.jaxcompat import argument_paths, jaxpr_of, user_frame
+from hloscope.compile.jaxcompat import argument_paths, jaxpr_of, user_callers, user_frame
 from hloscope.compile.result import TensorName
 
 #: Primitives that do not compute a value, only place or cast it.
@@ -65,6 +73,7 @@ def tensor_names(jaxpr: Any, roles: Mapping[str, str] | None = None) -> list[Ten
     paths: dict[int, str] = {id(v): p for v, p in zip(top.invars, argument_paths(jaxpr), strict=False) if p}
     stack = [top]
     seen: set[int] = set()
+    retagged: list[tuple[tuple[str, str, int], str]] = []  # (inner name's record key, outer name)
     while stack:
         jx = stack.pop()
         if id(jx) in seen:
@@ -88,8 +97,12 @@ def tensor_names(jaxpr: Any, roles: Mapping[str, str] | None = None) -> list[Ten
                 continue
             name = str(eqn.params.get("name", ""))
             src = producers.get(id(eqn.invars[0])) if eqn.invars else None
-            while src is not None and src.primitive.name in _PASS_THROUGH and src.invars:
-                src = producers.get(id(src.invars[0]))  # past act()/casts to the op that computed it
+            tagged: list[tuple[str, str, int]] = []  # checkpoint names of the same value, inside this one
+            while src is not None and (src.primitive.name in _PASS_THROUGH or src.primitive.name == "name") \
+                    and src.invars:
+                if src.primitive.name == "name" and (at := user_frame(src)) is not None:
+                    tagged.append((str(src.params.get("name", "")), at[0], at[1]))
+                src = producers.get(id(src.invars[0]))  # past act()/casts/names to the op that computed it
             made = user_frame(src) if src is not None else None
             weights: list[str] = []
             inputs: list[str] = []
@@ -99,11 +112,20 @@ def tensor_names(jaxpr: Any, roles: Mapping[str, str] | None = None) -> list[Ten
                         weights.append(paths[id(v)])
                     elif (at := _input_frame(v, producers)) is not None:
                         inputs.append(f"{at[0]}:{at[1]}")
+            callers = [f"{f}:{n}" for f, n in user_callers(eqn)]
             record = out.setdefault((name, here[0], here[1]), TensorName(
                 name=name, file=here[0], line=here[1], function=here[2],
                 producer_file=made[0] if made else here[0], producer_line=made[1] if made else here[1],
-                role=roles.get(name), weights=[], inputs=[],
+                role=roles.get(name), weights=[], inputs=[], callers=callers,
+                producer_callers=[f"{f}:{n}" for f, n in user_callers(src)] if made else callers,
+                same_value=[],
             ))
             record["weights"] = list(dict.fromkeys([*record["weights"], *weights]))
             record["inputs"] = list(dict.fromkeys([*record["inputs"], *inputs]))
+            for key in tagged:
+                retagged.append((key, name))
+                record["same_value"] = list(dict.fromkeys([*record.get("same_value", []), key[0]]))
+    for key, again in retagged:  # the inner name's record: the value is tagged again, as ``again``
+        if key in out:
+            out[key]["same_value"] = list(dict.fromkeys([*out[key].get("same_value", []), again]))
     return sorted(out.values(), key=lambda r: (r["file"], r["line"], r["name"]))

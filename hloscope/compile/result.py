@@ -67,7 +67,12 @@ class TensorName(TypedDict):
     ("Q projection"), when the workload says; weights: when that equation is a dot, the pytree
     paths of the step arguments it multiplies (``params['layers']['wq']``), and inputs the
     ``file:line`` of the equations that computed its other operands (both absent in records made
-    before hloscope read them).
+    before hloscope read them). callers / producer_callers: the ``file:line`` of the user frames
+    that called the ``checkpoint_name`` line / the producer's line, innermost first (a few): what
+    tells two names apart whose values one shared line computed (MaxText's RoPE writes Q and K at
+    one line, called from two); absent in records made before hloscope read them. same_value: the
+    other names ``checkpoint_name`` gave the same value (a name of a name: MaxText's
+    ``moe_mlpwi_0`` of ``mlpwi_0``).
     """
 
     name: str
@@ -79,6 +84,9 @@ class TensorName(TypedDict):
     role: str | None
     weights: NotRequired[list[str]]
     inputs: NotRequired[list[str]]
+    callers: NotRequired[list[str]]
+    producer_callers: NotRequired[list[str]]
+    same_value: NotRequired[list[str]]
 
 
 class CacheInfo(TypedDict, total=False):

@@ -8,6 +8,14 @@ Q, K and V, stacked by the scan), written by 6 ``dynamic-update-slice-start`` fu
 ``bf16[1,1,512,4,64]`` slice (3 in the scan body's clone, 3 in the entry, where XLA peeled the last
 layer) and read back by 6 ``dynamic-slice-start`` fusion-starts of the same slice: 512 x 4 x 64 x 2 B =
 262,144 B each.
+
+The names, read by hand in the same module (tests/unit/test_rope_names.py has the chains; its fixture,
+fixtures/maxtext_rope/, is this compile's): in the scan body ``dynamic-update-slice-start.6`` / ``.1.0``
+/ ``.2.0`` and in the entry ``.3.0`` / ``.4.0`` / ``.5.0`` move Q / K / V, the loop state's elements 19 /
+20 / 21. Q and K are RoPE's adds (``input_concatenate_fusion.3`` / ``.2``), both at
+``embeddings.py:265``, whose stack frames go on to ``attentions.py:1289`` (the query's RoPE call) and
+``:1291`` (the key's); V is a slice of the merged Q/K/V dot (``linears.py:162``). Each reload
+(``dynamic-slice-start.<same suffix>``) reads the buffer the same-suffixed offload wrote.
 """
 
 from __future__ import annotations
@@ -47,13 +55,33 @@ def test_tiny_llama_offloads_q_k_v_of_both_layers(tmp_path: Path) -> None:
     named = {t["name"]: t for t in result.tensor_names}
     for name in ("query_proj", "key_proj", "value_proj"):
         assert named[name]["file"].endswith("maxtext/layers/attentions.py"), named[name]
-    assert {t.checkpoint_name for t in report.transfers} <= {"query_proj", "key_proj", "value_proj"}
+    # Each transfer by its own name, by data flow: Q and K (tagged after RoPE, which computes both at one
+    # line) by the frames that called RoPE, V by its line. None is a guess by bytes.
+    from hloscope.analysis.kinds import NameBasis
+
+    got = {t.instruction.name: (t.checkpoint_name, t.name_basis) for t in report.transfers}
+    q, k, v = (("query_proj", NameBasis.CALLERS), ("key_proj", NameBasis.CALLERS),
+               ("value_proj", NameBasis.DATA_FLOW))
+    assert got == {
+        "dynamic-update-slice-start.6": q, "dynamic-update-slice-start.1.0": k, "dynamic-update-slice-start.2.0": v,
+        "dynamic-update-slice-start.3.0": q, "dynamic-update-slice-start.4.0": k, "dynamic-update-slice-start.5.0": v,
+        "dynamic-slice-start.6": q, "dynamic-slice-start.1.0": k, "dynamic-slice-start.2.0": v,
+        "dynamic-slice-start.3.0": q, "dynamic-slice-start.4.0": k, "dynamic-slice-start.5.0": v,
+    }, got
+    assert not any(t.name_guessed for t in report.transfers)
+    for t in report.transfers:
+        assert t.source is not None and t.source.file.endswith(
+            "maxtext/layers/linears.py" if t.checkpoint_name == "value_proj" else "maxtext/layers/embeddings.py")
     # The policy is read as MaxText built it: qkv_proj_offloaded offloads these four names.
     from hloscope.analysis.intent import AskKind, requests
 
     assert result.intent is not None
     asked = {a.what for a in requests(result.intent) if a.kind is AskKind.OFFLOAD_NAME}
     assert asked == {"query_proj", "key_proj", "kv_proj", "value_proj"}
+    # Every name it tags produced its transfers; only kv_proj, never tagged in a llama, produced none.
+    assert report.intent is not None
+    produced = {a.asked.what: bool(a.transfers) for a in report.intent.items if a.asked.kind is AskKind.OFFLOAD_NAME}
+    assert produced == {"query_proj": True, "key_proj": True, "value_proj": True, "kv_proj": False}, produced
     # The artifact folder reads back as any compile's.
     again = hloscope.analyze(out)
     assert len(again.transfers) == 12

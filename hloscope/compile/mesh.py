@@ -72,7 +72,7 @@ def devices_for(mesh: Any, tgt: Target) -> Any:
         platforms = {d.platform for d in mesh.devices.flat}
         if platforms - {"gpu", "cuda"}:
             raise HloscopeError(f"mesh= holds {', '.join(sorted(platforms))} devices, not compile-only GPUs: "
-                                f"build it with hloscope.compile.deviceless.make_mesh('{tgt.name}', "
+                                f"build it with hloscope.make_mesh('{tgt.name}', "
                                 f"{mesh.devices.size})", EXIT_BAD_INPUT)
     abstract = mesh if not isinstance(mesh, Mesh) else mesh.abstract_mesh
     kind, platform = mesh_device_kind(abstract)
@@ -120,7 +120,7 @@ def check_devices(devices: Any, tgt: Target) -> None:
     cpus = sorted({str(d) for d in devices if d.platform not in ("gpu", "cuda", "rocm")})
     if cpus:
         raise HloscopeError(f"a sharding places values on {', '.join(cpus[:3])} (the host's CPU), not on "
-                            f"{tgt.name}'s GPUs: build it over hloscope.compile.deviceless.make_mesh"
+                            f"{tgt.name}'s GPUs: build it over hloscope.make_mesh"
                             f"('{tgt.name}', devices); host memory is memory_kind='pinned_host' on a GPU sharding",
                             EXIT_BAD_INPUT)
 

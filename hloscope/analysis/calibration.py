@@ -1,6 +1,7 @@
-"""Measured per-op times in place of the model: a profile read into ``{instruction name: µs}``.
+"""Measured per-op times in place of the model: a profile parsed into ``{instruction name: µs}``.
 
-``read_profile(path)`` reads one of three forms, chosen by content:
+``parse_profile_file(file)`` parses the bytes ``hloscope.hlo.profile_files.read_profile_file``
+read (this module opens no file), in one of three forms chosen by content:
 
 - XLA's profile-guided latency estimator (PGLE) profile, the text form of a
   ``ProfiledInstructionsProto`` (``xla/service/latency_hiding_scheduler`` reads the
@@ -33,13 +34,14 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.model import Module
+from hloscope.hlo.profile_files import ProfileFile
 from hloscope.hlo.protowire import FIXED64, LEN, WireError, as_bytes, as_double, as_text, fields
 
-__all__ = ["ProfileMatch", "match_profile", "parse_profile", "parse_profile_bytes", "read_pgle_binary", "read_profile"]
+__all__ = ["ProfileMatch", "match_profile", "parse_profile", "parse_profile_bytes", "parse_profile_file",
+           "read_pgle_binary"]
 
 _ENTRY = re.compile(r"\b(costs|latencies)\s*\{([^{}]*)\}", re.S)
 _FIELD = re.compile(r'(\w+)\s*:\s*("(?:[^"\\]|\\.)*"|[-+0-9.eE]+|\w+)')
@@ -154,14 +156,9 @@ def parse_profile(text: str, source: str = "<profile>") -> dict[str, float]:
     return got
 
 
-def read_profile(path: str | Path) -> dict[str, float]:
-    """The profile in a file (text or binary PGLE, JSON, CSV); an unreadable file is one error line (exit 2)."""
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as e:
-        raise HloscopeError(f"{p}: cannot read profile: {e.strerror or e}", EXIT_BAD_INPUT) from None
-    return parse_profile_bytes(data, str(p))
+def parse_profile_file(file: ProfileFile) -> dict[str, float]:
+    """The profile in a file read by ``read_profile_file`` (text or binary PGLE, JSON, CSV)."""
+    return parse_profile_bytes(file.data, file.source)
 
 
 def parse_profile_bytes(data: bytes, source: str) -> dict[str, float]:
@@ -205,8 +202,6 @@ def read_pgle_binary(data: bytes, source: str) -> dict[str, float]:
     if not out:
         raise _bad(source, "no instruction times in it")
     return out
-
-
 
 
 @dataclass(frozen=True)

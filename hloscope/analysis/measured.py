@@ -1,7 +1,8 @@
 """Measured GPU profiles beside the model: the profile type, and its comparison with the step's estimates.
 
-The readers (``hloscope.analysis.measured_read``: nsys-jax archives, Chrome trace JSON, PGLE
-profiles; ``hloscope.compile.xplane``: ``.xplane.pb`` through jaxlib) all build one
+The parsers (``hloscope.analysis.measured_read``: nsys-jax archives, Chrome trace JSON, PGLE
+profiles; ``hloscope.compile.xplane``: ``.xplane.pb`` through jaxlib), of the files
+``hloscope.hlo.profile_files`` reads, all build one
 :class:`MeasuredProfile` with :func:`profile_from_events`: per op the median and spread over executions of its
 time per execution, the step time of each execution, and the op intervals of the median
 execution (for the measured overlap of async ops). :func:`compare_measured` then puts the

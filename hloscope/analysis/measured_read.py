@@ -1,10 +1,13 @@
-"""Read measured GPU profiles by content: ``read_measured(path)`` -> a :class:`MeasuredProfile`.
+"""Measured GPU profiles from their bytes: ``parse_measured(file)`` -> a :class:`MeasuredProfile`.
 
-- an nsys-jax archive (``.zip``): ``nvtx_gpu_proj_trace/trace.parquet`` (needs the
-  ``measured`` extra: pyarrow). Module ranges ``TSL:XlaModule:#hlo_module=M,program_id=N#``
-  are executions (their projected GPU duration is the step's measured time); their child
-  ranges ``TSL:Thunk:#...hlo_op=OP...#`` are the ops, with the projected GPU start and
-  duration of the kernels each launched.
+The file is read by ``hloscope.hlo.profile_files.read_measured_file``, which tells its form by
+content; this module parses three of the forms and never opens a file:
+
+- an nsys-jax archive: ``nvtx_gpu_proj_trace/trace.parquet`` (needs the ``measured`` extra:
+  pyarrow). Module ranges ``TSL:XlaModule:#hlo_module=M,program_id=N#`` are executions (their
+  projected GPU duration is the step's measured time); their child ranges
+  ``TSL:Thunk:#...hlo_op=OP...#`` are the ops, with the projected GPU start and duration of the
+  kernels each launched.
 - ``jax.profiler``'s Chrome trace JSON (``*.trace.json.gz``, or plain JSON): complete events
   (``ph: X``) whose ``args`` carry ``hlo_op`` and ``hlo_module`` are ops, grouped into executions
   by ``run_id``; events with ``hlo_module`` but no ``hlo_op`` (the "XLA Modules" line of a GPU
@@ -12,73 +15,45 @@
 - an XLA PGLE profile (``ProfiledInstructionsProto``), text or binary (``profile.pb``): one
   figure per op, no executions, no intervals.
 
-An ``.xplane.pb`` is read through jaxlib by ``hloscope.compile.xplane`` (the CLI picks it by
-content); :func:`looks_like_xplane` tells it apart. Bad input is one
-:class:`~hloscope.errors.HloscopeError` (exit 2).
+An ``.xplane.pb`` is parsed through jaxlib by ``hloscope.compile.xplane`` (``load_measured``
+there reads any measured profile). Bad input is one :class:`~hloscope.errors.HloscopeError` (exit 2).
 """
 
 from __future__ import annotations
 
-import gzip
 import io
 import json
 import re
 from collections import defaultdict
-from pathlib import Path
 
 from hloscope.analysis.calibration import parse_profile_bytes
 from hloscope.analysis.measured import MeasuredProfile, OpStats, profile_from_events, runs_from_spans
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
-from hloscope.hlo.archive import TRACE_MEMBER, ZIP_MAGIC, NsysArchive, known_archive, nsys_archive
+from hloscope.hlo.archive import TRACE_MEMBER, NsysArchive
+from hloscope.hlo.profile_files import ProfileFile, ProfileForm
 
-__all__ = ["looks_like_xplane", "read_measured"]
+__all__ = ["parse_measured"]
 
 _MODULE_RE = re.compile(r"^TSL:XlaModule:#hlo_module=([^,#]+),program_id=(\d+)#")
 _THUNK_RE = re.compile(r"hlo_op=([^,#]+)")
-
-
-def looks_like_xplane(path: str | Path, head: bytes) -> bool:
-    """An XSpace (``jax.profiler``'s ``*.xplane.pb``): by name, or a plane name in its first bytes."""
-    return str(path).endswith(".xplane.pb") or (head[:1] == b"\n" and (b"/host:" in head or b"/device:" in head))
 
 
 def _bad(source: str, what: str) -> HloscopeError:
     return HloscopeError(f"{source}: not a usable measured profile: {what}", EXIT_BAD_INPUT)
 
 
-def read_measured(path: str | Path, module_name: str = "") -> MeasuredProfile:
-    """The profile at ``path``, read by content. ``module_name``: which module's executions to
-    keep when the file has several (default: the one with the most op rows)."""
-    p = Path(path)
-    archive = known_archive(p)  # read already (the CLI asked whether it is an nsys-jax archive)
-    if archive is not None:
-        return _read_nsys(archive, module_name)
-    try:
-        with p.open("rb") as f:
-            head = f.read(8)
-    except OSError as e:
-        raise HloscopeError(f"{p}: cannot read profile: {e.strerror or e}", EXIT_BAD_INPUT) from None
-    if not head:
-        raise _bad(str(p), "the file is empty")
-    if head.startswith(ZIP_MAGIC):
-        try:
-            archive = nsys_archive(p)
-        except HloscopeError as e:
-            raise _bad(str(p), str(e).split(": ", 1)[-1]) from None
-        assert archive is not None  # a zip by its first bytes
-        return _read_nsys(archive, module_name)
-    data = p.read_bytes()
-    if data.startswith(b"\x1f\x8b"):
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as e:
-            raise _bad(str(p), f"a broken gzip stream ({e}); is it truncated?") from None
-    if data.lstrip()[:1] == b"{" and b"traceEvents" in data[:4096]:
-        return _read_chrome(data, str(p), module_name)
-    if looks_like_xplane(p, data[:65536]):
-        raise _bad(str(p), "an .xplane.pb is read through jaxlib: hloscope analyze/calibrate do it when the "
+def parse_measured(file: ProfileFile, module_name: str = "") -> MeasuredProfile:
+    """The measured profile in ``file``. ``module_name``: which module's executions to keep when
+    the file has several (default: the one with the most op rows)."""
+    if file.form is ProfileForm.NSYS:
+        assert file.archive is not None  # read_measured_file gives an archive with this form
+        return _read_nsys(file.archive, module_name)
+    if file.form is ProfileForm.TRACE:
+        return _read_chrome(file.data, file.source, module_name)
+    if file.form is ProfileForm.XPLANE:
+        raise _bad(file.source, "an .xplane.pb is read through jaxlib: hloscope analyze/calibrate do it when the "
                    "'compile' extra is installed")
-    return _read_pgle(data, str(p))
+    return _read_pgle(file.data, file.source)
 
 
 def _read_pgle(data: bytes, source: str) -> MeasuredProfile:

@@ -73,9 +73,11 @@ class PeakBuffer:
     shape: its shape as XLA prints it ("" when neither the assignment nor the module gives it).
     memory_space: 0 device, 5 pinned host.
     role: what it is (:class:`Role`).
-    detail: the argument name, loop and trip count, or op name behind the role.
+    detail: the argument name, loop, collective or op name behind the role ("" if none).
     instruction: the defining instruction's name; computation: where it is ("" if unknown).
     source: ``file:line`` of the JAX code that produced it, when the module carries it.
+    stacked_layers: the layer count of a layer stack (its leading dimension, a forward loop's
+    trip count or one more for a peeled iteration); 0 when the value is not one.
     """
 
     position: str
@@ -87,6 +89,7 @@ class PeakBuffer:
     instruction: str = ""
     computation: str = ""
     source: str = ""
+    stacked_layers: int = 0
 
 
 @dataclass(frozen=True)
@@ -156,8 +159,9 @@ class MemoryFacts:
     64 GiB by default: ``GetGpuHostAllocator`` in XLA's se_gpu_pjrt_client); pinned-host
     buffers come from it, so a step whose host bytes exceed it fails to allocate however
     much memory the host has. host_pool_fits: host_bytes <= host_pool_bytes.
-    xla_peak_counts_host: XLA's peak is arguments + outputs + the host heap, not the device heap.
-    xla_peak_reason: one-line evidence for that reading (figures), "" when XLA gave no peak.
+    xla_peak_counts_host: XLA's peak is arguments + outputs + the host heap, not the device heap
+    (the figures that show it: ``xla_peak_io_bytes``, ``xla_peak_heap_bytes``, ``host_temp_bytes``
+    against ``temp_bytes``).
     live_at_peak: XLA's live-range peak list, when the dump was given.
     host_live_at_peak_bytes: the host (S(5)) values in that list.
     top_buffers: the largest device values live at peak, largest first.
@@ -179,7 +183,6 @@ class MemoryFacts:
     hbm_bytes: int
     fits: bool
     xla_peak_counts_host: bool
-    xla_peak_reason: str
     pressure: Pressure
     live_at_peak: LiveAtPeak | None = None
     host_live_at_peak_bytes: int = 0
@@ -195,6 +198,16 @@ class MemoryFacts:
         """The host bytes of one GPU fit in PJRT's pinned-host pool (one process per GPU: the least a
         process asks for; a process driving n GPUs asks for n times as much)."""
         return self.host_bytes <= self.host_pool_bytes
+
+    @property
+    def xla_peak_io_bytes(self) -> int:
+        """The arguments and outputs not aliased to one, in XLA's peak (device figures)."""
+        return self.argument_bytes + self.output_bytes - self.alias_bytes
+
+    @property
+    def xla_peak_heap_bytes(self) -> int:
+        """XLA's peak less its arguments and outputs: the peak of the heap trace it took."""
+        return self.xla_peak_bytes - self.xla_peak_io_bytes
 
     @property
     def limit_bytes(self) -> int:
@@ -259,26 +272,29 @@ def _reads_host(ins: Instruction, index: _PeakIndex) -> bool:
                for op in ins.operands)
 
 
+_Classified = tuple[Role, str, str, str, str, int]
+
+
 def _classify(position: str, space: int, shape: Shape | None, index: _PeakIndex | None,
-              vocab_size: int | None) -> tuple[Role, str, str, str, str]:
-    """(role, detail, instruction, computation, source) of one live value."""
+              vocab_size: int | None) -> _Classified:
+    """(role, detail, instruction, computation, source, stacked layers) of one live value."""
     name, idx = _split_position(position)
     if space == HOST_MEMORY_SPACE:
-        return Role.OFFLOADED, "", name, "", ""
+        return Role.OFFLOADED, "", name, "", "", 0
     ins = index.by_name.get(name) if index is not None else None
     if ins is None or index is None:
         # compiled.as_text() prints async collectives in their sugared form, so the op inside
         # (``reduce-scatter.4``) is named in the dump but not in the module: go by its name.
         if _collective_by_name(name):
-            return Role.COLLECTIVE, name.rsplit(".", 1)[0], name, "", ""
+            return Role.COLLECTIVE, name.rsplit(".", 1)[0], name, "", "", 0
         if vocab_size and shape is not None and shape.dims and shape.dims[-1] == vocab_size:
-            return Role.LOGITS, "", name, "", ""
-        return Role.TEMPORARY, "", name, "", ""
+            return Role.LOGITS, "", name, "", "", 0
+        return Role.TEMPORARY, "", name, "", "", 0
     loc = index.module.source_location(ins)
     source = f"{loc.file}:{loc.line}" if loc else ""
     op_name = ins.metadata.get("op_name", "").replace("\\'", "'")
     comp = ins.computation
-    where = (name, comp, source)
+    where = (name, comp, source, 0)
     if ins.opcode == "parameter" and comp == index.module.entry_name:
         return (Role.ARGUMENT, op_name, *where)
     if _collective(ins, index):
@@ -290,17 +306,16 @@ def _classify(position: str, space: int, shape: Shape | None, index: _PeakIndex 
         trips = index.index.trip_count(loop)
         loop_op = loop.metadata.get("op_name", "")
         stacked = shape is not None and trips is not None and bool(shape.dims) and shape.dims[0] in (trips, trips + 1)
-        layers = f", stacked over {shape.dims[0]} layers" if stacked and shape is not None else ""
-        detail = f"{loop.name}{layers}"
+        layers = shape.dims[0] if stacked and shape is not None else 0
         if "transpose(" not in loop_op and stacked:
-            return (Role.SAVED_ACTIVATIONS, detail, *where)
+            return (Role.SAVED_ACTIVATIONS, loop.name, name, comp, source, layers)
         if "transpose(" in loop_op:
-            return (Role.LOOP_CARRIED, detail, *where)
+            return (Role.LOOP_CARRIED, loop.name, name, comp, source, layers)
     # A layer stack written slice by slice in the forward pass (XLA may fuse the whole
     # stack into one buffer outside the loop tuple).
     if (op_name.endswith("dynamic_update_slice") and "transpose(" not in op_name and shape is not None
             and shape.dims and shape.dims[0] in index.forward_trips):
-        return (Role.SAVED_ACTIVATIONS, f"stacked over {shape.dims[0]} layers", *where)
+        return (Role.SAVED_ACTIVATIONS, "", name, comp, source, shape.dims[0])
     # Logits are computed once, after the layer loop: only outside loop bodies.
     if vocab_size and shape is not None and shape.dims and shape.dims[-1] == vocab_size and "/while/" not in op_name:
         return (Role.LOGITS, op_name, *where)
@@ -345,15 +360,15 @@ def peak_buffers(live: LiveAtPeak, assigned: Mapping[str, tuple[int, str]],
                 if shape is not None and space < 0:
                     space = HOST_MEMORY_SPACE if shape.in_memory_space(HOST_MEMORY_SPACE) else 0
         space = max(space, 0)
-        role, detail, ins_name, comp, source = _classify(position, space, shape, index, vocab_size)
+        role, detail, ins_name, comp, source, layers = _classify(position, space, shape, index, vocab_size)
         if role is Role.TEMPORARY and not comp and positions:
             # Not an instruction of the module and not a collective by its name: read it where the
             # module names its value.
             named = _named_position(position, positions, index)
             if named and named != position:
-                role, detail, ins_name, comp, source = _classify(named, space, shape, index, vocab_size)
+                role, detail, ins_name, comp, source, layers = _classify(named, space, shape, index, vocab_size)
         out.append(PeakBuffer(position, size, shape_text or (str(shape) if shape is not None else ""), space,
-                              role, detail, ins_name, comp, source))
+                              role, detail, ins_name, comp, source, layers))
     return out
 
 
@@ -372,19 +387,15 @@ def scheduler_memory_limit(hbm_bytes: int, io_bytes: int, slop_factor: int = DEF
     return (base - io_bytes) * slop_factor // 100
 
 
-def _xla_peak_reading(m: Mapping[str, int], device_allocation: int) -> tuple[bool, str]:
+def _xla_peak_counts_host(m: Mapping[str, int]) -> bool:
+    """XLA's peak is arguments and outputs plus the host (S(5)) heap: the host temporaries are
+    larger than the device ones and the peak's heap is theirs, within a few small buffers."""
     peak = m.get("peak_memory_in_bytes", 0) if m.get("peak_memory_from_xla", 1) else 0
     if not peak:
-        return False, ""
+        return False
     io = m.get("argument_size_in_bytes", 0) + m.get("output_size_in_bytes", 0) - m.get("alias_size_in_bytes", 0)
     host_temp = m.get("host_temp_size_in_bytes", 0)
-    heap = peak - io
-    if host_temp > m.get("temp_size_in_bytes", 0) and abs(heap - host_temp) <= _HOST_TRACE_TOLERANCE:
-        return True, (f"peak {peak} = arguments and outputs {io} + {heap} bytes of heap, which is the host "
-                      f"(S(5)) temporaries ({host_temp}), larger than the device temporaries "
-                      f"({m.get('temp_size_in_bytes', 0)})")
-    return False, (f"peak {peak} = arguments and outputs {io} + {heap} bytes of heap, within the device "
-                   f"temporaries ({m.get('temp_size_in_bytes', 0)}); device allocation {device_allocation}")
+    return host_temp > m.get("temp_size_in_bytes", 0) and abs(peak - io - host_temp) <= _HOST_TRACE_TOLERANCE
 
 
 def _next_steps(fits: bool, pressure: Pressure, top: tuple[PeakBuffer, ...],
@@ -433,7 +444,7 @@ def memory_facts(memory: Mapping[str, int], target: Target, report_text: str | N
     allocator = g("allocator_bytes", 0)
     room = allocator or hbm  # what the step must fit in (MemoryFacts.limit_bytes)
     fits = device_allocation <= room
-    counts_host, reason = _xla_peak_reading(memory, device_allocation)
+    counts_host = _xla_peak_counts_host(memory)
     io = args + out - alias + host_args + host_out
     limit = scheduler_memory_limit(hbm, io, slop_factor, allocator)
     pressure = Pressure(over_hbm=not fits, excess_bytes=max(0, device_allocation - room),
@@ -451,7 +462,7 @@ def memory_facts(memory: Mapping[str, int], target: Target, report_text: str | N
         host_bytes=host, host_argument_bytes=host_args, host_temp_bytes=host_temp, host_output_bytes=host_out,
         report_space_bytes=(dict(derived.report_space_bytes) if derived.has_report
                             else report_space_totals(report_text) if report_text else {}),
-        hbm_bytes=hbm, fits=fits, xla_peak_counts_host=counts_host, xla_peak_reason=reason, pressure=pressure,
+        hbm_bytes=hbm, fits=fits, xla_peak_counts_host=counts_host, pressure=pressure,
         live_at_peak=live,
         host_live_at_peak_bytes=sum(b.size_bytes for b in buffers if b.memory_space == HOST_MEMORY_SPACE),
         top_buffers=top_buffers, next_steps=_next_steps(fits, pressure, top_buffers, offloaded_names),

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TextIO
 
 from hloscope.analysis.backend import find_backend
+from hloscope.analysis.calibration import match_profile, parse_profile_file
 from hloscope.analysis.kinds import VerdictKind
 from hloscope.analysis.measured import MeasuredComparison
 from hloscope.analysis.overlap import AnalysisOptions
@@ -24,6 +25,7 @@ from hloscope.cli.archive import is_nsys_archive
 from hloscope.cli.options import add_host_memory_space_option, add_host_pool_option, add_target_option, host_pool_bytes
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_NOTHING_TO_CHECK, HloscopeError
 from hloscope.hlo.loader import ARTIFACT_NOTE
+from hloscope.hlo.profile_files import read_profile_file
 from hloscope.hlo.shape import HOST_MEMORY_SPACE
 from hloscope.render import RENDERERS, Renderer, RenderOptions, get_renderer
 from hloscope.render.backend_text import backend_note
@@ -92,9 +94,7 @@ def prepare_report(args: argparse.Namespace) -> ReportRequest:
         raise HloscopeError(f"--trace and -o name the same file ({args.trace})", EXIT_BAD_INPUT)
     measured: tuple[tuple[str, float], ...] = ()
     if getattr(args, "profile", None):
-        from hloscope.analysis.calibration import read_profile
-
-        measured = tuple(sorted(read_profile(args.profile).items()))
+        measured = tuple(sorted(parse_profile_file(read_profile_file(args.profile)).items()))
     options = AnalysisOptions(host_space=getattr(args, "host_memory_space", HOST_MEMORY_SPACE),
                               link_mode=LinkMode(args.link), measured_us=measured,
                               host_pool_bytes=host_pool_bytes(getattr(args, "host_pool_gb", None), os.environ))
@@ -175,8 +175,6 @@ class AnalyzeCommand:
         if report.measured is not None:
             check_measured(report.measured)
         if args.profile:
-            from hloscope.analysis.calibration import match_profile
-
             found = match_profile(dict(req.options.measured_us), report.module)
             print(f"hloscope: note: profile {args.profile}: {found.matched} of {found.entries} times name an "
                   "instruction of this module" + (f" (not: {', '.join(found.unknown)})" if found.unknown else ""),

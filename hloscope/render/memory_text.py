@@ -7,7 +7,7 @@ from dataclasses import asdict
 from typing import Any
 
 from hloscope.analysis.kinds import Reason
-from hloscope.analysis.memory import Action, Limit, MemoryFacts, NextStep
+from hloscope.analysis.memory import Action, Limit, MemoryFacts, NextStep, PeakBuffer
 from hloscope.analysis.remat import HOST_MEMORY_OFFLOADING_FLAG
 from hloscope.analysis.report import Report
 from hloscope.units import human_bytes
@@ -51,9 +51,40 @@ def step_words(step: NextStep) -> dict[str, str]:
     return {"action": ACTION_WORDS[step.action], "via": step_via(step), "because": step_because(step)}
 
 
+def xla_peak_words(m: MemoryFacts) -> str:
+    """The figures behind reading XLA's peak as the host heap's or the device's ("" without a peak)."""
+    if not m.xla_peak_bytes:
+        return ""
+    split = (f"peak {m.xla_peak_bytes} = arguments and outputs {m.xla_peak_io_bytes} + {m.xla_peak_heap_bytes} "
+             "bytes of heap")
+    if m.xla_peak_counts_host:
+        return (f"{split}, which is the host (S(5)) temporaries ({m.host_temp_bytes}), larger than the device "
+                f"temporaries ({m.temp_bytes})")
+    return f"{split}, within the device temporaries ({m.temp_bytes}); device allocation {m.device_allocation_bytes}"
+
+
+def buffer_detail(b: PeakBuffer) -> str:
+    """What stands behind a live value's role: ``while.26, stacked over 4 layers``, ``m['w_in']``."""
+    layers = f"stacked over {b.stacked_layers} layers" if b.stacked_layers else ""
+    return ", ".join(part for part in (b.detail, layers) if part)
+
+
+def _buffer_dict(b: PeakBuffer) -> dict[str, Any]:
+    out = asdict(b)
+    del out["stacked_layers"]
+    out["detail"] = buffer_detail(b)
+    return out
+
+
 def memory_dict(m: MemoryFacts) -> dict[str, Any]:
-    """The ``memory`` object of the JSON report (docs/json-schema.md): the facts, next steps in words."""
-    out = asdict(m)
+    """The ``memory`` object of the JSON report (docs/json-schema.md): the facts; XLA's peak reading,
+    each live value's detail and the next steps in words."""
+    out: dict[str, Any] = {}
+    for key, value in asdict(m).items():
+        out[key] = value
+        if key == "xla_peak_counts_host":
+            out["xla_peak_reason"] = xla_peak_words(m)
+    out["top_buffers"] = [_buffer_dict(b) for b in m.top_buffers]
     out["next_steps"] = [step_words(s) for s in m.next_steps]
     out["host_pool_fits"] = m.host_pool_fits
     return out
@@ -121,13 +152,13 @@ def memory_lines(report: Report, top: int = 3) -> list[str]:
                      f"the schedule was planned for {gib(m.hbm_bytes)} of HBM; the fit above is the allocation's "
                      "alone")
     if m.xla_peak_counts_host:
-        lines.append(f"  XLA's peak_memory_in_bytes counts pinned-host buffers ({m.xla_peak_reason}); the device "
+        lines.append(f"  XLA's peak_memory_in_bytes counts pinned-host buffers ({xla_peak_words(m)}); the device "
                      "allocation is what HBM must hold")
     if m.top_buffers:
         lines.append("  largest device buffers live at the peak:")
         for b in m.top_buffers[:top]:
             where = f" [{b.source}]" if b.source else ""
-            detail = f", {b.detail}" if b.detail else ""
+            detail = f", {buffer_detail(b)}" if buffer_detail(b) else ""
             lines.append(f"    {gib(b.size_bytes):>10}  {b.role}{detail}: {b.position} {b.shape}{where}")
     p = m.pressure
     if p.over_hbm or p.over_scheduler_limit:

@@ -29,9 +29,10 @@ RUNS_MS = (147.966759, 143.040768, 127.31243, 127.464524, 126.859056)
 
 @pytest.fixture(scope="module")
 def profile():  # type: ignore[no-untyped-def]
-    from hloscope.analysis.measured_read import read_measured
+    from hloscope.analysis.measured_read import parse_measured
+    from hloscope.hlo.profile_files import read_measured_file
 
-    return read_measured(ARCHIVE)
+    return parse_measured(read_measured_file(ARCHIVE))
 
 
 def test_archive_profile_reads_the_executions_and_thunks(profile) -> None:  # type: ignore[no-untyped-def]

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.analysis.calibration import read_profile
+from hloscope.analysis.calibration import parse_profile_file
 from hloscope.cli.main import main
+from hloscope.hlo.profile_files import read_profile_file
 
 pytestmark = pytest.mark.xla
 
@@ -22,7 +23,7 @@ def test_the_profile_is_written_in_the_folder_and_used(tmp_path: Path, capsys: p
     assert main(["compile", "--workload", "mlp", "--out", str(out), "--what-if-profile"]) == 0
     text = capsys.readouterr().out
     profile = out / "model-profile.pbtxt"
-    assert profile.is_file() and read_profile(str(profile))
+    assert profile.is_file() and parse_profile_file(read_profile_file(str(profile)))
     assert f"what if XLA's scheduler knew these costs (hloscope's model as its profile, {profile}):" in text
     assert "does not say it used the profile" not in text
     assert "  XLA's scheduler times its new schedule at " in text

@@ -193,13 +193,14 @@ def test_the_a100_collectives_margins_beside_their_measured_overlap() -> None:
 
     from hloscope.analysis.margin import class_error_factors, measure_collective_margins
     from hloscope.analysis.measured import OpClassName
-    from hloscope.analysis.measured_read import read_measured
+    from hloscope.analysis.measured_read import parse_measured
     from hloscope.analysis.report import reanalyze
+    from hloscope.hlo.profile_files import read_measured_file
     from tests.conftest import FIXTURES
 
     archive = FIXTURES / "measured" / "pax_fsdp4_proc0.nsys.zip"
     first = analyze(str(archive))
-    r = reanalyze(first, replace(first.options, compare_with=read_measured(archive)))
+    r = reanalyze(first, replace(first.options, compare_with=parse_measured(read_measured_file(archive))))
     seen = {o.start: o for o in r.measured.overlaps}
     assert {n for n, o in seen.items() if o.disagree} == {"reduce-scatter-start", "all-gather-start.2"}
     cm = measure_collective_margins(r.module, r.cost, r.pairs, r.transfers, r.index.callgraph, r.streams, r.timeline)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.analysis.calibration import match_profile, parse_profile, read_profile
+from hloscope.analysis.calibration import match_profile, parse_profile, parse_profile_file
 from hloscope.analysis.cost import CostModel
 from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.overlap import AnalysisOptions
@@ -20,6 +20,7 @@ from hloscope.analysis.report import analyze_module
 from hloscope.cli.main import main
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.parser import parse_hlo
+from hloscope.hlo.profile_files import read_profile_file
 from hloscope.targets import get_target
 
 H100 = get_target("h100-sxm")
@@ -101,4 +102,4 @@ def test_analyze_profile_on_the_command_line(tmp_path: Path, capsys: pytest.Capt
     assert main(["analyze", str(hlo), "--profile", str(tmp_path / "missing.csv")]) == EXIT_BAD_INPUT
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cannot read profile" in err[0]
-    assert read_profile(prof)["m"] == 100.0
+    assert parse_profile_file(read_profile_file(prof))["m"] == 100.0

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.analysis.calibration import parse_profile, read_profile
-from hloscope.analysis.measured_read import read_measured
+from hloscope.analysis.calibration import parse_profile, parse_profile_file
+from hloscope.analysis.measured_read import parse_measured
 from hloscope.cli.main import main
 from hloscope.errors import HloscopeError
+from hloscope.hlo.profile_files import read_measured_file, read_profile_file
 from tests.conftest import FIXTURES
 
 CPU = FIXTURES / "measured" / "cpu_step"
@@ -34,7 +35,7 @@ def _check_cpu_profile(p) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_chrome_trace_json() -> None:
-    p = read_measured(CPU / "step.trace.json.gz")
+    p = parse_measured(read_measured_file(CPU / "step.trace.json.gz"))
     assert p.kind == "trace"
     _check_cpu_profile(p)
 
@@ -44,7 +45,7 @@ def test_xplane_through_jaxlib_reads_the_same_events() -> None:
     pytest.importorskip("jax")
     from hloscope.compile.xplane import read_xplane
 
-    p = read_xplane(CPU / "step.xplane.pb")
+    p = read_xplane(read_measured_file(CPU / "step.xplane.pb"))
     assert p.kind == "xplane"
     _check_cpu_profile(p)
 
@@ -66,7 +67,7 @@ def test_truncated_trace_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixtu
     plain = tmp_path / "cut.json"
     plain.write_bytes(gzip.decompress(data)[:1500])
     with pytest.raises(HloscopeError, match="truncated"):
-        read_measured(plain)
+        parse_measured(read_measured_file(plain))
 
 
 PGLE_TEXT = ('costs { name: "fusion.12" cost_us: 41.5 }\ncosts { name: "all-gather-start.1" cost_us: 67 }\n'
@@ -103,8 +104,9 @@ def _binary_pgle() -> bytes:
 def test_binary_profile_pb_reads_like_its_text(tmp_path: Path) -> None:
     binary = tmp_path / "profile.pb"
     binary.write_bytes(_binary_pgle())
-    assert read_profile(binary) == parse_profile(PGLE_TEXT) == {"fusion.12": 41.5, "all-gather-start.1": 70.25}
-    p = read_measured(binary)
+    assert (parse_profile_file(read_profile_file(binary)) == parse_profile(PGLE_TEXT)
+            == {"fusion.12": 41.5, "all-gather-start.1": 70.25})
+    p = parse_measured(read_measured_file(binary))
     assert p.kind == "pgle" and p.ops["fusion.12"].median_us == 41.5 and not p.step_us
 
 
@@ -112,7 +114,7 @@ def test_truncated_binary_profile_is_one_line(tmp_path: Path) -> None:
     cut = tmp_path / "profile.pb"
     cut.write_bytes(_binary_pgle()[:-5])
     with pytest.raises(HloscopeError, match="profile"):
-        read_profile(cut)
+        parse_profile_file(read_profile_file(cut))
 
 
 def test_archive_without_pyarrow_names_the_extra(monkeypatch: pytest.MonkeyPatch,

@@ -26,7 +26,7 @@ from hloscope.analysis.memory import (
 )
 from hloscope.hlo.parser import parse_hlo
 from hloscope.hlo.xla_dumps import parse_assigned_values, parse_live_at_peak, report_space_totals
-from hloscope.render.memory_text import step_words
+from hloscope.render.memory_text import buffer_detail, step_words, xla_peak_words
 from hloscope.targets import get_target
 
 MEMORY = Path(__file__).resolve().parents[2] / "fixtures" / "memory"
@@ -88,27 +88,29 @@ def test_assigned_values_space_and_shape() -> None:
     assert values["while.26{3}"] == (0, "bf16[4,8,512]{2,1,0}")
 
 
-@pytest.mark.parametrize(("fixture", "position", "role", "space", "size", "detail"), [
+@pytest.mark.parametrize(("fixture", "position", "role", "space", "size", "detail", "layers"), [
     # mlp: Adam's first moment of w_in is an argument; its name comes from the parameter's op_name.
-    ("mlp_offload", "param.7{}", Role.ARGUMENT, 0, 1_048_576, "m['w_in']"),
+    ("mlp_offload", "param.7{}", Role.ARGUMENT, 0, 1_048_576, "m['w_in']", 0),
     # The forward loop's carried residual stack: 4 layers x 8 x 512 bf16 = 32,768 bytes.
-    ("mlp_offload", "while.26{3}", Role.SAVED_ACTIVATIONS, 0, 32_768, "while.26, stacked over 4 layers"),
-    ("mlp_offload", "wrapped_dynamic-update-slice.1{}", Role.OFFLOADED, 5, 65_536, ""),
+    ("mlp_offload", "while.26{3}", Role.SAVED_ACTIVATIONS, 0, 32_768, "while.26", 4),
+    ("mlp_offload", "wrapped_dynamic-update-slice.1{}", Role.OFFLOADED, 5, 65_536, "", 0),
     # Inside the sugared reduce-scatter-start: named in the dump, not in compiled.as_text().
-    ("mlp_offload", "reduce-scatter.4{0}", Role.COLLECTIVE, 0, 131_072, "reduce-scatter"),
+    ("mlp_offload", "reduce-scatter.4{0}", Role.COLLECTIVE, 0, 131_072, "reduce-scatter", 0),
     # llama: Q of 32 layers offloaded, 32 x 2 x 256 x 32 heads x 128 x 2 bytes.
-    ("llama_offload_big_host", "wrapped_dynamic-update-slice{}", Role.OFFLOADED, 5, 134_217_728, ""),
-    ("llama_offload_big_host", "loop_peel_param{5}", Role.SAVED_ACTIVATIONS, 0, 8_388_608,
-     "while.44, stacked over 32 layers"),
+    ("llama_offload_big_host", "wrapped_dynamic-update-slice{}", Role.OFFLOADED, 5, 134_217_728, "", 0),
+    ("llama_offload_big_host", "loop_peel_param{5}", Role.SAVED_ACTIVATIONS, 0, 8_388_608, "while.44", 32),
 ])
-def test_roles_of_live_values(fixture: str, position: str, role: Role, space: int, size: int, detail: str) -> None:
+def test_roles_of_live_values(fixture: str, position: str, role: Role, space: int, size: int, detail: str,
+                              layers: int) -> None:
     f = _files(fixture)
     live = parse_live_at_peak(f["live"])
     assert live is not None
     by = {b.position: b for b in peak_buffers(live, parse_assigned_values(f["assignment"]), f["module"],
                                               f["meta"]["config"].get("vocab"))}
     b = by[position]
-    assert (b.role, b.memory_space, b.size_bytes, b.detail) == (role, space, size, detail)
+    assert (b.role, b.memory_space, b.size_bytes, b.detail, b.stacked_layers) == (role, space, size, detail, layers)
+    # and in words: the loop, then the layer count of a stack
+    assert buffer_detail(b) == (f"{detail}, stacked over {layers} layers" if layers else detail)
 
 
 def test_attention_scores_in_the_loop_are_not_logits() -> None:
@@ -130,7 +132,8 @@ def test_big_host_heap_makes_xla_peak_count_host() -> None:
     # XLA's peak 322,739,004 = arguments and non-aliased outputs (121,412,396) + 201,326,608:
     # the host heap (plus 16 bytes), not the device one.
     assert m.xla_peak_bytes == 322_739_004 > m.device_allocation_bytes
-    assert m.xla_peak_counts_host and "host (S(5)) temporaries (201326592)" in m.xla_peak_reason
+    assert m.xla_peak_counts_host and m.xla_peak_io_bytes == 121_412_396 and m.xla_peak_heap_bytes == 201_326_608
+    assert "host (S(5)) temporaries (201326592)" in xla_peak_words(m)
     assert m.host_live_at_peak_bytes == m.host_temp_bytes
     # Top device buffers exclude host ones and are sorted; the largest is a 16 MiB f32 temporary.
     assert all(b.memory_space == 0 for b in m.top_buffers)
@@ -184,7 +187,7 @@ def test_over_scheduler_limit_but_fits_suggests_slop() -> None:
 def test_peak_not_from_xla_is_not_read() -> None:
     mem = dict(_files("mlp_offload")["meta"]["memory"], peak_memory_from_xla=0)
     m = memory_facts(mem, get_target("h100-sxm"))
-    assert m.xla_peak_bytes == 0 and not m.xla_peak_counts_host and m.xla_peak_reason == ""
+    assert m.xla_peak_bytes == 0 and not m.xla_peak_counts_host and xla_peak_words(m) == ""
 
 
 def test_bytes_by_role_sums_sizes() -> None:

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.analysis.calibration import parse_profile, read_profile
+from hloscope.analysis.calibration import parse_profile, parse_profile_file
 from hloscope.analysis.model_profile import ProfileSource, model_profile
 from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import analyze_module
 from hloscope.cli.main import main
 from hloscope.hlo.parser import parse_hlo
+from hloscope.hlo.profile_files import read_profile_file
 from hloscope.render import render_to_string
 from hloscope.render.pgle import proto_string
 from tests.unit.test_cost_calibration import H100, STEP
@@ -80,5 +81,5 @@ def test_cli_writes_the_profile_to_the_chosen_file(tmp_path: Path, capsys: pytes
     out = tmp_path / "model.pbtxt"
     assert main(["analyze", str(FIXTURES / "llama_offload.hlo.txt"), "--format", "pgle", "-o", str(out)]) == 0
     assert capsys.readouterr().out == ""
-    prof = read_profile(str(out))
+    prof = parse_profile_file(read_profile_file(str(out)))
     assert "dynamic-slice-start.2.0" in prof and prof["dynamic-slice-start.2.0"] > 2.0

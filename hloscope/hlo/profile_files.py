@@ -1,0 +1,116 @@
+"""Profile files on disk, each read once: the one place a cost or measured profile is opened.
+
+Contract: a path goes in, a :class:`ProfileFile` comes out (its bytes, and for a measured
+profile its form told by content); ``hloscope.analysis`` parses those bytes and never sees a
+path.
+
+- :func:`read_profile_file`: a cost profile's bytes as they are (``analyze --profile``: XLA's
+  PGLE ``ProfiledInstructionsProto`` as text or binary, JSON or CSV;
+  ``hloscope.analysis.calibration.parse_profile_file`` parses them).
+- :func:`read_measured_file`: a measured profile by content (``analyze --measured``,
+  ``calibrate``, the TUI): an nsys-jax archive (opened once, through
+  :mod:`hloscope.hlo.archive`), ``jax.profiler``'s XSpace (``*.xplane.pb``, parsed through
+  jaxlib by ``hloscope.compile.xplane``), a Chrome trace JSON (gzip undone here), else a PGLE
+  profile (``hloscope.analysis.measured_read.parse_measured`` parses the last three it can).
+
+Bad input is one :class:`~hloscope.errors.HloscopeError` (exit 2): ``PATH: cannot read profile:
+why`` for a file that cannot be read; ``PATH: not a usable measured profile: what`` for an empty
+file, a broken zip or a broken gzip stream.
+"""
+
+from __future__ import annotations
+
+import gzip
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.hlo.archive import ZIP_MAGIC, NsysArchive, known_archive, nsys_archive
+
+__all__ = ["ProfileFile", "ProfileForm", "looks_like_xplane", "read_measured_file", "read_profile_file"]
+
+_GZIP_MAGIC = b"\x1f\x8b"
+#: How far into a file its form is looked for (an XSpace names its planes early; a Chrome trace
+#: its ``traceEvents`` key).
+_XPLANE_HEAD = 65536
+_TRACE_HEAD = 4096
+
+
+class ProfileForm(StrEnum):
+    """What a profile file holds, told by its content (the value is ``MeasuredProfile.kind``)."""
+
+    NSYS = "nsys"  # an nsys-jax archive: the projected GPU trace
+    TRACE = "trace"  # jax.profiler's Chrome trace JSON
+    XPLANE = "xplane"  # jax.profiler's XSpace protobuf
+    PGLE = "pgle"  # XLA's ProfiledInstructionsProto (text or binary), JSON or CSV of per-op times
+
+
+@dataclass(frozen=True)
+class ProfileFile:
+    """One profile file, read.
+
+    source: the path as messages name it.
+    form: what it holds (:class:`ProfileForm`).
+    data: its bytes, a gzip stream undone; ``b""`` for an archive (its members are in ``archive``).
+    archive: the nsys-jax archive, read once (None unless ``form`` is ``NSYS``).
+    """
+
+    source: str
+    form: ProfileForm
+    data: bytes
+    archive: NsysArchive | None = None
+
+
+def looks_like_xplane(path: str | Path, head: bytes) -> bool:
+    """An XSpace (``jax.profiler``'s ``*.xplane.pb``): by name, or a plane name in its first bytes."""
+    return str(path).endswith(".xplane.pb") or (head[:1] == b"\n" and (b"/host:" in head or b"/device:" in head))
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as e:
+        raise HloscopeError(f"{path}: cannot read profile: {e.strerror or e}", EXIT_BAD_INPUT) from None
+
+
+def _bad(source: str, what: str) -> HloscopeError:
+    return HloscopeError(f"{source}: not a usable measured profile: {what}", EXIT_BAD_INPUT)
+
+
+def read_profile_file(path: str | Path) -> ProfileFile:
+    """A cost profile's bytes as they are (form ``PGLE``); an unreadable file is one error line."""
+    p = Path(path)
+    return ProfileFile(str(p), ProfileForm.PGLE, _read(p))
+
+
+def read_measured_file(path: str | Path) -> ProfileFile:
+    """A measured profile, its form told by content; the file is opened once (an archive this
+    process has read already is not opened again)."""
+    p = Path(path)
+    source = str(p)
+    archive = known_archive(p)
+    if archive is not None:
+        return ProfileFile(source, ProfileForm.NSYS, b"", archive)
+    data = _read(p)
+    if not data:
+        raise _bad(source, "the file is empty")
+    if looks_like_xplane(p, data[:_XPLANE_HEAD]):
+        return ProfileFile(source, ProfileForm.XPLANE, data)
+    if data.startswith(ZIP_MAGIC):
+        try:
+            archive = nsys_archive(p, data)
+        except HloscopeError as e:
+            raise _bad(source, str(e).split(": ", 1)[-1]) from None
+        assert archive is not None  # a zip by its first bytes
+        return ProfileFile(source, ProfileForm.NSYS, b"", archive)
+    if data.startswith(_GZIP_MAGIC):
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as e:
+            raise _bad(source, f"a broken gzip stream ({e}); is it truncated?") from None
+    if data.lstrip()[:1] == b"{" and b"traceEvents" in data[:_TRACE_HEAD]:
+        return ProfileFile(source, ProfileForm.TRACE, data)
+    if looks_like_xplane(p, data[:_XPLANE_HEAD]):
+        return ProfileFile(source, ProfileForm.XPLANE, data)
+    return ProfileFile(source, ProfileForm.PGLE, data)

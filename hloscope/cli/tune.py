@@ -7,11 +7,19 @@ import difflib
 import os
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from hloscope.analysis.tune import CHOICES, Goal, Limits, Objective, Space, TuneResult, TuneSpec
 from hloscope.cli.analyze import open_output
-from hloscope.cli.options import add_host_pool_option, add_no_cache_option, check_request, fraction, parse_sets
+from hloscope.cli.options import (
+    add_args_options,
+    add_host_pool_option,
+    add_no_cache_option,
+    check_request,
+    fraction,
+    parse_sets,
+)
 from hloscope.compile.request import CompileRequest
 from hloscope.compile.sweep import SCHEDULERS
 from hloscope.errors import (
@@ -32,10 +40,12 @@ DEFAULT_MAX_COMPILES = 12
 class TuneCommand:
     """tune: search each tagged name's remat | device | offload choice for the fastest step that fits.
 
-    The names the workload tags (MaxText's custom-policy keys for deepseek) are the
-    search space, each remat, device or offload (--names, --fix NAME=CHOICE, --choices
+    The names the workload tags (MaxText's custom-policy keys for deepseek; for your
+    own step, --fn MODULE:FUNCTION with --args, its checkpoint_name names, read
+    from its first compile) are the search space, each remat, device or offload (--names, --fix NAME=CHOICE, --choices
     narrow it), optionally with per-device batch sizes (--batch-sizes, with
-    --objective throughput). Three probe compiles (every name remat, on device,
+    --objective throughput) and pipelined host offloading on and off (--pipelined
+    on,off). Three probe compiles (every name remat, on device,
     offloaded) give each name's facts; an additive model proposes configurations;
     real compiles verify them; the search refines around the best verified point
     until the frontier stops moving or --max-compiles compiles are spent (docs/tune.md).
@@ -53,7 +63,9 @@ class TuneCommand:
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("workload", nargs="?", default=None, help="workload or preset (default mlp)")
         p.add_argument("--workload", dest="workload_opt", metavar="NAME", help="same as the positional WORKLOAD")
-        p.add_argument("--fn", help=argparse.SUPPRESS)
+        p.add_argument("--fn", metavar="MODULE:FUNCTION",
+                       help="your own step: its checkpoint names are the space (with --args or --args-from)")
+        add_args_options(p, "with --fn: abstract arguments, e.g. 'bf16[512,1024]@fsdp,None; bf16[64,512]@fsdp'")
         p.add_argument("--target", default=DEFAULT_TARGET)
         p.add_argument("--devices", type=int, default=8)
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -71,7 +83,9 @@ class TuneCommand:
                        help="fit in the share F of the HBM JAX's allocator takes (default: the HBM)")
         add_host_pool_option(p)
         p.add_argument("--scheduler", choices=SCHEDULERS, default="lhs")
-        p.add_argument("--pipelined", choices=("on", "off"), default="on", help="pipelined host offloading")
+        p.add_argument("--pipelined", default="on", metavar="on|off|on,off",
+                       help="pipelined host offloading: on (default) or off for every compile, or on,off to "
+                            "search it too (one more probe: every name offloaded with pipelining off)")
         p.add_argument("--jobs", type=int, default=1, help="compiles at a time (local executor; default 1)")
         p.add_argument("--executor", choices=("local", "ray"), default="local")
         p.add_argument("--address", metavar="HOST:PORT", help="Ray head to run on (default: start Ray here)")
@@ -90,7 +104,8 @@ class TuneCommand:
         from hloscope.compile.tune import run_tune
 
         renderer = pick("json" if args.json else (args.format or "text"), TUNE_RENDERERS)
-        spec = build_spec(args)
+        with turned_off(args.no_cache):
+            spec = build_spec(args)
         if args.plot:
             from hloscope.render.sweep_plot import check_plot_path
 
@@ -129,19 +144,19 @@ def _unknown(kind: str, name: str, known: tuple[str, ...]) -> HloscopeError:
 
 
 def build_spec(args: argparse.Namespace) -> TuneSpec:
-    """The search the arguments ask for, every input checked (one line each) before anything compiles."""
-    from hloscope.cli.options import host_pool_bytes
+    """The search the arguments ask for, every input checked (one line each) before anything compiles
+    (a ``--fn`` step's names are read from its first probe's compile: :func:`_fn_spec`)."""
     from hloscope.compile import workloads
-    from hloscope.targets import get_target
 
     if args.fn:
-        raise HloscopeError("tune searches the built-in workloads and presets; a --fn step fixes its own policy in "
-                            "its code (tune one of its names by hand with hloscope sweep)", EXIT_BAD_INPUT)
+        return _fn_spec(args)
     if args.workload and args.workload_opt and args.workload != args.workload_opt:
         raise HloscopeError(f"two workloads given: '{args.workload}' and --workload '{args.workload_opt}'",
                             EXIT_BAD_INPUT)
+    if args.args or args.args_from:
+        raise HloscopeError("--args and --args-from describe a --fn step's arguments; a workload builds its own",
+                            EXIT_BAD_INPUT)
     workload = args.workload or args.workload_opt or "mlp"
-    target = get_target(args.target)
     sets = parse_sets(args.set)
     _, cfg = workloads.resolve(workload, sets)
     names = workloads.switch_names(cfg)
@@ -152,18 +167,51 @@ def build_spec(args: argparse.Namespace) -> TuneSpec:
             raise HloscopeError(f"--set {key}: tune chooses the names' switches; keep one with --fix NAME=CHOICE",
                                 EXIT_BAD_INPUT)
     check_request(CompileRequest(args.target, args.devices, workload=workload, sets=tuple(sets.items())))
-    choices = _list(args.choices)
-    for c in choices:
+    own = getattr(cfg, "switches", None)
+    seq = getattr(cfg, "seq", 1)
+    spec = _checked(args, workload, sets)
+    return _with_space(args, spec, names, own if isinstance(own, dict) else None, seq if isinstance(seq, int) else 1)
+
+
+def _checked(args: argparse.Namespace, workload: str, sets: dict[str, str], fn: str | None = None,
+             fn_args: str | None = None) -> TuneSpec:
+    """The search's settings that do not depend on the step's names, checked; its space is empty."""
+    from hloscope.cli.options import host_pool_bytes
+    from hloscope.targets import get_target
+
+    target = get_target(args.target)
+    for c in _list(args.choices):
         if c not in CHOICES:
             raise _unknown("choice", c, CHOICES)
-    if not choices:
+    if not _list(args.choices):
         raise HloscopeError(f"--choices is empty; choose from {', '.join(CHOICES)}", EXIT_BAD_INPUT)
+    batches = _batches(args.batch_sizes, sets)
+    objective = Objective(args.objective)
+    if objective is Objective.STEP and len(batches) > 1:
+        raise HloscopeError("--objective step compares steps at one batch; give one --batch-sizes value or "
+                            "--objective throughput", EXIT_BAD_INPUT)
+    pipelined = _pipelined(args.pipelined)
+    if args.jobs < 1:
+        raise HloscopeError(f"--jobs {args.jobs}: expected 1 or more", EXIT_BAD_INPUT)
+    hbm = target.device_memory_size
+    limit = int(hbm * args.memory_fraction) if args.memory_fraction else hbm
+    pool = host_pool_bytes(args.host_pool_gb, os.environ)
+    space = Space((), (), batches, (True, False) if len(pipelined) > 1 else (None,))
+    return TuneSpec(workload, tuple(sorted(sets.items())), args.target, args.devices, space, Limits(limit, pool),
+                    Goal(objective, 1, args.devices), args.max_compiles, max(2, args.jobs), args.scheduler,
+                    pipelined[0], args.memory_fraction, fn=fn, args=fn_args, cwd=os.getcwd() if fn else None)
+
+
+def _with_space(args: argparse.Namespace, spec: TuneSpec, names: tuple[str, ...], own: dict[str, str] | None,
+                seq: int) -> TuneSpec:
+    """``spec`` searching ``names`` (narrowed by --names, --fix, --choices); ``own``: the workload's
+    own switches (a name not searched keeps its own, else ``offload``)."""
+    choices = _list(args.choices)
     searched = _list(args.names) or list(names)
     for n in searched:
         if n not in names:
             raise _unknown("name", n, names)
-    own = getattr(cfg, "switches", None)
-    fixed: dict[str, str] = {n: (own[n] if isinstance(own, dict) else "offload") for n in names if n not in searched}
+    fixed: dict[str, str] = {n: (own[n] if own is not None else "offload") for n in names if n not in searched}
     for item in args.fix:
         n, eq, c = item.partition("=")
         if not eq:
@@ -177,28 +225,59 @@ def build_spec(args: argparse.Namespace) -> TuneSpec:
     allowed = tuple((fixed[n],) if n in fixed else tuple(choices) for n in names)
     if all(len(a) == 1 for a in allowed):
         raise HloscopeError("every name is fixed: nothing to tune", EXIT_BAD_INPUT)
-    batches = _batches(args.batch_sizes, sets)
-    objective = Objective(args.objective)
-    if objective is Objective.STEP and len(batches) > 1:
-        raise HloscopeError("--objective step compares steps at one batch; give one --batch-sizes value or "
-                            "--objective throughput", EXIT_BAD_INPUT)
-    space = Space(names, allowed, batches)
-    own_switches = tuple(own[n] for n in names) if isinstance(own, dict) else None
+    batches = spec.space.batches
+    space = Space(names, allowed, batches, spec.space.pipelined)
+    own_switches = tuple(own[n] for n in names) if own is not None else None
     in_space = own_switches is not None and all(c in a for c, a in zip(own_switches, allowed, strict=True))
-    probes = len({space.uniform(p, batches[0]) for p in ("remat", "device", "offload")}) + len(batches) - 1 + in_space
+    probes = (len({space.uniform(p, batches[0]) for p in ("remat", "device", "offload")}) + len(batches) - 1 + in_space
+              + space.searches_pipelining)
     if args.max_compiles < probes:
         raise HloscopeError(f"--max-compiles {args.max_compiles} leaves no room: the probes alone are {probes} "
                             f"compiles", EXIT_BAD_INPUT)
-    if args.jobs < 1:
-        raise HloscopeError(f"--jobs {args.jobs}: expected 1 or more", EXIT_BAD_INPUT)
-    hbm = target.device_memory_size
-    limit = int(hbm * args.memory_fraction) if args.memory_fraction else hbm
-    pool = host_pool_bytes(args.host_pool_gb, os.environ)
-    seq = getattr(cfg, "seq", 1)
-    return TuneSpec(workload, tuple(sorted(sets.items())), args.target, args.devices, space, Limits(limit, pool),
-                    Goal(objective, seq if isinstance(seq, int) else 1, args.devices), args.max_compiles,
-                    max(2, args.jobs), args.scheduler, args.pipelined == "on", args.memory_fraction,
-                    own_switches, isinstance(own, dict))
+    return replace(spec, space=space, goal=replace(spec.goal, tokens_per_sample=seq), own_switches=own_switches,
+                   maxtext=own is not None)
+
+
+def _fn_spec(args: argparse.Namespace) -> TuneSpec:
+    """The search over a ``--fn`` step's checkpoint names. Everything the command line says is checked
+    first; the names are read from the step's trace, in its compile with every name recomputed (the
+    first probe, which the search then reads from the cache), and checked after it."""
+    from hloscope.cli.options import args_spec
+    from hloscope.compile.tune import fn_names
+
+    if args.workload or args.workload_opt:
+        raise HloscopeError(f"--fn {args.fn} and workload '{args.workload or args.workload_opt}' both name the step; "
+                            "give one", EXIT_BAD_INPUT)
+    if args.set:
+        raise HloscopeError(f"--set {args.set[0]}: a --fn step has no workload settings (its shapes are its --args; "
+                            "tune chooses its checkpoint names' switches)", EXIT_BAD_INPUT)
+    if args.batch_sizes:
+        raise HloscopeError("--batch-sizes: a --fn step's batch is in its --args; tune one --args at a time",
+                            EXIT_BAD_INPUT)
+    fn_args = args_spec(args)
+    check_request(CompileRequest(args.target, args.devices, fn=args.fn, args=fn_args or None, cwd=os.getcwd()))
+    spec = _checked(args, args.fn, {}, args.fn, fn_args)
+    if args.max_compiles < 3 + spec.space.searches_pipelining:
+        raise HloscopeError(f"--max-compiles {args.max_compiles} leaves no room: the probes alone are "
+                            f"{3 + spec.space.searches_pipelining} compiles", EXIT_BAD_INPUT)
+    print(f"hloscope: reading the checkpoint names of {args.fn} from its compile with every name recomputed "
+          "(the first probe)", file=sys.stderr)
+    names = tuple(fn_names(spec))
+    if not names:
+        raise HloscopeError(f"{args.fn} tags no checkpoint names (jax.ad_checkpoint.checkpoint_name): nothing to tune",
+                            EXIT_NOTHING_TO_CHECK)
+    return _with_space(args, spec, names, None, 1)
+
+
+def _pipelined(text: str) -> list[bool]:
+    """``--pipelined``: on, off, or both (searched; on first)."""
+    values = _list(text)
+    for v in values:
+        if v not in ("on", "off"):
+            raise _unknown("--pipelined value", v, ("on", "off"))
+    if not values:
+        raise HloscopeError("--pipelined is empty; give on, off or on,off", EXIT_BAD_INPUT)
+    return [v == "on" for v in ("on", "off") if v in values]
 
 
 def _batches(text: str, sets: dict[str, str]) -> tuple[int | None, ...]:

@@ -69,6 +69,17 @@ class Cell:
     def label(self) -> str:
         return cell_label(self.policy, self.scheduler, self.pipelined, self.batch)
 
+    def request(self) -> CompileRequest:
+        """What ``hloscope compile`` would be asked for (:func:`request_of`; tune's cells of a ``--fn``
+        step ask for that step)."""
+        sets = dict(self.sets)
+        if self.batch is not None:
+            sets["batch"] = str(self.batch)
+        return CompileRequest(target=self.target, devices=self.devices, workload=self.workload,
+                              sets=tuple(sorted(sets.items())), policy=Policy(self.policy),
+                              scheduler=Scheduler(self.scheduler), pipelined=self.pipelined,
+                              memory_fraction=self.memory_fraction)
+
 
 def cells(workload: str, sets: dict[str, str], target: str, devices: int, policies: list[str],
           batches: list[int | None], schedulers: list[str] | None = None,
@@ -92,13 +103,7 @@ def cell_label(policy: str, scheduler: str, pipelined: bool, batch: int | None) 
 
 def request_of(cell: Cell) -> CompileRequest:
     """The CompileRequest of a cell (what ``hloscope compile`` would be asked for)."""
-    sets = dict(cell.sets)
-    if cell.batch is not None:
-        sets["batch"] = str(cell.batch)
-    return CompileRequest(target=cell.target, devices=cell.devices, workload=cell.workload,
-                          sets=tuple(sorted(sets.items())), policy=Policy(cell.policy),
-                          scheduler=Scheduler(cell.scheduler), pipelined=cell.pipelined,
-                          memory_fraction=cell.memory_fraction)
+    return cell.request()
 
 
 class _Analyses:
@@ -161,7 +166,8 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
     if phase:
         phase(PHASE_ANALYSIS)
     fingerprint = hlo_fingerprint(result.optimized_hlo)
-    vocab = extra["config"].get("vocab")
+    config = extra.get("config") or {}  # a --fn step (tune's cells) has no workload config
+    vocab = config.get("vocab")
     report = (analyses or _Analyses()).get(result, fingerprint, cell.target, vocab if isinstance(vocab, int) else None)
     s = report.summary
     m = compile_figures(memory_figures(result.memory))
@@ -172,7 +178,7 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
     cache = result.cache
     row = empty_row(cell)
     row.update(
-        batch=extra["config"]["batch"],
+        batch=config.get("batch"),
         peak_device_bytes=m["peak_memory_in_bytes"],
         host_bytes=m["host_total_bytes"],
         fits=facts.fits,

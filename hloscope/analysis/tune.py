@@ -573,7 +573,9 @@ class TuneSpec:
     as its ``--policy offload`` cell; None when it has none of its own (they are all ``offload``).
     maxtext: the names are MaxText's ``custom`` remat policy keys (its overrides can be pasted).
     fn / args / cwd: a user's step (``--fn module:function``, its ``--args`` spec, the folder it is
-    imported from) instead of a built-in workload; ``workload`` is then the ``--fn`` reference."""
+    imported from) instead of a built-in workload; ``workload`` is then the ``--fn`` reference.
+    maxtext_argv: MaxText's own step (``--maxtext [CONFIG.yml] KEY=VALUE ...``, the switches left
+    out) instead; ``workload`` is then ``maxtext``."""
 
     workload: str
     sets: tuple[tuple[str, str], ...]
@@ -592,6 +594,7 @@ class TuneSpec:
     fn: str | None = None
     args: str | None = None
     cwd: str | None = None
+    maxtext_argv: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

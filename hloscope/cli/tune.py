@@ -41,11 +41,13 @@ class TuneCommand:
     """tune: search each tagged name's remat | device | offload choice for the fastest step that fits.
 
     The names the workload tags (MaxText's custom-policy keys for deepseek; for your
-    own step, --fn MODULE:FUNCTION with --args, its checkpoint_name names, read
-    from its first compile) are the search space, each remat, device or offload (--names, --fix NAME=CHOICE, --choices
-    narrow it), optionally with per-device batch sizes (--batch-sizes, with
-    --objective throughput) and pipelined host offloading on and off (--pipelined
-    on,off). Three probe compiles (every name remat, on device,
+    own step, --fn MODULE:FUNCTION with --args, its checkpoint_name names; for
+    MaxText's own step, --maxtext [CONFIG.yml] KEY=VALUE ..., the custom-policy keys
+    it tags; both read from their first compile) are the search space, each
+    remat, device or offload (--names, --fix NAME=CHOICE, --choices narrow it),
+    optionally with per-device batch sizes (--batch-sizes, with --objective
+    throughput) and pipelined host offloading on and off (--pipelined on,off).
+    Three probe compiles (every name remat, on device,
     offloaded) give each name's facts; an additive model proposes configurations;
     real compiles verify them; the search refines around the best verified point
     until the frontier stops moving or --max-compiles compiles are spent (docs/tune.md).
@@ -57,7 +59,8 @@ class TuneCommand:
     --artifacts DIR for every verified compile's folder). Exit codes: 0 ok; 1 no
     verified configuration fits (the smallest found is named); 2 bad input; 3 an
     unknown name or choice; 5 the probe compiles failed; 7 Ray or matplotlib missing;
-    8 the workload tags no names. Bad input is refused before anything compiles.
+    8 the workload tags no names. Bad input is refused before anything compiles (a
+    --fn or MaxText step's names: after its first compile, the first probe).
     """
 
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
@@ -66,6 +69,10 @@ class TuneCommand:
         p.add_argument("--fn", metavar="MODULE:FUNCTION",
                        help="your own step: its checkpoint names are the space (with --args or --args-from)")
         add_args_options(p, "with --fn: abstract arguments, e.g. 'bf16[512,1024]@fsdp,None; bf16[64,512]@fsdp'")
+        p.add_argument("--maxtext", nargs="*", metavar="CONFIG.yml|KEY=VALUE",
+                       help="MaxText's own step (Python 3.12+, 'hloscope[maxtext]'): its config and overrides as "
+                            "for hloscope compile --maxtext, without remat_policy or the custom policy's keys: "
+                            "those are the space (the keys the step tags)")
         p.add_argument("--target", default=DEFAULT_TARGET)
         p.add_argument("--devices", type=int, default=8)
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -148,6 +155,8 @@ def build_spec(args: argparse.Namespace) -> TuneSpec:
     (a ``--fn`` step's names are read from its first probe's compile: :func:`_fn_spec`)."""
     from hloscope.compile import workloads
 
+    if args.maxtext is not None:
+        return _maxtext_spec(args)
     if args.fn:
         return _fn_spec(args)
     if args.workload and args.workload_opt and args.workload != args.workload_opt:
@@ -170,7 +179,8 @@ def build_spec(args: argparse.Namespace) -> TuneSpec:
     own = getattr(cfg, "switches", None)
     seq = getattr(cfg, "seq", 1)
     spec = _checked(args, workload, sets)
-    return _with_space(args, spec, names, own if isinstance(own, dict) else None, seq if isinstance(seq, int) else 1)
+    return _with_space(args, spec, names, own if isinstance(own, dict) else None, seq if isinstance(seq, int) else 1,
+                       isinstance(own, dict))
 
 
 def _checked(args: argparse.Namespace, workload: str, sets: dict[str, str], fn: str | None = None,
@@ -203,15 +213,17 @@ def _checked(args: argparse.Namespace, workload: str, sets: dict[str, str], fn: 
 
 
 def _with_space(args: argparse.Namespace, spec: TuneSpec, names: tuple[str, ...], own: dict[str, str] | None,
-                seq: int) -> TuneSpec:
+                seq: int, maxtext: bool, rest: str = "offload") -> TuneSpec:
     """``spec`` searching ``names`` (narrowed by --names, --fix, --choices); ``own``: the workload's
-    own switches (a name not searched keeps its own, else ``offload``)."""
+    own switches (a name not searched keeps its own, else ``rest``: a built-in workload's policy
+    offloads them; a --fn or MaxText step recomputes them); ``maxtext``: the names are MaxText's
+    custom-policy keys (its overrides are pasted)."""
     choices = _list(args.choices)
     searched = _list(args.names) or list(names)
     for n in searched:
         if n not in names:
             raise _unknown("name", n, names)
-    fixed: dict[str, str] = {n: (own[n] if own is not None else "offload") for n in names if n not in searched}
+    fixed: dict[str, str] = {n: (own[n] if own is not None else rest) for n in names if n not in searched}
     for item in args.fix:
         n, eq, c = item.partition("=")
         if not eq:
@@ -227,6 +239,9 @@ def _with_space(args: argparse.Namespace, spec: TuneSpec, names: tuple[str, ...]
         raise HloscopeError("every name is fixed: nothing to tune", EXIT_BAD_INPUT)
     batches = spec.space.batches
     space = Space(names, allowed, batches, spec.space.pipelined)
+    if space.searches_pipelining and not any("offload" in a for a in allowed):
+        raise HloscopeError("--pipelined on,off: no name may be offloaded (--choices, --fix), and pipelining acts on "
+                            "host offloading alone; give one setting", EXIT_BAD_INPUT)
     own_switches = tuple(own[n] for n in names) if own is not None else None
     in_space = own_switches is not None and all(c in a for c, a in zip(own_switches, allowed, strict=True))
     probes = (len({space.uniform(p, batches[0]) for p in ("remat", "device", "offload")}) + len(batches) - 1 + in_space
@@ -235,7 +250,7 @@ def _with_space(args: argparse.Namespace, spec: TuneSpec, names: tuple[str, ...]
         raise HloscopeError(f"--max-compiles {args.max_compiles} leaves no room: the probes alone are {probes} "
                             f"compiles", EXIT_BAD_INPUT)
     return replace(spec, space=space, goal=replace(spec.goal, tokens_per_sample=seq), own_switches=own_switches,
-                   maxtext=own is not None)
+                   maxtext=maxtext)
 
 
 def _fn_spec(args: argparse.Namespace) -> TuneSpec:
@@ -266,7 +281,42 @@ def _fn_spec(args: argparse.Namespace) -> TuneSpec:
     if not names:
         raise HloscopeError(f"{args.fn} tags no checkpoint names (jax.ad_checkpoint.checkpoint_name): nothing to tune",
                             EXIT_NOTHING_TO_CHECK)
-    return _with_space(args, spec, names, None, 1)
+    return _with_space(args, spec, names, None, 1, False, "remat")
+
+
+def _maxtext_spec(args: argparse.Namespace) -> TuneSpec:
+    """The search over MaxText's ``remat_policy: custom`` keys that its step tags, read (as for
+    ``--fn``) from its compile with ``remat_policy=custom`` and every key at MaxText's default."""
+    from hloscope.compile.maxtext import split_args
+    from hloscope.compile.tune import fn_names, maxtext_custom_keys
+
+    given = [x for x in (args.workload or args.workload_opt, args.fn and "--fn") if x]
+    if given:
+        raise HloscopeError(f"--maxtext and {given[0]} both name the step; give one", EXIT_BAD_INPUT)
+    for what, value in (("--set", args.set), ("--batch-sizes", args.batch_sizes), ("--args", args.args),
+                        ("--args-from", args.args_from)):
+        if value:
+            raise HloscopeError(f"{what}: --maxtext takes MaxText's own KEY=VALUE settings (per_device_batch_size=...)",
+                                EXIT_BAD_INPUT)
+    argv = tuple(args.maxtext)
+    check_request(CompileRequest(args.target, args.devices, maxtext=argv))
+    keys = maxtext_custom_keys()
+    for item in split_args(argv).overrides:
+        key = item.partition("=")[0]
+        if key == "remat_policy" or key in keys:
+            raise HloscopeError(f"--maxtext {item}: tune chooses remat_policy and the custom policy's keys; keep one "
+                                "with --fix NAME=CHOICE", EXIT_BAD_INPUT)
+    spec = replace(_checked(args, "maxtext", {}), maxtext_argv=argv)
+    if args.max_compiles < 3 + spec.space.searches_pipelining:
+        raise HloscopeError(f"--max-compiles {args.max_compiles} leaves no room: the probes alone are "
+                            f"{3 + spec.space.searches_pipelining} compiles", EXIT_BAD_INPUT)
+    print("hloscope: reading the checkpoint names of MaxText's step from its compile with remat_policy=custom",
+          file=sys.stderr)
+    names = tuple(fn_names(spec))
+    if not names:
+        raise HloscopeError("MaxText's step tags none of its custom policy's keys: nothing to tune",
+                            EXIT_NOTHING_TO_CHECK)
+    return _with_space(args, spec, names, None, 1, True, "remat")
 
 
 def _pipelined(text: str) -> list[bool]:

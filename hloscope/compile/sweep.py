@@ -149,7 +149,7 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
     from hloscope.analysis.kinds import VerdictKind
     from hloscope.analysis.memory import compile_figures
     from hloscope.compile.cache import load_request, remember_request
-    from hloscope.compile.jobs import PHASE_ANALYSIS, compile_request_result, hlo_fingerprint
+    from hloscope.compile.jobs import PHASE_ANALYSIS, compile_request_result, hlo_fingerprint, vocab_of
     from hloscope.compile.result import memory_figures
     from hloscope.errors import HloscopeError
 
@@ -166,9 +166,8 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
     if phase:
         phase(PHASE_ANALYSIS)
     fingerprint = hlo_fingerprint(result.optimized_hlo)
-    config = extra.get("config") or {}  # a --fn step (tune's cells) has no workload config
-    vocab = config.get("vocab")
-    report = (analyses or _Analyses()).get(result, fingerprint, cell.target, vocab if isinstance(vocab, int) else None)
+    config = extra.get("config") or {}  # a --fn or MaxText step (tune's cells) has no workload config
+    report = (analyses or _Analyses()).get(result, fingerprint, cell.target, vocab_of(extra))
     s = report.summary
     m = compile_figures(memory_figures(result.memory))
     facts = report.memory

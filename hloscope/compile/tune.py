@@ -55,12 +55,18 @@ class TuneCell(Cell):
     fn: str | None = None
     args: str | None = None
     cwd: str | None = None
+    maxtext: tuple[str, ...] | None = None
 
     @property
     def label(self) -> str:
         return self.tag or super().label
 
     def request(self) -> CompileRequest:
+        if self.maxtext is not None:  # MaxText's step: the user's config and overrides, then the switches
+            return CompileRequest(target=self.target, devices=self.devices,
+                                  maxtext=(*self.maxtext, *(f"{k}={v}" for k, v in self.sets)),
+                                  scheduler=Scheduler(self.scheduler), pipelined=self.pipelined,
+                                  memory_fraction=self.memory_fraction)
         if self.fn is None:
             return super().request()
         return CompileRequest(target=self.target, devices=self.devices, fn=self.fn, args=self.args, cwd=self.cwd,
@@ -80,6 +86,38 @@ def fn_cell(spec: TuneSpec, switches: dict[str, str], pipelined: bool, tag: str 
                     spec.target, spec.devices, spec.memory_fraction, tag, spec.fn, spec.args, spec.cwd)
 
 
+#: The MaxText setting that makes its remat policy the per-key switches.
+MAXTEXT_CUSTOM = ("remat_policy", "custom")
+
+
+def maxtext_cell(spec: TuneSpec, switches: dict[str, str], pipelined: bool, tag: str = "") -> TuneCell:
+    """The cell of ``spec``'s MaxText step: ``remat_policy=custom`` and each key's switch, in order
+    (``sets`` keeps that order: it is MaxText's command line)."""
+    return TuneCell(spec.workload, (MAXTEXT_CUSTOM, *switches.items()), "offload", spec.scheduler, pipelined, None,
+                    spec.target, spec.devices, spec.memory_fraction, tag, maxtext=spec.maxtext_argv)
+
+
+def maxtext_custom_keys() -> tuple[str, ...]:
+    """The keys of MaxText's ``remat_policy: custom`` in the installed MaxText: its ``base.yml``'s
+    settings whose default is ``remat``, ``device`` or ``offload`` (read as text, without importing
+    MaxText). ``decoder_layer_input`` is left out: MaxText keeps it (the scan's checkpoints)."""
+    import importlib.util
+    import re
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("maxtext")
+    where = list(spec.submodule_search_locations or []) if spec is not None else []
+    keys: list[str] = []
+    for folder in where:
+        base = Path(folder) / "configs" / "base.yml"
+        if base.is_file():
+            for m in re.finditer(r"""^([a-z_0-9]+):\s*['"]?(remat|device|offload)['"]?\s*(?:#.*)?$""",
+                                 base.read_text(errors="replace"), re.M):
+                keys.append(m.group(1))
+            break
+    return tuple(k for k in dict.fromkeys(keys) if k != "decoder_layer_input")
+
+
 def cell_of(spec: TuneSpec, c: Config) -> TuneCell:
     """The sweep cell that compiles ``c``: a coarse policy's own cell when ``c`` is one, else
     ``policy=offload`` with the per-name switches as settings (a ``--fn`` step: ``custom``)."""
@@ -88,6 +126,8 @@ def cell_of(spec: TuneSpec, c: Config) -> TuneCell:
     choices = spec.space.as_dict(c)
     if spec.fn is not None:
         return fn_cell(spec, choices, pipelined_of(spec, c), _tag(choices, c))
+    if spec.maxtext_argv is not None:
+        return maxtext_cell(spec, choices, pipelined_of(spec, c), _tag(choices, c))
     values = set(choices.values())
     sets = dict(spec.sets)
     if c.batch is not None:
@@ -124,11 +164,20 @@ def pipelined_of(spec: TuneSpec, c: Config) -> bool:
 def fn_names(spec: TuneSpec) -> list[str]:
     """The checkpoint names ``spec``'s ``--fn`` step tags, in the order its trace meets them, read
     from its compile with every name recomputed: the search's first probe, which then reads it
-    from the cache (``spec.space`` is not used)."""
+    from the cache (``spec.space`` is not used). For MaxText's step (``spec.maxtext_argv``): its
+    compile with ``remat_policy=custom`` and every key at base.yml's default (``remat``), whose
+    lowered module the all-remat probe's is (the compile cache's lowered-module lookup), and only
+    the names that are keys of MaxText's custom policy (:func:`maxtext_custom_keys`)."""
+    if spec.maxtext_argv is not None:
+        keys = maxtext_custom_keys()
+        return [n for n in _traced_names(maxtext_cell(spec, {}, spec.pipelined).request()) if n in keys]
+    return _traced_names(fn_cell(spec, {}, spec.pipelined).request())
+
+
+def _traced_names(request: CompileRequest) -> list[str]:
     from hloscope.compile.cache import load_request, remember_request
     from hloscope.compile.jobs import compile_request_result
 
-    request = fn_cell(spec, {}, spec.pipelined).request()
     found = load_request(request)
     result, extra = found if found is not None else compile_request_result(request)
     if found is None:
@@ -142,11 +191,14 @@ def _verified(spec: TuneSpec, c: Config, row: dict[str, Any], probe: str, predic
     label = cell.label
     given = [k for k, _ in spec.sets]  # the user's own settings first, in their order
     ordered = sorted(cell.sets, key=lambda kv: (given.index(kv[0]) if kv[0] in given else len(given), kv[0]))
-    args = (*(() if spec.fn else (f"--policy {cell.policy}",)),
-            *(f"--set {shlex.quote(f'{k}={v}')}" for k, v in ordered),
-            *(("--no-pipelined-offload",) if not cell.pipelined else ()),
-            *((f"--scheduler {cell.scheduler}",) if cell.scheduler != "lhs" else ()),
-            *((f"--memory-fraction {cell.memory_fraction:g}",) if cell.memory_fraction else ()))
+    options = (*(("--no-pipelined-offload",) if not cell.pipelined else ()),
+               *((f"--scheduler {cell.scheduler}",) if cell.scheduler != "lhs" else ()),
+               *((f"--memory-fraction {cell.memory_fraction:g}",) if cell.memory_fraction else ()))
+    if spec.maxtext_argv is not None:  # --maxtext takes every word after it: last
+        args = (*options, "--maxtext " + " ".join(shlex.quote(x) for x in cell.request().maxtext or ()))
+    else:
+        args = (*(() if spec.fn else (f"--policy {cell.policy}",)),
+                *(f"--set {shlex.quote(f'{k}={v}')}" for k, v in ordered), *options)
     flags = () if cell.pipelined else (f"--{PIPELINED_OFFLOAD_FLAG}=false",)
     if row.get("error"):
         return Verified(c, label, probe, predicted=predicted, error=str(row["error"]),

@@ -50,9 +50,9 @@ def maxtext_snippet(choices: dict[str, str]) -> str:
 def sets_snippet(result: TuneResult, v: Verified) -> str:
     """The ``hloscope compile`` options that compile ``v`` (the workload's ``custom`` or per-name settings)."""
     spec = result.spec
-    what = (f"--fn {shlex.quote(spec.fn)} --args {shlex.quote(spec.args or '')}" if spec.fn is not None
-            else f"--workload {spec.workload}")
-    head = f"hloscope compile {what} --target {spec.target} --devices {spec.devices} "
+    what = (f"--fn {shlex.quote(spec.fn)} --args {shlex.quote(spec.args or '')} " if spec.fn is not None
+            else "" if spec.maxtext_argv is not None else f"--workload {spec.workload} ")
+    head = f"hloscope compile {what}--target {spec.target} --devices {spec.devices} "
     if v.compile_args:  # what compiled it: a coarse policy's own options (mlp has no per-name setting)
         return head + " ".join(v.compile_args)
     choices = choices_of(result, v)

@@ -35,6 +35,8 @@ CASES = [
     (["--fn", "m:f", "--args", "f32[2]", "--max-compiles", "2"], 2, "--max-compiles 2 leaves no room: the probes "
                                                                     "alone are 3 compiles"),
     (["llama", "--args", "f32[2]"], 2, "--args and --args-from describe a --fn step's arguments"),
+    (["llama", "--maxtext", "a=1"], 2, "--maxtext and llama both name the step; give one"),
+    (["--set", "x=1", "--maxtext", "a=1"], 2, "--set: --maxtext takes MaxText's own KEY=VALUE settings"),
     (["nosuch"], 3, "unknown workload 'nosuch'"),
     (["llama", "--objective", "speed"], 3, "invalid choice: 'speed'"),
     (["llama", "--format", "yaml"], 3, "unknown format 'yaml'; choose one of: text, json"),
@@ -42,6 +44,8 @@ CASES = [
     (["llama", "--workload", "mlp"], 2, "two workloads given: 'llama' and --workload 'mlp'"),
     (["llama", "--pipelined", "maybe"], 3, "unknown --pipelined value 'maybe'; choose from on, off"),
     (["llama", "--pipelined", ","], 2, "--pipelined is empty; give on, off or on,off"),
+    (["llama", "--pipelined", "on,off", "--choices", "remat,device"], 2,
+     "--pipelined on,off: no name may be offloaded (--choices, --fix)"),
     (["llama", "--pipelined", "on,off", "--max-compiles", "3"], 2,
      "--max-compiles 3 leaves no room: the probes alone are 4 compiles"),
 ]

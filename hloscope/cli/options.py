@@ -64,14 +64,16 @@ def add_host_memory_space_option(p: argparse.ArgumentParser) -> None:
                    help="the memory space of host memory in the HLO's layouts (default 5, XLA's S(5))")
 
 
-def add_maxtext_option(p: Any) -> None:
+#: ``--maxtext``'s help where the command compiles the step as given.
+MAXTEXT_HELP = ("MaxText's own train step (the installed maxtext; Python 3.12+, pip install 'hloscope[maxtext]'): an "
+                "optional config file (default MaxText's base.yml), then MaxText's KEY=VALUE overrides, e.g. "
+                "--maxtext model_name=llama3.1-8b remat_policy=qkv_proj_offloaded (docs/maxtext.md)")
+
+
+def add_maxtext_option(p: Any, help: str = MAXTEXT_HELP) -> None:
     """``--maxtext [CONFIG.yml] KEY=VALUE ...``: MaxText's own step, for every command that compiles one
     (``p``: a parser or a mutually exclusive group)."""
-    p.add_argument("--maxtext", nargs="*", metavar="CONFIG.yml|KEY=VALUE",
-                   help="MaxText's own train step (the installed maxtext; Python 3.12+, pip install "
-                        "'hloscope[maxtext]'): an optional config file (default MaxText's base.yml), then "
-                        "MaxText's KEY=VALUE overrides, e.g. --maxtext model_name=llama3.1-8b "
-                        "remat_policy=qkv_proj_offloaded (docs/maxtext.md)")
+    p.add_argument("--maxtext", nargs="*", metavar="CONFIG.yml|KEY=VALUE", help=help)
 
 
 def maxtext_from_args(args: argparse.Namespace) -> tuple[str, ...] | None:

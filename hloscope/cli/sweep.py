@@ -192,7 +192,7 @@ def _progress_bar(total: int, console: Console | None = None) -> tuple[
                 counts["running"] += 1
             elif kind == FINISHED and row is not None:
                 counts["running"] -= 1
-                counts["done"] += 1
+                counts["done"] += not row.get("repeat_of")  # tune: a repeat of a step is not a compile spent
                 counts["cached"] += bool(row.get("cached"))
                 counts["failed"] += bool(row.get("error"))
 
@@ -205,6 +205,7 @@ def _progress_bar(total: int, console: Console | None = None) -> tuple[
             count(kind, row)
             if kind == FINISHED and row is not None:
                 state = "failed" if row.get("error") else "cached" if row.get("cached") else "compiled"
+                state += f" (the same step as {row['repeat_of']}, not counted)" if row.get("repeat_of") else ""
                 print(f"[{counts['done']}/{total}] {state}: {cell.label}", file=sys.stderr)
 
         return line, None, lambda: None

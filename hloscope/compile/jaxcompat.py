@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +34,8 @@ OLDER_GAPS = ("checkpoint names and source lines can be attached to another tens
               "0.8 gives fused ops other source lines), GEMM fusions keep default tilings (autotuning off)")
 #: What depends on JAX internals and may break on an untested version.
 AT_RISK = ("compile-only GPU devices (jax.experimental.topologies), checkpoint-name source lines "
-           "(jax._src.source_info_util) and --memory-fraction (jax._src.compiler.get_compile_options)")
+           "(jax._src.source_info_util), --memory-fraction (jax._src.compiler.get_compile_options) and "
+           "--fn steps' switched checkpoint policies (jax._src.ad_checkpoint.remat_p)")
 
 
 def _parse(version: str) -> tuple[int, ...]:
@@ -311,6 +313,39 @@ def wrap_compile_options(transform: Callable[[Any], Any]) -> None:
 
         wrapped._hloscope_wrapped = True  # type: ignore[attr-defined]
         compiler.get_compile_options = wrapped
+
+
+@contextmanager
+def checkpoint_policy_replaced(policy: Any) -> Iterator[bool]:
+    """While open, every ``jax.checkpoint`` traced takes ``policy`` in place of its own; yields
+    whether it could (False: nothing is replaced).
+
+    ``jax.checkpoint`` binds ``jax._src.ad_checkpoint.remat_p`` with the policy as a parameter,
+    through the primitive's own ``bind`` attribute, looked up at each call; the policy is applied
+    later, when the step is differentiated (read on 0.10.2 and 0.12.0). The attribute is wrapped
+    for the trace (``hloscope.compile.remat_bind``, a file registered with
+    ``jax._src.source_info_util.register_exclusion`` so that the checkpoint keeps the user's source
+    line), and JAX's trace caches are cleared before and after. ``jax_remat3`` (experimental)
+    traces checkpoints without that primitive: then False."""
+    import jax
+    from jax._src import ad_checkpoint, source_info_util
+
+    from hloscope.compile import remat_bind
+
+    remat = getattr(ad_checkpoint, "remat_p", None)
+    bind = getattr(remat, "bind", None)
+    if remat is None or not callable(bind) or getattr(jax.config, "jax_remat3", False):
+        yield False
+        return
+    if remat_bind.__file__ not in getattr(source_info_util, "_exclude_paths", ()):
+        source_info_util.register_exclusion(remat_bind.__file__)
+    jax.clear_caches()
+    remat.bind = remat_bind.switched_bind(bind, policy)
+    try:
+        yield True
+    finally:
+        remat.bind = bind
+        jax.clear_caches()
 
 
 def lowered_devices(lowered: Any) -> tuple[list[Any] | None, int | None]:

@@ -64,10 +64,15 @@ def compile_job(request: CompileRequest, phase: Callable[[str], None] | None = N
 
         if not request.args:
             raise HloscopeError("--fn needs --args describing its abstract arguments", EXIT_BAD_INPUT)
+        from hloscope.compile.policy_override import check_names, every_checkpoint, switches_of
+
+        switches = switches_of(request.sets_dict)  # --set custom=NAME:CHOICE,...: tune's switches
         mesh = make_mesh(get_target(request.target), request.devices)
         fn = load_user_fn(request.fn, request.cwd or os.getcwd())
         abstract = parse_args_spec(request.args, mesh, request.cwd or os.getcwd())
-        result = compile_step(request, fn, abstract, StepOptions(mesh=mesh, cache=True, phase=phase))
+        with every_checkpoint(switches):
+            result = compile_step(request, fn, abstract, StepOptions(mesh=mesh, cache=True, phase=phase))
+        check_names(switches or {}, [t["name"] for t in result.tensor_names])
         return result, {"fn": request.fn, "args": request.args}
     from hloscope.compile import workloads
 

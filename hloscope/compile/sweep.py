@@ -69,6 +69,17 @@ class Cell:
     def label(self) -> str:
         return cell_label(self.policy, self.scheduler, self.pipelined, self.batch)
 
+    def request(self) -> CompileRequest:
+        """What ``hloscope compile`` would be asked for (:func:`request_of`; tune's cells of a ``--fn``
+        step ask for that step)."""
+        sets = dict(self.sets)
+        if self.batch is not None:
+            sets["batch"] = str(self.batch)
+        return CompileRequest(target=self.target, devices=self.devices, workload=self.workload,
+                              sets=tuple(sorted(sets.items())), policy=Policy(self.policy),
+                              scheduler=Scheduler(self.scheduler), pipelined=self.pipelined,
+                              memory_fraction=self.memory_fraction)
+
 
 def cells(workload: str, sets: dict[str, str], target: str, devices: int, policies: list[str],
           batches: list[int | None], schedulers: list[str] | None = None,
@@ -92,13 +103,7 @@ def cell_label(policy: str, scheduler: str, pipelined: bool, batch: int | None) 
 
 def request_of(cell: Cell) -> CompileRequest:
     """The CompileRequest of a cell (what ``hloscope compile`` would be asked for)."""
-    sets = dict(cell.sets)
-    if cell.batch is not None:
-        sets["batch"] = str(cell.batch)
-    return CompileRequest(target=cell.target, devices=cell.devices, workload=cell.workload,
-                          sets=tuple(sorted(sets.items())), policy=Policy(cell.policy),
-                          scheduler=Scheduler(cell.scheduler), pipelined=cell.pipelined,
-                          memory_fraction=cell.memory_fraction)
+    return cell.request()
 
 
 class _Analyses:
@@ -143,7 +148,7 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
     ``error`` set. ``phase`` is called with each compile phase's name as it starts."""
     from hloscope.analysis.kinds import VerdictKind
     from hloscope.compile.cache import load_request, remember_request
-    from hloscope.compile.jobs import PHASE_ANALYSIS, compile_request_result, hlo_fingerprint
+    from hloscope.compile.jobs import PHASE_ANALYSIS, compile_request_result, hlo_fingerprint, vocab_of
     from hloscope.errors import HloscopeError
 
     t0 = time.perf_counter()
@@ -159,8 +164,8 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
     if phase:
         phase(PHASE_ANALYSIS)
     fingerprint = hlo_fingerprint(result.optimized_hlo)
-    vocab = extra["config"].get("vocab")
-    report = (analyses or _Analyses()).get(result, fingerprint, cell.target, vocab if isinstance(vocab, int) else None)
+    config = extra.get("config") or {}  # a --fn or MaxText step (tune's cells) has no workload config
+    report = (analyses or _Analyses()).get(result, fingerprint, cell.target, vocab_of(extra))
     s = report.summary
     facts = report.memory
     assert facts is not None  # a compile's report always has its memory facts (the compile's figures)
@@ -169,7 +174,7 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
     cache = result.cache
     row = empty_row(cell)
     row.update(
-        batch=extra["config"]["batch"],
+        batch=config.get("batch"),
         peak_device_bytes=result.figures.peak_bytes,
         host_bytes=result.figures.host_total_bytes,
         fits=facts.fits,

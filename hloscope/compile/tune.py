@@ -12,6 +12,7 @@ cell, the very compile ``hloscope sweep --policies remat,save`` makes.
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from typing import Any
 
 from hloscope.analysis.tune import (
     PROBES,
+    UNPIPELINED_PROBE,
     Config,
     NameFacts,
     Prediction,
@@ -30,10 +32,14 @@ from hloscope.analysis.tune import (
     frontier,
     model_error,
     name_facts,
+    on_off,
     prior_model,
     propose,
 )
+from hloscope.compile.policy_override import CUSTOM
+from hloscope.compile.request import CompileRequest, Scheduler
 from hloscope.compile.sweep import Cell, request_of
+from hloscope.compile.xla_options import PIPELINED_OFFLOAD_FLAG
 from hloscope.errors import EXIT_COMPILE_FAILED, HloscopeError
 
 #: Stop once this many rounds in a row left the verified frontier as it was.
@@ -42,21 +48,86 @@ PATIENCE = 2
 
 @dataclass(frozen=True)
 class TuneCell(Cell):
-    """A sweep cell named by its configuration (``tag``) rather than by its policy."""
+    """A sweep cell named by its configuration (``tag``) rather than by its policy; with ``fn``, a
+    cell of the user's step (``fn``, ``args``, ``cwd``) with its switches as ``--set custom=...``."""
 
     tag: str = ""
+    fn: str | None = None
+    args: str | None = None
+    cwd: str | None = None
+    maxtext: tuple[str, ...] | None = None
 
     @property
     def label(self) -> str:
         return self.tag or super().label
 
+    def request(self) -> CompileRequest:
+        if self.maxtext is not None:  # MaxText's step: the user's config and overrides, then the switches
+            return CompileRequest(target=self.target, devices=self.devices,
+                                  maxtext=(*self.maxtext, *(f"{k}={v}" for k, v in self.sets)),
+                                  scheduler=Scheduler(self.scheduler), pipelined=self.pipelined,
+                                  memory_fraction=self.memory_fraction)
+        if self.fn is None:
+            return super().request()
+        return CompileRequest(target=self.target, devices=self.devices, fn=self.fn, args=self.args, cwd=self.cwd,
+                              sets=self.sets, scheduler=Scheduler(self.scheduler), pipelined=self.pipelined,
+                              memory_fraction=self.memory_fraction)
+
+
+def fn_custom(switches: dict[str, str]) -> str:
+    """A ``--fn`` step's ``custom`` setting: the names kept on device or offloaded, in order (a name
+    not listed is recomputed, so every name ``remat`` is the empty setting)."""
+    return ",".join(f"{n}:{ch}" for n, ch in switches.items() if ch != "remat")
+
+
+def fn_cell(spec: TuneSpec, switches: dict[str, str], pipelined: bool, tag: str = "") -> TuneCell:
+    """The cell of ``spec``'s ``--fn`` step under ``switches``."""
+    return TuneCell(spec.workload, ((CUSTOM, fn_custom(switches)),), "offload", spec.scheduler, pipelined, None,
+                    spec.target, spec.devices, spec.memory_fraction, tag, spec.fn, spec.args, spec.cwd)
+
+
+#: The MaxText setting that makes its remat policy the per-key switches.
+MAXTEXT_CUSTOM = ("remat_policy", "custom")
+
+
+def maxtext_cell(spec: TuneSpec, switches: dict[str, str], pipelined: bool, tag: str = "") -> TuneCell:
+    """The cell of ``spec``'s MaxText step: ``remat_policy=custom`` and each key's switch, in order
+    (``sets`` keeps that order: it is MaxText's command line)."""
+    return TuneCell(spec.workload, (MAXTEXT_CUSTOM, *switches.items()), "offload", spec.scheduler, pipelined, None,
+                    spec.target, spec.devices, spec.memory_fraction, tag, maxtext=spec.maxtext_argv)
+
+
+def maxtext_custom_keys() -> tuple[str, ...]:
+    """The keys of MaxText's ``remat_policy: custom`` in the installed MaxText: its ``base.yml``'s
+    settings whose default is ``remat``, ``device`` or ``offload`` (read as text, without importing
+    MaxText). ``decoder_layer_input`` is left out: MaxText keeps it (the scan's checkpoints)."""
+    import importlib.util
+    import re
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("maxtext")
+    where = list(spec.submodule_search_locations or []) if spec is not None else []
+    keys: list[str] = []
+    for folder in where:
+        base = Path(folder) / "configs" / "base.yml"
+        if base.is_file():
+            for m in re.finditer(r"""^([a-z_0-9]+):\s*['"]?(remat|device|offload)['"]?\s*(?:#.*)?$""",
+                                 base.read_text(errors="replace"), re.M):
+                keys.append(m.group(1))
+            break
+    return tuple(k for k in dict.fromkeys(keys) if k != "decoder_layer_input")
+
 
 def cell_of(spec: TuneSpec, c: Config) -> TuneCell:
     """The sweep cell that compiles ``c``: a coarse policy's own cell when ``c`` is one, else
-    ``policy=offload`` with the per-name switches as settings."""
+    ``policy=offload`` with the per-name switches as settings (a ``--fn`` step: ``custom``)."""
     from hloscope.compile import workloads
 
     choices = spec.space.as_dict(c)
+    if spec.fn is not None:
+        return fn_cell(spec, choices, pipelined_of(spec, c), _tag(choices, c))
+    if spec.maxtext_argv is not None:
+        return maxtext_cell(spec, choices, pipelined_of(spec, c), _tag(choices, c))
     values = set(choices.values())
     sets = dict(spec.sets)
     if c.batch is not None:
@@ -74,9 +145,44 @@ def cell_of(spec: TuneSpec, c: Config) -> TuneCell:
         _, cfg = workloads.resolve(spec.workload, dict(spec.sets))
         sets |= workloads.switch_settings(cfg, choices)
         sets.pop("policy", None)
+    return TuneCell(spec.workload, tuple(sorted(sets.items())), policy, spec.scheduler, pipelined_of(spec, c), None,
+                    spec.target, spec.devices, spec.memory_fraction, _tag(choices, c))
+
+
+def _tag(choices: dict[str, str], c: Config) -> str:
+    """How progress lines and reports name ``c``: ``query_proj=offload ... batch=2 pipelined=off``."""
     tag = " ".join(f"{n}={ch}" for n, ch in choices.items()) + (f" batch={c.batch}" if c.batch is not None else "")
-    return TuneCell(spec.workload, tuple(sorted(sets.items())), policy, spec.scheduler, spec.pipelined, None,
-                    spec.target, spec.devices, spec.memory_fraction, tag)
+    return tag + (f" pipelined={on_off(c.pipelined)}" if c.pipelined is not None else "")
+
+
+def pipelined_of(spec: TuneSpec, c: Config) -> bool:
+    """Whether ``c`` is compiled with pipelined host offloading: its own setting when the space
+    searches it, else the search's one setting."""
+    return spec.pipelined if c.pipelined is None else c.pipelined
+
+
+def fn_names(spec: TuneSpec) -> list[str]:
+    """The checkpoint names ``spec``'s ``--fn`` step tags, in the order its trace meets them, read
+    from its compile with every name recomputed: the search's first probe, which then reads it
+    from the cache (``spec.space`` is not used). For MaxText's step (``spec.maxtext_argv``): its
+    compile with ``remat_policy=custom`` and every key at base.yml's default (``remat``), whose
+    lowered module the all-remat probe's is (the compile cache's lowered-module lookup), and only
+    the names that are keys of MaxText's custom policy (:func:`maxtext_custom_keys`)."""
+    if spec.maxtext_argv is not None:
+        keys = maxtext_custom_keys()
+        return [n for n in _traced_names(maxtext_cell(spec, {}, spec.pipelined).request()) if n in keys]
+    return _traced_names(fn_cell(spec, {}, spec.pipelined).request())
+
+
+def _traced_names(request: CompileRequest) -> list[str]:
+    from hloscope.compile.cache import load_request, remember_request
+    from hloscope.compile.jobs import compile_request_result
+
+    found = load_request(request)
+    result, extra = found if found is not None else compile_request_result(request)
+    if found is None:
+        remember_request(request, result, extra)
+    return list(dict.fromkeys(t["name"] for t in result.tensor_names))
 
 
 def _verified(spec: TuneSpec, c: Config, row: dict[str, Any], probe: str, predicted: Prediction | None,
@@ -85,15 +191,23 @@ def _verified(spec: TuneSpec, c: Config, row: dict[str, Any], probe: str, predic
     label = cell.label
     given = [k for k, _ in spec.sets]  # the user's own settings first, in their order
     ordered = sorted(cell.sets, key=lambda kv: (given.index(kv[0]) if kv[0] in given else len(given), kv[0]))
-    args = (f"--policy {cell.policy}", *(f"--set {k}={v}" for k, v in ordered))
+    options = (*(("--no-pipelined-offload",) if not cell.pipelined else ()),
+               *((f"--scheduler {cell.scheduler}",) if cell.scheduler != "lhs" else ()),
+               *((f"--memory-fraction {cell.memory_fraction:g}",) if cell.memory_fraction else ()))
+    if spec.maxtext_argv is not None:  # --maxtext takes every word after it: last
+        args = (*options, "--maxtext " + " ".join(shlex.quote(x) for x in cell.request().maxtext or ()))
+    else:
+        args = (*(() if spec.fn else (f"--policy {cell.policy}",)),
+                *(f"--set {shlex.quote(f'{k}={v}')}" for k, v in ordered), *options)
+    flags = () if cell.pipelined else (f"--{PIPELINED_OFFLOAD_FLAG}=false",)
     if row.get("error"):
         return Verified(c, label, probe, predicted=predicted, error=str(row["error"]),
-                        compile_s=float(row.get("compile_s") or 0.0), compile_args=args)
+                        compile_s=float(row.get("compile_s") or 0.0), compile_args=args, xla_flags=flags)
     host = int(row.get("host_bytes") or 0)
     return Verified(c, label, probe, int(row["device_allocation_bytes"]), host, float(row["est_step_us"]),
                     float(row.get("est_exposed_us") or 0.0), bool(row.get("fits")), host <= spec.limits.host_bytes,
                     predicted, names, "", bool(row.get("cached")), float(row.get("compile_s") or 0.0),
-                    str(row.get("fingerprint") or ""), args)
+                    str(row.get("fingerprint") or ""), args, flags)
 
 
 def _facts_from_cache(cell: Cell) -> tuple[NameFacts, ...]:
@@ -110,20 +224,37 @@ def _facts_from_cache(cell: Cell) -> tuple[NameFacts, ...]:
 
 
 class _Runner:
-    """Runs configurations on the executor, keeping every verified point and the budget."""
+    """Runs configurations on the executor, keeping every verified point and the budget.
+
+    The budget counts distinct compiled steps: a compile whose optimized HLO is byte-identical to
+    one already finished in this search (a name whose switch XLA compiles to the same step) is a
+    repeat and is not counted; a failed compile is. The progress line counts the same way: each
+    finished repeat reaches ``on_event`` with ``repeat_of`` (the label of the first compile of that
+    step) in its row, so its ``[k/N]`` never passes the budget."""
 
     def __init__(self, spec: TuneSpec, executor: Any, on_event: Callable[..., None] | None,
                  phase: Callable[..., None] | None) -> None:
         self.spec, self.executor, self.on_event, self.phase = spec, executor, on_event, phase
         self.verified: list[Verified] = []
+        self._first: dict[str, str] = {}  # fingerprint -> label of the first finished compile of that step
 
     @property
     def left(self) -> int:
-        """Compiles left: a point whose optimized HLO matches one already verified in this search
-        (a cache hit of the same step under another name's switch) does not count."""
+        """Compiles left of ``spec.max_compiles``: distinct steps and failures count."""
         fps = {v.fingerprint for v in self.verified if v.ok and v.fingerprint}
         spent = len(fps) + sum(1 for v in self.verified if not (v.ok and v.fingerprint))
         return self.spec.max_compiles - spent
+
+    def _event(self, kind: str, cell: Cell, row: dict[str, Any] | None) -> None:
+        from hloscope.compile.sweep import FINISHED
+
+        if kind == FINISHED and row is not None:
+            fp = str(row.get("fingerprint") or "")
+            first = self._first.setdefault(fp, cell.label) if fp and not row.get("error") else cell.label
+            if first != cell.label:
+                row = {**row, "repeat_of": first}
+        if self.on_event is not None:
+            self.on_event(kind, cell, row)
 
     def run(self, configs: list[tuple[Config, str, Prediction | None]]) -> list[Verified]:
         from hloscope.compile.sweep import run_sweep
@@ -137,7 +268,7 @@ class _Runner:
         def on_report(row: dict[str, Any], report: Any) -> None:
             facts[str(row["cell"])] = name_facts(report.intent)
 
-        rows = run_sweep(list(cells), self.executor, self.on_event,
+        rows = run_sweep(list(cells), self.executor, self._event,
                          self.phase, on_report if self.executor.name == "local" else None)
         out = []
         for (c, probe, pred), cell, row in zip(configs, cells, rows, strict=True):
@@ -165,14 +296,16 @@ def run_tune(spec: TuneSpec, executor: Any, on_event: Callable[..., None] | None
     b0 = space.batches[0]
     probes: list[tuple[Config, str, Prediction | None]] = [(space.uniform(p, b0), p, None) for p in PROBES]
     probes += [(space.uniform("remat", b), "remat", None) for b in space.batches[1:]]
+    if space.searches_pipelining:
+        probes.append((space.uniform("offload", b0, False), UNPIPELINED_PROBE, None))
     if spec.own_switches is not None and all(c in a for c, a in zip(spec.own_switches, space.allowed, strict=True)):
-        probes.append((Config(spec.own_switches, b0), "configured", None))
+        probes.append((Config(spec.own_switches, b0, space.pipelined[0]), "configured", None))
     seen: list[tuple[Config, str, Prediction | None]] = []
     for p in probes:  # a fixed name can make two probes one configuration
         if all(p[0] != q[0] for q in seen):
             seen.append(p)
     done = {v.config: v for v in runner.run(seen)}
-    by_probe = {(p, c.batch): done[c] for c, p, _ in probes if p in PROBES and c in done}
+    by_probe = {(p, c.batch): done[c] for c, p, _ in probes if p in (*PROBES, UNPIPELINED_PROBE) and c in done}
     prior = prior_model(space, by_probe)
     if prior is None:
         failed = next((v for v in done.values() if v.error), None)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import textwrap
 
-from hloscope.analysis.tune import Objective, TuneResult, Verified
+from hloscope.analysis.tune import UNPIPELINED_PROBE, Objective, TuneResult, Verified
 from hloscope.render.sweep_plot import check_plot_path, plain, save_figure
 from hloscope.render.tune_words import STOPPED
 
@@ -50,7 +50,8 @@ def write_plot(result: TuneResult, path: str) -> None:
         beyond = edge is not None and v.device_bytes > edge
         ax.plot([x(v)], [y(v)], marker=">" if beyond else "s" if v.probe else "o", color=color, linestyle="none",
                 markerfacecolor=color if v.meets else "white")
-        words = (f"all {v.probe}" if v.probe != "configured" else "as configured") if v.probe else ""
+        words = ({"configured": "as configured", UNPIPELINED_PROBE: "all offload, unpipelined"}.get(v.probe)
+                 or f"all {v.probe}") if v.probe else ""
         if beyond:
             words = f"{words} {v.device_bytes / scale:.0f} {unit}".strip()
         if words:
@@ -67,7 +68,8 @@ def write_plot(result: TuneResult, path: str) -> None:
         kept = [n for n, c in choices.items() if c == "device"]
         moved = [n for n, c in choices.items() if c == "offload"]
         words = (f"best: on device {', '.join(kept) or 'none'}; offloaded {', '.join(moved) or 'none'}; "
-                 "the rest recomputed" + (f" (batch {b.config.batch})" if b.config.batch is not None else ""))
+                 "the rest recomputed" + (f" (batch {b.config.batch})" if b.config.batch is not None else "")
+                 + ("; pipelined host offloading off" if b.config.pipelined is False else ""))
         fig.supxlabel(plain("\n".join(textwrap.wrap(words, 110))), fontsize=8)
     limit = spec.limits.device_bytes
     if limit <= 1.25 * top:  # drawn when it is near the points; else named in the axis label

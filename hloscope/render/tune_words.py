@@ -10,9 +10,10 @@ literals (``repr``), so a quote in a name cannot break the line.
 from __future__ import annotations
 
 import json
+import shlex
 from typing import Any, Protocol, TextIO
 
-from hloscope.analysis.tune import Objective, TuneResult, Verified
+from hloscope.analysis.tune import Objective, TuneResult, Verified, on_off
 from hloscope.render.memory_text import gib, room_of
 from hloscope.render.options import RenderOptions
 from hloscope.render.table import format_columns
@@ -49,7 +50,9 @@ def maxtext_snippet(choices: dict[str, str]) -> str:
 def sets_snippet(result: TuneResult, v: Verified) -> str:
     """The ``hloscope compile`` options that compile ``v`` (the workload's ``custom`` or per-name settings)."""
     spec = result.spec
-    head = f"hloscope compile --workload {spec.workload} --target {spec.target} --devices {spec.devices} "
+    what = (f"--fn {shlex.quote(spec.fn)} --args {shlex.quote(spec.args or '')} " if spec.fn is not None
+            else "" if spec.maxtext_argv is not None else f"--workload {spec.workload} ")
+    head = f"hloscope compile {what}--target {spec.target} --devices {spec.devices} "
     if v.compile_args:  # what compiled it: a coarse policy's own options (mlp has no per-name setting)
         return head + " ".join(v.compile_args)
     choices = choices_of(result, v)
@@ -60,7 +63,13 @@ def sets_snippet(result: TuneResult, v: Verified) -> str:
         sets += [f"{n}={c}" for n, c in choices.items()]
     else:
         sets.append("custom=" + ",".join(f"{n}:{c}" for n, c in choices.items()))
-    return head + "--policy offload " + " ".join(f"--set {s}" for s in sets)
+    return (head + "--policy offload " + " ".join(f"--set {s}" for s in sets)
+            + ("" if pipelined(result, v) else " --no-pipelined-offload"))
+
+
+def pipelined(result: TuneResult, v: Verified) -> bool:
+    """Whether ``v`` was compiled with pipelined host offloading."""
+    return result.spec.pipelined if v.config.pipelined is None else v.config.pipelined
 
 
 def _code(v: Verified) -> str:
@@ -95,7 +104,8 @@ def no_fit_line(result: TuneResult) -> str:
 def point_dict(result: TuneResult, v: Verified) -> dict[str, Any]:
     p = v.predicted
     return {
-        "choices": choices_of(result, v), "batch": v.config.batch, "device_bytes": v.device_bytes,
+        "choices": choices_of(result, v), "batch": v.config.batch, "pipelined": pipelined(result, v),
+        "device_bytes": v.device_bytes,
         "host_bytes": v.host_bytes, "step_us": round(v.step_us, 3), "exposed_us": round(v.exposed_us, 3),
         "throughput": round(_throughput(result, v), 3) if v.ok else None,
         "fits": v.fits, "host_fits": v.host_fits, "verified": True, "probe": v.probe or None,
@@ -115,7 +125,7 @@ def result_dict(result: TuneResult) -> dict[str, Any]:
         why = result.why
         best = {**point_dict(result, b), "snippet": jax_snippet(choices),
                 "maxtext": maxtext_snippet(choices) if spec.maxtext else None,
-                "compile": sets_snippet(result, b),
+                "compile": sets_snippet(result, b), "xla_flags": list(b.xla_flags),
                 "why": {
                     "neighbours": [{"what": n.what, "from": n.was, "to": n.now,
                                     "step_delta_us": round(n.step_delta_us, 3),
@@ -134,6 +144,8 @@ def result_dict(result: TuneResult) -> dict[str, Any]:
         "names": list(spec.space.names),
         "allowed": {n: list(a) for n, a in zip(spec.space.names, spec.space.allowed, strict=True)},
         "batches": list(spec.space.batches), "space_size": spec.space.size(),
+        "pipelined": ([on_off(p) for p in spec.space.pipelined] if spec.space.searches_pipelining
+                      else [on_off(spec.pipelined)]),
         "limits": {"device_bytes": spec.limits.device_bytes, "host_pool_bytes": spec.limits.host_bytes,
                    "memory_fraction": spec.memory_fraction},
         "compiles": {"total": len(result.verified), "probes": sum(1 for v in result.verified if v.probe),
@@ -187,26 +199,30 @@ def text_lines(result: TuneResult) -> list[str]:
              f"limits: device {gib(spec.limits.device_bytes)}, pinned-host pool {gib(spec.limits.host_bytes)}",
              ""]
     front = {v.config for v in result.frontier}
-    head = ["#", "choices", "batch", "device GiB", "host GiB", "~step ms", "~exposed ms"]
+    piped = space.searches_pipelining
+    head = ["#", "choices", "batch", *(["pipelined"] if piped else []), "device GiB", "host GiB", "~step ms",
+            "~exposed ms"]
     head += ["tokens/s"] if throughput else []
     head += ["fits", "model ~step ms", "", "source"]
     body = []
     for i, v in enumerate(result.verified):
         source = (f"probe {v.probe}" if v.probe else "proposal") + (", cached" if v.cached else "")
         if not v.ok:
-            body.append([str(i), _code(v), str(v.config.batch or "-"), "error: " + v.error[:70]]
-                        + [""] * (len(head) - 5) + [source])
+            body.append([str(i), _code(v), str(v.config.batch or "-"), *([on_off(v.config.pipelined)] if piped else []),
+                         "error: " + v.error[:70]] + [""] * (len(head) - 5 - piped) + [source])
             continue
         mark = "best" if result.best is not None and v.config == result.best.config else (
             "frontier" if v.config in front else "")
         fits = "yes" if v.meets else ("no: host" if v.fits else "NO")
-        row = [str(i), _code(v), str(v.config.batch or "-"), f"{v.device_bytes / 2**30:.2f}",
+        row = [str(i), _code(v), str(v.config.batch or "-"), *([on_off(v.config.pipelined)] if piped else []),
+               f"{v.device_bytes / 2**30:.2f}",
                f"{v.host_bytes / 2**30:.2f}", _ms(v.step_us), _ms(v.exposed_us)]
         row += [f"{_throughput(result, v):,.0f}"] if throughput else []
         row += [fits, _ms(v.predicted.step_us) if v.predicted else "-", mark, source]
         body.append(row)
     lines += format_columns(head, body)
-    lines.append(f"choices: one letter per name, in order {' '.join(space.names)}; r remat, d device, o offload")
+    lines.append(f"choices: one letter per name, in order {' '.join(space.names)}; r remat, d device, o offload"
+                 + ("; pipelined: pipelined host offloading" if piped else ""))
     lines.append("")
     lines.append(f"{len(result.verified)} compiles ({sum(1 for v in result.verified if v.probe)} probes, "
                  f"{result.cached} from the cache) in {result.rounds} rounds, {result.seconds:.0f} s; stopped: "
@@ -240,6 +256,8 @@ def text_lines(result: TuneResult) -> list[str]:
             lines.append(f"  {', '.join(repr(n) for n in why.inert)}: XLA compiled the same step whatever the switch "
                          "(identical optimized HLO), so the search stopped trying it")
     lines += ["", "paste (JAX): " + jax_snippet(choices)]
+    if b.xla_flags:
+        lines.append("with XLA_FLAGS: " + " ".join(b.xla_flags) + " (pipelined host offloading off)")
     if spec.maxtext:
         lines.append("paste (MaxText): " + maxtext_snippet(choices))
     lines.append("compile it: " + sets_snippet(result, b))

@@ -26,12 +26,28 @@ CASES = [
     (["llama", "--set", "batch=2", "--batch-sizes", "2"], 2, "--set batch and --batch-sizes both give the batch"),
     (["llama", "--fix", "query_proj=device", "--fix", "key_proj=device", "--fix", "value_proj=remat"], 2,
      "every name is fixed: nothing to tune"),
-    (["llama", "--fn", "m:f"], 2, "tune searches the built-in workloads and presets"),
+    (["llama", "--fn", "m:f"], 2, "--fn m:f and workload 'llama' both name the step; give one"),
+    (["--fn", "m:f"], 2, "--fn needs --args describing its abstract arguments"),
+    (["--fn", "nocolon", "--args", "f32[2]"], 2, "--fn wants package.module:function, got 'nocolon'"),
+    (["--fn", "m:f", "--args", "f32[2]", "--set", "batch=2"], 2, "--set batch=2: a --fn step has no workload "
+                                                                 "settings"),
+    (["--fn", "m:f", "--args", "f32[2]", "--batch-sizes", "1,2"], 2, "--batch-sizes: a --fn step's batch is in its"),
+    (["--fn", "m:f", "--args", "f32[2]", "--max-compiles", "2"], 2, "--max-compiles 2 leaves no room: the probes "
+                                                                    "alone are 3 compiles"),
+    (["llama", "--args", "f32[2]"], 2, "--args and --args-from describe a --fn step's arguments"),
+    (["llama", "--maxtext", "a=1"], 2, "--maxtext and llama both name the step; give one"),
+    (["--set", "x=1", "--maxtext", "a=1"], 2, "--set: --maxtext takes MaxText's own KEY=VALUE settings"),
     (["nosuch"], 3, "unknown workload 'nosuch'"),
     (["llama", "--objective", "speed"], 3, "invalid choice: 'speed'"),
     (["llama", "--format", "yaml"], 3, "unknown format 'yaml'; choose one of: text, json"),
     (["llama", "--plot", "x.pdf"], 2, "--plot x.pdf: the file name must end in .svg or .png"),
     (["llama", "--workload", "mlp"], 2, "two workloads given: 'llama' and --workload 'mlp'"),
+    (["llama", "--pipelined", "maybe"], 3, "unknown --pipelined value 'maybe'; choose from on, off"),
+    (["llama", "--pipelined", ","], 2, "--pipelined is empty; give on, off or on,off"),
+    (["llama", "--pipelined", "on,off", "--choices", "remat,device"], 2,
+     "--pipelined on,off: no name may be offloaded (--choices, --fix)"),
+    (["llama", "--pipelined", "on,off", "--max-compiles", "3"], 2,
+     "--max-compiles 3 leaves no room: the probes alone are 4 compiles"),
 ]
 
 

@@ -186,20 +186,26 @@ class Recorded:
         self.asked: list[str] = []
 
     def run(self, cells: list[Any], on_event: Any, phase: Any = None, on_report: Any = None) -> list[dict[str, Any]]:
+        from hloscope.compile.sweep import FINISHED, STARTED
+
         rows = []
         for c in cells:
+            on_event(STARTED, c, None)
             self.asked.append(c.label)
-            choices = tuple(part.split("=")[1] for part in c.label.split() if not part.startswith("batch="))
+            parts = c.label.split()
+            choices = tuple(p.split("=")[1] for p in parts if not p.startswith(("batch=", "pipelined=")))
             if self.inert is not None:  # XLA compiles the same step whatever this name's switch
                 choices = tuple("remat" if i == self.inert else x for i, x in enumerate(choices))
-            dev, host, step = self.truth(choices)
+            dev, host, step = self.truth(choices) if c.pipelined else self.truth(choices, False)
             rows.append({"cell": c.label, "device_allocation_bytes": dev, "host_bytes": host, "est_step_us": step,
                          "est_exposed_us": 0.0, "fits": dev <= self.limits.device_bytes, "cached": False,
-                         "compile_s": 0.0, "error": "", "fingerprint": " ".join(choices), "identical_to": ""})
+                         "compile_s": 0.0, "error": "", "identical_to": "",
+                         "fingerprint": " ".join(choices) + ("" if c.pipelined or "offload" not in choices else " off")})
+            on_event(FINISHED, c, rows[-1])
         return rows
 
 
-def additive(choices: tuple[str, ...]) -> tuple[int, int, float]:
+def additive(choices: tuple[str, ...], pipelined: bool = True) -> tuple[int, int, float]:
     """A truth close to the recorded run: offloading query_proj and value_proj hides, key_proj
     offloaded together with value_proj costs 6 us more (an interaction the model cannot see)."""
     dev, host, step = 32834772, 0, 764.4
@@ -272,3 +278,95 @@ def test_a_name_xla_ignores_is_learnt_and_costs_no_budget() -> None:
     assert 1 <= dups <= 2
     assert result.stopped != "budget" or len(set(fps)) == 6
     assert result.why is not None and result.why.inert == ("key_proj",)
+
+
+def test_the_progress_line_counts_what_the_budget_counts(capsys: pytest.CaptureFixture[str]) -> None:
+    # It read '[7/6]': the line counted every finished cell against --max-compiles, while the
+    # budget does not count a repeat of a step already compiled (an inert name's switch).
+    import re
+
+    from hloscope.cli.sweep import _progress_bar
+    from hloscope.compile.tune import run_tune
+
+    on_event, phase, stop = _progress_bar(6)
+    result = run_tune(spec(6), Recorded(additive, inert=1), on_event, phase)
+    stop()
+    lines = capsys.readouterr().err.splitlines()
+    fps = [v.fingerprint for v in result.verified]
+    assert len(lines) == len(fps) > len(set(fps))  # every compile has its line; some were repeats
+    counts = [tuple(map(int, m.groups())) for m in (re.match(r"\[(\d+)/(\d+)\]", ln) for ln in lines) if m]
+    assert len(counts) == len(lines) and all(k <= n == 6 for k, n in counts)
+    assert counts[-1][0] == len(set(fps))
+    repeats = [(i, v) for i, v in enumerate(result.verified) if fps.index(v.fingerprint) < i]
+    assert [i for i, ln in enumerate(lines) if "not counted" in ln] == [i for i, _ in repeats]
+    for i, v in repeats:  # each names the first compile of its step
+        first = result.verified[fps.index(v.fingerprint)].label
+        assert lines[i] == f"[{counts[i][0]}/6] compiled (the same step as {first}, not counted): {v.label}"
+
+
+# ---- pipelined host offloading as an axis -----------------------------------------------------
+
+PIPED = Space(NAMES, (("remat", "device", "offload"),) * 3, (None,), (True, False))
+
+
+def unpipelined(choices: tuple[str, ...], pipelined: bool = True) -> tuple[int, int, float]:
+    """:func:`additive`, where offloading key_proj is 9 us faster with pipelining off (and the
+    others 3 us slower each): the search has to find key_proj offloaded, pipelining off."""
+    dev, host, step = additive(choices)
+    if not pipelined:
+        step += sum(-9.0 if n == "key_proj" else 3.0 for n, ch in zip(NAMES, choices, strict=True) if ch == "offload")
+    return dev, host, step
+
+
+def test_the_pipelining_axis_doubles_the_space_and_is_a_neighbour() -> None:
+    assert PIPED.size() == 54 and len(set(PIPED.configs())) == 54
+    c = PIPED.uniform("offload", None)
+    assert c == Config(("offload",) * 3, None, True)  # the probes' setting: on
+    assert Config(c.choices, None, False) in PIPED.neighbours(c) and len(PIPED.neighbours(c)) == 7
+    assert SPACE.uniform("offload", None).pipelined is None  # not an axis: the search's one setting
+
+
+def test_the_prior_reproduces_the_unpipelined_probe() -> None:
+    from hloscope.analysis.tune import UNPIPELINED_PROBE
+
+    p = {(k, b): point(Config(v.config.choices, b, True), v.device_bytes, v.host_bytes, v.step_us, k,
+                       names=v.names) for (k, b), v in probes().items()}
+    off = Config(("offload",) * 3, None, False)
+    assert prior_model(PIPED, p) is None  # the unpipelined probe is needed
+    p[(UNPIPELINED_PROBE, None)] = point(off, 30089196, 786432, 713.8, UNPIPELINED_PROBE,
+                                         names=(FACTS[0], FACTS[1], NameFacts("value_proj", 131072, 12.77, 11.0, 4.4,
+                                                                              3, 1)))
+    model = prior_model(PIPED, p)
+    assert model is not None
+    assert model.predict(off).step_us == pytest.approx(713.8)
+    assert model.predict(Config(("offload",) * 3, None, True)).step_us == pytest.approx(710.8)
+    # value_proj's own exposed time grew 8.37 -> 11.0 us: its unpipelined delta carries it
+    u = model.unpipelined["step_us"]
+    assert u[2] - u[1] == pytest.approx(11.0 - 8.37)
+    # pipelining acts on offloads alone: nothing offloaded, the same prediction either way
+    assert model.predict(Config(("device", "remat", "device"), None, False)) == \
+        model.predict(Config(("device", "remat", "device"), None, True))
+
+
+def test_the_search_finds_pipelining_off_and_says_it_in_the_lines_to_paste() -> None:
+    from hloscope.compile.tune import run_tune
+    from hloscope.render.tune_words import result_dict, text_lines
+
+    ex = Recorded(unpipelined)
+    result = run_tune(TuneSpec("llama", (("layers", "2"),), "h100-sxm", 8, PIPED, LIMITS, GOAL, 16), ex)
+    assert [v.probe for v in result.verified[:4]] == ["remat", "device", "offload", "offload-unpipelined"]
+    assert result.verified[3].label == "query_proj=offload key_proj=offload value_proj=offload pipelined=off"
+    b = result.best
+    truth = min((unpipelined(c.choices, bool(c.pipelined))[2], c) for c in PIPED.configs())
+    assert b is not None and b.step_us <= min(v.step_us for v in result.verified[:4])
+    assert b.config.pipelined is False and b.config.choices[1] == "offload"
+    assert b.step_us == pytest.approx(truth[0])
+    # a configuration that offloads nothing is never compiled with both settings
+    none = [v.config for v in result.verified if "offload" not in v.config.choices]
+    assert len({c.choices for c in none}) == len(none)
+    d = result_dict(result)
+    assert d["pipelined"] == ["on", "off"] and d["best"]["pipelined"] is False
+    assert d["best"]["compile"].endswith(" --no-pipelined-offload")
+    assert d["best"]["xla_flags"] == ["--xla_gpu_enable_pipelined_host_offloading=false"]
+    text = text_lines(result)
+    assert "with XLA_FLAGS: --xla_gpu_enable_pipelined_host_offloading=false (pipelined host offloading off)" in text

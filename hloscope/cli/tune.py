@@ -210,7 +210,8 @@ def _checked(args: argparse.Namespace, workload: str, sets: dict[str, str], fn: 
     space = Space((), (), batches, (True, False) if len(pipelined) > 1 else (None,))
     return TuneSpec(workload, tuple(sorted(sets.items())), compile_target(args), args.devices, space,
                     Limits(limit, pool), Goal(objective, 1, args.devices), args.max_compiles, max(2, args.jobs),
-                    args.scheduler, pipelined[0], args.memory_fraction, fn=fn, args=fn_args, cwd=os.getcwd() if fn else None)
+                    args.scheduler, pipelined[0], args.memory_fraction, fn=fn, args=fn_args,
+                    cwd=os.getcwd() if fn else None)
 
 
 def _with_space(args: argparse.Namespace, spec: TuneSpec, names: tuple[str, ...], own: dict[str, str] | None,

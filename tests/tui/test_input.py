@@ -29,7 +29,9 @@ def test_bad_paths_are_one_line_errors_with_exit_2(tmp_path: Path, capsys: pytes
 
 def test_neither_path_nor_workload_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["tui"]) == 2
-    assert "PATH or --workload" in capsys.readouterr().err
+    assert "give a PATH, --workload NAME or --maxtext ... (one of them)" in capsys.readouterr().err
+    assert main(["tui", "some.hlo", "--maxtext", "model_name=llama2-7b"]) == 2  # two sources
+    assert "(one of them)" in capsys.readouterr().err
 
 
 def test_unknown_target_is_exit_3(capsys: pytest.CaptureFixture[str]) -> None:

@@ -36,8 +36,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     sys.path.insert(0, str(HERE.parent))
-    from hloscope.analysis.margin import measure_margins
-    from hloscope.analysis.timeline import simulate_step
+    from hloscope.analysis.simulate.margin import measure_margins
+    from hloscope.analysis.simulate.timeline import simulate_step
     from hloscope.api import analyze
     from hloscope.hlo.parser import parse_hlo
 

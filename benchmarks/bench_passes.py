@@ -50,8 +50,8 @@ def main() -> int:
 
     from hloscope.analysis.context import StepContext
     from hloscope.analysis.inputs import StepInputs
-    from hloscope.analysis.options import AnalysisOptions
     from hloscope.analysis.passes import PASSES, TIMELINE, VERDICTS
+    from hloscope.analysis.simulate.options import AnalysisOptions
     from hloscope.api import analyze
     from hloscope.hlo.parser import parse_hlo
     from hloscope.render.json_report import report_to_dict

@@ -36,11 +36,11 @@ def main() -> int:
     sys.path.insert(0, str(HERE))
     from bench_parse import best, make_input
 
-    from hloscope.analysis.cost import CostModel
-    from hloscope.analysis.index import ModuleIndex
-    from hloscope.analysis.pairs import pair_async_ops
-    from hloscope.analysis.timeline import simulate_step
-    from hloscope.analysis.transfers import find_host_transfers
+    from hloscope.analysis.cost.roofline import CostModel
+    from hloscope.analysis.simulate.timeline import simulate_step
+    from hloscope.analysis.structure.index import ModuleIndex
+    from hloscope.analysis.structure.pairs import pair_async_ops
+    from hloscope.analysis.structure.transfers import find_host_transfers
     from hloscope.hlo.parser import parse_hlo
     from hloscope.targets import get_target
 

@@ -6,7 +6,7 @@
 An nsys-jax archive is its own profile (docs/accuracy.md). Per async collective: the model's time, the
 simulated wait at its done, the model's reading (hidden: that wait under half the model's time), its
 marginal cost (the simulated step with it free), the factors on every collective's time and on every
-other op's time at which that reading flips (``hloscope.analysis.margin.measure_collective_margins``),
+other op's time at which that reading flips (``hloscope.analysis.simulate.margin.measure_collective_margins``),
 and the measured share of its kernel's time other kernels ran beside it. Sorted by margin, nearest
 flip first. docs/accuracy.md ("Margins against the measured overlap") holds the result.
 """
@@ -27,9 +27,9 @@ def main() -> int:
     ap.add_argument("--target", default=None)
     args = ap.parse_args()
     sys.path.insert(0, str(HERE.parent))
-    from hloscope.analysis.margin import class_error_factors, measure_collective_margins
-    from hloscope.analysis.measured import classify
+    from hloscope.analysis.measured.compare import classify
     from hloscope.analysis.report import reanalyze
+    from hloscope.analysis.simulate.margin import class_error_factors, measure_collective_margins
     from hloscope.api import analyze
     from hloscope.compile.xplane import load_measured
 

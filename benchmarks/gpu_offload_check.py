@@ -108,8 +108,8 @@ def run_and_profile(out: Path, args: argparse.Namespace) -> tuple[Path, Path]:
 
 def figures(hlo: Path, xplane: Path, target: str) -> dict[str, Any]:
     """hloscope's verdict, blame, marginal cost and margin per transfer, with the measured overlap."""
-    from hloscope.analysis.overlap import AnalysisOptions
     from hloscope.analysis.report import analyze_step
+    from hloscope.analysis.simulate.overlap import AnalysisOptions
     from hloscope.artifact import read_step
     from hloscope.compile.xplane import load_measured
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hloscope.analysis.inputs import StepInputs
-from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import Report, analyze_step
+from hloscope.analysis.simulate.overlap import AnalysisOptions
 from hloscope.artifact import OPTIMIZED_FILE, REPORT_FILE, REPORT_TEXT_FILE, load_report
 from hloscope.compile.request import CompileRequest, Policy, Scheduler, callable_name, xla_flag_texts
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError

@@ -33,8 +33,8 @@ from hloscope.targets import Target, TargetOrigin, as_target, get_target, target
 
 if TYPE_CHECKING:  # the analysis is imported when a step is loaded, so reading a manifest stays light
     from hloscope.analysis.inputs import StepInputs
-    from hloscope.analysis.overlap import AnalysisOptions
     from hloscope.analysis.report import Report
+    from hloscope.analysis.simulate.overlap import AnalysisOptions
     from hloscope.hlo.model import Module
 
     R = TypeVar("R", bound=Report)
@@ -128,7 +128,7 @@ def read_step(path: str, target: str | Target | None = None, names: Sequence[Map
     """Read ``path`` (file, dump folder, artifact folder, ``-``) with all it carries, each file once.
     ``keep_text``: the inputs keep the HLO text the module was parsed from (the TUI's line lookups)."""
     from hloscope.analysis.inputs import ScheduleRun, StepInputs, int_figures
-    from hloscope.analysis.intent import intent_from_dict
+    from hloscope.analysis.intent.account import intent_from_dict
     from hloscope.hlo.loader import ARTIFACT_NOTE, read_module
     from hloscope.hlo.xla_dumps import XlaDumpTexts
 

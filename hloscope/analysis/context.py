@@ -2,8 +2,8 @@
 
 A pass is a function ``run(ctx) -> T``. It reads the step from one :class:`StepContext`
 (the loader's :class:`~hloscope.analysis.inputs.StepInputs`, the target, the
-:class:`~hloscope.analysis.options.AnalysisOptions`, the shared
-:class:`~hloscope.analysis.index.ModuleIndex` and the :class:`~hloscope.analysis.cost.CostModel`)
+:class:`~hloscope.analysis.simulate.options.AnalysisOptions`, the shared
+:class:`~hloscope.analysis.structure.index.ModuleIndex` and the :class:`~hloscope.analysis.cost.roofline.CostModel`)
 and the results of the passes before it (``ctx[TIMELINE]``), and returns its typed result.
 A :class:`Pass` row names the :class:`~hloscope.analysis.report.Report` field that result
 fills; the ordered table is ``hloscope.analysis.passes.PASSES`` and docs/passes.md shows how
@@ -16,10 +16,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from hloscope.analysis.cost import CostModel
-from hloscope.analysis.index import ModuleIndex
+from hloscope.analysis.cost.roofline import CostModel
 from hloscope.analysis.inputs import StepInputs
-from hloscope.analysis.options import AnalysisOptions
+from hloscope.analysis.simulate.options import AnalysisOptions
+from hloscope.analysis.structure.index import ModuleIndex
 from hloscope.hlo.model import Module
 from hloscope.targets import Target
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hloscope.analysis.intent import Intent
+from hloscope.analysis.intent.account import Intent
 from hloscope.analysis.memory import CompileFigures
 from hloscope.hlo.model import Module
 from hloscope.hlo.xla_dumps import XlaDumpTexts
@@ -78,7 +78,7 @@ class StepInputs:
     ``compile_seconds`` and what was compiled (``workload``/``config`` or ``fn``/``args``);
     None when the step was not compiled in this run.
     intent: what the step asked to offload, read from its trace
-    (``hloscope.analysis.intent.Intent``; None: unknown). unoptimized: the module before
+    (``hloscope.analysis.intent.account.Intent``; None: unknown). unoptimized: the module before
     optimizations, when the source has it (an artifact or dump folder, a compile): the
     intent accounting tells a placement JAX dropped from one XLA removed with it.
     scheduler: which scheduler and estimator XLA ran for this compile (:class:`ScheduleRun`;

@@ -20,7 +20,7 @@ class VerdictKind(StrEnum):
 
 
 class NameBasis(StrEnum):
-    """How a transfer's ``checkpoint_name`` was decided (``hloscope.analysis.names``)."""
+    """How a transfer's ``checkpoint_name`` was decided (``hloscope.analysis.structure.names``)."""
 
     DATA_FLOW = "data-flow"  # the moved value followed back to the tagged op (or its op_name, an argument's path)
     # data flow reached the op that computed the tagged value, at a line several names share (MaxText's
@@ -47,7 +47,7 @@ class Reason(StrEnum):
     EMPTY_WINDOW = "empty_window"  # done right after start
     ONLY_FREE_OPS = "only_free_ops"  # window holds only bookkeeping ops
     ESTIMATED = "estimated"  # window holds work; hidden fraction estimated from the window alone
-    SIMULATED = "simulated"  # decided by the simulated wait at the done (analysis/timeline.py)
+    SIMULATED = "simulated"  # decided by the simulated wait at the done (analysis/simulate/timeline.py)
     HELD_UP = "held_up"  # it held other transfers up: decided by the waits charged to it (its blame)
 
 

@@ -24,8 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from hloscope.analysis.index import ModuleIndex
-from hloscope.analysis.opclass import COLLECTIVE_OPCODES, collective_kind
+from hloscope.analysis.structure.index import ModuleIndex
+from hloscope.analysis.structure.opclass import COLLECTIVE_OPCODES, collective_kind
 from hloscope.hlo.model import Instruction, Module
 from hloscope.hlo.shape import HOST_MEMORY_SPACE, Shape, parse_shape
 from hloscope.hlo.xla_dumps import (

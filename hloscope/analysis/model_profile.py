@@ -15,7 +15,7 @@ computations that the model prices above zero, the figure the report's cost mode
 uses: a compute op's time, a collective's time at its start (ring over its replica
 group), a host transfer's time alone on its link at its start (DMA setup plus bytes
 at the link's bandwidth; with ``serialized=True``, a copy of a serial drain,
-``hloscope.analysis.drain``, at its issue-to-finish time behind the others on its link,
+``hloscope.analysis.simulate.drain``, at its issue-to-finish time behind the others on its link,
 so XLA schedules it as it will run). Compiled again with it (``hloscope compile --xla-flag
 xla_gpu_pgle_profile_file_or_directory_path=FILE``), the step is scheduled as XLA
 would schedule it if it knew those costs: a what-if, not a measurement. Names are
@@ -33,7 +33,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from hloscope.analysis.kinds import PairKind
-from hloscope.analysis.opclass import collective_kind, is_done
+from hloscope.analysis.structure.opclass import collective_kind, is_done
 
 if TYPE_CHECKING:
     from hloscope.analysis.report import Report

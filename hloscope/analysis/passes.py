@@ -13,29 +13,29 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hloscope.analysis.context import Pass, StepContext
-from hloscope.analysis.drain import SerialDrain, find_serial_drains
-from hloscope.analysis.host_work import HostWork, find_host_work
 from hloscope.analysis.inputs import int_figures
-from hloscope.analysis.intent import IntentAccount, account_step
+from hloscope.analysis.intent.account import IntentAccount, account_step
+from hloscope.analysis.intent.naming import find_named_transfers
+from hloscope.analysis.intent.remat import RematClones, count_remat_clones
 from hloscope.analysis.kinds import Direction
-from hloscope.analysis.measured import MeasuredComparison, compare_measured
+from hloscope.analysis.measured.compare import MeasuredComparison, compare_measured
 from hloscope.analysis.memory import MemoryFacts, facts_from_dumps
-from hloscope.analysis.naming import find_named_transfers
-from hloscope.analysis.overlap import judge_overlap
-from hloscope.analysis.pairs import AsyncPair, pair_async_ops
-from hloscope.analysis.remat import RematClones, count_remat_clones
-from hloscope.analysis.slack import Slack, find_slack
-from hloscope.analysis.streams import StreamAssignment, assign_execution_streams, stream_model
-from hloscope.analysis.summary import Summary, summarize
-from hloscope.analysis.timeline import SliceKind, Timeline, simulate_step
-from hloscope.analysis.transfers import HostTransfer
-from hloscope.analysis.verdict import Verdict
-from hloscope.analysis.xla_view import XlaEstimates, compare_with_xla
+from hloscope.analysis.simulate.drain import SerialDrain, find_serial_drains
+from hloscope.analysis.simulate.overlap import judge_overlap
+from hloscope.analysis.simulate.slack import Slack, find_slack
+from hloscope.analysis.simulate.summary import Summary, summarize
+from hloscope.analysis.simulate.timeline import SliceKind, Timeline, simulate_step
+from hloscope.analysis.simulate.verdict import Verdict
+from hloscope.analysis.simulate.xla_view import XlaEstimates, compare_with_xla
+from hloscope.analysis.structure.host_work import HostWork, find_host_work
+from hloscope.analysis.structure.pairs import AsyncPair, pair_async_ops
+from hloscope.analysis.structure.streams import StreamAssignment, assign_execution_streams, stream_model
+from hloscope.analysis.structure.transfers import HostTransfer
 from hloscope.hlo.xla_log import parse_xla_log
 
 
 def _transfers(ctx: StepContext) -> tuple[HostTransfer, ...]:
-    """Every host transfer, each built once with its one name (``hloscope.analysis.naming``)."""
+    """Every host transfer, each built once with its one name (``hloscope.analysis.intent.naming``)."""
     i = ctx.inputs
     return tuple(find_named_transfers(ctx.index, ctx.options.host_space, i.names, i.intent, i.unoptimized))
 

@@ -22,28 +22,28 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from hloscope.analysis.context import StepContext
-from hloscope.analysis.cost import CostModel
-from hloscope.analysis.drain import SerialDrain
-from hloscope.analysis.graph import build_dependency_graph
-from hloscope.analysis.host_work import HostWork
-from hloscope.analysis.index import ModuleIndex
+from hloscope.analysis.cost.roofline import CostModel
 from hloscope.analysis.inputs import ScheduleRun, StepInputs
-from hloscope.analysis.intent import IntentAccount
+from hloscope.analysis.intent.account import IntentAccount
+from hloscope.analysis.intent.remat import RematClones
 from hloscope.analysis.kinds import PairKind
-from hloscope.analysis.margin import Margins, TransferMargin, measure_margins
-from hloscope.analysis.measured import MeasuredComparison
+from hloscope.analysis.measured.compare import MeasuredComparison
 from hloscope.analysis.memory import MemoryFacts
-from hloscope.analysis.options import AnalysisOptions
-from hloscope.analysis.pairs import AsyncPair
 from hloscope.analysis.passes import PASSES, offloaded_names
-from hloscope.analysis.remat import RematClones
-from hloscope.analysis.slack import Slack
-from hloscope.analysis.streams import StreamAssignment
-from hloscope.analysis.summary import Summary
-from hloscope.analysis.timeline import Timeline
-from hloscope.analysis.transfers import HostTransfer
-from hloscope.analysis.verdict import Verdict
-from hloscope.analysis.xla_view import XlaEstimates
+from hloscope.analysis.simulate.drain import SerialDrain
+from hloscope.analysis.simulate.margin import Margins, TransferMargin, measure_margins
+from hloscope.analysis.simulate.options import AnalysisOptions
+from hloscope.analysis.simulate.slack import Slack
+from hloscope.analysis.simulate.summary import Summary
+from hloscope.analysis.simulate.timeline import Timeline
+from hloscope.analysis.simulate.verdict import Verdict
+from hloscope.analysis.simulate.xla_view import XlaEstimates
+from hloscope.analysis.structure.graph import build_dependency_graph
+from hloscope.analysis.structure.host_work import HostWork
+from hloscope.analysis.structure.index import ModuleIndex
+from hloscope.analysis.structure.pairs import AsyncPair
+from hloscope.analysis.structure.streams import StreamAssignment
+from hloscope.analysis.structure.transfers import HostTransfer
 from hloscope.hlo.gcpause import paused_gc
 from hloscope.hlo.model import Module, SourceLocation
 from hloscope.targets import Target
@@ -72,24 +72,24 @@ class Report:
     in docs/json-schema.md) when the step was compiled in this run, else None.
     timeline: the simulated step (None for an unscheduled module or
     ``AnalysisOptions(simulate=False)``). intent: each offload the traced step asked for,
-    with the transfers it became or why it produced none (``hloscope.analysis.intent``;
+    with the transfers it became or why it produced none (``hloscope.analysis.intent.account``;
     None when the step's intent is unknown: a plain HLO file). xla: what XLA's scheduler
-    believed about each async transfer (``hloscope.analysis.xla_view``), when the compile's
+    believed about each async transfer (``hloscope.analysis.simulate.xla_view``), when the compile's
     scheduler log is known (a compile here, an artifact folder with ``xla-scheduler.log``).
     scheduler (from inputs): which scheduler and estimator XLA ran (:class:`ScheduleRun`), when the compile
     recorded it (a compile here, an artifact folder's manifest), else None.
     measured: the model beside a measured profile (``AnalysisOptions.compare_with``), else None.
     host_work: kernels reading or writing host memory in place, and host-thread
-    computations with the async ops entering and leaving them (:mod:`hloscope.analysis.host_work`).
-    streams: the execution stream XLA:GPU gives each async start (``hloscope.analysis.streams``),
+    computations with the async ops entering and leaving them (:mod:`hloscope.analysis.structure.host_work`).
+    streams: the execution stream XLA:GPU gives each async start (``hloscope.analysis.structure.streams``),
     for a scheduled module, else None. slack: per verdict (same order), the window the transfer
-    could have had from the dependency graph (``hloscope.analysis.slack``); None for one that is
+    could have had from the dependency graph (``hloscope.analysis.simulate.slack``); None for one that is
     not an async pair; empty for an unscheduled module. remat: XLA's rematerialization clones
-    (``hloscope.analysis.remat``) of a scheduled module, else None. drains: host copies in
+    (``hloscope.analysis.intent.remat``) of a scheduled module, else None. drains: host copies in
     flight together on one link whose dones waited for each other's bytes
-    (``hloscope.analysis.drain``); empty without a simulated step. margins (a cached property, not a
+    (``hloscope.analysis.simulate.drain``); empty without a simulated step. margins (a cached property, not a
     field): per judged transfer its marginal cost, verdict flips and exposure range
-    (``hloscope.analysis.margin``), re-simulated on first use.
+    (``hloscope.analysis.simulate.margin``), re-simulated on first use.
     """
 
     inputs: StepInputs
@@ -147,7 +147,7 @@ class Report:
     @cached_property
     def margins(self) -> Margins | None:
         """Per judged transfer, its marginal cost, verdict flips and exposure range
-        (``hloscope.analysis.margin``), from re-simulations of the step: computed on first use
+        (``hloscope.analysis.simulate.margin``), from re-simulations of the step: computed on first use
         (a few dozen to a few hundred simulations), None without a simulated step."""
         if self.timeline is None:
             return None
@@ -161,7 +161,7 @@ class Report:
 
     @cached_property
     def dependency_graph(self) -> nx.MultiDiGraph:
-        """The module's dependency graph with its async pairs (``analysis.graph``), built on first use."""
+        """The module's dependency graph with its async pairs (``analysis.structure.graph``), built on first use."""
         return build_dependency_graph(self.module, list(self.pairs))
 
     @cached_property
@@ -217,7 +217,7 @@ def analyze_module(module: Module, target: Target, options: AnalysisOptions | in
                    notes: tuple[str, ...] = (), names: Sequence[Mapping[str, Any]] = ()) -> Report:
     """Run every pass over ``module`` for ``target`` (:func:`analyze_step` on a bare module).
     ``options`` may be a host memory space number. ``names``: the step's ``checkpoint_name``
-    records (``hloscope.analysis.names``), when it was traced here."""
+    records (``hloscope.analysis.structure.names``), when it was traced here."""
     return analyze_step(StepInputs(module, module.source_path or "<text>", names=tuple(names), notes=notes),
                         target, options)
 

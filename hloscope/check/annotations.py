@@ -1,7 +1,7 @@
 """What became of each host-placement annotation of the unoptimized module, as verdicts.
 
 Pass: ``account_annotations(before, after) -> list[AnnotationFate]``: the matching of
-``hloscope.analysis.annotations`` (the one algorithm, shared with the offload accounting)
+``hloscope.analysis.intent.annotations`` (the one algorithm, shared with the offload accounting)
 on two reports, each annotation and transfer given as its verdict.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hloscope.analysis.annotations import Fate, match_annotations
+from hloscope.analysis.intent.annotations import Fate, match_annotations
 from hloscope.analysis.report import Report
-from hloscope.analysis.verdict import Verdict
+from hloscope.analysis.simulate.verdict import Verdict
 
 __all__ = ["AnnotationFate", "Fate", "account_annotations"]
 
@@ -20,7 +20,7 @@ __all__ = ["AnnotationFate", "Fate", "account_annotations"]
 class AnnotationFate:
     """annotation: the unoptimized module's annotation (its verdict is ``unscheduled``).
 
-    fate: see :class:`~hloscope.analysis.annotations.Fate`. became: the optimized transfers it
+    fate: see :class:`~hloscope.analysis.intent.annotations.Fate`. became: the optimized transfers it
     was matched to. shards: the divisor ``k`` of the partition count that matched (bytes =
     annotation / k).
     """

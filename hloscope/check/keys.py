@@ -29,7 +29,7 @@ from typing import Any
 
 from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.report import Report
-from hloscope.analysis.verdict import Verdict
+from hloscope.analysis.simulate.verdict import Verdict
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 
 #: Worst first; a higher rank is a better verdict.
@@ -67,7 +67,7 @@ class TransferRecord:
     instruction / computation / line: where it is in this compile's HLO (display only,
     never matched on). bytes: per execution. est_*: microseconds per execution.
     checkpoint: the checkpoint name when known; name_guessed: only its bytes decided it (a
-    guess, ``hloscope.analysis.naming``). judged: the live verdict (None when the record
+    guess, ``hloscope.analysis.intent.naming``). judged: the live verdict (None when the record
     comes from JSON).
     """
 

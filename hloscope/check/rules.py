@@ -17,11 +17,17 @@ from enum import StrEnum
 from fnmatch import fnmatchcase
 from typing import Any
 
-from hloscope.analysis.intent import Accounted, AccountSource, IntentAccount, account_annotations_only, account_of
+from hloscope.analysis.intent.account import (
+    Accounted,
+    AccountSource,
+    IntentAccount,
+    account_annotations_only,
+    account_of,
+)
 from hloscope.analysis.kinds import Direction, VerdictKind
-from hloscope.analysis.margin import TransferMargin
 from hloscope.analysis.report import Report
-from hloscope.analysis.verdict import Verdict
+from hloscope.analysis.simulate.margin import TransferMargin
+from hloscope.analysis.simulate.verdict import Verdict
 from hloscope.check.allow import AllowEntry, find_allow
 from hloscope.check.annotations import Fate, account_annotations
 from hloscope.check.keys import TransferKey, TransferRecord
@@ -369,7 +375,7 @@ def _margins_of(ctx: RuleContext, rule: str) -> list[tuple[TransferRecord, Trans
 
 def rule_min_margin(ctx: RuleContext, limit: float) -> list[Violation]:
     """Each transfer whose verdict flips within ``limit`` (a factor) of the host link's bandwidth
-    or of the step's work time (``hloscope.analysis.margin``)."""
+    or of the step's work time (``hloscope.analysis.simulate.margin``)."""
     out: list[Violation] = []
     for r, m in _margins_of(ctx, "min-margin"):
         x = m.margin

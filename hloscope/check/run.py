@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hloscope.analysis.intent import account_of
+from hloscope.analysis.intent.account import account_of
 from hloscope.check.allow import AllowEntry, find_allow
 from hloscope.check.baseline import BaselineDiff, Snapshot, compare, snapshot_from_subject
 from hloscope.check.config import CheckConfig

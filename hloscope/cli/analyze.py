@@ -14,12 +14,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
-from hloscope.analysis.backend import find_backend
-from hloscope.analysis.calibration import match_profile, parse_profile_file
+from hloscope.analysis.cost.calibration import match_profile, parse_profile_file
 from hloscope.analysis.kinds import VerdictKind
-from hloscope.analysis.measured import MeasuredComparison
-from hloscope.analysis.overlap import AnalysisOptions
+from hloscope.analysis.measured.compare import MeasuredComparison
 from hloscope.analysis.report import Report
+from hloscope.analysis.simulate.overlap import AnalysisOptions
+from hloscope.analysis.structure.backend import find_backend
 from hloscope.check import fail_on_verdicts, nothing_to_judge, parse_verdicts
 from hloscope.cli.archive import is_nsys_archive
 from hloscope.cli.options import add_host_memory_space_option, add_host_pool_option, add_target_option, host_pool_bytes

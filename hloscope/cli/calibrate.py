@@ -52,9 +52,9 @@ class CalibrateCommand:
         p.add_argument("--force", action="store_true", help="overwrite FILE.toml if it exists")
 
     def run(self, args: argparse.Namespace) -> int:
-        from hloscope.analysis.calibrate import fit_target
-        from hloscope.analysis.overlap import AnalysisOptions
+        from hloscope.analysis.measured.calibrate import fit_target
         from hloscope.analysis.report import analyze_step
+        from hloscope.analysis.simulate.overlap import AnalysisOptions
         from hloscope.artifact import read_step
         from hloscope.cli.analyze import check_measured
         from hloscope.cli.archive import is_nsys_archive

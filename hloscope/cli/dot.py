@@ -54,7 +54,7 @@ class DotCommand:
         add_host_memory_space_option(p)
 
     def run(self, args: argparse.Namespace) -> int:
-        from hloscope.analysis.overlap import AnalysisOptions
+        from hloscope.analysis.simulate.overlap import AnalysisOptions
         from hloscope.artifact import load_report
         from hloscope.render.dot.draw import format_for, render_view
         from hloscope.render.dot.run import choose_renderer

@@ -32,7 +32,7 @@ from hloscope.compile.request import CompileRequest
 from hloscope.compile.sweep import SCHEDULERS
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_COMPILE_FAILED, EXIT_UNKNOWN_NAME, HloscopeError
 from hloscope.render import RenderOptions, pick
-from hloscope.render.sweep import SWEEP_RENDERERS, SweepResult
+from hloscope.render.search.sweep import SWEEP_RENDERERS, SweepResult
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -119,7 +119,7 @@ class SweepCommand:
         schedulers = _names(args.schedulers, SCHEDULERS, "scheduler")
         pipelined = [v == "on" for v in _names(args.pipelined, ("on", "off"), "--pipelined value")]
         if args.plot:
-            from hloscope.render.sweep_plot import check_plot_path
+            from hloscope.render.search.sweep_plot import check_plot_path
 
             check_plot_path(args.plot)
         if args.trace_dir and args.executor != "local":
@@ -145,7 +145,7 @@ class SweepCommand:
             renderer.render(result, out, RenderOptions())
         print(f"hloscope: {summary_line(totals)}", file=sys.stderr)
         if args.plot:
-            from hloscope.render.sweep_plot import write_plot
+            from hloscope.render.search.sweep_plot import write_plot
 
             write_plot(result, args.plot)
         failed = [_cell_name(r) for r in rows if r.get("error")]

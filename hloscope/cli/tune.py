@@ -34,7 +34,7 @@ from hloscope.errors import (
     HloscopeError,
 )
 from hloscope.render import RenderOptions, pick
-from hloscope.render.tune_words import TUNE_RENDERERS, no_fit_line
+from hloscope.render.search.tune_words import TUNE_RENDERERS, no_fit_line
 
 #: Compiles a search may spend when --max-compiles is not given.
 DEFAULT_MAX_COMPILES = 12
@@ -115,7 +115,7 @@ class TuneCommand:
         with turned_off(args.no_cache):
             spec = build_spec(args)
         if args.plot:
-            from hloscope.render.sweep_plot import check_plot_path
+            from hloscope.render.search.sweep_plot import check_plot_path
 
             check_plot_path(args.plot)
         executor = make_executor(args.executor, args.jobs, args.address)
@@ -128,7 +128,7 @@ class TuneCommand:
         with open_output(args.output) as out:
             renderer.render(result, out, RenderOptions())
         if args.plot:
-            from hloscope.render.tune_plot import write_plot
+            from hloscope.render.search.tune_plot import write_plot
 
             write_plot(result, args.plot)
         if args.artifacts:

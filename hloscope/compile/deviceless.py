@@ -50,7 +50,7 @@ from hloscope.errors import EXIT_BAD_INPUT, EXIT_TRACE_FAILED, HloscopeError
 from hloscope.targets import Target, get_target
 
 if TYPE_CHECKING:
-    from hloscope.analysis.intent import Intent
+    from hloscope.analysis.intent.account import Intent
 
 
 #: Phases of one compile, in order, as ``compile_step(phase=...)`` reports them; the
@@ -284,7 +284,7 @@ def _intent(traced: Any) -> Intent | None:
 
 def _intent_record(traced: Any) -> dict[str, Any] | None:
     """:func:`_intent` as a result record holds it."""
-    from hloscope.analysis.intent import intent_to_dict
+    from hloscope.analysis.intent.account import intent_to_dict
 
     intent = _intent(traced)
     return intent_to_dict(intent) if intent is not None else None

@@ -28,8 +28,8 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar, overload
 
 from hloscope.analysis.inputs import StepInputs
-from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import Report, analyze_step
+from hloscope.analysis.simulate.overlap import AnalysisOptions
 from hloscope.compile.environment import address_space_limit, terminal_lines
 from hloscope.compile.request import CompileRequest, xla_flag_texts
 from hloscope.compile.result import CompileResult, memory_figures

@@ -4,7 +4,7 @@ Contract: :func:`read_xplane` parses the file's bytes (read once by
 ``hloscope.hlo.profile_files.read_measured_file``) with
 ``jax.profiler.ProfileData.from_serialized_xspace`` (the compile layer is where JAX may be
 imported) and hands the events to
-``hloscope.analysis.measured.profile_from_events``: every event whose stats carry ``hlo_op``
+``hloscope.analysis.measured.compare.profile_from_events``: every event whose stats carry ``hlo_op``
 is an op of the execution its ``hlo_module`` and ``run_id`` stats name; an event with
 ``hlo_module`` and no ``hlo_op`` times that execution, else the span of its ops does (XLA:CPU
 traces have no module events). Without jaxlib, one line names the ``compile`` extra (exit 7);
@@ -18,8 +18,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from hloscope.analysis.measured import MeasuredProfile, profile_from_events, runs_from_spans
-from hloscope.analysis.measured_read import parse_measured
+from hloscope.analysis.measured.compare import MeasuredProfile, profile_from_events, runs_from_spans
+from hloscope.analysis.measured.read import parse_measured
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, HloscopeError
 from hloscope.hlo.profile_files import ProfileFile, ProfileForm, read_measured_file
 
@@ -28,7 +28,7 @@ __all__ = ["load_measured", "read_xplane"]
 
 def load_measured(path: str | Path) -> MeasuredProfile:
     """A measured profile by content, for every face that takes one: an ``.xplane.pb`` here,
-    through jaxlib; anything else through ``hloscope.analysis.measured_read``."""
+    through jaxlib; anything else through ``hloscope.analysis.measured.read``."""
     file = read_measured_file(path)
     if file.form is ProfileForm.XPLANE:
         return read_xplane(file)

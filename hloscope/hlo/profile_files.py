@@ -6,12 +6,12 @@ path.
 
 - :func:`read_profile_file`: a cost profile's bytes as they are (``analyze --profile``: XLA's
   PGLE ``ProfiledInstructionsProto`` as text or binary, JSON or CSV;
-  ``hloscope.analysis.calibration.parse_profile_file`` parses them).
+  ``hloscope.analysis.cost.calibration.parse_profile_file`` parses them).
 - :func:`read_measured_file`: a measured profile by content (``analyze --measured``,
   ``calibrate``, the TUI): an nsys-jax archive (opened once, through
   :mod:`hloscope.hlo.archive`), ``jax.profiler``'s XSpace (``*.xplane.pb``, parsed through
   jaxlib by ``hloscope.compile.xplane``), a Chrome trace JSON (gzip undone here), else a PGLE
-  profile (``hloscope.analysis.measured_read.parse_measured`` parses the last three it can).
+  profile (``hloscope.analysis.measured.read.parse_measured`` parses the last three it can).
 
 Bad input is one :class:`~hloscope.errors.HloscopeError` (exit 2): ``PATH: cannot read profile:
 why`` for a file that cannot be read; ``PATH: not a usable measured profile: what`` for an empty

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hloscope.analysis.backend import Backend, BackendEvidence, CompiledFor
+from hloscope.analysis.structure.backend import Backend, BackendEvidence, CompiledFor
 
 _EVIDENCE = {
     BackendEvidence.DUMP_FILE_NAME: "XLA named the dump file {where}",

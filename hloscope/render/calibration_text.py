@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 
-from hloscope.analysis.calibrate import Calibration, Figure, Unfitted
-from hloscope.analysis.measured import MeasuredComparison
+from hloscope.analysis.measured.calibrate import Calibration, Figure, Unfitted
+from hloscope.analysis.measured.compare import MeasuredComparison
 
 _WHY = {
     Unfitted.NO_SAMPLES: "the profile times no op this figure prices: datasheet value kept",

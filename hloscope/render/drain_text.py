@@ -1,12 +1,12 @@
-"""Words for host copies that drained one after another (``hloscope.analysis.drain``)."""
+"""Words for host copies that drained one after another (``hloscope.analysis.simulate.drain``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from hloscope.analysis.drain import SerialDrain
 from hloscope.analysis.kinds import Direction
 from hloscope.analysis.report import Report
+from hloscope.analysis.simulate.drain import SerialDrain
 from hloscope.units import human_bytes, human_us
 
 _LINK = {Direction.TO_HOST: "D->H", Direction.TO_DEVICE: "H->D"}

@@ -18,11 +18,11 @@ from __future__ import annotations
 from html import escape
 from typing import TextIO
 
-from hloscope.analysis.intent import account_of
+from hloscope.analysis.intent.account import account_of
 from hloscope.analysis.kinds import VerdictKind
-from hloscope.analysis.opclass import Resource
 from hloscope.analysis.report import Report
-from hloscope.analysis.timeline import Slice, SliceKind, Timeline
+from hloscope.analysis.simulate.timeline import Slice, SliceKind, Timeline
+from hloscope.analysis.structure.opclass import Resource
 from hloscope.render.check.markdown import md
 from hloscope.render.intent_text import intent_headline, intent_lines
 from hloscope.render.name_words import legend, name_cell

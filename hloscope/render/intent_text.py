@@ -4,7 +4,7 @@
 puts it first); ``intent_headline(account)`` is its one-line summary (the TUI's
 pane title, ``print(report)``); ``intent_dict(account)`` is the JSON report's
 ``intent`` value (docs/json-schema.md). An account is
-``hloscope.analysis.intent.IntentAccount``; None (the step was not traced, and no
+``hloscope.analysis.intent.account.IntentAccount``; None (the step was not traced, and no
 unoptimized module stands in) gives no section.
 """
 
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from hloscope.analysis.intent import Accounted, AccountSource, Fact, IntentAccount, Why
+from hloscope.analysis.intent.account import Accounted, AccountSource, Fact, IntentAccount, Why
 from hloscope.analysis.kinds import Direction
-from hloscope.analysis.verdict import Verdict
+from hloscope.analysis.simulate.verdict import Verdict
 from hloscope.render.intent_words import (
     WHY_MEANING,
     asked_policy,

@@ -6,12 +6,12 @@ import json
 from dataclasses import asdict, is_dataclass
 from typing import Any, TextIO
 
-from hloscope.analysis.intent import account_of
-from hloscope.analysis.margin import TransferMargin
+from hloscope.analysis.intent.account import account_of
 from hloscope.analysis.report import Report
-from hloscope.analysis.slack import Slack
-from hloscope.analysis.timeline import TransferTiming
-from hloscope.analysis.verdict import FirstUse, InputReady, Verdict
+from hloscope.analysis.simulate.margin import TransferMargin
+from hloscope.analysis.simulate.slack import Slack
+from hloscope.analysis.simulate.timeline import TransferTiming
+from hloscope.analysis.simulate.verdict import FirstUse, InputReady, Verdict
 from hloscope.render.drain_text import drain_dicts
 from hloscope.render.intent_text import intent_dict
 from hloscope.render.measured_text import measured_dict

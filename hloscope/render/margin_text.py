@@ -1,11 +1,11 @@
-"""Words for blame, marginal cost and margins (``hloscope.analysis.margin``), one place for every view."""
+"""Words for blame, marginal cost and margins (``hloscope.analysis.simulate.margin``), one place for every view."""
 
 from __future__ import annotations
 
 from hloscope.analysis.kinds import Direction
-from hloscope.analysis.margin import TransferMargin
 from hloscope.analysis.report import Report
-from hloscope.analysis.verdict import Verdict
+from hloscope.analysis.simulate.margin import TransferMargin
+from hloscope.analysis.simulate.verdict import Verdict
 from hloscope.units import human_us
 
 #: Rows of the "fix first" list in the text report.

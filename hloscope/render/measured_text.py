@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hloscope.analysis.measured import MeasuredComparison
+from hloscope.analysis.measured.compare import MeasuredComparison
 from hloscope.units import human_us
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from hloscope.analysis.intent.remat import HOST_MEMORY_OFFLOADING_FLAG
 from hloscope.analysis.kinds import Reason
 from hloscope.analysis.memory import Action, Limit, MemoryFacts, NextStep, PeakBuffer
-from hloscope.analysis.remat import HOST_MEMORY_OFFLOADING_FLAG
 from hloscope.analysis.report import Report
 from hloscope.units import human_bytes
 

@@ -1,11 +1,11 @@
-"""How every view shows a transfer's one name (``hloscope.analysis.naming``), worded once here.
+"""How every view shows a transfer's one name (``hloscope.analysis.intent.naming``), worded once here.
 
 A name decided by data flow is shown as it is; one decided by bytes only is a guess and
 carries :data:`GUESS_MARK` in a cell (``key_proj?``) or ``(a guess: by bytes only)`` in a
 sentence, with :data:`GUESS_LEGEND` once under a table that shows one. A ``checkpoint_name``
 data flow found on a tensor no request offloads is never shown as the transfer's name:
 :func:`unrequested_words` says what the tensor is. Reads any object with the
-:class:`~hloscope.analysis.transfers.HostTransfer` name fields.
+:class:`~hloscope.analysis.structure.transfers.HostTransfer` name fields.
 """
 
 from __future__ import annotations

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from hloscope.analysis.host_work import HostWork
-from hloscope.analysis.intent import account_of
+from hloscope.analysis.intent.account import account_of
 from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.report import Report
-from hloscope.analysis.verdict import Verdict
+from hloscope.analysis.simulate.verdict import Verdict
+from hloscope.analysis.structure.host_work import HostWork
 from hloscope.hlo.loader import ARTIFACT_NOTE
 from hloscope.render.drain_text import drain_lines
 from hloscope.render.intent_text import intent_lines

@@ -5,8 +5,8 @@ Renderer: ``TraceRenderer().render(report, out, options)``, like every format
 timeline. A report without a simulated step (an unscheduled module) is an
 error (exit 2).
 
-Layout: one process per :class:`~hloscope.analysis.opclass.Resource` of the
-:class:`~hloscope.analysis.timeline.Timeline` (compute stream, collective
+Layout: one process per :class:`~hloscope.analysis.structure.opclass.Resource` of the
+:class:`~hloscope.analysis.simulate.timeline.Timeline` (compute stream, collective
 stream, async stream, host link D->H, host link H->D), so each resource is one
 track group in the viewer. Slices that overlap
 on one resource (transfers sharing a link) go to separate threads ("lanes") of
@@ -23,10 +23,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from hloscope.analysis.measured import Interval
-from hloscope.analysis.opclass import RESOURCES, Resource
-from hloscope.analysis.timeline import Slice, SliceKind, Timeline, TransferTiming
-from hloscope.analysis.verdict import DEFAULT_THRESHOLDS, Thresholds, verdict_from_wait
+from hloscope.analysis.measured.compare import Interval
+from hloscope.analysis.simulate.timeline import Slice, SliceKind, Timeline, TransferTiming
+from hloscope.analysis.simulate.verdict import DEFAULT_THRESHOLDS, Thresholds, verdict_from_wait
+from hloscope.analysis.structure.opclass import RESOURCES, Resource
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.model import Module
 from hloscope.render.options import RenderOptions

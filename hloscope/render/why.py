@@ -6,11 +6,11 @@ messages and diagrams call the same functions, so every view says the same.
 
 from __future__ import annotations
 
-from hloscope.analysis.contention import MEMORY_BOUND_HINT_AT, memory_bound_share
 from hloscope.analysis.kinds import Direction, Reason, VerdictKind
-from hloscope.analysis.slack import Slack
-from hloscope.analysis.timeline import HeldUp, HoldKind
-from hloscope.analysis.verdict import FirstUse, InputReady, Verdict
+from hloscope.analysis.simulate.contention import MEMORY_BOUND_HINT_AT, memory_bound_share
+from hloscope.analysis.simulate.slack import Slack
+from hloscope.analysis.simulate.timeline import HeldUp, HoldKind
+from hloscope.analysis.simulate.verdict import FirstUse, InputReady, Verdict
 from hloscope.units import human_us
 
 _REASONS = {

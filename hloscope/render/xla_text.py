@@ -1,4 +1,4 @@
-"""XLA's scheduler estimates in words, beside hloscope's (``report.xla``, ``hloscope.analysis.xla_view``).
+"""XLA's scheduler estimates in words, beside hloscope's (``report.xla``, ``hloscope.analysis.simulate.xla_view``).
 
 Used by the table report, check messages and the TUI, so they read the same facts the
 same way. Every function returns an empty result when the report has no scheduler log.
@@ -7,8 +7,8 @@ same way. Every function returns an empty result when the report has no schedule
 from __future__ import annotations
 
 from hloscope.analysis.report import Report
-from hloscope.analysis.verdict import Verdict
-from hloscope.analysis.xla_view import XlaTransferView
+from hloscope.analysis.simulate.verdict import Verdict
+from hloscope.analysis.simulate.xla_view import XlaTransferView
 from hloscope.render.scheduler_text import estimator_words
 from hloscope.units import human_us
 

@@ -14,7 +14,7 @@ import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
-from hloscope.analysis.verdict import Verdict
+from hloscope.analysis.simulate.verdict import Verdict
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.tui.load import Loaded
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import PurePath
 
 from hloscope.analysis.kinds import Direction, VerdictKind
-from hloscope.analysis.transfers import HostTransfer
+from hloscope.analysis.structure.transfers import HostTransfer
 from hloscope.hlo.model import SourceLocation
 
 VERDICT_STYLE = {

@@ -153,8 +153,8 @@ def load_source(source: Source) -> Loaded:
 
 
 def _read(source: Source) -> Loaded:
-    from hloscope.analysis.overlap import AnalysisOptions
     from hloscope.analysis.report import analyze_step
+    from hloscope.analysis.simulate.overlap import AnalysisOptions
     from hloscope.artifact import read_step
 
     # The loader analyze uses: each file read once, the text kept for line lookups.
@@ -171,7 +171,7 @@ def _read(source: Source) -> Loaded:
 
 
 def _compile(source: Source) -> Loaded:
-    from hloscope.analysis.overlap import AnalysisOptions
+    from hloscope.analysis.simulate.overlap import AnalysisOptions
     from hloscope.compile.jobs import compile_request
 
     request = source.request

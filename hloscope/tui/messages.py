@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 if TYPE_CHECKING:  # kept off the import path of the first screen
-    from hloscope.analysis.verdict import Verdict
+    from hloscope.analysis.simulate.verdict import Verdict
     from hloscope.hlo.model import Instruction
     from hloscope.tui.load import Loaded
 

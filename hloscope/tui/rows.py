@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from hloscope.analysis.kinds import PairKind
-from hloscope.analysis.opclass import Resource, is_done, is_start, link_of, resource_of
 from hloscope.analysis.report import Report
-from hloscope.analysis.verdict import Verdict
+from hloscope.analysis.simulate.verdict import Verdict
+from hloscope.analysis.structure.opclass import Resource, is_done, is_start, link_of, resource_of
 from hloscope.hlo.model import Instruction
 
 

@@ -1,7 +1,7 @@
 """The simulated step as a time axis for the schedule view (pure: no Textual).
 
 ``TimeAxis(timeline)`` reads the compute stream's slices of
-:class:`~hloscope.analysis.timeline.Timeline` once and answers, per instruction,
+:class:`~hloscope.analysis.simulate.timeline.Timeline` once and answers, per instruction,
 when it ran: start and end in µs from the step start, and the wait when the
 compute stream stopped at it (a done, a synchronous transfer or collective).
 A loop body runs many times in a step; the axis keeps its *last simulated
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hloscope.analysis.opclass import Resource
-from hloscope.analysis.timeline import LoopRun, SliceKind, Timeline
+from hloscope.analysis.simulate.timeline import LoopRun, SliceKind, Timeline
+from hloscope.analysis.structure.opclass import Resource
 
 
 @dataclass(frozen=True, slots=True)

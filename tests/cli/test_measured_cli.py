@@ -29,7 +29,7 @@ RUNS_MS = (147.966759, 143.040768, 127.31243, 127.464524, 126.859056)
 
 @pytest.fixture(scope="module")
 def profile():  # type: ignore[no-untyped-def]
-    from hloscope.analysis.measured_read import parse_measured
+    from hloscope.analysis.measured.read import parse_measured
     from hloscope.hlo.profile_files import read_measured_file
 
     return parse_measured(read_measured_file(ARCHIVE))
@@ -116,7 +116,7 @@ def test_trace_has_measured_lanes_beside_the_simulated_ones(tmp_path: Path) -> N
 
 def test_the_tui_detail_clause_reads_the_op(profile) -> None:  # type: ignore[no-untyped-def]
     """The TUI's detail pane line (render.measured_text.measured_clause) for one GEMM."""
-    from hloscope.analysis.overlap import AnalysisOptions
+    from hloscope.analysis.simulate.overlap import AnalysisOptions
     from hloscope.artifact import load_report
     from hloscope.render.measured_text import measured_clause
 

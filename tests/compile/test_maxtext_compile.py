@@ -73,7 +73,7 @@ def test_tiny_llama_offloads_q_k_v_of_both_layers(tmp_path: Path) -> None:
         assert t.source is not None and t.source.file.endswith(
             "maxtext/layers/linears.py" if t.checkpoint_name == "value_proj" else "maxtext/layers/embeddings.py")
     # The policy is read as MaxText built it: qkv_proj_offloaded offloads these four names.
-    from hloscope.analysis.intent import AskKind, requests
+    from hloscope.analysis.intent.account import AskKind, requests
 
     assert result.intent is not None
     asked = {a.what for a in requests(result.intent) if a.kind is AskKind.OFFLOAD_NAME}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.analysis.calibration import parse_profile_file
+from hloscope.analysis.cost.calibration import parse_profile_file
 from hloscope.cli.main import main
 from hloscope.hlo.profile_files import read_profile_file
 

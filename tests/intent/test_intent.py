@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from hloscope.analysis.intent import (
+from hloscope.analysis.intent.account import (
     Intent,
     IntentAccount,
     PlacementKind,

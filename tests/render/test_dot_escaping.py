@@ -109,7 +109,7 @@ def test_hostile_names_in_the_possible_window_stay_data(monkeypatch: pytest.Monk
 
     from hloscope.analysis.kinds import SegmentKind
     from hloscope.analysis.report import Report
-    from hloscope.analysis.verdict import WindowSegment
+    from hloscope.analysis.simulate.verdict import WindowSegment
     from hloscope.render.dot.draw import build_view, find_transfer
     from tests.conftest import fixture_report
 

@@ -9,7 +9,7 @@ import json
 from hloscope.analysis.tune import Config, Goal, Objective, Space, TuneSpec
 from hloscope.compile.tune import run_tune
 from hloscope.render.options import RenderOptions
-from hloscope.render.tune_words import TUNE_RENDERERS, jax_snippet, maxtext_snippet
+from hloscope.render.search.tune_words import TUNE_RENDERERS, jax_snippet, maxtext_snippet
 from tests.unit.test_tune_search import LIMITS, SPACE, Recorded, additive, spec
 
 
@@ -62,7 +62,7 @@ def test_plot_draws_the_search(tmp_path) -> None:  # type: ignore[no-untyped-def
     import pytest
 
     pytest.importorskip("matplotlib")
-    from hloscope.render.tune_plot import write_plot
+    from hloscope.render.search.tune_plot import write_plot
 
     result = _search()
     out = tmp_path / "tune.svg"

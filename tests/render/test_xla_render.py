@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from hloscope.analysis.inputs import StepInputs
-from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import analyze_step
-from hloscope.analysis.verdict import Thresholds
+from hloscope.analysis.simulate.overlap import AnalysisOptions
+from hloscope.analysis.simulate.verdict import Thresholds
 from hloscope.check.config import CheckConfig
 from hloscope.check.run import run_check
 from hloscope.check.subject import Subject

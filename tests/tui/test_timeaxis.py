@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from hloscope.analysis.opclass import Resource
-from hloscope.analysis.timeline import SliceKind
+from hloscope.analysis.simulate.timeline import SliceKind
+from hloscope.analysis.structure.opclass import Resource
 from hloscope.tui.timeaxis import TimeAxis
 from tests.conftest import fixture_report
 

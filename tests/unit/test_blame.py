@@ -23,8 +23,8 @@ import json
 import pytest
 
 from hloscope.analysis.kinds import Reason, VerdictKind
-from hloscope.analysis.margin import measure_margins
-from hloscope.analysis.timeline import HoldKind, SimScales, simulate_step
+from hloscope.analysis.simulate.margin import measure_margins
+from hloscope.analysis.simulate.timeline import HoldKind, SimScales, simulate_step
 from hloscope.api import analyze
 from hloscope.hlo.parser import parse_hlo
 from tests.conftest import fixture_report, fixture_text
@@ -169,7 +169,7 @@ def test_flip_link_gbps_is_where_the_verdict_changes() -> None:
     again = measure_margins(r.module, r.cost, r.pairs, r.transfers, r.index.callgraph, r.streams, r.timeline,
                             r.options.thresholds)
     assert again.of("main.27_spmd", "dynamic-update-slice-start.5.0") == m  # deterministic
-    from hloscope.analysis.margin import verdicts_of
+    from hloscope.analysis.simulate.margin import verdicts_of
 
     key = ("main.27_spmd", "dynamic-update-slice-start.5.0")
     lat = r.cost.transfer_latency_us
@@ -191,10 +191,10 @@ def test_the_a100_collectives_margins_beside_their_measured_overlap() -> None:
     # overlapped) and all-gather-start.2 (39%).
     from dataclasses import replace
 
-    from hloscope.analysis.margin import class_error_factors, measure_collective_margins
-    from hloscope.analysis.measured import OpClassName
-    from hloscope.analysis.measured_read import parse_measured
+    from hloscope.analysis.measured.compare import OpClassName
+    from hloscope.analysis.measured.read import parse_measured
     from hloscope.analysis.report import reanalyze
+    from hloscope.analysis.simulate.margin import class_error_factors, measure_collective_margins
     from hloscope.hlo.profile_files import read_measured_file
     from tests.conftest import FIXTURES
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.kinds import Direction
-from hloscope.analysis.pairs import pair_async_ops
-from hloscope.analysis.transfers import find_host_transfers
+from hloscope.analysis.structure.index import ModuleIndex
+from hloscope.analysis.structure.pairs import pair_async_ops
+from hloscope.analysis.structure.transfers import find_host_transfers
 from hloscope.hlo.parser import parse_hlo
 from tests.xla_corpus import CORPUS
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from hloscope.analysis.cost import CostModel, MovedBytes
-from hloscope.analysis.index import ModuleIndex
+from hloscope.analysis.cost.roofline import CostModel, MovedBytes
+from hloscope.analysis.structure.index import ModuleIndex
 from hloscope.hlo.parser import parse_hlo
 from hloscope.targets import get_target
 from tests.conftest import fixture_text

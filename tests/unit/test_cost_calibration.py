@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.analysis.calibration import match_profile, parse_profile, parse_profile_file
-from hloscope.analysis.cost import CostModel
-from hloscope.analysis.index import ModuleIndex
-from hloscope.analysis.overlap import AnalysisOptions
+from hloscope.analysis.cost.calibration import match_profile, parse_profile, parse_profile_file
+from hloscope.analysis.cost.roofline import CostModel
 from hloscope.analysis.report import analyze_module
+from hloscope.analysis.simulate.overlap import AnalysisOptions
+from hloscope.analysis.structure.index import ModuleIndex
 from hloscope.cli.main import main
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.parser import parse_hlo

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.analysis.collectives import collective_time_us, first_replica_group, nvlink_domain_size
-from hloscope.analysis.contention import memory_bound_share
-from hloscope.analysis.cost import CostModel
-from hloscope.analysis.index import ModuleIndex
-from hloscope.analysis.kernels import gemm_efficiency
+from hloscope.analysis.cost.collectives import collective_time_us, first_replica_group, nvlink_domain_size
+from hloscope.analysis.cost.kernels import gemm_efficiency
+from hloscope.analysis.cost.roofline import CostModel
 from hloscope.analysis.report import analyze_module
+from hloscope.analysis.simulate.contention import memory_bound_share
+from hloscope.analysis.structure.index import ModuleIndex
 from hloscope.hlo.model import Instruction
 from hloscope.hlo.parser import parse_hlo
 from hloscope.render.why import explain
@@ -197,9 +197,9 @@ def test_a_copy_beside_a_memory_bound_kernel_gets_the_hbm_it_leaves() -> None:
     assert t.wait_us == pytest.approx(finish - big_us)
     # Without the shared HBM the same copy (78.3 us) is hidden by %big
     index = report.index
-    from hloscope.analysis.pairs import pair_async_ops
-    from hloscope.analysis.timeline import simulate_step
-    from hloscope.analysis.transfers import find_host_transfers
+    from hloscope.analysis.simulate.timeline import simulate_step
+    from hloscope.analysis.structure.pairs import pair_async_ops
+    from hloscope.analysis.structure.transfers import find_host_transfers
 
     alone = simulate_step(report.module, report.cost, pair_async_ops(index), find_host_transfers(index),
                           index.callgraph, share_hbm=False)

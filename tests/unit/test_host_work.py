@@ -8,11 +8,11 @@ a dot reading a host-memory bitcast (the shape of issue 28's held-out module).
 
 from __future__ import annotations
 
-from hloscope.analysis.host_work import find_host_work
-from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.kinds import Direction
-from hloscope.analysis.pairs import pair_async_ops
-from hloscope.analysis.transfers import find_host_transfers
+from hloscope.analysis.structure.host_work import find_host_work
+from hloscope.analysis.structure.index import ModuleIndex
+from hloscope.analysis.structure.pairs import pair_async_ops
+from hloscope.analysis.structure.transfers import find_host_transfers
 from hloscope.hlo.parser import parse_hlo
 from tests.conftest import FIXTURES
 from tests.xla_corpus import CORPUS

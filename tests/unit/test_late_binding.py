@@ -15,8 +15,8 @@ written by hand after the docs' rules. tests/xla/test_late_binding_vs_xla.py che
 
 from __future__ import annotations
 
-from hloscope.analysis.index import ModuleIndex
-from hloscope.analysis.pairs import pair_async_ops
+from hloscope.analysis.structure.index import ModuleIndex
+from hloscope.analysis.structure.pairs import pair_async_ops
 from hloscope.api import analyze
 from hloscope.hlo.parser import parse_hlo
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.analysis.calibration import parse_profile, parse_profile_file
-from hloscope.analysis.measured_read import parse_measured
+from hloscope.analysis.cost.calibration import parse_profile, parse_profile_file
+from hloscope.analysis.measured.read import parse_measured
 from hloscope.cli.main import main
 from hloscope.errors import HloscopeError
 from hloscope.hlo.profile_files import read_measured_file, read_profile_file

@@ -35,10 +35,10 @@ from typing import Any
 
 import pytest
 
-from hloscope.analysis.index import ModuleIndex
+from hloscope.analysis.intent.naming import find_named_transfers
 from hloscope.analysis.kinds import Direction, NameBasis
-from hloscope.analysis.naming import find_named_transfers
-from hloscope.analysis.transfers import HostTransfer
+from hloscope.analysis.structure.index import ModuleIndex
+from hloscope.analysis.structure.transfers import HostTransfer
 from hloscope.hlo.parser import parse_hlo
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "merged_dots"

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.analysis.calibration import parse_profile, parse_profile_file
+from hloscope.analysis.cost.calibration import parse_profile, parse_profile_file
 from hloscope.analysis.model_profile import ProfileSource, model_profile
-from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import analyze_module
+from hloscope.analysis.simulate.overlap import AnalysisOptions
 from hloscope.cli.main import main
 from hloscope.hlo.parser import parse_hlo
 from hloscope.hlo.profile_files import read_profile_file

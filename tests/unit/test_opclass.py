@@ -1,4 +1,4 @@
-"""The opcode vocabulary (analysis/opclass.py): value shapes of async starts, resources, opt-barrier walks."""
+"""The opcode vocabulary (analysis/structure/opclass.py): value shapes of async starts, resources, opt-barrier walks."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.analysis.index import ModuleIndex
 from hloscope.analysis.kinds import Direction
-from hloscope.analysis.opclass import Resource, is_done, resource_of, value_shape
-from hloscope.analysis.transfers import find_host_transfers
+from hloscope.analysis.structure.index import ModuleIndex
+from hloscope.analysis.structure.opclass import Resource, is_done, resource_of, value_shape
+from hloscope.analysis.structure.transfers import find_host_transfers
 from hloscope.hlo.model import Module
 from hloscope.hlo.parser import parse_hlo
 from tests.conftest import fixture_text
@@ -82,7 +82,7 @@ def test_source_walk_passes_an_opt_barrier() -> None:
 
 def test_thresholds_judge_both_encodings_alike_and_reject_nonsense() -> None:
     from hloscope.analysis.kinds import VerdictKind
-    from hloscope.analysis.verdict import Thresholds, verdict_from_wait
+    from hloscope.analysis.simulate.verdict import Thresholds, verdict_from_wait
 
     t = Thresholds()
     # One encoding: the fraction of the transfer left exposed (by the window: 1 - hidden/transfer).

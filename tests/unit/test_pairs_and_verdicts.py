@@ -121,9 +121,9 @@ def test_async_adjacent_is_exposed_hidden_and_sync() -> None:
 
 
 def test_dependency_graph_edges() -> None:
-    from hloscope.analysis.graph import build_dependency_graph
-    from hloscope.analysis.index import ModuleIndex
-    from hloscope.analysis.pairs import pair_async_ops
+    from hloscope.analysis.structure.graph import build_dependency_graph
+    from hloscope.analysis.structure.index import ModuleIndex
+    from hloscope.analysis.structure.pairs import pair_async_ops
 
     index = ModuleIndex(parse_hlo(CROSSING))
     cg = index.callgraph
@@ -136,7 +136,7 @@ def test_dependency_graph_edges() -> None:
 
 
 def test_control_predecessor_edges() -> None:
-    from hloscope.analysis.graph import build_dependency_graph
+    from hloscope.analysis.structure.graph import build_dependency_graph
     from tests.unit.test_parser import SMALL
 
     g = build_dependency_graph(parse_hlo(SMALL))
@@ -174,7 +174,7 @@ ENTRY %main (a: f32[4]) -> (s32[], f32[4]) {
 
 
 def test_trip_count_read_from_a_counted_loop() -> None:
-    from hloscope.analysis.callgraph import build_call_graph, trip_count
+    from hloscope.analysis.structure.callgraph import build_call_graph, trip_count
 
     m = parse_hlo(COUNTED)
     w = m.entry.by_name["w"]

@@ -18,9 +18,9 @@ from hloscope.analysis.context import StepContext
 from hloscope.analysis.inputs import StepInputs
 from hloscope.analysis.kinds import Direction
 from hloscope.analysis.memory import Action, Role
-from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.passes import PASSES, TRANSFERS, VERDICTS
 from hloscope.analysis.report import Report, analyze_step, reanalyze
+from hloscope.analysis.simulate.overlap import AnalysisOptions
 from hloscope.api import StepReport, analyze
 from hloscope.artifact import load_report, read_step
 from hloscope.check.subject import load_path

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import pytest
 
-from hloscope.analysis.overlap import AnalysisOptions
 from hloscope.analysis.report import analyze_module
-from hloscope.analysis.timeline import Resource
+from hloscope.analysis.simulate.overlap import AnalysisOptions
+from hloscope.analysis.simulate.timeline import Resource
 from hloscope.hlo.parser import parse_hlo
 from hloscope.targets import get_target
 from tests.conftest import fixture_text

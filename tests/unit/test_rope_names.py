@@ -37,10 +37,10 @@ from typing import Any
 
 import pytest
 
-from hloscope.analysis.index import ModuleIndex
+from hloscope.analysis.intent.naming import find_named_transfers
 from hloscope.analysis.kinds import Direction, NameBasis
-from hloscope.analysis.naming import find_named_transfers
-from hloscope.analysis.transfers import HostTransfer
+from hloscope.analysis.structure.index import ModuleIndex
+from hloscope.analysis.structure.transfers import HostTransfer
 from hloscope.hlo.parser import parse_hlo
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "maxtext_rope"
@@ -290,8 +290,8 @@ def test_a_compiled_moe_step_names_each_offload_by_its_requested_name() -> None:
                     for d in (Direction.TO_HOST, Direction.TO_DEVICE)}, runs
     assert not any(t.unrequested_name for t in report.transfers)
     # Without same_value the two names of w0 tie at _gmm's line: w0's transfers get no name.
-    from hloscope.analysis.names import transfer_names
-    from hloscope.analysis.transfers import find_transfers
+    from hloscope.analysis.structure.names import transfer_names
+    from hloscope.analysis.structure.transfers import find_transfers
 
     index = ModuleIndex(parse_hlo(result.optimized_hlo))
     bare = [{k: v for k, v in r.items() if k != "same_value"} for r in result.tensor_names]

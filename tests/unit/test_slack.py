@@ -1,4 +1,4 @@
-"""The window each transfer could have had (hloscope.analysis.slack), against facts read in the fixtures.
+"""The window each transfer could have had (hloscope.analysis.simulate.slack), against facts read in the fixtures.
 
 mlp_offload_nolhs.hlo.txt (LHS off), backward loop body region_3.4_spmd: dynamic-slice-start.1
 (position 7) reads the host buffer with the index loop_subtract_fusion computes (position 5); its

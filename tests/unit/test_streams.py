@@ -1,4 +1,4 @@
-"""XLA's execution streams (hloscope.analysis.streams) against XLA's own assignment, and what sharing one costs.
+"""XLA's execution streams (hloscope.analysis.structure.streams) against XLA's own assignment, and what sharing one costs.
 
 ``fixtures/opt_state_offload.hlo.txt`` is the JAX guide's optimizer-state offload (Adam moments
 of four f32[4096,4096] weights, FSDP over 8 GPUs, in pinned host memory), compiled deviceless
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from hloscope.analysis.streams import ExecutionStream, StreamKind, assign_execution_streams
+from hloscope.analysis.structure.streams import ExecutionStream, StreamKind, assign_execution_streams
 from hloscope.render.why import stream_queue_clause
 from tests.conftest import FIXTURES, fixture_report
 
@@ -114,14 +114,14 @@ def _xla_log_012() -> dict[str, ExecutionStream]:
 
 
 def _module_012():  # type: ignore[no-untyped-def]
-    from hloscope.analysis.index import ModuleIndex
+    from hloscope.analysis.structure.index import ModuleIndex
     from hloscope.hlo.parser import parse_hlo
 
     return ModuleIndex(parse_hlo((JAX012 / "mlp_offload.hlo.txt").read_text(), "mlp_offload.hlo.txt"))
 
 
 def test_xla_012_puts_host_copies_on_the_memcpy_streams() -> None:
-    from hloscope.analysis.streams import XLA_0_12
+    from hloscope.analysis.structure.streams import XLA_0_12
 
     xla = _xla_log_012()
     assert len(xla) == 9 and "#async_start_instructions=9" in (JAX012 / "xla-logs" / "mlp_offload.streams.log").read_text()
@@ -135,7 +135,7 @@ def test_xla_012_puts_host_copies_on_the_memcpy_streams() -> None:
 def test_the_010_model_would_rotate_the_host_copies_with_the_slice_fusions() -> None:
     """What the 0.10.2 model gives the same module (the mistake a 0.12 step got before): every host
     copy on a compute stream, in the rotation with the five slice fusions."""
-    from hloscope.analysis.streams import XLA_0_10
+    from hloscope.analysis.structure.streams import XLA_0_10
 
     ours = assign_execution_streams(_module_012(), model=XLA_0_10)
     by_name = {name: s for (_, name), s in ours.streams.items()}
@@ -145,7 +145,7 @@ def test_the_010_model_would_rotate_the_host_copies_with_the_slice_fusions() -> 
 
 
 def test_the_model_follows_the_jaxlib_that_compiled_it() -> None:
-    from hloscope.analysis.streams import XLA_0_10, XLA_0_12, stream_model
+    from hloscope.analysis.structure.streams import XLA_0_10, XLA_0_12, stream_model
     from hloscope.hlo.parser import parse_hlo
 
     compact = parse_hlo((JAX012 / "dump_mlp_offload" / "module_0001.jit_step.sm_9.0a_gpu_after_optimizations.txt")
@@ -159,8 +159,8 @@ def test_the_model_follows_the_jaxlib_that_compiled_it() -> None:
 
 def test_a_012_compile_is_simulated_on_its_memcpy_streams() -> None:
     from hloscope.analysis.inputs import StepInputs
-    from hloscope.analysis.pairs import pair_async_ops
     from hloscope.analysis.report import analyze_step
+    from hloscope.analysis.structure.pairs import pair_async_ops
     from hloscope.targets import get_target
 
     index = _module_012()
@@ -180,8 +180,8 @@ def test_a_012_compile_is_simulated_on_its_memcpy_streams() -> None:
 def test_a_custom_fusion_is_not_read_as_a_host_copy() -> None:
     """XLA 0.12 unwraps only a non-custom fusion to find the host dynamic-slice: the same line with
     kind=kCustom (edited here) takes the compute rotation."""
-    from hloscope.analysis.index import ModuleIndex
-    from hloscope.analysis.streams import XLA_0_12
+    from hloscope.analysis.structure.index import ModuleIndex
+    from hloscope.analysis.structure.streams import XLA_0_12
     from hloscope.hlo.parser import parse_hlo
 
     text = (JAX012 / "mlp_offload.hlo.txt").read_text()

@@ -12,14 +12,14 @@ import dataclasses
 
 import pytest
 
-from hloscope.analysis.cost import CostModel
-from hloscope.analysis.index import ModuleIndex
+from hloscope.analysis.cost.roofline import CostModel
 from hloscope.analysis.kinds import VerdictKind
-from hloscope.analysis.opclass import Resource
-from hloscope.analysis.pairs import pair_async_ops
-from hloscope.analysis.timeline import SliceKind, Timeline, simulate_step
-from hloscope.analysis.transfers import find_host_transfers
-from hloscope.analysis.verdict import Thresholds, verdict_from_wait
+from hloscope.analysis.simulate.timeline import SliceKind, Timeline, simulate_step
+from hloscope.analysis.simulate.verdict import Thresholds, verdict_from_wait
+from hloscope.analysis.structure.index import ModuleIndex
+from hloscope.analysis.structure.opclass import Resource
+from hloscope.analysis.structure.pairs import pair_async_ops
+from hloscope.analysis.structure.transfers import find_host_transfers
 from hloscope.hlo.model import Module
 from hloscope.hlo.parser import parse_hlo
 from hloscope.targets import get_target

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from hloscope.analysis.cost import CostModel
-from hloscope.analysis.index import ModuleIndex
-from hloscope.analysis.opclass import Resource
-from hloscope.analysis.pairs import pair_async_ops
-from hloscope.analysis.timeline import Timeline, simulate_step
-from hloscope.analysis.transfers import find_host_transfers
+from hloscope.analysis.cost.roofline import CostModel
+from hloscope.analysis.simulate.timeline import Timeline, simulate_step
+from hloscope.analysis.structure.index import ModuleIndex
+from hloscope.analysis.structure.opclass import Resource
+from hloscope.analysis.structure.pairs import pair_async_ops
+from hloscope.analysis.structure.transfers import find_host_transfers
 from hloscope.hlo.model import Module
 from hloscope.hlo.parser import parse_hlo
 from hloscope.render.trace import TraceRenderer, trace_json
@@ -95,9 +95,9 @@ def test_the_registered_trace_uses_the_reports_verdicts_and_thresholds() -> None
     # default 5%/95%); with "hidden up to 99% exposed" the report calls it hidden, and so must the trace.
     import io
 
-    from hloscope.analysis.overlap import AnalysisOptions
     from hloscope.analysis.report import analyze_module
-    from hloscope.analysis.verdict import Thresholds
+    from hloscope.analysis.simulate.overlap import AnalysisOptions
+    from hloscope.analysis.simulate.verdict import Thresholds
     from hloscope.render import get_renderer
     from hloscope.render.options import RenderOptions
 

@@ -254,7 +254,7 @@ def test_loop_ends_when_the_space_is_exhausted() -> None:
 
 def test_loop_with_nothing_that_fits_ends_without_a_best() -> None:
     from hloscope.compile.tune import run_tune
-    from hloscope.render.tune_words import no_fit_line
+    from hloscope.render.search.tune_words import no_fit_line
 
     tight = Limits(1 << 20, 64 << 30)
     ex = Recorded(additive, tight)
@@ -350,7 +350,7 @@ def test_the_prior_reproduces_the_unpipelined_probe() -> None:
 
 def test_the_search_finds_pipelining_off_and_says_it_in_the_lines_to_paste() -> None:
     from hloscope.compile.tune import run_tune
-    from hloscope.render.tune_words import result_dict, text_lines
+    from hloscope.render.search.tune_words import result_dict, text_lines
 
     ex = Recorded(unpipelined)
     result = run_tune(TuneSpec("llama", (("layers", "2"),), "h100-sxm", 8, PIPED, LIMITS, GOAL, 16), ex)

@@ -1,4 +1,4 @@
-"""XLA's view of each transfer beside hloscope's (hloscope/analysis/xla_view.py).
+"""XLA's view of each transfer beside hloscope's (hloscope/analysis/simulate/xla_view.py).
 
 mlp_offload.hlo.txt with the scheduler log of its own compile
 (fixtures/xla-logs/mlp_offload.sol.log). Read by hand in that log:

@@ -22,7 +22,7 @@ import re
 from typing import TextIO
 
 from hloscope.analysis.kinds import Direction, VerdictKind
-from hloscope.analysis.verdict import Verdict
+from hloscope.analysis.simulate.verdict import Verdict
 from hloscope.check.rules import Violation
 from hloscope.check.run import CheckResult
 from hloscope.render.check.meaning import rule_meaning

@@ -9,7 +9,7 @@ import os
 from typing import Any
 
 from hloscope.analysis.report import Report
-from hloscope.analysis.verdict import Verdict
+from hloscope.analysis.simulate.verdict import Verdict
 from hloscope.check.baseline import BaselineDiff, Change
 from hloscope.check.keys import TransferRecord
 from hloscope.check.rules import Emptiness, Finding, NothingToJudge, Violation

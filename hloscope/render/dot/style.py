@@ -14,8 +14,8 @@ from __future__ import annotations
 import graphviz
 
 from hloscope.analysis.kinds import Direction, VerdictKind
-from hloscope.analysis.opclass import collective_kind, is_free, value_shape
-from hloscope.analysis.verdict import Verdict
+from hloscope.analysis.simulate.verdict import Verdict
+from hloscope.analysis.structure.opclass import collective_kind, is_free, value_shape
 from hloscope.hlo.model import Instruction
 from hloscope.hlo.shape import Shape
 from hloscope.render.dot.quote import label, line, shorten
@@ -40,7 +40,7 @@ VERDICT_COLOR = {
 }
 INPUT_READY_COLOR = "#8e44ad"
 FIRST_USE_COLOR = "#2471a3"
-#: The window a transfer could have had (``hloscope.analysis.slack``): its note node and edges.
+#: The window a transfer could have had (``hloscope.analysis.simulate.slack``): its note node and edges.
 SLACK_COLOR = "#16a085"
 EDGE_STYLE = {
     "data": {"color": "#555555"},

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 
 import graphviz
 
-from hloscope.analysis.callgraph import CONTROL_KINDS, CallKind
-from hloscope.analysis.opclass import Resource, is_done, is_free, is_start, resource_of
 from hloscope.analysis.report import Report
-from hloscope.analysis.slack import Slack
-from hloscope.analysis.verdict import Verdict
+from hloscope.analysis.simulate.slack import Slack
+from hloscope.analysis.simulate.verdict import Verdict
+from hloscope.analysis.structure.callgraph import CONTROL_KINDS, CallKind
+from hloscope.analysis.structure.opclass import Resource, is_done, is_free, is_start, resource_of
 from hloscope.errors import EXIT_UNKNOWN_NAME, HloscopeError
 from hloscope.hlo.model import Instruction
 from hloscope.render.dot.quote import label, line, node_id, shorten, wrapped

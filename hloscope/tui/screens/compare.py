@@ -16,7 +16,7 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from hloscope.analysis.verdict import Verdict
+from hloscope.analysis.simulate.verdict import Verdict
 from hloscope.tui.format import VERDICT_STYLE
 from hloscope.tui.load import Loaded
 from hloscope.tui.matching import Match, match_transfers

@@ -12,7 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
-from hloscope.analysis.verdict import Verdict
+from hloscope.analysis.simulate.verdict import Verdict
 from hloscope.tui.export import KINDS, ExportKind, available, default_path
 from hloscope.tui.load import Loaded
 from hloscope.tui.text import plain

@@ -15,7 +15,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
-from hloscope.analysis.verdict import Verdict
+from hloscope.analysis.simulate.verdict import Verdict
 from hloscope.hlo.loader import ARTIFACT_NOTE
 from hloscope.hlo.model import Instruction
 from hloscope.tui.load import Loaded

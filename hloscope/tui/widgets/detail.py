@@ -23,8 +23,8 @@ from textual.containers import VerticalScroll
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from hloscope.analysis.timeline import TransferTiming
-from hloscope.analysis.verdict import Verdict
+from hloscope.analysis.simulate.timeline import TransferTiming
+from hloscope.analysis.simulate.verdict import Verdict
 from hloscope.hlo.model import Instruction
 from hloscope.tui.format import VERDICT_STYLE, arrow, source_words
 from hloscope.tui.load import Loaded

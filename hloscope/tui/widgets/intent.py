@@ -1,6 +1,6 @@
 """IntentView: the offloads the traced step asked for, each with the transfers it became or its reason.
 
-One block per request (``hloscope.analysis.intent.Accounted``): the mark (``ok``,
+One block per request (``hloscope.analysis.intent.account.Accounted``): the mark (``ok``,
 ``SYNC``, ``NONE``, ``NONE?``, ``??``), what was asked, the policy and source line,
 then its transfers (bytes per step, executions, verdicts; a transfer whose name
 only its bytes decided is marked ``name guessed by bytes``, and the facts say so) or
@@ -13,7 +13,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from hloscope.analysis.intent import Fact, IntentAccount, Why, account_of
+from hloscope.analysis.intent.account import Fact, IntentAccount, Why, account_of
 from hloscope.tui.format import VERDICT_STYLE
 from hloscope.tui.text import shown
 

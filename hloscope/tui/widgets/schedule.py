@@ -24,7 +24,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from hloscope.analysis.verdict import Verdict
+from hloscope.analysis.simulate.verdict import Verdict
 from hloscope.hlo.model import Instruction
 from hloscope.tui.messages import GoTo, InstructionHighlighted
 from hloscope.tui.rows import LANE_TITLES, Cell, Lane, Row, ScheduleLayout, fusion_kind, window_positions

@@ -11,7 +11,7 @@ from textual.widgets import DataTable
 
 from hloscope.analysis.kinds import VERDICT_ORDER, Direction, VerdictKind
 from hloscope.analysis.report import Report
-from hloscope.analysis.verdict import Verdict
+from hloscope.analysis.simulate.verdict import Verdict
 from hloscope.tui.format import VERDICT_STYLE, arrow, checkpoint_name, short_source
 from hloscope.tui.messages import TransferChosen, TransferHighlighted
 from hloscope.tui.text import plain

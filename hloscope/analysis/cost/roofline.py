@@ -1,0 +1,533 @@
+"""A simple roofline cost model, in microseconds. Every figure is an estimate.
+
+- An op's time is ``max(flops / peak_flops(dtype), hbm_bytes / hbm_bandwidth)``.
+- FLOPs: ``2 * prod(result dims) * prod(contracting dims)`` for each ``dot``
+  (inside fusions too, recursively), GEMM custom calls read their contracting
+  dims from ``backend_config``; convolutions ``2 * prod(result) * prod(kernel) /
+  output features``. Other ops: 0 FLOPs.
+- HBM bytes: what the op really moves (:meth:`CostModel.moved_bytes`), not the
+  sizes of its operands. A fusion's body is read per parameter: a parameter read
+  only through ``dynamic-slice``/``slice``/``gather`` costs the slices, one that is
+  the buffer of an in-place ``dynamic-update-slice`` costs nothing (the update is
+  written), ``bitcast``/``reshape``/``get-tuple-element`` follow to their users, a
+  nested fusion costs what its body reads; any other use reads the whole
+  parameter, once. Broadcast scalars and ``iota`` read (next to) nothing. Each
+  output costs its size, or its update for an in-place ``dynamic-update-slice``.
+  Buffers in host memory are counted apart (host bytes), never as HBM.
+- Every kernel adds ``Target.kernel_launch_us``; a GEMM's FLOPs are divided by the
+  efficiency its output tiling reaches on the SMs (``hloscope.analysis.cost.kernels``).
+  Fused attention custom calls (Pallas Triton ``mha_*``, cuDNN ``__cudnn$fmha*``) count
+  the FLOPs of their attention matmuls (``kernels.attention_flops``).
+- A host transfer takes ``host_dma_latency_us + bytes / host link bandwidth`` (one
+  direction; achieved or peak, shared among the GPUs on one link).
+- A collective is a ring over its replica group on NVLink or the network
+  (``hloscope.analysis.cost.collectives``).
+- ``measured``: µs per instruction name from a profile (``hloscope.analysis.cost.calibration``)
+  replace the model's figure for those instructions.
+Caches, contention and overlap between kernels are ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from hloscope.analysis.cost.collectives import collective_time_us, first_replica_group
+from hloscope.analysis.cost.kernels import attention_flops, dot_dims, gemm_efficiency
+from hloscope.analysis.structure.callgraph import callee_name
+from hloscope.analysis.structure.index import ModuleIndex
+from hloscope.analysis.structure.opclass import (
+    COLLECTIVE_OPCODES,
+    collective_kind,
+    custom_call_target,
+    is_done,
+    is_free,
+    is_start,
+    value_shape,
+)
+from hloscope.hlo.model import Computation, Instruction
+from hloscope.hlo.shape import HOST_MEMORY_SPACE, Shape
+from hloscope.targets import DEFAULT_LINK_MODE, Target
+from hloscope.vocab import Direction, LinkMode
+
+#: Ops that only rename their operand's bytes: a read through them is a read of what their users read.
+_VIEW_OPCODES = frozenset({"bitcast", "reshape", "get-tuple-element"})
+_LHS_CONTRACTING_RE = re.compile(r"(?:^|, )lhs_contracting_dims=\{([^}]*)\}")
+#: Ops that read only the part of operand 0 they return.
+_SLICING_OPCODES = frozenset({"dynamic-slice", "slice", "gather"})
+
+
+@dataclass(frozen=True)
+class OpCost:
+    """flops: floating-point operations; hbm_bytes: bytes read+written; us: estimate.
+    memory_bound: its HBM time is at least its compute time and its launch (HBM is busy for at
+    least half of its run)."""
+
+    flops: float
+    hbm_bytes: int
+    us: float
+    memory_bound: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class MovedBytes:
+    """Bytes one execution of an instruction reads and writes, by memory.
+
+    device_read / device_write: HBM bytes. host_read / host_write: bytes in host
+    memory (for a transfer, what crosses the host link).
+    """
+
+    device_read: int
+    device_write: int
+    host_read: int = 0
+    host_write: int = 0
+
+    @property
+    def device(self) -> int:
+        """HBM bytes read plus written."""
+        return self.device_read + self.device_write
+
+    @property
+    def host(self) -> int:
+        """Host-memory bytes read plus written."""
+        return self.host_read + self.host_write
+
+
+_FREE_COST = OpCost(0.0, 0, 0.0)
+
+
+class CostModel:
+    """Roofline estimates for one module on one target.
+
+    link_mode: the host-link figure read, ``achieved`` (default) or ``peak`` (:class:`LinkMode`);
+    :meth:`link_bandwidth` and :meth:`transfer_us` are the one place a transfer's time is
+    made (the windows and the simulation read them).
+    index: the module's shared :class:`ModuleIndex` (trip counts, users); the model reads its module.
+    measured: µs per instruction name (a profile) that replace the model's figure for those.
+    """
+
+    def __init__(self, index: ModuleIndex, target: Target, host_space: int = HOST_MEMORY_SPACE,
+                 link_mode: LinkMode | str = DEFAULT_LINK_MODE, measured: Mapping[str, float] | None = None) -> None:
+        self.index = index
+        self.module = index.module
+        self.target = target
+        self.host = host_space
+        target.host_link_bandwidth(Direction.TO_HOST, link_mode)  # refuses an unknown mode now
+        self.link_mode = LinkMode(link_mode)
+        self.measured: Mapping[str, float] = measured or {}
+        self._comp_flops: dict[str, tuple[float, str]] = {}
+        self._comp_eff_flops: dict[str, float] = {}  # FLOPs divided by each dot's tiling efficiency
+        self._body_us: dict[str, float] = {}
+        self._param_reads: dict[str, tuple[int, ...]] = {}
+        self._root_writes: dict[str, tuple[int, ...] | None] = {}
+        self._moved: dict[Instruction, MovedBytes] = {}
+        self._op_cost: dict[Instruction, OpCost] = {}
+        self._ins_us: dict[Instruction, float] = {}
+        self._sizes: dict[int, int] = {}  # id(shape) -> byte_size; the module keeps its shapes alive
+
+    def _nbytes(self, shape: Shape) -> int:
+        """``shape.byte_size``, once per shape object of the module (the parser interns shapes by
+        their text, so a module holds a few hundred distinct ones)."""
+        got = self._sizes.get(id(shape))
+        if got is None:
+            got = self._sizes[id(shape)] = shape.byte_size
+        return got
+
+    def _dot_flops(self, ins: Instruction) -> tuple[float, str]:
+        table = self.module.computations[ins.computation].by_name
+        lhs = table.get(ins.operands[0]) if ins.operands else None
+        if lhs is None:
+            return 0.0, ins.shape.element_type
+        if ins.opcode == "convolution":
+            rhs = table.get(ins.operands[1]) if len(ins.operands) > 1 else None
+            if rhs is None or not rhs.shape.dims:
+                return 0.0, lhs.shape.element_type
+            k = rhs.shape.num_elements / max(rhs.shape.dims[-1], 1)
+            return 2.0 * ins.shape.num_elements * k, lhs.shape.element_type
+        contracting = 1
+        # A regex over the raw text: splitting the whole attribute list (backend_config,
+        # metadata) for one short attribute costs more than the rest of the op's estimate.
+        found = _LHS_CONTRACTING_RE.search(ins.attr_text)
+        dims = found.group(1) if found else ""
+        for d in dims.split(","):
+            if d.strip().isdigit() and int(d) < len(lhs.shape.dims):
+                contracting *= lhs.shape.dims[int(d)]
+        dtype = lhs.shape.element_type
+        rhs = table.get(ins.operands[1]) if len(ins.operands) > 1 else None
+        if (rhs is not None and rhs.shape.element_type != dtype
+                and self.target.peak_flops(rhs.shape.element_type) < self.target.peak_flops(dtype)):
+            dtype = rhs.shape.element_type  # mixed inputs run at the slower one's rate
+        return 2.0 * ins.shape.num_elements * contracting, dtype
+
+    def _dot_efficiency(self, ins: Instruction) -> float:
+        """The fraction of peak a ``dot``'s output tiling reaches (``kernels.gemm_efficiency``)."""
+        if ins.opcode != "dot" or not ins.operands:
+            return 1.0
+        lhs = self.module.computations[ins.computation].by_name.get(ins.operands[0])
+        if lhs is None:
+            return 1.0
+        batch, m, n = dot_dims(ins.attr_text, lhs.shape.dims, ins.shape.num_elements)
+        return gemm_efficiency(batch, m, n, self.target.core_count)
+
+    def computation_flops(self, name: str) -> tuple[float, str]:
+        """FLOPs of dots/convolutions in a (fused) computation, and their dtype."""
+        got = self._comp_flops.get(name)
+        if got is None:
+            self._scan(self.module.computations[name])
+            got = self._comp_flops[name]
+        return got
+
+    def _scan(self, body: Computation) -> None:
+        """One walk over a (fused) computation: its FLOPs (``computation_flops``) and what it
+        reads of each parameter (``_body_param_reads``), both cached by computation name."""
+        name = body.name
+        self._comp_flops[name] = (0.0, "f32")  # guards against recursion
+        self._param_reads[name] = ()
+        self._root_writes[name] = None
+        total, dtype = 0.0, ""
+        effective = 0.0
+        params: dict[int, Instruction] = {}
+        updates = False  # any dynamic-update-slice: only those can update a buffer in place
+        for x in body.instructions:
+            op = x.opcode
+            if op == "parameter":
+                params[int(x.literal or 0)] = x
+                continue
+            if op == "dynamic-update-slice":
+                updates = True
+                continue
+            if op == "dot" or op == "convolution":
+                f, t = self._dot_flops(x)
+                e = f / self._dot_efficiency(x) if f else 0.0
+            elif op == "fusion" or (op == "custom-call" and x.called_computations):
+                f, t, e = 0.0, "", 0.0
+                for c in x.called_computations:
+                    cf, ct = self.computation_flops(c)
+                    f += cf
+                    e += self._comp_eff_flops.get(c, cf)
+                    t = t or ct
+            else:
+                continue
+            total += f
+            effective += e
+            dtype = dtype or t
+        self._comp_flops[name] = (total, dtype or "f32")
+        self._comp_eff_flops[name] = effective
+        in_place = self._in_place_updates(body) if updates else set()
+        users = self.index.users_map(name)
+        self._param_reads[name] = tuple(
+            self._value_reads(body, params[i], users, in_place, 0) if i in params else 0
+            for i in range(max(params, default=-1) + 1))
+        root = body.root
+        writes: tuple[int, ...] | None = None
+        if root is not None:
+            outs = [body.by_name[o] for o in root.operands] if root.opcode == "tuple" else [root]
+            if all(not o.shape.is_tuple for o in outs):
+                writes = (tuple(self._output_bytes(body, o, in_place) for o in outs) if in_place
+                          else tuple(self._nbytes(o.shape) for o in outs))  # nothing written in place
+        self._root_writes[name] = writes
+
+    def _gemm_flops(self, ins: Instruction) -> tuple[float, str, float]:
+        """FLOPs, input type and tiling efficiency of a cuBLAS/cuBLASLt GEMM custom call."""
+        table = self.module.computations[ins.computation].by_name
+        lhs = table.get(ins.operands[0]) if ins.operands else None
+        if lhs is None:
+            return 0.0, "bf16", 1.0
+        cfg = ins.backend_config.get("gemm_backend_config", {})
+        numbers = cfg.get("dot_dimension_numbers", {})
+        dims = [int(d) for d in numbers.get("lhs_contracting_dimensions", [])]
+        batch_dims = [int(d) for d in numbers.get("lhs_batch_dimensions", [])]
+        contracting = 1
+        for d in dims:
+            if d < len(lhs.shape.dims):
+                contracting *= lhs.shape.dims[d]
+        result = ins.shape.tuple_element(0) if ins.shape.is_tuple else ins.shape
+        n = result.num_elements if result is not None else 0
+        batch = m = 1
+        for i, d in enumerate(lhs.shape.dims):
+            if i in batch_dims:
+                batch *= d
+            elif i not in dims:
+                m *= d
+        eff = gemm_efficiency(batch, m, max(1, n // max(1, batch * m)), self.target.core_count)
+        dtype = lhs.shape.element_type
+        rhs = table.get(ins.operands[1]) if len(ins.operands) > 1 else None
+        if rhs is not None and self.target.peak_flops(rhs.shape.element_type) < self.target.peak_flops(dtype):
+            dtype = rhs.shape.element_type
+        return 2.0 * n * contracting, dtype, eff
+
+    def hbm_bytes(self, ins: Instruction) -> int:
+        """HBM bytes one execution of ``ins`` reads and writes (see :meth:`moved_bytes`)."""
+        return self.moved_bytes(ins).device
+
+    def moved_bytes(self, ins: Instruction) -> MovedBytes:
+        """Bytes ``ins`` really reads and writes per execution, split by memory.
+
+        A fusion (or an async op wrapping a computation) is charged for what its
+        body reads of each parameter and writes of each output; any other op for
+        its operands and result, with the same slice and in-place rules.
+        """
+        got = self._moved.get(ins)
+        if got is not None:
+            return got
+        table = self.module.computations[ins.computation].by_name
+        operands = [table[o].shape if o in table else None for o in ins.operands]
+        result = ins.shape
+        called = ins.called_computations
+        body = self.module.computations.get(called[0]) if called else None
+        if ins.opcode in ("fusion", "async-start") and body is not None:
+            if ins.opcode == "async-start":
+                result = value_shape(ins)
+            reads = self._body_param_reads(body)
+            writes = self._body_root_writes(body)
+        else:
+            reads = self._op_reads(ins)
+            writes = self._op_writes(ins)
+        dev_r = dev_w = host_r = host_w = 0
+        host = self.host
+        nreads = len(reads)
+        for i, shape in enumerate(operands):
+            if shape is None:
+                continue
+            n = reads[i] if i < nreads else self._nbytes(shape)
+            if shape.element_type != "tuple":
+                if shape.memory_space == host:
+                    host_r += n
+                else:
+                    dev_r += n
+            elif n == self._nbytes(shape):
+                h = sum(self._nbytes(leaf) for leaf in shape.leaves() if leaf.memory_space == host)
+                host_r += h
+                dev_r += n - h
+            else:
+                dev_r += n
+        leaves = (result,) if result.element_type != "tuple" else result.leaves()
+        per_leaf = writes is not None and len(writes) == len(leaves)
+        for j, leaf in enumerate(leaves):
+            n = writes[j] if per_leaf and writes is not None else self._nbytes(leaf)
+            if leaf.memory_space == host:
+                host_w += n
+            else:
+                dev_w += n
+        got = MovedBytes(dev_r, dev_w, host_r, host_w)
+        self._moved[ins] = got
+        return got
+
+    def _op_reads(self, ins: Instruction) -> tuple[int, ...]:
+        """Bytes a single (unfused) op reads of each operand."""
+        table = self.module.computations[ins.computation].by_name
+        out = []
+        for i, o in enumerate(ins.operands):
+            src = table.get(o)
+            full = self._nbytes(src.shape) if src is not None else 0
+            if i == 0 and ins.opcode in _SLICING_OPCODES:
+                out.append(min(full, self._nbytes(ins.shape)))
+            elif i == 0 and ins.opcode == "dynamic-update-slice":
+                out.append(0)  # updated in place: only the update is written
+            else:
+                out.append(full)
+        return tuple(out)
+
+    def _op_writes(self, ins: Instruction) -> tuple[int, ...] | None:
+        if ins.opcode == "dynamic-update-slice" and len(ins.operands) > 1:
+            upd = self.module.computations[ins.computation].by_name.get(ins.operands[1])
+            if upd is not None:
+                return (self._nbytes(upd.shape),)
+        return None
+
+    def _body_param_reads(self, body: Computation) -> tuple[int, ...]:
+        """Bytes a fused body reads of each of its parameters (by parameter number)."""
+        got = self._param_reads.get(body.name)
+        if got is None:
+            self._scan(body)
+            got = self._param_reads[body.name]
+        return got
+
+    def _value_reads(self, body: Computation, v: Instruction, users: dict[str, list[Instruction]],
+                     in_place: set[str], depth: int) -> int:
+        """Bytes the body reads of value ``v`` (a parameter or a view of one)."""
+        full = self._nbytes(v.shape)
+        total = 0
+        for u in users.get(v.name, ()):
+            op = u.opcode
+            if op in _VIEW_OPCODES and depth < 16:
+                total += self._value_reads(body, u, users, in_place, depth + 1)
+            elif op in _SLICING_OPCODES and u.operands[0] == v.name:
+                total += self._nbytes(u.shape)
+            elif op == "dynamic-update-slice" and u.operands[0] == v.name and u.name in in_place:
+                pass  # the buffer updated in place is not read
+            elif op == "fusion" and u.called_computations and u.called_computations[0] in self.module.computations:
+                inner = self._body_param_reads(self.module.computations[u.called_computations[0]])
+                total += sum(inner[k] if k < len(inner) else full for k, o in enumerate(u.operands) if o == v.name)
+            else:
+                return full
+            if total >= full:
+                return full
+        return total
+
+    def _in_place_updates(self, body: Computation) -> set[str]:
+        """dynamic-update-slices of a body that write in place: their buffer is a
+        parameter and their result is an output (through views and the root tuple)."""
+        root = body.root
+        if root is None:
+            return set()
+        outs = list(root.operands) if root.opcode == "tuple" else [root.name]
+        found: set[str] = set()
+        for name in outs:
+            x = body.by_name.get(name)
+            while x is not None and x.opcode in ("bitcast", "reshape") and x.operands:
+                x = body.by_name.get(x.operands[0])
+            if x is None or x.opcode != "dynamic-update-slice" or len(x.operands) < 2:
+                continue
+            buf = body.by_name.get(x.operands[0])
+            while buf is not None and buf.opcode in ("bitcast", "reshape") and buf.operands:
+                buf = body.by_name.get(buf.operands[0])
+            if buf is not None and buf.opcode == "parameter":
+                found.add(x.name)
+        return found
+
+    def _body_root_writes(self, body: Computation) -> tuple[int, ...] | None:
+        """Bytes a fused body writes per output leaf; None if its root is not a flat tuple/array."""
+        if body.name not in self._root_writes:
+            self._scan(body)
+        return self._root_writes[body.name]
+
+    def _output_bytes(self, body: Computation, out: Instruction, in_place: set[str]) -> int:
+        x: Instruction | None = out
+        while x is not None and x.opcode in ("bitcast", "reshape") and x.operands:
+            x = body.by_name.get(x.operands[0])
+        if x is not None and x.name in in_place:
+            upd: Shape = body.by_name[x.operands[1]].shape
+            return self._nbytes(upd)
+        return self._nbytes(out.shape)
+
+    def op_cost(self, ins: Instruction) -> OpCost:
+        """Estimated cost of one execution of a compute instruction (computed once per instruction:
+        the windows and the simulation read the same figures)."""
+        got = self._op_cost.get(ins)
+        if got is None:
+            got = self._op_cost[ins] = self._compute_op_cost(ins)
+        return got
+
+    def _compute_op_cost(self, ins: Instruction) -> OpCost:
+        if is_free(ins):
+            return _FREE_COST
+        flops, effective, dtype, nbytes = self.roofline_terms(ins)
+        compute = effective / self.target.peak_flops(dtype) * 1e6
+        memory = nbytes / self.target.hbm_bandwidth * 1e6
+        # memory-bound: HBM is its limit and keeps busy for at least half its run (launch included)
+        bound = nbytes > 0 and memory >= compute and memory >= self.target.kernel_launch_us
+        measured = self.measured_us(ins)
+        if measured is not None:
+            return OpCost(flops, nbytes, measured, bound)
+        return OpCost(flops, nbytes, max(compute, memory) + self.target.kernel_launch_us, bound)
+
+    def roofline_terms(self, ins: Instruction) -> tuple[float, float, str, int]:
+        """(FLOPs, FLOPs over the tiling efficiency, the math's element type, HBM bytes) of one
+        execution of a compute instruction: what the roofline divides by the peak and the
+        bandwidth (``hloscope.analysis.measured.calibrate`` fits those two against measured times)."""
+        flops, dtype = 0.0, ins.shape.element_type
+        effective = 0.0  # FLOPs over the tiling efficiency: what the peak is charged with
+        if ins.opcode in ("dot", "convolution"):
+            flops, dtype = self._dot_flops(ins)
+            effective = flops / self._dot_efficiency(ins) if flops else 0.0
+        elif ins.opcode == "fusion":
+            for c in ins.called_computations:
+                f, t = self.computation_flops(c)
+                flops += f
+                effective += self._comp_eff_flops.get(c, f)
+                dtype = t if f else dtype
+        elif ins.opcode == "custom-call":
+            name = custom_call_target(ins)
+            target = name.lower()
+            if "gemm" in target or "matmul" in target:
+                flops, dtype, eff = self._gemm_flops(ins)
+                effective = flops / eff if flops else 0.0
+            elif name == "__gpu$xla.gpu.triton" or target.startswith("__cudnn$fmha"):
+                table = self.module.computations[ins.computation].by_name
+                shapes = [table[o].shape for o in ins.operands if o in table]
+                attention = attention_flops(name, ins.attr_text, [sh.dims for sh in shapes],
+                                            ins.backend_config if name != "__gpu$xla.gpu.triton" else {})
+                if attention:
+                    flops = effective = attention
+                    dtype = shapes[0].element_type
+        return flops, effective, dtype, self.hbm_bytes(ins)
+
+    def link_bandwidth(self, direction: Direction) -> float:
+        """Bytes/s of one GPU's host link in ``direction`` under this model's link mode."""
+        return self.target.host_link_bandwidth(direction, self.link_mode)
+
+    @property
+    def transfer_latency_us(self) -> float:
+        """The DMA setup latency of a host copy before its bytes flow (``Target.host_dma_latency_us``)."""
+        return self.target.host_dma_latency_us
+
+    def transfer_us(self, nbytes: int, direction: Direction) -> float:
+        """Time of a transfer alone on the link: :attr:`transfer_latency_us` plus its bytes at
+        :meth:`link_bandwidth`, microseconds."""
+        return self.transfer_latency_us + nbytes / self.link_bandwidth(direction) * 1e6
+
+    def measured_us(self, ins: Instruction) -> float | None:
+        """The profile's time for ``ins``: by its name, or, for an ``async-start`` that calls a
+        wrapped computation (``async-start(...), calls=%wrapped_all-gather``), by the name of an op
+        in it: the profile names such a collective after the wrapped op (its thunk's name), not
+        after the start. None when the profile does not time it."""
+        got = self.measured.get(ins.name)
+        if got is None and self.measured and ins.opcode == "async-start":
+            for c in ins.called_computations:
+                comp = self.module.computations.get(c)
+                for inner in comp.instructions if comp is not None else ():
+                    got = self.measured.get(inner.name)
+                    if got is not None:
+                        return got
+        return got
+
+    def collective_us(self, ins: Instruction) -> float:
+        """Estimated time of one execution of a collective: a ring over its first replica
+        group (``hloscope.analysis.cost.collectives``), or its measured time."""
+        kind = collective_kind(ins) or (ins.opcode if ins.opcode in COLLECTIVE_OPCODES else "")
+        if not kind:
+            return 0.0
+        measured = self.measured_us(ins)
+        if measured is not None:
+            return measured
+        nbytes = self._nbytes(value_shape(ins))
+        group = first_replica_group(ins.attr_text, self.module.num_partitions)
+        if kind == "reduce-scatter":
+            nbytes *= len(group)  # the full buffer is the operand: N results
+        return collective_time_us(kind, nbytes, group, self.target, self.module.num_partitions)
+
+    def computation_us(self, name: str) -> float:
+        """Estimated time of one run of a scheduled computation (loops times trips)."""
+        if name in self._body_us:
+            return self._body_us[name]
+        self._body_us[name] = 0.0  # guards against recursion
+        total = sum(self.instruction_us(i) for i in self.module.computations[name].instructions)
+        self._body_us[name] = total
+        return total
+
+    def instruction_us(self, ins: Instruction) -> float:
+        """Estimated compute time of one instruction of a scheduled computation.
+
+        Async halves, collectives and free ops cost 0 here (they are judged
+        separately); a while loop costs its body times its trip count.
+        """
+        got = self._ins_us.get(ins)
+        if got is None:
+            got = self._ins_us[ins] = self._instruction_us(ins)
+        return got
+
+    def _instruction_us(self, ins: Instruction) -> float:
+        if is_free(ins) or is_start(ins) or is_done(ins) or ins.opcode == "async-update":
+            return 0.0
+        if ins.opcode == "while":
+            trip = self.index.trip_count(ins)
+            # XLA's count: a zero-trip loop runs its body no time (the call graph's executions agree);
+            # an unknown count is taken as one trip, as everywhere (Summary.unknown_trip_counts says so)
+            return (1 if trip is None else trip) * self.computation_us(callee_name(ins, "body"))
+        if ins.opcode in ("call", "conditional"):
+            return max((self.computation_us(c) for c in ins.called_computations), default=0.0)
+        if collective_kind(ins):
+            return 0.0
+        return self.op_cost(ins).us

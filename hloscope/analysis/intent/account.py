@@ -1,0 +1,971 @@
+"""What the step asked to offload, and what became of each request ("did my offload happen?").
+
+Two parts, no JAX:
+
+- The intent model (:class:`Intent`), read from the traced step by
+  ``hloscope.compile.intent.read_intent``: every remat policy (:class:`Policy`) with
+  the names it saves and offloads, every ``checkpoint_name`` call site
+  (:class:`Tag`) with what JAX did to the value, and every memory-kind placement
+  (:class:`Placement`). It serialises to and from the artifact manifest
+  (``intent_to_dict`` / ``intent_from_dict``, key ``intent``).
+- The accounting pass ``account_intent(intent, transfers, verdicts, module,
+  unoptimized) -> IntentAccount``: each request (:class:`Asked`) matched with the
+  transfers it became, or given one reason from :class:`Why` (docs/offload-happened.md),
+  with the facts behind it as :class:`Detail` values (a :class:`Fact` and its names and
+  figures); ``hloscope.render.intent_words`` words them. A name request lists exactly the
+  transfers that carry its name: the naming pass (``hloscope.analysis.intent.naming``) decided each
+  transfer's name once, by data flow or, where only bytes told requests apart, as a guess the
+  facts mark; the accounting never names a transfer itself.
+  ``account_annotations_only`` is the fallback for a plain HLO file (no trace): the
+  unoptimized module's placement annotations stand in for the requests.
+
+Never an unmarked guess: where the cause cannot be known the reason is ``unknown`` and the
+detail says what was checked; transfers whose name only bytes decided carry the
+``named-by-bytes`` fact.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, TypeAlias
+
+from hloscope.analysis.intent.annotations import AnnotationMatch, Fate, match_annotations, placement_annotations
+from hloscope.analysis.kinds import Direction, VerdictKind
+from hloscope.analysis.simulate.verdict import Verdict
+from hloscope.analysis.structure.index import ModuleIndex
+from hloscope.analysis.structure.names import host_writers
+from hloscope.analysis.structure.transfers import HostTransfer
+from hloscope.hlo.model import Instruction, Module
+
+#: Memory kinds that put a value in host memory.
+HOST_MEMORY_KINDS = frozenset({"pinned_host", "unpinned_host", "host"})
+
+
+# ---- the intent model -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Where:
+    """A user source line: file, 1-based line, the function it is in."""
+
+    file: str
+    line: int
+    function: str = ""
+
+    def __str__(self) -> str:
+        parts = self.file.replace("\\", "/").rsplit("/", 2)
+        return f"{'/'.join(parts[-2:])}:{self.line}"
+
+    def same_line(self, file: str, line: int) -> bool:
+        """Whether ``file:line`` is this line (paths compared by their common tail)."""
+        if line != self.line:
+            return False
+        a, b = self.file.replace("\\", "/"), file.replace("\\", "/")
+        return a == b or ((a.endswith("/" + b.rsplit("/", 1)[-1]) or a == b.rsplit("/", 1)[-1])
+                          and (a.endswith(b) or b.endswith(a)))
+
+
+class PolicyKind(StrEnum):
+    """The remat policies JAX ships (``jax.checkpoint_policies``), and ``custom`` for any other callable."""
+
+    SAVE_AND_OFFLOAD = "save_and_offload_only_these_names"
+    SAVE_ONLY = "save_only_these_names"
+    SAVE_ANY_NAMES_BUT = "save_any_names_but_these"
+    OFFLOAD_DOTS = "offload_dot_with_no_batch_dims"
+    DOTS = "dots_saveable"
+    DOTS_NO_BATCH = "dots_with_no_batch_dims_saveable"
+    EVERYTHING = "everything_saveable"
+    NOTHING = "nothing_saveable"
+    BOTH = "save_from_both_policies"
+    CUSTOM = "custom"
+
+
+@dataclass(frozen=True)
+class Policy:
+    """One remat policy of the step (equal policies at several ``jax.checkpoint`` sites are one).
+
+    kind: :class:`PolicyKind`. saved / offloaded: the names it saves on the device /
+    offloads (``save_and_offload_only_these_names``, ``save_only_these_names``).
+    excluded: ``save_any_names_but_these``'s names. offload_src / offload_dst: the
+    memory kinds of its offloads. parts: the two policies of ``save_from_both_policies``.
+    inspectable: False for a callable hloscope cannot read (a user's own function);
+    callable: its qualified name; mentions: strings found in its closure (names it may
+    use; not interpreted). sites: the ``jax.checkpoint`` lines. differentiated: some
+    site is under a gradient (a policy acts only on what the backward pass saves).
+    """
+
+    kind: PolicyKind
+    saved: tuple[str, ...] = ()
+    offloaded: tuple[str, ...] = ()
+    excluded: tuple[str, ...] = ()
+    offload_src: str = ""
+    offload_dst: str = ""
+    parts: tuple[Policy, ...] = ()
+    inspectable: bool = True
+    callable: str = ""
+    mentions: tuple[str, ...] = ()
+    sites: tuple[Where, ...] = ()
+    differentiated: bool = False
+
+    def all_offloaded(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys([*self.offloaded, *(n for p in self.parts for n in p.all_offloaded())]))
+
+    def all_saved(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys([*self.saved, *(n for p in self.parts for n in p.all_saved())]))
+
+    def offloads_dots(self) -> bool:
+        return self.kind is PolicyKind.OFFLOAD_DOTS or any(p.offloads_dots() for p in self.parts)
+
+    def uninspectable(self) -> tuple[Policy, ...]:
+        """This policy or its parts that cannot be read."""
+        return ((self,) if not self.inspectable else ()) + tuple(q for p in self.parts for q in p.uninspectable())
+
+    def describe(self) -> str:
+        """``save_and_offload_only_these_names(offload=[...], save=[...])`` and the like, for a person."""
+        if self.kind is PolicyKind.CUSTOM:
+            return f"custom policy {self.callable or '(callable)'}"
+        args: list[str] = []
+        if self.offloaded:
+            args.append(f"offload={list(self.offloaded)}")
+        if self.saved or self.kind in (PolicyKind.SAVE_AND_OFFLOAD, PolicyKind.SAVE_ONLY):
+            args.append(f"save={list(self.saved)}")
+        if self.excluded:
+            args.append(f"except={list(self.excluded)}")
+        if self.offload_dst:
+            args.append(f"{self.offload_src or '?'}->{self.offload_dst}")
+        args += [p.describe() for p in self.parts]
+        return f"{self.kind}({', '.join(args)})"
+
+
+@dataclass(frozen=True)
+class Tag:
+    """One ``checkpoint_name`` call site.
+
+    host_copy: JAX's partial evaluation put a copy to host memory after the value (it
+    became an offloaded residual). carry: the value is a loop carry (a ``scan``/``while`` body returns it
+    as the next iteration's input). output: the value is an output of the checkpointed
+    function or of the step. producer: the user line of the equation that computed the
+    value (the HLO's source lines point there). host_copies: how many host copies JAX
+    put after it in the whole jaxpr (each lowers to one placement annotation).
+    """
+
+    name: str
+    where: Where | None = None
+    host_copy: bool = False
+    carry: bool = False
+    output: bool = False
+    producer: Where | None = None
+    host_copies: int = 0
+
+
+class PlacementKind(StrEnum):
+    DEVICE_PUT = "device_put"  # jax.device_put(x, <host sharding or memory space>)
+    ARGUMENT = "argument"  # an argument of the step in host memory
+    OUTPUT = "output"  # an output of the step in host memory
+    JIT_ARGUMENT = "jit-argument"  # in_shardings of an inner jit with a host memory kind
+    JIT_OUTPUT = "jit-output"  # out_shardings of an inner jit with a host memory kind
+    COMPUTE_ON = "compute_on"  # compute_on("device_host")
+    REMAT_OFFLOAD = "remat-offload"  # a host copy JAX put after an unnamed value (offload_dot_with_no_batch_dims)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One memory-kind placement of the step.
+
+    memory: the memory kind (``pinned_host``, ``unpinned_host``, ``host`` for
+    ``jax.memory.Space.Host``, ``device_host`` for compute_on). shape: ``f32[8,64]``.
+    label: an argument's position, an inner function's name. unused: nothing in the step
+    reads the placed value (a ``device_put`` whose result is dropped).
+    """
+
+    kind: PlacementKind
+    memory: str
+    where: Where | None = None
+    shape: str = ""
+    label: str = ""
+    unused: bool = False
+
+
+@dataclass(frozen=True)
+class Intent:
+    """What the traced step asked for. notes: what could not be read, in words."""
+
+    policies: tuple[Policy, ...] = ()
+    tags: tuple[Tag, ...] = ()
+    placements: tuple[Placement, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def tagged_names(self) -> tuple[str, ...]:
+        return tuple(sorted({t.name for t in self.tags}))
+
+    def asks_for_offload(self) -> bool:
+        """Whether anything in the step asks for host memory (or a policy may: one not inspectable)."""
+        return bool(requests(self)) or any(p.uninspectable() for p in self.policies)
+
+
+# ---- serialisation (the manifest's ``intent`` key) -------------------------------------------
+
+
+def _where_dict(w: Where | None) -> dict[str, Any] | None:
+    return None if w is None else {"file": w.file, "line": w.line, "function": w.function}
+
+
+def _where(d: Any) -> Where | None:
+    if not isinstance(d, Mapping) or not isinstance(d.get("line"), int):
+        return None
+    return Where(str(d.get("file", "")), int(d["line"]), str(d.get("function", "")))
+
+
+def _policy_dict(p: Policy) -> dict[str, Any]:
+    return {"kind": str(p.kind), "saved": list(p.saved), "offloaded": list(p.offloaded), "excluded": list(p.excluded),
+            "offload_src": p.offload_src, "offload_dst": p.offload_dst, "parts": [_policy_dict(q) for q in p.parts],
+            "inspectable": p.inspectable, "callable": p.callable, "mentions": list(p.mentions),
+            "sites": [_where_dict(w) for w in p.sites], "differentiated": p.differentiated}
+
+
+def _strs(v: Any) -> tuple[str, ...]:
+    return tuple(str(x) for x in v) if isinstance(v, list | tuple) else ()
+
+
+def _policy(d: Mapping[str, Any]) -> Policy:
+    kind = str(d.get("kind", "custom"))
+    return Policy(PolicyKind(kind) if kind in PolicyKind._value2member_map_ else PolicyKind.CUSTOM,
+                  _strs(d.get("saved")), _strs(d.get("offloaded")), _strs(d.get("excluded")),
+                  str(d.get("offload_src", "")), str(d.get("offload_dst", "")),
+                  tuple(_policy(q) for q in d.get("parts", []) if isinstance(q, Mapping)),
+                  bool(d.get("inspectable", True)), str(d.get("callable", "")), _strs(d.get("mentions")),
+                  tuple(w for w in (_where(s) for s in d.get("sites", [])) if w is not None),
+                  bool(d.get("differentiated", False)))
+
+
+def intent_to_dict(intent: Intent) -> dict[str, Any]:
+    """The manifest's ``intent`` value (docs/json-schema.md)."""
+    return {
+        "policies": [_policy_dict(p) for p in intent.policies],
+        "tags": [{"name": t.name, "where": _where_dict(t.where), "host_copy": t.host_copy, "carry": t.carry,
+                  "output": t.output, "producer": _where_dict(t.producer), "host_copies": t.host_copies}
+                 for t in intent.tags],
+        "placements": [{"kind": str(p.kind), "memory": p.memory, "where": _where_dict(p.where), "shape": p.shape,
+                        "label": p.label, "unused": p.unused} for p in intent.placements],
+        "notes": list(intent.notes),
+    }
+
+
+def intent_from_dict(d: Any) -> Intent | None:
+    """The :class:`Intent` a manifest holds, or None (no ``intent`` key, or not an object)."""
+    if not isinstance(d, Mapping):
+        return None
+    kinds = PlacementKind._value2member_map_
+    return Intent(
+        tuple(_policy(p) for p in d.get("policies", []) if isinstance(p, Mapping)),
+        tuple(Tag(str(t.get("name", "")), _where(t.get("where")), bool(t.get("host_copy")), bool(t.get("carry")),
+                  bool(t.get("output")), _where(t.get("producer")),
+                  int(t["host_copies"]) if isinstance(t.get("host_copies"), int) else 0)
+              for t in d.get("tags", []) if isinstance(t, Mapping)),
+        tuple(Placement(PlacementKind(str(p.get("kind"))), str(p.get("memory", "")), _where(p.get("where")),
+                        str(p.get("shape", "")), str(p.get("label", "")), bool(p.get("unused", False)))
+              for p in d.get("placements", []) if isinstance(p, Mapping) and str(p.get("kind")) in kinds),
+        _strs(d.get("notes")),
+    )
+
+
+# ---- requests and reasons ----------------------------------------------------------------------
+
+
+class AskKind(StrEnum):
+    OFFLOAD_NAME = "offload-name"  # a name a policy offloads
+    OFFLOAD_DOTS = "offload-dots"  # offload_dot_with_no_batch_dims
+    PLACEMENT = "placement"  # a memory-kind placement
+    POLICY = "policy"  # a policy hloscope cannot read
+    ANNOTATION = "annotation"  # no trace: a placement annotation of the unoptimized module
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One request of the step. what: the name, the placement (``argument #0 f32[8] in
+    pinned_host``), the annotation, or "" for a dot offload. policy: the policy that asked
+    (described), or "". policy_unread: the name was offloaded by a policy hloscope cannot
+    read. where: its source line (the policy's checkpoint site, the placement's line).
+    memory: the memory kind asked for."""
+
+    kind: AskKind
+    what: str
+    policy: str = ""
+    where: Where | None = None
+    memory: str = ""
+    placement: Placement | None = None
+    policy_unread: bool = False
+
+
+class Why(StrEnum):
+    """What became of a request (docs/offload-happened.md)."""
+
+    TRANSFERRED = "transferred"  # it became host transfers (listed)
+    SYNC_COPY = "sync-copy"  # it became transfers, at least one synchronous
+    NEVER_TAGGED = "never-tagged"  # the policy names a name no checkpoint_name in the step uses
+    NOT_A_RESIDUAL = "not-a-residual"  # tagged, but JAX kept no residual of it (carry, output, recomputed)
+    SAVED_ON_DEVICE = "saved-on-device"  # a policy saves the name on the device instead
+    NO_GRADIENT = "no-gradient"  # no remat site of the policy is differentiated: nothing is saved at all
+    DROPPED_IN_LOWERING = "dropped-in-lowering"  # in the jaxpr, but no host placement in the unoptimized module
+    REMOVED_BY_XLA = "removed-by-xla"  # annotated in the unoptimized module, gone from the optimized one
+    NOT_INSPECTABLE = "policy-not-inspectable"  # a policy hloscope cannot read: what it asks is unknown
+    NOT_A_TRANSFER = "not-a-transfer"  # compute_on("device_host") places computation, not data
+    UNKNOWN = "unknown"  # the cause cannot be known; the detail says what was checked
+
+
+class Fact(StrEnum):
+    """One fact behind a reason, or what the accounting checked; ``render.intent_words`` words
+    each from its arguments (names and figures). A fact whose words continue the one before
+    starts with its own separator there."""
+
+    # what the unoptimized module says (``_Lowered``)
+    LOWERED_UNKNOWN = "lowered-unknown"
+    LOWERED = "lowered"  # to_host, removed, annotations
+    # what became of the placement annotations a request owns
+    HOW_ELIMINATED = "how-eliminated"
+    HOW_BY_LINE = "how-by-line"
+    ANNOTATIONS_BECAME = "annotations-became"  # names, how, moved
+    READ_BACK = "read-back"  # n
+    SAME_BYTES = "same-bytes"  # names
+    BYTES_CLAIMED = "bytes-claimed"  # names, how, moved, others: its annotations' transfers carry other names
+    ANNOTATIONS_REMOVED = "annotations-removed"  # names, how
+    ANNOTATIONS_UNMATCHED = "annotations-unmatched"  # names, how
+    SOME_SYNC = "some-sync"  # n
+    # a tagged name JAX made no host copy of
+    NO_SOURCE_LINE = "no-source-line"
+    SAVED_BY_POLICY = "saved-by-policy"  # at, policy
+    NOT_DIFFERENTIATED = "not-differentiated"  # at
+    TAGGED_CARRY = "tagged-carry"  # at
+    TAGGED_OUTPUT = "tagged-output"  # at
+    TAGGED_NOT_SAVED = "tagged-not-saved"  # at
+    # a request JAX copied to host, no transfer found by name or line
+    NOT_FOLLOWED = "not-followed"  # unnamed
+    DROPPED_WHILE_LOWERING = "dropped-while-lowering"
+    NONE_TOLD = "none-told"  # lowered, unnamed
+    # names
+    CARRY_THE_NAME = "carry-the-name"  # n
+    NAMED_BY_BYTES = "named-by-bytes"  # n: that many carry it as a guess (bytes only)
+    GUESS_TWINS = "guess-twins"  # names: other name requests whose annotations move as many bytes
+    TAGGED_COPIED = "tagged-copied"  # at
+    NOT_TAGGED = "not-tagged"  # name, tagged
+    DID_YOU_MEAN = "did-you-mean"  # names
+    # dot offloads
+    NO_DOT_COPY = "no-dot-copy"
+    DOT_COPIES = "dot-copies"  # n, lines
+    # arguments and outputs in host memory
+    NO_PARAMETER = "no-parameter"  # label
+    PARAMETER_ON_DEVICE = "parameter-on-device"  # param
+    PARAMETER_READ = "parameter-read"  # param, n
+    PARAMETER_UNREAD = "parameter-unread"  # param
+    OUTPUT_WRITTEN = "output-written"  # label, n
+    OUTPUT_UNMADE = "output-unmade"  # label, followed
+    # compute_on
+    RUNS_ON_HOST = "runs-on-host"  # calls
+    NO_HOST_CALL = "no-host-call"
+    NOT_MARKED_HOST = "not-marked-host"
+    MARKED_HOST_REMOVED = "marked-host-removed"  # n
+    # placements
+    PLACEMENT_NO_LINE = "placement-no-line"  # lowered
+    TRACE_BACK = "trace-back"  # n, where
+    PLACED = "placed"  # memory, where
+    UNUSED = "unused"
+    # policies
+    NOT_INSPECTABLE = "not-inspectable"  # callable
+    CLOSURE_STRINGS = "closure-strings"  # strings
+    # annotations only (no trace)
+    ITS_SLICES = "its-slices"  # n
+    BYTES_NOT_MOVED = "bytes-not-moved"
+    NOT_IN_SLICES = "not-in-slices"
+    # what was checked
+    READ_FROM_TRACE = "read-from-trace"  # policies, tags, placements
+    NO_TRACE = "no-trace"  # annotations
+    NOTE = "note"  # text: what the trace reader could not read (hloscope.compile.intent)
+
+
+#: An argument of a fact: a name or figure, or a fact of its own (worded in its place).
+Arg: TypeAlias = "str | int | Detail"
+
+
+@dataclass(frozen=True)
+class Detail:
+    """One fact and its arguments (names, figures, facts), in the order ``render.intent_words`` needs."""
+
+    fact: Fact
+    args: tuple[tuple[str, Arg], ...] = ()
+
+    def arg(self, key: str) -> Arg | None:
+        return next((v for k, v in self.args if k == key), None)
+
+
+def fact(kind: Fact, **args: Arg) -> Detail:
+    """``Detail(kind, args)``, the arguments by keyword."""
+    return Detail(kind, tuple(args.items()))
+
+#: Reasons that mean the request produced no transfer (the check rule ``intent-accounted`` fails on them).
+NO_TRANSFER = frozenset({Why.NEVER_TAGGED, Why.NOT_A_RESIDUAL, Why.SAVED_ON_DEVICE, Why.NO_GRADIENT,
+                         Why.DROPPED_IN_LOWERING, Why.REMOVED_BY_XLA, Why.UNKNOWN})
+
+
+@dataclass(frozen=True)
+class Accounted:
+    """One request and what became of it.
+
+    why: :class:`Why`. detail: the facts behind it, in order (``render.intent_words`` reads them
+    as one sentence). transfers: the verdicts of the transfers it became (both directions).
+    suggestions: the closest tagged names (``never-tagged``).
+    """
+
+    asked: Asked
+    why: Why
+    detail: tuple[Detail, ...] = ()
+    transfers: tuple[Verdict, ...] = ()
+    suggestions: tuple[str, ...] = ()
+
+    @property
+    def produced_no_transfer(self) -> bool:
+        return self.why in NO_TRANSFER
+
+    @property
+    def bytes_per_step(self) -> dict[Direction, int]:
+        out = {d: 0 for d in Direction}
+        for v in self.transfers:
+            out[v.transfer.direction] += v.transfer.bytes * v.transfer.executions
+        return out
+
+    @property
+    def executions(self) -> int:
+        return sum(v.transfer.executions for v in self.transfers)
+
+    @property
+    def by_verdict(self) -> dict[VerdictKind, int]:
+        out: dict[VerdictKind, int] = {}
+        for v in self.transfers:
+            out[v.verdict] = out.get(v.verdict, 0) + 1
+        return out
+
+
+class AccountSource(StrEnum):
+    """What stood for the step's requests."""
+
+    TRACE = "trace"  # the traced jaxpr (compiled here, or an artifact that records the trace)
+    ANNOTATIONS = "annotations"  # a plain HLO file: the unoptimized module's placement annotations
+
+
+@dataclass(frozen=True)
+class IntentAccount:
+    """Every request of the step with what became of it.
+
+    source: ``trace`` (the step was traced here or its artifact records the trace) or
+    ``annotations`` (a plain HLO file: the unoptimized module's placement annotations
+    stand in for the requests). checked: what the accounting looked at, one fact each.
+    """
+
+    items: tuple[Accounted, ...]
+    source: AccountSource = AccountSource.TRACE
+    checked: tuple[Detail, ...] = field(default_factory=tuple)
+
+    @property
+    def unaccounted(self) -> tuple[Accounted, ...]:
+        """Requests that produced no transfer."""
+        return tuple(a for a in self.items if a.produced_no_transfer)
+
+    @property
+    def not_inspectable(self) -> tuple[Accounted, ...]:
+        return tuple(a for a in self.items if a.why is Why.NOT_INSPECTABLE)
+
+
+def requests(intent: Intent) -> list[Asked]:
+    """The step's requests, in order: offloaded names (by policy), dot offloads, uninspectable
+    policies, placements."""
+    out: list[Asked] = []
+    seen: set[tuple[str, str]] = set()
+    for p in intent.policies:
+        for name in p.all_offloaded():
+            if (AskKind.OFFLOAD_NAME, name) in seen:
+                continue
+            seen.add((AskKind.OFFLOAD_NAME, name))
+            out.append(Asked(AskKind.OFFLOAD_NAME, name, p.describe(), p.sites[0] if p.sites else None,
+                             p.offload_dst))
+        if p.offloads_dots() and (AskKind.OFFLOAD_DOTS, p.describe()) not in seen:
+            seen.add((AskKind.OFFLOAD_DOTS, p.describe()))
+            out.append(Asked(AskKind.OFFLOAD_DOTS, "", p.describe(), p.sites[0] if p.sites else None,
+                             p.offload_dst))
+        for q in p.uninspectable():
+            if (AskKind.POLICY, q.callable) not in seen:
+                seen.add((AskKind.POLICY, q.callable))
+                out.append(Asked(AskKind.POLICY, q.callable, q.describe(), q.sites[0] if q.sites else None))
+    # Names JAX offloaded that no readable policy lists (an uninspectable policy's): asked by that policy.
+    listed = {a.what for a in out if a.kind is AskKind.OFFLOAD_NAME}
+    for t in intent.tags:
+        if t.host_copy and t.name not in listed:
+            listed.add(t.name)
+            out.append(Asked(AskKind.OFFLOAD_NAME, t.name, "", t.where, "host", policy_unread=True))
+    for pl in intent.placements:
+        if pl.kind is PlacementKind.REMAT_OFFLOAD:
+            continue  # a dot offload's host copies: accounted under its policy
+        out.append(Asked(AskKind.PLACEMENT, _placement_words(pl), "", pl.where, pl.memory, pl))
+    return out
+
+
+def requested_names(intent: Intent | None) -> frozenset[str] | None:
+    """The checkpoint names the step asks to offload (a policy's, or one JAX offloaded for a policy
+    hloscope cannot read); None when the step's intent is unknown."""
+    if intent is None:
+        return None
+    return frozenset(a.what for a in requests(intent) if a.kind is AskKind.OFFLOAD_NAME)
+
+
+def copy_lines(intent: Intent, asked: Asked) -> list[Where] | None:
+    """The lines of a request that JAX turned into host copies in the jaxpr (None: it made none)."""
+    if asked.kind is AskKind.OFFLOAD_NAME:
+        tags = [t for t in intent.tags if t.name == asked.what and t.host_copy]
+        if not tags:
+            return None
+        return [w for t in tags for w in (t.where, t.producer) if w is not None]
+    if asked.kind is AskKind.OFFLOAD_DOTS:
+        copies = [p for p in intent.placements if p.kind is PlacementKind.REMAT_OFFLOAD]
+        return [p.where for p in copies if p.where is not None] if copies else None
+    if asked.kind is AskKind.PLACEMENT and asked.placement is not None and \
+            asked.placement.kind is PlacementKind.DEVICE_PUT:
+        return [asked.placement.where] if asked.placement.where is not None else []
+    return None
+
+
+def annotation_owners(intent: Intent, asks: Sequence[Asked], unoptimized: Module | None,
+                      annotations: Sequence[HostTransfer]) -> tuple[dict[int, list[HostTransfer]], int]:
+    """Request index -> its to-host placement annotations (``annotations`` of ``unoptimized``): by
+    the line of the value each places, then by elimination (one request with host copies left,
+    and annotations no other request has); and the index of that request (-1: none)."""
+    to_host = [a for a in annotations if a.direction is Direction.TO_HOST]
+    lines = {id(a): _operand_lines(unoptimized, a) for a in to_host} if unoptimized is not None else {}
+    out: dict[int, list[HostTransfer]] = {}
+    copying: list[int] = []
+    for i, asked in enumerate(asks):
+        wheres = copy_lines(intent, asked)
+        if wheres is None:
+            continue
+        copying.append(i)
+        out[i] = [a for a in to_host if any(w.same_line(f, ln) for w in wheres for f, ln in lines.get(id(a), ()))]
+    taken = {id(a) for v in out.values() for a in v}
+    left = [a for a in to_host if id(a) not in taken]
+    bare = [i for i in copying if not out[i]]
+    if len(bare) == 1 and left:
+        out[bare[0]] = left
+        return out, bare[0]
+    return out, -1
+
+
+def _placement_words(p: Placement) -> str:
+    what = {
+        PlacementKind.DEVICE_PUT: "device_put",
+        PlacementKind.ARGUMENT: f"argument {p.label}",
+        PlacementKind.OUTPUT: f"output {p.label}",
+        PlacementKind.JIT_ARGUMENT: f"argument of {p.label}",
+        PlacementKind.JIT_OUTPUT: f"output of {p.label}",
+        PlacementKind.COMPUTE_ON: f"compute_on {p.label}".rstrip(),
+        PlacementKind.REMAT_OFFLOAD: "remat offload",
+    }[p.kind]
+    shape = f" {p.shape}" if p.shape else ""
+    return f"{what}{shape} in {p.memory}"
+
+
+# ---- accounting --------------------------------------------------------------------------------
+
+
+def _line_of(module: Module | None, t: HostTransfer) -> list[tuple[str, int]]:
+    out = []
+    if t.source is not None:
+        out.append((t.source.file, t.source.line))
+    if module is not None:
+        own = module.source_location(t.instruction)
+        if own is not None:
+            out.append((own.file, own.line))
+    return out
+
+
+#: Opcodes an annotation's operand is followed through to the instruction that computed it.
+_THROUGH = frozenset({"bitcast", "reshape", "copy", "convert", "reduce-precision", "transpose", "get-tuple-element",
+                      "opt-barrier", "optimization-barrier"})
+
+
+def _operand_lines(module: Module, a: HostTransfer) -> list[tuple[str, int]]:
+    """The annotation's own line and the line of the value it places (through reshapes and casts)."""
+    out = _line_of(module, a)
+    table = module.computations[a.computation].by_name
+    cur = table.get(a.instruction.operands[0]) if a.instruction.operands else None
+    for _ in range(16):
+        if cur is None:
+            break
+        loc = module.source_location(cur)
+        if loc is not None:
+            out.append((loc.file, loc.line))
+            break
+        if cur.opcode not in _THROUGH or not cur.operands:
+            break
+        cur = table.get(cur.operands[0])
+    return out
+
+
+def _sync(vs: Sequence[Verdict]) -> bool:
+    return any(v.verdict is VerdictKind.SYNC for v in vs)
+
+
+def _became(asked: Asked, vs: Sequence[Verdict], *detail: Detail) -> Accounted:
+    if _sync(vs):
+        n = sum(1 for v in vs if v.verdict is VerdictKind.SYNC)
+        return Accounted(asked, Why.SYNC_COPY, (*detail, fact(Fact.SOME_SYNC, n=n)), tuple(vs))
+    return Accounted(asked, Why.TRANSFERRED, detail, tuple(vs))
+
+
+class _Lowered:
+    """What the unoptimized module says about host placements, and what became of each.
+
+    Every placement annotation is matched with optimized transfers of its bytes by
+    ``hloscope.analysis.intent.annotations.match_annotations`` (the ``annotations-accounted``
+    rule's matching): ``fate`` is the match of each, by ``id`` of the annotation.
+    """
+
+    def __init__(self, unoptimized: Module | None, transfers: Sequence[HostTransfer], partitions: int) -> None:
+        self.unoptimized = unoptimized
+        self.known = unoptimized is not None
+        self.annotations = placement_annotations(unoptimized) if unoptimized is not None else []
+        self.to_host = [a for a in self.annotations if a.direction is Direction.TO_HOST]
+        parts = max(partitions, unoptimized.num_partitions if unoptimized is not None else 1, 1)
+        self.fate: dict[int, AnnotationMatch] = {
+            id(m.annotation): m for m in match_annotations(self.annotations, transfers, parts)}
+
+    def removed(self) -> list[HostTransfer]:
+        return [a for a in self.annotations if self.fate[id(a)].fate is Fate.REMOVED]
+
+    def facts(self) -> Detail:
+        if not self.known:
+            return fact(Fact.LOWERED_UNKNOWN)
+        return fact(Fact.LOWERED, to_host=len(self.to_host), removed=len(self.removed()),
+                    annotations=len(self.annotations))
+
+
+def _through_annotations(asked: Asked, annotations: Sequence[HostTransfer], lowered: _Lowered,
+                         by_id: Mapping[int, Verdict], what: Detail, how: Detail,
+                         readers: Mapping[int, list[Verdict]], claimed: frozenset[int]) -> Accounted:
+    """A request whose placement annotations are known: what became of them (the transfers that
+    wrote its host buffer, and those that read it back). ``claimed``: transfers (by ``id``) that
+    carry a requested name: a name request's own are listed by name, never here, and no other
+    request lists them."""
+    names = ", ".join(a.instruction.name for a in annotations)
+    moved = [by_id[id(t)] for a in annotations for t in lowered.fate[id(a)].became if id(t) in by_id]
+    if asked.kind is AskKind.OFFLOAD_NAME and moved:
+        others = sorted({v.transfer.checkpoint_name or v.transfer.unrequested_name or v.transfer.instruction.name
+                         for v in moved})
+        return Accounted(asked, Why.UNKNOWN, (what, fact(Fact.BYTES_CLAIMED, names=names, how=how, moved=len(moved),
+                                                           others=", ".join(others))))
+    moved = [v for v in moved if id(v.transfer) not in claimed]
+    back = [r for v in moved for r in readers.get(id(v.transfer), []) if id(r.transfer) not in claimed]
+    if moved:
+        said = [fact(Fact.ANNOTATIONS_BECAME, names=names, how=how, moved=len(moved))]
+        if back:
+            said.append(fact(Fact.READ_BACK, n=len(back)))
+        twins = [b for b in lowered.to_host if b not in annotations
+                 and any(b.bytes == a.bytes and b.direction is a.direction for a in annotations)]
+        if twins:
+            said.append(fact(Fact.SAME_BYTES, names=", ".join(b.instruction.name for b in twins)))
+        return _became(asked, moved + back, what, *said)
+    fates = {lowered.fate[id(a)].fate for a in annotations}
+    if fates == {Fate.REMOVED}:
+        return Accounted(asked, Why.REMOVED_BY_XLA, (what, fact(Fact.ANNOTATIONS_REMOVED, names=names, how=how)))
+    return Accounted(asked, Why.UNKNOWN, (what, fact(Fact.ANNOTATIONS_UNMATCHED, names=names, how=how)))
+
+
+def _no_host_copy(asked: Asked, intent: Intent, tags: Sequence[Tag], at: Arg) -> Accounted:
+    name = asked.what
+    savers = [p.describe() for p in intent.policies if name in p.all_saved()]
+    if savers:
+        return Accounted(asked, Why.SAVED_ON_DEVICE, (fact(Fact.SAVED_BY_POLICY, at=at, policy=savers[0]),))
+    if intent.policies and not any(p.differentiated for p in intent.policies if name in p.all_offloaded()):
+        return Accounted(asked, Why.NO_GRADIENT, (fact(Fact.NOT_DIFFERENTIATED, at=at),))
+    if any(t.carry for t in tags):
+        return Accounted(asked, Why.NOT_A_RESIDUAL, (fact(Fact.TAGGED_CARRY, at=at),))
+    if any(t.output for t in tags):
+        return Accounted(asked, Why.NOT_A_RESIDUAL, (fact(Fact.TAGGED_OUTPUT, at=at),))
+    return Accounted(asked, Why.NOT_A_RESIDUAL, (fact(Fact.TAGGED_NOT_SAVED, at=at),))
+
+
+class _Accounting:
+    def __init__(self, intent: Intent, verdicts: Sequence[Verdict], module: Module | None,
+                 unoptimized: Module | None, index: ModuleIndex | None = None) -> None:
+        self.intent = intent
+        self.verdicts = [v for v in verdicts if not v.transfer.is_annotation]
+        self.module = module
+        self.by_id = {id(v.transfer): v for v in self.verdicts}
+        #: to-host transfer -> the to-device transfers that read its host buffer back
+        self.readers: dict[int, list[Verdict]] = {}
+        if index is not None:
+            by_key = {(v.transfer.computation, v.transfer.instruction.name): v for v in self.verdicts}
+            for key, writer in host_writers(index, [v.transfer for v in self.verdicts]).items():
+                w = by_key.get((writer.computation, writer.instruction.name))
+                if w is not None and key in by_key:
+                    self.readers.setdefault(id(w.transfer), []).append(by_key[key])
+        partitions = module.num_partitions if module is not None else 1
+        self.lowered = _Lowered(unoptimized, [v.transfer for v in self.verdicts], partitions)
+        self.unnamed = sum(1 for v in self.verdicts
+                           if v.transfer.direction is Direction.TO_HOST and not v.transfer.checkpoint_name)
+        asked = requested_names(intent) or frozenset()
+        #: transfers that carry a requested name: listed under that request, and only there
+        self.claimed = frozenset(id(v.transfer) for v in self.verdicts if v.transfer.checkpoint_name in asked)
+        self.asks: Sequence[Asked] = ()
+        self.eliminated = -1
+
+    def unclaimed(self, vs: Sequence[Verdict]) -> list[Verdict]:
+        """``vs`` without the transfers a name request lists."""
+        return [v for v in vs if id(v.transfer) not in self.claimed]
+
+    def by_line(self, wheres: Sequence[Where]) -> list[Verdict]:
+        return [v for v in self.verdicts
+                if any(w.same_line(f, ln) for w in wheres for f, ln in _line_of(self.module, v.transfer))]
+
+    def attribute(self, asks: Sequence[Asked]) -> dict[int, list[HostTransfer]]:
+        """Request index -> its to-host placement annotations (:func:`annotation_owners`)."""
+        self.asks = asks
+        out, self.eliminated = annotation_owners(self.intent, asks, self.lowered.unoptimized, self.lowered.annotations)
+        return out
+
+    def twins(self, i: int, annotations: Mapping[int, list[HostTransfer]]) -> list[str]:
+        """The other name requests whose placement annotations move as many bytes as request ``i``'s."""
+        sizes = {a.bytes for a in annotations.get(i, [])}
+        return sorted({self.asks[j].what for j, anns in annotations.items() if j != i
+                       and self.asks[j].kind is AskKind.OFFLOAD_NAME and any(a.bytes in sizes for a in anns)})
+
+    def lowered_part(self, asked: Asked, i: int, annotations: Mapping[int, list[HostTransfer]],
+                     what: Detail) -> Accounted:
+        """A request JAX copied to host in the jaxpr, with no transfer found by name or line."""
+        lowered = self.lowered
+        if not lowered.known:
+            return Accounted(asked, Why.UNKNOWN, (what, fact(Fact.NOT_FOLLOWED, unnamed=self.unnamed)))
+        if not lowered.to_host:
+            return Accounted(asked, Why.DROPPED_IN_LOWERING, (what, fact(Fact.DROPPED_WHILE_LOWERING)))
+        mine = annotations.get(i, [])
+        if mine:
+            how = fact(Fact.HOW_ELIMINATED if i == self.eliminated else Fact.HOW_BY_LINE)
+            return _through_annotations(asked, mine, lowered, self.by_id, what, how, self.readers, self.claimed)
+        return Accounted(asked, Why.UNKNOWN, (what, fact(Fact.NONE_TOLD, lowered=lowered.facts(),
+                                                           unnamed=self.unnamed)))
+
+    def name(self, asked: Asked, i: int, annotations: Mapping[int, list[HostTransfer]]) -> Accounted:
+        name = asked.what
+        # Exactly the transfers that carry the name: the naming pass decided each one's name once.
+        hits = [v for v in self.verdicts if v.transfer.checkpoint_name == name]
+        if hits:
+            said = [fact(Fact.CARRY_THE_NAME, n=len(hits))]
+            guessed = sum(1 for v in hits if v.transfer.name_guessed)
+            if guessed:
+                said.append(fact(Fact.NAMED_BY_BYTES, n=guessed))
+                twins = self.twins(i, annotations)
+                if twins:
+                    said.append(fact(Fact.GUESS_TWINS, names=", ".join(twins)))
+            return _became(asked, hits, *said)
+        tags = [t for t in self.intent.tags if t.name == name]
+        if not tags:
+            tagged = self.intent.tagged_names
+            close = tuple(difflib.get_close_matches(name, tagged, n=3, cutoff=0.6))
+            said = [fact(Fact.NOT_TAGGED, name=name, tagged=", ".join(tagged))]
+            if close:
+                said.append(fact(Fact.DID_YOU_MEAN, names=" or ".join(repr(c) for c in close)))
+            return Accounted(asked, Why.NEVER_TAGGED, tuple(said), suggestions=close)
+        lines = ", ".join(sorted({str(t.where) for t in tags if t.where is not None}))
+        at: Arg = lines or fact(Fact.NO_SOURCE_LINE)
+        if not any(t.host_copy for t in tags):
+            return _no_host_copy(asked, self.intent, tags, at)
+        return self.lowered_part(asked, i, annotations, fact(Fact.TAGGED_COPIED, at=at))
+
+    def dots(self, asked: Asked, i: int, annotations: Mapping[int, list[HostTransfer]]) -> Accounted:
+        copies = [p for p in self.intent.placements if p.kind is PlacementKind.REMAT_OFFLOAD]
+        if not copies:
+            return Accounted(asked, Why.NOT_A_RESIDUAL, (fact(Fact.NO_DOT_COPY),))
+        lines = ", ".join(sorted({str(p.where) for p in copies if p.where is not None}))
+        hits = self.unclaimed(self.by_line([p.where for p in copies if p.where is not None]))
+        what = fact(Fact.DOT_COPIES, n=len(copies), lines=lines)
+        if hits:
+            return _became(asked, hits, what)
+        return self.lowered_part(asked, i, annotations, what)
+
+    def boundary(self, asked: Asked, pl: Placement) -> Accounted:
+        """An argument or output in host memory: the transfers that read the host parameter, or
+        that write the output's host buffer, in the optimized module's entry computation."""
+        assert self.module is not None
+        kind, names = _entry_ends(self.module, pl)
+        entry = self.module.entry_name
+        if kind == "parameter":
+            if not names:
+                return Accounted(asked, Why.UNKNOWN, (fact(Fact.NO_PARAMETER, label=pl.label),))
+            param = self.module.computations[entry].by_name[names[0]]
+            if param.shape.memory_space != self.host_space():
+                return Accounted(asked, Why.DROPPED_IN_LOWERING, (fact(Fact.PARAMETER_ON_DEVICE, param=param.name),))
+            hits = [v for v in self.verdicts if v.transfer.computation == entry
+                    and self.reads(v.transfer, param.name)]
+            if hits:
+                return _became(asked, hits, fact(Fact.PARAMETER_READ, param=param.name, n=len(hits)))
+            return Accounted(asked, Why.UNKNOWN, (fact(Fact.PARAMETER_UNREAD, param=param.name),))
+        hits = [v for v in self.verdicts if v.transfer.computation == entry and v.transfer.instruction.name in names]
+        if hits:
+            return _became(asked, hits, fact(Fact.OUTPUT_WRITTEN, label=pl.label, n=len(hits)))
+        return Accounted(asked, Why.UNKNOWN, (fact(Fact.OUTPUT_UNMADE, label=pl.label, followed=", ".join(names)),))
+
+    def compute_on(self, asked: Asked, pl: Placement) -> Accounted:
+        """``compute_on("device_host")``: the host computation XLA made of it (a ``HostExecute``
+        call on the host thread), found by its source line or its jit's name in ``op_name``."""
+        def here(module: Module, ins: Instruction) -> bool:
+            loc = module.source_location(ins)
+            return ((loc is not None and pl.where is not None and pl.where.same_line(loc.file, loc.line))
+                    or (bool(pl.label) and f"jit({pl.label})/" in ins.metadata.get("op_name", "")))
+
+        calls = [] if self.module is None else [
+            ins for comp in self.module.computations.values() for ins in comp.instructions
+            if ("HostExecute" in ins.attr("custom_call_target") or "host" in ins.attr("async_execution_thread"))
+            and here(self.module, ins)]
+        if calls:
+            names = ", ".join(i.name for i in calls)
+            return Accounted(asked, Why.NOT_A_TRANSFER, (fact(Fact.RUNS_ON_HOST, calls=names),))
+        before = self.lowered.unoptimized
+        if self.module is None or before is None:
+            return Accounted(asked, Why.UNKNOWN, (fact(Fact.NO_HOST_CALL),))
+        marked = [ins for comp in before.computations.values() for ins in comp.instructions
+                  if '_xla_compute_type="host"' in ins.attr("frontend_attributes")]
+        if not marked:
+            return Accounted(asked, Why.DROPPED_IN_LOWERING, (fact(Fact.NOT_MARKED_HOST),))
+        return Accounted(asked, Why.REMOVED_BY_XLA, (fact(Fact.MARKED_HOST_REMOVED, n=len(marked)),))
+
+    def host_space(self) -> int:
+        return self.verdicts[0].transfer.host_space if self.verdicts else 5
+
+    def reads(self, t: HostTransfer, param: str) -> bool:
+        assert self.module is not None
+        table = self.module.computations[t.computation].by_name
+        todo, seen = list(t.instruction.operands), 0
+        while todo and seen < 32:
+            name = todo.pop()
+            seen += 1
+            if name == param:
+                return True
+            ins = table.get(name)
+            if ins is not None and ins.opcode in _THROUGH:
+                todo.extend(ins.operands[:1])
+        return False
+
+    def placement(self, asked: Asked, i: int, annotations: Mapping[int, list[HostTransfer]]) -> Accounted:
+        pl = asked.placement
+        assert pl is not None
+        if pl.kind is PlacementKind.COMPUTE_ON:
+            return self.compute_on(asked, pl)
+        if pl.kind in (PlacementKind.ARGUMENT, PlacementKind.OUTPUT) and self.module is not None:
+            return self.boundary(asked, pl)
+        if pl.where is None:
+            return Accounted(asked, Why.UNKNOWN, (fact(Fact.PLACEMENT_NO_LINE, lowered=self.lowered.facts()),))
+        # the transfers to host that trace back to its line, and those that read their buffer back (a
+        # transfer to the device that traces back to the line reads another value: an argument's)
+        hits = [v for v in self.unclaimed(self.by_line([pl.where])) if v.transfer.direction is Direction.TO_HOST]
+        if hits:
+            back = self.unclaimed([r for v in hits for r in self.readers.get(id(v.transfer), [])])
+            said = [fact(Fact.TRACE_BACK, n=len(hits), where=str(pl.where))]
+            if back:
+                said.append(fact(Fact.READ_BACK, n=len(back)))
+            return _became(asked, hits + back, *said)
+        return self.lowered_part(asked, i, annotations, fact(Fact.PLACED, memory=pl.memory, where=str(pl.where),
+                                                             unused=fact(Fact.UNUSED) if pl.unused else ""))
+
+
+def _entry_ends(module: Module, pl: Placement) -> tuple[str, list[str]]:
+    """What the placement is in the optimized module's entry: its parameter (argument) or the
+    instructions its root element is made by (output), through reshapes and copy-dones."""
+    entry = module.computations[module.entry_name]
+    index = int(pl.label.lstrip("#")) if pl.label.lstrip("#").isdigit() else -1
+    if pl.kind is PlacementKind.ARGUMENT:
+        params = [i for i in entry.instructions if i.opcode == "parameter" and i.literal.strip() == str(index)]
+        return ("parameter", [params[0].name]) if params else ("parameter", [])
+    root = entry.root
+    if root is None:
+        return ("root", [])
+    cur: Instruction | None = root
+    if root.opcode == "tuple":
+        cur = entry.by_name.get(root.operands[index]) if 0 <= index < len(root.operands) else None
+    chain: list[str] = []
+    for _ in range(16):
+        if cur is None:
+            break
+        chain.append(cur.name)
+        if (cur.opcode not in _THROUGH and not cur.opcode.endswith("-done")) or not cur.operands:
+            break
+        cur = entry.by_name.get(cur.operands[0])
+    return ("root", chain)
+
+
+def account_intent(intent: Intent, verdicts: Sequence[Verdict], module: Module | None = None,
+                   unoptimized: Module | None = None, index: ModuleIndex | None = None) -> IntentAccount:
+    """Each request of ``intent`` with the transfers (``verdicts`` of the optimized ``module``)
+    it became, or the reason it produced none. ``unoptimized``: the module before
+    optimizations, when known (it tells a placement JAX dropped from one XLA removed).
+    ``index``: the optimized module's index, when known (the transfers that read a host
+    buffer back are then listed with the ones that wrote it)."""
+    acc = _Accounting(intent, verdicts, module, unoptimized, index)
+    asks = requests(intent)
+    annotations = acc.attribute(asks)
+    items: list[Accounted] = []
+    for i, asked in enumerate(asks):
+        if asked.kind is AskKind.OFFLOAD_NAME:
+            items.append(acc.name(asked, i, annotations))
+        elif asked.kind is AskKind.OFFLOAD_DOTS:
+            items.append(acc.dots(asked, i, annotations))
+        elif asked.kind is AskKind.POLICY:
+            said = next((q.mentions for p in intent.policies for q in p.uninspectable() if q.callable == asked.what),
+                        ())
+            detail = [fact(Fact.NOT_INSPECTABLE, callable=asked.what)]
+            if said:
+                detail.append(fact(Fact.CLOSURE_STRINGS, strings=", ".join(said)))
+            items.append(Accounted(asked, Why.NOT_INSPECTABLE, tuple(detail)))
+        else:
+            items.append(acc.placement(asked, i, annotations))
+    checked = (fact(Fact.READ_FROM_TRACE, policies=len(intent.policies), tags=len(intent.tags),
+                    placements=len(intent.placements)), acc.lowered.facts(),
+               *(fact(Fact.NOTE, text=n) for n in intent.notes))
+    return IntentAccount(tuple(items), AccountSource.TRACE, checked)
+
+
+def account_annotations_only(verdicts: Sequence[Verdict], module: Module,
+                             unoptimized: Module) -> IntentAccount:
+    """No trace: each placement annotation of ``unoptimized`` stands for a request; matched with
+    the optimized transfers of its bytes (as ``annotations-accounted`` does)."""
+    partitions = max(module.num_partitions, unoptimized.num_partitions, 1)
+    by_id = {id(v.transfer): v for v in verdicts}
+    items: list[Accounted] = []
+    annotations = placement_annotations(unoptimized)
+    matches = match_annotations(annotations, [v.transfer for v in verdicts], partitions)
+    for m in sorted(matches, key=lambda m: -m.annotation.bytes):
+        a = m.annotation
+        src = unoptimized.source_location(a.instruction)
+        asked = Asked(AskKind.ANNOTATION, f"{a.instruction.name} ({a.direction}, {a.bytes} B x{a.executions})",
+                      "", Where(src.file, src.line, src.function) if src else None,
+                      "host" if a.direction is Direction.TO_HOST else "device")
+        if m.matched:
+            items.append(_became(asked, [by_id[id(t)] for t in m.became], fact(Fact.ITS_SLICES, n=len(m.became))))
+        elif m.fate is Fate.REMOVED:
+            items.append(Accounted(asked, Why.REMOVED_BY_XLA, (fact(Fact.BYTES_NOT_MOVED),)))
+        else:
+            items.append(Accounted(asked, Why.UNKNOWN, (fact(Fact.NOT_IN_SLICES),)))
+    return IntentAccount(tuple(items), AccountSource.ANNOTATIONS, (fact(Fact.NO_TRACE, annotations=len(annotations)),))
+
+
+
+def account_step(intent: Intent | None, verdicts: Sequence[Verdict], module: Module | None = None,
+                 unoptimized: Module | None = None, index: ModuleIndex | None = None) -> IntentAccount | None:
+    """The pipeline's entry: :func:`account_intent` when the step's intent is known, else None."""
+    if not isinstance(intent, Intent):
+        return None
+    return account_intent(intent, verdicts, module, unoptimized, index)
+
+
+def account_of(report: object) -> IntentAccount | None:
+    """The report's intent account (``Report.intent``), or None when the step's intent is unknown."""
+    acc = getattr(report, "intent", None)
+    return acc if isinstance(acc, IntentAccount) else None

@@ -1,0 +1,107 @@
+"""What became of each host-placement annotation of the unoptimized module in the optimized one.
+
+Pass: ``match_annotations(annotations, transfers, partitions) -> list[AnnotationMatch]``; the
+one algorithm the ``annotations-accounted`` check rule and the offload accounting
+(``hloscope.analysis.intent.account``) both use.
+
+Before optimization an offload is an ``annotate_device_placement`` (or
+``MoveToHost``/``MoveToDevice``) custom call on the whole, unpartitioned array;
+after SPMD partitioning and host offloading it is one or more transfers of a
+per-device slice, possibly split between a loop body and a peeled iteration. An
+annotation of ``B`` bytes executed ``n`` times per step is matched to optimized
+transfers of the same direction whose bytes times some divisor ``k`` of the
+partition count equal ``B`` (the slice of an array sharded ``k`` ways) and whose
+executions add up to ``n``. Larger annotations are matched first; each optimized
+transfer serves one annotation.
+
+An annotation that finds no such transfers is ``removed`` when the transfers no
+annotation matched, in its direction, move fewer bytes per step than it does (the
+offload is gone), and ``unmatched`` otherwise (the bytes are there but not in slices
+of the expected size, e.g. XLA merged two offloads): hloscope does not guess which.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from hloscope.analysis.structure.index import ModuleIndex
+from hloscope.analysis.structure.transfers import HostTransfer, find_host_transfers
+from hloscope.hlo.model import Module
+
+
+class Fate(StrEnum):
+    """What the optimized module did with one placement annotation."""
+
+    ASYNC = "async"  # became asynchronous transfer(s)
+    SYNC = "sync"  # became (at least one) synchronous copy
+    REMOVED = "removed"  # no transfer in the optimized module moves its bytes
+    UNMATCHED = "unmatched"  # bytes remain in its direction, but not as slices of its size
+
+
+@dataclass(frozen=True)
+class AnnotationMatch:
+    """annotation: the unoptimized module's annotation. fate: see :class:`Fate`. became: the
+    optimized transfers it was matched to. shards: the divisor ``k`` of the partition count
+    that matched (bytes = annotation / k), 0 when none did."""
+
+    annotation: HostTransfer
+    fate: Fate
+    became: tuple[HostTransfer, ...] = ()
+    shards: int = 0
+
+    @property
+    def matched(self) -> bool:
+        return bool(self.became)
+
+
+def placement_annotations(unoptimized: Module) -> list[HostTransfer]:
+    """The host-placement annotations of a module before optimizations, in its order."""
+    return [t for t in find_host_transfers(ModuleIndex(unoptimized)) if t.is_annotation]
+
+
+def _divisors(n: int) -> list[int]:
+    """Largest first: an array sharded over every device is the usual case."""
+    return sorted((k for k in range(1, n + 1) if n % k == 0), reverse=True)
+
+
+def _match(a: HostTransfer, candidates: Sequence[HostTransfer], partitions: int) -> tuple[list[HostTransfer], int]:
+    for k in _divisors(partitions):
+        if a.bytes % k:
+            continue
+        picked: list[HostTransfer] = []
+        total = 0
+        # Prefer the fewest transfers: the most executions first.
+        for t in sorted((t for t in candidates if t.bytes == a.bytes // k), key=lambda t: -t.executions):
+            if total + t.executions <= a.executions:
+                picked.append(t)
+                total += t.executions
+            if total == a.executions:
+                return picked, k
+    return [], 0
+
+
+def match_annotations(annotations: Sequence[HostTransfer], transfers: Sequence[HostTransfer],
+                      partitions: int) -> list[AnnotationMatch]:
+    """One match per annotation, in the order of ``annotations``. ``transfers``: the optimized
+    module's (its annotations, if any, are left out); ``partitions``: the larger partition count
+    of the two modules."""
+    free = [t for t in transfers if not t.is_annotation]
+    parts = max(partitions, 1)
+    out: dict[int, AnnotationMatch] = {}
+    left_over: list[int] = []
+    for i in sorted(range(len(annotations)), key=lambda i: -annotations[i].bytes):
+        a = annotations[i]
+        picked, k = _match(a, [t for t in free if t.direction is a.direction], parts)
+        if not picked:
+            left_over.append(i)
+            continue
+        for t in picked:
+            free.remove(t)
+        out[i] = AnnotationMatch(a, Fate.ASYNC if all(t.is_async for t in picked) else Fate.SYNC, tuple(picked), k)
+    for i in left_over:
+        a = annotations[i]
+        left = sum(t.bytes * t.executions * parts for t in free if t.direction is a.direction)
+        out[i] = AnnotationMatch(a, Fate.REMOVED if left < a.bytes * a.executions else Fate.UNMATCHED)
+    return [out[i] for i in range(len(annotations))]

@@ -1,0 +1,285 @@
+"""Find every instruction that moves data between device and host memory.
+
+Pass: ``find_host_transfers(index, host_space=5, names=()) -> list[HostTransfer]``. Each
+transfer is built once, with its names (``hloscope.analysis.structure.names.transfer_names``:
+checkpoint name and how it was decided, role, user source line) computed from what was
+found first. The pipeline names them knowing the step's requests instead
+(``hloscope.analysis.intent.naming.find_named_transfers``): ``find_transfers`` then
+``build_transfers``.
+
+Recognised, in scheduled computations only (fused bodies run inside their op):
+- ``copy-start`` with the host memory space on one side;
+- async ops (``async-start`` in dumps, ``fusion-start`` etc. in ``as_text()``)
+  whose operands or result live in host memory: the wrapped computation's core
+  op (``dynamic-update-slice``, ``dynamic-slice``, ``copy``) decides the bytes;
+- ``send``/``recv`` with ``is_host_transfer=true`` (XLA's host send and recv: to host and
+  to device), paired with their ``-done``;
+- synchronous data movement ops (``copy``, slices, fusions of them) with host memory on
+  exactly one side; a kernel reading or writing host memory in place is not a transfer
+  (:mod:`hloscope.analysis.structure.host_work` reports it);
+- in unoptimized modules, the ``annotate_device_placement`` custom calls
+  (``_xla_buffer_placement``) and the older ``MoveToHost``/``MoveToDevice``.
+Bytes are those moved per execution (the slice), never the whole host buffer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from hloscope.analysis.kinds import Direction, NameBasis
+from hloscope.analysis.structure.host_work import is_in_place_access
+from hloscope.analysis.structure.index import ModuleIndex
+from hloscope.analysis.structure.names import Key, TransferNames, transfer_names
+from hloscope.analysis.structure.opclass import (
+    CONTROL_FLOW,
+    DONE_OPCODES,
+    custom_call_target,
+    is_free,
+    value_shape,
+)
+from hloscope.hlo.model import Instruction, Module, SourceLocation
+from hloscope.hlo.shape import HOST_MEMORY_SPACE, Shape
+
+TO_HOST = Direction.TO_HOST
+TO_DEVICE = Direction.TO_DEVICE
+
+
+@dataclass(frozen=True)
+class HostTransfer:
+    """One host transfer instruction (the start of an async one).
+
+    instruction: the start (async) or the op itself (sync, annotation).
+    computation: enclosing computation. direction: ``to_host`` or ``to_device``.
+    op: what moves the data (``dynamic-update-slice``, ``copy`` ...).
+    bytes: bytes moved per execution. executions: runs per step.
+    is_async: a start/done pair. is_annotation: an unoptimized-module marker.
+    checkpoint_name: the ``checkpoint_name`` of the request the moved tensor belongs to, when
+    known (a name no request asks for is never here). name_basis: how it was decided:
+    ``data-flow`` (the moved value followed back to the tagged op) or ``bytes`` (a guess:
+    only its bytes matched the request's placement annotations); None without a name.
+    unrequested_name: a ``checkpoint_name`` data flow found on the moved tensor that no request
+    offloads. role: what the tensor is in the model ("Q projection"), when the step said so.
+    source: the user source line where the moved tensor was computed (not the
+    remat wrapper's line). These come from ``hloscope.analysis.structure.names``.
+    """
+
+    instruction: Instruction
+    computation: str
+    direction: Direction
+    op: str
+    bytes: int
+    executions: int
+    is_async: bool
+    is_annotation: bool = False
+    host_space: int = HOST_MEMORY_SPACE
+    checkpoint_name: str | None = None
+    role: str | None = None
+    source: SourceLocation | None = None
+    name_basis: NameBasis | None = None
+    unrequested_name: str | None = None
+
+    @property
+    def name_guessed(self) -> bool:
+        """Its ``checkpoint_name`` was decided by bytes only (a guess)."""
+        return self.name_basis is NameBasis.BYTES
+
+
+def _core_op(module: Module, ins: Instruction) -> Instruction | None:
+    """The instruction doing the work inside an async/fusion wrapper."""
+    seen = 0
+    cur: Instruction | None = ins
+    while cur is not None and cur.opcode in ("async-start", "fusion") and seen < 8:
+        called = cur.called_computations
+        if not called or called[0] not in module.computations:
+            return cur
+        cur = module.computations[called[0]].root
+        seen += 1
+    return cur
+
+
+def _bound_later(index: ModuleIndex, start: Instruction) -> tuple[list[Shape], Shape | None]:
+    """What an async chain binds after its start (late binding, XLA 0.12; docs/parser.md): the
+    shapes of its async-updates' operands after the first (inputs of the async computation), and
+    the shape of the result where the start leaves it unbound (``()`` at index 1): the first
+    update's that binds it, else the done's. ([], None) for a chain that binds all at its start."""
+    table = index.module.computations[start.computation].by_name
+    late: list[Shape] = []
+    unbound = start.shape.is_tuple and len(start.shape.tuple_shapes) > 1 and start.shape.tuple_shapes[1].is_tuple \
+        and not start.shape.tuple_shapes[1].tuple_shapes
+    result: Shape | None = None
+    cur = start
+    for _ in range(10_000):
+        nxt = next((u for u in index.users(cur) if u.opcode in ("async-update", "async-done")
+                    and u.operands and u.operands[0] == cur.name), None)
+        if nxt is None:
+            break
+        if nxt.opcode == "async-done":
+            if unbound and result is None:
+                result = nxt.shape
+            break
+        late.extend(table[o].shape for o in nxt.operands[1:] if o in table)
+        if unbound and result is None:
+            bound = nxt.shape.tuple_element(1)  # an update's shape is ((operands), result, context...)
+            if bound is not None and not (bound.is_tuple and not bound.tuple_shapes):
+                result = bound
+        cur = nxt
+    return late, result
+
+
+def _is_array(s: Shape) -> bool:
+    return not s.is_tuple and s.element_type not in ("token", "opaque") and len(s.dims) > 0
+
+
+def _classify(out_shape: Shape, operand_shapes: list[Shape], host: int) -> Direction | None:
+    out_host = out_shape.in_memory_space(host)
+    arrays = [s for s in operand_shapes if _is_array(s)]
+    in_host = any(s.memory_space == host for s in arrays)
+    in_dev = any(s.memory_space != host for s in arrays)
+    out_dev = any(leaf.memory_space != host for leaf in out_shape.leaves() if _is_array(leaf))
+    if out_host and in_dev:
+        return TO_HOST
+    if in_host and out_dev and not out_host:
+        return TO_DEVICE
+    return None
+
+
+def _moved_bytes(module: Module, direction: str, core: Instruction | None, out_shape: Shape,
+                 operand_shapes: list[Shape], host: int) -> tuple[int, str]:
+    op = core.opcode if core is not None else "copy"
+    if core is not None and op == "copy" and core.operands:
+        # XLA wraps a host-side dynamic-slice as copy(dynamic-slice(...)).
+        src = module.computations[core.computation].by_name.get(core.operands[0])
+        if src is not None and src.opcode == "dynamic-slice":
+            op = "dynamic-slice"
+    if core is not None and op == "dynamic-update-slice" and len(core.operands) > 1:
+        # In-place update of the host buffer: only the update crosses the link.
+        owner = module.computations[core.computation].by_name
+        return owner[core.operands[1]].shape.byte_size, op
+    if direction == TO_DEVICE:
+        return sum(leaf.byte_size for leaf in out_shape.leaves() if leaf.memory_space != host), op
+    dev = sum(s.byte_size for s in operand_shapes if _is_array(s) and s.memory_space != host)
+    host_out = sum(leaf.byte_size for leaf in out_shape.leaves() if leaf.memory_space == host)
+    return min(dev, host_out) if dev else host_out, op
+
+
+class FoundTransfer(NamedTuple):
+    """A transfer as found, before its names: :class:`HostTransfer`'s first fields, in order."""
+
+    instruction: Instruction
+    computation: str
+    direction: Direction
+    op: str
+    bytes: int
+    executions: int
+    is_async: bool
+    is_annotation: bool
+    host_space: int
+
+
+def find_host_transfers(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE,
+                        names: Sequence[Mapping[str, Any]] = ()) -> list[HostTransfer]:
+    """Every host transfer of the scheduled computations, named (``names``: the records read
+    from the traced jaxpr, ``hloscope.compile.names``; none for a plain HLO file)."""
+    found = find_transfers(index, host_space)
+    return build_transfers(found, transfer_names(index, found, names))
+
+
+def build_transfers(found: Sequence[FoundTransfer], named: Mapping[Key, TransferNames]) -> list[HostTransfer]:
+    """Each found transfer built once, with its names."""
+    out = []
+    for f in found:
+        n = named[(f.computation, f.instruction.name)]
+        out.append(HostTransfer(*f, checkpoint_name=n.checkpoint_name, role=n.role, source=n.source,
+                                name_basis=n.basis, unrequested_name=n.unrequested))
+    return out
+
+
+def find_transfers(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE) -> list[FoundTransfer]:
+    """Every host transfer of the scheduled computations, before its names."""
+    module, cg = index.module, index.callgraph
+    out: list[FoundTransfer] = []
+    in_host: dict[int, bool] = {}  # id(shape) -> some leaf lives in host memory (shapes are interned)
+
+    def touches_host(shape: Shape) -> bool:
+        got = in_host.get(id(shape))
+        if got is None:
+            got = in_host[id(shape)] = shape.in_memory_space(host_space)
+        return got
+
+    for cname in module.computations:
+        if cname not in cg.scheduled:
+            continue
+        comp = module.computations[cname]
+        execs = cg.executions.get(cname, 1)
+        table = comp.by_name
+        for ins in comp.instructions:
+            op = ins.opcode
+            if op in DONE_OPCODES or op == "async-update" or op in CONTROL_FLOW:
+                continue
+            if op == "custom-call":
+                t = _annotation_direction(ins)
+                if t:
+                    size = table[ins.operands[0]].shape.byte_size if ins.operands else ins.shape.byte_size
+                    out.append(FoundTransfer(ins, cname, t, custom_call_target(ins), size, execs, False, True,
+                                             host_space))
+                    continue
+            if op in ("send", "recv"):
+                if ins.attr("is_host_transfer") == "true":
+                    # XLA's host send/recv: the data (operand 0 of a send, result element 0 of a
+                    # recv) crosses the host link; send/recv-done completes it.
+                    if op == "send":
+                        data = table[ins.operands[0]].shape if ins.operands and ins.operands[0] in table else None
+                    else:
+                        data = ins.shape.tuple_shapes[0] if ins.shape.is_tuple and ins.shape.tuple_shapes else None
+                    out.append(FoundTransfer(ins, cname, TO_HOST if op == "send" else TO_DEVICE, op,
+                                      data.byte_size if data is not None else 0, execs, True, False, host_space))
+                continue
+            if is_free(ins) or op in ("all-gather-start", "all-reduce-start", "collective-permute-start"):
+                continue
+            operand_shapes = [table[o].shape for o in ins.operands if o in table]
+            if op == "async-start":
+                late, result = _bound_later(index, ins)
+                operand_shapes += late
+                if result is None:
+                    result = value_shape(ins)
+                if not touches_host(ins.shape) and not touches_host(result) \
+                        and not any(touches_host(s) for s in operand_shapes):
+                    continue  # no host memory on either side: not a transfer
+                direction = _classify(result, operand_shapes, host_space)
+                if direction:
+                    core = _core_op(module, ins)
+                    size, core_op = _moved_bytes(module, direction, core, result, operand_shapes, host_space)
+                    out.append(FoundTransfer(ins, cname, direction, core_op, size, execs, True, False, host_space))
+                continue
+            if not touches_host(ins.shape) and not any(touches_host(s) for s in operand_shapes):
+                continue  # no host memory on either side: not a transfer
+            if op == "copy-start":
+                result = value_shape(ins)
+                direction = _classify(result, operand_shapes, host_space)
+                if direction:
+                    size = result.byte_size if direction == TO_HOST else operand_shapes[0].byte_size
+                    out.append(FoundTransfer(ins, cname, direction, "copy", size, execs, True, False, host_space))
+                continue
+            direction = _classify(ins.shape, operand_shapes, host_space)
+            if direction and not is_in_place_access(module, ins):
+                core = _core_op(module, ins) if op == "fusion" else ins
+                size, core_op = _moved_bytes(module, direction, core, ins.shape, operand_shapes, host_space)
+                out.append(FoundTransfer(ins, cname, direction, core_op, size, execs, False, False, host_space))
+    return out
+
+
+def _annotation_direction(ins: Instruction) -> Direction | None:
+    target = custom_call_target(ins)
+    if target == "MoveToHost":
+        return TO_HOST
+    if target == "MoveToDevice":
+        return TO_DEVICE
+    if target == "annotate_device_placement":
+        placement = ins.frontend_attributes.get("_xla_buffer_placement", "")
+        if placement in ("pinned_host", "unpinned_host"):
+            return TO_HOST
+        if placement == "device":
+            return TO_DEVICE
+    return None

@@ -235,9 +235,3 @@ def compare(base: Snapshot, new: Snapshot, tolerance: Tolerance | None = None) -
 def _mem(s: Snapshot) -> str:
     fits = "" if s.fits is None else (" (fits)" if s.fits else " (does NOT fit)")
     return f"{human_bytes(s.device_bytes or 0)} device allocation{fits}"
-
-
-def describe_snapshot(s: Snapshot) -> str:
-    """``9 transfer(s), exposed 17.1 us/step, 28.7 MiB device allocation (fits)``: what a baseline holds."""
-    text = f"{len(s.records)} transfer(s), exposed {_us(s.exposed_us_per_step)}"
-    return text + (f", {_mem(s)}" if s.device_bytes is not None else ", no memory figures")

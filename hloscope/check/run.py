@@ -44,7 +44,7 @@ class NothingToCheck(HloscopeError):
     exit_code = EXIT_NOTHING_TO_CHECK
 
     def __init__(self, nothing: NothingToJudge) -> None:
-        super().__init__(f"nothing to check: {nothing.label}: {nothing.why.value}", EXIT_NOTHING_TO_CHECK)
+        super().__init__(nothing.why.value, EXIT_NOTHING_TO_CHECK)  # (the words: render.check.words)
         self.nothing = nothing
 
 

@@ -187,8 +187,9 @@ def write_baseline(subject: Subject, path: str) -> None:
     replaced when the file was already there (standard output stays the check's report)."""
     import sys
 
-    from hloscope.check.baseline import describe_snapshot, load_snapshot, snapshot_from_subject
+    from hloscope.check.baseline import load_snapshot, snapshot_from_subject
     from hloscope.cli.analyze import write_output
+    from hloscope.render.check.words import describe_snapshot
 
     before = None
     if Path(path).exists():

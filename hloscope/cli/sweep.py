@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING, Any
 from hloscope.cli.analyze import open_output
 from hloscope.cli.options import (
     add_devices_option,
+    add_maxtext_option,
     add_memory_fraction_option,
     add_no_cache_option,
     add_target_option,
     check_request,
     compile_target,
+    maxtext_from_args,
     note_jax_version,
     parse_sets,
 )
@@ -38,6 +40,36 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from hloscope.compile.sweep import Cell
+
+
+#: The remat policies a MaxText sweep compares by default: everything recomputed, and MaxText's
+#: Q/K/V offload (the published Llama 3.1 405B choice).
+MAXTEXT_POLICIES = ("full", "qkv_proj_offloaded")
+
+
+def _maxtext_policies(args: argparse.Namespace, maxtext: tuple[str, ...]) -> list[str]:
+    """``--policies`` for MaxText's step: its ``remat_policy`` values (MaxText checks each one while
+    tracing; a value it does not know fails that cell with MaxText's own line). ``custom`` needs the
+    policy's keys: ``hloscope tune --maxtext`` searches them."""
+    if args.workload:
+        raise HloscopeError(f"--maxtext and workload '{args.workload}' both name the step; give one", EXIT_BAD_INPUT)
+    for item in maxtext:
+        key = item.partition("=")[0]
+        if key == "remat_policy":
+            raise HloscopeError(f"--maxtext {item}: the sweep sets remat_policy from --policies", EXIT_BAD_INPUT)
+        if key == "per_device_batch_size" and args.batch_sizes:
+            raise HloscopeError(f"--maxtext {item}: the sweep sets per_device_batch_size from --batch-sizes",
+                                EXIT_BAD_INPUT)
+    policies = [p.strip() for p in (args.policies or ",".join(MAXTEXT_POLICIES)).split(",") if p.strip()]
+    if not policies:
+        raise HloscopeError("--policies is empty", EXIT_BAD_INPUT)
+    for p in policies:
+        if p == "custom":
+            raise HloscopeError("--policies custom: a custom policy's keys are what hloscope tune --maxtext searches",
+                                EXIT_BAD_INPUT)
+        if not p.isidentifier():
+            raise HloscopeError(f"--policies: '{p}' is not a MaxText remat_policy value", EXIT_UNKNOWN_NAME)
+    return policies
 
 
 class SweepCommand:
@@ -61,11 +93,16 @@ class SweepCommand:
     """
 
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
-        p.add_argument("workload", nargs="?", default="mlp", help="workload or preset (default mlp)")
+        p.add_argument("workload", nargs="?", default=None, help="workload or preset (default mlp)")
+        add_maxtext_option(p, "MaxText's own step (Python 3.12+, 'hloscope[maxtext]'): its config and overrides as for "
+                              "hloscope compile --maxtext; --policies are then MaxText's remat_policy values "
+                              f"(default {','.join(MAXTEXT_POLICIES)}) and --batch-sizes its per_device_batch_size")
         add_target_option(p)
         add_devices_option(p)
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
-        p.add_argument("--policies", default="remat,offload,save")
+        p.add_argument("--policies", default=None,
+                       help="comma-separated policies (default remat,offload,save; with --maxtext, MaxText's "
+                            f"remat_policy values, default {','.join(MAXTEXT_POLICIES)})")
         p.add_argument("--schedulers", default=",".join(SCHEDULERS),
                        help=f"comma-separated schedulers to sweep (default {','.join(SCHEDULERS)})")
         p.add_argument("--pipelined", default="on,off", help="pipelined host offloading settings (default on,off)")
@@ -94,20 +131,35 @@ class SweepCommand:
     def run(self, args: argparse.Namespace) -> int:
         from hloscope.compile import workloads
         from hloscope.compile.executors import make_executor
-        from hloscope.compile.sweep import COLUMNS, capacity_bounds, cells, run_sweep, summary, summary_line
+        from hloscope.compile.sweep import (
+            COLUMNS,
+            capacity_bounds,
+            cells,
+            maxtext_cells,
+            run_sweep,
+            summary,
+            summary_line,
+        )
         from hloscope.compile.workloads.common import POLICIES
         renderer = pick("json" if args.json else "csv" if args.csv else (args.format or "table"), SWEEP_RENDERERS)
         target = compile_target(args)
+        maxtext = maxtext_from_args(args)
         sets = parse_sets(args.set)
-        workloads.resolve(args.workload, sets)  # validate names before spawning workers
-        # a device count the target or the workload cannot take: one line now, not one failure per cell
-        check_request(CompileRequest(target, args.devices, workload=args.workload, sets=tuple(sets.items())))
+        if maxtext is not None:
+            policies = _maxtext_policies(args, maxtext)
+            # its config file, MaxText installed, the device count: one line now, not one failure per cell
+            check_request(CompileRequest(target, args.devices, maxtext=maxtext))
+        else:
+            args.workload = args.workload or "mlp"
+            workloads.resolve(args.workload, sets)  # validate names before spawning workers
+            # a device count the target or the workload cannot take: one line now, not one failure per cell
+            check_request(CompileRequest(target, args.devices, workload=args.workload, sets=tuple(sets.items())))
+            policies = [p.strip() for p in (args.policies or "remat,offload,save").split(",") if p.strip()]
+            for p in policies:
+                if p not in POLICIES:
+                    raise HloscopeError(f"unknown policy '{p}'; choose from {', '.join(POLICIES)}",
+                                        EXIT_UNKNOWN_NAME)
         note_jax_version()
-        policies = [p.strip() for p in args.policies.split(",") if p.strip()]
-        for p in policies:
-            if p not in POLICIES:
-                raise HloscopeError(f"unknown policy '{p}'; choose from {', '.join(POLICIES)}",
-                                    EXIT_UNKNOWN_NAME)
         try:
             batches: list[int | None] = [int(b) for b in args.batch_sizes.split(",") if b.strip()] or [None]
         except ValueError:
@@ -127,8 +179,12 @@ class SweepCommand:
         from hloscope.compile.cache import turned_off
 
         executor = make_executor(args.executor, args.jobs, args.address)
-        todo = cells(args.workload, sets, target, args.devices, policies, batches, schedulers, pipelined,
-                     args.memory_fraction)
+        if maxtext is not None:
+            todo = maxtext_cells(maxtext, target, args.devices, policies, batches, schedulers, pipelined,
+                                 args.memory_fraction)
+        else:
+            todo = cells(args.workload, sets, target, args.devices, policies, batches, schedulers, pipelined,
+                         args.memory_fraction)
         on_event, phase, stop = _progress_bar(len(todo))
         t0 = time.perf_counter()
         try:
@@ -139,7 +195,7 @@ class SweepCommand:
             stop()
         totals = summary(rows, time.perf_counter() - t0, executor.name)
         cap = ({p: dataclasses.asdict(b) for p, b in capacity_bounds(rows).items()} if args.batch_sizes else None)
-        result = SweepResult(args.workload, target, args.devices, rows, tuple(COLUMNS), cap,
+        result = SweepResult(args.workload or "maxtext", target, args.devices, rows, tuple(COLUMNS), cap,
                              extra={"summary": totals})
         with open_output(args.output) as out:
             renderer.render(result, out, RenderOptions())

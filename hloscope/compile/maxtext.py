@@ -396,4 +396,5 @@ def _facts(run: _Run, args: MaxTextArgs, argv: Sequence[str]) -> dict[str, Any]:
             "version": maxtext_version, "model_name": get("model_name"), "attention": get("attention"),
             "remat_policy": get("remat_policy"), "scan_layers": get("scan_layers"),
             "decoder_block": get("decoder_block"), "num_decoder_layers": get("num_decoder_layers"),
-            "vocab_size": get("vocab_size"), "note": run.attention_note}
+            "vocab_size": get("vocab_size"), "per_device_batch_size": get("per_device_batch_size"),
+            "note": run.attention_note}

@@ -81,6 +81,32 @@ class Cell:
                               memory_fraction=self.memory_fraction)
 
 
+@dataclass(frozen=True)
+class MaxTextCell(Cell):
+    """A cell of MaxText's own step (``sweep --maxtext``): ``policy`` is MaxText's ``remat_policy``
+    and ``batch`` its ``per_device_batch_size``, appended to the user's config and overrides."""
+
+    maxtext: tuple[str, ...] = ()
+
+    def request(self) -> CompileRequest:
+        extra = (f"remat_policy={self.policy}", *([f"per_device_batch_size={self.batch}"] if self.batch else []))
+        return CompileRequest(target=self.target, devices=self.devices, maxtext=(*self.maxtext, *extra),
+                              scheduler=Scheduler(self.scheduler), pipelined=self.pipelined,
+                              memory_fraction=self.memory_fraction)
+
+
+def maxtext_cells(maxtext: tuple[str, ...], target: str, devices: int, policies: list[str],
+                  batches: list[int | None], schedulers: list[str] | None = None,
+                  pipelined: list[bool] | None = None, memory_fraction: float | None = None) -> list[Cell]:
+    """The cells of MaxText's step: each remat policy x batch x scheduler x pipelining, in table order."""
+    return [
+        MaxTextCell("maxtext", (), p, sch, pipe, b, target, devices, memory_fraction, maxtext=maxtext)
+        for b, p, sch, pipe in itertools.product(dict.fromkeys(batches), dict.fromkeys(policies),
+                                                 dict.fromkeys(schedulers or SCHEDULERS),
+                                                 dict.fromkeys(pipelined or (True, False)))
+    ]
+
+
 def cells(workload: str, sets: dict[str, str], target: str, devices: int, policies: list[str],
           batches: list[int | None], schedulers: list[str] | None = None,
           pipelined: list[bool] | None = None, memory_fraction: float | None = None) -> list[Cell]:
@@ -174,7 +200,7 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
     cache = result.cache
     row = empty_row(cell)
     row.update(
-        batch=config.get("batch"),
+        batch=config.get("batch", (extra.get("maxtext") or {}).get("per_device_batch_size", cell.batch)),
         peak_device_bytes=result.figures.peak_bytes,
         host_bytes=result.figures.host_total_bytes,
         fits=facts.fits,

@@ -93,3 +93,20 @@ def test_compile_require_fit_and_what_if_memory(tmp_path: Path, capsys: pytest.C
     assert "(fits)" in out.out
     manifest = json.loads((tmp_path / "a" / "manifest.json").read_text())
     assert manifest["target"] == "h100-1mb"
+
+
+@pytest.mark.parametrize("argv, code, words", [
+    (["--policies", "custom", "--maxtext", "model_name=llama2-7b"], 2, "hloscope tune --maxtext"),
+    (["--policies", "full,no such", "--maxtext", "model_name=llama2-7b"], 3, "'no such' is not a MaxText remat_policy"),
+    (["--maxtext", "remat_policy=full"], 2, "the sweep sets remat_policy from --policies"),
+    (["--batch-sizes", "2", "--maxtext", "per_device_batch_size=1"], 2, "per_device_batch_size from --batch-sizes"),
+    (["llama", "--maxtext", "model_name=llama2-7b"], 2, "both name the step"),
+    (["--set", "layers=2", "--maxtext", "model_name=llama2-7b"], 2, "MaxText's own KEY=VALUE settings"),
+])
+def test_sweep_maxtext_bad_input_is_one_line_before_compiling(argv: list[str], code: int, words: str,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from hloscope.cli.main import main
+
+    assert main(["sweep", *argv]) == code
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1, err

@@ -130,3 +130,24 @@ def test_check_and_its_pyproject_take_maxtext(tmp_path: Path, monkeypatch: pytes
         '[[tool.hloscope.allow]]\ncheckpoint = "kv_proj"\nreason = "never tagged in a llama"\n')
     assert main(["check", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["subject"].startswith("--maxtext ")
+
+
+def test_sweep_compares_maxtexts_own_remat_policies(capsys: pytest.CaptureFixture[str]) -> None:
+    # `hloscope sweep --maxtext ...`: --policies are MaxText's remat_policy values (default full and
+    # qkv_proj_offloaded), appended to the user's overrides. Full remat moves nothing to host; Q/K/V
+    # offloaded moves the 12 transfers read by hand above; the batch is MaxText's per_device_batch_size.
+    import json
+
+    from hloscope.cli.main import main
+
+    base = ["sweep", "--schedulers", "lhs", "--pipelined", "on", "--jobs", "1", "--maxtext", *TINY_LLAMA[:-1]]
+    assert main(["sweep", "--json", *base[1:]]) == 0
+    rows = {r["policy"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    assert list(rows) == ["full", "qkv_proj_offloaded"]
+    assert rows["full"]["transfers"] == 0 and rows["qkv_proj_offloaded"]["transfers"] == 12
+    assert {r["batch"] for r in rows.values()} == {1} and not any(r["error"] for r in rows.values())
+    # MaxText's settings only: the policy comes from --policies, a custom policy from tune
+    assert main([*base, "remat_policy=full"]) == 2
+    assert "the sweep sets remat_policy from --policies" in capsys.readouterr().err
+    assert main(["sweep", "--policies", "custom", *base[1:]]) == 2
+    assert "hloscope tune --maxtext" in capsys.readouterr().err

@@ -179,19 +179,21 @@ def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, mesh: A
                  if v is not None}
     shardings = {k: abstract_tree(v, mesh.abstract_mesh, tgt) for k, v in shardings.items()}
     try:
-        say(PHASE_TRACING)
-        if _is_jitted(fn):  # already a jax.jit function: keep its shardings
-            if opts.donate_argnums or shardings:
-                raise HloscopeError(f"{getattr(fn, '__name__', 'fn')} is already a jax.jit function: give "
-                                    "donate_argnums and shardings to its jax.jit, not to compile_step",
-                                    EXIT_BAD_INPUT)
-            traced = cast(Any, fn).trace(*args)
-        else:
-            traced = jax.jit(fn, donate_argnums=tuple(opts.donate_argnums), **shardings).trace(*args)
-        say(PHASE_LOWERING)
-        # Lowered for CUDA against the abstract mesh: memory kinds stay on the shardings
-        # (the compile-only devices have no memories to check them against).
-        lowered = traced.lower(lowering_platforms=("cuda",))
+        # Traced as for the target's GPU: JAX's cuDNN attention checks would otherwise find no local GPU.
+        with jaxcompat.cudnn_compute_capability(tgt.compute_capability):
+            say(PHASE_TRACING)
+            if _is_jitted(fn):  # already a jax.jit function: keep its shardings
+                if opts.donate_argnums or shardings:
+                    raise HloscopeError(f"{getattr(fn, '__name__', 'fn')} is already a jax.jit function: give "
+                                        "donate_argnums and shardings to its jax.jit, not to compile_step",
+                                        EXIT_BAD_INPUT)
+                traced = cast(Any, fn).trace(*args)
+            else:
+                traced = jax.jit(fn, donate_argnums=tuple(opts.donate_argnums), **shardings).trace(*args)
+            say(PHASE_LOWERING)
+            # Lowered for CUDA against the abstract mesh: memory kinds stay on the shardings
+            # (the compile-only devices have no memories to check them against).
+            lowered = traced.lower(lowering_platforms=("cuda",))
     except HloscopeError:
         raise
     except Exception as e:

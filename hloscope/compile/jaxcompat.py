@@ -316,6 +316,42 @@ def wrap_compile_options(transform: Callable[[Any], Any]) -> None:
 
 
 @contextmanager
+def cudnn_compute_capability(capability: tuple[int, int]) -> Iterator[bool]:
+    """While open, JAX's cuDNN fused attention checks ``capability`` (the target's) instead of a local
+    GPU's; yields whether it could (False: this JAX has no such checks to answer).
+
+    ``jax._src.cudnn.fused_attention_stablehlo`` (read on 0.10.2 and 0.12.0.1) decides at trace time
+    what cuDNN's attention supports from ``check_compute_capability`` and
+    ``is_cuda_compute_capability_equal``, which ask the first local GPU and answer False when the
+    default backend is not CUDA. With compile-only devices there is no local GPU, so every check for
+    Hopper or later fails and a Hopper-only case is refused as on an Ampere: a head dim over 128
+    ("The head dim must be <= 128 ...", MLA's 192), multi-head latent attention (q and v head dims
+    differ), the packed layout. The module's two functions are replaced for the block (both are
+    looked up by name at each call) and put back after it."""
+    try:
+        from jax._src.cudnn import fused_attention_stablehlo as fa
+    except ImportError:
+        yield False
+        return
+    names = ("check_compute_capability", "is_cuda_compute_capability_equal")
+    saved = {n: getattr(fa, n, None) for n in names}
+    if any(v is None for v in saved.values()):
+        yield False
+        return
+
+    def parse(text: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in text.split("."))
+
+    fa.check_compute_capability = lambda wanted: tuple(capability) >= parse(wanted)
+    fa.is_cuda_compute_capability_equal = lambda wanted: tuple(capability) == parse(wanted)
+    try:
+        yield True
+    finally:
+        for n, v in saved.items():
+            setattr(fa, n, v)
+
+
+@contextmanager
 def checkpoint_policy_replaced(policy: Any) -> Iterator[bool]:
     """While open, every ``jax.checkpoint`` traced takes ``policy`` in place of its own; yields
     whether it could (False: nothing is replaced).

@@ -88,6 +88,44 @@ def test_tiny_llama_offloads_q_k_v_of_both_layers(tmp_path: Path) -> None:
     assert (out / "unoptimized.hlo.txt").stat().st_size > 0
 
 
+TINY_DEEPSEEK = ("model_name=deepseek3-tiny", "override_model_config=True", "base_num_decoder_layers=4",
+                 "first_num_dense_layers=2", "vocab_size=1024", "per_device_batch_size=1", "max_target_length=256",
+                 "remat_policy=custom", "mla_q=offload", "mla_kv=offload", "sparse_matmul=False", "megablox=False",
+                 "capacity_factor=1.0", "attention=cudnn_flash_te")
+
+
+def test_tiny_deepseek_mla_attention_through_cudnn(tmp_path: Path) -> None:
+    # MaxText's deepseek3-tiny (MLA: q/k head 128 + 64 = 192, v head 128; q_lora_rank 32, kv_lora_rank 16),
+    # 2 dense and 2 MoE layers, mla_q and mla_kv offloaded, the recipes' attention. JAX's cuDNN check
+    # refused the 192 head with no local GPU ("The head dim must be <= 128", exit 4); traced as for the
+    # H100 it compiles. Read by hand in the optimized HLO (jax 0.12.0.1, MaxText 0.2.5): 12 cuDNN calls,
+    # one per layer in each scan body and for each layer XLA peeled into the entry: 8
+    # `__cudnn$fmhaSoftmax` (the 4 layers' forward, and again in the backward pass) and 4
+    # `__cudnn$fmhaSoftmaxBackward`, the forward's operands bf16[1,256,4,192] q and k and bf16[1,256,4,128]
+    # v; 16 transfers, 8 per name: mla_q moves 1 x 256 x 32 bf16 = 16 KiB, mla_kv 1 x 256 x 16 = 8 KiB,
+    # each way, in the two scans' bodies (one layer each) and the peeled layers in the entry. Both names
+    # are RMSNorm's outputs at one line (normalizations.py:129), told apart by its callers
+    # (attention_mla.py, q_norm and kv_norm).
+    import hloscope
+    from hloscope.analysis.kinds import NameBasis
+
+    out = tmp_path / "ds"
+    result, report = hloscope.compile_maxtext(*TINY_DEEPSEEK, target="h100-sxm", devices=8, out=out)
+    hlo = result.optimized_hlo
+    assert hlo.count('custom_call_target="__cudnn$fmhaSoftmax"') == 8
+    assert hlo.count('custom_call_target="__cudnn$fmhaSoftmaxBackward"') == 4
+    assert ("operand_layout_constraints={bf16[1,256,4,192]{3,2,1,0}, bf16[1,256,4,192]{3,2,1,0}, "
+            "bf16[1,256,4,128]{3,2,1,0}}") in hlo
+    got = sorted((t.checkpoint_name, str(t.direction), t.bytes) for t in report.transfers)
+    want = sorted([("mla_q", d, 256 * 32 * 2) for d in ("to_host", "to_device")] * 4
+                  + [("mla_kv", d, 256 * 16 * 2) for d in ("to_host", "to_device")] * 4)
+    assert got == want, got
+    assert {t.name_basis for t in report.transfers} == {NameBasis.CALLERS}
+    assert not any(t.name_guessed for t in report.transfers)
+    assert all(t.source is not None and t.source.file.endswith("maxtext/layers/normalizations.py")
+               for t in report.transfers)
+
+
 @pytest.mark.parametrize("setting, words", [
     # pydantic refuses it when the config is read
     ("steps=many", "MaxText config: "),

@@ -67,3 +67,39 @@ def test_compile_step_warns_once(monkeypatch: pytest.MonkeyPatch) -> None:
         jaxcompat.warn_version("0.8.3")
         jaxcompat.warn_version("0.8.3")
     assert [type(w.message) for w in seen] == [jaxcompat.JaxVersionWarning]
+
+
+@pytest.mark.parametrize(("capability", "refusal"), [
+    ((9, 0), None),  # H100: head dims to 256, MLA (q/k 192, v 128) with cuDNN >= 9.10
+    ((10, 0), None),  # B200 / GB200
+    ((8, 0), "The head dim must be <= 128"),  # A100: what the check says on an Ampere
+    ((10, 3), "Compute capability 10.3 requires cuDNN version >= 9.11"),  # GB300 with cuDNN 9.10
+])
+def test_cudnn_attention_is_checked_against_the_targets_gpu(capability: tuple[int, int],
+                                                             refusal: str | None) -> None:
+    # JAX's own check (jax._src.cudnn.fused_attention_stablehlo.check_is_flash_attention), given
+    # MaxText's MLA shapes (DeepSeek-V3: q/k head 128 + 64 = 192, v head 128, layout [b, S, N, H]).
+    # With no local GPU it answers as for an Ampere whatever the target; in the block, as the target.
+    pytest.importorskip("jax")
+    import jax
+    from jax._src.cudnn import fused_attention_stablehlo as fa
+
+    q = jax.ShapeDtypeStruct((1, 256, 4, 192), jax.numpy.bfloat16)
+    v = jax.ShapeDtypeStruct((1, 256, 4, 128), jax.numpy.bfloat16)
+    layout = fa.AttentionLayout.BTNH.value
+    cudnn = 91000  # 9.10, MLA's floor
+
+    def check() -> None:
+        fa.check_is_flash_attention(q, q, v, layout, cudnn, has_bias=False, is_training=True)
+
+    with pytest.raises(NotImplementedError, match="The head dim must be <= 128"):
+        check()  # this machine has no GPU: refused as on an Ampere
+    originals = (fa.check_compute_capability, fa.is_cuda_compute_capability_equal)
+    with jaxcompat.cudnn_compute_capability(capability) as replaced:
+        assert replaced
+        if refusal is None:
+            check()
+        else:
+            with pytest.raises(NotImplementedError, match=refusal):
+                check()
+    assert (fa.check_compute_capability, fa.is_cuda_compute_capability_equal) == originals

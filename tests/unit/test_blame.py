@@ -225,3 +225,13 @@ def test_sarif_and_junit_messages_carry_the_margin(fmt: str, capsys: pytest.Capt
     assert out.count("partial with a margin of only 1.38x &lt; 1.45x" if fmt == "junit"
                      else "partial with a margin of only 1.38x < 1.45x") == 2
     assert "marginal cost ~1.0 us per step" in out
+
+
+def test_a_margin_just_under_the_limit_reads_apart_from_it() -> None:
+    # The 405B GB200 preset's value_proj store (dynamic-update-slice-start.2.0) has a margin of 1.0556;
+    # with --min-margin 1.06 the message read "a margin of only 1.06x < 1.06x required".
+    from hloscope.render.check.words import _apart
+
+    assert _apart(1.0556, 1.06) == ("1.056", "1.060")
+    assert _apart(1.38, 1.45) == ("1.38", "1.45")
+    assert _apart(1.00001, 1.00002) == ("1.0000", "1.0000")

@@ -145,7 +145,8 @@ def violation_message(v: Violation) -> str:
                 "allocate; raise the variable or offload less")
     if f is Finding.MARGIN and v.verdict is not None:
         m = v.arg("margin")
-        return (f"{v.verdict.verdict} with a margin of only {actual:.2f}x < {limit:.2f}x required: "
+        got, wanted = _apart(actual, limit)
+        return (f"{v.verdict.verdict} with a margin of only {got}x < {wanted}x required: "
                 f"{flip_words(m, v.verdict.transfer.direction)}")
     if f is Finding.MARGINAL_US and v.verdict is not None:
         return (f"costs the simulated step ~{human_us(actual)} per step (the step without it is that much shorter) "
@@ -154,6 +155,15 @@ def violation_message(v: Violation) -> str:
         c = v.arg("change")
         return f"{c.kind}: {c.before} -> {c.after}".strip(" ->:")
     return str(f)
+
+
+def _apart(actual: float, limit: float) -> tuple[str, str]:
+    """Two factors with 2 decimals, or more until they read apart (1.0556 against 1.06: '1.056' < '1.060')."""
+    for digits in (2, 3, 4):
+        a, b = f"{actual:.{digits}f}", f"{limit:.{digits}f}"
+        if a != b:
+            return a, b
+    return a, b
 
 
 def violation_lines(v: Violation, report: Report | None = None) -> list[str]:

@@ -75,6 +75,19 @@ def best(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
     return min(times)
 
 
+def margins_time(make_report, repeat: int) -> float:  # type: ignore[no-untyped-def]
+    """The best time of the report's margins alone (computed on first use), on a fresh report each time."""
+    times = []
+    for _ in range(repeat):
+        report = make_report()
+        if not hasattr(type(report), "margins"):
+            return 0.0
+        t0 = CLOCK()
+        report.margins  # noqa: B018 - the first use computes them
+        times.append(CLOCK() - t0)
+    return min(times)
+
+
 def peak_kib(which: str, path: Path, tree: Path) -> int:
     env = dict(os.environ, PYTHONPATH=str(tree))
     out = subprocess.run([sys.executable, "-c", _MEM_PROBE, which, str(path)], capture_output=True, text=True,
@@ -114,12 +127,14 @@ def main() -> int:
         t_parse = best(lambda: parse_hlo(text), args.repeat)
         t_general = best(lambda: parse_general(text), args.repeat)
         t_full = best(lambda: report_to_dict(analyze(parse_hlo(text), target)), args.repeat)
+        t_margins = margins_time(lambda: analyze(parse_hlo(text), target), args.repeat)
         rows.append({
             "layers": layers, "mb": round(mb, 2), "lines": text.count("\n"),
             "xla_s": round(t_xla, 4), "parse_s": round(t_parse, 4), "analyze_s": round(t_full, 4),
             "general_s": round(t_general, 4), "general_ratio": round(t_general / t_xla, 2),
             "parse_ratio": round(t_parse / t_xla, 2), "analyze_ratio": round(t_full / t_xla, 2),
             "analyze_ms_per_mb": round(t_full / mb * 1e3, 1),
+            "margins_s": round(t_margins, 4), "without_margins_ratio": round((t_full - t_margins) / t_xla, 2),
             **({} if args.no_memory else {"xla_rss_kib": peak_kib("xla", path, args.tree),
                                           "parse_rss_kib": peak_kib("parse", path, args.tree),
                                           "analyze_rss_kib": peak_kib("analyze", path, args.tree)}),
@@ -129,14 +144,18 @@ def main() -> int:
         return 0
     print(f"{'layers':>6} {'MB':>6} {'lines':>7} {'C++ s':>7} {'parse s':>8} {'x C++':>6} {'general s':>9} "
           f"{'x C++':>6} {'full s':>7} "
-          f"{'x C++':>6} {'full ms/MB':>10} {'C++ MiB':>8} {'parse MiB':>9} {'full MiB':>8}")
+          f"{'x C++':>6} {'margins s':>9} {'-margins x C++':>14} {'full ms/MB':>10} {'C++ MiB':>8} {'parse MiB':>9} "
+          f"{'full MiB':>8}")
     for r in rows:
         print(f"{r['layers']:>6} {r['mb']:>6.2f} {r['lines']:>7} {r['xla_s']:>7.3f} {r['parse_s']:>8.3f} "
               f"{r['parse_ratio']:>6.2f} {r['general_s']:>9.3f} {r['general_ratio']:>6.2f} "
-              f"{r['analyze_s']:>7.3f} {r['analyze_ratio']:>6.2f} "
+              f"{r['analyze_s']:>7.3f} {r['analyze_ratio']:>6.2f} {r['margins_s']:>9.3f} "
+              f"{r['without_margins_ratio']:>14.2f} "
               f"{r['analyze_ms_per_mb']:>10.1f} {r.get('xla_rss_kib', 0) / 1024:>8.1f} "
               f"{r.get('parse_rss_kib', 0) / 1024:>9.1f} {r.get('analyze_rss_kib', 0) / 1024:>8.1f}")
-    print("ratios: hloscope time / jaxlib C++ hlo_module_from_text time, same input, same process")
+    print("ratios: hloscope time / jaxlib C++ hlo_module_from_text time, same input, same process; 'full' is parse +")
+    print("analysis + the JSON report, margins included (computed on first use: marginal cost, flips and error")
+    print("corners, docs/verdicts.md); 'margins s' is their part of it (0 on a checkout without them)")
     print(build_line())
     return 0
 

@@ -169,11 +169,13 @@ class _Resim:
         self.args = (module, cost, pairs, transfers, callgraph)
         self.streams = streams
         self.count = 0
+        self.programs: dict[str, list[tuple[int, Instruction, float]]] = {}  # unscaled, shared by every run
 
     def __call__(self, scales: SimScales) -> Timeline:
         self.count += 1
         module, cost, pairs, transfers, callgraph = self.args
-        return simulate_step(module, cost, pairs, transfers, callgraph, streams=self.streams, scales=scales)
+        return simulate_step(module, cost, pairs, transfers, callgraph, streams=self.streams, scales=scales,
+                             detail=False, base_programs=self.programs)
 
 
 def _flips(base: dict[Key, VerdictKind], run: Callable[[float], dict[Key, VerdictKind]]

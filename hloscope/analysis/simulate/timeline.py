@@ -559,8 +559,11 @@ class _Sim:
     def __init__(self, module: Module, cost: CostModel, pairs: list[AsyncPair], transfers: list[HostTransfer],
                  callgraph: CallGraph, max_iterations: int, extrapolate: bool,
                  share_hbm: bool = True, streams: StreamAssignment | None = None,
-                 copy_engines: int | None = None, scales: SimScales | None = None) -> None:
+                 copy_engines: int | None = None, scales: SimScales | None = None, detail: bool = True,
+                 base_programs: dict[str, list[tuple[int, Instruction, float]]] | None = None) -> None:
         self.module = module
+        self.detail = detail
+        self.base_programs = {} if base_programs is None else base_programs
         self.scales = scales or SimScales()
         self.callgraph = callgraph
         self.cost = cost
@@ -601,7 +604,22 @@ class _Sim:
         prog = self.programs.get(name)
         if prog is not None:
             return prog
+        base = self.base_programs.get(name)
+        if base is None:
+            base = self.base_programs[name] = self._base_program(name)
         prog = []
+        for code, ins, us in base:
+            if us:
+                us *= self._scale(ins)
+                if code == _WORK and us <= 0:
+                    continue
+            prog.append((code, ins, us))
+        self.programs[name] = prog
+        return prog
+
+    def _base_program(self, name: str) -> list[tuple[int, Instruction, float]]:
+        """The computation's schedule classified, each op's time unscaled (shared by re-simulations)."""
+        prog: list[tuple[int, Instruction, float]] = []
         cost = self.cost
         transfers = self.transfers
         instructions = self.module.computations[name].instructions
@@ -613,7 +631,7 @@ class _Sim:
                 if key in transfers and not transfers[key].is_annotation:
                     prog.append((_SYNC_XFER, ins, 0.0))
                     continue
-                us = cost.op_cost(ins).us * self._scale(ins)
+                us = cost.op_cost(ins).us
                 if us > 0:
                     prog.append((_WORK, ins, us))
             elif cls is OpClass.CONTROL:
@@ -622,7 +640,7 @@ class _Sim:
                 measured = cost.measured_us(ins)  # a profile's time (by the wrapped op's name too)
                 prog.append((_START, ins, 0.0 if (name, ins.name) in transfers else
                              (measured if measured is not None else cost.collective_us(ins) if collective_kind(ins)
-                              else cost.op_cost(ins).us) * self._scale(ins)))
+                              else cost.op_cost(ins).us)))
             elif cls is OpClass.DONE:
                 prog.append((_DONE, ins, 0.0))
             else:  # a synchronous collective, or a synchronous host copy
@@ -630,8 +648,7 @@ class _Sim:
                 if key in transfers and not transfers[key].is_annotation:
                     prog.append((_SYNC_XFER, ins, 0.0))
                 else:
-                    prog.append((_SYNC_COLL, ins, cost.collective_us(ins) * self._scale(ins)))
-        self.programs[name] = prog
+                    prog.append((_SYNC_COLL, ins, cost.collective_us(ins)))
         return prog
 
     def _scale(self, ins: Instruction) -> float:
@@ -651,9 +668,10 @@ class _Sim:
             if code == _WORK:
                 if self.share_hbm and (self.link_list[0].active or self.link_list[1].active):
                     self._share_hbm(ins, us)
-                slices[Resource.COMPUTE].append(Slice(Resource.COMPUTE, self.t, self.t + us, name, ins.name,
-                                                      SliceKind.COMPUTE, self.cost.moved_bytes(ins).device,
-                                                      self.iteration))
+                if self.detail:
+                    slices[Resource.COMPUTE].append(Slice(Resource.COMPUTE, self.t, self.t + us, name, ins.name,
+                                                          SliceKind.COMPUTE, self.cost.moved_bytes(ins).device,
+                                                          self.iteration))
                 self.t += us
                 self.acc.compute += us
             elif code == _START:
@@ -976,7 +994,8 @@ def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], trans
                   callgraph: CallGraph, max_iterations: int = 6,
                   extrapolate: bool = True, share_hbm: bool = True,
                   streams: StreamAssignment | None = None, copy_engines: int | None = None,
-                  scales: SimScales | None = None) -> Timeline:
+                  scales: SimScales | None = None, detail: bool = True,
+                  base_programs: dict[str, list[tuple[int, Instruction, float]]] | None = None) -> Timeline:
     """Replay the entry computation's schedule and time every op, transfer and wait.
 
     Host links run at the cost model's bandwidth (its ``link_mode``); ``max_iterations`` bounds the
@@ -989,9 +1008,14 @@ def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], trans
     ready first served); None: the target's ``host_copy_engines``. A number at least the count of
     copies ever in flight together gives the equal sharing of bandwidth among all of them.
     ``scales``: a what-if (:class:`SimScales`), for margins and marginal costs.
+    ``detail=False``: the same simulation, the same step time, waits and blame, without what only
+    the views read: no compute slices, and no transfer's ``beside_*`` / ``compute_beside_us`` /
+    ``memory_bound_beside_us`` (the margins' re-simulations, which read verdicts and step times only).
+    ``base_programs``: each computation's classified schedule with unscaled times, filled on first
+    use; re-simulations of one module with one cost model and transfers share it.
     """
     sim = _Sim(module, cost, pairs, transfers, callgraph, max_iterations, extrapolate, share_hbm, streams,
-               copy_engines, scales)
+               copy_engines, scales, detail, base_programs)
     sim.run(module.entry_name)
     sim.drain()
     step = sim.t
@@ -1021,9 +1045,12 @@ def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], trans
                 direction=t.direction, bytes=t.bytes, is_async=t.is_async, executions=0, transfer_us=transfer_us,
                 issue_us=0.0, finish_us=0.0, done_us=0.0, wait_us=0.0, wait_us_per_step=0.0, matched=False)
             continue
-        beside = _overlapping(compute, compute_starts, last.issue, last.finish)
-        others = tuple(sorted({s.name for s in links[link_of(t.direction)].overlapping(last.issue, last.finish)
-                               if s.name != key[1]}))
+        # What ran beside it: the views read it, the margins' re-simulations (detail=False) do not.
+        beside = _overlapping(compute, compute_starts, last.issue, last.finish) if detail else []
+        beside_collectives = (tuple(dict.fromkeys(s.name for s in coll_spans.overlapping(last.issue, last.finish)))
+                              if detail else ())
+        on_link = links[link_of(t.direction)].overlapping(last.issue, last.finish) if detail else []
+        beside_transfers = tuple(sorted({s.name for s in on_link if s.name != key[1]}))
         timings[key] = TransferTiming(
             computation=t.computation, start=t.instruction.name,
             done=last.done.name if last.done else None,
@@ -1031,19 +1058,17 @@ def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], trans
             direction=t.direction, bytes=t.bytes, is_async=t.is_async, executions=sim.acc.execs.get(key, 0),
             transfer_us=transfer_us, issue_us=last.issue, finish_us=last.finish, done_us=last.done_at,
             wait_us=last.wait, wait_us_per_step=sim.acc.waits.get(key, 0.0),
-            beside_compute=tuple(s.name for s in beside),
-            beside_collectives=tuple(dict.fromkeys(
-                s.name for s in coll_spans.overlapping(last.issue, last.finish))),
-            beside_transfers=others,
-            compute_beside_us=sum(min(s.end_us, last.finish) - max(s.start_us, last.issue) for s in beside),
-            memory_bound_beside_us=sum(min(s.end_us, last.finish) - max(s.start_us, last.issue) for s in beside
-                                       if s.kind is SliceKind.COMPUTE and _memory_bound(module, cost, s)),
             matched=last.done is not None or not t.is_async,
             stream=streams.stream_of(key[0], key[1]) if streams is not None else None,
             queued_us=last.queued, queued_behind=last.ahead, engine_wait_us=last.engine_wait,
             engine_behind=last.engine_behind, blame_us=sim.acc.blame.get(key, 0.0),
             held_up=tuple(sorted(held_up.get(key, ()), key=lambda h: (-h.us, h.other))),
             held_back_by=tuple(sorted(held_back.get(key, ()), key=lambda h: (-h.us, h.other))),
+            beside_compute=tuple(s.name for s in beside), beside_collectives=beside_collectives,
+            beside_transfers=beside_transfers,
+            compute_beside_us=sum(min(s.end_us, last.finish) - max(s.start_us, last.issue) for s in beside),
+            memory_bound_beside_us=sum(min(s.end_us, last.finish) - max(s.start_us, last.issue) for s in beside
+                                       if s.kind is SliceKind.COMPUTE and _memory_bound(module, cost, s)),
         )
     a = sim.acc
     return Timeline({r: tuple(v) for r, v in slices.items()}, timings, step, a.compute, a.xfer, a.coll, a.other,

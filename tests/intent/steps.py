@@ -287,3 +287,14 @@ def scan_once(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
 def scan_twice(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
     """The same step with two layers: the loop stays and the offload with it."""
     return layers_offload_step, _layers(mesh, 2)
+
+
+def round_trip_in_scan(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
+    """``round_trip`` inside a scan of one layer: the copy to host and back sit in the same loop
+    body, so XLA folds them away however often the loop runs (not the loop that runs once)."""
+    def step(w: Any, x: Any) -> Any:
+        def body(x: Any, w: Any) -> tuple[Any, None]:
+            h = jax.device_put(jnp.sin(x), jax.memory.Space.Host)
+            return jnp.tanh(x @ w) + jax.device_put(h, jax.memory.Space.Device), None
+        return jax.lax.scan(body, x, w)[0]
+    return step, _layers(mesh, 1)

@@ -257,6 +257,14 @@ def test_offload_in_a_loop_that_runs_once_is_removed_and_says_why() -> None:
     assert item.why is Why.TRANSFERRED and item.bytes_per_step[Direction.TO_HOST] == 2 * ACTIVATION
 
 
+def test_round_trip_in_a_loop_that_runs_once_does_not_blame_the_loop() -> None:
+    # The copy to host and the copy back in one iteration: removed however often the loop runs.
+    assert host_annotations("round_trip_in_scan") == 1 and host_buffers("round_trip_in_scan") == 0
+    [item] = account("round_trip_in_scan").items
+    words = detail_words(item.detail)
+    assert item.why is Why.REMOVED_BY_XLA and "xla#20373" in words and "run(s) once" not in words
+
+
 def test_custom_policy_closure_strings_are_shown_not_interpreted() -> None:
     [policy] = compiled("closure_policy")[0].intent.policies
     assert not policy.inspectable and policy.mentions == ("mlp_hidden", "attn_out")

@@ -650,7 +650,7 @@ class _Lowered:
             return None
         if self._graph is None:
             self._graph = build_call_graph(self.unoptimized)
-        return loops_run_once(self._graph, annotations)
+        return loops_run_once(self._graph, annotations, self.annotations)
 
     def facts(self) -> Detail:
         if not self.known:
@@ -659,11 +659,15 @@ class _Lowered:
                     annotations=len(self.annotations))
 
 
-def loops_run_once(graph: CallGraph, annotations: Sequence[HostTransfer]) -> Detail | None:
+def loops_run_once(graph: CallGraph, annotations: Sequence[HostTransfer],
+                   every: Sequence[HostTransfer]) -> Detail | None:
     """``loop-runs-once`` when every one of ``annotations`` (of the unoptimized module ``graph``
     was built from) sits in a while loop whose trip count is 1, else None. XLA inlines such a
     loop (WhileLoopSimplifier), the scan's one-slot stack of the value folds away, the copy to
-    host meets the copy back, and the pair is removed (docs/offload-happened.md#a-loop-that-runs-once)."""
+    host meets the copy back, and the pair is removed (docs/offload-happened.md#a-loop-that-runs-once).
+    ``every``: all placement annotations of the module; a loop that also holds one of the other
+    direction (a round trip within one iteration, removed however often the loop runs:
+    xla#20373) does not count."""
     loops: dict[str, Instruction] = {}
     for a in annotations:
         found = enclosing_loops(graph, a.computation)
@@ -672,6 +676,12 @@ def loops_run_once(graph: CallGraph, annotations: Sequence[HostTransfer]) -> Det
         loops.update((lp.name, lp) for lp in found)
     if not loops:
         return None
+    directions = {a.direction for a in annotations}
+    for b in every:
+        if b.direction in directions:
+            continue
+        if any(lp.name in loops for lp in enclosing_loops(graph, b.computation) or ()):
+            return None
     return fact(Fact.LOOP_RUNS_ONCE, loops=", ".join(sorted(loops)), trip=1)
 
 
@@ -980,7 +990,7 @@ def account_annotations_only(verdicts: Sequence[Verdict], module: Module,
         if m.matched:
             items.append(_became(asked, [by_id[id(t)] for t in m.became], fact(Fact.ITS_SLICES, n=len(m.became))))
         elif m.fate is Fate.REMOVED:
-            once = loops_run_once(graph, [a])
+            once = loops_run_once(graph, [a], annotations)
             items.append(Accounted(asked, Why.REMOVED_BY_XLA,
                                    (fact(Fact.BYTES_NOT_MOVED), *((once,) if once is not None else ()))))
         else:

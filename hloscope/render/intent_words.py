@@ -42,6 +42,10 @@ FACT_WORDS: dict[Fact, str] = {
                         "those carry other names ({others}); hloscope does not give them this one",
     Fact.ANNOTATIONS_REMOVED: ": the unoptimized module places it in host memory ({names}, {how}); no transfer "
                               "of the optimized module moves its bytes (xla#20373)",
+    Fact.LOOP_RUNS_ONCE: "; the loop(s) holding it ({loops}) run(s) once (trip count {trip}), and XLA removed the "
+                         "loop and the offload with it (simplify-while-loops inlines a loop that runs once; the copy "
+                         "to host then meets the copy back, which algsimp folds away): with 2 or more iterations it "
+                         "offloads",
     Fact.ANNOTATIONS_UNMATCHED: ": its placement annotation(s) {names} ({how}): the bytes move, but not in slices "
                                 "of its size (XLA may have merged it); hloscope does not guess which transfers are its",
     Fact.SOME_SYNC: "; {n} of them synchronous",

@@ -256,3 +256,45 @@ def closure_policy(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
             return bool(prim.name == "name" and params["name"] in keep)
         return policy
     return _scanned(save_these("mlp_hidden", "attn_out")), _args(mesh)
+
+
+def _offload_input(x: Any, w: Any) -> tuple[Any, None]:
+    x = checkpoint_name(x, "x")
+    return jnp.sin(x @ w) @ w.T, None
+
+
+def layers_offload_step(w: Any, x: Any) -> Any:
+    """Activation offloading with ``prevent_cse=False``, as MaxText's scanned layers use it (no
+    optimization barrier around the rematerialized layer): the scan runs once per leading entry of
+    ``w``. With one layer XLA inlines the loop and the offload goes with it (issue 34)."""
+    def loss(w: Any, x: Any) -> Any:
+        y, _ = jax.lax.scan(jax.checkpoint(_offload_input, policy=offload("x"), prevent_cse=False), x, w)
+        return jnp.sum(y)
+    return jax.grad(loss)(w, x)
+
+
+def _layers(mesh: Any, layers: int) -> tuple[Any, Any]:
+    rep = NamedSharding(mesh, P())
+    return (jax.ShapeDtypeStruct((layers, WIDTH, WIDTH), jnp.float32, sharding=rep),
+            jax.ShapeDtypeStruct((BATCH, WIDTH), jnp.float32, sharding=rep))
+
+
+def scan_once(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
+    """``layers_offload_step`` with one layer: the layer scan's while loop has trip count 1."""
+    return layers_offload_step, _layers(mesh, 1)
+
+
+def scan_twice(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
+    """The same step with two layers: the loop stays and the offload with it."""
+    return layers_offload_step, _layers(mesh, 2)
+
+
+def round_trip_in_scan(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
+    """``round_trip`` inside a scan of one layer: the copy to host and back sit in the same loop
+    body, so XLA folds them away however often the loop runs (not the loop that runs once)."""
+    def step(w: Any, x: Any) -> Any:
+        def body(x: Any, w: Any) -> tuple[Any, None]:
+            h = jax.device_put(jnp.sin(x), jax.memory.Space.Host)
+            return jnp.tanh(x @ w) + jax.device_put(h, jax.memory.Space.Device), None
+        return jax.lax.scan(body, x, w)[0]
+    return step, _layers(mesh, 1)

@@ -239,6 +239,30 @@ def test_round_trip_xla_folds_away_is_removed_by_xla() -> None:
     acc = account("round_trip")
     [item] = acc.items
     assert item.why is Why.REMOVED_BY_XLA and "xla#20373" in detail_words(item.detail) and acc.unaccounted == (item,)
+    assert "runs once" not in detail_words(item.detail) and "run(s) once" not in detail_words(item.detail)  # no loop
+
+
+def test_offload_in_a_loop_that_runs_once_is_removed_and_says_why() -> None:
+    # Issue 34: one layer, so the layer scan's loops run once; XLA inlines them and the offload goes.
+    once, twice = compiled("scan_once")[0], compiled("scan_twice")[0]
+    assert host_annotations("scan_once") == 1 and host_buffers("scan_once") == 0
+    assert not re.search(r" while\(|copy-start", once.optimized_hlo)
+    [item] = account("scan_once").items
+    words = detail_words(item.detail)
+    assert item.why is Why.REMOVED_BY_XLA and "run(s) once (trip count 1)" in words and "simplify-while-loops" in words
+    # ... and the same step with two layers keeps its loop and offloads
+    assert host_annotations("scan_twice") == 1 and host_buffers("scan_twice") > 0
+    assert re.search(r" while\(", twice.optimized_hlo)
+    [item] = account("scan_twice").items
+    assert item.why is Why.TRANSFERRED and item.bytes_per_step[Direction.TO_HOST] == 2 * ACTIVATION
+
+
+def test_round_trip_in_a_loop_that_runs_once_does_not_blame_the_loop() -> None:
+    # The copy to host and the copy back in one iteration: removed however often the loop runs.
+    assert host_annotations("round_trip_in_scan") == 1 and host_buffers("round_trip_in_scan") == 0
+    [item] = account("round_trip_in_scan").items
+    words = detail_words(item.detail)
+    assert item.why is Why.REMOVED_BY_XLA and "xla#20373" in words and "run(s) once" not in words
 
 
 def test_custom_policy_closure_strings_are_shown_not_interpreted() -> None:

@@ -35,6 +35,7 @@ from typing import Any, TypeAlias
 from hloscope.analysis.intent.annotations import AnnotationMatch, Fate, match_annotations, placement_annotations
 from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.simulate.verdict import Verdict
+from hloscope.analysis.structure.callgraph import CallGraph, build_call_graph, enclosing_loops
 from hloscope.analysis.structure.index import ModuleIndex
 from hloscope.analysis.structure.names import host_writers
 from hloscope.analysis.structure.transfers import HostTransfer
@@ -333,6 +334,7 @@ class Fact(StrEnum):
     SAME_BYTES = "same-bytes"  # names
     BYTES_CLAIMED = "bytes-claimed"  # names, how, moved, others: its annotations' transfers carry other names
     ANNOTATIONS_REMOVED = "annotations-removed"  # names, how
+    LOOP_RUNS_ONCE = "loop-runs-once"  # loops, trip: the removed annotations sit in loops that run once (issue 34)
     ANNOTATIONS_UNMATCHED = "annotations-unmatched"  # names, how
     SOME_SYNC = "some-sync"  # n
     # a tagged name JAX made no host copy of
@@ -637,15 +639,50 @@ class _Lowered:
         parts = max(partitions, unoptimized.num_partitions if unoptimized is not None else 1, 1)
         self.fate: dict[int, AnnotationMatch] = {
             id(m.annotation): m for m in match_annotations(self.annotations, transfers, parts)}
+        self._graph: CallGraph | None = None
 
     def removed(self) -> list[HostTransfer]:
         return [a for a in self.annotations if self.fate[id(a)].fate is Fate.REMOVED]
+
+    def loops_run_once(self, annotations: Sequence[HostTransfer]) -> Detail | None:
+        """:func:`loops_run_once` of the unoptimized module (its call graph built once)."""
+        if self.unoptimized is None:
+            return None
+        if self._graph is None:
+            self._graph = build_call_graph(self.unoptimized)
+        return loops_run_once(self._graph, annotations, self.annotations)
 
     def facts(self) -> Detail:
         if not self.known:
             return fact(Fact.LOWERED_UNKNOWN)
         return fact(Fact.LOWERED, to_host=len(self.to_host), removed=len(self.removed()),
                     annotations=len(self.annotations))
+
+
+def loops_run_once(graph: CallGraph, annotations: Sequence[HostTransfer],
+                   every: Sequence[HostTransfer]) -> Detail | None:
+    """``loop-runs-once`` when every one of ``annotations`` (of the unoptimized module ``graph``
+    was built from) sits in a while loop whose trip count is 1, else None. XLA inlines such a
+    loop (WhileLoopSimplifier), the scan's one-slot stack of the value folds away, the copy to
+    host meets the copy back, and the pair is removed (docs/offload-happened.md#a-loop-that-runs-once).
+    ``every``: all placement annotations of the module; a loop that also holds one of the other
+    direction (a round trip within one iteration, removed however often the loop runs:
+    xla#20373) does not count."""
+    loops: dict[str, Instruction] = {}
+    for a in annotations:
+        found = enclosing_loops(graph, a.computation)
+        if not found or any(graph.trip_count(lp) != 1 for lp in found):
+            return None
+        loops.update((lp.name, lp) for lp in found)
+    if not loops:
+        return None
+    directions = {a.direction for a in annotations}
+    for b in every:
+        if b.direction in directions:
+            continue
+        if any(lp.name in loops for lp in enclosing_loops(graph, b.computation) or ()):
+            return None
+    return fact(Fact.LOOP_RUNS_ONCE, loops=", ".join(sorted(loops)), trip=1)
 
 
 def _through_annotations(asked: Asked, annotations: Sequence[HostTransfer], lowered: _Lowered,
@@ -675,7 +712,9 @@ def _through_annotations(asked: Asked, annotations: Sequence[HostTransfer], lowe
         return _became(asked, moved + back, what, *said)
     fates = {lowered.fate[id(a)].fate for a in annotations}
     if fates == {Fate.REMOVED}:
-        return Accounted(asked, Why.REMOVED_BY_XLA, (what, fact(Fact.ANNOTATIONS_REMOVED, names=names, how=how)))
+        once = lowered.loops_run_once(annotations)
+        return Accounted(asked, Why.REMOVED_BY_XLA, (what, fact(Fact.ANNOTATIONS_REMOVED, names=names, how=how),
+                                                     *((once,) if once is not None else ())))
     return Accounted(asked, Why.UNKNOWN, (what, fact(Fact.ANNOTATIONS_UNMATCHED, names=names, how=how)))
 
 
@@ -941,6 +980,7 @@ def account_annotations_only(verdicts: Sequence[Verdict], module: Module,
     items: list[Accounted] = []
     annotations = placement_annotations(unoptimized)
     matches = match_annotations(annotations, [v.transfer for v in verdicts], partitions)
+    graph = build_call_graph(unoptimized)
     for m in sorted(matches, key=lambda m: -m.annotation.bytes):
         a = m.annotation
         src = unoptimized.source_location(a.instruction)
@@ -950,7 +990,9 @@ def account_annotations_only(verdicts: Sequence[Verdict], module: Module,
         if m.matched:
             items.append(_became(asked, [by_id[id(t)] for t in m.became], fact(Fact.ITS_SLICES, n=len(m.became))))
         elif m.fate is Fate.REMOVED:
-            items.append(Accounted(asked, Why.REMOVED_BY_XLA, (fact(Fact.BYTES_NOT_MOVED),)))
+            once = loops_run_once(graph, [a], annotations)
+            items.append(Accounted(asked, Why.REMOVED_BY_XLA,
+                                   (fact(Fact.BYTES_NOT_MOVED), *((once,) if once is not None else ()))))
         else:
             items.append(Accounted(asked, Why.UNKNOWN, (fact(Fact.NOT_IN_SLICES),)))
     return IntentAccount(tuple(items), AccountSource.ANNOTATIONS, (fact(Fact.NO_TRACE, annotations=len(annotations)),))

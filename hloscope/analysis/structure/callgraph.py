@@ -151,6 +151,27 @@ def trip_count(module: Module, loop: Instruction) -> int | None:
     return max(0, -(-(end - start) // step))
 
 
+def enclosing_loops(graph: CallGraph, computation: str) -> tuple[Instruction, ...] | None:
+    """The innermost while loops whose body runs ``computation`` (directly or through calls,
+    branches, fusions), one per call path; None when some path reaches a computation nothing
+    calls (the entry) outside any loop, or ``computation`` is not called at all."""
+    found: dict[tuple[str, str], Instruction] = {}
+    seen = {computation}
+    stack = [computation]
+    while stack:
+        c = stack.pop()
+        callers = graph.callers.get(c, [])
+        if not callers:
+            return None
+        for caller, ins in callers:
+            if ins.opcode == "while" and callee_name(ins, "body") == c:
+                found[(caller, ins.name)] = ins
+            elif caller not in seen:
+                seen.add(caller)
+                stack.append(caller)
+    return tuple(found.values())
+
+
 _CALL_KIND = {"call": CallKind.CALL, "conditional": CallKind.BRANCH, "fusion": CallKind.FUSION,
               "async-start": CallKind.ASYNC}
 #: Edge kinds that run the callee on the GPU stream (scheduled computations).

@@ -34,8 +34,9 @@ OLDER_GAPS = ("checkpoint names and source lines can be attached to another tens
               "0.8 gives fused ops other source lines), GEMM fusions keep default tilings (autotuning off)")
 #: What depends on JAX internals and may break on an untested version.
 AT_RISK = ("compile-only GPU devices (jax.experimental.topologies), checkpoint-name source lines "
-           "(jax._src.source_info_util), --memory-fraction (jax._src.compiler.get_compile_options) and "
-           "--fn steps' switched checkpoint policies (jax._src.ad_checkpoint.remat_p)")
+           "(jax._src.source_info_util), --memory-fraction (jax._src.compiler.get_compile_options), "
+           "--fn steps' switched checkpoint policies (jax._src.ad_checkpoint.remat_p) and cuDNN attention "
+           "checked for the target's GPU (jax._src.cudnn.fused_attention_stablehlo)")
 
 
 def _parse(version: str) -> tuple[int, ...]:

@@ -339,12 +339,8 @@ def cudnn_compute_capability(capability: tuple[int, int]) -> Iterator[bool]:
     if any(v is None for v in saved.values()):
         yield False
         return
-
-    def parse(text: str) -> tuple[int, ...]:
-        return tuple(int(x) for x in text.split("."))
-
-    fa.check_compute_capability = lambda wanted: tuple(capability) >= parse(wanted)
-    fa.is_cuda_compute_capability_equal = lambda wanted: tuple(capability) == parse(wanted)
+    fa.check_compute_capability = lambda wanted: tuple(capability) >= _parse(wanted)
+    fa.is_cuda_compute_capability_equal = lambda wanted: tuple(capability) == _parse(wanted)
     try:
         yield True
     finally:

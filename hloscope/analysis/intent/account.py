@@ -35,7 +35,7 @@ from typing import Any, TypeAlias
 from hloscope.analysis.intent.annotations import AnnotationMatch, Fate, match_annotations, placement_annotations
 from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.simulate.verdict import Verdict
-from hloscope.analysis.structure.callgraph import CallGraph, build_call_graph, enclosing_loops
+from hloscope.analysis.structure.callgraph import CallGraph, enclosing_loops
 from hloscope.analysis.structure.index import ModuleIndex
 from hloscope.analysis.structure.names import host_writers
 from hloscope.analysis.structure.transfers import HostTransfer
@@ -634,23 +634,23 @@ class _Lowered:
     def __init__(self, unoptimized: Module | None, transfers: Sequence[HostTransfer], partitions: int) -> None:
         self.unoptimized = unoptimized
         self.known = unoptimized is not None
-        self.annotations = placement_annotations(unoptimized) if unoptimized is not None else []
+        # One index of the unoptimized module: its annotations now, its call graph if one is removed.
+        self.unoptimized_index = ModuleIndex(unoptimized) if unoptimized is not None else None
+        self.annotations = (placement_annotations(self.unoptimized_index) if self.unoptimized_index is not None
+                            else [])
         self.to_host = [a for a in self.annotations if a.direction is Direction.TO_HOST]
         parts = max(partitions, unoptimized.num_partitions if unoptimized is not None else 1, 1)
         self.fate: dict[int, AnnotationMatch] = {
             id(m.annotation): m for m in match_annotations(self.annotations, transfers, parts)}
-        self._graph: CallGraph | None = None
 
     def removed(self) -> list[HostTransfer]:
         return [a for a in self.annotations if self.fate[id(a)].fate is Fate.REMOVED]
 
     def loops_run_once(self, annotations: Sequence[HostTransfer]) -> Detail | None:
-        """:func:`loops_run_once` of the unoptimized module (its call graph built once)."""
-        if self.unoptimized is None:
+        """:func:`loops_run_once` of the unoptimized module (its index builds the call graph once)."""
+        if self.unoptimized_index is None:
             return None
-        if self._graph is None:
-            self._graph = build_call_graph(self.unoptimized)
-        return loops_run_once(self._graph, annotations, self.annotations)
+        return loops_run_once(self.unoptimized_index.callgraph, annotations, self.annotations)
 
     def facts(self) -> Detail:
         if not self.known:
@@ -978,9 +978,9 @@ def account_annotations_only(verdicts: Sequence[Verdict], module: Module,
     partitions = max(module.num_partitions, unoptimized.num_partitions, 1)
     by_id = {id(v.transfer): v for v in verdicts}
     items: list[Accounted] = []
-    annotations = placement_annotations(unoptimized)
+    unoptimized_index = ModuleIndex(unoptimized)  # its call graph is built only if an annotation was removed
+    annotations = placement_annotations(unoptimized_index)
     matches = match_annotations(annotations, [v.transfer for v in verdicts], partitions)
-    graph = build_call_graph(unoptimized)
     for m in sorted(matches, key=lambda m: -m.annotation.bytes):
         a = m.annotation
         src = unoptimized.source_location(a.instruction)
@@ -990,7 +990,7 @@ def account_annotations_only(verdicts: Sequence[Verdict], module: Module,
         if m.matched:
             items.append(_became(asked, [by_id[id(t)] for t in m.became], fact(Fact.ITS_SLICES, n=len(m.became))))
         elif m.fate is Fate.REMOVED:
-            once = loops_run_once(graph, [a], annotations)
+            once = loops_run_once(unoptimized_index.callgraph, [a], annotations)
             items.append(Accounted(asked, Why.REMOVED_BY_XLA,
                                    (fact(Fact.BYTES_NOT_MOVED), *((once,) if once is not None else ()))))
         else:

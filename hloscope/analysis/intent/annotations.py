@@ -56,9 +56,10 @@ class AnnotationMatch:
         return bool(self.became)
 
 
-def placement_annotations(unoptimized: Module) -> list[HostTransfer]:
-    """The host-placement annotations of a module before optimizations, in its order."""
-    return [t for t in find_host_transfers(ModuleIndex(unoptimized)) if t.is_annotation]
+def placement_annotations(unoptimized: Module | ModuleIndex) -> list[HostTransfer]:
+    """The host-placement annotations of a module before optimizations (or of its index), in its order."""
+    index = unoptimized if isinstance(unoptimized, ModuleIndex) else ModuleIndex(unoptimized)
+    return [t for t in find_host_transfers(index) if t.is_annotation]
 
 
 def _divisors(n: int) -> list[int]:

@@ -221,11 +221,11 @@ def _runs(start: int, step: int, direction: str, bound: int) -> int | None:
         k, off = divmod(bound - start, step)
         return k if off == 0 and k >= 0 else None
     if direction in ("LT", "LE"):  # counter < limit
-        limit = bound + (direction == "LE")
+        limit = bound + 1 if direction == "LE" else bound
         if start >= limit:
             return 0
         return -(-(limit - start) // step) if step > 0 else None
-    limit = bound - (direction == "GE")  # counter > limit
+    limit = bound - 1 if direction == "GE" else bound  # counter > limit
     if start <= limit:
         return 0
     return -(-(start - limit) // -step) if step < 0 else None

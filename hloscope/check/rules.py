@@ -28,6 +28,7 @@ from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.report import Report
 from hloscope.analysis.simulate.margin import TransferMargin
 from hloscope.analysis.simulate.verdict import Verdict
+from hloscope.analysis.structure.backend import Backend
 from hloscope.check.allow import AllowEntry, find_allow
 from hloscope.check.annotations import Fate, account_annotations
 from hloscope.check.keys import TransferKey, TransferRecord
@@ -86,7 +87,7 @@ class Emptiness(StrEnum):
     """Why a step has nothing a gate could judge (worded in ``render.check.words``)."""
 
     NOT_SCHEDULED = "not-scheduled"  # the module before optimizations: there is no order to judge
-    NOT_GPU = "not-gpu"  # no XLA:GPU stream assignments in it (another backend's module)
+    NOT_GPU = "not-gpu"  # neither a TPU module nor one with XLA:GPU stream assignments (the CPU's, a test module)
     NO_TRANSFER = "no-transfer"  # nothing lives in the host memory space
 
 
@@ -103,14 +104,15 @@ class NothingToJudge:
 def nothing_to_judge(report: Report, label: str = "") -> NothingToJudge | None:
     """Why a gate on ``report`` would pass only because there is nothing to judge, or None.
 
-    The module is not scheduled, was not compiled for a GPU (XLA:GPU writes stream
-    assignments, ``operation_queue_id``, into backend configs; other backends do not),
-    or has no host transfer to judge.
+    The module is not scheduled, was compiled for neither a TPU (the step's backend,
+    ``report.compiled_for``) nor a GPU (XLA:GPU writes stream assignments,
+    ``operation_queue_id``, into backend configs; other backends do not), or has no host
+    transfer to judge.
     """
     why = None
     if not report.module.is_scheduled:
         why = Emptiness.NOT_SCHEDULED
-    elif not any("operation_queue_id" in ins.attr("backend_config")
+    elif report.compiled_for.backend is not Backend.TPU and not any("operation_queue_id" in ins.attr("backend_config")
                  for comp in report.module.computations.values() for ins in comp.instructions):
         why = Emptiness.NOT_GPU
     elif not [v for v in report.verdicts if v.verdict is not VerdictKind.UNSCHEDULED]:

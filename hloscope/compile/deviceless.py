@@ -47,7 +47,7 @@ from hloscope.compile.xla_options import PIPELINED_OFFLOAD_FLAG as PIPELINED_OFF
 from hloscope.compile.xla_options import dump_folder, dumped, refuse_missing_files
 from hloscope.compile.xla_options import parse_flag as parse_flag
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_TRACE_FAILED, HloscopeError
-from hloscope.targets import Target, get_target
+from hloscope.targets import Target, get_target, gpu_only
 
 if TYPE_CHECKING:
     from hloscope.analysis.intent.account import Intent
@@ -180,7 +180,7 @@ def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, mesh: A
     shardings = {k: abstract_tree(v, mesh.abstract_mesh, tgt) for k, v in shardings.items()}
     try:
         # Traced as for the target's GPU: JAX's cuDNN attention checks would otherwise find no local GPU.
-        with jaxcompat.cudnn_compute_capability(tgt.compute_capability):
+        with jaxcompat.cudnn_compute_capability(gpu_only(tgt).compute_capability):
             say(PHASE_TRACING)
             if _is_jitted(fn):  # already a jax.jit function: keep its shardings
                 if opts.donate_argnums or shardings:

@@ -22,7 +22,7 @@ from typing import Any
 
 from hloscope.compile.request import CompileRequest
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_OUT_OF_MEMORY, HloscopeError
-from hloscope.targets import Target
+from hloscope.targets import Target, gpu_only
 
 #: What XLA's GPU plugin logs: the scheduler and estimator it built (gpu_hlo_schedule,
 #: sol_gpu_cost_model: read by hloscope.compile.scheduler); a few lines per compile.
@@ -72,6 +72,7 @@ def topology_for(target: Target, devices: int, argument: str = "--devices") -> T
     """
     if devices < 1:
         raise HloscopeError(f"{argument} must be at least 1, got {devices}", EXIT_BAD_INPUT)
+    target = gpu_only(target)
     per_host = target.gpus_per_host
     if devices <= per_host:
         return Topology(1, 1, devices)
@@ -98,7 +99,7 @@ def check_devices(request: CompileRequest, argument: str = "--devices") -> None:
     from hloscope.compile import workloads
 
     _, cfg = workloads.resolve(request.workload, request.workload_settings)
-    per_host = target.gpus_per_host
+    per_host = gpu_only(target).gpus_per_host
     problem = workloads.devices_problem(request.workload, cfg, request.devices,
                                         lambda n: n <= per_host or n % per_host == 0, argument)
     if problem:
@@ -140,7 +141,8 @@ def _topology_desc(target: Target, topo: Topology, retry: bool) -> Any:
     try:
         with environment.quiet_native_stderr(), _plugin_logging():
             return topologies.get_topology_desc(platform="cuda", topology_name="",
-                                                target_config=target.gpu_target_config(), topology=topo.name)
+                                                target_config=gpu_only(target).gpu_target_config(),
+                                                topology=topo.name)
     except Exception as e:
         if "topology not implemented" in str(e):
             from hloscope.compile.jaxcompat import register_cuda_plugin_late
@@ -177,7 +179,7 @@ def compile_only_devices(target: Target, devices: int) -> list[Any]:
 
     environment.prepare()
     topo = topology_for(target, devices)
-    key = (target.gpu_target_config(), topo.name)
+    key = (gpu_only(target).gpu_target_config(), topo.name)
     if key not in _DEVICES:
         _DEVICES[key] = list(_topology_desc(target, topo, retry=True).devices)
     return _DEVICES[key][:devices]

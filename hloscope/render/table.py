@@ -41,8 +41,8 @@ def link_figures(report: Report) -> str:
     t = report.target
     d2h = report.cost.link_bandwidth(Direction.TO_HOST) / 1e9
     h2d = report.cost.link_bandwidth(Direction.TO_DEVICE) / 1e9
-    shared = f", shared by {t.host_link_gpus} GPUs" if t.host_link_gpus > 1 else ""
-    return f"{d2h:.1f} GB/s D->H, {h2d:.1f} GB/s H->D per GPU, {mode}{shared}"
+    shared = f", shared by {t.host_link_sharers} {t.device_word}s" if t.host_link_sharers > 1 else ""
+    return f"{d2h:.1f} GB/s D->H, {h2d:.1f} GB/s H->D per {t.device_word}, {mode}{shared}"
 
 
 def arrow(direction: Direction) -> str:

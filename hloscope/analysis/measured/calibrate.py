@@ -168,13 +168,13 @@ def fit_target(index: ModuleIndex, base: Target, profile: MeasuredProfile, name:
     for direction, key, peak_key in ((Direction.TO_HOST, "host_link_achieved_to_host", "host_link_to_host"),
                                      (Direction.TO_DEVICE, "host_link_achieved_to_device", "host_link_to_device")):
         pts = [xfer for d, xfer in host.items() if d[0] == direction]
-        before_bw = base.host_link_bandwidth(direction) * base.host_link_gpus
+        before_bw = base.host_link_bandwidth(direction) * base.host_link_sharers
         fit = _line([b for b, _ in pts], [t for _, t in pts]) if len(pts) >= MIN_SAMPLES else None
         why = _why(len(pts), fit is not None)
         after_bw = before_bw
         if fit is not None and fit[1] > 0:
             # Achieved, never above the link's peak: the figures are per link, shared by host_link_gpus.
-            after_bw = min(1e6 / fit[1] * base.host_link_gpus, float(getattr(base, peak_key)))
+            after_bw = min(1e6 / fit[1] * base.host_link_sharers, float(getattr(base, peak_key)))
             changes[key] = after_bw
             latencies.append(max(0.0, fit[0]))
         elif fit is not None:
@@ -186,7 +186,7 @@ def fit_target(index: ModuleIndex, base: Target, profile: MeasuredProfile, name:
     figures.append(Figure("host_dma_latency_us", "us", base.host_dma_latency_us, lat,
                           sum(1 for _ in host), Unfitted.FITTED if latencies else Unfitted.NO_SAMPLES))
     target = replace(base, name=name, description=f"{base.description}, calibrated on {profile.source}",
-                     collective_figures=tuple(measured), **changes)
+                     collective_figures=tuple(measured), calibrated_on=profile.source, **changes)
     return Calibration(base, target, tuple(figures))
 
 

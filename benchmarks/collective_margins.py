@@ -31,7 +31,7 @@ def main() -> int:
     from hloscope.analysis.report import reanalyze
     from hloscope.analysis.simulate.margin import class_error_factors, measure_collective_margins
     from hloscope.api import analyze
-    from hloscope.compile.xplane import load_measured
+    from hloscope.analysis.measured.read import load_measured
 
     first = analyze(args.archive, args.target)
     r = reanalyze(first, replace(first.options, compare_with=load_measured(args.archive)))

@@ -111,7 +111,7 @@ def figures(hlo: Path, xplane: Path, target: str) -> dict[str, Any]:
     from hloscope.analysis.report import analyze_step
     from hloscope.analysis.simulate.overlap import AnalysisOptions
     from hloscope.artifact import read_step
-    from hloscope.compile.xplane import load_measured
+    from hloscope.analysis.measured.read import load_measured
 
     step = read_step(str(hlo), target)
     profile = load_measured(xplane)

@@ -164,7 +164,7 @@ class AnalyzeCommand:
         req = prepare_report(args)
         measured = getattr(args, "measured", None) or (args.path if is_nsys_archive(args.path) else None)
         if measured:
-            from hloscope.compile.xplane import load_measured
+            from hloscope.analysis.measured.read import load_measured
 
             profile = load_measured(measured)
             req = replace(req, options=replace(req.options, compare_with=profile))

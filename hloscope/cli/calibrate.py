@@ -58,7 +58,7 @@ class CalibrateCommand:
         from hloscope.artifact import read_step
         from hloscope.cli.analyze import check_measured
         from hloscope.cli.archive import is_nsys_archive
-        from hloscope.compile.xplane import load_measured
+        from hloscope.analysis.measured.read import load_measured
         from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
         from hloscope.render.calibration_text import calibration_lines, target_toml
 

@@ -161,7 +161,7 @@ def _read(source: Source) -> Loaded:
     step = read_step(str(source.path), source.target, keep_text=True)
     profile = None
     if source.measured:
-        from hloscope.compile.xplane import load_measured
+        from hloscope.analysis.measured.read import load_measured
 
         profile = load_measured(source.measured)
     report = analyze_step(step.inputs, step.target, AnalysisOptions(host_space=source.host_space,

@@ -39,17 +39,16 @@ def transfer_lines(transfers: Sequence[TransferComparison]) -> list[str]:
     """Each host transfer's measured time per run and the compute's wait at its done, beside the model's."""
     if not transfers:
         return []
-    rows = [["transfer", "dir", "bytes", "runs/step", "measured", "GB/s", "predicted",
-             "wait at done", "simulated wait"]]
+    rows = [["transfer", "dir", "bytes", "runs", "measured", "GB/s", "wait at done", "model: runs", "time",
+             "simulated wait"]]
     for t in transfers:
-        runs = str(t.measured_calls) + ("" if t.measured_calls == t.predicted_calls
-                                        else f" (model {t.predicted_calls})")
         wait = t.measured_wait_per_call_us
-        rows.append([t.start, _LINK[t.direction], human_bytes(t.bytes), runs, _run_us(t.measured_per_call_us),
-                     _gbps(t.measured_bandwidth), _run_us(t.predicted_us), "-" if wait is None else _run_us(wait),
+        rows.append([t.start, _LINK[t.direction], human_bytes(t.bytes), str(t.measured_calls),
+                     _run_us(t.measured_per_call_us), _gbps(t.measured_bandwidth),
+                     "-" if wait is None else _run_us(wait), str(t.predicted_calls), _run_us(t.predicted_us),
                      _run_us(t.predicted_wait_per_call_us)])
     lines = ["  host transfers, per run (measured: the async op from its start to its done's end; wait at done: "
-             "the time the compute waited there):"]
+             "the time the compute waited there; model: runs per step, time alone on the link, simulated wait):"]
     lines += ["  " + line for line in _columns(rows)]
     waited = [t.measured_wait_us for t in transfers if t.measured_wait_us is not None]
     if waited:

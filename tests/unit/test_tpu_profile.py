@@ -29,7 +29,8 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.analysis.measured.read import load_measured
+from hloscope.analysis.measured.compare import MeasuredProfile
+from hloscope.analysis.measured.read import parse_measured
 from hloscope.cli.main import main
 from hloscope.hlo.profile_files import read_measured_file
 from hloscope.hlo.profiles import ProfileEvents, read_events
@@ -71,6 +72,10 @@ DONE_OF = {"dynamic-update-slice-start": "dynamic-update-slice-done", "dynamic-s
 
 def _events(path: Path) -> ProfileEvents:
     return read_events(read_measured_file(path))
+
+
+def load_measured(path: Path) -> MeasuredProfile:
+    return parse_measured(read_measured_file(path))
 
 
 def _median_of_sums(runs: tuple[tuple[int, ...], ...]) -> float:
@@ -177,8 +182,9 @@ def test_the_measured_json_keys_are_documented(capsys: pytest.CaptureFixture[str
 
 
 def test_read_without_jax() -> None:
-    code = ("import sys; from hloscope.analysis.measured.read import load_measured; "
-            f"p = load_measured({str(XPLANE)!r}); assert p.asyncs; "
+    code = ("import sys; from hloscope.analysis.measured.read import parse_measured; "
+            "from hloscope.hlo.profile_files import read_measured_file; "
+            f"p = parse_measured(read_measured_file({str(XPLANE)!r})); assert p.asyncs; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[2]).stdout

@@ -1,30 +1,22 @@
-"""Measured profiles from their files: ``load_measured(path)`` / ``parse_measured(file)`` -> a :class:`MeasuredProfile`.
+"""Measured profiles from their files: ``parse_measured(file)`` -> a :class:`MeasuredProfile`.
 
-The file is read once by ``hloscope.hlo.profile_files.read_measured_file``, which tells its form
-by content. An nsys-jax archive, ``jax.profiler``'s Chrome trace JSON and its XSpace
-(``.xplane.pb``) are read by ``hloscope.hlo.profiles`` (no JAX; GPU, CPU and TPU profiles) and
-their executions become one profile through
-:func:`~hloscope.analysis.measured.compare.profile_from_events`. An XLA PGLE profile
-(``ProfiledInstructionsProto``, text or binary ``profile.pb``) holds one figure per op, no
-executions and no intervals. Bad input is one :class:`~hloscope.errors.HloscopeError` (exit 2).
+The file (``analyze --measured``, ``calibrate``, the TUI) is read once by
+``hloscope.hlo.profile_files.read_measured_file``, which tells its form by content. An nsys-jax
+archive, ``jax.profiler``'s Chrome trace JSON and its XSpace (``.xplane.pb``) are read by
+``hloscope.hlo.profiles`` (no JAX; GPU, CPU and TPU profiles) and their executions become one
+profile through :func:`~hloscope.analysis.measured.compare.profile_from_events`. An XLA PGLE
+profile (``ProfiledInstructionsProto``, text or binary ``profile.pb``) holds one figure per op,
+no executions and no intervals. Bad input is one :class:`~hloscope.errors.HloscopeError` (exit 2).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from hloscope.analysis.cost.calibration import parse_profile_bytes
 from hloscope.analysis.measured.compare import MeasuredProfile, OpStats, profile_from_events
-from hloscope.hlo.profile_files import ProfileFile, ProfileForm, read_measured_file
+from hloscope.hlo.profile_files import ProfileFile, ProfileForm
 from hloscope.hlo.profiles import read_events
 
-__all__ = ["load_measured", "parse_measured"]
-
-
-def load_measured(path: str | Path, module_name: str = "") -> MeasuredProfile:
-    """A measured profile by content, for every face that takes one (the CLI, the TUI): the
-    file once, then the reader of its form."""
-    return parse_measured(read_measured_file(path), module_name)
+__all__ = ["parse_measured"]
 
 
 def parse_measured(file: ProfileFile, module_name: str = "") -> MeasuredProfile:

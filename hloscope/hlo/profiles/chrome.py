@@ -1,4 +1,4 @@
-"""``jax.profiler``'s Chrome trace JSON (``*.trace.json.gz``, or plain JSON) to :class:`~hloscope.hlo.profiles.events.ProfileEvents`.
+"""``jax.profiler``'s Chrome trace JSON (``*.trace.json.gz``, or plain JSON) to its executions.
 
 Contract: :func:`read_chrome_events` takes a :class:`~hloscope.hlo.profile_files.ProfileFile` of
 form ``TRACE`` (gzip already undone by ``read_measured_file``) and reads its complete events

@@ -1,4 +1,4 @@
-"""An nsys-jax archive's projected GPU trace to :class:`~hloscope.hlo.profiles.events.ProfileEvents`.
+"""An nsys-jax archive's projected GPU trace to its executions.
 
 Contract: :func:`read_nsys_events` takes the archive read once by
 ``hloscope.hlo.archive.nsys_archive`` and reads ``nvtx_gpu_proj_trace/trace.parquet`` (needs the

@@ -1,4 +1,4 @@
-"""``jax.profiler``'s XSpace (``*.xplane.pb``) to :class:`~hloscope.hlo.profiles.events.ProfileEvents`, without jaxlib.
+"""``jax.profiler``'s XSpace (``*.xplane.pb``) to its executions, without jaxlib.
 
 Contract: :func:`read_xplane_events` takes a :class:`~hloscope.hlo.profile_files.ProfileFile`
 of form ``XPLANE`` (its bytes read once by ``read_measured_file``), parses them with

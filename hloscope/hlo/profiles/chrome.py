@@ -90,7 +90,8 @@ def _tpu_executions(events: list[Any], source: str) -> list[Execution]:
         if line not in (tpu.MODULES, tpu.OPS, tpu.ASYNC_OPS):
             continue
         start, duration = _times(ev, source, device_clock=True)
-        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+        given = ev.get("args")
+        args: dict[str, Any] = given if isinstance(given, dict) else {}
         text = str(args.get("long_name") or ev.get("name", ""))
         if line == tpu.MODULES:
             modules[pid].append((str(ev.get("name", "")), start, duration))

@@ -40,13 +40,13 @@ def read_xplane_events(file: ProfileFile) -> ProfileEvents:
         space = parse_xspace(file.data)
     except WireError as e:
         raise _bad(file.source, f"not an XSpace ({e} at byte {e.offset}); is the file truncated?") from None
-    runs = _tpu_executions(space)
-    if runs:
-        return ProfileEvents(file.source, str(file.form), tuple(runs))
+    tpu_runs = _tpu_executions(space)
+    if tpu_runs:
+        return ProfileEvents(file.source, str(file.form), tuple(tpu_runs))
     runs = _tagged_executions(space)
     if not any(r.ops for r in runs):
         raise _bad(file.source, "no events with an 'hlo_op' stat and no TPU 'XLA Ops' line (a trace of XLA ops)")
-    return ProfileEvents(file.source, str(file.form), tuple(runs))
+    return ProfileEvents(file.source, str(file.form), runs)
 
 
 def _device_time(ev: XEvent) -> tuple[int, int]:

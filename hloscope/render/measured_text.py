@@ -43,12 +43,15 @@ def transfer_lines(transfers: Sequence[TransferComparison]) -> list[str]:
              "simulated wait"]]
     for t in transfers:
         wait = t.measured_wait_per_call_us
+        # A run that ended before its done was reached is timed to the done: an upper bound.
+        bound = "<= " if t.waited_calls is not None and t.waited_calls < t.measured_calls else ""
         rows.append([t.start, _LINK[t.direction], human_bytes(t.bytes), str(t.measured_calls),
-                     _run_us(t.measured_per_call_us), _gbps(t.measured_bandwidth),
+                     bound + _run_us(t.measured_per_call_us), (">= " if bound else "") + _gbps(t.measured_bandwidth),
                      "-" if wait is None else _run_us(wait), str(t.predicted_calls), _run_us(t.predicted_us),
                      _run_us(t.predicted_wait_per_call_us)])
-    lines = ["  host transfers, per run (measured: the async op from its start to its done's end; wait at done: "
-             "the time the compute waited there; model: runs per step, time alone on the link, simulated wait):"]
+    lines = ["  host transfers, per run (measured: the async op from its start to its done's end, <= where some "
+             "runs ended before their done was reached; wait at done: the time the compute waited there; model: runs "
+             "per step, time alone on the link, simulated wait):"]
     lines += ["  " + line for line in _columns(rows)]
     waited = [t.measured_wait_us for t in transfers if t.measured_wait_us is not None]
     if waited:
@@ -167,4 +170,5 @@ def _transfer_dict(t: TransferComparison) -> dict[str, Any]:
             "simulated_wait_us": round(t.predicted_wait_per_call_us, 2),
             "simulated_wait_us_per_step": round(t.predicted_wait_us, 1),
             "measured_wait_us": None if wait is None else round(wait, 2),
-            "measured_wait_us_per_execution": None if t.measured_wait_us is None else round(t.measured_wait_us, 1)}
+            "measured_wait_us_per_execution": None if t.measured_wait_us is None else round(t.measured_wait_us, 1),
+            "waited_calls": t.waited_calls}

@@ -212,3 +212,41 @@ def test_names_as_a_tpu_writes_them() -> None:
     done = TimedText(text, 17, 3)
     (a,) = asyncs_from_dones([start, other, done])
     assert (a.start, a.done, a.start_ps, a.duration_ps) == ("copy-start.2", "copy-done.2", 10, 10)
+
+
+def test_a_run_the_compute_did_not_wait_for_is_an_upper_bound() -> None:
+    # Every run of both host transfers was waited for (their dones last 4.98 ms or more, DONE_PS); the four
+    # on-chip slice-start copies were not: their dones (slice-done ... slice-done.3 on "XLA Ops") last
+    # 2500-3750 ps, read in step.trace.json.gz, so their async op is timed to the done.
+    p = load_measured(XPLANE)
+    assert p.asyncs["dynamic-update-slice-start"].waited_calls == 8
+    assert p.asyncs["dynamic-slice-start"].waited_calls == 8
+    assert [p.asyncs[f"slice-start{s}"].waited_calls for s in ("", ".1", ".2", ".3")] == [0, 0, 0, 0]
+    waits = [run.wait_us for run in p.async_intervals if run.name == "dynamic-slice-start"]
+    assert [round(w * 1e6) for w in waits] == list(DONE_PS["dynamic-slice-done"][0])
+
+
+def test_calibrate_fits_the_host_link_per_direction(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from hloscope.analysis.measured.calibrate import Unfitted, fit_rates
+    from hloscope.analysis.report import analyze_step
+    from hloscope.analysis.simulate.overlap import AnalysisOptions
+    from hloscope.artifact import read_step
+    from hloscope.vocab import Direction
+
+    profile = load_measured(TRACE)
+    step = read_step(str(HLO))
+    r = analyze_step(step.inputs, step.target, AnalysisOptions(compare_with=profile))
+    rates = {(x.work, x.direction): x for x in fit_rates(r.index, r.cost, profile, r.transfers)}
+    # The median execution's eight runs of 128 MiB each way, all waited for: bytes over their mean time.
+    for start, direction in (("dynamic-update-slice-start", Direction.TO_HOST),
+                             ("dynamic-slice-start", Direction.TO_DEVICE)):
+        rate = rates[("host link", direction)]
+        assert (rate.samples, rate.unfitted) == (8, Unfitted.FITTED)
+        assert rate.value == pytest.approx(128 * 2**20 / (statistics.mean(ASYNC_PS[start][0]) / 1e12))
+    assert round(rates[("host link", Direction.TO_HOST)].value / 1e9, 1) == 14.7  # type: ignore[operator]
+    assert round(rates[("host link", Direction.TO_DEVICE)].value / 1e9, 1) == 14.2  # type: ignore[operator]
+    # The CLI says the same beside the target's figures.
+    assert main(["calibrate", str(XPLANE), str(HLO), "-o", str(tmp_path / "tpu.toml")]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"host link D->H\s+14\.7 GB/s\s+8\s+fitted", out)
+    assert re.search(r"host link H->D\s+14\.2 GB/s\s+8\s+fitted", out)

@@ -36,7 +36,7 @@ from hloscope.hlo.model import Instruction
 from hloscope.hlo.profiles.events import Execution, ProfileEvents
 from hloscope.vocab import Direction
 
-__all__ = ["AsyncStats", "MeasuredComparison", "MeasuredProfile", "OpClassName", "TransferComparison",
+__all__ = ["WAITED_US", "AsyncRun", "AsyncStats", "MeasuredComparison", "MeasuredProfile", "OpClassName", "TransferComparison",
            "compare_measured", "profile_from_events"]
 
 
@@ -56,13 +56,16 @@ class AsyncStats:
     """One async op timed on a line of its own (a TPU's "Async XLA Ops": from its start's issue
     to the end of its done), per execution of the module: start / done the instruction names;
     median_us and spread_us (max - min) over executions of its summed time, µs; calls: how many
-    times it ran in one execution."""
+    times it ran in one execution. waited_calls: of its runs in the median execution, those at
+    whose done the compute waited (:data:`WAITED_US` or more): their time is the async work's own;
+    a run that finished before its done was reached is timed to the done, an upper bound."""
 
     start: str
     done: str
     median_us: float
     spread_us: float
     calls: int
+    waited_calls: int = 0
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,27 @@ class Interval:
 
 
 @dataclass(frozen=True)
+class AsyncRun(Interval):
+    """One run of an async op timed on a line of its own, in the median execution: ``name`` its
+    start, from its issue to the end of its done (µs from the module's start); done: the done's
+    name; wait_us: how long the compute waited at that done (its event there, ending where this
+    run ends; 0 when none does)."""
+
+    done: str
+    wait_us: float
+
+    @property
+    def waited(self) -> bool:
+        """The compute waited at its done: the run's time is the async work's own."""
+        return self.wait_us >= WAITED_US
+
+
+#: A done's event at least this long (µs) is a wait: the async op was still running when the
+#: compute reached it (a done that finds its op finished takes a few nanoseconds on a TPU).
+WAITED_US = 1.0
+
+
+@dataclass(frozen=True)
 class MeasuredProfile:
     """A measured profile. source: the file. kind: ``nsys``, ``trace``, ``xplane`` or ``pgle``.
     module: the module name the profile names ("" where it names none). step_us: the measured
@@ -82,7 +106,7 @@ class MeasuredProfile:
     execution's op intervals, in start order (empty for PGLE). other_modules: executions of
     other modules in the file, by name (ignored). asyncs: per async start name, its timing on a
     line of its own (empty where the profile has none: GPU and CPU profiles); async_intervals:
-    their spans in the median execution, in start order (the done's event in ``intervals`` is
+    their runs in the median execution, in start order (the done's event in ``intervals`` is
     then the time the compute waited there). device: the plane or process the executions ran on
     ("" where the format merges devices)."""
 
@@ -94,7 +118,7 @@ class MeasuredProfile:
     intervals: tuple[Interval, ...] = ()
     other_modules: tuple[str, ...] = ()
     asyncs: Mapping[str, AsyncStats] = field(default_factory=dict)
-    async_intervals: tuple[Interval, ...] = ()
+    async_intervals: tuple[AsyncRun, ...] = ()
     device: str = ""
 
     @property
@@ -143,16 +167,21 @@ def profile_from_events(events: ProfileEvents, module_name: str = "") -> Measure
     steps = [ex.duration_ps / 1e6 for ex in runs]
     per_op = _per_execution([[(r.name, r.duration_ps) for r in ex.ops] for ex in runs])
     ops = {op: OpStats(op, statistics.median(v), max(v) - min(v), calls) for op, (v, calls) in per_op.items()}
-    per_async = _per_execution([[(a.start, a.duration_ps) for a in ex.asyncs] for ex in runs])
-    done_of = {a.start: a.done for ex in runs for a in ex.asyncs}
-    asyncs = {start: AsyncStats(start, done_of[start], statistics.median(v), max(v) - min(v), calls)
-              for start, (v, calls) in per_async.items()}
     median = runs[sorted(range(len(runs)), key=lambda i: steps[i])[len(runs) // 2]]
     t0 = median.start_ps
     intervals = tuple(Interval(r.name, (r.start_ps - t0) / 1e6, (r.start_ps + r.duration_ps - t0) / 1e6)
                       for r in median.ops)
-    spans = tuple(Interval(a.start, (a.start_ps - t0) / 1e6, (a.start_ps + a.duration_ps - t0) / 1e6)
+    ends = {(r.name, r.start_ps + r.duration_ps): r.duration_ps for r in median.ops}
+    spans = tuple(AsyncRun(a.start, (a.start_ps - t0) / 1e6, (a.start_ps + a.duration_ps - t0) / 1e6, a.done,
+                           ends.get((a.done, a.start_ps + a.duration_ps), 0) / 1e6)
                   for a in sorted(median.asyncs, key=lambda a: a.start_ps))
+    waited: dict[str, int] = defaultdict(int)
+    for run in spans:
+        waited[run.name] += run.waited
+    per_async = _per_execution([[(a.start, a.duration_ps) for a in ex.asyncs] for ex in runs])
+    done_of = {a.start: a.done for ex in runs for a in ex.asyncs}
+    asyncs = {start: AsyncStats(start, done_of[start], statistics.median(v), max(v) - min(v), calls, waited[start])
+              for start, (v, calls) in per_async.items()}
     others = tuple(sorted({ex.module for ex in events.executions} - {chosen}))
     return MeasuredProfile(source, events.kind, chosen, tuple(steps), ops, intervals, others, asyncs, spans, device)
 
@@ -250,7 +279,9 @@ class TransferComparison:
     predicted_wait_us: the simulated compute stream's waits at its done per step.
     measured_wait_us: the done's events in one execution, summed, median over executions: the
     time the compute waited there; None where the profile's done events are not waits (it times
-    no async op on a line of its own: GPU and CPU profiles).
+    no async op on a line of its own: GPU and CPU profiles). waited_calls: of its runs in the
+    median execution, those at whose done the compute waited, whose time is the transfer's own;
+    the others were timed to their done, an upper bound (None where not known: no async line).
     """
 
     start: str
@@ -263,6 +294,7 @@ class TransferComparison:
     measured_us: float
     predicted_wait_us: float
     measured_wait_us: float | None
+    waited_calls: int | None = None
 
     @property
     def measured_per_call_us(self) -> float:
@@ -330,7 +362,17 @@ def classify(ins: Instruction, cost: CostModel) -> OpClassName:
         return OpClassName.GEMM
     if ins.opcode == "fusion" and cost.op_cost(ins).flops > 0 and "gemm" in str(ins.backend_config).lower():
         return OpClassName.GEMM
+    if ins.opcode == "fusion" and _fuses_a_matmul(cost, ins):
+        return OpClassName.GEMM
     return OpClassName.KERNEL
+
+
+def _fuses_a_matmul(cost: CostModel, ins: Instruction) -> bool:
+    """A fusion around a dot or convolution: how TPU XLA writes its matmuls (``convolution_tanh_fusion``;
+    on a GPU such fusions are Triton GEMMs, found by their backend config first)."""
+    computations = cost.index.module.computations
+    return any(i.opcode in ("dot", "convolution") for c in ins.called_computations if c in computations
+               for i in computations[c].instructions)
 
 
 def predicted_op_us(ins: Instruction, cost: CostModel, transfer: HostTransfer | None = None) -> float:
@@ -420,16 +462,16 @@ def _transfers(cost: CostModel, pairs: Sequence[AsyncPair], transfers: Sequence[
         done = done_of.get(start)
         timed = profile.asyncs.get(start)
         if timed is not None:
-            measured, calls = timed.median_us, timed.calls
+            measured, calls, exact = timed.median_us, timed.calls, timed.waited_calls
             wait = profile.ops.get(done or timed.done)
             waited: float | None = wait.median_us if wait is not None else 0.0
         elif (op := profile.ops.get(start)) is not None:
-            measured, calls, waited = op.median_us, op.calls, None
+            measured, calls, waited, exact = op.median_us, op.calls, None, None
         else:
             continue
         out.append(TransferComparison(start, done, t.direction, t.bytes, t.executions, calls,
                                       cost.transfer_us(t.bytes, t.direction), measured,
-                                      waits_us.get(start, 0.0), waited))
+                                      waits_us.get(start, 0.0), waited, exact))
     return tuple(out)
 
 

@@ -36,8 +36,8 @@ from hloscope.hlo.model import Instruction
 from hloscope.hlo.profiles.events import Execution, ProfileEvents
 from hloscope.vocab import Direction
 
-__all__ = ["WAITED_US", "AsyncRun", "AsyncStats", "MeasuredComparison", "MeasuredProfile", "OpClassName", "TransferComparison",
-           "compare_measured", "profile_from_events"]
+__all__ = ["WAITED_US", "AsyncRun", "AsyncStats", "MeasuredComparison", "MeasuredProfile", "OpClassName",
+           "TransferComparison", "compare_measured", "profile_from_events"]
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,7 @@ class AsyncStats:
 
 @dataclass(frozen=True)
 class Interval:
-    """One op's measured GPU interval in the median execution, µs from the module's start."""
+    """One op's measured interval in the median execution, µs from the module's start."""
 
     name: str
     start_us: float

@@ -251,3 +251,15 @@ def test_calibrate_fits_the_host_link_per_direction(tmp_path: Path, capsys: pyte
     out = capsys.readouterr().out
     assert re.search(r"host link D->H\s+14\.7 GB/s\s+8\s+fitted", out)
     assert re.search(r"host link H->D\s+14\.2 GB/s\s+8\s+fitted", out)
+
+
+def test_the_name_read_from_the_text_is_the_profiles_own_short_name() -> None:
+    # Each "XLA Ops" event's metadata carries a display name (the Chrome trace's event name): the name
+    # read before " = " in its text must be it, for all 486 events of the three executions.
+    from hloscope.hlo.profiles.xspace import parse_xspace
+
+    (plane,) = [p for p in parse_xspace(XPLANE.read_bytes()).planes if p.name == "/device:TPU:0"]
+    (line,) = [ln for ln in plane.lines if ln.name == "XLA Ops"]
+    assert len(line.events) == 486
+    assert all(instruction_name(ev.name) == ev.display_name for ev in line.events)
+    assert line.events[0].metadata_stats["hlo_category"] == "async-start"  # slice-start's, from its metadata

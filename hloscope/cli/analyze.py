@@ -164,9 +164,10 @@ class AnalyzeCommand:
         req = prepare_report(args)
         measured = getattr(args, "measured", None) or (args.path if is_nsys_archive(args.path) else None)
         if measured:
-            from hloscope.compile.xplane import load_measured
+            from hloscope.analysis.measured.read import parse_measured
+            from hloscope.hlo.profile_files import read_measured_file
 
-            profile = load_measured(measured)
+            profile = parse_measured(read_measured_file(measured))
             req = replace(req, options=replace(req.options, compare_with=profile))
         report = load_report(args.path, args.target, req.options)
         note = backend_note(find_backend(report.module, report.inputs.label), report.target.name)

@@ -30,6 +30,7 @@ from hloscope.hlo.profile_files import read_profile_file
 from hloscope.hlo.shape import HOST_MEMORY_SPACE
 from hloscope.render import RENDERERS, Renderer, RenderOptions, get_renderer
 from hloscope.render.backend_text import backend_note
+from hloscope.render.fit import fit_lines
 from hloscope.targets import DEFAULT_LINK_MODE, LINK_MODES, get_target
 from hloscope.vocab import LinkMode
 
@@ -121,11 +122,11 @@ def emit_report(report: Report, req: ReportRequest, trailer: str = "") -> int:
     if req.trace:
         write_trace(report, req.trace)
     with open_output(req.output) as out:
-        # the table fits the terminal it is printed to (hloscope.cli.fit; docs/cli.md#width-and-colour)
-        req.renderer.render(report, out, RenderOptions(width=report_width(out, os.environ),
-                                                       color=report_color(out, req.color, os.environ)))
+        # the table fits the terminal it is printed to (hloscope.cli.fit; docs/cli.md, width and colour)
+        width = report_width(out, os.environ)
+        req.renderer.render(report, out, RenderOptions(width=width, color=report_color(out, req.color, os.environ)))
         if trailer and req.renderer.name == "table":
-            out.write(trailer)
+            out.write("".join(line + "\n" for line in fit_lines(trailer.splitlines(), width)))
     # How the input was read; not an artifact folder's provenance, which every run would repeat
     # (the table prints it under its header, the JSON has it in "notes").
     for note in report.notes:

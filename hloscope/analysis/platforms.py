@@ -28,7 +28,7 @@ from hloscope.targets import Platform, Target
 class ExecutionModel:
     """platform: the family. xla_streams: XLA assigns execution streams that the simulation
     follows (GPU); False: async ops run beside the in-order core with no streams (TPU).
-    core: what the in-order compute engine is called in reports (``compute``, ``TensorCore``)."""
+    core: what runs the schedule in order and waits at a done (``compute stream``, ``TensorCore``)."""
 
     platform: Platform
     xla_streams: bool
@@ -36,11 +36,16 @@ class ExecutionModel:
 
 
 _MODELS = {
-    Platform.GPU: ExecutionModel(Platform.GPU, xla_streams=True, core="compute"),
+    Platform.GPU: ExecutionModel(Platform.GPU, xla_streams=True, core="compute stream"),
     Platform.TPU: ExecutionModel(Platform.TPU, xla_streams=False, core="TensorCore"),
 }
 
 
 def execution_model(target: Target) -> ExecutionModel:
     """The execution model of ``target``'s platform."""
-    return _MODELS[target.platform]
+    return platform_model(target.platform)
+
+
+def platform_model(platform: Platform) -> ExecutionModel:
+    """The execution model of ``platform``."""
+    return _MODELS[platform]

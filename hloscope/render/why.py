@@ -7,10 +7,12 @@ messages and diagrams call the same functions, so every view says the same.
 from __future__ import annotations
 
 from hloscope.analysis.kinds import Direction, Reason, VerdictKind
+from hloscope.analysis.platforms import platform_model
 from hloscope.analysis.simulate.contention import MEMORY_BOUND_HINT_AT, memory_bound_share
 from hloscope.analysis.simulate.slack import Slack
 from hloscope.analysis.simulate.timeline import HeldUp, HoldKind
 from hloscope.analysis.simulate.verdict import FirstUse, InputReady, Verdict
+from hloscope.targets import Platform
 from hloscope.units import human_us
 
 _REASONS = {
@@ -23,21 +25,27 @@ _REASONS = {
 }
 
 
-def reason_text(v: Verdict) -> str:
-    """What decided the verdict, in one clause."""
+def core_word(platform: Platform) -> str:
+    """What waits at a done on ``platform``: a GPU's compute stream, a TPU's TensorCore
+    (``hloscope.analysis.platforms``)."""
+    return platform_model(platform).core
+
+
+def reason_text(v: Verdict, core: str = "compute stream") -> str:
+    """What decided the verdict, in one clause; ``core``: what waits at a done (:func:`core_word`)."""
     if v.reason in _REASONS:
         return _REASONS[v.reason]
     if v.reason is Reason.ONLY_FREE_OPS:
         text = f"window holds {v.window_size} instruction(s) but no compute and no collective"
-        hidden = hidden_without_window_work(v)
+        hidden = hidden_without_window_work(v, core)
         return f"{text}; {hidden}" if hidden else text
     window = (f"window: {len(v.compute)} compute op(s) ~{human_us(v.est_compute_us)}, "
               f"{len(v.collectives)} collective(s) ~{human_us(v.est_collective_us)}, "
               f"vs transfer ~{human_us(v.est_transfer_us)}")
     if v.reason in (Reason.SIMULATED, Reason.HELD_UP) and v.timing is not None:
         t = v.timing
-        wait = (f"the compute stream waits ~{human_us(t.mean_wait_us)} at its done" if t.mean_wait_us > 0
-                else "the compute stream never waits at its done")
+        wait = (f"the {core} waits ~{human_us(t.mean_wait_us)} at its done" if t.mean_wait_us > 0
+                else f"the {core} never waits at its done")
         shared = (f", the link shared with {len(t.beside_transfers)} other transfer(s) in flight"
                   if t.beside_transfers else "")
         if slowed_by_link(v):
@@ -46,14 +54,14 @@ def reason_text(v: Verdict) -> str:
             wait += (f", longer than the transfer alone (~{human_us(v.est_transfer_us)}): {by} slowed it to "
                      f"~{human_us(t.duration_us)}")
             shared = ""
-        hidden = hidden_without_window_work(v)
+        hidden = hidden_without_window_work(v, core)
         if hidden:
             wait += f" ({hidden})"
         if v.reason is Reason.HELD_UP:
             wait += (f", but ~{human_us(t.blame_per_execution_us)} per execution of the step's waits are charged to "
                      "it (it held other transfers up)")
         return f"simulated step: {wait}{shared}; {window} (estimates)"
-    hidden = hidden_without_window_work(v)
+    hidden = hidden_without_window_work(v, core)
     return window + (f"; {hidden}" if hidden else "") + " (estimates)"
 
 
@@ -153,7 +161,7 @@ def exposed_clause(v: Verdict) -> str:
             f"slowed to ~{human_us(t.duration_us)} {by}")
 
 
-def hidden_without_window_work(v: Verdict) -> str | None:
+def hidden_without_window_work(v: Verdict, core: str = "compute stream") -> str | None:
     """Why a transfer with no compute and no collective in its own window is still hidden:
     what the simulated step ran while it was in flight (None when that is not the case)."""
     if v.verdict is not VerdictKind.HIDDEN or v.compute or v.pair is None:
@@ -168,7 +176,7 @@ def hidden_without_window_work(v: Verdict) -> str | None:
                 f"{len(t.beside_compute)} compute op(s) (~{human_us(t.compute_beside_us)}){coll} ran while it "
                 "was in flight (its done waits on them, not on work between start and done)")
     if t is not None and t.matched:
-        return ("hidden although its window holds no compute: in the simulated step the compute stream "
+        return (f"hidden although its window holds no compute: in the simulated step the {core} "
                 "reaches its done only after the transfer has finished (it was busy elsewhere)")
     return None
 
@@ -197,9 +205,10 @@ def use_hint(u: FirstUse) -> str:
     return f"its result is needed at once by {what}"
 
 
-def explain(v: Verdict) -> str:
-    """The full ``why`` of a verdict: reason, shared link, and (for exposed/partial) the hints."""
-    text = reason_text(v)
+def explain(v: Verdict, core: str = "compute stream") -> str:
+    """The full ``why`` of a verdict: reason, shared link, and (for exposed/partial) the hints;
+    ``core``: what waits at a done on the step's platform (:func:`core_word`)."""
+    text = reason_text(v, core)
     simulated = v.reason in (Reason.SIMULATED, Reason.HELD_UP)
     if v.other_transfers and not simulated:  # the simulated clause says it, with timing
         text += f"; shares the host link with {len(v.other_transfers)} other transfer(s) in its window"

@@ -71,8 +71,9 @@ def error_factor(err: float) -> float:
 
 
 def is_calibrated(target: Target) -> bool:
-    """A target fitted by ``hloscope calibrate`` (it carries measured collective figures)."""
-    return bool(target.collective_figures) or "calibrated on" in target.description
+    """A target fitted by ``hloscope calibrate`` (``calibrated_on``; a file written before that field
+    carries measured collective figures or says so in its description)."""
+    return bool(target.calibrated_on) or bool(target.collective_figures) or "calibrated on" in target.description
 
 
 def class_error_factors(target: Target) -> dict[OpClassName, float]:

@@ -144,7 +144,8 @@ def intent_lines(account: IntentAccount | None) -> list[str]:
             lines.append(f"        {detail_words(a.detail)}")
     explained = (*account.unaccounted, *account.partly, *account.preset_untagged)
     if explained:
-        lines.append("  reasons: " + "; ".join(f"{w}: {WHY_MEANING[w]}" for w in dict.fromkeys(a.why for a in explained)))
+        reasons = dict.fromkeys(a.why for a in explained)
+        lines.append("  reasons: " + "; ".join(f"{w}: {WHY_MEANING[w]}" for w in reasons))
     lines.append("")
     return lines
 

@@ -136,3 +136,35 @@ def test_annotations_only_account_agrees() -> None:
                    "device_put.5": Why.TRANSFERRED, "device_put.7": Why.REMOVED_BY_XLA}
     loops = {a.asked.what.split(" ")[0]: a.detail[-1].arg("loops") for a in acc.items if a.why is Why.REMOVED_BY_XLA}
     assert loops == {"device_put.1": "while.21", "device_put.7": "while.36"}
+
+
+MAXTEXT = FIXTURE.parent / "maxtext_rope"
+
+
+def test_maxtexts_q_k_v_annotations_each_pair_with_one_tensors_transfers() -> None:
+    # fixtures/maxtext_rope/ (docs/maxtext.md's tiny llama, 8 devices), read by hand: its unoptimized module
+    # places 3 values of bf16[8,512,4,64] (2,097,152 B, in the layer scan run twice) in host memory:
+    # device_put.3 and .4 the RoPE adds add.18 / add.19 (Q and K, embeddings.py:265), device_put.5 the
+    # dot dot_general.12 (V, linears.py:162), each through a sharding_constraint; and 3 back. The optimized
+    # module moves 12 slices of 262,144 B (bytes / 8 devices), each run once, into host buffers of 2
+    # slices (tests/unit/test_rope_names.py names each). By bytes all 12 fit any annotation.
+    unopt = (MAXTEXT / "unoptimized.hlo.txt").read_text()
+    for put, value in (("3", "sharding_constraint.17"), ("4", "sharding_constraint.18"), ("5", "sharding_constraint.19")):
+        assert re.search(rf"%device_put\.{put} = bf16\[8,512,4,64\]\{{3,2,1,0\}} custom-call\(%{value}\), "
+                         r'custom_call_target="annotate_device_placement".*_xla_buffer_placement="pinned_host"', unopt)
+    assert re.search(r"%sharding_constraint\.17 = .*custom-call\(%add\.18\)", unopt)
+    assert re.search(r"%sharding_constraint\.18 = .*custom-call\(%add\.19\)", unopt)
+    assert re.search(r"%sharding_constraint\.19 = .*custom-call\(%dot_general\.12\)", unopt)
+    report = load_report(str(MAXTEXT))
+    unoptimized = load_module(str(MAXTEXT / "unoptimized.hlo.txt"))
+    matches = {m.annotation.instruction.name: m for m in
+               match_annotations(placement_annotations(unoptimized), [v.transfer for v in report.verdicts], 8)}
+    assert len(matches) == 6 and all(m.fate is Fate.ASYNC and m.shards == 8 and m.by_buffer for m in matches.values())
+    names = {n: sorted({t.checkpoint_name or "" for t in m.became}) for n, m in matches.items()}
+    # V (its own line) takes V's two slices, the loop body's and the peeled layer's; Q and K (one line,
+    # one size) each take one tensor's two, never one of each: which of the two is whose, nothing tells
+    assert names["device_put.5"] == ["value_proj"] and matches["device_put.5"].by_source
+    assert {t.instruction.name for t in matches["device_put.5"].became} == {
+        "dynamic-update-slice-start.2.0", "dynamic-update-slice-start.5.0"}  # the scan body's and the entry's
+    assert {tuple(names[n]) for n in ("device_put.3", "device_put.4")} == {("key_proj",), ("query_proj",)}
+    assert all(len(v) == 1 for v in names.values())

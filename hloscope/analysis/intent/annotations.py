@@ -20,8 +20,11 @@ both, and an annotation of ``B`` bytes run once (the dense scan of 1 layer) woul
 slice of the other scan's (2 layers, whose loop XLA peeled into two transfers run once
 each). So a first pass pairs an annotation only with transfers whose host buffer holds
 what it places per step, ``n`` slices (``B * n / k`` bytes: a scan stacks its ``n``
-iterations' values into one host buffer, a plain offload's buffer is its value); the
-annotations it leaves are paired by bytes alone (``AnnotationMatch.by_buffer`` False).
+iterations' values into one host buffer, a plain offload's buffer is its value), and
+within that first with transfers whose source line (the line that computed the moved
+value, ``HostTransfer.source``) is the annotation's: MaxText's V is computed at another
+line than its Q and K, all three of one size. The annotations these passes leave are
+paired by bytes alone (``AnnotationMatch.by_buffer`` False).
 
 An annotation that finds no such transfers is ``removed`` when the transfers no
 annotation matched, in its direction, move fewer bytes per step than it does (the
@@ -55,13 +58,15 @@ class AnnotationMatch:
     optimized transfers it was matched to. shards: the divisor ``k`` of the partition count
     that matched (bytes = annotation / k), 0 when none did. by_buffer: the transfers' host
     buffer holds what the annotation places per step (the first pass of
-    :func:`match_annotations`); False: bytes alone paired them."""
+    :func:`match_annotations`); False: bytes alone paired them. by_source: the transfers' source
+    line is the annotation's too."""
 
     annotation: HostTransfer
     fate: Fate
     became: tuple[HostTransfer, ...] = ()
     shards: int = 0
     by_buffer: bool = False
+    by_source: bool = False
 
     @property
     def matched(self) -> bool:
@@ -93,20 +98,43 @@ def _holds(a: HostTransfer, t: HostTransfer, k: int) -> bool:
     return host_buffer_bytes(t) == a.bytes * a.executions // k
 
 
+def _same_line(a: HostTransfer, t: HostTransfer) -> bool:
+    """Both have a source line and it is the same (the two modules of one compile name one file alike)."""
+    return a.source is not None and t.source is not None and (a.source.file, a.source.line) == (
+        t.source.file, t.source.line)
+
+
+#: The passes of :func:`match_annotations`, strongest evidence first: (by host buffer, by source line).
+_PASSES = ((True, True), (True, False), (False, False))
+
+
+def _fill(want: int, candidates: Sequence[HostTransfer]) -> list[HostTransfer]:
+    """Transfers of ``candidates`` whose executions add up to ``want`` (the most executions first: the
+    fewest transfers), or []."""
+    picked: list[HostTransfer] = []
+    total = 0
+    for t in sorted(candidates, key=lambda t: -t.executions):
+        if total + t.executions <= want:
+            picked.append(t)
+            total += t.executions
+        if total == want:
+            return picked
+    return []
+
+
 def _match(a: HostTransfer, candidates: Sequence[HostTransfer], partitions: int,
-           by_buffer: bool = False) -> tuple[list[HostTransfer], int]:
+           by_buffer: bool = False, by_source: bool = False) -> tuple[list[HostTransfer], int]:
     for k in _divisors(partitions):
         if a.bytes % k:
             continue
-        picked: list[HostTransfer] = []
-        total = 0
-        # Prefer the fewest transfers: the most executions first.
-        for t in sorted((t for t in candidates if t.bytes == a.bytes // k and (not by_buffer or _holds(a, t, k))),
-                        key=lambda t: -t.executions):
-            if total + t.executions <= a.executions:
-                picked.append(t)
-                total += t.executions
-            if total == a.executions:
+        fits = [t for t in candidates if t.bytes == a.bytes // k and (not by_buffer or _holds(a, t, k))
+                and (not by_source or _same_line(a, t))]
+        # One annotation places one tensor: transfers that carry one checkpoint name first (MaxText's Q and
+        # K slices, of one size and one line, are not mixed), then any.
+        names = dict.fromkeys(t.checkpoint_name for t in fits if t.checkpoint_name is not None)
+        for group in [*([t for t in fits if t.checkpoint_name == n] for n in names), fits]:
+            picked = _fill(a.executions, group)
+            if picked:
                 return picked, k
     return [], 0
 
@@ -120,18 +148,21 @@ def match_annotations(annotations: Sequence[HostTransfer], transfers: Sequence[H
     parts = max(partitions, 1)
     out: dict[int, AnnotationMatch] = {}
     left_over = sorted(range(len(annotations)), key=lambda i: -annotations[i].bytes)
-    for by_buffer in (True, False):  # first by bytes and host buffer, then by bytes alone
+    for by_buffer, by_source in _PASSES:  # by host buffer and source line, by host buffer, by bytes alone
         todo, left_over = left_over, []
         for i in todo:
             a = annotations[i]
-            picked, k = _match(a, [t for t in free if t.direction is a.direction], parts, by_buffer)
+            if by_source and a.source is None:
+                left_over.append(i)
+                continue
+            picked, k = _match(a, [t for t in free if t.direction is a.direction], parts, by_buffer, by_source)
             if not picked:
                 left_over.append(i)
                 continue
             for t in picked:
                 free.remove(t)
             out[i] = AnnotationMatch(a, Fate.ASYNC if all(t.is_async for t in picked) else Fate.SYNC, tuple(picked),
-                                     k, by_buffer)
+                                     k, by_buffer, by_source)
     for i in left_over:
         a = annotations[i]
         left = sum(t.bytes * t.executions * parts for t in free if t.direction is a.direction)

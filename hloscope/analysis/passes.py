@@ -79,7 +79,7 @@ VERDICTS = Pass("verdicts", _verdicts)
 
 
 def _summary(ctx: StepContext) -> Summary:
-    return summarize(ctx[VERDICTS], ctx.index.callgraph.unknown_trip, ctx[TIMELINE])
+    return summarize(ctx[VERDICTS], ctx.index.callgraph.unknown_trip, ctx[TIMELINE], ctx.cost.implausible())
 
 
 SUMMARY = Pass("summary", _summary)

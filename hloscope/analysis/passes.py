@@ -81,7 +81,7 @@ VERDICTS = Pass("verdicts", _verdicts)
 
 
 def _summary(ctx: StepContext) -> Summary:
-    return summarize(ctx[VERDICTS], ctx.index.callgraph.unknown_trip, ctx[TIMELINE])
+    return summarize(ctx[VERDICTS], ctx.index.callgraph.unknown_trip, ctx[TIMELINE], ctx.cost.implausible())
 
 
 SUMMARY = Pass("summary", _summary)
@@ -139,7 +139,9 @@ def _measured(ctx: StepContext) -> MeasuredComparison | None:
         return None
     timeline, pairs = ctx[TIMELINE], ctx[PAIRS]
     return compare_measured(ctx.index, ctx.cost, pairs, ctx[TRANSFERS], profile,
-                            timeline.step_us if timeline else None, waits_by_start(timeline, pairs))
+                            timeline.step_us if timeline else None, waits_by_start(timeline, pairs),
+                            {v.transfer.instruction.name: v.verdict for v in ctx[VERDICTS]},
+                            ctx.options.thresholds.verdict)
 
 
 MEASURED = Pass("measured", _measured)

@@ -13,6 +13,7 @@ from hloscope.analysis.simulate.slack import Slack
 from hloscope.analysis.simulate.timeline import TransferTiming
 from hloscope.analysis.simulate.verdict import FirstUse, InputReady, Verdict
 from hloscope.render.drain_text import drain_dicts
+from hloscope.render.implausible_text import implausible_line
 from hloscope.render.intent_text import intent_dict
 from hloscope.render.measured_text import measured_dict
 from hloscope.render.memory_text import memory_dict
@@ -205,6 +206,12 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         },
         "notes": list(report.notes),
     }
+    if s.implausible is not None:  # estimates that cannot be: absent when there are none
+        out["summary"]["implausible"] = {
+            "ops": [{"instruction": x.instruction, "computation": x.computation, "est_us": round(x.us, 3),
+                     "ceiling_us": round(x.ceiling_us, 3), "flops": x.flops, "flops_ceiling": x.flops_ceiling,
+                     "hbm_bytes": x.hbm_bytes} for x in s.implausible.ops],
+            "step_us": _r(s.implausible.step_us), "line": implausible_line(s.implausible)}
     account = account_of(report)
     if account is not None:
         out["intent"] = intent_dict(account)

@@ -13,6 +13,7 @@ from hloscope.hlo.loader import ARTIFACT_NOTE
 from hloscope.render.backend_text import platform_line
 from hloscope.render.drain_text import drain_lines
 from hloscope.render.fit import FittedTable, fit_lines, fit_table, moved_line
+from hloscope.render.implausible_text import implausible_lines
 from hloscope.render.intent_text import intent_lines
 from hloscope.render.margin_text import fix_first_lines, margin_line
 from hloscope.render.measured_text import measured_lines
@@ -188,6 +189,7 @@ class TableRenderer:
         lines += drain_lines(report)
         if report.measured is not None:
             lines += measured_lines(report.measured)
+        lines += implausible_lines(report.summary.implausible)
         lines.append("all *us figures are roofline estimates (docs/cost-model.md), not measurements"
                      + ("; the measured ones are marked so" if report.measured is not None else ""))
         return fit_lines(lines, width)

@@ -27,17 +27,15 @@ from hloscope.targets import Platform, Target
 @dataclass(frozen=True)
 class ExecutionModel:
     """platform: the family. xla_streams: XLA assigns execution streams that the simulation
-    follows (GPU); False: async ops run beside the in-order core with no streams (TPU).
-    core: what runs the schedule in order and waits at a done (``compute stream``, ``TensorCore``)."""
+    follows (GPU); False: async ops run beside the in-order core with no streams (TPU)."""
 
     platform: Platform
     xla_streams: bool
-    core: str
 
 
 _MODELS = {
-    Platform.GPU: ExecutionModel(Platform.GPU, xla_streams=True, core="compute stream"),
-    Platform.TPU: ExecutionModel(Platform.TPU, xla_streams=False, core="TensorCore"),
+    Platform.GPU: ExecutionModel(Platform.GPU, xla_streams=True),
+    Platform.TPU: ExecutionModel(Platform.TPU, xla_streams=False),
 }
 
 

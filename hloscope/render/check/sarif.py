@@ -160,7 +160,8 @@ def sarif_log(result: CheckResult) -> dict[str, Any]:
         "originalUriBaseIds": {"SRCROOT": {"uri": _folder_uri(Path.cwd())}},
         "results": results,
         "invocations": [{"executionSuccessful": True}],
-        "properties": {"subject": result.subject.label, "target": rep.target.name, "passed": result.passed,
+        "properties": {"subject": result.subject.label, "target": rep.target.name,
+                       "platform": str(rep.platform), "passed": result.passed,
                        "rules": {k: v if isinstance(v, (bool, int, float, str, list)) else str(v)
                                  for k, v in result.rules.items()}},
     }

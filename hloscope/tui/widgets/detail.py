@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import linecache
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -31,6 +31,9 @@ from hloscope.tui.load import Loaded
 from hloscope.tui.messages import GoTo
 from hloscope.tui.text import hlo_string, plain, shown
 from hloscope.units import human_bytes, human_us
+
+if TYPE_CHECKING:  # hloscope.render is imported on the first detail drawn (instruction_text)
+    from hloscope.render.why import PlatformWords
 
 #: Most users/operands listed as links (a broadcast constant can have thousands; a long
 #: list costs the pane a slow layout on every cursor stop).
@@ -101,7 +104,7 @@ def instruction_text(loaded: Loaded, ins: Instruction) -> Text:
 def verdict_text(loaded: Loaded, v: Verdict) -> Text:
     from hloscope.render.margin_text import margin_line
     from hloscope.render.name_words import name_words, unrequested_words
-    from hloscope.render.why import explain, slack_clause  # see instruction_text
+    from hloscope.render.why import core_word, explain, slack_clause  # see instruction_text
     from hloscope.render.xla_text import xla_clause
 
     t_ = v.transfer
@@ -118,7 +121,7 @@ def verdict_text(loaded: Loaded, v: Verdict) -> Text:
              f"per step ({'simulated wait' if simulated else 'estimates'})\n")
     if clause := xla_clause(loaded.report, v):  # XLA's own figure, beside ours
         t.append(f"  xla: {clause}\n")
-    t.append(shown(f"  why: {explain(v)}") + "\n", style="italic")
+    t.append(shown(f"  why: {explain(v, core_word(loaded.report.platform))}") + "\n", style="italic")
     if margin := margin_line(loaded.report, v):
         t.append(shown(f"  margin: {margin}") + "\n")
     stream = loaded.report.streams.stream_of(t_.computation, t_.instruction.name) if loaded.report.streams else None
@@ -128,7 +131,7 @@ def verdict_text(loaded: Loaded, v: Verdict) -> Text:
     if room is not None:
         t.append(shown(f"  slack: {slack_clause(room)}") + "\n")
     if v.timing is not None:
-        t.append_text(timing_text(v.timing))
+        t.append_text(timing_text(v.timing, core_word(loaded.report.platform)))
     if v.window:
         segs = ", ".join(f"{s.computation}[{s.first}:{s.end}] {s.kind.value}" for s in v.window)
         t.append(f"  window: {segs}; {len(v.compute)} compute, {len(v.collectives)} collective(s), "
@@ -144,7 +147,7 @@ def _names(names: tuple[str, ...], most: int = 3) -> str:
     return shown + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
-def timing_text(timing: TransferTiming) -> Text:
+def timing_text(timing: TransferTiming, words: PlatformWords | None = None) -> Text:
     """The simulated timing of a transfer's last execution: issue, finish, done, the wait, what ran beside it."""
     t = Text()
     t.append("  simulated", style="bold")
@@ -160,7 +163,8 @@ def timing_text(timing: TransferTiming) -> Text:
         t.append(f" (mean {human_us(timing.mean_wait_us)} over {timing.executions} execution(s), "
                  f"{human_us(timing.wait_us_per_step)} per step)\n")
     else:
-        t.append(f"    synchronous: the compute stream waited {human_us(timing.wait_us)}\n")
+        core = words.core if words else "compute stream"
+        t.append(f"    synchronous: the {core} waited {human_us(timing.wait_us)}\n")
     t.append(f"    beside it: {len(timing.beside_compute)} compute op(s) ~{human_us(timing.compute_beside_us)}")
     if timing.beside_compute:
         t.append(shown(f" ({_names(timing.beside_compute)})"))

@@ -19,7 +19,7 @@ from hloscope.targets import DEFAULT_HOST_POOL_BYTES, DEFAULT_TARGET, HOST_POOL_
 
 __all__ = ["MEMORY_FRACTION_HELP", "PHASE_WRITING", "TARGET_HELP", "PhaseStatus", "add_compile_options",
            "add_devices_option", "add_host_memory_space_option", "add_maxtext_option", "add_memory_fraction_option",
-           "add_target_option", "maxtext_from_args",
+           "add_module_option", "add_target_option", "maxtext_from_args",
            "compile_target", "fraction", "parse_sets", "request_from_args", "scheduler_from_args"]
 
 
@@ -32,6 +32,13 @@ def add_target_option(p: argparse.ArgumentParser, help: str = TARGET_HELP) -> No
     """``--target``, defined here for every command. Left None when not given, so a path's own
     target wins (``artifact.resolve_target``) and a compile takes :func:`compile_target`."""
     p.add_argument("--target", default=None, metavar="NAME|FILE", help=help)
+
+
+def add_module_option(p: argparse.ArgumentParser) -> None:
+    """``--module``: which module of an XLA dump folder to read (``hloscope.hlo.dump_folder``)."""
+    p.add_argument("--module", metavar="NAME", default=None,
+                   help="with an XLA dump folder: read this module (its name, e.g. jit_step, or its id, e.g. "
+                        "module_0044) instead of the one found as the step")
 
 
 def compile_target(args: argparse.Namespace) -> str:

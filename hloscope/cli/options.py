@@ -253,7 +253,7 @@ _JAX_NOTED = False
 
 def check_request(request: CompileRequest) -> None:
     """What a compile can be refused for before JAX starts, each in one line (exit 2): an ``--fn``
-    that is not ``module:function`` or has no ``--args``, a ``--maxtext`` whose config file or
+    that is not ``module:function``, has no ``--args`` or names a module that is nowhere to import, a ``--maxtext`` whose config file or
     overrides are malformed or whose Python or install cannot run MaxText, a device count the target's topology or the
     workload's shardings cannot take (``hloscope.compile.topology.check_devices``)."""
     from hloscope.compile.topology import check_devices
@@ -263,11 +263,12 @@ def check_request(request: CompileRequest) -> None:
 
         split_args(request.maxtext)
     if request.fn is not None:
-        from hloscope.compile.userfn import split_ref
+        from hloscope.compile.userfn import check_findable, split_ref
 
         split_ref(request.fn)
         if not request.args:
             raise HloscopeError("--fn needs --args describing its abstract arguments", EXIT_BAD_INPUT)
+        check_findable(request.fn, request.cwd)
     check_devices(request)
     if request.maxtext is not None:
         from hloscope.compile.maxtext import check_available

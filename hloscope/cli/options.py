@@ -253,9 +253,10 @@ _JAX_NOTED = False
 
 def check_request(request: CompileRequest) -> None:
     """What a compile can be refused for before JAX starts, each in one line (exit 2): an ``--fn``
-    that is not ``module:function``, has no ``--args`` or names a module that is nowhere to import, a ``--maxtext`` whose config file or
-    overrides are malformed or whose Python or install cannot run MaxText, a device count the target's topology or the
-    workload's shardings cannot take (``hloscope.compile.topology.check_devices``)."""
+    that is not ``module:function``, has no ``--args`` or names a module that is nowhere to import,
+    a ``--maxtext`` whose config file or overrides are malformed or whose Python or install cannot
+    run MaxText, a device count the target's topology or the workload's shardings cannot take
+    (``hloscope.compile.topology.check_devices``)."""
     from hloscope.compile.topology import check_devices
 
     if request.maxtext is not None:

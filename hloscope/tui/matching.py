@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from hloscope.analysis.report import Report
 from hloscope.analysis.simulate.verdict import Verdict
-from hloscope.check.pairing import pair_transfers
 from hloscope.check.keys import TransferKey, TransferRecord, records_from_report
+from hloscope.check.pairing import pair_transfers
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,7 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
                         "nothing to judge (module not scheduled, not compiled for a GPU, no host transfer)")
     p.add_argument("--allow-empty", action="store_true",
                    help="let --fail-on pass when there is nothing to judge (instead of exit 8)")
-    p.add_argument("--link", choices=[m.value for m in LINK_MODES], default=DEFAULT_LINK_MODE.value,
+    p.add_argument("--link", choices=[str(m) for m in LINK_MODES], default=str(DEFAULT_LINK_MODE),
                    help=f"host link figures: achieved (measured) or peak (specification) (default {DEFAULT_LINK_MODE})")
     p.add_argument("--trace", metavar="FILE",
                    help="also write the simulated step as Trace Event JSON (open in ui.perfetto.dev)")

@@ -253,13 +253,13 @@ def read_module(path: str, module: str | None = None) -> tuple[Module, str | Non
     ``module``: which module of an XLA dump folder."""
     found = _find(path, module)
     if found.binary:
-        module = parse_hlo_proto(found.data, found.name)
-        module.source_path = found.name
-        return module, None, found.notes
+        parsed = parse_hlo_proto(found.data, found.name)
+        parsed.source_path = found.name
+        return parsed, None, found.notes
     text = _decode(found.data, found.name)
-    module = parse_text(text, found.name)
-    module.source_path = None if found.name == "<stdin>" else os.fspath(found.name)
-    return module, text, found.notes
+    parsed = parse_text(text, found.name)
+    parsed.source_path = None if found.name == "<stdin>" else os.fspath(found.name)
+    return parsed, text, found.notes
 
 
 def load_module(path: str) -> Module:

@@ -43,9 +43,10 @@ class Pairing:
     added: tuple[TransferRecord, ...]
 
 
-def role(r: TransferRecord) -> Role:
-    """What a transfer moves: direction, bytes per execution, op kind."""
-    return (r.key.direction, r.bytes, r.op)
+def role(r: TransferRecord, with_op: bool = True) -> Role:
+    """What a transfer moves: direction, bytes per execution, op kind (``with_op`` False: left out,
+    for a side that does not record it)."""
+    return (r.key.direction, r.bytes, r.op if with_op else "")
 
 
 def _file_line(r: TransferRecord) -> tuple[str, int | None]:
@@ -57,10 +58,15 @@ def _file_line(r: TransferRecord) -> tuple[str, int | None]:
 
 
 class _Pairer:
-    def __init__(self, base: Iterable[TransferRecord], new: Iterable[TransferRecord]) -> None:
+    def __init__(self, base: list[TransferRecord], new: list[TransferRecord]) -> None:
         self.left: tuple[dict[int, TransferRecord], dict[int, TransferRecord]] = (
             {id(r): r for r in base}, {id(r): r for r in new})
         self.pairs: list[tuple[TransferRecord, TransferRecord]] = []
+        # A JSON report written before reports named the op kind: compare the rest of the role.
+        self.with_op = all(r.op for r in base) and all(r.op for r in new)
+
+    def role(self, r: TransferRecord) -> Role:
+        return role(r, self.with_op)
 
     def _take(self, b: TransferRecord, n: TransferRecord) -> None:
         self.pairs.append((b, n))
@@ -102,7 +108,7 @@ class _Pairer:
                 for r in records:
                     f, line = _file_line(r)
                     if f == file and line is not None:
-                        at.setdefault(line, set()).add(role(r))
+                        at.setdefault(line, set()).add(self.role(r))
                 lines = sorted(at)
                 sides.append((lines, [tuple(sorted(at[n])) for n in lines]))
             (blines, bsigs), (nlines, nsigs) = sides
@@ -119,7 +125,7 @@ class _Pairer:
                 line = aligned.get((f, line))
                 if line is None:
                     return None
-            return (f, line, role(r))
+            return (f, line, self.role(r))
 
         self.by_key(key)
 
@@ -127,10 +133,10 @@ def pair_transfers(base: Iterable[TransferRecord], new: Iterable[TransferRecord]
     """Pair ``base``'s transfers with ``new``'s by what they are (module docstring)."""
     base, new = list(base), list(new)
     p = _Pairer(base, new)
-    p.by_key(lambda r, _: (r.checkpoint, role(r)) if r.checkpoint and not r.name_guessed else None)
+    p.by_key(lambda r, _: (r.checkpoint, p.role(r)) if r.checkpoint and not r.name_guessed else None)
     p.by_aligned_lines()
-    p.by_key(lambda r, _: (_file_line(r)[0], role(r)) if _file_line(r)[1] is not None else None, unique=True)
-    p.by_key(lambda r, _: (r.key.name, role(r)) if r.key.name else None, unique=True)
+    p.by_key(lambda r, _: (_file_line(r)[0], p.role(r)) if _file_line(r)[1] is not None else None, unique=True)
+    p.by_key(lambda r, _: (r.key.name, p.role(r)) if r.key.name else None, unique=True)
     order = {id(r): i for i, r in enumerate(base)}
     pairs = sorted(p.pairs, key=lambda pair: order[id(pair[0])])
     return Pairing(tuple(pairs), tuple(p.left[0].values()), tuple(p.left[1].values()))

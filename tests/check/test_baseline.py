@@ -44,6 +44,17 @@ def test_json_report_round_trip_matches_every_transfer_without_change() -> None:
     assert len(diff.pairs) == len(live) and not diff.changes
 
 
+def test_a_json_report_without_op_kinds_still_pairs_every_transfer() -> None:
+    # A report that does not name each transfer's op kind (a hand-trimmed or older one): the role is
+    # then direction and bytes, and the llama step still pairs all 9 with themselves.
+    report = fixture_report("llama_offload.hlo.txt")
+    data = json.loads(json.dumps(report.to_dict()))
+    for t in data["transfers"]:
+        del t["op"]
+    diff = compare(snapshot_from_json(data, "report.json"), snap("llama_offload.hlo.txt"))
+    assert len(diff.pairs) == 9 and all(b.instruction == n.instruction for b, n in diff.pairs) and not diff.changes
+
+
 def test_two_compiles_with_different_numbering_match_by_key() -> None:
     # LHS really off (fixtures/README.md: scheduler none, no scheduling_name) and LHS on, compiled
     # separately: XLA numbers the transfers differently, every one still pairs by key, and the diff

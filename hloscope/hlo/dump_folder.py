@@ -88,10 +88,10 @@ def _contains(path: Path, markers: tuple[bytes, ...]) -> bool:
     return any(m in data for m in markers)
 
 
-def _rank(path: Path, names: list[Path]) -> Rank:
+def _rank(path: Path, same_module: list[Path]) -> Rank:
     if _contains(path, HOST_MARKERS + PLACEMENT_MARKERS):
         return Rank.HOST
-    before = sibling(path, BEFORE_SUFFIX, names)
+    before = sibling(path, BEFORE_SUFFIX, same_module)
     if before is not None and _contains(before, PLACEMENT_MARKERS):
         return Rank.HOST
     if _contains(path, (GRADIENT_MARKER,)):
@@ -101,13 +101,16 @@ def _rank(path: Path, names: list[Path]) -> Rank:
 
 def list_modules(directory: Path, cands: list[Path], names: list[Path]) -> list[DumpModule]:
     """The candidate files of a dump folder as modules, each ranked by what it is."""
+    by_id: dict[str, list[Path]] = {}
+    for q in names:
+        by_id.setdefault(module_id(q), []).append(q)
     out = []
     for p in cands:
         try:
             size = p.stat().st_size
         except OSError as e:
             raise HloscopeError(f"{p}: cannot read: {e.strerror or e}", EXIT_BAD_INPUT) from None
-        out.append(DumpModule(p, module_id(p), _module_name(p), size, _rank(p, names)))
+        out.append(DumpModule(p, module_id(p), _module_name(p), size, _rank(p, by_id.get(module_id(p), []))))
     return out
 
 

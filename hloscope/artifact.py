@@ -130,19 +130,6 @@ def platform_target(backend: CompiledFor | None) -> tuple[Target, TargetOrigin]:
     return as_target(None), TargetOrigin.DEFAULT
 
 
-def dump_target_arguments(module_file: str) -> str:
-    """The ``<module>.target_arguments.txt`` XLA dumps beside ``module_file`` (a TPU dump's; "" if none)."""
-    p = Path(module_file)
-    stem = p.name.split(".after_optimizations")[0] if ".after_optimizations" in p.name else ""
-    if not stem or not p.is_file():
-        return ""
-    args = p.with_name(stem + ".target_arguments.txt")
-    try:
-        return args.read_text(errors="replace") if args.is_file() else ""
-    except OSError:
-        return ""
-
-
 def _versions(manifest: Mapping[str, Any]) -> dict[str, str]:
     """The package versions a manifest records (``versions``), strings only."""
     found = manifest.get("versions")
@@ -160,23 +147,27 @@ class LoadedStep:
 
 
 def read_step(path: str, target: str | Target | None = None, names: Sequence[Mapping[str, Any]] = (),
-              keep_text: bool = False) -> LoadedStep:
+              keep_text: bool = False, module: str | None = None) -> LoadedStep:
     """Read ``path`` (file, dump folder, artifact folder, ``-``) with all it carries, each file once.
-    ``keep_text``: the inputs keep the HLO text the module was parsed from (the TUI's line lookups)."""
+    ``keep_text``: the inputs keep the HLO text the module was parsed from (the TUI's line lookups).
+    ``module``: which module of an XLA dump folder (``--module``; ``hloscope.hlo.dump_folder``)."""
     from hloscope.analysis.inputs import ScheduleRun, StepInputs, int_figures
     from hloscope.analysis.intent.account import intent_from_dict
     from hloscope.analysis.structure.backend import find_backend
     from hloscope.hlo.loader import ARTIFACT_NOTE, read_module
     from hloscope.hlo.xla_dumps import XlaDumpTexts
 
-    module, read_text, notes = read_module(path)
+    hlo, read_text, notes = read_module(path, module)
     text = read_text if keep_text else None
-    name = module.source_path or "<stdin>"
+    name = hlo.source_path or "<stdin>"
     manifest = read_manifest(path)
-    backend = find_backend(module, name, dump_target_arguments(name) if module.source_path else "")
+    target_arguments = _target_arguments(hlo.source_path)
+    backend = find_backend(hlo, name, target_arguments)
     tgt, origin = resolve_target(path, target, manifest, backend)
     if manifest is None:
-        return LoadedStep(StepInputs(module, name, text, tuple(names), notes=notes, compiled_for=backend), tgt, origin)
+        dumps = XlaDumpTexts(target_arguments=target_arguments)
+        return LoadedStep(StepInputs(hlo, name, text, tuple(names), dumps=dumps, notes=notes, compiled_for=backend),
+                          tgt, origin)
     notes = (*notes, f"{ARTIFACT_NOTE} target {tgt.name} "
                      f"({'--target' if origin == TargetOrigin.GIVEN else 'from manifest.json'}), "
                      f"{manifest.get('devices', '?')} devices, XLA options {manifest.get('xla_options', {})}")
@@ -185,7 +176,7 @@ def read_step(path: str, target: str | Target | None = None, names: Sequence[Map
     vocab = (manifest.get("config") or {}).get("vocab")
     intent = intent_from_dict(manifest.get("intent"))
     unoptimized = load_unoptimized(path) if intent is not None and intent.asks_for_offload() else None
-    inputs = StepInputs(module, name, text, tuple(names),
+    inputs = StepInputs(hlo, name, text, tuple(names),
                         int_figures(figures) if isinstance(figures, dict) else None,
                         XlaDumpTexts.from_files(_folder_texts(Path(path))), manifest, notes,
                         vocab if isinstance(vocab, int) and not isinstance(vocab, bool) else None,
@@ -197,27 +188,33 @@ def read_step(path: str, target: str | Target | None = None, names: Sequence[Map
 
 @overload
 def load_report(path: str, target: str | Target | None = None, options: AnalysisOptions | None = None,
-                names: Sequence[Mapping[str, Any]] = (), *, report_type: None = None) -> Report: ...
+                names: Sequence[Mapping[str, Any]] = (), *, report_type: None = None,
+                module: str | None = None) -> Report: ...
 
 
 @overload
 def load_report(path: str, target: str | Target | None = None, options: AnalysisOptions | None = None,
-                names: Sequence[Mapping[str, Any]] = (), *, report_type: type[R]) -> R: ...
+                names: Sequence[Mapping[str, Any]] = (), *, report_type: type[R],
+                module: str | None = None) -> R: ...
 
 
 def load_report(path: str, target: str | Target | None = None, options: AnalysisOptions | None = None,
-                names: Sequence[Mapping[str, Any]] = (), *, report_type: type[Report] | None = None) -> Report:
+                names: Sequence[Mapping[str, Any]] = (), *, report_type: type[Report] | None = None,
+                module: str | None = None) -> Report:
     """Read and analyze ``path`` (file, dump folder, artifact folder, ``-``), with all it carries.
-    ``report_type``: the report class to build (default :class:`Report`)."""
+    ``report_type``: the report class to build (default :class:`Report`). ``module``: which module of
+    an XLA dump folder."""
     from hloscope.analysis.report import Report, analyze_step
 
-    step = read_step(path, target, names)
+    step = read_step(path, target, names, module=module)
     return analyze_step(step.inputs, step.target, options, report_type=report_type or Report)
 
 
-def load_unoptimized(path: str) -> Module | None:
+def load_unoptimized(path: str, module: str | None = None) -> Module | None:
     """The module before optimizations that goes with ``path``: an artifact folder's
-    ``unoptimized.hlo.txt``, or the same module's ``*before_optimizations.txt`` in a dump folder."""
+    ``unoptimized.hlo.txt``, or the same module's ``*before_optimizations.txt`` in a dump folder
+    (``module``: which module of it)."""
+    from hloscope.hlo.dump_folder import BEFORE_SUFFIX, sibling
     from hloscope.hlo.loader import load_module, pick_dump_file
 
     p = Path(path)
@@ -225,11 +222,24 @@ def load_unoptimized(path: str) -> Module | None:
         return None
     if is_artifact_folder(p):
         return load_module(str(p / UNOPTIMIZED_FILE)) if (p / UNOPTIMIZED_FILE).is_file() else None
-    chosen = pick_dump_file(p)
+    chosen = pick_dump_file(p, module)
     if not chosen.name.endswith("after_optimizations.txt"):
         return None
-    module_id = chosen.name.split(".", 1)[0]  # module_6045
-    for q in sorted(p.iterdir()):
-        if q.name.startswith(module_id + ".") and q.name.endswith("before_optimizations.txt"):
-            return load_module(str(q))
-    return None
+    before = sibling(chosen, BEFORE_SUFFIX)
+    return load_module(str(before)) if before is not None else None
+
+
+def _target_arguments(source: str | None) -> str:
+    """The ``*.target_arguments.txt`` XLA wrote beside a dump folder's module (TPU dumps: it names
+    the TPU version), "" when there is none."""
+    from hloscope.hlo.dump_folder import TARGET_ARGUMENTS_SUFFIX, sibling
+
+    if not source:
+        return ""
+    found = sibling(Path(source), TARGET_ARGUMENTS_SUFFIX)
+    if found is None:
+        return ""
+    try:
+        return found.read_text(errors="replace")
+    except OSError:
+        return ""

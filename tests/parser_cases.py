@@ -50,6 +50,42 @@ _FOO = ("HloModule m\n\n%foo (p0: f32[], p1: f32[]) -> f32[] {\n  %p0 = f32[] pa
         "  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n")
 _NOT_CHAINED = REJECTED_ON_PURPOSE[0][1]
 
+#: An async dynamic-update-slice to host memory (S(5)) started before a while loop, whose context the loop's
+#: state carries through every iteration: each iteration's dynamic-update-slice-update reads it from the
+#: loop parameter, and the done after the loop from the while result (the form of issue 46 item 7).
+_CTX = "((f32[4,8]{1,0:S(5)}, f32[1,8]{1,0}, s32[], s32[]), f32[4,8]{1,0:S(5)}, u32[])"
+_STATE = f"(s32[], {_CTX}, f32[1,8]{{1,0}})"
+LOOP_CROSSING_DUS = (
+    "HloModule loop_crossing_dus, is_scheduled=true\n\n"
+    "cond {\n"
+    f"  p = {_STATE} parameter(0)\n"
+    "  i = s32[] get-tuple-element(p), index=0\n"
+    "  n = s32[] constant(4)\n"
+    "  ROOT lt = pred[] compare(i, n), direction=LT\n"
+    "}\n\n"
+    "body {\n"
+    f"  p = {_STATE} parameter(0)\n"
+    "  i = s32[] get-tuple-element(p), index=0\n"
+    f"  ctx = {_CTX} get-tuple-element(p), index=1\n"
+    "  x = f32[1,8]{1,0} get-tuple-element(p), index=2\n"
+    "  one = s32[] constant(1)\n"
+    "  next = s32[] add(i, one)\n"
+    f"  upd = {_CTX} dynamic-update-slice-update(ctx)\n"
+    "  y = f32[1,8]{1,0} negate(x)\n"
+    "  z = f32[1,8]{1,0} exponential(y)\n"
+    f"  ROOT t = {_STATE} tuple(next, upd, z)\n"
+    "}\n\n"
+    "ENTRY main {\n"
+    "  buf = f32[4,8]{1,0:S(5)} parameter(0)\n"
+    "  x = f32[1,8]{1,0} parameter(1)\n"
+    "  zero = s32[] constant(0)\n"
+    f"  start = {_CTX} dynamic-update-slice-start(buf, x, zero, zero)\n"
+    f"  init = {_STATE} tuple(zero, start, x)\n"
+    f"  loop = {_STATE} while(init), condition=cond, body=body\n"
+    f"  ctx = {_CTX} get-tuple-element(loop), index=1\n"
+    "  ROOT done = f32[4,8]{1,0:S(5)} dynamic-update-slice-done(ctx)\n"
+    "}\n")
+
 
 CASES = [
     Case("async call-start with an inline computation",
@@ -116,8 +152,12 @@ CASES = [
          _FOO + "  %s = ((f32[], f32[]), f32[], s32[]) async-start(%a, %b), calls=%foo\n"
          "  ROOT %d = f32[] async-done(%s, %b)\n}\n", (14, 1), (13, 9), "an async-done takes one operand",
          xla_012_at=None, on_purpose=_NOT_CHAINED),
+    # issue 46 item 7: jaxlib 0.12 reads an async-update or async-done whose context is not an async op
+    # (0.10.2: "AsyncUpdate and AsyncDone expect a single async op as their operand"); hloscope reads it too.
     Case("async-update whose first operand is not an async op",
          _FOO + "  %s = ((f32[], f32[]), f32[], s32[]) async-start(%a, %b), calls=%foo\n"
          "  %u = ((f32[], f32[]), f32[], s32[]) async-update(%a, %s)\n  ROOT %d = f32[] async-done(%u)\n}\n",
-         (14, 3), (13, 4), "an async-update's first operand must be", xla_012_at=None, on_purpose=_NOT_CHAINED),
+         (14, 3), None, xla_012_at=None),
+    Case("loop-crossing async dynamic-update-slice-update of the loop state", LOOP_CROSSING_DUS, (18, 3), None,
+         xla_012_at=None),
 ]

@@ -5,14 +5,11 @@
 live step (:func:`snapshot_from_subject`) or from a JSON report file
 (:func:`load_snapshot`), so a committed ``report.json`` is a baseline.
 
-Transfers are matched by :class:`~hloscope.check.keys.TransferKey`, never by
-XLA's instruction numbers. In a group (name + source + direction) that gained or lost
-a transfer, the occurrence ranks shift, so its transfers first pair with one of the
-same bytes per execution (XLA's offload ops often carry no name and no source, and
-then their size is what tells them apart). Then the whole key (in an unchanged group
-the ranks hold even when a batch size changed every size), then name + source +
-direction, then name + direction (the source line moved because the file was edited
-above it). What is left is a lost (baseline only) or a new (new step only) offload.
+Transfers are paired by what they are (:mod:`hloscope.check.pairing`), never by XLA's
+instruction numbers: checkpoint name where both sides know it, else source line (lines
+shifted by an edit above are aligned), direction, bytes and op kind. Two transfers of
+different bytes are never the same transfer. What is left is a lost (baseline only) or a
+new (new step only) offload.
 
 A change is a regression when a transfer's verdict got worse, its exposed time
 per step grew by more than the tolerance, an offload was lost or appeared, the
@@ -23,13 +20,13 @@ grew by more than the memory tolerance (or stopped fitting).
 from __future__ import annotations
 
 import json
-from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from hloscope.check.keys import TransferRecord, records_from_json, records_from_report, verdict_rank
+from hloscope.check.pairing import pair_transfers
 from hloscope.check.subject import Subject
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.units import JSON_US_DIGITS, human_bytes, human_us
@@ -163,35 +160,9 @@ def load_snapshot(path: str) -> Snapshot:
 
 def match(base: tuple[TransferRecord, ...], new: tuple[TransferRecord, ...]
           ) -> tuple[list[tuple[TransferRecord, TransferRecord]], list[TransferRecord], list[TransferRecord]]:
-    """(matched pairs, baseline only, new only), matching by ever looser keys (module docstring)."""
-    left, right = list(base), list(new)
-    pairs: list[tuple[TransferRecord, TransferRecord]] = []
-    counts_base = Counter(r.key.group() for r in base)
-    counts_new = Counter(r.key.group() for r in new)
-
-    def changed(r: TransferRecord) -> bool:
-        # A group that gained or lost a transfer: its occurrence ranks shifted, its sizes did not.
-        return counts_base[r.key.group()] != counts_new[r.key.group()]
-
-    keyfs: tuple[Callable[[TransferRecord], Any], ...] = (
-        lambda r: (r.key.group(), r.bytes) if changed(r) else None,
-        lambda r: r.key, lambda r: r.key.group(), lambda r: (r.key.name, r.key.direction))
-    for keyf in keyfs:
-        pool: dict[Any, list[TransferRecord]] = {}
-        for r in sorted(right, key=lambda r: r.key.occurrence):
-            pool.setdefault(keyf(r), []).append(r)
-        pool.pop(None, None)
-        rest = []
-        for b in sorted(left, key=lambda r: r.key.occurrence):
-            cands = pool.get(keyf(b))
-            if cands:
-                n = cands.pop(0)
-                pairs.append((b, n))
-                right.remove(n)
-            else:
-                rest.append(b)
-        left = rest
-    return pairs, left, right
+    """(pairs, baseline only, new only): :func:`~hloscope.check.pairing.pair_transfers`."""
+    p = pair_transfers(base, new)
+    return list(p.pairs), list(p.lost), list(p.added)
 
 
 def _us(x: float) -> str:

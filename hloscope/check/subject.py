@@ -42,18 +42,20 @@ class Subject:
         return self.report.memory
 
 
-def load_path(path: str, target: Target | None, unoptimized: str | None = None) -> Subject:
+def load_path(path: str, target: Target | None, unoptimized: str | None = None,
+              module: str | None = None) -> Subject:
     """An HLO file, an XLA dump folder, or a ``hloscope compile`` artifact folder (``-``: stdin).
-    ``target`` None: the artifact folder's own target, else the default."""
+    ``target`` None: the artifact folder's own target, else the default. ``module``: which module of
+    an XLA dump folder."""
     if is_json_report(path):
         raise HloscopeError(f"{path}: a JSON report; check reads HLO (give it as --baseline to compare)",
                             EXIT_BAD_INPUT)
-    report = load_report(path, target)
+    report = load_report(path, target, module=module)
     before = load_module(unoptimized) if unoptimized else None
     if before is None:  # an artifact folder whose step asked for offload brought it already: parsed once
         before = report.inputs.unoptimized
     if before is None and report.module.is_scheduled:
-        before = load_unoptimized(path)
+        before = load_unoptimized(path, module)
     return Subject(report, path, before)
 
 

@@ -19,11 +19,16 @@ from hloscope.analysis.kinds import VerdictKind
 from hloscope.analysis.measured.compare import MeasuredComparison
 from hloscope.analysis.report import Report
 from hloscope.analysis.simulate.overlap import AnalysisOptions
-from hloscope.analysis.structure.backend import find_backend
 from hloscope.check import fail_on_verdicts, nothing_to_judge, parse_verdicts
 from hloscope.cli.archive import is_nsys_archive
 from hloscope.cli.fit import COLOR_CHOICES, report_color, report_width
-from hloscope.cli.options import add_host_memory_space_option, add_host_pool_option, add_target_option, host_pool_bytes
+from hloscope.cli.options import (
+    add_host_memory_space_option,
+    add_host_pool_option,
+    add_module_option,
+    add_target_option,
+    host_pool_bytes,
+)
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_NOTHING_TO_CHECK, HloscopeError
 from hloscope.hlo.loader import ARTIFACT_NOTE
 from hloscope.hlo.profile_files import read_profile_file
@@ -62,7 +67,7 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
                         "nothing to judge (module not scheduled, not compiled for a GPU, no host transfer)")
     p.add_argument("--allow-empty", action="store_true",
                    help="let --fail-on pass when there is nothing to judge (instead of exit 8)")
-    p.add_argument("--link", choices=LINK_MODES, default=DEFAULT_LINK_MODE,
+    p.add_argument("--link", choices=[str(m) for m in LINK_MODES], default=str(DEFAULT_LINK_MODE),
                    help=f"host link figures: achieved (measured) or peak (specification) (default {DEFAULT_LINK_MODE})")
     p.add_argument("--trace", metavar="FILE",
                    help="also write the simulated step as Trace Event JSON (open in ui.perfetto.dev)")
@@ -164,6 +169,7 @@ class AnalyzeCommand:
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("path", metavar="PATH", help="HLO text file, XLA dump folder, or - for stdin")
         add_report_options(p)
+        add_module_option(p)
         add_host_memory_space_option(p)
 
     def run(self, args: argparse.Namespace) -> int:
@@ -177,8 +183,8 @@ class AnalyzeCommand:
 
             profile = parse_measured(read_measured_file(measured))
             req = replace(req, options=replace(req.options, compare_with=profile))
-        report = load_report(args.path, args.target, req.options)
-        note = backend_note(find_backend(report.module, report.inputs.label), report.target.name)
+        report = load_report(args.path, args.target, req.options, module=args.module)
+        note = backend_note(report.compiled_for, report.target.name)
         if note:  # before the report: a CPU module's figures are read knowing it
             print(f"hloscope: note: {note}", file=sys.stderr)
         if report.measured is not None:

@@ -12,6 +12,7 @@ from hloscope.cli.options import (
     add_devices_option,
     add_maxtext_option,
     add_memory_fraction_option,
+    add_module_option,
     add_target_option,
     host_pool_bytes,
 )
@@ -20,6 +21,7 @@ from hloscope.errors import (
     EXIT_CHECK_FAILED,
     EXIT_NOTHING_TO_CHECK,
     EXIT_OK,
+    EXIT_UNKNOWN_NAME,
     HloscopeError,
 )
 
@@ -143,7 +145,7 @@ def resolve_config(args: argparse.Namespace) -> CheckConfig:
     return base.merged(flags)
 
 
-def load_subject(cfg: CheckConfig) -> Subject:
+def load_subject(cfg: CheckConfig, module: str | None = None) -> Subject:
     from hloscope.check.subject import load_path
     from hloscope.targets import DEFAULT_TARGET, as_target
 
@@ -163,7 +165,7 @@ def load_subject(cfg: CheckConfig) -> Subject:
         note_jax_version()
         return compile_subject(request)
     if cfg.path:  # an artifact folder brings its own target unless one was given
-        return load_path(cfg.path, target if cfg.target else None, cfg.unoptimized)
+        return load_path(cfg.path, target if cfg.target else None, cfg.unoptimized, module)
     raise HloscopeError("nothing given to check: PATH, --workload, --fn or --maxtext (or path / workload / fn / "
                         "maxtext in [tool.hloscope] of pyproject.toml)", EXIT_BAD_INPUT)
 
@@ -215,8 +217,8 @@ class CheckCommand:
     --no-sync and --no-exposed. --baseline FILE fails on regressions against an
     earlier JSON report. See docs/ci.md.
     Exit codes: 0 every rule holds, 1 a rule is violated, 2 bad input, bad config or
-    a failed compile, 8 nothing to check (unscheduled, not GPU, no host transfer;
-    --allow-empty passes instead).
+    a failed compile, 3 unknown name (target, format, --module), 8 nothing to check
+    (unscheduled, not GPU, no host transfer; --allow-empty passes instead).
     """
 
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
@@ -233,6 +235,7 @@ class CheckCommand:
         add_devices_option(p, default=None)  # None: pyproject's devices, else 8
         add_memory_fraction_option(p)
         add_target_option(p)
+        add_module_option(p)
         add_no_cache_option(p)
         p.add_argument("--unoptimized", metavar="FILE", help="the unoptimized module, for annotations-accounted")
         p.add_argument("--config", metavar="PYPROJECT", help="read [tool.hloscope] from this file")
@@ -252,8 +255,8 @@ class CheckCommand:
 
             raise HloscopeError(nothing_to_check_words(e.nothing), EXIT_NOTHING_TO_CHECK) from None
         except HloscopeError as e:
-            # Scripts tell "a rule broke" (1) from "could not check" (2, 8): fold every other failure into 2.
-            if e.exit_code in (EXIT_NOTHING_TO_CHECK, EXIT_BAD_INPUT):
+            # Scripts tell "a rule broke" (1) from "could not check" (2, 3, 8): fold every other failure into 2.
+            if e.exit_code in (EXIT_NOTHING_TO_CHECK, EXIT_BAD_INPUT, EXIT_UNKNOWN_NAME):
                 raise
             raise HloscopeError(str(e), EXIT_BAD_INPUT) from None
 
@@ -273,7 +276,7 @@ class CheckCommand:
         from hloscope.cli.options import no_cache
 
         with no_cache(args):
-            subject = load_subject(cfg)
+            subject = load_subject(cfg, args.module)
         result = run_check(subject, cfg, baseline)
         if args.write_baseline:
             write_baseline(subject, args.write_baseline)

@@ -31,8 +31,11 @@ class DiffCommand:
     """diff: compare two steps transfer by transfer, as a baseline check does, for a person.
 
     A and B are JSON reports (hloscope analyze --json, check --write-baseline, an
-    artifact's report.json) or anything analyze reads. Transfers are matched by
-    checkpoint name, source line and direction, not by XLA's instruction numbers.
+    artifact's report.json) or anything analyze reads. Transfers are paired by
+    checkpoint name where both know it, else by source line (lines shifted by an
+    edit are aligned), direction, bytes and op kind, never by XLA's instruction
+    numbers; transfers of different bytes never pair, and the unpaired are listed
+    as lost or new.
     Prints every change; regressions are marked. Exit codes: 0 printed (also when
     there are regressions; use check --baseline to gate), 2 bad input.
     """

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hloscope.cli.options import add_host_memory_space_option, add_target_option
+from hloscope.cli.options import add_host_memory_space_option, add_module_option, add_target_option
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 
 
@@ -51,6 +51,7 @@ class DotCommand:
         p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
                        help=f"give up rendering after this long (default {DEFAULT_TIMEOUT_S:g})")
         add_target_option(p)
+        add_module_option(p)
         add_host_memory_space_option(p)
 
     def run(self, args: argparse.Namespace) -> int:
@@ -70,7 +71,8 @@ class DotCommand:
             raise HloscopeError(f"--timeout must be positive, not {args.timeout:g}", EXIT_BAD_INPUT)
         view, name = next((v, getattr(args, v)) for v in ("transfer", "computation", "schedule", "calls")
                           if getattr(args, v) not in (None, False))
-        report = load_report(args.path, args.target, AnalysisOptions(host_space=args.host_memory_space))
+        report = load_report(args.path, args.target, AnalysisOptions(host_space=args.host_memory_space),
+                             module=args.module)
         result = render_view(report, view, output if output is not None else fmt,
                              name if isinstance(name, str) and name else None, fmt=fmt, radius=args.radius,
                              max_nodes=args.max_nodes, first=args.first, renderer=args.renderer,

@@ -19,7 +19,7 @@ from hloscope.targets import DEFAULT_HOST_POOL_BYTES, DEFAULT_TARGET, HOST_POOL_
 
 __all__ = ["MEMORY_FRACTION_HELP", "PHASE_WRITING", "TARGET_HELP", "PhaseStatus", "add_compile_options",
            "add_devices_option", "add_host_memory_space_option", "add_maxtext_option", "add_memory_fraction_option",
-           "add_target_option", "maxtext_from_args",
+           "add_module_option", "add_target_option", "maxtext_from_args",
            "compile_target", "fraction", "parse_sets", "request_from_args", "scheduler_from_args"]
 
 
@@ -32,6 +32,13 @@ def add_target_option(p: argparse.ArgumentParser, help: str = TARGET_HELP) -> No
     """``--target``, defined here for every command. Left None when not given, so a path's own
     target wins (``artifact.resolve_target``) and a compile takes :func:`compile_target`."""
     p.add_argument("--target", default=None, metavar="NAME|FILE", help=help)
+
+
+def add_module_option(p: argparse.ArgumentParser) -> None:
+    """``--module``: which module of an XLA dump folder to read (``hloscope.hlo.dump_folder``)."""
+    p.add_argument("--module", metavar="NAME", default=None,
+                   help="with an XLA dump folder: read this module (its name, e.g. jit_step, or its id, e.g. "
+                        "module_0044) instead of the one found as the step")
 
 
 def compile_target(args: argparse.Namespace) -> str:
@@ -246,9 +253,10 @@ _JAX_NOTED = False
 
 def check_request(request: CompileRequest) -> None:
     """What a compile can be refused for before JAX starts, each in one line (exit 2): an ``--fn``
-    that is not ``module:function`` or has no ``--args``, a ``--maxtext`` whose config file or
-    overrides are malformed or whose Python or install cannot run MaxText, a device count the target's topology or the
-    workload's shardings cannot take (``hloscope.compile.topology.check_devices``)."""
+    that is not ``module:function``, has no ``--args`` or names a module that is nowhere to import,
+    a ``--maxtext`` whose config file or overrides are malformed or whose Python or install cannot
+    run MaxText, a device count the target's topology or the workload's shardings cannot take
+    (``hloscope.compile.topology.check_devices``)."""
     from hloscope.compile.topology import check_devices
 
     if request.maxtext is not None:
@@ -256,11 +264,12 @@ def check_request(request: CompileRequest) -> None:
 
         split_args(request.maxtext)
     if request.fn is not None:
-        from hloscope.compile.userfn import split_ref
+        from hloscope.compile.userfn import check_findable, split_ref
 
         split_ref(request.fn)
         if not request.args:
             raise HloscopeError("--fn needs --args describing its abstract arguments", EXIT_BAD_INPUT)
+        check_findable(request.fn, request.cwd)
     check_devices(request)
     if request.maxtext is not None:
         from hloscope.compile.maxtext import check_available

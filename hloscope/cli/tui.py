@@ -12,6 +12,7 @@ from hloscope.cli.options import (
     add_compile_options,
     add_host_memory_space_option,
     add_maxtext_option,
+    add_module_option,
     add_target_option,
     maxtext_from_args,
     no_cache,
@@ -45,6 +46,7 @@ class TuiCommand:
                        help="a measured profile shown beside each op's figure (an nsys-jax archive as PATH is its "
                             "own; docs/accuracy.md)")
         add_target_option(p)
+        add_module_option(p)
         add_host_memory_space_option(p)
         add_compile_options(p)
 
@@ -66,6 +68,10 @@ class TuiCommand:
                 path = str(spool / STDIN_FILE)
             from hloscope.cli.archive import is_nsys_archive  # not cli.analyze: it imports the analysis
 
+            if args.module:  # the module of a dump folder, read as its file (its siblings are found beside it)
+                from hloscope.hlo.loader import pick_module_file
+
+                path = str(pick_module_file(path, args.module))
             measured = args.measured or (path if path and is_nsys_archive(path) else None)
             source = Source(path, workload, args.target, args.host_memory_space, measured)
             try:

@@ -24,7 +24,10 @@ least recently used entries are removed until the cache fits.
 Writes are atomic: an entry is written into a private folder and renamed into
 place; when two processes fill the same key, the first rename wins and the other
 discards its copy (both hold identical bytes). Readers see a complete entry or
-none. Eviction renames an entry away before deleting it.
+none. Eviction renames an entry away before deleting it. ``entry.json`` holds the
+SHA-256 of every other file of the entry: an entry damaged later (a file cut short
+by a full disk, changed by hand, removed) is found on read, said in one line on
+stderr, and removed, and the compile that follows stores a whole one in its place.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
@@ -212,18 +216,18 @@ class CompileCache:
 
     def get_record(self, key: str) -> dict[str, Any] | None:
         """The record (``CompileResult.to_record``) stored under ``key``, or None: absent, evicted
-        meanwhile, or damaged (a miss, never a wrong answer)."""
+        meanwhile, or damaged (a miss, never a wrong answer). A damaged entry (a file cut short,
+        changed or missing, ``entry.json`` garbled) is said in one line on stderr and removed, so
+        the fresh compile that follows the miss stores a whole one in its place."""
         path = self._path(key)
-        try:
-            meta = json.loads((path / ENTRY_FILE).read_text())
-            record = dict(meta["result"])
-            record["optimized_hlo"] = (path / OPTIMIZED_FILE).read_text()
-            record["unoptimized_hlo"] = (path / UNOPTIMIZED_FILE).read_text()
-            record["extra_files"] = {name: (path / "extra" / name).read_text() for name in meta["extra_files"]}
-        except (OSError, ValueError, KeyError, TypeError):
+        if not path.is_dir():
             return None
-        if meta.get("key") != key or hashlib.sha256(record["optimized_hlo"].encode()).hexdigest() != meta.get(
-                "optimized_sha256"):
+        record, damage = _read_entry(path, key)
+        if damage:
+            if path.is_dir():  # (not evicted meanwhile by another process: then it is a plain miss)
+                self._remove(path)
+                print(f"hloscope: note: compile cache entry {key[:12]} in {self.entries_dir} was damaged ({damage}); "
+                      "removed, the compile runs afresh and replaces it", file=sys.stderr, flush=True)
             return None
         self._touch(path)
         return record
@@ -249,7 +253,9 @@ class CompileCache:
         texts = ("optimized_hlo", "unoptimized_hlo", "extra_files")  # files of their own, beside entry.json
         meta = {
             "key": key, "parts": parts, "created": time.time(),
-            "optimized_sha256": hashlib.sha256(result.optimized_hlo.encode()).hexdigest(),
+            "optimized_sha256": _sha256(result.optimized_hlo),
+            "files": {OPTIMIZED_FILE: _sha256(result.optimized_hlo), UNOPTIMIZED_FILE: _sha256(result.unoptimized_hlo),
+                      **{f"extra/{name}": _sha256(text) for name, text in result.extra_files.items()}},
             "result": {k: v for k, v in record.items() if k not in texts and k != "cache"},
             "target": result.target, "compile_seconds": result.compile_seconds,
             "extra_files": sorted(result.extra_files),
@@ -340,6 +346,42 @@ class CompileCache:
             return False
         shutil.rmtree(trash, ignore_errors=True)
         return True
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _read_entry(path: Path, key: str) -> tuple[dict[str, Any] | None, str]:
+    """(the record stored in the entry folder ``path``, "") or (None, what is damaged in it)."""
+    try:
+        meta = json.loads((path / ENTRY_FILE).read_text())
+        record = dict(meta["result"])
+        names = [str(n) for n in meta["extra_files"]]
+    except FileNotFoundError:
+        return None, f"{ENTRY_FILE} is missing"
+    except (OSError, UnicodeDecodeError) as e:
+        return None, f"{ENTRY_FILE} cannot be read: {e}"
+    except (ValueError, KeyError, TypeError):
+        return None, f"{ENTRY_FILE} is not the JSON an entry holds (garbled or cut short)"
+    if meta.get("key") != key:
+        return None, f"{ENTRY_FILE} names another key"
+    # Entries written before every file had its checksum carry the optimized module's alone.
+    sums = meta.get("files") if isinstance(meta.get("files"), dict) else {OPTIMIZED_FILE: meta.get("optimized_sha256")}
+    texts: dict[str, str] = {}
+    for name in (OPTIMIZED_FILE, UNOPTIMIZED_FILE, *(f"extra/{n}" for n in names)):
+        try:
+            texts[name] = (path / name).read_text()
+        except FileNotFoundError:
+            return None, f"{name} is missing"
+        except (OSError, UnicodeDecodeError) as e:
+            return None, f"{name} cannot be read: {e}"
+        if name in sums and _sha256(texts[name]) != sums[name]:
+            return None, f"{name} does not match its checksum: cut short or changed"
+    record["optimized_hlo"] = texts[OPTIMIZED_FILE]
+    record["unoptimized_hlo"] = texts[UNOPTIMIZED_FILE]
+    record["extra_files"] = {n: texts[f"extra/{n}"] for n in names}
+    return record, ""
 
 
 def hit_info(key: str, record: Mapping[str, Any], via: Literal["request"] | None = None) -> CacheInfo:

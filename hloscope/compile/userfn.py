@@ -100,6 +100,29 @@ def split_ref(ref: str) -> tuple[str, str]:
     return mod_name, fn_name
 
 
+def check_findable(ref: str, cwd: str | None = None) -> None:
+    """Refuse, in one line (exit 2) and before JAX starts, an ``--fn`` whose module's top-level package
+    is nowhere to import from (the working folder ``cwd``, the Python path, installed packages); found
+    without importing anything. An error inside a module that is there is the import's (exit 4)."""
+    import importlib.util
+
+    mod_name, _ = split_ref(ref)
+    top = mod_name.split(".")[0]
+    if cwd:
+        sys.path.insert(0, cwd)
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        spec = None
+    finally:
+        if cwd:
+            sys.path.remove(cwd)
+    if spec is None:
+        where = f"the working folder {cwd}, " if cwd else ""
+        raise HloscopeError(f"--fn {ref}: no module named '{top}' to import (looked in {where}the Python path and "
+                            "the installed packages)", EXIT_BAD_INPUT)
+
+
 #: Most files a fingerprint of the user's code reads (a top-level module beside thousands of
 #: others, an enormous package): more is no fingerprint (the compile is not reused).
 MAX_SOURCE_FILES = 2000

@@ -81,6 +81,7 @@ _HASH_GAP_RE = re.compile(r"\s*#\s*")
 _NESTED_RE = re.compile(r"(?:^|[\]}) ])[a-z][a-z0-9\-_]*\s*\(")
 _GAP_START = frozenset(" \t\n\r/")
 # An array shape with no blanks or comments inside, and its layout if any.
+_LAYOUT_START_RE = re.compile(r"\{[ \t]*[0-9:}]")
 _PLAIN_SHAPE_RE = re.compile(r"[a-z][a-z0-9]*\[[^\]\s/()\[{}]*\](?:\{[^{}\s/()]*(?:\([^()\s/]*\)[^{}\s/()]*)*\})?")
 _CLOSER = {"(": ")", "[": "]", "{": "}"}
 _PLACEHOLDER = Shape("unknown")
@@ -398,7 +399,10 @@ class GeneralParser:
                 raise self.error("expected a shape like f32[4,8]{1,0}", pos)
             end = self.scan_group(head.end() - 1)[0]
             after = self.skip(end) if layout_after_blank else end
-            if self.peek(after) == "{":
+            # In a computation's signature a '{' right after the dimensions opens a layout only if a layout
+            # follows ('{1,0}', '{:T(128)}', '{}'): XLA reads '-> f32[4]{' and a line break as the result
+            # shape and the body (XLA's verifier test DynamicUpdateSliceWithMemorySpace).
+            if self.peek(after) == "{" and (layout_after_blank or _LAYOUT_START_RE.match(text, after) is not None):
                 end = self.scan_group(after)[0]
         raw = text[pos:end]
         shape_text = "".join(normalize(raw).split())

@@ -18,39 +18,65 @@ from pathlib import Path
 
 from hloscope.errors import EXIT_BAD_INPUT, HloParseError, HloscopeError
 from hloscope.hlo.archive import PROTO_DUMPS, ZIP_MAGIC, known_archive, nsys_archive
+from hloscope.hlo.dump_folder import BEFORE_SUFFIX, OPTIMIZED_SUFFIXES, Rank, list_modules, select
 from hloscope.hlo.folders import OPTIMIZED_FILE
 from hloscope.hlo.hloproto import hlo_proto_to_text, looks_like_hlo_proto, parse_hlo_proto, read_maybe_xz
 from hloscope.hlo.model import Module
 from hloscope.hlo.parser import parse_hlo
 
 
-def pick_dump_file(directory: Path) -> Path:
-    """The scheduled module in an ``--xla_dump_to`` folder (largest if several),
-    or ``optimized.hlo.txt`` in an ``hloscope compile`` artifact folder."""
-    return _pick(directory)[0]
+def pick_dump_file(directory: Path, module: str | None = None) -> Path:
+    """The step's module in an ``--xla_dump_to`` folder (``hloscope.hlo.dump_folder``; ``module``: the
+    one of that name or id), or ``optimized.hlo.txt`` in an ``hloscope compile`` artifact folder."""
+    return _pick(directory, module)[0]
 
 
-def _pick(directory: Path) -> tuple[Path, str]:
-    """(the file to read, a note saying which of several was chosen, or "")."""
+def pick_module_file(path: str, module: str) -> Path:
+    """The file of the module ``module`` names in the XLA dump folder ``path`` (``--module``)."""
+    _need_folder(path, module)
+    return _pick(Path(path), module)[0]
+
+
+def _need_folder(path: str, module: str) -> None:
+    if path == "-" or not Path(path).is_dir():
+        raise HloscopeError(f"--module {module}: {path} is not a folder; --module chooses among the modules of an "
+                            "XLA dump folder", EXIT_BAD_INPUT)
+
+
+_RANK_WORDS = {Rank.HOST: "it moves data to or from host memory",
+               Rank.TRAINING: "no module moves data to or from host memory; it holds a gradient",
+               Rank.USER: "no module moves data to or from host memory or holds a gradient",
+               Rank.OTHER: "no module moves data to or from host memory or holds a gradient"}
+
+
+def _pick(directory: Path, module: str | None = None) -> tuple[Path, str]:
+    """(the file to read, a note saying which of several was chosen and why, or "")."""
     artifact = directory / OPTIMIZED_FILE
     if artifact.is_file():
+        if module:
+            raise HloscopeError(f"{directory}: an hloscope artifact folder holds one module; --module chooses "
+                                "among the modules of an XLA dump folder", EXIT_BAD_INPUT)
         return artifact, ""
     try:
         names = list(directory.iterdir())
     except OSError as e:
         raise HloscopeError(f"{directory}: cannot list: {e.strerror or e}", EXIT_BAD_INPUT) from None
-    cands = [p for p in names if p.name.endswith("after_optimizations.txt")]
+    cands = [p for p in names if p.name.endswith(OPTIMIZED_SUFFIXES)]
     if not cands:
         cands = [p for p in names if p.name.endswith(_PROTO_DUMPS)]
     if not cands:
-        cands = [p for p in names if p.name.endswith("before_optimizations.txt")]
+        cands = [p for p in names if p.name.endswith(BEFORE_SUFFIX)]
     if not cands:
         raise HloscopeError(f"{directory}: no '*after_optimizations.txt' (XLA dump) or 'optimized.hlo.txt' "
                             "(hloscope artifact) in this folder", EXIT_BAD_INPUT)
-    chosen = max(cands, key=lambda p: (p.stat().st_size, p.name))
-    note = (f"{len(cands)} modules in {directory}; reading the largest, {chosen.name} (pass a file to choose "
-            "another)") if len(cands) > 1 else ""
-    return chosen, note
+    modules = list_modules(directory, cands, names)
+    chosen, alike = select(directory, modules, module)
+    if module or len(modules) == 1:
+        return chosen.path, ""
+    note = f"{len(modules)} modules in {directory}; reading {chosen.label}: {_RANK_WORDS[chosen.rank]}"
+    if alike:
+        note += f" (so {'does' if len(alike) == 1 else 'do'} {', '.join(m.label for m in alike)}; the largest is read)"
+    return chosen.path, note + "; --module NAME reads another"
 
 
 _PROTO_DUMPS = PROTO_DUMPS
@@ -154,6 +180,12 @@ def parse_text(text: str, name: str | None = None) -> Module:
     try:
         return parse_hlo(text, name)
     except HloParseError as e:
+        start = _LEAD_RE.match(text)
+        if _HLO_START_RE.match(text, start.end() if start else 0) is None:  # nothing of a module: not cut, not HLO
+            first = text.strip().splitlines()[0] if text.strip() else ""
+            shown = first if len(first) <= 60 else first[:57] + "..."
+            raise HloParseError(f"not HLO text: it starts {shown!r}, where a module starts 'HloModule <name>' "
+                                "(compiled.as_text() or an XLA dump's *.txt)", e.line, e.column, e.path) from None
         lines = text.count("\n") + (0 if text.endswith("\n") else 1)
         if not e.truncated and not text.rstrip().endswith("}") and e.line >= lines - 1:
             raise HloParseError(f"{e.reason}; the text ends here, in the middle of a computation: is the file "
@@ -173,9 +205,12 @@ class _Found:
     binary: bool
 
 
-def _find(path: str) -> _Found:
+def _find(path: str, module: str | None = None) -> _Found:
     """Find the module ``path`` names (a file, a dump or artifact folder, an nsys-jax archive,
-    ``-``) and read it: one listing of a folder, one open of the file."""
+    ``-``) and read it: one listing of a folder, one open of the file. ``module``: which module of
+    an XLA dump folder (``--module``)."""
+    if module:
+        _need_folder(path, module)
     if path == "-":
         return _Found(_read_stdin(), "<stdin>", (), False)
     if not path:
@@ -187,7 +222,7 @@ def _find(path: str) -> _Found:
     notes: tuple[str, ...] = ()
     try:
         if p.is_dir():  # raises for a name too long to look up
-            p, note = _pick(p)
+            p, note = _pick(p, module)
             notes = (note,) if note else ()
         data = p.read_bytes()
     except FileNotFoundError:
@@ -212,18 +247,19 @@ def read_hlo_text(path: str) -> tuple[str, str]:
     return _decode(found.data, found.name), found.name
 
 
-def read_module(path: str) -> tuple[Module, str | None, tuple[str, ...]]:
+def read_module(path: str, module: str | None = None) -> tuple[Module, str | None, tuple[str, ...]]:
     """:func:`load_module_with_notes` with the HLO text the module was parsed from (None for
-    HloProto bytes and archives), the input found and read once (the TUI's line lookups keep the text)."""
-    found = _find(path)
+    HloProto bytes and archives), the input found and read once (the TUI's line lookups keep the text).
+    ``module``: which module of an XLA dump folder."""
+    found = _find(path, module)
     if found.binary:
-        module = parse_hlo_proto(found.data, found.name)
-        module.source_path = found.name
-        return module, None, found.notes
+        parsed = parse_hlo_proto(found.data, found.name)
+        parsed.source_path = found.name
+        return parsed, None, found.notes
     text = _decode(found.data, found.name)
-    module = parse_text(text, found.name)
-    module.source_path = None if found.name == "<stdin>" else os.fspath(found.name)
-    return module, text, found.notes
+    parsed = parse_text(text, found.name)
+    parsed.source_path = None if found.name == "<stdin>" else os.fspath(found.name)
+    return parsed, text, found.notes
 
 
 def load_module(path: str) -> Module:
@@ -231,12 +267,12 @@ def load_module(path: str) -> Module:
     return load_module_with_notes(path)[0]
 
 
-def load_module_with_notes(path: str) -> tuple[Module, tuple[str, ...]]:
+def load_module_with_notes(path: str, module: str | None = None) -> tuple[Module, tuple[str, ...]]:
     """The module and the notes on how it was read (which file of a folder), for the views to show.
     Library code never prints; the CLI shows the notes. HloProto bytes (``*.hlo.pb``, ``.xz``) and
     nsys-jax archives (``.zip``) are read by content, text otherwise."""
-    module, _, notes = read_module(path)
-    return module, notes
+    found, _, notes = read_module(path, module)
+    return found, notes
 
 
 def is_binary_module(head: bytes, name: str) -> bool:

@@ -4,12 +4,14 @@ XLA's HLO parser (xla/hlo/parser/hlo_parser.cc of the supported jaxlibs, 0.10.2 
 refuses, while parsing, a few attribute combinations and malformed async chains that are
 not syntax errors. These are those checks, over a module both parser paths have built;
 where the two XLAs differ, what either reads is read: an async-update may carry late-bound
-inputs after its first operand and change its shape as they bind, and two async-starts may
-call one computation (XLA 0.12; 0.10.2 wanted one operand and its operand's shape, and one
-async-start per computation). Two chains jaxlib 0.12's parser lets through stay
-refused, because pairing a done with its start follows the first operand: an async-update
-or async-done whose first operand is not an async-start or async-update, and an async-done
-with more than one operand (0.12 drops the others). Everything else XLA's verifier would
+inputs after its first operand and change its shape as they bind, two async-starts may
+call one computation, and an async-update or async-done may take its context from any
+value, not only from an async-start or async-update (a while loop's tuple carries it from
+one iteration to the next; XLA 0.12; 0.10.2 wanted one operand and its operand's shape,
+one async-start per computation, and an async op as the operand). Such a chain's start is
+found by tracing the context (``analysis.structure.pairs``); the checks against its start
+below apply where the operand is an async op. One chain jaxlib 0.12's parser lets through
+stays refused: an async-done with more than one operand (0.12 drops the others). Everything else XLA's verifier would
 say stays unchecked (docs/parser.md lists the deliberate differences). Contract: returns
 None, or raises one :class:`HloParseError` at the instruction's line (and the attribute's
 column where one is to blame), and nothing else. One pass over the instructions.
@@ -62,15 +64,16 @@ def _check_async(module: Module, by_name: dict[str, Instruction], ins: Instructi
             raise fail(ins, f"'{name}': an {ins.opcode}'s shape must be ((operands), outputs, state...)", name)
     if ins.opcode == "async-start":
         return
-    previous = by_name.get(ins.operands[0]) if ins.operands else None
-    if previous is None or previous.opcode not in ("async-start", "async-update"):
-        if ins.opcode == "async-update":
-            raise fail(ins, f"'{name}': an async-update's first operand must be an async-start or async-update "
-                            "(late-bound inputs may follow it)", name)
-        raise fail(ins, f"'{name}': an async-done takes one operand, an async-start or async-update", name)
+    if not ins.operands:
+        raise fail(ins, f"'{name}': an {ins.opcode} takes the async context as its first operand", name)
     if ins.opcode == "async-done" and len(ins.operands) > 1:
         raise fail(ins, f"'{name}': an async-done takes one operand, an async-start or async-update "
                         f"(late-bound inputs go to an async-update)", name)
+    previous = by_name.get(ins.operands[0])
+    if previous is None or previous.opcode not in ("async-start", "async-update"):
+        # The context came another way (a loop's tuple carries it across iterations, jaxlib 0.12 reads
+        # that): the start is found by tracing (analysis.structure.pairs), not checked here.
+        return
     start = previous
     seen = 0
     while start.opcode == "async-update" and seen < 10_000:

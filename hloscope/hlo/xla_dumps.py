@@ -29,12 +29,15 @@ class XlaDumpTexts:
     memory_report: the memory-usage report. live_range: the live-range dump, or its
     peak section. buffer_assignment: buffer-assignment ``value:`` lines. scheduler_log:
     XLA's scheduler and latency-estimator log lines (``hloscope.hlo.xla_log`` reads them).
+    target_arguments: the module's ``*.target_arguments.txt`` in an XLA dump folder ("" when
+    absent; TPU dumps write it, and it names the TPU version).
     """
 
     memory_report: str | None = None
     live_range: str | None = None
     buffer_assignment: str | None = None
     scheduler_log: str | None = None
+    target_arguments: str = ""
 
     @classmethod
     def from_files(cls, files: Mapping[str, str | None]) -> XlaDumpTexts:

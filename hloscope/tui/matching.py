@@ -1,8 +1,8 @@
 """Pair the transfers of two reports for Compare, with the matcher ``hloscope diff`` uses.
 
-Matching is ``hloscope.check``'s: keys of checkpoint name (or op label), source
-and direction, then ever looser keys (``check.baseline.match``), never XLA's
-instruction numbers. This module only turns its result into rows to show.
+Pairing is ``hloscope diff``'s (``check.pairing.pair_transfers``): by checkpoint
+name, else source line (shifted lines aligned), direction, bytes and op kind, never
+XLA's instruction numbers. This module only turns its result into rows to show.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from hloscope.analysis.report import Report
 from hloscope.analysis.simulate.verdict import Verdict
-from hloscope.check.baseline import match
 from hloscope.check.keys import TransferKey, TransferRecord, records_from_report
+from hloscope.check.pairing import pair_transfers
 
 
 @dataclass(frozen=True)
@@ -45,10 +45,8 @@ def _judged(r: TransferRecord) -> Verdict | None:
 def match_transfers(a: Report, b: Report) -> list[Match]:
     """Every transfer of ``a`` and ``b``: matched pairs in A's order, then A only, then B only."""
     ra, rb = tuple(records_from_report(a)), tuple(records_from_report(b))
-    pairs, only_a, only_b = match(ra, rb)
-    order = {id(r): i for i, r in enumerate(ra)}
-    pairs.sort(key=lambda p: order[id(p[0])])
-    out = [Match(x.key, _judged(x), _judged(y)) for x, y in pairs]
-    out += [Match(x.key, _judged(x), None) for x in only_a]
-    out += [Match(y.key, None, _judged(y)) for y in only_b]
+    p = pair_transfers(ra, rb)
+    out = [Match(x.key, _judged(x), _judged(y)) for x, y in p.pairs]
+    out += [Match(x.key, _judged(x), None) for x in p.lost]
+    out += [Match(y.key, None, _judged(y)) for y in p.added]
     return out

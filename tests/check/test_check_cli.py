@@ -52,8 +52,6 @@ def test_nothing_to_check_exit_8_and_allow_empty(capsys: pytest.CaptureFixture[s
 
 @pytest.mark.parametrize("argv, words", [
     ([LLAMA, "--fits-hbm"], "cannot be evaluated"),
-    ([LLAMA, "--format", "xml"], "unknown format"),
-    ([LLAMA, "--target", "tpu"], "unknown target"),
     (["/no/such.hlo"], "no such file"),
     ([LLAMA, "--max-exposed-us", "lots"], "expected a number"),
     ([LLAMA, "--min-hidden-fraction", "2"], "fraction"),
@@ -66,6 +64,19 @@ def test_nothing_to_check_exit_8_and_allow_empty(capsys: pytest.CaptureFixture[s
 def test_bad_input_exit_2_one_line(capsys: pytest.CaptureFixture[str], argv: list[str], words: str) -> None:
     code, _, err = run(capsys, *argv)
     assert code == EXIT_BAD_INPUT and words in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("argv, words", [
+    ([LLAMA, "--format", "yaml"], "unknown format 'yaml'; choose one of: text, json, junit, github, markdown, sarif"),
+    ([LLAMA, "--format", "xml"], "unknown format 'xml'"),
+    ([LLAMA, "--target", "tpu"], "unknown target"),
+])
+def test_an_unknown_name_exits_3_as_analyze_and_docs_cli_say(capsys: pytest.CaptureFixture[str], argv: list[str],
+                                                            words: str) -> None:
+    # issue 46 item 9: check said 2 for --format yaml where analyze and docs/cli.md's exit-code table say 3
+    code, _, err = run(capsys, *argv)
+    assert code == 3 and words in err and len(err.strip().splitlines()) == 1, err
+    assert main(["analyze", LLAMA, "--format", "yaml"]) == 3
 
 
 def test_pyproject_rules_and_unknown_key(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -39,6 +39,21 @@ def test_a_malformed_but_complete_file_does_not_claim_truncation(tmp_path: Path,
     assert "truncated" not in _err_line(capsys)
 
 
+def test_a_one_line_text_that_is_not_hlo_is_called_not_hlo_not_truncated(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 46 item 9: a one-line note was "... the text ends here, in the middle of a computation: is the
+    # file truncated?"; nothing in it opens a module, so it is not HLO (a cut module still says truncated)
+    note = tmp_path / "notes.txt"
+    note.write_text("remember to offload the activations\n")
+    assert main(["analyze", str(note)]) == 2
+    assert _err_line(capsys) == (f"hloscope: error: {note}:1:1: not HLO text: it starts 'remember to offload the "
+                                 "activations', where a module starts 'HloModule <name>' (compiled.as_text() or an "
+                                 "XLA dump's *.txt)")
+    for argv in (["check", str(note), "--no-config"], ["dot", str(note), "--calls"]):
+        assert main(argv) == 2
+        assert "not HLO text" in _err_line(capsys)
+
+
 @pytest.mark.parametrize("content", [b"", b"  \n\n", b"\x89PNG\r\n\x1a\n\x00\x00", b"HloModule m\n\xff\xfe\n"],
                          ids=["empty", "blank", "png", "latin1"])
 def test_empty_and_binary_input_read_the_same_in_every_command(tmp_path: Path, content: bytes,

@@ -43,6 +43,10 @@ def _cli(*argv: str, cwd: Path = ROOT) -> tuple[int, bool, str]:
     (["compile", "--workload", "mlp", "--set", "layers=three"], "setting 'layers' wants a whole number, got 'three'"),
     (["check", "--workload", "mlp", "--devices", "7", "--no-config"], f"so it takes {MLP_TAKES}"),
     (["check", "--fn", "nocolon", "--args", "f32[8]", "--no-config"], "--fn wants package.module:function"),
+    # issue 46 item 9: a module that is nowhere was exit 4 after 13 s (JAX started, then the import failed)
+    (["compile", "--fn", "nomodule:f", "--args", "f32[8]"], "--fn nomodule:f: no module named 'nomodule' to "
+                                                            "import (looked in the working folder "),
+    (["check", "--fn", "nomodule.sub:f", "--args", "f32[8]", "--no-config"], "no module named 'nomodule' to import"),
     (["sweep", "mlp", "--devices", "0"], "--devices must be at least 1, got 0"),
     (["sweep", "mlp", "--devices", "7"], f"so it takes {MLP_TAKES}"),
     (["sweep", "deepseek", "--set", "ep=2", "--devices", "6"], "splits dim=256, q_lora_rank=128, kv_lora_rank=64 "

@@ -52,14 +52,17 @@ def test_link_peak_is_faster_than_achieved(capsys: pytest.CaptureFixture[str]) -
 
 def test_unknown_link_mode_is_an_unknown_name(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["analyze", LLAMA, "--link", "fast"]) == 3
-    assert "invalid choice" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    # issue 46 item 9: the values as a user types them, not <LinkMode.ACHIEVED: 'achieved'>
+    assert err.strip() == ("hloscope: error: analyze: argument --link: invalid choice: 'fast' "
+                           "(choose from 'achieved', 'peak')"), err
 
 
 def test_report_names_the_file_read_and_notes_which_module_of_a_folder(tmp_path: Path,
                                                                         capsys: pytest.CaptureFixture[str]) -> None:
     # Given a dump folder with two optimized modules (the real mlp dump and the llama fixture),
-    # when analyze reads the folder, it reads the larger, says so on stderr, and the report's
-    # first line names the file it read.
+    # both moving data to and from host memory, when analyze reads the folder, it reads the larger,
+    # says which and why on stderr, and the report's first line names the file it read.
     import shutil
 
     dump = tmp_path / "dump"
@@ -68,7 +71,8 @@ def test_report_names_the_file_read_and_notes_which_module_of_a_folder(tmp_path:
     assert main(["analyze", str(dump)]) == 0
     out, err = capsys.readouterr()
     assert out.splitlines()[0].startswith(f"hloscope report: {dump / 'module_9.jit_step.sm_9.0a_gpu_after_optimizations.txt'}:")
-    assert "hloscope: note: 2 modules in" in err and "reading the largest, module_9" in err
+    assert f"hloscope: note: 2 modules in {dump}; reading jit_step (module_9): it moves data to or from host " \
+           "memory (so does jit_step (module_6045); the largest is read); --module NAME reads another" in err
     # The library itself prints nothing: the note is data on the report.
     import hloscope.hlo.loader as loader
 

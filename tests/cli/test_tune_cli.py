@@ -32,8 +32,10 @@ CASES = [
     (["--fn", "m:f", "--args", "f32[2]", "--set", "batch=2"], 2, "--set batch=2: a --fn step has no workload "
                                                                  "settings"),
     (["--fn", "m:f", "--args", "f32[2]", "--batch-sizes", "1,2"], 2, "--batch-sizes: a --fn step's batch is in its"),
-    (["--fn", "m:f", "--args", "f32[2]", "--max-compiles", "2"], 2, "--max-compiles 2 leaves no room: the probes "
-                                                                    "alone are 3 compiles"),
+    # (a module that is there: a module 'm' that is nowhere is refused first, issue 46 item 9)
+    (["--fn", "hloscope:f", "--args", "f32[2]", "--max-compiles", "2"], 2, "--max-compiles 2 leaves no room: the "
+                                                                           "probes alone are 3 compiles"),
+    (["--fn", "m:f", "--args", "f32[2]", "--max-compiles", "2"], 2, "--fn m:f: no module named 'm' to import"),
     (["llama", "--args", "f32[2]"], 2, "--args and --args-from describe a --fn step's arguments"),
     (["llama", "--maxtext", "a=1"], 2, "--maxtext and llama both name the step; give one"),
     (["--set", "x=1", "--maxtext", "a=1"], 2, "--set: --maxtext takes MaxText's own KEY=VALUE settings"),

@@ -81,3 +81,16 @@ def test_ci_compiles_on_the_jax_the_readme_gives_python_312() -> None:
     assert words[words.index("-n") + 1] == "2" and "tests/compile" in words
     assert {"tests/unit/test_jaxcompat.py", "tests/unit/test_xla_log.py", "tests/unit/test_streams.py",
             "tests/unit/test_native_noise.py"} <= set(words)
+
+
+def test_the_python_312_venv_does_not_replace_the_quick_starts() -> None:
+    # issue 46 item 9: the README's Python 3.12 command made `.venv` again, over the Quick start's 3.11 one,
+    # and said "about 2 GB" where the install took 10:45 and 5.2 GB.
+    readme = (ROOT / "README.md").read_text()
+    install, _ = _readme_commands()
+    quick = re.search(r"python3 -m venv (\S+)", install)
+    assert quick is not None and quick.group(1) == ".venv"
+    py312 = re.search(r"^PYENV_VERSION=3\.12\.\d+ python3 -m venv (\S+) && (\S+)/bin/pip install -e '\.\[all\]'$",
+                      readme, re.M)
+    assert py312 is not None and py312.group(1) == py312.group(2) != quick.group(1)
+    assert "about 2 GB" not in readme and "10 min 45 s" in readme and "5.2 GB" in readme

@@ -203,3 +203,52 @@ def test_a_profile_file_is_part_of_the_key_by_its_contents(tmp_path: Path, monke
         file_option_digests({flag.split("=")[0]: str(prof)})
     assert file_option_digests({"xla_dump_to": str(prof)}) == {}
     assert set(file_option_digests({flag.split("=")[0]: str(tmp_path / "nope")}).values()) == {"missing"}
+
+
+@pytest.mark.parametrize("damage", ["optimized.hlo.txt cut", "unoptimized.hlo.txt cut",
+                                    "extra/memory-usage-report.txt cut", "entry.json garbled",
+                                    "optimized.hlo.txt removed", "entry.json removed"])
+def test_a_damaged_entry_is_said_once_removed_and_replaced_by_the_fresh_compile(
+        tmp_path: Path, damage: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 46 item 6: a cut optimized.hlo.txt or a garbled entry.json made every later compile of that
+    # step recompile in silence and left the entry in place. The entry here is the real mlp step (its
+    # optimized and unoptimized modules and XLA's memory report) stored by the cache's own writer.
+    from hloscope.compile.cache import ENTRY_FILE
+    from tests.conftest import FIXTURES
+
+    step = CompileResult(
+        optimized_hlo=(FIXTURES / "mlp_offload.hlo.txt").read_text(),
+        unoptimized_hlo=(FIXTURES / "mlp_offload.before_optimizations.hlo.txt").read_text(),
+        memory={"temp_size_in_bytes": 7}, options={}, versions={"jax": "0.10.2"}, target="h100-sxm", devices=8,
+        mesh_shape={"fsdp": 8}, compile_seconds=12.5, device_memory_size=80 * 2**30,
+        extra_files={"memory-usage-report.txt": (FIXTURES / "dump_mlp_offload" /
+                     "module_6045.jit_step.sm_9.0a_gpu_after_optimizations-memory-usage-report.txt").read_text()})
+    cache = CompileCache(tmp_path)
+    key = key_of({"module": "mlp"})
+    assert cache.put(key, step, {"module": "mlp"})
+    entry = cache.entries_dir / key[:2] / key
+    stored = cache.get_record(key)
+    assert stored is not None and capsys.readouterr().err == ""
+    # Given the entry damaged as a full disk, a hand edit or a stray rm leaves it
+    name, how = damage.rsplit(" ", 1)
+    file = entry / name
+    if how == "cut":
+        file.write_text(file.read_text()[:200])
+    elif how == "garbled":
+        file.write_text(file.read_text()[:200] + "\x00}}")
+    else:
+        file.unlink()
+    # When the compile looks it up: a miss, said in one line that names the file, and the entry is gone
+    assert cache.get_record(key) is None
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"hloscope: note: compile cache entry {key[:12]} in "), err
+    said = {"cut": f"({name} does not match its checksum: cut short or changed)",
+            "garbled": f"({ENTRY_FILE} is not the JSON an entry holds (garbled or cut short))",
+            "removed": f"({name} is missing)"}[how]
+    assert said in err and err.rstrip().endswith("removed, the compile runs afresh and replaces it"), err
+    assert not entry.exists()
+    # Then the fresh compile is stored in its place, read back whole, and nothing more is said
+    result = Lookup(cache, key, {"module": "mlp"}).store(step)
+    assert result.cache["stored"] is True
+    assert cache.get_record(key) == stored
+    assert capsys.readouterr().err == ""

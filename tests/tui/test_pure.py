@@ -109,3 +109,17 @@ def test_op_name_takes_the_model_s_path_where_the_shortcut_would_be_ambiguous() 
         ins = module.computations[module.entry_name].instructions[0]
         assert ins.metadata.get("op_name", "") == want, attrs  # the model reads it so ...
         assert op_name(ins) == want, attrs  # ... and so does the index
+
+
+def test_compare_pairs_as_diff_does_each_tensor_with_itself() -> None:
+    # issue 46 item 1: the compare screen's pairs are diff's: the llama fixtures' 256 KiB query reload
+    # (llama.py:69 in A, :66 in B, three lines apart) with the query's, not with a 64 KiB value.
+    a = fixture_report("llama_offload.hlo.txt")
+    b = fixture_report("llama_offload_nolhs.hlo.txt")
+    matches = match_transfers(a, b)
+    assert len(matches) == 9 and all(m.a is not None and m.b is not None for m in matches)
+    assert all(m.a.transfer.bytes == m.b.transfer.bytes for m in matches if m.a and m.b)
+    query = [m for m in matches if m.a and m.b and m.a.transfer.bytes == 256 * 1024
+             and str(m.a.transfer.direction) == "to_device"]
+    assert [(m.key.source, m.a.verdict.value, m.b.verdict.value) for m in query] == [
+        ("workloads/llama.py:69", "hidden", "partial")]

@@ -81,3 +81,30 @@ def test_non_ascii_inside_strings_keeps_the_fast_path() -> None:
     assert [i.attr_text for i in fast.computations["main"].instructions] == [
         i.attr_text for i in general.computations["main"].instructions]
     assert fast.computations["main"].by_name["n"].metadata == {"op_name": "a\u00a0b"}
+
+
+def test_the_loop_crossing_async_update_is_read_and_its_transfer_judged(capsys) -> None:  # type: ignore[no-untyped-def]
+    # issue 46 item 7: jaxlib 0.12 reads it, hloscope exited 2 ("an async-update's first operand must be an
+    # async-start or async-update"). Read by hand in the case: one dynamic-update-slice-start of f32[1,8] (32 B)
+    # into host memory (S(5)) in main, its context carried through the loop's state, the done after the loop.
+    from hloscope.analysis.structure.index import ModuleIndex
+    from hloscope.analysis.structure.pairs import pair_async_ops
+    from tests.parser_cases import LOOP_CROSSING_DUS
+
+    module = parse_hlo(LOOP_CROSSING_DUS, "loop.hlo")
+    module.self_check()
+    pairs = pair_async_ops(ModuleIndex(module))
+    assert [(p.start.name, p.done.name, p.crosses_iteration) for p in pairs] == [("start", "done", True)]
+
+
+def test_analyze_judges_the_loop_crossing_transfer(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from tests.parser_cases import LOOP_CROSSING_DUS
+
+    path = tmp_path / "loop.hlo"
+    path.write_text(LOOP_CROSSING_DUS)
+    assert main(["analyze", str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    [t] = report["transfers"]
+    assert (t["name"], t["direction"], t["bytes"], t["executions"]) == ("start", "to_host", 32, 1)

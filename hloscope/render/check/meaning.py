@@ -4,7 +4,7 @@ check text and Markdown formats, the pytest marker's help and the docs (docs/ci.
 from __future__ import annotations
 
 RULE_MEANING: dict[str, str] = {
-    "no-sync": "no transfer is synchronous (the stream would wait for it)",
+    "no-sync": "no transfer is synchronous (the compute would wait for it)",
     "no-exposed": "no async transfer is exposed (nothing scheduled to hide it)",
     "max-exposed-us": "at most this many estimated microseconds of exposed transfer time per step",
     "max-exposed-fraction": "exposed transfer time at most this fraction of the estimated step "

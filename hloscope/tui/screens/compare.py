@@ -1,4 +1,4 @@
-"""CompareScreen (``c``): two schedules side by side, transfers matched by checkpoint name and source.
+"""CompareScreen (``c``): two schedules side by side, transfers paired by what they are (check.pairing).
 
 The table lists every matched transfer with both verdicts and exposed times,
 changed ones first and marked; the two schedule views below show the
@@ -48,9 +48,12 @@ class CompareScreen(Screen[None]):
         self.shown: list[Match] = []
 
     def compose(self) -> ComposeResult:
-        changed = sum(m.changed for m in self.matches)
-        yield Static(lines(f"A: {self.a.file}", f"B: {self.b.file}", f"{len(self.matches)} transfers matched by "
-                           f"checkpoint name and source; {changed} changed (verdict or exposed time)"),
+        paired = [m for m in self.matches if m.a is not None and m.b is not None]
+        only_a = sum(m.b is None for m in self.matches)
+        only_b = sum(m.a is None for m in self.matches)
+        yield Static(lines(f"A: {self.a.file}", f"B: {self.b.file}", f"{len(paired)} transfer(s) paired by "
+                           f"checkpoint name or source line, bytes and op, {sum(m.changed for m in paired)} of "
+                           f"them changed (verdict or exposed time); {only_a} only in A, {only_b} only in B"),
                      id="compare-head")
         yield DataTable(id="compare-table", cursor_type="row", zebra_stripes=True)
         with Horizontal(id="compare-views"):

@@ -52,6 +52,8 @@ def target_toml(cal: Calibration) -> str:
     lines = [f"# hloscope calibrate: {base.name}'s figures fitted to a measured profile (docs/accuracy.md).",
              f"base = {toml_string(base.name)}", f"name = {toml_string(t.name)}",
              f"description = {toml_string(t.description)}"]
+    if t.calibrated_on:
+        lines.append(f"calibrated_on = {toml_string(t.calibrated_on)}")
     for f in cal.figures:
         if f.name.startswith("collective_figures."):
             continue

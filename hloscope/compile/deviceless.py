@@ -40,7 +40,7 @@ from hloscope.compile.mesh import topology_for as topology_for
 from hloscope.compile.request import CompileRequest
 from hloscope.compile.result import XLA_MEMORY_FIELDS, CompileMemory, TensorName
 from hloscope.compile.result import CompileResult as CompileResult
-from hloscope.compile.rooms import Room, resolve_target, room_for
+from hloscope.compile.rooms import AnyTarget, Room, resolve_target, room_for
 from hloscope.compile.scheduler import LHS_FLAG as LHS_FLAG
 from hloscope.compile.xla_options import PIPELINED_OFFLOAD_FLAG as PIPELINED_OFFLOAD_FLAG
 from hloscope.compile.xla_options import dump_folder, dumped, refuse_missing_files
@@ -95,7 +95,7 @@ class StepOptions:
     roles: Mapping[str, str] | None = None
     cache: bool = False
     phase: Callable[[str], None] | None = None
-    target: Target | None = None
+    target: AnyTarget | None = None
 
 
 def compile_step(request: CompileRequest, fn: Callable[..., Any],

@@ -30,6 +30,10 @@ class Room(Protocol):
     lowering_platform: str
     device_platforms: frozenset[str]
 
+    def check_devices(self, devices: int, topology: str | None = None, argument: str = "--devices") -> None:
+        """One line (exit 2), before JAX starts, when ``devices`` (or ``topology``) is no topology of the target."""
+        ...
+
     def devices(self, devices: int, topology: str | None = None) -> list[Any]:
         """``devices`` compile-only devices (or those of ``topology``, a shape where one matters), in id order."""
         ...

@@ -24,6 +24,14 @@ class CudaRoom:
     def __init__(self, target: Target) -> None:
         self.target = target
 
+    def check_devices(self, devices: int, topology: str | None = None, argument: str = "--devices") -> None:
+        from hloscope.compile.topology import topology_for
+        from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+
+        if topology is not None:
+            raise HloscopeError(f"topology names a TPU slice; {self.target.name} is a GPU", EXIT_BAD_INPUT)
+        topology_for(self.target, devices, argument)
+
     def devices(self, devices: int, topology: str | None = None) -> list[Any]:
         from hloscope.compile.topology import compile_only_devices
 

@@ -28,15 +28,18 @@ class TpuRoom:
     def __init__(self, target: TpuChip) -> None:
         self.target = target
 
-    def slice(self, devices: int, topology: str | None = None) -> TpuSlice:
+    def slice(self, devices: int, topology: str | None = None, argument: str = "--devices") -> TpuSlice:
         """The slice of ``devices`` devices, or the one ``topology`` names (then ``devices`` must be its count)."""
         if topology is None:
-            return slice_for(self.target, devices)
+            return slice_for(self.target, devices, argument)
         named = parse_slice(topology, self.target)
         if devices != named.devices:
             raise HloscopeError(f"--topology {topology} is {named.devices} devices of {self.target.name}, "
-                                f"--devices says {devices}", EXIT_BAD_INPUT)
+                                f"{argument} says {devices}", EXIT_BAD_INPUT)
         return named
+
+    def check_devices(self, devices: int, topology: str | None = None, argument: str = "--devices") -> None:
+        self.slice(devices, topology, argument)
 
     def devices(self, devices: int, topology: str | None = None) -> list[Any]:
         return runtime.compile_only_devices(self.target, self.slice(devices, topology))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 
@@ -114,7 +114,7 @@ class TpuSlice:
         cores = self.chips * (1 if self.prefix in TWO_D else 2)
         return f"{gen}-{cores}"
 
-    def topology_kwargs(self) -> dict[str, object]:
+    def topology_kwargs(self) -> dict[str, Any]:
         """``get_topology_desc``'s keyword arguments besides ``platform``."""
         return {"topology_name": self.name, "chip_config_name": self.chip_config_name,
                 "chips_per_host_bounds": self.chips_per_host_bounds, "wrap": self.wrap,

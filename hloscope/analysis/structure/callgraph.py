@@ -87,32 +87,162 @@ def callee_name(ins: Instruction, key: str) -> str:
     return ins.attr(key).lstrip("%")
 
 
-def _int_constant(comp: Computation, name: str) -> int | None:
-    ins = comp.by_name.get(name)
-    while ins is not None and ins.opcode in ("copy", "convert") and ins.operands:
-        ins = comp.by_name.get(ins.operands[0])
-    if ins is None or ins.opcode != "constant" or ins.shape.dims:
-        return None
-    try:
-        return int(ins.literal.strip())
-    except ValueError:
-        return None
+#: Ops the optimizer leaves between a scalar and its use without changing its value (XLA's trip
+#: count analysis looks through copies; a TPU body copies its counter before the add).
+_SAME_VALUE = frozenset({"copy", "copy-start", "copy-done", "bitcast", "convert"})
+#: A comparison with the counter on the right, written with the counter on the left.
+_MIRRORED = {"LT": "GT", "GT": "LT", "LE": "GE", "GE": "LE", "NE": "NE"}
 
 
-def _param_index(comp: Computation, name: str) -> int | None:
+def _source(comp: Computation, name: str) -> Instruction | None:
+    """The instruction whose value ``name`` carries: past copies, bitcasts, converts, and an
+    element taken out of a tuple built in ``comp``."""
     ins = comp.by_name.get(name)
-    if ins is None or ins.opcode != "get-tuple-element" or not ins.operands:
+    for _ in range(len(comp.instructions)):  # each step moves to an earlier instruction
+        if ins is None:
+            return None
+        if ins.opcode in _SAME_VALUE and len(ins.operands) == 1:
+            ins = comp.by_name.get(ins.operands[0])
+        elif ins.opcode == "get-tuple-element" and ins.operands:
+            built = comp.by_name.get(ins.operands[0])
+            if built is None or built.opcode != "tuple" or ins.tuple_index >= len(built.operands):
+                return ins
+            ins = comp.by_name.get(built.operands[ins.tuple_index])
+        else:
+            return ins
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Value:
+    """A scalar value: instruction ``name`` of computation ``comp``."""
+
+    comp: Computation
+    name: str
+
+    def int_constant(self) -> int | None:
+        ins = _source(self.comp, self.name)
+        kind = ins.shape.element_type if ins is not None else ""
+        if ins is None or ins.opcode != "constant" or ins.shape.dims or kind[:1] not in ("s", "u") \
+                or not kind[1:].isdigit():  # an integer scalar, as XLA's analysis asks
+            return None
+        try:
+            return int(ins.literal.strip())
+        except ValueError:
+            return None
+
+    def state_index(self) -> int | None:
+        """N when the value is element N of the computation's tuple parameter (a loop's state)."""
+        ins = _source(self.comp, self.name)
+        if ins is None or ins.opcode != "get-tuple-element" or not ins.operands:
+            return None
+        src = _source(self.comp, ins.operands[0])
+        return ins.tuple_index if src is not None and src.opcode == "parameter" else None
+
+
+def _operation(module: Module, value: _Value) -> tuple[Instruction, tuple[_Value, ...]] | None:
+    """The operation that computes ``value`` and its operands. For a fusion (GPU modules fuse the
+    condition's compare and the counter's add), the fused root, with each operand that is a
+    fusion parameter read as the fusion's operand outside."""
+    ins = _source(value.comp, value.name)
+    if ins is None:
         return None
-    src = comp.by_name.get(ins.operands[0])
-    return ins.tuple_index if src is not None and src.opcode == "parameter" else None
+    if ins.opcode != "fusion":
+        return ins, tuple(_Value(value.comp, o) for o in ins.operands)
+    fused = module.computations.get(ins.called_computations[0]) if ins.called_computations else None
+    root = _source(fused, fused.root.name) if fused is not None and fused.root is not None else None
+    if fused is None or root is None:
+        return None
+    operands: list[_Value] = []
+    for o in root.operands:
+        src = _source(fused, o)
+        number = int(src.literal) if src is not None and src.opcode == "parameter" and src.literal.isdigit() else None
+        if number is not None and number >= len(ins.operands):
+            return None
+        operands.append(_Value(value.comp, ins.operands[number]) if number is not None else _Value(fused, o))
+    return root, tuple(operands)
+
+
+@dataclass(frozen=True, slots=True)
+class _Counter:
+    """A loop's induction variable: state element ``index``, compared as ``counter direction
+    bound`` (counter on the left) by the condition."""
+
+    index: int
+    direction: str
+    bound: int
+
+
+def _condition_counter(module: Module, cond: Computation) -> _Counter | None:
+    """The condition's root compares one state element with a constant, either side."""
+    op = _operation(module, _Value(cond, cond.root.name)) if cond.root is not None else None
+    if op is None or op[0].opcode != "compare" or len(op[1]) != 2:
+        return None
+    direction = op[0].attr("direction")
+    a, b = op[1]
+    index, bound = a.state_index(), b.int_constant()
+    if index is None or bound is None:  # the bound on the left: N > i is i < N
+        index, bound, direction = b.state_index(), a.int_constant(), _MIRRORED.get(direction, "")
+    if index is None or bound is None or direction not in _MIRRORED:
+        return None
+    return _Counter(index, direction, bound)
+
+
+def _step(module: Module, body: Computation, index: int) -> int | None:
+    """What the body adds to state element ``index`` each iteration: the body's root tuple
+    holds ``add(element, constant)`` (either order) or ``subtract(element, constant)``."""
+    root = body.root
+    if root is None or root.opcode != "tuple" or index >= len(root.operands):
+        return None
+    op = _operation(module, _Value(body, root.operands[index]))
+    if op is None or op[0].opcode not in ("add", "subtract") or len(op[1]) != 2:
+        return None
+    x, y = op[1]
+    if x.state_index() == index:
+        step = y.int_constant()
+        return -step if step is not None and op[0].opcode == "subtract" else step
+    return x.int_constant() if op[0].opcode == "add" and y.state_index() == index else None
+
+
+def _initial(caller: Computation, loop: Instruction, index: int) -> int | None:
+    """The constant the loop's init tuple (built in ``caller``) puts in state element ``index``."""
+    init = _source(caller, loop.operands[0]) if loop.operands else None
+    if init is None or init.opcode != "tuple" or index >= len(init.operands):
+        return None
+    return _Value(caller, init.operands[index]).int_constant()
+
+
+def _runs(start: int, step: int, direction: str, bound: int) -> int | None:
+    """How many of ``start, start + step, ...`` pass ``counter direction bound`` before the first
+    that fails; None when none fails (the loop would run until the integer wraps)."""
+    if step == 0:
+        return None
+    if direction == "NE":
+        k, off = divmod(bound - start, step)
+        return k if off == 0 and k >= 0 else None
+    if direction in ("LT", "LE"):  # counter < limit
+        limit = bound + 1 if direction == "LE" else bound
+        if start >= limit:
+            return 0
+        return -(-(limit - start) // step) if step > 0 else None
+    limit = bound - 1 if direction == "GE" else bound  # counter > limit
+    if start <= limit:
+        return 0
+    return -(-(start - limit) // -step) if step < 0 else None
 
 
 def trip_count(module: Module, loop: Instruction) -> int | None:
     """A while loop's trip count: XLA's ``known_trip_count``, else read from the loop.
 
-    Unoptimized modules carry no ``known_trip_count``; the common counted loop
-    (``i < N`` in the condition, ``i`` starting at a constant and growing by a
-    constant step in the body) is recognised directly.
+    The reading follows XLA's while-loop trip count analysis (``ComputeWhileLoopTripCount`` in
+    xla/hlo/analysis/while_loop_analysis.cc): the condition compares one state element, the
+    counter, with a constant (LT, LE, GT, GE or NE, either side); the body's root puts
+    ``counter + constant`` back in that element; the while's init tuple starts it at a constant.
+    Copies, bitcasts and converts around the counter, the step or the bound, constants reached
+    through a tuple built in the same computation, and a compare or add fused alone, are looked
+    through. A loop XLA peeled starts its counter one step on: the peeled iteration's work lies
+    outside the loop and is counted there. TPU modules carry no ``known_trip_count``, nor do
+    unoptimized modules. None when any part is not so.
     """
     known = loop.known_trip_count
     if known is not None:
@@ -120,35 +250,16 @@ def trip_count(module: Module, loop: Instruction) -> int | None:
     cond = module.computations.get(callee_name(loop, "condition"))
     body = module.computations.get(callee_name(loop, "body"))
     caller = module.computations.get(loop.computation)
-    if cond is None or body is None or caller is None or not loop.operands:
+    if cond is None or body is None or caller is None:
         return None
-    root = cond.root
-    if root is None or root.opcode != "compare" or len(root.operands) != 2:
+    counter = _condition_counter(module, cond)
+    if counter is None:
         return None
-    direction = root.attr("direction")
-    a, b = root.operands
-    index, bound = _param_index(cond, a), _int_constant(cond, b)
-    if direction == "GT":  # N > i
-        index, bound, direction = _param_index(cond, b), _int_constant(cond, a), "LT"
-    if index is None or bound is None or direction not in ("LT", "LE"):
+    step = _step(module, body, counter.index)
+    start = _initial(caller, loop, counter.index)
+    if step is None or start is None:
         return None
-    init_tuple = caller.by_name.get(loop.operands[0])
-    if init_tuple is None or init_tuple.opcode != "tuple" or index >= len(init_tuple.operands):
-        return None
-    start = _int_constant(caller, init_tuple.operands[index])
-    body_root = body.root
-    if start is None or body_root is None or body_root.opcode != "tuple" or index >= len(body_root.operands):
-        return None
-    step_ins = body.by_name.get(body_root.operands[index])
-    if step_ins is None or step_ins.opcode != "add" or len(step_ins.operands) != 2:
-        return None
-    x, y = step_ins.operands
-    step = _int_constant(body, y) if _param_index(body, x) == index else (
-        _int_constant(body, x) if _param_index(body, y) == index else None)
-    if not step or step <= 0:
-        return None
-    end = bound + (1 if direction == "LE" else 0)
-    return max(0, -(-(end - start) // step))
+    return _runs(start, step, counter.direction, counter.bound)
 
 
 def enclosing_loops(graph: CallGraph, computation: str) -> tuple[Instruction, ...] | None:

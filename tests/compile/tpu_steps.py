@@ -49,3 +49,41 @@ def big_args() -> tuple[Any, Any]:
     w1 = jax.ShapeDtypeStruct((LAYERS, D, FF), jnp.bfloat16)
     w2 = jax.ShapeDtypeStruct((LAYERS, FF, D), jnp.bfloat16)
     return (w1, w2), jax.ShapeDtypeStruct((BATCH * SEQ, D), jnp.bfloat16)
+
+
+def small_step(params: Any, x: Any) -> Any:
+    """The same step at a small size (:func:`small_args`), for compiles that test the slice and options."""
+    return step(params, x)
+
+
+def small_args() -> tuple[Any, Any]:
+    """(params, x): 2 layers of d 256, ff 512, 512 tokens."""
+    return ((jax.ShapeDtypeStruct((2, 256, 512), jnp.bfloat16), jax.ShapeDtypeStruct((2, 512, 256), jnp.bfloat16)),
+            jax.ShapeDtypeStruct((512, 256), jnp.bfloat16))
+
+
+def _outer(x: Any, ws: Any) -> tuple[Any, None]:
+    body = jax.checkpoint(_layer_one, policy=_OFFLOAD, prevent_cse=False)
+    y, _ = jax.lax.scan(body, x, ws)
+    return y, None
+
+
+def _layer_one(x: Any, w: Any) -> tuple[Any, None]:
+    h = checkpoint_name(jnp.tanh(x @ w), "hidden")
+    return x + h, None
+
+
+def nested_step(ws: Any, x: Any) -> Any:
+    """An offloaded name in a scan inside a checkpointed scan (the shape of AI-Hypercomputer/maxtext#4995):
+    TPU XLA fails it, "async-start expects the shape of operand 0 ... S(5)" (libtpu 0.0.42)."""
+
+    def loss(ws: Any) -> Any:
+        y, _ = jax.lax.scan(jax.checkpoint(_outer, policy=_OFFLOAD, prevent_cse=False), x, ws)
+        return jnp.mean(y ** 2)
+
+    return jax.grad(loss)(ws)
+
+
+def nested_args() -> tuple[Any, Any]:
+    """(ws, x): 2 x 2 layers of 256 x 256, 128 tokens (f32)."""
+    return jax.ShapeDtypeStruct((2, 2, 256, 256), jnp.float32), jax.ShapeDtypeStruct((128, 256), jnp.float32)

@@ -1,0 +1,135 @@
+"""Deviceless compiles for TPU targets (libtpu's compile-only slices, hloscope/compile/tpu), held against a chip.
+
+The measured run ``../shared/measured/tpu-v5e/offload_scan_8x128MiB`` (one TPU v5e chip, jax 0.10.2 with
+libtpu 0.0.42): its step (tests/compile/tpu_steps.py) moved 8 x 128 MiB to host and back per step, and the
+chip's own compile reported temporaries 839,506,432 B and host temporaries 1,073,741,824 B. Each compile
+here takes 5-20 s (measured on 2 shared cores). Skipped without libtpu (``pip install 'hloscope[tpu]'``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from hloscope.compile.tpu.runtime import libtpu_version
+
+pytestmark = [pytest.mark.xla,
+              pytest.mark.skipif(libtpu_version() is None, reason="needs libtpu: pip install 'hloscope[tpu]'")]
+
+ROOT = Path(__file__).resolve().parents[2]
+STEPS = "tests.compile.tpu_steps"
+MiB = 2**20
+
+#: temp_size_in_bytes of the measured step, per libtpu: 0.0.42 is the chip's own figure (its run's
+#: compiled.memory_analysis()); 0.0.50 (jax 0.12.0.1) plans 1,644,845,056 B for the same module (measured
+#: here, deviceless; no chip run with it).
+TEMPORARIES = {"0.0.42": 839_506_432, "0.0.50": 1_644_845_056}
+
+
+def _result(request):  # type: ignore[no-untyped-def]
+    from hloscope.compile.jobs import compile_request_result
+
+    return compile_request_result(request)
+
+
+def _transfers(result):  # type: ignore[no-untyped-def]
+    """The compile's host transfers, each named as the pipeline names them (needs no target)."""
+    from hloscope.analysis.intent.naming import find_named_transfers
+    from hloscope.analysis.structure.index import ModuleIndex
+    from hloscope.hlo.parser import parse_hlo
+
+    index = ModuleIndex(parse_hlo(result.optimized_hlo, "<tpu>"))
+    return find_named_transfers(index, names=result.tensor_names, intent=result.intent,
+                                unoptimized=parse_hlo(result.unoptimized_hlo, "<unoptimized>"))
+
+
+def test_the_measured_v5e_step_compiles_with_the_chips_transfers_and_memory() -> None:
+    from hloscope.compile.request import CompileRequest
+
+    # Given the measured program's step (the big case) for one v5e chip
+    result, _ = _result(CompileRequest("tpu-v5e", 1, fn=f"{STEPS}:step", args=f"@{STEPS}:big_args",
+                                       cwd=str(ROOT)))
+    # Then it was compiled for the one-chip slice, with TPU XLA's own layouts and host memory space
+    assert result.topology.startswith("v5e:1x1 ") and result.mesh_shape == {"fsdp": 1}
+    assert ":T(8,128)" in result.optimized_hlo and "S(5)" in result.optimized_hlo
+    assert result.scheduler is not None and result.scheduler.name == "lhs"
+    # and, as on the chip, 8 x 128 MiB go to host and come back per step (hidden, bf16[1,8192,8192] a layer)
+    moved = Counter()
+    for t in _transfers(result):
+        assert t.checkpoint_name == "hidden" and t.bytes == 128 * MiB and t.is_async
+        moved[str(t.direction)] += t.bytes * t.executions
+    assert moved == {"to_host": 1024 * MiB, "to_device": 1024 * MiB}
+    # with the chip's host temporaries (the 8 offloaded layers) and, on libtpu 0.0.42, its temporaries
+    assert result.memory["host_temp_size_in_bytes"] == 1_073_741_824
+    version = ".".join((libtpu_version() or "").split(".")[:3])
+    assert result.memory["temp_size_in_bytes"] == TEMPORARIES[version]
+    # and one v5e device's HBM (16 GiB, the target's) as the memory compiled for
+    assert result.device_memory_size == 16 * 2**30
+
+
+def test_the_llama_workload_on_eight_v5p_chips_names_its_transfers() -> None:
+    from hloscope.compile.request import CompileRequest
+
+    result, _ = _result(CompileRequest("tpu-v5p", 8, workload="llama"))
+    # v5p: one device per chip (megacore), 8 chips as MaxText's v5p-16
+    assert result.topology == "v5:2x2x2 (v5p-16: 8 chips, 1 device per chip)"
+    names = {t.checkpoint_name for t in _transfers(result)}
+    assert names == {"query_proj", "key_proj", "value_proj"}
+
+
+def test_a_named_slice_is_compiled_as_that_shape() -> None:
+    from hloscope.compile.request import CompileRequest
+
+    # MaxText's name for 4 chips of tpu7x (8 TensorCores, each a device): libtpu's tpu7x:2x2x1
+    result, _ = _result(CompileRequest("tpu7x", 8, fn=f"{STEPS}:small_step", args=f"@{STEPS}:small_args",
+                                       cwd=str(ROOT), topology="tpu7x-8"))
+    assert result.topology == "tpu7x:2x2x1 (tpu7x-8: 4 chips, 2 devices per chip)"
+    assert result.devices == 8 and result.device_memory_size == 96 * 2**30  # 192 GiB a chip, two devices
+
+
+def test_tpu_options_reach_the_compile_and_an_unknown_one_is_one_line() -> None:
+    from hloscope.compile.request import CompileRequest, Scheduler
+    from hloscope.errors import EXIT_COMPILE_FAILED, HloscopeError
+
+    small = {"fn": f"{STEPS}:small_step", "args": f"@{STEPS}:small_args", "cwd": str(ROOT)}
+    off, _ = _result(CompileRequest("tpu-v5e", 4, scheduler=Scheduler.NONE, **small))  # type: ignore[arg-type]
+    assert off.options == {"xla_tpu_enable_latency_hiding_scheduler": False}
+    assert off.scheduler is not None and off.scheduler.name == "none"
+    with pytest.raises(HloscopeError) as e:
+        _result(CompileRequest("tpu-v5e", 4, xla_flags=("xla_tpu_no_such_flag=true",), **small))  # type: ignore[arg-type]
+    assert e.value.exit_code == EXIT_COMPILE_FAILED
+    assert "No such compile option: 'xla_tpu_no_such_flag'" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_nested_scan_offload_failure_names_the_upstream_issue() -> None:
+    from hloscope.compile.request import CompileRequest
+    from hloscope.errors import EXIT_COMPILE_FAILED, HloscopeError
+
+    with pytest.raises(HloscopeError) as e:
+        _result(CompileRequest("tpu-v5e", 1, fn=f"{STEPS}:nested_step", args=f"@{STEPS}:nested_args",
+                               cwd=str(ROOT)))
+    assert e.value.exit_code == EXIT_COMPILE_FAILED and "\n" not in str(e.value)
+    assert "host offload inside a nested scan" in str(e.value) and "AI-Hypercomputer/maxtext#4995" in str(e.value)
+
+
+def test_libtpu_prints_nothing_in_a_compile_process(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "tpu.py"
+    script.write_text(
+        "import hloscope\n"
+        "from hloscope.compile.request import CompileRequest\n"
+        "from hloscope.compile.jobs import compile_job\n"
+        f"r, _ = compile_job(CompileRequest('tpu-v5e', 4, fn='{STEPS}:small_step', args='@{STEPS}:small_args',"
+        f" cwd={str(ROOT)!r}))\n"
+        "print(r.topology)\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TPU_", "ALLOW_MULTIPLE", "JAX_PLATFORMS"))}
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith("v5e:2x2 ") and proc.stderr == ""

@@ -28,13 +28,14 @@ def main() -> int:
     args = ap.parse_args()
     sys.path.insert(0, str(HERE.parent))
     from hloscope.analysis.measured.compare import classify
+    from hloscope.analysis.measured.read import parse_measured
     from hloscope.analysis.report import reanalyze
     from hloscope.analysis.simulate.margin import class_error_factors, measure_collective_margins
     from hloscope.api import analyze
-    from hloscope.compile.xplane import load_measured
+    from hloscope.hlo.profile_files import read_measured_file
 
     first = analyze(args.archive, args.target)
-    r = reanalyze(first, replace(first.options, compare_with=load_measured(args.archive)))
+    r = reanalyze(first, replace(first.options, compare_with=parse_measured(read_measured_file(args.archive))))
     assert r.timeline is not None
     cm = measure_collective_margins(r.module, r.cost, r.pairs, r.transfers, r.index.callgraph, r.streams, r.timeline)
     factors = class_error_factors(r.target)

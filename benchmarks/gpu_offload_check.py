@@ -108,13 +108,14 @@ def run_and_profile(out: Path, args: argparse.Namespace) -> tuple[Path, Path]:
 
 def figures(hlo: Path, xplane: Path, target: str) -> dict[str, Any]:
     """hloscope's verdict, blame, marginal cost and margin per transfer, with the measured overlap."""
+    from hloscope.analysis.measured.read import parse_measured
     from hloscope.analysis.report import analyze_step
     from hloscope.analysis.simulate.overlap import AnalysisOptions
     from hloscope.artifact import read_step
-    from hloscope.compile.xplane import load_measured
+    from hloscope.hlo.profile_files import read_measured_file
 
     step = read_step(str(hlo), target)
-    profile = load_measured(xplane)
+    profile = parse_measured(read_measured_file(xplane))
     report = analyze_step(step.inputs, step.target, AnalysisOptions(compare_with=profile))
     measured = {o.start: o for o in report.measured.overlaps} if report.measured is not None else {}
     rows = []

@@ -142,10 +142,9 @@ def compile_step(fn: Any, *abstract_args: Any, target: Target | str = DEFAULT_TA
     from hloscope.compile.deviceless import StepOptions
     from hloscope.compile.deviceless import compile_step as _compile
     from hloscope.compile.jobs import analyze_result
-    from hloscope.compile.rooms import resolve_target
     from hloscope.compile.scheduler import resolve
 
-    tgt = resolve_target(target)
+    tgt = as_target(target)
     request = CompileRequest(target if isinstance(target, str) else tgt.name, devices, fn=callable_name(fn),
                              scheduler=resolve(scheduler, lhs), pipelined=pipelined_offload,
                              xla_flags=tuple(xla_flag_texts(flags or {})),

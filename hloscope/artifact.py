@@ -29,19 +29,29 @@ from hloscope.hlo.folders import (
     UNOPTIMIZED_FILE,
 )
 from hloscope.hlo.xla_dumps import BUFFER_ASSIGNMENT_FILE, DUMP_FILES, LIVE_AT_PEAK_FILE, MEMORY_REPORT_FILE
-from hloscope.targets import Target, TargetOrigin, as_target, get_target, target_for_device
+from hloscope.targets import (
+    DEFAULT_TPU_TARGET,
+    Target,
+    TargetOrigin,
+    as_target,
+    get_target,
+    target_for_device,
+    target_for_tpu,
+)
 
 if TYPE_CHECKING:  # the analysis is imported when a step is loaded, so reading a manifest stays light
     from hloscope.analysis.inputs import StepInputs
     from hloscope.analysis.report import Report
     from hloscope.analysis.simulate.overlap import AnalysisOptions
+    from hloscope.analysis.structure.backend import CompiledFor
     from hloscope.hlo.model import Module
 
     R = TypeVar("R", bound=Report)
 
 __all__ = ["BUFFER_ASSIGNMENT_FILE", "LIVE_AT_PEAK_FILE", "MANIFEST_FILE", "MANIFEST_SCHEMA", "MEMORY_REPORT_FILE",
            "OPTIMIZED_FILE", "REPORT_FILE", "REPORT_TEXT_FILE", "UNOPTIMIZED_FILE", "LoadedStep", "is_artifact_folder",
-           "is_json_report", "load_report", "load_unoptimized", "read_manifest", "read_step", "resolve_target"]
+           "is_json_report", "load_report", "load_unoptimized", "platform_target", "read_manifest", "read_step",
+           "resolve_target"]
 
 
 
@@ -88,9 +98,11 @@ def _folder_texts(folder: Path) -> dict[str, str | None]:
 
 
 def resolve_target(path: str, target: str | Target | None,
-                   manifest: Mapping[str, Any] | None = None) -> tuple[Target, TargetOrigin]:
+                   manifest: Mapping[str, Any] | None = None,
+                   backend: CompiledFor | None = None) -> tuple[Target, TargetOrigin]:
     """The target to judge ``path`` with, and where it came from: given, an artifact folder's
-    manifest, the GPU an nsys-jax archive's GpuTargetConfig names, else the default.
+    manifest, the GPU an nsys-jax archive's GpuTargetConfig names, the TPU a dump names or the
+    default of the module's platform (``backend``, when the module was read), else the default.
     ``manifest``: the folder's manifest when the caller read it already."""
     if target:
         return as_target(target), TargetOrigin.GIVEN
@@ -104,7 +116,31 @@ def resolve_target(path: str, target: str | Target | None,
         found = target_for_device(archive_device(path))
         if found is not None:
             return found, TargetOrigin.ARCHIVE
+    return platform_target(backend)
+
+
+def platform_target(backend: CompiledFor | None) -> tuple[Target, TargetOrigin]:
+    """The target a module is judged on when nothing names one: the TPU its dump names, the default
+    TPU for any other TPU module, else the default (GPU) target."""
+    if backend is not None and backend.backend == "tpu":
+        chip = target_for_tpu(backend.tpu_version, backend.tpu_variant)
+        if chip is not None:
+            return chip, TargetOrigin.DUMP
+        return get_target(DEFAULT_TPU_TARGET), TargetOrigin.PLATFORM
     return as_target(None), TargetOrigin.DEFAULT
+
+
+def dump_target_arguments(module_file: str) -> str:
+    """The ``<module>.target_arguments.txt`` XLA dumps beside ``module_file`` (a TPU dump's; "" if none)."""
+    p = Path(module_file)
+    stem = p.name.split(".after_optimizations")[0] if ".after_optimizations" in p.name else ""
+    if not stem or not p.is_file():
+        return ""
+    args = p.with_name(stem + ".target_arguments.txt")
+    try:
+        return args.read_text(errors="replace") if args.is_file() else ""
+    except OSError:
+        return ""
 
 
 def _versions(manifest: Mapping[str, Any]) -> dict[str, str]:
@@ -129,6 +165,7 @@ def read_step(path: str, target: str | Target | None = None, names: Sequence[Map
     ``keep_text``: the inputs keep the HLO text the module was parsed from (the TUI's line lookups)."""
     from hloscope.analysis.inputs import ScheduleRun, StepInputs, int_figures
     from hloscope.analysis.intent.account import intent_from_dict
+    from hloscope.analysis.structure.backend import find_backend
     from hloscope.hlo.loader import ARTIFACT_NOTE, read_module
     from hloscope.hlo.xla_dumps import XlaDumpTexts
 
@@ -136,9 +173,10 @@ def read_step(path: str, target: str | Target | None = None, names: Sequence[Map
     text = read_text if keep_text else None
     name = module.source_path or "<stdin>"
     manifest = read_manifest(path)
-    tgt, origin = resolve_target(path, target, manifest)
+    backend = find_backend(module, name, dump_target_arguments(name) if module.source_path else "")
+    tgt, origin = resolve_target(path, target, manifest, backend)
     if manifest is None:
-        return LoadedStep(StepInputs(module, name, text, tuple(names), notes=notes), tgt, origin)
+        return LoadedStep(StepInputs(module, name, text, tuple(names), notes=notes, compiled_for=backend), tgt, origin)
     notes = (*notes, f"{ARTIFACT_NOTE} target {tgt.name} "
                      f"({'--target' if origin == TargetOrigin.GIVEN else 'from manifest.json'}), "
                      f"{manifest.get('devices', '?')} devices, XLA options {manifest.get('xla_options', {})}")
@@ -153,7 +191,7 @@ def read_step(path: str, target: str | Target | None = None, names: Sequence[Map
                         vocab if isinstance(vocab, int) and not isinstance(vocab, bool) else None,
                         intent=intent, unoptimized=unoptimized,
                         scheduler=ScheduleRun.from_record(manifest.get("scheduler")),
-                        versions=_versions(manifest))
+                        versions=_versions(manifest), compiled_for=backend)
     return LoadedStep(inputs, tgt, origin)
 
 

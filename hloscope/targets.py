@@ -20,7 +20,7 @@ import tomllib
 from dataclasses import MISSING, asdict, dataclass, fields
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_UNKNOWN_NAME, HloscopeError
 from hloscope.vocab import Direction, LinkMode
@@ -33,95 +33,86 @@ LINK_MODES: tuple[str, ...] = tuple(LinkMode)
 DEFAULT_LINK_MODE = LinkMode.ACHIEVED
 
 
-@dataclass(frozen=True)
-class Target:
-    """One GPU as XLA and the cost model see it.
+class Platform(StrEnum):
+    """An accelerator family: what differs between them (figures, how ops run and cost, how profiles
+    name ops) is chosen once from this value (docs/targets.md, "Platforms")."""
 
-    name: short id used on the command line.
-    description: marketing name, for reports.
-    compute_capability: (major, minor) CUDA compute capability.
-    core_count: streaming multiprocessors.
-    clock_rate_ghz: boost clock, GHz.
-    l2_cache_size: bytes.
-    device_memory_size: HBM capacity, bytes.
-    hbm_bandwidth: HBM bandwidth, bytes/s.
-    peak_bf16_flops / peak_fp8_flops / peak_fp32_flops: dense peak, FLOP/s.
-    host_link_to_host / host_link_to_device: GPU<->CPU link peak, bytes/s per direction.
+    GPU = "gpu"
+    TPU = "tpu"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Target:
+    """One accelerator as the cost model sees it: the fields every platform has.
+
+    name: short id used on the command line. description: marketing name, for reports.
+    device_memory_size: HBM capacity, bytes. hbm_bandwidth: HBM bandwidth, bytes/s.
+    peak_bf16_flops / peak_fp32_flops: dense peak, FLOP/s.
+    host_link_to_host / host_link_to_device: device<->CPU link peak, bytes/s per direction.
     host_link: name of that link, for reports.
-    host_link_achieved_to_host / host_link_achieved_to_device: what a copy
-    achieves on that link, bytes/s per direction; None where no measurement is
-    known (the peak is used).
-    host_link_gpus: GPUs that share one host link (1, or 2 for GB200).
-    host_memory_per_gpu: host (CPU) memory per GPU, bytes: the ceiling for pinned-host
-    offload buffers (0: unknown, not checked).
-    interconnect_bandwidth: GPU<->GPU (NVLink) bytes/s per direction.
-    gpus_per_host: GPUs in one host (8 in an HGX/DGX node, 4 in a GB200 compute tray,
-    1 in a GH200 node).
-    hosts_per_nvlink_domain: hosts one NVLink domain spans (1 for HGX/DGX and GH200
-    nodes, 18 trays in a GB200 NVL72 rack); with ``gpus_per_host`` they decide the
-    compile-only topology (``hloscope.compile.topology``, docs/targets.md).
-    peak_fp4_flops: dense FP4 peak, FLOP/s; None where the GPU has no FP4 tensor cores
-    (FP4 math then runs at the FP8 peak at best).
-    kernel_launch_us: fixed time per kernel; collective_launch_us: per collective (NCCL
-    kernel); host_dma_latency_us: setup latency of a host copy before its bytes flow.
-    network_bandwidth: bytes/s per GPU per direction between NVLink domains (its NIC).
-    nvlink_hop_us / network_hop_us: latency of one step of a ring collective inside one
-    NVLink domain / across the network. Sources of all of them: docs/targets.md.
-    shared_memory_per_core / shared_memory_per_block_optin: bytes, for XLA's tiling.
-    collective_figures: measured per-kind ring figures, ``(kind, bytes/s, latency µs)``, that
-    replace the ring model's bandwidth and latency for that kind (a calibrated target:
-    ``hloscope calibrate``, docs/accuracy.md); empty for the datasheet targets. In a target
-    file: ``[collective_figures.all-gather]`` with ``bandwidth`` and ``latency_us``.
-    host_copy_engines: host copies of one direction that move bytes at the same time (copy
-    engines per direction); the others wait for one to finish, first ready first served. 1 on
-    every built-in target: :data:`COPY_ENGINE_COUNTS` and docs/targets.md ("Copy engines") give
-    the published figures and why.
+    host_link_achieved_to_host / host_link_achieved_to_device: what a copy achieves on that link,
+    bytes/s per direction; None where no measurement is known (the peak is used).
+    interconnect_bandwidth: device<->device (NVLink, ICI) bytes/s per direction.
+    kernel_launch_us: fixed time per op (a GPU kernel's launch; a TPU op's issue);
+    collective_launch_us: per collective; host_dma_latency_us: setup latency of a host copy
+    before its bytes flow.
+    collective_figures: measured per-kind figures, ``(kind, bytes/s, latency µs)``, that replace the
+    interconnect model's bandwidth and latency for that kind (a calibrated target: ``hloscope
+    calibrate``, docs/accuracy.md); empty for the datasheet targets. In a target file:
+    ``[collective_figures.all-gather]`` with ``bandwidth`` and ``latency_us``.
+    host_copy_engines: host copies of one direction that move bytes at the same time; the others
+    wait for one to finish, first ready first served (docs/targets.md, "Copy engines").
+    calibrated_on: what a calibrated target was fitted on (``hloscope calibrate``); "" for a datasheet target.
     """
+
+    #: The family (a class constant, never a field: a GPU target cannot be a TPU).
+    platform: ClassVar[Platform]
 
     name: str
     description: str
-    compute_capability: tuple[int, int]
-    core_count: int
-    clock_rate_ghz: float
-    l2_cache_size: int
     device_memory_size: int
     hbm_bandwidth: float
     peak_bf16_flops: float
-    peak_fp8_flops: float
     peak_fp32_flops: float
     host_link_to_host: float
     host_link_to_device: float
     host_link: str
     interconnect_bandwidth: float
-    shared_memory_per_core: int = 233472
-    shared_memory_per_block_optin: int = 232448
     host_link_achieved_to_host: float | None = None
     host_link_achieved_to_device: float | None = None
-    host_link_gpus: int = 1
-    host_memory_per_gpu: int = 0
-    gpus_per_host: int = 8
-    hosts_per_nvlink_domain: int = 1
-    peak_fp4_flops: float | None = None
     kernel_launch_us: float = 1.0
     collective_launch_us: float = 5.0
     host_dma_latency_us: float = 2.0
-    network_bandwidth: float = 50 * GB
-    nvlink_hop_us: float = 2.5
-    network_hop_us: float = 2.5
     collective_figures: tuple[tuple[str, float, float], ...] = ()
     host_copy_engines: int = 1
+    calibrated_on: str = ""
+
+    @property
+    def host_link_sharers(self) -> int:
+        """Devices that share one host link and stream over it at once (1 unless a family says)."""
+        return 1
+
+    @property
+    def host_memory_per_device(self) -> int:
+        """Host (CPU) memory per device, bytes: the ceiling for pinned-host buffers (0: unknown)."""
+        return 0
+
+    @property
+    def device_word(self) -> str:
+        """What one device of this family is called (``GPU``, ``chip``)."""
+        return "device"
 
     def collective_figure(self, kind: str) -> tuple[float, float] | None:
-        """(bytes/s, latency µs) measured for collectives of ``kind``, or None (the ring model)."""
+        """(bytes/s, latency µs) measured for collectives of ``kind``, or None (the interconnect model)."""
         for k, bw, lat in self.collective_figures:
             if k == kind:
                 return bw, lat
         return None
 
     def host_link_bandwidth(self, direction: Direction, mode: LinkMode | str = DEFAULT_LINK_MODE) -> float:
-        """Bytes/s one GPU gets from its host link in ``direction`` (``to_host`` or
+        """Bytes/s one device gets from its host link in ``direction`` (``to_host`` or
         ``to_device``), reading the ``achieved`` or ``peak`` figure, divided among the
-        ``host_link_gpus`` GPUs that share the link (they stream at once in SPMD)."""
+        :attr:`host_link_sharers` devices that share the link (they stream at once in SPMD)."""
         if mode not in LINK_MODES:
             raise ValueError(f"link mode must be one of {', '.join(LINK_MODES)}, not {mode!r}")
         to_host = Direction(direction) is Direction.TO_HOST
@@ -130,7 +121,71 @@ class Target:
         if mode == LinkMode.ACHIEVED:
             achieved = self.host_link_achieved_to_host if to_host else self.host_link_achieved_to_device
             bw = achieved if achieved is not None else peak
-        return bw / self.host_link_gpus
+        return bw / self.host_link_sharers
+
+    def peak_flops(self, element_type: str) -> float:
+        """Dense peak FLOP/s for math in ``element_type``."""
+        if element_type in ("bf16", "f16"):
+            return self.peak_bf16_flops
+        return self.peak_fp32_flops
+
+    def to_dict(self) -> dict[str, object]:
+        d = asdict(self)
+        d["platform"] = str(self.platform)
+        d["collective_figures"] = {k: {"bandwidth": bw, "latency_us": lat} for k, bw, lat in self.collective_figures}
+        return d
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuTarget(Target):
+    """One GPU as XLA and the cost model see it: the common fields and CUDA's own.
+
+    compute_capability: (major, minor) CUDA compute capability. core_count: streaming
+    multiprocessors. clock_rate_ghz: boost clock, GHz. l2_cache_size: bytes.
+    peak_fp8_flops: dense FP8 peak, FLOP/s. peak_fp4_flops: dense FP4 peak, FLOP/s; None where the GPU
+    has no FP4 tensor cores (FP4 math then runs at the FP8 peak at best).
+    host_link_gpus: GPUs that share one host link (1, or 2 for GB200).
+    host_memory_per_gpu: host (CPU) memory per GPU, bytes: the ceiling for pinned-host
+    offload buffers (0: unknown, not checked).
+    gpus_per_host: GPUs in one host (8 in an HGX/DGX node, 4 in a GB200 compute tray,
+    1 in a GH200 node). hosts_per_nvlink_domain: hosts one NVLink domain spans (1 for HGX/DGX and GH200
+    nodes, 18 trays in a GB200 NVL72 rack); with ``gpus_per_host`` they decide the
+    compile-only topology (``hloscope.compile.topology``, docs/targets.md).
+    network_bandwidth: bytes/s per GPU per direction between NVLink domains (its NIC).
+    nvlink_hop_us / network_hop_us: latency of one step of a ring collective inside one
+    NVLink domain / across the network. Sources of all of them: docs/targets.md.
+    shared_memory_per_core / shared_memory_per_block_optin: bytes, for XLA's tiling.
+    """
+
+    platform: ClassVar[Platform] = Platform.GPU
+
+    compute_capability: tuple[int, int]
+    core_count: int
+    clock_rate_ghz: float
+    l2_cache_size: int
+    peak_fp8_flops: float
+    shared_memory_per_core: int = 233472
+    shared_memory_per_block_optin: int = 232448
+    host_link_gpus: int = 1
+    host_memory_per_gpu: int = 0
+    gpus_per_host: int = 8
+    hosts_per_nvlink_domain: int = 1
+    peak_fp4_flops: float | None = None
+    network_bandwidth: float = 50 * GB
+    nvlink_hop_us: float = 2.5
+    network_hop_us: float = 2.5
+
+    @property
+    def host_link_sharers(self) -> int:
+        return self.host_link_gpus
+
+    @property
+    def host_memory_per_device(self) -> int:
+        return self.host_memory_per_gpu
+
+    @property
+    def device_word(self) -> str:
+        return "GPU"
 
     def peak_flops(self, element_type: str) -> float:
         """Dense peak FLOP/s for math in ``element_type``."""
@@ -138,9 +193,7 @@ class Target:
             return self.peak_fp4_flops or self.peak_fp8_flops
         if element_type.startswith("f8") or element_type in ("s8", "u8"):
             return self.peak_fp8_flops
-        if element_type in ("bf16", "f16"):
-            return self.peak_bf16_flops
-        return self.peak_fp32_flops
+        return super().peak_flops(element_type)
 
     def gpu_target_config(self) -> str:
         """GpuTargetConfigProto in text form, as ``get_topology_desc`` wants it."""
@@ -172,10 +225,44 @@ class Target:
         )
 
     def to_dict(self) -> dict[str, object]:
-        d = asdict(self)
+        d = super().to_dict()
         d["compute_capability"] = list(self.compute_capability)
-        d["collective_figures"] = {k: {"bandwidth": bw, "latency_us": lat} for k, bw, lat in self.collective_figures}
         return d
+
+
+@dataclass(frozen=True, kw_only=True)
+class TpuTarget(Target):
+    """One TPU chip as the compiler and the cost model see it: the common fields and the TPU's own.
+
+    generation: the chip's name in Google's documents (``v5e``, ``v5p``, ``Ironwood``).
+    topology_prefix: the generation as ``get_topology_desc`` names topologies (``v5e`` in
+    ``v5e:2x2``, ``v5`` for v5p, ``tpu7x``). cores_per_chip: TensorCores on one chip (2 on v4, v5p
+    and TPU7x, which XLA drives as one "megacore" device; 1 on v5e and v6e). chips_per_host: chips
+    one host VM drives (its PCIe links), for the compile-only topology. ici_hop_us: latency of one
+    step of a collective over ICI. host_memory_per_chip: host (CPU) memory per chip, bytes (0: unknown).
+    tpu_version / tpu_variant: how XLA's TPU compiler names the chip in a dump's
+    ``*.target_arguments.txt`` (``TPU_VERSION_VIPERFISH`` with variant ``lite`` is v5e).
+    Sources: docs/targets.md, "TPU targets".
+    """
+
+    platform: ClassVar[Platform] = Platform.TPU
+
+    generation: str
+    topology_prefix: str
+    cores_per_chip: int = 1
+    chips_per_host: int = 4
+    ici_hop_us: float = 1.0
+    host_memory_per_chip: int = 0
+    tpu_version: str = ""
+    tpu_variant: str = ""
+
+    @property
+    def host_memory_per_device(self) -> int:
+        return self.host_memory_per_chip
+
+    @property
+    def device_word(self) -> str:
+        return "chip"
 
 
 _PCIE5 = 64 * GB  # PCIe Gen5 x16: 128 GB/s bidirectional, 64 GB/s each way
@@ -195,50 +282,129 @@ _GB300_ACHIEVED_TO_DEVICE = 2 * 211.46 * GB
 BUILTIN_TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
-        Target("h100-sxm", "NVIDIA H100 80GB HBM3", (9, 0), 132, 1.98, 50 * 2**20, 80 * 2**30,
-               3.35 * TB, 989e12, 1979e12, 67e12, _PCIE5, _PCIE5, "PCIe Gen5 x16", 450 * GB,
-               host_link_achieved_to_host=_PCIE5_ACHIEVED, host_link_achieved_to_device=_PCIE5_ACHIEVED,
-               host_memory_per_gpu=int(2 * TB) // 8),
-        Target("h200", "NVIDIA H200", (9, 0), 132, 1.98, 50 * 2**20, 141 * 10**9,
-               4.8 * TB, 989e12, 1979e12, 67e12, _PCIE5, _PCIE5, "PCIe Gen5 x16", 450 * GB,
-               host_link_achieved_to_host=_PCIE5_ACHIEVED, host_link_achieved_to_device=_PCIE5_ACHIEVED,
-               host_memory_per_gpu=int(2 * TB) // 8),
-        Target("gh200", "NVIDIA GH200 480GB", (9, 0), 132, 1.98, 50 * 2**20, 96 * 2**30,
-               4.0 * TB, 989e12, 1979e12, 67e12, _C2C, _C2C, "NVLink-C2C", 450 * GB,
-               host_link_achieved_to_host=_GH200_ACHIEVED_TO_HOST,
-               host_link_achieved_to_device=_GH200_ACHIEVED_TO_DEVICE,
-               host_memory_per_gpu=int(480 * GB), gpus_per_host=1),
-        Target("b200", "NVIDIA B200", (10, 0), 148, 1.965, 126 * 2**20, 180 * 10**9,
-               8.0 * TB, 2250e12, 4500e12, 75e12, _PCIE5, _PCIE5, "PCIe Gen5 x16", 900 * GB,
-               host_link_achieved_to_host=_PCIE5_ACHIEVED, host_link_achieved_to_device=_PCIE5_ACHIEVED,
-               host_memory_per_gpu=int(2 * TB) // 8, peak_fp4_flops=9000e12),
-        Target("gb200", "NVIDIA GB200", (10, 0), 148, 1.965, 126 * 2**20, 186 * 10**9,
-               8.0 * TB, 2500e12, 5000e12, 80e12, _C2C, _C2C, "NVLink-C2C", 900 * GB,
-               host_link_achieved_to_host=_GB200_ACHIEVED_TO_HOST, host_link_achieved_to_device=_C2C_ACHIEVED_TO_DEVICE,
-               host_link_gpus=2, host_memory_per_gpu=int(480 * GB) // 2, gpus_per_host=4,
-               hosts_per_nvlink_domain=18, peak_fp4_flops=10000e12),
+        GpuTarget(name="h100-sxm", description="NVIDIA H100 80GB HBM3", compute_capability=(9, 0), core_count=132,
+                  clock_rate_ghz=1.98, l2_cache_size=50 * 2**20, device_memory_size=80 * 2**30,
+                  hbm_bandwidth=3.35 * TB, peak_bf16_flops=989e12, peak_fp8_flops=1979e12,
+                  peak_fp32_flops=67e12, host_link_to_host=_PCIE5, host_link_to_device=_PCIE5,
+                  host_link="PCIe Gen5 x16", interconnect_bandwidth=450 * GB,
+                  host_link_achieved_to_host=_PCIE5_ACHIEVED, host_link_achieved_to_device=_PCIE5_ACHIEVED,
+                  host_memory_per_gpu=int(2 * TB) // 8),
+        GpuTarget(name="h200", description="NVIDIA H200", compute_capability=(9, 0), core_count=132,
+                  clock_rate_ghz=1.98, l2_cache_size=50 * 2**20, device_memory_size=141 * 10**9,
+                  hbm_bandwidth=4.8 * TB, peak_bf16_flops=989e12, peak_fp8_flops=1979e12,
+                  peak_fp32_flops=67e12, host_link_to_host=_PCIE5, host_link_to_device=_PCIE5,
+                  host_link="PCIe Gen5 x16", interconnect_bandwidth=450 * GB,
+                  host_link_achieved_to_host=_PCIE5_ACHIEVED, host_link_achieved_to_device=_PCIE5_ACHIEVED,
+                  host_memory_per_gpu=int(2 * TB) // 8),
+        GpuTarget(name="gh200", description="NVIDIA GH200 480GB", compute_capability=(9, 0), core_count=132,
+                  clock_rate_ghz=1.98, l2_cache_size=50 * 2**20, device_memory_size=96 * 2**30,
+                  hbm_bandwidth=4.0 * TB, peak_bf16_flops=989e12, peak_fp8_flops=1979e12,
+                  peak_fp32_flops=67e12, host_link_to_host=_C2C, host_link_to_device=_C2C,
+                  host_link="NVLink-C2C", interconnect_bandwidth=450 * GB,
+                  host_link_achieved_to_host=_GH200_ACHIEVED_TO_HOST,
+                  host_link_achieved_to_device=_GH200_ACHIEVED_TO_DEVICE, host_memory_per_gpu=int(480 * GB),
+                  gpus_per_host=1),
+        GpuTarget(name="b200", description="NVIDIA B200", compute_capability=(10, 0), core_count=148,
+                  clock_rate_ghz=1.965, l2_cache_size=126 * 2**20, device_memory_size=180 * 10**9,
+                  hbm_bandwidth=8.0 * TB, peak_bf16_flops=2250e12, peak_fp8_flops=4500e12,
+                  peak_fp32_flops=75e12, host_link_to_host=_PCIE5, host_link_to_device=_PCIE5,
+                  host_link="PCIe Gen5 x16", interconnect_bandwidth=900 * GB,
+                  host_link_achieved_to_host=_PCIE5_ACHIEVED, host_link_achieved_to_device=_PCIE5_ACHIEVED,
+                  host_memory_per_gpu=int(2 * TB) // 8, peak_fp4_flops=9000e12),
+        GpuTarget(name="gb200", description="NVIDIA GB200", compute_capability=(10, 0), core_count=148,
+                  clock_rate_ghz=1.965, l2_cache_size=126 * 2**20, device_memory_size=186 * 10**9,
+                  hbm_bandwidth=8.0 * TB, peak_bf16_flops=2500e12, peak_fp8_flops=5000e12,
+                  peak_fp32_flops=80e12, host_link_to_host=_C2C, host_link_to_device=_C2C,
+                  host_link="NVLink-C2C", interconnect_bandwidth=900 * GB,
+                  host_link_achieved_to_host=_GB200_ACHIEVED_TO_HOST,
+                  host_link_achieved_to_device=_C2C_ACHIEVED_TO_DEVICE, host_link_gpus=2,
+                  host_memory_per_gpu=int(480 * GB) // 2, gpus_per_host=4, hosts_per_nvlink_domain=18,
+                  peak_fp4_flops=10000e12),
         # Blackwell Ultra: NVIDIA GB300 NVL72 figures per GPU (the rack's / 72, dense); SM count,
         # clock and L2 as docs/targets.md says where they come from.
-        Target("gb300", "NVIDIA GB300", (10, 3), 160, 1.965, 126 * 2**20, 288 * 10**9,
-               8.0 * TB, 2500e12, 5000e12, 80e12, _C2C, _C2C, "NVLink-C2C", 900 * GB,
-               host_link_achieved_to_host=_GB300_ACHIEVED_TO_HOST,
-               host_link_achieved_to_device=_GB300_ACHIEVED_TO_DEVICE,
-               host_link_gpus=2, host_memory_per_gpu=int(17 * TB) // 72, gpus_per_host=4,
-               hosts_per_nvlink_domain=18, peak_fp4_flops=15000e12),
+        GpuTarget(name="gb300", description="NVIDIA GB300", compute_capability=(10, 3), core_count=160,
+                  clock_rate_ghz=1.965, l2_cache_size=126 * 2**20, device_memory_size=288 * 10**9,
+                  hbm_bandwidth=8.0 * TB, peak_bf16_flops=2500e12, peak_fp8_flops=5000e12,
+                  peak_fp32_flops=80e12, host_link_to_host=_C2C, host_link_to_device=_C2C,
+                  host_link="NVLink-C2C", interconnect_bandwidth=900 * GB,
+                  host_link_achieved_to_host=_GB300_ACHIEVED_TO_HOST,
+                  host_link_achieved_to_device=_GB300_ACHIEVED_TO_DEVICE, host_link_gpus=2,
+                  host_memory_per_gpu=int(17 * TB) // 72, gpus_per_host=4, hosts_per_nvlink_domain=18,
+                  peak_fp4_flops=15000e12),
         # Ampere has no FP8 tensor cores: FP8 math runs at the BF16 peak at best. The 40GB part's
         # memory size and shared memory are those of the GpuTargetConfig nsys-jax dumped on one.
-        Target("a100-sxm4-40gb", "NVIDIA A100-SXM4-40GB", (8, 0), 108, 1.41, 40 * 2**20, 42505273344,
-               1555e9, 312e12, 312e12, 19.5e12, _PCIE4, _PCIE4, "PCIe Gen4 x16", 300 * GB,
-               shared_memory_per_core=167936, shared_memory_per_block_optin=166912,
-               host_memory_per_gpu=int(1 * TB) // 8),
-        Target("a100-sxm4-80gb", "NVIDIA A100-SXM4-80GB", (8, 0), 108, 1.41, 40 * 2**20, 80 * 2**30,
-               2039e9, 312e12, 312e12, 19.5e12, _PCIE4, _PCIE4, "PCIe Gen4 x16", 300 * GB,
-               shared_memory_per_core=167936, shared_memory_per_block_optin=166912,
-               host_memory_per_gpu=int(2 * TB) // 8),
+        GpuTarget(name="a100-sxm4-40gb", description="NVIDIA A100-SXM4-40GB", compute_capability=(8, 0),
+                  core_count=108, clock_rate_ghz=1.41, l2_cache_size=40 * 2**20,
+                  device_memory_size=42505273344, hbm_bandwidth=1555e9, peak_bf16_flops=312e12,
+                  peak_fp8_flops=312e12, peak_fp32_flops=19.5e12, host_link_to_host=_PCIE4,
+                  host_link_to_device=_PCIE4, host_link="PCIe Gen4 x16", interconnect_bandwidth=300 * GB,
+                  shared_memory_per_core=167936, shared_memory_per_block_optin=166912,
+                  host_memory_per_gpu=int(1 * TB) // 8),
+        GpuTarget(name="a100-sxm4-80gb", description="NVIDIA A100-SXM4-80GB", compute_capability=(8, 0),
+                  core_count=108, clock_rate_ghz=1.41, l2_cache_size=40 * 2**20, device_memory_size=80 * 2**30,
+                  hbm_bandwidth=2039e9, peak_bf16_flops=312e12, peak_fp8_flops=312e12, peak_fp32_flops=19.5e12,
+                  host_link_to_host=_PCIE4, host_link_to_device=_PCIE4, host_link="PCIe Gen4 x16",
+                  interconnect_bandwidth=300 * GB, shared_memory_per_core=167936,
+                  shared_memory_per_block_optin=166912, host_memory_per_gpu=int(2 * TB) // 8),
     )
 }
 
 DEFAULT_TARGET = "h100-sxm"
+
+# TPU chips: figures per chip (docs/targets.md, "TPU targets", gives each one's source). Host links:
+# the figure Google or the scaling book publishes per chip; where none is published the target says
+# what was assumed. No achieved figure is built in: what a chip's DMAs achieve is measured
+# (fixtures/measured/tpu_v5e/: 14.7 GB/s to host, 14.2 GB/s to device on one v5e) and goes into a
+# calibrated target (`hloscope calibrate`), so the datasheet targets stay datasheet figures.
+_TPU_PCIE_V4 = 16 * GB  # v4: 16 GB/s each way per chip (the issue's Google Cloud figure)
+_TPU_PCIE_V5E = 15 * GB  # v5e: ~1.5e10 B/s per chip (jax-ml/scaling-book, "How to Think About TPUs")
+_TPU_PCIE_GEN5 = 32 * GB  # v6e: PCIe Gen5, ~32 GB/s each way per chip (Google Cloud TPU v6e page)
+
+TPU_TARGETS: tuple[TpuTarget, ...] = (
+    TpuTarget(name="tpu-v4", description="Google Cloud TPU v4", generation="v4", topology_prefix="v4",
+              device_memory_size=32 * 2**30, hbm_bandwidth=1.2 * TB, peak_bf16_flops=275e12,
+              peak_fp32_flops=275e12, host_link_to_host=_TPU_PCIE_V4, host_link_to_device=_TPU_PCIE_V4,
+              host_link="PCIe (16 GB/s per chip)", interconnect_bandwidth=45 * GB, cores_per_chip=2,
+              chips_per_host=4, tpu_version="TPU_VERSION_PUFFERFISH"),
+    TpuTarget(name="tpu-v5e", description="Google Cloud TPU v5e", generation="v5e", topology_prefix="v5e",
+              device_memory_size=16 * 2**30, hbm_bandwidth=819e9, peak_bf16_flops=197e12,
+              peak_fp32_flops=197e12, host_link_to_host=_TPU_PCIE_V5E, host_link_to_device=_TPU_PCIE_V5E,
+              host_link="PCIe (15 GB/s per chip)", interconnect_bandwidth=45 * GB, chips_per_host=8,
+              tpu_version="TPU_VERSION_VIPERFISH", tpu_variant="lite"),
+    # v5p: no host-link figure is published; v4's 16 GB/s per chip (the same hosts' PCIe) is assumed.
+    TpuTarget(name="tpu-v5p", description="Google Cloud TPU v5p", generation="v5p", topology_prefix="v5",
+              device_memory_size=95 * 10**9, hbm_bandwidth=2.765 * TB, peak_bf16_flops=459e12,
+              peak_fp32_flops=459e12, host_link_to_host=_TPU_PCIE_V4, host_link_to_device=_TPU_PCIE_V4,
+              host_link="PCIe (16 GB/s per chip assumed)", interconnect_bandwidth=90 * GB, cores_per_chip=2,
+              chips_per_host=4, tpu_version="TPU_VERSION_VIPERFISH"),
+    TpuTarget(name="tpu-v6e", description="Google Cloud TPU v6e (Trillium)", generation="v6e",
+              topology_prefix="v6e", device_memory_size=32 * 2**30, hbm_bandwidth=1.64 * TB,
+              peak_bf16_flops=918e12, peak_fp32_flops=918e12, host_link_to_host=_TPU_PCIE_GEN5,
+              host_link_to_device=_TPU_PCIE_GEN5, host_link="PCIe Gen5 (32 GB/s per chip)",
+              interconnect_bandwidth=90 * GB, chips_per_host=8),
+    # TPU7x: no host-link figure is published; v6e's PCIe Gen5 32 GB/s per chip is assumed. ICI: Google's
+    # 1.2 TB/s bidirectional per chip, taken as four links of 150 GB/s each way.
+    TpuTarget(name="tpu7x", description="Google Cloud TPU7x (Ironwood)", generation="TPU7x",
+              topology_prefix="tpu7x", device_memory_size=192 * 2**30, hbm_bandwidth=7.38 * TB,
+              peak_bf16_flops=2307e12, peak_fp32_flops=2307e12, host_link_to_host=_TPU_PCIE_GEN5,
+              host_link_to_device=_TPU_PCIE_GEN5, host_link="PCIe Gen5 (32 GB/s per chip assumed)",
+              interconnect_bandwidth=150 * GB, cores_per_chip=2, chips_per_host=4),
+)
+BUILTIN_TARGETS.update((t.name, t) for t in TPU_TARGETS)
+
+#: The names users type for a built-in target (Google's product names, the scaling book's, MaxText's
+#: generation prefixes) -> its name.
+TARGET_ALIASES: dict[str, str] = {
+    "v4": "tpu-v4", "tpuv4": "tpu-v4",
+    "v5e": "tpu-v5e", "v5litepod": "tpu-v5e", "v5lite": "tpu-v5e", "tpu-v5-lite": "tpu-v5e",
+    "tpu-v5-lite-podslice": "tpu-v5e", "tpuv5e": "tpu-v5e",
+    "v5p": "tpu-v5p", "tpuv5p": "tpu-v5p",
+    "v6e": "tpu-v6e", "trillium": "tpu-v6e", "tpu-v6-lite": "tpu-v6e", "tpuv6e": "tpu-v6e",
+    "v7x": "tpu7x", "tpu-v7x": "tpu7x", "tpu-7x": "tpu7x", "ironwood": "tpu7x", "tpuv7x": "tpu7x",
+}
+
+DEFAULT_TPU_TARGET = "tpu-v5e"
+
 
 
 _POSITIVE = ("core_count", "clock_rate_ghz", "l2_cache_size", "device_memory_size", "hbm_bandwidth",
@@ -257,43 +423,58 @@ _ACHIEVED_OF = {"host_link_to_host": "host_link_achieved_to_host",
                 "host_link_to_device": "host_link_achieved_to_device"}
 
 
-def _check(path: Path, data: dict[str, Any]) -> dict[str, Any]:
-    """Type- and range-check every field; a bad value is an error naming its key."""
+_TPU_POSITIVE = ("cores_per_chip", "chips_per_host")
+_TPU_INTEGERS = ("cores_per_chip", "chips_per_host", "host_memory_per_chip")
+
+
+def _check(path: Path, data: dict[str, Any], cls: type[Target]) -> dict[str, Any]:
+    """Type- and range-check every field of a ``cls`` target; a bad value is an error naming its key."""
 
     def bad(key: str, want: str) -> HloscopeError:
         return HloscopeError(f"{path}: target field '{key}' must be {want}, not {data[key]!r}", EXIT_BAD_INPUT)
 
-    for key in ("name", "description", "host_link"):
+    names = {f.name for f in fields(cls)}
+    strings = ("name", "description", "host_link") + (("generation", "topology_prefix") if cls is TpuTarget else ())
+    for key in strings:
         if not isinstance(data[key], str) or not data[key]:
             raise bad(key, "a non-empty string")
-    cc = data["compute_capability"]
-    if (not isinstance(cc, (list, tuple)) or len(cc) != 2
-            or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in cc)):
-        raise bad("compute_capability", "two non-negative integers, like [9, 0]")
-    data["compute_capability"] = (cc[0], cc[1])
-    for f in fields(Target):  # a field with a default may be left out
+    if cls is GpuTarget:
+        cc = data["compute_capability"]
+        if (not isinstance(cc, (list, tuple)) or len(cc) != 2
+                or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in cc)):
+            raise bad("compute_capability", "two non-negative integers, like [9, 0]")
+        data["compute_capability"] = (cc[0], cc[1])
+    for f in fields(cls):  # a field with a default may be left out
         if f.default is not MISSING and f.name not in data:
             data[f.name] = f.default
-    for key in _POSITIVE:
+    integers = set(_INTEGERS) | set(_TPU_INTEGERS)
+    for key in (*_POSITIVE, *_TPU_POSITIVE):
+        if key not in names:
+            continue
         v = data.get(key)
         if v is None and key in _OPTIONAL:
             continue
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0 or v == float("inf"):
             raise bad(key, "a positive number")
-        if key in _INTEGERS and not (isinstance(v, int) or float(v).is_integer()):
+        if key in integers and not (isinstance(v, int) or float(v).is_integer()):
             raise bad(key, "a positive integer")
-        data[key] = int(v) if key in _INTEGERS else float(v)
-    for key in _NON_NEGATIVE:
+        data[key] = int(v) if key in integers else float(v)
+    for key in (*_NON_NEGATIVE, "ici_hop_us"):
+        if key not in names:
+            continue
         v = data[key]
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0 or v == float("inf"):
             raise bad(key, "a non-negative number (µs)")
         data[key] = float(v)
     data["collective_figures"] = _collective_figures(path, data.get("collective_figures", ()))
-    host_mem = data.get("host_memory_per_gpu", 0)
+    host_key = "host_memory_per_gpu" if cls is GpuTarget else "host_memory_per_chip"
+    host_mem = data.get(host_key, 0)
     if isinstance(host_mem, bool) or not isinstance(host_mem, (int, float)) or host_mem < 0 \
             or not float(host_mem).is_integer():
-        raise bad("host_memory_per_gpu", "a non-negative integer (bytes; 0: unknown)")
-    data["host_memory_per_gpu"] = int(host_mem)
+        raise bad(host_key, "a non-negative integer (bytes; 0: unknown)")
+    data[host_key] = int(host_mem)
+    if not isinstance(data.get("calibrated_on", ""), str):
+        raise bad("calibrated_on", "a string")
     for peak_key, achieved_key in _ACHIEVED_OF.items():
         achieved = data.get(achieved_key)
         if achieved is not None and achieved > data[peak_key]:
@@ -326,12 +507,17 @@ def _collective_figures(path: Path, value: Any) -> tuple[tuple[str, float, float
     return tuple(out)
 
 
+#: The target class of each platform.
+TARGET_CLASSES: dict[Platform, type[Target]] = {Platform.GPU: GpuTarget, Platform.TPU: TpuTarget}
+
+
 def load_target_file(path: Path) -> Target:
     """Read a user target from TOML or JSON. Missing, unknown or bad fields are errors.
 
-    With ``base``, a file that sets a link's peak (``host_link_to_host``) but not
-    its achieved figure drops the base's achieved figure: a measurement belongs
-    to the link it was made on.
+    The family is the ``base`` target's, else the file's ``platform`` (``gpu`` or ``tpu``), else
+    ``gpu`` (a file written before TPUs). With ``base``, a file that sets a link's peak
+    (``host_link_to_host``) but not its achieved figure drops the base's achieved figure: a
+    measurement belongs to the link it was made on.
     """
     try:
         raw = path.read_bytes()
@@ -343,29 +529,58 @@ def load_target_file(path: Path) -> Target:
         raise HloscopeError(f"{path}: not a valid target file: {e}", EXIT_BAD_INPUT) from None
     if not isinstance(data, dict):
         raise HloscopeError(f"{path}: a target file holds one table of fields", EXIT_BAD_INPUT)
-    names = {f.name for f in fields(Target)}
-    unknown = sorted(set(data) - names - {"base"})
-    if unknown:
-        raise HloscopeError(f"{path}: unknown target field(s): {', '.join(unknown)}", EXIT_BAD_INPUT)
     base_name = data.pop("base", None)
-    if base_name is not None:
-        base = get_target(str(base_name)).to_dict()
+    base = get_target(str(base_name)) if base_name is not None else None
+    platform = data.pop("platform", None)
+    if platform is not None and platform not in tuple(Platform):
+        raise HloscopeError(f"{path}: target field 'platform' must be one of {', '.join(Platform)}, not "
+                            f"{platform!r}", EXIT_BAD_INPUT)
+    if base is not None and platform is not None and platform != base.platform:
+        raise HloscopeError(f"{path}: platform {platform!r} but base {base.name!r} is a {base.platform} target",
+                            EXIT_BAD_INPUT)
+    cls = type(base) if base is not None else TARGET_CLASSES[Platform(platform or Platform.GPU)]
+    names = {f.name for f in fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        other = [c for p, c in TARGET_CLASSES.items() if c is not cls and set(unknown) <= {f.name for f in fields(c)}]
+        hint = f" (fields of a {other[0].platform} target; this one is a {cls.platform} target)" if other else ""
+        raise HloscopeError(f"{path}: unknown target field(s): {', '.join(unknown)}{hint}", EXIT_BAD_INPUT)
+    if base is not None:
+        merged = base.to_dict()
+        merged.pop("platform", None)
         for peak_key, achieved_key in _ACHIEVED_OF.items():
             if peak_key in data and achieved_key not in data:
-                base[achieved_key] = None
-        base.update(data)
-        data = base
-    required = {f.name for f in fields(Target) if f.default is MISSING}
+                merged[achieved_key] = None
+        merged.update(data)
+        data = merged
+    required = {f.name for f in fields(cls) if f.default is MISSING}
     missing = sorted(required - set(data))
     if missing:
         raise HloscopeError(f"{path}: incomplete target: missing {', '.join(missing)}", EXIT_BAD_INPUT)
-    return Target(**_check(path, data))
+    return cls(**_check(path, data, cls))
 
 
 def target_for_device(description: str) -> Target | None:
     """The built-in target whose GPU is ``description`` (``device_description_str`` of XLA's
     GpuTargetConfig, ``NVIDIA A100-SXM4-40GB``), or None."""
-    return next((t for t in BUILTIN_TARGETS.values() if description and t.description == description), None)
+    return next((t for t in BUILTIN_TARGETS.values()
+                 if description and isinstance(t, GpuTarget) and t.description == description), None)
+
+
+def gpu_only(target: Target, what: str = "compiling") -> GpuTarget:
+    """``target`` as a GPU target; one line (exit 2) when it is another family's (``what`` names
+    the job that needs a GPU target)."""
+    if not isinstance(target, GpuTarget):
+        raise HloscopeError(f"{what} for {target.name} needs a GPU target: {target.name} is a {target.platform} target",
+                            EXIT_BAD_INPUT)
+    return target
+
+
+def target_for_tpu(version: str, variant: str = "") -> TpuTarget | None:
+    """The built-in TPU target XLA's TPU compiler calls ``version`` / ``variant`` in a dump's
+    ``*.target_arguments.txt`` (``TPU_VERSION_VIPERFISH`` / ``lite``: v5e), or None (a chip
+    not known here)."""
+    return next((t for t in TPU_TARGETS if version and t.tpu_version == version and t.tpu_variant == variant), None)
 
 
 def memory_fraction_problem(value: object) -> str | None:
@@ -387,6 +602,8 @@ class TargetOrigin(StrEnum):
     MANIFEST = "manifest"  # an hloscope artifact folder's manifest.json
     ARCHIVE = "archive"  # the GPU an nsys-jax archive's GpuTargetConfig names
     REQUEST = "request"  # the compile request's (a step compiled in this run)
+    DUMP = "dump"  # the TPU a dump's target_arguments.txt names
+    PLATFORM = "platform"  # the default of the module's own platform (a TPU module: DEFAULT_TPU_TARGET)
     DEFAULT = "default"  # none of those: DEFAULT_TARGET
 
 
@@ -400,9 +617,13 @@ def as_target(target: Target | str | None) -> Target:
 
 
 def get_target(name_or_path: str) -> Target:
-    """A built-in target by name, or a user target from a ``.toml``/``.json`` file."""
+    """A built-in target by name or alias (:data:`TARGET_ALIASES`), or a user target from a
+    ``.toml``/``.json`` file."""
     if name_or_path in BUILTIN_TARGETS:
         return BUILTIN_TARGETS[name_or_path]
+    alias = TARGET_ALIASES.get(name_or_path.lower())
+    if alias is not None:
+        return BUILTIN_TARGETS[alias]
     p = Path(name_or_path)
     if p.suffix in (".toml", ".json"):
         return load_target_file(p)

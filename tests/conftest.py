@@ -7,6 +7,8 @@ import os
 os.environ["JAX_PLATFORMS"] = "cpu"
 os.environ["JAX_SKIP_CUDA_CONSTRAINTS_CHECK"] = "1"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# The text report fits COLUMNS when it is set (hloscope.cli.fit): tests read whole lines unless they set it.
+os.environ.pop("COLUMNS", None)
 
 import atexit
 import shutil

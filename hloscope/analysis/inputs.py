@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from hloscope.analysis.intent.account import Intent
 from hloscope.analysis.memory import CompileFigures
+from hloscope.analysis.structure.backend import CompiledFor, find_backend
 from hloscope.hlo.model import Module
 from hloscope.hlo.xla_dumps import XlaDumpTexts
 
@@ -88,6 +90,8 @@ class StepInputs:
     figures: the compile's memory figures derived once (device allocation, host total, XLA's
     report totals: :class:`~hloscope.analysis.memory.CompileFigures`), when the loader has them
     (a compile's ``CompileResult.figures``); None: the memory pass derives them from ``memory_figures``.
+    compiled_for: the backend the loader found the module compiled for, when it had more to go on
+    than the module (a TPU dump's ``target_arguments.txt``); None: :attr:`backend` reads the module.
     """
 
     module: Module
@@ -105,6 +109,13 @@ class StepInputs:
     scheduler: ScheduleRun | None = None
     versions: Mapping[str, str] = field(default_factory=dict)
     figures: CompileFigures | None = None
+    compiled_for: CompiledFor | None = None
+
+    @cached_property
+    def backend(self) -> CompiledFor:
+        """The backend the step was compiled for (:func:`~hloscope.analysis.structure.backend.find_backend`),
+        decided once: the loader's finding, else the module's own evidence."""
+        return self.compiled_for or find_backend(self.module, self.label)
 
     @property
     def has_memory(self) -> bool:

@@ -466,8 +466,8 @@ def memory_facts(memory: Mapping[str, int], target: Target, report_text: str | N
         live_at_peak=live,
         host_live_at_peak_bytes=sum(b.size_bytes for b in buffers if b.memory_space == HOST_MEMORY_SPACE),
         top_buffers=top_buffers, next_steps=_next_steps(fits, pressure, top_buffers, offloaded_names),
-        host_limit_bytes=target.host_memory_per_gpu,
-        host_fits=(host <= target.host_memory_per_gpu) if target.host_memory_per_gpu else None,
+        host_limit_bytes=target.host_memory_per_device,
+        host_fits=(host <= target.host_memory_per_device) if target.host_memory_per_device else None,
         allocator_bytes=allocator, host_pool_bytes=host_pool_bytes,
     )
 

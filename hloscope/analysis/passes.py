@@ -20,6 +20,7 @@ from hloscope.analysis.intent.remat import RematClones, count_remat_clones
 from hloscope.analysis.kinds import Direction
 from hloscope.analysis.measured.compare import MeasuredComparison, compare_measured
 from hloscope.analysis.memory import MemoryFacts, facts_from_dumps
+from hloscope.analysis.platforms import execution_model
 from hloscope.analysis.simulate.drain import SerialDrain, find_serial_drains
 from hloscope.analysis.simulate.overlap import judge_overlap
 from hloscope.analysis.simulate.slack import Slack, find_slack
@@ -51,8 +52,9 @@ PAIRS = Pass("pairs", _pairs)
 
 
 def _streams(ctx: StepContext) -> StreamAssignment | None:
-    """XLA's stream assignment of the version that compiled the step (docs/streams.md); None unscheduled."""
-    if not ctx.module.is_scheduled:
+    """XLA's stream assignment of the version that compiled the step (docs/streams.md); None unscheduled,
+    or on a platform whose async ops have no streams (``hloscope.analysis.platforms``)."""
+    if not ctx.module.is_scheduled or not execution_model(ctx.target).xla_streams:
         return None
     return assign_execution_streams(ctx.index, model=stream_model(ctx.inputs.versions.get("jaxlib"), ctx.module))
 

@@ -38,6 +38,7 @@ from hloscope.analysis.simulate.summary import Summary
 from hloscope.analysis.simulate.timeline import Timeline
 from hloscope.analysis.simulate.verdict import Verdict
 from hloscope.analysis.simulate.xla_view import XlaEstimates
+from hloscope.analysis.structure.backend import CompiledFor
 from hloscope.analysis.structure.graph import build_dependency_graph
 from hloscope.analysis.structure.host_work import HostWork
 from hloscope.analysis.structure.index import ModuleIndex
@@ -46,7 +47,7 @@ from hloscope.analysis.structure.streams import StreamAssignment
 from hloscope.analysis.structure.transfers import HostTransfer
 from hloscope.hlo.gcpause import paused_gc
 from hloscope.hlo.model import Module, SourceLocation
-from hloscope.targets import Target
+from hloscope.targets import Platform, Target
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -135,6 +136,23 @@ class Report:
     @property
     def host_space(self) -> int:
         return self.options.host_space
+
+    @property
+    def platform(self) -> Platform:
+        """The accelerator family the step is judged as (the target's)."""
+        return self.target.platform
+
+    @property
+    def compiled_for(self) -> CompiledFor:
+        """The backend the module was compiled for, and what showed it (``inputs.backend``)."""
+        return self.inputs.backend
+
+    @property
+    def family_mismatch(self) -> bool:
+        """Whether the module was compiled for one accelerator family and is judged as the other's
+        (a TPU module with ``--target h100-sxm``)."""
+        found = self.compiled_for.backend.platform
+        return found is not None and found is not self.platform
 
     def est_compute_us(self) -> float:
         """Estimated compute time of the whole step (entry computation, loops expanded)."""

@@ -28,6 +28,7 @@ from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.report import Report
 from hloscope.analysis.simulate.margin import TransferMargin
 from hloscope.analysis.simulate.verdict import Verdict
+from hloscope.analysis.structure.backend import Backend
 from hloscope.check.allow import AllowEntry, find_allow
 from hloscope.check.annotations import Fate, account_annotations
 from hloscope.check.keys import TransferKey, TransferRecord
@@ -54,6 +55,22 @@ class Finding(StrEnum):
     BASELINE = "baseline"  # change: the baseline's Change
     MARGIN = "margin"  # actual: the transfer's margin (a factor); margin: its TransferMargin
     MARGINAL_US = "marginal-us"  # actual: the largest marginal cost per step (us); margin: its TransferMargin
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a rule read on the step, shown beside its setting whether it passed or failed.
+
+    value: in the rule's unit (us per step, a fraction, bytes per step, a margin factor, or a count).
+    of: for a count, what it counts among (transfers judged, names expected, annotations, requests).
+    limit: the allowed value when the setting is not itself one (fits-hbm's bytes, fits-host-pool's pool).
+    record: the transfer the value is of (min-margin's smallest margin, max-marginal-us's largest cost).
+    """
+
+    value: float | None
+    of: int | None = None
+    limit: float | None = None
+    record: TransferRecord | None = None
 
 
 @dataclass(frozen=True)
@@ -86,7 +103,7 @@ class Emptiness(StrEnum):
     """Why a step has nothing a gate could judge (worded in ``render.check.words``)."""
 
     NOT_SCHEDULED = "not-scheduled"  # the module before optimizations: there is no order to judge
-    NOT_GPU = "not-gpu"  # no XLA:GPU stream assignments in it (another backend's module)
+    NOT_GPU = "not-gpu"  # neither a TPU module nor one with XLA:GPU stream assignments (the CPU's, a test module)
     NO_TRANSFER = "no-transfer"  # nothing lives in the host memory space
 
 
@@ -103,14 +120,15 @@ class NothingToJudge:
 def nothing_to_judge(report: Report, label: str = "") -> NothingToJudge | None:
     """Why a gate on ``report`` would pass only because there is nothing to judge, or None.
 
-    The module is not scheduled, was not compiled for a GPU (XLA:GPU writes stream
-    assignments, ``operation_queue_id``, into backend configs; other backends do not),
-    or has no host transfer to judge.
+    The module is not scheduled, was compiled for neither a TPU (the step's backend,
+    ``report.compiled_for``) nor a GPU (XLA:GPU writes stream assignments,
+    ``operation_queue_id``, into backend configs; other backends do not), or has no host
+    transfer to judge.
     """
     why = None
     if not report.module.is_scheduled:
         why = Emptiness.NOT_SCHEDULED
-    elif not any("operation_queue_id" in ins.attr("backend_config")
+    elif report.compiled_for.backend is not Backend.TPU and not any("operation_queue_id" in ins.attr("backend_config")
                  for comp in report.module.computations.values() for ins in comp.instructions):
         why = Emptiness.NOT_GPU
     elif not [v for v in report.verdicts if v.verdict is not VerdictKind.UNSCHEDULED]:
@@ -142,7 +160,7 @@ class RuleContext:
     """What a rule reads: the step, its transfers as records, the allow-list.
 
     Rules put the violations an allow entry covers into ``allowed`` instead of
-    returning them.
+    returning them, and what they read on the step into ``readings`` (by rule name).
     """
 
     subject: Subject
@@ -150,6 +168,7 @@ class RuleContext:
     allow: tuple[AllowEntry, ...] = ()
     hbm_margin: float = 0.0
     allowed: list[tuple[Violation, AllowEntry]] = field(default_factory=list)
+    readings: dict[str, Reading] = field(default_factory=dict)
     host_pool_bytes: int | None = None  # fits-host-pool's pool; None: the report's (MemoryFacts.host_pool_bytes)
 
     def scheduled(self, rule: str) -> list[TransferRecord]:
@@ -184,6 +203,8 @@ class Rule:
 
 
 def _per_transfer(ctx: RuleContext, rule: str, bad: VerdictKind, finding: Finding) -> list[Violation]:
+    judged = ctx.scheduled(rule)
+    ctx.readings[rule] = Reading(sum(r.verdict is bad for r in judged), of=len(judged))
     out: list[Violation] = []
     for r in ctx.records:
         if r.verdict is bad:
@@ -207,6 +228,7 @@ def _worst(records: list[TransferRecord], n: int = 3) -> tuple[TransferRecord, .
 def rule_max_exposed_us(ctx: RuleContext, limit: float) -> list[Violation]:
     recs = ctx.scheduled("max-exposed-us")
     total = sum(r.exposed_us_per_step for r in recs)
+    ctx.readings["max-exposed-us"] = Reading(total)
     if total <= limit:
         return []
     return [Violation("max-exposed-us", Finding.EXPOSED_US, actual=total, limit=limit, worst=_worst(recs))]
@@ -217,6 +239,7 @@ def rule_max_exposed_fraction(ctx: RuleContext, limit: float) -> list[Violation]
     exposed = sum(r.exposed_us_per_step for r in recs)
     step = ctx.subject.report.est_compute_us() + exposed
     frac = exposed / step if step > 0 else 0.0
+    ctx.readings["max-exposed-fraction"] = Reading(frac)
     if frac <= limit:
         return []
     return [Violation("max-exposed-fraction", Finding.EXPOSED_FRACTION, actual=frac, limit=limit,
@@ -228,6 +251,7 @@ def rule_min_hidden_fraction(ctx: RuleContext, limit: float) -> list[Violation]:
     transfer = sum(r.est_transfer_us * r.executions for r in recs)
     hidden = sum(max(0.0, r.est_transfer_us - r.est_exposed_us) * r.executions for r in recs)
     frac = hidden / transfer if transfer > 0 else 1.0
+    ctx.readings["min-hidden-fraction"] = Reading(frac)
     if frac >= limit:
         return []
     return [Violation("min-hidden-fraction", Finding.HIDDEN_FRACTION, actual=frac, limit=limit,
@@ -249,11 +273,13 @@ def rule_expect_offloaded(ctx: RuleContext, names: list[str]) -> list[Violation]
             out.append(Violation("expect-offloaded", Finding.NOT_OFFLOADED,
                                  args=(("pattern", pattern), ("offloads", len(offloads)), ("names", tuple(known)),
                                        ("guessed", guessed))))
+    ctx.readings["expect-offloaded"] = Reading(len(names) - len(out), of=len(names))
     return out
 
 
 def rule_min_offloaded_bytes(ctx: RuleContext, limit: int) -> list[Violation]:
     total = sum(r.bytes_per_step for r in _to_host(ctx))
+    ctx.readings["min-offloaded-bytes"] = Reading(float(total))
     if total >= limit:
         return []
     return [Violation("min-offloaded-bytes", Finding.OFFLOADED_BYTES, actual=float(total), limit=float(limit))]
@@ -272,7 +298,10 @@ def rule_annotations_accounted(ctx: RuleContext, on: bool) -> list[Violation]:
     before_report = analyze_module(before, ctx.subject.report.target, ctx.subject.report.options)
     out: list[Violation] = []
     records = {id(r.judged): r for r in records_from_report(before_report)}
-    for fate in account_annotations(before_report, ctx.subject.report):
+    fates = account_annotations(before_report, ctx.subject.report)
+    ctx.readings["annotations-accounted"] = Reading(sum(f.fate not in (Fate.REMOVED, Fate.SYNC) for f in fates),
+                                                     of=len(fates))
+    for fate in fates:
         args: tuple[tuple[str, Any], ...] = ()
         if fate.fate is Fate.REMOVED:
             found = Finding.ANNOTATION_REMOVED
@@ -321,6 +350,7 @@ def rule_intent_accounted(ctx: RuleContext, on: bool) -> list[Violation]:
         raise HloscopeError(f"intent-accounted: {ctx.subject.label} has no trace (a plain HLO file) and no unoptimized "
                             "module to fall back on; check an artifact or dump folder, --fn/--workload, or pass "
                             "--unoptimized FILE", EXIT_BAD_INPUT)
+    ctx.readings["intent-accounted"] = Reading(len(account.items) - len(account.unaccounted), of=len(account.items))
     out: list[Violation] = []
     for a in account.unaccounted:
         v = Violation("intent-accounted", Finding.INTENT_UNACCOUNTED,
@@ -341,6 +371,7 @@ def rule_fits_hbm(ctx: RuleContext, on: bool) -> list[Violation]:
         raise HloscopeError(f"fits-hbm cannot be evaluated: {ctx.subject.label} has no memory figures (a plain HLO "
                             "file); check a `hloscope compile` artifact folder, --workload or --fn", EXIT_BAD_INPUT)
     limit = m.limit_bytes * (1.0 - ctx.hbm_margin)
+    ctx.readings["fits-hbm"] = Reading(float(m.device_allocation_bytes), limit=limit)
     if m.device_allocation_bytes <= limit:
         return []
     return [Violation("fits-hbm", Finding.DOES_NOT_FIT, actual=float(m.device_allocation_bytes), limit=limit,
@@ -357,6 +388,7 @@ def rule_fits_host_pool(ctx: RuleContext, on: bool) -> list[Violation]:
         raise HloscopeError(f"fits-host-pool cannot be evaluated: {ctx.subject.label} has no memory figures (a plain "
                             "HLO file); check a `hloscope compile` artifact folder, --workload or --fn", EXIT_BAD_INPUT)
     pool = ctx.host_pool_bytes if ctx.host_pool_bytes is not None else m.host_pool_bytes
+    ctx.readings["fits-host-pool"] = Reading(float(m.host_bytes), limit=float(pool))
     if m.host_bytes <= pool:
         return []
     return [Violation("fits-host-pool", Finding.NOT_IN_HOST_POOL, actual=float(m.host_bytes), limit=float(pool))]
@@ -376,8 +408,14 @@ def _margins_of(ctx: RuleContext, rule: str) -> list[tuple[TransferRecord, Trans
 def rule_min_margin(ctx: RuleContext, limit: float) -> list[Violation]:
     """Each transfer whose verdict flips within ``limit`` (a factor) of the host link's bandwidth
     or of the step's work time (``hloscope.analysis.simulate.margin``)."""
+    got = _margins_of(ctx, "min-margin")
+    # the smallest margin; None when every transfer's verdict holds across the whole grid
+    near = min(((r, m) for r, m in got if m.margin is not None), key=lambda rm: (rm[1].margin, rm[0].instruction),
+               default=None)
+    ctx.readings["min-margin"] = Reading(near[1].margin, of=len(got), record=near[0]) if near else \
+        Reading(None, of=len(got))
     out: list[Violation] = []
-    for r, m in _margins_of(ctx, "min-margin"):
+    for r, m in got:
         x = m.margin
         if x is not None and x < limit:
             out += ctx.keep(Violation("min-margin", Finding.MARGIN, r.judged, x, limit, r, args=(("margin", m),)))
@@ -388,8 +426,10 @@ def rule_max_marginal_us(ctx: RuleContext, limit: float) -> list[Violation]:
     """The transfer that costs the simulated step most (its marginal cost per step) costs at most ``limit`` us."""
     got = _margins_of(ctx, "max-marginal-us")
     if not got:
+        ctx.readings["max-marginal-us"] = Reading(None, of=0)
         return []
     r, m = max(got, key=lambda rm: (rm[1].marginal_us, rm[0].instruction))
+    ctx.readings["max-marginal-us"] = Reading(m.marginal_us, of=len(got), record=r)
     if m.marginal_us <= limit:
         return []
     return ctx.keep(Violation("max-marginal-us", Finding.MARGINAL_US, r.judged, m.marginal_us, limit, r,

@@ -11,7 +11,8 @@ error (exit 2), never a pass.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from hloscope.analysis.intent.account import account_of
 from hloscope.check.allow import AllowEntry, find_allow
@@ -22,6 +23,7 @@ from hloscope.check.rules import (
     RULES,
     Finding,
     NothingToJudge,
+    Reading,
     RuleContext,
     Violation,
     nothing_to_judge,
@@ -52,7 +54,8 @@ class NothingToCheck(HloscopeError):
 class CheckResult:
     """rules: the rules evaluated (name -> parameter), in table order. violations: what failed.
     allowed: violations an allow entry covers, with the entry. diff: the baseline comparison.
-    empty: why there was nothing to check (None when there was), when ``allow_empty`` let it pass."""
+    empty: why there was nothing to check (None when there was), when ``allow_empty`` let it pass.
+    readings: what each evaluated rule read on the step, by rule name (shown beside its setting)."""
 
     subject: Subject
     rules: dict[str, object]
@@ -60,6 +63,7 @@ class CheckResult:
     allowed: tuple[tuple[Violation, AllowEntry], ...] = ()
     diff: BaselineDiff | None = None
     empty: NothingToJudge | None = None
+    readings: Mapping[str, Reading] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -112,4 +116,4 @@ def run_check(subject: Subject, config: CheckConfig, baseline: Snapshot | None =
                 ctx.allowed.append((v, entry))
     if must_fail and not violations and not ctx.allowed and not config.allow_empty:  # (an allowed one was judged)
         raise NothingToCheck(must_fail)
-    return CheckResult(subject, rules, tuple(violations), tuple(ctx.allowed), diff, empty)
+    return CheckResult(subject, rules, tuple(violations), tuple(ctx.allowed), diff, empty, dict(ctx.readings))

@@ -22,6 +22,7 @@ from hloscope.analysis.simulate.overlap import AnalysisOptions
 from hloscope.analysis.structure.backend import find_backend
 from hloscope.check import fail_on_verdicts, nothing_to_judge, parse_verdicts
 from hloscope.cli.archive import is_nsys_archive
+from hloscope.cli.fit import COLOR_CHOICES, report_color, report_width
 from hloscope.cli.options import add_host_memory_space_option, add_host_pool_option, add_target_option, host_pool_bytes
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_NOTHING_TO_CHECK, HloscopeError
 from hloscope.hlo.loader import ARTIFACT_NOTE
@@ -29,6 +30,7 @@ from hloscope.hlo.profile_files import read_profile_file
 from hloscope.hlo.shape import HOST_MEMORY_SPACE
 from hloscope.render import RENDERERS, Renderer, RenderOptions, get_renderer
 from hloscope.render.backend_text import backend_note
+from hloscope.render.fit import fit_lines
 from hloscope.targets import DEFAULT_LINK_MODE, LINK_MODES, get_target
 from hloscope.vocab import LinkMode
 
@@ -53,6 +55,8 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
     p.add_argument("--format", help=f"report format: {', '.join(RENDERERS)} (default table)")
     p.add_argument("-o", "--output", help="write the report to this file instead of stdout")
+    p.add_argument("--color", choices=COLOR_CHOICES, default="auto",
+                   help="the table's verdicts in colour: auto (on a terminal, unless NO_COLOR is set), always, never")
     p.add_argument("--fail-on", default="", metavar="VERDICTS",
                    help="exit 1 if any transfer has one of these verdicts, e.g. sync,exposed; exit 8 when there is "
                         "nothing to judge (module not scheduled, not compiled for a GPU, no host transfer)")
@@ -83,6 +87,7 @@ class ReportRequest:
     allow_empty: bool = False
     options: AnalysisOptions = field(default_factory=AnalysisOptions)
     trace: str | None = None
+    color: str = "auto"
 
 
 def prepare_report(args: argparse.Namespace) -> ReportRequest:
@@ -99,7 +104,8 @@ def prepare_report(args: argparse.Namespace) -> ReportRequest:
                               link_mode=LinkMode(args.link), measured_us=measured,
                               host_pool_bytes=host_pool_bytes(getattr(args, "host_pool_gb", None), os.environ))
     return ReportRequest(renderer, parse_verdicts(args.fail_on) if args.fail_on else frozenset(), args.output,
-                         bool(getattr(args, "allow_empty", False)), options, args.trace)
+                         bool(getattr(args, "allow_empty", False)), options, args.trace,
+                         getattr(args, "color", "auto"))
 
 
 def write_trace(report: Report, path: str) -> None:
@@ -116,9 +122,11 @@ def emit_report(report: Report, req: ReportRequest, trailer: str = "") -> int:
     if req.trace:
         write_trace(report, req.trace)
     with open_output(req.output) as out:
-        req.renderer.render(report, out, RenderOptions())
+        # the table fits the terminal it is printed to (hloscope.cli.fit; docs/cli.md, width and colour)
+        width = report_width(out, os.environ)
+        req.renderer.render(report, out, RenderOptions(width=width, color=report_color(out, req.color, os.environ)))
         if trailer and req.renderer.name == "table":
-            out.write(trailer)
+            out.write("".join(line + "\n" for line in fit_lines(trailer.splitlines(), width)))
     # How the input was read; not an artifact folder's provenance, which every run would repeat
     # (the table prints it under its header, the JSON has it in "notes").
     for note in report.notes:
@@ -164,9 +172,10 @@ class AnalyzeCommand:
         req = prepare_report(args)
         measured = getattr(args, "measured", None) or (args.path if is_nsys_archive(args.path) else None)
         if measured:
-            from hloscope.compile.xplane import load_measured
+            from hloscope.analysis.measured.read import parse_measured
+            from hloscope.hlo.profile_files import read_measured_file
 
-            profile = load_measured(measured)
+            profile = parse_measured(read_measured_file(measured))
             req = replace(req, options=replace(req.options, compare_with=profile))
         report = load_report(args.path, args.target, req.options)
         note = backend_note(find_backend(report.module, report.inputs.label), report.target.name)

@@ -53,13 +53,14 @@ class CalibrateCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         from hloscope.analysis.measured.calibrate import fit_target
+        from hloscope.analysis.measured.read import parse_measured
         from hloscope.analysis.report import analyze_step
         from hloscope.analysis.simulate.overlap import AnalysisOptions
         from hloscope.artifact import read_step
         from hloscope.cli.analyze import check_measured
         from hloscope.cli.archive import is_nsys_archive
-        from hloscope.compile.xplane import load_measured
         from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+        from hloscope.hlo.profile_files import read_measured_file
         from hloscope.render.calibration_text import calibration_lines, target_toml
 
         out = Path(args.output)
@@ -71,7 +72,7 @@ class CalibrateCommand:
         refuse_hlo_as_profile(args.profile)
         hlo = args.hlo or (args.profile if is_nsys_archive(args.profile) else None)
         # Read first: a missing, empty or unreadable PROFILE is said as such, not as a missing HLO.
-        profile = load_measured(args.profile)
+        profile = parse_measured(read_measured_file(args.profile))
         if hlo is None:
             raise HloscopeError(f"{args.profile}: {PROFILE_KIND_WORDS.get(profile.kind, 'this profile')} does not "
                                 "hold the HLO; give the optimized module it was measured on as HLO "

@@ -309,10 +309,10 @@ def _slice(args: argparse.Namespace) -> dict[str, Any]:
     if not topology:
         return {}
     from hloscope.compile.tpu.slices import parse_slice
-    from hloscope.compile.tpu.standin import tpu_target
+    from hloscope.targets import TpuTarget, as_target
 
-    chip = tpu_target(str(args.target or ""))
-    if chip is None:
+    chip = as_target(args.target)
+    if not isinstance(chip, TpuTarget):
         raise HloscopeError(f"--topology names a TPU slice; {args.target or DEFAULT_TARGET} is not a TPU target",
                             EXIT_BAD_INPUT)
     devices = parse_slice(topology, chip).devices

@@ -46,7 +46,7 @@ from hloscope.compile.xla_options import PIPELINED_OFFLOAD_FLAG as PIPELINED_OFF
 from hloscope.compile.xla_options import dump_folder, dumped, refuse_missing_files
 from hloscope.compile.xla_options import parse_flag as parse_flag
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_TRACE_FAILED, HloscopeError
-from hloscope.targets import Target
+from hloscope.targets import GpuTarget, Target
 
 if TYPE_CHECKING:
     from hloscope.analysis.intent.account import Intent
@@ -131,7 +131,7 @@ def compile_step(request: CompileRequest, fn: Callable[..., Any],
     if opts.target is not None and opts.target.name != request.target:
         raise ValueError(f"StepOptions.target is {opts.target.name}, the request's target is {request.target}")
     found_target = opts.target or resolve_target(request.target)
-    if isinstance(found_target, Target):
+    if isinstance(found_target, GpuTarget):
         tgt: Any = with_memory(found_target, request.memory_override_bytes)
         allocator = allocator_bytes(tgt, request.memory_fraction)
     else:

@@ -15,8 +15,7 @@ from typing import Any, Protocol
 
 from hloscope.analysis.inputs import ScheduleRun
 from hloscope.compile.request import CompileRequest, Scheduler
-from hloscope.compile.tpu.slices import TpuChip
-from hloscope.targets import Target
+from hloscope.targets import GpuTarget, Target, TpuTarget
 
 
 class Room(Protocol):
@@ -73,35 +72,25 @@ class Room(Protocol):
         ...
 
 
-AnyTarget = Target | TpuChip
+#: A target of either family (``hloscope.targets``).
+AnyTarget = Target
 
 
-def resolve_target(target: str | AnyTarget) -> AnyTarget:
-    """A target of either family by name or path (``hloscope.targets``), or the target itself."""
-    if not isinstance(target, str):
-        return target
-    from hloscope.compile.tpu.standin import tpu_target
+def resolve_target(target: str | Target) -> Target:
+    """A target of either family by name, alias or path (``hloscope.targets.as_target``), or the target itself."""
+    from hloscope.targets import as_target
 
-    found = tpu_target(target)
-    if found is not None:
-        return found
-    from hloscope.targets import get_target
-
-    return get_target(target)
-
-
-def is_tpu(target: AnyTarget) -> bool:
-    return hasattr(target, "topology_prefix")
+    return as_target(target)
 
 
 def room_for(target: str | AnyTarget) -> Room:
     """The room of ``target``'s family."""
     tgt = resolve_target(target)
-    if is_tpu(tgt):
+    if isinstance(tgt, TpuTarget):
         from hloscope.compile.tpu.room import TpuRoom
 
-        return TpuRoom(tgt)  # type: ignore[arg-type]
+        return TpuRoom(tgt)
     from hloscope.compile.cuda import CudaRoom
 
-    assert isinstance(tgt, Target)
+    assert isinstance(tgt, GpuTarget)
     return CudaRoom(tgt)

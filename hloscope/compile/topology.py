@@ -22,7 +22,7 @@ from typing import Any
 
 from hloscope.compile.request import CompileRequest
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_OUT_OF_MEMORY, HloscopeError
-from hloscope.targets import Target
+from hloscope.targets import Target, gpu_only
 
 #: What XLA's GPU plugin logs: the scheduler and estimator it built (gpu_hlo_schedule,
 #: sol_gpu_cost_model: read by hloscope.compile.scheduler); a few lines per compile.
@@ -72,6 +72,7 @@ def topology_for(target: Target, devices: int, argument: str = "--devices") -> T
     """
     if devices < 1:
         raise HloscopeError(f"{argument} must be at least 1, got {devices}", EXIT_BAD_INPUT)
+    target = gpu_only(target)
     per_host = target.gpus_per_host
     if devices <= per_host:
         return Topology(1, 1, devices)
@@ -91,20 +92,19 @@ def check_devices(request: CompileRequest, argument: str = "--devices") -> None:
     names the device count (``--devices``, or the API's ``devices``)."""
     from collections.abc import Callable
 
-    from hloscope.compile.tpu.standin import tpu_target
-    from hloscope.targets import get_target
+    from hloscope.targets import GpuTarget, TpuTarget, get_target
 
-    tpu = tpu_target(request.target)
+    target = get_target(request.target)
     fits: Callable[[int], bool]
-    if tpu is not None:  # a TPU slice (hloscope.compile.tpu.slices)
+    if isinstance(target, TpuTarget):  # a TPU slice (hloscope.compile.tpu.slices)
         from hloscope.compile.tpu.room import TpuRoom
         from hloscope.compile.tpu.slices import devices_per_chip, prefix_of, shape_for
 
-        TpuRoom(tpu).slice(request.devices, request.topology)
-        per_chip, prefix = devices_per_chip(tpu), prefix_of(tpu)
+        TpuRoom(target).slice(request.devices, request.topology, argument)
+        per_chip, prefix = devices_per_chip(target), prefix_of(target)
         fits = lambda n: n % per_chip == 0 and shape_for(prefix, n // per_chip) is not None  # noqa: E731
     else:
-        target = get_target(request.target)
+        assert isinstance(target, GpuTarget)
         if request.topology is not None:
             raise HloscopeError(f"--topology names a TPU slice; {target.name} is a GPU (give --devices)",
                                 EXIT_BAD_INPUT)
@@ -156,7 +156,8 @@ def _topology_desc(target: Target, topo: Topology, retry: bool) -> Any:
     try:
         with environment.quiet_native_stderr(), _plugin_logging():
             return topologies.get_topology_desc(platform="cuda", topology_name="",
-                                                target_config=target.gpu_target_config(), topology=topo.name)
+                                                target_config=gpu_only(target).gpu_target_config(),
+                                                topology=topo.name)
     except Exception as e:
         if "topology not implemented" in str(e):
             from hloscope.compile.jaxcompat import register_cuda_plugin_late
@@ -193,7 +194,7 @@ def compile_only_devices(target: Target, devices: int) -> list[Any]:
 
     environment.prepare()
     topo = topology_for(target, devices)
-    key = (target.gpu_target_config(), topo.name)
+    key = (gpu_only(target).gpu_target_config(), topo.name)
     if key not in _DEVICES:
         _DEVICES[key] = list(_topology_desc(target, topo, retry=True).devices)
     return _DEVICES[key][:devices]

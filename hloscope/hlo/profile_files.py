@@ -9,9 +9,10 @@ path.
   ``hloscope.analysis.cost.calibration.parse_profile_file`` parses them).
 - :func:`read_measured_file`: a measured profile by content (``analyze --measured``,
   ``calibrate``, the TUI): an nsys-jax archive (opened once, through
-  :mod:`hloscope.hlo.archive`), ``jax.profiler``'s XSpace (``*.xplane.pb``, parsed through
-  jaxlib by ``hloscope.compile.xplane``), a Chrome trace JSON (gzip undone here), else a PGLE
-  profile (``hloscope.analysis.measured.read.parse_measured`` parses the last three it can).
+  :mod:`hloscope.hlo.archive`), ``jax.profiler``'s XSpace (``*.xplane.pb``), a Chrome trace
+  JSON (gzip undone here), else a PGLE profile. :mod:`hloscope.hlo.profiles` reads the events of
+  the first three (one module per format, no JAX);
+  ``hloscope.analysis.measured.read.parse_measured`` turns any of them into a measured profile.
 
 Bad input is one :class:`~hloscope.errors.HloscopeError` (exit 2): ``PATH: cannot read profile:
 why`` for a file that cannot be read; ``PATH: not a usable measured profile: what`` for an empty

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import math
 
-from hloscope.analysis.measured.calibrate import Calibration, Figure, Unfitted
+from hloscope.analysis.measured.calibrate import Calibration, Figure, Rate, Unfitted
 from hloscope.analysis.measured.compare import MeasuredComparison
+from hloscope.vocab import Direction
 
 _WHY = {
     Unfitted.NO_SAMPLES: "the profile times no op this figure prices: datasheet value kept",
     Unfitted.TOO_FEW: "too few measured ops (or all of one size) to fit: datasheet value kept",
     Unfitted.UNPHYSICAL: "the fit was not physical (bandwidth or peak <= 0): datasheet value kept",
+    Unfitted.HIDDEN: "every measured run ended before its done was reached (an upper bound): datasheet value kept",
 }
 
 
@@ -85,12 +87,35 @@ def calibration_lines(cal: Calibration, before: MeasuredComparison, after: Measu
                      "-" if a is None else f"{a.predicted_us / 1e3:.2f} ms",
                      "-" if a is None else _err(a.predicted_us, a.measured_us)])
     lines += ["", "per class, per execution (the profile's own ops: an in-sample fit):", *_table(crow)]
+    lines += _rate_lines(cal.rates)
     med = before.profile.median_step_us
     if med and before.predicted_step_us is not None and after.predicted_step_us is not None:
         lines += ["", f"step: measured median {med / 1e3:.2f} ms; simulated {before.predicted_step_us / 1e3:.2f} ms "
                       f"({_err(before.predicted_step_us, med)}) before, {after.predicted_step_us / 1e3:.2f} ms "
                       f"({_err(after.predicted_step_us, med)}) after"]
     return lines
+
+
+_RATE_WHY = {
+    Unfitted.NO_SAMPLES: "the profile times no run of it",
+    Unfitted.TOO_FEW: "too few runs to fit",
+    Unfitted.UNPHYSICAL: "the fit was not physical",
+    Unfitted.HIDDEN: "every run ended before its done was reached: the profile bounds it only",
+}
+
+
+def _rate_lines(rates: tuple[Rate, ...]) -> list[str]:
+    """What the chip achieved per run (``fit_rates``), whatever the target's family."""
+    if not rates:
+        return []
+    rows = [["work", "achieved", "runs", "note"]]
+    for r in rates:
+        work = r.work if r.direction is None else f"{r.work} {'D->H' if r.direction is Direction.TO_HOST else 'H->D'}"
+        value = "-" if r.value is None else (f"{r.value / 1e12:.1f} TFLOP/s" if r.unit == "FLOP/s"
+                                             else f"{r.value / 1e9:.1f} GB/s")
+        rows.append([work, value, str(r.samples), "fitted" if r.unfitted is Unfitted.FITTED else _RATE_WHY[r.unfitted]])
+    return ["", "achieved per run (least squares through the origin over the profile's runs; GEMMs by the "
+                "model's FLOP count, other kernels by their HBM bytes, copies by the bytes copied):", *_table(rows)]
 
 
 def _table(rows: list[list[str]]) -> list[str]:

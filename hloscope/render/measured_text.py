@@ -7,19 +7,89 @@ plain (no markup), the JSON escapes them by construction.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from hloscope.analysis.measured.compare import MeasuredComparison
-from hloscope.units import human_us
+from hloscope.analysis.measured.compare import AsyncOverlap, MeasuredComparison, TransferComparison
+from hloscope.units import human_bytes, human_us
+from hloscope.vocab import Direction
+
+_LINK = {Direction.TO_HOST: "D->H", Direction.TO_DEVICE: "H->D"}
 
 
 def _ratio(r: float | None) -> str:
     return "-" if r is None else f"{r:.2f}x"
 
 
+def _columns(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  " + "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+
+
+def _run_us(us: float) -> str:
+    """A run's time: milliseconds to two decimals (a transfer's rate is read from them)."""
+    return f"{us / 1e3:.2f} ms" if us >= 1e3 else human_us(us)
+
+
+def _gbps(bandwidth: float | None) -> str:
+    return "-" if bandwidth is None else f"{bandwidth / 1e9:.1f}"
+
+
+def transfer_lines(transfers: Sequence[TransferComparison]) -> list[str]:
+    """Each host transfer's measured time per run and the compute's wait at its done, beside the model's."""
+    if not transfers:
+        return []
+    rows = [["transfer", "dir", "bytes", "runs", "measured", "GB/s", "wait at done", "model: runs", "time",
+             "simulated wait"]]
+    for t in transfers:
+        wait = t.measured_wait_per_call_us
+        # A run that ended before its done was reached is timed to the done: an upper bound.
+        bound = "<= " if t.waited_calls is not None and t.waited_calls < t.measured_calls else ""
+        rows.append([t.start, _LINK[t.direction], human_bytes(t.bytes), str(t.measured_calls),
+                     bound + _run_us(t.measured_per_call_us), (">= " if bound else "") + _gbps(t.measured_bandwidth),
+                     "-" if wait is None else _run_us(wait), str(t.predicted_calls), _run_us(t.predicted_us),
+                     _run_us(t.predicted_wait_per_call_us)])
+    lines = ["  host transfers, per run (measured: the async op from its start to its done's end, <= where some "
+             "runs ended before their done was reached; wait at done: the time the compute waited there; model: runs "
+             "per step, time alone on the link, simulated wait):"]
+    lines += ["  " + line for line in _columns(rows)]
+    waited = [t.measured_wait_us for t in transfers if t.measured_wait_us is not None]
+    if waited:
+        lines.append(f"  waiting at these dones: measured {human_us(sum(waited))} per execution; "
+                     f"simulated {human_us(sum(t.predicted_wait_us for t in transfers))} per step")
+    return lines
+
+
+def _overlap_lines(overlaps: Sequence[AsyncOverlap]) -> list[str]:
+    """One line per async start; a start run several times in one execution (a loop) reads once,
+    with its runs' median time and their range of overlap."""
+    lines = ["  async ops, measured overlap (share of the kernel's time other ops ran beside it) "
+             "beside the simulation:"]
+    by_start: dict[str, list[AsyncOverlap]] = {}
+    for o in overlaps:
+        by_start.setdefault(o.start, []).append(o)
+    for start, runs in by_start.items():
+        o = runs[0]
+        flag = "  <- disagree" if any(r.disagree for r in runs) else ""
+        hidden = sum(r.hidden_measured for r in runs)
+        seen = "hidden" if hidden == len(runs) else "exposed" if hidden == 0 else f"hidden in {hidden} of {len(runs)}"
+        model = f"simulated wait {human_us(o.simulated_wait_us)} ({'hidden' if o.hidden_by_model else 'exposed'})"
+        if len(runs) == 1:
+            lines.append(f"    {start} ({o.op}): measured {human_us(o.measured_us)}, "
+                         f"{100 * o.measured_overlap:.0f}% overlapped ({seen}); {model}{flag}")
+            continue
+        times = sorted(r.measured_us for r in runs)
+        lo, hi = min(r.measured_overlap for r in runs), max(r.measured_overlap for r in runs)
+        share = f"{100 * lo:.0f}%" if round(100 * lo) == round(100 * hi) else f"{100 * lo:.0f}-{100 * hi:.0f}%"
+        lines.append(f"    {start} ({o.op}) x{len(runs)}: measured {human_us(times[len(times) // 2])} each (median), "
+                     f"{share} overlapped ({seen}); {model} per step{flag}")
+    return lines
+
+
 def measured_lines(m: MeasuredComparison) -> list[str]:
     p = m.profile
-    lines = ["", f"measured ({p.kind}): {p.source}" + (f", module {p.module}" if p.module else "")]
+    lines = ["", f"measured ({p.kind}): {p.source}" + (f", module {p.module}" if p.module else "")
+             + (f", on {p.device}" if p.device else "")]
     if p.step_us:
         runs = ", ".join(f"{u / 1e3:.2f}" for u in p.step_us)
         med = p.median_step_us or 0.0
@@ -32,18 +102,10 @@ def measured_lines(m: MeasuredComparison) -> list[str]:
     rows = [["class", "ops", "predicted", "measured", "predicted/measured"]]
     for c in m.classes:
         rows.append([str(c.name), str(c.ops), human_us(c.predicted_us), human_us(c.measured_us), _ratio(c.ratio)])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines += ["  " + "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines += _columns(rows)
+    lines += transfer_lines(m.transfers)
     if m.overlaps:
-        lines.append("  async ops, measured overlap (share of the kernel's time other ops ran beside it) "
-                     "beside the simulation:")
-        for o in m.overlaps:
-            flag = "  <- disagree" if o.disagree else ""
-            seen = "hidden" if o.hidden_measured else "exposed"
-            lines.append(f"    {o.start} ({o.op}): measured {human_us(o.measured_us)}, "
-                         f"{100 * o.measured_overlap:.0f}% overlapped ({seen}); "
-                         f"simulated wait {human_us(o.simulated_wait_us)} "
-                         f"({'hidden' if o.hidden_by_model else 'exposed'}){flag}")
+        lines += _overlap_lines(m.overlaps)
     worst = sorted((op for op in m.ops if op.measured_us > 0), key=lambda op: -abs(op.predicted_us - op.measured_us))
     if worst:
         lines.append("  largest misses (predicted vs measured, per execution):")
@@ -77,6 +139,7 @@ def measured_dict(m: MeasuredComparison) -> dict[str, Any]:
         "module": p.module,
         "step_us": None if med is None else round(med, 1),
         "step_us_runs": [round(u, 1) for u in p.step_us],
+        "device": p.device,
         "simulated_step_us": None if m.predicted_step_us is None else round(m.predicted_step_us, 1),
         "measured_ops": m.measured_ops,
         "matched_ops": m.matched_ops,
@@ -92,4 +155,20 @@ def measured_dict(m: MeasuredComparison) -> dict[str, Any]:
                    "measured_overlap": round(o.measured_overlap, 3), "simulated_wait_us": round(o.simulated_wait_us, 1),
                    "hidden_by_model": o.hidden_by_model, "hidden_measured": o.hidden_measured,
                    "disagree": o.disagree} for o in m.overlaps],
+        "transfers": [_transfer_dict(t) for t in m.transfers],
     }
+
+
+def _transfer_dict(t: TransferComparison) -> dict[str, Any]:
+    wait = t.measured_wait_per_call_us
+    bandwidth = t.measured_bandwidth
+    return {"start": t.start, "done": t.done, "direction": str(t.direction), "bytes": t.bytes,
+            "predicted_calls": t.predicted_calls, "measured_calls": t.measured_calls,
+            "predicted_us": round(t.predicted_us, 2), "measured_us": round(t.measured_per_call_us, 2),
+            "measured_us_per_execution": round(t.measured_us, 1),
+            "measured_bandwidth": None if bandwidth is None else round(bandwidth),
+            "simulated_wait_us": round(t.predicted_wait_per_call_us, 2),
+            "simulated_wait_us_per_step": round(t.predicted_wait_us, 1),
+            "measured_wait_us": None if wait is None else round(wait, 2),
+            "measured_wait_us_per_execution": None if t.measured_wait_us is None else round(t.measured_wait_us, 1),
+            "waited_calls": t.waited_calls}

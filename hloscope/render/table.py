@@ -11,6 +11,7 @@ from hloscope.analysis.simulate.verdict import Verdict
 from hloscope.analysis.structure.host_work import HostWork
 from hloscope.hlo.loader import ARTIFACT_NOTE
 from hloscope.render.drain_text import drain_lines
+from hloscope.render.fit import FittedTable, fit_lines, fit_table, moved_line
 from hloscope.render.intent_text import intent_lines
 from hloscope.render.margin_text import fix_first_lines, margin_line
 from hloscope.render.measured_text import measured_lines
@@ -41,8 +42,8 @@ def link_figures(report: Report) -> str:
     t = report.target
     d2h = report.cost.link_bandwidth(Direction.TO_HOST) / 1e9
     h2d = report.cost.link_bandwidth(Direction.TO_DEVICE) / 1e9
-    shared = f", shared by {t.host_link_gpus} GPUs" if t.host_link_gpus > 1 else ""
-    return f"{d2h:.1f} GB/s D->H, {h2d:.1f} GB/s H->D per GPU, {mode}{shared}"
+    shared = f", shared by {t.host_link_sharers} {t.device_word}s" if t.host_link_sharers > 1 else ""
+    return f"{d2h:.1f} GB/s D->H, {h2d:.1f} GB/s H->D per {t.device_word}, {mode}{shared}"
 
 
 def arrow(direction: Direction) -> str:
@@ -96,9 +97,12 @@ class TableRenderer:
     extension = ".txt"
 
     def render(self, report: Report, out: TextIO, options: RenderOptions) -> None:
-        out.write("\n".join(self.lines(report, options.label)) + "\n")
+        out.write("\n".join(self.lines(report, options.label, options.width, options.color)) + "\n")
 
-    def lines(self, report: Report, label: str | None = None) -> list[str]:
+    def lines(self, report: Report, label: str | None = None, width: int | None = None,
+              color: bool = False) -> list[str]:
+        """The report's lines; ``width``: fit them in so many columns (``render.fit``; None: whole lines),
+        ``color``: the verdict words in colour."""
         s = report.summary
         t = report.target
         lines = [
@@ -111,6 +115,7 @@ class TableRenderer:
             "",
             *intent_lines(account_of(report)),
         ]
+        table = FittedTable([], [])
         if report.verdicts:
             headers = COLUMNS
             if not report.module.is_scheduled:
@@ -124,7 +129,8 @@ class TableRenderer:
                 at = headers.index("window")
                 headers = [*headers[:at], "stream", *headers[at:]]
                 rows = [[*r[:at], stream_cell(report, v), *r[at:]] for r, v in zip(rows, report.verdicts, strict=True)]
-            lines += format_columns(headers, rows)
+            table = fit_table(headers, rows, [v.verdict for v in report.verdicts], width, color)
+            lines += table.lines
             lines += legend(report.transfers)
             if not report.module.is_scheduled:
                 lines.append("note: module before optimizations: logical bytes are whole arrays before "
@@ -134,13 +140,15 @@ class TableRenderer:
                          f"S({report.host_space}) and no placement annotations)")
         if report.verdicts:  # the explanations, each after one blank line (none: the totals' blank line only)
             lines.append("")
-        for v in report.verdicts:
+        for i, v in enumerate(report.verdicts):
             loc = report.source(v)
             src = f" [{loc}]" if loc else ""
             role = f" ({v.transfer.role})" if v.transfer.role else ""
             other = unrequested_words(v.transfer)
             other = f"; it {other}" if other else ""
             lines.append(f"  {v.transfer.instruction.name}{role}: {explain(v)}{src}{other}")
+            if table.moved[i]:  # the columns a narrow table left out
+                lines.append(f"    {moved_line(table.moved[i])}")
             if clause := xla_clause(report, v):
                 lines.append(f"    {clause}")
             if margin := margin_line(report, v):
@@ -181,7 +189,7 @@ class TableRenderer:
             lines += measured_lines(report.measured)
         lines.append("all *us figures are roofline estimates (docs/cost-model.md), not measurements"
                      + ("; the measured ones are marked so" if report.measured is not None else ""))
-        return lines
+        return fit_lines(lines, width)
 
 
 def host_work_lines(work: HostWork) -> list[str]:

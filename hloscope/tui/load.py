@@ -161,9 +161,10 @@ def _read(source: Source) -> Loaded:
     step = read_step(str(source.path), source.target, keep_text=True)
     profile = None
     if source.measured:
-        from hloscope.compile.xplane import load_measured
+        from hloscope.analysis.measured.read import parse_measured
+        from hloscope.hlo.profile_files import read_measured_file
 
-        profile = load_measured(source.measured)
+        profile = parse_measured(read_measured_file(source.measured))
     report = analyze_step(step.inputs, step.target, AnalysisOptions(host_space=source.host_space,
                                                                     compare_with=profile))
     return Loaded(source, report, step.inputs.text or "", step.inputs.label, report.memory,

@@ -171,3 +171,30 @@ async def test_at_80x24_the_help_and_every_footer_key_fit_on_the_screen() -> Non
         assert isinstance(app.screen, HelpScreen)
         box = app.screen.query_one("#help-box").region
         assert box.x >= 0 and box.right <= SIZE[0] and box.bottom <= SIZE[1], box
+
+
+@pilot_test
+async def test_at_80x24_the_table_shows_name_verdict_and_exposed_time_on_more_rows_and_m_changes_it() -> None:
+    # issue 46 item 4: at 80x24 the exposed time (seventh of eight columns) and the source were off
+    # screen, so `m`, which swapped them, seemed to do nothing; and the table showed 4 of 9 rows.
+    from hloscope.units import human_us
+
+    app = HloscopeApp(Source(LLAMA))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        await pilot.pause(0.2)
+        table = app.screen.query_one(TransferTable)
+        drawn = _drawn(table)
+        assert drawn[0].split()[:3] == ["transfer", "verdict", "~exposed/step"], drawn[0]
+        rows = [line for line in drawn[1:] if line.split()[:1] and line.split()[0].startswith("dynamic-")]
+        assert len(rows) >= 6, drawn
+        for v, line in zip(table.shown, rows, strict=False):
+            exposed = v.est_exposed_us * v.transfer.executions
+            # the llama fixture: dynamic-slice-start.2.0 exposed 6.4 us per step, the two partial ones 1.0 us
+            assert line.split()[:3] == [v.transfer.instruction.name, v.verdict.value,
+                                        human_us(exposed).split()[0] if exposed > 0 else "-"], line
+        assert rows[0].split()[:4] == ["dynamic-slice-start.2.0", "exposed", "6.4", "us"]
+        await pilot.press("m")
+        await pilot.pause(0.2)
+        header = _drawn(table)[0].split()
+        assert header[:5] == ["transfer", "verdict", "~blame", "~marginal", "margin"], header

@@ -35,6 +35,11 @@ def test_transfers_screen(snap_compare: Any) -> None:
     assert snap_compare(_app(), terminal_size=SIZE, run_before=wait_loaded)
 
 
+def test_transfers_screen_at_80x24(snap_compare: Any) -> None:
+    # a new user's terminal: name, verdict and exposed time in the table, seven of nine rows (issue 46 item 4)
+    assert snap_compare(_app(), terminal_size=(80, 24), run_before=wait_loaded)
+
+
 def test_schedule_with_a_transfer_window(snap_compare: Any) -> None:
     async def open_window(pilot: Pilot[int]) -> None:
         await wait_loaded(pilot)

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import re
 
-from hloscope.targets import Target
+from hloscope.targets import GpuTarget, Target, TpuTarget
 
 __all__ = ["NCCL_MAX_CHANNELS", "collective_time_us", "first_replica_group", "nvlink_domain_size", "ring_steps",
            "ring_traffic"]
@@ -126,7 +126,7 @@ def ring_steps(kind: str, n: int) -> int:
     return 2 * (n - 1) if kind == "all-reduce" else n - 1
 
 
-def nvlink_domain_size(target: Target, devices: int) -> int:
+def nvlink_domain_size(target: GpuTarget, devices: int) -> int:
     """GPUs per NVLink domain when ``devices`` GPUs of ``target`` are laid out as the compile-only
     topology lays them out: whole hosts of ``gpus_per_host``, in as few domains of at most
     ``hosts_per_nvlink_domain`` hosts as divide the hosts evenly (device ids domain by domain)."""
@@ -149,6 +149,11 @@ def collective_time_us(kind: str, nbytes: int, group: tuple[int, ...], target: T
     if measured is not None:
         bw, latency = measured
         return latency + ring_traffic(kind, nbytes, n) / bw * 1e6
+    if isinstance(target, TpuTarget):  # a ring over ICI links inside the slice
+        return (target.collective_launch_us + ring_steps(kind, n) * target.ici_hop_us
+                + ring_traffic(kind, nbytes, n) / target.interconnect_bandwidth * 1e6)
+    if not isinstance(target, GpuTarget):
+        raise TypeError(f"no collective model for {type(target).__name__}")
     domain = nvlink_domain_size(target, devices or (max(group, default=0) + 1))
     inside = len({d // domain for d in group}) <= 1
     if inside:

@@ -46,8 +46,11 @@ def dot_dims(attr_text: str, lhs_dims: tuple[int, ...], result_elements: int) ->
     return batch, m, max(1, n)
 
 
-def gemm_efficiency(batch: int, m: int, n: int, cores: int, tile: int = TILE) -> float:
-    """Fraction of peak a GEMM's output tiling can use on ``cores`` SMs (0 < e <= 1)."""
+def gemm_efficiency(batch: int, m: int, n: int, cores: int | None, tile: int = TILE) -> float:
+    """Fraction of peak a GEMM's output tiling can use on ``cores`` SMs (0 < e <= 1); 1 where there
+    are no SM waves to fill (``cores`` None: a TPU's MXUs, taken at peak)."""
+    if cores is None:
+        return 1.0
     tiles = max(1, batch) * -(-max(1, m) // tile) * -(-max(1, n) // tile)
     waves = -(-tiles // max(1, cores))
     return tiles / (waves * max(1, cores))

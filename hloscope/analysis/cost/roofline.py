@@ -48,7 +48,7 @@ from hloscope.analysis.structure.opclass import (
 )
 from hloscope.hlo.model import Computation, Instruction
 from hloscope.hlo.shape import HOST_MEMORY_SPACE, Shape
-from hloscope.targets import DEFAULT_LINK_MODE, Target
+from hloscope.targets import DEFAULT_LINK_MODE, GpuTarget, Target
 from hloscope.vocab import Direction, LinkMode
 
 #: Ops that only rename their operand's bytes: a read through them is a read of what their users read.
@@ -160,6 +160,12 @@ class CostModel:
             dtype = rhs.shape.element_type  # mixed inputs run at the slower one's rate
         return 2.0 * ins.shape.num_elements * contracting, dtype
 
+    @property
+    def _sm_count(self) -> int | None:
+        """The GPU's streaming multiprocessors (SM tile waves); None on a TPU, whose MXUs the
+        roofline takes at peak."""
+        return self.target.core_count if isinstance(self.target, GpuTarget) else None
+
     def _dot_efficiency(self, ins: Instruction) -> float:
         """The fraction of peak a ``dot``'s output tiling reaches (``kernels.gemm_efficiency``)."""
         if ins.opcode != "dot" or not ins.operands:
@@ -168,7 +174,7 @@ class CostModel:
         if lhs is None:
             return 1.0
         batch, m, n = dot_dims(ins.attr_text, lhs.shape.dims, ins.shape.num_elements)
-        return gemm_efficiency(batch, m, n, self.target.core_count)
+        return gemm_efficiency(batch, m, n, self._sm_count)
 
     def computation_flops(self, name: str) -> tuple[float, str]:
         """FLOPs of dots/convolutions in a (fused) computation, and their dtype."""
@@ -250,7 +256,7 @@ class CostModel:
                 batch *= d
             elif i not in dims:
                 m *= d
-        eff = gemm_efficiency(batch, m, max(1, n // max(1, batch * m)), self.target.core_count)
+        eff = gemm_efficiency(batch, m, max(1, n // max(1, batch * m)), self._sm_count)
         dtype = lhs.shape.element_type
         rhs = table.get(ins.operands[1]) if len(ins.operands) > 1 else None
         if rhs is not None and self.target.peak_flops(rhs.shape.element_type) < self.target.peak_flops(dtype):

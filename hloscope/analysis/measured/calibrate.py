@@ -19,6 +19,16 @@ A figure is fitted only from at least :data:`MIN_SAMPLES` ops whose predictor va
 the data cannot inform it) and only if the fit is physical (positive bandwidth and peak,
 latency clamped at 0); otherwise it keeps the datasheet value and its :class:`Figure` says
 why (:class:`Unfitted`). The result is data: the words are in ``hloscope.render``.
+
+:func:`fit_rates` asks less of the target: what the chip achieved, per run, on each kind of
+work the profile times, independent of any target's figures (a TPU's profile, whose target
+family carries other fields than a GPU's): the host link per direction (bytes per run of each
+transfer; where the profile times async ops on a line of their own, a TPU's, each run of the
+median execution at whose done the compute waited is a sample: a run that finished before its
+done was reached is timed to the done, not by its own work), and per op class the rate of its runs (GEMMs: FLOP/s; other
+kernels: HBM bytes/s; device-to-device copies: bytes copied per second). Each rate is the least-squares line through
+the origin (a run's fixed costs are inside the rate), from at least :data:`MIN_SAMPLES` runs.
+:class:`Calibration` carries them beside the fitted target.
 """
 
 from __future__ import annotations
@@ -32,12 +42,12 @@ from hloscope.analysis.cost.collectives import first_replica_group, ring_traffic
 from hloscope.analysis.cost.roofline import CostModel
 from hloscope.analysis.measured.compare import MeasuredProfile, OpClassName, classify, owner_map, performer
 from hloscope.analysis.structure.index import ModuleIndex
-from hloscope.analysis.structure.opclass import collective_kind, is_done, is_free, value_shape
+from hloscope.analysis.structure.opclass import CONTROL_FLOW, collective_kind, is_done, is_free, value_shape
 from hloscope.analysis.structure.transfers import HostTransfer
 from hloscope.targets import COLLECTIVE_KINDS, Target
 from hloscope.vocab import Direction
 
-__all__ = ["MIN_SAMPLES", "Calibration", "Figure", "Unfitted", "fit_target"]
+__all__ = ["MIN_SAMPLES", "RATE_CLASSES", "Calibration", "Figure", "Rate", "Unfitted", "fit_rates", "fit_target"]
 
 #: Fewest measured ops a figure is fitted from.
 MIN_SAMPLES = 3
@@ -50,6 +60,7 @@ class Unfitted(StrEnum):
     NO_SAMPLES = "no-samples"  # the profile times no op this figure prices
     TOO_FEW = "too-few"  # fewer than MIN_SAMPLES ops, or all with one predictor value
     UNPHYSICAL = "unphysical"  # the fit gave a non-positive bandwidth or peak
+    HIDDEN = "hidden"  # every run finished before its done was reached: timed to the done, an upper bound
 
 
 @dataclass(frozen=True)
@@ -67,12 +78,31 @@ class Figure:
 
 
 @dataclass(frozen=True)
+class Rate:
+    """What the chip achieved on one kind of work, per run, fitted from a profile.
+
+    work: ``host link`` (``direction`` set) or an op class's name (``OpClassName``). unit:
+    ``B/s`` or ``FLOP/s``. value: the fitted rate (None when not fitted). samples: the runs it was
+    fitted on; unfitted: why not (``Unfitted.FITTED`` when it was).
+    """
+
+    work: str
+    direction: Direction | None
+    unit: str
+    value: float | None
+    samples: int
+    unfitted: Unfitted
+
+
+@dataclass(frozen=True)
 class Calibration:
-    """A fitted target and its figures, in a fixed order."""
+    """A fitted target and its figures, in a fixed order; rates: what the chip achieved per run
+    (:func:`fit_rates`)."""
 
     base: Target
     target: Target
     figures: tuple[Figure, ...]
+    rates: tuple[Rate, ...] = ()
 
 
 def _line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float] | None:
@@ -103,9 +133,11 @@ def fit_target(index: ModuleIndex, base: Target, profile: MeasuredProfile, name:
     moves = {t.instruction.name: t for t in transfers}
     for op, st in profile.ops.items():
         ins = owner.get(op)
-        if ins is None or is_free(ins) or is_done(ins) or st.calls <= 0:
+        if ins is None or is_free(ins) or is_done(ins) or ins.opcode in CONTROL_FLOW or st.calls <= 0:
             continue
-        us = st.median_us / st.calls
+        # An async op timed on a line of its own (a TPU's) is measured there, not by its start's issue.
+        timed = profile.asyncs.get(op)
+        us = timed.median_us / timed.calls if timed is not None and timed.calls else st.median_us / st.calls
         if ins.name in moves:
             t = moves[ins.name]
             host[(str(t.direction), ins.name)] = (float(t.bytes), us)
@@ -168,13 +200,13 @@ def fit_target(index: ModuleIndex, base: Target, profile: MeasuredProfile, name:
     for direction, key, peak_key in ((Direction.TO_HOST, "host_link_achieved_to_host", "host_link_to_host"),
                                      (Direction.TO_DEVICE, "host_link_achieved_to_device", "host_link_to_device")):
         pts = [xfer for d, xfer in host.items() if d[0] == direction]
-        before_bw = base.host_link_bandwidth(direction) * base.host_link_gpus
+        before_bw = base.host_link_bandwidth(direction) * base.host_link_sharers
         fit = _line([b for b, _ in pts], [t for _, t in pts]) if len(pts) >= MIN_SAMPLES else None
         why = _why(len(pts), fit is not None)
         after_bw = before_bw
         if fit is not None and fit[1] > 0:
             # Achieved, never above the link's peak: the figures are per link, shared by host_link_gpus.
-            after_bw = min(1e6 / fit[1] * base.host_link_gpus, float(getattr(base, peak_key)))
+            after_bw = min(1e6 / fit[1] * base.host_link_sharers, float(getattr(base, peak_key)))
             changes[key] = after_bw
             latencies.append(max(0.0, fit[0]))
         elif fit is not None:
@@ -186,8 +218,76 @@ def fit_target(index: ModuleIndex, base: Target, profile: MeasuredProfile, name:
     figures.append(Figure("host_dma_latency_us", "us", base.host_dma_latency_us, lat,
                           sum(1 for _ in host), Unfitted.FITTED if latencies else Unfitted.NO_SAMPLES))
     target = replace(base, name=name, description=f"{base.description}, calibrated on {profile.source}",
-                     collective_figures=tuple(measured), **changes)
-    return Calibration(base, target, tuple(figures))
+                     collective_figures=tuple(measured), calibrated_on=profile.source, **changes)
+    return Calibration(base, target, tuple(figures), fit_rates(index, cost, profile, transfers))
+
+
+#: The op classes :func:`fit_rates` fits, and what their rate counts.
+RATE_CLASSES = ((OpClassName.GEMM, "FLOP/s"), (OpClassName.KERNEL, "B/s"), (OpClassName.D2D_COPY, "B/s"))
+
+
+def _through_origin(points: Sequence[tuple[float, float]]) -> tuple[float | None, Unfitted]:
+    """(rate per second, why) of the least-squares line through the origin of (amount, µs) points."""
+    points = [(x, y) for x, y in points if x > 0]
+    if not points:
+        return None, Unfitted.NO_SAMPLES
+    if len(points) < MIN_SAMPLES:
+        return None, Unfitted.TOO_FEW
+    sxy = sum(x * y for x, y in points)
+    if sxy <= 0:
+        return None, Unfitted.UNPHYSICAL
+    return sum(x * x for x, _ in points) / sxy * 1e6, Unfitted.FITTED
+
+
+def fit_rates(index: ModuleIndex, cost: CostModel, profile: MeasuredProfile,
+              transfers: Sequence[HostTransfer] = ()) -> tuple[Rate, ...]:
+    """What ``profile`` (measured on ``index``'s module) shows the chip achieved per run: the
+    host link per direction, then each class of :data:`RATE_CLASSES`. ``cost`` only classifies
+    and counts (FLOPs, bytes): no figure of its target enters a rate."""
+    owner = owner_map(index)
+    moves = {t.instruction.name: t for t in transfers}
+    link: dict[Direction, list[tuple[float, float]]] = {d: [] for d in Direction}
+    work: dict[OpClassName, list[tuple[float, float]]] = {c: [] for c, _ in RATE_CLASSES}
+    runs: dict[str, list[float]] = {}
+    bounded: dict[str, int] = {}  # runs left out: timed to their done, an upper bound
+    for run in profile.async_intervals:  # only a run the compute waited for is timed by its own work
+        runs.setdefault(run.name, [])
+        if run.waited:
+            runs[run.name].append(run.end_us - run.start_us)
+        else:
+            bounded[run.name] = bounded.get(run.name, 0) + 1
+    left_out: dict[object, int] = {}
+    for op, st in profile.ops.items():
+        ins = owner.get(op)
+        if ins is None or is_free(ins) or is_done(ins) or ins.opcode in CONTROL_FLOW or st.calls <= 0:
+            continue
+        each = runs[op] if op in runs else [st.median_us / st.calls]
+        if ins.name in moves:
+            t = moves[ins.name]
+            link[t.direction] += [(float(t.bytes), us) for us in each]
+            left_out[t.direction] = left_out.get(t.direction, 0) + bounded.get(op, 0)
+            continue
+        what = performer(index, ins)
+        op_class = classify(what, cost)
+        left_out[op_class] = left_out.get(op_class, 0) + bounded.get(op, 0)
+        if op_class is OpClassName.GEMM:
+            amount = cost.op_cost(what).flops
+        elif op_class is OpClassName.D2D_COPY:
+            amount = float(value_shape(what).byte_size)  # bytes copied (a TPU's side may be VMEM, not HBM)
+        else:
+            amount = float(cost.op_cost(what).hbm_bytes)
+        if op_class in work:
+            work[op_class] += [(amount, us) for us in each]
+    out: list[Rate] = []
+    for direction in (Direction.TO_HOST, Direction.TO_DEVICE):
+        value, why = _through_origin(link[direction])
+        why = Unfitted.HIDDEN if why is Unfitted.NO_SAMPLES and left_out.get(direction) else why
+        out.append(Rate("host link", direction, "B/s", value, len(link[direction]), why))
+    for op_class, unit in RATE_CLASSES:
+        value, why = _through_origin(work[op_class])
+        why = Unfitted.HIDDEN if why is Unfitted.NO_SAMPLES and left_out.get(op_class) else why
+        out.append(Rate(str(op_class), None, unit, value, len(work[op_class]), why))
+    return tuple(out)
 
 
 def _why(samples: int, varies: bool) -> Unfitted:

@@ -1,32 +1,43 @@
-"""Measured GPU profiles beside the model: the profile type, and its comparison with the step's estimates.
+"""Measured profiles beside the model: the profile type, and its comparison with the step's estimates.
 
-The parsers (``hloscope.analysis.measured.read``: nsys-jax archives, Chrome trace JSON, PGLE
-profiles; ``hloscope.compile.xplane``: ``.xplane.pb`` through jaxlib), of the files
-``hloscope.hlo.profile_files`` reads, all build one
-:class:`MeasuredProfile` with :func:`profile_from_events`: per op the median and spread over executions of its
-time per execution, the step time of each execution, and the op intervals of the median
-execution (for the measured overlap of async ops). :func:`compare_measured` then puts the
-model's figure beside each one, per op class, and returns a frozen
-:class:`MeasuredComparison` (facts only; the words are in ``hloscope.render``).
+The readers of ``hloscope.hlo.profiles`` (XSpace, Chrome trace JSON, nsys-jax archives; no JAX)
+return a profile's executions; :func:`profile_from_events` keeps one module's and builds one
+:class:`MeasuredProfile`: per op the median and spread over executions of its time per
+execution, the same for the async ops a TPU times on a line of their own, the step time of each
+execution, and the op intervals of the median execution (for the measured overlap of async
+ops). A PGLE profile (one figure per op) is built by ``hloscope.analysis.measured.read``.
+:func:`compare_measured` then puts the model's figure beside each one, per op class and per host
+transfer, and returns a frozen :class:`MeasuredComparison` (facts only; the words are in
+``hloscope.render``).
 """
 
 from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from hloscope.analysis.cost.roofline import CostModel
 from hloscope.analysis.structure.index import ModuleIndex
-from hloscope.analysis.structure.opclass import collective_kind, custom_call_target, is_done, is_free, value_shape
+from hloscope.analysis.structure.opclass import (
+    CONTROL_FLOW,
+    collective_kind,
+    custom_call_target,
+    is_done,
+    is_free,
+    value_shape,
+)
 from hloscope.analysis.structure.pairs import AsyncPair
 from hloscope.analysis.structure.transfers import HostTransfer
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.model import Instruction
+from hloscope.hlo.profiles.events import Execution, ProfileEvents
+from hloscope.vocab import Direction
 
-__all__ = ["MeasuredComparison", "MeasuredProfile", "OpClassName", "compare_measured", "profile_from_events"]
+__all__ = ["WAITED_US", "AsyncRun", "AsyncStats", "MeasuredComparison", "MeasuredProfile", "OpClassName",
+           "TransferComparison", "compare_measured", "profile_from_events"]
 
 
 @dataclass(frozen=True)
@@ -41,8 +52,25 @@ class OpStats:
 
 
 @dataclass(frozen=True)
+class AsyncStats:
+    """One async op timed on a line of its own (a TPU's "Async XLA Ops": from its start's issue
+    to the end of its done), per execution of the module: start / done the instruction names;
+    median_us and spread_us (max - min) over executions of its summed time, µs; calls: how many
+    times it ran in one execution. waited_calls: of its runs in the median execution, those at
+    whose done the compute waited (:data:`WAITED_US` or more): their time is the async work's own;
+    a run that finished before its done was reached is timed to the done, an upper bound."""
+
+    start: str
+    done: str
+    median_us: float
+    spread_us: float
+    calls: int
+    waited_calls: int = 0
+
+
+@dataclass(frozen=True)
 class Interval:
-    """One op's measured GPU interval in the median execution, µs from the module's start."""
+    """One op's measured interval in the median execution, µs from the module's start."""
 
     name: str
     start_us: float
@@ -50,12 +78,37 @@ class Interval:
 
 
 @dataclass(frozen=True)
+class AsyncRun(Interval):
+    """One run of an async op timed on a line of its own, in the median execution: ``name`` its
+    start, from its issue to the end of its done (µs from the module's start); done: the done's
+    name; wait_us: how long the compute waited at that done (its event there, ending where this
+    run ends; 0 when none does)."""
+
+    done: str
+    wait_us: float
+
+    @property
+    def waited(self) -> bool:
+        """The compute waited at its done: the run's time is the async work's own."""
+        return self.wait_us >= WAITED_US
+
+
+#: A done's event at least this long (µs) is a wait: the async op was still running when the
+#: compute reached it (a done that finds its op finished takes a few nanoseconds on a TPU).
+WAITED_US = 1.0
+
+
+@dataclass(frozen=True)
 class MeasuredProfile:
-    """A measured profile. source: the file. kind: ``nsys`` or ``pgle``. module: the module
-    name the profile names ("" where it names none). step_us: the measured time of each
-    execution, in order (empty for PGLE). ops: per op name. intervals: the median execution's
-    op intervals, in start order (empty for PGLE). other_modules: executions of other modules
-    in the file, by name (ignored)."""
+    """A measured profile. source: the file. kind: ``nsys``, ``trace``, ``xplane`` or ``pgle``.
+    module: the module name the profile names ("" where it names none). step_us: the measured
+    time of each execution, in order (empty for PGLE). ops: per op name. intervals: the median
+    execution's op intervals, in start order (empty for PGLE). other_modules: executions of
+    other modules in the file, by name (ignored). asyncs: per async start name, its timing on a
+    line of its own (empty where the profile has none: GPU and CPU profiles); async_intervals:
+    their runs in the median execution, in start order (the done's event in ``intervals`` is
+    then the time the compute waited there). device: the plane or process the executions ran on
+    ("" where the format merges devices)."""
 
     source: str
     kind: str
@@ -64,6 +117,9 @@ class MeasuredProfile:
     ops: Mapping[str, OpStats]
     intervals: tuple[Interval, ...] = ()
     other_modules: tuple[str, ...] = ()
+    asyncs: Mapping[str, AsyncStats] = field(default_factory=dict)
+    async_intervals: tuple[AsyncRun, ...] = ()
+    device: str = ""
 
     @property
     def median_step_us(self) -> float | None:
@@ -74,53 +130,60 @@ class MeasuredProfile:
         return {n: s.median_us for n, s in self.ops.items()}
 
 
-def profile_from_events(source: str, kind: str, runs: Mapping[object, tuple[str, int, int]],
-                        events: Mapping[object, Sequence[tuple[str, int, int]]], module_name: str = "",
-                        ) -> MeasuredProfile:
-    """One profile from measured events, nanoseconds: ``runs`` maps an execution's key to (module,
-    start, duration); ``events`` maps the same key to its ops' (name, start, duration). Keeps the
-    executions of ``module_name`` (default: the module with the most op events); per op, the median
-    and spread over executions of its summed time per execution; the median execution's intervals."""
+def _per_execution(runs: Sequence[Iterable[tuple[str, int]]]) -> dict[str, tuple[list[float], int]]:
+    """Per name, its summed µs in each execution (``runs``: (name, ps) per event) and its most
+    calls in one."""
+    out: dict[str, tuple[list[float], int]] = {}
+    for rows in runs:
+        totals: dict[str, float] = defaultdict(float)
+        count: dict[str, int] = defaultdict(int)
+        for name, ps in rows:
+            totals[name] += ps / 1e6
+            count[name] += 1
+        for name, us in totals.items():
+            values, calls = out.get(name, ([], 0))
+            values.append(us)
+            out[name] = (values, max(calls, count[name]))
+    return out
+
+
+def profile_from_events(events: ProfileEvents, module_name: str = "") -> MeasuredProfile:
+    """One profile from a file's executions: keeps those of ``module_name`` (default: the module
+    with the most op events) on one device (the first, by name); per op and per async op, the
+    median and spread over executions of its summed time per execution; the median execution's
+    intervals."""
+    source = events.source
     rows_by_module: dict[str, int] = defaultdict(int)
-    for key, rows in events.items():
-        if key in runs:
-            rows_by_module[runs[key][0]] += len(rows)
+    for ex in events.executions:
+        if ex.ops:
+            rows_by_module[ex.module] += len(ex.ops)
     if not rows_by_module:
         raise HloscopeError(f"{source}: not a usable measured profile: no op events inside a module execution",
                             EXIT_BAD_INPUT)
     chosen = module_name if module_name in rows_by_module else max(rows_by_module, key=lambda k: rows_by_module[k])
-    order = sorted((runs[k][1], i, k) for i, k in enumerate(events) if k in runs and runs[k][0] == chosen)
-    keys = [k for _, _, k in order]
-    steps = [runs[k][2] / 1e3 for k in keys]
-    per_op: dict[str, list[float]] = defaultdict(list)
-    calls: dict[str, int] = {}
-    for k in keys:
-        totals: dict[str, float] = defaultdict(float)
-        count: dict[str, int] = defaultdict(int)
-        for op, _start, dur in events[k]:
-            totals[op] += dur / 1e3
-            count[op] += 1
-        for op, us in totals.items():
-            per_op[op].append(us)
-            calls[op] = max(calls.get(op, 0), count[op])
-    ops = {op: OpStats(op, statistics.median(v), max(v) - min(v), calls[op]) for op, v in per_op.items()}
-    median_key = keys[sorted(range(len(keys)), key=lambda i: steps[i])[len(keys) // 2]]
-    t0 = runs[median_key][1]
-    ordered = sorted(events[median_key], key=lambda r: r[1])
-    intervals = tuple(Interval(op, (s - t0) / 1e3, (s + d - t0) / 1e3) for op, s, d in ordered)
-    others = tuple(sorted({m for m, _, _ in runs.values()} - {chosen}))
-    return MeasuredProfile(source, kind, chosen, tuple(steps), ops, intervals, others)
-
-
-def runs_from_spans(events: Mapping[object, Sequence[tuple[str, int, int]]], modules: Mapping[object, str],
-                    ) -> dict[object, tuple[str, int, int]]:
-    """Executions timed by the span of their op events (a trace without module ranges: XLA:CPU)."""
-    out: dict[object, tuple[str, int, int]] = {}
-    for key, rows in events.items():
-        if rows and key in modules:
-            start = min(s for _, s, _ in rows)
-            out[key] = (modules[key], start, max(s + d for _, s, d in rows) - start)
-    return out
+    device = min(ex.device for ex in events.executions if ex.module == chosen and ex.ops)
+    runs: list[Execution] = sorted((ex for ex in events.executions if ex.module == chosen and ex.ops
+                                    and ex.device == device), key=lambda ex: ex.start_ps)
+    steps = [ex.duration_ps / 1e6 for ex in runs]
+    per_op = _per_execution([[(r.name, r.duration_ps) for r in ex.ops] for ex in runs])
+    ops = {op: OpStats(op, statistics.median(v), max(v) - min(v), calls) for op, (v, calls) in per_op.items()}
+    median = runs[sorted(range(len(runs)), key=lambda i: steps[i])[len(runs) // 2]]
+    t0 = median.start_ps
+    intervals = tuple(Interval(r.name, (r.start_ps - t0) / 1e6, (r.start_ps + r.duration_ps - t0) / 1e6)
+                      for r in median.ops)
+    ends = {(r.name, r.start_ps + r.duration_ps): r.duration_ps for r in median.ops}
+    spans = tuple(AsyncRun(a.start, (a.start_ps - t0) / 1e6, (a.start_ps + a.duration_ps - t0) / 1e6, a.done,
+                           ends.get((a.done, a.start_ps + a.duration_ps), 0) / 1e6)
+                  for a in sorted(median.asyncs, key=lambda a: a.start_ps))
+    waited: dict[str, int] = defaultdict(int)
+    for run in spans:
+        waited[run.name] += run.waited
+    per_async = _per_execution([[(a.start, a.duration_ps) for a in ex.asyncs] for ex in runs])
+    done_of = {a.start: a.done for ex in runs for a in ex.asyncs}
+    asyncs = {start: AsyncStats(start, done_of[start], statistics.median(v), max(v) - min(v), calls, waited[start])
+              for start, (v, calls) in per_async.items()}
+    others = tuple(sorted({ex.module for ex in events.executions} - {chosen}))
+    return MeasuredProfile(source, events.kind, chosen, tuple(steps), ops, intervals, others, asyncs, spans, device)
 
 
 # -- comparison -------------------------------------------------------------------------------
@@ -203,12 +266,71 @@ class AsyncOverlap:
 
 
 @dataclass(frozen=True)
+class TransferComparison:
+    """One host transfer measured beside the model, per step (one execution of the module).
+
+    start / done: its instructions (done None for a synchronous one). direction; bytes: moved
+    by one run. predicted_calls: its runs per step as the model counts them (loop trip counts);
+    measured_calls: its runs the profile timed in one execution.
+    predicted_us: the model's time of one run alone on its link (``CostModel.transfer_us``).
+    measured_us: its time in one execution, summed over its runs, median over executions: its
+    async op on a line of its own where the profile has one (a TPU's "Async XLA Ops": the start's
+    issue to the end of its done), else the start's own event (a GPU copy's kernel).
+    predicted_wait_us: the simulated compute stream's waits at its done per step.
+    measured_wait_us: the done's events in one execution, summed, median over executions: the
+    time the compute waited there; None where the profile's done events are not waits (it times
+    no async op on a line of its own: GPU and CPU profiles). waited_calls: of its runs in the
+    median execution, those at whose done the compute waited, whose time is the transfer's own;
+    the others were timed to their done, an upper bound (None where not known: no async line).
+    """
+
+    start: str
+    done: str | None
+    direction: Direction
+    bytes: int
+    predicted_calls: int
+    measured_calls: int
+    predicted_us: float
+    measured_us: float
+    predicted_wait_us: float
+    measured_wait_us: float | None
+    waited_calls: int | None = None
+
+    @property
+    def measured_per_call_us(self) -> float:
+        return self.measured_us / self.measured_calls if self.measured_calls else 0.0
+
+    @property
+    def measured_wait_per_call_us(self) -> float | None:
+        if self.measured_wait_us is None:
+            return None
+        return self.measured_wait_us / self.measured_calls if self.measured_calls else 0.0
+
+    @property
+    def predicted_wait_per_call_us(self) -> float:
+        return self.predicted_wait_us / self.predicted_calls if self.predicted_calls else 0.0
+
+    @property
+    def measured_bandwidth(self) -> float | None:
+        """Bytes per second one run moved, as measured (None when it took no time)."""
+        per_call = self.measured_per_call_us
+        return self.bytes / per_call * 1e6 if per_call > 0 else None
+
+    @property
+    def ratio(self) -> float | None:
+        """predicted / measured time of one run."""
+        per_call = self.measured_per_call_us
+        return self.predicted_us / per_call if per_call > 0 else None
+
+
+@dataclass(frozen=True)
 class MeasuredComparison:
     """The model against one measured profile.
 
     profile: what was read. module_matches: the profile names this module (or none at all).
     measured_ops / matched_ops: op names in the profile / those naming an instruction here.
-    unmatched: up to ten names that match nothing. ops / classes / overlaps: as above.
+    unmatched: up to ten names that match nothing. ops / classes / overlaps / transfers: as
+    above (transfers: the host transfers the profile times, in the module's order).
     predicted_step_us: the simulated step (None unscheduled)."""
 
     profile: MeasuredProfile
@@ -221,6 +343,7 @@ class MeasuredComparison:
     classes: tuple[ClassComparison, ...]
     overlaps: tuple[AsyncOverlap, ...]
     predicted_step_us: float | None
+    transfers: tuple[TransferComparison, ...] = ()
 
     @property
     def matched_fraction(self) -> float:
@@ -239,7 +362,17 @@ def classify(ins: Instruction, cost: CostModel) -> OpClassName:
         return OpClassName.GEMM
     if ins.opcode == "fusion" and cost.op_cost(ins).flops > 0 and "gemm" in str(ins.backend_config).lower():
         return OpClassName.GEMM
+    if ins.opcode == "fusion" and _fuses_a_matmul(cost, ins):
+        return OpClassName.GEMM
     return OpClassName.KERNEL
+
+
+def _fuses_a_matmul(cost: CostModel, ins: Instruction) -> bool:
+    """A fusion around a dot or convolution: how TPU XLA writes its matmuls (``convolution_tanh_fusion``;
+    on a GPU such fusions are Triton GEMMs, found by their backend config first)."""
+    computations = cost.index.module.computations
+    return any(i.opcode in ("dot", "convolution") for c in ins.called_computations if c in computations
+               for i in computations[c].instructions)
 
 
 def predicted_op_us(ins: Instruction, cost: CostModel, transfer: HostTransfer | None = None) -> float:
@@ -282,23 +415,29 @@ def owner_map(index: ModuleIndex) -> dict[str, Instruction]:
 def compare_measured(index: ModuleIndex, cost: CostModel, pairs: tuple[AsyncPair, ...],
                      transfers: Sequence[HostTransfer], profile: MeasuredProfile,
                      step_us: float | None, waits_us: Mapping[str, float]) -> MeasuredComparison:
-    """Each measured op beside the model's figure, per class; each async pair's measured
-    overlap beside the simulated wait at its done (``waits_us``: done-start name -> µs)."""
+    """Each measured op beside the model's figure, per class (an async start timed on a line of
+    its own is measured by that time); each async pair's measured overlap beside the simulated
+    wait at its done (``waits_us``: start name -> µs per step); each host transfer's measured
+    time and wait at its done beside the model's."""
     owner = owner_map(index)
     moves = {t.instruction.name: t for t in transfers}
     ops: list[OpComparison] = []
     unmatched: list[str] = []
     for name, st in profile.ops.items():
         ins = owner.get(name)
-        if ins is None or is_free(ins) or is_done(ins):
+        # A loop's or call's event spans its body's ops (a TPU's "XLA Ops" line): counted there.
+        if ins is None or is_free(ins) or is_done(ins) or ins.opcode in CONTROL_FLOW:
             if ins is None:
                 unmatched.append(name)
             continue
         what = performer(index, ins)
         move = moves.get(ins.name)
-        pred = predicted_op_us(what, cost, move) * st.calls
+        timed = profile.asyncs.get(name)
+        measured, spread, calls = ((timed.median_us, timed.spread_us, timed.calls) if timed is not None
+                                   else (st.median_us, st.spread_us, st.calls))
+        pred = predicted_op_us(what, cost, move) * calls
         op_class = OpClassName.HOST_TRANSFER if move is not None else classify(what, cost)
-        ops.append(OpComparison(name, ins.name, op_class, pred, st.median_us, st.spread_us, st.calls))
+        ops.append(OpComparison(name, ins.name, op_class, pred, measured, spread, calls))
     sums: dict[OpClassName, list[float]] = {}
     for o in ops:
         s = sums.setdefault(o.op_class, [0, 0.0, 0.0])
@@ -310,7 +449,34 @@ def compare_measured(index: ModuleIndex, cost: CostModel, pairs: tuple[AsyncPair
     matched = len(profile.ops) - len(unmatched)
     module_matches = not profile.module or profile.module == index.module.name
     return MeasuredComparison(profile, index.module.name, module_matches, len(profile.ops), matched,
-                              tuple(unmatched[:10]), tuple(ops), classes, overlaps, step_us)
+                              tuple(unmatched[:10]), tuple(ops), classes, overlaps, step_us,
+                              _transfers(cost, pairs, transfers, profile, waits_us))
+
+
+def _transfers(cost: CostModel, pairs: Sequence[AsyncPair], transfers: Sequence[HostTransfer],
+               profile: MeasuredProfile, waits_us: Mapping[str, float]) -> tuple[TransferComparison, ...]:
+    done_of = {p.start.name: p.done.name for p in pairs}
+    out: list[TransferComparison] = []
+    for t in transfers:
+        start = t.instruction.name
+        done = done_of.get(start)
+        timed = profile.asyncs.get(start)
+        if timed is not None:
+            measured, calls, exact = timed.median_us, timed.calls, timed.waited_calls
+            wait = profile.ops.get(done or timed.done)
+            waited: float | None = wait.median_us if wait is not None else 0.0
+        elif (op := profile.ops.get(start)) is not None:
+            measured, calls, waited, exact = op.median_us, op.calls, None, None
+        else:
+            continue
+        out.append(TransferComparison(start, done, t.direction, t.bytes, t.executions, calls,
+                                      cost.transfer_us(t.bytes, t.direction), measured,
+                                      waits_us.get(start, 0.0), waited, exact))
+    return tuple(out)
+
+
+def _waits_or_spans(ins: Instruction | None) -> bool:
+    return ins is not None and (is_done(ins) or ins.opcode in CONTROL_FLOW)
 
 
 def _overlaps(index: ModuleIndex, cost: CostModel, pairs: tuple[AsyncPair, ...], owner: Mapping[str, Instruction],
@@ -319,8 +485,11 @@ def _overlaps(index: ModuleIndex, cost: CostModel, pairs: tuple[AsyncPair, ...],
         return ()
     starts = {p.start.name: p for p in pairs}
     async_names = {iv.name for iv in profile.intervals if (o := owner.get(iv.name)) is not None and o.name in starts}
+    # A done's event is the compute waiting there, a loop's spans its body's: neither is work beside it.
     compute = sorted((iv.start_us, iv.end_us) for iv in profile.intervals if iv.name not in async_names
-                     and iv.end_us > iv.start_us)
+                     and iv.end_us > iv.start_us and not _waits_or_spans(owner.get(iv.name)))
+    # Where the profile times async ops on a line of their own, their spans are those.
+    spans = profile.async_intervals if profile.asyncs else profile.intervals
     merged: list[list[float]] = []
     for a, b in compute:
         if merged and a <= merged[-1][1]:
@@ -328,7 +497,7 @@ def _overlaps(index: ModuleIndex, cost: CostModel, pairs: tuple[AsyncPair, ...],
         else:
             merged.append([a, b])
     out: list[AsyncOverlap] = []
-    for iv in profile.intervals:
+    for iv in spans:
         if iv.name not in async_names:
             continue
         ins = owner[iv.name]

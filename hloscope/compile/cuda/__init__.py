@@ -11,7 +11,7 @@ from typing import Any
 from hloscope.analysis.inputs import ScheduleRun
 from hloscope.compile import jaxcompat
 from hloscope.compile.request import CompileRequest, Scheduler
-from hloscope.targets import Target
+from hloscope.targets import GpuTarget
 
 
 class CudaRoom:
@@ -21,7 +21,7 @@ class CudaRoom:
     lowering_platform = "cuda"
     device_platforms = frozenset({"gpu", "cuda", "rocm"})
 
-    def __init__(self, target: Target) -> None:
+    def __init__(self, target: GpuTarget) -> None:
         self.target = target
 
     def check_devices(self, devices: int, topology: str | None = None, argument: str = "--devices") -> None:

@@ -11,8 +11,9 @@ from typing import Any
 from hloscope.analysis.inputs import ScheduleRun
 from hloscope.compile.request import CompileRequest, Scheduler
 from hloscope.compile.tpu import runtime
-from hloscope.compile.tpu.slices import TpuChip, TpuSlice, devices_per_chip, parse_slice, prefix_of, slice_for
+from hloscope.compile.tpu.slices import TpuSlice, devices_per_chip, parse_slice, prefix_of, slice_for
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.targets import TpuTarget
 
 #: What JAX calls a compile-only device of each generation (``device.device_kind``, libtpu 0.0.42).
 DEVICE_KINDS = {"v4": "TPU v4", "v5": "TPU v5", "v5e": "TPU v5 lite", "v6e": "TPU v6 lite", "tpu7x": "TPU7x"}
@@ -25,7 +26,7 @@ class TpuRoom:
     lowering_platform = "tpu"
     device_platforms = frozenset({"tpu"})
 
-    def __init__(self, target: TpuChip) -> None:
+    def __init__(self, target: TpuTarget) -> None:
         self.target = target
 
     def slice(self, devices: int, topology: str | None = None, argument: str = "--devices") -> TpuSlice:

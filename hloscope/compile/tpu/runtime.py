@@ -23,9 +23,10 @@ import os
 import re
 from typing import Any
 
-from hloscope.compile.tpu.slices import TpuChip, TpuSlice
+from hloscope.compile.tpu.slices import TpuSlice
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, HloscopeError
 from hloscope.native_stderr import has_tpu, quiet_libtpu
+from hloscope.targets import TpuTarget
 
 #: The environment variable holding libtpu's own flags for the process.
 LIBTPU_INIT_ARGS = "LIBTPU_INIT_ARGS"
@@ -70,7 +71,7 @@ def prepare(tpu_slice: TpuSlice) -> None:
 _DEVICES: dict[str, list[Any]] = {}
 
 
-def compile_only_devices(chip: TpuChip, tpu_slice: TpuSlice) -> list[Any]:
+def compile_only_devices(chip: TpuTarget, tpu_slice: TpuSlice) -> list[Any]:
     """The slice's compile-only TPU devices (libtpu's), in id order; cached per slice."""
     from hloscope.compile import environment
 

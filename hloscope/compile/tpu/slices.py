@@ -17,29 +17,10 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
-
-
-class TpuChip(Protocol):
-    """What the compile side reads of a TPU target (``hloscope.targets``' TPU family)."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def description(self) -> str: ...
-
-    @property
-    def device_memory_size(self) -> int: ...
-
-    @property
-    def topology_prefix(self) -> str: ...
-
-    @property
-    def cores_per_chip(self) -> int: ...
-
+from hloscope.targets import TpuTarget
 
 #: Generations whose chips are a 2D torus (``GEN:AxB``); the others are 3D (``GEN:AxBxC``).
 TWO_D = frozenset({"v5e", "v6e"})
@@ -128,11 +109,11 @@ class TpuSlice:
                 "num_slices": self.num_slices}
 
 
-def prefix_of(chip: TpuChip) -> str:
+def prefix_of(chip: TpuTarget) -> str:
     return PREFIX_ALIASES.get(chip.topology_prefix, chip.topology_prefix)
 
 
-def devices_per_chip(chip: TpuChip) -> int:
+def devices_per_chip(chip: TpuTarget) -> int:
     """JAX devices one chip of ``chip`` shows (module docstring)."""
     return 1 if prefix_of(chip) in MEGACORE else max(1, chip.cores_per_chip)
 
@@ -169,7 +150,7 @@ def shape_for(prefix: str, chips: int) -> tuple[int, ...] | None:
     return tuple(4 * n for n in best)
 
 
-def slice_for(chip: TpuChip, devices: int, argument: str = "--devices") -> TpuSlice:
+def slice_for(chip: TpuTarget, devices: int, argument: str = "--devices") -> TpuSlice:
     """The slice of ``devices`` JAX devices of ``chip``'s generation; one line (exit 2) when none has that many."""
     if devices < 1:
         raise HloscopeError(f"{argument} must be at least 1, got {devices}", EXIT_BAD_INPUT)
@@ -194,7 +175,7 @@ _LIBTPU_NAME = re.compile(r"(?P<gen>[a-z0-9]+):(?P<dims>\d+(?:x\d+){1,2})")
 _CLOUD_NAME = re.compile(r"(?P<gen>[a-z0-9]+)-(?P<cores>\d+)")
 
 
-def parse_slice(text: str, chip: TpuChip, num_slices: int = 1) -> TpuSlice:
+def parse_slice(text: str, chip: TpuTarget, num_slices: int = 1) -> TpuSlice:
     """``--topology``: libtpu's name (``v5p:4x4x8`` or ``v5:4x4x8``) or the Cloud TPU / MaxText name
     (``v5p-256``, ``v5litepod-16``, ``tpu7x-8``: TensorCores for v4, v5p and tpu7x, chips for v5e and v6e),
     of ``chip``'s generation; one line (exit 2) for anything else."""

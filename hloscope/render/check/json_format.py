@@ -6,7 +6,7 @@ import json
 from typing import Any, TextIO
 
 from hloscope.analysis.report import Report
-from hloscope.check.rules import Violation
+from hloscope.check.rules import Reading, Violation
 from hloscope.check.run import CheckResult
 from hloscope.render.check.words import change_text, empty_words, violation_lines, violation_message
 
@@ -25,6 +25,18 @@ def _violation_dict(v: Violation, report: Report | None = None) -> dict[str, Any
     return d
 
 
+def _reading_dict(m: Reading) -> dict[str, Any]:
+    """What a rule read on the step: ``value`` (the rule's unit), and ``of``, ``limit``, ``instruction`` where known."""
+    d: dict[str, Any] = {"value": round(m.value, 6) if m.value is not None else None}
+    if m.of is not None:
+        d["of"] = m.of
+    if m.limit is not None:
+        d["limit"] = m.limit
+    if m.record is not None:
+        d["instruction"] = m.record.instruction
+    return d
+
+
 class JsonFormat:
     name = "json"
     extension = ".json"
@@ -37,6 +49,7 @@ class JsonFormat:
             "passed": result.passed,
             "empty": empty_words(result.empty),
             "rules": result.rules,
+            "readings": {name: _reading_dict(m) for name, m in result.readings.items()},
             "violations": [_violation_dict(v, result.subject.report) for v in result.violations],
             "allowed": [{**_violation_dict(v), "reason": e.reason, "entry": e.describe()} for v, e in result.allowed],
         }

@@ -26,7 +26,7 @@ from hloscope.analysis.simulate.verdict import Verdict
 from hloscope.check.rules import Violation
 from hloscope.check.run import CheckResult
 from hloscope.render.check.meaning import rule_meaning
-from hloscope.render.check.words import change_text, empty_words, user_source, violation_lines
+from hloscope.render.check.words import change_text, empty_words, reading_words, user_source, violation_lines
 from hloscope.render.name_words import GUESS_MARK, legend, name_cell
 from hloscope.render.why import explain
 from hloscope.units import human_bytes
@@ -111,11 +111,15 @@ class MarkdownFormat:
         for name, value in result.rules.items():
             state_cell = f"**FAIL** ({len(by_rule[name])})" if by_rule[name] else "pass"
             setting = "" if value is True else md(value)
-            rows.append([f"`{name}`", state_cell, setting, md(rule_meaning(name))])
+            rows.append([f"`{name}`", state_cell, setting, md(reading_words(name, result.readings.get(name))),
+                         md(rule_meaning(name))])
         if result.diff is not None:
+            d = result.diff
             rows.append(["`baseline`", f"**FAIL** ({len(by_rule['baseline'])})" if by_rule["baseline"] else "pass",
-                         md(result.diff.base.label), "no regression against the baseline"])
-        lines += _table(["rule", "result", "setting", "fails when"], rows)
+                         md(d.base.label), md(f"exposed {d.base.exposed_us_per_step:.1f} -> "
+                                              f"{d.new.exposed_us_per_step:.1f} us/step"),
+                         "no regression against the baseline"])
+        lines += _table(["rule", "result", "setting", "this step", "fails when"], rows)
         if result.violations:
             lines += ["#### Violations", ""]
             lines += _table(["rule", "transfer", "source", "verdict", "what happened"],

@@ -6,7 +6,7 @@ from typing import TextIO
 
 from hloscope.check.run import CheckResult
 from hloscope.render.check.meaning import rule_meaning
-from hloscope.render.check.words import diff_lines, empty_words, violation_lines
+from hloscope.render.check.words import diff_lines, empty_words, reading_words, violation_lines
 
 
 class TextFormat:
@@ -22,6 +22,8 @@ class TextFormat:
         by_rule = {name: [v for v in result.violations if v.rule == name] for name in [*result.rules, "baseline"]}
         for name, value in result.rules.items():
             shown = "" if value is True else f" = {value}"
+            got = reading_words(name, result.readings.get(name))
+            shown += f" (this step: {got})" if got else ""
             out.write(f"{'FAIL' if by_rule[name] else 'pass'} {name}{shown}: {rule_meaning(name)}\n")
             for v in by_rule[name]:
                 first, *rest = violation_lines(v, rep)

@@ -12,7 +12,7 @@ from hloscope.analysis.report import Report
 from hloscope.analysis.simulate.verdict import Verdict
 from hloscope.check.baseline import BaselineDiff, Change, Snapshot
 from hloscope.check.keys import TransferRecord
-from hloscope.check.rules import Emptiness, Finding, NothingToJudge, Violation
+from hloscope.check.rules import Emptiness, Finding, NothingToJudge, Reading, Violation
 from hloscope.render.intent_words import intent_message
 from hloscope.render.margin_text import flip_words, margin_line
 from hloscope.render.memory_text import room_of
@@ -236,3 +236,51 @@ def describe_snapshot(s: Snapshot) -> str:
     fits = "" if s.fits is None else (" (fits)" if s.fits else " (does NOT fit)")
     return f"{text}, {human_bytes(s.device_bytes)} device allocation{fits}"
 
+
+
+#: What each rule counts, for ``N of M <what>`` (the rules whose measurement is a count).
+_COUNTED = {
+    "no-sync": "transfers synchronous",
+    "no-exposed": "transfers exposed",
+    "expect-offloaded": "names offloaded",
+    "annotations-accounted": "annotations became async transfers",
+    "intent-accounted": "requests produced transfers",
+}
+
+
+def _us(x: float) -> str:
+    """Microseconds as the settings are written (one decimal; small values keep their digits)."""
+    return f"{x:.1f} us" if x == 0 or abs(x) >= 0.1 else f"{x:.3f} us"
+
+
+def _fraction(x: float) -> str:
+    """``0.0118, 1.2%``: the fraction as the setting is written, and in percent."""
+    return f"{x:.3g}, {x:.1%}"
+
+
+def reading_words(rule: str, m: Reading | None) -> str:
+    """What ``rule`` read on the step, beside its setting: ``8.4 us``, ``0 of 9 transfers exposed``,
+    ``28.7 MiB of 75.3 GiB allowed``; "" when the rule read nothing (it was not evaluated)."""
+    if m is None:
+        return ""
+    if rule in _COUNTED:
+        return f"{m.value:.0f} of {m.of} {_COUNTED[rule]}" if m.value is not None else ""
+    if rule in ("max-exposed-us", "max-marginal-us"):
+        if m.value is None:
+            return "no transfer judged by the simulated step"
+        where = f", {m.record.instruction}" if m.record is not None and rule == "max-marginal-us" else ""
+        return ("largest " if rule == "max-marginal-us" else "") + _us(m.value) + where
+    if rule in ("max-exposed-fraction", "min-hidden-fraction"):
+        return _fraction(m.value) if m.value is not None else ""
+    if rule == "min-offloaded-bytes":
+        return f"{m.value:.0f}, {human_bytes(m.value)}" if m.value is not None else ""
+    if rule == "min-margin":
+        if m.value is None:
+            return ("no transfer judged by the simulated step" if not m.of
+                    else f"no verdict of {m.of} flips between 0.105x and 9.51x")
+        return f"smallest {m.value:.2f}x, {m.record.instruction}" if m.record is not None else f"{m.value:.2f}x"
+    if rule == "fits-hbm" and m.value is not None:
+        return f"device allocation {human_bytes(m.value)} of {human_bytes(m.limit or 0.0)} allowed"
+    if rule == "fits-host-pool" and m.value is not None:
+        return f"host {human_bytes(m.value)} per GPU of a {human_bytes(m.limit or 0.0)} pool"
+    return f"{m.value:g}" if m.value is not None else ""

@@ -38,6 +38,8 @@ DETAIL_MIN_W = 48
 #: an 80-column terminal showed two transfer columns (no verdict), 3-letter names in the schedule
 #: and three of the four tabs.
 NARROW_W = 110
+#: Under this many lines the totals on top take three lines, not four (``#summary.short``), for the lists.
+SHORT_H = 30
 #: A start-up note is a brief toast of at most this many characters (two lines of a narrow toast).
 TOAST_CHARS = 72
 TOAST_S = 3
@@ -141,6 +143,7 @@ class MainScreen(Screen[None]):
         tabs = self.query_one("#tabs")
         narrow = total < NARROW_W
         self.query_one("#body").set_class(narrow, "narrow")
+        self.query_one(SummaryBar).set_class(0 < self.size.height < SHORT_H, "short")
         if narrow:  # stacked: the lists get the whole width (app.tcss)
             tabs.styles.clear_rule("width")
             return

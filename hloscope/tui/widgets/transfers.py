@@ -33,12 +33,14 @@ REPORT_SORTS: tuple[tuple[str, Callable[[Report, tuple[int, Verdict]], Any]], ..
 VERDICT_FILTERS: tuple[VerdictKind | None, ...] = (None, *VERDICT_ORDER)
 DIRECTION_FILTERS: tuple[Direction | None, ...] = (None, Direction.TO_HOST, Direction.TO_DEVICE)
 #: The verdict right after the name: the column the table is for, whole at any width (at 110-150
-#: columns, sixth of eight, it was cut to one letter or scrolled out of view).
-COLUMNS = ("transfer", "verdict", "checkpoint", "dir", "bytes", "x/step", "~exposed/step", "source")
-#: ``m`` swaps the last two for what each transfer costs the step and how close its verdict is to
-#: flipping (docs/verdicts.md): the table keeps its width, whole at 160 columns with the detail beside.
-COST_COLUMNS = ("transfer", "verdict", "checkpoint", "dir", "bytes", "x/step", "~blame", "~marginal",
-                "margin")
+#: columns, sixth of eight, it was cut to one letter or scrolled out of view); then the time it
+#: costs, so that an 80-column terminal shows name, verdict and exposed time (seventh, it was
+#: off screen there, and ``m`` seemed to do nothing).
+COLUMNS = ("transfer", "verdict", "~exposed/step", "checkpoint", "dir", "bytes", "x/step", "source")
+#: ``m`` swaps the exposed time and the source for what each transfer costs the step and how close
+#: its verdict is to flipping (docs/verdicts.md), in the third column: the table keeps its width,
+#: whole at 160 columns with the detail beside.
+COST_COLUMNS = ("transfer", "verdict", "~blame", "~marginal", "margin", "checkpoint", "dir", "bytes", "x/step")
 
 
 def _marginal(report: Report, v: Verdict) -> float:
@@ -121,20 +123,19 @@ class TransferTable(DataTable[Any]):
             loc = report.source(v)
             exposed = v.est_exposed_us * t.executions
             # names and the source come from the module and its manifest: Text, never markup
-            head = (plain(t.instruction.name), Text(v.verdict.value, style=VERDICT_STYLE[v.verdict]),
-                    plain(checkpoint_name(t)), Text(arrow(t.direction)), Text(human_bytes(t.bytes)),
+            head = (plain(t.instruction.name), Text(v.verdict.value, style=VERDICT_STYLE[v.verdict]))
+            what = (plain(checkpoint_name(t)), Text(arrow(t.direction)), Text(human_bytes(t.bytes)),
                     Text(str(t.executions)))
-            tail: tuple[Text, ...]
+            cells: tuple[Text, ...]
             if self.costs:
                 m = report.margin_for(v) if v.timing is not None else None
                 blame = v.timing.blame_us if v.timing is not None else 0.0
-                tail = (Text(human_us(blame) if blame > 0 else "-"),
-                        Text(human_us(m.marginal_us) if m is not None and m.marginal_us > 0 else "-"),
-                        Text(margin_cell(m)))
+                cells = (*head, Text(human_us(blame) if blame > 0 else "-"),
+                         Text(human_us(m.marginal_us) if m is not None and m.marginal_us > 0 else "-"),
+                         Text(margin_cell(m)), *what)
             else:
-                tail = (Text(human_us(exposed) if exposed > 0 else "-"),
-                        plain(short_source(loc)) if loc else Text("-"))
-            cells = (*head, *tail)
+                cells = (*head, Text(human_us(exposed) if exposed > 0 else "-"), *what,
+                         plain(short_source(loc)) if loc else Text("-"))
             self.add_row(*cells, key=str(i))
             widths = [max(w, c.cell_len) for w, c in zip(widths, cells, strict=True)]
         # The widths DataTable measures on its next idle (each cell's one line), known now: the

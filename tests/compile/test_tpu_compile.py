@@ -143,3 +143,30 @@ def test_libtpu_prints_nothing_in_a_compile_process(tmp_path: Path) -> None:
                           timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith("v5e:2x2 ") and proc.stderr == ""
+
+
+def test_the_cli_compiles_a_named_slice_and_refuses_one_for_a_gpu(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from hloscope.cli.main import main
+
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "v5p-8"
+    # v5p-8 is MaxText's name for 4 chips (8 TensorCores), one device each: --devices follows it
+    assert main(["compile", "--fn", f"{STEPS}:small_step", "--args-from", f"{STEPS}:small_args", "--target", "v5p",
+                 "--topology", "v5p-8", "--out", str(out), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["topology"] == "v5:2x2x1 (v5p-8: 4 chips, 1 device per chip)" and manifest["devices"] == 4
+    assert manifest["request"]["topology"] == "v5p-8"
+    assert {t["direction"] for t in d["transfers"]} == {"to_host", "to_device"}
+    # --topology for a GPU target, and a slice whose count --devices contradicts: one line each, exit 2
+    assert main(["compile", "--fn", f"{STEPS}:small_step", "--args-from", f"{STEPS}:small_args", "--target",
+                 "h100-sxm", "--topology", "v5p-8", "--out", str(tmp_path / "x")]) == 2
+    assert capsys.readouterr().err == ("hloscope: error: --topology names a TPU slice; h100-sxm is not a TPU "
+                                       "target\n")
+    assert main(["compile", "--fn", f"{STEPS}:small_step", "--args-from", f"{STEPS}:small_args", "--target",
+                 "tpu-v5p", "--topology", "v5p-8", "--devices", "16", "--out", str(tmp_path / "y")]) == 2
+    assert capsys.readouterr().err == ("hloscope: error: --topology v5p-8 is 4 devices of tpu-v5p, --devices says "
+                                       "16\n")

@@ -25,7 +25,7 @@ from hloscope.hlo.parser import parse_hlo
 from hloscope.hlo.shape import HOST_MEMORY_SPACE
 from hloscope.render import render_to_string
 from hloscope.render.json_report import report_to_dict
-from hloscope.targets import DEFAULT_TARGET, Target, as_target
+from hloscope.targets import BUILTIN_TARGETS, DEFAULT_TARGET, Target, as_target
 
 if TYPE_CHECKING:
     from hloscope.check.subject import Subject
@@ -145,7 +145,9 @@ def compile_step(fn: Any, *abstract_args: Any, target: Target | str = DEFAULT_TA
     from hloscope.compile.scheduler import resolve
 
     tgt = as_target(target)
-    request = CompileRequest(target if isinstance(target, str) else tgt.name, devices, fn=callable_name(fn),
+    # A built-in target's alias ("trillium") is asked for by the target's name ("tpu-v6e").
+    named = tgt.name if not isinstance(target, str) or BUILTIN_TARGETS.get(tgt.name) is tgt else target
+    request = CompileRequest(named, devices, fn=callable_name(fn),
                              scheduler=resolve(scheduler, lhs), pipelined=pipelined_offload,
                              xla_flags=tuple(xla_flag_texts(flags or {})),
                              memory_override_bytes=memory_override_bytes, memory_fraction=memory_fraction,

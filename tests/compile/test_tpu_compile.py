@@ -170,3 +170,19 @@ def test_the_cli_compiles_a_named_slice_and_refuses_one_for_a_gpu(
                  "tpu-v5p", "--topology", "v5p-8", "--devices", "16", "--out", str(tmp_path / "y")]) == 2
     assert capsys.readouterr().err == ("hloscope: error: --topology v5p-8 is 4 devices of tpu-v5p, --devices says "
                                        "16\n")
+
+
+def test_the_api_compiles_for_a_tpu_target_by_alias() -> None:
+    import hloscope
+    from tests.compile.tpu_steps import small_args, small_step
+
+    # "trillium" is tpu-v6e; 4 chips of one TensorCore each: libtpu's v6e:2x2
+    result, report = hloscope.compile_step(small_step, *small_args(), target="trillium", devices=4)
+    assert result.target == "tpu-v6e" and result.topology == "v6e:2x2 (v6e-4: 4 chips, 1 device per chip)"
+    d = report.to_dict()
+    assert d["target"] == "tpu-v6e"
+    moved: Counter[str] = Counter()
+    for t in d["transfers"]:
+        moved[t["direction"]] += t["bytes"] * t["executions"]
+    # the small step's 2 layers of bf16[512,512] hidden (512 KiB each): 1 MiB each way per step
+    assert moved == {"to_host": 2 * 512 * 512 * 2, "to_device": 2 * 512 * 512 * 2}

@@ -418,7 +418,7 @@ def manifest_entry(info: CacheInfo) -> dict[str, Any]:
 # code can be fingerprinted (``userfn.source_fingerprint``: its module's files, and those of
 # --args-from's module); the key then holds that fingerprint, so an edit there is another key.
 
-_MEMO_PACKAGES = ("jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda12-pjrt", "nvidia-cuda-nvcc-cu12", "numpy",
+_MEMO_PACKAGES = ("jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda12-pjrt", "nvidia-cuda-nvcc-cu12", "libtpu", "numpy",
                   "ml_dtypes", "opt_einsum", "scipy")
 _source_hash: str | None = None
 

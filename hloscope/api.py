@@ -100,14 +100,15 @@ def analyze(x: Any, target: Target | str | None = None, host_space: int = HOST_M
 
 
 def _gpu_compiled(compiled: Any) -> Any:
-    """``compiled``, if it runs on GPUs; a one-line error if it was compiled for the host CPU."""
+    """``compiled``, if it runs on GPUs or TPUs (compile-only or real); a one-line error if it was
+    compiled for the host CPU."""
     from hloscope.compile.deviceless import compiled_platform
 
     platform = compiled_platform(compiled)
-    if platform != "gpu":
-        raise HloscopeError(f"this step was compiled for {platform}, not a GPU: its schedule says nothing about GPU "
-                            "offloading; compile it with hloscope.compile_step(fn, *abstract_args, target=...)",
-                            EXIT_BAD_INPUT)
+    if platform not in ("gpu", "tpu"):
+        raise HloscopeError(f"this step was compiled for {platform}, not a GPU or TPU: its schedule says nothing "
+                            "about accelerator offloading; compile it with hloscope.compile_step(fn, *abstract_args, "
+                            "target=...)", EXIT_BAD_INPUT)
     return compiled
 
 

@@ -81,7 +81,7 @@ VERDICTS = Pass("verdicts", _verdicts)
 
 
 def _summary(ctx: StepContext) -> Summary:
-    return summarize(ctx[VERDICTS], ctx.index.callgraph.unknown_trip, ctx[TIMELINE])
+    return summarize(ctx[VERDICTS], ctx.index.callgraph.unknown_trip, ctx[TIMELINE], ctx.cost.implausible())
 
 
 SUMMARY = Pass("summary", _summary)
@@ -139,7 +139,9 @@ def _measured(ctx: StepContext) -> MeasuredComparison | None:
         return None
     timeline, pairs = ctx[TIMELINE], ctx[PAIRS]
     return compare_measured(ctx.index, ctx.cost, pairs, ctx[TRANSFERS], profile,
-                            timeline.step_us if timeline else None, waits_by_start(timeline, pairs))
+                            timeline.step_us if timeline else None, waits_by_start(timeline, pairs),
+                            {v.transfer.instruction.name: v.verdict for v in ctx[VERDICTS]},
+                            ctx.options.thresholds.verdict)
 
 
 MEASURED = Pass("measured", _measured)
@@ -165,7 +167,9 @@ PASSES: tuple[Pass[object], ...] = (TRANSFERS, PAIRS, STREAMS, TIMELINE, VERDICT
 
 
 def waits_by_start(timeline: Timeline | None, pairs: Sequence[AsyncPair]) -> dict[str, float]:
-    """Start name -> the simulated compute stream's wait at its done, µs."""
+    """Start name -> the simulated compute stream's wait at its done per step, µs: a host transfer's
+    ``wait_us_per_step`` (its extrapolated loop iterations included), else the wait slices the
+    timeline holds."""
     if timeline is None:
         return {}
     start_of = {p.done.name: p.start.name for p in pairs}
@@ -174,6 +178,10 @@ def waits_by_start(timeline: Timeline | None, pairs: Sequence[AsyncPair]) -> dic
         for s in slices:
             if s.kind is SliceKind.WAIT and s.name in start_of:
                 out[start_of[s.name]] = out.get(start_of[s.name], 0.0) + s.end_us - s.start_us
+    per_step: dict[str, float] = {}
+    for (_comp, start), t in timeline.transfers.items():
+        per_step[start] = per_step.get(start, 0.0) + t.wait_us_per_step
+    out.update(per_step)
     return out
 
 

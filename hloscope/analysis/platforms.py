@@ -27,20 +27,23 @@ from hloscope.targets import Platform, Target
 @dataclass(frozen=True)
 class ExecutionModel:
     """platform: the family. xla_streams: XLA assigns execution streams that the simulation
-    follows (GPU); False: async ops run beside the in-order core with no streams (TPU).
-    core: what the in-order compute engine is called in reports (``compute``, ``TensorCore``)."""
+    follows (GPU); False: async ops run beside the in-order core with no streams (TPU)."""
 
     platform: Platform
     xla_streams: bool
-    core: str
 
 
 _MODELS = {
-    Platform.GPU: ExecutionModel(Platform.GPU, xla_streams=True, core="compute"),
-    Platform.TPU: ExecutionModel(Platform.TPU, xla_streams=False, core="TensorCore"),
+    Platform.GPU: ExecutionModel(Platform.GPU, xla_streams=True),
+    Platform.TPU: ExecutionModel(Platform.TPU, xla_streams=False),
 }
 
 
 def execution_model(target: Target) -> ExecutionModel:
     """The execution model of ``target``'s platform."""
-    return _MODELS[target.platform]
+    return platform_model(target.platform)
+
+
+def platform_model(platform: Platform) -> ExecutionModel:
+    """The execution model of ``platform``."""
+    return _MODELS[platform]

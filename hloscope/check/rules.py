@@ -50,6 +50,7 @@ class Finding(StrEnum):
     ANNOTATION_REMOVED = "annotation-removed"  # the verdict is the annotation's
     ANNOTATION_SYNC = "annotation-sync"  # became: the synchronous copies' names
     INTENT_UNACCOUNTED = "intent-unaccounted"  # accounted: the request; from_annotations: no trace
+    PRESET_NOT_TAGGED = "preset-not-tagged"  # accounted: a name a framework preset lists that the model never tags
     DOES_NOT_FIT = "does-not-fit"  # actual: device allocation; limit; allocator, hbm, margin
     NOT_IN_HOST_POOL = "not-in-host-pool"  # actual: host bytes per GPU; limit: the pinned-host pool
     BASELINE = "baseline"  # change: the baseline's Change
@@ -328,9 +329,10 @@ def step_intent(subject: Subject) -> IntentAccount | None:
 
 
 def unaccounted_intent(subject: Subject) -> tuple[Accounted, ...]:
-    """Requests of a traced step that produced no transfer (what ``intent-accounted`` fails on)."""
+    """Requests of a traced step that produced no transfer, or none for some of their placement
+    annotations (what ``intent-accounted`` fails on)."""
     account = account_of(subject.report)
-    return account.unaccounted if account is not None else ()
+    return account.missing if account is not None else ()
 
 
 def _intent_record(a: Accounted) -> TransferRecord:
@@ -352,14 +354,35 @@ def rule_intent_accounted(ctx: RuleContext, on: bool) -> list[Violation]:
                             "--unoptimized FILE", EXIT_BAD_INPUT)
     ctx.readings["intent-accounted"] = Reading(len(account.items) - len(account.unaccounted), of=len(account.items))
     out: list[Violation] = []
-    for a in account.unaccounted:
+    for a in account.missing:
         v = Violation("intent-accounted", Finding.INTENT_UNACCOUNTED,
                       args=(("accounted", a), ("from_annotations", account.source is AccountSource.ANNOTATIONS)))
-        entry = find_allow(ctx.allow, "intent-accounted", _intent_record(a))
-        if entry is None:
-            out.append(v)
-        else:
-            ctx.allowed.append((v, entry))
+        out += _unless_allowed(ctx, v, a)
+    return out
+
+
+def _unless_allowed(ctx: RuleContext, v: Violation, a: Accounted) -> list[Violation]:
+    """``[v]``, or ``[]`` after filing it under ``allowed`` when an entry covers the request ``a``."""
+    entry = find_allow(ctx.allow, v.rule, _intent_record(a))
+    if entry is None:
+        return [v]
+    ctx.allowed.append((v, entry))
+    return []
+
+
+def rule_preset_names_tagged(ctx: RuleContext, on: bool) -> list[Violation]:
+    """Names a framework's preset offloads (MaxText's ``remat_policy``) that the model never tags: off by
+    default (``intent-accounted`` does not fail on them: they are the preset's names, not the user's)."""
+    if not on:
+        return []
+    account = account_of(ctx.subject.report)
+    if account is None:
+        raise HloscopeError(f"preset-names-tagged: {ctx.subject.label} has no trace (the step's policies are not "
+                            "known); check an artifact folder, --fn/--workload or --maxtext", EXIT_BAD_INPUT)
+    out: list[Violation] = []
+    for a in account.preset_untagged:
+        out += _unless_allowed(ctx, Violation("preset-names-tagged", Finding.PRESET_NOT_TAGGED,
+                                              args=(("accounted", a),)), a)
     return out
 
 
@@ -446,6 +469,7 @@ RULES: dict[str, Rule] = {r.name: r for r in (
     Rule("min-offloaded-bytes", "bytes", rule_min_offloaded_bytes),
     Rule("annotations-accounted", "bool", rule_annotations_accounted, needs="unoptimized"),
     Rule("intent-accounted", "bool", rule_intent_accounted),
+    Rule("preset-names-tagged", "bool", rule_preset_names_tagged),
     Rule("fits-hbm", "bool", rule_fits_hbm, needs="memory"),
     Rule("fits-host-pool", "bool", rule_fits_host_pool, needs="memory"),
     Rule("min-margin", "factor", rule_min_margin),

@@ -357,7 +357,25 @@ def compile_maxtext_job(request: CompileRequest,
     if run.result is None:
         raise HloscopeError(f"MaxText's train_compile finished without compiling a step: {_last_line(logs.getvalue())}",
                             EXIT_BAD_INPUT)
-    return run.result, {"maxtext": _facts(run, args, argv)}
+    return _with_preset(run.result, getattr(run.config, "remat_policy", None)), {"maxtext": _facts(run, args, argv)}
+
+
+#: MaxText's ``remat_policy`` whose names the user lists (one config key per tensor), not MaxText.
+USER_LISTED_POLICY = "custom"
+
+
+def _with_preset(result: CompileResult, remat_policy: Any) -> CompileResult:
+    """``result`` with the step's remat policies marked as built by MaxText's ``remat_policy`` preset
+    (``qkv_proj_offloaded`` lists ``kv_proj``, which a llama never tags: the accounting then says it
+    is MaxText's name, not the user's typo). ``custom``'s names are the user's config keys: unmarked."""
+    from dataclasses import replace
+
+    from hloscope.analysis.intent.account import Preset, with_preset
+
+    value = getattr(remat_policy, "value", remat_policy)  # MaxText's config may hold its RematPolicy enum
+    if result.intent is None or not isinstance(value, str) or value == USER_LISTED_POLICY:
+        return result
+    return replace(result, intent=with_preset(result.intent, Preset("MaxText", "remat_policy", value)))
 
 
 def _deviceless_attention(argv: list[str]) -> tuple[list[str], str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from hloscope.analysis.intent.account import Accounted, AccountSource, Fact, IntentAccount, Why
-from hloscope.analysis.kinds import Direction
+from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.simulate.verdict import Verdict
 from hloscope.render.intent_words import (
     WHY_MEANING,
@@ -23,6 +23,7 @@ from hloscope.render.intent_words import (
     detail_words,
     fact_dict,
     fact_words,
+    preset_words,
 )
 from hloscope.render.name_words import guessed
 from hloscope.units import human_bytes
@@ -31,25 +32,44 @@ from hloscope.units import human_bytes
 MARK: dict[Why, str] = {
     Why.TRANSFERRED: "ok",
     Why.SYNC_COPY: "SYNC",
+    Why.PARTLY_REMOVED: "PART",
     Why.NOT_INSPECTABLE: "??",
     Why.NOT_A_TRANSFER: "--",
+    Why.PRESET_NOT_TAGGED: "--",
     Why.UNKNOWN: "NONE?",
 }
 
+#: The mark of a request that became transfers, not all of them hidden: it happened, and the
+#: transfers line says how it fared ("ok" is kept for one whose every transfer is hidden).
+DONE = "done"
+
 
 def mark(a: Accounted) -> str:
-    """``ok``, ``SYNC``, ``NONE`` (no transfer), ``NONE?`` (none found, cause unknown), ``??``, ``--``."""
+    """``ok`` (became transfers, all hidden), ``done`` (became transfers, some exposed or partial),
+    ``SYNC``, ``PART`` (became transfers only in part), ``NONE`` (no transfer), ``NONE?`` (none found,
+    cause unknown), ``??``, ``--`` (none expected)."""
+    if a.why is Why.TRANSFERRED and any(k is not VerdictKind.HIDDEN for k in a.by_verdict):
+        return DONE
     return MARK.get(a.why, "NONE")
 
 
+def fare_words(a: Accounted) -> str:
+    """How the request's transfers fared, worst first: ``1 exposed, 2 hidden``; ``all hidden``."""
+    counts = a.by_verdict
+    if set(counts) == {VerdictKind.HIDDEN}:
+        return "all hidden"
+    return ", ".join(f"{counts[k]} {k}" for k in VerdictKind if k in counts)
+
+
 def transfers_words(a: Accounted) -> str:
-    """``3 transfer(s): to host 64.0 KiB/step, to device 32.0 KiB/step; 8 executions/step; hidden 2, partial 1``."""
+    """``offloaded; 3 transfer(s), 1 exposed, 2 hidden; to host 64.0 KiB/step, to device 32.0 KiB/step;
+    8 execution(s)/step``: that it happened and how it fared, then what moved."""
     if not a.transfers:
         return ""
     b = a.bytes_per_step
     dirs = [f"{d.replace('_', ' ')} {human_bytes(b[d])}/step" for d in Direction if b[d]]
-    verdicts = ", ".join(f"{k} {n}" for k, n in sorted(a.by_verdict.items()))
-    return f"{len(a.transfers)} transfer(s): {', '.join(dirs)}; {a.executions} execution(s)/step; {verdicts}"
+    return (f"offloaded; {len(a.transfers)} transfer(s), {fare_words(a)}; {', '.join(dirs)}; "
+            f"{a.executions} execution(s)/step")
 
 
 #: Beside a listed transfer whose name only its bytes decided (a guess).
@@ -72,20 +92,35 @@ def intent_headline(account: IntentAccount | None) -> str:
                 f"annotation(s)): {lost} produced no transfer" if lost else
                 f"offloads asked for (no trace: from the unoptimized module's {len(account.items)} placement "
                 "annotation(s)): every one became transfers")
-    asked = [a for a in account.items if a.why is not Why.NOT_A_TRANSFER]
-    if not asked:
+    preset = account.preset_untagged
+    asked = [a for a in account.items if a.why not in (Why.NOT_A_TRANSFER, Why.PRESET_NOT_TAGGED)]
+    if not asked and not preset:
         return "offloads asked for: none (no offload policy, host placement or host copy in the traced step)"
     gone = account.unaccounted
+    partly = account.partly
     unread = account.not_inspectable
     parts = [f"{len(asked)} request(s)"]
     if gone:
         names = ", ".join(asked_words(a.asked) for a in gone)
         parts.append(f"{len(gone)} produced NO transfer ({names})")
-    else:
+    if partly:
+        names = ", ".join(asked_words(a.asked) for a in partly)
+        parts.append(f"{len(partly)} became transfers only in PART ({names})")
+    if not gone and not partly:
         parts.append("every readable one became transfers")
     if unread:
         parts.append(f"{len(unread)} policy(ies) not inspectable")
+    for setting, items in _by_preset(preset).items():
+        names = ", ".join(a.asked.what for a in items)
+        parts.append(f"{len(items)} name(s) listed by {setting} never tagged by this model ({names})")
     return "offloads asked for: " + "; ".join(parts)
+
+
+def _by_preset(items: tuple[Accounted, ...]) -> dict[str, list[Accounted]]:
+    out: dict[str, list[Accounted]] = {}
+    for a in items:
+        out.setdefault(preset_words(a.asked.preset), []).append(a)
+    return out
 
 
 def intent_lines(account: IntentAccount | None) -> list[str]:
@@ -107,9 +142,10 @@ def intent_lines(account: IntentAccount | None) -> list[str]:
             lines.append(f"        {a.why}: {detail_words(a.detail)}")
         elif a.detail and a.detail[-1].fact is not Fact.CARRY_THE_NAME:
             lines.append(f"        {detail_words(a.detail)}")
-    if account.unaccounted:
-        lines.append("  reasons: " + "; ".join(f"{w}: {WHY_MEANING[w]}"
-                                               for w in dict.fromkeys(a.why for a in account.unaccounted)))
+    explained = (*account.unaccounted, *account.partly, *account.preset_untagged)
+    if explained:
+        reasons = dict.fromkeys(a.why for a in explained)
+        lines.append("  reasons: " + "; ".join(f"{w}: {WHY_MEANING[w]}" for w in reasons))
     lines.append("")
     return lines
 
@@ -125,8 +161,11 @@ def _accounted_dict(a: Accounted) -> dict[str, Any]:
         "source": str(w) if w is not None else "",
         "source_file": w.file if w is not None else "",
         "source_line": w.line if w is not None else None,
+        "preset": preset_words(a.asked.preset),
         "why": str(a.why),
-        "produced_transfers": not a.produced_no_transfer and a.why not in (Why.NOT_INSPECTABLE, Why.NOT_A_TRANSFER),
+        "mark": mark(a),
+        "produced_transfers": not a.produced_no_transfer and a.why not in (Why.NOT_INSPECTABLE, Why.NOT_A_TRANSFER,
+                                                                          Why.PRESET_NOT_TAGGED),
         "detail": detail_words(a.detail),
         "facts": [fact_dict(d) for d in a.detail],
         "suggestions": list(a.suggestions),
@@ -146,6 +185,8 @@ def intent_dict(account: IntentAccount) -> dict[str, Any]:
         "headline": intent_headline(account),
         "requests": [_accounted_dict(a) for a in account.items],
         "unaccounted": len(account.unaccounted),
+        "partly": len(account.partly),
+        "preset_untagged": len(account.preset_untagged),
         "checked": [fact_words(c) for c in account.checked],
         "checked_facts": [fact_dict(c) for c in account.checked],
     }

@@ -11,13 +11,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from hloscope.analysis.intent.account import Accounted, Asked, AskKind, Detail, Fact, Why
+from hloscope.analysis.intent.account import Accounted, Asked, AskKind, Detail, Fact, Preset, Why
 
 #: One line per reason, for the docs and the text report's legend.
 WHY_MEANING: dict[Why, str] = {
     Why.TRANSFERRED: "it became the host transfers listed",
     Why.SYNC_COPY: "it became transfers, at least one of them a synchronous copy (the stream waits)",
+    Why.PARTLY_REMOVED: "it became transfers, but XLA removed some of its placement annotations (their bytes never "
+                        "reach host memory)",
     Why.NEVER_TAGGED: "no checkpoint_name in the step uses the name (closest tagged names shown)",
+    Why.PRESET_NOT_TAGGED: "the framework's preset lists the name and this model tags no value with it: not a "
+                           "name the user wrote (check fails on it only with preset-names-tagged)",
     Why.NOT_A_RESIDUAL: "the name is tagged, but on a value JAX does not save for the backward pass "
                         "(a loop carry, an output, a value recomputed anyway)",
     Why.SAVED_ON_DEVICE: "a policy saves the name on the device (names_which_can_be_saved)",
@@ -46,6 +50,12 @@ FACT_WORDS: dict[Fact, str] = {
                          "loop and the offload with it (simplify-while-loops inlines a loop that runs once; the copy "
                          "to host then meets the copy back, which algsimp folds away): with 2 or more iterations it "
                          "offloads",
+    Fact.SOME_LOOPS_RUN_ONCE: "; {n} of them ({names}) sit in loop(s) that run once ({loops}, trip count {trip}): "
+                              "XLA removed those loops and the offload with them (simplify-while-loops inlines a "
+                              "loop that runs once; the copy to host then meets the copy back, which algsimp folds "
+                              "away): with 2 or more iterations they offload",
+    Fact.PART_REMOVED: "; but {n} of its {of} placement annotation(s) to host ({names}) became no transfer: no "
+                       "transfer of the optimized module moves their bytes",
     Fact.ANNOTATIONS_UNMATCHED: ": its placement annotation(s) {names} ({how}): the bytes move, but not in slices "
                                 "of its size (XLA may have merged it); hloscope does not guess which transfers are its",
     Fact.SOME_SYNC: "; {n} of them synchronous",
@@ -73,6 +83,8 @@ FACT_WORDS: dict[Fact, str] = {
     Fact.TAGGED_COPIED: "tagged at {at}; the jaxpr copies it to host memory",
     Fact.NOT_TAGGED: "no checkpoint_name(..., '{name}') in the step (tagged names: {tagged})",
     Fact.DID_YOU_MEAN: "; did you mean {names}?",
+    Fact.PRESET_LISTS: "{name}: listed by {framework}'s {setting}={value}, never tagged by this model (no "
+                       "checkpoint_name(..., '{name}'); tagged names: {tagged}): the preset's name, not yours",
     Fact.NO_DOT_COPY: "JAX put no host copy after any dot: no dot without batch dimensions is a residual the "
                       "backward pass saves",
     Fact.DOT_COPIES: "{n} host copy(ies) in the jaxpr (dots at {lines})",
@@ -108,7 +120,8 @@ FACT_WORDS: dict[Fact, str] = {
 }
 
 #: What an empty list argument reads as.
-_EMPTY = {(Fact.NOT_TAGGED, "tagged"): "none", (Fact.OUTPUT_UNMADE, "followed"): "nothing"}
+_EMPTY = {(Fact.NOT_TAGGED, "tagged"): "none", (Fact.PRESET_LISTS, "tagged"): "none",
+          (Fact.OUTPUT_UNMADE, "followed"): "nothing"}
 
 #: The policy of a name JAX offloaded that no readable policy lists.
 UNREAD_POLICY = "a policy hloscope cannot read (JAX offloaded the name)"
@@ -131,9 +144,18 @@ def fact_dict(d: Detail) -> dict[str, Any]:
     return {"fact": str(d.fact), **{k: fact_dict(v) if isinstance(v, Detail) else v for k, v in d.args}}
 
 
+def preset_words(preset: Preset | None) -> str:
+    """``MaxText's remat_policy=qkv_proj_offloaded`` ("" for none)."""
+    return "" if preset is None else f"{preset.framework}'s {preset.setting}={preset.value}"
+
+
 def asked_policy(asked: Asked) -> str:
-    """The policy that asked, described ("" when none)."""
-    return UNREAD_POLICY if asked.policy_unread else asked.policy
+    """The policy that asked, described ("" when none), after the framework preset that built it."""
+    if asked.policy_unread:
+        return UNREAD_POLICY
+    if asked.preset is not None and asked.policy:
+        return f"{preset_words(asked.preset)}: {asked.policy}"
+    return asked.policy
 
 
 def asked_what(asked: Asked) -> str:
@@ -152,8 +174,14 @@ def asked_words(asked: Asked) -> str:
     return asked.what
 
 
+#: What became of a request that a check fails on, by its reason (default: none of it).
+_OUTCOME = {Why.PARTLY_REMOVED: "became transfers only in part",
+            Why.PRESET_NOT_TAGGED: "produced no transfer (the preset's name, never tagged)"}
+
+
 def intent_message(a: Accounted) -> str:
     """``offload 'mlp_hiden' at model.py:40 [policy] produced no transfer: never-tagged: ...``."""
     where = f" at {a.asked.where}" if a.asked.where is not None else ""
     policy = f" [{asked_policy(a.asked)}]" if asked_policy(a.asked) else ""
-    return f"{asked_words(a.asked)}{where}{policy} produced no transfer: {a.why}: {detail_words(a.detail)}"
+    outcome = _OUTCOME.get(a.why, "produced no transfer")
+    return f"{asked_words(a.asked)}{where}{policy} {outcome}: {a.why}: {detail_words(a.detail)}"

@@ -13,12 +13,13 @@ from hloscope.analysis.simulate.slack import Slack
 from hloscope.analysis.simulate.timeline import TransferTiming
 from hloscope.analysis.simulate.verdict import FirstUse, InputReady, Verdict
 from hloscope.render.drain_text import drain_dicts
+from hloscope.render.implausible_text import implausible_line
 from hloscope.render.intent_text import intent_dict
 from hloscope.render.measured_text import measured_dict
 from hloscope.render.memory_text import memory_dict
 from hloscope.render.options import RenderOptions
 from hloscope.render.scheduler_text import scheduler_dict
-from hloscope.render.why import explain
+from hloscope.render.why import core_word, explain
 
 SCHEMA = "hloscope.report/4"
 
@@ -93,7 +94,7 @@ def transfer_dict(report: Report, v: Verdict) -> dict[str, Any]:
         "est_collective_us": round(v.est_collective_us, 3),
         "window_size": v.window_size,
         "verdict": str(v.verdict),
-        "why": explain(v),
+        "why": explain(v, core_word(report.platform)),
         "checkpoint_name": t.checkpoint_name,
         "name_basis": str(t.name_basis) if t.name_basis is not None else None,
         "name_guessed": t.name_guessed,
@@ -178,6 +179,9 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         "scheduled": report.module.is_scheduled,
         "bytes_are": "per_device" if report.module.is_scheduled else "logical",
         "target": report.target.name,
+        "platform": str(report.platform),
+        "compiled_for": {"backend": str(report.compiled_for.backend), "evidence": str(report.compiled_for.evidence),
+                         "where": report.compiled_for.where},
         "host_memory_space": report.host_space,
         "estimates_note": "est_* figures are roofline estimates, not measurements",
         "transfers": [transfer_dict(report, v) for v in report.verdicts],
@@ -202,6 +206,12 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         },
         "notes": list(report.notes),
     }
+    if s.implausible is not None:  # estimates that cannot be: absent when there are none
+        out["summary"]["implausible"] = {
+            "ops": [{"instruction": x.instruction, "computation": x.computation, "est_us": round(x.us, 3),
+                     "ceiling_us": round(x.ceiling_us, 3), "flops": x.flops, "flops_ceiling": x.flops_ceiling,
+                     "hbm_bytes": x.hbm_bytes} for x in s.implausible.ops],
+            "step_us": _r(s.implausible.step_us), "line": implausible_line(s.implausible)}
     account = account_of(report)
     if account is not None:
         out["intent"] = intent_dict(account)

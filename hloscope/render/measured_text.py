@@ -39,16 +39,17 @@ def transfer_lines(transfers: Sequence[TransferComparison]) -> list[str]:
     """Each host transfer's measured time per run and the compute's wait at its done, beside the model's."""
     if not transfers:
         return []
-    rows = [["transfer", "dir", "bytes", "runs", "measured", "GB/s", "wait at done", "model: runs", "time",
-             "simulated wait"]]
+    rows = [["transfer", "dir", "bytes", "runs", "measured", "GB/s", "wait at done", "verdict", "model: runs", "time",
+             "simulated wait", "verdict"]]
     for t in transfers:
         wait = t.measured_wait_per_call_us
         # A run that ended before its done was reached is timed to the done: an upper bound.
         bound = "<= " if t.waited_calls is not None and t.waited_calls < t.measured_calls else ""
         rows.append([t.start, _LINK[t.direction], human_bytes(t.bytes), str(t.measured_calls),
                      bound + _run_us(t.measured_per_call_us), (">= " if bound else "") + _gbps(t.measured_bandwidth),
-                     "-" if wait is None else _run_us(wait), str(t.predicted_calls), _run_us(t.predicted_us),
-                     _run_us(t.predicted_wait_per_call_us)])
+                     "-" if wait is None else _run_us(wait), str(t.measured_verdict or "-"),
+                     str(t.predicted_calls), _run_us(t.predicted_us),
+                     _run_us(t.predicted_wait_per_call_us), str(t.predicted_verdict or "-")])
     lines = ["  host transfers, per run (measured: the async op from its start to its done's end, <= where some "
              "runs ended before their done was reached; wait at done: the time the compute waited there; model: runs "
              "per step, time alone on the link, simulated wait):"]

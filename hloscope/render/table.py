@@ -10,8 +10,10 @@ from hloscope.analysis.report import Report
 from hloscope.analysis.simulate.verdict import Verdict
 from hloscope.analysis.structure.host_work import HostWork
 from hloscope.hlo.loader import ARTIFACT_NOTE
+from hloscope.render.backend_text import platform_line
 from hloscope.render.drain_text import drain_lines
 from hloscope.render.fit import FittedTable, fit_lines, fit_table, moved_line
+from hloscope.render.implausible_text import implausible_lines
 from hloscope.render.intent_text import intent_lines
 from hloscope.render.margin_text import fix_first_lines, margin_line
 from hloscope.render.measured_text import measured_lines
@@ -19,7 +21,7 @@ from hloscope.render.memory_text import memory_lines, remat_lines
 from hloscope.render.name_words import legend, name_cell, unrequested_words
 from hloscope.render.options import RenderOptions
 from hloscope.render.scheduler_text import scheduler_line
-from hloscope.render.why import explain, slack_clause
+from hloscope.render.why import core_word, explain, slack_clause
 from hloscope.render.xla_text import xla_cell, xla_clause, xla_legend
 from hloscope.units import human_bytes, human_us
 
@@ -110,7 +112,7 @@ class TableRenderer:
             f"module {report.module.name} "
             f"({'scheduled' if report.module.is_scheduled else 'NOT scheduled'}), "
             f"target {t.name} ({t.description}, host link {t.host_link}: {link_figures(report)})",
-            *[line for line in (scheduler_line(report.scheduler),) if line],
+            *[line for line in (scheduler_line(report.scheduler), platform_line(report)) if line],
             *(n for n in report.notes if n.startswith(ARTIFACT_NOTE)),
             "",
             *intent_lines(account_of(report)),
@@ -146,7 +148,7 @@ class TableRenderer:
             role = f" ({v.transfer.role})" if v.transfer.role else ""
             other = unrequested_words(v.transfer)
             other = f"; it {other}" if other else ""
-            lines.append(f"  {v.transfer.instruction.name}{role}: {explain(v)}{src}{other}")
+            lines.append(f"  {v.transfer.instruction.name}{role}: {explain(v, core_word(report.platform))}{src}{other}")
             if table.moved[i]:  # the columns a narrow table left out
                 lines.append(f"    {moved_line(table.moved[i])}")
             if clause := xla_clause(report, v):
@@ -187,6 +189,7 @@ class TableRenderer:
         lines += drain_lines(report)
         if report.measured is not None:
             lines += measured_lines(report.measured)
+        lines += implausible_lines(report.summary.implausible)
         lines.append("all *us figures are roofline estimates (docs/cost-model.md), not measurements"
                      + ("; the measured ones are marked so" if report.measured is not None else ""))
         return fit_lines(lines, width)

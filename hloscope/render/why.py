@@ -6,11 +6,14 @@ messages and diagrams call the same functions, so every view says the same.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from hloscope.analysis.kinds import Direction, Reason, VerdictKind
 from hloscope.analysis.simulate.contention import MEMORY_BOUND_HINT_AT, memory_bound_share
 from hloscope.analysis.simulate.slack import Slack
 from hloscope.analysis.simulate.timeline import HeldUp, HoldKind
 from hloscope.analysis.simulate.verdict import FirstUse, InputReady, Verdict
+from hloscope.targets import Platform
 from hloscope.units import human_us
 
 _REASONS = {
@@ -23,21 +26,41 @@ _REASONS = {
 }
 
 
-def reason_text(v: Verdict) -> str:
-    """What decided the verdict, in one clause."""
+@dataclass(frozen=True)
+class PlatformWords:
+    """What a platform's parts are called in a verdict's ``why``: core, what runs the schedule and
+    waits at a done; engine, what one direction's host copies queue for."""
+
+    core: str = "compute stream"
+    engine: str = "copy engine"
+
+
+GPU_WORDS = PlatformWords()
+TPU_WORDS = PlatformWords("TensorCore", "DMA queue")
+
+
+def core_word(platform: Platform) -> PlatformWords:
+    """The words of ``platform`` (``hloscope.analysis.platforms``: a GPU's streams and copy engines, a
+    TPU's TensorCore and DMA queues)."""
+    return TPU_WORDS if platform is Platform.TPU else GPU_WORDS
+
+
+def reason_text(v: Verdict, words: PlatformWords = GPU_WORDS) -> str:
+    """What decided the verdict, in one clause; ``words``: the platform's (:func:`core_word`)."""
+    core = words.core
     if v.reason in _REASONS:
         return _REASONS[v.reason]
     if v.reason is Reason.ONLY_FREE_OPS:
         text = f"window holds {v.window_size} instruction(s) but no compute and no collective"
-        hidden = hidden_without_window_work(v)
+        hidden = hidden_without_window_work(v, words)
         return f"{text}; {hidden}" if hidden else text
     window = (f"window: {len(v.compute)} compute op(s) ~{human_us(v.est_compute_us)}, "
               f"{len(v.collectives)} collective(s) ~{human_us(v.est_collective_us)}, "
               f"vs transfer ~{human_us(v.est_transfer_us)}")
     if v.reason in (Reason.SIMULATED, Reason.HELD_UP) and v.timing is not None:
         t = v.timing
-        wait = (f"the compute stream waits ~{human_us(t.mean_wait_us)} at its done" if t.mean_wait_us > 0
-                else "the compute stream never waits at its done")
+        wait = (f"the {core} waits ~{human_us(t.mean_wait_us)} at its done" if t.mean_wait_us > 0
+                else f"the {core} never waits at its done")
         shared = (f", the link shared with {len(t.beside_transfers)} other transfer(s) in flight"
                   if t.beside_transfers else "")
         if slowed_by_link(v):
@@ -46,44 +69,44 @@ def reason_text(v: Verdict) -> str:
             wait += (f", longer than the transfer alone (~{human_us(v.est_transfer_us)}): {by} slowed it to "
                      f"~{human_us(t.duration_us)}")
             shared = ""
-        hidden = hidden_without_window_work(v)
+        hidden = hidden_without_window_work(v, words)
         if hidden:
             wait += f" ({hidden})"
         if v.reason is Reason.HELD_UP:
             wait += (f", but ~{human_us(t.blame_per_execution_us)} per execution of the step's waits are charged to "
                      "it (it held other transfers up)")
         return f"simulated step: {wait}{shared}; {window} (estimates)"
-    hidden = hidden_without_window_work(v)
+    hidden = hidden_without_window_work(v, words)
     return window + (f"; {hidden}" if hidden else "") + " (estimates)"
 
 
-_WHERE = {HoldKind.ENGINE: "on the {link} copy engine", HoldKind.STREAM: "issued ahead of it on the same XLA stream",
+_WHERE = {HoldKind.ENGINE: "on the {link} {engine}", HoldKind.STREAM: "issued ahead of it on the same XLA stream",
           HoldKind.LINK: "sharing the {link} link"}
 
 
-def _where(h: HeldUp, link: str) -> str:
-    return _WHERE[h.where].format(link=link)
+def _where(h: HeldUp, link: str, words: PlatformWords) -> str:
+    return _WHERE[h.where].format(link=link, engine=words.engine)
 
 
-def held_up_clause(v: Verdict) -> str | None:
+def held_up_clause(v: Verdict, words: PlatformWords = GPU_WORDS) -> str | None:
     """Whom the transfer held up and for how long (None when it held no one up)."""
     t = v.timing
     if t is None or not t.held_up:
         return None
-    parts = [f"{h.other} ~{human_us(h.per_execution_us)} per execution at its done ({_where(h, _link(v))})"
+    parts = [f"{h.other} ~{human_us(h.per_execution_us)} per execution at its done ({_where(h, _link(v), words)})"
              for h in t.held_up[:3]]
     more = f" and {len(t.held_up) - 3} more" if len(t.held_up) > 3 else ""
     return (f"it held {', '.join(parts)}{more}: ~{human_us(t.held_up_us)} per step of their waits are charged to it "
             f"(its blame: ~{human_us(t.blame_us)} per step)")
 
 
-def held_back_clause(v: Verdict) -> str | None:
+def held_back_clause(v: Verdict, words: PlatformWords = GPU_WORDS) -> str | None:
     """Who held the transfer up and how much of its wait is theirs (None when no one did)."""
     t = v.timing
     if t is None or not t.held_back_by or t.wait_us_per_step <= 0:
         return None
     parts = [f"~{human_us(h.us / t.executions if t.executions else 0.0)} per execution to {h.other} "
-             f"({_where(h, _link(v))})" for h in t.held_back_by[:3]]
+             f"({_where(h, _link(v), words)})" for h in t.held_back_by[:3]]
     more = f" and {len(t.held_back_by) - 3} more" if len(t.held_back_by) > 3 else ""
     return (f"its wait is charged {', '.join(parts)}{more}, "
             f"~{human_us(t.blame_per_execution_us)} per execution to itself")
@@ -103,7 +126,7 @@ def stream_queue_clause(v: Verdict) -> str | None:
             f"and still running: it waited ~{human_us(t.queued_us)} behind them before its bytes moved")
 
 
-def engine_wait_clause(v: Verdict) -> str | None:
+def engine_wait_clause(v: Verdict, words: PlatformWords = GPU_WORDS) -> str | None:
     """The copies the transfer waited behind for its direction's copy engine, and how long (None
     when it took an engine as soon as it was ready)."""
     t = v.timing
@@ -111,7 +134,8 @@ def engine_wait_clause(v: Verdict) -> str | None:
         return None
     ahead = ", ".join(t.engine_behind[:3]) + (f" and {len(t.engine_behind) - 3} more" if len(t.engine_behind) > 3
                                                else "")
-    return f"it waited ~{human_us(t.engine_wait_us)} behind {ahead} for a {_link(v)} copy engine before its bytes moved"
+    return (f"it waited ~{human_us(t.engine_wait_us)} behind {ahead} for a {_link(v)} {words.engine} before its bytes "
+            "moved")
 
 
 def slack_clause(s: Slack) -> str:
@@ -153,7 +177,7 @@ def exposed_clause(v: Verdict) -> str:
             f"slowed to ~{human_us(t.duration_us)} {by}")
 
 
-def hidden_without_window_work(v: Verdict) -> str | None:
+def hidden_without_window_work(v: Verdict, words: PlatformWords = GPU_WORDS) -> str | None:
     """Why a transfer with no compute and no collective in its own window is still hidden:
     what the simulated step ran while it was in flight (None when that is not the case)."""
     if v.verdict is not VerdictKind.HIDDEN or v.compute or v.pair is None:
@@ -168,7 +192,7 @@ def hidden_without_window_work(v: Verdict) -> str | None:
                 f"{len(t.beside_compute)} compute op(s) (~{human_us(t.compute_beside_us)}){coll} ran while it "
                 "was in flight (its done waits on them, not on work between start and done)")
     if t is not None and t.matched:
-        return ("hidden although its window holds no compute: in the simulated step the compute stream "
+        return (f"hidden although its window holds no compute: in the simulated step the {words.core} "
                 "reaches its done only after the transfer has finished (it was busy elsewhere)")
     return None
 
@@ -197,9 +221,10 @@ def use_hint(u: FirstUse) -> str:
     return f"its result is needed at once by {what}"
 
 
-def explain(v: Verdict) -> str:
-    """The full ``why`` of a verdict: reason, shared link, and (for exposed/partial) the hints."""
-    text = reason_text(v)
+def explain(v: Verdict, words: PlatformWords = GPU_WORDS) -> str:
+    """The full ``why`` of a verdict: reason, shared link, and (for exposed/partial) the hints;
+    ``words``: the step's platform's (:func:`core_word`)."""
+    text = reason_text(v, words)
     simulated = v.reason in (Reason.SIMULATED, Reason.HELD_UP)
     if v.other_transfers and not simulated:  # the simulated clause says it, with timing
         text += f"; shares the host link with {len(v.other_transfers)} other transfer(s) in its window"
@@ -207,11 +232,11 @@ def explain(v: Verdict) -> str:
         text += f"; {exposed_clause(v)}"
     if queue := stream_queue_clause(v):
         text += f"; {queue}"
-    if engine := engine_wait_clause(v):
+    if engine := engine_wait_clause(v, words):
         text += f"; {engine}"
-    if held := held_up_clause(v):
+    if held := held_up_clause(v, words):
         text += f"; {held}"
-    if back := held_back_clause(v):
+    if back := held_back_clause(v, words):
         text += f"; {back}"
     if v.verdict in (VerdictKind.EXPOSED, VerdictKind.PARTIAL) and v.pair is not None:
         hints = []

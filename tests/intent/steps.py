@@ -298,3 +298,27 @@ def round_trip_in_scan(mesh: Any) -> tuple[Any, tuple[Any, ...]]:
             return jnp.tanh(x @ w) + jax.device_put(h, jax.memory.Space.Device), None
         return jax.lax.scan(body, x, w)[0]
     return step, _layers(mesh, 1)
+
+
+def _dense_layer(x: Any, w: Any) -> tuple[Any, None]:
+    x = checkpoint_name(x, "x")
+    return jnp.sin(x @ w) @ w.T, None
+
+
+def _moe_layer(x: Any, w: Any) -> tuple[Any, None]:
+    x = checkpoint_name(x, "x")
+    return jnp.tanh(x @ w) @ w.T, None
+
+
+def dense_then_moe_step(dense: Any, moe: Any, x: Any) -> Any:
+    """DeepSeek-shaped, as MaxText builds it: a scan of dense layers, then a scan of MoE layers,
+    both tagging (and offloading) the same name, with ``prevent_cse=False``. With 1 dense layer
+    and 2 MoE layers (``f32[1,256,256]; f32[2,256,256]; f32[32,256]``) the dense scan's loops run
+    once, and XLA removes them and their offload; the MoE scan's loops stay and offload."""
+    layer = partial(jax.checkpoint, policy=offload("x"), prevent_cse=False)
+
+    def loss(dense: Any, moe: Any, x: Any) -> Any:
+        y, _ = jax.lax.scan(layer(_dense_layer), x, dense)
+        y, _ = jax.lax.scan(layer(_moe_layer), y, moe)
+        return jnp.sum(y)
+    return jax.grad(loss, argnums=(0, 1))(dense, moe, x)

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import re
 
-from hloscope.targets import GpuTarget, Target, TpuTarget
+from hloscope.targets import GpuTarget
 
 __all__ = ["NCCL_MAX_CHANNELS", "collective_time_us", "first_replica_group", "nvlink_domain_size", "ring_steps",
            "ring_traffic"]
@@ -139,7 +139,7 @@ def nvlink_domain_size(target: GpuTarget, devices: int) -> int:
     return hosts // partitions * per_host
 
 
-def collective_time_us(kind: str, nbytes: int, group: tuple[int, ...], target: Target, devices: int = 0) -> float:
+def collective_time_us(kind: str, nbytes: int, group: tuple[int, ...], target: GpuTarget, devices: int = 0) -> float:
     """One execution of a collective of ``kind`` moving a ``nbytes`` buffer among ``group`` (µs);
     ``devices``: the step's device count (its topology), default the group's extent. A
     calibrated target's measured figure for ``kind`` (``Target.collective_figure``) replaces the
@@ -149,11 +149,6 @@ def collective_time_us(kind: str, nbytes: int, group: tuple[int, ...], target: T
     if measured is not None:
         bw, latency = measured
         return latency + ring_traffic(kind, nbytes, n) / bw * 1e6
-    if isinstance(target, TpuTarget):  # a ring over ICI links inside the slice
-        return (target.collective_launch_us + ring_steps(kind, n) * target.ici_hop_us
-                + ring_traffic(kind, nbytes, n) / target.interconnect_bandwidth * 1e6)
-    if not isinstance(target, GpuTarget):
-        raise TypeError(f"no collective model for {type(target).__name__}")
     domain = nvlink_domain_size(target, devices or (max(group, default=0) + 1))
     inside = len({d // domain for d in group}) <= 1
     if inside:

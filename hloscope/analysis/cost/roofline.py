@@ -3,8 +3,9 @@
 - An op's time is ``max(flops / peak_flops(dtype), hbm_bytes / hbm_bandwidth)``.
 - FLOPs: ``2 * prod(result dims) * prod(contracting dims)`` for each ``dot``
   (inside fusions too, recursively), GEMM custom calls read their contracting
-  dims from ``backend_config``; convolutions ``2 * prod(result) * prod(kernel) /
-  output features``. Other ops: 0 FLOPs.
+  dims from ``backend_config``; a ``convolution`` is read from its ``dim_labels`` and
+  ``window`` (``hloscope.analysis.cost.convolution``: a window of 1 is a dot, as TPU XLA
+  writes every matmul). Other ops: 0 FLOPs.
 - HBM bytes: what the op really moves (:meth:`CostModel.moved_bytes`), not the
   sizes of its operands. A fusion's body is read per parameter: a parameter read
   only through ``dynamic-slice``/``slice``/``gather`` costs the slices, one that is
@@ -14,14 +15,19 @@
   parameter, once. Broadcast scalars and ``iota`` read (next to) nothing. Each
   output costs its size, or its update for an in-place ``dynamic-update-slice``.
   Buffers in host memory are counted apart (host bytes), never as HBM.
-- Every kernel adds ``Target.kernel_launch_us``; a GEMM's FLOPs are divided by the
-  efficiency its output tiling reaches on the SMs (``hloscope.analysis.cost.kernels``).
+- What differs by platform (the peak by type, a matmul's efficiency, the time every op
+  adds, memory on the chip, collectives) is asked of the target's cost profile
+  (``hloscope.analysis.cost.profile``): on a GPU every kernel adds ``Target.kernel_launch_us``
+  and a GEMM's FLOPs are divided by the efficiency its output tiling reaches on the SMs
+  (``hloscope.analysis.cost.kernels``).
   Fused attention custom calls (Pallas Triton ``mha_*``, cuDNN ``__cudnn$fmha*``) count
   the FLOPs of their attention matmuls (``kernels.attention_flops``).
 - A host transfer takes ``host_dma_latency_us + bytes / host link bandwidth`` (one
   direction; achieved or peak, shared among the GPUs on one link).
 - A collective is a ring over its replica group on NVLink or the network
-  (``hloscope.analysis.cost.collectives``).
+  (``hloscope.analysis.cost.collectives``; the profile's).
+- An estimate beyond what the op's shapes allow at 1 % of peak is flagged
+  (``OpCost.implausible``, :meth:`CostModel.implausible`; ``hloscope.analysis.cost.plausible``).
 - ``measured``: µs per instruction name from a profile (``hloscope.analysis.cost.calibration``)
   replace the model's figure for those instructions.
 Caches, contention and overlap between kernels are ignored.
@@ -33,8 +39,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from hloscope.analysis.cost.collectives import collective_time_us, first_replica_group
-from hloscope.analysis.cost.kernels import attention_flops, dot_dims, gemm_efficiency
+from hloscope.analysis.cost.collectives import first_replica_group
+from hloscope.analysis.cost.convolution import convolution_flops, read_convolution, window_sizes
+from hloscope.analysis.cost.kernels import attention_flops, dot_dims
+from hloscope.analysis.cost.plausible import ImplausibleOp, ceiling_us, matmul_flops_ceiling
+from hloscope.analysis.cost.profile import CostProfile, cost_profile
 from hloscope.analysis.structure.callgraph import callee_name
 from hloscope.analysis.structure.index import ModuleIndex
 from hloscope.analysis.structure.opclass import (
@@ -48,7 +57,7 @@ from hloscope.analysis.structure.opclass import (
 )
 from hloscope.hlo.model import Computation, Instruction
 from hloscope.hlo.shape import HOST_MEMORY_SPACE, Shape
-from hloscope.targets import DEFAULT_LINK_MODE, GpuTarget, Target
+from hloscope.targets import DEFAULT_LINK_MODE, Target
 from hloscope.vocab import Direction, LinkMode
 
 #: Ops that only rename their operand's bytes: a read through them is a read of what their users read.
@@ -62,12 +71,14 @@ _SLICING_OPCODES = frozenset({"dynamic-slice", "slice", "gather"})
 class OpCost:
     """flops: floating-point operations; hbm_bytes: bytes read+written; us: estimate.
     memory_bound: its HBM time is at least its compute time and its launch (HBM is busy for at
-    least half of its run)."""
+    least half of its run). implausible: ``us`` exceeds what the op's shapes allow at 1 % of
+    peak (``hloscope.analysis.cost.plausible``): a miscount, not a figure to print."""
 
     flops: float
     hbm_bytes: int
     us: float
     memory_bound: bool = False
+    implausible: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,21 +116,26 @@ class CostModel:
     made (the windows and the simulation read them).
     index: the module's shared :class:`ModuleIndex` (trip counts, users); the model reads its module.
     measured: µs per instruction name (a profile) that replace the model's figure for those.
+    profile: what the platform decides (``hloscope.analysis.cost.profile``); the target's by default.
     """
 
     def __init__(self, index: ModuleIndex, target: Target, host_space: int = HOST_MEMORY_SPACE,
-                 link_mode: LinkMode | str = DEFAULT_LINK_MODE, measured: Mapping[str, float] | None = None) -> None:
+                 link_mode: LinkMode | str = DEFAULT_LINK_MODE, measured: Mapping[str, float] | None = None,
+                 profile: CostProfile | None = None) -> None:
         self.index = index
         self.module = index.module
         self.target = target
+        self.profile = profile if profile is not None else cost_profile(target)
         self.host = host_space
         target.host_link_bandwidth(Direction.TO_HOST, link_mode)  # refuses an unknown mode now
         self.link_mode = LinkMode(link_mode)
         self.measured: Mapping[str, float] = measured or {}
         self._comp_flops: dict[str, tuple[float, str]] = {}
         self._comp_eff_flops: dict[str, float] = {}  # FLOPs divided by each dot's tiling efficiency
+        self._comp_ceiling: dict[str, float] = {}  # the FLOPs its shapes allow, over the same efficiencies
         self._body_us: dict[str, float] = {}
         self._param_reads: dict[str, tuple[int, ...]] = {}
+        self._views: dict[str, bool] = {}  # fused computations that only rename their parameter
         self._root_writes: dict[str, tuple[int, ...] | None] = {}
         self._moved: dict[Instruction, MovedBytes] = {}
         self._op_cost: dict[Instruction, OpCost] = {}
@@ -143,8 +159,12 @@ class CostModel:
             rhs = table.get(ins.operands[1]) if len(ins.operands) > 1 else None
             if rhs is None or not rhs.shape.dims:
                 return 0.0, lhs.shape.element_type
-            k = rhs.shape.num_elements / max(rhs.shape.dims[-1], 1)
-            return 2.0 * ins.shape.num_elements * k, lhs.shape.element_type
+            conv = read_convolution(ins.attr_text)
+            got = (convolution_flops(conv, lhs.shape.dims, rhs.shape.dims, ins.shape.dims)
+                   if conv is not None else None)
+            if got is None:  # no dim_labels: the kernel's output features taken as its last dimension
+                got = 2.0 * ins.shape.num_elements * rhs.shape.num_elements / max(rhs.shape.dims[-1], 1)
+            return got, lhs.shape.element_type
         contracting = 1
         # A regex over the raw text: splitting the whole attribute list (backend_config,
         # metadata) for one short attribute costs more than the rest of the op's estimate.
@@ -156,25 +176,44 @@ class CostModel:
         dtype = lhs.shape.element_type
         rhs = table.get(ins.operands[1]) if len(ins.operands) > 1 else None
         if (rhs is not None and rhs.shape.element_type != dtype
-                and self.target.peak_flops(rhs.shape.element_type) < self.target.peak_flops(dtype)):
+                and self.profile.peak_flops(rhs.shape.element_type) < self.profile.peak_flops(dtype)):
             dtype = rhs.shape.element_type  # mixed inputs run at the slower one's rate
         return 2.0 * ins.shape.num_elements * contracting, dtype
 
-    @property
-    def _sm_count(self) -> int | None:
-        """The GPU's streaming multiprocessors (SM tile waves); None on a TPU, whose MXUs the
-        roofline takes at peak."""
-        return self.target.core_count if isinstance(self.target, GpuTarget) else None
-
     def _dot_efficiency(self, ins: Instruction) -> float:
-        """The fraction of peak a ``dot``'s output tiling reaches (``kernels.gemm_efficiency``)."""
-        if ins.opcode != "dot" or not ins.operands:
+        """The fraction of peak a ``dot``'s or ``convolution``'s output reaches (the profile's
+        ``matmul_efficiency``: a convolution's output is ``(elements / output features) x output
+        features``, as an implicit GEMM)."""
+        if not ins.operands:
             return 1.0
-        lhs = self.module.computations[ins.computation].by_name.get(ins.operands[0])
+        table = self.module.computations[ins.computation].by_name
+        if ins.opcode == "convolution":
+            conv = read_convolution(ins.attr_text)
+            rhs = table.get(ins.operands[1]) if len(ins.operands) > 1 else None
+            if conv is None or rhs is None or "o" not in conv.rhs or len(conv.rhs) != len(rhs.shape.dims):
+                return 1.0
+            n = max(1, rhs.shape.dims[conv.rhs.index("o")])
+            return self.profile.matmul_efficiency(1, max(1, ins.shape.num_elements // n), n)
+        if ins.opcode != "dot":
+            return 1.0
+        lhs = table.get(ins.operands[0])
         if lhs is None:
             return 1.0
         batch, m, n = dot_dims(ins.attr_text, lhs.shape.dims, ins.shape.num_elements)
-        return gemm_efficiency(batch, m, n, self._sm_count)
+        return self.profile.matmul_efficiency(batch, m, n)
+
+    def _matmul_ceiling(self, ins: Instruction) -> float:
+        """The most FLOPs a ``dot``, ``convolution`` or GEMM custom call's shapes allow
+        (``plausible``: read without its dimension numbers)."""
+        table = self.module.computations[ins.computation].by_name
+        shapes = [table[o].shape for o in ins.operands[:2] if o in table]
+        if len(shapes) < 2:
+            return 0.0
+        out = ins.shape.tuple_element(0) if ins.shape.is_tuple else ins.shape
+        out_elements = out.num_elements if out is not None else 0
+        if ins.opcode == "convolution" and any(w != 1 for w in window_sizes(ins.attr_text)):
+            return 2.0 * out_elements * shapes[1].num_elements
+        return matmul_flops_ceiling(shapes[0].num_elements, shapes[1].num_elements, out_elements)
 
     def computation_flops(self, name: str) -> tuple[float, str]:
         """FLOPs of dots/convolutions in a (fused) computation, and their dtype."""
@@ -192,7 +231,7 @@ class CostModel:
         self._param_reads[name] = ()
         self._root_writes[name] = None
         total, dtype = 0.0, ""
-        effective = 0.0
+        effective = ceiling = 0.0
         params: dict[int, Instruction] = {}
         updates = False  # any dynamic-update-slice: only those can update a buffer in place
         for x in body.instructions:
@@ -205,21 +244,26 @@ class CostModel:
                 continue
             if op == "dot" or op == "convolution":
                 f, t = self._dot_flops(x)
-                e = f / self._dot_efficiency(x) if f else 0.0
+                eff = self._dot_efficiency(x) if f else 1.0
+                e = f / eff if f else 0.0
+                ceiling += self._matmul_ceiling(x) / eff if f else 0.0
             elif op == "fusion" or (op == "custom-call" and x.called_computations):
                 f, t, e = 0.0, "", 0.0
                 for c in x.called_computations:
                     cf, ct = self.computation_flops(c)
                     f += cf
                     e += self._comp_eff_flops.get(c, cf)
-                    t = t or ct
+                    ceiling += self._comp_ceiling.get(c, cf)
+                    t = t or (ct if cf else "")
             else:
                 continue
             total += f
             effective += e
-            dtype = dtype or t
+            if f:  # the math's type: a nested fusion without math (a bitcast fusion) has none
+                dtype = dtype or t
         self._comp_flops[name] = (total, dtype or "f32")
         self._comp_eff_flops[name] = effective
+        self._comp_ceiling[name] = ceiling
         in_place = self._in_place_updates(body) if updates else set()
         users = self.index.users_map(name)
         self._param_reads[name] = tuple(
@@ -256,10 +300,10 @@ class CostModel:
                 batch *= d
             elif i not in dims:
                 m *= d
-        eff = gemm_efficiency(batch, m, max(1, n // max(1, batch * m)), self._sm_count)
+        eff = self.profile.matmul_efficiency(batch, m, max(1, n // max(1, batch * m)))
         dtype = lhs.shape.element_type
         rhs = table.get(ins.operands[1]) if len(ins.operands) > 1 else None
-        if rhs is not None and self.target.peak_flops(rhs.shape.element_type) < self.target.peak_flops(dtype):
+        if rhs is not None and self.profile.peak_flops(rhs.shape.element_type) < self.profile.peak_flops(dtype):
             dtype = rhs.shape.element_type
         return 2.0 * n * contracting, dtype, eff
 
@@ -292,6 +336,7 @@ class CostModel:
             writes = self._op_writes(ins)
         dev_r = dev_w = host_r = host_w = 0
         host = self.host
+        on_chip = self.profile.on_chip  # memory on the chip (TPU VMEM): neither HBM nor host bytes
         nreads = len(reads)
         for i, shape in enumerate(operands):
             if shape is None:
@@ -300,12 +345,14 @@ class CostModel:
             if shape.element_type != "tuple":
                 if shape.memory_space == host:
                     host_r += n
-                else:
+                elif not (shape.memory_space and on_chip(shape.memory_space)):
                     dev_r += n
             elif n == self._nbytes(shape):
                 h = sum(self._nbytes(leaf) for leaf in shape.leaves() if leaf.memory_space == host)
+                c = sum(self._nbytes(leaf) for leaf in shape.leaves()
+                        if leaf.memory_space and leaf.memory_space != host and on_chip(leaf.memory_space))
                 host_r += h
-                dev_r += n - h
+                dev_r += n - h - c
             else:
                 dev_r += n
         leaves = (result,) if result.element_type != "tuple" else result.leaves()
@@ -314,7 +361,7 @@ class CostModel:
             n = writes[j] if per_leaf and writes is not None else self._nbytes(leaf)
             if leaf.memory_space == host:
                 host_w += n
-            else:
+            elif not (leaf.memory_space and on_chip(leaf.memory_space)):
                 dev_w += n
         got = MovedBytes(dev_r, dev_w, host_r, host_w)
         self._moved[ins] = got
@@ -364,13 +411,28 @@ class CostModel:
             elif op == "dynamic-update-slice" and u.operands[0] == v.name and u.name in in_place:
                 pass  # the buffer updated in place is not read
             elif op == "fusion" and u.called_computations and u.called_computations[0] in self.module.computations:
-                inner = self._body_param_reads(self.module.computations[u.called_computations[0]])
+                callee = self.module.computations[u.called_computations[0]]
+                if depth < 16 and self._is_view(callee):  # a nested bitcast fusion (TPU): read where it is used
+                    total += self._value_reads(body, u, users, in_place, depth + 1)
+                    continue
+                inner = self._body_param_reads(callee)
                 total += sum(inner[k] if k < len(inner) else full for k, o in enumerate(u.operands) if o == v.name)
             else:
                 return full
             if total >= full:
                 return full
         return total
+
+    def _is_view(self, body: Computation) -> bool:
+        """A fused computation of one parameter whose root is that parameter through ``bitcast``s and
+        ``reshape``s: it renames bytes and moves none (TPU XLA nests such fusions in its matmul fusions)."""
+        got = self._views.get(body.name)
+        if got is None:
+            x = body.root
+            while x is not None and x.opcode in ("bitcast", "reshape") and x.operands:
+                x = body.by_name.get(x.operands[0])
+            got = self._views[body.name] = x is not None and x.opcode == "parameter"
+        return got
 
     def _in_place_updates(self, body: Computation) -> set[str]:
         """dynamic-update-slices of a body that write in place: their buffer is a
@@ -420,14 +482,48 @@ class CostModel:
         if is_free(ins):
             return _FREE_COST
         flops, effective, dtype, nbytes = self.roofline_terms(ins)
-        compute = effective / self.target.peak_flops(dtype) * 1e6
-        memory = nbytes / self.target.hbm_bandwidth * 1e6
+        profile = self.profile
+        peak, bandwidth, launch = profile.peak_flops(dtype), profile.hbm_bandwidth, profile.launch_us
+        compute = effective / peak * 1e6
+        memory = nbytes / bandwidth * 1e6
         # memory-bound: HBM is its limit and keeps busy for at least half its run (launch included)
-        bound = nbytes > 0 and memory >= compute and memory >= self.target.kernel_launch_us
+        bound = nbytes > 0 and memory >= compute and memory >= launch
         measured = self.measured_us(ins)
         if measured is not None:
             return OpCost(flops, nbytes, measured, bound)
-        return OpCost(flops, nbytes, max(compute, memory) + self.target.kernel_launch_us, bound)
+        us = max(compute, memory) + launch
+        implausible = bool(flops) and us > ceiling_us(self._flops_ceiling(ins, effective), nbytes, peak, bandwidth,
+                                                      launch)
+        return OpCost(flops, nbytes, us, bound, implausible)
+
+    def _flops_ceiling(self, ins: Instruction, effective: float) -> float:
+        """The most FLOPs one execution's shapes allow, over each matmul's efficiency as the estimate
+        divides them (``plausible``); ops the shapes do not bound (attention kernels) keep ``effective``."""
+        op = ins.opcode
+        if op in ("dot", "convolution"):
+            return self._matmul_ceiling(ins) / self._dot_efficiency(ins)
+        if op == "fusion":
+            for c in ins.called_computations:
+                self.computation_flops(c)
+            return sum(self._comp_ceiling.get(c, 0.0) for c in ins.called_computations)
+        if op == "custom-call" and not ins.called_computations:
+            target = custom_call_target(ins).lower()
+            if "gemm" in target or "matmul" in target:
+                _, _, eff = self._gemm_flops(ins)
+                return self._matmul_ceiling(ins) / eff
+        return effective
+
+    def implausible(self) -> tuple[ImplausibleOp, ...]:
+        """The ops priced so far whose estimate is implausible (``OpCost.implausible``), largest first."""
+        found = []
+        for ins, c in self._op_cost.items():
+            if c.implausible:
+                flops, effective, dtype, nbytes = self.roofline_terms(ins)
+                ceiling = self._flops_ceiling(ins, effective)
+                limit = ceiling_us(ceiling, nbytes, self.profile.peak_flops(dtype), self.profile.hbm_bandwidth,
+                                   self.profile.launch_us)
+                found.append(ImplausibleOp(ins.name, ins.computation, c.us, limit, flops, ceiling, nbytes))
+        return tuple(sorted(found, key=lambda x: (-x.us, x.instruction)))
 
     def roofline_terms(self, ins: Instruction) -> tuple[float, float, str, int]:
         """(FLOPs, FLOPs over the tiling efficiency, the math's element type, HBM bytes) of one
@@ -502,7 +598,7 @@ class CostModel:
         group = first_replica_group(ins.attr_text, self.module.num_partitions)
         if kind == "reduce-scatter":
             nbytes *= len(group)  # the full buffer is the operand: N results
-        return collective_time_us(kind, nbytes, group, self.target, self.module.num_partitions)
+        return self.profile.collective_us(kind, nbytes, group, self.module.num_partitions)
 
     def computation_us(self, name: str) -> float:
         """Estimated time of one run of a scheduled computation (loops times trips)."""

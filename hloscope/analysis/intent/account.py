@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, TypeAlias
 
@@ -85,6 +85,18 @@ class PolicyKind(StrEnum):
 
 
 @dataclass(frozen=True)
+class Preset:
+    """A framework's named setting that chose a policy and its names, not the user's own list:
+    ``Preset("MaxText", "remat_policy", "qkv_proj_offloaded")``. A name the preset lists that the
+    model never tags is the preset's, not the user's typo (MaxText's ``qkv_proj_offloaded`` lists
+    ``kv_proj``, which only its MLA attention tags)."""
+
+    framework: str
+    setting: str
+    value: str
+
+
+@dataclass(frozen=True)
 class Policy:
     """One remat policy of the step (equal policies at several ``jax.checkpoint`` sites are one).
 
@@ -96,6 +108,8 @@ class Policy:
     callable: its qualified name; mentions: strings found in its closure (names it may
     use; not interpreted). sites: the ``jax.checkpoint`` lines. differentiated: some
     site is under a gradient (a policy acts only on what the backward pass saves).
+    preset: the framework setting that built this policy and chose its names (None: the user's own
+    lists, or not known).
     """
 
     kind: PolicyKind
@@ -110,6 +124,7 @@ class Policy:
     mentions: tuple[str, ...] = ()
     sites: tuple[Where, ...] = ()
     differentiated: bool = False
+    preset: Preset | None = None
 
     def all_offloaded(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys([*self.offloaded, *(n for p in self.parts for n in p.all_offloaded())]))
@@ -208,6 +223,13 @@ class Intent:
         return bool(requests(self)) or any(p.uninspectable() for p in self.policies)
 
 
+def with_preset(intent: Intent, preset: Preset) -> Intent:
+    """``intent`` with every readable policy marked as built by ``preset`` (the compile layer knows
+    which framework setting built the step's policies, e.g. MaxText's ``remat_policy``)."""
+    return replace(intent, policies=tuple(replace(p, preset=preset) if p.inspectable else p
+                                          for p in intent.policies))
+
+
 # ---- serialisation (the manifest's ``intent`` key) -------------------------------------------
 
 
@@ -221,11 +243,22 @@ def _where(d: Any) -> Where | None:
     return Where(str(d.get("file", "")), int(d["line"]), str(d.get("function", "")))
 
 
+def _preset_dict(p: Preset | None) -> dict[str, str] | None:
+    return None if p is None else {"framework": p.framework, "setting": p.setting, "value": p.value}
+
+
+def _preset(d: Any) -> Preset | None:
+    if not isinstance(d, Mapping):
+        return None
+    return Preset(str(d.get("framework", "")), str(d.get("setting", "")), str(d.get("value", "")))
+
+
 def _policy_dict(p: Policy) -> dict[str, Any]:
     return {"kind": str(p.kind), "saved": list(p.saved), "offloaded": list(p.offloaded), "excluded": list(p.excluded),
             "offload_src": p.offload_src, "offload_dst": p.offload_dst, "parts": [_policy_dict(q) for q in p.parts],
             "inspectable": p.inspectable, "callable": p.callable, "mentions": list(p.mentions),
-            "sites": [_where_dict(w) for w in p.sites], "differentiated": p.differentiated}
+            "sites": [_where_dict(w) for w in p.sites], "differentiated": p.differentiated,
+            "preset": _preset_dict(p.preset)}
 
 
 def _strs(v: Any) -> tuple[str, ...]:
@@ -240,7 +273,7 @@ def _policy(d: Mapping[str, Any]) -> Policy:
                   tuple(_policy(q) for q in d.get("parts", []) if isinstance(q, Mapping)),
                   bool(d.get("inspectable", True)), str(d.get("callable", "")), _strs(d.get("mentions")),
                   tuple(w for w in (_where(s) for s in d.get("sites", [])) if w is not None),
-                  bool(d.get("differentiated", False)))
+                  bool(d.get("differentiated", False)), _preset(d.get("preset")))
 
 
 def intent_to_dict(intent: Intent) -> dict[str, Any]:
@@ -291,7 +324,8 @@ class Asked:
     pinned_host``), the annotation, or "" for a dot offload. policy: the policy that asked
     (described), or "". policy_unread: the name was offloaded by a policy hloscope cannot
     read. where: its source line (the policy's checkpoint site, the placement's line).
-    memory: the memory kind asked for."""
+    memory: the memory kind asked for. preset: the framework setting whose list the name came
+    from (the policy's :class:`Preset`), None when the user's own policy listed it."""
 
     kind: AskKind
     what: str
@@ -300,6 +334,7 @@ class Asked:
     memory: str = ""
     placement: Placement | None = None
     policy_unread: bool = False
+    preset: Preset | None = None
 
 
 class Why(StrEnum):
@@ -307,7 +342,9 @@ class Why(StrEnum):
 
     TRANSFERRED = "transferred"  # it became host transfers (listed)
     SYNC_COPY = "sync-copy"  # it became transfers, at least one synchronous
+    PARTLY_REMOVED = "partly-removed"  # it became transfers, but XLA removed some of its placement annotations
     NEVER_TAGGED = "never-tagged"  # the policy names a name no checkpoint_name in the step uses
+    PRESET_NOT_TAGGED = "preset-not-tagged"  # a framework preset lists the name; this model tags no value with it
     NOT_A_RESIDUAL = "not-a-residual"  # tagged, but JAX kept no residual of it (carry, output, recomputed)
     SAVED_ON_DEVICE = "saved-on-device"  # a policy saves the name on the device instead
     NO_GRADIENT = "no-gradient"  # no remat site of the policy is differentiated: nothing is saved at all
@@ -335,6 +372,8 @@ class Fact(StrEnum):
     BYTES_CLAIMED = "bytes-claimed"  # names, how, moved, others: its annotations' transfers carry other names
     ANNOTATIONS_REMOVED = "annotations-removed"  # names, how
     LOOP_RUNS_ONCE = "loop-runs-once"  # loops, trip: the removed annotations sit in loops that run once (issue 34)
+    SOME_LOOPS_RUN_ONCE = "some-loops-run-once"  # loops, trip, names, n, of: only some of them do (each loop counted)
+    PART_REMOVED = "part-removed"  # names, n, of: some of the request's annotations became no transfer
     ANNOTATIONS_UNMATCHED = "annotations-unmatched"  # names, how
     SOME_SYNC = "some-sync"  # n
     # a tagged name JAX made no host copy of
@@ -354,6 +393,7 @@ class Fact(StrEnum):
     GUESS_TWINS = "guess-twins"  # names: other name requests whose annotations move as many bytes
     TAGGED_COPIED = "tagged-copied"  # at
     NOT_TAGGED = "not-tagged"  # name, tagged
+    PRESET_LISTS = "preset-lists"  # name, framework, setting, value, tagged: a preset's name this model never tags
     DID_YOU_MEAN = "did-you-mean"  # names
     # dot offloads
     NO_DOT_COPY = "no-dot-copy"
@@ -407,7 +447,9 @@ def fact(kind: Fact, **args: Arg) -> Detail:
     """``Detail(kind, args)``, the arguments by keyword."""
     return Detail(kind, tuple(args.items()))
 
-#: Reasons that mean the request produced no transfer (the check rule ``intent-accounted`` fails on them).
+#: Reasons that mean the request produced no transfer (the check rule ``intent-accounted`` fails on them,
+#: and on ``partly-removed``). ``preset-not-tagged`` is not one: the name is the framework preset's,
+#: not the user's (the rule ``preset-names-tagged`` fails on it when asked).
 NO_TRANSFER = frozenset({Why.NEVER_TAGGED, Why.NOT_A_RESIDUAL, Why.SAVED_ON_DEVICE, Why.NO_GRADIENT,
                          Why.DROPPED_IN_LOWERING, Why.REMOVED_BY_XLA, Why.UNKNOWN})
 
@@ -476,6 +518,22 @@ class IntentAccount:
         return tuple(a for a in self.items if a.produced_no_transfer)
 
     @property
+    def partly(self) -> tuple[Accounted, ...]:
+        """Requests that became transfers, but not for all their placement annotations (``partly-removed``)."""
+        return tuple(a for a in self.items if a.why is Why.PARTLY_REMOVED)
+
+    @property
+    def missing(self) -> tuple[Accounted, ...]:
+        """Requests that produced no transfer, or none for some of their annotations (what
+        ``intent-accounted`` fails on)."""
+        return tuple(a for a in self.items if a.produced_no_transfer or a.why is Why.PARTLY_REMOVED)
+
+    @property
+    def preset_untagged(self) -> tuple[Accounted, ...]:
+        """Names a framework preset lists that this model never tags (``preset-not-tagged``)."""
+        return tuple(a for a in self.items if a.why is Why.PRESET_NOT_TAGGED)
+
+    @property
     def not_inspectable(self) -> tuple[Accounted, ...]:
         return tuple(a for a in self.items if a.why is Why.NOT_INSPECTABLE)
 
@@ -491,7 +549,7 @@ def requests(intent: Intent) -> list[Asked]:
                 continue
             seen.add((AskKind.OFFLOAD_NAME, name))
             out.append(Asked(AskKind.OFFLOAD_NAME, name, p.describe(), p.sites[0] if p.sites else None,
-                             p.offload_dst))
+                             p.offload_dst, preset=p.preset))
         if p.offloads_dots() and (AskKind.OFFLOAD_DOTS, p.describe()) not in seen:
             seen.add((AskKind.OFFLOAD_DOTS, p.describe()))
             out.append(Asked(AskKind.OFFLOAD_DOTS, "", p.describe(), p.sites[0] if p.sites else None,
@@ -616,11 +674,15 @@ def _sync(vs: Sequence[Verdict]) -> bool:
     return any(v.verdict is VerdictKind.SYNC for v in vs)
 
 
-def _became(asked: Asked, vs: Sequence[Verdict], *detail: Detail) -> Accounted:
+def _became(asked: Asked, vs: Sequence[Verdict], *detail: Detail, removed: Sequence[Detail] = ()) -> Accounted:
+    """A request that became the transfers ``vs``; ``removed``: the facts of its placement annotations
+    XLA removed (:meth:`_Lowered.part_removed`), which make it ``partly-removed``."""
+    why = Why.PARTLY_REMOVED if removed else Why.TRANSFERRED
     if _sync(vs):
         n = sum(1 for v in vs if v.verdict is VerdictKind.SYNC)
-        return Accounted(asked, Why.SYNC_COPY, (*detail, fact(Fact.SOME_SYNC, n=n)), tuple(vs))
-    return Accounted(asked, Why.TRANSFERRED, detail, tuple(vs))
+        return Accounted(asked, why if removed else Why.SYNC_COPY, (*detail, fact(Fact.SOME_SYNC, n=n), *removed),
+                         tuple(vs))
+    return Accounted(asked, why, (*detail, *removed), tuple(vs))
 
 
 class _Lowered:
@@ -652,6 +714,27 @@ class _Lowered:
             return None
         return loops_run_once(self.unoptimized_index.callgraph, annotations, self.annotations)
 
+    def part_removed(self, annotations: Sequence[HostTransfer],
+                     carried: Sequence[HostTransfer] | None = None) -> list[Detail]:
+        """A request some of whose placement ``annotations`` became transfers and some were removed
+        (a DeepSeek of 1 dense + 2 MoE layers: the dense scan's loop runs once, XLA removes it and
+        its offload, the MoE scan's stays): the removed ones, and the loops that run once among
+        theirs. ``carried``: the transfers that carry the request's name; its annotations are then
+        those whose transfers are among them (a line can place several names: MaxText's MLA
+        normalizes ``mla_q`` and ``mla_kv`` at one line). A removed annotation counts only when it
+        has the bytes of one that became the request's transfers. [] when none was removed, or none
+        became transfers."""
+        ids = None if carried is None else {id(t) for t in carried}
+        became = [a for a in annotations if self.fate[id(a)].became
+                  and (ids is None or any(id(t) in ids for t in self.fate[id(a)].became))]
+        sizes = {a.bytes for a in became}
+        removed = [a for a in annotations if self.fate[id(a)].fate is Fate.REMOVED and a.bytes in sizes]
+        if not became or not removed:
+            return []
+        once = self.loops_run_once(removed)
+        return [fact(Fact.PART_REMOVED, n=len(removed), of=len(became) + len(removed),
+                     names=", ".join(a.instruction.name for a in removed)), *((once,) if once is not None else ())]
+
     def facts(self) -> Detail:
         if not self.known:
             return fact(Fact.LOWERED_UNKNOWN)
@@ -661,28 +744,32 @@ class _Lowered:
 
 def loops_run_once(graph: CallGraph, annotations: Sequence[HostTransfer],
                    every: Sequence[HostTransfer]) -> Detail | None:
-    """``loop-runs-once`` when every one of ``annotations`` (of the unoptimized module ``graph``
-    was built from) sits in a while loop whose trip count is 1, else None. XLA inlines such a
-    loop (WhileLoopSimplifier), the scan's one-slot stack of the value folds away, the copy to
-    host meets the copy back, and the pair is removed (docs/offload-happened.md#a-loop-that-runs-once).
-    ``every``: all placement annotations of the module; a loop that also holds one of the other
-    direction (a round trip within one iteration, removed however often the loop runs:
-    xla#20373) does not count."""
+    """Which of ``annotations`` (removed placement annotations of the unoptimized module ``graph``
+    was built from) sit in while loops whose trip count is 1, each annotation's loops counted on
+    their own: ``loop-runs-once`` when every one does, ``some-loops-run-once`` (naming them) when
+    only some do, None when none does. XLA inlines such a loop (WhileLoopSimplifier), the scan's
+    one-slot stack of the value folds away, the copy to host meets the copy back, and the pair is
+    removed (docs/offload-happened.md#a-loop-that-runs-once). ``every``: all placement annotations
+    of the module; an annotation whose loop also holds one of the other direction (a round trip
+    within one iteration, removed however often the loop runs: xla#20373) does not count."""
     loops: dict[str, Instruction] = {}
+    once: list[HostTransfer] = []
     for a in annotations:
         found = enclosing_loops(graph, a.computation)
         if not found or any(graph.trip_count(lp) != 1 for lp in found):
-            return None
-        loops.update((lp.name, lp) for lp in found)
-    if not loops:
-        return None
-    directions = {a.direction for a in annotations}
-    for b in every:
-        if b.direction in directions:
             continue
-        if any(lp.name in loops for lp in enclosing_loops(graph, b.computation) or ()):
-            return None
-    return fact(Fact.LOOP_RUNS_ONCE, loops=", ".join(sorted(loops)), trip=1)
+        mine = {lp.name for lp in found}
+        if any(b.direction is not a.direction and any(lp.name in mine for lp in enclosing_loops(graph, b.computation)
+                                                       or ()) for b in every):
+            continue
+        once.append(a)
+        loops.update((lp.name, lp) for lp in found)
+    if not once:
+        return None
+    if len(once) == len(annotations):
+        return fact(Fact.LOOP_RUNS_ONCE, loops=", ".join(sorted(loops)), trip=1)
+    return fact(Fact.SOME_LOOPS_RUN_ONCE, n=len(once), of=len(annotations),
+                names=", ".join(a.instruction.name for a in once), loops=", ".join(sorted(loops)), trip=1)
 
 
 def _through_annotations(asked: Asked, annotations: Sequence[HostTransfer], lowered: _Lowered,
@@ -709,7 +796,7 @@ def _through_annotations(asked: Asked, annotations: Sequence[HostTransfer], lowe
                  and any(b.bytes == a.bytes and b.direction is a.direction for a in annotations)]
         if twins:
             said.append(fact(Fact.SAME_BYTES, names=", ".join(b.instruction.name for b in twins)))
-        return _became(asked, moved + back, what, *said)
+        return _became(asked, moved + back, what, *said, removed=lowered.part_removed(annotations))
     fates = {lowered.fate[id(a)].fate for a in annotations}
     if fates == {Fate.REMOVED}:
         once = lowered.loops_run_once(annotations)
@@ -804,8 +891,15 @@ class _Accounting:
                 twins = self.twins(i, annotations)
                 if twins:
                     said.append(fact(Fact.GUESS_TWINS, names=", ".join(twins)))
-            return _became(asked, hits, *said)
+            removed = self.lowered.part_removed(annotations.get(i, []), [v.transfer for v in hits])
+            return _became(asked, hits, *said, removed=removed)
         tags = [t for t in self.intent.tags if t.name == name]
+        if not tags and asked.preset is not None:
+            # the framework's preset lists it, the model tags nothing with it: not the user's typo
+            p = asked.preset
+            return Accounted(asked, Why.PRESET_NOT_TAGGED, (fact(
+                Fact.PRESET_LISTS, name=name, framework=p.framework, setting=p.setting, value=p.value,
+                tagged=", ".join(self.intent.tagged_names)),))
         if not tags:
             tagged = self.intent.tagged_names
             close = tuple(difflib.get_close_matches(name, tagged, n=3, cutoff=0.6))

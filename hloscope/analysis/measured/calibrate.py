@@ -204,11 +204,19 @@ def fit_target(index: ModuleIndex, base: Target, profile: MeasuredProfile, name:
         fit = _line([b for b, _ in pts], [t for _, t in pts]) if len(pts) >= MIN_SAMPLES else None
         why = _why(len(pts), fit is not None)
         after_bw = before_bw
+        through_origin = fit is None and bool(pts) and len({b for b, _ in pts}) == 1
+        if through_origin:
+            # All of one size (a TPU step's offloads usually are): no latency can be told apart, so the
+            # rate is the least-squares line through the origin, every byte at the achieved bandwidth.
+            sxy = sum(b * t for b, t in pts)
+            fit = (0.0, sxy / sum(b * b for b, _ in pts)) if sxy > 0 else None
+            why = Unfitted.FITTED if fit is not None else why
         if fit is not None and fit[1] > 0:
             # Achieved, never above the link's peak: the figures are per link, shared by host_link_gpus.
             after_bw = min(1e6 / fit[1] * base.host_link_sharers, float(getattr(base, peak_key)))
             changes[key] = after_bw
-            latencies.append(max(0.0, fit[0]))
+            if not through_origin:  # a line through the origin tells no latency
+                latencies.append(max(0.0, fit[0]))
         elif fit is not None:
             why = Unfitted.UNPHYSICAL
         figures.append(Figure(key, "B/s", before_bw, after_bw, len(pts), why))

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from hloscope.analysis.cost.roofline import CostModel
+from hloscope.analysis.kinds import VerdictKind
 from hloscope.analysis.structure.index import ModuleIndex
 from hloscope.analysis.structure.opclass import (
     CONTROL_FLOW,
@@ -282,6 +283,9 @@ class TransferComparison:
     no async op on a line of its own: GPU and CPU profiles). waited_calls: of its runs in the
     median execution, those at whose done the compute waited, whose time is the transfer's own;
     the others were timed to their done, an upper bound (None where not known: no async line).
+    predicted_verdict: the step's verdict of it (None: not judged). measured_verdict: the same
+    thresholds applied to what was measured (its wait at the done over its own time per run); None
+    where the profile times no wait.
     """
 
     start: str
@@ -295,6 +299,8 @@ class TransferComparison:
     predicted_wait_us: float
     measured_wait_us: float | None
     waited_calls: int | None = None
+    predicted_verdict: VerdictKind | None = None
+    measured_verdict: VerdictKind | None = None
 
     @property
     def measured_per_call_us(self) -> float:
@@ -414,11 +420,14 @@ def owner_map(index: ModuleIndex) -> dict[str, Instruction]:
 
 def compare_measured(index: ModuleIndex, cost: CostModel, pairs: tuple[AsyncPair, ...],
                      transfers: Sequence[HostTransfer], profile: MeasuredProfile,
-                     step_us: float | None, waits_us: Mapping[str, float]) -> MeasuredComparison:
+                     step_us: float | None, waits_us: Mapping[str, float],
+                     verdicts: Mapping[str, VerdictKind] | None = None,
+                     judge: Callable[[float], VerdictKind] | None = None) -> MeasuredComparison:
     """Each measured op beside the model's figure, per class (an async start timed on a line of
     its own is measured by that time); each async pair's measured overlap beside the simulated
     wait at its done (``waits_us``: start name -> µs per step); each host transfer's measured
-    time and wait at its done beside the model's."""
+    time and wait at its done beside the model's (``verdicts``: start name -> the step's verdict;
+    ``judge``: the step's thresholds, exposed fraction -> verdict, applied to the measured waits)."""
     owner = owner_map(index)
     moves = {t.instruction.name: t for t in transfers}
     ops: list[OpComparison] = []
@@ -450,11 +459,12 @@ def compare_measured(index: ModuleIndex, cost: CostModel, pairs: tuple[AsyncPair
     module_matches = not profile.module or profile.module == index.module.name
     return MeasuredComparison(profile, index.module.name, module_matches, len(profile.ops), matched,
                               tuple(unmatched[:10]), tuple(ops), classes, overlaps, step_us,
-                              _transfers(cost, pairs, transfers, profile, waits_us))
+                              _transfers(cost, pairs, transfers, profile, waits_us, verdicts or {}, judge))
 
 
 def _transfers(cost: CostModel, pairs: Sequence[AsyncPair], transfers: Sequence[HostTransfer],
-               profile: MeasuredProfile, waits_us: Mapping[str, float]) -> tuple[TransferComparison, ...]:
+               profile: MeasuredProfile, waits_us: Mapping[str, float], verdicts: Mapping[str, VerdictKind],
+               judge: Callable[[float], VerdictKind] | None) -> tuple[TransferComparison, ...]:
     done_of = {p.start.name: p.done.name for p in pairs}
     out: list[TransferComparison] = []
     for t in transfers:
@@ -469,9 +479,12 @@ def _transfers(cost: CostModel, pairs: Sequence[AsyncPair], transfers: Sequence[
             measured, calls, waited, exact = op.median_us, op.calls, None, None
         else:
             continue
+        seen = None
+        if judge is not None and waited is not None and measured > 0:
+            seen = judge(min(1.0, waited / measured))
         out.append(TransferComparison(start, done, t.direction, t.bytes, t.executions, calls,
                                       cost.transfer_us(t.bytes, t.direction), measured,
-                                      waits_us.get(start, 0.0), waited, exact))
+                                      waits_us.get(start, 0.0), waited, exact, verdicts.get(start), seen))
     return tuple(out)
 
 

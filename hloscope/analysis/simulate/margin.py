@@ -44,7 +44,7 @@ from hloscope.analysis.structure.pairs import AsyncPair
 from hloscope.analysis.structure.streams import StreamAssignment
 from hloscope.analysis.structure.transfers import HostTransfer
 from hloscope.hlo.model import Instruction, Module
-from hloscope.targets import Target
+from hloscope.targets import Platform, Target
 
 #: The log grid's exponents: factors 2**(k/4), k in [-GRID_STEPS, GRID_STEPS] (0.105x to 9.51x).
 GRID_STEPS = 13
@@ -64,6 +64,13 @@ CALIBRATED_ERRORS: dict[OpClassName, float] = {
 }
 
 
+#: The same on a TPU, measured on the v5e `big` run (fixtures/measured/tpu_v5e/; benchmarks/tpu_accuracy.py):
+#: with the datasheet tpu-v5e, and with the target calibrated on the `square` run (`big` held out).
+#: No TPU run has a collective: a TPU's collectives take the A100's errors above.
+TPU_DATASHEET_ERRORS: dict[OpClassName, float] = {OpClassName.GEMM: -0.049, OpClassName.KERNEL: -0.44}
+TPU_CALIBRATED_ERRORS: dict[OpClassName, float] = {OpClassName.GEMM: -0.039, OpClassName.KERNEL: -0.285}
+
+
 def error_factor(err: float) -> float:
     """How many times longer or shorter the measured time may be: ``1 + err`` for a model that
     overestimates, ``1 / (1 + err)`` for one that underestimates (at least 1)."""
@@ -71,15 +78,19 @@ def error_factor(err: float) -> float:
 
 
 def is_calibrated(target: Target) -> bool:
-    """A target fitted by ``hloscope calibrate`` (it carries measured collective figures)."""
-    return bool(target.collective_figures) or "calibrated on" in target.description
+    """A target fitted by ``hloscope calibrate`` (``calibrated_on``; a file written before that field
+    carries measured collective figures or says so in its description)."""
+    return bool(target.calibrated_on) or bool(target.collective_figures) or "calibrated on" in target.description
 
 
 def class_error_factors(target: Target) -> dict[OpClassName, float]:
     """Per op class, the error factor of :func:`error_factor`: the calibrated errors for a
-    calibrated target, else the datasheet's. Classes not measured there take the largest
-    factor of their kind (collectives: the largest collective's; device copies: the kernels')."""
-    errs = CALIBRATED_ERRORS if is_calibrated(target) else DATASHEET_ERRORS
+    calibrated target, else the datasheet's, measured on the target's platform. Classes not
+    measured there take the largest factor of their kind (collectives: the largest collective's;
+    device copies: the kernels')."""
+    errs = dict(CALIBRATED_ERRORS if is_calibrated(target) else DATASHEET_ERRORS)
+    if target.platform is Platform.TPU:
+        errs.update(TPU_CALIBRATED_ERRORS if is_calibrated(target) else TPU_DATASHEET_ERRORS)
     out = {c: error_factor(e) for c, e in errs.items()}
     coll = max(out[c] for c in (OpClassName.ALL_GATHER, OpClassName.ALL_REDUCE, OpClassName.REDUCE_SCATTER))
     out[OpClassName.ALL_TO_ALL] = coll
@@ -127,6 +138,7 @@ class Margins:
     bisections, the two corners). calibrated: the exposure range used the calibrated target's
     errors. error_factors: per op class, the factor used. corner_step_us: the step in the two
     corners (low exposure, high exposure). grid: the factors' range (lowest, highest).
+    platform: whose measured errors the exposure range used (the target's platform).
     """
 
     transfers: dict[tuple[str, str], TransferMargin]
@@ -135,6 +147,7 @@ class Margins:
     error_factors: tuple[tuple[OpClassName, float], ...]
     corner_step_us: tuple[float, float]
     grid: tuple[float, float]
+    platform: Platform = Platform.GPU
 
     def of(self, computation: str, start: str) -> TransferMargin | None:
         return self.transfers.get((computation, start))
@@ -286,7 +299,8 @@ def measure_margins(module: Module, cost: CostModel, pairs: Sequence[AsyncPair],
             flip_compute_factor=cf[0] if cf else None, flip_compute_verdict=cf[1] if cf else None,
             exposed_low_us=min(corner), exposed_high_us=max(corner))
     return Margins(out, resim.count, is_calibrated(cost.target), tuple(sorted(factors.items())),
-                   (low.step_us, high.step_us), (2 ** (-GRID_STEPS / 4), 2 ** (GRID_STEPS / 4)))
+                   (low.step_us, high.step_us), (2 ** (-GRID_STEPS / 4), 2 ** (GRID_STEPS / 4)),
+                   cost.target.platform)
 
 
 # -- async collectives (held against the measured A100 runs, docs/accuracy.md) -----------------------

@@ -1,5 +1,6 @@
 """The step's totals (:class:`Summary`): bytes per step per direction, verdict counts, the
-simulated step time. Pass: ``summarize(verdicts, unknown_trip_counts, timeline) -> Summary``.
+simulated step time, the estimates that cannot be. Pass:
+``summarize(verdicts, unknown_trip_counts, timeline, implausible_ops) -> Summary``.
 """
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from hloscope.analysis.cost.plausible import STEP_LIMIT_US, Implausible, ImplausibleOp
 from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.simulate.timeline import Timeline
 from hloscope.analysis.simulate.verdict import Verdict
@@ -43,7 +45,11 @@ class StepTime:
 
 @dataclass(frozen=True)
 class Summary:
-    """Step totals. Bytes are per step (``bytes * executions``); times are estimates in µs."""
+    """Step totals. Bytes are per step (``bytes * executions``); times are estimates in µs.
+
+    implausible: the ops whose estimate exceeds what their shapes allow at 1 % of peak and the
+    step when it is a day or more (``hloscope.analysis.cost.plausible``); None when there are none.
+    """
 
     transfers: int
     to_host_bytes_per_step: int
@@ -53,10 +59,11 @@ class Summary:
     loops: tuple[LoopBytes, ...]
     unknown_trip_counts: tuple[str, ...]
     step: StepTime | None = None
+    implausible: Implausible | None = None
 
 
 def summarize(verdicts: Sequence[Verdict], unknown_trip_counts: Sequence[str],
-              timeline: Timeline | None = None) -> Summary:
+              timeline: Timeline | None = None, implausible_ops: Sequence[ImplausibleOp] = ()) -> Summary:
     per_step = {d: 0 for d in Direction}
     by_verdict = {k: 0 for k in VerdictKind}
     rows: dict[str, list[int]] = {}
@@ -77,7 +84,9 @@ def summarize(verdicts: Sequence[Verdict], unknown_trip_counts: Sequence[str],
         step = StepTime(timeline.step_us, timeline.compute_us, timeline.exposed_transfer_us,
                         timeline.exposed_collective_us, timeline.other_wait_us, timeline.link_mode,
                         sum(lp.extrapolated for lp in timeline.loops))
+    long_step = step.step_us if step is not None and step.step_us >= STEP_LIMIT_US else None
+    implausible = Implausible(tuple(implausible_ops), long_step) if implausible_ops or long_step is not None else None
     return Summary(len(verdicts), per_step[Direction.TO_HOST], per_step[Direction.TO_DEVICE], by_verdict,
-                   exposed, loops, tuple(unknown_trip_counts), step)
+                   exposed, loops, tuple(unknown_trip_counts), step, implausible)
 
 

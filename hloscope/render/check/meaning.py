@@ -16,6 +16,8 @@ RULE_MEANING: dict[str, str] = {
                              "(not a synchronous copy, not removed)",
     "intent-accounted": "every offload the step asked for became host transfers (on when the step was traced; a "
                         "plain HLO file falls back to its unoptimized module's annotations)",
+    "preset-names-tagged": "every name a framework's preset offloads (MaxText's remat_policy) is tagged by the model "
+                           "(off by default: intent-accounted reports such a name but does not fail on it)",
     "fits-hbm": "the step's device allocation fits in the target's HBM, less hbm-margin",
     "fits-host-pool": "the step's pinned-host bytes per GPU fit in PJRT's pinned-host pool (host-pool-gb, "
                       "XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB, default 64 GiB)",

@@ -95,7 +95,7 @@ def _location(v: Violation, hlo_file: str | None, report: Report) -> dict[str, A
     rec = v.record if v.record is not None else (v.worst[0] if v.worst else None)
     loc: dict[str, Any] = {}
     phys = _at_line(rec.full_source) if rec is not None and rec.full_source else None
-    asked = v.arg("accounted") if v.finding is Finding.INTENT_UNACCOUNTED else None
+    asked = v.arg("accounted") if v.finding in (Finding.INTENT_UNACCOUNTED, Finding.PRESET_NOT_TAGGED) else None
     where = asked.asked.where if isinstance(asked, Accounted) else None
     if phys is None and where is not None:
         phys = _at_line(f"{where.file}:{where.line}")
@@ -160,7 +160,8 @@ def sarif_log(result: CheckResult) -> dict[str, Any]:
         "originalUriBaseIds": {"SRCROOT": {"uri": _folder_uri(Path.cwd())}},
         "results": results,
         "invocations": [{"executionSuccessful": True}],
-        "properties": {"subject": result.subject.label, "target": rep.target.name, "passed": result.passed,
+        "properties": {"subject": result.subject.label, "target": rep.target.name,
+                       "platform": str(rep.platform), "passed": result.passed,
                        "rules": {k: v if isinstance(v, (bool, int, float, str, list)) else str(v)
                                  for k, v in result.rules.items()}},
     }

@@ -137,6 +137,8 @@ def violation_message(v: Violation) -> str:
     if f is Finding.INTENT_UNACCOUNTED:
         prefix = "no trace, judged from the unoptimized module's annotations: " if v.arg("from_annotations") else ""
         return prefix + intent_message(v.arg("accounted"))
+    if f is Finding.PRESET_NOT_TAGGED:
+        return intent_message(v.arg("accounted"))
     if f is Finding.DOES_NOT_FIT:
         return _fit_words(v)
     if f is Finding.NOT_IN_HOST_POOL:

@@ -188,5 +188,8 @@ def test_the_api_compiles_for_a_tpu_target_by_alias() -> None:
     moved: Counter[str] = Counter()
     for t in d["transfers"]:
         moved[t["direction"]] += t["bytes"] * t["executions"]
-    # the small step's 2 layers of bf16[512,512] hidden (512 KiB each): 1 MiB each way per step
-    assert moved == {"to_host": 2 * 512 * 512 * 2, "to_device": 2 * 512 * 512 * 2}
+    # the small step's 2 layers of bf16[512,512] hidden (512 KiB each): 1 MiB each way per step. libtpu 0.0.50
+    # unrolls the two layers and writes layer 1's twice (dynamic-update-slice-start.1 into the stack and
+    # copy-start), reading back copy-start's and slot 0 of the stack (dynamic-slice-start): 1.5 MiB to host
+    writes = {"0.0.42": 2, "0.0.50": 3}[_libtpu()]
+    assert moved == {"to_host": writes * 512 * 512 * 2, "to_device": 2 * 512 * 512 * 2}

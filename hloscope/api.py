@@ -25,7 +25,7 @@ from hloscope.hlo.parser import parse_hlo
 from hloscope.hlo.shape import HOST_MEMORY_SPACE
 from hloscope.render import render_to_string
 from hloscope.render.json_report import report_to_dict
-from hloscope.targets import DEFAULT_TARGET, Target, as_target
+from hloscope.targets import BUILTIN_TARGETS, DEFAULT_TARGET, Target, as_target
 
 if TYPE_CHECKING:
     from hloscope.check.subject import Subject
@@ -119,8 +119,9 @@ def compile_step(fn: Any, *abstract_args: Any, target: Target | str = DEFAULT_TA
                  donate_argnums: tuple[int, ...] = (), memory_fraction: float | None = None,
                  memory_override_bytes: int | None = None, cache: bool = False,
                  phase: Callable[[str], None] | None = None,
-                 out: str | os.PathLike[str] | None = None) -> tuple[CompileResult, StepReport]:
-    """Compile ``fn`` for ``devices`` compile-only GPUs of ``target`` and analyze it.
+                 out: str | os.PathLike[str] | None = None,
+                 topology: str | None = None) -> tuple[CompileResult, StepReport]:
+    """Compile ``fn`` for ``devices`` compile-only GPUs or TPUs of ``target`` and analyze it.
 
     Works in a script that imported jax first (as long as no jax computation ran
     yet). Arguments without a sharding are replicated on every device. Returns
@@ -136,7 +137,8 @@ def compile_step(fn: Any, *abstract_args: Any, target: Target | str = DEFAULT_TA
     ``in_shardings``/``out_shardings``/``donate_argnums`` as for ``jax.jit`` (memory kinds
     kept). ``out``: also write an artifact folder there, as ``hloscope compile --out`` does
     (``hloscope.analyze(out)`` and every command read it back); an earlier artifact folder
-    at ``out`` is replaced, any other existing folder is an error.
+    at ``out`` is replaced, any other existing folder is an error. ``topology``: for a TPU
+    target, the slice (``v5p:4x4x8`` or ``v5p-256``; ``devices`` must be its count).
     """
     from hloscope.compile.deviceless import StepOptions
     from hloscope.compile.deviceless import compile_step as _compile
@@ -144,14 +146,17 @@ def compile_step(fn: Any, *abstract_args: Any, target: Target | str = DEFAULT_TA
     from hloscope.compile.scheduler import resolve
 
     tgt = as_target(target)
-    if mesh is None:  # before JAX starts: a device count the target's topology cannot take
-        from hloscope.compile.topology import topology_for
-
-        topology_for(tgt, devices, argument="compile_step's devices")
-    request = CompileRequest(target if isinstance(target, str) else tgt.name, devices, fn=callable_name(fn),
+    # A built-in target's alias ("trillium") is asked for by the target's name ("tpu-v6e").
+    named = tgt.name if not isinstance(target, str) or BUILTIN_TARGETS.get(tgt.name) is tgt else target
+    request = CompileRequest(named, devices, fn=callable_name(fn),
                              scheduler=resolve(scheduler, lhs), pipelined=pipelined_offload,
                              xla_flags=tuple(xla_flag_texts(flags or {})),
-                             memory_override_bytes=memory_override_bytes, memory_fraction=memory_fraction)
+                             memory_override_bytes=memory_override_bytes, memory_fraction=memory_fraction,
+                             topology=topology)
+    if mesh is None:  # before JAX starts: a device count the target's topology cannot take
+        from hloscope.compile.rooms import room_for
+
+        room_for(tgt).check_devices(devices, topology, argument="compile_step's devices")
     result = _compile(request, fn, _args(abstract_args), StepOptions(
         mesh=mesh, mesh_axes=mesh_axes, donate_argnums=tuple(donate_argnums), in_shardings=in_shardings,
         out_shardings=out_shardings, cache=cache, phase=phase, target=tgt))

@@ -24,6 +24,34 @@ def has_gpu() -> bool:
     return os.path.exists("/dev/nvidiactl")
 
 
+def has_tpu() -> bool:
+    """Whether this machine has TPU chips (``/dev/accel*`` on v4/v5e/v6e hosts, ``/dev/vfio/N`` on v5p and later)."""
+    import glob
+
+    return bool(glob.glob("/dev/accel*") or glob.glob("/dev/vfio/[0-9]*"))
+
+
+#: What libtpu reads when it loads (jax's first computation, or a TPU compile) on a machine with no
+#: TPU: unset, it prints "could not determine TPU accelerator type" and an ``INVALID_ARGUMENT ...
+#: unexpected worker hostname`` trace on file descriptor 2, and a second process loading it aborts on
+#: its lockfile (libtpu 0.0.42). The accelerator type changes nothing a compile-only TPU compile
+#: emits (the same module for v5litepod-1, v5p-8 and tpu7x-8, measured); no metadata server to ask.
+LIBTPU_NO_TPU_ENVIRONMENT = {
+    "TPU_ACCELERATOR_TYPE": "v5litepod-1",
+    "TPU_WORKER_HOSTNAMES": "localhost",
+    "TPU_SKIP_MDS_QUERY": "1",
+    "ALLOW_MULTIPLE_LIBTPU_LOAD": "1",
+}
+
+
+def quiet_libtpu() -> None:
+    """Set :data:`LIBTPU_NO_TPU_ENVIRONMENT` where the user has not, on a machine with no TPU."""
+    if has_tpu():
+        return
+    for k, v in LIBTPU_NO_TPU_ENVIRONMENT.items():
+        os.environ.setdefault(k, v)
+
+
 # What the CUDA plugin prints on a machine with no GPU, every time it loads: expected
 # here, and noise to a user; and the plugin's own INFO and WARNING lines (glog format),
 # which hloscope turns on to read which scheduler ran (hloscope.compile.scheduler).
@@ -198,12 +226,14 @@ def quiet_first_jax_import() -> None:
     26-line traceback) and the plugin is not registered, so no compile-only GPU exists for the
     rest of the process: ``JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1`` (what hloscope's compiles set
     anyway, read when the plugin initializes) keeps it registered, and a computation then runs
-    on the CPU as it would have. Nothing happens when jax is already imported or the machine
-    has a GPU.
+    on the CPU as it would have. With libtpu installed that computation loads it too:
+    :func:`quiet_libtpu` keeps its lines off as well. Nothing happens when jax is already
+    imported or the machine has a GPU.
     """
     if "jax" in sys.modules or has_gpu() or any(isinstance(f, _QuietJaxImport) for f in sys.meta_path):
         return
     os.environ.setdefault(SKIP_CUDA_CHECK, "1")
+    quiet_libtpu()
     sys.meta_path.insert(0, _QuietJaxImport())
     sys.meta_path.insert(1, _QuietCudaPlugin())
 

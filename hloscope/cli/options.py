@@ -111,7 +111,15 @@ def add_compile_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--xla-flag", action="append", default=[], metavar="NAME=VALUE",
                    help="extra XLA compiler option, e.g. xla_gpu_enable_while_loop_double_buffering=true")
     add_memory_fraction_option(p)
+    add_topology_option(p)
     add_no_cache_option(p)
+
+
+def add_topology_option(p: argparse.ArgumentParser) -> None:
+    """``--topology``: a TPU slice's shape where one matters (hloscope.compile.tpu.slices)."""
+    p.add_argument("--topology", default=None, metavar="SHAPE",
+                   help="TPU targets: the slice, as libtpu names it (v5p:4x4x8) or as Cloud TPU and MaxText do "
+                        "(v5p-256: TensorCores); default: the slice --devices makes")
 
 
 def add_no_cache_option(p: argparse.ArgumentParser,
@@ -290,15 +298,34 @@ def request_from_args(args: argparse.Namespace, workload: str | None = None,
 
 def _request(args: argparse.Namespace, workload: str | None, fn: str | None,
              maxtext: tuple[str, ...] | None = None) -> CompileRequest:
+    shape = _slice(args)
     return CompileRequest(
-        compile_target(args), args.devices, workload=None if fn or maxtext is not None else workload,
+        compile_target(args), shape.pop("devices", args.devices),
+        workload=None if fn or maxtext is not None else workload,
         maxtext=maxtext,
         sets=tuple(parse_sets(args.set).items()),
         policy=Policy(args.policy) if args.policy else None, fn=fn, args=args_spec(args) or None,
         cwd=os.getcwd() if fn else None,
         scheduler=scheduler_from_args(args),
         pipelined=bool(args.pipelined_offload), xla_flags=tuple(args.xla_flag),
-        memory_fraction=getattr(args, "memory_fraction", None))
+        memory_fraction=getattr(args, "memory_fraction", None), **shape)
+
+
+def _slice(args: argparse.Namespace) -> dict[str, Any]:
+    """``--topology`` as the request's ``topology`` and, unless ``--devices`` gave a count other than its
+    default 8, its device count as ``devices`` (a count that differs is refused by the TPU room)."""
+    topology = getattr(args, "topology", None)
+    if not topology:
+        return {}
+    from hloscope.compile.tpu.slices import parse_slice
+    from hloscope.targets import TpuTarget, as_target
+
+    chip = as_target(args.target)
+    if not isinstance(chip, TpuTarget):
+        raise HloscopeError(f"--topology names a TPU slice; {args.target or DEFAULT_TARGET} is not a TPU target",
+                            EXIT_BAD_INPUT)
+    devices = parse_slice(topology, chip).devices
+    return {"topology": str(topology), **({"devices": devices} if args.devices in (None, 8) else {})}
 
 
 def scheduler_from_args(args: argparse.Namespace) -> Scheduler:

@@ -162,8 +162,10 @@ def file_option_digests(options: dict[str, Any] | None = None, xla_flags_env: st
     return out
 
 
-def key_parts(module_text: str, options: dict[str, Any], target: Any, mesh: Any) -> dict[str, Any]:
-    """What decides a compile's output, as JSON-able parts (the module as its SHA-256)."""
+def key_parts(module_text: str, options: dict[str, Any], target: Any, mesh: Any,
+              room_key: Mapping[str, object] | None = None) -> dict[str, Any]:
+    """What decides a compile's output, as JSON-able parts (the module as its SHA-256). ``room_key``
+    replaces the GPU target config with what the platform's room says decides the topology."""
     from hloscope.compile import environment
 
     module_text = module_key_text(module_text)
@@ -179,7 +181,8 @@ def key_parts(module_text: str, options: dict[str, Any], target: Any, mesh: Any)
         "files": file_option_digests(options, os.environ.get("XLA_FLAGS", "")),
         "target": target.name,
         "device_memory_size": int(target.device_memory_size),
-        "gpu_target_config": hashlib.sha256(str(target.gpu_target_config()).encode()).hexdigest(),
+        **(room_key if room_key is not None else
+           {"gpu_target_config": hashlib.sha256(str(target.gpu_target_config()).encode()).hexdigest()}),
         "topology": topology_name,
         "device_ids": [int(d.id) for d in mesh.devices.flat],
         "versions": environment.versions(),
@@ -414,13 +417,19 @@ class Lookup:
 
 
 def lookup(lowered: Any, options: dict[str, Any], target: Any, mesh: Any, use: bool = True,
-           allocator_bytes: int | None = None) -> Lookup:
+           allocator_bytes: int | None = None, room_key: Mapping[str, object] | None = None,
+           device_memory_size: int | None = None) -> Lookup:
     """Look ``lowered`` (compiled with ``options`` for ``target`` on ``mesh``, and the device
-    memory size ``allocator_bytes`` when one is given) up in the cache.
+    memory size ``allocator_bytes`` when one is given) up in the cache. ``room_key``: what the
+    platform's room says of the topology (``Room.topology_key``: the GPU's target config, a TPU
+    slice's shape and libtpu), in place of the GPU target config; ``device_memory_size``: one
+    device's memory when it is not the target's.
     With ``use`` False or the cache turned off, always a miss that stores nothing."""
     if not (use and enabled()):
         return Lookup(None, "", {})
-    parts = key_parts(lowered.as_text(debug_info=True), options, target, mesh)
+    parts = key_parts(lowered.as_text(debug_info=True), options, target, mesh, room_key)
+    if device_memory_size is not None:
+        parts["device_memory_size"] = int(device_memory_size)
     if allocator_bytes is not None:
         parts["allocator_bytes"] = int(allocator_bytes)
     key = key_of(parts)
@@ -451,7 +460,7 @@ def manifest_entry(info: CacheInfo) -> dict[str, Any]:
 # code can be fingerprinted (``userfn.source_fingerprint``: its module's files, and those of
 # --args-from's module); the key then holds that fingerprint, so an edit there is another key.
 
-_MEMO_PACKAGES = ("jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda12-pjrt", "nvidia-cuda-nvcc-cu12", "numpy",
+_MEMO_PACKAGES = ("jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda12-pjrt", "nvidia-cuda-nvcc-cu12", "libtpu", "numpy",
                   "ml_dtypes", "opt_einsum", "scipy")
 _source_hash: str | None = None
 

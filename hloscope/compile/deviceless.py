@@ -37,17 +37,16 @@ from hloscope.compile.mesh import device_mesh as device_mesh
 from hloscope.compile.mesh import make_mesh as make_mesh
 from hloscope.compile.mesh import place_on_mesh as place_on_mesh
 from hloscope.compile.mesh import topology_for as topology_for
-from hloscope.compile.request import CompileRequest, Scheduler
+from hloscope.compile.request import CompileRequest
 from hloscope.compile.result import XLA_MEMORY_FIELDS, CompileMemory, TensorName
 from hloscope.compile.result import CompileResult as CompileResult
+from hloscope.compile.rooms import AnyTarget, Room, resolve_target, room_for
 from hloscope.compile.scheduler import LHS_FLAG as LHS_FLAG
-from hloscope.compile.scheduler import SCHEDULER_OPTIONS, read_run
-from hloscope.compile.topology import topology_for as _topology_for
 from hloscope.compile.xla_options import PIPELINED_OFFLOAD_FLAG as PIPELINED_OFFLOAD_FLAG
 from hloscope.compile.xla_options import dump_folder, dumped, refuse_missing_files
 from hloscope.compile.xla_options import parse_flag as parse_flag
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_TRACE_FAILED, HloscopeError
-from hloscope.targets import Target, get_target, gpu_only
+from hloscope.targets import GpuTarget, Target
 
 if TYPE_CHECKING:
     from hloscope.analysis.intent.account import Intent
@@ -96,7 +95,7 @@ class StepOptions:
     roles: Mapping[str, str] | None = None
     cache: bool = False
     phase: Callable[[str], None] | None = None
-    target: Target | None = None
+    target: AnyTarget | None = None
 
 
 def compile_step(request: CompileRequest, fn: Callable[..., Any],
@@ -131,47 +130,51 @@ def compile_step(request: CompileRequest, fn: Callable[..., Any],
 
     if opts.target is not None and opts.target.name != request.target:
         raise ValueError(f"StepOptions.target is {opts.target.name}, the request's target is {request.target}")
-    tgt = with_memory(opts.target or get_target(request.target), request.memory_override_bytes)
-    allocator = allocator_bytes(tgt, request.memory_fraction)
+    found_target = opts.target or resolve_target(request.target)
+    if isinstance(found_target, GpuTarget):
+        tgt: Any = with_memory(found_target, request.memory_override_bytes)
+        allocator = allocator_bytes(tgt, request.memory_fraction)
+    else:
+        refuse_gpu_memory_options(request)
+        tgt, allocator = found_target, None
+    room = room_for(tgt)
     chosen = request.scheduler
-    concrete = device_mesh(tgt, request.devices, opts.mesh_axes) if opts.mesh is None else devices_for(opts.mesh, tgt)
+    concrete = (device_mesh(tgt, request.devices, opts.mesh_axes, topology=request.topology) if opts.mesh is None
+                else devices_for(opts.mesh, tgt, topology=request.topology))
     abstract = concrete.abstract_mesh
     if callable(args) and not isinstance(args, jax.ShapeDtypeStruct):
         args = tuple(args(abstract))
     # A jax.jit function's own in_shardings place its unsharded arguments.
     placed = place_on_mesh(tuple(args), abstract, tgt, replicate=not _is_jitted(fn))
-    options_used: dict[str, Any] = dict(SCHEDULER_OPTIONS[chosen])
-    if request.pipelined is not None:
-        options_used[PIPELINED_OFFLOAD_FLAG] = request.pipelined
-    options_used.update(parse_flag(f) for f in request.xla_flags)
+    options_used = room.options(request, dict(parse_flag(f) for f in request.xla_flags))
     refuse_missing_files(options_used)
     dump = dump_folder(options_used)
-    compile_options = {**jaxcompat.compile_flags(), **options_used, "xla_dump_to": dump,
-                       "xla_dump_hlo_as_text": True, "xla_gpu_dump_llvmir": False}
+    compile_options = room.compile_options(options_used, dump)
     t0 = time.perf_counter()
     try:
         with environment.capture_native_stderr() as log:
-            return _compile(fn, placed, tgt, concrete, options_used, compile_options, opts, dump, t0,
-                            lambda hlo: _read_scheduler(hlo, log.peek(), chosen), allocator)
+            return _compile(fn, placed, tgt, room, concrete, options_used, compile_options, opts, dump, t0,
+                            lambda hlo: room.read_scheduler(hlo, log.peek(), chosen, options_used), allocator,
+                            room.topology_label(int(concrete.devices.size), request.topology),
+                            room.topology_key(int(concrete.devices.size), request.topology))
     finally:
         if dump != options_used.get("xla_dump_to"):
             shutil.rmtree(dump, ignore_errors=True)
 
 
-def _read_scheduler(optimized: str, text: str | None, chosen: Scheduler) -> tuple[ScheduleRun, dict[str, str]]:
-    """Which scheduler ran (read from the HLO and XLA's log so far) and the log's scheduler and
-    estimator lines as the artifact's scheduler log (extra file name -> text)."""
-    from hloscope.hlo.xla_dumps import SCHEDULER_LOG_FILE
-    from hloscope.hlo.xla_log import scheduler_log_lines
+def refuse_gpu_memory_options(request: CompileRequest) -> None:
+    """One line (exit 2) for the HBM what-if and the allocator's fraction on a TPU target: both set what
+    XLA:GPU plans for (its GpuTargetConfig, JAX's GPU allocator); libtpu takes the HBM from the chip."""
+    if request.memory_override_bytes is not None or request.memory_fraction is not None:
+        what = "--what-if-memory" if request.memory_override_bytes is not None else "--memory-fraction"
+        raise HloscopeError(f"{what} sets what XLA:GPU plans for; {request.target} is a TPU, whose compiler takes "
+                            "the HBM from the chip", EXIT_BAD_INPUT)
 
-    lines = scheduler_log_lines(text or "")
-    return read_run(optimized, text, chosen), ({SCHEDULER_LOG_FILE: lines} if lines else {})
 
-
-def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, mesh: Any, options: dict[str, Any],
-             compile_options: dict[str, Any], opts: StepOptions, dump: str, t0: float,
+def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Any, room: Room, mesh: Any,
+             options: dict[str, Any], compile_options: dict[str, Any], opts: StepOptions, dump: str, t0: float,
              scheduler_of: Callable[[str], tuple[ScheduleRun, dict[str, str]]],
-             allocator: int | None) -> CompileResult:
+             allocator: int | None, topology: str, topology_key: dict[str, object]) -> CompileResult:
     import jax
 
     say = opts.phase or _no_phase
@@ -179,8 +182,7 @@ def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, mesh: A
                  if v is not None}
     shardings = {k: abstract_tree(v, mesh.abstract_mesh, tgt) for k, v in shardings.items()}
     try:
-        # Traced as for the target's GPU: JAX's cuDNN attention checks would otherwise find no local GPU.
-        with jaxcompat.cudnn_compute_capability(gpu_only(tgt).compute_capability):
+        with room.tracing():
             say(PHASE_TRACING)
             if _is_jitted(fn):  # already a jax.jit function: keep its shardings
                 if opts.donate_argnums or shardings:
@@ -191,9 +193,9 @@ def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, mesh: A
             else:
                 traced = jax.jit(fn, donate_argnums=tuple(opts.donate_argnums), **shardings).trace(*args)
             say(PHASE_LOWERING)
-            # Lowered for CUDA against the abstract mesh: memory kinds stay on the shardings
-            # (the compile-only devices have no memories to check them against).
-            lowered = traced.lower(lowering_platforms=("cuda",))
+            # Lowered for the platform against the abstract mesh: memory kinds stay on the shardings
+            # (compile-only GPUs have no memories to check them against).
+            lowered = traced.lower(lowering_platforms=(room.lowering_platform,))
     except HloscopeError:
         raise
     except Exception as e:
@@ -206,7 +208,7 @@ def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, mesh: A
 
     # A compile that dumps into the user's folder must run XLA: a hit would write nothing there.
     found = lookup(lowered, options, tgt, mesh, use=opts.cache and "xla_dump_to" not in options,
-                   allocator_bytes=allocator)
+                   allocator_bytes=allocator, room_key=topology_key, device_memory_size=room.device_memory_size())
     if found.record is not None:
         # The stored compile, with this call's time and the names and intent read from this trace.
         return CompileResult.from_record({**found.record, "compile_seconds": time.perf_counter() - t0,
@@ -220,11 +222,11 @@ def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, mesh: A
         raise xla_error(e) from None
     seconds = time.perf_counter() - t0
     optimized = jaxcompat.optimized_text(compiled, dump)
-    platform = compiled_platform(compiled)
-    if platform != "gpu":
-        raise HloscopeError(f"the step was compiled for {platform}, not for {tgt.name}'s GPUs; give its "
-                            "arguments NamedShardings over hloscope.compile.deviceless.make_mesh(target, devices) "
-                            "or pass that mesh as mesh=.", EXIT_BAD_INPUT)
+    platform = compiled_platform(compiled, room.device_platforms, room.family)
+    if platform != room.family:
+        raise HloscopeError(f"the step was compiled for {platform}, not for {tgt.name}'s {room.family.upper()}s; "
+                            "give its arguments NamedShardings over hloscope.compile.deviceless.make_mesh(target, "
+                            "devices) or pass that mesh as mesh=.", EXIT_BAD_INPUT)
     refuse_unseen_parameters(optimized)
     before = dumped(dump, "*before_optimizations.txt", started)
     unoptimized = Path(before[-1]).read_text() if before else ""
@@ -235,7 +237,7 @@ def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, mesh: A
     extra = memory_texts(dump, started)
     # Raw figures only (XLA's, and the HBM compiled for): the derived ones (device allocation, host
     # total, report totals) are computed by hloscope.analysis.memory.compile_figures.
-    memory["device_memory_size"] = tgt.device_memory_size
+    memory["device_memory_size"] = room.device_memory_size()
     if allocator is not None:
         memory["allocator_bytes"] = allocator
     # Read before the cache stores the result, so that a later hit carries this compile's log too.
@@ -245,16 +247,11 @@ def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, mesh: A
         optimized_hlo=optimized, unoptimized_hlo=unoptimized, memory=memory, options=options,
         versions=environment.versions(), target=tgt.name, devices=int(mesh.devices.size),
         mesh_shape={str(k): int(v) for k, v in mesh.shape.items()}, compile_seconds=seconds,
-        device_memory_size=tgt.device_memory_size, extra_files=extra,
+        device_memory_size=room.device_memory_size(), extra_files=extra,
         tensor_names=_tensor_names(traced, opts.roles), intent=_intent(traced), scheduler=scheduler,
-        topology=_topology_name(tgt, int(mesh.devices.size)))
+        topology=topology)
     # The cache stores the result's record; the result returned carries the cache's word on it.
     return found.store(CompileResult(**made, compiled=compiled))
-
-
-def _topology_name(tgt: Target, devices: int) -> str:
-    topo = _topology_for(tgt, devices)
-    return f"{topo.name} ({topo.describe()})"
 
 
 def _device_assignment(lowered: Any, mesh: Any, tgt: Target) -> tuple[Any, ...]:
@@ -301,16 +298,18 @@ def _tensor_names(traced: Any, roles: Mapping[str, str] | None) -> list[TensorNa
         return []
 
 
-def compiled_platform(compiled: Any) -> str:
-    """The platform of the devices ``compiled`` runs on: ``gpu`` for the compile-only
-    GPUs (the CUDA plugin calls them ``cuda``), else what JAX calls it (``cpu``)."""
+def compiled_platform(compiled: Any, expected: frozenset[str] = frozenset({"cuda", "gpu", "rocm"}),
+                      family: str = "gpu") -> str:
+    """The platform of the devices ``compiled`` runs on: ``family`` for the compile-only devices
+    of the room (whose platforms are ``expected``: the CUDA plugin calls its GPUs ``cuda``), else
+    what JAX calls it (``cpu``)."""
     import jax
 
     shardings = jax.tree.leaves(compiled.input_shardings) + jax.tree.leaves(compiled.output_shardings)
     platforms = {d.platform for s in shardings for d in getattr(s, "device_set", ())}
-    if not platforms or platforms <= {"cuda", "gpu", "rocm"}:
-        return "gpu"
-    return ", ".join(sorted(platforms - {"cuda", "gpu", "rocm"}))
+    if not platforms or platforms <= expected:
+        return family
+    return ", ".join(sorted(platforms - expected))
 
 
 def _is_jitted(fn: Any) -> bool:

@@ -86,4 +86,8 @@ def versions() -> dict[str, str]:
             out[pkg] = version(pkg)
         except PackageNotFoundError:
             out[pkg] = "not installed"
+    try:  # the TPU compiler (the tpu extra), named only where installed
+        out["libtpu"] = version("libtpu")
+    except PackageNotFoundError:
+        pass
     return out

@@ -53,7 +53,7 @@ def compile_job(request: CompileRequest, phase: Callable[[str], None] | None = N
     ``request.memory_override_bytes`` compiles for the target with that HBM.
     """
     from hloscope.compile.deviceless import StepOptions, compile_step, make_mesh
-    from hloscope.targets import get_target
+    from hloscope.compile.rooms import resolve_target
 
     if request.maxtext is not None:
         from hloscope.compile.maxtext import compile_maxtext_job
@@ -67,7 +67,7 @@ def compile_job(request: CompileRequest, phase: Callable[[str], None] | None = N
         from hloscope.compile.policy_override import check_names, every_checkpoint, switches_of
 
         switches = switches_of(request.sets_dict)  # --set custom=NAME:CHOICE,...: tune's switches
-        mesh = make_mesh(get_target(request.target), request.devices)
+        mesh = make_mesh(resolve_target(request.target), request.devices, topology=request.topology)
         fn = load_user_fn(request.fn, request.cwd or os.getcwd())
         abstract = parse_args_spec(request.args, mesh, request.cwd or os.getcwd())
         with every_checkpoint(switches):
@@ -77,7 +77,8 @@ def compile_job(request: CompileRequest, phase: Callable[[str], None] | None = N
     from hloscope.compile import workloads
 
     wl, cfg = workloads.resolve(str(request.workload), request.workload_settings)
-    mesh = make_mesh(get_target(request.target), request.devices, workloads.mesh_axes(cfg, request.devices))
+    mesh = make_mesh(resolve_target(request.target), request.devices, workloads.mesh_axes(cfg, request.devices),
+                     topology=request.topology)
     # The workload's own XLA flags first: the request's --xla-flag wins over them.
     flags = tuple(xla_flag_texts(workloads.xla_flags(cfg)))
     fn, args = wl.build(cfg, mesh)

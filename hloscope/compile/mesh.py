@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hloscope.compile import environment, jaxcompat
-from hloscope.compile.topology import compile_only_devices
+from hloscope.compile.rooms import AnyTarget, resolve_target, room_for
 from hloscope.compile.topology import topology_for as _topology_for
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.targets import Target, as_target
@@ -34,10 +34,12 @@ def mesh_axes(devices: int, axes: Sequence[tuple[str, int]] | None) -> list[tupl
     return out
 
 
-def device_mesh(target: Target | str, devices: int, axes: Sequence[tuple[str, int]] | None = None) -> Any:
-    """A concrete ``jax.sharding.Mesh`` over ``devices`` compile-only GPUs of ``target``.
+def device_mesh(target: AnyTarget | str, devices: int, axes: Sequence[tuple[str, int]] | None = None,
+                topology: str | None = None) -> Any:
+    """A concrete ``jax.sharding.Mesh`` over ``devices`` compile-only devices of ``target`` (GPUs, or a
+    TPU slice: ``topology`` names its shape where one matters, ``v5p:4x4x8`` or ``v5p-256``).
 
-    Compile-only devices report no memories, so a ``NamedSharding`` over this mesh
+    Compile-only GPUs report no memories, so a ``NamedSharding`` over this mesh
     loses its ``memory_kind`` when it is built (JAX checks the kind against the
     devices' memories); build shardings over :func:`make_mesh` instead.
     """
@@ -45,14 +47,16 @@ def device_mesh(target: Target | str, devices: int, axes: Sequence[tuple[str, in
     import numpy as np
     from jax.sharding import Mesh
 
-    tgt = as_target(target)
+    room = room_for(resolve_target(target))
     ax = mesh_axes(devices, axes)
-    devs: Any = np.array(compile_only_devices(tgt, devices)).reshape([n for _, n in ax])
+    devs: Any = np.array(room.devices(devices, topology)).reshape([n for _, n in ax])
     return Mesh(devs, tuple(name for name, _ in ax))
 
 
-def make_mesh(target: Target | str, devices: int, axes: Sequence[tuple[str, int]] | None = None) -> Any:
-    """The mesh to write a step's shardings over: an ``AbstractMesh`` of ``devices`` GPUs of ``target``.
+def make_mesh(target: AnyTarget | str, devices: int, axes: Sequence[tuple[str, int]] | None = None,
+              topology: str | None = None) -> Any:
+    """The mesh to write a step's shardings over: an ``AbstractMesh`` of ``devices`` devices of ``target``
+    (for a TPU target, of the slice ``topology`` names when given).
 
     ``axes`` is [(name, size), ...] with sizes multiplying to ``devices``; default one
     axis ``("fsdp", devices)``. It carries the GPU's name (``device_kind``), so
@@ -61,28 +65,35 @@ def make_mesh(target: Target | str, devices: int, axes: Sequence[tuple[str, int]
     devices would drop it) and reaches XLA. ``compile_step`` compiles for the target's
     compile-only GPUs laid out as this mesh.
     """
-    return device_mesh(target, devices, axes).abstract_mesh
+    return device_mesh(target, devices, axes, topology).abstract_mesh
 
 
-def devices_for(mesh: Any, tgt: Target) -> Any:
-    """The concrete mesh of ``tgt``'s compile-only GPUs that ``mesh`` (abstract or concrete) stands for."""
+def devices_for(mesh: Any, tgt: AnyTarget, topology: str | None = None) -> Any:
+    """The concrete mesh of ``tgt``'s compile-only devices that ``mesh`` (abstract or concrete) stands for."""
     from jax.sharding import Mesh
 
+    room = room_for(tgt)
+    what = _devices_word(room.family)
     if isinstance(mesh, Mesh):
         platforms = {d.platform for d in mesh.devices.flat}
-        if platforms - {"gpu", "cuda"}:
-            raise HloscopeError(f"mesh= holds {', '.join(sorted(platforms))} devices, not compile-only GPUs: "
+        if platforms - room.device_platforms:
+            raise HloscopeError(f"mesh= holds {', '.join(sorted(platforms))} devices, not compile-only {what}: "
                                 f"build it with hloscope.make_mesh('{tgt.name}', "
                                 f"{mesh.devices.size})", EXIT_BAD_INPUT)
     abstract = mesh if not isinstance(mesh, Mesh) else mesh.abstract_mesh
     kind, platform = mesh_device_kind(abstract)
-    if kind is not None and kind != tgt.description:
-        raise HloscopeError(f"mesh= was made for {kind} GPUs, not for {tgt.name} ({tgt.description}): build it "
+    if kind is not None and kind != room.device_kind():
+        raise HloscopeError(f"mesh= was made for {kind} {what}, not for {tgt.name} ({room.device_kind()}): build it "
                             f"with make_mesh('{tgt.name}', {abstract.size})", EXIT_BAD_INPUT)
-    if platform not in ("gpu", "cuda"):
-        raise HloscopeError(f"mesh= is a mesh of {platform} devices, not of {tgt.name}'s GPUs: build it with "
+    if platform not in room.device_platforms:
+        raise HloscopeError(f"mesh= is a mesh of {platform} devices, not of {tgt.name}'s {what}: build it with "
                             f"make_mesh('{tgt.name}', {abstract.size})", EXIT_BAD_INPUT)
-    return device_mesh(tgt, int(abstract.size), list(zip(abstract.axis_names, abstract.axis_sizes, strict=True)))
+    return device_mesh(tgt, int(abstract.size), list(zip(abstract.axis_names, abstract.axis_sizes, strict=True)),
+                       topology)
+
+
+def _devices_word(family: str) -> str:
+    return f"{family.upper()}s"
 
 
 def mesh_device_kind(abstract: Any) -> tuple[str | None, str]:
@@ -93,16 +104,19 @@ def mesh_device_kind(abstract: Any) -> tuple[str | None, str]:
     return device.device_kind, jaxcompat.abstract_device_platform(device)
 
 
-def abstract_sharding(s: Any, abstract: Any, tgt: Target) -> Any:
+def abstract_sharding(s: Any, abstract: Any, tgt: AnyTarget) -> Any:
     """``s`` over ``abstract`` (keeping its spec and memory kind); a sharding on CPU devices is an error."""
     from jax.sharding import AbstractMesh, NamedSharding
 
     if isinstance(s, NamedSharding):
         if isinstance(s.mesh, AbstractMesh):
             kind, _ = mesh_device_kind(s.mesh)
-            if kind is not None and kind != tgt.description:
-                raise HloscopeError(f"a sharding is over a mesh of {kind} GPUs, not of {tgt.name} "
-                                    f"({tgt.description}): build it over make_mesh('{tgt.name}', ...)",
+            room = room_for(tgt)
+            expected = room.device_kind()
+            if kind is not None and kind != expected:
+                raise HloscopeError(f"a sharding is over a mesh of {kind} {_devices_word(room.family)}, not of "
+                                    f"{tgt.name} "
+                                    f"({expected}): build it over make_mesh('{tgt.name}', ...)",
                                     EXIT_BAD_INPUT)
             return s
         check_devices(s.mesh.devices.flat, tgt)
@@ -116,16 +130,17 @@ def abstract_sharding(s: Any, abstract: Any, tgt: Target) -> Any:
     return s
 
 
-def check_devices(devices: Any, tgt: Target) -> None:
-    cpus = sorted({str(d) for d in devices if d.platform not in ("gpu", "cuda", "rocm")})
+def check_devices(devices: Any, tgt: AnyTarget) -> None:
+    room = room_for(tgt)
+    cpus = sorted({str(d) for d in devices if d.platform not in room.device_platforms})
     if cpus:
         raise HloscopeError(f"a sharding places values on {', '.join(cpus[:3])} (the host's CPU), not on "
-                            f"{tgt.name}'s GPUs: build it over hloscope.make_mesh"
-                            f"('{tgt.name}', devices); host memory is memory_kind='pinned_host' on a GPU sharding",
-                            EXIT_BAD_INPUT)
+                            f"{tgt.name}'s {_devices_word(room.family)}: build it over hloscope.make_mesh"
+                            f"('{tgt.name}', devices); host memory is memory_kind='pinned_host' on a "
+                            f"{room.family.upper()} sharding", EXIT_BAD_INPUT)
 
 
-def abstract_tree(tree: Any, abstract: Any, tgt: Target) -> Any:
+def abstract_tree(tree: Any, abstract: Any, tgt: AnyTarget) -> Any:
     import jax
     from jax.sharding import Sharding
 
@@ -133,7 +148,7 @@ def abstract_tree(tree: Any, abstract: Any, tgt: Target) -> Any:
                         is_leaf=lambda x: isinstance(x, Sharding))
 
 
-def place_on_mesh(args: Sequence[Any], mesh: Any, target: Target | None = None,
+def place_on_mesh(args: Sequence[Any], mesh: Any, target: AnyTarget | None = None,
                   replicate: bool = True) -> tuple[Any, ...]:
     """Every ``ShapeDtypeStruct`` leaf over ``mesh``: without a sharding, replicated; with a
     ``NamedSharding`` over the concrete mesh of the same devices, the same spec and memory

@@ -63,7 +63,9 @@ class CompileRequest:
     (``NAME=VALUE``, as ``--xla-flag`` takes them). memory_override_bytes: compile as if
     the target had this much HBM (the what-if). memory_fraction: compile as JAX does on a
     GPU whose allocator takes this fraction of the HBM (``XLA_PYTHON_CLIENT_MEM_FRACTION``);
-    None: as a compile-only device, where XLA plans for 80% of the HBM.
+    None: as a compile-only device, where XLA plans for 80% of the HBM. topology: for a TPU target,
+    the slice's shape where one matters (``v5p:4x4x8``, or the Cloud TPU name ``v5p-256``; its device
+    count must be ``devices``); None: the slice ``devices`` makes (``hloscope.compile.tpu.slices``).
     """
 
     target: str
@@ -80,6 +82,7 @@ class CompileRequest:
     memory_override_bytes: int | None = None
     memory_fraction: float | None = None
     maxtext: tuple[str, ...] | None = None
+    topology: str | None = None
 
     def __post_init__(self) -> None:
         if [self.workload, self.fn, self.maxtext].count(None) != 2:
@@ -113,7 +116,8 @@ class CompileRequest:
             what = "--maxtext " + " ".join(self.maxtext)
         else:
             what = f"workload {self.workload}" if self.workload else f"--fn {self.fn}"
-        return f"{what} ({self.target}, {self.devices} devices, scheduler {self.scheduler.value})"
+        shape = f" {self.topology}" if self.topology else ""
+        return f"{what} ({self.target}{shape}, {self.devices} devices, scheduler {self.scheduler.value})"
 
     def to_record(self) -> dict[str, object]:
         """The request as JSON-able data (an artifact folder's manifest ``request``; :meth:`from_record`).
@@ -123,7 +127,8 @@ class CompileRequest:
                 "fn": self.fn, "args": self.args, "scheduler": self.scheduler.value, "pipelined": self.pipelined,
                 "xla_flags": list(self.xla_flags), "memory_override_bytes": self.memory_override_bytes,
                 "memory_fraction": self.memory_fraction,
-                **({"maxtext": list(self.maxtext)} if self.maxtext is not None else {})}
+                **({"maxtext": list(self.maxtext)} if self.maxtext is not None else {}),
+                **({"topology": self.topology} if self.topology else {})}
 
     @classmethod
     def from_record(cls, record: Mapping[str, object]) -> CompileRequest | None:
@@ -146,7 +151,8 @@ class CompileRequest:
                        _flag(record.get("pipelined", True)), tuple(str(f) for f in flags),
                        override if isinstance(override, int) else None,
                        float(fraction) if isinstance(fraction, int | float) else None,
-                       tuple(str(m) for m in maxtext) if maxtext is not None else None)
+                       tuple(str(m) for m in maxtext) if maxtext is not None else None,
+                       _text(record.get("topology")))
         except (KeyError, TypeError, ValueError):
             return None
 

@@ -90,18 +90,35 @@ def check_devices(request: CompileRequest, argument: str = "--devices") -> None:
     (:func:`topology_for`) or does not split its built-in workload's arguments (the device counts
     the workload takes are named: ``workloads.devices_problem``). ``argument``: how the message
     names the device count (``--devices``, or the API's ``devices``)."""
-    from hloscope.targets import get_target
+    from collections.abc import Callable
+
+    from hloscope.targets import GpuTarget, TpuTarget, get_target
 
     target = get_target(request.target)
-    topology_for(target, request.devices, argument)
+    fits: Callable[[int], bool]
+    if isinstance(target, TpuTarget):  # a TPU slice (hloscope.compile.tpu.slices)
+        if request.maxtext is not None:  # MaxText's own step is compiled for GPUs only (hloscope.compile.maxtext)
+            gpu_only(target, "--maxtext")
+        from hloscope.compile.tpu.room import TpuRoom
+        from hloscope.compile.tpu.slices import devices_per_chip, prefix_of, shape_for
+
+        TpuRoom(target).slice(request.devices, request.topology, argument)
+        per_chip, prefix = devices_per_chip(target), prefix_of(target)
+        fits = lambda n: n % per_chip == 0 and shape_for(prefix, n // per_chip) is not None  # noqa: E731
+    else:
+        assert isinstance(target, GpuTarget)
+        if request.topology is not None:
+            raise HloscopeError(f"--topology names a TPU slice; {target.name} is a GPU (give --devices)",
+                                EXIT_BAD_INPUT)
+        topology_for(target, request.devices, argument)
+        per_host = target.gpus_per_host
+        fits = lambda n: n <= per_host or n % per_host == 0  # noqa: E731
     if request.workload is None:
         return
     from hloscope.compile import workloads
 
     _, cfg = workloads.resolve(request.workload, request.workload_settings)
-    per_host = gpu_only(target).gpus_per_host
-    problem = workloads.devices_problem(request.workload, cfg, request.devices,
-                                        lambda n: n <= per_host or n % per_host == 0, argument)
+    problem = workloads.devices_problem(request.workload, cfg, request.devices, fits, argument)
     if problem:
         raise HloscopeError(problem, EXIT_BAD_INPUT)
 

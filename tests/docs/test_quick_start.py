@@ -73,7 +73,7 @@ def test_ci_compiles_on_the_jax_the_readme_gives_python_312() -> None:
     assert row is not None and re.search(r"^\| 3\.11 \| jax/jaxlib 0\.10\.2 ", readme, re.M)
     ci = (ROOT / ".ci" / "run").read_text()
     assert f"JAX012={row.group(1)}\n" in ci and "PYENV_VERSION=3.12.1 python3 -m venv .venv-jax012" in ci
-    assert "\"jax[cuda12-local]==$JAX012\" nvidia-cuda-nvcc-cu12" in ci
+    assert "\"jax[cuda12-local,tpu]==$JAX012\" nvidia-cuda-nvcc-cu12" in ci  # with libtpu: the TPU compile tests
     block = ci.split("PYENV_VERSION=3.12.1", 1)[1]
     run = re.search(r"^step \.venv-jax012/bin/python -m pytest ((?:.*\\\n)*.*)$", block, re.M)
     assert run is not None

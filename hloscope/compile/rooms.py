@@ -1,0 +1,96 @@
+"""One room per accelerator family, behind one interface: what a deviceless compile asks of its platform.
+
+:func:`compile_step <hloscope.compile.deviceless.compile_step>` and the mesh ask the room of the
+request's target (:func:`room_for`) for its compile-only devices, the topology they form, the
+XLA options of a scheduler, how the step is traced and lowered, and which scheduler ran; the
+CUDA room (``hloscope.compile.cuda``) is today's GPU set-up, the TPU room
+(``hloscope.compile.tpu``) libtpu's. Nothing else in a compile asks which platform it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+from hloscope.analysis.inputs import ScheduleRun
+from hloscope.compile.request import CompileRequest, Scheduler
+from hloscope.targets import GpuTarget, Target, TpuTarget
+
+
+class Room(Protocol):
+    """A platform's part of a deviceless compile.
+
+    family: ``gpu`` or ``tpu`` (for messages and records). lowering_platform: what JAX lowers for
+    (``cuda``, ``tpu``). device_platforms: what JAX calls the compile-only devices' platform.
+    """
+
+    family: str
+    lowering_platform: str
+    device_platforms: frozenset[str]
+
+    def check_devices(self, devices: int, topology: str | None = None, argument: str = "--devices") -> None:
+        """One line (exit 2), before JAX starts, when ``devices`` (or ``topology``) is no topology of the target."""
+        ...
+
+    def devices(self, devices: int, topology: str | None = None) -> list[Any]:
+        """``devices`` compile-only devices (or those of ``topology``, a shape where one matters), in id order."""
+        ...
+
+    def topology_label(self, devices: int, topology: str | None = None) -> str:
+        """The topology the devices form, as the result and the manifest name it."""
+        ...
+
+    def topology_key(self, devices: int, topology: str | None = None) -> dict[str, object]:
+        """What of the topology decides XLA's output, for the compile cache's key."""
+        ...
+
+    def options(self, request: CompileRequest, user: Mapping[str, Any]) -> dict[str, Any]:
+        """The XLA options of ``request`` (its scheduler, pipelining) with the user's ``--xla-flag`` on top."""
+        ...
+
+    def compile_options(self, options: Mapping[str, Any], dump: str) -> dict[str, Any]:
+        """What XLA is given: ``options`` (recorded with the result), the dump into ``dump``, and what
+        every compile on this platform needs (kept out of the record)."""
+        ...
+
+    def tracing(self) -> AbstractContextManager[Any]:
+        """Around tracing and lowering (JAX's cuDNN checks need the target's GPU)."""
+        ...
+
+    def read_scheduler(self, optimized: str, log: str | None, chosen: Scheduler,
+                       options: Mapping[str, Any]) -> tuple[ScheduleRun, dict[str, str]]:
+        """Which scheduler ran, and the log files to keep with the artifact."""
+        ...
+
+    def device_kind(self) -> str:
+        """What JAX calls one compile-only device (``NVIDIA H100 80GB HBM3``, ``TPU v5``)."""
+        ...
+
+    def device_memory_size(self) -> int:
+        """The memory of one device, bytes (a chip's HBM split among the devices it shows)."""
+        ...
+
+
+#: A target of either family (``hloscope.targets``).
+AnyTarget = Target
+
+
+def resolve_target(target: str | Target) -> Target:
+    """A target of either family by name, alias or path (``hloscope.targets.as_target``), or the target itself."""
+    from hloscope.targets import as_target
+
+    return as_target(target)
+
+
+def room_for(target: str | AnyTarget) -> Room:
+    """The room of ``target``'s family."""
+    tgt = resolve_target(target)
+    if isinstance(tgt, TpuTarget):
+        from hloscope.compile.tpu.room import TpuRoom
+
+        return TpuRoom(tgt)
+    from hloscope.compile.cuda import CudaRoom
+
+    assert isinstance(tgt, GpuTarget)
+    return CudaRoom(tgt)

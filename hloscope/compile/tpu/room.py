@@ -1,0 +1,79 @@
+"""The TPU room: compile-only TPU slices from libtpu, their options, and what ran, behind
+:class:`hloscope.compile.rooms.Room`."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from typing import Any
+
+from hloscope.analysis.inputs import ScheduleRun
+from hloscope.compile.request import CompileRequest, Scheduler
+from hloscope.compile.tpu import runtime
+from hloscope.compile.tpu.slices import TpuSlice, devices_per_chip, parse_slice, prefix_of, slice_for
+from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.targets import TpuTarget
+
+#: What JAX calls a compile-only device of each generation (``device.device_kind``, libtpu 0.0.42).
+DEVICE_KINDS = {"v4": "TPU v4", "v5": "TPU v5", "v5e": "TPU v5 lite", "v6e": "TPU v6 lite", "tpu7x": "TPU7x"}
+
+
+class TpuRoom:
+    """A TPU target's part of a deviceless compile (:class:`hloscope.compile.rooms.Room`)."""
+
+    family = "tpu"
+    lowering_platform = "tpu"
+    device_platforms = frozenset({"tpu"})
+
+    def __init__(self, target: TpuTarget) -> None:
+        self.target = target
+
+    def slice(self, devices: int, topology: str | None = None, argument: str = "--devices") -> TpuSlice:
+        """The slice of ``devices`` devices, or the one ``topology`` names (then ``devices`` must be its count)."""
+        if topology is None:
+            return slice_for(self.target, devices, argument)
+        named = parse_slice(topology, self.target)
+        if devices != named.devices:
+            raise HloscopeError(f"--topology {topology} is {named.devices} devices of {self.target.name}, "
+                                f"{argument} says {devices}", EXIT_BAD_INPUT)
+        return named
+
+    def check_devices(self, devices: int, topology: str | None = None, argument: str = "--devices") -> None:
+        self.slice(devices, topology, argument)
+
+    def devices(self, devices: int, topology: str | None = None) -> list[Any]:
+        return runtime.compile_only_devices(self.target, self.slice(devices, topology))
+
+    def topology_label(self, devices: int, topology: str | None = None) -> str:
+        s = self.slice(devices, topology)
+        return f"{s.name} ({s.accelerator_type}: {s.chips} chips, {s.devices_per_chip} device" \
+               f"{'s' if s.devices_per_chip != 1 else ''} per chip)"
+
+    def topology_key(self, devices: int, topology: str | None = None) -> dict[str, object]:
+        return {"tpu_slice": self.slice(devices, topology).to_record(), "libtpu": runtime.libtpu_version(),
+                "libtpu_init_args": runtime.init_args()}
+
+    def options(self, request: CompileRequest, user: Mapping[str, Any]) -> dict[str, Any]:
+        if request.scheduler is Scheduler.LHS_APPROX:
+            raise HloscopeError("scheduler lhs-approx is XLA:GPU's; for a TPU target take lhs or none",
+                                EXIT_BAD_INPUT)
+        return runtime.compile_options(dict(user), request.scheduler is not Scheduler.NONE)
+
+    def compile_options(self, options: Mapping[str, Any], dump: str) -> dict[str, Any]:
+        return {**options, "xla_dump_to": dump, "xla_dump_hlo_as_text": True}
+
+    def tracing(self) -> AbstractContextManager[Any]:
+        return contextlib.nullcontext()
+
+    def read_scheduler(self, optimized: str, log: str | None, chosen: Scheduler,
+                       options: Mapping[str, Any]) -> tuple[ScheduleRun, dict[str, str]]:
+        """TPU modules carry no ``scheduling_name``: which scheduler ran is libtpu's option (on by default)."""
+        ran = "none" if options.get(runtime.TPU_LHS_FLAG) is False else "lhs"
+        return ScheduleRun(ran, None, chosen.value, f"libtpu's option {runtime.TPU_LHS_FLAG}"), {}
+
+    def device_kind(self) -> str:
+        return DEVICE_KINDS.get(prefix_of(self.target), self.target.description)
+
+    def device_memory_size(self) -> int:
+        return self.target.device_memory_size // devices_per_chip(self.target)

@@ -88,7 +88,8 @@ def calibrated(case: str) -> Target:
 
 
 def table(rows: list[Row]) -> list[str]:
-    out = ["| run | measured step | simulated | error | measured waits | simulated | error | verdicts measured -> predicted |",
+    out = ["| run | measured step | simulated | error | measured waits | simulated | error "
+           "| verdicts measured -> predicted |",
            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         werr = r.wait_error

@@ -49,7 +49,7 @@ from hloscope.errors import EXIT_BAD_INPUT, EXIT_TRACE_FAILED, HloscopeError
 from hloscope.targets import GpuTarget, Target
 
 if TYPE_CHECKING:
-    from hloscope.analysis.intent.account import Intent
+    from hloscope.analysis.intent.account import Intent, Preset
 
 
 #: Phases of one compile, in order, as ``compile_step(phase=...)`` reports them; the
@@ -84,7 +84,8 @@ class StepOptions:
     hit has ``compiled=None``). phase: called with each phase's name as it starts
     (:data:`PHASES`). target: the :class:`~hloscope.targets.Target` itself when the caller
     holds one that its name does not find (a Target built in Python); its name must be the
-    request's.
+    request's. preset: the framework preset whose list built the step's checkpoint policies
+    (MaxText's ``remat_policy``), recorded in the step's intent as it is read.
     """
 
     mesh: Any = None
@@ -96,6 +97,7 @@ class StepOptions:
     cache: bool = False
     phase: Callable[[str], None] | None = None
     target: AnyTarget | None = None
+    preset: Preset | None = None
 
 
 def compile_step(request: CompileRequest, fn: Callable[..., Any],
@@ -213,7 +215,7 @@ def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Any, room: Room
         # The stored compile, with this call's time and the names and intent read from this trace.
         return CompileResult.from_record({**found.record, "compile_seconds": time.perf_counter() - t0,
                                           "cache": found.hit_info(), "tensor_names": _tensor_names(traced, opts.roles),
-                                          "intent": _intent_record(traced)})
+                                          "intent": _intent_record(traced, opts.preset)})
     started = time.time()
     try:
         with build_device_memory_size(allocator):
@@ -248,7 +250,7 @@ def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Any, room: Room
         versions=environment.versions(), target=tgt.name, devices=int(mesh.devices.size),
         mesh_shape={str(k): int(v) for k, v in mesh.shape.items()}, compile_seconds=seconds,
         device_memory_size=room.device_memory_size(), extra_files=extra,
-        tensor_names=_tensor_names(traced, opts.roles), intent=_intent(traced), scheduler=scheduler,
+        tensor_names=_tensor_names(traced, opts.roles), intent=_intent(traced, opts.preset), scheduler=scheduler,
         topology=topology)
     # The cache stores the result's record; the result returned carries the cache's word on it.
     return found.store(CompileResult(**made, compiled=compiled))
@@ -271,21 +273,24 @@ def _device_assignment(lowered: Any, mesh: Any, tgt: Target) -> tuple[Any, ...]:
     return devices
 
 
-def _intent(traced: Any) -> Intent | None:
-    """What the step asked to offload (``hloscope.compile.intent``); None if the jaxpr cannot be walked."""
+def _intent(traced: Any, preset: Preset | None = None) -> Intent | None:
+    """What the step asked to offload (``hloscope.compile.intent``), its policies marked as ``preset``'s
+    when given; None if the jaxpr cannot be walked."""
+    from hloscope.analysis.intent.account import with_preset
     from hloscope.compile.intent import read_intent
 
     try:
-        return read_intent(traced)
+        intent = read_intent(traced)
     except Exception:  # intent is read best effort: a jaxpr we cannot walk must not fail the compile
         return None
+    return with_preset(intent, preset) if intent is not None and preset is not None else intent
 
 
-def _intent_record(traced: Any) -> dict[str, Any] | None:
+def _intent_record(traced: Any, preset: Preset | None = None) -> dict[str, Any] | None:
     """:func:`_intent` as a result record holds it."""
     from hloscope.analysis.intent.account import intent_to_dict
 
-    intent = _intent(traced)
+    intent = _intent(traced, preset)
     return intent_to_dict(intent) if intent is not None else None
 
 

@@ -34,11 +34,14 @@ import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hloscope.compile.request import CompileRequest
 from hloscope.compile.result import CompileResult
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+
+if TYPE_CHECKING:
+    from hloscope.analysis.intent.account import Preset
 
 #: The one line for a Python or an install that cannot run MaxText.
 INSTALL_HINT = "pip install 'hloscope[maxtext]'"
@@ -223,7 +226,8 @@ def _jit_and_compile(run: _Run) -> Callable[..., Any]:
                             bool(getattr(config, "enable_diloco", False)))
         try:
             run.result = compile_step(run.request, step, (), StepOptions(mesh=mesh, roles=ROLES, cache=True,
-                                                                         phase=run.phase))
+                                                                         phase=run.phase,
+                                                                         preset=maxtext_preset(config)))
         except HloscopeError as e:
             raise _config_error_at_trace(e, config) from None
         raise _Done
@@ -357,25 +361,24 @@ def compile_maxtext_job(request: CompileRequest,
     if run.result is None:
         raise HloscopeError(f"MaxText's train_compile finished without compiling a step: {_last_line(logs.getvalue())}",
                             EXIT_BAD_INPUT)
-    return _with_preset(run.result, getattr(run.config, "remat_policy", None)), {"maxtext": _facts(run, args, argv)}
+    return run.result, {"maxtext": _facts(run, args, argv)}
 
 
 #: MaxText's ``remat_policy`` whose names the user lists (one config key per tensor), not MaxText.
 USER_LISTED_POLICY = "custom"
 
 
-def _with_preset(result: CompileResult, remat_policy: Any) -> CompileResult:
-    """``result`` with the step's remat policies marked as built by MaxText's ``remat_policy`` preset
-    (``qkv_proj_offloaded`` lists ``kv_proj``, which a llama never tags: the accounting then says it
-    is MaxText's name, not the user's typo). ``custom``'s names are the user's config keys: unmarked."""
-    from dataclasses import replace
+def maxtext_preset(config: Any) -> Preset | None:
+    """The preset that built the step's remat policies: MaxText's ``remat_policy`` (``qkv_proj_offloaded``
+    lists ``kv_proj``, which a llama never tags: the accounting then says it is MaxText's name, not the
+    user's typo); None for ``custom``, whose names are the user's config keys."""
+    from hloscope.analysis.intent.account import Preset
 
-    from hloscope.analysis.intent.account import Preset, with_preset
-
+    remat_policy = getattr(config, "remat_policy", None)
     value = getattr(remat_policy, "value", remat_policy)  # MaxText's config may hold its RematPolicy enum
-    if result.intent is None or not isinstance(value, str) or value == USER_LISTED_POLICY:
-        return result
-    return replace(result, intent=with_preset(result.intent, Preset("MaxText", "remat_policy", value)))
+    if not isinstance(value, str) or value == USER_LISTED_POLICY:
+        return None
+    return Preset("MaxText", "remat_policy", value)
 
 
 def _deviceless_attention(argv: list[str]) -> tuple[list[str], str]:

@@ -13,6 +13,7 @@ from hloscope.analysis.simulate.slack import Slack
 from hloscope.analysis.simulate.timeline import TransferTiming
 from hloscope.analysis.simulate.verdict import FirstUse, InputReady, Verdict
 from hloscope.render.drain_text import drain_dicts
+from hloscope.render.unread_text import unread_dict
 from hloscope.render.intent_text import intent_dict
 from hloscope.render.measured_text import measured_dict
 from hloscope.render.memory_text import memory_dict
@@ -233,6 +234,8 @@ def report_to_dict(report: Report) -> dict[str, Any]:
                         "host_buffers": r.host_buffers, "names": list(r.names)}
     if report.drains:
         out["serial_drains"] = drain_dicts(report)
+    if report.unread.writes:
+        out["unread_host_writes"] = unread_dict(report.unread)
     if report.compile is not None:
         out["compile"] = _plain(report.compile)
     if report.measured is not None:

@@ -470,8 +470,8 @@ def rule_no_unread_host_writes(ctx: RuleContext, on: bool) -> list[Violation]:
     out: list[Violation] = []
     for w in unread.writes:
         t = w.transfer
-        record = next((r for r in ctx.records if r.instruction == t.instruction.name and r.computation == t.computation),
-                      None)
+        record = next((r for r in ctx.records
+                       if r.instruction == t.instruction.name and r.computation == t.computation), None)
         out += ctx.keep(Violation("no-unread-host-writes", Finding.UNREAD_WRITE, record.judged if record else None,
                                   float(w.unread_bytes), 0.0, record, args=(("write", w),)))
     return out

@@ -13,12 +13,12 @@ from hloscope.analysis.simulate.slack import Slack
 from hloscope.analysis.simulate.timeline import TransferTiming
 from hloscope.analysis.simulate.verdict import FirstUse, InputReady, Verdict
 from hloscope.render.drain_text import drain_dicts
-from hloscope.render.unread_text import unread_dict
 from hloscope.render.intent_text import intent_dict
 from hloscope.render.measured_text import measured_dict
 from hloscope.render.memory_text import memory_dict
 from hloscope.render.options import RenderOptions
 from hloscope.render.scheduler_text import scheduler_dict
+from hloscope.render.unread_text import unread_dict
 from hloscope.render.why import core_word, explain
 
 SCHEMA = "hloscope.report/4"

@@ -301,7 +301,7 @@ class _Storages:
         ins = comp.by_name.get(name)
         return ins.shape if ins is not None else None
 
-    def _alias(self, comp: Computation) -> None:  # noqa: C901 - one case per op that passes a buffer on
+    def _alias(self, comp: Computation) -> None:
         u, host, c = self.sets.union, self.host, comp.name
         for ins in comp.instructions:
             op = ins.opcode

@@ -32,6 +32,7 @@ from hloscope.analysis.structure.host_work import HostWork, find_host_work
 from hloscope.analysis.structure.pairs import AsyncPair, pair_async_ops
 from hloscope.analysis.structure.streams import StreamAssignment, assign_execution_streams, stream_model
 from hloscope.analysis.structure.transfers import HostTransfer
+from hloscope.analysis.structure.unread import UnreadHostWrites, find_unread_host_writes
 from hloscope.hlo.xla_log import parse_xla_log
 
 
@@ -161,9 +162,18 @@ def _drains(ctx: StepContext) -> tuple[SerialDrain, ...]:
 
 DRAINS = Pass("drains", _drains)
 
+def _unread(ctx: StepContext) -> UnreadHostWrites:
+    """Per write to host, the bytes nothing reads back, priced on the target's D->H link."""
+    cost = ctx.cost
+    return find_unread_host_writes(ctx.index, ctx[TRANSFERS], ctx.options.host_space,
+                                   lambda n: cost.transfer_us(n, Direction.TO_HOST) if n else 0.0)
+
+
+UNREAD = Pass("unread", _unread)
+
 #: Every pass, in the order it runs.
 PASSES: tuple[Pass[object], ...] = (TRANSFERS, PAIRS, STREAMS, TIMELINE, VERDICTS, SUMMARY, REMAT, SLACK, MEMORY,
-                                    INTENT, XLA, MEASURED, HOST_WORK, DRAINS)
+                                    INTENT, XLA, MEASURED, HOST_WORK, DRAINS, UNREAD)
 
 
 def waits_by_start(timeline: Timeline | None, pairs: Sequence[AsyncPair]) -> dict[str, float]:

@@ -45,6 +45,7 @@ from hloscope.analysis.structure.index import ModuleIndex
 from hloscope.analysis.structure.pairs import AsyncPair
 from hloscope.analysis.structure.streams import StreamAssignment
 from hloscope.analysis.structure.transfers import HostTransfer
+from hloscope.analysis.structure.unread import UnreadHostWrites
 from hloscope.hlo.gcpause import paused_gc
 from hloscope.hlo.model import Module, SourceLocation
 from hloscope.targets import Platform, Target
@@ -88,7 +89,10 @@ class Report:
     not an async pair; empty for an unscheduled module. remat: XLA's rematerialization clones
     (``hloscope.analysis.intent.remat``) of a scheduled module, else None. drains: host copies in
     flight together on one link whose dones waited for each other's bytes
-    (``hloscope.analysis.simulate.drain``); empty without a simulated step. margins (a cached property, not a
+    (``hloscope.analysis.simulate.drain``); empty without a simulated step. unread: the writes to
+    host whose bytes nothing reads back (a slot of a host stack no reload indexes, a copy to host
+    whose result is dead), with the bytes and D->H link time per step
+    (``hloscope.analysis.structure.unread``). margins (a cached property, not a
     field): per judged transfer its marginal cost, verdict flips and exposure range
     (``hloscope.analysis.simulate.margin``), re-simulated on first use.
     """
@@ -112,6 +116,7 @@ class Report:
     measured: MeasuredComparison | None
     host_work: HostWork
     drains: tuple[SerialDrain, ...]
+    unread: UnreadHostWrites
 
     @property
     def module(self) -> Module:

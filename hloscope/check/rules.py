@@ -56,6 +56,7 @@ class Finding(StrEnum):
     BASELINE = "baseline"  # change: the baseline's Change
     MARGIN = "margin"  # actual: the transfer's margin (a factor); margin: its TransferMargin
     MARGINAL_US = "marginal-us"  # actual: the largest marginal cost per step (us); margin: its TransferMargin
+    UNREAD_WRITE = "unread-write"  # actual: bytes per step written to host and never read; write: its UnreadWrite
 
 
 @dataclass(frozen=True)
@@ -459,6 +460,23 @@ def rule_max_marginal_us(ctx: RuleContext, limit: float) -> list[Violation]:
                               args=(("margin", m),)))
 
 
+def rule_no_unread_host_writes(ctx: RuleContext, on: bool) -> list[Violation]:
+    """Every byte written to host is read back (``hloscope.analysis.structure.unread``): one violation per write
+    with bytes nothing reads, naming the bytes and the D->H link time per step."""
+    if not on:
+        return []
+    unread = ctx.subject.report.unread
+    ctx.readings["no-unread-host-writes"] = Reading(float(unread.unread_bytes), limit=float(unread.written_bytes))
+    out: list[Violation] = []
+    for w in unread.writes:
+        t = w.transfer
+        record = next((r for r in ctx.records
+                       if r.instruction == t.instruction.name and r.computation == t.computation), None)
+        out += ctx.keep(Violation("no-unread-host-writes", Finding.UNREAD_WRITE, record.judged if record else None,
+                                  float(w.unread_bytes), 0.0, record, args=(("write", w),)))
+    return out
+
+
 RULES: dict[str, Rule] = {r.name: r for r in (
     Rule("no-sync", "bool", rule_no_sync),
     Rule("no-exposed", "bool", rule_no_exposed),
@@ -474,4 +492,5 @@ RULES: dict[str, Rule] = {r.name: r for r in (
     Rule("fits-host-pool", "bool", rule_fits_host_pool, needs="memory"),
     Rule("min-margin", "factor", rule_min_margin),
     Rule("max-marginal-us", "float", rule_max_marginal_us),
+    Rule("no-unread-host-writes", "bool", rule_no_unread_host_writes),
 )}

@@ -19,6 +19,7 @@ from hloscope.render.measured_text import measured_dict
 from hloscope.render.memory_text import memory_dict
 from hloscope.render.options import RenderOptions
 from hloscope.render.scheduler_text import scheduler_dict
+from hloscope.render.unread_text import unread_dict
 from hloscope.render.why import core_word, explain
 
 SCHEMA = "hloscope.report/4"
@@ -240,6 +241,8 @@ def report_to_dict(report: Report) -> dict[str, Any]:
                         "host_buffers": r.host_buffers, "names": list(r.names)}
     if report.drains:
         out["serial_drains"] = drain_dicts(report)
+    if report.unread.writes:
+        out["unread_host_writes"] = unread_dict(report.unread)
     if report.compile is not None:
         out["compile"] = _plain(report.compile)
     if report.measured is not None:

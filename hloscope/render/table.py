@@ -21,6 +21,7 @@ from hloscope.render.memory_text import memory_lines, remat_lines
 from hloscope.render.name_words import legend, name_cell, unrequested_words
 from hloscope.render.options import RenderOptions
 from hloscope.render.scheduler_text import scheduler_line
+from hloscope.render.unread_text import unread_clause, unread_lines
 from hloscope.render.why import core_word, explain, slack_clause
 from hloscope.render.xla_text import xla_cell, xla_clause, xla_legend
 from hloscope.units import human_bytes, human_us
@@ -155,6 +156,8 @@ class TableRenderer:
                 lines.append(f"    {clause}")
             if margin := margin_line(report, v):
                 lines.append(f"    {margin}")
+            if (unread := report.unread.of(v.transfer)) is not None:
+                lines.append(f"    never read back: it {unread_clause(unread)}")
             room = report.slack_for(v)
             if room is not None and v.verdict in (VerdictKind.EXPOSED, VerdictKind.PARTIAL):
                 lines.append(f"    {slack_clause(room)}")
@@ -166,6 +169,7 @@ class TableRenderer:
             "verdicts: " + ", ".join(f"{k} {n}" for k, n in bv.items() if n or k is not VerdictKind.UNSCHEDULED),
             f"estimated exposed transfer time: {human_us(s.est_exposed_us_per_step)} per step (estimate)",
         ]
+        lines += unread_lines(report)
         if s.step is not None:
             st = s.step
             lines.append(f"simulated step: {human_us(st.step_us)} = compute {human_us(st.compute_us)} + waiting for "

@@ -25,6 +25,8 @@ RULE_MEANING: dict[str, str] = {
                   "work time (1.5: a 1.5x slower link or 1.5x faster compute must not change it; docs/verdicts.md)",
     "max-marginal-us": "no transfer costs the simulated step more than this many microseconds (its marginal cost: "
                        "the step with that transfer free)",
+    "no-unread-host-writes": "every byte written to host is read back: no slot of a host stack that no reload indexes, "
+                             "no copy to host whose result nothing reads",
 }
 
 SETTING_MEANING: dict[str, str] = {

@@ -17,6 +17,7 @@ from hloscope.render.intent_words import intent_message
 from hloscope.render.margin_text import flip_words, margin_line
 from hloscope.render.memory_text import room_of
 from hloscope.render.name_words import GUESS_MARK, name_text
+from hloscope.render.unread_text import unread_clause
 from hloscope.render.why import explain, exposed_clause
 from hloscope.render.xla_text import xla_clause
 from hloscope.units import human_bytes, human_us
@@ -153,6 +154,8 @@ def violation_message(v: Violation) -> str:
     if f is Finding.MARGINAL_US and v.verdict is not None:
         return (f"costs the simulated step ~{human_us(actual)} per step (the step without it is that much shorter) "
                 f"> {human_us(limit)} allowed; the largest marginal cost of the step: fix it first")
+    if f is Finding.UNREAD_WRITE:
+        return str(unread_clause(v.arg("write")))
     if f is Finding.BASELINE:
         c = v.arg("change")
         return f"{c.kind}: {c.before} -> {c.after}".strip(" ->:")
@@ -283,6 +286,8 @@ def reading_words(rule: str, m: Reading | None) -> str:
         return f"smallest {m.value:.2f}x, {m.record.instruction}" if m.record is not None else f"{m.value:.2f}x"
     if rule == "fits-hbm" and m.value is not None:
         return f"device allocation {human_bytes(m.value)} of {human_bytes(m.limit or 0.0)} allowed"
+    if rule == "no-unread-host-writes" and m.value is not None:
+        return f"{human_bytes(m.value)} per step never read, of {human_bytes(m.limit or 0.0)} written to host"
     if rule == "fits-host-pool" and m.value is not None:
         return f"host {human_bytes(m.value)} per GPU of a {human_bytes(m.limit or 0.0)} pool"
     return f"{m.value:g}" if m.value is not None else ""

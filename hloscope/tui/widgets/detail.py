@@ -104,6 +104,7 @@ def instruction_text(loaded: Loaded, ins: Instruction) -> Text:
 def verdict_text(loaded: Loaded, v: Verdict) -> Text:
     from hloscope.render.margin_text import margin_line
     from hloscope.render.name_words import name_words, unrequested_words
+    from hloscope.render.unread_text import unread_clause
     from hloscope.render.why import core_word, explain, slack_clause  # see instruction_text
     from hloscope.render.xla_text import xla_clause
 
@@ -124,6 +125,8 @@ def verdict_text(loaded: Loaded, v: Verdict) -> Text:
     t.append(shown(f"  why: {explain(v, core_word(loaded.report.platform))}") + "\n", style="italic")
     if margin := margin_line(loaded.report, v):
         t.append(shown(f"  margin: {margin}") + "\n")
+    if (unread := loaded.report.unread.of(t_)) is not None:
+        t.append(shown(f"  never read back: it {unread_clause(unread)}") + "\n", style="bold #d08770")
     stream = loaded.report.streams.stream_of(t_.computation, t_.instruction.name) if loaded.report.streams else None
     if stream is not None:
         t.append(f"  xla stream: {stream.label} (XLA runs what is issued on it in order)\n")

@@ -194,9 +194,12 @@ class MemoryFacts:
     host_pool_bytes: int = DEFAULT_HOST_POOL_BYTES
 
     @property
-    def host_pool_fits(self) -> bool:
+    def host_pool_fits(self) -> bool | None:
         """The host bytes of one GPU fit in PJRT's pinned-host pool (one process per GPU: the least a
-        process asks for; a process driving n GPUs asks for n times as much)."""
+        process asks for; a process driving n GPUs asks for n times as much); None where no pool is
+        known (``host_pool_bytes`` 0: a TPU, whose runtime publishes no pinned-host limit)."""
+        if not self.host_pool_bytes:
+            return None
         return self.host_bytes <= self.host_pool_bytes
 
     @property

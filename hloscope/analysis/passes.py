@@ -34,6 +34,7 @@ from hloscope.analysis.structure.streams import StreamAssignment, assign_executi
 from hloscope.analysis.structure.transfers import HostTransfer
 from hloscope.analysis.structure.unread import UnreadHostWrites, find_unread_host_writes
 from hloscope.hlo.xla_log import parse_xla_log
+from hloscope.targets import Platform
 
 
 def _transfers(ctx: StepContext) -> tuple[HostTransfer, ...]:
@@ -107,8 +108,11 @@ def _memory(ctx: StepContext) -> MemoryFacts | None:
     i = ctx.inputs
     if i.memory_figures is None or not i.has_memory:
         return None
+    # PJRT's pinned-host pool is the GPU client's (XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB); a TPU's runtime
+    # publishes no such limit: 0, not checked.
+    pool = ctx.options.host_pool_bytes if ctx.target.platform is Platform.GPU else 0
     return facts_from_dumps(int_figures(i.memory_figures), ctx.target, i.dumps, ctx.index, i.vocab_size,
-                            offloaded_names(ctx[TRANSFERS]), ctx.options.host_pool_bytes, i.figures)
+                            offloaded_names(ctx[TRANSFERS]), pool, i.figures)
 
 
 MEMORY = Pass("memory", _memory)

@@ -114,6 +114,8 @@ def host_words(m: MemoryFacts) -> str:
     pool = f"{gib(m.host_pool_bytes)} of PJRT's pinned-host pool (XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB)"
     if not m.host_bytes:  # nothing on the host: the per-GPU figure alone, as before the pool was modelled
         return f" (fits in {gib(m.host_limit_bytes)} of host memory per GPU)" if m.host_fits is not None else ""
+    if m.host_pool_fits is None:
+        return " (the TPU runtime publishes no pinned-host limit: not checked)"
     if not m.host_pool_fits:
         return f" (does NOT fit in {pool})"
     if m.host_fits is False:

@@ -170,7 +170,9 @@ class TableRenderer:
             f"estimated exposed transfer time: {human_us(s.est_exposed_us_per_step)} per step (estimate)",
         ]
         lines += unread_lines(report)
-        if s.step is not None:
+        if s.step is not None and s.implausible is not None:  # a miscount is never printed as a figure
+            lines.append("simulated step: not shown: it rests on estimates that cannot be (named below)")
+        elif s.step is not None:
             st = s.step
             lines.append(f"simulated step: {human_us(st.step_us)} = compute {human_us(st.compute_us)} + waiting for "
                          f"transfers {human_us(st.exposed_transfer_us)} + collectives "

@@ -276,8 +276,11 @@ def test_a_step_of_days_is_flagged_and_a_plain_step_is_not() -> None:
     found = report.summary.implausible
     assert found is not None and found.ops == ()  # every op is what its shapes allow
     assert report.summary.step is not None and found.step_us == report.summary.step.step_us >= STEP_LIMIT_US
-    lines = [line for line in render_to_string("table", report).splitlines() if "IMPLAUSIBLE" in line]
+    text = render_to_string("table", report)
+    lines = [line for line in text.splitlines() if "IMPLAUSIBLE" in line]
     assert len(lines) == 1 and "24.5 days" in lines[0]
+    # never printed as a figure: the step line says it is not shown
+    assert "simulated step: not shown" in text and "simulated step: 24" not in text
     assert report_to_dict(report)["summary"]["implausible"]["step_us"] == round(found.step_us, 3)
     # The same loop run 1,000 times: 2 s, nothing said, no key in the JSON.
     plain = analyze_step(StepInputs(parse_hlo(DAYS.replace("1000000000", "1000")), "days"), get_target("h100-sxm"))

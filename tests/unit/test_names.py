@@ -1,9 +1,9 @@
-"""Names users know: checkpoint_name, role and user source line per transfer (analysis/structure/names.py)."""
+"""Names users know: checkpoint_name, role and user source line per transfer (analysis/structure/transfer_names.py)."""
 
 from __future__ import annotations
 
 from hloscope.analysis.report import analyze_module
-from hloscope.analysis.structure.names import op_name_checkpoint
+from hloscope.analysis.structure.value_flow import op_name_checkpoint
 from hloscope.hlo.parser import parse_hlo
 from hloscope.targets import get_target
 from tests.conftest import fixture_text

@@ -13,11 +13,11 @@ from typing import Any
 from hloscope.analysis.intent.model import Intent, Placement, PlacementKind, Policy, PolicyKind, Preset, Tag, Where
 
 
-def _where_dict(w: Where | None) -> dict[str, Any] | None:
+def _where_dict(w: Where | None) -> dict[str, object] | None:
     return None if w is None else {"file": w.file, "line": w.line, "function": w.function}
 
 
-def _where(d: Any) -> Where | None:
+def _where(d: object) -> Where | None:
     if not isinstance(d, Mapping) or not isinstance(d.get("line"), int):
         return None
     return Where(str(d.get("file", "")), int(d["line"]), str(d.get("function", "")))
@@ -27,7 +27,7 @@ def _preset_dict(p: Preset | None) -> dict[str, str] | None:
     return None if p is None else {"framework": p.framework, "setting": p.setting, "value": p.value}
 
 
-def _preset(d: Any) -> Preset | None:
+def _preset(d: object) -> Preset | None:
     if not isinstance(d, Mapping):
         return None
     return Preset(str(d.get("framework", "")), str(d.get("setting", "")), str(d.get("value", "")))
@@ -41,7 +41,7 @@ def _policy_dict(p: Policy) -> dict[str, Any]:
             "preset": _preset_dict(p.preset)}
 
 
-def _strs(v: Any) -> tuple[str, ...]:
+def _strs(v: object) -> tuple[str, ...]:
     return tuple(str(x) for x in v) if isinstance(v, list | tuple) else ()
 
 
@@ -69,7 +69,7 @@ def intent_to_dict(intent: Intent) -> dict[str, Any]:
     }
 
 
-def intent_from_dict(d: Any) -> Intent | None:
+def intent_from_dict(d: object) -> Intent | None:
     """The :class:`Intent` a manifest holds, or None (no ``intent`` key, or not an object)."""
     if not isinstance(d, Mapping):
         return None

@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # the analysis is imported when a step is loaded, so reading 
     from hloscope.analysis.report import Report
     from hloscope.analysis.simulate.overlap import AnalysisOptions
     from hloscope.analysis.structure.backend import CompiledFor
+    from hloscope.analysis.structure.name_records import NameRecord
     from hloscope.hlo.model import Module
 
     R = TypeVar("R", bound=Report)
@@ -146,14 +147,16 @@ class LoadedStep:
     target_origin: TargetOrigin
 
 
-def read_step(path: str, target: str | Target | None = None, names: Sequence[Mapping[str, Any]] = (),
+def read_step(path: str, target: str | Target | None = None,
+              names: Sequence[Mapping[str, object] | NameRecord] = (),
               keep_text: bool = False, module: str | None = None) -> LoadedStep:
     """Read ``path`` (file, dump folder, artifact folder, ``-``) with all it carries, each file once.
     ``keep_text``: the inputs keep the HLO text the module was parsed from (the TUI's line lookups).
     ``module``: which module of an XLA dump folder (``--module``; ``hloscope.hlo.dump_folder``)."""
     from hloscope.analysis.inputs import ScheduleRun, StepInputs, int_figures
-    from hloscope.analysis.intent.account import intent_from_dict
+    from hloscope.analysis.intent.manifest import intent_from_dict
     from hloscope.analysis.structure.backend import find_backend
+    from hloscope.analysis.structure.name_records import name_records
     from hloscope.hlo.loader import ARTIFACT_NOTE, read_module
     from hloscope.hlo.xla_dumps import XlaDumpTexts
 
@@ -166,17 +169,17 @@ def read_step(path: str, target: str | Target | None = None, names: Sequence[Map
     tgt, origin = resolve_target(path, target, manifest, backend)
     if manifest is None:
         dumps = XlaDumpTexts(target_arguments=target_arguments)
-        return LoadedStep(StepInputs(hlo, name, text, tuple(names), dumps=dumps, notes=notes, compiled_for=backend),
-                          tgt, origin)
+        return LoadedStep(StepInputs(hlo, name, text, name_records(names), dumps=dumps, notes=notes,
+                                     compiled_for=backend), tgt, origin)
     notes = (*notes, f"{ARTIFACT_NOTE} target {tgt.name} "
                      f"({'--target' if origin == TargetOrigin.GIVEN else 'from manifest.json'}), "
                      f"{manifest.get('devices', '?')} devices, XLA options {manifest.get('xla_options', {})}")
-    names = names or manifest.get("tensor_names") or ()
+    names = names or manifest.get("tensor_names") or ()  # the JSON form: read once, below
     figures = manifest.get("memory")
     vocab = (manifest.get("config") or {}).get("vocab")
     intent = intent_from_dict(manifest.get("intent"))
     unoptimized = load_unoptimized(path) if intent is not None and intent.asks_for_offload() else None
-    inputs = StepInputs(hlo, name, text, tuple(names),
+    inputs = StepInputs(hlo, name, text, name_records(names),
                         int_figures(figures) if isinstance(figures, dict) else None,
                         XlaDumpTexts.from_files(_folder_texts(Path(path))), manifest, notes,
                         vocab if isinstance(vocab, int) and not isinstance(vocab, bool) else None,
@@ -188,18 +191,18 @@ def read_step(path: str, target: str | Target | None = None, names: Sequence[Map
 
 @overload
 def load_report(path: str, target: str | Target | None = None, options: AnalysisOptions | None = None,
-                names: Sequence[Mapping[str, Any]] = (), *, report_type: None = None,
+                names: Sequence[Mapping[str, object] | NameRecord] = (), *, report_type: None = None,
                 module: str | None = None) -> Report: ...
 
 
 @overload
 def load_report(path: str, target: str | Target | None = None, options: AnalysisOptions | None = None,
-                names: Sequence[Mapping[str, Any]] = (), *, report_type: type[R],
+                names: Sequence[Mapping[str, object] | NameRecord] = (), *, report_type: type[R],
                 module: str | None = None) -> R: ...
 
 
 def load_report(path: str, target: str | Target | None = None, options: AnalysisOptions | None = None,
-                names: Sequence[Mapping[str, Any]] = (), *, report_type: type[Report] | None = None,
+                names: Sequence[Mapping[str, object] | NameRecord] = (), *, report_type: type[Report] | None = None,
                 module: str | None = None) -> Report:
     """Read and analyze ``path`` (file, dump folder, artifact folder, ``-``), with all it carries.
     ``report_type``: the report class to build (default :class:`Report`). ``module``: which module of

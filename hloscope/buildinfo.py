@@ -31,7 +31,8 @@ COMPILED_MODULES = (
     "hloscope.analysis.structure.host_work",
     "hloscope.analysis.structure.index",
     "hloscope.analysis.cost.kernels",
-    "hloscope.analysis.structure.names",
+    "hloscope.analysis.structure.merged_dots",
+    "hloscope.analysis.structure.name_records",
     "hloscope.analysis.structure.opclass",
     "hloscope.analysis.simulate.overlap",
     "hloscope.analysis.structure.pairs",
@@ -39,7 +40,9 @@ COMPILED_MODULES = (
     "hloscope.analysis.simulate.slack",
     "hloscope.analysis.structure.streams",
     "hloscope.analysis.simulate.timeline",
+    "hloscope.analysis.structure.transfer_names",
     "hloscope.analysis.structure.transfers",
+    "hloscope.analysis.structure.value_flow",
 )
 #: mypyc's name for the one shared library of the build: ``hloscope/_compiled__mypyc.*.so``, inside
 #: the package, so that it imports wherever the package does (beside it, an editable install

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from hloscope.analysis.intent.account import Intent
+from hloscope.analysis.intent.model import Intent
 from hloscope.analysis.memory import CompileFigures
 from hloscope.analysis.structure.backend import CompiledFor, find_backend
+from hloscope.analysis.structure.name_records import NameRecord
 from hloscope.hlo.model import Module
 from hloscope.hlo.xla_dumps import XlaDumpTexts
 
@@ -67,8 +68,8 @@ class StepInputs:
     module: the parsed (optimized) module. label: how to name the step to the user (a
     path, ``<compiled>``). text: the HLO text the module was parsed from, when the caller
     keeps it (the TUI's line lookups), else None.
-    names: the step's ``checkpoint_name`` records (``hloscope.compile.names``), when it
-    was traced here or its artifact folder lists them.
+    names: the step's ``checkpoint_name`` records (:class:`NameRecord`, read once from the JSON
+    form of ``hloscope.compile.names``), when it was traced here or its artifact folder lists them.
     memory_figures: the compile's memory figures, raw ints as the compile layer records
     them (docs/compile.md), None when the step was not compiled here (a plain HLO file).
     dumps: XLA's memory texts of the compile (``hloscope.hlo.xla_dumps``).
@@ -80,7 +81,7 @@ class StepInputs:
     ``compile_seconds`` and what was compiled (``workload``/``config`` or ``fn``/``args``);
     None when the step was not compiled in this run.
     intent: what the step asked to offload, read from its trace
-    (``hloscope.analysis.intent.account.Intent``; None: unknown). unoptimized: the module before
+    (``hloscope.analysis.intent.model.Intent``; None: unknown). unoptimized: the module before
     optimizations, when the source has it (an artifact or dump folder, a compile): the
     intent accounting tells a placement JAX dropped from one XLA removed with it.
     scheduler: which scheduler and estimator XLA ran for this compile (:class:`ScheduleRun`;
@@ -97,7 +98,7 @@ class StepInputs:
     module: Module
     label: str = ""
     text: str | None = None
-    names: tuple[Mapping[str, Any], ...] = ()
+    names: tuple[NameRecord, ...] = ()
     memory_figures: Mapping[str, int] | None = None
     dumps: XlaDumpTexts = field(default_factory=XlaDumpTexts)
     manifest: Mapping[str, Any] | None = None

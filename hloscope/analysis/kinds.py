@@ -20,7 +20,7 @@ class VerdictKind(StrEnum):
 
 
 class NameBasis(StrEnum):
-    """How a transfer's ``checkpoint_name`` was decided (``hloscope.analysis.structure.names``)."""
+    """How a transfer's ``checkpoint_name`` was decided (``hloscope.analysis.structure.transfer_names``)."""
 
     DATA_FLOW = "data-flow"  # the moved value followed back to the tagged op (or its op_name, an argument's path)
     # data flow reached the op that computed the tagged value, at a line several names share (MaxText's

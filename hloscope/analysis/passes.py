@@ -14,8 +14,9 @@ from collections.abc import Sequence
 
 from hloscope.analysis.context import Pass, StepContext
 from hloscope.analysis.inputs import int_figures
-from hloscope.analysis.intent.account import IntentAccount, account_step
+from hloscope.analysis.intent.account import account_step
 from hloscope.analysis.intent.naming import find_named_transfers
+from hloscope.analysis.intent.outcome import IntentAccount
 from hloscope.analysis.intent.remat import RematClones, count_remat_clones
 from hloscope.analysis.kinds import Direction
 from hloscope.analysis.measured.compare import MeasuredComparison, compare_measured

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 from hloscope.analysis.context import StepContext
 from hloscope.analysis.cost.roofline import CostModel
 from hloscope.analysis.inputs import ScheduleRun, StepInputs
-from hloscope.analysis.intent.account import IntentAccount
+from hloscope.analysis.intent.outcome import IntentAccount
 from hloscope.analysis.intent.remat import RematClones
 from hloscope.analysis.kinds import PairKind
 from hloscope.analysis.measured.compare import MeasuredComparison
@@ -42,6 +42,7 @@ from hloscope.analysis.structure.backend import CompiledFor
 from hloscope.analysis.structure.graph import build_dependency_graph
 from hloscope.analysis.structure.host_work import HostWork
 from hloscope.analysis.structure.index import ModuleIndex
+from hloscope.analysis.structure.name_records import NameRecord, name_records
 from hloscope.analysis.structure.pairs import AsyncPair
 from hloscope.analysis.structure.streams import StreamAssignment
 from hloscope.analysis.structure.transfers import HostTransfer
@@ -237,11 +238,11 @@ def analyze_step(inputs: StepInputs, target: Target, options: AnalysisOptions | 
 
 
 def analyze_module(module: Module, target: Target, options: AnalysisOptions | int | None = None,
-                   notes: tuple[str, ...] = (), names: Sequence[Mapping[str, Any]] = ()) -> Report:
+                   notes: tuple[str, ...] = (), names: Sequence[Mapping[str, object] | NameRecord] = ()) -> Report:
     """Run every pass over ``module`` for ``target`` (:func:`analyze_step` on a bare module).
     ``options`` may be a host memory space number. ``names``: the step's ``checkpoint_name``
-    records (``hloscope.analysis.structure.names``), when it was traced here."""
-    return analyze_step(StepInputs(module, module.source_path or "<text>", names=tuple(names), notes=notes),
+    records (their JSON form, or :class:`NameRecord`), when it was traced here."""
+    return analyze_step(StepInputs(module, module.source_path or "<text>", names=name_records(names), notes=notes),
                         target, options)
 
 

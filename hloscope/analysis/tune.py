@@ -30,7 +30,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from hloscope.analysis.intent.account import IntentAccount
+    from hloscope.analysis.intent.outcome import IntentAccount
 
 #: What a tagged name can become, in the order the search prefers on a tie.
 CHOICES = ("remat", "device", "offload")

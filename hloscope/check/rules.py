@@ -17,13 +17,8 @@ from enum import StrEnum
 from fnmatch import fnmatchcase
 from typing import Any
 
-from hloscope.analysis.intent.account import (
-    Accounted,
-    AccountSource,
-    IntentAccount,
-    account_annotations_only,
-    account_of,
-)
+from hloscope.analysis.intent.account import account_annotations_only
+from hloscope.analysis.intent.outcome import Accounted, AccountSource, IntentAccount, account_of
 from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.report import Report
 from hloscope.analysis.simulate.margin import TransferMargin

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from hloscope.analysis.intent.account import account_of
+from hloscope.analysis.intent.outcome import account_of
 from hloscope.check.allow import AllowEntry, find_allow
 from hloscope.check.baseline import BaselineDiff, Snapshot, compare, snapshot_from_subject
 from hloscope.check.config import CheckConfig

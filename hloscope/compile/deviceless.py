@@ -49,7 +49,7 @@ from hloscope.errors import EXIT_BAD_INPUT, EXIT_TRACE_FAILED, HloscopeError
 from hloscope.targets import GpuTarget, Target
 
 if TYPE_CHECKING:
-    from hloscope.analysis.intent.account import Intent, Preset
+    from hloscope.analysis.intent.model import Intent, Preset
 
 
 #: Phases of one compile, in order, as ``compile_step(phase=...)`` reports them; the
@@ -276,7 +276,7 @@ def _device_assignment(lowered: Any, mesh: Any, tgt: Target) -> tuple[Any, ...]:
 def _intent(traced: Any, preset: Preset | None = None) -> Intent | None:
     """What the step asked to offload (``hloscope.compile.intent``), its policies marked as ``preset``'s
     when given; None if the jaxpr cannot be walked."""
-    from hloscope.analysis.intent.account import with_preset
+    from hloscope.analysis.intent.model import with_preset
     from hloscope.compile.intent import read_intent
 
     try:
@@ -288,7 +288,7 @@ def _intent(traced: Any, preset: Preset | None = None) -> Intent | None:
 
 def _intent_record(traced: Any, preset: Preset | None = None) -> dict[str, Any] | None:
     """:func:`_intent` as a result record holds it."""
-    from hloscope.analysis.intent.account import intent_to_dict
+    from hloscope.analysis.intent.manifest import intent_to_dict
 
     intent = _intent(traced, preset)
     return intent_to_dict(intent) if intent is not None else None

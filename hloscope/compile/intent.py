@@ -1,6 +1,6 @@
 """Read what a traced step asked to offload (JAX side of the intent pass).
 
-``read_intent(traced) -> hloscope.analysis.intent.account.Intent`` walks the traced step's
+``read_intent(traced) -> hloscope.analysis.intent.model.Intent`` walks the traced step's
 jaxpr and every jaxpr inside it (``jit``/``pjit``, ``remat2``/``checkpoint``,
 ``scan``, ``while``, ``cond``, custom_vjp/custom_jvp calls) and records:
 
@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from hloscope.analysis.intent.account import (
+from hloscope.analysis.intent.model import (
     HOST_MEMORY_KINDS,
     Intent,
     Placement,

@@ -30,6 +30,7 @@ from typing import Any, TypeVar, overload
 from hloscope.analysis.inputs import StepInputs
 from hloscope.analysis.report import Report, analyze_step
 from hloscope.analysis.simulate.overlap import AnalysisOptions
+from hloscope.analysis.structure.name_records import name_records
 from hloscope.compile.environment import address_space_limit, terminal_lines
 from hloscope.compile.request import CompileRequest, xla_flag_texts
 from hloscope.compile.result import CompileResult, memory_figures
@@ -170,7 +171,7 @@ def step_inputs(result: CompileResult, extra: Mapping[str, Any] | None = None, v
     unoptimized = None
     if intent is not None and intent.asks_for_offload() and result.unoptimized_hlo:
         unoptimized = parse_hlo(result.unoptimized_hlo, "<unoptimized>")  # the intent accounting follows it
-    return StepInputs(module, name, result.optimized_hlo, tuple(result.tensor_names), figures,
+    return StepInputs(module, name, result.optimized_hlo, name_records(result.tensor_names), figures,
                       dumps, None, (),
                       vocab_size if vocab_size is not None else vocab_of(extra or {}), facts,
                       intent=intent, unoptimized=unoptimized,

@@ -25,7 +25,7 @@ the HLO op's stack, tell them apart. ``same_value``: the other names of the same
 ``checkpoint_name`` tags a value already tagged (MaxText's MoE writes
 ``checkpoint_name(checkpoint_name(w0, "mlpwi_0"), "moe_mlpwi_0")``); the outer name's producer is
 then the inner one's. The analysis
-(``hloscope.analysis.structure.names``) matches transfers to these records; it never imports JAX.
+(``hloscope.analysis.structure.transfer_names``) matches transfers to these records; it never imports JAX.
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ from functools import cached_property
 from typing import Literal, NotRequired, TypedDict, cast
 
 from hloscope.analysis.inputs import ScheduleRun
-from hloscope.analysis.intent.account import Intent, intent_from_dict, intent_to_dict
+from hloscope.analysis.intent.manifest import intent_from_dict, intent_to_dict
+from hloscope.analysis.intent.model import Intent
 from hloscope.analysis.memory import CompileFigures, derive_figures
 from hloscope.hlo.xla_dumps import XlaDumpTexts
 
@@ -123,7 +124,7 @@ class CompileResult:
     tensor_names: the step's ``checkpoint_name`` call sites read from its jaxpr
     (``hloscope.compile.names``); the analysis matches transfers to them.
     cache: the compile cache's word on this result (:class:`CacheInfo`).
-    intent: what the traced step asked to offload (``hloscope.analysis.intent.account.Intent``), None if unread.
+    intent: what the traced step asked to offload (``hloscope.analysis.intent.model.Intent``), None if unread.
     scheduler: which scheduler ran and which latency estimator drove it
     (:class:`~hloscope.analysis.inputs.ScheduleRun`, the one record of it: the analysis reads this
     same object), None when not read; written as the manifest's ``scheduler`` key.

@@ -18,7 +18,7 @@ from __future__ import annotations
 from html import escape
 from typing import TextIO
 
-from hloscope.analysis.intent.account import account_of
+from hloscope.analysis.intent.outcome import account_of
 from hloscope.analysis.kinds import VerdictKind
 from hloscope.analysis.report import Report
 from hloscope.analysis.simulate.timeline import Slice, SliceKind, Timeline

@@ -4,7 +4,7 @@
 puts it first); ``intent_headline(account)`` is its one-line summary (the TUI's
 pane title, ``print(report)``); ``intent_dict(account)`` is the JSON report's
 ``intent`` value (docs/json-schema.md). An account is
-``hloscope.analysis.intent.account.IntentAccount``; None (the step was not traced, and no
+``hloscope.analysis.intent.outcome.IntentAccount``; None (the step was not traced, and no
 unoptimized module stands in) gives no section.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hloscope.analysis.intent.account import Accounted, AccountSource, Fact, IntentAccount, Why
+from hloscope.analysis.intent.outcome import Accounted, AccountSource, Fact, IntentAccount, Why
 from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.simulate.verdict import Verdict
 from hloscope.render.intent_words import (

@@ -1,5 +1,5 @@
-"""The words of the offload accounting: each :class:`~hloscope.analysis.intent.account.Fact`, each
-reason (:class:`~hloscope.analysis.intent.account.Why`) and each request, worded once here for the
+"""The words of the offload accounting: each :class:`~hloscope.analysis.intent.outcome.Fact`, each
+reason (:class:`~hloscope.analysis.intent.outcome.Why`) and each request, worded once here for the
 text report, the JSON ``detail``, the check messages and the TUI.
 
 ``detail_words(a.detail)`` is one sentence from an account's facts; a fact that continues
@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from hloscope.analysis.intent.account import Accounted, Asked, AskKind, Detail, Fact, Preset, Why
+from hloscope.analysis.intent.model import Asked, AskKind, Preset
+from hloscope.analysis.intent.outcome import Accounted, Detail, Fact, Why
 
 #: One line per reason, for the docs and the text report's legend.
 WHY_MEANING: dict[Why, str] = {

@@ -6,7 +6,7 @@ import json
 from dataclasses import asdict, is_dataclass
 from typing import Any, TextIO
 
-from hloscope.analysis.intent.account import account_of
+from hloscope.analysis.intent.outcome import account_of
 from hloscope.analysis.report import Report
 from hloscope.analysis.simulate.margin import TransferMargin
 from hloscope.analysis.simulate.slack import Slack

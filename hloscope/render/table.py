@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from hloscope.analysis.intent.account import account_of
+from hloscope.analysis.intent.outcome import account_of
 from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.report import Report
 from hloscope.analysis.simulate.verdict import Verdict

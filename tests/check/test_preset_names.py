@@ -18,15 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.analysis.intent.account import (
-    Fact,
-    Preset,
-    Why,
-    account_intent,
-    intent_from_dict,
-    intent_to_dict,
-    with_preset,
-)
+from hloscope.analysis.intent.account import account_intent
+from hloscope.analysis.intent.manifest import intent_from_dict, intent_to_dict
+from hloscope.analysis.intent.model import Preset, with_preset
+from hloscope.analysis.intent.outcome import Fact, Why
 from hloscope.artifact import load_report
 from hloscope.cli.main import main
 from hloscope.render.intent_text import intent_dict, intent_headline, intent_lines, mark

@@ -73,14 +73,15 @@ def test_tiny_llama_offloads_q_k_v_of_both_layers(tmp_path: Path) -> None:
         assert t.source is not None and t.source.file.endswith(
             "maxtext/layers/linears.py" if t.checkpoint_name == "value_proj" else "maxtext/layers/embeddings.py")
     # The policy is read as MaxText built it: qkv_proj_offloaded offloads these four names.
-    from hloscope.analysis.intent.account import AskKind, requests
+    from hloscope.analysis.intent.model import AskKind, requests
 
     assert result.intent is not None
     asked = {a.what for a in requests(result.intent) if a.kind is AskKind.OFFLOAD_NAME}
     assert asked == {"query_proj", "key_proj", "kv_proj", "value_proj"}
     # ... by MaxText's preset, which the compile records: kv_proj (MLA's name, never tagged in a llama) is
     # the preset's, not the user's typo, and check does not fail on it (issue 46; fixtures/maxtext_rope/).
-    from hloscope.analysis.intent.account import Preset, Why
+    from hloscope.analysis.intent.model import Preset
+    from hloscope.analysis.intent.outcome import Why
 
     assert {p.preset for p in result.intent.policies} == {Preset("MaxText", "remat_policy", "qkv_proj_offloaded")}
     assert report.intent is not None and not report.intent.missing

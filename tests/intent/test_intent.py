@@ -14,14 +14,9 @@ from typing import Any
 
 import pytest
 
-from hloscope.analysis.intent.account import (
-    Intent,
-    IntentAccount,
-    PlacementKind,
-    Why,
-    intent_from_dict,
-    intent_to_dict,
-)
+from hloscope.analysis.intent.manifest import intent_from_dict, intent_to_dict
+from hloscope.analysis.intent.model import Intent, PlacementKind
+from hloscope.analysis.intent.outcome import IntentAccount, Why
 from hloscope.analysis.kinds import Direction, NameBasis, VerdictKind
 from hloscope.render.intent_words import detail_words
 from tests.intent import steps

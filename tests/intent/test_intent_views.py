@@ -3,7 +3,9 @@ disk may hold anything. No JAX: the intent comes from a manifest's ``intent`` ob
 
 from __future__ import annotations
 
-from hloscope.analysis.intent.account import Why, account_intent, intent_from_dict
+from hloscope.analysis.intent.account import account_intent
+from hloscope.analysis.intent.manifest import intent_from_dict
+from hloscope.analysis.intent.outcome import Why
 from hloscope.render.intent_text import intent_dict, intent_lines
 from hloscope.tui.widgets.intent import intent_text
 

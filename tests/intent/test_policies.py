@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from hloscope.analysis.intent.account import PolicyKind
+from hloscope.analysis.intent.model import PolicyKind
 
 jax = pytest.importorskip("jax", reason="the compile extra")
 cp = jax.checkpoint_policies

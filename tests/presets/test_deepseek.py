@@ -115,7 +115,7 @@ def test_two_layers_one_name_per_transfer_decided_by_data_flow() -> None:
     from deepseek.py:204 (mla_q) or :208 (mla_kv). moe_mlpwi_0/1 are the two halves of one merged
     gemm: columns 0:128 multiply ``e_gate`` (stack frame deepseek.py:239), 128:256 ``e_up`` (:240).
     """
-    from hloscope.analysis.intent.account import AskKind
+    from hloscope.analysis.intent.model import AskKind
     from hloscope.analysis.kinds import Direction, NameBasis
     from hloscope.compile.jobs import analyze_result
 

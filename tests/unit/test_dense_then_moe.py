@@ -31,8 +31,9 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.analysis.intent.account import Fact, Why, account_annotations_only, loops_run_once
+from hloscope.analysis.intent.account import account_annotations_only, loops_run_once
 from hloscope.analysis.intent.annotations import Fate, host_buffer_bytes, match_annotations, placement_annotations
+from hloscope.analysis.intent.outcome import Fact, Why
 from hloscope.analysis.kinds import Direction
 from hloscope.analysis.structure.callgraph import build_call_graph
 from hloscope.artifact import load_report

@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from hloscope.analysis.intent.account import Fact, Why, account_annotations_only
+from hloscope.analysis.intent.account import account_annotations_only
+from hloscope.analysis.intent.outcome import Fact, Why
 from hloscope.analysis.structure.callgraph import build_call_graph, enclosing_loops
 from hloscope.artifact import load_report
 from hloscope.hlo.loader import load_module

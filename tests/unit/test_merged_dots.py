@@ -38,6 +38,7 @@ import pytest
 from hloscope.analysis.intent.naming import find_named_transfers
 from hloscope.analysis.kinds import Direction, NameBasis
 from hloscope.analysis.structure.index import ModuleIndex
+from hloscope.analysis.structure.name_records import name_records
 from hloscope.analysis.structure.transfers import HostTransfer
 from hloscope.hlo.parser import parse_hlo
 
@@ -63,7 +64,7 @@ def _named(folder: str, strip: bool = False) -> tuple[list[HostTransfer], list[d
     records = json.loads((FIXTURES / folder / "tensor_names.json").read_text())
     if strip:  # the records as hloscope read them before it read each name's dot
         records = [{k: v for k, v in r.items() if k not in ("weights", "inputs")} for r in records]
-    return find_named_transfers(ModuleIndex(module), names=records), records
+    return find_named_transfers(ModuleIndex(module), names=name_records(records)), records
 
 
 def test_the_records_say_which_weight_each_projection_multiplies() -> None:

@@ -1,9 +1,12 @@
-"""Names users know: checkpoint_name, role and user source line per transfer (analysis/structure/names.py)."""
+"""Names users know: checkpoint_name, role and user source line per transfer (analysis/structure/transfer_names.py)."""
 
 from __future__ import annotations
 
+import json
+
 from hloscope.analysis.report import analyze_module
-from hloscope.analysis.structure.names import op_name_checkpoint
+from hloscope.analysis.structure.name_records import NameRecord, name_records
+from hloscope.analysis.structure.value_flow import op_name_checkpoint
 from hloscope.hlo.parser import parse_hlo
 from hloscope.targets import get_target
 from tests.conftest import fixture_text
@@ -57,3 +60,25 @@ def test_op_name_lookup_reads_a_name_a_future_jax_records() -> None:
     names = {t.instruction.name: t.checkpoint_name for t in report.transfers}
     assert names["device_put.1"] == "hidden"
     assert op_name_checkpoint(report.transfers[0].instruction) in ("hidden", None)
+
+
+def test_a_manifests_name_records_read_typed_and_write_back_the_same() -> None:
+    # Given: MaxText's RoPE step, whose manifest lists nine records with every key (the reader's form).
+    raw = json.loads(fixture_text("maxtext_rope/manifest.json"))["tensor_names"]
+    # When: they are read once into typed records and written back.
+    records = name_records(raw)
+    # Then: the same JSON, to the byte; and the fields read by hand in the manifest.
+    assert json.dumps([r.to_json() for r in records], indent=1) == json.dumps(raw, indent=1)
+    q, k = records[0], records[1]
+    assert (q.name, q.line, q.producer_line, k.name, k.line, k.producer_line) == (
+        "query_proj", 1324, 265, "key_proj", 1325, 265)  # Q and K computed at one RoPE line, tagged apart
+    assert q.producer_callers[0].endswith("maxtext/layers/embeddings.py:302") and q.weights == ()
+    assert records[2].weights == ("state['model']['decoder']['layers']['self_attention']['value']['kernel'].value",)
+    assert q.source.line == 265 and q.source.file.endswith("maxtext/layers/embeddings.py")
+
+
+def test_a_record_made_before_the_producer_was_read_takes_its_own_line_as_the_source() -> None:
+    # An older record: no producer_file / producer_line, no callers (hloscope read them later).
+    rec = NameRecord.from_json({"name": "query_proj", "file": LLAMA, "line": 69, "function": "layer"})
+    assert (rec.producer_file, rec.producer_line, rec.callers, rec.same_value) == (None, None, (), ())
+    assert (rec.source.file, rec.source.line, rec.source.function) == (LLAMA, 69, "layer")

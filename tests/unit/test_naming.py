@@ -1,4 +1,4 @@
-"""One name per transfer (analysis/intent/naming.py, analysis/structure/names.py), the same in every view.
+"""One name per transfer (analysis/intent/naming.py, analysis/structure/transfer_names.py), the same in every view.
 
 What the fixtures say, read by hand in ``fixtures/llama_offload.hlo.txt`` (the Quick-start llama
 step: Q/K/V of 2 scanned layers offloaded, compiled when llama.py tagged them on lines 69, 70, 71;
@@ -30,9 +30,10 @@ from typing import Any
 
 import pytest
 
-from hloscope.analysis.intent.account import AskKind, Intent, Policy, PolicyKind, Tag, Where, intent_to_dict
+from hloscope.analysis.intent.manifest import intent_to_dict
+from hloscope.analysis.intent.model import AskKind, Intent, Policy, PolicyKind, Tag, Where
 from hloscope.analysis.kinds import Direction, NameBasis
-from hloscope.analysis.structure.names import frames
+from hloscope.analysis.structure.value_flow import frames
 from hloscope.artifact import load_report
 from hloscope.cli.main import main
 from hloscope.hlo.hloproto import parse_hlo_proto

@@ -40,6 +40,7 @@ import pytest
 from hloscope.analysis.intent.naming import find_named_transfers
 from hloscope.analysis.kinds import Direction, NameBasis
 from hloscope.analysis.structure.index import ModuleIndex
+from hloscope.analysis.structure.name_records import name_records
 from hloscope.analysis.structure.transfers import HostTransfer
 from hloscope.hlo.parser import parse_hlo
 
@@ -63,7 +64,7 @@ def _records(drop: tuple[str, ...] = ()) -> list[dict[str, Any]]:
 
 def _named(records: list[dict[str, Any]]) -> list[HostTransfer]:
     module = parse_hlo((FIXTURE / "optimized.hlo.txt").read_text())
-    return find_named_transfers(ModuleIndex(module), names=records)
+    return find_named_transfers(ModuleIndex(module), names=name_records(records))
 
 
 def test_the_records_share_the_rope_line_and_differ_in_its_caller() -> None:
@@ -290,10 +291,10 @@ def test_a_compiled_moe_step_names_each_offload_by_its_requested_name() -> None:
                     for d in (Direction.TO_HOST, Direction.TO_DEVICE)}, runs
     assert not any(t.unrequested_name for t in report.transfers)
     # Without same_value the two names of w0 tie at _gmm's line: w0's transfers get no name.
-    from hloscope.analysis.structure.names import transfer_names
+    from hloscope.analysis.structure.transfer_names import transfer_names
     from hloscope.analysis.structure.transfers import find_transfers
 
     index = ModuleIndex(parse_hlo(result.optimized_hlo))
     bare = [{k: v for k, v in r.items() if k != "same_value"} for r in result.tensor_names]
-    got = transfer_names(index, find_transfers(index), bare, {"moe_mlpwi_0", "moe_mlpwi_1"})
+    got = transfer_names(index, find_transfers(index), name_records(bare), {"moe_mlpwi_0", "moe_mlpwi_1"})
     assert Counter(n.checkpoint_name for n in got.values()) == {None: 3, "moe_mlpwi_1": 3}, got

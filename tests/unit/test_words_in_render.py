@@ -8,7 +8,7 @@ import importlib.util
 from pathlib import Path
 from types import ModuleType
 
-from hloscope.analysis.intent.account import Fact, Why
+from hloscope.analysis.intent.outcome import Fact, Why
 from hloscope.check.config import SETTINGS
 from hloscope.check.rules import RULES
 from hloscope.render.check.meaning import RULE_MEANING, SETTING_MEANING

@@ -1,2 +1,3 @@
-"""What the step asked for and which transfer is whose: the intent account, the one naming decision,
-placement annotations, remat clones."""
+"""What the step asked for and which transfer is whose: the intent model (``model``), its manifest
+form (``manifest``), the account's records (``outcome``) and the pass that builds them (``account``),
+the one naming decision (``naming``), placement annotations, remat clones."""

@@ -1,23 +1,15 @@
-"""What the step asked to offload, and what became of each request ("did my offload happen?").
+"""What became of each request of the step ("did my offload happen?"): the accounting pass.
 
-Two parts, no JAX:
-
-- The intent model (:class:`Intent`), read from the traced step by
-  ``hloscope.compile.intent.read_intent``: every remat policy (:class:`Policy`) with
-  the names it saves and offloads, every ``checkpoint_name`` call site
-  (:class:`Tag`) with what JAX did to the value, and every memory-kind placement
-  (:class:`Placement`). It serialises to and from the artifact manifest
-  (``intent_to_dict`` / ``intent_from_dict``, key ``intent``).
-- The accounting pass ``account_intent(intent, transfers, verdicts, module,
-  unoptimized) -> IntentAccount``: each request (:class:`Asked`) matched with the
-  transfers it became, or given one reason from :class:`Why` (docs/offload-happened.md),
-  with the facts behind it as :class:`Detail` values (a :class:`Fact` and its names and
-  figures); ``hloscope.render.intent_words`` words them. A name request lists exactly the
-  transfers that carry its name: the naming pass (``hloscope.analysis.intent.naming``) decided each
-  transfer's name once, by data flow or, where only bytes told requests apart, as a guess the
-  facts mark; the accounting never names a transfer itself.
-  ``account_annotations_only`` is the fallback for a plain HLO file (no trace): the
-  unoptimized module's placement annotations stand in for the requests.
+Pass: ``account_intent(intent, verdicts, module, unoptimized, index) -> IntentAccount``: each
+request (``hloscope.analysis.intent.model.Asked``) matched with the transfers it became, or given
+one reason from :class:`~hloscope.analysis.intent.outcome.Why` (docs/offload-happened.md), with
+the facts behind it as :class:`~hloscope.analysis.intent.outcome.Detail` values (a ``Fact`` and its
+names and figures); ``hloscope.render.intent_words`` words them. A name request lists exactly the
+transfers that carry its name: the naming pass (``hloscope.analysis.intent.naming``) decided each
+transfer's name once, by data flow or, where only bytes told requests apart, as a guess the facts
+mark; the accounting never names a transfer itself. ``account_annotations_only`` is the fallback
+for a plain HLO file (no trace): the unoptimized module's placement annotations stand in for the
+requests. No JAX.
 
 Never an unmarked guess: where the cause cannot be known the reason is ``unknown`` and the
 detail says what was checked; transfers whose name only bytes decided carry the
@@ -28,612 +20,44 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from enum import StrEnum
-from typing import Any, TypeAlias
 
 from hloscope.analysis.intent.annotations import AnnotationMatch, Fate, match_annotations, placement_annotations
+from hloscope.analysis.intent.model import (
+    Asked,
+    AskKind,
+    Intent,
+    Placement,
+    PlacementKind,
+    Preset,
+    Tag,
+    Where,
+    copy_lines,
+    requested_names,
+    requests,
+)
+from hloscope.analysis.intent.outcome import (
+    Accounted,
+    AccountSource,
+    Arg,
+    Detail,
+    Fact,
+    IntentAccount,
+    Why,
+    account_of,
+    fact,
+)
 from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.simulate.verdict import Verdict
 from hloscope.analysis.structure.callgraph import CallGraph, enclosing_loops
 from hloscope.analysis.structure.index import ModuleIndex
-from hloscope.analysis.structure.names import host_writers
+from hloscope.analysis.structure.transfer_names import host_writers
 from hloscope.analysis.structure.transfers import HostTransfer
 from hloscope.hlo.model import Instruction, Module
 
-#: Memory kinds that put a value in host memory.
-HOST_MEMORY_KINDS = frozenset({"pinned_host", "unpinned_host", "host"})
-
-
-# ---- the intent model -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Where:
-    """A user source line: file, 1-based line, the function it is in."""
-
-    file: str
-    line: int
-    function: str = ""
-
-    def __str__(self) -> str:
-        parts = self.file.replace("\\", "/").rsplit("/", 2)
-        return f"{'/'.join(parts[-2:])}:{self.line}"
-
-    def same_line(self, file: str, line: int) -> bool:
-        """Whether ``file:line`` is this line (paths compared by their common tail)."""
-        if line != self.line:
-            return False
-        a, b = self.file.replace("\\", "/"), file.replace("\\", "/")
-        return a == b or ((a.endswith("/" + b.rsplit("/", 1)[-1]) or a == b.rsplit("/", 1)[-1])
-                          and (a.endswith(b) or b.endswith(a)))
-
-
-class PolicyKind(StrEnum):
-    """The remat policies JAX ships (``jax.checkpoint_policies``), and ``custom`` for any other callable."""
-
-    SAVE_AND_OFFLOAD = "save_and_offload_only_these_names"
-    SAVE_ONLY = "save_only_these_names"
-    SAVE_ANY_NAMES_BUT = "save_any_names_but_these"
-    OFFLOAD_DOTS = "offload_dot_with_no_batch_dims"
-    DOTS = "dots_saveable"
-    DOTS_NO_BATCH = "dots_with_no_batch_dims_saveable"
-    EVERYTHING = "everything_saveable"
-    NOTHING = "nothing_saveable"
-    BOTH = "save_from_both_policies"
-    CUSTOM = "custom"
-
-
-@dataclass(frozen=True)
-class Preset:
-    """A framework's named setting that chose a policy and its names, not the user's own list:
-    ``Preset("MaxText", "remat_policy", "qkv_proj_offloaded")``. A name the preset lists that the
-    model never tags is the preset's, not the user's typo (MaxText's ``qkv_proj_offloaded`` lists
-    ``kv_proj``, which only its MLA attention tags)."""
-
-    framework: str
-    setting: str
-    value: str
-
-
-@dataclass(frozen=True)
-class Policy:
-    """One remat policy of the step (equal policies at several ``jax.checkpoint`` sites are one).
-
-    kind: :class:`PolicyKind`. saved / offloaded: the names it saves on the device /
-    offloads (``save_and_offload_only_these_names``, ``save_only_these_names``).
-    excluded: ``save_any_names_but_these``'s names. offload_src / offload_dst: the
-    memory kinds of its offloads. parts: the two policies of ``save_from_both_policies``.
-    inspectable: False for a callable hloscope cannot read (a user's own function);
-    callable: its qualified name; mentions: strings found in its closure (names it may
-    use; not interpreted). sites: the ``jax.checkpoint`` lines. differentiated: some
-    site is under a gradient (a policy acts only on what the backward pass saves).
-    preset: the framework setting that built this policy and chose its names (None: the user's own
-    lists, or not known).
-    """
-
-    kind: PolicyKind
-    saved: tuple[str, ...] = ()
-    offloaded: tuple[str, ...] = ()
-    excluded: tuple[str, ...] = ()
-    offload_src: str = ""
-    offload_dst: str = ""
-    parts: tuple[Policy, ...] = ()
-    inspectable: bool = True
-    callable: str = ""
-    mentions: tuple[str, ...] = ()
-    sites: tuple[Where, ...] = ()
-    differentiated: bool = False
-    preset: Preset | None = None
-
-    def all_offloaded(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys([*self.offloaded, *(n for p in self.parts for n in p.all_offloaded())]))
-
-    def all_saved(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys([*self.saved, *(n for p in self.parts for n in p.all_saved())]))
-
-    def offloads_dots(self) -> bool:
-        return self.kind is PolicyKind.OFFLOAD_DOTS or any(p.offloads_dots() for p in self.parts)
-
-    def uninspectable(self) -> tuple[Policy, ...]:
-        """This policy or its parts that cannot be read."""
-        return ((self,) if not self.inspectable else ()) + tuple(q for p in self.parts for q in p.uninspectable())
-
-    def describe(self) -> str:
-        """``save_and_offload_only_these_names(offload=[...], save=[...])`` and the like, for a person."""
-        if self.kind is PolicyKind.CUSTOM:
-            return f"custom policy {self.callable or '(callable)'}"
-        args: list[str] = []
-        if self.offloaded:
-            args.append(f"offload={list(self.offloaded)}")
-        if self.saved or self.kind in (PolicyKind.SAVE_AND_OFFLOAD, PolicyKind.SAVE_ONLY):
-            args.append(f"save={list(self.saved)}")
-        if self.excluded:
-            args.append(f"except={list(self.excluded)}")
-        if self.offload_dst:
-            args.append(f"{self.offload_src or '?'}->{self.offload_dst}")
-        args += [p.describe() for p in self.parts]
-        return f"{self.kind}({', '.join(args)})"
-
-
-@dataclass(frozen=True)
-class Tag:
-    """One ``checkpoint_name`` call site.
-
-    host_copy: JAX's partial evaluation put a copy to host memory after the value (it
-    became an offloaded residual). carry: the value is a loop carry (a ``scan``/``while`` body returns it
-    as the next iteration's input). output: the value is an output of the checkpointed
-    function or of the step. producer: the user line of the equation that computed the
-    value (the HLO's source lines point there). host_copies: how many host copies JAX
-    put after it in the whole jaxpr (each lowers to one placement annotation).
-    """
-
-    name: str
-    where: Where | None = None
-    host_copy: bool = False
-    carry: bool = False
-    output: bool = False
-    producer: Where | None = None
-    host_copies: int = 0
-
-
-class PlacementKind(StrEnum):
-    DEVICE_PUT = "device_put"  # jax.device_put(x, <host sharding or memory space>)
-    ARGUMENT = "argument"  # an argument of the step in host memory
-    OUTPUT = "output"  # an output of the step in host memory
-    JIT_ARGUMENT = "jit-argument"  # in_shardings of an inner jit with a host memory kind
-    JIT_OUTPUT = "jit-output"  # out_shardings of an inner jit with a host memory kind
-    COMPUTE_ON = "compute_on"  # compute_on("device_host")
-    REMAT_OFFLOAD = "remat-offload"  # a host copy JAX put after an unnamed value (offload_dot_with_no_batch_dims)
-
-
-@dataclass(frozen=True)
-class Placement:
-    """One memory-kind placement of the step.
-
-    memory: the memory kind (``pinned_host``, ``unpinned_host``, ``host`` for
-    ``jax.memory.Space.Host``, ``device_host`` for compute_on). shape: ``f32[8,64]``.
-    label: an argument's position, an inner function's name. unused: nothing in the step
-    reads the placed value (a ``device_put`` whose result is dropped).
-    """
-
-    kind: PlacementKind
-    memory: str
-    where: Where | None = None
-    shape: str = ""
-    label: str = ""
-    unused: bool = False
-
-
-@dataclass(frozen=True)
-class Intent:
-    """What the traced step asked for. notes: what could not be read, in words."""
-
-    policies: tuple[Policy, ...] = ()
-    tags: tuple[Tag, ...] = ()
-    placements: tuple[Placement, ...] = ()
-    notes: tuple[str, ...] = ()
-
-    @property
-    def tagged_names(self) -> tuple[str, ...]:
-        return tuple(sorted({t.name for t in self.tags}))
-
-    def asks_for_offload(self) -> bool:
-        """Whether anything in the step asks for host memory (or a policy may: one not inspectable)."""
-        return bool(requests(self)) or any(p.uninspectable() for p in self.policies)
-
-
-def with_preset(intent: Intent, preset: Preset) -> Intent:
-    """``intent`` with every readable policy marked as built by ``preset`` (the compile layer knows
-    which framework setting built the step's policies, e.g. MaxText's ``remat_policy``)."""
-    return replace(intent, policies=tuple(replace(p, preset=preset) if p.inspectable else p
-                                          for p in intent.policies))
-
-
-# ---- serialisation (the manifest's ``intent`` key) -------------------------------------------
-
-
-def _where_dict(w: Where | None) -> dict[str, Any] | None:
-    return None if w is None else {"file": w.file, "line": w.line, "function": w.function}
-
-
-def _where(d: Any) -> Where | None:
-    if not isinstance(d, Mapping) or not isinstance(d.get("line"), int):
-        return None
-    return Where(str(d.get("file", "")), int(d["line"]), str(d.get("function", "")))
-
-
-def _preset_dict(p: Preset | None) -> dict[str, str] | None:
-    return None if p is None else {"framework": p.framework, "setting": p.setting, "value": p.value}
-
-
-def _preset(d: Any) -> Preset | None:
-    if not isinstance(d, Mapping):
-        return None
-    return Preset(str(d.get("framework", "")), str(d.get("setting", "")), str(d.get("value", "")))
-
-
-def _policy_dict(p: Policy) -> dict[str, Any]:
-    return {"kind": str(p.kind), "saved": list(p.saved), "offloaded": list(p.offloaded), "excluded": list(p.excluded),
-            "offload_src": p.offload_src, "offload_dst": p.offload_dst, "parts": [_policy_dict(q) for q in p.parts],
-            "inspectable": p.inspectable, "callable": p.callable, "mentions": list(p.mentions),
-            "sites": [_where_dict(w) for w in p.sites], "differentiated": p.differentiated,
-            "preset": _preset_dict(p.preset)}
-
-
-def _strs(v: Any) -> tuple[str, ...]:
-    return tuple(str(x) for x in v) if isinstance(v, list | tuple) else ()
-
-
-def _policy(d: Mapping[str, Any]) -> Policy:
-    kind = str(d.get("kind", "custom"))
-    return Policy(PolicyKind(kind) if kind in PolicyKind._value2member_map_ else PolicyKind.CUSTOM,
-                  _strs(d.get("saved")), _strs(d.get("offloaded")), _strs(d.get("excluded")),
-                  str(d.get("offload_src", "")), str(d.get("offload_dst", "")),
-                  tuple(_policy(q) for q in d.get("parts", []) if isinstance(q, Mapping)),
-                  bool(d.get("inspectable", True)), str(d.get("callable", "")), _strs(d.get("mentions")),
-                  tuple(w for w in (_where(s) for s in d.get("sites", [])) if w is not None),
-                  bool(d.get("differentiated", False)), _preset(d.get("preset")))
-
-
-def intent_to_dict(intent: Intent) -> dict[str, Any]:
-    """The manifest's ``intent`` value (docs/json-schema.md)."""
-    return {
-        "policies": [_policy_dict(p) for p in intent.policies],
-        "tags": [{"name": t.name, "where": _where_dict(t.where), "host_copy": t.host_copy, "carry": t.carry,
-                  "output": t.output, "producer": _where_dict(t.producer), "host_copies": t.host_copies}
-                 for t in intent.tags],
-        "placements": [{"kind": str(p.kind), "memory": p.memory, "where": _where_dict(p.where), "shape": p.shape,
-                        "label": p.label, "unused": p.unused} for p in intent.placements],
-        "notes": list(intent.notes),
-    }
-
-
-def intent_from_dict(d: Any) -> Intent | None:
-    """The :class:`Intent` a manifest holds, or None (no ``intent`` key, or not an object)."""
-    if not isinstance(d, Mapping):
-        return None
-    kinds = PlacementKind._value2member_map_
-    return Intent(
-        tuple(_policy(p) for p in d.get("policies", []) if isinstance(p, Mapping)),
-        tuple(Tag(str(t.get("name", "")), _where(t.get("where")), bool(t.get("host_copy")), bool(t.get("carry")),
-                  bool(t.get("output")), _where(t.get("producer")),
-                  int(t["host_copies"]) if isinstance(t.get("host_copies"), int) else 0)
-              for t in d.get("tags", []) if isinstance(t, Mapping)),
-        tuple(Placement(PlacementKind(str(p.get("kind"))), str(p.get("memory", "")), _where(p.get("where")),
-                        str(p.get("shape", "")), str(p.get("label", "")), bool(p.get("unused", False)))
-              for p in d.get("placements", []) if isinstance(p, Mapping) and str(p.get("kind")) in kinds),
-        _strs(d.get("notes")),
-    )
-
-
-# ---- requests and reasons ----------------------------------------------------------------------
-
-
-class AskKind(StrEnum):
-    OFFLOAD_NAME = "offload-name"  # a name a policy offloads
-    OFFLOAD_DOTS = "offload-dots"  # offload_dot_with_no_batch_dims
-    PLACEMENT = "placement"  # a memory-kind placement
-    POLICY = "policy"  # a policy hloscope cannot read
-    ANNOTATION = "annotation"  # no trace: a placement annotation of the unoptimized module
-
-
-@dataclass(frozen=True)
-class Asked:
-    """One request of the step. what: the name, the placement (``argument #0 f32[8] in
-    pinned_host``), the annotation, or "" for a dot offload. policy: the policy that asked
-    (described), or "". policy_unread: the name was offloaded by a policy hloscope cannot
-    read. where: its source line (the policy's checkpoint site, the placement's line).
-    memory: the memory kind asked for. preset: the framework setting whose list the name came
-    from (the policy's :class:`Preset`), None when the user's own policy listed it."""
-
-    kind: AskKind
-    what: str
-    policy: str = ""
-    where: Where | None = None
-    memory: str = ""
-    placement: Placement | None = None
-    policy_unread: bool = False
-    preset: Preset | None = None
-
-
-class Why(StrEnum):
-    """What became of a request (docs/offload-happened.md)."""
-
-    TRANSFERRED = "transferred"  # it became host transfers (listed)
-    SYNC_COPY = "sync-copy"  # it became transfers, at least one synchronous
-    PARTLY_REMOVED = "partly-removed"  # it became transfers, but XLA removed some of its placement annotations
-    NEVER_TAGGED = "never-tagged"  # the policy names a name no checkpoint_name in the step uses
-    PRESET_NOT_TAGGED = "preset-not-tagged"  # a framework preset lists the name; this model tags no value with it
-    NOT_A_RESIDUAL = "not-a-residual"  # tagged, but JAX kept no residual of it (carry, output, recomputed)
-    SAVED_ON_DEVICE = "saved-on-device"  # a policy saves the name on the device instead
-    NO_GRADIENT = "no-gradient"  # no remat site of the policy is differentiated: nothing is saved at all
-    DROPPED_IN_LOWERING = "dropped-in-lowering"  # in the jaxpr, but no host placement in the unoptimized module
-    REMOVED_BY_XLA = "removed-by-xla"  # annotated in the unoptimized module, gone from the optimized one
-    NOT_INSPECTABLE = "policy-not-inspectable"  # a policy hloscope cannot read: what it asks is unknown
-    NOT_A_TRANSFER = "not-a-transfer"  # compute_on("device_host") places computation, not data
-    UNKNOWN = "unknown"  # the cause cannot be known; the detail says what was checked
-
-
-class Fact(StrEnum):
-    """One fact behind a reason, or what the accounting checked; ``render.intent_words`` words
-    each from its arguments (names and figures). A fact whose words continue the one before
-    starts with its own separator there."""
-
-    # what the unoptimized module says (``_Lowered``)
-    LOWERED_UNKNOWN = "lowered-unknown"
-    LOWERED = "lowered"  # to_host, removed, annotations
-    # what became of the placement annotations a request owns
-    HOW_ELIMINATED = "how-eliminated"
-    HOW_BY_LINE = "how-by-line"
-    ANNOTATIONS_BECAME = "annotations-became"  # names, how, moved
-    READ_BACK = "read-back"  # n
-    SAME_BYTES = "same-bytes"  # names
-    BYTES_CLAIMED = "bytes-claimed"  # names, how, moved, others: its annotations' transfers carry other names
-    ANNOTATIONS_REMOVED = "annotations-removed"  # names, how
-    LOOP_RUNS_ONCE = "loop-runs-once"  # loops, trip: the removed annotations sit in loops that run once (issue 34)
-    SOME_LOOPS_RUN_ONCE = "some-loops-run-once"  # loops, trip, names, n, of: only some of them do (each loop counted)
-    PART_REMOVED = "part-removed"  # names, n, of: some of the request's annotations became no transfer
-    ANNOTATIONS_UNMATCHED = "annotations-unmatched"  # names, how
-    SOME_SYNC = "some-sync"  # n
-    # a tagged name JAX made no host copy of
-    NO_SOURCE_LINE = "no-source-line"
-    SAVED_BY_POLICY = "saved-by-policy"  # at, policy
-    NOT_DIFFERENTIATED = "not-differentiated"  # at
-    TAGGED_CARRY = "tagged-carry"  # at
-    TAGGED_OUTPUT = "tagged-output"  # at
-    TAGGED_NOT_SAVED = "tagged-not-saved"  # at
-    # a request JAX copied to host, no transfer found by name or line
-    NOT_FOLLOWED = "not-followed"  # unnamed
-    DROPPED_WHILE_LOWERING = "dropped-while-lowering"
-    NONE_TOLD = "none-told"  # lowered, unnamed
-    # names
-    CARRY_THE_NAME = "carry-the-name"  # n
-    NAMED_BY_BYTES = "named-by-bytes"  # n: that many carry it as a guess (bytes only)
-    GUESS_TWINS = "guess-twins"  # names: other name requests whose annotations move as many bytes
-    TAGGED_COPIED = "tagged-copied"  # at
-    NOT_TAGGED = "not-tagged"  # name, tagged
-    PRESET_LISTS = "preset-lists"  # name, framework, setting, value, tagged: a preset's name this model never tags
-    DID_YOU_MEAN = "did-you-mean"  # names
-    # dot offloads
-    NO_DOT_COPY = "no-dot-copy"
-    DOT_COPIES = "dot-copies"  # n, lines
-    # arguments and outputs in host memory
-    NO_PARAMETER = "no-parameter"  # label
-    PARAMETER_ON_DEVICE = "parameter-on-device"  # param
-    PARAMETER_READ = "parameter-read"  # param, n
-    PARAMETER_UNREAD = "parameter-unread"  # param
-    OUTPUT_WRITTEN = "output-written"  # label, n
-    OUTPUT_UNMADE = "output-unmade"  # label, followed
-    # compute_on
-    RUNS_ON_HOST = "runs-on-host"  # calls
-    NO_HOST_CALL = "no-host-call"
-    NOT_MARKED_HOST = "not-marked-host"
-    MARKED_HOST_REMOVED = "marked-host-removed"  # n
-    # placements
-    PLACEMENT_NO_LINE = "placement-no-line"  # lowered
-    TRACE_BACK = "trace-back"  # n, where
-    PLACED = "placed"  # memory, where
-    UNUSED = "unused"
-    # policies
-    NOT_INSPECTABLE = "not-inspectable"  # callable
-    CLOSURE_STRINGS = "closure-strings"  # strings
-    # annotations only (no trace)
-    ITS_SLICES = "its-slices"  # n
-    BYTES_NOT_MOVED = "bytes-not-moved"
-    NOT_IN_SLICES = "not-in-slices"
-    # what was checked
-    READ_FROM_TRACE = "read-from-trace"  # policies, tags, placements
-    NO_TRACE = "no-trace"  # annotations
-    NOTE = "note"  # text: what the trace reader could not read (hloscope.compile.intent)
-
-
-#: An argument of a fact: a name or figure, or a fact of its own (worded in its place).
-Arg: TypeAlias = "str | int | Detail"
-
-
-@dataclass(frozen=True)
-class Detail:
-    """One fact and its arguments (names, figures, facts), in the order ``render.intent_words`` needs."""
-
-    fact: Fact
-    args: tuple[tuple[str, Arg], ...] = ()
-
-    def arg(self, key: str) -> Arg | None:
-        return next((v for k, v in self.args if k == key), None)
-
-
-def fact(kind: Fact, **args: Arg) -> Detail:
-    """``Detail(kind, args)``, the arguments by keyword."""
-    return Detail(kind, tuple(args.items()))
-
-#: Reasons that mean the request produced no transfer (the check rule ``intent-accounted`` fails on them,
-#: and on ``partly-removed``). ``preset-not-tagged`` is not one: the name is the framework preset's,
-#: not the user's (the rule ``preset-names-tagged`` fails on it when asked).
-NO_TRANSFER = frozenset({Why.NEVER_TAGGED, Why.NOT_A_RESIDUAL, Why.SAVED_ON_DEVICE, Why.NO_GRADIENT,
-                         Why.DROPPED_IN_LOWERING, Why.REMOVED_BY_XLA, Why.UNKNOWN})
-
-
-@dataclass(frozen=True)
-class Accounted:
-    """One request and what became of it.
-
-    why: :class:`Why`. detail: the facts behind it, in order (``render.intent_words`` reads them
-    as one sentence). transfers: the verdicts of the transfers it became (both directions).
-    suggestions: the closest tagged names (``never-tagged``).
-    """
-
-    asked: Asked
-    why: Why
-    detail: tuple[Detail, ...] = ()
-    transfers: tuple[Verdict, ...] = ()
-    suggestions: tuple[str, ...] = ()
-
-    @property
-    def produced_no_transfer(self) -> bool:
-        return self.why in NO_TRANSFER
-
-    @property
-    def bytes_per_step(self) -> dict[Direction, int]:
-        out = {d: 0 for d in Direction}
-        for v in self.transfers:
-            out[v.transfer.direction] += v.transfer.bytes * v.transfer.executions
-        return out
-
-    @property
-    def executions(self) -> int:
-        return sum(v.transfer.executions for v in self.transfers)
-
-    @property
-    def by_verdict(self) -> dict[VerdictKind, int]:
-        out: dict[VerdictKind, int] = {}
-        for v in self.transfers:
-            out[v.verdict] = out.get(v.verdict, 0) + 1
-        return out
-
-
-class AccountSource(StrEnum):
-    """What stood for the step's requests."""
-
-    TRACE = "trace"  # the traced jaxpr (compiled here, or an artifact that records the trace)
-    ANNOTATIONS = "annotations"  # a plain HLO file: the unoptimized module's placement annotations
-
-
-@dataclass(frozen=True)
-class IntentAccount:
-    """Every request of the step with what became of it.
-
-    source: ``trace`` (the step was traced here or its artifact records the trace) or
-    ``annotations`` (a plain HLO file: the unoptimized module's placement annotations
-    stand in for the requests). checked: what the accounting looked at, one fact each.
-    """
-
-    items: tuple[Accounted, ...]
-    source: AccountSource = AccountSource.TRACE
-    checked: tuple[Detail, ...] = field(default_factory=tuple)
-
-    @property
-    def unaccounted(self) -> tuple[Accounted, ...]:
-        """Requests that produced no transfer."""
-        return tuple(a for a in self.items if a.produced_no_transfer)
-
-    @property
-    def partly(self) -> tuple[Accounted, ...]:
-        """Requests that became transfers, but not for all their placement annotations (``partly-removed``)."""
-        return tuple(a for a in self.items if a.why is Why.PARTLY_REMOVED)
-
-    @property
-    def missing(self) -> tuple[Accounted, ...]:
-        """Requests that produced no transfer, or none for some of their annotations (what
-        ``intent-accounted`` fails on)."""
-        return tuple(a for a in self.items if a.produced_no_transfer or a.why is Why.PARTLY_REMOVED)
-
-    @property
-    def preset_untagged(self) -> tuple[Accounted, ...]:
-        """Names a framework preset lists that this model never tags (``preset-not-tagged``)."""
-        return tuple(a for a in self.items if a.why is Why.PRESET_NOT_TAGGED)
-
-    @property
-    def not_inspectable(self) -> tuple[Accounted, ...]:
-        return tuple(a for a in self.items if a.why is Why.NOT_INSPECTABLE)
-
-
-def requests(intent: Intent) -> list[Asked]:
-    """The step's requests, in order: offloaded names (by policy), dot offloads, uninspectable
-    policies, placements."""
-    out: list[Asked] = []
-    seen: set[tuple[str, str]] = set()
-    for p in intent.policies:
-        for name in p.all_offloaded():
-            if (AskKind.OFFLOAD_NAME, name) in seen:
-                continue
-            seen.add((AskKind.OFFLOAD_NAME, name))
-            out.append(Asked(AskKind.OFFLOAD_NAME, name, p.describe(), p.sites[0] if p.sites else None,
-                             p.offload_dst, preset=p.preset))
-        if p.offloads_dots() and (AskKind.OFFLOAD_DOTS, p.describe()) not in seen:
-            seen.add((AskKind.OFFLOAD_DOTS, p.describe()))
-            out.append(Asked(AskKind.OFFLOAD_DOTS, "", p.describe(), p.sites[0] if p.sites else None,
-                             p.offload_dst))
-        for q in p.uninspectable():
-            if (AskKind.POLICY, q.callable) not in seen:
-                seen.add((AskKind.POLICY, q.callable))
-                out.append(Asked(AskKind.POLICY, q.callable, q.describe(), q.sites[0] if q.sites else None))
-    # Names JAX offloaded that no readable policy lists (an uninspectable policy's): asked by that policy.
-    listed = {a.what for a in out if a.kind is AskKind.OFFLOAD_NAME}
-    for t in intent.tags:
-        if t.host_copy and t.name not in listed:
-            listed.add(t.name)
-            out.append(Asked(AskKind.OFFLOAD_NAME, t.name, "", t.where, "host", policy_unread=True))
-    for pl in intent.placements:
-        if pl.kind is PlacementKind.REMAT_OFFLOAD:
-            continue  # a dot offload's host copies: accounted under its policy
-        out.append(Asked(AskKind.PLACEMENT, _placement_words(pl), "", pl.where, pl.memory, pl))
-    return out
-
-
-def requested_names(intent: Intent | None) -> frozenset[str] | None:
-    """The checkpoint names the step asks to offload (a policy's, or one JAX offloaded for a policy
-    hloscope cannot read); None when the step's intent is unknown."""
-    if intent is None:
-        return None
-    return frozenset(a.what for a in requests(intent) if a.kind is AskKind.OFFLOAD_NAME)
-
-
-def copy_lines(intent: Intent, asked: Asked) -> list[Where] | None:
-    """The lines of a request that JAX turned into host copies in the jaxpr (None: it made none)."""
-    if asked.kind is AskKind.OFFLOAD_NAME:
-        tags = [t for t in intent.tags if t.name == asked.what and t.host_copy]
-        if not tags:
-            return None
-        return [w for t in tags for w in (t.where, t.producer) if w is not None]
-    if asked.kind is AskKind.OFFLOAD_DOTS:
-        copies = [p for p in intent.placements if p.kind is PlacementKind.REMAT_OFFLOAD]
-        return [p.where for p in copies if p.where is not None] if copies else None
-    if asked.kind is AskKind.PLACEMENT and asked.placement is not None and \
-            asked.placement.kind is PlacementKind.DEVICE_PUT:
-        return [asked.placement.where] if asked.placement.where is not None else []
-    return None
-
-
-def annotation_owners(intent: Intent, asks: Sequence[Asked], unoptimized: Module | None,
-                      annotations: Sequence[HostTransfer]) -> tuple[dict[int, list[HostTransfer]], int]:
-    """Request index -> its to-host placement annotations (``annotations`` of ``unoptimized``): by
-    the line of the value each places, then by elimination (one request with host copies left,
-    and annotations no other request has); and the index of that request (-1: none)."""
-    to_host = [a for a in annotations if a.direction is Direction.TO_HOST]
-    lines = {id(a): _operand_lines(unoptimized, a) for a in to_host} if unoptimized is not None else {}
-    out: dict[int, list[HostTransfer]] = {}
-    copying: list[int] = []
-    for i, asked in enumerate(asks):
-        wheres = copy_lines(intent, asked)
-        if wheres is None:
-            continue
-        copying.append(i)
-        out[i] = [a for a in to_host if any(w.same_line(f, ln) for w in wheres for f, ln in lines.get(id(a), ()))]
-    taken = {id(a) for v in out.values() for a in v}
-    left = [a for a in to_host if id(a) not in taken]
-    bare = [i for i in copying if not out[i]]
-    if len(bare) == 1 and left:
-        out[bare[0]] = left
-        return out, bare[0]
-    return out, -1
-
-
-def _placement_words(p: Placement) -> str:
-    what = {
-        PlacementKind.DEVICE_PUT: "device_put",
-        PlacementKind.ARGUMENT: f"argument {p.label}",
-        PlacementKind.OUTPUT: f"output {p.label}",
-        PlacementKind.JIT_ARGUMENT: f"argument of {p.label}",
-        PlacementKind.JIT_OUTPUT: f"output of {p.label}",
-        PlacementKind.COMPUTE_ON: f"compute_on {p.label}".rstrip(),
-        PlacementKind.REMAT_OFFLOAD: "remat offload",
-    }[p.kind]
-    shape = f" {p.shape}" if p.shape else ""
-    return f"{what}{shape} in {p.memory}"
-
-
-# ---- accounting --------------------------------------------------------------------------------
+# Preset, Fact, IntentAccount, Why and account_of stay importable from here while the TUI and
+# compile/maxtext.py, which other work is moving, still import them so.
+__all__ = ["Fact", "IntentAccount", "Preset", "Why", "account_annotations_only", "account_intent", "account_of",
+           "account_step", "annotation_owners", "loops_run_once"]
 
 
 def _line_of(module: Module | None, t: HostTransfer) -> list[tuple[str, int]]:
@@ -1101,7 +525,25 @@ def account_step(intent: Intent | None, verdicts: Sequence[Verdict], module: Mod
     return account_intent(intent, verdicts, module, unoptimized, index)
 
 
-def account_of(report: object) -> IntentAccount | None:
-    """The report's intent account (``Report.intent``), or None when the step's intent is unknown."""
-    acc = getattr(report, "intent", None)
-    return acc if isinstance(acc, IntentAccount) else None
+def annotation_owners(intent: Intent, asks: Sequence[Asked], unoptimized: Module | None,
+                      annotations: Sequence[HostTransfer]) -> tuple[dict[int, list[HostTransfer]], int]:
+    """Request index -> its to-host placement annotations (``annotations`` of ``unoptimized``): by
+    the line of the value each places, then by elimination (one request with host copies left,
+    and annotations no other request has); and the index of that request (-1: none)."""
+    to_host = [a for a in annotations if a.direction is Direction.TO_HOST]
+    lines = {id(a): _operand_lines(unoptimized, a) for a in to_host} if unoptimized is not None else {}
+    out: dict[int, list[HostTransfer]] = {}
+    copying: list[int] = []
+    for i, asked in enumerate(asks):
+        wheres = copy_lines(intent, asked)
+        if wheres is None:
+            continue
+        copying.append(i)
+        out[i] = [a for a in to_host if any(w.same_line(f, ln) for w in wheres for f, ln in lines.get(id(a), ()))]
+    taken = {id(a) for v in out.values() for a in v}
+    left = [a for a in to_host if id(a) not in taken]
+    bare = [i for i in copying if not out[i]]
+    if len(bare) == 1 and left:
+        out[bare[0]] = left
+        return out, bare[0]
+    return out, -1

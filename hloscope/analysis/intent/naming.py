@@ -5,7 +5,7 @@ the pipeline's first stage. Every transfer is found (``hloscope.analysis.structu
 once with its name; the table, the "offloads asked for" accounting, the checks, the TUI, the
 diagrams and the JSON all read that one name.
 
-1. **Data flow** (``hloscope.analysis.structure.names``): from the value a to-host transfer moves back
+1. **Data flow** (``hloscope.analysis.structure.transfer_names``): from the value a to-host transfer moves back
    to the op that computed it and the ``checkpoint_name`` at its line. When that value is one
    part of dots XLA merged (a slice of a dot over a concatenate), the part's own operand names
    it first (the weight it multiplies, by the pytree path of the entry parameter, or the line
@@ -27,20 +27,21 @@ diagrams and the JSON all read that one name.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
-from hloscope.analysis.intent.account import AskKind, Intent, annotation_owners, requested_names, requests
+from hloscope.analysis.intent.account import annotation_owners
 from hloscope.analysis.intent.annotations import match_annotations, placement_annotations
+from hloscope.analysis.intent.model import AskKind, Intent, requested_names, requests
 from hloscope.analysis.kinds import Direction, NameBasis
 from hloscope.analysis.structure.index import ModuleIndex
-from hloscope.analysis.structure.names import Key, TransferNames, transfer_names
+from hloscope.analysis.structure.name_records import NameRecord
+from hloscope.analysis.structure.transfer_names import Key, TransferNames, transfer_names
 from hloscope.analysis.structure.transfers import FoundTransfer, HostTransfer, build_transfers, find_transfers
 from hloscope.hlo.model import Module
 from hloscope.hlo.shape import HOST_MEMORY_SPACE
 
 
 def find_named_transfers(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE,
-                         names: Sequence[Mapping[str, Any]] = (), intent: Intent | None = None,
+                         names: Sequence[NameRecord] = (), intent: Intent | None = None,
                          unoptimized: Module | None = None) -> list[HostTransfer]:
     """Every host transfer of the module, each with its one name (see the module docstring).
     ``names``: the step's ``checkpoint_name`` records; ``intent``: what it asked to offload
@@ -50,7 +51,7 @@ def find_named_transfers(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE
     guess = None
     if intent is not None and unoptimized is not None:
         partitions = max(index.module.num_partitions, unoptimized.num_partitions, 1)
-        roles = {str(r["name"]): r.get("role") for r in names if r.get("role")}
+        roles = {r.name: r.role for r in names if r.role}
         guesser = _BytesGuess(intent, unoptimized, found, partitions, roles)
         guess = guesser.guess
     return build_transfers(found, transfer_names(index, found, names, requested_names(intent), guess))
@@ -60,7 +61,7 @@ class _BytesGuess:
     """Names by bytes for the to-host transfers data flow left unnamed (step 2 of the module docstring)."""
 
     def __init__(self, intent: Intent, unoptimized: Module, found: Sequence[FoundTransfer], partitions: int,
-                 roles: Mapping[str, Any]) -> None:
+                 roles: Mapping[str, str | None]) -> None:
         self.intent = intent
         self.unoptimized = unoptimized
         self.partitions = partitions

@@ -1,7 +1,7 @@
 """Find every instruction that moves data between device and host memory.
 
 Pass: ``find_host_transfers(index, host_space=5, names=()) -> list[HostTransfer]``. Each
-transfer is built once, with its names (``hloscope.analysis.structure.names.transfer_names``:
+transfer is built once, with its names (``hloscope.analysis.structure.transfer_names.transfer_names``:
 checkpoint name and how it was decided, role, user source line) computed from what was
 found first. The pipeline names them knowing the step's requests instead
 (``hloscope.analysis.intent.naming.find_named_transfers``): ``find_transfers`` then
@@ -26,12 +26,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from hloscope.analysis.kinds import Direction, NameBasis
 from hloscope.analysis.structure.host_work import is_in_place_access
 from hloscope.analysis.structure.index import ModuleIndex
-from hloscope.analysis.structure.names import Key, TransferNames, transfer_names
+from hloscope.analysis.structure.name_records import NameRecord
 from hloscope.analysis.structure.opclass import (
     CONTROL_FLOW,
     DONE_OPCODES,
@@ -39,6 +39,7 @@ from hloscope.analysis.structure.opclass import (
     is_free,
     value_shape,
 )
+from hloscope.analysis.structure.transfer_names import Key, TransferNames, transfer_names
 from hloscope.hlo.model import Instruction, Module, SourceLocation
 from hloscope.hlo.shape import HOST_MEMORY_SPACE, Shape
 
@@ -62,7 +63,7 @@ class HostTransfer:
     unrequested_name: a ``checkpoint_name`` data flow found on the moved tensor that no request
     offloads. role: what the tensor is in the model ("Q projection"), when the step said so.
     source: the user source line where the moved tensor was computed (not the
-    remat wrapper's line). These come from ``hloscope.analysis.structure.names``.
+    remat wrapper's line). These come from ``hloscope.analysis.structure.transfer_names``.
     """
 
     instruction: Instruction
@@ -179,9 +180,9 @@ class FoundTransfer(NamedTuple):
 
 
 def find_host_transfers(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE,
-                        names: Sequence[Mapping[str, Any]] = ()) -> list[HostTransfer]:
+                        names: Sequence[NameRecord] = ()) -> list[HostTransfer]:
     """Every host transfer of the scheduled computations, named (``names``: the records read
-    from the traced jaxpr, ``hloscope.compile.names``; none for a plain HLO file)."""
+    from the traced jaxpr (:class:`NameRecord`); none for a plain HLO file)."""
     found = find_transfers(index, host_space)
     return build_transfers(found, transfer_names(index, found, names))
 

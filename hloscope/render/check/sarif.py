@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from hloscope import __version__
-from hloscope.analysis.intent.account import Accounted, account_of
+from hloscope.analysis.intent.outcome import Accounted, account_of
 from hloscope.analysis.report import Report
 from hloscope.check.allow import AllowEntry
 from hloscope.check.rules import RULES, Finding, Violation

@@ -30,7 +30,7 @@ from hloscope.targets import Target, get_target
 
 RUNS = Path(__file__).resolve().parent.parent / "fixtures" / "measured" / "tpu_v5e"
 #: Offload runs and their rematerialized twins (same shapes, nothing saved).
-TWINS = {"big": "big_remat", "wide": "wide_remat", "square": "square_remat"}
+TWINS = {"big": "big_remat", "wide": "wide_remat", "square": "square_remat", "opt_host": "opt_device"}
 
 
 @dataclass(frozen=True)

@@ -90,7 +90,6 @@ def test_the_matcher_fails_on_a_changed_figure() -> None:
         "simulated step: 1.0 s = compute 0.5 s + ..."]
 
 
-@pytest.mark.parametrize("block", shown_runs())
 def test_an_elision_inside_a_line_matches_on_that_line_only() -> None:
     block = Block(ROOT / "README.md", 1, "text", "$ hloscope x\n  worse: a (op ...) at .../x.py:3: hidden -> partial\n")
     assert not missing_lines(block, "  worse: a (op t/u) at /c/x.py:3: hidden -> partial\n")
@@ -98,6 +97,7 @@ def test_an_elision_inside_a_line_matches_on_that_line_only() -> None:
     assert missing_lines(block, "  worse: a (op t/u)\n at /c/x.py:3: hidden -> partial\n")
 
 
+@pytest.mark.parametrize("block", shown_runs())
 def test_shown_output_is_what_the_command_prints(block: Block, tmp_path: Path) -> None:
     argv = shlex.split(block.text.split("\n", 1)[0][2:])[1:]
     env = {**os.environ, "COLUMNS": "200", "PYTHONPATH": str(ROOT)}

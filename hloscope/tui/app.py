@@ -20,8 +20,8 @@ from textual.screen import Screen
 
 from hloscope.errors import EXIT_INTERNAL, HloscopeError
 from hloscope.tui.history import History, Place
-from hloscope.tui.load import Loaded, Source, load_source
-from hloscope.tui.messages import GoTo, LoadFailed, ReportReady, TransferChosen
+from hloscope.tui.load import Loaded, Source, load_source, measure_margins
+from hloscope.tui.messages import GoTo, LoadFailed, MarginsReady, ReportReady, TransferChosen
 from hloscope.tui.screens.error import ErrorScreen
 from hloscope.tui.screens.loading import LoadingScreen
 from hloscope.tui.terminal import need_terminal
@@ -69,6 +69,7 @@ class HloscopeApp(App[int]):
         self.loaded: Loaded | None = None
         self.other: Loaded | None = None
         self.search_index: SearchIndex | None = None
+        self.margins_ready = False  # the loaded report's margins are measured (the background worker)
         self.history = History()
         self.failure: HloscopeError | None = None
         self.main: MainScreen | None = None  # once loaded
@@ -122,16 +123,27 @@ class HloscopeApp(App[int]):
         self.main.call_after_refresh(self._after_first_frame)
 
     def _after_first_frame(self) -> None:
-        self.run_worker(self._index, thread=True, group="index")
+        self.run_worker(self._fill_in, thread=True, group="index")
         if self.compare_source is not None:
             self._set_status(f"loading {self.compare_source.label} to compare ...")
             self.run_worker(partial(self._load, self.compare_source, True), thread=True, group="load-b")
 
-    def _index(self) -> None:
+    def _fill_in(self) -> None:
+        """What comes after the first screen, off the UI thread: the search index (a fraction of
+        a second), then the margins (seconds: re-simulations of the step), posted when measured."""
         from hloscope.tui.search import SearchIndex
 
-        assert self.loaded is not None
-        self.search_index = SearchIndex(self.loaded.report)
+        loaded = self.loaded
+        assert loaded is not None
+        self.search_index = SearchIndex(loaded.report)
+        measure_margins(loaded)
+        gc.freeze()  # the margins live as long as the report (see _load)
+        self.post_message(MarginsReady())
+
+    def on_margins_ready(self, message: MarginsReady) -> None:
+        self.margins_ready = True
+        if self.main is not None:
+            self.main.margins_ready()
 
     def _set_status(self, text: str) -> None:
         if self.main is not None:

@@ -3,7 +3,8 @@
 ``check_source`` does the cheap checks (path exists, a folder holds a module,
 the file starts like HLO text) so bad input is a one-line error before the
 terminal is taken over. ``load_source`` does the slow part (read, parse,
-analyze, or compile a built-in workload) and returns a :class:`Loaded`.
+analyze, or compile a built-in workload) and returns a :class:`Loaded`: the first screen.
+``measure_margins`` does what comes after it (the margins' re-simulations).
 """
 
 from __future__ import annotations
@@ -146,10 +147,17 @@ def load_source(source: Source) -> Loaded:
     timeline = loaded.report.timeline
     times = TimeAxis(timeline) if timeline is not None else None
     layout = ScheduleLayout(loaded.report)
-    _ = loaded.report.margins  # the margins' re-simulations, off the UI thread (cached on the report)
+    # Not the margins: their re-simulations took 2-10x the whole analysis on the 32-layer module, and
+    # the first screen does not need them. The app measures them after that screen (measure_margins).
     if not loaded.report.verdicts:  # the schedule is the first screen: laid out off the UI thread
         layout.rows(loaded.report.module.entry_name)
     return replace(loaded, seconds=time.perf_counter() - t0, times=times, layout=layout)
+
+
+def measure_margins(loaded: Loaded) -> None:
+    """The report's margins and marginal costs (``Report.margins``: re-simulations of the step,
+    cached on the report), for a worker thread: the views read them once this returns."""
+    _ = loaded.report.margins
 
 
 def _read(source: Source) -> Loaded:

@@ -21,6 +21,12 @@ class ReportReady(Message):
 
 
 @dataclass
+class MarginsReady(Message):
+    """The background worker measured the loaded report's margins and marginal costs
+    (``report.margins``, cached on the report): the views that show them redraw."""
+
+
+@dataclass
 class LoadFailed(Message):
     """The worker could not load the input; ``message`` is one line.
 

@@ -14,14 +14,16 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 async def wait_loaded(pilot: Pilot[int], timeout_s: float = 60.0) -> None:
-    """Wait until the load worker delivered the report (or failed) and search is indexed."""
+    """Wait until the load worker delivered the report (or failed), search is indexed and the
+    margins are measured (the background worker after the first screen)."""
     app = pilot.app
     waited = 0.0
     while waited < timeout_s:
         if getattr(app, "failure", None) is not None:
             await pilot.pause()
             return
-        if getattr(app, "loaded", None) is not None and getattr(app, "search_index", None) is not None:
+        if (getattr(app, "loaded", None) is not None and getattr(app, "search_index", None) is not None
+                and getattr(app, "margins_ready", True)):
             await pilot.pause()
             return
         await pilot.pause(0.05)

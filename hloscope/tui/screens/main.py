@@ -130,6 +130,12 @@ class MainScreen(Screen[None]):
         self.query_one(ComputationTree).set_report(report)
         self.query_one(IntentView).set_report(report)
 
+    def margins_ready(self) -> None:
+        """The report's margins are measured (the app's background worker): the table's cost
+        columns and the detail pane's margin line show them."""
+        self.query_one(TransferTable).margins_arrived()
+        self.query_one(DetailPane).margins_arrived()
+
     def on_resize(self) -> None:
         self._fit_lists()
 

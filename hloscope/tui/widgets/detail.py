@@ -40,7 +40,8 @@ if TYPE_CHECKING:  # hloscope.render is imported on the first detail drawn (inst
 _MAX_LINKS = 40
 
 
-def instruction_text(loaded: Loaded, ins: Instruction) -> Text:
+def instruction_text(loaded: Loaded, ins: Instruction, margins: bool = True) -> Text:
+    """``ins`` in full (``margins``: as for :func:`verdict_text`, when ``ins`` starts a transfer)."""
     # hloscope.render is imported on the first detail drawn, after the first frame: the package
     # imports every renderer (~40 ms), which the transfer table does not need
     from hloscope.render.measured_text import measured_clause
@@ -77,7 +78,7 @@ def instruction_text(loaded: Loaded, ins: Instruction) -> Text:
     v = report.verdict_for(ins.name)
     if v is not None and v.transfer.computation == ins.computation:
         t.append("transfer: ", style="bold")
-        t.append_text(verdict_text(loaded, v))
+        t.append_text(verdict_text(loaded, v, margins))
     md = ins.metadata
     if md:
         t.append("metadata\n", style="bold")
@@ -101,7 +102,9 @@ def instruction_text(loaded: Loaded, ins: Instruction) -> Text:
     return t
 
 
-def verdict_text(loaded: Loaded, v: Verdict) -> Text:
+def verdict_text(loaded: Loaded, v: Verdict, margins: bool = True) -> Text:
+    """``v`` in full; ``margins``: the report's margins are measured (else their line says they are coming:
+    reading ``report.margins`` would measure them here, on the UI thread)."""
     from hloscope.render.margin_text import margin_line
     from hloscope.render.name_words import name_words, unrequested_words
     from hloscope.render.unread_text import unread_clause
@@ -123,7 +126,9 @@ def verdict_text(loaded: Loaded, v: Verdict) -> Text:
     if clause := xla_clause(loaded.report, v):  # XLA's own figure, beside ours
         t.append(f"  xla: {clause}\n")
     t.append(shown(f"  why: {explain(v, core_word(loaded.report.platform))}") + "\n", style="italic")
-    if margin := margin_line(loaded.report, v):
+    if not margins and v.timing is not None:
+        t.append("  margin: …\n", style="dim")
+    elif margin := margin_line(loaded.report, v):
         t.append(shown(f"  margin: {margin}") + "\n")
     if (unread := loaded.report.unread.of(t_)) is not None:
         t.append(shown(f"  never read back: it {unread_clause(unread)}") + "\n", style="bold #d08770")
@@ -215,6 +220,8 @@ class DetailPane(VerticalScroll):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.loaded: Loaded | None = None
+        self.margins = False  # the report's margins are measured (margins_arrived)
+        self._shown: Verdict | Instruction | None = None
         self._targets: list[tuple[str, str | None]] = []
 
     def compose(self) -> ComposeResult:
@@ -224,17 +231,34 @@ class DetailPane(VerticalScroll):
     def show_instruction(self, ins: Instruction) -> None:
         if self.loaded is None:
             return
-        self.query_one("#detail-text", Static).update(instruction_text(self.loaded, ins))
+        self._shown = ins
+        self._draw_text()
         self._set_links(links(self.loaded, ins))
 
     def show_verdict(self, v: Verdict) -> None:
         if self.loaded is None:
             return
-        t = plain(v.transfer.instruction.name, style="bold")
-        t.append("\n")
-        t.append_text(verdict_text(self.loaded, v))
-        self.query_one("#detail-text", Static).update(t)
+        self._shown = v
+        self._draw_text()
         self._set_links(links(self.loaded, v.transfer.instruction))
+
+    def _draw_text(self) -> None:
+        what, loaded = self._shown, self.loaded
+        if what is None or loaded is None:
+            return
+        if isinstance(what, Verdict):
+            t = plain(what.transfer.instruction.name, style="bold")
+            t.append("\n")
+            t.append_text(verdict_text(loaded, what, self.margins))
+        else:
+            t = instruction_text(loaded, what, self.margins)
+        self.query_one("#detail-text", Static).update(t)
+
+    def margins_arrived(self) -> None:
+        """The report's margins are measured: the transfer shown gets its margin line (its links
+        and the cursor on them stay)."""
+        self.margins = True
+        self._draw_text()
 
     def _set_links(self, items: list[tuple[str, str, str | None]]) -> None:
         ol = self.query_one("#detail-links", OptionList)

@@ -1,7 +1,7 @@
 """IntentView: the offloads the traced step asked for, each with the transfers it became or its reason.
 
 One block per request (``hloscope.analysis.intent.account.Accounted``): the mark (``ok``,
-``SYNC``, ``NONE``, ``NONE?``, ``??``), what was asked, the policy and source line,
+``done``, ``SYNC``, ``PART``, ``NONE``, ``NONE?``, ``??``, ``--``), what was asked, the policy and source line,
 then its transfers (bytes per step, executions, verdicts; a transfer whose name
 only its bytes decided is marked ``name guessed by bytes``, and the facts say so) or
 the reason it produced none. Strings from the trace (names, paths, policies) are data: they go
@@ -17,9 +17,12 @@ from hloscope.analysis.intent.account import Fact, IntentAccount, Why, account_o
 from hloscope.tui.format import VERDICT_STYLE
 from hloscope.tui.text import shown
 
-#: Style of each mark: green for done, red for no transfer, yellow for unknown / unreadable.
-MARK_STYLE = {"ok": "bold #a3be8c", "SYNC": "bold #bf616a", "NONE": "bold #bf616a", "NONE?": "bold #ebcb8b",
-              "??": "bold #ebcb8b", "--": "dim"}
+#: Style of each mark (``render.intent_text.mark``): green when every transfer is hidden; orange when
+#: the request happened with a cost (``done``: transfers, not all hidden; each listed under it in its
+#: verdict's colour) or only in part (``PART``: XLA removed some of its annotations); red for no
+#: transfer or a synchronous copy; yellow for unknown / unreadable.
+MARK_STYLE = {"ok": "bold #a3be8c", "done": "bold #d08770", "SYNC": "bold #bf616a", "PART": "bold #d08770",
+              "NONE": "bold #bf616a", "NONE?": "bold #ebcb8b", "??": "bold #ebcb8b", "--": "dim"}
 
 
 def intent_text(account: IntentAccount | None) -> Text:

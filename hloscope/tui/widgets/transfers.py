@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -25,11 +26,13 @@ SORTS: tuple[tuple[str, Callable[[tuple[int, Verdict]], Any]], ...] = (
     ("verdict", lambda iv: (VERDICT_ORDER.index(iv[1].verdict), iv[0])),
     ("name", lambda iv: iv[1].transfer.instruction.name),
 )
-#: Sorts that read the report (its margins), by label.
+#: Sorts that read the report's margins, by label (until they are measured, every row ties: schedule order).
 REPORT_SORTS: tuple[tuple[str, Callable[[Report, tuple[int, Verdict]], Any]], ...] = (
     ("marginal cost", lambda r, iv: -_marginal(r, iv[1])),
     ("margin", lambda r, iv: _margin(r, iv[1])),
 )
+#: A cell whose figure (marginal cost, margin) the background worker has not measured yet.
+PENDING = "…"
 VERDICT_FILTERS: tuple[VerdictKind | None, ...] = (None, *VERDICT_ORDER)
 DIRECTION_FILTERS: tuple[Direction | None, ...] = (None, Direction.TO_HOST, Direction.TO_DEVICE)
 #: The verdict right after the name: the column the table is for, whole at any width (at 110-150
@@ -46,6 +49,10 @@ COST_COLUMNS = ("transfer", "verdict", "~blame", "~marginal", "margin", "checkpo
 def _marginal(report: Report, v: Verdict) -> float:
     m = report.margin_for(v) if v.timing is not None else None
     return m.marginal_us if m is not None else 0.0
+
+
+def _tie(iv: tuple[int, Verdict]) -> int:
+    return 0
 
 
 def _margin(report: Report, v: Verdict) -> float:
@@ -73,6 +80,10 @@ class TransferTable(DataTable[Any]):
         self.direction_filter: Direction | None = None
         self.shown: list[Verdict] = []
         self.costs = False  # COST_COLUMNS shown instead of COLUMNS
+        # the report's margins are measured (MainScreen.margins_ready): until then their cells show
+        # PENDING and their sorts keep the schedule order; reading report.margins here would measure
+        # them on the UI thread
+        self.margins = False
 
     def on_mount(self) -> None:
         self.add_columns(*COLUMNS)
@@ -88,18 +99,27 @@ class TransferTable(DataTable[Any]):
         self.report = report
         self.refill()
 
+    def margins_arrived(self) -> None:
+        """The report's margins are measured: their cells and sorts show them from now on."""
+        self.margins = True
+        if self.costs or self._sorts()[self.sort_index][0] in dict(REPORT_SORTS):
+            self.refill(self.selected)
+
     @property
     def state(self) -> str:
         """The sort and filters, in words (shown in the table's border)."""
         v = self.verdict_filter.value if self.verdict_filter else "all"
         d = self.direction_filter.value if self.direction_filter else "both"
-        return f"sorted by {self._sorts()[self.sort_index][0]} · verdict: {v} · direction: {d}"
+        label = self._sorts()[self.sort_index][0]
+        if not self.margins and label in dict(REPORT_SORTS):
+            label += f" ({PENDING})"
+        return f"sorted by {label} · verdict: {v} · direction: {d}"
 
     def _sorts(self) -> list[tuple[str, Callable[[tuple[int, Verdict]], Any]]]:
         report = self.report
         out = list(SORTS)
         if report is not None and report.timeline is not None:
-            out += [(label, (lambda key: lambda iv: key(report, iv))(key)) for label, key in REPORT_SORTS]
+            out += [(label, partial(key, report) if self.margins else _tie) for label, key in REPORT_SORTS]
         return out
 
     def refill(self, keep: Verdict | None = None) -> None:
@@ -128,11 +148,14 @@ class TransferTable(DataTable[Any]):
                     Text(str(t.executions)))
             cells: tuple[Text, ...]
             if self.costs:
-                m = report.margin_for(v) if v.timing is not None else None
-                blame = v.timing.blame_us if v.timing is not None else 0.0
-                cells = (*head, Text(human_us(blame) if blame > 0 else "-"),
-                         Text(human_us(m.marginal_us) if m is not None and m.marginal_us > 0 else "-"),
-                         Text(margin_cell(m)), *what)
+                blame = v.timing.blame_us if v.timing is not None else 0.0  # the simulated step's: known now
+                if self.margins or v.timing is None:
+                    m = report.margin_for(v) if v.timing is not None else None
+                    marginal = Text(human_us(m.marginal_us) if m is not None and m.marginal_us > 0 else "-")
+                    margin = Text(margin_cell(m))
+                else:
+                    marginal, margin = Text(PENDING, style="dim"), Text(PENDING, style="dim")
+                cells = (*head, Text(human_us(blame) if blame > 0 else "-"), marginal, margin, *what)
             else:
                 cells = (*head, Text(human_us(exposed) if exposed > 0 else "-"), *what,
                          plain(short_source(loc)) if loc else Text("-"))

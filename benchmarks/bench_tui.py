@@ -5,6 +5,8 @@
     python benchmarks/bench_tui.py --headless-only  # only Textual's run_test figures
     python benchmarks/bench_tui.py --layers 16
     python benchmarks/bench_tui.py --path some/optimized.hlo.txt
+    python benchmarks/bench_tui.py --before /path/to/other/checkout  # first screen with verdicts, that
+                                                    # checkout's hloscope against this one's, quiet and loaded
 
 The input is the module of benchmarks/bench_parse.py (an unrolled Llama step
 compiled deviceless, cached under benchmarks/.cache/). Two measurements:
@@ -23,6 +25,10 @@ compiled deviceless, cached under benchmarks/.cache/). Two measurements:
   first-screen and data figures from this script's start, and the time of one
   Pilot key press to idle (Pilot's own round trip included: compare with the
   unbound-key baseline), in the largest computation's schedule too.
+
+``--before DIR``: only the first screen with verdicts, in tmux, of the checkout at DIR
+("before") and of this one ("after"), alternating, ``--runs`` times each, first on the machine as
+it is ("quiet") and then with one busy process per core beside it ("loaded").
 
 Import cost is printed first (``-X importtime`` sums, fresh interpreters). The
 load average is printed before and after: the figures move with it.
@@ -86,8 +92,15 @@ def imports() -> None:
 
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;:?]*[A-Za-z]")
-#: A transfer table row: its direction, then (cells apart) a verdict word as a cell of its own.
-_VERDICT_ROW_RE = re.compile(r"\s(?:H→D|D→H)\s.*\s(?:sync|exposed|partial|hidden|unscheduled)\s")
+#: A transfer table row: a verdict word as a cell of its own, then (cells apart) its direction, in the
+#: order of ``tui.widgets.transfers.COLUMNS``. (The direction came first once; with the verdict moved
+#: to the second column that pattern matched only the detail pane's "why" line beside a row, drawn
+#: after the row: the figure was the detail pane's.)
+_VERDICT_ROW_RE = re.compile(r"\s(?:sync|exposed|partial|hidden|unscheduled)\s.*\s(?:H→D|D→H)\s")
+
+
+#: A figure the background worker has not measured yet (``tui.widgets.transfers.PENDING``).
+_PENDING = "…"
 
 
 def verdict_on_screen(screen: str) -> bool:
@@ -225,7 +238,13 @@ def _terminal(path: str, presses: int) -> None:
         print(f"terminal: first screen {first - t0:.2f} s after tmux started the command ({first - t0 - base:.2f} s "
               f"more than a bare interpreter printing a word: {base:.2f} s); data on screen {data - t0:.2f} s")
         print(f"terminal: first screen with verdicts {verdicts - t0:.2f} s")
-        time.sleep(1.0)  # let the search index worker finish
+        # keys while the background worker measures the margins (it starts after the first screen)
+        print(f"terminal: transfer table, Down, right after the first screen: {_fmt(pane.latency('Down', 8))}")
+        pane.keys("m")  # the cost columns: "…" in the margin cells until the worker is done
+        costs, _ = pane.wait_for(lambda s: "~marginal" in s and _PENDING not in _ANSI_RE.sub("", s), 600)
+        print(f"terminal: margins and marginal costs on screen {costs - t0:.2f} s")
+        pane.keys("m")
+        time.sleep(0.5)
         print(f"terminal: transfer table, Down: {_fmt(pane.latency('Down', presses))}")
         pane.keys("2")
         time.sleep(0.5)
@@ -235,6 +254,48 @@ def _terminal(path: str, presses: int) -> None:
         time.sleep(0.3)
     finally:
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+
+
+def first_verdicts_s(root: Path, path: str) -> float:
+    """tmux start of ``hloscope tui PATH`` run from checkout ``root`` -> a row's verdict on screen."""
+    name = f"hloscope-bench-ba-{os.getpid()}"
+    t0 = _session(name, f"cd {root} && exec {sys.executable} -m hloscope.cli tui {path}")
+    try:
+        shown, _ = Pane(name).wait_for(verdict_on_screen, 600)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+    return shown - t0
+
+
+def _burners(n: int) -> list[subprocess.Popen[bytes]]:
+    """``n`` processes spinning on a core each: the "loaded" machine."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
+def before_after(before: Path, path: str, runs: int) -> None:
+    if shutil.which("tmux") is None:
+        raise SystemExit("--before: needs tmux")
+    hold = f"hloscope-bench-hold-{os.getpid()}"
+    _session(hold, "sleep 3600")
+    try:
+        for label, busy in (("quiet", 0), ("loaded", os.cpu_count() or 1)):
+            burners = _burners(busy)
+            try:
+                time.sleep(0.5 if busy else 0)
+                got: dict[str, list[float]] = {"before": [], "after": []}
+                for _ in range(runs):
+                    for which, root in (("before", before), ("after", ROOT)):
+                        got[which].append(first_verdicts_s(root, path))
+                what = f"{label} ({_load()}" + (f", {busy} busy processes beside it)" if busy else ")")
+                print(f"first screen with verdicts, {what}: " + "; ".join(
+                    f"{k} median {statistics.median(v):.2f} s (min {min(v):.2f}, max {max(v):.2f}, n={len(v)})"
+                    for k, v in got.items()))
+            finally:
+                for p in burners:
+                    p.kill()
+                    p.wait()
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", hold], capture_output=True)
 
 
 # -- headless (Textual's run_test) ------------------------------------------------------------------
@@ -303,6 +364,8 @@ def main() -> None:
     which = ap.add_mutually_exclusive_group()
     which.add_argument("--terminal-only", action="store_true")
     which.add_argument("--headless-only", action="store_true")
+    which.add_argument("--before", metavar="DIR", help="a checkout to compare with (see above)")
+    ap.add_argument("--runs", type=int, default=5, help="with --before: runs of each checkout, quiet and loaded")
     args = ap.parse_args()
     if args.headless_only and "hloscope" in sys.modules:
         raise SystemExit("--headless-only: hloscope already imported; the first-screen figure would be warm")
@@ -312,6 +375,10 @@ def main() -> None:
         from bench_parse import make_input
 
         path = str(make_input(args.layers))
+    if args.before:
+        print(f"input: {path}; before: {Path(args.before).resolve()}; after: {ROOT}")
+        before_after(Path(args.before).resolve(), path, args.runs)
+        return
     if not args.headless_only:
         print(_load())
         imports()

@@ -60,6 +60,11 @@ async def test_verdicts_first_then_margins_from_the_background(monkeypatch: pyte
         assert timed and {_cells(table, "margin")[n] for n in timed} == {PENDING}
         # blame is the simulated step's, known with the verdicts
         assert _cells(table, "~blame") != {n: PENDING for n in verdicts}
+        # the marginal-cost sort (s five times: schedule, exposed, bytes, verdict, name, marginal cost)
+        # keeps the schedule order until the figures come, and says so
+        await pilot.press("s", "s", "s", "s", "s")
+        assert "sorted by marginal cost (…)" in str(table.border_subtitle)
+        assert table.shown == list(report.verdicts)
         chosen = table.selected
         assert chosen is not None and chosen.timing is not None
         await pilot.pause(0.2)  # the detail pane follows the cursor after DETAIL_DELAY_S
@@ -71,6 +76,9 @@ async def test_verdicts_first_then_margins_from_the_background(monkeypatch: pyte
         await wait_loaded(pilot)
         assert app.margins_ready and measured == [app.loaded]
         assert table.selected is chosen
+        assert "sorted by marginal cost ·" in str(table.border_subtitle)
+        costs = [-(m.marginal_us if (m := report.margin_for(v)) is not None else 0.0) for v in table.shown]
+        assert costs == sorted(costs) and table.shown != list(report.verdicts)
         margins = _cells(table, "margin")
         for v in report.verdicts:
             assert margins[v.transfer.instruction.name] == margin_cell(report.margin_for(v))

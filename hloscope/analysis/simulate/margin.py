@@ -37,7 +37,7 @@ from hloscope.analysis.cost.roofline import CostModel
 from hloscope.analysis.kinds import Reason, VerdictKind
 from hloscope.analysis.measured.compare import OpClassName, classify
 from hloscope.analysis.simulate.overlap import judged_by_blame, judged_by_wait
-from hloscope.analysis.simulate.timeline import SimScales, Timeline, simulate_step
+from hloscope.analysis.simulate.timeline import Outcome, Replayer, SimScales, Timeline, simulate_step
 from hloscope.analysis.simulate.verdict import Thresholds
 from hloscope.analysis.structure.callgraph import CallGraph
 from hloscope.analysis.structure.pairs import AsyncPair
@@ -141,15 +141,17 @@ class Margins:
         return self.transfers.get((computation, start))
 
     def fix_first(self) -> list[TransferMargin]:
-        """Transfers by marginal cost, largest first (those that cost something)."""
+        """Transfers by marginal cost, largest first (those that cost something); costs equal to the
+        nanosecond (the figure's precision: :func:`measure_margins` may differ from a whole
+        re-simulation in the last bits) by computation and start."""
         return sorted((m for m in self.transfers.values() if m.marginal_us > 0),
-                      key=lambda m: (-m.marginal_us, m.computation, m.start))
+                      key=lambda m: (-round(m.marginal_us, 3), m.computation, m.start))
 
 
 Key = tuple[str, str]
 
 
-def verdicts_of(timeline: Timeline, keys: Sequence[Key], transfer_us: Callable[[Key], float],
+def verdicts_of(timeline: Timeline | Outcome, keys: Sequence[Key], transfer_us: Callable[[Key], float],
                 thresholds: Thresholds) -> dict[Key, VerdictKind]:
     """Each transfer's verdict in a simulated step, decided as the step's own (wait, then blame)."""
     out: dict[Key, VerdictKind] = {}
@@ -165,6 +167,8 @@ def verdicts_of(timeline: Timeline, keys: Sequence[Key], transfer_us: Callable[[
 
 
 class _Resim:
+    """Whole re-simulations through ``simulate_step`` (the reference, :func:`measure_margins_brute`)."""
+
     def __init__(self, module: Module, cost: CostModel, pairs: list[AsyncPair], transfers: list[HostTransfer],
                  callgraph: CallGraph, streams: StreamAssignment | None) -> None:
         self.args = (module, cost, pairs, transfers, callgraph)
@@ -177,6 +181,40 @@ class _Resim:
         module, cost, pairs, transfers, callgraph = self.args
         return simulate_step(module, cost, pairs, transfers, callgraph, streams=self.streams, scales=scales,
                              detail=False, base_programs=self.programs)
+
+    def free_each(self, keys: Sequence[Key]) -> list[float]:
+        return [self(SimScales(free_transfers=frozenset({k}))).step_us for k in keys]
+
+    def link(self, f: float) -> Timeline | Outcome:
+        return self(SimScales(link=f))
+
+    def whole(self, scales: SimScales) -> Timeline | Outcome:
+        return self(scales)
+
+
+class _Forked:
+    """The same re-simulations, each started where it first differs from the step
+    (:class:`~hloscope.analysis.simulate.timeline.Replayer`): a free transfer from the first point of
+    the entry computation that reaches it, a factor on the links from the first that reaches any
+    transfer; a factor on the work's time changes the step from its first op, and runs whole."""
+
+    def __init__(self, module: Module, cost: CostModel, pairs: list[AsyncPair], transfers: list[HostTransfer],
+                 callgraph: CallGraph, streams: StreamAssignment | None) -> None:
+        self.replay = Replayer(module, cost, pairs, transfers, callgraph, streams)
+        self.all_transfers = frozenset((t.computation, t.instruction.name) for t in transfers)
+
+    @property
+    def count(self) -> int:
+        return self.replay.count
+
+    def free_each(self, keys: Sequence[Key]) -> list[float]:
+        return self.replay.steps_from([(frozenset({k}), SimScales(free_transfers=frozenset({k}))) for k in keys])
+
+    def link(self, f: float) -> Timeline | Outcome:
+        return self.replay.run_from(self.all_transfers, SimScales(link=f))
+
+    def whole(self, scales: SimScales) -> Timeline | Outcome:
+        return self.replay.run(scales)
 
 
 def _flips(base: dict[Key, VerdictKind], run: Callable[[float], dict[Key, VerdictKind]]
@@ -221,8 +259,23 @@ def measure_margins(module: Module, cost: CostModel, pairs: Sequence[AsyncPair],
                     callgraph: CallGraph, streams: StreamAssignment | None, timeline: Timeline,
                     thresholds: Thresholds) -> Margins:
     """Marginal cost, link and compute flips and exposure range of every async transfer the
-    simulation timed (module docstring)."""
-    resim = _Resim(module, cost, list(pairs), list(transfers), callgraph, streams)
+    simulation timed (module docstring), each what-if re-simulated from the point where it first
+    differs from the step (:class:`~hloscope.analysis.simulate.timeline.Replayer`): the same figures as
+    :func:`measure_margins_brute`, bit for bit."""
+    runs = _Forked(module, cost, list(pairs), list(transfers), callgraph, streams)
+    return _measure(runs, cost, timeline, thresholds)
+
+
+def measure_margins_brute(module: Module, cost: CostModel, pairs: Sequence[AsyncPair],
+                          transfers: Sequence[HostTransfer], callgraph: CallGraph, streams: StreamAssignment | None,
+                          timeline: Timeline, thresholds: Thresholds) -> Margins:
+    """:func:`measure_margins` by whole re-simulations of the step (``simulate_step``, one per what-if):
+    the reference the tests hold the forked re-simulations to."""
+    runs = _Resim(module, cost, list(pairs), list(transfers), callgraph, streams)
+    return _measure(runs, cost, timeline, thresholds)
+
+
+def _measure(runs: _Resim | _Forked, cost: CostModel, timeline: Timeline, thresholds: Thresholds) -> Margins:
     keys = [k for k, t in timeline.transfers.items() if t.is_async and t.matched and t.executions > 0]
     lat = cost.transfer_latency_us
     alone = {k: timeline.transfers[k].transfer_us for k in keys}
@@ -234,26 +287,23 @@ def measure_margins(module: Module, cost: CostModel, pairs: Sequence[AsyncPair],
 
     # marginal cost
     touched = timeline.influential
-    marginal: dict[Key, float] = {}
-    for k in keys:
-        t = timeline.transfers[k]
-        if t.blame_us <= 0 and t.wait_us_per_step <= 0 and k not in touched:
-            marginal[k] = 0.0
-            continue
-        marginal[k] = max(0.0, timeline.step_us - resim(SimScales(free_transfers=frozenset({k}))).step_us)
+    costly = [k for k in keys if timeline.transfers[k].blame_us > 0 or timeline.transfers[k].wait_us_per_step > 0
+              or k in touched]
+    steps = dict(zip(costly, runs.free_each(costly), strict=True))
+    marginal = {k: max(0.0, timeline.step_us - steps[k]) if k in steps else 0.0 for k in keys}
 
     memo: dict[tuple[str, float], dict[Key, VerdictKind]] = {}
 
     def link_run(f: float) -> dict[Key, VerdictKind]:
         got = memo.get(("link", f))
         if got is None:
-            got = memo[("link", f)] = verdicts_of(resim(SimScales(link=f)), keys, us_at(f), thresholds)
+            got = memo[("link", f)] = verdicts_of(runs.link(f), keys, us_at(f), thresholds)
         return got
 
     def compute_run(f: float) -> dict[Key, VerdictKind]:
         got = memo.get(("compute", f))
         if got is None:
-            got = memo[("compute", f)] = verdicts_of(resim(SimScales(compute=f)), keys, us_at(1.0), thresholds)
+            got = memo[("compute", f)] = verdicts_of(runs.whole(SimScales(compute=f)), keys, us_at(1.0), thresholds)
         return got
 
     link_flips = _flips(base, link_run) if keys else {}
@@ -271,8 +321,8 @@ def measure_margins(module: Module, cost: CostModel, pairs: Sequence[AsyncPair],
             return r if slower else 1.0 / r
         return f
 
-    low = resim(SimScales(per_op=per_op(True)))  # work slower: more to hide behind
-    high = resim(SimScales(per_op=per_op(False)))
+    low = runs.whole(SimScales(per_op=per_op(True)))  # work slower: more to hide behind
+    high = runs.whole(SimScales(per_op=per_op(False)))
     out: dict[Key, TransferMargin] = {}
     for k in keys:
         t = timeline.transfers[k]
@@ -286,7 +336,7 @@ def measure_margins(module: Module, cost: CostModel, pairs: Sequence[AsyncPair],
             flip_link_verdict=lf[1] if lf else None,
             flip_compute_factor=cf[0] if cf else None, flip_compute_verdict=cf[1] if cf else None,
             exposed_low_us=min(corner), exposed_high_us=max(corner))
-    return Margins(out, resim.count, is_calibrated(cost.target), tuple(sorted(factors.items())),
+    return Margins(out, runs.count, is_calibrated(cost.target), tuple(sorted(factors.items())),
                    (low.step_us, high.step_us), (2 ** (-GRID_STEPS / 4), 2 ** (GRID_STEPS / 4)))
 
 

@@ -324,6 +324,19 @@ class _Flow:
         if us > 0 and by != self.key:
             self.held[by] = self.held.get(by, 0.0) + us
 
+    def clone(self, flows: dict[int, _Flow]) -> _Flow:
+        """A copy for a forked simulation; ``flows`` maps the originals (by id) to their copies, so
+        that a flow shared by a link and an op (or ahead of another) stays one flow."""
+        got = flows.get(id(self))
+        if got is not None:
+            return got
+        f = _Flow.__new__(_Flow)
+        flows[id(self)] = f
+        f.key, f.bytes, f.remaining, f.issue, f.finish = self.key, self.bytes, self.remaining, self.issue, self.finish
+        f.ready, f.began, f.behind, f.held = self.ready, self.began, self.behind, dict(self.held)
+        f.after = self.after.clone(flows) if self.after is not None else None
+        return f
+
 
 class _Link:
     """A host link in one direction, moved by ``engines`` copy engines.
@@ -465,6 +478,15 @@ class _Link:
             self.advance(float("inf"), until=flow)
         return flow.finish
 
+    def clone(self, flows: dict[int, _Flow]) -> _Link:
+        """A copy for a forked simulation (its flows copied through ``flows``)."""
+        lk = _Link(self.bw, self.latency, self.engines)
+        lk.now = self.now
+        lk.active = [f.clone(flows) for f in self.active]
+        lk.queued = [f.clone(flows) for f in self.queued]
+        lk.waiting = [f.clone(flows) for f in self.waiting]
+        return lk
+
     def shift(self, dt: float) -> None:
         self.now += dt
         for f in (*self.active, *self.queued, *self.waiting):
@@ -491,6 +513,18 @@ class _Op:
         self.shifted = False  # carried across extrapolated iterations
         self.stream: ExecutionStream | None = None  # XLA's compute or memcpy stream it runs on, when known
         self.ahead: tuple[str, ...] = ()  # starts still running on that stream when it was issued
+
+    def clone(self, ops: dict[int, _Op], flows: dict[int, _Flow], links: dict[int, _Link]) -> _Op:
+        """A copy for a forked simulation: one copy per op (``ops``), its flow and link the fork's."""
+        got = ops.get(id(self))
+        if got is not None:
+            return got
+        op = _Op(self.key, self.kind, self.issue, self.finish,
+                 self.flow.clone(flows) if self.flow is not None else None,
+                 links[id(self.link)] if self.link is not None else None)
+        op.shifted, op.stream, op.ahead = self.shifted, self.stream, self.ahead
+        ops[id(self)] = op
+        return op
 
     def finish_time(self) -> float:
         if self.flow is not None and self.link is not None:
@@ -598,6 +632,94 @@ class _Sim:
         self.programs: dict[str, list[tuple[int, Instruction, float]]] = {}
         self.iteration = -1
 
+    def fork(self, scales: SimScales) -> _Sim:
+        """A copy of this simulation, paused between two ops of the entry computation, to go on with
+        ``scales`` (which must leave the programs as they are: a link factor, free transfers). What
+        only the views read (slices) starts empty; every clock, flow, queue and total is copied."""
+        new = _Sim.__new__(_Sim)
+        new.__dict__.update(self.__dict__)
+        new.scales = scales
+        flows: dict[int, _Flow] = {}
+        links = {id(lk): lk.clone(flows) for lk in self.links.values()}
+        new.links = {d: links[id(lk)] for d, lk in self.links.items()}
+        if scales.link != self.scales.link:
+            for d, lk in new.links.items():
+                lk.bw = self.cost.link_bandwidth(d) * scales.link / 1e6
+        new.link_list = list(new.links.values())
+        ops: dict[int, _Op] = {}
+        new.inflight = {k: [o.clone(ops, flows, links) for o in v] for k, v in self.inflight.items()}
+        new.stream_tail = {s: o.clone(ops, flows, links) for s, o in self.stream_tail.items()}
+        new.stream_inflight = {s: [o.clone(ops, flows, links) for o in v] for s, v in self.stream_inflight.items()}
+        new.acc = self.acc.snapshot()
+        new.last = dict(self.last)
+        new.reached = dict(self.reached)
+        new.influential = set(self.influential)
+        new.loops = dict(self.loops)
+        new.slices = {r: [] for r in RESOURCES}
+        return new
+
+    def quiet(self) -> bool:
+        """Nothing in flight: every done reached, the links idle, the collective and async streams
+        free by now. What runs next then depends on the clock alone."""
+        t = self.t
+        return (self.coll_free <= t and self.p2p_free <= t and self.async_free <= t
+                and all(not ops for ops in self.inflight.values())
+                and all(not (lk.active or lk.queued or lk.waiting) and lk.now <= t for lk in self.link_list))
+
+    def outcome(self) -> Outcome:
+        """What a finished re-simulation's verdicts and step time read (:class:`Outcome`)."""
+        acc = self.acc
+        held: dict[tuple[str, str], list[tuple[float, str]]] = {}
+        for (holder, waiter), us in acc.caused.items():
+            held.setdefault(holder, []).append((us, waiter[1]))
+        timings: dict[tuple[str, str], TransferTiming] = {}
+        for key, t in self.transfers.items():
+            if t.is_annotation:
+                continue
+            last = self.last.get(key)
+            ups = tuple(HeldUp(w, us, 0, HoldKind.LINK)
+                        for us, w in sorted(held.get(key, ()), key=lambda h: (-h[0], h[1])))
+            timings[key] = TransferTiming(
+                computation=key[0], start=key[1], done=None, done_computation=None, direction=t.direction,
+                bytes=t.bytes, is_async=t.is_async, executions=acc.execs.get(key, 0) if last is not None else 0,
+                transfer_us=0.0, issue_us=0.0, finish_us=0.0, done_us=0.0, wait_us=0.0,
+                wait_us_per_step=acc.waits.get(key, 0.0) if last is not None else 0.0,
+                matched=last is not None and (last.done is not None or not t.is_async),
+                blame_us=acc.blame.get(key, 0.0) if last is not None else 0.0, held_up=ups)
+        return Outcome(self.t, timings)
+
+    def entry_positions(self) -> dict[tuple[str, str], int]:
+        """Per host transfer, the first position of the entry computation's program whose op may
+        reach it (its start, or a loop, call or conditional whose computations hold it)."""
+        held: dict[str, set[tuple[str, str]]] = {}
+
+        def within(name: str) -> set[tuple[str, str]]:
+            got = held.get(name)
+            if got is not None:
+                return got
+            held[name] = got = set()
+            for code, ins, _us in self.program(name):
+                if code in (_START, _SYNC_XFER):
+                    if (name, ins.name) in self.transfers:
+                        got.add((name, ins.name))
+                elif code in (_WHILE, _CALL):
+                    for c in ins.called_computations:
+                        if c in self.module.computations:
+                            got |= within(c)
+            return got
+
+        out: dict[tuple[str, str], int] = {}
+        entry = self.module.entry_name
+        for i, (code, ins, _us) in enumerate(self.program(entry)):
+            if code in (_START, _SYNC_XFER) and (entry, ins.name) in self.transfers:
+                out.setdefault((entry, ins.name), i)
+            elif code in (_WHILE, _CALL):
+                for c in ins.called_computations:
+                    if c in self.module.computations:
+                        for k in within(c):
+                            out.setdefault(k, i)
+        return out
+
     # -- programs: each computation's schedule, classified once ----------------------------------
 
     def program(self, name: str) -> list[tuple[int, Instruction, float]]:
@@ -662,9 +784,20 @@ class _Sim:
 
     # -- running -----------------------------------------------------------------------------------
 
-    def run(self, name: str) -> None:
+    def run(self, name: str, begin: int = 0, marks: dict[int, Callable[[], None]] | None = None) -> None:
+        """Run computation ``name``'s program from position ``begin``; ``marks``: a call made at
+        each of those positions, before the op there runs (the forks of :class:`Replayer`)."""
+        prog = self.program(name)
+        if marks:
+            for at in sorted(p for p in marks if p >= begin):
+                self._run_ops(name, prog[begin:at])
+                marks[at]()
+                begin = at
+        self._run_ops(name, prog[begin:] if begin else prog)
+
+    def _run_ops(self, name: str, prog: list[tuple[int, Instruction, float]]) -> None:
         slices = self.slices
-        for code, ins, us in self.program(name):
+        for code, ins, us in prog:
             if code == _WORK:
                 if self.share_hbm and (self.link_list[0].active or self.link_list[1].active):
                     self._share_hbm(ins, us)
@@ -1074,3 +1207,141 @@ def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], trans
     return Timeline({r: tuple(v) for r, v in slices.items()}, timings, step, a.compute, a.xfer, a.coll, a.other,
                     tuple(sim.loops.values()), cost.link_mode, module.is_scheduled, dict(sim.reached),
                     frozenset(sim.influential))
+
+
+# -- re-simulations: what-ifs of one step, forked where they first differ -------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a what-if re-simulation gives the margins (``hloscope.analysis.simulate.margin``): the step
+    time, and per host transfer the figures its verdict reads (executions, waits and blame per step,
+    matched, held_up with each waiter's share: the same figures, summed in the same order, as a
+    :class:`Timeline`'s; its clocks, ``beside_*`` and holders' kinds are left out)."""
+
+    step_us: float
+    transfers: dict[tuple[str, str], TransferTiming]
+
+
+class Replayer:
+    """Re-simulations of one step (one module, cost model, pairs, transfers and streams).
+
+    ``run(scales)`` simulates the whole step with ``scales``. A what-if that changes nothing before
+    a set of transfers is first reached (free transfers; a factor on the host links, which carry
+    nothing before the first transfer) need not replay the step up to there: ``run_from`` starts
+    it from a copy of the unscaled simulation paused at that point of the entry computation, and
+    ``each_from`` runs many of them in one pass of the unscaled simulation, forking at each point.
+    Both give the figures a whole re-simulation gives, bit for bit (the same operations on the
+    same state). ``count``: re-simulations run (each fork counts as one).
+    """
+
+    def __init__(self, module: Module, cost: CostModel, pairs: list[AsyncPair], transfers: list[HostTransfer],
+                 callgraph: CallGraph, streams: StreamAssignment | None) -> None:
+        self.args = (module, cost, pairs, transfers, callgraph)
+        self.streams = streams
+        self.count = 0
+        self.programs: dict[str, list[tuple[int, Instruction, float]]] = {}  # unscaled, shared by every run
+        self._paused: dict[int, _Sim] = {}
+        self._positions: dict[tuple[str, str], int] | None = None
+
+    def _sim(self, scales: SimScales) -> _Sim:
+        module, cost, pairs, transfers, callgraph = self.args
+        return _Sim(module, cost, pairs, transfers, callgraph, 6, True, True, self.streams, None, scales, False,
+                    self.programs)
+
+    @staticmethod
+    def _finish(sim: _Sim, begin: int) -> Outcome:
+        sim.run(sim.module.entry_name, begin)
+        sim.drain()
+        return sim.outcome()
+
+    def position(self, keys: frozenset[tuple[str, str]] | set[tuple[str, str]]) -> int:
+        """The first entry position that may reach one of ``keys`` (the program's end: none)."""
+        if self._positions is None:
+            self._positions = self._sim(SimScales()).entry_positions()
+        end = len(self._sim(SimScales()).program(self.args[0].entry_name))
+        return min((self._positions.get(k, end) for k in keys), default=end)
+
+    def run(self, scales: SimScales) -> Outcome:
+        """The whole step re-simulated with ``scales``."""
+        self.count += 1
+        return self._finish(self._sim(scales), 0)
+
+    def run_from(self, keys: frozenset[tuple[str, str]], scales: SimScales) -> Outcome:
+        """``scales``, which changes nothing before one of ``keys`` is first reached, re-simulated
+        from there (the unscaled simulation paused at that point is kept for the next call)."""
+        at = self.position(keys)
+        paused = self._paused.get(at)
+        if paused is None:
+            paused = self._sim(SimScales())
+            self._paused[at] = paused
+
+            def stop() -> None:
+                raise _Paused
+
+            try:
+                paused.run(paused.module.entry_name, 0, {at: stop})
+            except _Paused:
+                pass
+        self.count += 1
+        return self._finish(paused.fork(scales), at)
+
+    def steps_from(self, whatifs: list[tuple[frozenset[tuple[str, str]], SimScales]]) -> list[float]:
+        """The step time of each (keys, scales) of ``whatifs``, each forked as :meth:`run_from` would,
+        all from one pass of the unscaled simulation, and each stopped early: at the first point of
+        the entry computation after its fork where both it and the unscaled simulation are quiet
+        (nothing in flight, the links and streams idle), what is left of the step takes the same
+        time in both, so its step is its clock there plus the unscaled step's rest. That sum is the
+        one figure not bit for bit a whole re-simulation's: the rest's ops are added to another
+        clock, which rounds differently (docs/verdicts.md says by how much)."""
+        entry = self.args[0].entry_name
+        base = self._sim(SimScales())
+        n = len(base.program(entry))
+        at: dict[int, list[int]] = {}
+        for i, (keys, _scales) in enumerate(whatifs):
+            at.setdefault(self.position(keys), []).append(i)
+        forks: list[tuple[int, _Sim]] = []
+        quiet: dict[int, float] = {}  # entry position -> the unscaled clock there, where it is quiet
+
+        def mark(pos: int) -> Callable[[], None]:
+            def go() -> None:
+                if base.quiet():
+                    quiet[pos] = base.t
+                for i in at.get(pos, ()):
+                    forks.append((i, base.fork(whatifs[i][1])))
+            return go
+
+        base.run(entry, 0, {p: mark(p) for p in range(n + 1)})
+        base.drain()
+        out = [0.0] * len(whatifs)
+        for i, sim in forks:
+            self.count += 1
+            begin = self.position(whatifs[i][0])
+            stops = {q: _stop_if_quiet(sim, q) for q in quiet if q > begin}
+            try:
+                sim.run(entry, begin, stops)
+            except _Quiet as q:
+                out[i] = sim.t + (base.t - quiet[q.position])
+                continue
+            sim.drain()
+            out[i] = sim.t
+        return out
+
+
+def _stop_if_quiet(sim: _Sim, position: int) -> Callable[[], None]:
+    def check() -> None:
+        if sim.quiet():
+            raise _Quiet(position)
+    return check
+
+
+class _Quiet(Exception):
+    """A forked simulation found quiet at an entry ``position`` (:meth:`Replayer.steps_from`)."""
+
+    def __init__(self, position: int) -> None:
+        super().__init__(position)
+        self.position = position
+
+
+class _Paused(Exception):
+    """Stops the unscaled simulation where :meth:`Replayer.run_from` keeps it."""

@@ -72,17 +72,17 @@ def child(cases: list[tuple[str, Path, str]], repeat: int) -> list[dict[str, Any
         text = path.read_text()
         module = parse_hlo(text, path.name)
         t: dict[str, float] = {
-            "cpp": best(lambda: xla_hlo.hlo_module_from_text(text), repeat),  # noqa: B023
-            "parse": best(lambda: parse_hlo(text, path.name), repeat),  # noqa: B023
-            "core": best(lambda: analyze(module, target), repeat),  # noqa: B023
+            "cpp": best(lambda: xla_hlo.hlo_module_from_text(text), repeat),
+            "parse": best(lambda: parse_hlo(text, path.name), repeat),
+            "core": best(lambda: analyze(module, target), repeat),
         }
         reports = [analyze(module, target) for _ in range(repeat)]  # margins are cached: one report per run
         it = iter(reports)
-        t["margins"] = best(lambda: next(it).margins, repeat)  # noqa: B023
+        t["margins"] = best(lambda: next(it).margins, repeat)
         done = reports[0]
-        t["text"] = best(lambda: done.to_text(), repeat)  # noqa: B023
-        t["json"] = best(lambda: json.dumps(done.to_dict()), repeat)  # noqa: B023
-        t["complete"] = best(lambda: json.dumps(analyze(parse_hlo(text, path.name), target).to_dict()),  # noqa: B023
+        t["text"] = best(lambda: done.to_text(), repeat)
+        t["json"] = best(lambda: json.dumps(done.to_dict()), repeat)
+        t["complete"] = best(lambda: json.dumps(analyze(parse_hlo(text, path.name), target).to_dict()),
                              repeat)
         rows.append({"input": label, "mb": round(len(text.encode()) / 1e6, 2), "target": target,
                      "simulations": done.margins.simulations if done.margins is not None else 0, **t})
@@ -102,9 +102,9 @@ def process_times(tree: Path, cases: list[tuple[str, Path, str]], repeat: int) -
     env = dict(os.environ, PYTHONPATH=str(tree), JAX_PLATFORMS="cpu")
     out = {}
     for label, path, target in cases:
-        hs = best(lambda: subprocess.run([sys.executable, "-m", "hloscope", "analyze", str(path), "--target",  # noqa: B023
+        hs = best(lambda: subprocess.run([sys.executable, "-m", "hloscope", "analyze", str(path), "--target",
                                           target], cwd=tree, env=env, capture_output=True, check=False), repeat)
-        cpp = best(lambda: subprocess.run([sys.executable, "-c", _CPP_PROCESS, str(path)], cwd=tree, env=env,  # noqa: B023
+        cpp = best(lambda: subprocess.run([sys.executable, "-c", _CPP_PROCESS, str(path)], cwd=tree, env=env,
                                           capture_output=True, check=True), repeat)
         out[label] = (hs, cpp)
     return out
@@ -142,11 +142,13 @@ def main() -> int:
             for label, tree in trees:
                 for row in run_tree(tree, args):
                     key = (label, row["input"])
-                    if key not in best_rows or row["complete"] / row["cpp"] < best_rows[key]["complete"] / best_rows[key]["cpp"]:
+                    kept = best_rows.get(key)
+                    if kept is None or row["complete"] / row["cpp"] < kept["complete"] / kept["cpp"]:
                         best_rows[key] = row
         procs = {} if args.no_process else {label: process_times(tree, cases, args.repeat) for label, tree in trees}
     print(f"best of {args.repeat} per figure, best of {args.rounds} round(s) per checkout; load average "
-          f"{os.getloadavg()[0]:.1f} at the end; seconds, and (x C++) the multiple of the C++ parse in the same process")
+          f"{os.getloadavg()[0]:.1f} at the end; seconds, and (x C++) the multiple of the C++ parse in the same "
+          "process")
     head = f"{'input':9} {'checkout':28} {'sims':>5} " + " ".join(f"{s:>15}" for s in STAGES)
     print(head)
     for inp in dict.fromkeys(r["input"] for r in best_rows.values()):

@@ -191,6 +191,9 @@ class _Resim:
     def whole(self, scales: SimScales) -> Timeline | Outcome:
         return self(scales)
 
+    def verdicts(self, scales: SimScales) -> Timeline | Outcome:
+        return self(scales)
+
 
 class _Forked:
     """The same re-simulations, each started where it first differs from the step
@@ -211,10 +214,18 @@ class _Forked:
         return self.replay.steps_from([(frozenset({k}), SimScales(free_transfers=frozenset({k}))) for k in keys])
 
     def link(self, f: float) -> Timeline | Outcome:
-        return self.replay.run_from(self.all_transfers, SimScales(link=f))
+        return self.replay.run_from(self.all_transfers, SimScales(link=f), verdicts_only=True)
 
     def whole(self, scales: SimScales) -> Timeline | Outcome:
         return self.replay.run(scales)
+
+    def verdicts(self, scales: SimScales) -> Timeline | Outcome:
+        return self.replay.run(scales, verdicts_only=True)
+
+
+def _step(run: Timeline | Outcome) -> float:
+    assert run.step_us is not None  # a whole run
+    return run.step_us
 
 
 def _flips(base: dict[Key, VerdictKind], run: Callable[[float], dict[Key, VerdictKind]]
@@ -303,7 +314,7 @@ def _measure(runs: _Resim | _Forked, cost: CostModel, timeline: Timeline, thresh
     def compute_run(f: float) -> dict[Key, VerdictKind]:
         got = memo.get(("compute", f))
         if got is None:
-            got = memo[("compute", f)] = verdicts_of(runs.whole(SimScales(compute=f)), keys, us_at(1.0), thresholds)
+            got = memo[("compute", f)] = verdicts_of(runs.verdicts(SimScales(compute=f)), keys, us_at(1.0), thresholds)
         return got
 
     link_flips = _flips(base, link_run) if keys else {}
@@ -337,7 +348,7 @@ def _measure(runs: _Resim | _Forked, cost: CostModel, timeline: Timeline, thresh
             flip_compute_factor=cf[0] if cf else None, flip_compute_verdict=cf[1] if cf else None,
             exposed_low_us=min(corner), exposed_high_us=max(corner))
     return Margins(out, runs.count, is_calibrated(cost.target), tuple(sorted(factors.items())),
-                   (low.step_us, high.step_us), (2 ** (-GRID_STEPS / 4), 2 ** (GRID_STEPS / 4)))
+                   (_step(low), _step(high)), (2 ** (-GRID_STEPS / 4), 2 ** (GRID_STEPS / 4)))
 
 
 # -- async collectives (held against the measured A100 runs, docs/accuracy.md) -----------------------

@@ -666,8 +666,9 @@ class _Sim:
                 and all(not ops for ops in self.inflight.values())
                 and all(not (lk.active or lk.queued or lk.waiting) and lk.now <= t for lk in self.link_list))
 
-    def outcome(self) -> Outcome:
-        """What a finished re-simulation's verdicts and step time read (:class:`Outcome`)."""
+    def outcome(self, step: bool = True) -> Outcome:
+        """What a finished re-simulation's verdicts and step time read (:class:`Outcome`; ``step``
+        False: it was stopped once every transfer's figures were final, its step time unknown)."""
         acc = self.acc
         held: dict[tuple[str, str], list[tuple[float, str]]] = {}
         for (holder, waiter), us in acc.caused.items():
@@ -686,11 +687,11 @@ class _Sim:
                 wait_us_per_step=acc.waits.get(key, 0.0) if last is not None else 0.0,
                 matched=last is not None and (last.done is not None or not t.is_async),
                 blame_us=acc.blame.get(key, 0.0) if last is not None else 0.0, held_up=ups)
-        return Outcome(self.t, timings)
+        return Outcome(self.t if step else None, timings)
 
-    def entry_positions(self) -> dict[tuple[str, str], int]:
-        """Per host transfer, the first position of the entry computation's program whose op may
-        reach it (its start, or a loop, call or conditional whose computations hold it)."""
+    def entry_positions(self) -> dict[tuple[str, str], tuple[int, int]]:
+        """Per host transfer, the first and the last position of the entry computation's program
+        whose op may reach it (its start, or a loop, call or conditional whose computations hold it)."""
         held: dict[str, set[tuple[str, str]]] = {}
 
         def within(name: str) -> set[tuple[str, str]]:
@@ -708,16 +709,18 @@ class _Sim:
                             got |= within(c)
             return got
 
-        out: dict[tuple[str, str], int] = {}
+        out: dict[tuple[str, str], tuple[int, int]] = {}
         entry = self.module.entry_name
         for i, (code, ins, _us) in enumerate(self.program(entry)):
+            reached: set[tuple[str, str]] = set()
             if code in (_START, _SYNC_XFER) and (entry, ins.name) in self.transfers:
-                out.setdefault((entry, ins.name), i)
+                reached.add((entry, ins.name))
             elif code in (_WHILE, _CALL):
                 for c in ins.called_computations:
                     if c in self.module.computations:
-                        for k in within(c):
-                            out.setdefault(k, i)
+                        reached |= within(c)
+            for k in reached:
+                out[k] = (out[k][0] if k in out else i, i)
         return out
 
     # -- programs: each computation's schedule, classified once ----------------------------------
@@ -1217,9 +1220,10 @@ class Outcome:
     """What a what-if re-simulation gives the margins (``hloscope.analysis.simulate.margin``): the step
     time, and per host transfer the figures its verdict reads (executions, waits and blame per step,
     matched, held_up with each waiter's share: the same figures, summed in the same order, as a
-    :class:`Timeline`'s; its clocks, ``beside_*`` and holders' kinds are left out)."""
+    :class:`Timeline`'s; its clocks, ``beside_*`` and holders' kinds are left out). step_us: None for a
+    run stopped once every transfer's figures were final (:meth:`Replayer.run` ``verdicts_only``)."""
 
-    step_us: float
+    step_us: float | None
     transfers: dict[tuple[str, str], TransferTiming]
 
 
@@ -1242,34 +1246,50 @@ class Replayer:
         self.count = 0
         self.programs: dict[str, list[tuple[int, Instruction, float]]] = {}  # unscaled, shared by every run
         self._paused: dict[int, _Sim] = {}
-        self._positions: dict[tuple[str, str], int] | None = None
+        self._positions: tuple[dict[tuple[str, str], tuple[int, int]], int] | None = None
 
     def _sim(self, scales: SimScales) -> _Sim:
         module, cost, pairs, transfers, callgraph = self.args
         return _Sim(module, cost, pairs, transfers, callgraph, 6, True, True, self.streams, None, scales, False,
                     self.programs)
 
-    @staticmethod
-    def _finish(sim: _Sim, begin: int) -> Outcome:
-        sim.run(sim.module.entry_name, begin)
+    def _finish(self, sim: _Sim, begin: int, verdicts_only: bool = False) -> Outcome:
+        """Run ``sim`` on from entry position ``begin`` (``verdicts_only``: as :meth:`run` says)."""
+        stops = None
+        if verdicts_only:
+            first, end = self._program_positions()
+            after = max((last for _first, last in first.values()), default=-1) + 1
+            stops = {q: _stop_if_quiet(sim, q) for q in range(max(after, begin + 1), end + 1)}
+        try:
+            sim.run(sim.module.entry_name, begin, stops)
+        except _Quiet:
+            return sim.outcome(step=False)
         sim.drain()
         return sim.outcome()
 
+    def _program_positions(self) -> tuple[dict[tuple[str, str], tuple[int, int]], int]:
+        if self._positions is None:
+            sim = self._sim(SimScales())
+            self._positions = (sim.entry_positions(), len(sim.program(self.args[0].entry_name)))
+        return self._positions
+
     def position(self, keys: frozenset[tuple[str, str]] | set[tuple[str, str]]) -> int:
         """The first entry position that may reach one of ``keys`` (the program's end: none)."""
-        if self._positions is None:
-            self._positions = self._sim(SimScales()).entry_positions()
-        end = len(self._sim(SimScales()).program(self.args[0].entry_name))
-        return min((self._positions.get(k, end) for k in keys), default=end)
+        first, end = self._program_positions()
+        return min((first[k][0] for k in keys if k in first), default=end)
 
-    def run(self, scales: SimScales) -> Outcome:
-        """The whole step re-simulated with ``scales``."""
+    def run(self, scales: SimScales, verdicts_only: bool = False) -> Outcome:
+        """The whole step re-simulated with ``scales``. ``verdicts_only``: stopped at the first point
+        of the entry computation, after the last that may reach a host transfer, where nothing is in
+        flight (what runs after it reaches no transfer: every transfer's figures are final there);
+        the outcome's ``step_us`` is then None."""
         self.count += 1
-        return self._finish(self._sim(scales), 0)
+        return self._finish(self._sim(scales), 0, verdicts_only)
 
-    def run_from(self, keys: frozenset[tuple[str, str]], scales: SimScales) -> Outcome:
+    def run_from(self, keys: frozenset[tuple[str, str]], scales: SimScales, verdicts_only: bool = False) -> Outcome:
         """``scales``, which changes nothing before one of ``keys`` is first reached, re-simulated
-        from there (the unscaled simulation paused at that point is kept for the next call)."""
+        from there (the unscaled simulation paused at that point is kept for the next call);
+        ``verdicts_only`` as :meth:`run` says."""
         at = self.position(keys)
         paused = self._paused.get(at)
         if paused is None:
@@ -1284,7 +1304,7 @@ class Replayer:
             except _Paused:
                 pass
         self.count += 1
-        return self._finish(paused.fork(scales), at)
+        return self._finish(paused.fork(scales), at, verdicts_only)
 
     def steps_from(self, whatifs: list[tuple[frozenset[tuple[str, str]], SimScales]]) -> list[float]:
         """The step time of each (keys, scales) of ``whatifs``, each forked as :meth:`run_from` would,

@@ -15,8 +15,9 @@ marginal costs, flips, error corners), the text report (``to_text``) and the JSO
 report from the text ("complete": parse + core + margins + JSON, the issue-44 figure). Each figure is
 also shown as a multiple of the C++ parse in the same process. The best round of each checkout is shown.
 
-Then, unless --no-process, whole processes (best of --repeat, wall clock): ``python -m hloscope analyze
-FILE`` against ``python -c`` importing JAX and running the C++ parse on the same file.
+Then, unless --no-process, whole processes (best of --repeat): ``python -m hloscope analyze FILE``
+against ``python -c`` importing JAX and running the C++ parse on the same file. ``--clock cpu`` times CPU
+(this process's, or a whole process's own) instead of wall time: steadier on a busy machine.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -50,12 +52,30 @@ def inputs(layers: list[int], with_405b: bool) -> list[tuple[str, Path, str]]:
     return out
 
 
+CLOCK = time.perf_counter
+
+
 def best(fn: Any, repeat: int) -> float:
     times = []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = CLOCK()
         fn()
-        times.append(time.perf_counter() - t0)
+        times.append(CLOCK() - t0)
+    return min(times)
+
+
+def children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def best_process(cmd: list[str], repeat: int, cpu: bool, **kw: Any) -> float:
+    """Best of ``repeat`` runs of ``cmd``: wall time, or (``cpu``) the child's CPU time."""
+    times = []
+    for _ in range(repeat):
+        t0, c0 = time.perf_counter(), children_cpu()
+        subprocess.run(cmd, capture_output=True, check=False, **kw)
+        times.append(children_cpu() - c0 if cpu else time.perf_counter() - t0)
     return min(times)
 
 
@@ -91,21 +111,21 @@ def child(cases: list[tuple[str, Path, str]], repeat: int) -> list[dict[str, Any
 
 def run_tree(tree: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--tree", str(tree), "--layers", args.layers,
-           "--repeat", str(args.repeat)] + (["--no-405b"] if args.no_405b else [])
+           "--repeat", str(args.repeat), "--clock", args.clock] + (["--no-405b"] if args.no_405b else [])
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=tree)
     rows: list[dict[str, Any]] = json.loads(out.stdout[out.stdout.index("["):])
     return rows
 
 
-def process_times(tree: Path, cases: list[tuple[str, Path, str]], repeat: int) -> dict[str, tuple[float, float]]:
-    """Per input, the best wall time of ``hloscope analyze FILE`` and of a JAX process running the C++ parse."""
+def process_times(tree: Path, cases: list[tuple[str, Path, str]], repeat: int,
+                  cpu: bool) -> dict[str, tuple[float, float]]:
+    """Per input, the best time of ``hloscope analyze FILE`` and of a JAX process running the C++ parse."""
     env = dict(os.environ, PYTHONPATH=str(tree), JAX_PLATFORMS="cpu")
     out = {}
     for label, path, target in cases:
-        hs = best(lambda: subprocess.run([sys.executable, "-m", "hloscope", "analyze", str(path), "--target",
-                                          target], cwd=tree, env=env, capture_output=True, check=False), repeat)
-        cpp = best(lambda: subprocess.run([sys.executable, "-c", _CPP_PROCESS, str(path)], cwd=tree, env=env,
-                                          capture_output=True, check=True), repeat)
+        hs = best_process([sys.executable, "-m", "hloscope", "analyze", str(path), "--target", target], repeat, cpu,
+                          cwd=tree, env=env)
+        cpp = best_process([sys.executable, "-c", _CPP_PROCESS, str(path)], repeat, cpu, cwd=tree, env=env)
         out[label] = (hs, cpp)
     return out
 
@@ -119,10 +139,14 @@ def main() -> int:
     ap.add_argument("--before", metavar="REV", help="a git revision to time beside this checkout")
     ap.add_argument("--before-tree", type=Path, help="another checkout to time beside this one")
     ap.add_argument("--no-process", action="store_true", help="skip the whole-process figures")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="wall time, or CPU time (this process's; a whole process's own): steadier on a busy machine")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--tree", type=Path, default=ROOT, help=argparse.SUPPRESS)
     args = ap.parse_args()
     layers = [int(x) for x in args.layers.split(",") if x]
+    global CLOCK
+    CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
     if args.child:
         sys.path.insert(0, str(args.tree))
         print(json.dumps(child(inputs(layers, not args.no_405b), args.repeat)))
@@ -145,8 +169,10 @@ def main() -> int:
                     kept = best_rows.get(key)
                     if kept is None or row["complete"] / row["cpp"] < kept["complete"] / kept["cpp"]:
                         best_rows[key] = row
-        procs = {} if args.no_process else {label: process_times(tree, cases, args.repeat) for label, tree in trees}
-    print(f"best of {args.repeat} per figure, best of {args.rounds} round(s) per checkout; load average "
+        procs = ({} if args.no_process else
+                 {label: process_times(tree, cases, args.repeat, args.clock == "cpu") for label, tree in trees})
+    print(f"{args.clock} clock; best of {args.repeat} per figure, best of {args.rounds} round(s) per checkout; "
+          f"load average "
           f"{os.getloadavg()[0]:.1f} at the end; seconds, and (x C++) the multiple of the C++ parse in the same "
           "process")
     head = f"{'input':9} {'checkout':28} {'sims':>5} " + " ".join(f"{s:>15}" for s in STAGES)
@@ -157,7 +183,7 @@ def main() -> int:
             cells = " ".join(f"{r[s]:>7.3f} ({r[s] / r['cpp']:>5.2f})" for s in STAGES)
             print(f"{inp:9} {label:28} {r['simulations']:>5} {cells}")
     if procs:
-        print("whole process, wall s: hloscope analyze FILE / a JAX process running the C++ parse (ratio)")
+        print(f"whole process, {args.clock} s: hloscope analyze FILE / a JAX process running the C++ parse (ratio)")
         for label, got in procs.items():
             print(f"  {label:28} " + "  ".join(f"{inp}: {hs:.2f} / {cpp:.2f} ({hs / cpp:.2f}x)"
                                              for inp, (hs, cpp) in got.items()))

@@ -24,7 +24,13 @@ Pass: ``measure_margins(module, cost, pairs, transfers, callgraph, streams, time
   The host link is not varied there (no measured error); the link flip says how far it may move.
 
 The verdict in a re-simulated step is decided as the step's own (``judged_by_wait`` then
-``judged_by_blame``, ``hloscope.analysis.simulate.overlap``). Facts only; words in ``hloscope.render``.
+``judged_by_blame``, ``hloscope.analysis.simulate.overlap``). Each what-if is re-simulated from the
+point of the entry computation where it first differs from the step, on a copy of the step's own
+simulation paused there, and stopped where it can differ no more
+(:class:`~hloscope.analysis.simulate.timeline.Replayer`; docs/verdicts.md "How the re-simulations are
+cut short"): every figure is then that of a whole re-simulation, the marginal cost to float rounding.
+:func:`measure_margins_brute` re-simulates the whole step for each: the reference the tests compare
+against. Facts only; words in ``hloscope.render``.
 """
 
 from __future__ import annotations

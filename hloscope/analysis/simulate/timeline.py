@@ -1311,7 +1311,7 @@ class Replayer:
         all from one pass of the unscaled simulation, and each stopped early: at the first point of
         the entry computation after its fork where both it and the unscaled simulation are quiet
         (nothing in flight, the links and streams idle), what is left of the step takes the same
-        time in both, so its step is its clock there plus the unscaled step's rest. That sum is the
+        time in both, so its step is the unscaled step less what it had gained by there. That is the
         one figure not bit for bit a whole re-simulation's: the rest's ops are added to another
         clock, which rounds differently (docs/verdicts.md says by how much)."""
         entry = self.args[0].entry_name
@@ -1341,7 +1341,7 @@ class Replayer:
             try:
                 sim.run(entry, begin, stops)
             except _Quiet as q:
-                out[i] = sim.t + (base.t - quiet[q.position])
+                out[i] = base.t - (quiet[q.position] - sim.t)  # exactly the step's where its clock is the step's
                 continue
             sim.drain()
             out[i] = sim.t

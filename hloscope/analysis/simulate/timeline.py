@@ -45,7 +45,7 @@ docs/simulation.md).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -597,6 +597,7 @@ class _Sim:
                  base_programs: dict[str, list[tuple[int, Instruction, float]]] | None = None) -> None:
         self.module = module
         self.detail = detail
+        self.record = True  # keep the slices (False: a what-if whose outcome alone is read, :class:`Replayer`)
         self.base_programs = {} if base_programs is None else base_programs
         self.scales = scales or SimScales()
         self.callgraph = callgraph
@@ -669,25 +670,7 @@ class _Sim:
     def outcome(self, step: bool = True) -> Outcome:
         """What a finished re-simulation's verdicts and step time read (:class:`Outcome`; ``step``
         False: it was stopped once every transfer's figures were final, its step time unknown)."""
-        acc = self.acc
-        held: dict[tuple[str, str], list[tuple[float, str]]] = {}
-        for (holder, waiter), us in acc.caused.items():
-            held.setdefault(holder, []).append((us, waiter[1]))
-        timings: dict[tuple[str, str], TransferTiming] = {}
-        for key, t in self.transfers.items():
-            if t.is_annotation:
-                continue
-            last = self.last.get(key)
-            ups = tuple(HeldUp(w, us, 0, HoldKind.LINK)
-                        for us, w in sorted(held.get(key, ()), key=lambda h: (-h[0], h[1])))
-            timings[key] = TransferTiming(
-                computation=key[0], start=key[1], done=None, done_computation=None, direction=t.direction,
-                bytes=t.bytes, is_async=t.is_async, executions=acc.execs.get(key, 0) if last is not None else 0,
-                transfer_us=0.0, issue_us=0.0, finish_us=0.0, done_us=0.0, wait_us=0.0,
-                wait_us_per_step=acc.waits.get(key, 0.0) if last is not None else 0.0,
-                matched=last is not None and (last.done is not None or not t.is_async),
-                blame_us=acc.blame.get(key, 0.0) if last is not None else 0.0, held_up=ups)
-        return Outcome(self.t if step else None, timings)
+        return Outcome(self.t if step else None, _Timings(self))
 
     def entry_positions(self) -> dict[tuple[str, str], tuple[int, int]]:
         """Per host transfer, the first and the last position of the entry computation's program
@@ -823,8 +806,10 @@ class _Sim:
             elif code == _SYNC_COLL:
                 begin = self._collective_slot(ins, us)
                 end = begin + us
-                slices[Resource.COLLECTIVE].append(Slice(Resource.COLLECTIVE, begin, end, name, ins.name,
-                                                         SliceKind.COLLECTIVE, _collective_bytes(ins), self.iteration))
+                if self.record:
+                    slices[Resource.COLLECTIVE].append(Slice(Resource.COLLECTIVE, begin, end, name, ins.name,
+                                                             SliceKind.COLLECTIVE, _collective_bytes(ins),
+                                                             self.iteration))
                 self._wait(name, ins.name, end, Resource.COLLECTIVE)
 
     def _collective_slot(self, ins: Instruction, us: float) -> float:
@@ -863,8 +848,9 @@ class _Sim:
         w = until - self.t
         if w <= 0:
             return 0.0
-        self.slices[Resource.COMPUTE].append(Slice(Resource.COMPUTE, self.t, until, comp, name, SliceKind.WAIT, 0,
-                                                   self.iteration))
+        if self.record:
+            self.slices[Resource.COMPUTE].append(Slice(Resource.COMPUTE, self.t, until, comp, name, SliceKind.WAIT,
+                                                       0, self.iteration))
         self.t = until
         if kind in (Resource.LINK_TO_HOST, Resource.LINK_TO_DEVICE):
             self.acc.xfer += w
@@ -910,8 +896,10 @@ class _Sim:
             op.ahead = ahead
         elif collective_kind(ins):
             begin = self._collective_slot(ins, us)
-            self.slices[Resource.COLLECTIVE].append(Slice(Resource.COLLECTIVE, begin, begin + us, comp, ins.name,
-                                                          SliceKind.COLLECTIVE, _collective_bytes(ins), self.iteration))
+            if self.record:
+                self.slices[Resource.COLLECTIVE].append(Slice(Resource.COLLECTIVE, begin, begin + us, comp, ins.name,
+                                                              SliceKind.COLLECTIVE, _collective_bytes(ins),
+                                                              self.iteration))
             op = _Op(key, Resource.COLLECTIVE, self.t, finish=begin + us)
         else:
             if stream is not None:
@@ -921,7 +909,7 @@ class _Sim:
             else:
                 begin = max(self.t, self.async_free)
                 self.async_free = begin + us
-            if us > 0:
+            if us > 0 and self.record:
                 self.slices[Resource.ASYNC].append(Slice(Resource.ASYNC, begin, begin + us, comp, ins.name,
                                                          SliceKind.ASYNC, self.cost.moved_bytes(ins).device,
                                                          self.iteration))
@@ -954,8 +942,9 @@ class _Sim:
         key = op.key
         t = self.transfers[key]
         res = link_of(t.direction)
-        self.slices[res].append(Slice(res, op.issue, finish, key[0], key[1], SliceKind.TRANSFER, t.bytes,
-                                      self.iteration))
+        if self.record:
+            self.slices[res].append(Slice(res, op.issue, finish, key[0], key[1], SliceKind.TRANSFER, t.bytes,
+                                          self.iteration))
         self.acc.execs[key] = self.acc.execs.get(key, 0) + 1
         self.acc.waits[key] = self.acc.waits.get(key, 0.0) + wait
         if op.flow is not None:
@@ -1006,7 +995,7 @@ class _Sim:
         known = self.callgraph.trip_count(ins)
         trips = known if known is not None else 1
         outer_iteration = self.iteration
-        prev: tuple[float, tuple[float, ...]] | None = None
+        prev: _Sig | None = None
         simulated = 0
         steady = False
         iter_us = 0.0
@@ -1020,8 +1009,10 @@ class _Sim:
             simulated += 1
             iter_us = self.t - start_t
             a = self.acc
-            sig = (iter_us, (a.xfer - snap.xfer, a.coll - snap.coll, a.other - snap.other,
-                             *(a.waits[k] - snap.waits.get(k, 0.0) for k in sorted(a.waits))))
+            # The iteration's time, totals and each transfer's waits; a transfer that waited nothing in
+            # it (its sum unchanged) is left out: 0 on both sides of the comparison (``_same``).
+            sig = (iter_us, (a.xfer - snap.xfer, a.coll - snap.coll, a.other - snap.other), len(a.waits),
+                   {k: w - snap.waits.get(k, 0.0) for k, w in a.waits.items() - snap.waits.items()})
             if prev is not None and _same(prev, sig):
                 steady = True
             prev = sig
@@ -1043,13 +1034,14 @@ class _Sim:
         a.xfer += (a.xfer - snap.xfer) * remaining
         a.coll += (a.coll - snap.coll) * remaining
         a.other += (a.other - snap.other) * remaining
-        for k, n in list(a.execs.items()):
+        # Only what the iteration changed grows (an unchanged figure would add 0 times ``remaining``).
+        for k, n in a.execs.items() - snap.execs.items():
             a.execs[k] = n + (n - snap.execs.get(k, 0)) * remaining
-        for k, w in list(a.waits.items()):
+        for k, w in a.waits.items() - snap.waits.items():
             a.waits[k] = w + (w - snap.waits.get(k, 0.0)) * remaining
-        for k, w in list(a.blame.items()):
+        for k, w in a.blame.items() - snap.blame.items():
             a.blame[k] = w + (w - snap.blame.get(k, 0.0)) * remaining
-        for kk, w in list(a.caused.items()):
+        for kk, w in a.caused.items() - snap.caused.items():
             a.caused[kk] = w + (w - snap.caused.get(kk, 0.0)) * remaining
         dt = iter_us * remaining
         gap_start = self.t
@@ -1069,7 +1061,7 @@ class _Sim:
                 op.shifted = True
                 if op.flow is None and op.finish >= 0:
                     op.finish += dt
-        if dt > 0:
+        if dt > 0 and self.record:
             self.slices[Resource.COMPUTE].append(Slice(Resource.COMPUTE, gap_start, self.t, comp, name,
                                                        SliceKind.EXTRAPOLATED, 0, self.iteration))
 
@@ -1084,10 +1076,21 @@ class _Sim:
             ops.clear()
 
 
-def _same(a: tuple[float, tuple[float, ...]], b: tuple[float, tuple[float, ...]]) -> bool:
-    if len(a[1]) != len(b[1]) or abs(a[0] - b[0]) > 1e-6 * max(1.0, abs(a[0])):
+#: One loop iteration: its time, its three wait totals, how many transfers have waits so far, and the
+#: waits of each transfer whose waits it changed.
+_Sig = tuple[float, tuple[float, float, float], int, dict[tuple[str, str], float]]
+
+
+def _same(a: _Sig, b: _Sig) -> bool:
+    """Two iterations alike: the same time, totals and waits per transfer, each within 1e-6 (relative
+    to the first's, at least 1 µs); a transfer missing from one iteration's changes waited 0 in it."""
+    if a[2] != b[2] or abs(a[0] - b[0]) > 1e-6 * max(1.0, abs(a[0])):
         return False
-    return all(abs(x - y) <= 1e-6 * max(1.0, abs(x)) for x, y in zip(a[1], b[1], strict=True))
+    if not all(abs(x - y) <= 1e-6 * max(1.0, abs(x)) for x, y in zip(a[1], b[1], strict=True)):
+        return False
+    da, db = a[3], b[3]
+    return all(abs(da.get(k, 0.0) - db.get(k, 0.0)) <= 1e-6 * max(1.0, abs(da.get(k, 0.0)))
+               for k in da.keys() | db.keys())
 
 
 def _memory_bound(module: Module, cost: CostModel, s: Slice) -> bool:
@@ -1224,7 +1227,7 @@ class Outcome:
     run stopped once every transfer's figures were final (:meth:`Replayer.run` ``verdicts_only``)."""
 
     step_us: float | None
-    transfers: dict[tuple[str, str], TransferTiming]
+    transfers: Mapping[tuple[str, str], TransferTiming]
 
 
 class Replayer:
@@ -1250,8 +1253,10 @@ class Replayer:
 
     def _sim(self, scales: SimScales) -> _Sim:
         module, cost, pairs, transfers, callgraph = self.args
-        return _Sim(module, cost, pairs, transfers, callgraph, 6, True, True, self.streams, None, scales, False,
-                    self.programs)
+        sim = _Sim(module, cost, pairs, transfers, callgraph, 6, True, True, self.streams, None, scales, False,
+                   self.programs)
+        sim.record = False  # its outcome alone is read
+        return sim
 
     def _finish(self, sim: _Sim, begin: int, verdicts_only: bool = False) -> Outcome:
         """Run ``sim`` on from entry position ``begin`` (``verdicts_only``: as :meth:`run` says)."""
@@ -1361,6 +1366,51 @@ class _Quiet(Exception):
     def __init__(self, position: int) -> None:
         super().__init__(position)
         self.position = position
+
+
+class _Timings(Mapping[tuple[str, str], TransferTiming]):
+    """A finished re-simulation's :class:`TransferTiming` per host transfer (annotations aside), each
+    built when first read (the margins read those of the judged transfers only)."""
+
+    def __init__(self, sim: _Sim) -> None:
+        self.sim = sim
+        self.keys_ = [k for k, t in sim.transfers.items() if not t.is_annotation]
+        self.built: dict[tuple[str, str], TransferTiming] = {}
+        self.held: dict[tuple[str, str], list[tuple[float, str]]] | None = None
+
+    def __len__(self) -> int:
+        return len(self.keys_)
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(self.keys_)
+
+    def __contains__(self, key: object) -> bool:
+        t = self.sim.transfers.get(key) if isinstance(key, tuple) else None
+        return t is not None and not t.is_annotation
+
+    def __getitem__(self, key: tuple[str, str]) -> TransferTiming:
+        got = self.built.get(key)
+        if got is not None:
+            return got
+        if key not in self:
+            raise KeyError(key)
+        sim, acc = self.sim, self.sim.acc
+        if self.held is None:
+            self.held = {}
+            for (holder, waiter), us in acc.caused.items():
+                self.held.setdefault(holder, []).append((us, waiter[1]))
+        t = sim.transfers[key]
+        last = sim.last.get(key)
+        ups = tuple(HeldUp(w, us, 0, HoldKind.LINK)
+                    for us, w in sorted(self.held.get(key, ()), key=lambda h: (-h[0], h[1])))
+        got = self.built[key] = TransferTiming(
+            computation=key[0], start=key[1], done=None, done_computation=None, direction=t.direction,
+            bytes=t.bytes, is_async=t.is_async, executions=acc.execs.get(key, 0) if last is not None else 0,
+            transfer_us=0.0, issue_us=0.0, finish_us=0.0, done_us=0.0, wait_us=0.0,
+            wait_us_per_step=acc.waits.get(key, 0.0) if last is not None else 0.0,
+            matched=last is not None and (last.done is not None or not t.is_async),
+            blame_us=acc.blame.get(key, 0.0) if last is not None else 0.0, held_up=ups)
+        return got
 
 
 class _Paused(Exception):

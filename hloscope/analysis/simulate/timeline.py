@@ -511,7 +511,7 @@ class _Op:
         self.flow = flow
         self.link = link
         self.shifted = False  # carried across extrapolated iterations
-        self.stream: ExecutionStream | None = None  # XLA's compute or memcpy stream it runs on, when known
+        self.stream: int | None = None  # XLA's compute or memcpy stream it runs on, when known (``_Sim.stream_ids``)
         self.ahead: tuple[str, ...] = ()  # starts still running on that stream when it was issued
 
     def clone(self, ops: dict[int, _Op], flows: dict[int, _Flow], links: dict[int, _Link]) -> _Op:
@@ -594,7 +594,8 @@ class _Sim:
                  callgraph: CallGraph, max_iterations: int, extrapolate: bool,
                  share_hbm: bool = True, streams: StreamAssignment | None = None,
                  copy_engines: int | None = None, scales: SimScales | None = None, detail: bool = True,
-                 base_programs: dict[str, list[tuple[int, Instruction, float]]] | None = None) -> None:
+                 base_programs: dict[str, list[tuple[int, Instruction, float]]] | None = None,
+                 stream_numbers: _StreamNumbers | None = None) -> None:
         self.module = module
         self.detail = detail
         self.record = True  # keep the slices (False: a what-if whose outcome alone is read, :class:`Replayer`)
@@ -614,8 +615,9 @@ class _Sim:
         self.links = {d: _Link(cost.link_bandwidth(d) * self.scales.link / 1e6, self.dma_latency, engines)
                       for d in Direction}
         self.streams = streams
-        self.stream_tail: dict[ExecutionStream, _Op] = {}  # the last op issued on each compute stream
-        self.stream_inflight: dict[ExecutionStream, list[_Op]] = {}  # issued there, done not yet reached
+        self.stream_tail: dict[int, _Op] = {}  # the last op issued on each compute stream
+        self.stream_inflight: dict[int, list[_Op]] = {}  # issued there, done not yet reached
+        self.stream_numbers = _StreamNumbers(streams) if stream_numbers is None else stream_numbers
         self.hbm_per_us = cost.target.hbm_bandwidth / 1e6
         self.link_list = list(self.links.values())
         self.share_hbm = share_hbm
@@ -860,9 +862,8 @@ class _Sim:
             self.acc.other += w
         return w
 
-    def _stream(self, comp: str, ins: Instruction) -> ExecutionStream | None:
-        s = self.streams.stream_of(comp, ins.name) if self.streams is not None else None
-        return s if s is not None and s.kind is not StreamKind.COMMUNICATION else None
+    def _stream(self, comp: str, ins: Instruction) -> int | None:
+        return self.stream_numbers.of(comp, ins.name)
 
     def _start(self, comp: str, ins: Instruction, us: float) -> None:
         key = (comp, ins.name)
@@ -1081,6 +1082,27 @@ class _Sim:
 _Sig = tuple[float, tuple[float, float, float], int, dict[tuple[str, str], float]]
 
 
+class _StreamNumbers:
+    """Each async start's XLA execution stream as a small number (None: none known, or a communication
+    stream, which the simulation does not serialize), looked up once and shared by the re-simulations
+    of one step (a number is a cheaper key than the stream itself)."""
+
+    def __init__(self, streams: StreamAssignment | None) -> None:
+        self.streams = streams
+        self.of_start: dict[tuple[str, str], int | None] = {}
+        self.numbers: dict[ExecutionStream, int] = {}
+
+    def of(self, comp: str, name: str) -> int | None:
+        key = (comp, name)
+        if key in self.of_start:
+            return self.of_start[key]
+        s = self.streams.stream_of(comp, name) if self.streams is not None else None
+        got = (self.numbers.setdefault(s, len(self.numbers))
+               if s is not None and s.kind is not StreamKind.COMMUNICATION else None)
+        self.of_start[key] = got
+        return got
+
+
 def _same(a: _Sig, b: _Sig) -> bool:
     """Two iterations alike: the same time, totals and waits per transfer, each within 1e-6 (relative
     to the first's, at least 1 µs); a transfer missing from one iteration's changes waited 0 in it."""
@@ -1249,12 +1271,13 @@ class Replayer:
         self.count = 0
         self.programs: dict[str, list[tuple[int, Instruction, float]]] = {}  # unscaled, shared by every run
         self._paused: dict[int, _Sim] = {}
+        self.stream_numbers = _StreamNumbers(streams)
         self._positions: tuple[dict[tuple[str, str], tuple[int, int]], int] | None = None
 
     def _sim(self, scales: SimScales) -> _Sim:
         module, cost, pairs, transfers, callgraph = self.args
         sim = _Sim(module, cost, pairs, transfers, callgraph, 6, True, True, self.streams, None, scales, False,
-                   self.programs)
+                   self.programs, self.stream_numbers)
         sim.record = False  # its outcome alone is read
         return sim
 

@@ -77,7 +77,7 @@ def test_a_link_factor_forked_at_the_first_transfer_is_the_whole_run_bit_for_bit
     everything = frozenset((t.computation, t.instruction.name) for t in r.transfers)
     assert replay.position(everything) > 0
     for f in (0.5, 2 ** (-13 / 4), 3.0):
-        forked = replay.run_from(everything, SimScales(link=f))
+        forked = replay.what_if(SimScales(link=f), everything).whole()
         whole = simulate_step(r.module, r.cost, list(r.pairs), list(r.transfers), r.index.callgraph,
                               streams=r.streams, scales=SimScales(link=f), detail=False)
         assert forked.step_us == whole.step_us
@@ -89,3 +89,29 @@ def test_a_link_factor_forked_at_the_first_transfer_is_the_whole_run_bit_for_bit
         assert verdicts_of(forked, keys, lambda k: 1.0, r.options.thresholds) == verdicts_of(
             whole, keys, lambda k: 1.0, r.options.thresholds)
     assert replay.count == 3
+
+
+def test_a_what_if_stopped_after_a_transfers_last_reach_has_its_final_figures() -> None:
+    # llama405b_hostbuf.hlo.txt on gb200: the Q/K/V reloads sit in the backward loop body region_17.33_spmd;
+    # a run read for them alone stops at the first quiet point after the entry op (the loop) that reaches
+    # them, before the step's end, with their figures those of the whole run; read on for every
+    # transfer, it goes on from there.
+    r = report(*CASES["GB200 405B host buffers, nested loops"])
+    replay = Replayer(r.module, r.cost, list(r.pairs), list(r.transfers), r.index.callgraph, r.streams)
+    qkv = frozenset(("region_17.33_spmd", n) for n in ("dynamic-slice-start.3", "dynamic-slice-start.1.0",
+                                                       "dynamic-slice-start.2.0"))
+    run = replay.what_if(SimScales(compute=1.5))
+    part = run.upto(qkv)
+    assert part.step_us is None and run.position < replay._program_positions()[1]
+    whole = simulate_step(r.module, r.cost, list(r.pairs), list(r.transfers), r.index.callgraph,
+                          streams=r.streams, scales=SimScales(compute=1.5), detail=False)
+    for k in qkv:
+        t, w = part.transfers[k], whole.transfers[k]
+        assert t.executions == w.executions == 32
+        assert (t.wait_us_per_step, t.blame_us, t.held_up_us) == (w.wait_us_per_step, w.blame_us, w.held_up_us)
+    everyone = frozenset(whole.transfers)
+    rest = run.upto(everyone)
+    for k in everyone:
+        assert (rest.transfers[k].wait_us_per_step, rest.transfers[k].blame_us) == (
+            whole.transfers[k].wait_us_per_step, whole.transfers[k].blame_us), k
+    assert run.whole().step_us == whole.step_us

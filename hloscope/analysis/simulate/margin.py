@@ -43,7 +43,7 @@ from hloscope.analysis.cost.roofline import CostModel
 from hloscope.analysis.kinds import Reason, VerdictKind
 from hloscope.analysis.measured.compare import OpClassName, classify
 from hloscope.analysis.simulate.overlap import judged_by_blame, judged_by_wait
-from hloscope.analysis.simulate.timeline import Outcome, Replayer, SimScales, Timeline, simulate_step
+from hloscope.analysis.simulate.timeline import Outcome, Replayer, SimScales, Timeline, WhatIf, simulate_step
 from hloscope.analysis.simulate.verdict import Thresholds
 from hloscope.analysis.structure.callgraph import CallGraph
 from hloscope.analysis.structure.pairs import AsyncPair
@@ -191,26 +191,34 @@ class _Resim:
     def free_each(self, keys: Sequence[Key]) -> list[float]:
         return [self(SimScales(free_transfers=frozenset({k}))).step_us for k in keys]
 
-    def link(self, f: float) -> Timeline | Outcome:
-        return self(SimScales(link=f))
+    def what_if(self, scales: SimScales, fork_at: frozenset[Key] | None = None) -> _Whole:
+        return _Whole(self(scales))
 
-    def whole(self, scales: SimScales) -> Timeline | Outcome:
-        return self(scales)
 
-    def verdicts(self, scales: SimScales) -> Timeline | Outcome:
-        return self(scales)
+class _Whole:
+    """A whole re-simulation, read as a :class:`~hloscope.analysis.simulate.timeline.WhatIf` is."""
+
+    def __init__(self, timeline: Timeline) -> None:
+        self.timeline = timeline
+
+    def upto(self, keys: frozenset[Key]) -> Timeline:
+        return self.timeline
+
+    def whole(self) -> Timeline:
+        return self.timeline
 
 
 class _Forked:
     """The same re-simulations, each started where it first differs from the step
     (:class:`~hloscope.analysis.simulate.timeline.Replayer`): a free transfer from the first point of
     the entry computation that reaches it, a factor on the links from the first that reaches any
-    transfer; a factor on the work's time changes the step from its first op, and runs whole."""
+    transfer; a factor on the work's time changes the step from its first op. Each runs only as far as
+    the transfers it is read for need (:class:`~hloscope.analysis.simulate.timeline.WhatIf`): a grid
+    point to the last judged transfer, a bisection to the last transfer of its bracket."""
 
     def __init__(self, module: Module, cost: CostModel, pairs: list[AsyncPair], transfers: list[HostTransfer],
                  callgraph: CallGraph, streams: StreamAssignment | None) -> None:
         self.replay = Replayer(module, cost, pairs, transfers, callgraph, streams)
-        self.all_transfers = frozenset((t.computation, t.instruction.name) for t in transfers)
 
     @property
     def count(self) -> int:
@@ -219,14 +227,8 @@ class _Forked:
     def free_each(self, keys: Sequence[Key]) -> list[float]:
         return self.replay.steps_from([(frozenset({k}), SimScales(free_transfers=frozenset({k}))) for k in keys])
 
-    def link(self, f: float) -> Timeline | Outcome:
-        return self.replay.run_from(self.all_transfers, SimScales(link=f), verdicts_only=True)
-
-    def whole(self, scales: SimScales) -> Timeline | Outcome:
-        return self.replay.run(scales)
-
-    def verdicts(self, scales: SimScales) -> Timeline | Outcome:
-        return self.replay.run(scales, verdicts_only=True)
+    def what_if(self, scales: SimScales, fork_at: frozenset[Key] | None = None) -> WhatIf:
+        return self.replay.what_if(scales, fork_at)
 
 
 def _step(run: Timeline | Outcome) -> float:
@@ -234,15 +236,20 @@ def _step(run: Timeline | Outcome) -> float:
     return run.step_us
 
 
-def _flips(base: dict[Key, VerdictKind], run: Callable[[float], dict[Key, VerdictKind]]
-           ) -> dict[Key, tuple[float, VerdictKind]]:
+#: What a grid point or bisection is asked: the factor, and the transfers whose verdicts are read there.
+Run = Callable[[float, Sequence[Key]], dict[Key, VerdictKind]]
+
+
+def _flips(base: dict[Key, VerdictKind], run: Run) -> dict[Key, tuple[float, VerdictKind]]:
     """Per transfer, the factor nearest 1 at which its verdict differs from ``base``, refined by
-    bisection, with the verdict there."""
+    bisection, with the verdict there. ``run(f, keys)``: the verdicts at factor ``f``, of ``keys`` at
+    least (a transfer missing from it was not judged there: it keeps its verdict)."""
     ups = [2 ** (k / 4) for k in range(1, GRID_STEPS + 1)]
+    everyone = list(base)
     grid: dict[float, dict[Key, VerdictKind]] = {}
     for f in ups:
-        grid[f] = run(f)
-        grid[1 / f] = run(1 / f)
+        grid[f] = run(f, everyone)
+        grid[1 / f] = run(1 / f, everyone)
     brackets: dict[tuple[float, float], list[Key]] = {}
     for k, v0 in base.items():
         best: tuple[float, float] | None = None
@@ -263,12 +270,13 @@ def _flips(base: dict[Key, VerdictKind], run: Callable[[float], dict[Key, Verdic
         for _ in range(BISECTIONS):
             mids = {math.sqrt(a * b) for a, b in state.values()}
             for mid in mids:
-                got = run(mid)
-                for k, (a, b) in list(state.items()):
-                    if math.sqrt(a * b) == mid:
-                        state[k] = (a, mid) if got.get(k, base[k]) != base[k] else (mid, b)
+                at_mid = [k for k, (a, b) in state.items() if math.sqrt(a * b) == mid]
+                got = run(mid, at_mid)
+                for k in at_mid:
+                    a, b = state[k]
+                    state[k] = (a, mid) if got.get(k, base[k]) != base[k] else (mid, b)
         for k, (_a, b) in state.items():
-            out[k] = (b, run(b).get(k, base[k]))  # ``run`` keeps what it ran: no new simulation
+            out[k] = (b, run(b, [k]).get(k, base[k]))  # ``run`` keeps what it ran: no new simulation
     return out
 
 
@@ -280,7 +288,7 @@ def measure_margins(module: Module, cost: CostModel, pairs: Sequence[AsyncPair],
     differs from the step (:class:`~hloscope.analysis.simulate.timeline.Replayer`): the same figures as
     :func:`measure_margins_brute`, bit for bit."""
     runs = _Forked(module, cost, list(pairs), list(transfers), callgraph, streams)
-    return _measure(runs, cost, timeline, thresholds)
+    return _measure(runs, cost, timeline, thresholds, transfers)
 
 
 def measure_margins_brute(module: Module, cost: CostModel, pairs: Sequence[AsyncPair],
@@ -289,10 +297,11 @@ def measure_margins_brute(module: Module, cost: CostModel, pairs: Sequence[Async
     """:func:`measure_margins` by whole re-simulations of the step (``simulate_step``, one per what-if):
     the reference the tests hold the forked re-simulations to."""
     runs = _Resim(module, cost, list(pairs), list(transfers), callgraph, streams)
-    return _measure(runs, cost, timeline, thresholds)
+    return _measure(runs, cost, timeline, thresholds, transfers)
 
 
-def _measure(runs: _Resim | _Forked, cost: CostModel, timeline: Timeline, thresholds: Thresholds) -> Margins:
+def _measure(runs: _Resim | _Forked, cost: CostModel, timeline: Timeline, thresholds: Thresholds,
+             runs_transfers: Sequence[HostTransfer]) -> Margins:
     keys = [k for k, t in timeline.transfers.items() if t.is_async and t.matched and t.executions > 0]
     lat = cost.transfer_latency_us
     alone = {k: timeline.transfers[k].transfer_us for k in keys}
@@ -309,19 +318,28 @@ def _measure(runs: _Resim | _Forked, cost: CostModel, timeline: Timeline, thresh
     steps = dict(zip(costly, runs.free_each(costly), strict=True))
     marginal = {k: max(0.0, timeline.step_us - steps[k]) if k in steps else 0.0 for k in keys}
 
-    memo: dict[tuple[str, float], dict[Key, VerdictKind]] = {}
+    # One what-if per factor, run as far as the transfers read there need; per transfer its verdict
+    # there (None: not judged there, it keeps the step's).
+    memo: dict[tuple[bool, float], tuple[WhatIf | _Whole, dict[Key, VerdictKind | None]]] = {}
+    everything = frozenset((t.computation, t.instruction.name) for t in runs_transfers)
 
-    def link_run(f: float) -> dict[Key, VerdictKind]:
-        got = memo.get(("link", f))
+    def verdicts_at(link: bool, f: float, want: Sequence[Key]) -> dict[Key, VerdictKind]:
+        got = memo.get((link, f))
         if got is None:
-            got = memo[("link", f)] = verdicts_of(runs.link(f), keys, us_at(f), thresholds)
-        return got
+            run = (runs.what_if(SimScales(link=f), everything) if link else runs.what_if(SimScales(compute=f)))
+            got = memo[(link, f)] = (run, {})
+        run, known = got
+        missing = [k for k in want if k not in known]
+        if missing:
+            found = verdicts_of(run.upto(frozenset(missing)), missing, us_at(f if link else 1.0), thresholds)
+            known.update((k, found.get(k)) for k in missing)
+        return {k: v for k in want if (v := known[k]) is not None}
 
-    def compute_run(f: float) -> dict[Key, VerdictKind]:
-        got = memo.get(("compute", f))
-        if got is None:
-            got = memo[("compute", f)] = verdicts_of(runs.verdicts(SimScales(compute=f)), keys, us_at(1.0), thresholds)
-        return got
+    def link_run(f: float, want: Sequence[Key]) -> dict[Key, VerdictKind]:
+        return verdicts_at(True, f, want)
+
+    def compute_run(f: float, want: Sequence[Key]) -> dict[Key, VerdictKind]:
+        return verdicts_at(False, f, want)
 
     link_flips = _flips(base, link_run) if keys else {}
     compute_flips = _flips(base, compute_run) if keys else {}
@@ -338,8 +356,8 @@ def _measure(runs: _Resim | _Forked, cost: CostModel, timeline: Timeline, thresh
             return r if slower else 1.0 / r
         return f
 
-    low = runs.whole(SimScales(per_op=per_op(True)))  # work slower: more to hide behind
-    high = runs.whole(SimScales(per_op=per_op(False)))
+    low = runs.what_if(SimScales(per_op=per_op(True))).whole()  # work slower: more to hide behind
+    high = runs.what_if(SimScales(per_op=per_op(False))).whole()
     out: dict[Key, TransferMargin] = {}
     for k in keys:
         t = timeline.transfers[k]
@@ -429,9 +447,8 @@ def measure_collective_margins(module: Module, cost: CostModel, pairs: Sequence[
 
     memo: dict[tuple[str, float], dict[tuple[str, str], VerdictKind]] = {}
 
-    def cached(kind: str, run: Callable[[float], dict[tuple[str, str], VerdictKind]]
-               ) -> Callable[[float], dict[tuple[str, str], VerdictKind]]:
-        def go(f: float) -> dict[tuple[str, str], VerdictKind]:
+    def cached(kind: str, run: Callable[[float], dict[tuple[str, str], VerdictKind]]) -> Run:
+        def go(f: float, _want: Sequence[Key]) -> dict[tuple[str, str], VerdictKind]:
             got = memo.get((kind, f))
             if got is None:
                 got = memo[(kind, f)] = run(f)

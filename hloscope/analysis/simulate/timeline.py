@@ -1246,7 +1246,7 @@ class Outcome:
     time, and per host transfer the figures its verdict reads (executions, waits and blame per step,
     matched, held_up with each waiter's share: the same figures, summed in the same order, as a
     :class:`Timeline`'s; its clocks, ``beside_*`` and holders' kinds are left out). step_us: None for a
-    run stopped once every transfer's figures were final (:meth:`Replayer.run` ``verdicts_only``)."""
+    run stopped once the figures its reader asked for were final (:meth:`WhatIf.upto`)."""
 
     step_us: float | None
     transfers: Mapping[tuple[str, str], TransferTiming]
@@ -1257,11 +1257,12 @@ class Replayer:
 
     ``run(scales)`` simulates the whole step with ``scales``. A what-if that changes nothing before
     a set of transfers is first reached (free transfers; a factor on the host links, which carry
-    nothing before the first transfer) need not replay the step up to there: ``run_from`` starts
+    nothing before the first transfer) need not replay the step up to there: ``what_if`` starts
     it from a copy of the unscaled simulation paused at that point of the entry computation, and
-    ``each_from`` runs many of them in one pass of the unscaled simulation, forking at each point.
-    Both give the figures a whole re-simulation gives, bit for bit (the same operations on the
-    same state). ``count``: re-simulations run (each fork counts as one).
+    runs it only as far as its reader needs (:class:`WhatIf`); ``steps_from`` runs many free
+    transfers in one pass of the unscaled simulation, forking at each point. Every figure is the
+    one a whole re-simulation gives, bit for bit (the same operations on the same state), but for
+    ``steps_from``'s step times (its docstring). ``count``: re-simulations run (each what-if counts one).
     """
 
     def __init__(self, module: Module, cost: CostModel, pairs: list[AsyncPair], transfers: list[HostTransfer],
@@ -1281,20 +1282,6 @@ class Replayer:
         sim.record = False  # its outcome alone is read
         return sim
 
-    def _finish(self, sim: _Sim, begin: int, verdicts_only: bool = False) -> Outcome:
-        """Run ``sim`` on from entry position ``begin`` (``verdicts_only``: as :meth:`run` says)."""
-        stops = None
-        if verdicts_only:
-            first, end = self._program_positions()
-            after = max((last for _first, last in first.values()), default=-1) + 1
-            stops = {q: _stop_if_quiet(sim, q) for q in range(max(after, begin + 1), end + 1)}
-        try:
-            sim.run(sim.module.entry_name, begin, stops)
-        except _Quiet:
-            return sim.outcome(step=False)
-        sim.drain()
-        return sim.outcome()
-
     def _program_positions(self) -> tuple[dict[tuple[str, str], tuple[int, int]], int]:
         if self._positions is None:
             sim = self._sim(SimScales())
@@ -1306,19 +1293,23 @@ class Replayer:
         first, end = self._program_positions()
         return min((first[k][0] for k in keys if k in first), default=end)
 
-    def run(self, scales: SimScales, verdicts_only: bool = False) -> Outcome:
-        """The whole step re-simulated with ``scales``. ``verdicts_only``: stopped at the first point
-        of the entry computation, after the last that may reach a host transfer, where nothing is in
-        flight (what runs after it reaches no transfer: every transfer's figures are final there);
-        the outcome's ``step_us`` is then None."""
-        self.count += 1
-        return self._finish(self._sim(scales), 0, verdicts_only)
+    def final_after(self, keys: frozenset[tuple[str, str]] | set[tuple[str, str]]) -> int:
+        """The entry position after the last that may reach one of ``keys`` (0: none may)."""
+        first, _end = self._program_positions()
+        return max((first[k][1] for k in keys if k in first), default=-1) + 1
 
-    def run_from(self, keys: frozenset[tuple[str, str]], scales: SimScales, verdicts_only: bool = False) -> Outcome:
-        """``scales``, which changes nothing before one of ``keys`` is first reached, re-simulated
-        from there (the unscaled simulation paused at that point is kept for the next call);
-        ``verdicts_only`` as :meth:`run` says."""
-        at = self.position(keys)
+    def run(self, scales: SimScales) -> Outcome:
+        """The whole step re-simulated with ``scales``."""
+        return self.what_if(scales).whole()
+
+    def what_if(self, scales: SimScales, fork_at: frozenset[tuple[str, str]] | None = None) -> WhatIf:
+        """A re-simulation with ``scales``, not run yet (:class:`WhatIf`). ``fork_at``: transfers
+        before whose first reach ``scales`` changes nothing; it then starts from a copy of the
+        unscaled simulation paused there (kept for the next what-if forked at the same point)."""
+        self.count += 1
+        if fork_at is None:
+            return WhatIf(self, self._sim(scales), 0)
+        at = self.position(fork_at)
         paused = self._paused.get(at)
         if paused is None:
             paused = self._sim(SimScales())
@@ -1331,8 +1322,7 @@ class Replayer:
                 paused.run(paused.module.entry_name, 0, {at: stop})
             except _Paused:
                 pass
-        self.count += 1
-        return self._finish(paused.fork(scales), at, verdicts_only)
+        return WhatIf(self, paused.fork(scales), at)
 
     def steps_from(self, whatifs: list[tuple[frozenset[tuple[str, str]], SimScales]]) -> list[float]:
         """The step time of each (keys, scales) of ``whatifs``, each forked as :meth:`run_from` would,
@@ -1374,6 +1364,50 @@ class Replayer:
             sim.drain()
             out[i] = sim.t
         return out
+
+
+class WhatIf:
+    """One what-if re-simulation (:meth:`Replayer.what_if`), run only as far as its readers need.
+
+    ``upto(keys)`` runs it on to the first point of the entry computation, after the last that may
+    reach one of ``keys``, where nothing is in flight (every done reached, the links and streams
+    idle): what runs after that point reaches none of them, and nothing they held up is still
+    waiting, so their executions, waits, blame and the waits they caused are final there, bit for
+    bit a whole run's. A later call with other keys runs it on from where it stopped. ``whole()``
+    runs it to the end of the step (its ``step_us`` is then known).
+    """
+
+    def __init__(self, replayer: Replayer, sim: _Sim, position: int) -> None:
+        self.replayer = replayer
+        self.sim = sim
+        self.position = position  # the entry position it is paused at
+        self.quiet = False  # it was stopped there because it was quiet
+        self.done = False
+
+    def upto(self, keys: frozenset[tuple[str, str]] | set[tuple[str, str]]) -> Outcome:
+        if self.done:
+            return self.sim.outcome()
+        after = self.replayer.final_after(keys)
+        if after <= self.position and (self.quiet or after == 0):
+            return self.sim.outcome(step=False)
+        _first, end = self.replayer._program_positions()
+        sim = self.sim
+        stops = {q: _stop_if_quiet(sim, q) for q in range(max(after, self.position + 1), end + 1)}
+        try:
+            sim.run(sim.module.entry_name, self.position, stops)
+        except _Quiet as q:
+            self.position, self.quiet = q.position, True
+            return sim.outcome(step=False)
+        sim.drain()
+        self.done = True
+        return sim.outcome()
+
+    def whole(self) -> Outcome:
+        if not self.done:
+            self.sim.run(self.sim.module.entry_name, self.position)
+            self.sim.drain()
+            self.done = True
+        return self.sim.outcome()
 
 
 def _stop_if_quiet(sim: _Sim, position: int) -> Callable[[], None]:

@@ -27,7 +27,7 @@ The verdict in a re-simulated step is decided as the step's own (``judged_by_wai
 ``judged_by_blame``, ``hloscope.analysis.simulate.overlap``). Each what-if is re-simulated from the
 point of the entry computation where it first differs from the step, on a copy of the step's own
 simulation paused there, and stopped where it can differ no more
-(:class:`~hloscope.analysis.simulate.timeline.Replayer`; docs/verdicts.md "How the re-simulations are
+(:class:`~hloscope.analysis.simulate.replay.Replayer`; docs/verdicts.md "How the re-simulations are
 cut short"): every figure is then that of a whole re-simulation, the marginal cost to float rounding.
 :func:`measure_margins_brute` re-simulates the whole step for each: the reference the tests compare
 against. Facts only; words in ``hloscope.render``.
@@ -43,7 +43,8 @@ from hloscope.analysis.cost.roofline import CostModel
 from hloscope.analysis.kinds import Reason, VerdictKind
 from hloscope.analysis.measured.compare import OpClassName, classify
 from hloscope.analysis.simulate.overlap import judged_by_blame, judged_by_wait
-from hloscope.analysis.simulate.timeline import Outcome, Replayer, SimScales, Timeline, WhatIf, simulate_step
+from hloscope.analysis.simulate.replay import Outcome, Replayer, WhatIf
+from hloscope.analysis.simulate.timeline import SimScales, Timeline, simulate_step
 from hloscope.analysis.simulate.verdict import Thresholds
 from hloscope.analysis.structure.callgraph import CallGraph
 from hloscope.analysis.structure.pairs import AsyncPair
@@ -196,7 +197,7 @@ class _Resim:
 
 
 class _Whole:
-    """A whole re-simulation, read as a :class:`~hloscope.analysis.simulate.timeline.WhatIf` is."""
+    """A whole re-simulation, read as a :class:`~hloscope.analysis.simulate.replay.WhatIf` is."""
 
     def __init__(self, timeline: Timeline) -> None:
         self.timeline = timeline
@@ -210,10 +211,10 @@ class _Whole:
 
 class _Forked:
     """The same re-simulations, each started where it first differs from the step
-    (:class:`~hloscope.analysis.simulate.timeline.Replayer`): a free transfer from the first point of
+    (:class:`~hloscope.analysis.simulate.replay.Replayer`): a free transfer from the first point of
     the entry computation that reaches it, a factor on the links from the first that reaches any
     transfer; a factor on the work's time changes the step from its first op. Each runs only as far as
-    the transfers it is read for need (:class:`~hloscope.analysis.simulate.timeline.WhatIf`): a grid
+    the transfers it is read for need (:class:`~hloscope.analysis.simulate.replay.WhatIf`): a grid
     point to the last judged transfer, a bisection to the last transfer of its bracket."""
 
     def __init__(self, module: Module, cost: CostModel, pairs: list[AsyncPair], transfers: list[HostTransfer],
@@ -285,7 +286,7 @@ def measure_margins(module: Module, cost: CostModel, pairs: Sequence[AsyncPair],
                     thresholds: Thresholds) -> Margins:
     """Marginal cost, link and compute flips and exposure range of every async transfer the
     simulation timed (module docstring), each what-if re-simulated from the point where it first
-    differs from the step (:class:`~hloscope.analysis.simulate.timeline.Replayer`): the same figures as
+    differs from the step (:class:`~hloscope.analysis.simulate.replay.Replayer`): the same figures as
     :func:`measure_margins_brute`, bit for bit."""
     runs = _Forked(module, cost, list(pairs), list(transfers), callgraph, streams)
     return _measure(runs, cost, timeline, thresholds, transfers)

@@ -171,8 +171,9 @@ class Report:
     @cached_property
     def margins(self) -> Margins | None:
         """Per judged transfer, its marginal cost, verdict flips and exposure range
-        (``hloscope.analysis.simulate.margin``), from re-simulations of the step: computed on first use
-        (a few dozen to a few hundred simulations), None without a simulated step."""
+        (``hloscope.analysis.simulate.margin``), from re-simulations of the step, each forked where it
+        first differs from the step and stopped where it cannot differ again: computed on first use
+        (a few dozen to a few hundred re-simulations), None without a simulated step."""
         if self.timeline is None:
             return None
         return measure_margins(self.module, self.cost, self.pairs, self.transfers, self.index.callgraph,

@@ -24,7 +24,13 @@ Pass: ``measure_margins(module, cost, pairs, transfers, callgraph, streams, time
   The host link is not varied there (no measured error); the link flip says how far it may move.
 
 The verdict in a re-simulated step is decided as the step's own (``judged_by_wait`` then
-``judged_by_blame``, ``hloscope.analysis.simulate.overlap``). Facts only; words in ``hloscope.render``.
+``judged_by_blame``, ``hloscope.analysis.simulate.overlap``). Each what-if is re-simulated from the
+point of the entry computation where it first differs from the step, on a copy of the step's own
+simulation paused there, and stopped where it can differ no more
+(:class:`~hloscope.analysis.simulate.replay.Replayer`; docs/verdicts.md "How the re-simulations are
+cut short"): every figure is then that of a whole re-simulation, the marginal cost to float rounding.
+:func:`measure_margins_brute` re-simulates the whole step for each: the reference the tests compare
+against. Facts only; words in ``hloscope.render``.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from hloscope.analysis.cost.roofline import CostModel
 from hloscope.analysis.kinds import Reason, VerdictKind
 from hloscope.analysis.measured.compare import OpClassName, classify
 from hloscope.analysis.simulate.overlap import judged_by_blame, judged_by_wait
+from hloscope.analysis.simulate.replay import Outcome, Replayer, WhatIf
 from hloscope.analysis.simulate.timeline import SimScales, Timeline, simulate_step
 from hloscope.analysis.simulate.verdict import Thresholds
 from hloscope.analysis.structure.callgraph import CallGraph
@@ -153,15 +160,17 @@ class Margins:
         return self.transfers.get((computation, start))
 
     def fix_first(self) -> list[TransferMargin]:
-        """Transfers by marginal cost, largest first (those that cost something)."""
+        """Transfers by marginal cost, largest first (those that cost something); costs equal to the
+        nanosecond (the figure's precision: :func:`measure_margins` may differ from a whole
+        re-simulation in the last bits) by computation and start."""
         return sorted((m for m in self.transfers.values() if m.marginal_us > 0),
-                      key=lambda m: (-m.marginal_us, m.computation, m.start))
+                      key=lambda m: (-round(m.marginal_us, 3), m.computation, m.start))
 
 
 Key = tuple[str, str]
 
 
-def verdicts_of(timeline: Timeline, keys: Sequence[Key], transfer_us: Callable[[Key], float],
+def verdicts_of(timeline: Timeline | Outcome, keys: Sequence[Key], transfer_us: Callable[[Key], float],
                 thresholds: Thresholds) -> dict[Key, VerdictKind]:
     """Each transfer's verdict in a simulated step, decided as the step's own (wait, then blame)."""
     out: dict[Key, VerdictKind] = {}
@@ -177,6 +186,8 @@ def verdicts_of(timeline: Timeline, keys: Sequence[Key], transfer_us: Callable[[
 
 
 class _Resim:
+    """Whole re-simulations through ``simulate_step`` (the reference, :func:`measure_margins_brute`)."""
+
     def __init__(self, module: Module, cost: CostModel, pairs: list[AsyncPair], transfers: list[HostTransfer],
                  callgraph: CallGraph, streams: StreamAssignment | None) -> None:
         self.args = (module, cost, pairs, transfers, callgraph)
@@ -190,16 +201,68 @@ class _Resim:
         return simulate_step(module, cost, pairs, transfers, callgraph, streams=self.streams, scales=scales,
                              detail=False, base_programs=self.programs)
 
+    def free_each(self, keys: Sequence[Key]) -> list[float]:
+        return [self(SimScales(free_transfers=frozenset({k}))).step_us for k in keys]
 
-def _flips(base: dict[Key, VerdictKind], run: Callable[[float], dict[Key, VerdictKind]]
-           ) -> dict[Key, tuple[float, VerdictKind]]:
+    def what_if(self, scales: SimScales, fork_at: frozenset[Key] | None = None) -> _Whole:
+        return _Whole(self(scales))
+
+
+class _Whole:
+    """A whole re-simulation, read as a :class:`~hloscope.analysis.simulate.replay.WhatIf` is."""
+
+    def __init__(self, timeline: Timeline) -> None:
+        self.timeline = timeline
+
+    def upto(self, keys: frozenset[Key]) -> Timeline:
+        return self.timeline
+
+    def whole(self) -> Timeline:
+        return self.timeline
+
+
+class _Forked:
+    """The same re-simulations, each started where it first differs from the step
+    (:class:`~hloscope.analysis.simulate.replay.Replayer`): a free transfer from the first point of
+    the entry computation that reaches it, a factor on the links from the first that reaches any
+    transfer; a factor on the work's time changes the step from its first op. Each runs only as far as
+    the transfers it is read for need (:class:`~hloscope.analysis.simulate.replay.WhatIf`): a grid
+    point to the last judged transfer, a bisection to the last transfer of its bracket."""
+
+    def __init__(self, module: Module, cost: CostModel, pairs: list[AsyncPair], transfers: list[HostTransfer],
+                 callgraph: CallGraph, streams: StreamAssignment | None) -> None:
+        self.replay = Replayer(module, cost, pairs, transfers, callgraph, streams)
+
+    @property
+    def count(self) -> int:
+        return self.replay.count
+
+    def free_each(self, keys: Sequence[Key]) -> list[float]:
+        return self.replay.steps_from([(frozenset({k}), SimScales(free_transfers=frozenset({k}))) for k in keys])
+
+    def what_if(self, scales: SimScales, fork_at: frozenset[Key] | None = None) -> WhatIf:
+        return self.replay.what_if(scales, fork_at)
+
+
+def _step(run: Timeline | Outcome) -> float:
+    assert run.step_us is not None  # a whole run
+    return run.step_us
+
+
+#: What a grid point or bisection is asked: the factor, and the transfers whose verdicts are read there.
+Run = Callable[[float, Sequence[Key]], dict[Key, VerdictKind]]
+
+
+def _flips(base: dict[Key, VerdictKind], run: Run) -> dict[Key, tuple[float, VerdictKind]]:
     """Per transfer, the factor nearest 1 at which its verdict differs from ``base``, refined by
-    bisection, with the verdict there."""
+    bisection, with the verdict there. ``run(f, keys)``: the verdicts at factor ``f``, of ``keys`` at
+    least (a transfer missing from it was not judged there: it keeps its verdict)."""
     ups = [2 ** (k / 4) for k in range(1, GRID_STEPS + 1)]
+    everyone = list(base)
     grid: dict[float, dict[Key, VerdictKind]] = {}
     for f in ups:
-        grid[f] = run(f)
-        grid[1 / f] = run(1 / f)
+        grid[f] = run(f, everyone)
+        grid[1 / f] = run(1 / f, everyone)
     brackets: dict[tuple[float, float], list[Key]] = {}
     for k, v0 in base.items():
         best: tuple[float, float] | None = None
@@ -220,12 +283,13 @@ def _flips(base: dict[Key, VerdictKind], run: Callable[[float], dict[Key, Verdic
         for _ in range(BISECTIONS):
             mids = {math.sqrt(a * b) for a, b in state.values()}
             for mid in mids:
-                got = run(mid)
-                for k, (a, b) in list(state.items()):
-                    if math.sqrt(a * b) == mid:
-                        state[k] = (a, mid) if got.get(k, base[k]) != base[k] else (mid, b)
+                at_mid = [k for k, (a, b) in state.items() if math.sqrt(a * b) == mid]
+                got = run(mid, at_mid)
+                for k in at_mid:
+                    a, b = state[k]
+                    state[k] = (a, mid) if got.get(k, base[k]) != base[k] else (mid, b)
         for k, (_a, b) in state.items():
-            out[k] = (b, run(b).get(k, base[k]))  # ``run`` keeps what it ran: no new simulation
+            out[k] = (b, run(b, [k]).get(k, base[k]))  # ``run`` keeps what it ran: no new simulation
     return out
 
 
@@ -233,8 +297,24 @@ def measure_margins(module: Module, cost: CostModel, pairs: Sequence[AsyncPair],
                     callgraph: CallGraph, streams: StreamAssignment | None, timeline: Timeline,
                     thresholds: Thresholds) -> Margins:
     """Marginal cost, link and compute flips and exposure range of every async transfer the
-    simulation timed (module docstring)."""
-    resim = _Resim(module, cost, list(pairs), list(transfers), callgraph, streams)
+    simulation timed (module docstring), each what-if re-simulated from the point where it first
+    differs from the step (:class:`~hloscope.analysis.simulate.replay.Replayer`): the same figures as
+    :func:`measure_margins_brute`, bit for bit."""
+    runs = _Forked(module, cost, list(pairs), list(transfers), callgraph, streams)
+    return _measure(runs, cost, timeline, thresholds, transfers)
+
+
+def measure_margins_brute(module: Module, cost: CostModel, pairs: Sequence[AsyncPair],
+                          transfers: Sequence[HostTransfer], callgraph: CallGraph, streams: StreamAssignment | None,
+                          timeline: Timeline, thresholds: Thresholds) -> Margins:
+    """:func:`measure_margins` by whole re-simulations of the step (``simulate_step``, one per what-if):
+    the reference the tests hold the forked re-simulations to."""
+    runs = _Resim(module, cost, list(pairs), list(transfers), callgraph, streams)
+    return _measure(runs, cost, timeline, thresholds, transfers)
+
+
+def _measure(runs: _Resim | _Forked, cost: CostModel, timeline: Timeline, thresholds: Thresholds,
+             runs_transfers: Sequence[HostTransfer]) -> Margins:
     keys = [k for k, t in timeline.transfers.items() if t.is_async and t.matched and t.executions > 0]
     lat = cost.transfer_latency_us
     alone = {k: timeline.transfers[k].transfer_us for k in keys}
@@ -246,27 +326,33 @@ def measure_margins(module: Module, cost: CostModel, pairs: Sequence[AsyncPair],
 
     # marginal cost
     touched = timeline.influential
-    marginal: dict[Key, float] = {}
-    for k in keys:
-        t = timeline.transfers[k]
-        if t.blame_us <= 0 and t.wait_us_per_step <= 0 and k not in touched:
-            marginal[k] = 0.0
-            continue
-        marginal[k] = max(0.0, timeline.step_us - resim(SimScales(free_transfers=frozenset({k}))).step_us)
+    costly = [k for k in keys if timeline.transfers[k].blame_us > 0 or timeline.transfers[k].wait_us_per_step > 0
+              or k in touched]
+    steps = dict(zip(costly, runs.free_each(costly), strict=True))
+    marginal = {k: max(0.0, timeline.step_us - steps[k]) if k in steps else 0.0 for k in keys}
 
-    memo: dict[tuple[str, float], dict[Key, VerdictKind]] = {}
+    # One what-if per factor, run as far as the transfers read there need; per transfer its verdict
+    # there (None: not judged there, it keeps the step's).
+    memo: dict[tuple[bool, float], tuple[WhatIf | _Whole, dict[Key, VerdictKind | None]]] = {}
+    everything = frozenset((t.computation, t.instruction.name) for t in runs_transfers)
 
-    def link_run(f: float) -> dict[Key, VerdictKind]:
-        got = memo.get(("link", f))
+    def verdicts_at(link: bool, f: float, want: Sequence[Key]) -> dict[Key, VerdictKind]:
+        got = memo.get((link, f))
         if got is None:
-            got = memo[("link", f)] = verdicts_of(resim(SimScales(link=f)), keys, us_at(f), thresholds)
-        return got
+            run = (runs.what_if(SimScales(link=f), everything) if link else runs.what_if(SimScales(compute=f)))
+            got = memo[(link, f)] = (run, {})
+        run, known = got
+        missing = [k for k in want if k not in known]
+        if missing:
+            found = verdicts_of(run.upto(frozenset(missing)), missing, us_at(f if link else 1.0), thresholds)
+            known.update((k, found.get(k)) for k in missing)
+        return {k: v for k in want if (v := known[k]) is not None}
 
-    def compute_run(f: float) -> dict[Key, VerdictKind]:
-        got = memo.get(("compute", f))
-        if got is None:
-            got = memo[("compute", f)] = verdicts_of(resim(SimScales(compute=f)), keys, us_at(1.0), thresholds)
-        return got
+    def link_run(f: float, want: Sequence[Key]) -> dict[Key, VerdictKind]:
+        return verdicts_at(True, f, want)
+
+    def compute_run(f: float, want: Sequence[Key]) -> dict[Key, VerdictKind]:
+        return verdicts_at(False, f, want)
 
     link_flips = _flips(base, link_run) if keys else {}
     compute_flips = _flips(base, compute_run) if keys else {}
@@ -283,8 +369,8 @@ def measure_margins(module: Module, cost: CostModel, pairs: Sequence[AsyncPair],
             return r if slower else 1.0 / r
         return f
 
-    low = resim(SimScales(per_op=per_op(True)))  # work slower: more to hide behind
-    high = resim(SimScales(per_op=per_op(False)))
+    low = runs.what_if(SimScales(per_op=per_op(True))).whole()  # work slower: more to hide behind
+    high = runs.what_if(SimScales(per_op=per_op(False))).whole()
     out: dict[Key, TransferMargin] = {}
     for k in keys:
         t = timeline.transfers[k]
@@ -298,8 +384,8 @@ def measure_margins(module: Module, cost: CostModel, pairs: Sequence[AsyncPair],
             flip_link_verdict=lf[1] if lf else None,
             flip_compute_factor=cf[0] if cf else None, flip_compute_verdict=cf[1] if cf else None,
             exposed_low_us=min(corner), exposed_high_us=max(corner))
-    return Margins(out, resim.count, is_calibrated(cost.target), tuple(sorted(factors.items())),
-                   (low.step_us, high.step_us), (2 ** (-GRID_STEPS / 4), 2 ** (GRID_STEPS / 4)),
+    return Margins(out, runs.count, is_calibrated(cost.target), tuple(sorted(factors.items())),
+                   (_step(low), _step(high)), (2 ** (-GRID_STEPS / 4), 2 ** (GRID_STEPS / 4)),
                    cost.target.platform)
 
 
@@ -375,9 +461,8 @@ def measure_collective_margins(module: Module, cost: CostModel, pairs: Sequence[
 
     memo: dict[tuple[str, float], dict[tuple[str, str], VerdictKind]] = {}
 
-    def cached(kind: str, run: Callable[[float], dict[tuple[str, str], VerdictKind]]
-               ) -> Callable[[float], dict[tuple[str, str], VerdictKind]]:
-        def go(f: float) -> dict[tuple[str, str], VerdictKind]:
+    def cached(kind: str, run: Callable[[float], dict[tuple[str, str], VerdictKind]]) -> Run:
+        def go(f: float, _want: Sequence[Key]) -> dict[tuple[str, str], VerdictKind]:
             got = memo.get((kind, f))
             if got is None:
                 got = memo[(kind, f)] = run(f)

@@ -324,6 +324,19 @@ class _Flow:
         if us > 0 and by != self.key:
             self.held[by] = self.held.get(by, 0.0) + us
 
+    def clone(self, flows: dict[int, _Flow]) -> _Flow:
+        """A copy for a forked simulation; ``flows`` maps the originals (by id) to their copies, so
+        that a flow shared by a link and an op (or ahead of another) stays one flow."""
+        got = flows.get(id(self))
+        if got is not None:
+            return got
+        f = _Flow.__new__(_Flow)
+        flows[id(self)] = f
+        f.key, f.bytes, f.remaining, f.issue, f.finish = self.key, self.bytes, self.remaining, self.issue, self.finish
+        f.ready, f.began, f.behind, f.held = self.ready, self.began, self.behind, dict(self.held)
+        f.after = self.after.clone(flows) if self.after is not None else None
+        return f
+
 
 class _Link:
     """A host link in one direction, moved by ``engines`` copy engines.
@@ -465,6 +478,15 @@ class _Link:
             self.advance(float("inf"), until=flow)
         return flow.finish
 
+    def clone(self, flows: dict[int, _Flow]) -> _Link:
+        """A copy for a forked simulation (its flows copied through ``flows``)."""
+        lk = _Link(self.bw, self.latency, self.engines)
+        lk.now = self.now
+        lk.active = [f.clone(flows) for f in self.active]
+        lk.queued = [f.clone(flows) for f in self.queued]
+        lk.waiting = [f.clone(flows) for f in self.waiting]
+        return lk
+
     def shift(self, dt: float) -> None:
         self.now += dt
         for f in (*self.active, *self.queued, *self.waiting):
@@ -489,8 +511,20 @@ class _Op:
         self.flow = flow
         self.link = link
         self.shifted = False  # carried across extrapolated iterations
-        self.stream: ExecutionStream | None = None  # XLA's compute or memcpy stream it runs on, when known
+        self.stream: int | None = None  # XLA's compute or memcpy stream it runs on, when known (``_Sim.stream_ids``)
         self.ahead: tuple[str, ...] = ()  # starts still running on that stream when it was issued
+
+    def clone(self, ops: dict[int, _Op], flows: dict[int, _Flow], links: dict[int, _Link]) -> _Op:
+        """A copy for a forked simulation: one copy per op (``ops``), its flow and link the fork's."""
+        got = ops.get(id(self))
+        if got is not None:
+            return got
+        op = _Op(self.key, self.kind, self.issue, self.finish,
+                 self.flow.clone(flows) if self.flow is not None else None,
+                 links[id(self.link)] if self.link is not None else None)
+        op.shifted, op.stream, op.ahead = self.shifted, self.stream, self.ahead
+        ops[id(self)] = op
+        return op
 
     def finish_time(self) -> float:
         if self.flow is not None and self.link is not None:
@@ -560,9 +594,11 @@ class _Sim:
                  callgraph: CallGraph, max_iterations: int, extrapolate: bool,
                  share_hbm: bool = True, streams: StreamAssignment | None = None,
                  copy_engines: int | None = None, scales: SimScales | None = None, detail: bool = True,
-                 base_programs: dict[str, list[tuple[int, Instruction, float]]] | None = None) -> None:
+                 base_programs: dict[str, list[tuple[int, Instruction, float]]] | None = None,
+                 stream_numbers: _StreamNumbers | None = None) -> None:
         self.module = module
         self.detail = detail
+        self.record = True  # keep the slices (False: a what-if whose outcome alone is read: ``simulate.replay``)
         self.base_programs = {} if base_programs is None else base_programs
         self.scales = scales or SimScales()
         self.callgraph = callgraph
@@ -579,8 +615,9 @@ class _Sim:
         self.links = {d: _Link(cost.link_bandwidth(d) * self.scales.link / 1e6, self.dma_latency, engines)
                       for d in Direction}
         self.streams = streams
-        self.stream_tail: dict[ExecutionStream, _Op] = {}  # the last op issued on each compute stream
-        self.stream_inflight: dict[ExecutionStream, list[_Op]] = {}  # issued there, done not yet reached
+        self.stream_tail: dict[int, _Op] = {}  # the last op issued on each compute stream
+        self.stream_inflight: dict[int, list[_Op]] = {}  # issued there, done not yet reached
+        self.stream_numbers = _StreamNumbers(streams) if stream_numbers is None else stream_numbers
         self.hbm_per_us = cost.target.hbm_bandwidth / 1e6
         self.link_list = list(self.links.values())
         self.share_hbm = share_hbm
@@ -597,6 +634,74 @@ class _Sim:
         self.influential: set[tuple[str, str]] = set()  # transfers that held anything up
         self.programs: dict[str, list[tuple[int, Instruction, float]]] = {}
         self.iteration = -1
+
+    def fork(self, scales: SimScales) -> _Sim:
+        """A copy of this simulation, paused between two ops of the entry computation, to go on with
+        ``scales`` (which must leave the programs as they are: a link factor, free transfers). What
+        only the views read (slices) starts empty; every clock, flow, queue and total is copied."""
+        new = _Sim.__new__(_Sim)
+        new.__dict__.update(self.__dict__)
+        new.scales = scales
+        flows: dict[int, _Flow] = {}
+        links = {id(lk): lk.clone(flows) for lk in self.links.values()}
+        new.links = {d: links[id(lk)] for d, lk in self.links.items()}
+        if scales.link != self.scales.link:
+            for d, lk in new.links.items():
+                lk.bw = self.cost.link_bandwidth(d) * scales.link / 1e6
+        new.link_list = list(new.links.values())
+        ops: dict[int, _Op] = {}
+        new.inflight = {k: [o.clone(ops, flows, links) for o in v] for k, v in self.inflight.items()}
+        new.stream_tail = {s: o.clone(ops, flows, links) for s, o in self.stream_tail.items()}
+        new.stream_inflight = {s: [o.clone(ops, flows, links) for o in v] for s, v in self.stream_inflight.items()}
+        new.acc = self.acc.snapshot()
+        new.last = dict(self.last)
+        new.reached = dict(self.reached)
+        new.influential = set(self.influential)
+        new.loops = dict(self.loops)
+        new.slices = {r: [] for r in RESOURCES}
+        return new
+
+    def quiet(self) -> bool:
+        """Nothing in flight: every done reached, the links idle, the collective and async streams
+        free by now. What runs next then depends on the clock alone."""
+        t = self.t
+        return (self.coll_free <= t and self.p2p_free <= t and self.async_free <= t
+                and all(not ops for ops in self.inflight.values())
+                and all(not (lk.active or lk.queued or lk.waiting) and lk.now <= t for lk in self.link_list))
+
+    def entry_positions(self) -> dict[tuple[str, str], tuple[int, int]]:
+        """Per host transfer, the first and the last position of the entry computation's program
+        whose op may reach it (its start, or a loop, call or conditional whose computations hold it)."""
+        held: dict[str, set[tuple[str, str]]] = {}
+
+        def within(name: str) -> set[tuple[str, str]]:
+            got = held.get(name)
+            if got is not None:
+                return got
+            held[name] = got = set()
+            for code, ins, _us in self.program(name):
+                if code in (_START, _SYNC_XFER):
+                    if (name, ins.name) in self.transfers:
+                        got.add((name, ins.name))
+                elif code in (_WHILE, _CALL):
+                    for c in ins.called_computations:
+                        if c in self.module.computations:
+                            got |= within(c)
+            return got
+
+        out: dict[tuple[str, str], tuple[int, int]] = {}
+        entry = self.module.entry_name
+        for i, (code, ins, _us) in enumerate(self.program(entry)):
+            reached: set[tuple[str, str]] = set()
+            if code in (_START, _SYNC_XFER) and (entry, ins.name) in self.transfers:
+                reached.add((entry, ins.name))
+            elif code in (_WHILE, _CALL):
+                for c in ins.called_computations:
+                    if c in self.module.computations:
+                        reached |= within(c)
+            for k in reached:
+                out[k] = (out[k][0] if k in out else i, i)
+        return out
 
     # -- programs: each computation's schedule, classified once ----------------------------------
 
@@ -662,9 +767,20 @@ class _Sim:
 
     # -- running -----------------------------------------------------------------------------------
 
-    def run(self, name: str) -> None:
+    def run(self, name: str, begin: int = 0, marks: dict[int, Callable[[], None]] | None = None) -> None:
+        """Run computation ``name``'s program from position ``begin``; ``marks``: a call made at
+        each of those positions, before the op there runs (the forks of ``hloscope.analysis.simulate.replay``)."""
+        prog = self.program(name)
+        if marks:
+            for at in sorted(p for p in marks if p >= begin):
+                self._run_ops(name, prog[begin:at])
+                marks[at]()
+                begin = at
+        self._run_ops(name, prog[begin:] if begin else prog)
+
+    def _run_ops(self, name: str, prog: list[tuple[int, Instruction, float]]) -> None:
         slices = self.slices
-        for code, ins, us in self.program(name):
+        for code, ins, us in prog:
             if code == _WORK:
                 if self.share_hbm and (self.link_list[0].active or self.link_list[1].active):
                     self._share_hbm(ins, us)
@@ -687,8 +803,10 @@ class _Sim:
             elif code == _SYNC_COLL:
                 begin = self._collective_slot(ins, us)
                 end = begin + us
-                slices[Resource.COLLECTIVE].append(Slice(Resource.COLLECTIVE, begin, end, name, ins.name,
-                                                         SliceKind.COLLECTIVE, _collective_bytes(ins), self.iteration))
+                if self.record:
+                    slices[Resource.COLLECTIVE].append(Slice(Resource.COLLECTIVE, begin, end, name, ins.name,
+                                                             SliceKind.COLLECTIVE, _collective_bytes(ins),
+                                                             self.iteration))
                 self._wait(name, ins.name, end, Resource.COLLECTIVE)
 
     def _collective_slot(self, ins: Instruction, us: float) -> float:
@@ -727,8 +845,9 @@ class _Sim:
         w = until - self.t
         if w <= 0:
             return 0.0
-        self.slices[Resource.COMPUTE].append(Slice(Resource.COMPUTE, self.t, until, comp, name, SliceKind.WAIT, 0,
-                                                   self.iteration))
+        if self.record:
+            self.slices[Resource.COMPUTE].append(Slice(Resource.COMPUTE, self.t, until, comp, name, SliceKind.WAIT,
+                                                       0, self.iteration))
         self.t = until
         if kind in (Resource.LINK_TO_HOST, Resource.LINK_TO_DEVICE):
             self.acc.xfer += w
@@ -738,9 +857,8 @@ class _Sim:
             self.acc.other += w
         return w
 
-    def _stream(self, comp: str, ins: Instruction) -> ExecutionStream | None:
-        s = self.streams.stream_of(comp, ins.name) if self.streams is not None else None
-        return s if s is not None and s.kind is not StreamKind.COMMUNICATION else None
+    def _stream(self, comp: str, ins: Instruction) -> int | None:
+        return self.stream_numbers.of(comp, ins.name)
 
     def _start(self, comp: str, ins: Instruction, us: float) -> None:
         key = (comp, ins.name)
@@ -774,8 +892,10 @@ class _Sim:
             op.ahead = ahead
         elif collective_kind(ins):
             begin = self._collective_slot(ins, us)
-            self.slices[Resource.COLLECTIVE].append(Slice(Resource.COLLECTIVE, begin, begin + us, comp, ins.name,
-                                                          SliceKind.COLLECTIVE, _collective_bytes(ins), self.iteration))
+            if self.record:
+                self.slices[Resource.COLLECTIVE].append(Slice(Resource.COLLECTIVE, begin, begin + us, comp, ins.name,
+                                                              SliceKind.COLLECTIVE, _collective_bytes(ins),
+                                                              self.iteration))
             op = _Op(key, Resource.COLLECTIVE, self.t, finish=begin + us)
         else:
             if stream is not None:
@@ -785,7 +905,7 @@ class _Sim:
             else:
                 begin = max(self.t, self.async_free)
                 self.async_free = begin + us
-            if us > 0:
+            if us > 0 and self.record:
                 self.slices[Resource.ASYNC].append(Slice(Resource.ASYNC, begin, begin + us, comp, ins.name,
                                                          SliceKind.ASYNC, self.cost.moved_bytes(ins).device,
                                                          self.iteration))
@@ -818,8 +938,9 @@ class _Sim:
         key = op.key
         t = self.transfers[key]
         res = link_of(t.direction)
-        self.slices[res].append(Slice(res, op.issue, finish, key[0], key[1], SliceKind.TRANSFER, t.bytes,
-                                      self.iteration))
+        if self.record:
+            self.slices[res].append(Slice(res, op.issue, finish, key[0], key[1], SliceKind.TRANSFER, t.bytes,
+                                          self.iteration))
         self.acc.execs[key] = self.acc.execs.get(key, 0) + 1
         self.acc.waits[key] = self.acc.waits.get(key, 0.0) + wait
         if op.flow is not None:
@@ -870,7 +991,7 @@ class _Sim:
         known = self.callgraph.trip_count(ins)
         trips = known if known is not None else 1
         outer_iteration = self.iteration
-        prev: tuple[float, tuple[float, ...]] | None = None
+        prev: _Sig | None = None
         simulated = 0
         steady = False
         iter_us = 0.0
@@ -884,8 +1005,10 @@ class _Sim:
             simulated += 1
             iter_us = self.t - start_t
             a = self.acc
-            sig = (iter_us, (a.xfer - snap.xfer, a.coll - snap.coll, a.other - snap.other,
-                             *(a.waits[k] - snap.waits.get(k, 0.0) for k in sorted(a.waits))))
+            # The iteration's time, totals and each transfer's waits; a transfer that waited nothing in
+            # it (its sum unchanged) is left out: 0 on both sides of the comparison (``_same``).
+            sig = (iter_us, (a.xfer - snap.xfer, a.coll - snap.coll, a.other - snap.other), len(a.waits),
+                   {k: w - snap.waits.get(k, 0.0) for k, w in a.waits.items() - snap.waits.items()})
             if prev is not None and _same(prev, sig):
                 steady = True
             prev = sig
@@ -907,13 +1030,14 @@ class _Sim:
         a.xfer += (a.xfer - snap.xfer) * remaining
         a.coll += (a.coll - snap.coll) * remaining
         a.other += (a.other - snap.other) * remaining
-        for k, n in list(a.execs.items()):
+        # Only what the iteration changed grows (an unchanged figure would add 0 times ``remaining``).
+        for k, n in a.execs.items() - snap.execs.items():
             a.execs[k] = n + (n - snap.execs.get(k, 0)) * remaining
-        for k, w in list(a.waits.items()):
+        for k, w in a.waits.items() - snap.waits.items():
             a.waits[k] = w + (w - snap.waits.get(k, 0.0)) * remaining
-        for k, w in list(a.blame.items()):
+        for k, w in a.blame.items() - snap.blame.items():
             a.blame[k] = w + (w - snap.blame.get(k, 0.0)) * remaining
-        for kk, w in list(a.caused.items()):
+        for kk, w in a.caused.items() - snap.caused.items():
             a.caused[kk] = w + (w - snap.caused.get(kk, 0.0)) * remaining
         dt = iter_us * remaining
         gap_start = self.t
@@ -933,7 +1057,7 @@ class _Sim:
                 op.shifted = True
                 if op.flow is None and op.finish >= 0:
                     op.finish += dt
-        if dt > 0:
+        if dt > 0 and self.record:
             self.slices[Resource.COMPUTE].append(Slice(Resource.COMPUTE, gap_start, self.t, comp, name,
                                                        SliceKind.EXTRAPOLATED, 0, self.iteration))
 
@@ -948,10 +1072,42 @@ class _Sim:
             ops.clear()
 
 
-def _same(a: tuple[float, tuple[float, ...]], b: tuple[float, tuple[float, ...]]) -> bool:
-    if len(a[1]) != len(b[1]) or abs(a[0] - b[0]) > 1e-6 * max(1.0, abs(a[0])):
+#: One loop iteration: its time, its three wait totals, how many transfers have waits so far, and the
+#: waits of each transfer whose waits it changed.
+_Sig = tuple[float, tuple[float, float, float], int, dict[tuple[str, str], float]]
+
+
+class _StreamNumbers:
+    """Each async start's XLA execution stream as a small number (None: none known, or a communication
+    stream, which the simulation does not serialize), looked up once and shared by the re-simulations
+    of one step (a number is a cheaper key than the stream itself)."""
+
+    def __init__(self, streams: StreamAssignment | None) -> None:
+        self.streams = streams
+        self.of_start: dict[tuple[str, str], int | None] = {}
+        self.numbers: dict[ExecutionStream, int] = {}
+
+    def of(self, comp: str, name: str) -> int | None:
+        key = (comp, name)
+        if key in self.of_start:
+            return self.of_start[key]
+        s = self.streams.stream_of(comp, name) if self.streams is not None else None
+        got = (self.numbers.setdefault(s, len(self.numbers))
+               if s is not None and s.kind is not StreamKind.COMMUNICATION else None)
+        self.of_start[key] = got
+        return got
+
+
+def _same(a: _Sig, b: _Sig) -> bool:
+    """Two iterations alike: the same time, totals and waits per transfer, each within 1e-6 (relative
+    to the first's, at least 1 µs); a transfer missing from one iteration's changes waited 0 in it."""
+    if a[2] != b[2] or abs(a[0] - b[0]) > 1e-6 * max(1.0, abs(a[0])):
         return False
-    return all(abs(x - y) <= 1e-6 * max(1.0, abs(x)) for x, y in zip(a[1], b[1], strict=True))
+    if not all(abs(x - y) <= 1e-6 * max(1.0, abs(x)) for x, y in zip(a[1], b[1], strict=True)):
+        return False
+    da, db = a[3], b[3]
+    return all(abs(da.get(k, 0.0) - db.get(k, 0.0)) <= 1e-6 * max(1.0, abs(da.get(k, 0.0)))
+               for k in da.keys() | db.keys())
 
 
 def _memory_bound(module: Module, cost: CostModel, s: Slice) -> bool:

@@ -30,6 +30,7 @@ def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HLOSCOPE_NO_CACHE", raising=False)
 
 
+@pytest.mark.slow  # 40-80 s of compiles on 2 cores: the README test command stays under 10 minutes (issue 46)
 def test_sweep_matrix_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sweep", "mlp", "--schedulers", "lhs,none", "--jobs", "2", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
@@ -71,6 +72,7 @@ def test_sweep_matrix_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert d["summary"]["cells"] == 12 and d["summary"]["compiled"] == 12 and d["summary"]["cached"] == 0
 
 
+@pytest.mark.slow  # 40-80 s of compiles on 2 cores: the README test command stays under 10 minutes (issue 46)
 def test_sweep_batch_sizes_table_and_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("matplotlib", reason="--plot needs the plot extra (pip install -e '.[all]')")
     # A repeated batch size is the same cell: compiled once (4 cells, not 6).

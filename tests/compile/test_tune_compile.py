@@ -26,6 +26,7 @@ def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HLOSCOPE_NO_CACHE", raising=False)
 
 
+@pytest.mark.slow  # 40-80 s of compiles on 2 cores: the README test command stays under 10 minutes (issue 46)
 def test_tune_small_llama(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out, art = tmp_path / "tune.json", tmp_path / "art"
     assert main([*ARGS, "--json", "-o", str(out), "--artifacts", str(art)]) == 0
@@ -65,6 +66,7 @@ def test_tune_small_llama(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert again["best"]["label"] == best["label"]
 
 
+@pytest.mark.slow  # 40-80 s of compiles on 2 cores: the README test command stays under 10 minutes (issue 46)
 def test_facts_read_back_from_the_cache_when_the_executor_keeps_reports(tmp_path: Path) -> None:
     # Ray's workers keep their reports: the all-offload probe's per-name facts are then read back
     # from the compile cache the workers filled. An executor that drops reports stands in for it.
@@ -138,6 +140,7 @@ USER_ARGS = "f32[2,256,512]; f32[2,256,256]; f32[128,256]"
 FN = ["--fn", "tune_user_step:step", "--args", USER_ARGS, "--devices", "1"]
 
 
+@pytest.mark.slow  # 40-80 s of compiles on 2 cores: the README test command stays under 10 minutes (issue 46)
 def test_tune_a_user_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     # Facts read by hand from the all-offload probe's optimized HLO: each layer's f32[1,128,512] 'up'
     # goes into a f32[2,128,512]{2,1,0:S(5)} host buffer (2 x 128 x 512 x 4 B = 524288 B) and its

@@ -330,6 +330,9 @@ class _Namer:
             return self._passed_in(ins)
         if op == "dynamic-update-slice" and len(ins.operands) > 1:
             return [table[ins.operands[1]]]
+        sugar = _host_dma(ins)
+        if sugar is not None:
+            return [table[o] for o in sugar if o in table]
         if op in ("fusion", "call", "async-start"):
             root = self._root(ins)
             return [root] if root is not None else []
@@ -343,6 +346,9 @@ class _Namer:
         """The device-side value a to-host transfer (or an annotation) moves; a to-device one's host buffer."""
         ins = t.instruction
         table = self._table(ins)
+        sugar = _host_dma(ins)
+        if sugar is not None and t.direction is Direction.TO_HOST:
+            return [table[o] for o in sugar if o in table]
         if ins.opcode in ("async-start", "fusion"):
             root = self._root(ins)
             if root is not None and root.opcode == "dynamic-update-slice" and len(root.operands) > 1:
@@ -377,8 +383,11 @@ class _Namer:
             if key in seen:
                 continue
             seen.add(key)
-            recorded = op_name_checkpoint(ins)
-            chain = self.frames(ins)
+            # an element of a multi-output fusion carries the fusion's metadata (its first output's: on
+            # TPU the RoPE fusion that computes Q and K), not its own: its own value's ops decide
+            of_fusion = ins.opcode == "get-tuple-element" and self._tuple_of(ins) == "fusion"
+            recorded = None if of_fusion else op_name_checkpoint(ins)
+            chain = [] if of_fusion else self.frames(ins)
             if recorded is not None:
                 return (chain[0] if chain else None), recorded, None, NameBasis.DATA_FLOW
             if self.names:
@@ -400,6 +409,11 @@ class _Namer:
         if shared is not None:
             return shared[0], None, shared[1], NameBasis.CALLERS
         return producer, None, None, NameBasis.DATA_FLOW
+
+    def _tuple_of(self, gte: Instruction) -> str | None:
+        """The opcode of the tuple a ``get-tuple-element`` reads."""
+        src = self._table(gte).get(gte.operands[0]) if gte.operands else None
+        return src.opcode if src is not None else None
 
     def merged_name(self, t: Moved) -> tuple[SourceLocation | None, str | None, Mapping[str, Any] | None] | None:
         """The name of the part of merged dots the moved value is, when it is one (:meth:`merged_part`),
@@ -676,6 +690,19 @@ class _Namer:
         if requested is not None and name not in requested:
             return TransferNames(None, role, source, None, name)
         return TransferNames(name, role, source, basis)
+
+
+def _host_dma(ins: Instruction) -> tuple[str, ...] | None:
+    """The operand whose value a TPU host DMA carries, when ``ins`` is one: a ``dynamic-update-slice-start``
+    (an ``async-start`` wrapping ``dynamic-update-slice`` with no computation of its own) carries its update
+    (operand 1), a ``dynamic-slice-start`` the buffer it reads (operand 0); None for any other op."""
+    if ins.opcode != "async-start" or ins.called_computations or not ins.operands:
+        return None
+    if ins.wrapped_opcode == "dynamic-update-slice" and len(ins.operands) > 1:
+        return (ins.operands[1],)
+    if ins.wrapped_opcode == "dynamic-slice":
+        return (ins.operands[0],)
+    return None
 
 
 def _one_value(records: Sequence[Mapping[str, Any]]) -> bool:

@@ -51,6 +51,8 @@ from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 
 if TYPE_CHECKING:
     from hloscope.analysis.intent.account import Preset
+    from hloscope.compile.tpu.slices import TpuSlice
+    from hloscope.targets import TpuTarget
 
 #: The one line for a Python or an install that cannot run MaxText.
 INSTALL_HINT = "pip install 'hloscope[maxtext]'"
@@ -148,14 +150,14 @@ def owned_overrides(target: Any, devices: int, topology: str | None = None) -> l
             f"internal_compile_num_devices={devices}"]
 
 
-def tpu_slice(target: Any, devices: int, topology: str | None = None) -> Any:
-    """The TPU slice of ``devices`` devices (or ``topology``) of ``target`` (``hloscope.compile.tpu.slices.TpuSlice``)."""
+def tpu_slice(target: TpuTarget, devices: int, topology: str | None = None) -> TpuSlice:
+    """The TPU slice of ``devices`` devices (or ``topology``) of ``target``."""
     from hloscope.compile.tpu.room import TpuRoom
 
     return TpuRoom(target).slice(devices, topology)
 
 
-def check_maxtext_slice(found: Any, spec: Any) -> None:
+def check_maxtext_slice(found: TpuSlice, spec: Any) -> None:
     """One line (exit 2) when MaxText's ``accelerator_to_spec_map`` names no slice ``found.maxtext_name``
     (``spec`` None) or gives that name another slice than hloscope's (shape, chip config, chips per host,
     wrap-around): the report would then name a slice MaxText did not compile for."""
@@ -324,8 +326,8 @@ def _maxtext_private_hooks(run: _Run, tpu: bool = False) -> Iterator[Any]:
     granule = types.SimpleNamespace(**{k: getattr(mesh_utils, k) for k in dir(mesh_utils) if not k.startswith("__")})
     granule.create_hybrid_device_mesh = functools.partial(mesh_utils.create_hybrid_device_mesh,
                                                           process_is_granule=True)
-    swaps = [(train_compile, "jit_and_compile", _jit_and_compile(run)),
-             (pyconfig, "_handle_config_exception", _raise_config_error)]
+    swaps: list[tuple[Any, str, object]] = [(train_compile, "jit_and_compile", _jit_and_compile(run)),
+                                            (pyconfig, "_handle_config_exception", _raise_config_error)]
     if not tpu:
         swaps += [(train_compile, "get_topology_mesh", functools.partial(_mesh, run)),
                   (maxtext_utils, "mesh_utils", granule)]
@@ -390,7 +392,7 @@ def compile_maxtext_job(request: CompileRequest,
     room_for(target if tpu else with_memory(target, request.memory_override_bytes)).devices(request.devices,
                                                                                            request.topology)
     _import_maxtext()
-    if tpu:
+    if isinstance(target, TpuTarget):
         found = tpu_slice(target, request.devices, request.topology)
         spec_map = _module("maxtext.utils.accelerator_to_spec_map")
         check_maxtext_slice(found, spec_map.UserFacingNameToSystemCharacteristics.get(found.maxtext_name))

@@ -175,8 +175,9 @@ def compile_maxtext(*settings: str, config: str | os.PathLike[str] | None = None
                     scheduler: Scheduler | str | None = None, pipelined_offload: bool | None = True,
                     memory_fraction: float | None = None, memory_override_bytes: int | None = None,
                     phase: Callable[[str], None] | None = None,
-                    out: str | os.PathLike[str] | None = None) -> tuple[CompileResult, StepReport]:
-    """Compile MaxText's own train step for ``devices`` compile-only GPUs of ``target`` and analyze it.
+                    out: str | os.PathLike[str] | None = None,
+                    topology: str | None = None) -> tuple[CompileResult, StepReport]:
+    """Compile MaxText's own train step for ``devices`` compile-only GPUs or TPUs of ``target`` and analyze it.
 
     ``settings`` are MaxText's ``KEY=VALUE`` overrides (``"remat_policy=qkv_proj_offloaded"``) on
     ``config`` (a MaxText config file; default the installed MaxText's ``base.yml``), as
@@ -184,19 +185,20 @@ def compile_maxtext(*settings: str, config: str | os.PathLike[str] | None = None
     compile runs in its own process (MaxText sets process-wide JAX options), so ``result.compiled``
     is None. Needs Python 3.12+ and ``pip install 'hloscope[maxtext]'``; a bad setting is one
     :class:`~hloscope.errors.HloscopeError` (exit code 2). The other options are :func:`compile_step`'s;
-    ``out`` also writes the artifact folder.
+    ``out`` also writes the artifact folder. For a TPU target MaxText compiles for its own slice of
+    ``devices`` (or ``topology``: ``v5p-256``, ``v5p:4x4x8``).
     """
     from hloscope.compile.jobs import analyze_result, compile_request_result
     from hloscope.compile.maxtext import check_available, split_args
+    from hloscope.compile.rooms import room_for
     from hloscope.compile.scheduler import resolve
-    from hloscope.compile.topology import topology_for
 
     tgt = as_target(target)
     items = (*([os.fspath(config)] if config is not None else []), *settings)
     split_args(items)
     check_available()
-    topology_for(tgt, devices, argument="compile_maxtext's devices")
-    request = CompileRequest(target if isinstance(target, str) else tgt.name, devices, maxtext=items,
+    room_for(tgt).check_devices(devices, topology, argument="compile_maxtext's devices")
+    request = CompileRequest(target if isinstance(target, str) else tgt.name, devices, maxtext=items, topology=topology,
                              scheduler=resolve(scheduler, None), pipelined=pipelined_offload,
                              xla_flags=tuple(xla_flag_texts(flags or {})),
                              memory_override_bytes=memory_override_bytes, memory_fraction=memory_fraction)

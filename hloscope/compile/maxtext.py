@@ -1,4 +1,4 @@
-"""MaxText's own training step, compiled for compile-only GPUs (``hloscope compile --maxtext``).
+"""MaxText's own training step, compiled for compile-only GPUs or TPU slices (``hloscope compile --maxtext``).
 
 MaxText's ahead-of-time compile (``maxtext.trainers.pre_train.train_compile.main``) builds the
 step from its config (``base.yml`` of the installed ``maxtext`` by default, then ``KEY=VALUE``
@@ -23,6 +23,15 @@ hloscope sets ``hardware=gpu``, ``internal_compile=True`` with the device count,
 hosts as ``compile_topology_num_slices``; the user may not (:data:`OWNED_KEYS`).
 ``attention=cudnn_flash_te`` (TransformerEngine) does not compile without a GPU: it is compiled
 as ``cudnn_flash_jax`` (the same cuDNN fused attention called through JAX) and the result says so.
+
+For a TPU target MaxText's own ahead-of-time path runs unchanged up to the compile: hloscope sets
+``hardware=tpu``, ``compile_topology`` (the slice's name in MaxText's ``accelerator_to_spec_map.py``,
+``v5p-256``: :attr:`hloscope.compile.tpu.slices.TpuSlice.maxtext_name`) and
+``compile_topology_num_slices=1``, and MaxText's ``get_topology_mesh`` asks libtpu for that slice's
+compile-only devices and lays its mesh out itself (its map's slice is checked against hloscope's,
+:func:`check_maxtext_slice`). Only ``jit_and_compile`` (the compile, with hloscope's options, dumps
+and names) and ``pyconfig._handle_config_exception`` (one line) are hloscope's. libtpu is loaded by
+hloscope first, quiet (:func:`hloscope.compile.tpu.runtime.prepare`).
 """
 
 from __future__ import annotations
@@ -42,6 +51,8 @@ from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 
 if TYPE_CHECKING:
     from hloscope.analysis.intent.account import Preset
+    from hloscope.compile.tpu.slices import TpuSlice
+    from hloscope.targets import TpuTarget
 
 #: The one line for a Python or an install that cannot run MaxText.
 INSTALL_HINT = "pip install 'hloscope[maxtext]'"
@@ -124,13 +135,44 @@ def check_available(version: tuple[int, ...] | None = None, found: bool | None =
         raise HloscopeError(f"--maxtext needs MaxText, which is not installed: {INSTALL_HINT}", EXIT_BAD_INPUT)
 
 
-def owned_overrides(target: Any, devices: int) -> list[str]:
-    """The keys hloscope sets (:data:`OWNED_KEYS`): a GPU AOT compile of ``devices`` devices whose hosts
-    (``target.gpus_per_host`` GPUs each) are MaxText's slices. ``compile_topology`` only has to be a
-    GPU system MaxText knows (``a3``): the devices themselves come from hloscope's topology."""
+def owned_overrides(target: Any, devices: int, topology: str | None = None) -> list[str]:
+    """The keys hloscope sets (:data:`OWNED_KEYS`). For a GPU: an AOT compile of ``devices`` devices whose
+    hosts (``target.gpus_per_host`` GPUs each) are MaxText's slices; ``compile_topology`` only has to be a
+    GPU system MaxText knows (``a3``): the devices themselves come from hloscope's topology. For a TPU:
+    MaxText's own TPU path, ``compile_topology`` the slice's MaxText name (``v5p-256``), one slice."""
+    from hloscope.targets import TpuTarget
+
+    if isinstance(target, TpuTarget):
+        return ["hardware=tpu", f"compile_topology={tpu_slice(target, devices, topology).maxtext_name}",
+                "compile_topology_num_slices=1"]
     hosts = max(1, devices // target.gpus_per_host) if devices > target.gpus_per_host else 1
     return ["hardware=gpu", "compile_topology=a3", f"compile_topology_num_slices={hosts}", "internal_compile=True",
             f"internal_compile_num_devices={devices}"]
+
+
+def tpu_slice(target: TpuTarget, devices: int, topology: str | None = None) -> TpuSlice:
+    """The TPU slice of ``devices`` devices (or ``topology``) of ``target``."""
+    from hloscope.compile.tpu.room import TpuRoom
+
+    return TpuRoom(target).slice(devices, topology)
+
+
+def check_maxtext_slice(found: TpuSlice, spec: Any) -> None:
+    """One line (exit 2) when MaxText's ``accelerator_to_spec_map`` names no slice ``found.maxtext_name``
+    (``spec`` None) or gives that name another slice than hloscope's (shape, chip config, chips per host,
+    wrap-around): the report would then name a slice MaxText did not compile for."""
+    name = found.maxtext_name
+    if spec is None:
+        raise HloscopeError(f"--maxtext: MaxText names no TPU slice {name} ({found.name}); take a slice its "
+                            "accelerator_to_spec_map.py lists (--devices N, or --topology with its name)",
+                            EXIT_BAD_INPUT)
+    want = found.topology_kwargs()
+    got = {"topology_name": spec.topology_name, "chip_config_name": spec.chip_config_name,
+           "chips_per_host_bounds": tuple(spec.chips_per_host_bounds), "wrap": tuple(spec.wrap)}
+    differ = [k for k, v in got.items() if v != want[k]]
+    if differ:
+        raise HloscopeError(f"--maxtext: MaxText's {name} is not hloscope's {found.name} ({', '.join(differ)} "
+                            f"differ: {', '.join(f'{k}={got[k]}' for k in differ)})", EXIT_BAD_INPUT)
 
 
 def one_line(e: BaseException) -> str:
@@ -220,6 +262,9 @@ def _jit_and_compile(run: _Run) -> Callable[..., Any]:
 
         from hloscope.compile.deviceless import StepOptions, compile_step
 
+        if run.config is None:  # a TPU compile: MaxText built its mesh itself
+            run.config = config
+            _say(run, "MaxText model")
         jitted = jax.jit(func, in_shardings=in_shardings, out_shardings=out_shardings, static_argnums=static_argnums,
                          donate_argnums=donate_argnums)
         step = _MaxTextStep(jitted, tuple(func_input_args), dict(func_input_kwargs or {}), mesh, logical_axis_rules,
@@ -256,7 +301,7 @@ def _raise_config_error(e: Exception) -> None:
 
 
 @contextlib.contextmanager
-def _maxtext_private_hooks(run: _Run) -> Iterator[Any]:
+def _maxtext_private_hooks(run: _Run, tpu: bool = False) -> Iterator[Any]:
     """MAXTEXT (AND JAX) PRIVATE HOOKS: the one place hloscope reaches into MaxText's internals.
 
     While the block runs, ``train_compile.get_topology_mesh``, ``train_compile.jit_and_compile``
@@ -265,7 +310,9 @@ def _maxtext_private_hooks(run: _Run) -> Iterator[Any]:
     groups devices by host (``process_is_granule=True``): compile-only devices of one NVLink
     domain share a ``slice_index``, and MaxText's DCN axes are meant to run across hosts (its GPU
     recipes: ``dcn_fsdp_parallelism`` = the node count). Read in MaxText 0.2.5; yields MaxText's
-    ``train_compile`` module. Everything is put back afterwards.
+    ``train_compile`` module. Everything is put back afterwards. For a TPU target (``tpu``) only
+    ``jit_and_compile`` and ``_handle_config_exception`` are swapped: MaxText's own
+    ``get_topology_mesh`` builds the slice and its mesh.
     """
     import functools
     import types
@@ -279,10 +326,11 @@ def _maxtext_private_hooks(run: _Run) -> Iterator[Any]:
     granule = types.SimpleNamespace(**{k: getattr(mesh_utils, k) for k in dir(mesh_utils) if not k.startswith("__")})
     granule.create_hybrid_device_mesh = functools.partial(mesh_utils.create_hybrid_device_mesh,
                                                           process_is_granule=True)
-    swaps = [(train_compile, "get_topology_mesh", functools.partial(_mesh, run)),
-             (train_compile, "jit_and_compile", _jit_and_compile(run)),
-             (pyconfig, "_handle_config_exception", _raise_config_error),
-             (maxtext_utils, "mesh_utils", granule)]
+    swaps: list[tuple[Any, str, object]] = [(train_compile, "jit_and_compile", _jit_and_compile(run)),
+                                            (pyconfig, "_handle_config_exception", _raise_config_error)]
+    if not tpu:
+        swaps += [(train_compile, "get_topology_mesh", functools.partial(_mesh, run)),
+                  (maxtext_utils, "mesh_utils", granule)]
     saved = [(mod, name, getattr(mod, name)) for mod, name, _ in swaps]
     try:
         for mod, name, value in swaps:
@@ -325,28 +373,35 @@ def attention_in(argv: Sequence[str]) -> str | None:
 def compile_maxtext_job(request: CompileRequest,
                         phase: Callable[[str], None] | None = None) -> tuple[CompileResult, dict[str, Any]]:
     """Compile MaxText's train step for ``request`` in this process: (CompileResult, manifest extras)."""
-    from hloscope.targets import get_target
+    from hloscope.targets import TpuTarget, get_target
 
     check_available()
     args = split_args(request.maxtext or ())
     target = get_target(request.target)
-    argv = [*args.argv(), *owned_overrides(target, request.devices)]
+    tpu = isinstance(target, TpuTarget)
+    argv = [*args.argv(), *owned_overrides(target, request.devices, request.topology)]
     run = _Run(request, phase)
     if phase:
         phase("MaxText config")
     from hloscope.compile.deviceless import with_memory
-    from hloscope.compile.topology import compile_only_devices
+    from hloscope.compile.rooms import room_for
 
     # The devices first: the CUDA plugin's log (which scheduler and estimator XLA chose) is set up at its
-    # first topology, and MaxText's import would otherwise start the plugin before hloscope asks for it.
-    compile_only_devices(with_memory(target, request.memory_override_bytes), request.devices)
+    # first topology, and MaxText's import would otherwise start the plugin before hloscope asks for it;
+    # libtpu reads its environment once, at load, and hloscope's keeps it quiet.
+    room_for(target if tpu else with_memory(target, request.memory_override_bytes)).devices(request.devices,
+                                                                                           request.topology)
     _import_maxtext()
+    if isinstance(target, TpuTarget):
+        found = tpu_slice(target, request.devices, request.topology)
+        spec_map = _module("maxtext.utils.accelerator_to_spec_map")
+        check_maxtext_slice(found, spec_map.UserFacingNameToSystemCharacteristics.get(found.maxtext_name))
     argv, run.attention_note = _deviceless_attention(argv)
     logs = io.StringIO()
     tokamax_config = _module("tokamax.config")
     # tokamax's kernels (MaxText's default GPU flash attention, its grouped matmuls) check the device
     # they run on; cross_compile is tokamax's switch for compiling on another machine than the GPU's.
-    with _maxtext_private_hooks(run) as train_compile, tokamax_config.cross_compile(True):
+    with _maxtext_private_hooks(run, tpu) as train_compile, tokamax_config.cross_compile(True):
         try:
             with contextlib.redirect_stdout(logs), contextlib.redirect_stderr(logs):
                 train_compile.main(argv)

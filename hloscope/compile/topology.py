@@ -97,8 +97,6 @@ def check_devices(request: CompileRequest, argument: str = "--devices") -> None:
     target = get_target(request.target)
     fits: Callable[[int], bool]
     if isinstance(target, TpuTarget):  # a TPU slice (hloscope.compile.tpu.slices)
-        if request.maxtext is not None:  # MaxText's own step is compiled for GPUs only (hloscope.compile.maxtext)
-            gpu_only(target, "--maxtext")
         from hloscope.compile.tpu.room import TpuRoom
         from hloscope.compile.tpu.slices import devices_per_chip, prefix_of, shape_for
 

@@ -111,8 +111,11 @@ class _Namer:
         # no frame on the whole way names one record by its line alone (those decide first, as before)
         shared: tuple[SourceLocation, NameRecord] | None = None
         for ins in walk(flow.moved(t), flow.same_value):
-            recorded = op_name_checkpoint(ins)
-            chain = flow.frames(ins)
+            # an element of a multi-output fusion carries the fusion's metadata (its first output's: on
+            # TPU the RoPE fusion that computes Q and K), not its own: its own value's ops decide
+            of_fusion = ins.opcode == "get-tuple-element" and _tuple_of(flow, ins) == "fusion"
+            recorded = None if of_fusion else op_name_checkpoint(ins)
+            chain = [] if of_fusion else flow.frames(ins)
             if recorded is not None:
                 return (chain[0] if chain else None), recorded, None, NameBasis.DATA_FLOW
             if book:
@@ -263,3 +266,9 @@ def transfer_names(index: ModuleIndex, transfers: Sequence[Moved], names: Sequen
         else:
             done[key] = namer.own_names(t, requested)
     return done
+
+
+def _tuple_of(flow: ValueFlow, gte: Instruction) -> str | None:
+    """The opcode of the tuple a ``get-tuple-element`` reads."""
+    src = flow.table(gte).get(gte.operands[0]) if gte.operands else None
+    return src.opcode if src is not None else None

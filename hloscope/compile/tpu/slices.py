@@ -95,6 +95,12 @@ class TpuSlice:
         cores = self.chips * (1 if self.prefix in TWO_D else 2)
         return f"{gen}-{cores}"
 
+    @property
+    def maxtext_name(self) -> str:
+        """The slice's name in MaxText's ``accelerator_to_spec_map.py`` (``compile_topology``): as
+        :attr:`accelerator_type`, but ``v5e`` where Cloud TPU says ``v5litepod`` (``v5e-8``, ``v5p-256``)."""
+        return self.accelerator_type.replace("v5litepod-", "v5e-")
+
     def topology_kwargs(self) -> dict[str, Any]:
         """``get_topology_desc``'s keyword arguments besides ``platform``."""
         return {"topology_name": self.name, "chip_config_name": self.chip_config_name,

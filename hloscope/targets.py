@@ -237,7 +237,8 @@ class TpuTarget(Target):
     generation: the chip's name in Google's documents (``v5e``, ``v5p``, ``Ironwood``).
     topology_prefix: the generation as ``get_topology_desc`` names topologies (``v5e`` in
     ``v5e:2x2``, ``v5`` for v5p, ``tpu7x``). cores_per_chip: TensorCores on one chip (2 on v4, v5p
-    and TPU7x, which XLA drives as one "megacore" device; 1 on v5e and v6e). chips_per_host: chips
+    and TPU7x; v4's and v5p's as one "megacore" device, TPU7x's as two devices, libtpu having no megacore
+    config for it; 1 on v5e and v6e). chips_per_host: chips
     one host VM drives (its PCIe links), for the compile-only topology. ici_hop_us: latency of one
     step of a collective over ICI. kernel_launch_us: 0 (the v5e runs' TensorCore was idle 0.02 ms of a
     187 ms step between its ops, fixtures/measured/tpu_v5e/). host_memory_per_chip: host (CPU)

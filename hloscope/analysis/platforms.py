@@ -9,7 +9,8 @@ stream model of the jaxlib that compiled it, ``hloscope.analysis.structure.strea
 stream runs its ops in order, so a host copy issued behind another op on its stream waits
 for it. Host copies of one direction move on the target's copy engines.
 
-TPU: one TensorCore runs the schedule in order (a megacore chip's two cores as one device);
+TPU: one TensorCore runs the schedule in order (a megacore chip's two cores as one device, TPU7x's two
+cores as two devices);
 async ops have no streams: a host DMA (``dynamic-update-slice-start`` into ``S(5)``,
 ``dynamic-slice-start`` out of it, ``copy-start`` to or from it) starts when the TensorCore
 issues it and moves on the chip's DMA engines, one direction's DMAs sharing the PCIe link

@@ -15,7 +15,10 @@ on what the earlier ones left:
    no source line pair among themselves;
 3. the same file, where only one transfer of that role is left on each side (its line
    changed otherwise than by a shift);
-4. the op label (the JAX op path) whatever the source, again only one on each side.
+4. the op label (the JAX op path) whatever the source, again only one on each side;
+5. last, the checkpoint name once more with the bytes left out (direction and op kind kept): the
+   tensor the user named, at another size (a batch or shape change). Only a name both sides
+   know pairs across sizes; a line, a file or an op label never does.
 
 Within one stage, several candidates of one role (the peeled and the in-loop copy
 of a pipelined offload) pair first with one in a computation of the same name and
@@ -137,6 +140,8 @@ def pair_transfers(base: Iterable[TransferRecord], new: Iterable[TransferRecord]
     p.by_aligned_lines()
     p.by_key(lambda r, _: (_file_line(r)[0], p.role(r)) if _file_line(r)[1] is not None else None, unique=True)
     p.by_key(lambda r, _: (r.key.name, p.role(r)) if r.key.name else None, unique=True)
+    p.by_key(lambda r, _: (r.checkpoint, r.key.direction, r.op if p.with_op else "")
+             if r.checkpoint and not r.name_guessed else None)
     order = {id(r): i for i, r in enumerate(base)}
     pairs = sorted(p.pairs, key=lambda pair: order[id(pair[0])])
     return Pairing(tuple(pairs), tuple(p.left[0].values()), tuple(p.left[1].values()))

@@ -178,6 +178,21 @@ def test_a_batch_change_pairs_no_transfer_of_other_bytes() -> None:
     assert diff.pairs and all(b.bytes == n.bytes for b, n in diff.pairs)
 
 
+def test_a_named_tensor_pairs_with_itself_at_another_size() -> None:
+    # The same step at a 4x batch, each transfer named as the user named it (checkpoint_name, not a
+    # guess): the names pair across sizes, so a larger batch reads as each tensor's verdict changing,
+    # not as every offload lost and new. An unnamed pair of other bytes still never pairs (above).
+    from dataclasses import replace
+
+    base = snap("llama_offload_nopipe.hlo.txt")
+    named = tuple(replace(r, checkpoint=f"t{i}_{r.key.direction}", name_guessed=False)
+                  for i, r in enumerate(base.records))
+    diff = compare(Snapshot("base", named), Snapshot("new", tuple(replace(r, bytes=r.bytes * 4) for r in named)))
+    assert len(diff.pairs) == len(named) == 6
+    assert all(b.checkpoint == n.checkpoint and n.bytes == 4 * b.bytes for b, n in diff.pairs)
+    assert not [c for c in diff.regressions if c.kind in (ChangeKind.LOST, ChangeKind.NEW)]
+
+
 def test_diff_of_the_llama_steps_pairs_each_tensor_with_itself_though_every_line_moved(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     # issue 46 item 1. The two fixtures were compiled from llama.py three lines apart (fixtures/README.md;
     # read in their FileLocations): query_proj (bf16[2,1,256,8,64], 256 KiB) at line 69 in

@@ -330,7 +330,7 @@ class _Flow:
         got = flows.get(id(self))
         if got is not None:
             return got
-        f = _Flow.__new__(_Flow)
+        f = _Flow(self.key, self.bytes, self.issue)  # (mypyc: no __new__ without __init__)
         flows[id(self)] = f
         f.key, f.bytes, f.remaining, f.issue, f.finish = self.key, self.bytes, self.remaining, self.issue, self.finish
         f.ready, f.began, f.behind, f.held = self.ready, self.began, self.behind, dict(self.held)
@@ -589,6 +589,13 @@ class _Last:
     engine_behind: tuple[str, ...] = ()
 
 
+#: The fields a forked simulation shares with (or copies from) the one it forks; fork() then replaces
+#: what must not be shared (links, flows, ops, totals, the small dicts).
+_SIM_SHARED = ("record", "transfers", "starts_of", "dma_latency", "links", "stream_tail", "stream_inflight",
+               "hbm_per_us", "link_list", "t", "coll_free", "p2p_free", "async_free", "inflight", "acc", "last",
+               "slices", "loops", "reached", "influential", "programs", "iteration")
+
+
 class _Sim:
     def __init__(self, module: Module, cost: CostModel, pairs: list[AsyncPair], transfers: list[HostTransfer],
                  callgraph: CallGraph, max_iterations: int, extrapolate: bool,
@@ -639,8 +646,13 @@ class _Sim:
         """A copy of this simulation, paused between two ops of the entry computation, to go on with
         ``scales`` (which must leave the programs as they are: a link factor, free transfers). What
         only the views read (slices) starts empty; every clock, flow, queue and total is copied."""
-        new = _Sim.__new__(_Sim)
-        new.__dict__.update(self.__dict__)
+        # Built through __init__ (cheaply: no pairs, no transfers) and then given every field of this
+        # one: a class compiled by mypyc has neither an instance __dict__ nor a __new__ without __init__.
+        new = _Sim(self.module, self.cost, [], [], self.callgraph, self.max_iterations, self.extrapolate,
+                   self.share_hbm, self.streams, scales=scales, detail=self.detail,
+                   base_programs=self.base_programs, stream_numbers=self.stream_numbers)
+        for name in _SIM_SHARED:
+            setattr(new, name, getattr(self, name))
         new.scales = scales
         flows: dict[int, _Flow] = {}
         links = {id(lk): lk.clone(flows) for lk in self.links.values()}

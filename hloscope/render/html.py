@@ -28,7 +28,7 @@ from hloscope.render.intent_text import intent_headline, intent_lines
 from hloscope.render.name_words import legend, name_cell
 from hloscope.render.options import RenderOptions
 from hloscope.render.table import COLUMNS, link_figures, transfer_row
-from hloscope.render.why import core_word, explain
+from hloscope.render.why import explain, platform_words
 from hloscope.units import human_bytes, human_us
 
 #: Verdict colours (background, text): the TUI's and the diagrams' meaning, readable on white and dark themes.
@@ -82,7 +82,7 @@ def _table(report: Report) -> list[str]:
     out += [f"<p>{escape(note)}</p>" for note in legend(report.transfers)]
     out.append("<details><summary>Why each verdict</summary><ul>")
     out += [f"<li><code>{escape(v.transfer.instruction.name)}</code> {_verdict_badge(v.verdict)}: "
-            f"{escape(explain(v, core_word(report.platform)))}</li>" for v in report.verdicts]
+            f"{escape(explain(v, platform_words(report.platform)))}</li>" for v in report.verdicts]
     out.append("</ul></details>")
     return out
 
@@ -196,7 +196,8 @@ def markdown_summary(report: Report) -> str:
                    key=lambda v: -v.est_exposed_us * v.transfer.executions)[:5]
     for v in worst:
         name = name_cell(v.transfer, v.transfer.instruction.name)
-        lines.append(f"- **{md(str(v.verdict).upper())}** {md(name)}: {md(explain(v, core_word(report.platform)))}")
+        why = explain(v, platform_words(report.platform))
+        lines.append(f"- **{md(str(v.verdict).upper())}** {md(name)}: {md(why)}")
     return "\n".join(lines) + "\n"
 
 

@@ -20,7 +20,7 @@ from hloscope.render.memory_text import memory_dict
 from hloscope.render.options import RenderOptions
 from hloscope.render.scheduler_text import scheduler_dict
 from hloscope.render.unread_text import unread_dict
-from hloscope.render.why import core_word, explain
+from hloscope.render.why import explain, platform_words
 
 SCHEMA = "hloscope.report/4"
 
@@ -95,7 +95,7 @@ def transfer_dict(report: Report, v: Verdict) -> dict[str, Any]:
         "est_collective_us": round(v.est_collective_us, 3),
         "window_size": v.window_size,
         "verdict": str(v.verdict),
-        "why": explain(v, core_word(report.platform)),
+        "why": explain(v, platform_words(report.platform)),
         "checkpoint_name": t.checkpoint_name,
         "name_basis": str(t.name_basis) if t.name_basis is not None else None,
         "name_guessed": t.name_guessed,

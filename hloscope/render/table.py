@@ -22,7 +22,7 @@ from hloscope.render.name_words import legend, name_cell, unrequested_words
 from hloscope.render.options import RenderOptions
 from hloscope.render.scheduler_text import scheduler_line
 from hloscope.render.unread_text import unread_clause, unread_lines
-from hloscope.render.why import core_word, explain, slack_clause
+from hloscope.render.why import explain, platform_words, slack_clause
 from hloscope.render.xla_text import xla_cell, xla_clause, xla_legend
 from hloscope.units import human_bytes, human_us
 
@@ -149,7 +149,8 @@ class TableRenderer:
             role = f" ({v.transfer.role})" if v.transfer.role else ""
             other = unrequested_words(v.transfer)
             other = f"; it {other}" if other else ""
-            lines.append(f"  {v.transfer.instruction.name}{role}: {explain(v, core_word(report.platform))}{src}{other}")
+            why = explain(v, platform_words(report.platform))
+            lines.append(f"  {v.transfer.instruction.name}{role}: {why}{src}{other}")
             if table.moved[i]:  # the columns a narrow table left out
                 lines.append(f"    {moved_line(table.moved[i])}")
             if clause := xla_clause(report, v):

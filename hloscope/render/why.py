@@ -39,14 +39,14 @@ GPU_WORDS = PlatformWords()
 TPU_WORDS = PlatformWords("TensorCore", "DMA queue")
 
 
-def core_word(platform: Platform) -> PlatformWords:
+def platform_words(platform: Platform) -> PlatformWords:
     """The words of ``platform`` (``hloscope.analysis.platforms``: a GPU's streams and copy engines, a
     TPU's TensorCore and DMA queues)."""
     return TPU_WORDS if platform is Platform.TPU else GPU_WORDS
 
 
 def reason_text(v: Verdict, words: PlatformWords = GPU_WORDS) -> str:
-    """What decided the verdict, in one clause; ``words``: the platform's (:func:`core_word`)."""
+    """What decided the verdict, in one clause; ``words``: the platform's (:func:`platform_words`)."""
     core = words.core
     if v.reason in _REASONS:
         return _REASONS[v.reason]
@@ -223,7 +223,7 @@ def use_hint(u: FirstUse) -> str:
 
 def explain(v: Verdict, words: PlatformWords = GPU_WORDS) -> str:
     """The full ``why`` of a verdict: reason, shared link, and (for exposed/partial) the hints;
-    ``words``: the step's platform's (:func:`core_word`)."""
+    ``words``: the step's platform's (:func:`platform_words`)."""
     text = reason_text(v, words)
     simulated = v.reason in (Reason.SIMULATED, Reason.HELD_UP)
     if v.other_transfers and not simulated:  # the simulated clause says it, with timing

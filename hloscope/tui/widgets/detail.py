@@ -108,7 +108,7 @@ def verdict_text(loaded: Loaded, v: Verdict, margins: bool = True) -> Text:
     from hloscope.render.margin_text import margin_line
     from hloscope.render.name_words import name_words, unrequested_words
     from hloscope.render.unread_text import unread_clause
-    from hloscope.render.why import core_word, explain, slack_clause  # see instruction_text
+    from hloscope.render.why import explain, platform_words, slack_clause  # see instruction_text
     from hloscope.render.xla_text import xla_clause
 
     t_ = v.transfer
@@ -125,7 +125,7 @@ def verdict_text(loaded: Loaded, v: Verdict, margins: bool = True) -> Text:
              f"per step ({'simulated wait' if simulated else 'estimates'})\n")
     if clause := xla_clause(loaded.report, v):  # XLA's own figure, beside ours
         t.append(f"  xla: {clause}\n")
-    t.append(shown(f"  why: {explain(v, core_word(loaded.report.platform))}") + "\n", style="italic")
+    t.append(shown(f"  why: {explain(v, platform_words(loaded.report.platform))}") + "\n", style="italic")
     if not margins and v.timing is not None:
         t.append("  margin: …\n", style="dim")
     elif margin := margin_line(loaded.report, v):
@@ -139,7 +139,7 @@ def verdict_text(loaded: Loaded, v: Verdict, margins: bool = True) -> Text:
     if room is not None:
         t.append(shown(f"  slack: {slack_clause(room)}") + "\n")
     if v.timing is not None:
-        t.append_text(timing_text(v.timing, core_word(loaded.report.platform)))
+        t.append_text(timing_text(v.timing, platform_words(loaded.report.platform)))
     if v.window:
         segs = ", ".join(f"{s.computation}[{s.first}:{s.end}] {s.kind.value}" for s in v.window)
         t.append(f"  window: {segs}; {len(v.compute)} compute, {len(v.collectives)} collective(s), "

@@ -356,6 +356,8 @@ class _Storages:
 
     def _alias_update(self, comp: Computation, ins: Instruction) -> None:
         """An in-place update: its result (the async done's) is the buffer it updates."""
+        if not ins.shape.in_memory_space(self.host):  # (an async start's shape holds its done's result)
+            return
         w = _Wrapped(self.index, ins)
         if w.core is None or w.core.opcode != "dynamic-update-slice" or not w.core.operands:
             return
@@ -380,10 +382,13 @@ class _Storages:
                 continue
             if ins.opcode == "copy" and ins.shape.memory_space == self.host:
                 continue  # host to host: passed on
+            hosted = [(k, o, s) for k, o in enumerate(ins.operands)
+                      if (s := self._shape(comp, o)) is not None and s.in_memory_space(self.host)]
+            if not hosted:  # reads no host buffer (most ops): no need to look inside it
+                continue
             written = self.update_operand(ins)
-            for k, o in enumerate(ins.operands):
-                s = self._shape(comp, o)
-                if s is None or k == written:
+            for k, o, s in hosted:
+                if k == written:
                     continue
                 for p in _host_paths(s, self.host):
                     self._read(comp, ins, k, self.node(c, o, p), s if not p else None)

@@ -98,6 +98,11 @@ class Target:
         return 0
 
     @property
+    def memory_per_device(self) -> int:
+        """Device memory one JAX device's program may use, bytes: the figure a step's peak must fit."""
+        return self.device_memory_size
+
+    @property
     def device_word(self) -> str:
         """What one device of this family is called (``GPU``, ``chip``)."""
         return "device"
@@ -259,10 +264,16 @@ class TpuTarget(Target):
     host_memory_per_chip: int = 0
     tpu_version: str = ""
     tpu_variant: str = ""
+    hbm_available_per_device: int = 0
 
     @property
     def host_memory_per_device(self) -> int:
         return self.host_memory_per_chip
+
+    @property
+    def memory_per_device(self) -> int:
+        """What libtpu lets one device's program use (``hbm_available_per_device``), else the chip's HBM."""
+        return self.hbm_available_per_device or self.device_memory_size
 
     @property
     def device_word(self) -> str:
@@ -364,35 +375,45 @@ _TPU_PCIE_V4 = 16 * GB  # v4: 16 GB/s each way per chip (the issue's Google Clou
 _TPU_PCIE_V5E = 15 * GB  # v5e: ~1.5e10 B/s per chip (jax-ml/scaling-book, "How to Think About TPUs")
 _TPU_PCIE_GEN5 = 32 * GB  # v6e: PCIe Gen5, ~32 GB/s each way per chip (Google Cloud TPU v6e page)
 
+
+def _libtpu_gib(figure: float) -> int:
+    """Bytes of a "(95.73G)" in libtpu's out-of-memory message: GiB to two decimals (v5e's 15.75G is the
+    15.7 GiB its chip shows). Read with libtpu 0.0.50 (jax 0.12.0.1) on compile-only slices; 0.0.42 says
+    0.01G more on v5p, v6e and TPU7x (docs/targets.md, "HBM a program may use")."""
+    return round(figure * 2**30)
+
+
 TPU_TARGETS: tuple[TpuTarget, ...] = (
     TpuTarget(name="tpu-v4", description="Google Cloud TPU v4", generation="v4", topology_prefix="v4",
               device_memory_size=32 * 2**30, hbm_bandwidth=1.2 * TB, peak_bf16_flops=275e12,
               peak_fp32_flops=275e12, host_link_to_host=_TPU_PCIE_V4, host_link_to_device=_TPU_PCIE_V4,
               host_link="PCIe (16 GB/s per chip)", interconnect_bandwidth=45 * GB, cores_per_chip=2,
-              chips_per_host=4, tpu_version="TPU_VERSION_PUFFERFISH"),
+              chips_per_host=4, tpu_version="TPU_VERSION_PUFFERFISH", hbm_available_per_device=_libtpu_gib(30.75)),
     TpuTarget(name="tpu-v5e", description="Google Cloud TPU v5e", generation="v5e", topology_prefix="v5e",
               device_memory_size=16 * 2**30, hbm_bandwidth=819e9, peak_bf16_flops=197e12,
               peak_fp32_flops=197e12, host_link_to_host=_TPU_PCIE_V5E, host_link_to_device=_TPU_PCIE_V5E,
               host_link="PCIe (15 GB/s per chip)", interconnect_bandwidth=45 * GB, chips_per_host=8,
-              tpu_version="TPU_VERSION_VIPERFISH", tpu_variant="lite"),
+              tpu_version="TPU_VERSION_VIPERFISH", tpu_variant="lite",
+              hbm_available_per_device=16_909_336_064),  # the chip's own: its dumps' device_memory_size
     # v5p: no host-link figure is published; v4's 16 GB/s per chip (the same hosts' PCIe) is assumed.
     TpuTarget(name="tpu-v5p", description="Google Cloud TPU v5p", generation="v5p", topology_prefix="v5",
               device_memory_size=95 * 10**9, hbm_bandwidth=2.765 * TB, peak_bf16_flops=459e12,
               peak_fp32_flops=459e12, host_link_to_host=_TPU_PCIE_V4, host_link_to_device=_TPU_PCIE_V4,
               host_link="PCIe (16 GB/s per chip assumed)", interconnect_bandwidth=90 * GB, cores_per_chip=2,
-              chips_per_host=4, tpu_version="TPU_VERSION_VIPERFISH"),
+              chips_per_host=4, tpu_version="TPU_VERSION_VIPERFISH", hbm_available_per_device=_libtpu_gib(95.73)),
     TpuTarget(name="tpu-v6e", description="Google Cloud TPU v6e (Trillium)", generation="v6e",
               topology_prefix="v6e", device_memory_size=32 * 2**30, hbm_bandwidth=1.64 * TB,
               peak_bf16_flops=918e12, peak_fp32_flops=918e12, host_link_to_host=_TPU_PCIE_GEN5,
               host_link_to_device=_TPU_PCIE_GEN5, host_link="PCIe Gen5 (32 GB/s per chip)",
-              interconnect_bandwidth=90 * GB, chips_per_host=8),
+              interconnect_bandwidth=90 * GB, chips_per_host=8, hbm_available_per_device=_libtpu_gib(31.24)),
     # TPU7x: no host-link figure is published; v6e's PCIe Gen5 32 GB/s per chip is assumed. ICI: Google's
     # 1.2 TB/s bidirectional per chip, taken as four links of 150 GB/s each way.
     TpuTarget(name="tpu7x", description="Google Cloud TPU7x (Ironwood)", generation="TPU7x",
               topology_prefix="tpu7x", device_memory_size=192 * 2**30, hbm_bandwidth=7.38 * TB,
               peak_bf16_flops=2307e12, peak_fp32_flops=2307e12, host_link_to_host=_TPU_PCIE_GEN5,
               host_link_to_device=_TPU_PCIE_GEN5, host_link="PCIe Gen5 (32 GB/s per chip assumed)",
-              interconnect_bandwidth=150 * GB, cores_per_chip=2, chips_per_host=4),
+              interconnect_bandwidth=150 * GB, cores_per_chip=2, chips_per_host=4,
+              hbm_available_per_device=_libtpu_gib(94.74)),
 )
 BUILTIN_TARGETS.update((t.name, t) for t in TPU_TARGETS)
 

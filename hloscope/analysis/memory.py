@@ -443,7 +443,7 @@ def memory_facts(memory: Mapping[str, int], target: Target, report_text: str | N
                                       g("host_output_size_in_bytes", 0))
     derived = figures if figures is not None else derive_figures(memory)
     device_allocation, host = derived.device_allocation_bytes, derived.host_total_bytes
-    hbm = hbm_bytes or g("device_memory_size", 0) or target.device_memory_size
+    hbm = hbm_bytes or g("device_memory_size", 0) or target.memory_per_device
     allocator = g("allocator_bytes", 0)
     room = allocator or hbm  # what the step must fit in (MemoryFacts.limit_bytes)
     fits = device_allocation <= room

@@ -204,7 +204,7 @@ def _checked(args: argparse.Namespace, workload: str, sets: dict[str, str], fn: 
     pipelined = _pipelined(args.pipelined)
     if args.jobs < 1:
         raise HloscopeError(f"--jobs {args.jobs}: expected 1 or more", EXIT_BAD_INPUT)
-    hbm = target.device_memory_size
+    hbm = target.memory_per_device
     limit = int(hbm * args.memory_fraction) if args.memory_fraction else hbm
     pool = host_pool_bytes(args.host_pool_gb, os.environ)
     space = Space((), (), batches, (True, False) if len(pipelined) > 1 else (None,))

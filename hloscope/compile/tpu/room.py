@@ -11,7 +11,7 @@ from typing import Any
 from hloscope.analysis.inputs import ScheduleRun
 from hloscope.compile.request import CompileRequest, Scheduler
 from hloscope.compile.tpu import runtime
-from hloscope.compile.tpu.slices import TpuSlice, devices_per_chip, parse_slice, prefix_of, slice_for
+from hloscope.compile.tpu.slices import TpuSlice, parse_slice, prefix_of, slice_for
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.targets import TpuTarget
 
@@ -76,4 +76,4 @@ class TpuRoom:
         return DEVICE_KINDS.get(prefix_of(self.target), self.target.description)
 
     def device_memory_size(self) -> int:
-        return self.target.device_memory_size // devices_per_chip(self.target)
+        return self.target.memory_per_device

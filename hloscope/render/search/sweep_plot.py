@@ -78,7 +78,7 @@ def write_plot(result: SweepResult, path: str) -> None:
     plt.rcParams["svg.fonttype"] = "none"  # text stays text in the SVG (searchable, XML-escaped by matplotlib)
     plt.rcParams["svg.hashsalt"] = "hloscope"  # element ids from a fixed salt: the same sweep, the same file
     target = get_target(result.target)
-    hbm_gib = target.device_memory_size / 2**30
+    hbm_gib = target.memory_per_device / 2**30
     data = series(result)
     fig, (left, right) = plt.subplots(1, 2, figsize=(11.5, 4.4), constrained_layout=True)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]

@@ -10,8 +10,9 @@ a lambda). It is a *re-load* when every module it loads is one the file's own to
 already load (a top-level ``import a.b`` loads ``a`` and ``a.b``; ``from a import b`` loads ``a``,
 and ``a.b`` when that is a module of the package): the import hides nothing and saves nothing.
 Imports under ``if TYPE_CHECKING:`` load nothing at run time and do not count as top-level loads.
-A function-level import *has a reason* when a ``#`` comment on one of its lines says why it is
-there (``# lazy: jax is slow to import``).
+A function-level import *has a reason* when a comment on one of its lines, or a comment line right
+above it (or above the run of imports it is in), says why it is there after ``lazy:``
+(``# lazy: jax is slow to import``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 _FUNCTION = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+#: How a function-level import says why it is there: ``# lazy: <the reason>``.
+LAZY = "lazy:"
 
 
 @dataclass(frozen=True)
@@ -39,7 +42,7 @@ class FunctionImport:
     statement: str  # the source text, on one line
     loads: frozenset[str]  # the modules it loads (dotted names)
     reload: bool  # every module it loads is already loaded by the file's top level
-    reason: str  # the '#' comment on its lines, '' when none
+    reason: str  # what its "# lazy: ..." comment says, '' when none
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -146,9 +149,16 @@ def scan_file(pkg_root: Path, path: Path) -> list[FunctionImport]:
     rel = path.relative_to(pkg_root.parent).as_posix()
     lines = source.splitlines()
     found = []
+    import_lines = {n for node in inner for n in range(node.lineno, (node.end_lineno or node.lineno) + 1)}
     for node in inner:
         end = node.end_lineno or node.lineno
-        reason = next((comments[n] for n in range(node.lineno, end + 1) if n in comments), "")
+        said = [comments[n] for n in range(node.lineno, end + 1) if n in comments]
+        above = node.lineno - 1
+        while above in import_lines:  # a comment over a run of imports speaks for each of them
+            above -= 1
+        if above in comments and lines[above - 1].lstrip().startswith("#"):
+            said.append(comments[above])
+        reason = next((c.split(LAZY, 1)[1].strip() for c in said if LAZY in c), "")
         targets = _targets(node, pkg_root, here, is_pkg)
         text = " ".join(part.strip() for part in lines[node.lineno - 1:end]).split("  #")[0].split(" #")[0]
         found.append(FunctionImport(rel, node.lineno, text, frozenset(targets), targets <= top, reason))

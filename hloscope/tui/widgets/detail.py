@@ -44,7 +44,7 @@ def instruction_text(loaded: Loaded, ins: Instruction, margins: bool = True) -> 
     """``ins`` in full (``margins``: as for :func:`verdict_text`, when ``ins`` starts a transfer)."""
     # hloscope.render is imported on the first detail drawn, after the first frame: the package
     # imports every renderer (~40 ms), which the transfer table does not need
-    from hloscope.render.measured_text import measured_clause
+    from hloscope.render.measured_text import measured_clause  # lazy: render/, after the first frame
 
     report = loaded.report
     shape = ins.shape
@@ -105,6 +105,7 @@ def instruction_text(loaded: Loaded, ins: Instruction, margins: bool = True) -> 
 def verdict_text(loaded: Loaded, v: Verdict, margins: bool = True) -> Text:
     """``v`` in full; ``margins``: the report's margins are measured (else their line says they are coming:
     reading ``report.margins`` would measure them here, on the UI thread)."""
+    # lazy: render/, after the first frame
     from hloscope.render.margin_text import margin_line
     from hloscope.render.name_words import name_words, unrequested_words
     from hloscope.render.unread_text import unread_clause

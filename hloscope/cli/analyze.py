@@ -17,7 +17,7 @@ from hloscope.cli.archive import is_nsys_archive
 from hloscope.cli.options import add_host_memory_space_option, add_module_option
 from hloscope.cli.reporting import add_report_options, check_measured, emit_report, prepare_report
 from hloscope.hlo.profile_files import read_measured_file
-from hloscope.render.backend_text import backend_note
+from hloscope.render.backend_words import backend_note
 
 
 class AnalyzeCommand:

@@ -9,8 +9,8 @@ from pathlib import Path
 from hloscope.artifact import load_report
 from hloscope.cli.options import add_target_option
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
-from hloscope.render import pick
 from hloscope.render.explorer import EXPORT_FORMATS
+from hloscope.render.registry import pick
 
 
 class ExportCommand:

@@ -45,7 +45,8 @@ from hloscope.compile.sweep import (
 )
 from hloscope.compile.workloads.common import POLICIES
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_COMPILE_FAILED, EXIT_UNKNOWN_NAME, HloscopeError
-from hloscope.render import RenderOptions, pick
+from hloscope.render.options import RenderOptions
+from hloscope.render.registry import pick
 from hloscope.render.search.sweep import SWEEP_RENDERERS, SweepResult
 from hloscope.render.search.sweep_plot import check_plot_path, write_plot
 

@@ -43,7 +43,8 @@ from hloscope.errors import (
     EXIT_UNKNOWN_NAME,
     HloscopeError,
 )
-from hloscope.render import RenderOptions, pick
+from hloscope.render.options import RenderOptions
+from hloscope.render.registry import pick
 from hloscope.render.search.sweep_plot import check_plot_path
 from hloscope.render.search.tune_plot import write_plot
 from hloscope.render.search.tune_words import TUNE_RENDERERS, no_fit_line

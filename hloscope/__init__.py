@@ -11,6 +11,9 @@ synchronous or exposed (and further rules; docs/ci.md).
 
 from __future__ import annotations
 
+import importlib
+import os
+import warnings
 from typing import Any
 
 from hloscope.errors import HloParseError, HloscopeError
@@ -28,20 +31,16 @@ quiet_first_jax_import()
 def _warn_if_build_is_stale() -> None:
     """A compiled build (hloscope.mypyc_build) whose sources were edited since runs the old code:
     say so. Costs one directory listing when nothing was ever compiled."""
-    import os
-
     package = os.path.dirname(os.path.abspath(__file__))
     try:
         if not any(n.startswith("_compiled__mypyc") for n in os.listdir(package)):  # buildinfo.GROUP_FILE
             return
     except OSError:
         return
-    from hloscope.buildinfo import stale_modules
+    from hloscope.buildinfo import stale_modules  # lazy: only a compiled build has build info to read
 
     stale = stale_modules()
     if stale:
-        import warnings
-
         warnings.warn(f"hloscope: {len(stale)} compiled module(s) are older than their source and run the old "
                       f"code ({', '.join(stale[:3])}{' ...' if len(stale) > 3 else ''}): "
                       "python -m hloscope.mypyc_build build (or clean)", RuntimeWarning, stacklevel=2)
@@ -59,8 +58,6 @@ _LAZY = {"analyze": "hloscope.api", "compile_step": "hloscope.api", "compile_max
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        import importlib
-
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value

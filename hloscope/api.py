@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING, Any
 from hloscope.analysis.inputs import StepInputs
 from hloscope.analysis.report import Report, analyze_step
 from hloscope.analysis.simulate.overlap import AnalysisOptions
-from hloscope.artifact import OPTIMIZED_FILE, REPORT_FILE, REPORT_TEXT_FILE, load_report
+from hloscope.artifact import (
+    MANIFEST_FILE,
+    OPTIMIZED_FILE,
+    REPORT_FILE,
+    REPORT_TEXT_FILE,
+    UNOPTIMIZED_FILE,
+    load_report,
+)
+from hloscope.check.subject import subject_from_compile
 from hloscope.compile.request import CompileRequest, Policy, Scheduler, callable_name, xla_flag_texts
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.loader import looks_like_hlo_text
@@ -24,6 +32,7 @@ from hloscope.hlo.model import Module
 from hloscope.hlo.parser import parse_hlo
 from hloscope.hlo.shape import HOST_MEMORY_SPACE
 from hloscope.render import render_to_string
+from hloscope.render.html import markdown_summary
 from hloscope.render.json_report import report_to_dict
 from hloscope.targets import BUILTIN_TARGETS, DEFAULT_TARGET, Target, as_target
 
@@ -46,7 +55,7 @@ class StepReport(Report):
     def dot(self, view: str = "transfer", name: str | None = None, **kw: Any) -> Any:
         """A diagram (``graphviz.Digraph``) of ``view``: transfer, computation, schedule or calls
         (``hloscope.render.dot.draw.build_view``; ``kw``: radius, max_nodes, first)."""
-        from hloscope.render.dot.draw import build_view  # graphviz is an optional extra
+        from hloscope.render.dot.draw import build_view  # lazy: graphviz, only for a diagram
 
         return build_view(self, view, name, **kw).graph
 
@@ -60,8 +69,6 @@ class StepReport(Report):
 
     def _repr_markdown_(self) -> str:
         """A short Markdown summary, for front ends that show Markdown rather than HTML."""
-        from hloscope.render.html import markdown_summary
-
         return markdown_summary(self)
 
 
@@ -102,7 +109,7 @@ def analyze(x: Any, target: Target | str | None = None, host_space: int = HOST_M
 def _gpu_compiled(compiled: Any) -> Any:
     """``compiled``, if it runs on GPUs or TPUs (compile-only or real); a one-line error if it was
     compiled for the host CPU."""
-    from hloscope.compile.deviceless import compiled_platform
+    from hloscope.compile.deviceless import compiled_platform  # lazy: the compile layer, for a compile only
 
     platform = compiled_platform(compiled)
     if platform not in ("gpu", "tpu"):
@@ -140,6 +147,7 @@ def compile_step(fn: Any, *abstract_args: Any, target: Target | str = DEFAULT_TA
     at ``out`` is replaced, any other existing folder is an error. ``topology``: for a TPU
     target, the slice (``v5p:4x4x8`` or ``v5p-256``; ``devices`` must be its count).
     """
+    # lazy: the compile layer, for a compile only
     from hloscope.compile.deviceless import StepOptions
     from hloscope.compile.deviceless import compile_step as _compile
     from hloscope.compile.jobs import analyze_result
@@ -154,7 +162,7 @@ def compile_step(fn: Any, *abstract_args: Any, target: Target | str = DEFAULT_TA
                              memory_override_bytes=memory_override_bytes, memory_fraction=memory_fraction,
                              topology=topology)
     if mesh is None:  # before JAX starts: a device count the target's topology cannot take
-        from hloscope.compile.rooms import room_for
+        from hloscope.compile.rooms import room_for  # lazy: the compile layer, for a compile only
 
         room_for(tgt).check_devices(devices, topology, argument="compile_step's devices")
     result = _compile(request, fn, _args(abstract_args), StepOptions(
@@ -188,7 +196,10 @@ def compile_maxtext(*settings: str, config: str | os.PathLike[str] | None = None
     ``out`` also writes the artifact folder. For a TPU target MaxText compiles for its own slice of
     ``devices`` (or ``topology``: ``v5p-256``, ``v5p:4x4x8``).
     """
+    # lazy: the compile layer, for a compile only
     from hloscope.compile.jobs import analyze_result, compile_request_result
+
+    # lazy: the compile layer, for a compile only
     from hloscope.compile.maxtext import check_available, split_args
     from hloscope.compile.rooms import room_for
     from hloscope.compile.scheduler import resolve
@@ -222,8 +233,7 @@ def artifact_files(result: CompileResult, report: Report, extra: dict[str, Any],
                    request: CompileRequest | None = None) -> dict[str, str]:
     """The files of an artifact folder (docs/compile.md) for a compile and its report (``request``:
     what was asked for, kept in the manifest so that the same compile can reuse the folder)."""
-    from hloscope.artifact import MANIFEST_FILE, OPTIMIZED_FILE, UNOPTIMIZED_FILE
-    from hloscope.compile.artifacts import manifest
+    from hloscope.compile.artifacts import manifest  # lazy: the compile layer, for a compile only
 
     return {
         OPTIMIZED_FILE: result.optimized_hlo,
@@ -240,7 +250,7 @@ def save_artifacts(out: str | os.PathLike[str], result: CompileResult, report: R
                    request: CompileRequest | None = None) -> Path:
     """Write the artifact folder of a compile at ``out``; returns its resolved path. An existing
     folder is replaced only with ``force`` and only if it is an earlier artifact folder."""
-    from hloscope.compile.artifacts import write_artifacts
+    from hloscope.compile.artifacts import write_artifacts  # lazy: the compile layer, for a compile only
 
     return write_artifacts(Path(out), artifact_files(result, report, extra or {}, request), force=force)
 
@@ -248,8 +258,7 @@ def save_artifacts(out: str | os.PathLike[str], result: CompileResult, report: R
 def compile_subject(request: CompileRequest, label: str | None = None) -> Subject:
     """Compile ``request`` (in its own process) and wrap it as a check subject, with its memory
     facts and its module before optimizations."""
-    from hloscope.check.subject import subject_from_compile
-    from hloscope.compile.jobs import compile_request
+    from hloscope.compile.jobs import compile_request  # lazy: the compile layer, for a compile only
 
     step = compile_request(request)
     return subject_from_compile(step.report, step.result.unoptimized_hlo, label or request_label(request))

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.hlo.dump_folder import BEFORE_SUFFIX, TARGET_ARGUMENTS_SUFFIX, sibling
 from hloscope.hlo.folders import (
     MANIFEST_FILE,
     MANIFEST_SCHEMA,
@@ -28,7 +29,13 @@ from hloscope.hlo.folders import (
     REPORT_TEXT_FILE,
     UNOPTIMIZED_FILE,
 )
-from hloscope.hlo.xla_dumps import BUFFER_ASSIGNMENT_FILE, DUMP_FILES, LIVE_AT_PEAK_FILE, MEMORY_REPORT_FILE
+from hloscope.hlo.xla_dumps import (
+    BUFFER_ASSIGNMENT_FILE,
+    DUMP_FILES,
+    LIVE_AT_PEAK_FILE,
+    MEMORY_REPORT_FILE,
+    XlaDumpTexts,
+)
 from hloscope.targets import (
     DEFAULT_TPU_TARGET,
     Target,
@@ -112,7 +119,7 @@ def resolve_target(path: str, target: str | Target | None,
     if manifest and isinstance(manifest.get("target"), str) and manifest["target"]:
         return get_target(manifest["target"]), TargetOrigin.MANIFEST
     if str(path).endswith(".zip"):
-        from hloscope.hlo.loader import archive_device
+        from hloscope.hlo.loader import archive_device  # lazy: the HLO loader; targets resolve without it
 
         found = target_for_device(archive_device(path))
         if found is not None:
@@ -153,12 +160,16 @@ def read_step(path: str, target: str | Target | None = None,
     """Read ``path`` (file, dump folder, artifact folder, ``-``) with all it carries, each file once.
     ``keep_text``: the inputs keep the HLO text the module was parsed from (the TUI's line lookups).
     ``module``: which module of an XLA dump folder (``--module``; ``hloscope.hlo.dump_folder``)."""
+    # lazy: the analysis; tui reads manifests without it
     from hloscope.analysis.inputs import ScheduleRun, StepInputs, int_figures
+
+    # lazy: the analysis; tui reads manifests without it
     from hloscope.analysis.intent.manifest import intent_from_dict
     from hloscope.analysis.structure.backend import find_backend
+
+    # lazy: the analysis; tui reads manifests without it
     from hloscope.analysis.structure.name_records import name_records
-    from hloscope.hlo.loader import ARTIFACT_NOTE, read_module
-    from hloscope.hlo.xla_dumps import XlaDumpTexts
+    from hloscope.hlo.loader import ARTIFACT_NOTE, read_module  # lazy: the HLO loader; targets resolve without it
 
     hlo, read_text, notes = read_module(path, module)
     text = read_text if keep_text else None
@@ -207,7 +218,7 @@ def load_report(path: str, target: str | Target | None = None, options: Analysis
     """Read and analyze ``path`` (file, dump folder, artifact folder, ``-``), with all it carries.
     ``report_type``: the report class to build (default :class:`Report`). ``module``: which module of
     an XLA dump folder."""
-    from hloscope.analysis.report import Report, analyze_step
+    from hloscope.analysis.report import Report, analyze_step  # lazy: the analysis; tui reads manifests without it
 
     step = read_step(path, target, names, module=module)
     return analyze_step(step.inputs, step.target, options, report_type=report_type or Report)
@@ -217,8 +228,7 @@ def load_unoptimized(path: str, module: str | None = None) -> Module | None:
     """The module before optimizations that goes with ``path``: an artifact folder's
     ``unoptimized.hlo.txt``, or the same module's ``*before_optimizations.txt`` in a dump folder
     (``module``: which module of it)."""
-    from hloscope.hlo.dump_folder import BEFORE_SUFFIX, sibling
-    from hloscope.hlo.loader import load_module, pick_dump_file
+    from hloscope.hlo.loader import load_module, pick_dump_file  # lazy: the HLO loader; targets resolve without it
 
     p = Path(path)
     if not p.is_dir():
@@ -235,8 +245,6 @@ def load_unoptimized(path: str, module: str | None = None) -> Module | None:
 def _target_arguments(source: str | None) -> str:
     """The ``*.target_arguments.txt`` XLA wrote beside a dump folder's module (TPU dumps: it names
     the TPU version), "" when there is none."""
-    from hloscope.hlo.dump_folder import TARGET_ARGUMENTS_SUFFIX, sibling
-
     if not source:
         return ""
     found = sibling(Path(source), TARGET_ARGUMENTS_SUFFIX)

@@ -41,6 +41,7 @@ __all__ = ["build", "clean", "main"]
 def build(root: Path = ROOT) -> BuildStatus:
     """Compile :data:`COMPILED_MODULES` in place with mypyc (their intermediate C and objects
     go to a temporary folder). Raises ImportError without mypyc (``pip install mypy``)."""
+    # lazy: build tooling, only when building
     from mypyc.build import mypycify
     from setuptools import setup
 

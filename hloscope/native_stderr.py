@@ -8,6 +8,7 @@ captures the plugin's lines around its own compiles with :func:`capture_native_s
 from __future__ import annotations
 
 import contextlib
+import glob
 import importlib.abc
 import importlib.machinery
 import os
@@ -26,8 +27,6 @@ def has_gpu() -> bool:
 
 def has_tpu() -> bool:
     """Whether this machine has TPU chips (``/dev/accel*`` on v4/v5e/v6e hosts, ``/dev/vfio/N`` on v5p and later)."""
-    import glob
-
     return bool(glob.glob("/dev/accel*") or glob.glob("/dev/vfio/[0-9]*"))
 
 

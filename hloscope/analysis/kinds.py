@@ -38,7 +38,7 @@ class PairKind(StrEnum):
 
 
 class Reason(StrEnum):
-    """Why a verdict was reached; ``render.why`` turns it (and the facts) into words."""
+    """Why a verdict was reached; ``render.verdict_words`` turns it (and the facts) into words."""
 
     NOT_SCHEDULED = "not_scheduled"  # module before optimizations: no order to judge
     SYNCHRONOUS = "synchronous"  # one instruction; the stream waits for it

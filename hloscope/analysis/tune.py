@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from hloscope.analysis.kinds import Direction, VerdictKind
+
 if TYPE_CHECKING:
     from hloscope.analysis.intent.outcome import IntentAccount
 
@@ -133,8 +135,6 @@ class NameFacts:
 
 def name_facts(account: IntentAccount | None) -> tuple[NameFacts, ...]:
     """Each offloaded name's :class:`NameFacts`, from the step's intent accounting (none without one)."""
-    from hloscope.analysis.kinds import Direction, VerdictKind
-
     if account is None:
         return ()
     out = []

@@ -19,6 +19,7 @@ from hloscope.check.allow import AllowEntry
 from hloscope.check.baseline import Tolerance
 from hloscope.check.rules import RULES
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.targets import memory_fraction_problem
 
 #: Settings that are not rules: key -> kind. What each means: ``hloscope.render.check.meaning.SETTING_MEANING``.
 SETTINGS: dict[str, str] = {
@@ -107,8 +108,6 @@ def _convert(kind: str, value: Any, where: str) -> Any:
                                 EXIT_BAD_INPUT)
         return float(value)
     if kind == "hbm-share":  # the share of the HBM JAX's allocator takes: one check for every face
-        from hloscope.targets import memory_fraction_problem
-
         problem = memory_fraction_problem(value)
         if problem:
             raise HloscopeError(f"{where}: {problem}", EXIT_BAD_INPUT)

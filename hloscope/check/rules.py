@@ -20,13 +20,13 @@ from typing import Any
 from hloscope.analysis.intent.account import account_annotations_only
 from hloscope.analysis.intent.outcome import Accounted, AccountSource, IntentAccount, account_of
 from hloscope.analysis.kinds import Direction, VerdictKind
-from hloscope.analysis.report import Report
+from hloscope.analysis.report import Report, analyze_module
 from hloscope.analysis.simulate.margin import TransferMargin
 from hloscope.analysis.simulate.verdict import Verdict
 from hloscope.analysis.structure.backend import Backend
 from hloscope.check.allow import AllowEntry, find_allow
 from hloscope.check.annotations import Fate, account_annotations
-from hloscope.check.keys import TransferKey, TransferRecord
+from hloscope.check.keys import TransferKey, TransferRecord, records_from_report
 from hloscope.check.subject import Subject
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_UNKNOWN_NAME, HloscopeError
 
@@ -289,8 +289,6 @@ def rule_annotations_accounted(ctx: RuleContext, on: bool) -> list[Violation]:
     if before is None:
         raise HloscopeError(f"annotations-accounted: {ctx.subject.label} comes without its unoptimized module; "
                             "check an artifact or dump folder, or pass --unoptimized FILE", EXIT_BAD_INPUT)
-    from hloscope.analysis.report import analyze_module
-    from hloscope.check.keys import records_from_report
 
     before_report = analyze_module(before, ctx.subject.report.target, ctx.subject.report.options)
     out: list[Violation] = []

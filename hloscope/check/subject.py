@@ -21,6 +21,7 @@ from hloscope.artifact import is_json_report, load_report, load_unoptimized
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.loader import load_module
 from hloscope.hlo.model import Module
+from hloscope.hlo.parser import parse_hlo
 from hloscope.targets import Target
 
 
@@ -61,7 +62,5 @@ def load_path(path: str, target: Target | None, unoptimized: str | None = None,
 
 def subject_from_compile(report: Report, unoptimized_hlo: str, label: str) -> Subject:
     """A step compiled in this run (its report, with memory facts) and its module before optimizations."""
-    from hloscope.hlo.parser import parse_hlo
-
     before = parse_hlo(unoptimized_hlo, "<unoptimized>") if unoptimized_hlo else None
     return Subject(report, label, before)

@@ -4,13 +4,13 @@ archive is read here once (:mod:`hloscope.hlo.archive`); every later reader take
 
 from __future__ import annotations
 
+from hloscope.errors import HloscopeError
+from hloscope.hlo.archive import nsys_archive
+
 
 def is_nsys_archive(path: str) -> bool:
     """An nsys-jax archive: a .zip with the projected GPU trace inside (an unreadable zip is not;
     reading it as HLO then says why)."""
-    from hloscope.errors import HloscopeError
-    from hloscope.hlo.archive import nsys_archive
-
     try:
         archive = nsys_archive(path)
     except HloscopeError:

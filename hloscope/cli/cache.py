@@ -10,6 +10,8 @@ import argparse
 import json
 import sys
 
+from hloscope.compile.cache import CompileCache, enabled
+
 
 class CacheCommand:
     """cache: show (info) or empty (clear) the compile cache of deviceless compiles.
@@ -25,8 +27,6 @@ class CacheCommand:
         p.add_argument("--json", action="store_true", help="info as JSON")
 
     def run(self, args: argparse.Namespace) -> int:
-        from hloscope.compile.cache import CompileCache, enabled
-
         cache = CompileCache()
         if args.action == "clear":
             n = cache.clear()

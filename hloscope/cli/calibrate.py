@@ -6,7 +6,18 @@ import argparse
 import sys
 from pathlib import Path
 
+from hloscope.analysis.measured.calibrate import fit_target
+from hloscope.analysis.measured.read import parse_measured
+from hloscope.analysis.report import analyze_step
+from hloscope.analysis.simulate.overlap import AnalysisOptions
+from hloscope.artifact import read_step
+from hloscope.cli.archive import is_nsys_archive
 from hloscope.cli.options import add_target_option
+from hloscope.cli.reporting import check_measured
+from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.hlo.loader import starts_like_hlo_module
+from hloscope.hlo.profile_files import read_measured_file
+from hloscope.render.calibration_text import calibration_lines, target_toml
 
 #: A measured profile's kind (``MeasuredProfile.kind``) in the words of the missing-HLO error.
 PROFILE_KIND_WORDS = {"pgle": "a PGLE profile", "trace": "a jax.profiler trace", "xplane": "a jax.profiler trace",
@@ -15,9 +26,6 @@ PROFILE_KIND_WORDS = {"pgle": "a PGLE profile", "trace": "a jax.profiler trace",
 
 def refuse_hlo_as_profile(path: str) -> None:
     """An HLO file given as PROFILE (the order swapped, or the profile left out) is one line saying so."""
-    from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
-    from hloscope.hlo.loader import starts_like_hlo_module
-
     try:
         with open(path, "rb") as f:
             head = f.read(4096)
@@ -52,17 +60,6 @@ class CalibrateCommand:
         p.add_argument("--force", action="store_true", help="overwrite FILE.toml if it exists")
 
     def run(self, args: argparse.Namespace) -> int:
-        from hloscope.analysis.measured.calibrate import fit_target
-        from hloscope.analysis.measured.read import parse_measured
-        from hloscope.analysis.report import analyze_step
-        from hloscope.analysis.simulate.overlap import AnalysisOptions
-        from hloscope.artifact import read_step
-        from hloscope.cli.analyze import check_measured
-        from hloscope.cli.archive import is_nsys_archive
-        from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
-        from hloscope.hlo.profile_files import read_measured_file
-        from hloscope.render.calibration_text import calibration_lines, target_toml
-
         out = Path(args.output)
         if out.suffix != ".toml":
             raise HloscopeError(f"{out}: the target file must end in .toml (--target reads it by its suffix)",

@@ -4,18 +4,34 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hloscope.check.baseline import load_snapshot, snapshot_from_subject
+from hloscope.check.config import CheckConfig, config_from_mapping, find_pyproject, load_pyproject
+from hloscope.check.keys import records_from_report
+from hloscope.check.rules import RULES
+from hloscope.check.run import NothingToCheck, run_check
+from hloscope.check.subject import load_path
+from hloscope.cli.compiling import check_request, no_cache, note_jax_version
 from hloscope.cli.options import (
+    add_args_options,
     add_devices_option,
     add_maxtext_option,
     add_memory_fraction_option,
     add_module_option,
+    add_no_cache_option,
     add_target_option,
+    args_spec,
     host_pool_bytes,
+    maxtext_from_args,
+    parse_sets,
 )
+from hloscope.cli.reporting import open_output, write_output
+from hloscope.compile.request import CompileRequest
 from hloscope.errors import (
     EXIT_BAD_INPUT,
     EXIT_CHECK_FAILED,
@@ -24,6 +40,12 @@ from hloscope.errors import (
     EXIT_UNKNOWN_NAME,
     HloscopeError,
 )
+from hloscope.render.check.formats import CHECK_FORMATS, get_check_format
+from hloscope.render.check.meaning import rule_meaning, setting_meaning
+from hloscope.render.check.words import describe_snapshot, nothing_to_check_words
+from hloscope.render.json_report import report_to_dict
+from hloscope.targets import DEFAULT_TARGET, as_target
+from hloscope.units import JSON_US_DIGITS
 
 if TYPE_CHECKING:
     from hloscope.check.config import CheckConfig
@@ -37,9 +59,6 @@ def _help(text: str) -> str:
 
 def add_rule_options(p: argparse.ArgumentParser) -> None:
     """One flag per rule of the table, plus the settings around them."""
-    from hloscope.check.rules import RULES
-    from hloscope.render.check.meaning import rule_meaning, setting_meaning
-
     g = p.add_argument_group("rules (also [tool.hloscope] keys in pyproject.toml; see docs/ci.md)")
     for rule in RULES.values():
         if rule.kind == "bool":
@@ -84,9 +103,6 @@ def _allow_item(text: str) -> dict[str, object]:
 
 def flags_config(args: argparse.Namespace) -> CheckConfig:
     """The settings given on the command line, as a CheckConfig (validated like pyproject keys)."""
-    from hloscope.check.config import config_from_mapping
-    from hloscope.check.rules import RULES
-
     data: dict[str, object] = {}
     for rule in RULES.values():
         value = getattr(args, rule.keyword)
@@ -102,7 +118,6 @@ def flags_config(args: argparse.Namespace) -> CheckConfig:
     for key in ("target", "baseline", "unoptimized", "path", "workload", "fn"):
         if getattr(args, key, None):
             data[key] = getattr(args, key)
-    from hloscope.cli.options import args_spec
 
     spec = args_spec(args)
     if spec:
@@ -113,14 +128,11 @@ def flags_config(args: argparse.Namespace) -> CheckConfig:
         data["memory-fraction"] = args.memory_fraction
     if args.allow_empty:
         data["allow-empty"] = True
-    from hloscope.cli.options import maxtext_from_args
 
     maxtext = maxtext_from_args(args)
     if maxtext is not None:
         data["maxtext"] = list(maxtext)
     if args.set:
-        from hloscope.cli.options import parse_sets
-
         data["set"] = parse_sets(args.set)
     if args.allow:
         data["allow"] = [_allow_item(a) for a in args.allow]
@@ -129,8 +141,6 @@ def flags_config(args: argparse.Namespace) -> CheckConfig:
 
 def resolve_config(args: argparse.Namespace) -> CheckConfig:
     """pyproject's [tool.hloscope] (nearest, or --config), overridden by the flags."""
-    from hloscope.check.config import CheckConfig, find_pyproject, load_pyproject
-
     base = CheckConfig()
     if not args.no_config:
         found = Path(args.config) if args.config else find_pyproject(Path.cwd())
@@ -146,14 +156,9 @@ def resolve_config(args: argparse.Namespace) -> CheckConfig:
 
 
 def load_subject(cfg: CheckConfig, module: str | None = None) -> Subject:
-    from hloscope.check.subject import load_path
-    from hloscope.targets import DEFAULT_TARGET, as_target
-
     target = as_target(cfg.target)  # checked before anything is read or compiled
     if cfg.workload or cfg.fn or cfg.maxtext is not None:
-        from hloscope.api import compile_subject
-        from hloscope.cli.options import check_request, note_jax_version
-        from hloscope.compile.request import CompileRequest
+        from hloscope.api import compile_subject  # lazy: the compile layer, for a compile only
 
         request = CompileRequest(cfg.target or DEFAULT_TARGET, cfg.devices,
                                  workload=cfg.workload or None if cfg.maxtext is None else None,
@@ -172,12 +177,6 @@ def load_subject(cfg: CheckConfig, module: str | None = None) -> Subject:
 
 def baseline_json(subject: Subject) -> str:
     """The JSON report of ``subject`` with its memory facts and each transfer's exposed estimate."""
-    import json
-
-    from hloscope.check.keys import records_from_report
-    from hloscope.render.json_report import report_to_dict
-    from hloscope.units import JSON_US_DIGITS
-
     data = report_to_dict(subject.report)
     for t, r in zip(data["transfers"], records_from_report(subject.report), strict=True):
         t.setdefault("est_exposed_us", round(r.est_exposed_us, JSON_US_DIGITS))
@@ -187,12 +186,6 @@ def baseline_json(subject: Subject) -> str:
 def write_baseline(subject: Subject, path: str) -> None:
     """Write ``subject``'s baseline to ``path`` and say so on stderr: what it holds, and what it
     replaced when the file was already there (standard output stays the check's report)."""
-    import sys
-
-    from hloscope.check.baseline import load_snapshot, snapshot_from_subject
-    from hloscope.cli.analyze import write_output
-    from hloscope.render.check.words import describe_snapshot
-
     before = None
     if Path(path).exists():
         try:
@@ -222,9 +215,6 @@ class CheckCommand:
     """
 
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
-        from hloscope.cli.options import add_args_options, add_no_cache_option
-        from hloscope.render.check.formats import CHECK_FORMATS
-
         p.add_argument("path", metavar="PATH", nargs="?", help="HLO file, XLA dump folder or artifact folder")
         src = p.add_mutually_exclusive_group()
         src.add_argument("--workload", help="compile a built-in workload or preset (llama, llama3-405b, ...)")
@@ -246,13 +236,9 @@ class CheckCommand:
         add_rule_options(p)
 
     def run(self, args: argparse.Namespace) -> int:
-        from hloscope.check.run import NothingToCheck
-
         try:
             return self._run(args)
         except NothingToCheck as e:
-            from hloscope.render.check.words import nothing_to_check_words
-
             raise HloscopeError(nothing_to_check_words(e.nothing), EXIT_NOTHING_TO_CHECK) from None
         except HloscopeError as e:
             # Scripts tell "a rule broke" (1) from "could not check" (2, 3, 8): fold every other failure into 2.
@@ -261,11 +247,6 @@ class CheckCommand:
             raise HloscopeError(str(e), EXIT_BAD_INPUT) from None
 
     def _run(self, args: argparse.Namespace) -> int:
-        from hloscope.check.baseline import load_snapshot
-        from hloscope.check.run import run_check
-        from hloscope.cli.analyze import open_output
-        from hloscope.render.check.formats import get_check_format
-
         fmt = get_check_format(args.format)
         if args.path:
             args.path = str(args.path)
@@ -273,7 +254,6 @@ class CheckCommand:
         # The pool the step will run with: the setting, else the environment's variable, else PJRT's 64 GiB.
         cfg = dataclasses.replace(cfg, host_pool_gb=host_pool_bytes(cfg.host_pool_gb, os.environ) / (1 << 30))
         baseline = load_snapshot(cfg.baseline) if cfg.baseline else None  # a bad baseline fails before compiling
-        from hloscope.cli.options import no_cache
 
         with no_cache(args):
             subject = load_subject(cfg, args.module)

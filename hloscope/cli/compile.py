@@ -9,22 +9,20 @@ from dataclasses import replace
 from pathlib import Path
 
 from hloscope.analysis.report import Report
-from hloscope.cli.analyze import ReportRequest, add_report_options, emit_report, prepare_report
-from hloscope.cli.options import (
-    PHASE_WRITING,
-    PhaseStatus,
-    add_args_options,
-    add_compile_options,
-    add_maxtext_option,
-    maxtext_from_args,
-    no_cache,
-    request_from_args,
-)
+from hloscope.api import save_artifacts
+from hloscope.artifact import load_report
+from hloscope.cli.compiling import PHASE_WRITING, PhaseStatus, no_cache, request_from_args
+from hloscope.cli.options import add_args_options, add_compile_options, add_maxtext_option, maxtext_from_args
+from hloscope.cli.reporting import ReportRequest, add_report_options, emit_report, prepare_report
+from hloscope.compile.artifacts import check_out_dir, default_folder, holds_earlier_build, holds_request
+from hloscope.compile.deviceless import parse_flag
+from hloscope.compile.jobs import compile_request
 from hloscope.compile.request import CompileRequest, xla_flag_texts
-from hloscope.compile.whatif import TransferChange
+from hloscope.compile.whatif import TransferChange, compare_reports, open_windows
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, HloscopeError
 from hloscope.hlo.folders import OPTIMIZED_FILE
 from hloscope.render.memory_text import room_words
+from hloscope.render.pgle import write_profile
 from hloscope.units import human_bytes, human_us
 
 #: The model's profile that --what-if-profile writes into the artifact folder.
@@ -89,15 +87,11 @@ class CompileCommand:
             return self._start(args)
 
     def _start(self, args: argparse.Namespace) -> int:
-        from hloscope.compile.artifacts import check_out_dir, default_folder, holds_earlier_build, holds_request
-
         req = prepare_report(args)  # fail fast on a bad name, before importing jax
         if args.what_if_memory is not None and args.fn:
             raise HloscopeError("--what-if-memory works with --workload (built-in steps) only", EXIT_BAD_INPUT)
         maxtext = maxtext_from_args(args)
         if args.what_if_flag:
-            from hloscope.compile.deviceless import parse_flag
-
             for flag in args.what_if_flag:
                 parse_flag(flag)  # a malformed NAME=VALUE is one line, exit 2, before any compile
         request = request_from_args(args, workload=args.workload, fn=args.fn, maxtext=maxtext)
@@ -116,8 +110,6 @@ class CompileCommand:
 
     def _reuse(self, args: argparse.Namespace, req: ReportRequest, request: CompileRequest, out: Path) -> int:
         """The artifact folder holds this very compile: report from it instead of compiling again."""
-        from hloscope.artifact import load_report
-
         print(f"hloscope: note: {out.resolve()} holds this compile (the same request, step code, hloscope and jax); "
               "reading it instead of compiling again (--force compiles)", file=sys.stderr)
         report = load_report(str(out), args.target or None, req.options)  # named as a fresh compile names it
@@ -126,9 +118,6 @@ class CompileCommand:
 
     def _run(self, args: argparse.Namespace, req: ReportRequest, request: CompileRequest, out_dir: Path,
              phase: PhaseStatus, force: bool) -> int:
-        from hloscope.api import save_artifacts
-        from hloscope.compile.jobs import compile_request
-
         # The report names the file it judged: the artifact folder's optimized module.
         step = compile_request(request, req.options, phase, source_path=str(out_dir / OPTIMIZED_FILE))
         result, report, extra = step.result, step.report, step.extra
@@ -178,10 +167,6 @@ class CompileCommand:
 
     def _profile_compile(self, path: Path, request: CompileRequest, report: Report, phase: PhaseStatus,
                          *, serialized: bool) -> str:
-        from hloscope.compile.jobs import compile_request
-        from hloscope.compile.whatif import compare_reports, open_windows
-        from hloscope.render.pgle import write_profile
-
         with path.open("w", encoding="utf-8") as f:
             write_profile(report, f, serialized=serialized)
         flag = f"xla_gpu_pgle_profile_file_or_directory_path={path.resolve()}"
@@ -215,9 +200,6 @@ class CompileCommand:
 
     def _what_if_flag(self, flag: str, request: CompileRequest, report: Report, phase: PhaseStatus) -> str:
         """Compile again with one more XLA option: remat clones, memory and the simulated step, before and after."""
-        from hloscope.compile.jobs import compile_request
-        from hloscope.compile.whatif import compare_reports, open_windows
-
         other = compile_request(replace(request, xla_flags=(*request.xla_flags, flag)),
                                 phase=lambda name: phase(f"what-if {flag}: {name}")).report
         changes = compare_reports(report, other)
@@ -242,9 +224,6 @@ class CompileCommand:
 
     def _what_if(self, gb: float, request: CompileRequest, report: Report, phase: PhaseStatus) -> str:
         """Compile again with another HBM size; list the transfers whose window or verdict changed."""
-        from hloscope.compile.jobs import compile_request
-        from hloscope.compile.whatif import compare_reports, open_windows
-
         other = compile_request(replace(request, memory_override_bytes=int(gb * 1e9)),
                                 phase=lambda name: phase(f"what-if {gb:g} GB: {name}")).report
         changes = compare_reports(report, other)

@@ -7,8 +7,13 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from hloscope.artifact import is_json_report
+from hloscope.check.baseline import Tolerance, compare, load_snapshot, snapshot_from_subject
+from hloscope.check.subject import load_path
 from hloscope.cli.options import add_target_option
 from hloscope.errors import EXIT_OK
+from hloscope.render.check.formats import change_text, diff_lines
+from hloscope.targets import get_target
 
 if TYPE_CHECKING:
     from hloscope.check.baseline import Snapshot
@@ -16,11 +21,6 @@ if TYPE_CHECKING:
 
 def load_side(path: str, target_name: str | None) -> Snapshot:
     """A JSON report file, or anything ``check`` reads (HLO file, dump or artifact folder)."""
-    from hloscope.artifact import is_json_report
-    from hloscope.check.baseline import load_snapshot, snapshot_from_subject
-    from hloscope.check.subject import load_path
-    from hloscope.targets import get_target
-
     if is_json_report(path):
         return load_snapshot(path)
     # None: an artifact folder or archive is judged on its own target, as analyze and check judge it
@@ -52,9 +52,6 @@ class DiffCommand:
         p.add_argument("--json", action="store_true", help="print the changes as JSON")
 
     def run(self, args: argparse.Namespace) -> int:
-        from hloscope.check.baseline import Tolerance, compare
-        from hloscope.render.check.formats import change_text, diff_lines
-
         base, new = load_side(args.a, args.target), load_side(args.b, args.target)
         diff = compare(base, new, Tolerance(args.tolerance_us, args.tolerance_fraction, args.memory_tolerance))
         if args.json:

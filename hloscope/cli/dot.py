@@ -5,8 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
+from hloscope.analysis.simulate.overlap import AnalysisOptions
+from hloscope.artifact import load_report
 from hloscope.cli.options import add_host_memory_space_option, add_module_option, add_target_option
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.hlo.loader import ARTIFACT_NOTE
+from hloscope.render.dot.draw import FORMATS, format_for, render_view
+from hloscope.render.dot.run import DEFAULT_TIMEOUT_S, RENDERER_NAMES, choose_renderer
+from hloscope.render.dot.views import DEFAULT_MAX_NODES, DEFAULT_RADIUS, DEFAULT_SCHEDULE_ROWS
 
 
 class DotCommand:
@@ -21,10 +27,6 @@ class DotCommand:
     """
 
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
-        from hloscope.render.dot.draw import FORMATS
-        from hloscope.render.dot.run import DEFAULT_TIMEOUT_S, RENDERER_NAMES
-        from hloscope.render.dot.views import DEFAULT_MAX_NODES, DEFAULT_RADIUS, DEFAULT_SCHEDULE_ROWS
-
         p.add_argument("path", metavar="PATH", help="HLO text file, XLA dump folder, artifact folder, or -")
         view = p.add_mutually_exclusive_group(required=True)
         # A view flag without its name lists the names the step has (a one-line error, exit 2).
@@ -55,11 +57,6 @@ class DotCommand:
         add_host_memory_space_option(p)
 
     def run(self, args: argparse.Namespace) -> int:
-        from hloscope.analysis.simulate.overlap import AnalysisOptions
-        from hloscope.artifact import load_report
-        from hloscope.render.dot.draw import format_for, render_view
-        from hloscope.render.dot.run import choose_renderer
-
         # Validate everything cheap before reading the HLO.
         output = None if args.output in (None, "-") else args.output
         fmt = format_for(output, args.format)
@@ -82,7 +79,6 @@ class DotCommand:
             sys.stdout.flush()
         # The diagram's own notes (what was cut, which transfers a name covers) and how the input was
         # read; not the artifact folder's provenance, which every run would repeat (the table says it).
-        from hloscope.hlo.loader import ARTIFACT_NOTE
 
         for note in [*(n for n in report.notes if not n.startswith(ARTIFACT_NOTE)), *result.notes]:
             print(f"hloscope: note: {note}", file=sys.stderr)

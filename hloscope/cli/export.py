@@ -6,8 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from hloscope.artifact import load_report
 from hloscope.cli.options import add_target_option
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.render.explorer import EXPORT_FORMATS
+from hloscope.render.registry import pick
 
 
 class ExportCommand:
@@ -24,8 +27,6 @@ class ExportCommand:
     """
 
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
-        from hloscope.render.explorer import EXPORT_FORMATS
-
         p.add_argument("path", metavar="PATH", help="HLO text file, XLA dump folder, artifact folder, or -")
         p.add_argument("--format", required=True, metavar="FORMAT", help=f"{', '.join(EXPORT_FORMATS)}")
         p.add_argument("-o", "--output", required=True, metavar="DIR", help="folder to write the files into")
@@ -33,10 +34,6 @@ class ExportCommand:
         add_target_option(p)
 
     def run(self, args: argparse.Namespace) -> int:
-        from hloscope.artifact import load_report
-        from hloscope.render import pick
-        from hloscope.render.explorer import EXPORT_FORMATS
-
         build = pick(args.format, EXPORT_FORMATS)
         out = Path(args.output)
         if out.exists() and not out.is_dir():

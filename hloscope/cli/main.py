@@ -8,10 +8,12 @@ on one line as ``hloscope: error: ...`` with its documented exit code.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from typing import Protocol
 
+from hloscope import __version__
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_UNKNOWN_NAME, HloscopeError
 
 
@@ -41,8 +43,6 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
 
 
 def _load(name: str) -> Command:
-    import importlib
-
     module, cls, _ = _COMMANDS[name]
     command: Command = getattr(importlib.import_module(module), cls)()
     return command
@@ -61,8 +61,6 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``only``, just that command is imported (the others get their help line)."""
-    from hloscope import __version__
-
     parser = _Parser(prog="hloscope", description="Did my host offloading get hidden, and if not, why not?")
     parser.add_argument("--version", action="version", version=f"hloscope {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)

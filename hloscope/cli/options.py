@@ -1,26 +1,26 @@
-"""Compile options and the compile phase line, shared by compile, check, sweep and tui.
+"""The options several commands take, defined once: each ``add_*_option`` adds one (its help
+beside it), and the functions below read what the user gave into a value (``parse_sets``,
+``args_spec``, ``scheduler_from_args``, ``host_pool_bytes``...), refusing a malformed one in one line.
 
-Light to import (no analysis, no JAX), so a command that only needs these starts fast.
+Light to import (no analysis, no JAX), so a command that only needs these starts fast. What the
+commands do with the values lives in ``cli/compiling.py`` (the compile request) and
+``cli/reporting.py`` (the report).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
-import sys
 from collections.abc import Mapping
-from types import TracebackType
 from typing import Any
 
-from hloscope.compile.request import CompileRequest, Policy, Scheduler
+from hloscope.compile.request import Policy, Scheduler
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
-from hloscope.targets import DEFAULT_HOST_POOL_BYTES, DEFAULT_TARGET, HOST_POOL_ENV
+from hloscope.targets import DEFAULT_HOST_POOL_BYTES, DEFAULT_TARGET, HOST_POOL_ENV, as_target, memory_fraction_problem
 
-__all__ = ["MEMORY_FRACTION_HELP", "PHASE_WRITING", "TARGET_HELP", "PhaseStatus", "add_compile_options",
-           "add_devices_option", "add_host_memory_space_option", "add_maxtext_option", "add_memory_fraction_option",
-           "add_module_option", "add_target_option", "maxtext_from_args",
-           "compile_target", "fraction", "parse_sets", "request_from_args", "scheduler_from_args"]
+__all__ = ["MEMORY_FRACTION_HELP", "TARGET_HELP", "add_compile_options", "add_devices_option",
+           "add_host_memory_space_option", "add_maxtext_option", "add_memory_fraction_option", "add_module_option",
+           "add_target_option", "args_spec", "compile_target", "fraction", "host_pool_bytes", "maxtext_from_args",
+           "parse_sets", "scheduler_from_args"]
 
 
 #: ``--target``'s help, the same in every command: the one default rule (``artifact.resolve_target``).
@@ -44,8 +44,6 @@ def add_module_option(p: argparse.ArgumentParser) -> None:
 def compile_target(args: argparse.Namespace) -> str:
     """The target a compile is for: ``--target``, else the default; checked (unknown name: exit 3)
     before anything slow starts."""
-    from hloscope.targets import as_target
-
     as_target(args.target)
     return str(args.target or DEFAULT_TARGET)
 
@@ -128,16 +126,6 @@ def add_no_cache_option(p: argparse.ArgumentParser,
     p.add_argument("--no-cache", action="store_true", help=text)
 
 
-def no_cache(args: argparse.Namespace) -> contextlib.AbstractContextManager[None]:
-    """The compile cache turned off for the block when ``--no-cache`` was given (workers inherit it).
-    Without it nothing is imported (the TUI's first screen imports no analysis)."""
-    if not getattr(args, "no_cache", False):
-        return contextlib.nullcontext()
-    from hloscope.compile.cache import turned_off
-
-    return turned_off(True)
-
-
 def add_host_pool_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host-pool-gb", type=float, default=None, metavar="GB",
                    help="PJRT's pinned-host pool per process, GiB (default: XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB "
@@ -146,8 +134,6 @@ def add_host_pool_option(p: argparse.ArgumentParser) -> None:
 
 def fraction(text: str) -> float:
     """``--memory-fraction``: a number in (0, 1] (``request.memory_fraction_problem``)."""
-    from hloscope.targets import memory_fraction_problem
-
     try:
         f = float(text)
     except ValueError:
@@ -166,54 +152,6 @@ def parse_sets(items: list[str]) -> dict[str, str]:
             raise HloscopeError(f"--set wants KEY=VALUE, got '{item}'", EXIT_BAD_INPUT)
         out[k.strip()] = v.strip()
     return out
-
-
-#: The phases the CLI reports after the compile's own (see ``deviceless.PHASES``).
-PHASE_WRITING = "writing artifacts"
-
-
-class PhaseStatus:
-    """A spinner on standard error naming the phase a compile is in, on a terminal only.
-
-    Call it with a phase name as each phase starts; off a terminal (or with
-    ``console=None`` and stderr not a TTY) it prints nothing. ``seen`` lists the
-    phases in order either way. Use it as a context manager: the line is gone
-    when the block ends, before the report is printed.
-    """
-
-    def __init__(self, console: Any = None, prefix: str = "compiling") -> None:
-        if console is None and sys.stderr.isatty():
-            from rich.console import Console
-
-            console = Console(stderr=True)
-        self.console = console
-        self.prefix = prefix
-        self.seen: list[str] = []
-        self._status: Any = None
-
-    def __call__(self, name: str) -> None:
-        self.seen.append(name)
-        if self.console is None:
-            return
-        text = f"{self.prefix}: {name}"
-        if self._status is None:
-            self._status = self.console.status(text)
-            self._status.start()
-        else:
-            self._status.update(text)
-
-    def __enter__(self) -> PhaseStatus:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
-
-    def stop(self) -> None:
-        """Remove the status line (further phases start a new one)."""
-        if self._status is not None:
-            self._status.stop()
-            self._status = None
 
 
 #: What ``--args-from module:function`` passes as the ``--args`` spec (hloscope.compile.userfn.ARGS_FROM).
@@ -239,93 +177,6 @@ def args_spec(args: argparse.Namespace) -> str:
     if ":" not in ref:
         raise HloscopeError(f"--args-from wants package.module:function, got '{ref}'", EXIT_BAD_INPUT)
     return ARGS_FROM + str(ref)
-
-
-def note_jax_version() -> None:
-    """Say once, in one line on stderr, when the installed jax is outside the tested range or has
-    known gaps (``hloscope.compile.jaxcompat``; read from its metadata, jax is not imported)."""
-    global _JAX_NOTED
-    if _JAX_NOTED:
-        return
-    _JAX_NOTED = True
-    from hloscope.compile.jaxcompat import NOTED_ENV, installed_jax, version_note
-
-    note = version_note(installed_jax())
-    if note:
-        print(f"hloscope: note: {note}", file=sys.stderr)
-        os.environ[NOTED_ENV] = "1"  # the compile workers inherit it and do not warn again
-
-
-_JAX_NOTED = False
-
-
-def check_request(request: CompileRequest) -> None:
-    """What a compile can be refused for before JAX starts, each in one line (exit 2): an ``--fn``
-    that is not ``module:function``, has no ``--args`` or names a module that is nowhere to import,
-    a ``--maxtext`` whose config file or overrides are malformed or whose Python or install cannot
-    run MaxText, a device count the target's topology or the workload's shardings cannot take
-    (``hloscope.compile.topology.check_devices``)."""
-    from hloscope.compile.topology import check_devices
-
-    if request.maxtext is not None:
-        from hloscope.compile.maxtext import split_args
-
-        split_args(request.maxtext)
-    if request.fn is not None:
-        from hloscope.compile.userfn import check_findable, split_ref
-
-        split_ref(request.fn)
-        if not request.args:
-            raise HloscopeError("--fn needs --args describing its abstract arguments", EXIT_BAD_INPUT)
-        check_findable(request.fn, request.cwd)
-    check_devices(request)
-    if request.maxtext is not None:
-        from hloscope.compile.maxtext import check_available
-
-        check_available()
-
-
-def request_from_args(args: argparse.Namespace, workload: str | None = None,
-                      fn: str | None = None, maxtext: tuple[str, ...] | None = None) -> CompileRequest:
-    """The :class:`~hloscope.compile.request.CompileRequest` the compile options ask for (a built-in
-    ``workload``, else the user's ``fn`` with ``args.args``, else MaxText's step with ``maxtext``'s
-    config and overrides), checked (:func:`check_request`)."""
-    request = _request(args, workload, fn, maxtext)
-    check_request(request)
-    note_jax_version()
-    return request
-
-
-def _request(args: argparse.Namespace, workload: str | None, fn: str | None,
-             maxtext: tuple[str, ...] | None = None) -> CompileRequest:
-    shape = _slice(args)
-    return CompileRequest(
-        compile_target(args), shape.pop("devices", args.devices),
-        workload=None if fn or maxtext is not None else workload,
-        maxtext=maxtext,
-        sets=tuple(parse_sets(args.set).items()),
-        policy=Policy(args.policy) if args.policy else None, fn=fn, args=args_spec(args) or None,
-        cwd=os.getcwd() if fn else None,
-        scheduler=scheduler_from_args(args),
-        pipelined=bool(args.pipelined_offload), xla_flags=tuple(args.xla_flag),
-        memory_fraction=getattr(args, "memory_fraction", None), **shape)
-
-
-def _slice(args: argparse.Namespace) -> dict[str, Any]:
-    """``--topology`` as the request's ``topology`` and, unless ``--devices`` gave a count other than its
-    default 8, its device count as ``devices`` (a count that differs is refused by the TPU room)."""
-    topology = getattr(args, "topology", None)
-    if not topology:
-        return {}
-    from hloscope.compile.tpu.slices import parse_slice
-    from hloscope.targets import TpuTarget, as_target
-
-    chip = as_target(args.target)
-    if not isinstance(chip, TpuTarget):
-        raise HloscopeError(f"--topology names a TPU slice; {args.target or DEFAULT_TARGET} is not a TPU target",
-                            EXIT_BAD_INPUT)
-    devices = parse_slice(topology, chip).devices
-    return {"topology": str(topology), **({"devices": devices} if args.devices in (None, 8) else {})}
 
 
 def scheduler_from_args(args: argparse.Namespace) -> Scheduler:

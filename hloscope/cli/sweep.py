@@ -11,35 +11,48 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 import sys
-import threading
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from hloscope.cli.analyze import open_output
+from hloscope.cli.compiling import check_request, note_jax_version, progress_bar
 from hloscope.cli.options import (
     add_devices_option,
     add_maxtext_option,
     add_memory_fraction_option,
     add_no_cache_option,
     add_target_option,
-    check_request,
     compile_target,
     maxtext_from_args,
-    note_jax_version,
     parse_sets,
 )
+from hloscope.cli.reporting import open_output, write_trace
+from hloscope.compile import workloads
+from hloscope.compile.cache import turned_off
+from hloscope.compile.executors import make_executor
 from hloscope.compile.request import CompileRequest
-from hloscope.compile.sweep import SCHEDULERS
+from hloscope.compile.sweep import (
+    COLUMNS,
+    SCHEDULERS,
+    capacity_bounds,
+    cells,
+    maxtext_cells,
+    run_sweep,
+    summary,
+    summary_line,
+)
+from hloscope.compile.workloads.common import POLICIES
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_COMPILE_FAILED, EXIT_UNKNOWN_NAME, HloscopeError
-from hloscope.render import RenderOptions, pick
+from hloscope.render.options import RenderOptions
+from hloscope.render.registry import pick
 from hloscope.render.search.sweep import SWEEP_RENDERERS, SweepResult
+from hloscope.render.search.sweep_plot import check_plot_path, write_plot
 
 if TYPE_CHECKING:
-    from rich.console import Console
 
-    from hloscope.compile.sweep import Cell
+    pass
 
 
 #: The remat policies a MaxText sweep compares by default: everything recomputed, and MaxText's
@@ -129,18 +142,6 @@ class SweepCommand:
                             "--memory-fraction in what JAX's allocator takes of it (naming them)")
 
     def run(self, args: argparse.Namespace) -> int:
-        from hloscope.compile import workloads
-        from hloscope.compile.executors import make_executor
-        from hloscope.compile.sweep import (
-            COLUMNS,
-            capacity_bounds,
-            cells,
-            maxtext_cells,
-            run_sweep,
-            summary,
-            summary_line,
-        )
-        from hloscope.compile.workloads.common import POLICIES
         renderer = pick("json" if args.json else "csv" if args.csv else (args.format or "table"), SWEEP_RENDERERS)
         target = compile_target(args)
         maxtext = maxtext_from_args(args)
@@ -171,12 +172,9 @@ class SweepCommand:
         schedulers = _names(args.schedulers, SCHEDULERS, "scheduler")
         pipelined = [v == "on" for v in _names(args.pipelined, ("on", "off"), "--pipelined value")]
         if args.plot:
-            from hloscope.render.search.sweep_plot import check_plot_path
-
             check_plot_path(args.plot)
         if args.trace_dir and args.executor != "local":
             raise HloscopeError("--trace-dir needs --executor local (reports stay in Ray's workers)", EXIT_BAD_INPUT)
-        from hloscope.compile.cache import turned_off
 
         executor = make_executor(args.executor, args.jobs, args.address)
         if maxtext is not None:
@@ -185,7 +183,7 @@ class SweepCommand:
         else:
             todo = cells(args.workload, sets, target, args.devices, policies, batches, schedulers, pipelined,
                          args.memory_fraction)
-        on_event, phase, stop = _progress_bar(len(todo))
+        on_event, phase, stop = progress_bar(len(todo))
         t0 = time.perf_counter()
         try:
             with turned_off(args.no_cache):
@@ -201,8 +199,6 @@ class SweepCommand:
             renderer.render(result, out, RenderOptions())
         print(f"hloscope: {summary_line(totals)}", file=sys.stderr)
         if args.plot:
-            from hloscope.render.search.sweep_plot import write_plot
-
             write_plot(result, args.plot)
         failed = [_cell_name(r) for r in rows if r.get("error")]
         if failed:
@@ -232,64 +228,8 @@ def _names(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
     return names
 
 
-def _progress_bar(total: int, console: Console | None = None) -> tuple[
-        Callable[[str, Cell, dict[str, Any] | None], None], Callable[[Cell, str], None] | None, Callable[[], None]]:
-    """(on_event, phase, stop) callbacks for run_sweep. Not on a terminal: one line per
-    finished cell and no phases; on a terminal: a bar counting done / cached / failed /
-    running, whose label shows the last phase a cell entered."""
-    from hloscope.compile.sweep import FINISHED, STARTED
-
-    counts = {"done": 0, "cached": 0, "failed": 0, "running": 0}
-    lock = threading.Lock()
-
-    def count(kind: str, row: dict[str, Any] | None) -> None:
-        with lock:
-            if kind == STARTED:
-                counts["running"] += 1
-            elif kind == FINISHED and row is not None:
-                counts["running"] -= 1
-                counts["done"] += not row.get("repeat_of")  # tune: a repeat of a step is not a compile spent
-                counts["cached"] += bool(row.get("cached"))
-                counts["failed"] += bool(row.get("error"))
-
-    def words() -> str:
-        return (f"done {counts['done']}/{total} · cached {counts['cached']} · failed {counts['failed']} · "
-                f"running {counts['running']}")
-
-    if console is None and not sys.stderr.isatty():
-        def line(kind: str, cell: Cell, row: dict[str, Any] | None) -> None:
-            count(kind, row)
-            if kind == FINISHED and row is not None:
-                state = "failed" if row.get("error") else "cached" if row.get("cached") else "compiled"
-                state += f" (the same step as {row['repeat_of']}, not counted)" if row.get("repeat_of") else ""
-                print(f"[{counts['done']}/{total}] {state}: {cell.label}", file=sys.stderr)
-
-        return line, None, lambda: None
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    prog = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    TextColumn("{task.fields[counts]}"), console=console or Console(stderr=True), transient=True)
-    task = prog.add_task("compiling cells", total=total, counts=words())
-    prog.start()
-
-    def event(kind: str, cell: Cell, row: dict[str, Any] | None) -> None:
-        count(kind, row)
-        prog.update(task, completed=counts["done"], counts=words())
-
-    def phase(cell: Cell, name: str) -> None:
-        prog.update(task, description=f"{cell.label}: {name}")
-
-    return event, phase, prog.stop
-
-
 def _trace_writer(folder: str):  # type: ignore[no-untyped-def]
     """A callback writing each cell's trace into ``folder`` (created; nothing is written elsewhere)."""
-    import re
-    from pathlib import Path
-
-    from hloscope.cli.analyze import write_trace
-
     out = Path(folder)
     try:
         out.mkdir(parents=True, exist_ok=True)

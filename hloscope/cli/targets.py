@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from hloscope.targets import BUILTIN_TARGETS, GpuTarget, TpuTarget
+from hloscope.vocab import Direction
+
 
 class TargetsCommand:
     """targets: list the built-in GPU and TPU targets and their cost-model figures.
@@ -18,9 +21,6 @@ class TargetsCommand:
         pass
 
     def run(self, args: argparse.Namespace) -> int:
-        from hloscope.targets import BUILTIN_TARGETS, GpuTarget, TpuTarget
-        from hloscope.vocab import Direction
-
         def gbs(x: float | None) -> str:
             return "-" if x is None else f"{x / 1e9:g}"
 

@@ -6,8 +6,11 @@ import argparse
 import shutil
 import sys
 import tempfile
+from multiprocessing import resource_tracker
 from pathlib import Path
 
+from hloscope.cli.archive import is_nsys_archive
+from hloscope.cli.compiling import no_cache, request_from_args
 from hloscope.cli.options import (
     add_compile_options,
     add_host_memory_space_option,
@@ -15,11 +18,10 @@ from hloscope.cli.options import (
     add_module_option,
     add_target_option,
     maxtext_from_args,
-    no_cache,
-    request_from_args,
 )
 from hloscope.compile.request import CompileRequest
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, HloscopeError
+from hloscope.tui.load import Source, check_source
 from hloscope.tui.terminal import use_terminal_for_keys
 
 
@@ -51,8 +53,6 @@ class TuiCommand:
         add_compile_options(p)
 
     def run(self, args: argparse.Namespace) -> int:
-        from hloscope.tui.load import Source, check_source
-
         maxtext = maxtext_from_args(args)
         if (args.path is None) == (args.workload is None and maxtext is None):
             raise HloscopeError("tui: give a PATH, --workload NAME or --maxtext ... (one of them)", EXIT_BAD_INPUT)
@@ -66,10 +66,9 @@ class TuiCommand:
             if path == "-":
                 spool = read_stdin_module()
                 path = str(spool / STDIN_FILE)
-            from hloscope.cli.archive import is_nsys_archive  # not cli.analyze: it imports the analysis
 
             if args.module:  # the module of a dump folder, read as its file (its siblings are found beside it)
-                from hloscope.hlo.loader import pick_module_file
+                from hloscope.hlo.loader import pick_module_file  # lazy: the HLO loader, for --module or stdin only
 
                 path = str(pick_module_file(path, args.module))
             measured = args.measured or (path if path and is_nsys_archive(path) else None)
@@ -86,7 +85,7 @@ class TuiCommand:
                 check_source(compare)
             if spool is not None:
                 use_terminal_for_keys(stdin_held_module=True)
-            from hloscope.tui.app import HloscopeApp
+            from hloscope.tui.app import HloscopeApp  # lazy: textual is slow; bad input is refused first
 
             app = HloscopeApp(source, compare)
             with no_cache(args):
@@ -111,7 +110,7 @@ def read_stdin_module() -> Path:
     The app reads it like any file (same checks, same one-line errors); the caller
     removes the folder when the app has exited.
     """
-    from hloscope.hlo.loader import STDIN_PROMPT, sniff_bytes
+    from hloscope.hlo.loader import STDIN_PROMPT, sniff_bytes  # lazy: the HLO loader, for --module or stdin only
 
     if sys.stdin.isatty():
         print(STDIN_PROMPT, file=sys.stderr)
@@ -130,9 +129,7 @@ def prepare_compile(request: CompileRequest) -> None:
     tracker on first use and passes it ``sys.stderr.fileno()``, which under Textual is -1
     ("bad value(s) in fds_to_keep"): started here, it has the real stderr.
     """
-    from multiprocessing import resource_tracker
-
-    from hloscope.compile.workloads import resolve
+    from hloscope.compile.workloads import resolve  # lazy: the workloads, only for --workload
 
     if request.workload is not None:  # (MaxText's step is checked by request_from_args: config, overrides)
         resolve(request.workload, dict(request.sets))

@@ -11,7 +11,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from hloscope.analysis.tune import CHOICES, Goal, Limits, Objective, Space, TuneResult, TuneSpec
-from hloscope.cli.analyze import open_output
+from hloscope.api import save_artifacts
+from hloscope.artifact import OPTIMIZED_FILE
+from hloscope.cli.compiling import check_request, progress_bar
 from hloscope.cli.options import (
     add_args_options,
     add_devices_option,
@@ -20,12 +22,20 @@ from hloscope.cli.options import (
     add_memory_fraction_option,
     add_no_cache_option,
     add_target_option,
-    check_request,
+    args_spec,
     compile_target,
+    host_pool_bytes,
     parse_sets,
 )
+from hloscope.cli.reporting import open_output
+from hloscope.compile import workloads
+from hloscope.compile.cache import load_request, turned_off
+from hloscope.compile.executors import make_executor
+from hloscope.compile.jobs import analyze_result, vocab_of
+from hloscope.compile.maxtext import split_args
 from hloscope.compile.request import CompileRequest
-from hloscope.compile.sweep import SCHEDULERS
+from hloscope.compile.sweep import SCHEDULERS, request_of
+from hloscope.compile.tune import cell_of, fn_names, maxtext_custom_keys, run_tune
 from hloscope.errors import (
     EXIT_BAD_INPUT,
     EXIT_CHECK_FAILED,
@@ -33,8 +43,12 @@ from hloscope.errors import (
     EXIT_UNKNOWN_NAME,
     HloscopeError,
 )
-from hloscope.render import RenderOptions, pick
+from hloscope.render.options import RenderOptions
+from hloscope.render.registry import pick
+from hloscope.render.search.sweep_plot import check_plot_path
+from hloscope.render.search.tune_plot import write_plot
 from hloscope.render.search.tune_words import TUNE_RENDERERS, no_fit_line
+from hloscope.targets import get_target
 
 #: Compiles a search may spend when --max-compiles is not given.
 DEFAULT_MAX_COMPILES = 12
@@ -106,20 +120,13 @@ class TuneCommand:
         p.add_argument("-o", "--output")
 
     def run(self, args: argparse.Namespace) -> int:
-        from hloscope.cli.sweep import _progress_bar
-        from hloscope.compile.cache import turned_off
-        from hloscope.compile.executors import make_executor
-        from hloscope.compile.tune import run_tune
-
         renderer = pick("json" if args.json else (args.format or "text"), TUNE_RENDERERS)
         with turned_off(args.no_cache):
             spec = build_spec(args)
         if args.plot:
-            from hloscope.render.search.sweep_plot import check_plot_path
-
             check_plot_path(args.plot)
         executor = make_executor(args.executor, args.jobs, args.address)
-        on_event, phase, stop = _progress_bar(spec.max_compiles)
+        on_event, phase, stop = progress_bar(spec.max_compiles)
         try:
             with turned_off(args.no_cache):
                 result = run_tune(spec, executor, on_event, phase)
@@ -128,8 +135,6 @@ class TuneCommand:
         with open_output(args.output) as out:
             renderer.render(result, out, RenderOptions())
         if args.plot:
-            from hloscope.render.search.tune_plot import write_plot
-
             write_plot(result, args.plot)
         if args.artifacts:
             _write_artifacts(result, Path(args.artifacts))
@@ -154,8 +159,6 @@ def _unknown(kind: str, name: str, known: tuple[str, ...]) -> HloscopeError:
 def build_spec(args: argparse.Namespace) -> TuneSpec:
     """The search the arguments ask for, every input checked (one line each) before anything compiles
     (a ``--fn`` step's names are read from its first probe's compile: :func:`_fn_spec`)."""
-    from hloscope.compile import workloads
-
     if args.maxtext is not None:
         return _maxtext_spec(args)
     if args.fn:
@@ -187,9 +190,6 @@ def build_spec(args: argparse.Namespace) -> TuneSpec:
 def _checked(args: argparse.Namespace, workload: str, sets: dict[str, str], fn: str | None = None,
              fn_args: str | None = None) -> TuneSpec:
     """The search's settings that do not depend on the step's names, checked; its space is empty."""
-    from hloscope.cli.options import host_pool_bytes
-    from hloscope.targets import get_target
-
     target = get_target(compile_target(args))
     for c in _list(args.choices):
         if c not in CHOICES:
@@ -259,9 +259,6 @@ def _fn_spec(args: argparse.Namespace) -> TuneSpec:
     """The search over a ``--fn`` step's checkpoint names. Everything the command line says is checked
     first; the names are read from the step's trace, in its compile with every name recomputed (the
     first probe, which the search then reads from the cache), and checked after it."""
-    from hloscope.cli.options import args_spec
-    from hloscope.compile.tune import fn_names
-
     if args.workload or args.workload_opt:
         raise HloscopeError(f"--fn {args.fn} and workload '{args.workload or args.workload_opt}' both name the step; "
                             "give one", EXIT_BAD_INPUT)
@@ -289,9 +286,6 @@ def _fn_spec(args: argparse.Namespace) -> TuneSpec:
 def _maxtext_spec(args: argparse.Namespace) -> TuneSpec:
     """The search over MaxText's ``remat_policy: custom`` keys that its step tags, read (as for
     ``--fn``) from its compile with ``remat_policy=custom`` and every key at MaxText's default."""
-    from hloscope.compile.maxtext import split_args
-    from hloscope.compile.tune import fn_names, maxtext_custom_keys
-
     given = [x for x in (args.workload or args.workload_opt, args.fn and "--fn") if x]
     if given:
         raise HloscopeError(f"--maxtext and {given[0]} both name the step; give one", EXIT_BAD_INPUT)
@@ -347,13 +341,6 @@ def _batches(text: str, sets: dict[str, str]) -> tuple[int | None, ...]:
 
 def _write_artifacts(result: TuneResult, folder: Path) -> None:
     """Every verified compile's artifact folder in ``folder`` (read back from the compile cache)."""
-    from hloscope.api import save_artifacts
-    from hloscope.artifact import OPTIMIZED_FILE
-    from hloscope.compile.cache import load_request
-    from hloscope.compile.jobs import analyze_result, vocab_of
-    from hloscope.compile.sweep import request_of
-    from hloscope.compile.tune import cell_of
-
     missing = 0
     for i, v in enumerate(result.verified):
         if not v.ok:

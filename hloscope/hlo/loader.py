@@ -10,6 +10,7 @@ from a terminal first says so on standard error (nothing is printed otherwise).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -135,7 +136,6 @@ def _json_words(data: bytes, name: str) -> str:
     head = data[:4096]
     if _REPORT_SCHEMA_RE.search(head) is None:
         return f"{name}: JSON, not HLO text; expected a module starting 'HloModule ...'"
-    import json
 
     m = _REPORT_SOURCE_RE.search(head)
     try:

@@ -17,7 +17,7 @@ from typing import Any
 
 
 def pytest_configure(config: Any) -> None:
-    from hloscope.pytest_plugin import hooks
+    from hloscope.pytest_plugin import hooks  # lazy: the hooks load the analysis; pytest loads us always
 
     if not config.pluginmanager.is_registered(hooks):
         config.pluginmanager.register(hooks, "hloscope-hooks")

@@ -11,15 +11,20 @@ file, dump or artifact folder), HLO text, a :class:`Report`, a
 
 from __future__ import annotations
 
+import io
 import os
 from typing import Any
 
 from hloscope.analysis.report import Report
+from hloscope.api import analyze
 from hloscope.check.baseline import load_snapshot
 from hloscope.check.config import config_from_mapping
 from hloscope.check.run import CheckResult, NothingToCheck, run_check
 from hloscope.check.subject import Subject, load_path, subject_from_compile
 from hloscope.hlo.loader import looks_like_hlo_text
+from hloscope.hlo.parser import parse_hlo
+from hloscope.render.check.formats import TextFormat
+from hloscope.render.check.words import nothing_to_check_words
 from hloscope.targets import Target, as_target
 
 
@@ -43,11 +48,8 @@ def to_subject(step: Any, target: Target | str | None = None, label: str | None 
     if isinstance(step, os.PathLike) or (isinstance(step, str) and not looks_like_hlo_text(step)):
         # a path with no target given is judged on its own (an artifact folder's manifest, an archive's GPU)
         return load_path(os.fspath(step), as_target(target) if target else None)
-    from hloscope.api import analyze
 
     if isinstance(step, str) and label is not None:
-        from hloscope.hlo.parser import parse_hlo
-
         step = parse_hlo(step, label)
         step.source_path = label  # the name the report is shown under
     report = analyze(step, as_target(target))
@@ -55,10 +57,6 @@ def to_subject(step: Any, target: Target | str | None = None, label: str | None 
 
 
 def render_result(result: CheckResult) -> str:
-    import io
-
-    from hloscope.render.check.formats import TextFormat
-
     buf = io.StringIO()
     TextFormat().render(result, buf)
     return buf.getvalue()
@@ -83,8 +81,6 @@ def assert_offloads_hidden(step: Any, target: Target | str | None = None, *, no_
     try:
         result = check_offloads(step, target, no_sync=no_sync, no_exposed=no_exposed, **rules)
     except NothingToCheck as e:
-        from hloscope.render.check.words import nothing_to_check_words
-
         raise OffloadCheckFailed(nothing_to_check_words(e.nothing)) from None
     if not result.passed:
         raise OffloadCheckFailed(render_result(result), result)

@@ -18,14 +18,18 @@ from typing import Any
 
 import pytest
 
+from hloscope.api import compile_subject
 from hloscope.check.baseline import load_snapshot
 from hloscope.check.config import CheckConfig
 from hloscope.check.run import NothingToCheck, run_check
 from hloscope.check.subject import Subject
+from hloscope.compile.request import CompileRequest
 from hloscope.errors import HloscopeError
 from hloscope.pytest_plugin.helpers import render_result, to_subject
 from hloscope.pytest_plugin.marks import config_from_marker, marker_line
 from hloscope.render import RenderOptions, render_to_string
+from hloscope.render.check.words import nothing_to_check_words
+from hloscope.targets import DEFAULT_TARGET, as_target
 
 #: The last step the ``hloscope_step`` fixture built in a test.
 LAST_STEP = pytest.StashKey[Subject]()
@@ -45,14 +49,9 @@ def hloscope_step(request: pytest.FixtureRequest) -> Callable[..., Any]:
 
     def build(step: Any = None, *, target: str | None = None, workload: str | None = None,
               sets: dict[str, str] | None = None, devices: int = 8) -> Any:
-        from hloscope.targets import DEFAULT_TARGET, as_target
-
         given = target or default_target
         as_target(given)  # an unknown name fails here, before anything is read or compiled
         if workload is not None:
-            from hloscope.api import compile_subject
-            from hloscope.compile.request import CompileRequest
-
             subject = compile_subject(CompileRequest(given or DEFAULT_TARGET, devices, workload=workload,
                                                      sets=tuple(dict(sets or {}).items())))
         else:  # None: a path is judged on its own target (artifact.resolve_target)
@@ -105,8 +104,6 @@ def _check(item: pytest.Function, cfg: CheckConfig, returned: Any) -> None:
             raise HloscopeError("@pytest.mark.hloscope: the test returned no step and built none with hloscope_step")
         result = run_check(subject, cfg, load_snapshot(cfg.baseline) if cfg.baseline else None)
     except NothingToCheck as e:
-        from hloscope.render.check.words import nothing_to_check_words
-
         failure = f"hloscope: {nothing_to_check_words(e.nothing)}"
     except HloscopeError as e:
         failure = f"hloscope: {e}"

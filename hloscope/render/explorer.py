@@ -26,6 +26,7 @@ one overlay per host-transfer verdict and one for the other async pairs.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -176,8 +177,6 @@ def node_data(report: Report) -> dict[str, dict[str, Any]]:
 
 def explorer_files(report: Report) -> dict[str, str]:
     """File name -> JSON text: ``graph.json`` and ``node-data-<set>.json`` for each of :data:`NODE_DATA`."""
-    import json
-
     files = {"graph.json": json.dumps(explorer_graphs(report), indent=1)}
     for stem, data in node_data(report).items():
         files[f"node-data-{stem}.json"] = json.dumps(data, indent=1)

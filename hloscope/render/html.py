@@ -2,7 +2,7 @@
 
 Three parts, the table report's facts in HTML: the "offloads asked for" section
 (``intent_text``), the transfer table (``table.transfer_row``) with each verdict
-in its colour and its why (``why.explain``) beside it, and the simulated step
+in its colour and its why (``verdict_words.explain``) beside it, and the simulated step
 (``report.timeline``) as an inline SVG, one lane per resource, host transfers
 coloured by verdict. No JavaScript and no external resource: it renders the same in
 Jupyter, Colab, VS Code and a static ``nbconvert`` page. Every string that comes
@@ -28,7 +28,7 @@ from hloscope.render.intent_text import intent_headline, intent_lines
 from hloscope.render.name_words import legend, name_cell
 from hloscope.render.options import RenderOptions
 from hloscope.render.table import COLUMNS, link_figures, transfer_row
-from hloscope.render.why import explain, platform_words
+from hloscope.render.verdict_words import explain, platform_words
 from hloscope.units import human_bytes, human_us
 
 #: Verdict colours (background, text): the TUI's and the diagrams' meaning, readable on white and dark themes.

@@ -20,7 +20,7 @@ from hloscope.render.memory_text import memory_dict
 from hloscope.render.options import RenderOptions
 from hloscope.render.scheduler_text import scheduler_dict
 from hloscope.render.unread_text import unread_dict
-from hloscope.render.why import explain, platform_words
+from hloscope.render.verdict_words import explain, platform_words
 
 SCHEMA = "hloscope.report/4"
 

@@ -10,7 +10,7 @@ from hloscope.analysis.report import Report
 from hloscope.analysis.simulate.verdict import Verdict
 from hloscope.analysis.structure.host_work import HostWork
 from hloscope.hlo.loader import ARTIFACT_NOTE
-from hloscope.render.backend_text import platform_line
+from hloscope.render.backend_words import platform_line
 from hloscope.render.drain_text import drain_lines
 from hloscope.render.fit import FittedTable, fit_lines, fit_table, moved_line
 from hloscope.render.implausible_text import implausible_lines
@@ -22,8 +22,8 @@ from hloscope.render.name_words import legend, name_cell, unrequested_words
 from hloscope.render.options import RenderOptions
 from hloscope.render.scheduler_text import scheduler_line
 from hloscope.render.unread_text import unread_clause, unread_lines
-from hloscope.render.why import explain, platform_words, slack_clause
-from hloscope.render.xla_text import xla_cell, xla_clause, xla_legend
+from hloscope.render.verdict_words import explain, platform_words, slack_clause
+from hloscope.render.xla_words import xla_cell, xla_clause, xla_legend
 from hloscope.units import human_bytes, human_us
 
 __all__ = ["COLUMNS", "TableRenderer", "format_columns", "human_bytes", "human_us", "source_cell", "transfer_row",

@@ -18,13 +18,16 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
+from textual.worker import WorkerFailed
 
 from hloscope.errors import EXIT_INTERNAL, HloscopeError
 from hloscope.tui.history import History, Place
 from hloscope.tui.load import Loaded, Source, load_source, measure_margins
 from hloscope.tui.messages import GoTo, LoadFailed, MarginsReady, ReportReady, TransferChosen
 from hloscope.tui.screens.error import ErrorScreen
+from hloscope.tui.screens.help import HelpScreen
 from hloscope.tui.screens.loading import LoadingScreen
+from hloscope.tui.screens.prompt import PromptScreen
 from hloscope.tui.terminal import need_terminal
 from hloscope.tui.text import shown
 
@@ -96,7 +99,8 @@ class HloscopeApp(App[int]):
     def _load(self, source: Source, is_other: bool) -> None:
         try:
             loaded = self.loader(source)
-            import hloscope.tui.screens.main  # noqa: F401  (imported here, off the UI thread)
+            # lazy: the main screen loads the analysis: imported here, off the UI thread
+            import hloscope.tui.screens.main  # noqa: F401
         except HloscopeError as e:
             line, code = one_line(str(e)), e.exit_code
         except Exception as e:  # a bug: still one line on the error screen, and after exit
@@ -117,7 +121,7 @@ class HloscopeApp(App[int]):
             self.post_message(ReportReady(loaded))
 
     def on_report_ready(self, message: ReportReady) -> None:
-        from hloscope.tui.screens.main import MainScreen
+        from hloscope.tui.screens.main import MainScreen  # lazy: the analysis, after the first frame
 
         self.loaded = message.loaded
         self.main = MainScreen(message.loaded)
@@ -135,7 +139,7 @@ class HloscopeApp(App[int]):
     def _fill_in(self) -> None:
         """What comes after the first screen, off the UI thread: the search index (a fraction of
         a second), then the margins (seconds: re-simulations of the step), posted when measured."""
-        from hloscope.tui.search import SearchIndex
+        from hloscope.tui.search import SearchIndex  # lazy: the search index, on first use
 
         loaded = self.loaded
         assert loaded is not None
@@ -179,7 +183,6 @@ class HloscopeApp(App[int]):
         # Textual calls this for an exception nothing handled, then exits with code 1 and
         # prints a traceback. hloscope's contract is one line and exit code 70 (docs/cli.md):
         # the CLI prints ``failure``; HLOSCOPE_DEBUG=1 keeps Textual's traceback as well.
-        from textual.worker import WorkerFailed
 
         cause = error.error if isinstance(error, WorkerFailed) else error  # say what the worker raised
         if self.failure is None or self.failure.exit_code != EXIT_INTERNAL:
@@ -226,12 +229,10 @@ class HloscopeApp(App[int]):
     # -- screens ----------------------------------------------------------------
 
     def action_help(self) -> None:
-        from hloscope.tui.screens.help import HelpScreen
-
         self.push_screen(HelpScreen())
 
     def action_search(self) -> None:
-        from hloscope.tui.screens.search import SearchScreen
+        from hloscope.tui.screens.search import SearchScreen  # lazy: the search screen, on first use
 
         if self.search_index is None:
             self.notify("still indexing; try again in a moment")
@@ -244,8 +245,7 @@ class HloscopeApp(App[int]):
         self.push_screen(SearchScreen(self.search_index), done)
 
     def action_compare(self) -> None:
-        from hloscope.tui.screens.compare import CompareScreen  # loaded on first use: keeps start-up short
-        from hloscope.tui.screens.prompt import PromptScreen
+        from hloscope.tui.screens.compare import CompareScreen  # lazy: it loads the checks; on first use
 
         if self.loaded is None:
             return
@@ -263,6 +263,7 @@ class HloscopeApp(App[int]):
                                       placeholder="path"), chosen)
 
     def action_export(self) -> None:
+        # lazy: the renderers, on first use
         from hloscope.tui.export import export
         from hloscope.tui.screens.export import ExportScreen
 

@@ -16,6 +16,8 @@ from pathlib import Path
 
 from hloscope.analysis.simulate.verdict import Verdict
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.render import get_renderer, render_to_string
+from hloscope.render.options import RenderOptions
 from hloscope.tui.load import Loaded
 
 
@@ -51,9 +53,6 @@ def default_path(loaded: Loaded, kind: ExportKind, verdict: Verdict | None) -> s
 
 def export(loaded: Loaded, kind: ExportKind, path: str, verdict: Verdict | None) -> Path:
     """Write ``kind`` to ``path``; returns the path. One-line :class:`HloscopeError` on failure."""
-    from hloscope.render import get_renderer
-    from hloscope.render.options import RenderOptions
-
     out = Path(path).expanduser()
     if not path.strip():
         raise HloscopeError("no path given", EXIT_BAD_INPUT)
@@ -62,7 +61,7 @@ def export(loaded: Loaded, kind: ExportKind, path: str, verdict: Verdict | None)
     if kind.needs_transfer:
         if verdict is None:
             raise HloscopeError("select a transfer first (Transfers tab)", EXIT_BAD_INPUT)
-        from hloscope.render.dot.draw import render_view
+        from hloscope.render.dot.draw import render_view  # lazy: graphviz, only for a diagram
 
         render_view(loaded.report, "transfer", out, verdict.transfer.instruction.name, fmt=kind.key)
         return out
@@ -79,8 +78,6 @@ def export(loaded: Loaded, kind: ExportKind, path: str, verdict: Verdict | None)
 
 def trace_text(loaded: Loaded) -> str:
     """The simulated step as Trace Event JSON, transfer slices labelled with the report's verdicts."""
-    from hloscope.render import render_to_string
-
     report = loaded.report
     if report.timeline is None:
         raise HloscopeError("no simulated step to export (the module is not scheduled)", EXIT_BAD_INPUT)

@@ -9,6 +9,7 @@ analyze, or compile a built-in workload) and returns a :class:`Loaded`: the firs
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from hloscope.compile.request import CompileRequest
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
-from hloscope.targets import TargetOrigin
+from hloscope.targets import DEFAULT_TARGET, TargetOrigin, get_target
 
 if TYPE_CHECKING:  # the analysis is imported by the worker, not before the first screen
     from hloscope.analysis.memory import MemoryFacts
@@ -55,13 +56,11 @@ class Source:
             return self.target
         if self.request is not None:
             return self.request.target
-        from hloscope.artifact import resolve_target
+        from hloscope.artifact import resolve_target  # lazy: after tui's first screen
 
         try:
             return resolve_target(str(self.path or ""), None)[0].name
         except HloscopeError:  # an unreadable manifest or archive is reported when the source is loaded
-            from hloscope.targets import DEFAULT_TARGET
-
             return DEFAULT_TARGET
 
 
@@ -109,8 +108,8 @@ def check_source(source: Source) -> None:
     with no module, an empty or binary file (HloProto bytes and nsys-jax archives are read by
     content, as analyze reads them), text with no module in it. Text that opens like HLO but
     fails to parse is refused by the loader (:func:`load_source`) with the parser's position."""
+    # lazy: the HLO loader, for a path only
     from hloscope.hlo.loader import is_binary_module, pick_dump_file, sniff_bytes
-    from hloscope.targets import get_target
 
     get_target(source.target_name)
     if source.request is not None:
@@ -137,8 +136,7 @@ def check_source(source: Source) -> None:
 
 def load_source(source: Source) -> Loaded:
     """Read (or compile) and analyze ``source``. Raises :class:`HloscopeError` on bad input."""
-    import time
-
+    # lazy: after tui's first screen
     from hloscope.tui.rows import ScheduleLayout
     from hloscope.tui.timeaxis import TimeAxis
 
@@ -161,6 +159,7 @@ def measure_margins(loaded: Loaded) -> None:
 
 
 def _read(source: Source) -> Loaded:
+    # lazy: after tui's first screen
     from hloscope.analysis.report import analyze_step
     from hloscope.analysis.simulate.overlap import AnalysisOptions
     from hloscope.artifact import read_step
@@ -169,6 +168,7 @@ def _read(source: Source) -> Loaded:
     step = read_step(str(source.path), source.target, keep_text=True)
     profile = None
     if source.measured:
+        # lazy: after tui's first screen
         from hloscope.analysis.measured.read import parse_measured
         from hloscope.hlo.profile_files import read_measured_file
 
@@ -180,8 +180,8 @@ def _read(source: Source) -> Loaded:
 
 
 def _compile(source: Source) -> Loaded:
-    from hloscope.analysis.simulate.overlap import AnalysisOptions
-    from hloscope.compile.jobs import compile_request
+    from hloscope.analysis.simulate.overlap import AnalysisOptions  # lazy: after tui's first screen
+    from hloscope.compile.jobs import compile_request  # lazy: the compile layer, for a compile only
 
     request = source.request
     assert request is not None

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from hloscope.cli.compile import PHASE_WRITING, PhaseStatus
+from hloscope.cli.compiling import PHASE_WRITING, PhaseStatus
 from hloscope.cli.main import main
 from hloscope.compile.deviceless import PHASES
 from hloscope.compile.jobs import PHASE_ANALYSIS, compile_request
@@ -69,11 +69,11 @@ def test_cli_compile_off_a_terminal_prints_no_phases(tmp_path: Path, capsys: pyt
 
 
 def test_sweep_progress_on_a_terminal_names_the_cell_and_phase() -> None:
-    from hloscope.cli.sweep import _progress_bar
+    from hloscope.cli.compiling import progress_bar
     from hloscope.compile.sweep import FINISHED, cells
 
     buf = io.StringIO()
-    event, phase, stop = _progress_bar(2, Console(file=buf, force_terminal=True, width=160))
+    event, phase, stop = progress_bar(2, Console(file=buf, force_terminal=True, width=160))
     assert phase is not None
     cell = cells("mlp", {}, "h100-sxm", 8, ["offload"], [None])[1]
     phase(cell, "XLA compile")
@@ -83,10 +83,10 @@ def test_sweep_progress_on_a_terminal_names_the_cell_and_phase() -> None:
 
 
 def test_sweep_progress_off_a_terminal_has_no_phases(capsys: pytest.CaptureFixture[str]) -> None:
-    from hloscope.cli.sweep import _progress_bar
+    from hloscope.cli.compiling import progress_bar
     from hloscope.compile.sweep import FINISHED, cells
 
-    event, phase, _ = _progress_bar(2)
+    event, phase, _ = progress_bar(2)
     assert phase is None
     cell = cells("mlp", {}, "h100-sxm", 8, ["offload"], [None])[0]
     event(FINISHED, cell, {})

@@ -8,7 +8,7 @@ import io
 import pytest
 from rich.console import Console
 
-from hloscope.cli.sweep import _progress_bar
+from hloscope.cli.compiling import progress_bar
 from hloscope.compile.sweep import FINISHED, STARTED, Cell
 
 CELLS = [Cell("mlp", (), p, "lhs", True, None, "h100-sxm", 8) for p in ("remat", "offload", "save")]
@@ -17,7 +17,7 @@ CELLS = [Cell("mlp", (), p, "lhs", True, None, "h100-sxm", 8) for p in ("remat",
 def test_bar_counts_done_cached_failed_running() -> None:
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=True, width=200)
-    on_event, phase, stop = _progress_bar(3, console)
+    on_event, phase, stop = progress_bar(3, console)
     assert phase is not None
     for c in CELLS:
         on_event(STARTED, c, None)
@@ -32,7 +32,7 @@ def test_bar_counts_done_cached_failed_running() -> None:
 
 
 def test_lines_without_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
-    on_event, phase, stop = _progress_bar(3)  # pytest's stderr is not a terminal
+    on_event, phase, stop = progress_bar(3)  # pytest's stderr is not a terminal
     assert phase is None
     on_event(STARTED, CELLS[0], None)
     on_event(FINISHED, CELLS[0], {"cached": True, "error": ""})

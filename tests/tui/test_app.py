@@ -297,7 +297,7 @@ def test_the_first_screen_imports_no_lists_and_no_main_screen() -> None:
     code = ("import sys, hloscope.tui.app; print(sorted(m for m in sys.modules if m in ("
             "'hloscope.tui.screens.main', 'hloscope.tui.widgets.schedule', 'hloscope.tui.widgets.detail', "
             "'textual.widgets._data_table', 'textual.widgets._tabbed_content', "
-            "'hloscope.render.why')))")
+            "'hloscope.render.verdict_words')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=FIXTURES.parent).stdout
     assert out.strip() == "[]"

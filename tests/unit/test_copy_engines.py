@@ -82,7 +82,7 @@ def test_every_built_in_target_has_one_engine_per_direction_and_each_published_c
 
 
 def test_the_fetch_that_waited_for_the_engine_names_the_copy_ahead_of_it() -> None:
-    from hloscope.render.why import engine_wait_clause, explain
+    from hloscope.render.verdict_words import engine_wait_clause, explain
 
     one, _ = _reports()
     by = {v.transfer.instruction.name: v for v in one.verdicts}

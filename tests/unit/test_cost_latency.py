@@ -17,7 +17,7 @@ from hloscope.analysis.simulate.contention import memory_bound_share
 from hloscope.analysis.structure.index import ModuleIndex
 from hloscope.hlo.model import Instruction
 from hloscope.hlo.parser import parse_hlo
-from hloscope.render.why import explain
+from hloscope.render.verdict_words import explain
 from hloscope.targets import get_target
 
 H100 = get_target("h100-sxm")

@@ -7,7 +7,7 @@ import warnings
 
 import pytest
 
-from hloscope.cli import options
+from hloscope.cli import compiling
 from hloscope.compile import jaxcompat
 
 
@@ -47,10 +47,10 @@ def test_memory_space_of_the_installed_jax() -> None:
 
 def test_the_cli_says_it_once(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(jaxcompat, "installed_jax", lambda: "0.13.0")
-    monkeypatch.setattr(options, "_JAX_NOTED", False)
+    monkeypatch.setattr(compiling, "_JAX_NOTED", False)
     monkeypatch.delenv(jaxcompat.NOTED_ENV, raising=False)
-    options.note_jax_version()
-    options.note_jax_version()
+    compiling.note_jax_version()
+    compiling.note_jax_version()
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("hloscope: note: jax 0.13.0 is outside the range")
     # the compile workers inherit the mark and stay quiet

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 from hloscope.analysis.structure.streams import ExecutionStream, StreamKind, assign_execution_streams
-from hloscope.render.why import stream_queue_clause
+from hloscope.render.verdict_words import stream_queue_clause
 from tests.conftest import FIXTURES, fixture_report
 
 _LINE = re.compile(r"Start new (\w+) execution scope: instr=(\S+) stream=(\w+)_stream\[(\d+)\]")

@@ -285,10 +285,10 @@ def test_the_progress_line_counts_what_the_budget_counts(capsys: pytest.CaptureF
     # budget does not count a repeat of a step already compiled (an inert name's switch).
     import re
 
-    from hloscope.cli.sweep import _progress_bar
+    from hloscope.cli.compiling import progress_bar
     from hloscope.compile.tune import run_tune
 
-    on_event, phase, stop = _progress_bar(6)
+    on_event, phase, stop = progress_bar(6)
     result = run_tune(spec(6), Recorded(additive, inert=1), on_event, phase)
     stop()
     lines = capsys.readouterr().err.splitlines()

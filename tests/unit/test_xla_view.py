@@ -63,7 +63,7 @@ def test_xlas_step_is_its_schedule_length_times_runs(report):
     # every host transfer 5000: our simulation of the same schedule is under 1 ms.
     assert report.xla.step_us == pytest.approx(5000 * 3 + 5082.56 * 4 + 5057.19)
     assert report.summary.step is not None and report.summary.step.step_us < 1000
-    from hloscope.render.xla_text import xla_legend
+    from hloscope.render.xla_words import xla_legend
 
     assert any(line.startswith("xla step: XLA's scheduler times its own schedule at 40.4 ms per step (with its SOL "
                                "estimator") for line in xla_legend(report))

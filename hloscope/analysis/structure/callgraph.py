@@ -71,7 +71,7 @@ class CallGraph:
         """The call graph as a networkx DiGraph over computation names (built on each access: for
         views); edge data ``kind``, ``via`` (calling instruction name), ``trip_count`` (a while
         body's :meth:`trip_count`, else None)."""
-        import networkx as nx
+        import networkx as nx  # lazy: networkx is slow to import; views only
 
         g: nx.DiGraph = nx.DiGraph()
         if self.module is not None:

@@ -24,7 +24,7 @@ def build_dependency_graph(module: Module, pairs: list[AsyncPair] | None = None,
                            computations: Iterable[str] | None = None) -> nx.MultiDiGraph:
     """``computations``: only these (the pipeline's slack pass builds the computations that hold
     async transfers); default every computation."""
-    import networkx as nx
+    import networkx as nx  # lazy: networkx is slow to import
 
     g: nx.MultiDiGraph = nx.MultiDiGraph()
     only = set(computations) if computations is not None else None

@@ -33,6 +33,7 @@ def read_nsys_events(archive: NsysArchive, kind: str) -> ProfileEvents:
     """The executions in an nsys-jax archive's projected trace."""
     path = archive.path
     try:
+        # lazy: pyarrow is an optional extra (hloscope[measured])
         import pyarrow.parquet as pq  # type: ignore[import-not-found, import-untyped, unused-ignore]
     except ImportError:
         raise HloscopeError(f"{path}: reading an nsys-jax archive needs pyarrow: pip install 'hloscope[measured]'",

@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Protocol, TextIO
 
 from hloscope.check.run import CheckResult
-from hloscope.render import pick
 from hloscope.render.check.github import GithubFormat
 from hloscope.render.check.json_format import CHECK_SCHEMA, JsonFormat
 from hloscope.render.check.junit import JunitFormat
@@ -23,6 +22,7 @@ from hloscope.render.check.markdown import MarkdownFormat
 from hloscope.render.check.sarif import SarifFormat
 from hloscope.render.check.text import TextFormat
 from hloscope.render.check.words import change_text, diff_lines, tensor_text, user_source, violation_lines
+from hloscope.render.registry import pick
 
 
 class CheckFormat(Protocol):

@@ -28,7 +28,7 @@ from hloscope.check.run import CheckResult
 from hloscope.render.check.meaning import rule_meaning
 from hloscope.render.check.words import change_text, empty_words, reading_words, user_source, violation_lines
 from hloscope.render.name_words import GUESS_MARK, legend, name_cell
-from hloscope.render.why import explain
+from hloscope.render.verdict_words import explain
 from hloscope.units import human_bytes
 
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}

@@ -1,6 +1,6 @@
 """How every check format words a violation: which tensor, which source line, what the
 schedule put beside it and how much stays exposed, from the verdict's facts through
-``render.why`` (nobody has to open the HLO). Shared by the format modules (``check_*``).
+``render.verdict_words`` (nobody has to open the HLO). Shared by the format modules (``check_*``).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from hloscope.render.margin_text import flip_words, margin_line
 from hloscope.render.memory_text import room_of
 from hloscope.render.name_words import GUESS_MARK, name_text
 from hloscope.render.unread_text import unread_clause
-from hloscope.render.why import explain, exposed_clause
-from hloscope.render.xla_text import xla_clause
+from hloscope.render.verdict_words import explain, exposed_clause
+from hloscope.render.xla_words import xla_clause
 from hloscope.units import human_bytes, human_us
 
 

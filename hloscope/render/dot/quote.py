@@ -20,6 +20,7 @@ Nothing here interprets the text; long strings are shortened with an ellipsis.
 from __future__ import annotations
 
 import re
+import textwrap
 from typing import cast
 
 from graphviz import nohtml
@@ -69,8 +70,6 @@ TITLE_WIDTH = 80
 def wrapped(s: str, width: int = TITLE_WIDTH) -> list[str]:
     """One sentence of user text as title lines of at most ``width`` characters, broken between
     words (an instruction name longer than that stays whole); control characters shown."""
-    import textwrap
-
     return textwrap.wrap(_visible(s), width, break_long_words=False, break_on_hyphens=False) or [""]
 
 

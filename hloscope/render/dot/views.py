@@ -38,7 +38,7 @@ from hloscope.render.dot.style import (
     transfer_lines,
 )
 from hloscope.render.table import human_bytes
-from hloscope.render.why import input_hint, slack_clause, use_hint
+from hloscope.render.verdict_words import input_hint, slack_clause, use_hint
 from hloscope.units import human_us
 
 DEFAULT_MAX_NODES = 150

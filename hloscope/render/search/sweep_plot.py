@@ -19,6 +19,7 @@ from typing import Any
 
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, HloscopeError
 from hloscope.render.search.sweep import SweepResult
+from hloscope.targets import get_target
 
 PLOT_FORMATS = (".svg", ".png")
 PLOT_MISSING = "--plot needs matplotlib: pip install 'hloscope[plot]'"
@@ -30,7 +31,7 @@ def check_plot_path(path: str) -> None:
     if suffix not in PLOT_FORMATS:
         raise HloscopeError(f"--plot {path}: the file name must end in .svg or .png", EXIT_BAD_INPUT)
     try:
-        import matplotlib  # noqa: F401
+        import matplotlib  # noqa: F401  # lazy: matplotlib is an optional extra (plot)
     except ImportError:
         raise HloscopeError(PLOT_MISSING, EXIT_ENVIRONMENT) from None
     parent = Path(path).resolve().parent
@@ -68,12 +69,10 @@ def save_figure(plt: Any, fig: Any, path: str) -> None:
 def write_plot(result: SweepResult, path: str) -> None:
     """Draw ``result`` into ``path`` (.svg or .png)."""
     check_plot_path(path)
-    import matplotlib
+    import matplotlib  # lazy: matplotlib is an optional extra (plot)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from hloscope.targets import get_target
+    import matplotlib.pyplot as plt  # lazy: matplotlib is an optional extra (plot)
 
     plt.rcParams["svg.fonttype"] = "none"  # text stays text in the SVG (searchable, XML-escaped by matplotlib)
     plt.rcParams["svg.hashsalt"] = "hloscope"  # element ids from a fixed salt: the same sweep, the same file

@@ -20,10 +20,10 @@ from hloscope.render.search.tune_words import STOPPED
 def write_plot(result: TuneResult, path: str) -> None:
     """Draw ``result`` into ``path`` (.svg or .png)."""
     check_plot_path(path)
-    import matplotlib
+    import matplotlib  # lazy: matplotlib is an optional extra (plot)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib is an optional extra (plot)
 
     plt.rcParams["svg.fonttype"] = "none"
     plt.rcParams["svg.hashsalt"] = "hloscope"

@@ -33,7 +33,7 @@ from hloscope.tui.text import hlo_string, plain, shown
 from hloscope.units import human_bytes, human_us
 
 if TYPE_CHECKING:  # hloscope.render is imported on the first detail drawn (instruction_text)
-    from hloscope.render.why import PlatformWords
+    from hloscope.render.verdict_words import PlatformWords
 
 #: Most users/operands listed as links (a broadcast constant can have thousands; a long
 #: list costs the pane a slow layout on every cursor stop).
@@ -44,7 +44,7 @@ def instruction_text(loaded: Loaded, ins: Instruction, margins: bool = True) -> 
     """``ins`` in full (``margins``: as for :func:`verdict_text`, when ``ins`` starts a transfer)."""
     # hloscope.render is imported on the first detail drawn, after the first frame: the package
     # imports every renderer (~40 ms), which the transfer table does not need
-    from hloscope.render.measured_text import measured_clause
+    from hloscope.render.measured_text import measured_clause  # lazy: render/, after the first frame
 
     report = loaded.report
     shape = ins.shape
@@ -105,11 +105,12 @@ def instruction_text(loaded: Loaded, ins: Instruction, margins: bool = True) -> 
 def verdict_text(loaded: Loaded, v: Verdict, margins: bool = True) -> Text:
     """``v`` in full; ``margins``: the report's margins are measured (else their line says they are coming:
     reading ``report.margins`` would measure them here, on the UI thread)."""
+    # lazy: render/, after the first frame
     from hloscope.render.margin_text import margin_line
     from hloscope.render.name_words import name_words, unrequested_words
     from hloscope.render.unread_text import unread_clause
-    from hloscope.render.why import explain, platform_words, slack_clause  # see instruction_text
-    from hloscope.render.xla_text import xla_clause
+    from hloscope.render.verdict_words import explain, platform_words, slack_clause  # see instruction_text
+    from hloscope.render.xla_words import xla_clause
 
     t_ = v.transfer
     t = Text()

@@ -27,7 +27,7 @@ MARK_STYLE = {"ok": "bold #a3be8c", "done": "bold #d08770", "SYNC": "bold #bf616
 
 def intent_text(account: IntentAccount | None) -> Text:
     """The pane's text; a line saying why there is nothing when the step's intent is not known."""
-    # imported when the tab is filled, after the first frame (hloscope.render imports every renderer)
+    # lazy: render/ (every renderer), when the tab is filled, after the first frame
     from hloscope.render.intent_text import GUESSED, intent_headline, mark, transfers_words
     from hloscope.render.intent_words import asked_policy, asked_words, detail_words
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rich.text import Text
@@ -66,7 +67,6 @@ def source_words(path: str | None) -> str:
     was called a bare HLO file)."""
     if path is None:
         return "this compile"
-    from pathlib import Path
 
     p = Path(path)
     try:

@@ -134,7 +134,7 @@ class TransferTable(DataTable[Any]):
         rows.sort(key=sorts[self.sort_index][1])
         self.shown = [v for _, v in rows]
         self.clear()
-        from hloscope.render.margin_text import margin_cell  # hloscope.render after the first frame (detail.py)
+        from hloscope.render.margin_text import margin_cell  # lazy: render/, after the first frame
 
         columns = list(self.columns.values())
         widths = [c.content_width for c in columns]

@@ -11,7 +11,7 @@ import pytest
 
 from hloscope.check.baseline import Snapshot, compare
 from hloscope.cli.main import main
-from hloscope.render.why import explain, exposed_clause, slowed_by_link
+from hloscope.render.verdict_words import explain, exposed_clause, slowed_by_link
 from hloscope.units import human_us
 from tests.conftest import FIXTURES, fixture_report, fixture_text
 

@@ -1,6 +1,6 @@
 """The tuner's search over per-name ``remat | device | offload`` choices, without compiling.
 
-No JAX, no compiles: ``hloscope.compile.tune`` compiles what this module proposes and hands
+No JAX, no compiles: ``hloscope.compile.search.tune`` compiles what this module proposes and hands
 back :class:`Verified` points. docs/tune.md states the design; in short:
 
 - :class:`Space`: the names (each with the choices it may take) and the per-device batch sizes.

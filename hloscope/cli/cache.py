@@ -25,7 +25,7 @@ class CacheCommand:
         p.add_argument("--json", action="store_true", help="info as JSON")
 
     def run(self, args: argparse.Namespace) -> int:
-        from hloscope.compile.cache import CompileCache, enabled
+        from hloscope.compile.step.cache import CompileCache, enabled
 
         cache = CompileCache()
         if args.action == "clear":

@@ -21,7 +21,7 @@ from hloscope.cli.options import (
     request_from_args,
 )
 from hloscope.compile.request import CompileRequest, xla_flag_texts
-from hloscope.compile.whatif import TransferChange
+from hloscope.compile.search.whatif import TransferChange
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, HloscopeError
 from hloscope.hlo.folders import OPTIMIZED_FILE
 from hloscope.render.memory_text import room_words
@@ -89,14 +89,14 @@ class CompileCommand:
             return self._start(args)
 
     def _start(self, args: argparse.Namespace) -> int:
-        from hloscope.compile.artifacts import check_out_dir, default_folder, holds_earlier_build, holds_request
+        from hloscope.compile.run.artifacts import check_out_dir, default_folder, holds_earlier_build, holds_request
 
         req = prepare_report(args)  # fail fast on a bad name, before importing jax
         if args.what_if_memory is not None and args.fn:
             raise HloscopeError("--what-if-memory works with --workload (built-in steps) only", EXIT_BAD_INPUT)
         maxtext = maxtext_from_args(args)
         if args.what_if_flag:
-            from hloscope.compile.deviceless import parse_flag
+            from hloscope.compile.step.deviceless import parse_flag
 
             for flag in args.what_if_flag:
                 parse_flag(flag)  # a malformed NAME=VALUE is one line, exit 2, before any compile
@@ -127,7 +127,7 @@ class CompileCommand:
     def _run(self, args: argparse.Namespace, req: ReportRequest, request: CompileRequest, out_dir: Path,
              phase: PhaseStatus, force: bool) -> int:
         from hloscope.api import save_artifacts
-        from hloscope.compile.jobs import compile_request
+        from hloscope.compile.run.jobs import compile_request
 
         # The report names the file it judged: the artifact folder's optimized module.
         step = compile_request(request, req.options, phase, source_path=str(out_dir / OPTIMIZED_FILE))
@@ -178,8 +178,8 @@ class CompileCommand:
 
     def _profile_compile(self, path: Path, request: CompileRequest, report: Report, phase: PhaseStatus,
                          *, serialized: bool) -> str:
-        from hloscope.compile.jobs import compile_request
-        from hloscope.compile.whatif import compare_reports, open_windows
+        from hloscope.compile.run.jobs import compile_request
+        from hloscope.compile.search.whatif import compare_reports, open_windows
         from hloscope.render.pgle import write_profile
 
         with path.open("w", encoding="utf-8") as f:
@@ -215,8 +215,8 @@ class CompileCommand:
 
     def _what_if_flag(self, flag: str, request: CompileRequest, report: Report, phase: PhaseStatus) -> str:
         """Compile again with one more XLA option: remat clones, memory and the simulated step, before and after."""
-        from hloscope.compile.jobs import compile_request
-        from hloscope.compile.whatif import compare_reports, open_windows
+        from hloscope.compile.run.jobs import compile_request
+        from hloscope.compile.search.whatif import compare_reports, open_windows
 
         other = compile_request(replace(request, xla_flags=(*request.xla_flags, flag)),
                                 phase=lambda name: phase(f"what-if {flag}: {name}")).report
@@ -242,8 +242,8 @@ class CompileCommand:
 
     def _what_if(self, gb: float, request: CompileRequest, report: Report, phase: PhaseStatus) -> str:
         """Compile again with another HBM size; list the transfers whose window or verdict changed."""
-        from hloscope.compile.jobs import compile_request
-        from hloscope.compile.whatif import compare_reports, open_windows
+        from hloscope.compile.run.jobs import compile_request
+        from hloscope.compile.search.whatif import compare_reports, open_windows
 
         other = compile_request(replace(request, memory_override_bytes=int(gb * 1e9)),
                                 phase=lambda name: phase(f"what-if {gb:g} GB: {name}")).report

@@ -133,7 +133,7 @@ def no_cache(args: argparse.Namespace) -> contextlib.AbstractContextManager[None
     Without it nothing is imported (the TUI's first screen imports no analysis)."""
     if not getattr(args, "no_cache", False):
         return contextlib.nullcontext()
-    from hloscope.compile.cache import turned_off
+    from hloscope.compile.step.cache import turned_off
 
     return turned_off(True)
 
@@ -216,7 +216,7 @@ class PhaseStatus:
             self._status = None
 
 
-#: What ``--args-from module:function`` passes as the ``--args`` spec (hloscope.compile.userfn.ARGS_FROM).
+#: What ``--args-from module:function`` passes as the ``--args`` spec (hloscope.compile.seam.userfn.ARGS_FROM).
 ARGS_FROM = "@"
 
 
@@ -243,12 +243,12 @@ def args_spec(args: argparse.Namespace) -> str:
 
 def note_jax_version() -> None:
     """Say once, in one line on stderr, when the installed jax is outside the tested range or has
-    known gaps (``hloscope.compile.jaxcompat``; read from its metadata, jax is not imported)."""
+    known gaps (``hloscope.compile.seam.jaxcompat``; read from its metadata, jax is not imported)."""
     global _JAX_NOTED
     if _JAX_NOTED:
         return
     _JAX_NOTED = True
-    from hloscope.compile.jaxcompat import NOTED_ENV, installed_jax, version_note
+    from hloscope.compile.seam.jaxcompat import NOTED_ENV, installed_jax, version_note
 
     note = version_note(installed_jax())
     if note:
@@ -264,15 +264,15 @@ def check_request(request: CompileRequest) -> None:
     that is not ``module:function``, has no ``--args`` or names a module that is nowhere to import,
     a ``--maxtext`` whose config file or overrides are malformed or whose Python or install cannot
     run MaxText, a device count the target's topology or the workload's shardings cannot take
-    (``hloscope.compile.topology.check_devices``)."""
-    from hloscope.compile.topology import check_devices
+    (``hloscope.compile.run.devices.check_devices``)."""
+    from hloscope.compile.run.devices import check_devices
 
     if request.maxtext is not None:
         from hloscope.compile.maxtext import split_args
 
         split_args(request.maxtext)
     if request.fn is not None:
-        from hloscope.compile.userfn import check_findable, split_ref
+        from hloscope.compile.seam.userfn import check_findable, split_ref
 
         split_ref(request.fn)
         if not request.args:

@@ -31,7 +31,7 @@ from hloscope.cli.options import (
     parse_sets,
 )
 from hloscope.compile.request import CompileRequest
-from hloscope.compile.sweep import SCHEDULERS
+from hloscope.compile.search.sweep import SCHEDULERS
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_COMPILE_FAILED, EXIT_UNKNOWN_NAME, HloscopeError
 from hloscope.render import RenderOptions, pick
 from hloscope.render.search.sweep import SWEEP_RENDERERS, SweepResult
@@ -39,7 +39,7 @@ from hloscope.render.search.sweep import SWEEP_RENDERERS, SweepResult
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from hloscope.compile.sweep import Cell
+    from hloscope.compile.search.sweep import Cell
 
 
 #: The remat policies a MaxText sweep compares by default: everything recomputed, and MaxText's
@@ -130,8 +130,8 @@ class SweepCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         from hloscope.compile import workloads
-        from hloscope.compile.executors import make_executor
-        from hloscope.compile.sweep import (
+        from hloscope.compile.search.executors import make_executor
+        from hloscope.compile.search.sweep import (
             COLUMNS,
             capacity_bounds,
             cells,
@@ -176,7 +176,7 @@ class SweepCommand:
             check_plot_path(args.plot)
         if args.trace_dir and args.executor != "local":
             raise HloscopeError("--trace-dir needs --executor local (reports stay in Ray's workers)", EXIT_BAD_INPUT)
-        from hloscope.compile.cache import turned_off
+        from hloscope.compile.step.cache import turned_off
 
         executor = make_executor(args.executor, args.jobs, args.address)
         if maxtext is not None:
@@ -237,7 +237,7 @@ def _progress_bar(total: int, console: Console | None = None) -> tuple[
     """(on_event, phase, stop) callbacks for run_sweep. Not on a terminal: one line per
     finished cell and no phases; on a terminal: a bar counting done / cached / failed /
     running, whose label shows the last phase a cell entered."""
-    from hloscope.compile.sweep import FINISHED, STARTED
+    from hloscope.compile.search.sweep import FINISHED, STARTED
 
     counts = {"done": 0, "cached": 0, "failed": 0, "running": 0}
     lock = threading.Lock()

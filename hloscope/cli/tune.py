@@ -25,7 +25,7 @@ from hloscope.cli.options import (
     parse_sets,
 )
 from hloscope.compile.request import CompileRequest
-from hloscope.compile.sweep import SCHEDULERS
+from hloscope.compile.search.sweep import SCHEDULERS
 from hloscope.errors import (
     EXIT_BAD_INPUT,
     EXIT_CHECK_FAILED,
@@ -107,9 +107,9 @@ class TuneCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         from hloscope.cli.sweep import _progress_bar
-        from hloscope.compile.cache import turned_off
-        from hloscope.compile.executors import make_executor
-        from hloscope.compile.tune import run_tune
+        from hloscope.compile.search.executors import make_executor
+        from hloscope.compile.search.tune import run_tune
+        from hloscope.compile.step.cache import turned_off
 
         renderer = pick("json" if args.json else (args.format or "text"), TUNE_RENDERERS)
         with turned_off(args.no_cache):
@@ -260,7 +260,7 @@ def _fn_spec(args: argparse.Namespace) -> TuneSpec:
     first; the names are read from the step's trace, in its compile with every name recomputed (the
     first probe, which the search then reads from the cache), and checked after it."""
     from hloscope.cli.options import args_spec
-    from hloscope.compile.tune import fn_names
+    from hloscope.compile.search.tune import fn_names
 
     if args.workload or args.workload_opt:
         raise HloscopeError(f"--fn {args.fn} and workload '{args.workload or args.workload_opt}' both name the step; "
@@ -290,7 +290,7 @@ def _maxtext_spec(args: argparse.Namespace) -> TuneSpec:
     """The search over MaxText's ``remat_policy: custom`` keys that its step tags, read (as for
     ``--fn``) from its compile with ``remat_policy=custom`` and every key at MaxText's default."""
     from hloscope.compile.maxtext import split_args
-    from hloscope.compile.tune import fn_names, maxtext_custom_keys
+    from hloscope.compile.search.tune import fn_names, maxtext_custom_keys
 
     given = [x for x in (args.workload or args.workload_opt, args.fn and "--fn") if x]
     if given:
@@ -349,10 +349,10 @@ def _write_artifacts(result: TuneResult, folder: Path) -> None:
     """Every verified compile's artifact folder in ``folder`` (read back from the compile cache)."""
     from hloscope.api import save_artifacts
     from hloscope.artifact import OPTIMIZED_FILE
-    from hloscope.compile.cache import load_request
-    from hloscope.compile.jobs import analyze_result, vocab_of
-    from hloscope.compile.sweep import request_of
-    from hloscope.compile.tune import cell_of
+    from hloscope.compile.run.jobs import analyze_result, vocab_of
+    from hloscope.compile.search.sweep import request_of
+    from hloscope.compile.search.tune import cell_of
+    from hloscope.compile.step.cache import load_request
 
     missing = 0
     for i, v in enumerate(result.verified):

@@ -181,7 +181,7 @@ def _read(source: Source) -> Loaded:
 
 def _compile(source: Source) -> Loaded:
     from hloscope.analysis.simulate.overlap import AnalysisOptions
-    from hloscope.compile.jobs import compile_request
+    from hloscope.compile.run.jobs import compile_request
 
     request = source.request
     assert request is not None

@@ -35,7 +35,7 @@ class Compiled(NamedTuple):
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Compiled]:
     """REQUEST compiled twice in this process with a cache of its own: fresh, then a hit."""
-    from hloscope.compile.jobs import compile_job
+    from hloscope.compile.run.jobs import compile_job
 
     cache_dir = tmp_path_factory.mktemp("cache")
     mp = pytest.MonkeyPatch()
@@ -82,7 +82,7 @@ def test_a_cache_hit_equals_the_fresh_compile(compiled: Compiled) -> None:
 
 @pytest.mark.xla
 def test_the_request_memo_hit_equals_the_fresh_compile(compiled: Compiled, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hloscope.compile.cache import load_request, remember_request
+    from hloscope.compile.step.cache import load_request, remember_request
 
     monkeypatch.setenv("HLOSCOPE_CACHE_DIR", str(compiled.cache_dir))
     monkeypatch.delenv("HLOSCOPE_NO_CACHE", raising=False)
@@ -100,7 +100,7 @@ def test_the_request_memo_hit_equals_the_fresh_compile(compiled: Compiled, monke
 
 @pytest.mark.xla
 def test_the_manifest_is_written_from_the_record(compiled: Compiled) -> None:
-    from hloscope.compile.artifacts import manifest
+    from hloscope.compile.run.artifacts import manifest
 
     fresh, extra = compiled.fresh, compiled.extra
     record = fresh.to_record()

@@ -35,7 +35,7 @@ def _libtpu() -> str:
 
 
 def _result(request):  # type: ignore[no-untyped-def]
-    from hloscope.compile.jobs import compile_request_result
+    from hloscope.compile.run.jobs import compile_request_result
 
     return compile_request_result(request)
 
@@ -135,7 +135,7 @@ def test_libtpu_prints_nothing_in_a_compile_process(tmp_path: Path) -> None:
     script.write_text(
         "import hloscope\n"
         "from hloscope.compile.request import CompileRequest\n"
-        "from hloscope.compile.jobs import compile_job\n"
+        "from hloscope.compile.run.jobs import compile_job\n"
         f"r, _ = compile_job(CompileRequest('tpu-v5e', 4, fn='{STEPS}:small_step', args='@{STEPS}:small_args',"
         f" cwd={str(ROOT)!r}))\n"
         "print(r.topology)\n")

@@ -7,7 +7,7 @@ import io
 import json
 
 from hloscope.analysis.tune import Config, Goal, Objective, Space, TuneSpec
-from hloscope.compile.tune import run_tune
+from hloscope.compile.search.tune import run_tune
 from hloscope.render.options import RenderOptions
 from hloscope.render.search.tune_words import TUNE_RENDERERS, jax_snippet, maxtext_snippet
 from tests.unit.test_tune_search import LIMITS, SPACE, Recorded, additive, spec

@@ -186,7 +186,7 @@ class Recorded:
         self.asked: list[str] = []
 
     def run(self, cells: list[Any], on_event: Any, phase: Any = None, on_report: Any = None) -> list[dict[str, Any]]:
-        from hloscope.compile.sweep import FINISHED, STARTED
+        from hloscope.compile.search.sweep import FINISHED, STARTED
 
         rows = []
         for c in cells:
@@ -229,7 +229,7 @@ def spec(max_compiles: int, limits: Limits = LIMITS) -> TuneSpec:
 
 
 def test_loop_stops_within_the_budget_and_beats_the_coarse_policies() -> None:
-    from hloscope.compile.tune import run_tune
+    from hloscope.compile.search.tune import run_tune
 
     ex = Recorded(additive)
     result = run_tune(spec(10), ex)
@@ -243,7 +243,7 @@ def test_loop_stops_within_the_budget_and_beats_the_coarse_policies() -> None:
 
 
 def test_loop_ends_when_the_space_is_exhausted() -> None:
-    from hloscope.compile.tune import run_tune
+    from hloscope.compile.search.tune import run_tune
 
     small = Space(NAMES, (("remat", "offload"), ("remat",), ("remat",)))
     ex = Recorded(additive)
@@ -253,7 +253,7 @@ def test_loop_ends_when_the_space_is_exhausted() -> None:
 
 
 def test_loop_with_nothing_that_fits_ends_without_a_best() -> None:
-    from hloscope.compile.tune import run_tune
+    from hloscope.compile.search.tune import run_tune
     from hloscope.render.search.tune_words import no_fit_line
 
     tight = Limits(1 << 20, 64 << 30)
@@ -267,7 +267,7 @@ def test_loop_with_nothing_that_fits_ends_without_a_best() -> None:
 
 
 def test_a_name_xla_ignores_is_learnt_and_costs_no_budget() -> None:
-    from hloscope.compile.tune import run_tune
+    from hloscope.compile.search.tune import run_tune
 
     ex = Recorded(additive, inert=1)  # key_proj: every switch compiles to the same HLO
     result = run_tune(spec(6), ex)
@@ -286,7 +286,7 @@ def test_the_progress_line_counts_what_the_budget_counts(capsys: pytest.CaptureF
     import re
 
     from hloscope.cli.sweep import _progress_bar
-    from hloscope.compile.tune import run_tune
+    from hloscope.compile.search.tune import run_tune
 
     on_event, phase, stop = _progress_bar(6)
     result = run_tune(spec(6), Recorded(additive, inert=1), on_event, phase)
@@ -349,7 +349,7 @@ def test_the_prior_reproduces_the_unpipelined_probe() -> None:
 
 
 def test_the_search_finds_pipelining_off_and_says_it_in_the_lines_to_paste() -> None:
-    from hloscope.compile.tune import run_tune
+    from hloscope.compile.search.tune import run_tune
     from hloscope.render.search.tune_words import result_dict, text_lines
 
     ex = Recorded(unpipelined)

@@ -1,5 +1,5 @@
 """The TPU room: compile-only TPU slices from libtpu, their options, and what ran, behind
-:class:`hloscope.compile.rooms.Room`."""
+:class:`hloscope.compile.step.rooms.Room`."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ DEVICE_KINDS = {"v4": "TPU v4", "v5": "TPU v5", "v5e": "TPU v5 lite", "v6e": "TP
 
 
 class TpuRoom:
-    """A TPU target's part of a deviceless compile (:class:`hloscope.compile.rooms.Room`)."""
+    """A TPU target's part of a deviceless compile (:class:`hloscope.compile.step.rooms.Room`)."""
 
     family = "tpu"
     lowering_platform = "tpu"

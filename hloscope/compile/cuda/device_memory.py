@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
-from hloscope.compile import jaxcompat
+from hloscope.compile.seam import jaxcompat
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.targets import Target
 

@@ -3,7 +3,7 @@
 The search's decisions (the proposal model, what to compile next, the frontier) are
 ``hloscope.analysis.tune``'s; this module turns each configuration into a sweep cell
 (:class:`TuneCell`: a built-in workload with its per-name switches as ``--set`` overrides)
-and runs the cells on the sweep's executors (``hloscope.compile.executors``) through the
+and runs the cells on the sweep's executors (``hloscope.compile.search.executors``) through the
 compile cache, so a rerun with the same arguments follows the same path and reads every
 compile that finished from the cache (resume). A configuration that is one of the coarse
 policies (every name ``remat``, every name on device) is compiled as that policy's own
@@ -36,10 +36,10 @@ from hloscope.analysis.tune import (
     prior_model,
     propose,
 )
-from hloscope.compile.policy_override import CUSTOM
 from hloscope.compile.request import CompileRequest, Scheduler
-from hloscope.compile.sweep import Cell, request_of
-from hloscope.compile.xla_options import PIPELINED_OFFLOAD_FLAG
+from hloscope.compile.seam.policy_override import CUSTOM
+from hloscope.compile.seam.xla_options import PIPELINED_OFFLOAD_FLAG
+from hloscope.compile.search.sweep import Cell, request_of
 from hloscope.errors import EXIT_COMPILE_FAILED, HloscopeError
 
 #: Stop once this many rounds in a row left the verified frontier as it was.
@@ -175,8 +175,8 @@ def fn_names(spec: TuneSpec) -> list[str]:
 
 
 def _traced_names(request: CompileRequest) -> list[str]:
-    from hloscope.compile.cache import load_request, remember_request
-    from hloscope.compile.jobs import compile_request_result
+    from hloscope.compile.run.jobs import compile_request_result
+    from hloscope.compile.step.cache import load_request, remember_request
 
     found = load_request(request)
     result, extra = found if found is not None else compile_request_result(request)
@@ -212,8 +212,8 @@ def _verified(spec: TuneSpec, c: Config, row: dict[str, Any], probe: str, predic
 
 def _facts_from_cache(cell: Cell) -> tuple[NameFacts, ...]:
     """Per-name facts of a compile the executor did not report to us (Ray): read back from the cache."""
-    from hloscope.compile.cache import load_request
-    from hloscope.compile.jobs import analyze_result, vocab_of
+    from hloscope.compile.run.jobs import analyze_result, vocab_of
+    from hloscope.compile.step.cache import load_request
 
     request = request_of(cell)
     found = load_request(request)
@@ -246,7 +246,7 @@ class _Runner:
         return self.spec.max_compiles - spent
 
     def _event(self, kind: str, cell: Cell, row: dict[str, Any] | None) -> None:
-        from hloscope.compile.sweep import FINISHED
+        from hloscope.compile.search.sweep import FINISHED
 
         if kind == FINISHED and row is not None:
             fp = str(row.get("fingerprint") or "")
@@ -257,7 +257,7 @@ class _Runner:
             self.on_event(kind, cell, row)
 
     def run(self, configs: list[tuple[Config, str, Prediction | None]]) -> list[Verified]:
-        from hloscope.compile.sweep import run_sweep
+        from hloscope.compile.search.sweep import run_sweep
 
         configs = configs[:max(0, self.left)]
         if not configs:

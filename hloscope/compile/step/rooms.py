@@ -1,6 +1,6 @@
 """One room per accelerator family, behind one interface: what a deviceless compile asks of its platform.
 
-:func:`compile_step <hloscope.compile.deviceless.compile_step>` and the mesh ask the room of the
+:func:`compile_step <hloscope.compile.step.deviceless.compile_step>` and the mesh ask the room of the
 request's target (:func:`room_for`) for its compile-only devices, the topology they form, the
 XLA options of a scheduler, how the step is traced and lowered, and which scheduler ran; the
 CUDA room (``hloscope.compile.cuda``) is today's GPU set-up, the TPU room
@@ -90,7 +90,7 @@ def room_for(target: str | AnyTarget) -> Room:
         from hloscope.compile.tpu.room import TpuRoom
 
         return TpuRoom(tgt)
-    from hloscope.compile.cuda import CudaRoom
+    from hloscope.compile.cuda.room import CudaRoom
 
     assert isinstance(tgt, GpuTarget)
     return CudaRoom(tgt)

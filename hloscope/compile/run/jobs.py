@@ -42,7 +42,7 @@ from hloscope.errors import (
     HloscopeError,
 )
 from hloscope.hlo.xla_dumps import XlaDumpTexts
-from hloscope.targets import Target
+from hloscope.targets import Target, as_target
 
 
 def compile_job(request: CompileRequest, phase: Callable[[str], None] | None = None) -> tuple[CompileResult,
@@ -199,8 +199,6 @@ def analyze_result(result: CompileResult, target: str | Target, vocab_size: int 
                    report_type: type[Report] = Report) -> Report:
     """The report of a compile (a CompileResult), with the step's tensor names, its memory facts
     (device allocation, XLA's peak, live at peak) and the compile's facts. ``target``: a name or Target."""
-    from hloscope.targets import as_target
-
     tgt = as_target(target)
     return analyze_step(step_inputs(result, extra, vocab_size, source_path, label), tgt, options,
                         report_type=report_type)

@@ -39,7 +39,7 @@ from hloscope.analysis.tune import (
 from hloscope.compile.request import CompileRequest, Scheduler
 from hloscope.compile.seam.policy_override import CUSTOM
 from hloscope.compile.seam.xla_options import PIPELINED_OFFLOAD_FLAG
-from hloscope.compile.search.sweep import Cell, request_of
+from hloscope.compile.search.sweep import FINISHED, Cell, request_of, run_sweep
 from hloscope.errors import EXIT_COMPILE_FAILED, HloscopeError
 
 #: Stop once this many rounds in a row left the verified frontier as it was.
@@ -246,8 +246,6 @@ class _Runner:
         return self.spec.max_compiles - spent
 
     def _event(self, kind: str, cell: Cell, row: dict[str, Any] | None) -> None:
-        from hloscope.compile.search.sweep import FINISHED
-
         if kind == FINISHED and row is not None:
             fp = str(row.get("fingerprint") or "")
             first = self._first.setdefault(fp, cell.label) if fp and not row.get("error") else cell.label
@@ -257,8 +255,6 @@ class _Runner:
             self.on_event(kind, cell, row)
 
     def run(self, configs: list[tuple[Config, str, Prediction | None]]) -> list[Verified]:
-        from hloscope.compile.search.sweep import run_sweep
-
         configs = configs[:max(0, self.left)]
         if not configs:
             return []

@@ -33,6 +33,7 @@ stderr, and removed, and the compile that follows stores a whole one in its plac
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -46,13 +47,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from hloscope.compile.result import CacheInfo
+from hloscope.compile.result import CacheInfo, CompileResult
 from hloscope.compile.seam.xla_options import FILE_OPTIONS
 from hloscope.hlo.folders import OPTIMIZED_FILE, UNOPTIMIZED_FILE
 
 if TYPE_CHECKING:
     from hloscope.compile.request import CompileRequest
-    from hloscope.compile.result import CompileResult
 
 #: Version of an entry's layout; bump when what is stored or how it is read changes.
 LAYOUT = 2
@@ -235,8 +235,6 @@ class CompileCache:
 
     def get(self, key: str) -> CompileResult | None:
         """The CompileResult stored under ``key`` (``cache`` says it was a hit), or None."""
-        from hloscope.compile.result import CompileResult
-
         record = self.get_record(key)
         if record is None:
             return None
@@ -407,8 +405,6 @@ class Lookup:
 
     def store(self, result: CompileResult) -> CompileResult:
         """Store a fresh compile (with the cache on); the result with the cache's word on it."""
-        from hloscope.compile.result import CompileResult
-
         stored = bool(self.cache and self.cache.put(self.key, result, self.parts))
         info = CacheInfo(hit=False, key=self.key, compiled_seconds=result.compile_seconds, stored=stored)
         return CompileResult.from_record({**result.to_record(), "cache": info}, compiled=result.compiled)
@@ -480,8 +476,6 @@ def _compile_source_hash() -> str:
 def request_memo_key(request: CompileRequest) -> str | None:
     """The memo key of a request: a built-in workload's, or an ``--fn`` request's whose code can be
     fingerprinted (``userfn.source_fingerprint``; None otherwise: it is never reused)."""
-    import dataclasses
-    import sys
     from importlib.metadata import PackageNotFoundError, version
 
     from hloscope.targets import get_target
@@ -526,8 +520,6 @@ _MEMO_FIELDS = ("tensor_names", "intent")
 
 def load_request(request: CompileRequest) -> tuple[CompileResult, dict[str, Any]] | None:
     """(CompileResult, extras) for ``request`` from the memo and the cache, or None."""
-    from hloscope.compile.result import CompileResult
-
     if not enabled():
         return None
     memo_key = request_memo_key(request)

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from hloscope.analysis.inputs import ScheduleRun
 from hloscope.compile.request import CompileRequest, Scheduler
-from hloscope.targets import GpuTarget, Target, TpuTarget
+from hloscope.targets import GpuTarget, Target, TpuTarget, as_target
 
 
 class Room(Protocol):
@@ -78,8 +78,6 @@ AnyTarget = Target
 
 def resolve_target(target: str | Target) -> Target:
     """A target of either family by name, alias or path (``hloscope.targets.as_target``), or the target itself."""
-    from hloscope.targets import as_target
-
     return as_target(target)
 
 

@@ -17,7 +17,6 @@ from hloscope.analysis.inputs import StepInputs
 from hloscope.analysis.report import Report, analyze_step
 from hloscope.analysis.simulate.overlap import AnalysisOptions
 from hloscope.artifact import OPTIMIZED_FILE, REPORT_FILE, REPORT_TEXT_FILE, load_report
-from hloscope.compile.request import CompileRequest, Policy, Scheduler, callable_name, xla_flag_texts
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.loader import looks_like_hlo_text
 from hloscope.hlo.model import Module
@@ -25,6 +24,7 @@ from hloscope.hlo.parser import parse_hlo
 from hloscope.hlo.shape import HOST_MEMORY_SPACE
 from hloscope.render import render_to_string
 from hloscope.render.json_report import report_to_dict
+from hloscope.request import CompileRequest, Policy, Scheduler, callable_name, xla_flag_texts
 from hloscope.targets import BUILTIN_TARGETS, DEFAULT_TARGET, Target, as_target
 
 if TYPE_CHECKING:

@@ -153,7 +153,7 @@ def load_subject(cfg: CheckConfig, module: str | None = None) -> Subject:
     if cfg.workload or cfg.fn or cfg.maxtext is not None:
         from hloscope.api import compile_subject
         from hloscope.cli.options import check_request, note_jax_version
-        from hloscope.compile.request import CompileRequest
+        from hloscope.request import CompileRequest
 
         request = CompileRequest(cfg.target or DEFAULT_TARGET, cfg.devices,
                                  workload=cfg.workload or None if cfg.maxtext is None else None,

@@ -20,11 +20,11 @@ from hloscope.cli.options import (
     no_cache,
     request_from_args,
 )
-from hloscope.compile.request import CompileRequest, xla_flag_texts
 from hloscope.compile.search.whatif import TransferChange
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, HloscopeError
 from hloscope.hlo.folders import OPTIMIZED_FILE
 from hloscope.render.memory_text import room_words
+from hloscope.request import CompileRequest, xla_flag_texts
 from hloscope.units import human_bytes, human_us
 
 #: The model's profile that --what-if-profile writes into the artifact folder.

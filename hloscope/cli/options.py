@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
-from hloscope.compile.request import CompileRequest, Policy, Scheduler
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.request import CompileRequest, Policy, Scheduler
 from hloscope.targets import DEFAULT_HOST_POOL_BYTES, DEFAULT_TARGET, HOST_POOL_ENV
 
 __all__ = ["MEMORY_FRACTION_HELP", "PHASE_WRITING", "TARGET_HELP", "PhaseStatus", "add_compile_options",
@@ -287,7 +287,7 @@ def check_request(request: CompileRequest) -> None:
 
 def request_from_args(args: argparse.Namespace, workload: str | None = None,
                       fn: str | None = None, maxtext: tuple[str, ...] | None = None) -> CompileRequest:
-    """The :class:`~hloscope.compile.request.CompileRequest` the compile options ask for (a built-in
+    """The :class:`~hloscope.request.CompileRequest` the compile options ask for (a built-in
     ``workload``, else the user's ``fn`` with ``args.args``, else MaxText's step with ``maxtext``'s
     config and overrides), checked (:func:`check_request`)."""
     request = _request(args, workload, fn, maxtext)

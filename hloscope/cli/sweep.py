@@ -30,11 +30,11 @@ from hloscope.cli.options import (
     note_jax_version,
     parse_sets,
 )
-from hloscope.compile.request import CompileRequest
 from hloscope.compile.search.sweep import SCHEDULERS
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_COMPILE_FAILED, EXIT_UNKNOWN_NAME, HloscopeError
 from hloscope.render import RenderOptions, pick
 from hloscope.render.search.sweep import SWEEP_RENDERERS, SweepResult
+from hloscope.request import CompileRequest
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -18,8 +18,8 @@ from hloscope.cli.options import (
     no_cache,
     request_from_args,
 )
-from hloscope.compile.request import CompileRequest
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, HloscopeError
+from hloscope.request import CompileRequest
 from hloscope.tui.terminal import use_terminal_for_keys
 
 

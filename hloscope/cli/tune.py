@@ -24,7 +24,6 @@ from hloscope.cli.options import (
     compile_target,
     parse_sets,
 )
-from hloscope.compile.request import CompileRequest
 from hloscope.compile.search.sweep import SCHEDULERS
 from hloscope.errors import (
     EXIT_BAD_INPUT,
@@ -35,6 +34,7 @@ from hloscope.errors import (
 )
 from hloscope.render import RenderOptions, pick
 from hloscope.render.search.tune_words import TUNE_RENDERERS, no_fit_line
+from hloscope.request import CompileRequest
 
 #: Compiles a search may spend when --max-compiles is not given.
 DEFAULT_MAX_COMPILES = 12
@@ -185,8 +185,10 @@ def build_spec(args: argparse.Namespace) -> TuneSpec:
 
 
 def _checked(args: argparse.Namespace, workload: str, sets: dict[str, str], fn: str | None = None,
-             fn_args: str | None = None) -> TuneSpec:
-    """The search's settings that do not depend on the step's names, checked; its space is empty."""
+             fn_args: str | None = None, maxtext: tuple[str, ...] | None = None) -> TuneSpec:
+    """The search's settings that do not depend on the step's names, checked; its space is empty.
+    The step: ``maxtext`` (MaxText's argv) when given, else ``fn`` with ``fn_args``, else the
+    built-in ``workload`` with ``sets``."""
     from hloscope.cli.options import host_pool_bytes
     from hloscope.targets import get_target
 
@@ -208,10 +210,12 @@ def _checked(args: argparse.Namespace, workload: str, sets: dict[str, str], fn: 
     limit = int(hbm * args.memory_fraction) if args.memory_fraction else hbm
     pool = host_pool_bytes(args.host_pool_gb, os.environ)
     space = Space((), (), batches, (True, False) if len(pipelined) > 1 else (None,))
-    return TuneSpec(workload, tuple(sorted(sets.items())), compile_target(args), args.devices, space,
-                    Limits(limit, pool), Goal(objective, 1, args.devices), args.max_compiles, max(2, args.jobs),
-                    args.scheduler, pipelined[0], args.memory_fraction, fn=fn, args=fn_args,
-                    cwd=os.getcwd() if fn else None)
+    base = CompileRequest(compile_target(args), args.devices, workload=workload, sets=tuple(sorted(sets.items())),
+                          scheduler=args.scheduler, pipelined=pipelined[0], memory_fraction=args.memory_fraction)
+    request = (replace(base, workload=None, sets=(), maxtext=maxtext) if maxtext is not None
+               else replace(base, workload=None, sets=(), fn=fn, args=fn_args, cwd=os.getcwd()) if fn else base)
+    return TuneSpec(request, space, Limits(limit, pool), Goal(objective, 1, args.devices), args.max_compiles,
+                    max(2, args.jobs))
 
 
 def _with_space(args: argparse.Namespace, spec: TuneSpec, names: tuple[str, ...], own: dict[str, str] | None,
@@ -308,7 +312,7 @@ def _maxtext_spec(args: argparse.Namespace) -> TuneSpec:
         if key == "remat_policy" or key in keys:
             raise HloscopeError(f"--maxtext {item}: tune chooses remat_policy and the custom policy's keys; keep one "
                                 "with --fix NAME=CHOICE", EXIT_BAD_INPUT)
-    spec = replace(_checked(args, "maxtext", {}), maxtext_argv=argv)
+    spec = _checked(args, "maxtext", {}, maxtext=argv)
     if args.max_compiles < 3 + spec.space.searches_pipelining:
         raise HloscopeError(f"--max-compiles {args.max_compiles} leaves no room: the probes alone are "
                             f"{3 + spec.space.searches_pipelining} compiles", EXIT_BAD_INPUT)

@@ -11,5 +11,6 @@ Rooms by job, each importing only the rooms below it (the ``compile-rooms`` cont
 - ``cuda`` and ``tpu``: one room per platform: topology, compile-only devices, options, memory.
 - ``seam``: the JAX seam: what differs between JAX versions (``jaxcompat``), the process set-up
   before JAX starts, XLA options, and what is read from a traced step (intent, names, the user's step).
-- ``request`` and ``result``: the plain values every room passes (no JAX).
+- ``result``: what a compile produced, plain data (no JAX). What to compile is ``hloscope.request``
+  (below the analyses, which hold it too).
 """

@@ -45,9 +45,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hloscope.compile.request import CompileRequest
 from hloscope.compile.result import CompileResult
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.request import CompileRequest
 
 if TYPE_CHECKING:
     from hloscope.analysis.intent.account import Preset

@@ -51,7 +51,7 @@ def hloscope_step(request: pytest.FixtureRequest) -> Callable[..., Any]:
         as_target(given)  # an unknown name fails here, before anything is read or compiled
         if workload is not None:
             from hloscope.api import compile_subject
-            from hloscope.compile.request import CompileRequest
+            from hloscope.request import CompileRequest
 
             subject = compile_subject(CompileRequest(given or DEFAULT_TARGET, devices, workload=workload,
                                                      sets=tuple(dict(sets or {}).items())))

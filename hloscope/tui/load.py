@@ -14,8 +14,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hloscope.compile.request import CompileRequest
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.request import CompileRequest
 from hloscope.targets import TargetOrigin
 
 if TYPE_CHECKING:  # the analysis is imported by the worker, not before the first screen

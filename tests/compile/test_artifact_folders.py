@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.compile.request import CompileRequest, Scheduler
 from hloscope.compile.run.artifacts import default_folder
 from hloscope.hlo.model import Computation, Instruction, Module
+from hloscope.request import CompileRequest, Scheduler
 from tests.compile.xla_versions import NEWEST
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from hloscope.compile.request import CompileRequest
 from hloscope.compile.step.deviceless import allocator_bytes, with_device_memory_size
 from hloscope.errors import HloscopeError
 from hloscope.hlo.xla_log import parse_xla_log
+from hloscope.request import CompileRequest
 from hloscope.targets import get_target
 
 H100 = get_target("h100-sxm")

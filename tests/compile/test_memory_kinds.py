@@ -17,8 +17,8 @@ import pytest
 from xla_versions import MEMORY_KINDS
 
 import hloscope
-from hloscope.compile.request import CompileRequest
 from hloscope.errors import HloscopeError
+from hloscope.request import CompileRequest
 
 #: The steps here compile for 8 H100s (the mesh each test passes decides the devices).
 H100 = CompileRequest("h100-sxm", fn=f"{__name__}:step")

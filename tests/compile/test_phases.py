@@ -10,9 +10,9 @@ from rich.console import Console
 
 from hloscope.cli.compile import PHASE_WRITING, PhaseStatus
 from hloscope.cli.main import main
-from hloscope.compile.request import CompileRequest
 from hloscope.compile.run.jobs import PHASE_ANALYSIS, compile_request
 from hloscope.compile.step.deviceless import PHASES
+from hloscope.request import CompileRequest
 
 EXPECTED = ["starting JAX", "tracing", "lowering", "XLA compile", "analysis"]
 

@@ -18,8 +18,8 @@ from typing import NamedTuple
 
 import pytest
 
-from hloscope.compile.request import CompileRequest, Policy
 from hloscope.compile.result import CompileResult
+from hloscope.request import CompileRequest, Policy
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUEST = CompileRequest("h100-sxm", 8, workload="mlp", policy=Policy.OFFLOAD)

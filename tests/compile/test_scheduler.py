@@ -19,8 +19,8 @@ import pytest
 from hloscope.cli.main import main
 from hloscope.compile.cuda.scheduler import APPROXIMATE, SOL, read_run, resolve
 from hloscope.compile.cuda.topology import topology_for
-from hloscope.compile.request import Scheduler
 from hloscope.errors import HloscopeError
+from hloscope.request import Scheduler
 from hloscope.targets import get_target
 
 
@@ -30,8 +30,8 @@ def _fsdp_step(target: str, devices: int, scheduler: Scheduler) -> Any:
     import jax.numpy as jnp
     from jax.sharding import NamedSharding, PartitionSpec
 
-    from hloscope.compile.request import CompileRequest
     from hloscope.compile.step.deviceless import StepOptions, compile_step, make_mesh
+    from hloscope.request import CompileRequest
 
     mesh = make_mesh(target, devices)
     s = NamedSharding(mesh, PartitionSpec("fsdp"))

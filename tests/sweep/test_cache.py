@@ -143,8 +143,8 @@ def test_cache_info_on_an_empty_cache(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 def test_request_memo_key_follows_what_shapes_the_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hloscope.compile.request import CompileRequest, Scheduler
     from hloscope.compile.step.cache import load_request, remember_request, request_memo_key
+    from hloscope.request import CompileRequest, Scheduler
 
     monkeypatch.setenv("HLOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("HLOSCOPE_NO_CACHE", raising=False)
@@ -187,8 +187,8 @@ def test_request_memo_key_follows_what_shapes_the_module(tmp_path: Path, monkeyp
 def test_a_profile_file_is_part_of_the_key_by_its_contents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # --xla-flag xla_gpu_pgle_profile_file_or_directory_path=FILE: the same path with another
     # profile in it is another compile (XLA schedules by the profile's costs).
-    from hloscope.compile.request import CompileRequest
     from hloscope.compile.step.cache import file_option_digests, request_memo_key
+    from hloscope.request import CompileRequest
 
     prof = tmp_path / "p.pbtxt"
     prof.write_text('costs { name: "fusion.1" cost_us: 1.0 }\n')

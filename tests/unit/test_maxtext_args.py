@@ -22,9 +22,9 @@ from hloscope.compile.maxtext import (
     owned_overrides,
     split_args,
 )
-from hloscope.compile.request import CompileRequest
 from hloscope.compile.run.artifacts import default_folder
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.request import CompileRequest
 from hloscope.targets import get_target
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -217,7 +217,7 @@ def test_tui_source_reads_the_manifest_once(tmp_path: Path, monkeypatch: pytest.
     # The TUI asks a source for its target many times (status line, toast, export); the manifest
     # is read on the first question only, and a workload's target is its request's.
     import hloscope.artifact as artifact
-    from hloscope.compile.request import CompileRequest
+    from hloscope.request import CompileRequest
     from hloscope.tui.load import Source
 
     art = _artifact(tmp_path)

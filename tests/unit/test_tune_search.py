@@ -31,6 +31,7 @@ from hloscope.analysis.tune import (
     prior_model,
     propose,
 )
+from hloscope.request import CompileRequest
 
 NAMES = ("query_proj", "key_proj", "value_proj")
 SPACE = Space(NAMES, (("remat", "device", "offload"),) * 3)
@@ -225,7 +226,8 @@ def additive(choices: tuple[str, ...], pipelined: bool = True) -> tuple[int, int
 
 
 def spec(max_compiles: int, limits: Limits = LIMITS) -> TuneSpec:
-    return TuneSpec("llama", (("layers", "2"),), "h100-sxm", 8, SPACE, limits, GOAL, max_compiles)
+    return TuneSpec(CompileRequest("h100-sxm", 8, workload="llama", sets=(("layers", "2"),)), SPACE, limits, GOAL,
+                    max_compiles)
 
 
 def test_loop_stops_within_the_budget_and_beats_the_coarse_policies() -> None:
@@ -247,7 +249,7 @@ def test_loop_ends_when_the_space_is_exhausted() -> None:
 
     small = Space(NAMES, (("remat", "offload"), ("remat",), ("remat",)))
     ex = Recorded(additive)
-    result = run_tune(TuneSpec("llama", (), "h100-sxm", 8, small, LIMITS, GOAL, 50), ex)
+    result = run_tune(TuneSpec(CompileRequest("h100-sxm", 8, workload="llama"), small, LIMITS, GOAL, 50), ex)
     # remat/device/offload probes collapse to two configurations: the whole space
     assert len(result.verified) == 2 and result.stopped == "exhausted"
 
@@ -353,7 +355,8 @@ def test_the_search_finds_pipelining_off_and_says_it_in_the_lines_to_paste() -> 
     from hloscope.render.search.tune_words import result_dict, text_lines
 
     ex = Recorded(unpipelined)
-    result = run_tune(TuneSpec("llama", (("layers", "2"),), "h100-sxm", 8, PIPED, LIMITS, GOAL, 16), ex)
+    result = run_tune(TuneSpec(CompileRequest("h100-sxm", 8, workload="llama", sets=(("layers", "2"),)), PIPED, LIMITS,
+                               GOAL, 16), ex)
     assert [v.probe for v in result.verified[:4]] == ["remat", "device", "offload", "offload-unpipelined"]
     assert result.verified[3].label == "query_proj=offload key_proj=offload value_proj=offload pipelined=off"
     b = result.best

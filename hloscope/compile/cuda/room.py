@@ -9,8 +9,8 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from hloscope.analysis.inputs import ScheduleRun
-from hloscope.compile.request import CompileRequest, Scheduler
 from hloscope.compile.seam import jaxcompat
+from hloscope.request import CompileRequest, Scheduler
 from hloscope.targets import GpuTarget
 
 

@@ -21,10 +21,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from hloscope.compile.request import CompileRequest, Scheduler
 from hloscope.compile.result import CompileResult
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.folders import MANIFEST_FILE, MANIFEST_SCHEMA
+from hloscope.request import CompileRequest, Scheduler
 
 
 def _is_ours(path: Path) -> bool:

@@ -11,10 +11,10 @@ from collections.abc import Callable
 
 from hloscope.compile import workloads
 from hloscope.compile.cuda.topology import topology_for
-from hloscope.compile.request import CompileRequest
 from hloscope.compile.tpu.room import TpuRoom
 from hloscope.compile.tpu.slices import devices_per_chip, prefix_of, shape_for
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.request import CompileRequest
 from hloscope.targets import GpuTarget, TpuTarget, get_target
 
 

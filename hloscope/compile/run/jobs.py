@@ -31,7 +31,6 @@ from hloscope.analysis.inputs import StepInputs
 from hloscope.analysis.report import Report, analyze_step
 from hloscope.analysis.simulate.overlap import AnalysisOptions
 from hloscope.analysis.structure.name_records import name_records
-from hloscope.compile.request import CompileRequest, xla_flag_texts
 from hloscope.compile.result import CompileResult, memory_figures
 from hloscope.compile.seam.environment import address_space_limit, terminal_lines
 from hloscope.errors import (
@@ -42,6 +41,7 @@ from hloscope.errors import (
     HloscopeError,
 )
 from hloscope.hlo.xla_dumps import XlaDumpTexts
+from hloscope.request import CompileRequest, xla_flag_texts
 from hloscope.targets import Target, as_target
 
 

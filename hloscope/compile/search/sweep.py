@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hloscope.compile.request import CompileRequest, Policy, Scheduler
+from hloscope.request import CompileRequest, Policy, Scheduler
 
 if TYPE_CHECKING:
     from hloscope.analysis.report import Report

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from hloscope.analysis.report import Report
-from hloscope.compile.request import CompileRequest
 from hloscope.compile.result import memory_figures
+from hloscope.request import CompileRequest
 
 
 @dataclass(frozen=True)

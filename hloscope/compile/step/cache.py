@@ -52,7 +52,7 @@ from hloscope.compile.seam.xla_options import FILE_OPTIONS
 from hloscope.hlo.folders import OPTIMIZED_FILE, UNOPTIMIZED_FILE
 
 if TYPE_CHECKING:
-    from hloscope.compile.request import CompileRequest
+    from hloscope.request import CompileRequest
 
 #: Version of an entry's layout; bump when what is stored or how it is read changes.
 LAYOUT = 2

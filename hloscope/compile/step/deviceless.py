@@ -1,7 +1,7 @@
 """Compile a JAX step for a GPU target with no GPU: the orchestration of one compile.
 
 ``compile_step(request, fn, args, options)`` lowers and compiles ``fn`` for the
-compile-only GPUs a :class:`~hloscope.compile.request.CompileRequest` names and returns
+compile-only GPUs a :class:`~hloscope.request.CompileRequest` names and returns
 a frozen :class:`CompileResult` with the scheduled HLO, the unoptimized HLO, memory
 figures and the exact options used; :class:`StepOptions` says how the step is traced
 (mesh, donations, shardings) and reported. Nothing is allocated: arguments are
@@ -30,7 +30,6 @@ from hloscope.compile.cuda.device_memory import build_device_memory_size as buil
 from hloscope.compile.cuda.device_memory import with_device_memory_size as with_device_memory_size
 from hloscope.compile.cuda.device_memory import with_memory as with_memory
 from hloscope.compile.cuda.scheduler import LHS_FLAG as LHS_FLAG
-from hloscope.compile.request import CompileRequest
 from hloscope.compile.result import XLA_MEMORY_FIELDS, CompileMemory, TensorName
 from hloscope.compile.result import CompileResult as CompileResult
 from hloscope.compile.seam import environment, jaxcompat
@@ -46,6 +45,7 @@ from hloscope.compile.step.mesh import place_on_mesh as place_on_mesh
 from hloscope.compile.step.mesh import topology_for as topology_for
 from hloscope.compile.step.rooms import AnyTarget, Room, resolve_target, room_for
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_TRACE_FAILED, HloscopeError
+from hloscope.request import CompileRequest
 from hloscope.targets import GpuTarget, Target
 
 if TYPE_CHECKING:

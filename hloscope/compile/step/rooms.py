@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from hloscope.analysis.inputs import ScheduleRun
-from hloscope.compile.request import CompileRequest, Scheduler
+from hloscope.request import CompileRequest, Scheduler
 from hloscope.targets import GpuTarget, Target, TpuTarget, as_target
 
 

@@ -9,10 +9,10 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from hloscope.analysis.inputs import ScheduleRun
-from hloscope.compile.request import CompileRequest, Scheduler
 from hloscope.compile.tpu import runtime
 from hloscope.compile.tpu.slices import TpuSlice, devices_per_chip, parse_slice, prefix_of, slice_for
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.request import CompileRequest, Scheduler
 from hloscope.targets import TpuTarget
 
 #: What JAX calls a compile-only device of each generation (``device.device_kind``, libtpu 0.0.42).

@@ -50,7 +50,7 @@ _warn_if_build_is_stale()
 
 # The API is imported on first use, so `hloscope tui` and the CLI start without loading the analysis.
 _LAZY = {"analyze": "hloscope.api", "compile_step": "hloscope.api", "compile_maxtext": "hloscope.api",
-         "make_mesh": "hloscope.compile.deviceless",
+         "make_mesh": "hloscope.compile.step.deviceless",
          "OffloadCheckFailed": "hloscope.pytest_plugin.helpers",
          "assert_offloads_hidden": "hloscope.pytest_plugin.helpers",
          "check_offloads": "hloscope.pytest_plugin.helpers"}

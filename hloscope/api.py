@@ -25,7 +25,6 @@ from hloscope.artifact import (
     load_report,
 )
 from hloscope.check.subject import subject_from_compile
-from hloscope.compile.request import CompileRequest, Policy, Scheduler, callable_name, xla_flag_texts
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.loader import looks_like_hlo_text
 from hloscope.hlo.model import Module
@@ -34,6 +33,7 @@ from hloscope.hlo.shape import HOST_MEMORY_SPACE
 from hloscope.render import render_to_string
 from hloscope.render.html import markdown_summary
 from hloscope.render.json_report import report_to_dict
+from hloscope.request import CompileRequest, Policy, Scheduler, callable_name, xla_flag_texts
 from hloscope.targets import BUILTIN_TARGETS, DEFAULT_TARGET, Target, as_target
 
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ def analyze(x: Any, target: Target | str | None = None, host_space: int = HOST_M
 def _gpu_compiled(compiled: Any) -> Any:
     """``compiled``, if it runs on GPUs or TPUs (compile-only or real); a one-line error if it was
     compiled for the host CPU."""
-    from hloscope.compile.deviceless import compiled_platform  # lazy: the compile layer, for a compile only
+    from hloscope.compile.step.deviceless import compiled_platform  # lazy: the compile layer, for a compile only
 
     platform = compiled_platform(compiled)
     if platform not in ("gpu", "tpu"):
@@ -148,10 +148,10 @@ def compile_step(fn: Any, *abstract_args: Any, target: Target | str = DEFAULT_TA
     target, the slice (``v5p:4x4x8`` or ``v5p-256``; ``devices`` must be its count).
     """
     # lazy: the compile layer, for a compile only
-    from hloscope.compile.deviceless import StepOptions
-    from hloscope.compile.deviceless import compile_step as _compile
-    from hloscope.compile.jobs import analyze_result
-    from hloscope.compile.scheduler import resolve
+    from hloscope.compile.cuda.scheduler import resolve
+    from hloscope.compile.run.jobs import analyze_result
+    from hloscope.compile.step.deviceless import StepOptions
+    from hloscope.compile.step.deviceless import compile_step as _compile
 
     tgt = as_target(target)
     # A built-in target's alias ("trillium") is asked for by the target's name ("tpu-v6e").
@@ -162,7 +162,7 @@ def compile_step(fn: Any, *abstract_args: Any, target: Target | str = DEFAULT_TA
                              memory_override_bytes=memory_override_bytes, memory_fraction=memory_fraction,
                              topology=topology)
     if mesh is None:  # before JAX starts: a device count the target's topology cannot take
-        from hloscope.compile.rooms import room_for  # lazy: the compile layer, for a compile only
+        from hloscope.compile.step.rooms import room_for  # lazy: the compile layer, for a compile only
 
         room_for(tgt).check_devices(devices, topology, argument="compile_step's devices")
     result = _compile(request, fn, _args(abstract_args), StepOptions(
@@ -197,12 +197,10 @@ def compile_maxtext(*settings: str, config: str | os.PathLike[str] | None = None
     ``devices`` (or ``topology``: ``v5p-256``, ``v5p:4x4x8``).
     """
     # lazy: the compile layer, for a compile only
-    from hloscope.compile.jobs import analyze_result, compile_request_result
-
-    # lazy: the compile layer, for a compile only
+    from hloscope.compile.cuda.scheduler import resolve
     from hloscope.compile.maxtext import check_available, split_args
-    from hloscope.compile.rooms import room_for
-    from hloscope.compile.scheduler import resolve
+    from hloscope.compile.run.jobs import analyze_result, compile_request_result
+    from hloscope.compile.step.rooms import room_for
 
     tgt = as_target(target)
     items = (*([os.fspath(config)] if config is not None else []), *settings)
@@ -233,7 +231,7 @@ def artifact_files(result: CompileResult, report: Report, extra: dict[str, Any],
                    request: CompileRequest | None = None) -> dict[str, str]:
     """The files of an artifact folder (docs/compile.md) for a compile and its report (``request``:
     what was asked for, kept in the manifest so that the same compile can reuse the folder)."""
-    from hloscope.compile.artifacts import manifest  # lazy: the compile layer, for a compile only
+    from hloscope.compile.run.artifacts import manifest  # lazy: the compile layer, for a compile only
 
     return {
         OPTIMIZED_FILE: result.optimized_hlo,
@@ -250,7 +248,7 @@ def save_artifacts(out: str | os.PathLike[str], result: CompileResult, report: R
                    request: CompileRequest | None = None) -> Path:
     """Write the artifact folder of a compile at ``out``; returns its resolved path. An existing
     folder is replaced only with ``force`` and only if it is an earlier artifact folder."""
-    from hloscope.compile.artifacts import write_artifacts  # lazy: the compile layer, for a compile only
+    from hloscope.compile.run.artifacts import write_artifacts  # lazy: the compile layer, for a compile only
 
     return write_artifacts(Path(out), artifact_files(result, report, extra or {}, request), force=force)
 
@@ -258,7 +256,7 @@ def save_artifacts(out: str | os.PathLike[str], result: CompileResult, report: R
 def compile_subject(request: CompileRequest, label: str | None = None) -> Subject:
     """Compile ``request`` (in its own process) and wrap it as a check subject, with its memory
     facts and its module before optimizations."""
-    from hloscope.compile.jobs import compile_request  # lazy: the compile layer, for a compile only
+    from hloscope.compile.run.jobs import compile_request  # lazy: the compile layer, for a compile only
 
     step = compile_request(request)
     return subject_from_compile(step.report, step.result.unoptimized_hlo, label or request_label(request))

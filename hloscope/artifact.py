@@ -8,7 +8,7 @@ for (unless one is given), the step's tensor names, its memory figures and XLA's
 memory texts. ``load_report(path, target, options)`` runs the pipeline
 (``analyze_step``) on them. ``load_unoptimized`` finds the module before
 optimizations beside it. No JAX: the compile layer writes these folders
-(``hloscope.compile.artifacts``) with the names defined here.
+(``hloscope.compile.run.artifacts``) with the names defined here.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The CUDA plugin's no-GPU chatter on file descriptor 2, kept off the user's terminal.
 
 Standard library only, at the bottom of the layers: ``import hloscope`` installs
-:func:`quiet_first_jax_import`, and the compile layer (``hloscope.compile.environment``)
+:func:`quiet_first_jax_import`, and the compile layer (``hloscope.compile.seam.environment``)
 captures the plugin's lines around its own compiles with :func:`capture_native_stderr`.
 """
 
@@ -53,7 +53,7 @@ def quiet_libtpu() -> None:
 
 # What the CUDA plugin prints on a machine with no GPU, every time it loads: expected
 # here, and noise to a user; and the plugin's own INFO and WARNING lines (glog format),
-# which hloscope turns on to read which scheduler ran (hloscope.compile.scheduler).
+# which hloscope turns on to read which scheduler ran (hloscope.compile.cuda.scheduler).
 # Errors and anything not in glog format are passed through.
 NATIVE_NOISE = re.compile(r"All log messages before absl::InitializeLog|cudart_stub\.cc|Could not find cuda drivers"
                           r"|^\s*[IW]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w.]+:\d+\] ")

@@ -155,7 +155,7 @@ class GpuTarget(Target):
     gpus_per_host: GPUs in one host (8 in an HGX/DGX node, 4 in a GB200 compute tray,
     1 in a GH200 node). hosts_per_nvlink_domain: hosts one NVLink domain spans (1 for HGX/DGX and GH200
     nodes, 18 trays in a GB200 NVL72 rack); with ``gpus_per_host`` they decide the
-    compile-only topology (``hloscope.compile.topology``, docs/targets.md).
+    compile-only topology (``hloscope.compile.cuda.topology``, docs/targets.md).
     network_bandwidth: bytes/s per GPU per direction between NVLink domains (its NIC).
     nvlink_hop_us / network_hop_us: latency of one step of a ring collective inside one
     NVLink domain / across the network. Sources of all of them: docs/targets.md.

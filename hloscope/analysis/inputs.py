@@ -1,7 +1,7 @@
 """What the analysis of one step reads: the one typed input every loader builds.
 
 Loaders (``hloscope.artifact.load_report`` for files, dump and artifact folders and
-stdin; ``hloscope.compile.jobs.analyze_result`` for a compile; the API) read what
+stdin; ``hloscope.compile.run.jobs.analyze_result`` for a compile; the API) read what
 they have into a frozen :class:`StepInputs`; ``hloscope.analysis.report.analyze_step``
 turns it into a complete, frozen report. Nothing is added to a report afterwards:
 what a report shows comes from here.
@@ -25,7 +25,7 @@ from hloscope.hlo.xla_dumps import XlaDumpTexts
 @dataclass(frozen=True)
 class ScheduleRun:
     """Which scheduler XLA ran for a compile and what drove it, as the compile recorded it
-    (``hloscope.compile.scheduler``; the manifest's ``scheduler`` key, docs/compile.md).
+    (``hloscope.compile.cuda.scheduler``; the manifest's ``scheduler`` key, docs/compile.md).
 
     name: ``lhs`` (the latency hiding scheduler ran) or ``none``. estimator: ``sol``,
     ``approximate``, ``analytical``, ``pgle``, or None (LHS did not run, or XLA's log was not
@@ -69,7 +69,7 @@ class StepInputs:
     path, ``<compiled>``). text: the HLO text the module was parsed from, when the caller
     keeps it (the TUI's line lookups), else None.
     names: the step's ``checkpoint_name`` records (:class:`NameRecord`, read once from the JSON
-    form of ``hloscope.compile.names``), when it was traced here or its artifact folder lists them.
+    form of ``hloscope.compile.seam.names``), when it was traced here or its artifact folder lists them.
     memory_figures: the compile's memory figures, raw ints as the compile layer records
     them (docs/compile.md), None when the step was not compiled here (a plain HLO file).
     dumps: XLA's memory texts of the compile (``hloscope.hlo.xla_dumps``).

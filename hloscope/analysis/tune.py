@@ -1,6 +1,6 @@
 """The tuner's search over per-name ``remat | device | offload`` choices, without compiling.
 
-No JAX, no compiles: ``hloscope.compile.tune`` compiles what this module proposes and hands
+No JAX, no compiles: ``hloscope.compile.search.tune`` compiles what this module proposes and hands
 back :class:`Verified` points. docs/tune.md states the design; in short:
 
 - :class:`Space`: the names (each with the choices it may take) and the per-device batch sizes.
@@ -30,6 +30,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from hloscope.analysis.kinds import Direction, VerdictKind
+from hloscope.request import CompileRequest
 
 if TYPE_CHECKING:
     from hloscope.analysis.intent.outcome import IntentAccount
@@ -565,36 +566,30 @@ def on_off(pipelined: bool | None) -> str:
 
 @dataclass(frozen=True)
 class TuneSpec:
-    """What to search: the workload (name and ``--set`` overrides without the switches), target,
-    devices, the space, limits, goal, scheduler / pipelining / memory fraction of every compile,
-    the compile budget and how many compiles a round proposes.
+    """What to search: the compile every configuration starts from, the space, limits, goal, the
+    compile budget and how many compiles a round proposes.
 
+    request: the step (a built-in workload with its ``--set`` overrides, the switches left out; a
+    user's ``--fn`` step with its ``--args`` and folder; or MaxText's ``--maxtext [CONFIG.yml]
+    KEY=VALUE ...``, the switches left out), the target and devices, and the scheduler, pipelining
+    (the search's one setting when it does not search it) and memory fraction of every compile.
     own_switches: the workload's switches as configured (``deepseek``'s preset choices), compiled
     as its ``--policy offload`` cell; None when it has none of its own (they are all ``offload``).
-    maxtext: the names are MaxText's ``custom`` remat policy keys (its overrides can be pasted).
-    fn / args / cwd: a user's step (``--fn module:function``, its ``--args`` spec, the folder it is
-    imported from) instead of a built-in workload; ``workload`` is then the ``--fn`` reference.
-    maxtext_argv: MaxText's own step (``--maxtext [CONFIG.yml] KEY=VALUE ...``, the switches left
-    out) instead; ``workload`` is then ``maxtext``."""
+    maxtext: the names are MaxText's ``custom`` remat policy keys (its overrides can be pasted)."""
 
-    workload: str
-    sets: tuple[tuple[str, str], ...]
-    target: str
-    devices: int
+    request: CompileRequest
     space: Space
     limits: Limits
     goal: Goal
     max_compiles: int
     per_round: int = 2
-    scheduler: str = "lhs"
-    pipelined: bool = True
-    memory_fraction: float | None = None
     own_switches: tuple[str, ...] | None = None
     maxtext: bool = False
-    fn: str | None = None
-    args: str | None = None
-    cwd: str | None = None
-    maxtext_argv: tuple[str, ...] | None = None
+
+    @property
+    def workload(self) -> str:
+        """How reports name the step: the built-in workload, the ``--fn`` reference, or ``maxtext``."""
+        return self.request.workload or self.request.fn or "maxtext"
 
 
 @dataclass(frozen=True)

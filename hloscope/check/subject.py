@@ -7,7 +7,7 @@ explicitly). A plain HLO file has no memory facts; rules that need them say so.
 
 ``load_path`` reads files and folders (no JAX); a step compiled in this run
 becomes a subject through ``subject_from_compile`` (the API's ``compile_subject``
-compiles a :class:`~hloscope.compile.request.CompileRequest` and calls it): the
+compiles a :class:`~hloscope.request.CompileRequest` and calls it): the
 check layer never compiles.
 """
 

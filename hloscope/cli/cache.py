@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from hloscope.compile.cache import CompileCache, enabled
+from hloscope.compile.step.cache import CompileCache, enabled
 
 
 class CacheCommand:

@@ -31,7 +31,6 @@ from hloscope.cli.options import (
     parse_sets,
 )
 from hloscope.cli.reporting import open_output, write_output
-from hloscope.compile.request import CompileRequest
 from hloscope.errors import (
     EXIT_BAD_INPUT,
     EXIT_CHECK_FAILED,
@@ -44,6 +43,7 @@ from hloscope.render.check.formats import CHECK_FORMATS, get_check_format
 from hloscope.render.check.meaning import rule_meaning, setting_meaning
 from hloscope.render.check.words import describe_snapshot, nothing_to_check_words
 from hloscope.render.json_report import report_to_dict
+from hloscope.request import CompileRequest
 from hloscope.targets import DEFAULT_TARGET, as_target
 from hloscope.units import JSON_US_DIGITS
 

@@ -14,15 +14,15 @@ from hloscope.artifact import load_report
 from hloscope.cli.compiling import PHASE_WRITING, PhaseStatus, no_cache, request_from_args
 from hloscope.cli.options import add_args_options, add_compile_options, add_maxtext_option, maxtext_from_args
 from hloscope.cli.reporting import ReportRequest, add_report_options, emit_report, prepare_report
-from hloscope.compile.artifacts import check_out_dir, default_folder, holds_earlier_build, holds_request
-from hloscope.compile.deviceless import parse_flag
-from hloscope.compile.jobs import compile_request
-from hloscope.compile.request import CompileRequest, xla_flag_texts
-from hloscope.compile.whatif import TransferChange, compare_reports, open_windows
+from hloscope.compile.run.artifacts import check_out_dir, default_folder, holds_earlier_build, holds_request
+from hloscope.compile.run.jobs import compile_request
+from hloscope.compile.search.whatif import TransferChange, compare_reports, open_windows
+from hloscope.compile.step.deviceless import parse_flag
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, HloscopeError
 from hloscope.hlo.folders import OPTIMIZED_FILE
 from hloscope.render.memory_text import room_words
 from hloscope.render.pgle import write_profile
+from hloscope.request import CompileRequest, xla_flag_texts
 from hloscope.units import human_bytes, human_us
 
 #: The model's profile that --what-if-profile writes into the artifact folder.

@@ -18,19 +18,19 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from hloscope.cli.options import args_spec, compile_target, parse_sets, scheduler_from_args
-from hloscope.compile import jaxcompat
-from hloscope.compile.request import CompileRequest, Policy
-from hloscope.compile.sweep import FINISHED, STARTED
-from hloscope.compile.topology import check_devices
+from hloscope.compile.run.devices import check_devices
+from hloscope.compile.seam import jaxcompat
+from hloscope.compile.seam.userfn import check_findable, split_ref
+from hloscope.compile.search.sweep import FINISHED, STARTED
 from hloscope.compile.tpu.slices import parse_slice
-from hloscope.compile.userfn import check_findable, split_ref
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.request import CompileRequest, Policy
 from hloscope.targets import DEFAULT_TARGET, TpuTarget, as_target
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from hloscope.compile.sweep import Cell
+    from hloscope.compile.search.sweep import Cell
 
 #: The phases the CLI reports after the compile's own (see ``deviceless.PHASES``).
 PHASE_WRITING = "writing artifacts"
@@ -85,14 +85,14 @@ def no_cache(args: argparse.Namespace) -> contextlib.AbstractContextManager[None
     Without it nothing is imported (the TUI's first screen imports no analysis)."""
     if not getattr(args, "no_cache", False):
         return contextlib.nullcontext()
-    from hloscope.compile.cache import turned_off  # lazy: the cache loads the analysis
+    from hloscope.compile.step.cache import turned_off  # lazy: the cache loads the analysis
 
     return turned_off(True)
 
 
 def note_jax_version() -> None:
     """Say once, in one line on stderr, when the installed jax is outside the tested range or has
-    known gaps (``hloscope.compile.jaxcompat``; read from its metadata, jax is not imported)."""
+    known gaps (``hloscope.compile.seam.jaxcompat``; read from its metadata, jax is not imported)."""
     global _JAX_NOTED
     if _JAX_NOTED:
         return
@@ -111,7 +111,7 @@ def check_request(request: CompileRequest) -> None:
     that is not ``module:function``, has no ``--args`` or names a module that is nowhere to import,
     a ``--maxtext`` whose config file or overrides are malformed or whose Python or install cannot
     run MaxText, a device count the target's topology or the workload's shardings cannot take
-    (``hloscope.compile.topology.check_devices``)."""
+    (``hloscope.compile.run.devices.check_devices``)."""
     if request.maxtext is not None:
         from hloscope.compile.maxtext import split_args  # lazy: maxtext.py loads the analysis
 
@@ -130,7 +130,7 @@ def check_request(request: CompileRequest) -> None:
 
 def request_from_args(args: argparse.Namespace, workload: str | None = None,
                       fn: str | None = None, maxtext: tuple[str, ...] | None = None) -> CompileRequest:
-    """The :class:`~hloscope.compile.request.CompileRequest` the compile options ask for (a built-in
+    """The :class:`~hloscope.request.CompileRequest` the compile options ask for (a built-in
     ``workload``, else the user's ``fn`` with ``args.args``, else MaxText's step with ``maxtext``'s
     config and overrides), checked (:func:`check_request`)."""
     request = _request(args, workload, fn, maxtext)

@@ -13,8 +13,8 @@ import argparse
 from collections.abc import Mapping
 from typing import Any
 
-from hloscope.compile.request import Policy, Scheduler
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.request import Policy, Scheduler
 from hloscope.targets import DEFAULT_HOST_POOL_BYTES, DEFAULT_TARGET, HOST_POOL_ENV, as_target, memory_fraction_problem
 
 __all__ = ["MEMORY_FRACTION_HELP", "TARGET_HELP", "add_compile_options", "add_devices_option",
@@ -154,7 +154,7 @@ def parse_sets(items: list[str]) -> dict[str, str]:
     return out
 
 
-#: What ``--args-from module:function`` passes as the ``--args`` spec (hloscope.compile.userfn.ARGS_FROM).
+#: What ``--args-from module:function`` passes as the ``--args`` spec (hloscope.compile.seam.userfn.ARGS_FROM).
 ARGS_FROM = "@"
 
 

@@ -30,10 +30,8 @@ from hloscope.cli.options import (
 )
 from hloscope.cli.reporting import open_output, write_trace
 from hloscope.compile import workloads
-from hloscope.compile.cache import turned_off
-from hloscope.compile.executors import make_executor
-from hloscope.compile.request import CompileRequest
-from hloscope.compile.sweep import (
+from hloscope.compile.search.executors import make_executor
+from hloscope.compile.search.sweep import (
     COLUMNS,
     SCHEDULERS,
     capacity_bounds,
@@ -43,12 +41,14 @@ from hloscope.compile.sweep import (
     summary,
     summary_line,
 )
+from hloscope.compile.step.cache import turned_off
 from hloscope.compile.workloads.common import POLICIES
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_COMPILE_FAILED, EXIT_UNKNOWN_NAME, HloscopeError
 from hloscope.render.options import RenderOptions
 from hloscope.render.registry import pick
 from hloscope.render.search.sweep import SWEEP_RENDERERS, SweepResult
 from hloscope.render.search.sweep_plot import check_plot_path, write_plot
+from hloscope.request import CompileRequest
 
 if TYPE_CHECKING:
 

@@ -19,8 +19,8 @@ from hloscope.cli.options import (
     add_target_option,
     maxtext_from_args,
 )
-from hloscope.compile.request import CompileRequest
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, HloscopeError
+from hloscope.request import CompileRequest
 from hloscope.tui.load import Source, check_source
 from hloscope.tui.terminal import use_terminal_for_keys
 
@@ -125,7 +125,7 @@ def prepare_compile(request: CompileRequest) -> None:
     """Before the terminal is taken over: an unknown workload or a bad --set is one line (exit 3 / 2), and
     the process that tracks the isolated compile's resources is started now.
 
-    The compile runs in a spawned process (``hloscope.compile.jobs``); Python starts its resource
+    The compile runs in a spawned process (``hloscope.compile.run.jobs``); Python starts its resource
     tracker on first use and passes it ``sys.stderr.fileno()``, which under Textual is -1
     ("bad value(s) in fds_to_keep"): started here, it has the real stderr.
     """

@@ -29,13 +29,12 @@ from hloscope.cli.options import (
 )
 from hloscope.cli.reporting import open_output
 from hloscope.compile import workloads
-from hloscope.compile.cache import load_request, turned_off
-from hloscope.compile.executors import make_executor
-from hloscope.compile.jobs import analyze_result, vocab_of
 from hloscope.compile.maxtext import split_args
-from hloscope.compile.request import CompileRequest
-from hloscope.compile.sweep import SCHEDULERS, request_of
-from hloscope.compile.tune import cell_of, fn_names, maxtext_custom_keys, run_tune
+from hloscope.compile.run.jobs import analyze_result, vocab_of
+from hloscope.compile.search.executors import make_executor
+from hloscope.compile.search.sweep import SCHEDULERS, request_of
+from hloscope.compile.search.tune import cell_of, fn_names, maxtext_custom_keys, run_tune
+from hloscope.compile.step.cache import load_request, turned_off
 from hloscope.errors import (
     EXIT_BAD_INPUT,
     EXIT_CHECK_FAILED,
@@ -48,6 +47,7 @@ from hloscope.render.registry import pick
 from hloscope.render.search.sweep_plot import check_plot_path
 from hloscope.render.search.tune_plot import write_plot
 from hloscope.render.search.tune_words import TUNE_RENDERERS, no_fit_line
+from hloscope.request import CompileRequest
 from hloscope.targets import get_target
 
 #: Compiles a search may spend when --max-compiles is not given.
@@ -188,8 +188,10 @@ def build_spec(args: argparse.Namespace) -> TuneSpec:
 
 
 def _checked(args: argparse.Namespace, workload: str, sets: dict[str, str], fn: str | None = None,
-             fn_args: str | None = None) -> TuneSpec:
-    """The search's settings that do not depend on the step's names, checked; its space is empty."""
+             fn_args: str | None = None, maxtext: tuple[str, ...] | None = None) -> TuneSpec:
+    """The search's settings that do not depend on the step's names, checked; its space is empty.
+    The step: ``maxtext`` (MaxText's argv) when given, else ``fn`` with ``fn_args``, else the
+    built-in ``workload`` with ``sets``."""
     target = get_target(compile_target(args))
     for c in _list(args.choices):
         if c not in CHOICES:
@@ -208,10 +210,12 @@ def _checked(args: argparse.Namespace, workload: str, sets: dict[str, str], fn: 
     limit = int(hbm * args.memory_fraction) if args.memory_fraction else hbm
     pool = host_pool_bytes(args.host_pool_gb, os.environ)
     space = Space((), (), batches, (True, False) if len(pipelined) > 1 else (None,))
-    return TuneSpec(workload, tuple(sorted(sets.items())), compile_target(args), args.devices, space,
-                    Limits(limit, pool), Goal(objective, 1, args.devices), args.max_compiles, max(2, args.jobs),
-                    args.scheduler, pipelined[0], args.memory_fraction, fn=fn, args=fn_args,
-                    cwd=os.getcwd() if fn else None)
+    base = CompileRequest(compile_target(args), args.devices, workload=workload, sets=tuple(sorted(sets.items())),
+                          scheduler=args.scheduler, pipelined=pipelined[0], memory_fraction=args.memory_fraction)
+    request = (replace(base, workload=None, sets=(), maxtext=maxtext) if maxtext is not None
+               else replace(base, workload=None, sets=(), fn=fn, args=fn_args, cwd=os.getcwd()) if fn else base)
+    return TuneSpec(request, space, Limits(limit, pool), Goal(objective, 1, args.devices), args.max_compiles,
+                    max(2, args.jobs))
 
 
 def _with_space(args: argparse.Namespace, spec: TuneSpec, names: tuple[str, ...], own: dict[str, str] | None,
@@ -302,7 +306,7 @@ def _maxtext_spec(args: argparse.Namespace) -> TuneSpec:
         if key == "remat_policy" or key in keys:
             raise HloscopeError(f"--maxtext {item}: tune chooses remat_policy and the custom policy's keys; keep one "
                                 "with --fix NAME=CHOICE", EXIT_BAD_INPUT)
-    spec = replace(_checked(args, "maxtext", {}), maxtext_argv=argv)
+    spec = _checked(args, "maxtext", {}, maxtext=argv)
     if args.max_compiles < 3 + spec.space.searches_pipelining:
         raise HloscopeError(f"--max-compiles {args.max_compiles} leaves no room: the probes alone are "
                             f"{3 + spec.space.searches_pipelining} compiles", EXIT_BAD_INPUT)

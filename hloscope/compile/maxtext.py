@@ -9,11 +9,11 @@ three of its functions swapped while it runs (:func:`_maxtext_private_hooks`, th
 reaches into MaxText's internals):
 
 - ``get_topology_mesh``: MaxText's own mesh code (``maxtext_utils.create_device_mesh``) over
-  hloscope's compile-only GPUs of the target (``hloscope.compile.topology.compile_only_devices``),
+  hloscope's compile-only GPUs of the target (``hloscope.compile.cuda.topology.compile_only_devices``),
   with each host a MaxText "slice" (DCN axes run across hosts, ICI axes inside one; jax's hybrid
   mesh groups the devices by ``process_index``);
 - ``jit_and_compile``: the same ``jax.jit`` of ``train_step``, traced under MaxText's mesh and
-  logical axis rules, compiled by :func:`hloscope.compile.deviceless.compile_step` (the flags, the
+  logical axis rules, compiled by :func:`hloscope.compile.step.deviceless.compile_step` (the flags, the
   dumps, the scheduler's log, the checkpoint names and the offload intent read from the jaxpr, as
   for the built-in workloads); ``main`` stops there;
 - ``pyconfig._handle_config_exception``: MaxText's config errors raise (one line, exit 2) instead
@@ -45,9 +45,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hloscope.compile.request import CompileRequest
 from hloscope.compile.result import CompileResult
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.request import CompileRequest
 
 if TYPE_CHECKING:
     from hloscope.analysis.intent.account import Preset
@@ -210,8 +210,8 @@ def _mesh(run: _Run, config: Any) -> Any:
 
     ShardMode = _module("maxtext.common.common_types").ShardMode
     maxtext_utils = _module("maxtext.utils.maxtext_utils")
-    from hloscope.compile.deviceless import with_memory
-    from hloscope.compile.topology import compile_only_devices
+    from hloscope.compile.cuda.topology import compile_only_devices
+    from hloscope.compile.step.deviceless import with_memory
     from hloscope.targets import get_target
 
     run.config = config
@@ -253,14 +253,14 @@ class _MaxTextStep:
 
 
 def _jit_and_compile(run: _Run) -> Callable[..., Any]:
-    """MaxText's ``jit_and_compile``, compiled by :func:`hloscope.compile.deviceless.compile_step`."""
+    """MaxText's ``jit_and_compile``, compiled by :func:`hloscope.compile.step.deviceless.compile_step`."""
 
     def jit_and_compile(func: Any, func_input_args: Any, func_input_kwargs: Any, mesh: Any, in_shardings: Any,
                         out_shardings: Any, static_argnums: Any, donate_argnums: Any, config: Any,
                         logical_axis_rules: Any) -> Any:
         import jax
 
-        from hloscope.compile.deviceless import StepOptions, compile_step
+        from hloscope.compile.step.deviceless import StepOptions, compile_step
 
         if run.config is None:  # a TPU compile: MaxText built its mesh itself
             run.config = config
@@ -350,7 +350,7 @@ def _module(name: str) -> Any:
 
 def _import_maxtext() -> None:
     """Import MaxText's train step once, its import-time chatter (transformers, stubs) kept off the terminal."""
-    from hloscope.compile import environment
+    from hloscope.compile.seam import environment
 
     environment.prepare()
     sink = io.StringIO()
@@ -383,8 +383,8 @@ def compile_maxtext_job(request: CompileRequest,
     run = _Run(request, phase)
     if phase:
         phase("MaxText config")
-    from hloscope.compile.deviceless import with_memory
-    from hloscope.compile.rooms import room_for
+    from hloscope.compile.step.deviceless import with_memory
+    from hloscope.compile.step.rooms import room_for
 
     # The devices first: the CUDA plugin's log (which scheduler and estimator XLA chose) is set up at its
     # first topology, and MaxText's import would otherwise start the plugin before hloscope asks for it;

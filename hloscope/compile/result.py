@@ -1,13 +1,13 @@
 """What one deviceless compile produced: :class:`CompileResult` (plain data, no JAX).
 
-Made once, never patched: the compile (``hloscope.compile.deviceless``) builds it
+Made once, never patched: the compile (``hloscope.compile.step.deviceless``) builds it
 from XLA's output, a cache hit and a request-memo hit build it from a stored record.
 Its one record form, :meth:`CompileResult.to_record` / :meth:`CompileResult.from_record`,
 is what the compile cache stores, what the request memo points at, what the child
 process sends back to the parent and what the artifact manifest is written from.
 
-Its own module so that the compile cache (``hloscope.compile.cache``) can build one
-without importing the compiler (``hloscope.compile.deviceless``, which imports the
+Its own module so that the compile cache (``hloscope.compile.step.cache``) can build one
+without importing the compiler (``hloscope.compile.step.deviceless``, which imports the
 cache): no import cycle.
 """
 
@@ -61,7 +61,7 @@ XLA_MEMORY_FIELDS = ("argument_size_in_bytes", "output_size_in_bytes", "alias_si
 
 
 class TensorName(TypedDict):
-    """One ``checkpoint_name`` call site of the traced step (``hloscope.compile.names``).
+    """One ``checkpoint_name`` call site of the traced step (``hloscope.compile.seam.names``).
 
     file / line / function: where ``checkpoint_name`` was called; producer_file / producer_line:
     the user frame of the equation that computed the named value; role: what the tensor is
@@ -91,7 +91,7 @@ class TensorName(TypedDict):
 
 
 class CacheInfo(TypedDict, total=False):
-    """The compile cache's word on one result (``hloscope.compile.cache``).
+    """The compile cache's word on one result (``hloscope.compile.step.cache``).
 
     hit: whether the result came from the cache. key: the entry's key (absent: the cache was
     off). compiled_seconds: what XLA's compile took when the entry was made. stored: whether a
@@ -122,14 +122,14 @@ class CompileResult:
     section of its live-range dump, the buffer-assignment lines of those values, XLA's
     scheduler log lines (names in ``hloscope.hlo.xla_dumps``).
     tensor_names: the step's ``checkpoint_name`` call sites read from its jaxpr
-    (``hloscope.compile.names``); the analysis matches transfers to them.
+    (``hloscope.compile.seam.names``); the analysis matches transfers to them.
     cache: the compile cache's word on this result (:class:`CacheInfo`).
     intent: what the traced step asked to offload (``hloscope.analysis.intent.model.Intent``), None if unread.
     scheduler: which scheduler ran and which latency estimator drove it
     (:class:`~hloscope.analysis.inputs.ScheduleRun`, the one record of it: the analysis reads this
     same object), None when not read; written as the manifest's ``scheduler`` key.
     topology: the compile-only topology the devices came from (``2x16x4``) and how it
-    is wired (``hloscope.compile.topology``).
+    is wired (``hloscope.compile.cuda.topology``).
     compiled: the ``jax.stages.Compiled`` (in the process that compiled it, on a fresh compile only).
 
     Two results are equal when the compile produced the same thing: ``compile_seconds``,

@@ -3,7 +3,7 @@
 An ``hloscope compile`` artifact folder (docs/compile.md) holds the optimized and unoptimized
 modules, the manifest (its schema below) and XLA's memory texts (named in
 :mod:`hloscope.hlo.xla_dumps`); ``hloscope.api.artifact_files`` adds the JSON report. The reader
-(``hloscope.artifact``), the writer (``hloscope.compile.artifacts``), the compile cache's entries
+(``hloscope.artifact``), the writer (``hloscope.compile.run.artifacts``), the compile cache's entries
 and the loader's folder pick all take the names from here.
 """
 

@@ -23,12 +23,12 @@ from hloscope.check.baseline import load_snapshot
 from hloscope.check.config import CheckConfig
 from hloscope.check.run import NothingToCheck, run_check
 from hloscope.check.subject import Subject
-from hloscope.compile.request import CompileRequest
 from hloscope.errors import HloscopeError
 from hloscope.pytest_plugin.helpers import render_result, to_subject
 from hloscope.pytest_plugin.marks import config_from_marker, marker_line
 from hloscope.render import RenderOptions, render_to_string
 from hloscope.render.check.words import nothing_to_check_words
+from hloscope.request import CompileRequest
 from hloscope.targets import DEFAULT_TARGET, as_target
 
 #: The last step the ``hloscope_step`` fixture built in a test.

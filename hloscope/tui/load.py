@@ -15,8 +15,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hloscope.compile.request import CompileRequest
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.request import CompileRequest
 from hloscope.targets import DEFAULT_TARGET, TargetOrigin, get_target
 
 if TYPE_CHECKING:  # the analysis is imported by the worker, not before the first screen
@@ -181,7 +181,7 @@ def _read(source: Source) -> Loaded:
 
 def _compile(source: Source) -> Loaded:
     from hloscope.analysis.simulate.overlap import AnalysisOptions  # lazy: after tui's first screen
-    from hloscope.compile.jobs import compile_request  # lazy: the compile layer, for a compile only
+    from hloscope.compile.run.jobs import compile_request  # lazy: the compile layer, for a compile only
 
     request = source.request
     assert request is not None

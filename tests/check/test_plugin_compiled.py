@@ -14,7 +14,7 @@ def test_a_compiled_step_is_labelled_with_the_test(pytester: pytest.Pytester) ->
     pytester.makepyfile("""
         import hloscope
         import pytest
-        from hloscope.compile.deviceless import make_mesh
+        from hloscope.compile.step.deviceless import make_mesh
         from hloscope.compile.workloads import resolve
 
         @pytest.mark.hloscope(min_offloaded_bytes="1TiB")

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from hloscope.cli.main import build_parser, main
-from hloscope.compile.cache import ENV_OFF
+from hloscope.compile.step.cache import ENV_OFF
 
 ROOT = Path(__file__).resolve().parents[2]
 _RUN = ("import json, sys; from hloscope.cli.main import main; rc = main(sys.argv[1:]); "

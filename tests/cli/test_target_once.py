@@ -39,8 +39,8 @@ def test_memory_fraction_is_checked_in_one_place(tmp_path: Path) -> None:
     # the CLI, [tool.hloscope] and the API refuse the same values with the same words
     from hloscope.check.config import config_from_mapping
     from hloscope.cli.main import main
-    from hloscope.compile.request import CompileRequest
     from hloscope.errors import HloscopeError
+    from hloscope.request import CompileRequest
     from hloscope.targets import memory_fraction_problem
 
     for bad in (0, 1.5, -0.1):

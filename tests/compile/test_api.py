@@ -6,7 +6,7 @@ import hloscope
 
 
 def _mlp(concrete: bool = False, target: str = "h100-sxm"):  # type: ignore[no-untyped-def]
-    from hloscope.compile.deviceless import device_mesh, make_mesh
+    from hloscope.compile.step.deviceless import device_mesh, make_mesh
     from hloscope.compile.workloads import resolve
 
     wl, cfg = resolve("mlp")
@@ -40,7 +40,7 @@ def test_compile_step_returns_result_and_report() -> None:
 
 
 def test_compile_step_builds_the_mesh_and_args() -> None:
-    from hloscope.compile.deviceless import make_mesh
+    from hloscope.compile.step.deviceless import make_mesh
     from hloscope.compile.workloads import resolve
 
     wl, cfg = resolve("mlp", {"layers": "2"})

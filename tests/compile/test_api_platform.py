@@ -8,7 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from hloscope.compile.jaxcompat import jaxlib_at_least
+from hloscope.compile.seam.jaxcompat import jaxlib_at_least
 
 SCRIPT = textwrap.dedent('''
     import jax
@@ -72,8 +72,8 @@ def test_a_user_script_that_imports_jax_first_gets_a_gpu_report(tmp_path: Path) 
 
 
 QUIET = textwrap.dedent('''
-    import hloscope.compile.environment
-    hloscope.compile.environment.prepare()  # before the script's first jax import (docs/compile.md)
+    import hloscope.compile.seam.environment
+    hloscope.compile.seam.environment.prepare()  # before the script's first jax import (docs/compile.md)
     import jax
     import jax.numpy as jnp
     import hloscope

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from xla_versions import NEWEST
 
-from hloscope.compile.jaxcompat import jaxlib_at_least
+from hloscope.compile.seam.jaxcompat import jaxlib_at_least
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.xla

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.compile.artifacts import default_folder
-from hloscope.compile.request import CompileRequest, Scheduler
+from hloscope.compile.run.artifacts import default_folder
 from hloscope.hlo.model import Computation, Instruction, Module
+from hloscope.request import CompileRequest, Scheduler
 from tests.compile.xla_versions import NEWEST
 
 
@@ -130,7 +130,7 @@ def test_compile_never_overwrites_an_earlier_folder(tmp_path: Path, monkeypatch:
 @pytest.mark.xla
 def test_compile_step_writes_an_artifact_folder_analyze_reads(tmp_path: Path) -> None:
     import hloscope
-    from hloscope.compile.deviceless import make_mesh
+    from hloscope.compile.step.deviceless import make_mesh
     from hloscope.compile.workloads import resolve
 
     wl, cfg = resolve("mlp", {"layers": "2"})

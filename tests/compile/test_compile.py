@@ -15,7 +15,7 @@ from importlib.metadata import version
 import pytest
 
 from hloscope.cli.main import main
-from hloscope.compile.jaxcompat import dumps_live_range
+from hloscope.compile.seam.jaxcompat import dumps_live_range
 
 
 def _compile_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict:

@@ -9,9 +9,9 @@ import pytest
 from xla_versions import JAX012, XLA_PEAK_HOST, read_on_jaxlib_0_10
 
 from hloscope.analysis.memory import MemoryFacts, Role, compile_figures
-from hloscope.compile.jobs import compile_request
-from hloscope.compile.request import CompileRequest
+from hloscope.compile.run.jobs import compile_request
 from hloscope.hlo.xla_dumps import BUFFER_ASSIGNMENT_FILE, LIVE_AT_PEAK_FILE, MEMORY_REPORT_FILE
+from hloscope.request import CompileRequest
 
 pytestmark = pytest.mark.xla
 

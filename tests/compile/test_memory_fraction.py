@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from hloscope.compile.deviceless import allocator_bytes, with_device_memory_size
-from hloscope.compile.request import CompileRequest
+from hloscope.compile.step.deviceless import allocator_bytes, with_device_memory_size
 from hloscope.errors import HloscopeError
 from hloscope.hlo.xla_log import parse_xla_log
+from hloscope.request import CompileRequest
 from hloscope.targets import get_target
 
 H100 = get_target("h100-sxm")
@@ -73,7 +73,7 @@ def test_the_build_options_carry_the_allocators_share() -> None:
 @pytest.mark.xla
 @pytest.mark.parametrize("fraction", [None, 0.5])
 def test_xla_plans_for_the_allocators_share(fraction: float | None) -> None:
-    from hloscope.compile.jobs import compile_request
+    from hloscope.compile.run.jobs import compile_request
 
     step = compile_request(CompileRequest(target="h100-sxm", workload="mlp", policy="offload",
                                           memory_fraction=fraction))
@@ -91,7 +91,7 @@ def test_xla_plans_for_the_allocators_share(fraction: float | None) -> None:
 
 def test_a_sweep_carries_the_fraction_to_every_cell(capsys: pytest.CaptureFixture[str]) -> None:
     from hloscope.cli.main import main
-    from hloscope.compile.sweep import cells, request_of
+    from hloscope.compile.search.sweep import cells, request_of
 
     todo = cells("mlp", {}, "h100-sxm", 8, ["offload", "remat"], [None], ["lhs"], [True], 0.9)
     assert [request_of(c).memory_fraction for c in todo] == [0.9, 0.9]

@@ -17,8 +17,8 @@ import pytest
 from xla_versions import MEMORY_KINDS
 
 import hloscope
-from hloscope.compile.request import CompileRequest
 from hloscope.errors import HloscopeError
+from hloscope.request import CompileRequest
 
 #: The steps here compile for 8 H100s (the mesh each test passes decides the devices).
 H100 = CompileRequest("h100-sxm", fn=f"{__name__}:step")
@@ -27,7 +27,7 @@ _COPY = re.compile(r"= \((\S+), (\S+), u32\[\]\) copy-start\(")
 
 
 def _mesh() -> Any:
-    from hloscope.compile.deviceless import make_mesh
+    from hloscope.compile.step.deviceless import make_mesh
 
     return make_mesh("h100-sxm", 8)
 
@@ -55,7 +55,7 @@ def _summary(result: Any) -> dict[str, Any]:
 
 
 def test_a_sharding_over_make_mesh_keeps_its_memory_kind() -> None:
-    from hloscope.compile.deviceless import device_mesh
+    from hloscope.compile.step.deviceless import device_mesh
 
     dev, host = _shardings(_mesh())
     assert host.memory_kind == "pinned_host" and dev.memory_kind == "device"
@@ -73,7 +73,7 @@ def test_parameter_offloading_streams_the_weights_in() -> None:
     import jax
     import jax.numpy as jnp
 
-    from hloscope.compile.deviceless import StepOptions, compile_step
+    from hloscope.compile.step.deviceless import StepOptions, compile_step
 
     mesh = _mesh()
     dev, host = _shardings(mesh)
@@ -99,7 +99,7 @@ def test_optimizer_state_offloading() -> None:
     import jax
     import jax.numpy as jnp
 
-    from hloscope.compile.deviceless import StepOptions, compile_step
+    from hloscope.compile.step.deviceless import StepOptions, compile_step
 
     mesh = _mesh()
     dev, host = _shardings(mesh)
@@ -128,7 +128,7 @@ def test_output_offloading() -> None:
     import jax
     import jax.numpy as jnp
 
-    from hloscope.compile.deviceless import StepOptions, compile_step
+    from hloscope.compile.step.deviceless import StepOptions, compile_step
 
     mesh = _mesh()
     dev, host = _shardings(mesh)
@@ -146,7 +146,7 @@ def test_device_put_round_trip_inside_jit() -> None:
     import jax
     import jax.numpy as jnp
 
-    from hloscope.compile.deviceless import StepOptions, compile_step
+    from hloscope.compile.step.deviceless import StepOptions, compile_step
 
     mesh = _mesh()
     dev, host = _shardings(mesh)
@@ -177,7 +177,7 @@ def test_step_without_arguments_compiles_for_the_mesh() -> None:
     import jax.numpy as jnp
     from jax.sharding import NamedSharding, PartitionSpec
 
-    from hloscope.compile.deviceless import StepOptions, compile_step
+    from hloscope.compile.step.deviceless import StepOptions, compile_step
 
     mesh = _mesh()
     on_host = NamedSharding(mesh, PartitionSpec(), memory_kind="pinned_host")
@@ -206,7 +206,7 @@ def test_bad_placements_are_one_line_exit_2(case: str, message: str) -> None:
     import numpy as np
     from jax.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
 
-    from hloscope.compile.deviceless import StepOptions, compile_step, make_mesh
+    from hloscope.compile.step.deviceless import StepOptions, compile_step, make_mesh
 
     mesh = _mesh()
     cpu = jax.devices("cpu")[0]
@@ -269,7 +269,7 @@ def test_unpinned_host_result_compiles_and_argument_is_refused() -> None:
     import jax.numpy as jnp
     from jax.sharding import NamedSharding, PartitionSpec
 
-    from hloscope.compile.deviceless import StepOptions, compile_step
+    from hloscope.compile.step.deviceless import StepOptions, compile_step
 
     mesh = _mesh()
     dev, _ = _shardings(mesh)

@@ -10,9 +10,9 @@ from rich.console import Console
 
 from hloscope.cli.compiling import PHASE_WRITING, PhaseStatus
 from hloscope.cli.main import main
-from hloscope.compile.deviceless import PHASES
-from hloscope.compile.jobs import PHASE_ANALYSIS, compile_request
-from hloscope.compile.request import CompileRequest
+from hloscope.compile.run.jobs import PHASE_ANALYSIS, compile_request
+from hloscope.compile.step.deviceless import PHASES
+from hloscope.request import CompileRequest
 
 EXPECTED = ["starting JAX", "tracing", "lowering", "XLA compile", "analysis"]
 
@@ -70,7 +70,7 @@ def test_cli_compile_off_a_terminal_prints_no_phases(tmp_path: Path, capsys: pyt
 
 def test_sweep_progress_on_a_terminal_names_the_cell_and_phase() -> None:
     from hloscope.cli.compiling import progress_bar
-    from hloscope.compile.sweep import FINISHED, cells
+    from hloscope.compile.search.sweep import FINISHED, cells
 
     buf = io.StringIO()
     event, phase, stop = progress_bar(2, Console(file=buf, force_terminal=True, width=160))
@@ -84,7 +84,7 @@ def test_sweep_progress_on_a_terminal_names_the_cell_and_phase() -> None:
 
 def test_sweep_progress_off_a_terminal_has_no_phases(capsys: pytest.CaptureFixture[str]) -> None:
     from hloscope.cli.compiling import progress_bar
-    from hloscope.compile.sweep import FINISHED, cells
+    from hloscope.compile.search.sweep import FINISHED, cells
 
     event, phase, _ = progress_bar(2)
     assert phase is None

@@ -18,8 +18,8 @@ from typing import NamedTuple
 
 import pytest
 
-from hloscope.compile.request import CompileRequest, Policy
 from hloscope.compile.result import CompileResult
+from hloscope.request import CompileRequest, Policy
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUEST = CompileRequest("h100-sxm", 8, workload="mlp", policy=Policy.OFFLOAD)
@@ -35,7 +35,7 @@ class Compiled(NamedTuple):
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Compiled]:
     """REQUEST compiled twice in this process with a cache of its own: fresh, then a hit."""
-    from hloscope.compile.jobs import compile_job
+    from hloscope.compile.run.jobs import compile_job
 
     cache_dir = tmp_path_factory.mktemp("cache")
     mp = pytest.MonkeyPatch()
@@ -82,7 +82,7 @@ def test_a_cache_hit_equals_the_fresh_compile(compiled: Compiled) -> None:
 
 @pytest.mark.xla
 def test_the_request_memo_hit_equals_the_fresh_compile(compiled: Compiled, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hloscope.compile.cache import load_request, remember_request
+    from hloscope.compile.step.cache import load_request, remember_request
 
     monkeypatch.setenv("HLOSCOPE_CACHE_DIR", str(compiled.cache_dir))
     monkeypatch.delenv("HLOSCOPE_NO_CACHE", raising=False)
@@ -100,7 +100,7 @@ def test_the_request_memo_hit_equals_the_fresh_compile(compiled: Compiled, monke
 
 @pytest.mark.xla
 def test_the_manifest_is_written_from_the_record(compiled: Compiled) -> None:
-    from hloscope.compile.artifacts import manifest
+    from hloscope.compile.run.artifacts import manifest
 
     fresh, extra = compiled.fresh, compiled.extra
     record = fresh.to_record()

@@ -2,7 +2,7 @@
 
 Facts measured with jaxlib 0.10.2 (XLA 5a9e73cb) and read from these compiles: LHS
 leaves ``scheduling_name`` in every scheduled instruction's metadata; the plugin logs
-which latency estimator it built (hloscope.compile.scheduler's docstring quotes the
+which latency estimator it built (hloscope.compile.cuda.scheduler's docstring quotes the
 lines).
 """
 
@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from hloscope.cli.main import main
-from hloscope.compile.request import Scheduler
-from hloscope.compile.scheduler import APPROXIMATE, SOL, read_run, resolve
-from hloscope.compile.topology import topology_for
+from hloscope.compile.cuda.scheduler import APPROXIMATE, SOL, read_run, resolve
+from hloscope.compile.cuda.topology import topology_for
 from hloscope.errors import HloscopeError
+from hloscope.request import Scheduler
 from hloscope.targets import get_target
 
 
@@ -30,8 +30,8 @@ def _fsdp_step(target: str, devices: int, scheduler: Scheduler) -> Any:
     import jax.numpy as jnp
     from jax.sharding import NamedSharding, PartitionSpec
 
-    from hloscope.compile.deviceless import StepOptions, compile_step, make_mesh
-    from hloscope.compile.request import CompileRequest
+    from hloscope.compile.step.deviceless import StepOptions, compile_step, make_mesh
+    from hloscope.request import CompileRequest
 
     mesh = make_mesh(target, devices)
     s = NamedSharding(mesh, PartitionSpec("fsdp"))
@@ -131,7 +131,7 @@ def test_topology_rejects_counts_that_fill_no_host(target: str, devices: int, me
 
 def test_get_topology_desc_takes_the_wiring() -> None:
     # 128 GB200s: 32 hosts (process indices 0..31) of 4, in 2 NVLink domains.
-    from hloscope.compile.topology import compile_only_devices
+    from hloscope.compile.cuda.topology import compile_only_devices
 
     devs = compile_only_devices(get_target("gb200"), 128)
     assert len(devs) == 128 and devs[-1].process_index == 31 and devs[0].device_kind == "NVIDIA GB200"

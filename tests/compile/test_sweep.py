@@ -18,7 +18,7 @@ import pytest
 from xla_versions import NEWEST
 
 from hloscope.cli.main import main
-from hloscope.compile.jobs import hlo_fingerprint
+from hloscope.compile.run.jobs import hlo_fingerprint
 
 FIGURES = ("peak_device_bytes", "host_bytes", "fits", "transfers", "hidden", "partial", "exposed", "sync",
            "device_allocation_bytes")

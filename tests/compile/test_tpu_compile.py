@@ -35,7 +35,7 @@ def _libtpu() -> str:
 
 
 def _result(request):  # type: ignore[no-untyped-def]
-    from hloscope.compile.jobs import compile_request_result
+    from hloscope.compile.run.jobs import compile_request_result
 
     return compile_request_result(request)
 
@@ -53,7 +53,7 @@ def _transfers(result):  # type: ignore[no-untyped-def]
 
 
 def test_the_measured_v5e_step_compiles_with_the_chips_transfers_and_memory() -> None:
-    from hloscope.compile.request import CompileRequest
+    from hloscope.request import CompileRequest
 
     # Given the measured program's step (the big case) for one v5e chip
     result, _ = _result(CompileRequest("tpu-v5e", 1, fn=f"{STEPS}:step", args=f"@{STEPS}:big_args",
@@ -77,7 +77,7 @@ def test_the_measured_v5e_step_compiles_with_the_chips_transfers_and_memory() ->
 
 @pytest.mark.slow  # 40-80 s of compiles on 2 cores: the README test command stays under 10 minutes (issue 46)
 def test_the_llama_workload_on_eight_v5p_chips_names_its_transfers() -> None:
-    from hloscope.compile.request import CompileRequest
+    from hloscope.request import CompileRequest
 
     result, _ = _result(CompileRequest("tpu-v5p", 8, workload="llama"))
     # v5p: one device per chip (megacore), 8 chips as MaxText's v5p-16
@@ -93,7 +93,7 @@ def test_the_llama_workload_on_eight_v5p_chips_names_its_transfers() -> None:
 
 
 def test_a_named_slice_is_compiled_as_that_shape() -> None:
-    from hloscope.compile.request import CompileRequest
+    from hloscope.request import CompileRequest
 
     # MaxText's name for 4 chips of tpu7x (8 TensorCores, each a device): libtpu's tpu7x:2x2x1
     result, _ = _result(CompileRequest("tpu7x", 8, fn=f"{STEPS}:small_step", args=f"@{STEPS}:small_args",
@@ -104,8 +104,8 @@ def test_a_named_slice_is_compiled_as_that_shape() -> None:
 
 
 def test_tpu_options_reach_the_compile_and_an_unknown_one_is_one_line() -> None:
-    from hloscope.compile.request import CompileRequest, Scheduler
     from hloscope.errors import EXIT_COMPILE_FAILED, HloscopeError
+    from hloscope.request import CompileRequest, Scheduler
 
     small = {"fn": f"{STEPS}:small_step", "args": f"@{STEPS}:small_args", "cwd": str(ROOT)}
     off, _ = _result(CompileRequest("tpu-v5e", 4, scheduler=Scheduler.NONE, **small))  # type: ignore[arg-type]
@@ -118,8 +118,8 @@ def test_tpu_options_reach_the_compile_and_an_unknown_one_is_one_line() -> None:
 
 
 def test_the_nested_scan_offload_failure_names_the_upstream_issue() -> None:
-    from hloscope.compile.request import CompileRequest
     from hloscope.errors import EXIT_COMPILE_FAILED, HloscopeError
+    from hloscope.request import CompileRequest
 
     with pytest.raises(HloscopeError) as e:
         _result(CompileRequest("tpu-v5e", 1, fn=f"{STEPS}:nested_step", args=f"@{STEPS}:nested_args",
@@ -135,8 +135,8 @@ def test_libtpu_prints_nothing_in_a_compile_process(tmp_path: Path) -> None:
     script = tmp_path / "tpu.py"
     script.write_text(
         "import hloscope\n"
-        "from hloscope.compile.request import CompileRequest\n"
-        "from hloscope.compile.jobs import compile_job\n"
+        "from hloscope.request import CompileRequest\n"
+        "from hloscope.compile.run.jobs import compile_job\n"
         f"r, _ = compile_job(CompileRequest('tpu-v5e', 4, fn='{STEPS}:small_step', args='@{STEPS}:small_args',"
         f" cwd={str(ROOT)!r}))\n"
         "print(r.topology)\n")

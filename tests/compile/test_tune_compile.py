@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from hloscope.cli.main import main
+from hloscope.request import CompileRequest
 
 pytestmark = pytest.mark.xla
 
@@ -71,8 +72,8 @@ def test_facts_read_back_from_the_cache_when_the_executor_keeps_reports(tmp_path
     # Ray's workers keep their reports: the all-offload probe's per-name facts are then read back
     # from the compile cache the workers filled. An executor that drops reports stands in for it.
     from hloscope.analysis.tune import CHOICES, Goal, Limits, Space, TuneSpec
-    from hloscope.compile.executors import LocalExecutor
-    from hloscope.compile.tune import run_tune
+    from hloscope.compile.search.executors import LocalExecutor
+    from hloscope.compile.search.tune import run_tune
 
     class Keeps:
         name = "elsewhere"
@@ -82,8 +83,8 @@ def test_facts_read_back_from_the_cache_when_the_executor_keeps_reports(tmp_path
             return LocalExecutor(1).run(cells, on_event)
 
     names = ("query_proj", "key_proj", "value_proj")
-    spec = TuneSpec("llama", (("layers", "2"),), "h100-sxm", 8, Space(names, (CHOICES,) * 3),
-                    Limits(80 << 30, 64 << 30), Goal(), 3)
+    spec = TuneSpec(CompileRequest("h100-sxm", 8, workload="llama", sets=(("layers", "2"),)),
+                    Space(names, (CHOICES,) * 3), Limits(80 << 30, 64 << 30), Goal(), 3)
     result = run_tune(spec, Keeps())
     assert {n: f.to_host_bytes for n, f in result.facts.items()} == {
         "query_proj": 2 * 256 * 8 * 64 * 2, "key_proj": 2 * 256 * 2 * 64 * 2, "value_proj": 2 * 256 * 2 * 64 * 2}

@@ -12,7 +12,7 @@ from importlib.metadata import version
 import pytest
 
 from hloscope.cli.main import main
-from hloscope.compile.jaxcompat import jaxlib_at_least
+from hloscope.compile.seam.jaxcompat import jaxlib_at_least
 from hloscope.hlo.xla_log import parse_xla_log
 
 XLA_012 = jaxlib_at_least(0, 12)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from hloscope.compile.jaxcompat import jaxlib_at_least
+from hloscope.compile.seam.jaxcompat import jaxlib_at_least
 
 NEWEST = jaxlib_at_least(0, 10)
 #: jaxlib 0.12 or newer (the Python 3.12 CI run, .ci/run): figures read on 0.12.0.1 apply; else those

@@ -31,7 +31,7 @@ ACTIVATION = steps.BATCH * steps.WIDTH * 4
 def compiled(case: str) -> tuple[Any, Any]:
     """(CompileResult, StepReport) of ``steps.<case>`` on one compile-only H100, through the Python API."""
     import hloscope
-    from hloscope.compile.deviceless import make_mesh
+    from hloscope.compile.step.deviceless import make_mesh
 
     mesh = make_mesh("h100-sxm", 1)
     fn, args = getattr(steps, case)(mesh)

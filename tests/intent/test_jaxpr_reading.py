@@ -1,4 +1,4 @@
-"""``hloscope.compile.jaxcompat``'s readings of a jaxpr, on the installed jax's real jaxprs.
+"""``hloscope.compile.seam.jaxcompat``'s readings of a jaxpr, on the installed jax's real jaxprs.
 
 jax 0.9 and 0.10 give ``scan`` the params ``num_consts`` / ``num_carry``; from 0.11 they are gone
 and ``ft_in`` / ``ft_out`` flat trees say the same (reading ``num_carry`` with a default then gave
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from hloscope.compile import jaxcompat
+from hloscope.compile.seam import jaxcompat
 
 jax = pytest.importorskip("jax", reason="the compile extra")
 jnp = jax.numpy

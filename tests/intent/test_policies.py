@@ -21,7 +21,7 @@ cp = jax.checkpoint_policies
 
 
 def _read(policy: Any) -> Any:
-    from hloscope.compile.intent import read_policy
+    from hloscope.compile.seam.intent import read_policy
 
     return read_policy(policy)
 
@@ -75,7 +75,7 @@ def test_the_policy_of_a_traced_checkpoint() -> None:
     import jax.numpy as jnp
     from jax.ad_checkpoint import checkpoint_name
 
-    from hloscope.compile.intent import read_intent
+    from hloscope.compile.seam.intent import read_intent
 
     def f(w: Any, x: Any) -> Any:
         def layer(x: Any) -> Any:

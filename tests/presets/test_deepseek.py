@@ -26,8 +26,8 @@ HOST = re.compile(r"bf16\[([0-9,]+)\]\{[0-9,]+:S\(5\)\}")
 @functools.cache
 def _compile(target: str = "h100-sxm", devices: int = 8, **sets: str) -> Any:
     from hloscope.compile import workloads
-    from hloscope.compile.deviceless import StepOptions, compile_step, make_mesh
-    from hloscope.compile.request import CompileRequest, xla_flag_texts
+    from hloscope.compile.step.deviceless import StepOptions, compile_step, make_mesh
+    from hloscope.request import CompileRequest, xla_flag_texts
 
     wl, cfg = resolve("deepseek", dict(sets))
     mesh = make_mesh(target, devices, workloads.mesh_axes(cfg, devices))
@@ -117,7 +117,7 @@ def test_two_layers_one_name_per_transfer_decided_by_data_flow() -> None:
     """
     from hloscope.analysis.intent.model import AskKind
     from hloscope.analysis.kinds import Direction, NameBasis
-    from hloscope.compile.jobs import analyze_result
+    from hloscope.compile.run.jobs import analyze_result
 
     result = _compile(layers="2")
     report = analyze_result(result, "h100-sxm")

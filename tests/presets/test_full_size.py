@@ -15,8 +15,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.xla]
 
 
 def _compile(workload: str, **sets: str) -> Any:
-    from hloscope.compile.jobs import compile_job
-    from hloscope.compile.request import CompileRequest
+    from hloscope.compile.run.jobs import compile_job
+    from hloscope.request import CompileRequest
 
     request = CompileRequest(target="gb200", devices=128, workload=workload, sets=tuple(sorted(sets.items())))
     return compile_job(request)[0]

@@ -33,8 +33,8 @@ def test_llama_405b_does_not_fit_the_default_host_pool(capsys: pytest.CaptureFix
 def test_llama_405b_has_xlas_remat_clones_beside_its_host_buffers() -> None:
     """Read in the same optimized HLO: 62 working instructions named *.remat / *.remat2 (bitcasts aside),
     among them GEMM clones (gemm_fusion_dot.99.remat2) and 5 collectives; 70.9 GiB of S(5) buffers."""
-    from hloscope.compile.jobs import compile_request
-    from hloscope.compile.request import CompileRequest
+    from hloscope.compile.run.jobs import compile_request
+    from hloscope.request import CompileRequest
 
     report = compile_request(CompileRequest(target="h100-sxm", devices=128, workload="llama3-405b")).report
     r = report.remat

@@ -21,8 +21,8 @@ GEMM = re.compile(r"^%gemm_fusion_dot[.0-9]*_computation \((.*)\) -> ", re.M)
 
 @functools.cache
 def _compile(target: str = "h100-sxm", devices: int = 8, **sets: str) -> Any:
-    from hloscope.compile.deviceless import StepOptions, compile_step, make_mesh
-    from hloscope.compile.request import CompileRequest, xla_flag_texts
+    from hloscope.compile.step.deviceless import StepOptions, compile_step, make_mesh
+    from hloscope.request import CompileRequest, xla_flag_texts
 
     wl, cfg = resolve("llama", dict(sets))
     mesh = make_mesh(target, devices)

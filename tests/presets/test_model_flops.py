@@ -20,7 +20,7 @@ def _matmul_params(name: str, sets: dict[str, str]) -> tuple[float, object]:
     """(parameters a token's matmuls touch, config), read from the built abstract params."""
     import jax
 
-    from hloscope.compile.deviceless import make_mesh
+    from hloscope.compile.step.deviceless import make_mesh
 
     wl, cfg = resolve(name, sets)
     _, (params, _m, _v, _batch) = wl.build(cfg, make_mesh("h100-sxm", 8))

@@ -9,8 +9,8 @@ pytestmark = pytest.mark.xla
 
 
 def _job(workload: str, **sets: str) -> object:
-    from hloscope.compile.jobs import compile_job
-    from hloscope.compile.request import CompileRequest
+    from hloscope.compile.run.jobs import compile_job
+    from hloscope.request import CompileRequest
 
     return compile_job(CompileRequest(target="h100-sxm", devices=8, workload=workload,
                                       sets=tuple(sorted(sets.items()))))[0]

@@ -7,9 +7,10 @@ import io
 import json
 
 from hloscope.analysis.tune import Config, Goal, Objective, Space, TuneSpec
-from hloscope.compile.tune import run_tune
+from hloscope.compile.search.tune import run_tune
 from hloscope.render.options import RenderOptions
 from hloscope.render.search.tune_words import TUNE_RENDERERS, jax_snippet, maxtext_snippet
+from hloscope.request import CompileRequest
 from tests.unit.test_tune_search import LIMITS, SPACE, Recorded, additive, spec
 
 
@@ -73,7 +74,7 @@ def test_plot_draws_the_search(tmp_path) -> None:  # type: ignore[no-untyped-def
 
 def test_throughput_goal_on_two_batches() -> None:
     space = Space(SPACE.names, SPACE.allowed, (1, 2))
-    s = TuneSpec("llama", (), "h100-sxm", 8, space, LIMITS, Goal(Objective.THROUGHPUT, 256, 8), 8)
+    s = TuneSpec(CompileRequest("h100-sxm", 8, workload="llama"), space, LIMITS, Goal(Objective.THROUGHPUT, 256, 8), 8)
     result = run_tune(s, Recorded(additive))
     # one extra remat probe for the second batch
     assert [v.probe for v in result.verified[:4]] == ["remat", "device", "offload", "remat"]

@@ -16,9 +16,9 @@ from typing import cast
 import pytest
 
 from hloscope.cli.main import main
-from hloscope.compile.cache import CompileCache, Lookup, key_of, module_key_text
-from hloscope.compile.deviceless import CompileResult
 from hloscope.compile.result import CacheInfo, TensorName
+from hloscope.compile.step.cache import CompileCache, Lookup, key_of, module_key_text
+from hloscope.compile.step.deviceless import CompileResult
 
 
 def _result(text: str, seconds: float = 1.5, cache: CacheInfo | None = None,
@@ -143,8 +143,8 @@ def test_cache_info_on_an_empty_cache(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 def test_request_memo_key_follows_what_shapes_the_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hloscope.compile.cache import load_request, remember_request, request_memo_key
-    from hloscope.compile.request import CompileRequest, Scheduler
+    from hloscope.compile.step.cache import load_request, remember_request, request_memo_key
+    from hloscope.request import CompileRequest, Scheduler
 
     monkeypatch.setenv("HLOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("HLOSCOPE_NO_CACHE", raising=False)
@@ -187,8 +187,8 @@ def test_request_memo_key_follows_what_shapes_the_module(tmp_path: Path, monkeyp
 def test_a_profile_file_is_part_of_the_key_by_its_contents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # --xla-flag xla_gpu_pgle_profile_file_or_directory_path=FILE: the same path with another
     # profile in it is another compile (XLA schedules by the profile's costs).
-    from hloscope.compile.cache import file_option_digests, request_memo_key
-    from hloscope.compile.request import CompileRequest
+    from hloscope.compile.step.cache import file_option_digests, request_memo_key
+    from hloscope.request import CompileRequest
 
     prof = tmp_path / "p.pbtxt"
     prof.write_text('costs { name: "fusion.1" cost_us: 1.0 }\n')
@@ -213,7 +213,7 @@ def test_a_damaged_entry_is_said_once_removed_and_replaced_by_the_fresh_compile(
     # issue 46 item 6: a cut optimized.hlo.txt or a garbled entry.json made every later compile of that
     # step recompile in silence and left the entry in place. The entry here is the real mlp step (its
     # optimized and unoptimized modules and XLA's memory report) stored by the cache's own writer.
-    from hloscope.compile.cache import ENTRY_FILE
+    from hloscope.compile.step.cache import ENTRY_FILE
     from tests.conftest import FIXTURES
 
     step = CompileResult(

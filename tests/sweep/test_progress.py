@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from hloscope.cli.compiling import progress_bar
-from hloscope.compile.sweep import FINISHED, STARTED, Cell
+from hloscope.compile.search.sweep import FINISHED, STARTED, Cell
 
 CELLS = [Cell("mlp", (), p, "lhs", True, None, "h100-sxm", 8) for p in ("remat", "offload", "save")]
 

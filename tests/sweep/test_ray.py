@@ -130,8 +130,8 @@ def test_without_ray_the_executor_says_what_to_install(monkeypatch: pytest.Monke
 def test_a_lost_task_is_a_failed_row_naming_its_cell(error: str, expected: str) -> None:
     # What ray.get raises once Ray gave up on a task (after its retries) becomes the cell's row.
     ray = pytest.importorskip("ray")
-    from hloscope.compile.executors import RayExecutor
-    from hloscope.compile.sweep import Cell
+    from hloscope.compile.search.executors import RayExecutor
+    from hloscope.compile.search.sweep import Cell
 
     cls = getattr(ray.exceptions, error)
     exc = cls("node 10.0.0.7 died") if error == "NodeDiedError" else cls("low memory") \

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.compile.cache import CompileCache
+from hloscope.compile.step.cache import CompileCache
 
 pytestmark = pytest.mark.xla
 

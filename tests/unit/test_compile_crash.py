@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from hloscope.compile.jobs import run_isolated, xla_fatal
+from hloscope.compile.run.jobs import run_isolated, xla_fatal
 from hloscope.errors import EXIT_COMPILE_FAILED, HloscopeError
 
 MARIN = ("F0912 11:59:01.941641  741969 shape_tree.cc:54] Check failed: result->children_start_id >= 0 (-1 vs. 0)\n"

@@ -1,4 +1,4 @@
-"""``hloscope.compile.jaxcompat`` is the one seam to JAX's private parts and to its version range.
+"""``hloscope.compile.seam.jaxcompat`` is the one seam to JAX's private parts and to its version range.
 
 Private JAX (``jax._src``, ``jaxlib``'s private modules, a private attribute of a JAX object such
 as ``Lowered._lowering``) is used only there; the range of jax the ``compile`` extra accepts is
@@ -13,11 +13,11 @@ import re
 import tokenize
 from pathlib import Path
 
-from hloscope.compile import jaxcompat
+from hloscope.compile.seam import jaxcompat
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "hloscope"
-SEAM = PACKAGE / "compile" / "jaxcompat.py"
+SEAM = PACKAGE / "compile" / "seam" / "jaxcompat.py"
 
 #: Private attributes of JAX objects hloscope reads (through the seam): Lowered._lowering and the
 #: MeshComputation's _device_list, xla_bridge._backends, Traced._params.
@@ -58,7 +58,7 @@ def test_private_jax_only_in_jaxcompat() -> None:
         if path == SEAM:
             continue
         offenders += [f"{path.relative_to(ROOT)}:{u}" for u in private_uses(path.read_text(encoding="utf-8"))]
-    assert offenders == [], "private JAX outside hloscope/compile/jaxcompat.py"
+    assert offenders == [], "private JAX outside hloscope/compile/seam/jaxcompat.py"
     assert private_uses(SEAM.read_text(encoding="utf-8")), "the seam itself uses private JAX (the check reads it)"
 
 

@@ -1,4 +1,4 @@
-"""The JAX-version paths (``hloscope.compile.jaxcompat``): the tested range, its one-line note, and
+"""The JAX-version paths (``hloscope.compile.seam.jaxcompat``): the tested range, its one-line note, and
 the per-version choices, against the versions measured here (jax 0.8.3, 0.9.2, 0.10.2; docs/jax-versions.md)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import warnings
 import pytest
 
 from hloscope.cli import compiling
-from hloscope.compile import jaxcompat
+from hloscope.compile.seam import jaxcompat
 
 
 @pytest.mark.parametrize(("version", "says"), [

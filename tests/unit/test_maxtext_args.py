@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.compile.artifacts import default_folder
 from hloscope.compile.maxtext import (
     INSTALL_HINT,
     MaxTextArgs,
@@ -23,8 +22,9 @@ from hloscope.compile.maxtext import (
     owned_overrides,
     split_args,
 )
-from hloscope.compile.request import CompileRequest
+from hloscope.compile.run.artifacts import default_folder
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.request import CompileRequest
 from hloscope.targets import get_target
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,7 +73,7 @@ def test_python_and_install_are_checked() -> None:
 
 
 def test_hosts_are_maxtexts_slices() -> None:
-    # 8 H100s are one host; 128 GB200s are 32 hosts of 4 (hloscope.compile.topology: 2x16x4).
+    # 8 H100s are one host; 128 GB200s are 32 hosts of 4 (hloscope.compile.cuda.topology: 2x16x4).
     assert owned_overrides(get_target("h100-sxm"), 8) == [
         "hardware=gpu", "compile_topology=a3", "compile_topology_num_slices=1", "internal_compile=True",
         "internal_compile_num_devices=8"]

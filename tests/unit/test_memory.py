@@ -273,7 +273,7 @@ _VALUES_012 = """\
 
 
 def test_value_positions_kept_for_the_values_live_at_peak() -> None:
-    from hloscope.compile.memory_dumps import positions_at_peak
+    from hloscope.compile.step.memory_dumps import positions_at_peak
     from hloscope.hlo.xla_dumps import parse_value_positions
 
     kept = positions_at_peak(_VALUES_012, _LIVE_012)

@@ -24,7 +24,7 @@ from hloscope.analysis.simulate.overlap import AnalysisOptions
 from hloscope.api import StepReport, analyze
 from hloscope.artifact import load_report, read_step
 from hloscope.check.subject import load_path
-from hloscope.compile.artifacts import MANIFEST_SCHEMA
+from hloscope.compile.run.artifacts import MANIFEST_SCHEMA
 from hloscope.hlo.parser import parse_hlo
 from hloscope.hlo.xla_dumps import BUFFER_ASSIGNMENT_FILE, LIVE_AT_PEAK_FILE, MEMORY_REPORT_FILE, XlaDumpTexts
 from hloscope.targets import get_target
@@ -217,7 +217,7 @@ def test_tui_source_reads_the_manifest_once(tmp_path: Path, monkeypatch: pytest.
     # The TUI asks a source for its target many times (status line, toast, export); the manifest
     # is read on the first question only, and a workload's target is its request's.
     import hloscope.artifact as artifact
-    from hloscope.compile.request import CompileRequest
+    from hloscope.request import CompileRequest
     from hloscope.tui.load import Source
 
     art = _artifact(tmp_path)
@@ -238,7 +238,7 @@ def test_tui_source_reads_the_manifest_once(tmp_path: Path, monkeypatch: pytest.
 
 
 def test_the_report_says_which_scheduler_ran(tmp_path: Path) -> None:
-    # An artifact folder's manifest records the scheduler XLA ran (compile/scheduler.py); the
+    # An artifact folder's manifest records the scheduler XLA ran (compile/cuda/scheduler.py); the
     # loader reads it into StepInputs and the report shows it in the table and the JSON.
     from hloscope.analysis.inputs import ScheduleRun
     from hloscope.render import render_to_string
@@ -299,8 +299,8 @@ def test_one_schedule_record_from_compile_to_report() -> None:
     # Given a compile's result that read which scheduler ran, the cache's record of it, the result
     # read back and the step's inputs carry the same ScheduleRun: no second record type between them.
     from hloscope.analysis.inputs import ScheduleRun
-    from hloscope.compile.jobs import step_inputs
     from hloscope.compile.result import CompileResult
+    from hloscope.compile.run.jobs import step_inputs
 
     run = ScheduleRun("lhs", "sol", None, "optimized HLO and XLA's log", "NVIDIA H100 80GB HBM3")
     result = CompileResult(optimized_hlo=(BIG / "optimized.hlo.txt").read_text(), unoptimized_hlo="", memory={},
@@ -321,9 +321,9 @@ def test_compile_figures_are_derived_once_per_compile(monkeypatch: pytest.Monkey
     # figures all come from one derivation, typed: before, compile_figures ran for each of them.
     import hloscope.analysis.memory as memory
     import hloscope.compile.result as result_module
-    from hloscope.compile.artifacts import manifest
-    from hloscope.compile.jobs import analyze_result
     from hloscope.compile.result import XLA_MEMORY_FIELDS, CompileResult
+    from hloscope.compile.run.artifacts import manifest
+    from hloscope.compile.run.jobs import analyze_result
 
     calls: list[int] = []
     derive = memory.derive_figures

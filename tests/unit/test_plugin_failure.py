@@ -1,4 +1,4 @@
-"""The one line for a CUDA plugin that is not there (hloscope/compile/topology.py).
+"""The one line for a CUDA plugin that is not there (hloscope/compile/cuda/topology.py).
 
 The plugin's error below is the one jax 0.12.0.1 raised here, on Python 3.12 with cuBLAS and
 cuDNN installed (the maxtext extra), under ``ulimit -v 1572864`` (1.5 GiB): the plugin's library
@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from hloscope.compile import environment, topology
+from hloscope.compile.cuda import topology
+from hloscope.compile.seam import environment
 from hloscope.errors import EXIT_ENVIRONMENT, EXIT_OUT_OF_MEMORY
 
 MAP_FAILED = ("INTERNAL: Failed to open /v/site-packages/jax_plugins/xla_cuda12/xla_cuda_plugin.so: "

@@ -140,7 +140,7 @@ def test_the_jaxpr_records_the_callers_of_a_line_two_names_share() -> None:
     import inspect
 
     jax = pytest.importorskip("jax", reason="the compile extra")
-    from hloscope.compile.names import tensor_names
+    from hloscope.compile.seam.names import tensor_names
 
     x = jax.ShapeDtypeStruct((4, 8), "float32")
     jaxpr = jax.make_jaxpr(_attention)(x, jax.ShapeDtypeStruct((8, 8), "float32"),
@@ -200,7 +200,7 @@ def test_a_compiled_rope_step_names_q_and_k_by_their_callers() -> None:
     from jax.sharding import PartitionSpec as P
 
     import hloscope
-    from hloscope.compile.deviceless import make_mesh
+    from hloscope.compile.step.deviceless import make_mesh
 
     mesh = make_mesh("h100-sxm", 1)
     rep = NamedSharding(mesh, P())
@@ -255,7 +255,7 @@ def test_a_name_of_a_name_is_one_value_with_the_inner_producer() -> None:
     import inspect
 
     jax = pytest.importorskip("jax", reason="the compile extra")
-    from hloscope.compile.names import tensor_names
+    from hloscope.compile.seam.names import tensor_names
 
     args = (jax.ShapeDtypeStruct((4, 2, 128, 128), "float32"), jax.ShapeDtypeStruct((32, 128), "float32"))
     by = {r["name"]: r for r in tensor_names(jax.make_jaxpr(_moe_step)(*args))}
@@ -279,7 +279,7 @@ def test_a_compiled_moe_step_names_each_offload_by_its_requested_name() -> None:
     from jax.sharding import PartitionSpec as P
 
     import hloscope
-    from hloscope.compile.deviceless import make_mesh
+    from hloscope.compile.step.deviceless import make_mesh
 
     mesh = make_mesh("h100-sxm", 1)
     rep = NamedSharding(mesh, P())

@@ -31,6 +31,7 @@ from hloscope.analysis.tune import (
     prior_model,
     propose,
 )
+from hloscope.request import CompileRequest
 
 NAMES = ("query_proj", "key_proj", "value_proj")
 SPACE = Space(NAMES, (("remat", "device", "offload"),) * 3)
@@ -186,7 +187,7 @@ class Recorded:
         self.asked: list[str] = []
 
     def run(self, cells: list[Any], on_event: Any, phase: Any = None, on_report: Any = None) -> list[dict[str, Any]]:
-        from hloscope.compile.sweep import FINISHED, STARTED
+        from hloscope.compile.search.sweep import FINISHED, STARTED
 
         rows = []
         for c in cells:
@@ -225,11 +226,12 @@ def additive(choices: tuple[str, ...], pipelined: bool = True) -> tuple[int, int
 
 
 def spec(max_compiles: int, limits: Limits = LIMITS) -> TuneSpec:
-    return TuneSpec("llama", (("layers", "2"),), "h100-sxm", 8, SPACE, limits, GOAL, max_compiles)
+    return TuneSpec(CompileRequest("h100-sxm", 8, workload="llama", sets=(("layers", "2"),)), SPACE, limits, GOAL,
+                    max_compiles)
 
 
 def test_loop_stops_within_the_budget_and_beats_the_coarse_policies() -> None:
-    from hloscope.compile.tune import run_tune
+    from hloscope.compile.search.tune import run_tune
 
     ex = Recorded(additive)
     result = run_tune(spec(10), ex)
@@ -243,17 +245,17 @@ def test_loop_stops_within_the_budget_and_beats_the_coarse_policies() -> None:
 
 
 def test_loop_ends_when_the_space_is_exhausted() -> None:
-    from hloscope.compile.tune import run_tune
+    from hloscope.compile.search.tune import run_tune
 
     small = Space(NAMES, (("remat", "offload"), ("remat",), ("remat",)))
     ex = Recorded(additive)
-    result = run_tune(TuneSpec("llama", (), "h100-sxm", 8, small, LIMITS, GOAL, 50), ex)
+    result = run_tune(TuneSpec(CompileRequest("h100-sxm", 8, workload="llama"), small, LIMITS, GOAL, 50), ex)
     # remat/device/offload probes collapse to two configurations: the whole space
     assert len(result.verified) == 2 and result.stopped == "exhausted"
 
 
 def test_loop_with_nothing_that_fits_ends_without_a_best() -> None:
-    from hloscope.compile.tune import run_tune
+    from hloscope.compile.search.tune import run_tune
     from hloscope.render.search.tune_words import no_fit_line
 
     tight = Limits(1 << 20, 64 << 30)
@@ -267,7 +269,7 @@ def test_loop_with_nothing_that_fits_ends_without_a_best() -> None:
 
 
 def test_a_name_xla_ignores_is_learnt_and_costs_no_budget() -> None:
-    from hloscope.compile.tune import run_tune
+    from hloscope.compile.search.tune import run_tune
 
     ex = Recorded(additive, inert=1)  # key_proj: every switch compiles to the same HLO
     result = run_tune(spec(6), ex)
@@ -286,7 +288,7 @@ def test_the_progress_line_counts_what_the_budget_counts(capsys: pytest.CaptureF
     import re
 
     from hloscope.cli.compiling import progress_bar
-    from hloscope.compile.tune import run_tune
+    from hloscope.compile.search.tune import run_tune
 
     on_event, phase, stop = progress_bar(6)
     result = run_tune(spec(6), Recorded(additive, inert=1), on_event, phase)
@@ -349,11 +351,12 @@ def test_the_prior_reproduces_the_unpipelined_probe() -> None:
 
 
 def test_the_search_finds_pipelining_off_and_says_it_in_the_lines_to_paste() -> None:
-    from hloscope.compile.tune import run_tune
+    from hloscope.compile.search.tune import run_tune
     from hloscope.render.search.tune_words import result_dict, text_lines
 
     ex = Recorded(unpipelined)
-    result = run_tune(TuneSpec("llama", (("layers", "2"),), "h100-sxm", 8, PIPED, LIMITS, GOAL, 16), ex)
+    result = run_tune(TuneSpec(CompileRequest("h100-sxm", 8, workload="llama", sets=(("layers", "2"),)), PIPED, LIMITS,
+                               GOAL, 16), ex)
     assert [v.probe for v in result.verified[:4]] == ["remat", "device", "offload", "offload-unpipelined"]
     assert result.verified[3].label == "query_proj=offload key_proj=offload value_proj=offload pipelined=off"
     b = result.best

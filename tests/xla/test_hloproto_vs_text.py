@@ -74,8 +74,8 @@ def test_deviceless_fsdp_step_gives_one_model() -> None:
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    from hloscope.compile.deviceless import StepOptions, compile_step, make_mesh
-    from hloscope.compile.request import CompileRequest
+    from hloscope.compile.step.deviceless import StepOptions, compile_step, make_mesh
+    from hloscope.request import CompileRequest
 
     mesh = make_mesh("h100-sxm", 8)
 

@@ -19,7 +19,7 @@ one op has the same size and, in SPMD, the same wiring):
   ``interconnect_bandwidth``. The domain, not the host, is what a ring crosses: the four
   GPUs of a GB200 tray reach the other 68 of their NVL72 rack over NVLink, and NCCL
   treats the rack as one node. NVLink domains are those of the compile-only topology
-  (:func:`nvlink_domain_size`, as ``hloscope.compile.topology.topology_for`` lays out
+  (:func:`nvlink_domain_size`, as ``hloscope.compile.cuda.topology.topology_for`` lays out
   the step's devices): 8 GPUs of an HGX node, 64 of 128 GB200s;
 - latency: one collective kernel launch (``collective_launch_us``) plus one ring step
   (``nvlink_hop_us`` or ``network_hop_us``) per step: ``N-1`` steps, ``2(N-1)`` for an

@@ -1,6 +1,6 @@
 """What the step asked to offload: the intent model, read from the traced step, and its requests.
 
-The model (:class:`Intent`), read from the traced step by ``hloscope.compile.intent.read_intent``:
+The model (:class:`Intent`), read from the traced step by ``hloscope.compile.seam.intent.read_intent``:
 every remat policy (:class:`Policy`) with the names it saves and offloads, every
 ``checkpoint_name`` call site (:class:`Tag`) with what JAX did to the value, and every memory-kind
 placement (:class:`Placement`). :func:`requests` lists what it asks for, one :class:`Asked` each,

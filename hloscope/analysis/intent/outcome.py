@@ -105,7 +105,7 @@ class Fact(StrEnum):
     # what was checked
     READ_FROM_TRACE = "read-from-trace"  # policies, tags, placements
     NO_TRACE = "no-trace"  # annotations
-    NOTE = "note"  # text: what the trace reader could not read (hloscope.compile.intent)
+    NOTE = "note"  # text: what the trace reader could not read (hloscope.compile.seam.intent)
 
 
 #: An argument of a fact: a name or figure, or a fact of its own (worded in its place).

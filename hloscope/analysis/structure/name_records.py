@@ -1,7 +1,7 @@
 """The step's ``checkpoint_name`` records, typed, and the look-ups naming makes in them.
 
 A record is one ``checkpoint_name`` call site of the traced step, read from its jaxpr by
-``hloscope.compile.names`` and kept in JSON form (``CompileResult.tensor_names``, the manifest's
+``hloscope.compile.seam.names`` and kept in JSON form (``CompileResult.tensor_names``, the manifest's
 ``tensor_names``). :func:`name_records` reads that form once, where it enters the core
 (``StepInputs.names``); :meth:`NameRecord.to_json` writes the same form back.
 

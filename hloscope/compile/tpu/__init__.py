@@ -2,5 +2,5 @@
 
 ``slices``: which slice a device count or a ``--topology`` name is (pure data). ``runtime``:
 libtpu's environment, its compile-only devices and options. ``room``: the two behind
-:class:`hloscope.compile.rooms.Room`.
+:class:`hloscope.compile.step.rooms.Room`.
 """

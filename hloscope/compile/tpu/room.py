@@ -1,5 +1,5 @@
 """The TPU room: compile-only TPU slices from libtpu, their options, and what ran, behind
-:class:`hloscope.compile.rooms.Room`."""
+:class:`hloscope.compile.step.rooms.Room`."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from hloscope.analysis.inputs import ScheduleRun
-from hloscope.compile.request import CompileRequest, Scheduler
 from hloscope.compile.tpu import runtime
 from hloscope.compile.tpu.slices import TpuSlice, parse_slice, prefix_of, slice_for
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.request import CompileRequest, Scheduler
 from hloscope.targets import TpuTarget
 
 #: What JAX calls a compile-only device of each generation (``device.device_kind``, libtpu 0.0.42).
@@ -20,7 +20,7 @@ DEVICE_KINDS = {"v4": "TPU v4", "v5": "TPU v5", "v5e": "TPU v5 lite", "v6e": "TP
 
 
 class TpuRoom:
-    """A TPU target's part of a deviceless compile (:class:`hloscope.compile.rooms.Room`)."""
+    """A TPU target's part of a deviceless compile (:class:`hloscope.compile.step.rooms.Room`)."""
 
     family = "tpu"
     lowering_platform = "tpu"

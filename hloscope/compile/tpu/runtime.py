@@ -73,7 +73,7 @@ _DEVICES: dict[str, list[Any]] = {}
 
 def compile_only_devices(chip: TpuTarget, tpu_slice: TpuSlice) -> list[Any]:
     """The slice's compile-only TPU devices (libtpu's), in id order; cached per slice."""
-    from hloscope.compile import environment
+    from hloscope.compile.seam import environment
 
     if libtpu_version() is None:
         raise HloscopeError(f"compiling for {chip.name} needs libtpu, which is not installed: {INSTALL}",

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hloscope.compile.request import Policy
+from hloscope.request import Policy
 
 #: The policies' names, as ``--policy`` and ``--set policy=`` take them (:class:`Policy`).
 POLICIES = tuple(p.value for p in Policy)

@@ -2,7 +2,7 @@
 
 The table shows each cell's optimized-HLO fingerprint and, under it, one line
 naming the cells whose optimized HLO was byte-identical (rows' ``fingerprint``,
-``cell`` and ``identical_to``, set by ``hloscope.compile.sweep``).
+``cell`` and ``identical_to``, set by ``hloscope.compile.search.sweep``).
 """
 
 from __future__ import annotations

@@ -89,5 +89,6 @@ def write_plot(result: TuneResult, path: str) -> None:
              if err.count else "")
     title = f"{len(result.verified)} compiles; {STOPPED.get(result.stopped, result.stopped)}{model}"
     ax.set_title(plain("\n".join(textwrap.wrap(title, 100))), fontsize=9)
-    fig.suptitle(plain(f"hloscope tune {spec.workload}: {spec.target}, {spec.devices} devices"), fontsize=11)
+    fig.suptitle(plain(f"hloscope tune {spec.workload}: {spec.request.target}, {spec.request.devices} devices"),
+                 fontsize=11)
     save_figure(plt, fig, path)

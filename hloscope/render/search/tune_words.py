@@ -50,13 +50,14 @@ def maxtext_snippet(choices: dict[str, str]) -> str:
 def sets_snippet(result: TuneResult, v: Verified) -> str:
     """The ``hloscope compile`` options that compile ``v`` (the workload's ``custom`` or per-name settings)."""
     spec = result.spec
-    what = (f"--fn {shlex.quote(spec.fn)} --args {shlex.quote(spec.args or '')} " if spec.fn is not None
-            else "" if spec.maxtext_argv is not None else f"--workload {spec.workload} ")
-    head = f"hloscope compile {what}--target {spec.target} --devices {spec.devices} "
+    req = spec.request
+    what = (f"--fn {shlex.quote(req.fn)} --args {shlex.quote(req.args or '')} " if req.fn is not None
+            else "" if spec.request.maxtext is not None else f"--workload {spec.workload} ")
+    head = f"hloscope compile {what}--target {spec.request.target} --devices {spec.request.devices} "
     if v.compile_args:  # what compiled it: a coarse policy's own options (mlp has no per-name setting)
         return head + " ".join(v.compile_args)
     choices = choices_of(result, v)
-    sets = [f"{k}={val}" for k, val in spec.sets]
+    sets = [f"{k}={val}" for k, val in spec.request.sets]
     if v.config.batch is not None:
         sets.append(f"batch={v.config.batch}")
     if spec.maxtext:
@@ -69,7 +70,7 @@ def sets_snippet(result: TuneResult, v: Verified) -> str:
 
 def pipelined(result: TuneResult, v: Verified) -> bool:
     """Whether ``v`` was compiled with pipelined host offloading."""
-    return result.spec.pipelined if v.config.pipelined is None else v.config.pipelined
+    return result.spec.request.pipelined is not False if v.config.pipelined is None else v.config.pipelined
 
 
 def _code(v: Verified) -> str:
@@ -90,7 +91,7 @@ def no_fit_line(result: TuneResult) -> str:
     limits = result.spec.limits
     if not ok:
         return "every compile failed; nothing to choose from"
-    fraction = result.spec.memory_fraction
+    fraction = result.spec.request.memory_fraction
     hbm = int(limits.device_bytes / fraction) if fraction else limits.device_bytes
     room = room_of(limits.device_bytes if fraction else 0, hbm).removesuffix(" of HBM")
     fitting = [v for v in ok if v.fits]
@@ -139,15 +140,15 @@ def result_dict(result: TuneResult) -> dict[str, Any]:
                     "inert": list(why.inert if why else ()),
                 }}
     return {
-        "schema": "hloscope.tune/1", "workload": spec.workload, "sets": dict(spec.sets), "target": spec.target,
-        "devices": spec.devices, "objective": spec.goal.objective.value,
+        "schema": "hloscope.tune/1", "workload": spec.workload, "sets": dict(spec.request.sets),
+        "target": spec.request.target, "devices": spec.request.devices, "objective": spec.goal.objective.value,
         "names": list(spec.space.names),
         "allowed": {n: list(a) for n, a in zip(spec.space.names, spec.space.allowed, strict=True)},
         "batches": list(spec.space.batches), "space_size": spec.space.size(),
         "pipelined": ([on_off(p) for p in spec.space.pipelined] if spec.space.searches_pipelining
-                      else [on_off(spec.pipelined)]),
+                      else [on_off(spec.request.pipelined)]),
         "limits": {"device_bytes": spec.limits.device_bytes, "host_pool_bytes": spec.limits.host_bytes,
-                   "memory_fraction": spec.memory_fraction},
+                   "memory_fraction": spec.request.memory_fraction},
         "compiles": {"total": len(result.verified), "probes": sum(1 for v in result.verified if v.probe),
                      "proposals": sum(1 for v in result.verified if not v.probe), "cached": result.cached,
                      "failed": sum(1 for v in result.verified if not v.ok), "max": spec.max_compiles},
@@ -193,7 +194,8 @@ def text_lines(result: TuneResult) -> list[str]:
     space = spec.space
     throughput = spec.goal.objective is Objective.THROUGHPUT
     names = ", ".join(space.names)
-    lines = [f"tune {spec.workload} on {spec.devices} x {spec.target}: {len(space.names)} names ({names}), "
+    lines = [f"tune {spec.workload} on {spec.request.devices} x {spec.request.target}: {len(space.names)} names "
+             f"({names}), "
              f"{space.size()} configurations; objective: "
              + ("tokens/s per device across batches" if throughput else "the simulated step"),
              f"limits: device {gib(spec.limits.device_bytes)}, pinned-host pool {gib(spec.limits.host_bytes)}",

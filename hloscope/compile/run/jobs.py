@@ -31,9 +31,8 @@ from hloscope.analysis.inputs import StepInputs
 from hloscope.analysis.report import Report, analyze_step
 from hloscope.analysis.simulate.overlap import AnalysisOptions
 from hloscope.analysis.structure.name_records import name_records
-from hloscope.compile.environment import address_space_limit, terminal_lines
-from hloscope.compile.request import CompileRequest, xla_flag_texts
 from hloscope.compile.result import CompileResult, memory_figures
+from hloscope.compile.seam.environment import address_space_limit, terminal_lines
 from hloscope.errors import (
     EXIT_BAD_INPUT,
     EXIT_COMPILE_FAILED,
@@ -42,7 +41,8 @@ from hloscope.errors import (
     HloscopeError,
 )
 from hloscope.hlo.xla_dumps import XlaDumpTexts
-from hloscope.targets import Target
+from hloscope.request import CompileRequest, xla_flag_texts
+from hloscope.targets import Target, as_target
 
 
 def compile_job(request: CompileRequest, phase: Callable[[str], None] | None = None) -> tuple[CompileResult,
@@ -53,19 +53,19 @@ def compile_job(request: CompileRequest, phase: Callable[[str], None] | None = N
     its ``--args``; MaxText's step's (``maxtext``) its config, overrides, model and attention.
     ``request.memory_override_bytes`` compiles for the target with that HBM.
     """
-    from hloscope.compile.deviceless import StepOptions, compile_step, make_mesh
-    from hloscope.compile.rooms import resolve_target
+    from hloscope.compile.step.deviceless import StepOptions, compile_step, make_mesh
+    from hloscope.compile.step.rooms import resolve_target
 
     if request.maxtext is not None:
         from hloscope.compile.maxtext import compile_maxtext_job
 
         return compile_maxtext_job(request, phase)
     if request.fn is not None:
-        from hloscope.compile.userfn import load_user_fn, parse_args_spec
+        from hloscope.compile.seam.userfn import load_user_fn, parse_args_spec
 
         if not request.args:
             raise HloscopeError("--fn needs --args describing its abstract arguments", EXIT_BAD_INPUT)
-        from hloscope.compile.policy_override import check_names, every_checkpoint, switches_of
+        from hloscope.compile.seam.policy_override import check_names, every_checkpoint, switches_of
 
         switches = switches_of(request.sets_dict)  # --set custom=NAME:CHOICE,...: tune's switches
         mesh = make_mesh(resolve_target(request.target), request.devices, topology=request.topology)
@@ -199,8 +199,6 @@ def analyze_result(result: CompileResult, target: str | Target, vocab_size: int 
                    report_type: type[Report] = Report) -> Report:
     """The report of a compile (a CompileResult), with the step's tensor names, its memory facts
     (device allocation, XLA's peak, live at peak) and the compile's facts. ``target``: a name or Target."""
-    from hloscope.targets import as_target
-
     tgt = as_target(target)
     return analyze_step(step_inputs(result, extra, vocab_size, source_path, label), tgt, options,
                         report_type=report_type)

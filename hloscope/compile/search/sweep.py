@@ -2,9 +2,9 @@
 
 Each cell is compiled in its own ``spawn`` process (JAX state is per process, and a
 compiler crash must not take the sweep down) and reduced to one row of figures.
-Cells run on an executor (``hloscope.compile.executors``): local worker processes,
+Cells run on an executor (``hloscope.compile.search.executors``): local worker processes,
 or Ray tasks. Every compile goes through the compile cache
-(``hloscope.compile.cache``): a cell whose lowered module and options were compiled
+(``hloscope.compile.step.cache``): a cell whose lowered module and options were compiled
 before is read back instead of compiled (row ``cached``), which also makes a
 killed sweep resumable: the rerun compiles only the cells that never finished.
 A cell fits when its *device allocation* (arguments + temporaries + non-aliased
@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hloscope.compile.request import CompileRequest, Policy, Scheduler
+from hloscope.request import CompileRequest, Policy, Scheduler
 
 if TYPE_CHECKING:
     from hloscope.analysis.report import Report
@@ -140,7 +140,7 @@ class _Analyses:
         self._done: dict[tuple[str, str, str], Report] = {}
 
     def get(self, result: CompileResult, fingerprint: str, target: str, vocab: int | None = None) -> Report:
-        from hloscope.compile.jobs import analyze_result
+        from hloscope.compile.run.jobs import analyze_result
 
         # Identical optimized HLO gives identical memory figures from XLA: one analysis serves both.
         key = (fingerprint, target, json.dumps(result.tensor_names, sort_keys=True, default=str))
@@ -173,8 +173,8 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
     """Compile (or read from the cache) and analyze one cell; errors become a row with
     ``error`` set. ``phase`` is called with each compile phase's name as it starts."""
     from hloscope.analysis.kinds import VerdictKind
-    from hloscope.compile.cache import load_request, remember_request
-    from hloscope.compile.jobs import PHASE_ANALYSIS, compile_request_result, hlo_fingerprint, vocab_of
+    from hloscope.compile.run.jobs import PHASE_ANALYSIS, compile_request_result, hlo_fingerprint, vocab_of
+    from hloscope.compile.step.cache import load_request, remember_request
     from hloscope.errors import HloscopeError
 
     t0 = time.perf_counter()
@@ -249,7 +249,7 @@ def run_sweep(all_cells: list[Cell], executor: Any,
               on_event: Callable[[str, Cell, dict[str, Any] | None], None] | None = None,
               phase: Callable[[Cell, str], None] | None = None,
               on_report: Callable[[dict[str, Any], Any], None] | None = None) -> list[dict[str, Any]]:
-    """Run every cell on ``executor`` (``hloscope.compile.executors``: LocalExecutor(jobs),
+    """Run every cell on ``executor`` (``hloscope.compile.search.executors``: LocalExecutor(jobs),
     RayExecutor(address)). Each compile runs in its own process, so one that
     crashes or runs out of memory becomes a row with ``error`` set, named by its cell.
     ``on_event(kind, cell, row)`` is called as a cell starts (row None) and finishes;

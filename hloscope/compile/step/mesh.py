@@ -4,7 +4,7 @@
 concrete ``Mesh`` of the target's compile-only GPUs); :func:`devices_for` turns a user's mesh
 into the devices to compile for, refusing one of CPU devices or of another GPU in one line;
 :func:`place_on_mesh` puts a step's argument shapes on the mesh. Re-exported by
-``hloscope.compile.deviceless``, the public home of these names.
+``hloscope.compile.step.deviceless``, the public home of these names.
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from hloscope.compile import environment, jaxcompat
-from hloscope.compile.rooms import AnyTarget, resolve_target, room_for
-from hloscope.compile.topology import topology_for as _topology_for
+from hloscope.compile.cuda.topology import topology_for as _topology_for
+from hloscope.compile.seam import environment, jaxcompat
+from hloscope.compile.step.rooms import AnyTarget, resolve_target, room_for
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.targets import Target, as_target
 
 
 def topology_for(devices: int, target: Target | str = "h100-sxm") -> str:
-    """The compile-only topology string for ``devices`` GPUs of ``target`` (``hloscope.compile.topology``)."""
+    """The compile-only topology string for ``devices`` GPUs of ``target`` (``hloscope.compile.cuda.topology``)."""
     return _topology_for(as_target(target), devices).name
 
 

@@ -6,7 +6,7 @@ HLO's metadata), every XLA option passed, the ``XLA_FLAGS`` environment, the
 target's GPU configuration and HBM size, the topology and the mesh's device
 order, the versions of jax, jaxlib, the CUDA plugin and ptxas, and hloscope's own
 layout of a cached entry (:data:`LAYOUT`, plus a hash of the code that turns a
-compile into a :class:`~hloscope.compile.deviceless.CompileResult`). A hit is
+compile into a :class:`~hloscope.compile.step.deviceless.CompileResult`). A hit is
 therefore exact, never a guess: it is looked up only after tracing and lowering,
 so a changed model, shape, sharding or call site is a different key.
 
@@ -33,6 +33,7 @@ stderr, and removed, and the compile that follows stores a whole one in its plac
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -46,12 +47,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from hloscope.compile.result import CacheInfo
+from hloscope.compile.result import CacheInfo, CompileResult
+from hloscope.compile.seam.xla_options import FILE_OPTIONS
 from hloscope.hlo.folders import OPTIMIZED_FILE, UNOPTIMIZED_FILE
 
 if TYPE_CHECKING:
-    from hloscope.compile.request import CompileRequest
-    from hloscope.compile.result import CompileResult
+    from hloscope.request import CompileRequest
 
 #: Version of an entry's layout; bump when what is stored or how it is read changes.
 LAYOUT = 2
@@ -106,11 +107,11 @@ def _code_hash() -> str:
     (mesh, XLA options, memory dumps, device memory, the JAX seam), the result type, the scheduler
     options and the topology (how an entry is stored and read is :data:`LAYOUT`)."""
     h = hashlib.sha256()
-    here = Path(__file__).resolve().parent
-    for name in ("deviceless.py", "mesh.py", "xla_options.py", "memory_dumps.py", "device_memory.py",
-                 "jaxcompat.py", "result.py", "scheduler.py", "topology.py"):
+    compile_package = Path(__file__).resolve().parents[1]
+    for name in ("step/deviceless.py", "step/mesh.py", "seam/xla_options.py", "step/memory_dumps.py",
+                 "cuda/device_memory.py", "seam/jaxcompat.py", "result.py", "cuda/scheduler.py", "cuda/topology.py"):
         try:
-            h.update((here / name).read_bytes())
+            h.update((compile_package / name).read_bytes())
         except OSError:
             h.update(name.encode())
     return h.hexdigest()[:16]
@@ -130,9 +131,6 @@ def module_key_text(module_text: str) -> str:
     return _SPAWN_FRAME_END.sub(r"\1)", module_text)
 
 
-#: XLA options whose value names a file (or folder) the compile reads: the key holds its contents,
-#: since the same path with a new profile is a different compile.
-FILE_OPTIONS = ("xla_gpu_pgle_profile_file_or_directory_path",)
 _ENV_FILE_OPTION = re.compile(r"--(" + "|".join(FILE_OPTIONS) + r")=(\S+)")
 
 
@@ -166,7 +164,7 @@ def key_parts(module_text: str, options: dict[str, Any], target: Any, mesh: Any,
               room_key: Mapping[str, object] | None = None) -> dict[str, Any]:
     """What decides a compile's output, as JSON-able parts (the module as its SHA-256). ``room_key``
     replaces the GPU target config with what the platform's room says decides the topology."""
-    from hloscope.compile import environment
+    from hloscope.compile.seam import environment
 
     module_text = module_key_text(module_text)
 
@@ -237,8 +235,6 @@ class CompileCache:
 
     def get(self, key: str) -> CompileResult | None:
         """The CompileResult stored under ``key`` (``cache`` says it was a hit), or None."""
-        from hloscope.compile.result import CompileResult
-
         record = self.get_record(key)
         if record is None:
             return None
@@ -409,8 +405,6 @@ class Lookup:
 
     def store(self, result: CompileResult) -> CompileResult:
         """Store a fresh compile (with the cache on); the result with the cache's word on it."""
-        from hloscope.compile.result import CompileResult
-
         stored = bool(self.cache and self.cache.put(self.key, result, self.parts))
         info = CacheInfo(hit=False, key=self.key, compiled_seconds=result.compile_seconds, stored=stored)
         return CompileResult.from_record({**result.to_record(), "cache": info}, compiled=result.compiled)
@@ -470,7 +464,7 @@ def _compile_source_hash() -> str:
     analysis and the renderers do not shape a lowered module, so editing them keeps the memo)."""
     global _source_hash
     if _source_hash is None:
-        package = Path(__file__).resolve().parent.parent
+        package = Path(__file__).resolve().parents[2]
         h = hashlib.sha256(str(package).encode())
         for f in [*sorted((package / "compile").rglob("*.py")), package / "targets.py"]:
             h.update(str(f.relative_to(package)).encode())
@@ -482,15 +476,13 @@ def _compile_source_hash() -> str:
 def request_memo_key(request: CompileRequest) -> str | None:
     """The memo key of a request: a built-in workload's, or an ``--fn`` request's whose code can be
     fingerprinted (``userfn.source_fingerprint``; None otherwise: it is never reused)."""
-    import dataclasses
-    import sys
     from importlib.metadata import PackageNotFoundError, version
 
     from hloscope.targets import get_target
 
     user_code = None
     if request.workload is None:
-        from hloscope.compile.userfn import source_fingerprint
+        from hloscope.compile.seam.userfn import source_fingerprint
 
         user_code = source_fingerprint(str(request.fn), request.args, request.cwd) if request.fn else None
         if user_code is None:
@@ -528,8 +520,6 @@ _MEMO_FIELDS = ("tensor_names", "intent")
 
 def load_request(request: CompileRequest) -> tuple[CompileResult, dict[str, Any]] | None:
     """(CompileResult, extras) for ``request`` from the memo and the cache, or None."""
-    from hloscope.compile.result import CompileResult
-
     if not enabled():
         return None
     memo_key = request_memo_key(request)

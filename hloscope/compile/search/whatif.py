@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from hloscope.analysis.report import Report
-from hloscope.compile.request import CompileRequest
 from hloscope.compile.result import memory_figures
+from hloscope.request import CompileRequest
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def compare_reports(before: Report, after: Report) -> tuple[TransferChange, ...]
 
 def what_if_memory(request: CompileRequest, memory_override_bytes: int) -> WhatIf:
     """Compile ``request`` (a built-in workload) for its target as it is and with ``memory_override_bytes`` of HBM."""
-    from hloscope.compile.jobs import compile_request
+    from hloscope.compile.run.jobs import compile_request
     from hloscope.targets import get_target
 
     before = compile_request(request)

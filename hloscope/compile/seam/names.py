@@ -33,8 +33,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from hloscope.compile.jaxcompat import argument_paths, jaxpr_of, user_callers, user_frame
 from hloscope.compile.result import TensorName
+from hloscope.compile.seam.jaxcompat import argument_paths, jaxpr_of, user_callers, user_frame
 
 #: Primitives that do not compute a value, only place or cast it.
 _PASS_THROUGH = frozenset({"sharding_constraint", "convert_element_type", "copy", "copy_p", "reshape",

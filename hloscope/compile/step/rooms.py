@@ -1,6 +1,6 @@
 """One room per accelerator family, behind one interface: what a deviceless compile asks of its platform.
 
-:func:`compile_step <hloscope.compile.deviceless.compile_step>` and the mesh ask the room of the
+:func:`compile_step <hloscope.compile.step.deviceless.compile_step>` and the mesh ask the room of the
 request's target (:func:`room_for`) for its compile-only devices, the topology they form, the
 XLA options of a scheduler, how the step is traced and lowered, and which scheduler ran; the
 CUDA room (``hloscope.compile.cuda``) is today's GPU set-up, the TPU room
@@ -14,8 +14,8 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from hloscope.analysis.inputs import ScheduleRun
-from hloscope.compile.request import CompileRequest, Scheduler
-from hloscope.targets import GpuTarget, Target, TpuTarget
+from hloscope.request import CompileRequest, Scheduler
+from hloscope.targets import GpuTarget, Target, TpuTarget, as_target
 
 
 class Room(Protocol):
@@ -78,8 +78,6 @@ AnyTarget = Target
 
 def resolve_target(target: str | Target) -> Target:
     """A target of either family by name, alias or path (``hloscope.targets.as_target``), or the target itself."""
-    from hloscope.targets import as_target
-
     return as_target(target)
 
 
@@ -90,7 +88,7 @@ def room_for(target: str | AnyTarget) -> Room:
         from hloscope.compile.tpu.room import TpuRoom
 
         return TpuRoom(tgt)
-    from hloscope.compile.cuda import CudaRoom
+    from hloscope.compile.cuda.room import CudaRoom
 
     assert isinstance(tgt, GpuTarget)
     return CudaRoom(tgt)

@@ -1,9 +1,10 @@
 """What to compile, as one frozen value: the request every compile path carries.
 
-Light to import (no JAX, no analysis): the CLI, the TUI, check, sweep, the what-if and
-the Python API build a :class:`CompileRequest`; ``hloscope.compile.jobs`` turns a
+Light to import (no JAX, no analysis, no compile layer: it sits under the analyses, and tune's
+search, ``hloscope.analysis.tune.TuneSpec``, holds one): the CLI, the TUI, check, sweep, the
+what-if and the Python API build a :class:`CompileRequest`; ``hloscope.compile.run.jobs`` turns a
 built-in workload or a ``module:function`` into the step to trace, and
-``hloscope.compile.deviceless.compile_step(request, fn, args)`` compiles it with the
+``hloscope.compile.step.deviceless.compile_step(request, fn, args)`` compiles it with the
 request's settings. The compile cache keys on what the request turns into (the lowered
 module and the XLA options), never on the request alone.
 """

@@ -356,14 +356,14 @@ def checkpoint_policy_replaced(policy: Any) -> Iterator[bool]:
     ``jax.checkpoint`` binds ``jax._src.ad_checkpoint.remat_p`` with the policy as a parameter,
     through the primitive's own ``bind`` attribute, looked up at each call; the policy is applied
     later, when the step is differentiated (read on 0.10.2 and 0.12.0). The attribute is wrapped
-    for the trace (``hloscope.compile.remat_bind``, a file registered with
+    for the trace (``hloscope.compile.seam.remat_bind``, a file registered with
     ``jax._src.source_info_util.register_exclusion`` so that the checkpoint keeps the user's source
     line), and JAX's trace caches are cleared before and after. ``jax_remat3`` (experimental)
     traces checkpoints without that primitive: then False."""
     import jax
     from jax._src import ad_checkpoint, source_info_util
 
-    from hloscope.compile import remat_bind
+    from hloscope.compile.seam import remat_bind
 
     remat = getattr(ad_checkpoint, "remat_p", None)
     bind = getattr(remat, "bind", None)

@@ -3,7 +3,7 @@
 The search's decisions (the proposal model, what to compile next, the frontier) are
 ``hloscope.analysis.tune``'s; this module turns each configuration into a sweep cell
 (:class:`TuneCell`: a built-in workload with its per-name switches as ``--set`` overrides)
-and runs the cells on the sweep's executors (``hloscope.compile.executors``) through the
+and runs the cells on the sweep's executors (``hloscope.compile.search.executors``) through the
 compile cache, so a rerun with the same arguments follows the same path and reads every
 compile that finished from the cache (resume). A configuration that is one of the coarse
 policies (every name ``remat``, every name on device) is compiled as that policy's own
@@ -36,11 +36,11 @@ from hloscope.analysis.tune import (
     prior_model,
     propose,
 )
-from hloscope.compile.policy_override import CUSTOM
-from hloscope.compile.request import CompileRequest, Scheduler
-from hloscope.compile.sweep import Cell, request_of
-from hloscope.compile.xla_options import PIPELINED_OFFLOAD_FLAG
+from hloscope.compile.seam.policy_override import CUSTOM
+from hloscope.compile.seam.xla_options import PIPELINED_OFFLOAD_FLAG
+from hloscope.compile.search.sweep import FINISHED, Cell, request_of, run_sweep
 from hloscope.errors import EXIT_COMPILE_FAILED, HloscopeError
+from hloscope.request import CompileRequest, Scheduler
 
 #: Stop once this many rounds in a row left the verified frontier as it was.
 PATIENCE = 2
@@ -82,8 +82,9 @@ def fn_custom(switches: dict[str, str]) -> str:
 
 def fn_cell(spec: TuneSpec, switches: dict[str, str], pipelined: bool, tag: str = "") -> TuneCell:
     """The cell of ``spec``'s ``--fn`` step under ``switches``."""
-    return TuneCell(spec.workload, ((CUSTOM, fn_custom(switches)),), "offload", spec.scheduler, pipelined, None,
-                    spec.target, spec.devices, spec.memory_fraction, tag, spec.fn, spec.args, spec.cwd)
+    req = spec.request
+    return TuneCell(spec.workload, ((CUSTOM, fn_custom(switches)),), "offload", req.scheduler, pipelined, None,
+                    req.target, req.devices, req.memory_fraction, tag, req.fn, req.args, req.cwd)
 
 
 #: The MaxText setting that makes its remat policy the per-key switches.
@@ -93,8 +94,9 @@ MAXTEXT_CUSTOM = ("remat_policy", "custom")
 def maxtext_cell(spec: TuneSpec, switches: dict[str, str], pipelined: bool, tag: str = "") -> TuneCell:
     """The cell of ``spec``'s MaxText step: ``remat_policy=custom`` and each key's switch, in order
     (``sets`` keeps that order: it is MaxText's command line)."""
-    return TuneCell(spec.workload, (MAXTEXT_CUSTOM, *switches.items()), "offload", spec.scheduler, pipelined, None,
-                    spec.target, spec.devices, spec.memory_fraction, tag, maxtext=spec.maxtext_argv)
+    req = spec.request
+    return TuneCell(spec.workload, (MAXTEXT_CUSTOM, *switches.items()), "offload", req.scheduler, pipelined, None,
+                    req.target, req.devices, req.memory_fraction, tag, maxtext=req.maxtext)
 
 
 def maxtext_custom_keys() -> tuple[str, ...]:
@@ -124,12 +126,12 @@ def cell_of(spec: TuneSpec, c: Config) -> TuneCell:
     from hloscope.compile import workloads
 
     choices = spec.space.as_dict(c)
-    if spec.fn is not None:
+    if spec.request.fn is not None:
         return fn_cell(spec, choices, pipelined_of(spec, c), _tag(choices, c))
-    if spec.maxtext_argv is not None:
+    if spec.request.maxtext is not None:
         return maxtext_cell(spec, choices, pipelined_of(spec, c), _tag(choices, c))
     values = set(choices.values())
-    sets = dict(spec.sets)
+    sets = dict(spec.request.sets)
     if c.batch is not None:
         sets["batch"] = str(c.batch)
     policy = "offload"
@@ -142,11 +144,12 @@ def cell_of(spec: TuneSpec, c: Config) -> TuneCell:
     elif spec.own_switches is not None and c.choices == spec.own_switches:
         pass  # the workload's switches as configured: its --policy offload
     else:
-        _, cfg = workloads.resolve(spec.workload, dict(spec.sets))
+        _, cfg = workloads.resolve(spec.workload, dict(spec.request.sets))
         sets |= workloads.switch_settings(cfg, choices)
         sets.pop("policy", None)
-    return TuneCell(spec.workload, tuple(sorted(sets.items())), policy, spec.scheduler, pipelined_of(spec, c), None,
-                    spec.target, spec.devices, spec.memory_fraction, _tag(choices, c))
+    req = spec.request
+    return TuneCell(spec.workload, tuple(sorted(sets.items())), policy, req.scheduler, pipelined_of(spec, c), None,
+                    req.target, req.devices, req.memory_fraction, _tag(choices, c))
 
 
 def _tag(choices: dict[str, str], c: Config) -> str:
@@ -158,25 +161,25 @@ def _tag(choices: dict[str, str], c: Config) -> str:
 def pipelined_of(spec: TuneSpec, c: Config) -> bool:
     """Whether ``c`` is compiled with pipelined host offloading: its own setting when the space
     searches it, else the search's one setting."""
-    return spec.pipelined if c.pipelined is None else c.pipelined
+    return spec.request.pipelined is not False if c.pipelined is None else c.pipelined
 
 
 def fn_names(spec: TuneSpec) -> list[str]:
     """The checkpoint names ``spec``'s ``--fn`` step tags, in the order its trace meets them, read
     from its compile with every name recomputed: the search's first probe, which then reads it
-    from the cache (``spec.space`` is not used). For MaxText's step (``spec.maxtext_argv``): its
+    from the cache (``spec.space`` is not used). For MaxText's step (``spec.request.maxtext``): its
     compile with ``remat_policy=custom`` and every key at base.yml's default (``remat``), whose
     lowered module the all-remat probe's is (the compile cache's lowered-module lookup), and only
     the names that are keys of MaxText's custom policy (:func:`maxtext_custom_keys`)."""
-    if spec.maxtext_argv is not None:
+    if spec.request.maxtext is not None:
         keys = maxtext_custom_keys()
-        return [n for n in _traced_names(maxtext_cell(spec, {}, spec.pipelined).request()) if n in keys]
-    return _traced_names(fn_cell(spec, {}, spec.pipelined).request())
+        return [n for n in _traced_names(maxtext_cell(spec, {}, pipelined_of(spec, Config(()))).request()) if n in keys]
+    return _traced_names(fn_cell(spec, {}, pipelined_of(spec, Config(()))).request())
 
 
 def _traced_names(request: CompileRequest) -> list[str]:
-    from hloscope.compile.cache import load_request, remember_request
-    from hloscope.compile.jobs import compile_request_result
+    from hloscope.compile.run.jobs import compile_request_result
+    from hloscope.compile.step.cache import load_request, remember_request
 
     found = load_request(request)
     result, extra = found if found is not None else compile_request_result(request)
@@ -189,15 +192,15 @@ def _verified(spec: TuneSpec, c: Config, row: dict[str, Any], probe: str, predic
               names: tuple[NameFacts, ...]) -> Verified:
     cell = cell_of(spec, c)
     label = cell.label
-    given = [k for k, _ in spec.sets]  # the user's own settings first, in their order
+    given = [k for k, _ in spec.request.sets]  # the user's own settings first, in their order
     ordered = sorted(cell.sets, key=lambda kv: (given.index(kv[0]) if kv[0] in given else len(given), kv[0]))
     options = (*(("--no-pipelined-offload",) if not cell.pipelined else ()),
                *((f"--scheduler {cell.scheduler}",) if cell.scheduler != "lhs" else ()),
                *((f"--memory-fraction {cell.memory_fraction:g}",) if cell.memory_fraction else ()))
-    if spec.maxtext_argv is not None:  # --maxtext takes every word after it: last
+    if spec.request.maxtext is not None:  # --maxtext takes every word after it: last
         args = (*options, "--maxtext " + " ".join(shlex.quote(x) for x in cell.request().maxtext or ()))
     else:
-        args = (*(() if spec.fn else (f"--policy {cell.policy}",)),
+        args = (*(() if spec.request.fn else (f"--policy {cell.policy}",)),
                 *(f"--set {shlex.quote(f'{k}={v}')}" for k, v in ordered), *options)
     flags = () if cell.pipelined else (f"--{PIPELINED_OFFLOAD_FLAG}=false",)
     if row.get("error"):
@@ -212,8 +215,8 @@ def _verified(spec: TuneSpec, c: Config, row: dict[str, Any], probe: str, predic
 
 def _facts_from_cache(cell: Cell) -> tuple[NameFacts, ...]:
     """Per-name facts of a compile the executor did not report to us (Ray): read back from the cache."""
-    from hloscope.compile.cache import load_request
-    from hloscope.compile.jobs import analyze_result, vocab_of
+    from hloscope.compile.run.jobs import analyze_result, vocab_of
+    from hloscope.compile.step.cache import load_request
 
     request = request_of(cell)
     found = load_request(request)
@@ -246,8 +249,6 @@ class _Runner:
         return self.spec.max_compiles - spent
 
     def _event(self, kind: str, cell: Cell, row: dict[str, Any] | None) -> None:
-        from hloscope.compile.sweep import FINISHED
-
         if kind == FINISHED and row is not None:
             fp = str(row.get("fingerprint") or "")
             first = self._first.setdefault(fp, cell.label) if fp and not row.get("error") else cell.label
@@ -257,8 +258,6 @@ class _Runner:
             self.on_event(kind, cell, row)
 
     def run(self, configs: list[tuple[Config, str, Prediction | None]]) -> list[Verified]:
-        from hloscope.compile.sweep import run_sweep
-
         configs = configs[:max(0, self.left)]
         if not configs:
             return []

@@ -32,7 +32,7 @@ STARTED_TOO_EARLY = ("jax's backend already started without the CUDA plugin's co
 
 def backend_started() -> bool:
     """Whether JAX has already created its backends (then its platform can no longer change)."""
-    from hloscope.compile.jaxcompat import backends_started
+    from hloscope.compile.seam.jaxcompat import backends_started
 
     return backends_started()
 
@@ -56,7 +56,7 @@ def prepare() -> None:
     except Exception as e:  # ImportError or a broken install
         raise HloscopeError(f"cannot import jax: {e}; compiling needs the compile extra: "
                             "pip install 'hloscope[compile]'", EXIT_ENVIRONMENT) from None
-    from hloscope.compile.jaxcompat import warn_version
+    from hloscope.compile.seam.jaxcompat import warn_version
 
     warn_version(jax.__version__)
     if not has_gpu() and not backend_started() and getattr(jax.config, "jax_platforms", None) != "cpu":

@@ -30,7 +30,7 @@ import re
 from enum import StrEnum
 
 from hloscope.analysis.inputs import ScheduleRun
-from hloscope.compile.request import Scheduler
+from hloscope.request import Scheduler
 
 LHS_FLAG = "xla_gpu_enable_latency_hiding_scheduler"
 SOL_FLAG = "xla_gpu_enable_analytical_sol_latency_estimator"

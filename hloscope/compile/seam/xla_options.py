@@ -15,8 +15,12 @@ from typing import Any
 
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 
-#: XLA options for the scheduling knobs the sweep varies (the scheduler's: hloscope.compile.scheduler).
+#: XLA options for the scheduling knobs the sweep varies (the scheduler's: hloscope.compile.cuda.scheduler).
 PIPELINED_OFFLOAD_FLAG = "xla_gpu_enable_pipelined_host_offloading"
+
+#: XLA options whose value names a file (or folder) the compile reads: the compile cache's key
+#: holds its contents, since the same path with a new profile is a different compile.
+FILE_OPTIONS = ("xla_gpu_pgle_profile_file_or_directory_path",)
 
 
 def parse_flag(text: str) -> tuple[str, Any]:
@@ -39,8 +43,6 @@ def parse_flag(text: str) -> tuple[str, Any]:
 def refuse_missing_files(options: dict[str, Any]) -> None:
     """An XLA option that names a file the compile reads must name one: XLA itself ignores a
     missing profile without a word, and the compile would look scheduled with it."""
-    from hloscope.compile.cache import FILE_OPTIONS
-
     for name in FILE_OPTIONS:
         value = options.get(name)
         if value is not None and not os.path.exists(str(value)):

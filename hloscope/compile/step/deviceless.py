@@ -1,7 +1,7 @@
 """Compile a JAX step for a GPU target with no GPU: the orchestration of one compile.
 
 ``compile_step(request, fn, args, options)`` lowers and compiles ``fn`` for the
-compile-only GPUs a :class:`~hloscope.compile.request.CompileRequest` names and returns
+compile-only GPUs a :class:`~hloscope.request.CompileRequest` names and returns
 a frozen :class:`CompileResult` with the scheduled HLO, the unoptimized HLO, memory
 figures and the exact options used; :class:`StepOptions` says how the step is traced
 (mesh, donations, shardings) and reported. Nothing is allocated: arguments are
@@ -9,7 +9,7 @@ figures and the exact options used; :class:`StepOptions` says how the step is tr
 
 Each other job of a compile is a module of its own, and this one re-exports their public
 names (the documented home of ``make_mesh``, ``device_mesh``, ``parse_flag``,
-``allocator_bytes`` ...): the mesh and shardings (``hloscope.compile.mesh``), XLA options and
+``allocator_bytes`` ...): the mesh and shardings (``hloscope.compile.step.mesh``), XLA options and
 the dump folder (``xla_options``), the memory texts XLA dumps (``memory_dumps``), the device
 memory XLA plans for (``device_memory``), one-line failures (``failures``); what differs
 between JAX versions is in ``jaxcompat``.
@@ -25,27 +25,27 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from hloscope.analysis.inputs import ScheduleRun
-from hloscope.compile import environment, jaxcompat
-from hloscope.compile.device_memory import allocator_bytes as allocator_bytes
-from hloscope.compile.device_memory import build_device_memory_size as build_device_memory_size
-from hloscope.compile.device_memory import with_device_memory_size as with_device_memory_size
-from hloscope.compile.device_memory import with_memory as with_memory
-from hloscope.compile.failures import first_line, memory_kind_error, refuse_unseen_parameters, xla_error
-from hloscope.compile.memory_dumps import memory_texts
-from hloscope.compile.mesh import abstract_tree, check_devices, devices_for
-from hloscope.compile.mesh import device_mesh as device_mesh
-from hloscope.compile.mesh import make_mesh as make_mesh
-from hloscope.compile.mesh import place_on_mesh as place_on_mesh
-from hloscope.compile.mesh import topology_for as topology_for
-from hloscope.compile.request import CompileRequest
+from hloscope.compile.cuda.device_memory import allocator_bytes as allocator_bytes
+from hloscope.compile.cuda.device_memory import build_device_memory_size as build_device_memory_size
+from hloscope.compile.cuda.device_memory import with_device_memory_size as with_device_memory_size
+from hloscope.compile.cuda.device_memory import with_memory as with_memory
+from hloscope.compile.cuda.scheduler import LHS_FLAG as LHS_FLAG
 from hloscope.compile.result import XLA_MEMORY_FIELDS, CompileMemory, TensorName
 from hloscope.compile.result import CompileResult as CompileResult
-from hloscope.compile.rooms import AnyTarget, Room, resolve_target, room_for
-from hloscope.compile.scheduler import LHS_FLAG as LHS_FLAG
-from hloscope.compile.xla_options import PIPELINED_OFFLOAD_FLAG as PIPELINED_OFFLOAD_FLAG
-from hloscope.compile.xla_options import dump_folder, dumped, refuse_missing_files
-from hloscope.compile.xla_options import parse_flag as parse_flag
+from hloscope.compile.seam import environment, jaxcompat
+from hloscope.compile.seam.xla_options import PIPELINED_OFFLOAD_FLAG as PIPELINED_OFFLOAD_FLAG
+from hloscope.compile.seam.xla_options import dump_folder, dumped, refuse_missing_files
+from hloscope.compile.seam.xla_options import parse_flag as parse_flag
+from hloscope.compile.step.failures import first_line, memory_kind_error, refuse_unseen_parameters, xla_error
+from hloscope.compile.step.memory_dumps import memory_texts
+from hloscope.compile.step.mesh import abstract_tree, check_devices, devices_for
+from hloscope.compile.step.mesh import device_mesh as device_mesh
+from hloscope.compile.step.mesh import make_mesh as make_mesh
+from hloscope.compile.step.mesh import place_on_mesh as place_on_mesh
+from hloscope.compile.step.mesh import topology_for as topology_for
+from hloscope.compile.step.rooms import AnyTarget, Room, resolve_target, room_for
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_TRACE_FAILED, HloscopeError
+from hloscope.request import CompileRequest
 from hloscope.targets import GpuTarget, Target
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ class StepOptions:
     ([(name, size), ...], default one axis ``("fsdp", devices)``). donate_argnums /
     in_shardings / out_shardings: as for ``jax.jit`` (memory kinds kept). roles: checkpoint
     name -> what the tensor is ("Q projection"), for the report. cache: look the lowered
-    module up in the compile cache (``hloscope.compile.cache``) and store what XLA emits (a
+    module up in the compile cache (``hloscope.compile.step.cache``) and store what XLA emits (a
     hit has ``compiled=None``). phase: called with each phase's name as it starts
     (:data:`PHASES`). target: the :class:`~hloscope.targets.Target` itself when the caller
     holds one that its name does not find (a Target built in Python); its name must be the
@@ -206,7 +206,7 @@ def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Any, room: Room
             EXIT_TRACE_FAILED) from None
     device_assignment = _device_assignment(lowered, mesh, tgt)
     say(PHASE_XLA)
-    from hloscope.compile.cache import lookup
+    from hloscope.compile.step.cache import lookup
 
     # A compile that dumps into the user's folder must run XLA: a hit would write nothing there.
     found = lookup(lowered, options, tgt, mesh, use=opts.cache and "xla_dump_to" not in options,
@@ -227,7 +227,7 @@ def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Any, room: Room
     platform = compiled_platform(compiled, room.device_platforms, room.family)
     if platform != room.family:
         raise HloscopeError(f"the step was compiled for {platform}, not for {tgt.name}'s {room.family.upper()}s; "
-                            "give its arguments NamedShardings over hloscope.compile.deviceless.make_mesh(target, "
+                            "give its arguments NamedShardings over hloscope.make_mesh(target, "
                             "devices) or pass that mesh as mesh=.", EXIT_BAD_INPUT)
     refuse_unseen_parameters(optimized)
     before = dumped(dump, "*before_optimizations.txt", started)
@@ -274,10 +274,10 @@ def _device_assignment(lowered: Any, mesh: Any, tgt: Target) -> tuple[Any, ...]:
 
 
 def _intent(traced: Any, preset: Preset | None = None) -> Intent | None:
-    """What the step asked to offload (``hloscope.compile.intent``), its policies marked as ``preset``'s
+    """What the step asked to offload (``hloscope.compile.seam.intent``), its policies marked as ``preset``'s
     when given; None if the jaxpr cannot be walked."""
     from hloscope.analysis.intent.model import with_preset
-    from hloscope.compile.intent import read_intent
+    from hloscope.compile.seam.intent import read_intent
 
     try:
         intent = read_intent(traced)
@@ -295,7 +295,7 @@ def _intent_record(traced: Any, preset: Preset | None = None) -> dict[str, Any] 
 
 
 def _tensor_names(traced: Any, roles: Mapping[str, str] | None) -> list[TensorName]:
-    from hloscope.compile.names import tensor_names
+    from hloscope.compile.seam.names import tensor_names
 
     try:
         return tensor_names(traced.jaxpr, roles)

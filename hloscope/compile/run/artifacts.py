@@ -21,10 +21,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from hloscope.compile.request import CompileRequest, Scheduler
 from hloscope.compile.result import CompileResult
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.folders import MANIFEST_FILE, MANIFEST_SCHEMA
+from hloscope.request import CompileRequest, Scheduler
 
 
 def _is_ours(path: Path) -> bool:
@@ -90,11 +90,11 @@ def check_out_dir(out_dir: Path, force: bool = False) -> None:
 
 def holds_request(out_dir: Path, request: CompileRequest) -> bool:
     """Whether ``out_dir`` is an artifact folder of this very compile: its manifest's request and
-    request key (``hloscope.compile.cache.request_memo_key``: the request, the target's figures,
+    request key (``hloscope.compile.step.cache.request_memo_key``: the request, the target's figures,
     hloscope's compile code, the versions and the JAX/XLA environment; for ``--fn``, the user's code:
     ``userfn.source_fingerprint``) are this one's. Never for an ``--fn`` whose code cannot be
     fingerprinted."""
-    from hloscope.compile.cache import request_memo_key
+    from hloscope.compile.step.cache import request_memo_key
 
     data = _same_request_manifest(out_dir, request)
     if data is None:
@@ -154,7 +154,7 @@ def write_artifacts(out_dir: Path, files: dict[str, str], force: bool = False) -
 def manifest(result: CompileResult, extra: dict[str, Any], request: CompileRequest | None = None) -> str:
     """The manifest (docs/compile.md) of a compile, written from its record (``CompileResult.to_record``):
     the memory figures as the report derives them, the cache's word, and the request when known."""
-    from hloscope.compile.cache import manifest_entry
+    from hloscope.compile.step.cache import manifest_entry
 
     record = result.to_record()
     return json.dumps({
@@ -178,7 +178,7 @@ def manifest(result: CompileResult, extra: dict[str, Any], request: CompileReque
 
 def _request_entry(request: CompileRequest) -> dict[str, object]:
     """The manifest's ``request`` (what was asked for) and ``request_key`` (see :func:`holds_request`)."""
-    from hloscope.compile.cache import request_memo_key
+    from hloscope.compile.step.cache import request_memo_key
 
     key = request_memo_key(request)
     return {"request": request.to_record(), **({"request_key": key} if key is not None else {})}

@@ -5,7 +5,7 @@ cell order. No cell is ever lost: a cell whose compile crashed, ran out of memor
 whose worker or node died comes back as a row with ``error`` set, naming it.
 
 Local: ``jobs`` threads, each running one cell at a time in a fresh ``spawn`` process
-(``hloscope.compile.jobs.run_isolated``). Ray: each cell is one task
+(``hloscope.compile.run.jobs.run_isolated``). Ray: each cell is one task
 (``num_cpus=1``); Ray retries a task whose worker process or node died, or that its
 memory monitor killed, up to ``retries`` times, then the cell is reported failed with
 Ray's reason. Inside the task the compile still runs in its own process, so an XLA
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
-from hloscope.compile.sweep import FINISHED, STARTED, Cell, _Analyses, failed_row, run_cell
+from hloscope.compile.search.sweep import FINISHED, STARTED, Cell, _Analyses, failed_row, run_cell
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, HloscopeError
 
 EventFn = Callable[[str, Cell, dict[str, Any] | None], None]
@@ -48,11 +48,11 @@ class LocalExecutor:
         # Import what a cell needs once, here: imports racing in worker threads can see a
         # half-initialized module.
         import hloscope.analysis.kinds
-        import hloscope.compile.jobs
+        import hloscope.compile.run.jobs
 
         analyses = _Analyses()
         rows: list[dict[str, Any] | None] = [None] * len(cells)
-        hloscope.compile.jobs.allow_children()
+        hloscope.compile.run.jobs.allow_children()
 
         def one(c: Cell) -> dict[str, Any]:
             on_event(STARTED, c, None)
@@ -70,7 +70,7 @@ class LocalExecutor:
                 on_event(FINISHED, cells[i], rows[i])
         except KeyboardInterrupt:
             pool.shutdown(wait=False, cancel_futures=True)
-            hloscope.compile.jobs.stop_children()  # they never see Ctrl+C themselves
+            hloscope.compile.run.jobs.stop_children()  # they never see Ctrl+C themselves
             raise
         pool.shutdown()
         return [r if r is not None else failed_row(c, "not run") for r, c in zip(rows, cells, strict=True)]
@@ -128,7 +128,7 @@ class RayExecutor:
             on_report: ReportFn = None) -> list[dict[str, Any]]:
         import ray
 
-        from hloscope.compile.cache import ENV_DIR, ENV_MAX, ENV_OFF, cache_dir
+        from hloscope.compile.step.cache import ENV_DIR, ENV_MAX, ENV_OFF, cache_dir
 
         try:
             ray.init(address=self.address, logging_level=logging.ERROR, log_to_driver=False,

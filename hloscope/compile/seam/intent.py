@@ -21,7 +21,7 @@ jaxpr and every jaxpr inside it (``jit``/``pjit``, ``remat2``/``checkpoint``,
 Placements are read from the jaxpr's parameters, so a memory kind that later
 lowering drops is still seen here (the accounting then says it was dropped).
 What differs between JAX versions (policies, ``scan``'s carry, ``compute_on``, source frames) is read
-through ``hloscope.compile.jaxcompat``; this module imports no JAX itself.
+through ``hloscope.compile.seam.jaxcompat``; this module imports no JAX itself.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from hloscope.analysis.intent.model import (
     Tag,
     Where,
 )
-from hloscope.compile.jaxcompat import (
+from hloscope.compile.seam.jaxcompat import (
     closure_cells,
     frame_functions,
     is_compute_on,

@@ -15,9 +15,9 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
-from hloscope.compile import jaxcompat
+from hloscope.compile.seam import jaxcompat
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
-from hloscope.targets import Target
+from hloscope.targets import Target, memory_fraction_problem
 
 
 def with_memory(target: Target, memory_override_bytes: int | None) -> Target:
@@ -44,8 +44,6 @@ def allocator_bytes(target: Target, memory_fraction: float | None) -> int | None
     """
     if memory_fraction is None:
         return None
-    from hloscope.targets import memory_fraction_problem
-
     problem = memory_fraction_problem(memory_fraction)
     if problem:
         raise HloscopeError(f"memory fraction {problem}", EXIT_BAD_INPUT)

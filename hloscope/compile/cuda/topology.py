@@ -20,12 +20,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from hloscope.compile.request import CompileRequest
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_OUT_OF_MEMORY, HloscopeError
 from hloscope.targets import Target, gpu_only
 
 #: What XLA's GPU plugin logs: the scheduler and estimator it built (gpu_hlo_schedule,
-#: sol_gpu_cost_model: read by hloscope.compile.scheduler); a few lines per compile.
+#: sol_gpu_cost_model: read by hloscope.compile.cuda.scheduler); a few lines per compile.
 PLUGIN_LOG_ENVIRONMENT = {
     "TF_CPP_MIN_LOG_LEVEL": "0",
     "TF_CPP_VMODULE": "gpu_hlo_schedule=10,sol_gpu_cost_model=10",
@@ -85,42 +84,6 @@ def topology_for(target: Target, devices: int, argument: str = "--devices") -> T
     return Topology(partitions, hosts // partitions, per_host)
 
 
-def check_devices(request: CompileRequest, argument: str = "--devices") -> None:
-    """One line (exit 2), before JAX starts, when ``request.devices`` cannot be a mesh of its target
-    (:func:`topology_for`) or does not split its built-in workload's arguments (the device counts
-    the workload takes are named: ``workloads.devices_problem``). ``argument``: how the message
-    names the device count (``--devices``, or the API's ``devices``)."""
-    from collections.abc import Callable
-
-    from hloscope.targets import GpuTarget, TpuTarget, get_target
-
-    target = get_target(request.target)
-    fits: Callable[[int], bool]
-    if isinstance(target, TpuTarget):  # a TPU slice (hloscope.compile.tpu.slices)
-        from hloscope.compile.tpu.room import TpuRoom
-        from hloscope.compile.tpu.slices import devices_per_chip, prefix_of, shape_for
-
-        TpuRoom(target).slice(request.devices, request.topology, argument)
-        per_chip, prefix = devices_per_chip(target), prefix_of(target)
-        fits = lambda n: n % per_chip == 0 and shape_for(prefix, n // per_chip) is not None  # noqa: E731
-    else:
-        assert isinstance(target, GpuTarget)
-        if request.topology is not None:
-            raise HloscopeError(f"--topology names a TPU slice; {target.name} is a GPU (give --devices)",
-                                EXIT_BAD_INPUT)
-        topology_for(target, request.devices, argument)
-        per_host = target.gpus_per_host
-        fits = lambda n: n <= per_host or n % per_host == 0  # noqa: E731
-    if request.workload is None:
-        return
-    from hloscope.compile import workloads
-
-    _, cfg = workloads.resolve(request.workload, request.workload_settings)
-    problem = workloads.devices_problem(request.workload, cfg, request.devices, fits, argument)
-    if problem:
-        raise HloscopeError(problem, EXIT_BAD_INPUT)
-
-
 @contextmanager
 def _plugin_logging() -> Iterator[None]:
     """Turn on the plugin's log lines for the plugin's first use, then put the environment
@@ -151,7 +114,7 @@ def _topology_desc(target: Target, topo: Topology, retry: bool) -> Any:
     computation ran first: ``jaxcompat.register_cuda_plugin_late``), it is registered once more."""
     from jax.experimental import topologies
 
-    from hloscope.compile import environment
+    from hloscope.compile.seam import environment
 
     try:
         with environment.quiet_native_stderr(), _plugin_logging():
@@ -160,7 +123,7 @@ def _topology_desc(target: Target, topo: Topology, retry: bool) -> Any:
                                                 topology=topo.name)
     except Exception as e:
         if "topology not implemented" in str(e):
-            from hloscope.compile.jaxcompat import register_cuda_plugin_late
+            from hloscope.compile.seam.jaxcompat import register_cuda_plugin_late
 
             why = register_cuda_plugin_late() if retry else ""
             if why is None:
@@ -175,7 +138,7 @@ def _plugin_failure(why: str) -> HloscopeError:
     """The one line for a CUDA plugin that is not registered: its library could not be mapped under
     an address-space limit (host memory, exit 6), it failed to load (the environment, exit 7),
     or jax's backends started without it (exit 7)."""
-    from hloscope.compile import environment
+    from hloscope.compile.seam import environment
 
     limit = environment.address_space_limit()
     if limit is not None and any(w in why.lower() for w in environment.OUT_OF_MAPPABLE_MEMORY):
@@ -190,7 +153,7 @@ def _plugin_failure(why: str) -> HloscopeError:
 
 def compile_only_devices(target: Target, devices: int) -> list[Any]:
     """``devices`` compile-only GPUs of ``target`` (the CUDA plugin's), in id order; cached."""
-    from hloscope.compile import environment
+    from hloscope.compile.seam import environment
 
     environment.prepare()
     topo = topology_for(target, devices)

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from hloscope.compile.jaxcompat import checkpoint_policy_replaced
+from hloscope.compile.seam.jaxcompat import checkpoint_policy_replaced
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_UNKNOWN_NAME, HloscopeError
 
 #: The ``--set`` key of a ``--fn`` request that switches the step's checkpoint names.

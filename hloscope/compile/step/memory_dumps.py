@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from hloscope.artifact import BUFFER_ASSIGNMENT_FILE, LIVE_AT_PEAK_FILE, MEMORY_REPORT_FILE
-from hloscope.compile.xla_options import dumped
+from hloscope.compile.seam.xla_options import dumped
 
 
 def live_at_peak(text: str) -> str:

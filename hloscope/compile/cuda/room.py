@@ -1,0 +1,84 @@
+"""The CUDA room: compile-only GPUs from XLA's CUDA plugin (``hloscope.compile.cuda.topology``), their
+XLA options (``hloscope.compile.cuda.scheduler``), cuDNN's checks while tracing, and the scheduler
+read from the plugin's log, behind :class:`hloscope.compile.step.rooms.Room`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from typing import Any
+
+from hloscope.analysis.inputs import ScheduleRun
+from hloscope.compile.seam import jaxcompat
+from hloscope.request import CompileRequest, Scheduler
+from hloscope.targets import GpuTarget
+
+
+class CudaRoom:
+    """A GPU target's part of a deviceless compile (:class:`hloscope.compile.step.rooms.Room`)."""
+
+    family = "gpu"
+    lowering_platform = "cuda"
+    device_platforms = frozenset({"gpu", "cuda", "rocm"})
+
+    def __init__(self, target: GpuTarget) -> None:
+        self.target = target
+
+    def check_devices(self, devices: int, topology: str | None = None, argument: str = "--devices") -> None:
+        from hloscope.compile.cuda.topology import topology_for
+        from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+
+        if topology is not None:
+            raise HloscopeError(f"topology names a TPU slice; {self.target.name} is a GPU", EXIT_BAD_INPUT)
+        topology_for(self.target, devices, argument)
+
+    def devices(self, devices: int, topology: str | None = None) -> list[Any]:
+        from hloscope.compile.cuda.topology import compile_only_devices
+
+        return compile_only_devices(self.target, devices)
+
+    def topology_label(self, devices: int, topology: str | None = None) -> str:
+        from hloscope.compile.cuda.topology import topology_for
+
+        topo = topology_for(self.target, devices)
+        return f"{topo.name} ({topo.describe()})"
+
+    def topology_key(self, devices: int, topology: str | None = None) -> dict[str, object]:
+        import hashlib
+
+        return {"gpu_target_config": hashlib.sha256(str(self.target.gpu_target_config()).encode()).hexdigest()}
+
+    def options(self, request: CompileRequest, user: Mapping[str, Any]) -> dict[str, Any]:
+        from hloscope.compile.cuda.scheduler import SCHEDULER_OPTIONS
+        from hloscope.compile.seam.xla_options import PIPELINED_OFFLOAD_FLAG
+
+        options: dict[str, Any] = dict(SCHEDULER_OPTIONS[request.scheduler])
+        if request.pipelined is not None:
+            options[PIPELINED_OFFLOAD_FLAG] = request.pipelined
+        options.update(user)
+        return options
+
+    def compile_options(self, options: Mapping[str, Any], dump: str) -> dict[str, Any]:
+        return {**jaxcompat.compile_flags(), **options, "xla_dump_to": dump, "xla_dump_hlo_as_text": True,
+                "xla_gpu_dump_llvmir": False}
+
+    def tracing(self) -> AbstractContextManager[Any]:
+        # Traced as for the target's GPU: JAX's cuDNN attention checks would otherwise find no local GPU.
+        return jaxcompat.cudnn_compute_capability(self.target.compute_capability)
+
+    def read_scheduler(self, optimized: str, log: str | None, chosen: Scheduler,
+                       options: Mapping[str, Any]) -> tuple[ScheduleRun, dict[str, str]]:
+        """Which scheduler ran (read from the HLO and XLA's log so far) and the log's scheduler and
+        estimator lines as the artifact's scheduler log (extra file name -> text)."""
+        from hloscope.compile.cuda.scheduler import read_run
+        from hloscope.hlo.xla_dumps import SCHEDULER_LOG_FILE
+        from hloscope.hlo.xla_log import scheduler_log_lines
+
+        lines = scheduler_log_lines(log or "")
+        return read_run(optimized, log, chosen), ({SCHEDULER_LOG_FILE: lines} if lines else {})
+
+    def device_kind(self) -> str:
+        return self.target.description
+
+    def device_memory_size(self) -> int:
+        return self.target.device_memory_size

@@ -1,0 +1,45 @@
+"""Whether a request's device count can be compiled, checked before JAX starts.
+
+:func:`check_devices` reads the request's target (a GPU's hosts and NVLink domains,
+``hloscope.compile.cuda.topology``; a TPU's slices, ``hloscope.compile.tpu``) and its built-in
+workload (the device counts that split its arguments), and says what is wrong in one line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from hloscope.compile import workloads
+from hloscope.compile.cuda.topology import topology_for
+from hloscope.compile.tpu.room import TpuRoom
+from hloscope.compile.tpu.slices import devices_per_chip, prefix_of, shape_for
+from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.request import CompileRequest
+from hloscope.targets import GpuTarget, TpuTarget, get_target
+
+
+def check_devices(request: CompileRequest, argument: str = "--devices") -> None:
+    """One line (exit 2), before JAX starts, when ``request.devices`` cannot be a mesh of its target
+    (:func:`~hloscope.compile.cuda.topology.topology_for`, a TPU slice) or does not split its built-in
+    workload's arguments (the device counts the workload takes are named: ``workloads.devices_problem``).
+    ``argument``: how the message names the device count (``--devices``, or the API's ``devices``)."""
+    target = get_target(request.target)
+    fits: Callable[[int], bool]
+    if isinstance(target, TpuTarget):  # a TPU slice (hloscope.compile.tpu.slices)
+        TpuRoom(target).slice(request.devices, request.topology, argument)
+        per_chip, prefix = devices_per_chip(target), prefix_of(target)
+        fits = lambda n: n % per_chip == 0 and shape_for(prefix, n // per_chip) is not None  # noqa: E731
+    else:
+        assert isinstance(target, GpuTarget)
+        if request.topology is not None:
+            raise HloscopeError(f"--topology names a TPU slice; {target.name} is a GPU (give --devices)",
+                                EXIT_BAD_INPUT)
+        topology_for(target, request.devices, argument)
+        per_host = target.gpus_per_host
+        fits = lambda n: n <= per_host or n % per_host == 0  # noqa: E731
+    if request.workload is None:
+        return
+    _, cfg = workloads.resolve(request.workload, request.workload_settings)
+    problem = workloads.devices_problem(request.workload, cfg, request.devices, fits, argument)
+    if problem:
+        raise HloscopeError(problem, EXIT_BAD_INPUT)

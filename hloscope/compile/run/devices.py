@@ -11,7 +11,6 @@ from collections.abc import Callable
 
 from hloscope.compile import workloads
 from hloscope.compile.cuda.topology import topology_for
-from hloscope.compile.tpu.room import TpuRoom
 from hloscope.compile.tpu.slices import devices_per_chip, prefix_of, shape_for
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.request import CompileRequest
@@ -26,6 +25,10 @@ def check_devices(request: CompileRequest, argument: str = "--devices") -> None:
     target = get_target(request.target)
     fits: Callable[[int], bool]
     if isinstance(target, TpuTarget):  # a TPU slice (hloscope.compile.tpu.slices)
+        # lazy: the TPU room loads the analysis (its ScheduleRun); `hloscope tui` checks a request before its
+        # first screen and must not load the analysis there (tests/tui/test_app.py)
+        from hloscope.compile.tpu.room import TpuRoom
+
         TpuRoom(target).slice(request.devices, request.topology, argument)
         per_chip, prefix = devices_per_chip(target), prefix_of(target)
         fits = lambda n: n % per_chip == 0 and shape_for(prefix, n // per_chip) is not None  # noqa: E731

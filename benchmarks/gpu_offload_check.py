@@ -17,7 +17,7 @@ into ``--out``:
 
 Then it prints the same as a table. ``--platform cpu`` runs the same step on the CPU, with smaller
 defaults: the profiler and the reader path only (CPU times say nothing about a GPU; host offload
-on the CPU is a no-op placement, so it may have no transfer at all). ``tests/unit/test_gpu_check.py``
+on the CPU is a no-op placement, so it may have no transfer at all). ``tests/benchmarks/test_gpu_check.py``
 runs the reader on a CPU trace.
 
 Nothing here is tuned to a published figure; the model sizes are small so that the check fits

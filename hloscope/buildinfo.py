@@ -17,7 +17,7 @@ __all__ = ["COMPILED_MODULES", "GROUP", "GROUP_FILE", "ROOT", "BuildStatus", "al
 #: benchmarks/bench_passes.py times (not analysis.report: its cached_property needs an instance
 #: __dict__, which a compiled class does not have). Not hlo.general either: compiled, its reading of
 #: a hostile 100 kB line of commas peaked at 8.0 MB, above the 6.0 MB bound of
-#: tests/unit/test_fuzz_parser.py (pure Python stays within it).
+#: tests/hlo/test_fuzz_parser.py (pure Python stays within it).
 COMPILED_MODULES = (
     "hloscope.hlo.attributes",
     "hloscope.hlo.building",

@@ -26,6 +26,8 @@ from pathlib import Path
 import pytest
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+#: Test-only modules and the files made from them, shared by the rooms (tests/data/).
+DATA = Path(__file__).resolve().parent / "data"
 
 
 @cache
@@ -56,21 +58,33 @@ def _has_jaxlib() -> bool:
 
 
 HAS_JAXLIB = _has_jaxlib()
-#: Folders whose every test needs jaxlib: deviceless compiles (compile, intent) and cross-checks against XLA's C++ parser.
-XLA_FOLDERS = ("tests/compile/", "tests/xla/", "tests/intent/")
+#: Folders whose every test needs jaxlib: deviceless compiles and cross-checks against XLA's C++ parser. A
+#: folder's own modules only, not its subfolders: tests/compile/nojax/ and tests/compile/sweep/ (the
+#: compile layer's parts that run without JAX) mark their jaxlib tests one by one.
+XLA_FOLDERS = ("tests/compile/", "tests/compile/intent/", "tests/xla/")
+#: Folders whose every test depends on the installed JAX/XLA version (marked ``jax_version``: CI reruns
+#: them on the oldest and newest JAX); elsewhere such a test carries the marker itself.
+JAX_VERSION_FOLDERS = ("tests/compile/",)
 
 
-def _in_xla_folder(path: Path, root: Path) -> bool:
-    try:
-        rel = path.relative_to(root).as_posix() + "/"
-    except ValueError:
-        return False
-    return rel.startswith(XLA_FOLDERS)
+def folder_of(rel: str) -> str:
+    """The folder of a test file or node id relative to the root, with a trailing ``/``."""
+    return rel.split("::", 1)[0].rsplit("/", 1)[0] + "/"
+
+
+def in_xla_folder(rel: str) -> bool:
+    return folder_of(rel) in XLA_FOLDERS
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """Without jaxlib the xla folders are not even imported (their modules import the compile layer)."""
-    return True if not HAS_JAXLIB and _in_xla_folder(collection_path, config.rootpath) else None
+    """Without jaxlib the xla folders' modules are not even imported (they import the compile layer)."""
+    if HAS_JAXLIB or collection_path.suffix != ".py":
+        return None
+    try:
+        rel = collection_path.relative_to(config.rootpath).as_posix()
+    except ValueError:
+        return None
+    return True if in_xla_folder(rel) else None
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
@@ -82,6 +96,7 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests in :data:`XLA_FOLDERS` or marked ``xla`` need jaxlib; without the ``compile`` extra they skip.
+    Tests in :data:`JAX_VERSION_FOLDERS` are marked ``jax_version``.
 
     Tiers: ``pytest -m "not slow and not xla"`` is the fast tier (pure Python, seconds);
     ``-m xla`` and ``-m slow`` select the others; plain ``pytest`` runs all (the README's command,
@@ -89,7 +104,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """
     skip = pytest.mark.skip(reason="needs jaxlib: pip install 'hloscope[compile]'")
     for item in items:
-        if item.nodeid.startswith(XLA_FOLDERS) or item.get_closest_marker("xla"):
+        if folder_of(item.nodeid) in JAX_VERSION_FOLDERS:
+            item.add_marker(pytest.mark.jax_version)
+        if in_xla_folder(item.nodeid) or item.get_closest_marker("xla"):
             item.add_marker(pytest.mark.xla)
             if not HAS_JAXLIB:
                 item.add_marker(skip)

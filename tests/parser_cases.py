@@ -5,7 +5,7 @@ its computation written in place, an all-reduce over global device ids with no
 channel, XLA's docs pasted with no-break-space indentation, an unclosed brace; issue 34's:
 XLA 0.12's compact tuple-element operands and late-bound async-update inputs) and where
 each supported XLA's parser stops (None: it accepts). hloscope reads a case when one of
-them does, unless the case says why it refuses it on purpose. tests/unit/test_parser_rejects.py
+them does, unless the case says why it refuses it on purpose. tests/hlo/test_parser_rejects.py
 checks hloscope's side without jaxlib; tests/xla/test_parser_rejects_vs_xla.py asks the
 installed jaxlib.
 """

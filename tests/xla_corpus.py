@@ -3,7 +3,7 @@
 XLA's C++ parser (jaxlib) is the reference: :func:`xla_verdict` asks it,
 :func:`hloscope_verdict` asks hloscope, :func:`compare_with_xla` checks that both
 read the same computations, instruction names, opcodes and operands. Importing
-this module needs no jaxlib (tests/unit/test_xla_corpus.py runs without it);
+this module needs no jaxlib (tests/hlo/test_xla_corpus.py runs without it);
 the functions that ask XLA import it when called (tests/xla/, marked ``xla``).
 """
 

@@ -8,7 +8,7 @@ remat_policy=qkv_proj_offloaded``, MaxText 0.2.5, jax 0.12.0.1; its README.md). 
 the checkpoint names the llama tags are ``attention_out``, ``decoder_layer_input``, ``key_proj``,
 ``mlpwi_0``, ``mlpwi_1``, ``mlpwo``, ``out_proj``, ``query_proj`` and ``value_proj``: no ``kv_proj``
 (only MaxText's MLA attention tags it). Its optimized module moves Q, K and V to host and back: 12
-transfers (tests/unit/test_rope_names.py).
+transfers (tests/analysis/structure/test_rope_names.py).
 """
 
 from __future__ import annotations

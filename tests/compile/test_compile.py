@@ -56,7 +56,7 @@ def test_llama_tiny_offload_bytes(tmp_path, capsys: pytest.CaptureFixture[str]) 
     assert d["summary"]["to_device_bytes_per_step"] == 2 * per_layer
     # Each transfer is named after its own projection, at its own line, on every JAX: XLA merges the
     # three dots (DotMerger) and from jax 0.12 gives every slice of the merged dot the query's line;
-    # the weight each slice's part multiplies names it (tests/unit/test_merged_dots.py).
+    # the weight each slice's part multiplies names it (tests/analysis/structure/test_merged_dots.py).
     names = Counter(t["checkpoint_name"] for t in d["transfers"])
     assert names == {"query_proj": 3, "key_proj": 3, "value_proj": 3}
     lines = {(t["checkpoint_name"], t["source"]) for t in d["transfers"]}

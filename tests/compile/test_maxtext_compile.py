@@ -9,7 +9,7 @@ Q, K and V, stacked by the scan), written by 6 ``dynamic-update-slice-start`` fu
 layer) and read back by 6 ``dynamic-slice-start`` fusion-starts of the same slice: 512 x 4 x 64 x 2 B =
 262,144 B each.
 
-The names, read by hand in the same module (tests/unit/test_rope_names.py has the chains; its fixture,
+The names, read by hand in the same module (tests/analysis/structure/test_rope_names.py has the chains; its fixture,
 fixtures/maxtext_rope/, is this compile's): in the scan body ``dynamic-update-slice-start.6`` / ``.1.0``
 / ``.2.0`` and in the entry ``.3.0`` / ``.4.0`` / ``.5.0`` move Q / K / V, the loop state's elements 19 /
 20 / 21. Q and K are RoPE's adds (``input_concatenate_fusion.3`` / ``.2``), both at

@@ -2,7 +2,7 @@
 
 The JAX host-offloading guide's optimizer-state offload (Adam moments in pinned host memory),
 as ``fixtures/generate_streams.py`` compiles it (h100-sxm, 8 GPUs). Its eight D->H write-backs
-drain in series (``tests/unit/test_drain.py``). Given to XLA as its profile with those copies
+drain in series (``tests/analysis/simulate/test_drain.py``). Given to XLA as its profile with those copies
 priced as they run behind each other, the second compile must be scheduled with it (XLA's log
 names the file) and must still hold every write-back; what the schedule becomes is printed by
 ``compile --what-if-profile`` and measured in docs/simulation.md, not asserted here.

@@ -28,7 +28,7 @@ def test_the_profile_is_written_in_the_folder_and_used(tmp_path: Path, capsys: p
     assert "does not say it used the profile" not in text
     assert "  XLA's scheduler times its new schedule at " in text
     assert "  open windows " in text
-    # the mlp step has no serial drain (tests/unit/test_drain.py): no serialized variant
+    # the mlp step has no serial drain (tests/analysis/simulate/test_drain.py): no serialized variant
     assert not (out / "model-profile-serialized.pbtxt").exists() and "serial drains" not in text
     # nothing else was written beside the folder
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mlp"]

@@ -1,7 +1,7 @@
 """A compile on the installed JAX, read as its own XLA wrote it: XLA's log kept in the artifact
 folder but its status blocks off the terminal, the step module's scheduler limit, and the stream
 model of the jaxlib that compiled it. On jax 0.12.0.1 (the Python 3.12 CI environment, .ci/run)
-these are the 0.12 facts of fixtures/jax012/ (tests/unit/test_xla_log.py, test_streams.py,
+these are the 0.12 facts of fixtures/jax012/ (tests/hlo/test_xla_log.py, test_streams.py,
 test_native_noise.py); on jaxlib 0.10.2 the same assertions hold with 0.10.2's model."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from hloscope.compile.search.tune import run_tune
 from hloscope.render.options import RenderOptions
 from hloscope.render.search.tune_words import TUNE_RENDERERS, jax_snippet, maxtext_snippet
 from hloscope.request import CompileRequest
-from tests.unit.test_tune_search import LIMITS, SPACE, Recorded, additive, spec
+from tests.analysis.test_tune_search import LIMITS, SPACE, Recorded, additive, spec
 
 
 def _search():  # type: ignore[no-untyped-def]

@@ -58,7 +58,7 @@ def test_without_a_log_the_table_is_unchanged():
 
 def test_json_carries_xla_estimate_us(with_log):
     d = report_to_dict(with_log)
-    # step_us: XLA's schedule length from its log (5000 x 3 + 5082.56 x 4 + 5057.19), tests/unit/test_xla_view.py
+    # step_us: XLA's schedule length from its log (5000 x 3 + 5082.56 x 4 + 5057.19), tests/analysis/simulate/test_xla_view.py
     assert d["xla_scheduler"] == {"estimator": "sol", "profile": None, "step_us": 40387.4}
     by_name = {t["name"]: t for t in d["transfers"]}
     t = by_name["dynamic-update-slice-start.2"]

@@ -81,7 +81,7 @@ def test_a_start_in_flight_across_extrapolated_iterations_shows_the_iteration_th
     from hloscope.analysis.report import analyze_step
     from hloscope.hlo.parser import parse_hlo
     from hloscope.targets import get_target
-    from tests.unit.test_timeline import _crossing
+    from tests.analysis.simulate.test_timeline import _crossing
 
     report = analyze_step(StepInputs(parse_hlo(_crossing(1000)), "crossing"), get_target("h100-sxm"))
     tl = report.timeline

@@ -4,7 +4,7 @@ For each module of fixtures/xla-tests/: the installed jaxlib (0.10.2 or 0.12) ac
 exactly when the manifest says so for that version; when it does, hloscope reads the same computations,
 instruction names, opcodes and operands; when it does not and hloscope reads the
 module on purpose, the manifest's reason is the one XLA's message matches.
-tests/unit/test_xla_corpus.py checks hloscope's side without jaxlib.
+tests/hlo/test_xla_corpus.py checks hloscope's side without jaxlib.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def test_xla_reads_the_module_as_the_manifest_says(entry: dict[str, Any]) -> Non
     assert (xla_error is None) == xla_accepts(entry, JAXLIB), \
         f"manifest out of date for jaxlib {JAXLIB}: rerun extract_xla_tests.py --classify"
     if xla_error is None and "rejected_on_purpose" in entry:
-        return  # hloscope refuses it (tests/unit/test_xla_corpus.py checks how)
+        return  # hloscope refuses it (tests/hlo/test_xla_corpus.py checks how)
     if xla_error is None:
         ours = parse_hlo(text, entry["file"])
         assert compare_with_xla(ours, xla_module(text)) == ours.instruction_count() > 0

@@ -1,4 +1,4 @@
-"""The late-binding modules of tests/unit/test_late_binding.py against jaxlib's parser (marked ``xla``).
+"""The late-binding modules of tests/analysis/structure/test_late_binding.py against jaxlib's parser (marked ``xla``).
 
 jaxlib 0.12's parser reads each as hloscope does (same instructions, opcodes and operands, the
 late-bound inputs after the chain operand); jaxlib 0.10.2's refuses each: its async-update and
@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from hloscope.hlo.parser import parse_hlo
-from tests.unit.test_late_binding import MODULES
+from tests.analysis.structure.test_late_binding import MODULES
 from tests.xla_corpus import compare_with_xla, jaxlib_version, xla_module, xla_verdict
 
 pytestmark = pytest.mark.xla

@@ -23,7 +23,7 @@ def test_xla_agrees(case: Case) -> None:
     at = case.xla_at_for(JAXLIB)
     assert (error is None) == (at is None), error
     if error is None and case.on_purpose:
-        assert case.ours_at is not None  # refused on purpose (tests/unit/test_parser_rejects.py: why)
+        assert case.ours_at is not None  # refused on purpose (tests/hlo/test_parser_rejects.py: why)
     elif error is None:
         ours = parse_hlo(case.text)
         assert compare_with_xla(ours, xla_module(case.text)) == ours.instruction_count()

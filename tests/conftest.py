@@ -59,8 +59,8 @@ def _has_jaxlib() -> bool:
 
 HAS_JAXLIB = _has_jaxlib()
 #: Folders whose every test needs jaxlib: deviceless compiles and cross-checks against XLA's C++ parser. A
-#: folder's own modules only, not its subfolders: tests/compile/nojax/ and tests/compile/sweep/ (the
-#: compile layer's parts that run without JAX) mark their jaxlib tests one by one.
+#: folder's own modules only, not its subfolders: the other tests/compile/<room>/ (the compile layer's
+#: rooms: seam, run, step, search...) mark their jaxlib tests one by one.
 XLA_FOLDERS = ("tests/compile/", "tests/compile/intent/", "tests/xla/")
 #: Folders whose every test depends on the installed JAX/XLA version (marked ``jax_version``: CI reruns
 #: them on the oldest and newest JAX); elsewhere such a test carries the marker itself.

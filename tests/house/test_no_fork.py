@@ -3,7 +3,7 @@
 JAX installs an at-fork handler once its backends start (``jax._src.xla_bridge``) that warns
 "os.fork() was called. os.fork() is incompatible with multithreaded code ...". In the test process
 JAX's backends start (the API's compiles), and a later ``subprocess.Popen(..., preexec_fn=...)``
-(``tests/compile/sweep/test_resume.py``'s Ctrl+C test) ran the handlers: the RuntimeWarning ended every full
+(``tests/compile/search/test_resume.py``'s Ctrl+C test) ran the handlers: the RuntimeWarning ended every full
 test run (issue 36, item 13). Processes are started with ``spawn`` (``hloscope.compile.run.jobs``) or
 ``subprocess`` without ``preexec_fn``; this test keeps it so.
 """

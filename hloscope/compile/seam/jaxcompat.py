@@ -6,7 +6,7 @@ compiles the built-in steps on the oldest and the newest (docs/jax-versions.md h
 matrix: which XLA each jaxlib carries and what differs in the HLO). Every code path that
 depends on the JAX version, and every use of JAX's private parts (``jax._src``, private
 attributes of JAX objects such as ``Lowered._lowering``), is a function here, so the rest of
-hloscope reads one API (tests/compile/nojax/test_jax_seam.py fails on private JAX anywhere else, and
+hloscope reads one API (tests/compile/seam/test_jax_seam.py fails on private JAX anywhere else, and
 holds pyproject.toml, CI and docs to :data:`OLDEST` / :data:`BEYOND`). Each function says which
 versions differ and how (read in JAX's sources).
 
@@ -47,7 +47,7 @@ def _parse(version: str) -> tuple[int, ...]:
 def pip_spec() -> str:
     """The version specifier of the ``compile`` extra's ``jax[cuda12-local]`` (``>=0.9.0,<0.13``): written
     from :data:`OLDEST` and :data:`BEYOND`, which pyproject.toml, docs/jax-versions.md and CI are held to
-    (tests/compile/nojax/test_jax_seam.py)."""
+    (tests/compile/seam/test_jax_seam.py)."""
     beyond = BEYOND if BEYOND[2:] and BEYOND[2] else BEYOND[:2]
     return f">={'.'.join(map(str, OLDEST))},<{'.'.join(map(str, beyond))}"
 
@@ -228,7 +228,7 @@ def register_cuda_plugin_late() -> str | None:
 
 # ---- private JAX, behind named functions ---------------------------------------------------------
 # Every use of ``jax._src`` or of a private attribute of a JAX object in hloscope is below (a test,
-# tests/compile/nojax/test_jax_seam.py, fails when one appears anywhere else in the package).
+# tests/compile/seam/test_jax_seam.py, fails when one appears anywhere else in the package).
 
 
 def user_frame(eqn: Any) -> tuple[str, int, str] | None:

@@ -44,7 +44,7 @@ from hloscope.analysis.measured.compare import MeasuredProfile, OpClassName, cla
 from hloscope.analysis.structure.index import ModuleIndex
 from hloscope.analysis.structure.opclass import CONTROL_FLOW, collective_kind, is_done, is_free, value_shape
 from hloscope.analysis.structure.transfers import HostTransfer
-from hloscope.targets import COLLECTIVE_KINDS, Target
+from hloscope.targets import CALIBRATED_ON, COLLECTIVE_KINDS, Target
 from hloscope.vocab import Direction
 
 __all__ = ["MIN_SAMPLES", "RATE_CLASSES", "Calibration", "Figure", "Rate", "Unfitted", "fit_rates", "fit_target"]
@@ -224,7 +224,7 @@ def fit_target(index: ModuleIndex, base: Target, profile: MeasuredProfile, name:
         changes["host_dma_latency_us"] = lat
     figures.append(Figure("host_dma_latency_us", "us", base.host_dma_latency_us, lat,
                           sum(1 for _ in host), Unfitted.FITTED if latencies else Unfitted.NO_SAMPLES))
-    target = replace(base, name=name, description=f"{base.description}, calibrated on {profile.source}",
+    target = replace(base, name=name, description=f"{base.description}{CALIBRATED_ON}{profile.source}",
                      collective_figures=tuple(measured), calibrated_on=profile.source, **changes)
     return Calibration(base, target, tuple(figures), fit_rates(index, cost, profile, transfers))
 

@@ -88,6 +88,11 @@ class Target:
     calibrated_on: str = ""
 
     @property
+    def calibrated(self) -> bool:
+        """Fitted by ``hloscope calibrate`` (``calibrated_on`` says on what), not a datasheet target."""
+        return bool(self.calibrated_on)
+
+    @property
     def host_link_sharers(self) -> int:
         """Devices that share one host link and stream over it at once (1 unless a family says)."""
         return 1
@@ -448,6 +453,9 @@ _ACHIEVED_OF = {"host_link_to_host": "host_link_achieved_to_host",
                 "host_link_to_device": "host_link_achieved_to_device"}
 
 
+#: What ``hloscope calibrate`` appends to a fitted target's description, before what it was fitted on.
+CALIBRATED_ON = ", calibrated on "
+
 _TPU_POSITIVE = ("cores_per_chip", "chips_per_host")
 _TPU_INTEGERS = ("cores_per_chip", "chips_per_host", "host_memory_per_chip")
 
@@ -500,6 +508,9 @@ def _check(path: Path, data: dict[str, Any], cls: type[Target]) -> dict[str, Any
     data[host_key] = int(host_mem)
     if not isinstance(data.get("calibrated_on", ""), str):
         raise bad("calibrated_on", "a string")
+    if not data.get("calibrated_on") and CALIBRATED_ON in data["description"]:
+        # A file ``hloscope calibrate`` wrote before the field said it only in its description.
+        data["calibrated_on"] = data["description"].rsplit(CALIBRATED_ON, 1)[1]
     for peak_key, achieved_key in _ACHIEVED_OF.items():
         achieved = data.get(achieved_key)
         if achieved is not None and achieved > data[peak_key]:

@@ -34,13 +34,14 @@ from typing import TYPE_CHECKING
 
 from hloscope.analysis.kinds import PairKind
 from hloscope.analysis.structure.opclass import collective_kind, is_done
+from hloscope.hlo.op_time import OpTime
 
 if TYPE_CHECKING:
     from hloscope.analysis.report import Report
 
 _SCHEDULING_NAME = re.compile(r'scheduling_name="((?:[^"\\]|\\.)*)"')
 
-__all__ = ["ModelProfile", "ProfileCost", "ProfileSource", "model_profile"]
+__all__ = ["ModelProfile", "ProfileSource", "model_profile"]
 
 
 class ProfileSource(StrEnum):
@@ -52,27 +53,19 @@ class ProfileSource(StrEnum):
 
 
 @dataclass(frozen=True)
-class ProfileCost:
-    """One entry: the instruction's name, its figure in µs and what it prices."""
-
-    name: str
-    cost_us: float
-    source: ProfileSource
-
-
-@dataclass(frozen=True)
 class ModelProfile:
-    """The model's figures for one module, in schedule order of its computations."""
+    """The model's figures for one module, in schedule order of its computations: per entry the
+    instruction's name, its figure in µs and what it prices (``source``)."""
 
     module: str
     target: str
-    costs: tuple[ProfileCost, ...]
+    costs: tuple[OpTime[ProfileSource], ...]
 
     def count(self, source: ProfileSource) -> int:
         return sum(1 for c in self.costs if c.source is source)
 
     def as_dict(self) -> dict[str, float]:
-        return {c.name: c.cost_us for c in self.costs}
+        return {c.name: c.us for c in self.costs}
 
 
 def serialized_us(report: Report) -> dict[str, float]:
@@ -93,7 +86,7 @@ def model_profile(report: Report, *, serialized: bool = False) -> ModelProfile:
     transfers = {t.instruction.name: t for t in report.transfers if t.is_async and not t.is_annotation}
     drained = serialized_us(report) if serialized else {}
     starts = {p.start.name: p for p in report.pairs}
-    out: list[ProfileCost] = []
+    out: list[OpTime[ProfileSource]] = []
     seen: set[str] = set()
     for comp in module.computations.values():
         if not index.is_scheduled_computation(comp.name):
@@ -105,23 +98,23 @@ def model_profile(report: Report, *, serialized: bool = False) -> ModelProfile:
             if ins.name in transfers:
                 t = transfers[ins.name]
                 us = drained.get(ins.name, cost.transfer_us(t.bytes, t.direction))
-                entry = ProfileCost(ins.name, us, ProfileSource.HOST_TRANSFER)
+                source = ProfileSource.HOST_TRANSFER
             elif (pair is not None and pair.kind is PairKind.COLLECTIVE) or (pair is None and collective_kind(ins)):
                 us = cost.collective_us(ins)
                 if us <= 0:
                     continue
-                entry = ProfileCost(ins.name, us, ProfileSource.COLLECTIVE)
+                source = ProfileSource.COLLECTIVE
             elif ins.opcode in ("while", "call", "conditional"):
                 continue  # their bodies are scheduled on their own
             else:
                 us = cost.instruction_us(ins)
                 if us <= 0:
                     continue
-                entry = ProfileCost(ins.name, us, ProfileSource.COMPUTE)
+                source = ProfileSource.COMPUTE
             m = _SCHEDULING_NAME.search(ins.attr_text)
             name = m.group(1) if m else ins.name
             if name in seen:
                 continue
             seen.add(name)
-            out.append(ProfileCost(name, entry.cost_us, entry.source))
+            out.append(OpTime(name, us, source))
     return ModelProfile(module.name, report.target.name, tuple(out))

@@ -22,7 +22,7 @@ from jaxlib 0.10.2 (XLA 5a9e73cb), ``sol_latency_estimator.cc`` and
 The SOL estimator prices collectives with its own model; any other async pair
 (host offloads among them) falls back to the wrapped approximate estimator, which
 returns a fixed latency whatever the bytes (5000, ``kHighLatency``): that fixed
-figure is :attr:`AsyncLatency.default`. ``parse_xla_log`` never raises on lines it
+figure's source is :attr:`LatencySource.DEFAULT`. ``parse_xla_log`` never raises on lines it
 does not know; it keeps the last figure seen per instruction (the scheduler asks
 several times, with the same answer).
 
@@ -47,7 +47,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-__all__ = ["AsyncLatency", "CostSource", "NodeCost", "SchedulerStats", "XlaLog", "parse_xla_log",
+from hloscope.hlo.op_time import OpTime
+
+__all__ = ["CostSource", "LatencySource", "SchedulerStats", "XlaLog", "parse_xla_log",
            "LOG_ENVIRONMENT", "LOG_SOURCES", "scheduler_log_lines"]
 
 #: Environment under which XLA writes the lines this module reads (set before XLA loads).
@@ -67,37 +69,16 @@ class CostSource(StrEnum):
 
 
 class LatencySource(StrEnum):
-    """How the estimator arrived at an async pair's latency."""
+    """How the estimator arrived at an async pair's latency (the time it assumed between an async
+    start and its done).
+
+    An :class:`~hloscope.hlo.op_time.OpTime` of this source is µs for the SOL estimator's own
+    figures; for ``DEFAULT`` the wrapped estimator's fixed figure in the scheduler's units (5000 in
+    XLA 5a9e73cb), which the SOL-driven scheduler compares with µs costs.
+    """
 
     COLLECTIVE_MODEL = "collective_model"  # the SOL collective cost model
     DEFAULT = "default"  # the wrapped estimator's fixed latency, whatever the bytes
-
-
-@dataclass(frozen=True)
-class NodeCost:
-    """The cost XLA's estimator gave one instruction, µs."""
-
-    name: str
-    us: float
-    source: CostSource
-
-
-@dataclass(frozen=True)
-class AsyncLatency:
-    """The latency XLA assumed between an async start (``name``) and its done.
-
-    us: µs for the SOL estimator's own figures; for ``source == DEFAULT`` the wrapped
-    estimator's fixed figure in the scheduler's units (5000 in XLA 5a9e73cb), which the
-    SOL-driven scheduler compares with µs costs.
-    """
-
-    name: str
-    us: float
-    source: LatencySource
-
-    @property
-    def default(self) -> bool:
-        return self.source is LatencySource.DEFAULT
 
 
 @dataclass(frozen=True)
@@ -118,7 +99,9 @@ class SchedulerStats:
 class XlaLog:
     """Everything read from one compile's log.
 
-    estimator: ``sol`` when the SOL estimator priced instructions, ``approximate``
+    node_costs: per instruction, the cost the estimator gave it (µs, by :class:`CostSource`).
+    async_latency: per async start, the latency assumed between it and its done (by
+    :class:`LatencySource`). estimator: ``sol`` when the SOL estimator priced instructions, ``approximate``
     when the latency hiding scheduler ran without it, None when no LHS statistics
     were logged (no LHS, or the log was not captured). memory_limit_bytes: the
     scheduler's memory limit for the step's module as it logged it (largest seen in that
@@ -131,8 +114,8 @@ class XlaLog:
     """
 
     estimator: str | None
-    node_costs: dict[str, NodeCost]
-    async_latency: dict[str, AsyncLatency]
+    node_costs: dict[str, OpTime[CostSource]]
+    async_latency: dict[str, OpTime[LatencySource]]
     stats: tuple[SchedulerStats, ...]
     memory_limit_bytes: int | None = None
     profile: str | None = None
@@ -154,7 +137,7 @@ class XlaLog:
             return None
         return sum(total * executions.get(comp, 1) for comp, total in after.items())
 
-    def latency(self, start_name: str) -> AsyncLatency | None:
+    def latency(self, start_name: str) -> OpTime[LatencySource] | None:
         return self.async_latency.get(start_name)
 
     def cost_us(self, name: str) -> float | None:
@@ -281,8 +264,8 @@ def parse_xla_log(text: str, module: str | None = None) -> XlaLog:
     the last module the log scheduled is the step's."""
     sections = _sections(text)
     read, lines = _step_section(sections, module)
-    nodes: dict[str, NodeCost] = {}
-    latency: dict[str, AsyncLatency] = {}
+    nodes: dict[str, OpTime[CostSource]] = {}
+    latency: dict[str, OpTime[LatencySource]] = {}
     stats: list[SchedulerStats] = []
     current: _Stats | None = None
     limit: int | None = None
@@ -293,13 +276,13 @@ def parse_xla_log(text: str, module: str | None = None) -> XlaLog:
         if source == "sol_latency_estimator":
             sol = True
             if (n := _NODE.search(line)) is not None:
-                nodes[n.group(2)] = NodeCost(n.group(2), float(n.group(3)), _NODE_SOURCE[n.group(1)])
+                nodes[n.group(2)] = OpTime(n.group(2), float(n.group(3)), _NODE_SOURCE[n.group(1)])
             elif (n := _LOW.search(line)) is not None:
-                nodes.setdefault(n.group(1), NodeCost(n.group(1), 0.0, CostSource.LOW_COST))
+                nodes.setdefault(n.group(1), OpTime(n.group(1), 0.0, CostSource.LOW_COST))
             elif (n := _COLLECTIVE.search(line)) is not None:
-                latency[n.group(1)] = AsyncLatency(n.group(1), float(n.group(2)), LatencySource.COLLECTIVE_MODEL)
+                latency[n.group(1)] = OpTime(n.group(1), float(n.group(2)), LatencySource.COLLECTIVE_MODEL)
             elif (n := _FALLBACK.search(line)) is not None:
-                latency[n.group(1)] = AsyncLatency(n.group(1), float(n.group(2)), LatencySource.DEFAULT)
+                latency[n.group(1)] = OpTime(n.group(1), float(n.group(2)), LatencySource.DEFAULT)
             continue
         if source != "latency_hiding_scheduler":
             continue

@@ -55,4 +55,4 @@ def write_profile(report: Report, out: TextIO, *, serialized: bool = False) -> N
                  if serialized else "")
               + "# an estimate, not a measurement: docs/cost-model.md\n")
     for c in prof.costs:
-        out.write(f"costs {{ name: {proto_string(c.name)} cost_us: {c.cost_us:.3f} }}\n")
+        out.write(f"costs {{ name: {proto_string(c.name)} cost_us: {c.us:.3f} }}\n")

@@ -23,12 +23,13 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from hloscope.analysis.measured.compare import Interval
+from hloscope.analysis.measured.compare import MeasuredLine
 from hloscope.analysis.simulate.timeline import Slice, SliceKind, Timeline, TransferTiming
 from hloscope.analysis.simulate.verdict import DEFAULT_THRESHOLDS, Thresholds, verdict_from_wait
 from hloscope.analysis.structure.opclass import RESOURCES, Resource
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.model import Module
+from hloscope.hlo.op_time import OpRun
 from hloscope.render.options import RenderOptions
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 _PID_BASE = 1
 
 
-def _lanes(slices: Sequence[Slice | Interval]) -> list[int]:
+def _lanes(slices: Sequence[Slice | OpRun[MeasuredLine]]) -> list[int]:
     """A lane per slice such that slices in one lane never overlap (greedy, in start order)."""
     ends: list[float] = []
     out = []
@@ -99,7 +100,7 @@ class TraceRenderer:
 
 def trace_json(timeline: Timeline, module: Module | None = None,
                verdicts: Mapping[tuple[str, str], str] | None = None,
-               thresholds: Thresholds = DEFAULT_THRESHOLDS, measured: Sequence[Interval] = ()) -> str:
+               thresholds: Thresholds = DEFAULT_THRESHOLDS, measured: Sequence[OpRun[MeasuredLine]] = ()) -> str:
     """The trace as JSON text. ``module`` adds source lines; ``verdicts`` (keyed by (computation,
     start)) are the transfers' verdicts; a transfer without one is judged from its simulated wait
     with ``thresholds``. ``measured``: op intervals of a measured execution (``Report.measured``),
@@ -115,7 +116,7 @@ class _Trace:
         self.verdicts = verdicts
         self.thresholds = thresholds
 
-    def json(self, timeline: Timeline, measured: Sequence[Interval] = ()) -> str:
+    def json(self, timeline: Timeline, measured: Sequence[OpRun[MeasuredLine]] = ()) -> str:
         module = self.module
         events: list[dict[str, Any]] = []
         tids: dict[tuple[Resource, int], tuple[int, int]] = {}
@@ -165,7 +166,7 @@ class _Trace:
         return json.dumps(doc, separators=(",", ":")) + "\n"
 
     @staticmethod
-    def _measured(events: list[dict[str, Any]], measured: Sequence[Interval], pid: int) -> None:
+    def _measured(events: list[dict[str, Any]], measured: Sequence[OpRun[MeasuredLine]], pid: int) -> None:
         """The measured execution's ops, one lane per set of non-overlapping ones."""
         events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "measured (GPU)"}})
         events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0,

@@ -30,7 +30,7 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 def test_each_entry_is_the_models_figure_computed_by_hand() -> None:
     report = analyze_module(parse_hlo(STEP), H100)
     prof = model_profile(report)
-    got = {c.name: (c.cost_us, c.source) for c in prof.costs}
+    got = {c.name: (c.us, c.source) for c in prof.costs}
     assert got["cs"] == (pytest.approx(2 + 4 * 2**20 / report.cost.link_bandwidth("to_host") * 1e6),
                          ProfileSource.HOST_TRANSFER)
     assert report.cost.link_bandwidth("to_host") == 55e9

@@ -41,7 +41,7 @@ def test_host_transfers_get_the_fixed_default(sol):
     # returning latency: 5000": the same figure for every host transfer, whatever its bytes.
     for name in ("dynamic-slice-start.1", "dynamic-update-slice-start.2", "dynamic-update-slice-start.1.0"):
         lat = sol.latency(name)
-        assert lat is not None and lat.default and lat.us == 5000.0
+        assert lat is not None and lat.source is LatencySource.DEFAULT and lat.us == 5000.0
 
 
 def test_every_async_start_of_the_fixture_has_a_latency(sol):
@@ -125,7 +125,7 @@ def test_the_step_modules_section_of_a_012_log(log012):
     assert log.after("region_3.4_spmd").total_cycles == 10082  # type: ignore[union-attr]
     # Figures of the step's own instructions; none of a sub-module's (param_0.11 is wrapped_dynamic-update-slice's).
     assert log.latency("all-gather-start.2").us == pytest.approx(31.648)  # type: ignore[union-attr]
-    assert log.latency("dynamic-slice-start.1").default  # type: ignore[union-attr]
+    assert log.latency("dynamic-slice-start.1").source is LatencySource.DEFAULT  # type: ignore[union-attr]
     assert "param_0.11" not in log.node_costs and "get-tuple-element.66.0" not in log.node_costs
     # Without a name the last module that logged statistics is the step's.
     assert parse_xla_log(log012).module == "jit_step(1)"

@@ -35,7 +35,7 @@ from hloscope.analysis.kinds import Direction, NameBasis
 from hloscope.analysis.structure.index import ModuleIndex
 from hloscope.analysis.structure.name_records import NameRecord
 from hloscope.analysis.structure.transfer_names import Key, TransferNames, transfer_names
-from hloscope.analysis.structure.transfers import FoundTransfer, HostTransfer, build_transfers, find_transfers
+from hloscope.analysis.structure.transfers import HostTransfer, build_transfers, find_transfers
 from hloscope.hlo.model import Module
 from hloscope.hlo.shape import HOST_MEMORY_SPACE
 
@@ -60,14 +60,14 @@ def find_named_transfers(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE
 class _BytesGuess:
     """Names by bytes for the to-host transfers data flow left unnamed (step 2 of the module docstring)."""
 
-    def __init__(self, intent: Intent, unoptimized: Module, found: Sequence[FoundTransfer], partitions: int,
+    def __init__(self, intent: Intent, unoptimized: Module, found: Sequence[HostTransfer], partitions: int,
                  roles: Mapping[str, str | None]) -> None:
         self.intent = intent
         self.unoptimized = unoptimized
         self.partitions = partitions
         self.roles = roles
-        # Bare transfers stand in for the found ones in the byte matching (names are not read there).
-        self.bare = {(f.computation, f.instruction.name): HostTransfer(*f) for f in found
+        # The found transfers (no names yet: none is read in the byte matching).
+        self.bare = {(f.computation, f.instruction.name): f for f in found
                      if f.direction is Direction.TO_HOST and not f.is_annotation}
 
     def guess(self, named: Mapping[Key, TransferNames]) -> dict[Key, TransferNames]:

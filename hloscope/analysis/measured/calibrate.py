@@ -44,7 +44,7 @@ from hloscope.analysis.measured.compare import MeasuredProfile, OpClassName, cla
 from hloscope.analysis.structure.index import ModuleIndex
 from hloscope.analysis.structure.opclass import CONTROL_FLOW, collective_kind, is_done, is_free, value_shape
 from hloscope.analysis.structure.transfers import HostTransfer
-from hloscope.targets import COLLECTIVE_KINDS, Target
+from hloscope.targets import CALIBRATED_ON, COLLECTIVE_KINDS, Target
 from hloscope.vocab import Direction
 
 __all__ = ["MIN_SAMPLES", "RATE_CLASSES", "Calibration", "Figure", "Rate", "Unfitted", "fit_rates", "fit_target"]
@@ -136,8 +136,7 @@ def fit_target(index: ModuleIndex, base: Target, profile: MeasuredProfile, name:
         if ins is None or is_free(ins) or is_done(ins) or ins.opcode in CONTROL_FLOW or st.calls <= 0:
             continue
         # An async op timed on a line of its own (a TPU's) is measured there, not by its start's issue.
-        timed = profile.asyncs.get(op)
-        us = timed.median_us / timed.calls if timed is not None and timed.calls else st.median_us / st.calls
+        us = profile.asyncs.get(op, st).per_call_us
         if ins.name in moves:
             t = moves[ins.name]
             host[(str(t.direction), ins.name)] = (float(t.bytes), us)
@@ -225,7 +224,7 @@ def fit_target(index: ModuleIndex, base: Target, profile: MeasuredProfile, name:
         changes["host_dma_latency_us"] = lat
     figures.append(Figure("host_dma_latency_us", "us", base.host_dma_latency_us, lat,
                           sum(1 for _ in host), Unfitted.FITTED if latencies else Unfitted.NO_SAMPLES))
-    target = replace(base, name=name, description=f"{base.description}, calibrated on {profile.source}",
+    target = replace(base, name=name, description=f"{base.description}{CALIBRATED_ON}{profile.source}",
                      collective_figures=tuple(measured), calibrated_on=profile.source, **changes)
     return Calibration(base, target, tuple(figures), fit_rates(index, cost, profile, transfers))
 
@@ -261,7 +260,7 @@ def fit_rates(index: ModuleIndex, cost: CostModel, profile: MeasuredProfile,
     for run in profile.async_intervals:  # only a run the compute waited for is timed by its own work
         runs.setdefault(run.name, [])
         if run.waited:
-            runs[run.name].append(run.end_us - run.start_us)
+            runs[run.name].append(run.us)
         else:
             bounded[run.name] = bounded.get(run.name, 0) + 1
     left_out: dict[object, int] = {}
@@ -269,7 +268,7 @@ def fit_rates(index: ModuleIndex, cost: CostModel, profile: MeasuredProfile,
         ins = owner.get(op)
         if ins is None or is_free(ins) or is_done(ins) or ins.opcode in CONTROL_FLOW or st.calls <= 0:
             continue
-        each = runs[op] if op in runs else [st.median_us / st.calls]
+        each = runs.get(op, [st.per_call_us])
         if ins.name in moves:
             t = moves[ins.name]
             link[t.direction] += [(float(t.bytes), us) for us in each]

@@ -4,7 +4,7 @@ The readers of ``hloscope.hlo.profiles`` (XSpace, Chrome trace JSON, nsys-jax ar
 return a profile's executions; :func:`profile_from_events` keeps one module's and builds one
 :class:`MeasuredProfile`: per op the median and spread over executions of its time per
 execution, the same for the async ops a TPU times on a line of their own, the step time of each
-execution, and the op intervals of the median execution (for the measured overlap of async
+execution, and the op runs of the median execution (for the measured overlap of async
 ops). A PGLE profile (one figure per op) is built by ``hloscope.analysis.measured.read``.
 :func:`compare_measured` then puts the model's figure beside each one, per op class and per host
 transfer, and returns a frozen :class:`MeasuredComparison` (facts only; the words are in
@@ -34,56 +34,51 @@ from hloscope.analysis.structure.pairs import AsyncPair
 from hloscope.analysis.structure.transfers import HostTransfer
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.model import Instruction
+from hloscope.hlo.op_time import OpRun
 from hloscope.hlo.profiles.events import Execution, ProfileEvents
 from hloscope.vocab import Direction
 
-__all__ = ["WAITED_US", "AsyncRun", "AsyncStats", "MeasuredComparison", "MeasuredProfile", "OpClassName",
+__all__ = ["WAITED_US", "AsyncRun", "MeasuredComparison", "MeasuredLine", "MeasuredProfile", "OpClassName", "OpStats",
            "TransferComparison", "compare_measured", "profile_from_events"]
+
+
+class MeasuredLine(StrEnum):
+    """Where a profile timed an op's run (the ``source`` of its :class:`~hloscope.hlo.op_time.OpRun`)."""
+
+    OPS = "ops"  # its own event among the module's ops (a GPU thunk, a TPU's "XLA Ops" line)
+    ASYNC = "async"  # an async op on a line of its own (a TPU's "Async XLA Ops": start's issue to done's end)
 
 
 @dataclass(frozen=True)
 class OpStats:
-    """One op's measured time per execution of the module, µs: median and spread (max - min)
-    over executions; calls: how many times it ran in one execution (loops run it again)."""
+    """One op's measured time per execution of the module, µs: median and spread (max - min) over
+    executions of its summed time; calls: how many times it ran in one execution (loops run it again).
+
+    For an async op timed on a line of its own (a TPU's "Async XLA Ops": from its start's issue to
+    the end of its done; ``name`` its start): done, its done's name ("" for any other op);
+    waited_calls, of its runs in the median execution those at whose done the compute waited
+    (:data:`WAITED_US` or more): their time is the async work's own; a run that finished before its
+    done was reached is timed to the done, an upper bound."""
 
     name: str
     median_us: float
     spread_us: float
     calls: int
-
-
-@dataclass(frozen=True)
-class AsyncStats:
-    """One async op timed on a line of its own (a TPU's "Async XLA Ops": from its start's issue
-    to the end of its done), per execution of the module: start / done the instruction names;
-    median_us and spread_us (max - min) over executions of its summed time, µs; calls: how many
-    times it ran in one execution. waited_calls: of its runs in the median execution, those at
-    whose done the compute waited (:data:`WAITED_US` or more): their time is the async work's own;
-    a run that finished before its done was reached is timed to the done, an upper bound."""
-
-    start: str
-    done: str
-    median_us: float
-    spread_us: float
-    calls: int
+    done: str = ""
     waited_calls: int = 0
 
-
-@dataclass(frozen=True)
-class Interval:
-    """One op's measured interval in the median execution, µs from the module's start."""
-
-    name: str
-    start_us: float
-    end_us: float
+    @property
+    def per_call_us(self) -> float:
+        """The median time of one run."""
+        return self.median_us / self.calls
 
 
-@dataclass(frozen=True)
-class AsyncRun(Interval):
+@dataclass(frozen=True, slots=True)
+class AsyncRun(OpRun[MeasuredLine]):
     """One run of an async op timed on a line of its own, in the median execution: ``name`` its
-    start, from its issue to the end of its done (µs from the module's start); done: the done's
-    name; wait_us: how long the compute waited at that done (its event there, ending where this
-    run ends; 0 when none does)."""
+    start, from its issue to the end of its done (``source`` :attr:`MeasuredLine.ASYNC`); done: the
+    done's name; wait_us: how long the compute waited at that done (its event there, ending where
+    this run ends; 0 when none does)."""
 
     done: str
     wait_us: float
@@ -104,7 +99,7 @@ class MeasuredProfile:
     """A measured profile. source: the file. kind: ``nsys``, ``trace``, ``xplane`` or ``pgle``.
     module: the module name the profile names ("" where it names none). step_us: the measured
     time of each execution, in order (empty for PGLE). ops: per op name. intervals: the median
-    execution's op intervals, in start order (empty for PGLE). other_modules: executions of
+    execution's op runs, in start order (empty for PGLE). other_modules: executions of
     other modules in the file, by name (ignored). asyncs: per async start name, its timing on a
     line of its own (empty where the profile has none: GPU and CPU profiles); async_intervals:
     their runs in the median execution, in start order (the done's event in ``intervals`` is
@@ -116,9 +111,9 @@ class MeasuredProfile:
     module: str
     step_us: tuple[float, ...]
     ops: Mapping[str, OpStats]
-    intervals: tuple[Interval, ...] = ()
+    intervals: tuple[OpRun[MeasuredLine], ...] = ()
     other_modules: tuple[str, ...] = ()
-    asyncs: Mapping[str, AsyncStats] = field(default_factory=dict)
+    asyncs: Mapping[str, OpStats] = field(default_factory=dict)
     async_intervals: tuple[AsyncRun, ...] = ()
     device: str = ""
 
@@ -170,10 +165,11 @@ def profile_from_events(events: ProfileEvents, module_name: str = "") -> Measure
     ops = {op: OpStats(op, statistics.median(v), max(v) - min(v), calls) for op, (v, calls) in per_op.items()}
     median = runs[sorted(range(len(runs)), key=lambda i: steps[i])[len(runs) // 2]]
     t0 = median.start_ps
-    intervals = tuple(Interval(r.name, (r.start_ps - t0) / 1e6, (r.start_ps + r.duration_ps - t0) / 1e6)
-                      for r in median.ops)
+    intervals = tuple(OpRun(r.name, MeasuredLine.OPS, (r.start_ps - t0) / 1e6,
+                            (r.start_ps + r.duration_ps - t0) / 1e6) for r in median.ops)
     ends = {(r.name, r.start_ps + r.duration_ps): r.duration_ps for r in median.ops}
-    spans = tuple(AsyncRun(a.start, (a.start_ps - t0) / 1e6, (a.start_ps + a.duration_ps - t0) / 1e6, a.done,
+    spans = tuple(AsyncRun(a.start, MeasuredLine.ASYNC, (a.start_ps - t0) / 1e6,
+                           (a.start_ps + a.duration_ps - t0) / 1e6, a.done,
                            ends.get((a.done, a.start_ps + a.duration_ps), 0) / 1e6)
                   for a in sorted(median.asyncs, key=lambda a: a.start_ps))
     waited: dict[str, int] = defaultdict(int)
@@ -181,7 +177,7 @@ def profile_from_events(events: ProfileEvents, module_name: str = "") -> Measure
         waited[run.name] += run.waited
     per_async = _per_execution([[(a.start, a.duration_ps) for a in ex.asyncs] for ex in runs])
     done_of = {a.start: a.done for ex in runs for a in ex.asyncs}
-    asyncs = {start: AsyncStats(start, done_of[start], statistics.median(v), max(v) - min(v), calls, waited[start])
+    asyncs = {start: OpStats(start, statistics.median(v), max(v) - min(v), calls, done_of[start], waited[start])
               for start, (v, calls) in per_async.items()}
     others = tuple(sorted({ex.module for ex in events.executions} - {chosen}))
     return MeasuredProfile(source, events.kind, chosen, tuple(steps), ops, intervals, others, asyncs, spans, device)
@@ -441,12 +437,10 @@ def compare_measured(index: ModuleIndex, cost: CostModel, pairs: tuple[AsyncPair
             continue
         what = performer(index, ins)
         move = moves.get(ins.name)
-        timed = profile.asyncs.get(name)
-        measured, spread, calls = ((timed.median_us, timed.spread_us, timed.calls) if timed is not None
-                                   else (st.median_us, st.spread_us, st.calls))
-        pred = predicted_op_us(what, cost, move) * calls
+        timed = profile.asyncs.get(name, st)
+        pred = predicted_op_us(what, cost, move) * timed.calls
         op_class = OpClassName.HOST_TRANSFER if move is not None else classify(what, cost)
-        ops.append(OpComparison(name, ins.name, op_class, pred, measured, spread, calls))
+        ops.append(OpComparison(name, ins.name, op_class, pred, timed.median_us, timed.spread_us, timed.calls))
     sums: dict[OpClassName, list[float]] = {}
     for o in ops:
         s = sums.setdefault(o.op_class, [0, 0.0, 0.0])
@@ -540,7 +534,7 @@ def _overlaps(index: ModuleIndex, cost: CostModel, pairs: tuple[AsyncPair, ...],
         if iv.name not in async_names:
             continue
         ins = owner[iv.name]
-        dur = iv.end_us - iv.start_us
+        dur = iv.us
         beside = sum(max(0.0, min(b, iv.end_us) - max(a, iv.start_us)) for a, b in merged
                      if b > iv.start_us and a < iv.end_us)
         share = beside / dur if dur > 0 else 1.0

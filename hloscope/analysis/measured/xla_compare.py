@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from hloscope.analysis.cost.roofline import CostModel
 from hloscope.analysis.structure.opclass import collective_kind, is_free, is_start
 from hloscope.hlo.model import Instruction
-from hloscope.hlo.xla_log import CostSource, XlaLog
+from hloscope.hlo.xla_log import CostSource, LatencySource, XlaLog
 
 __all__ = ["ClassComparison", "compare_op_costs", "format_comparison"]
 
@@ -86,7 +86,7 @@ def compare_op_costs(cost: CostModel, log: XlaLog) -> tuple[ClassComparison, ...
         rows.setdefault(cls, []).append((cost.op_cost(ins).us, node.us))
     for name, lat in log.async_latency.items():
         ins = by_name.get(name)
-        if lat.default or ins is None or not collective_kind(ins):
+        if lat.source is LatencySource.DEFAULT or ins is None or not collective_kind(ins):
             continue
         rows.setdefault("collective", []).append((cost.collective_us(ins), lat.us))
     out = []

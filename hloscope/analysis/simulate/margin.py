@@ -84,20 +84,14 @@ def error_factor(err: float) -> float:
     return max(1.0 + err, 1.0 / (1.0 + err)) if err > -1.0 else math.inf
 
 
-def is_calibrated(target: Target) -> bool:
-    """A target fitted by ``hloscope calibrate`` (``calibrated_on``; a file written before that field
-    carries measured collective figures or says so in its description)."""
-    return bool(target.calibrated_on) or bool(target.collective_figures) or "calibrated on" in target.description
-
-
 def class_error_factors(target: Target) -> dict[OpClassName, float]:
     """Per op class, the error factor of :func:`error_factor`: the calibrated errors for a
     calibrated target, else the datasheet's, measured on the target's platform. Classes not
     measured there take the largest factor of their kind (collectives: the largest collective's;
     device copies: the kernels')."""
-    errs = dict(CALIBRATED_ERRORS if is_calibrated(target) else DATASHEET_ERRORS)
+    errs = dict(CALIBRATED_ERRORS if target.calibrated else DATASHEET_ERRORS)
     if target.platform is Platform.TPU:
-        errs.update(TPU_CALIBRATED_ERRORS if is_calibrated(target) else TPU_DATASHEET_ERRORS)
+        errs.update(TPU_CALIBRATED_ERRORS if target.calibrated else TPU_DATASHEET_ERRORS)
     out = {c: error_factor(e) for c, e in errs.items()}
     coll = max(out[c] for c in (OpClassName.ALL_GATHER, OpClassName.ALL_REDUCE, OpClassName.REDUCE_SCATTER))
     out[OpClassName.ALL_TO_ALL] = coll
@@ -384,7 +378,7 @@ def _measure(runs: _Resim | _Forked, cost: CostModel, timeline: Timeline, thresh
             flip_link_verdict=lf[1] if lf else None,
             flip_compute_factor=cf[0] if cf else None, flip_compute_verdict=cf[1] if cf else None,
             exposed_low_us=min(corner), exposed_high_us=max(corner))
-    return Margins(out, runs.count, is_calibrated(cost.target), tuple(sorted(factors.items())),
+    return Margins(out, runs.count, cost.target.calibrated, tuple(sorted(factors.items())),
                    (_step(low), _step(high)), (2 ** (-GRID_STEPS / 4), 2 ** (GRID_STEPS / 4)),
                    cost.target.platform)
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from hloscope.analysis.simulate.verdict import Verdict
-from hloscope.hlo.xla_log import XlaLog
+from hloscope.hlo.xla_log import LatencySource, XlaLog
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def compare_with_xla(log: XlaLog, verdicts: Sequence[Verdict],
         views[name] = XlaTransferView(
             transfer=name,
             latency_us=None if lat is None else lat.us,
-            default=bool(lat is not None and lat.default),
+            default=bool(lat is not None and lat.source is LatencySource.DEFAULT),
             window_us=total if priced else None,
             priced=priced,
             window_ops=len(ops),
@@ -98,6 +98,6 @@ def _op_cost(log: XlaLog, name: str, fraction: float) -> float | None:
     """XLA's figure for one instruction of a window: an async collective's latency
     (its share inside the window), else the instruction's own cost."""
     lat = log.latency(name)
-    if lat is not None and not lat.default:
+    if lat is not None and lat.source is not LatencySource.DEFAULT:
         return lat.us * fraction
     return log.cost_us(name)

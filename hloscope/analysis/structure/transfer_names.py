@@ -92,6 +92,10 @@ class TransferNames:
         return self.basis is NameBasis.BYTES
 
 
+#: A transfer's names before they are computed (a found transfer's), or when none is known.
+UNNAMED = TransferNames()
+
+
 class _Namer:
     def __init__(self, index: ModuleIndex, names: Sequence[NameRecord]) -> None:
         self.flow = ValueFlow(index)

@@ -1,11 +1,11 @@
 """Find every instruction that moves data between device and host memory.
 
-Pass: ``find_host_transfers(index, host_space=5, names=()) -> list[HostTransfer]``. Each
-transfer is built once, with its names (``hloscope.analysis.structure.transfer_names.transfer_names``:
-checkpoint name and how it was decided, role, user source line) computed from what was
-found first. The pipeline names them knowing the step's requests instead
-(``hloscope.analysis.intent.naming.find_named_transfers``): ``find_transfers`` then
-``build_transfers``.
+Pass: ``find_host_transfers(index, host_space=5, names=()) -> list[HostTransfer]``. A transfer
+is found without names (``find_transfers``); its names
+(``hloscope.analysis.structure.transfer_names.transfer_names``: checkpoint name and how it was
+decided, role, user source line) are computed from the found ones, and each is built once more with
+them (``build_transfers``): one type, whose ``names`` are empty until then. The pipeline names them
+knowing the step's requests instead (``hloscope.analysis.intent.naming.find_named_transfers``).
 
 Recognised, in scheduled computations only (fused bodies run inside their op):
 - ``copy-start`` with the host memory space on one side;
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from hloscope.analysis.kinds import Direction, NameBasis
 from hloscope.analysis.structure.host_work import is_in_place_access
@@ -39,7 +38,7 @@ from hloscope.analysis.structure.opclass import (
     is_free,
     value_shape,
 )
-from hloscope.analysis.structure.transfer_names import Key, TransferNames, transfer_names
+from hloscope.analysis.structure.transfer_names import UNNAMED, Key, TransferNames, transfer_names
 from hloscope.hlo.model import Instruction, Module, SourceLocation
 from hloscope.hlo.shape import HOST_MEMORY_SPACE, Shape
 
@@ -55,15 +54,10 @@ class HostTransfer:
     computation: enclosing computation. direction: ``to_host`` or ``to_device``.
     op: what moves the data (``dynamic-update-slice``, ``copy`` ...).
     bytes: bytes moved per execution. executions: runs per step.
-    is_async: a start/done pair. is_annotation: an unoptimized-module marker.
-    checkpoint_name: the ``checkpoint_name`` of the request the moved tensor belongs to, when
-    known (a name no request asks for is never here). name_basis: how it was decided:
-    ``data-flow`` (the moved value followed back to the tagged op) or ``bytes`` (a guess:
-    only its bytes matched the request's placement annotations); None without a name.
-    unrequested_name: a ``checkpoint_name`` data flow found on the moved tensor that no request
-    offloads. role: what the tensor is in the model ("Q projection"), when the step said so.
-    source: the user source line where the moved tensor was computed (not the
-    remat wrapper's line). These come from ``hloscope.analysis.structure.transfer_names``.
+    is_async: a start/done pair. is_annotation: an unoptimized-module marker. host_space: the
+    memory space it was found with. names: the names users know for it
+    (``hloscope.analysis.structure.transfer_names``), empty as found (``find_transfers``) and set
+    when it is built (``build_transfers``); read through the properties below.
     """
 
     instruction: Instruction
@@ -75,16 +69,40 @@ class HostTransfer:
     is_async: bool
     is_annotation: bool = False
     host_space: int = HOST_MEMORY_SPACE
-    checkpoint_name: str | None = None
-    role: str | None = None
-    source: SourceLocation | None = None
-    name_basis: NameBasis | None = None
-    unrequested_name: str | None = None
+    names: TransferNames = UNNAMED
+
+    @property
+    def checkpoint_name(self) -> str | None:
+        """The ``checkpoint_name`` of the request the moved tensor belongs to, when known (a name
+        no request asks for is never here)."""
+        return self.names.checkpoint_name
+
+    @property
+    def name_basis(self) -> NameBasis | None:
+        """How the name was decided: ``data-flow`` (the moved value followed back to the tagged
+        op) or ``bytes`` (a guess: only its bytes matched the request's placement annotations);
+        None without a name."""
+        return self.names.basis
+
+    @property
+    def unrequested_name(self) -> str | None:
+        """A ``checkpoint_name`` data flow found on the moved tensor that no request offloads."""
+        return self.names.unrequested
+
+    @property
+    def role(self) -> str | None:
+        """What the tensor is in the model ("Q projection"), when the step said so."""
+        return self.names.role
+
+    @property
+    def source(self) -> SourceLocation | None:
+        """The user source line where the moved tensor was computed (not the remat wrapper's line)."""
+        return self.names.source
 
     @property
     def name_guessed(self) -> bool:
         """Its ``checkpoint_name`` was decided by bytes only (a guess)."""
-        return self.name_basis is NameBasis.BYTES
+        return self.names.guessed
 
 
 def _core_op(module: Module, ins: Instruction) -> Instruction | None:
@@ -165,20 +183,6 @@ def _moved_bytes(module: Module, direction: str, core: Instruction | None, out_s
     return min(dev, host_out) if dev else host_out, op
 
 
-class FoundTransfer(NamedTuple):
-    """A transfer as found, before its names: :class:`HostTransfer`'s first fields, in order."""
-
-    instruction: Instruction
-    computation: str
-    direction: Direction
-    op: str
-    bytes: int
-    executions: int
-    is_async: bool
-    is_annotation: bool
-    host_space: int
-
-
 def find_host_transfers(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE,
                         names: Sequence[NameRecord] = ()) -> list[HostTransfer]:
     """Every host transfer of the scheduled computations, named (``names``: the records read
@@ -187,20 +191,16 @@ def find_host_transfers(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE,
     return build_transfers(found, transfer_names(index, found, names))
 
 
-def build_transfers(found: Sequence[FoundTransfer], named: Mapping[Key, TransferNames]) -> list[HostTransfer]:
-    """Each found transfer built once, with its names."""
-    out = []
-    for f in found:
-        n = named[(f.computation, f.instruction.name)]
-        out.append(HostTransfer(*f, checkpoint_name=n.checkpoint_name, role=n.role, source=n.source,
-                                name_basis=n.basis, unrequested_name=n.unrequested))
-    return out
+def build_transfers(found: Sequence[HostTransfer], named: Mapping[Key, TransferNames]) -> list[HostTransfer]:
+    """Each found transfer built with its names."""
+    return [HostTransfer(f.instruction, f.computation, f.direction, f.op, f.bytes, f.executions, f.is_async,
+                         f.is_annotation, f.host_space, named[(f.computation, f.instruction.name)]) for f in found]
 
 
-def find_transfers(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE) -> list[FoundTransfer]:
-    """Every host transfer of the scheduled computations, before its names."""
+def find_transfers(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE) -> list[HostTransfer]:
+    """Every host transfer of the scheduled computations, before its names (``names`` empty)."""
     module, cg = index.module, index.callgraph
-    out: list[FoundTransfer] = []
+    out: list[HostTransfer] = []
     in_host: dict[int, bool] = {}  # id(shape) -> some leaf lives in host memory (shapes are interned)
 
     def touches_host(shape: Shape) -> bool:
@@ -223,7 +223,7 @@ def find_transfers(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE) -> l
                 t = _annotation_direction(ins)
                 if t:
                     size = table[ins.operands[0]].shape.byte_size if ins.operands else ins.shape.byte_size
-                    out.append(FoundTransfer(ins, cname, t, custom_call_target(ins), size, execs, False, True,
+                    out.append(HostTransfer(ins, cname, t, custom_call_target(ins), size, execs, False, True,
                                              host_space))
                     continue
             if op in ("send", "recv"):
@@ -234,7 +234,7 @@ def find_transfers(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE) -> l
                         data = table[ins.operands[0]].shape if ins.operands and ins.operands[0] in table else None
                     else:
                         data = ins.shape.tuple_shapes[0] if ins.shape.is_tuple and ins.shape.tuple_shapes else None
-                    out.append(FoundTransfer(ins, cname, TO_HOST if op == "send" else TO_DEVICE, op,
+                    out.append(HostTransfer(ins, cname, TO_HOST if op == "send" else TO_DEVICE, op,
                                       data.byte_size if data is not None else 0, execs, True, False, host_space))
                 continue
             if is_free(ins) or op in ("all-gather-start", "all-reduce-start", "collective-permute-start"):
@@ -252,7 +252,7 @@ def find_transfers(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE) -> l
                 if direction:
                     core = _core_op(module, ins)
                     size, core_op = _moved_bytes(module, direction, core, result, operand_shapes, host_space)
-                    out.append(FoundTransfer(ins, cname, direction, core_op, size, execs, True, False, host_space))
+                    out.append(HostTransfer(ins, cname, direction, core_op, size, execs, True, False, host_space))
                 continue
             if not touches_host(ins.shape) and not any(touches_host(s) for s in operand_shapes):
                 continue  # no host memory on either side: not a transfer
@@ -261,13 +261,13 @@ def find_transfers(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE) -> l
                 direction = _classify(result, operand_shapes, host_space)
                 if direction:
                     size = result.byte_size if direction == TO_HOST else operand_shapes[0].byte_size
-                    out.append(FoundTransfer(ins, cname, direction, "copy", size, execs, True, False, host_space))
+                    out.append(HostTransfer(ins, cname, direction, "copy", size, execs, True, False, host_space))
                 continue
             direction = _classify(ins.shape, operand_shapes, host_space)
             if direction and not is_in_place_access(module, ins):
                 core = _core_op(module, ins) if op == "fusion" else ins
                 size, core_op = _moved_bytes(module, direction, core, ins.shape, operand_shapes, host_space)
-                out.append(FoundTransfer(ins, cname, direction, core_op, size, execs, False, False, host_space))
+                out.append(HostTransfer(ins, cname, direction, core_op, size, execs, False, False, host_space))
     return out
 
 

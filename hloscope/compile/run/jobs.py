@@ -19,20 +19,28 @@ import hashlib
 import multiprocessing as mp
 import os
 import re
+import resource
 import signal
 import sys
 import tempfile
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from multiprocessing import resource_tracker
 from typing import Any, TypeVar, overload
 
 from hloscope.analysis.inputs import StepInputs
 from hloscope.analysis.report import Report, analyze_step
 from hloscope.analysis.simulate.overlap import AnalysisOptions
 from hloscope.analysis.structure.name_records import name_records
+from hloscope.compile import workloads
+from hloscope.compile.maxtext import compile_maxtext_job
 from hloscope.compile.result import CompileResult, memory_figures
 from hloscope.compile.seam.environment import address_space_limit, terminal_lines
+from hloscope.compile.seam.policy_override import check_names, every_checkpoint, switches_of
+from hloscope.compile.seam.userfn import load_user_fn, parse_args_spec
+from hloscope.compile.step.deviceless import StepOptions, compile_step, make_mesh
+from hloscope.compile.step.rooms import resolve_target
 from hloscope.errors import (
     EXIT_BAD_INPUT,
     EXIT_COMPILE_FAILED,
@@ -40,6 +48,7 @@ from hloscope.errors import (
     EXIT_OUT_OF_MEMORY,
     HloscopeError,
 )
+from hloscope.hlo.parser import parse_hlo
 from hloscope.hlo.xla_dumps import XlaDumpTexts
 from hloscope.request import CompileRequest, xla_flag_texts
 from hloscope.targets import Target, as_target
@@ -53,19 +62,11 @@ def compile_job(request: CompileRequest, phase: Callable[[str], None] | None = N
     its ``--args``; MaxText's step's (``maxtext``) its config, overrides, model and attention.
     ``request.memory_override_bytes`` compiles for the target with that HBM.
     """
-    from hloscope.compile.step.deviceless import StepOptions, compile_step, make_mesh
-    from hloscope.compile.step.rooms import resolve_target
-
     if request.maxtext is not None:
-        from hloscope.compile.maxtext import compile_maxtext_job
-
         return compile_maxtext_job(request, phase)
     if request.fn is not None:
-        from hloscope.compile.seam.userfn import load_user_fn, parse_args_spec
-
         if not request.args:
             raise HloscopeError("--fn needs --args describing its abstract arguments", EXIT_BAD_INPUT)
-        from hloscope.compile.seam.policy_override import check_names, every_checkpoint, switches_of
 
         switches = switches_of(request.sets_dict)  # --set custom=NAME:CHOICE,...: tune's switches
         mesh = make_mesh(resolve_target(request.target), request.devices, topology=request.topology)
@@ -75,7 +76,6 @@ def compile_job(request: CompileRequest, phase: Callable[[str], None] | None = N
             result = compile_step(request, fn, abstract, StepOptions(mesh=mesh, cache=True, phase=phase))
         check_names(switches or {}, [t["name"] for t in result.tensor_names])
         return result, {"fn": request.fn, "args": request.args}
-    from hloscope.compile import workloads
 
     wl, cfg = workloads.resolve(str(request.workload), request.workload_settings)
     mesh = make_mesh(resolve_target(request.target), request.devices, workloads.mesh_axes(cfg, request.devices),
@@ -156,8 +156,6 @@ def step_inputs(result: CompileResult, extra: Mapping[str, Any] | None = None, v
     the raw memory figures, XLA's memory texts and the compile's facts. ``extra``: the manifest
     extras of a job (workload and config, or fn and args). ``label``: how to name the step when it
     has no file (default ``<compiled>``)."""
-    from hloscope.hlo.parser import parse_hlo
-
     name = source_path or label or "<compiled>"
     module = parse_hlo(result.optimized_hlo, name)
     module.source_path = source_path
@@ -259,8 +257,6 @@ def _machine_bytes() -> int:
 
 def _children_peak_bytes() -> int:
     """The largest peak resident size of a reaped child process of this one (Linux: ru_maxrss in KiB)."""
-    import resource
-
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
 
 
@@ -291,8 +287,6 @@ def _start_deaf_to_ctrl_c(proc: Any) -> None:
     is per thread and survives fork and exec; the resource tracker is started first
     because starting it unblocks SIGINT in the calling thread.
     """
-    from multiprocessing import resource_tracker
-
     resource_tracker.ensure_running()
     old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:

@@ -32,6 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hloscope.compile import workloads
+from hloscope.errors import HloscopeError
 from hloscope.request import CompileRequest, Policy, Scheduler
 
 if TYPE_CHECKING:
@@ -128,6 +130,7 @@ class _Analyses:
         self._done: dict[tuple[str, str, str], Report] = {}
 
     def get(self, result: CompileResult, fingerprint: str, target: str, vocab: int | None = None) -> Report:
+        # lazy: the compile layer and the analysis: a sweep's cells are built without them
         from hloscope.compile.run.jobs import analyze_result
 
         # Identical optimized HLO gives identical memory figures from XLA: one analysis serves both.
@@ -160,10 +163,12 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
              on_report: Callable[[dict[str, Any], Any], None] | None = None) -> dict[str, Any]:
     """Compile (or read from the cache) and analyze one cell; errors become a row with
     ``error`` set. ``phase`` is called with each compile phase's name as it starts."""
+    # lazy: the compile layer and the analysis: a sweep's cells are built without them
     from hloscope.analysis.kinds import VerdictKind
     from hloscope.compile.run.jobs import PHASE_ANALYSIS, compile_request_result, hlo_fingerprint, vocab_of
+
+    # lazy: the cache loads the analysis; a sweep's cells are built without it
     from hloscope.compile.step.cache import load_request, remember_request
-    from hloscope.errors import HloscopeError
 
     t0 = time.perf_counter()
     request = cell.request
@@ -220,8 +225,6 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
 def _model_tflops(request: CompileRequest, step_us: float | None) -> float | None:
     """Model TFLOP/s per device at the estimated step time, with the step's model FLOPs as
     MaxText counts them (``workloads.model_flops_per_device``); None without a count."""
-    from hloscope.compile import workloads
-
     if not step_us or request.workload is None:
         return None
     _, cfg = workloads.resolve(request.workload, request.workload_settings)

@@ -13,10 +13,13 @@ cell, the very compile ``hloscope sweep --policies remat,save`` makes.
 
 from __future__ import annotations
 
+import importlib.util
+import re
 import shlex
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from hloscope.analysis.tune import (
@@ -37,9 +40,12 @@ from hloscope.analysis.tune import (
     prior_model,
     propose,
 )
+from hloscope.compile import workloads
+from hloscope.compile.run.jobs import analyze_result, compile_request_result, vocab_of
 from hloscope.compile.seam.policy_override import CUSTOM
 from hloscope.compile.seam.xla_options import PIPELINED_OFFLOAD_FLAG
 from hloscope.compile.search.sweep import FINISHED, Cell, run_sweep
+from hloscope.compile.step.cache import load_request, remember_request
 from hloscope.errors import EXIT_COMPILE_FAILED, HloscopeError
 from hloscope.request import CompileRequest, Policy
 
@@ -74,10 +80,6 @@ def maxtext_custom_keys() -> tuple[str, ...]:
     """The keys of MaxText's ``remat_policy: custom`` in the installed MaxText: its ``base.yml``'s
     settings whose default is ``remat``, ``device`` or ``offload`` (read as text, without importing
     MaxText). ``decoder_layer_input`` is left out: MaxText keeps it (the scan's checkpoints)."""
-    import importlib.util
-    import re
-    from pathlib import Path
-
     spec = importlib.util.find_spec("maxtext")
     where = list(spec.submodule_search_locations or []) if spec is not None else []
     keys: list[str] = []
@@ -94,8 +96,6 @@ def maxtext_custom_keys() -> tuple[str, ...]:
 def cell_of(spec: TuneSpec, c: Config) -> Cell:
     """The sweep cell that compiles ``c``: a coarse policy's own cell when ``c`` is one, else
     ``policy=offload`` with the per-name switches as settings (a ``--fn`` step: ``custom``)."""
-    from hloscope.compile import workloads
-
     choices = spec.space.as_dict(c)
     if spec.request.fn is not None:
         return fn_cell(spec, choices, pipelined_of(spec, c), _tag(choices, c))
@@ -148,9 +148,6 @@ def fn_names(spec: TuneSpec) -> list[str]:
 
 
 def _traced_names(request: CompileRequest) -> list[str]:
-    from hloscope.compile.run.jobs import compile_request_result
-    from hloscope.compile.step.cache import load_request, remember_request
-
     found = load_request(request)
     result, extra = found if found is not None else compile_request_result(request)
     if found is None:
@@ -185,9 +182,6 @@ def _verified(spec: TuneSpec, c: Config, row: dict[str, Any], probe: str, predic
 
 def _facts_from_cache(cell: Cell) -> tuple[NameFacts, ...]:
     """Per-name facts of a compile the executor did not report to us (Ray): read back from the cache."""
-    from hloscope.compile.run.jobs import analyze_result, vocab_of
-    from hloscope.compile.step.cache import load_request
-
     request = cell.request
     found = load_request(request)
     if found is None:

@@ -44,7 +44,10 @@ def device_mesh(target: AnyTarget | str, devices: int, axes: Sequence[tuple[str,
     devices' memories); build shardings over :func:`make_mesh` instead.
     """
     environment.prepare()  # before the first jax import: JAX_PLATFORMS, and the plugin's chatter hidden
+    # lazy: numpy comes with jax; only when building a mesh
     import numpy as np
+
+    # lazy: jax is slow to import; only when tracing or compiling
     from jax.sharding import Mesh
 
     room = room_for(resolve_target(target))
@@ -70,6 +73,7 @@ def make_mesh(target: AnyTarget | str, devices: int, axes: Sequence[tuple[str, i
 
 def devices_for(mesh: Any, tgt: AnyTarget, topology: str | None = None) -> Any:
     """The concrete mesh of ``tgt``'s compile-only devices that ``mesh`` (abstract or concrete) stands for."""
+    # lazy: jax is slow to import; only when tracing or compiling
     from jax.sharding import Mesh
 
     room = room_for(tgt)
@@ -106,6 +110,7 @@ def mesh_device_kind(abstract: Any) -> tuple[str | None, str]:
 
 def abstract_sharding(s: Any, abstract: Any, tgt: AnyTarget) -> Any:
     """``s`` over ``abstract`` (keeping its spec and memory kind); a sharding on CPU devices is an error."""
+    # lazy: jax is slow to import; only when tracing or compiling
     from jax.sharding import AbstractMesh, NamedSharding
 
     if isinstance(s, NamedSharding):
@@ -141,6 +146,7 @@ def check_devices(devices: Any, tgt: AnyTarget) -> None:
 
 
 def abstract_tree(tree: Any, abstract: Any, tgt: AnyTarget) -> Any:
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax
     from jax.sharding import Sharding
 
@@ -153,6 +159,7 @@ def place_on_mesh(args: Sequence[Any], mesh: Any, target: AnyTarget | None = Non
     """Every ``ShapeDtypeStruct`` leaf over ``mesh``: without a sharding, replicated; with a
     ``NamedSharding`` over the concrete mesh of the same devices, the same spec and memory
     kind over ``mesh`` (an ``AbstractMesh``). A leaf placed on CPU devices is an error."""
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax
     from jax.sharding import NamedSharding, PartitionSpec
 

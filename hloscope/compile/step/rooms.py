@@ -14,6 +14,8 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from hloscope.analysis.inputs import ScheduleRun
+from hloscope.compile.cuda.room import CudaRoom
+from hloscope.compile.tpu.room import TpuRoom
 from hloscope.request import CompileRequest, Scheduler
 from hloscope.targets import GpuTarget, Target, TpuTarget, as_target
 
@@ -85,10 +87,7 @@ def room_for(target: str | AnyTarget) -> Room:
     """The room of ``target``'s family."""
     tgt = resolve_target(target)
     if isinstance(tgt, TpuTarget):
-        from hloscope.compile.tpu.room import TpuRoom
-
         return TpuRoom(tgt)
-    from hloscope.compile.cuda.room import CudaRoom
 
     assert isinstance(tgt, GpuTarget)
     return CudaRoom(tgt)

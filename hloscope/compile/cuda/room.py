@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hloscope.analysis.inputs import ScheduleRun
 from hloscope.compile.cuda.scheduler import SCHEDULER_OPTIONS, read_run
@@ -19,6 +19,9 @@ from hloscope.hlo.xla_dumps import SCHEDULER_LOG_FILE
 from hloscope.hlo.xla_log import scheduler_log_lines
 from hloscope.request import CompileRequest, Scheduler
 from hloscope.targets import GpuTarget
+
+if TYPE_CHECKING:
+    from jax import Device
 
 
 class CudaRoom:
@@ -36,7 +39,7 @@ class CudaRoom:
             raise HloscopeError(f"topology names a TPU slice; {self.target.name} is a GPU", EXIT_BAD_INPUT)
         topology_for(self.target, devices, argument)
 
-    def devices(self, devices: int, topology: str | None = None) -> list[Any]:
+    def devices(self, devices: int, topology: str | None = None) -> list[Device]:
         return compile_only_devices(self.target, devices)
 
     def topology_label(self, devices: int, topology: str | None = None) -> str:

@@ -19,12 +19,16 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hloscope.compile.seam import environment
 from hloscope.compile.seam.jaxcompat import register_cuda_plugin_late
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_OUT_OF_MEMORY, HloscopeError
 from hloscope.targets import Target, gpu_only
+
+if TYPE_CHECKING:
+    from jax import Device
+    from jax.experimental.topologies import TopologyDescription
 
 #: What XLA's GPU plugin logs: the scheduler and estimator it built (gpu_hlo_schedule,
 #: sol_gpu_cost_model: read by hloscope.compile.cuda.scheduler); a few lines per compile.
@@ -107,10 +111,10 @@ def _plugin_logging() -> Iterator[None]:
                 os.environ[k] = v
 
 
-_DEVICES: dict[tuple[str, str], list[Any]] = {}
+_DEVICES: dict[tuple[str, str], list[Device]] = {}
 
 
-def _topology_desc(target: Target, topo: Topology, retry: bool) -> Any:
+def _topology_desc(target: Target, topo: Topology, retry: bool) -> TopologyDescription:
     """The plugin's compile-only topology; when jax's backends started without the plugin (a
     computation ran first: ``jaxcompat.register_cuda_plugin_late``), it is registered once more."""
     # lazy: jax is slow to import; only when tracing or compiling
@@ -148,7 +152,7 @@ def _plugin_failure(why: str) -> HloscopeError:
     return HloscopeError(environment.STARTED_TOO_EARLY, EXIT_ENVIRONMENT)
 
 
-def compile_only_devices(target: Target, devices: int) -> list[Any]:
+def compile_only_devices(target: Target, devices: int) -> list[Device]:
     """``devices`` compile-only GPUs of ``target`` (the CUDA plugin's), in id order; cached."""
     environment.prepare()
     topo = topology_for(target, devices)

@@ -27,7 +27,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from multiprocessing import resource_tracker
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from hloscope.analysis.inputs import StepInputs
 from hloscope.analysis.report import Report, analyze_step
@@ -52,6 +52,10 @@ from hloscope.hlo.parser import parse_hlo
 from hloscope.hlo.xla_dumps import XlaDumpTexts
 from hloscope.request import CompileRequest, xla_flag_texts
 from hloscope.targets import Target, as_target
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
 
 
 def compile_job(request: CompileRequest, phase: Callable[[str], None] | None = None) -> tuple[CompileResult,
@@ -202,7 +206,7 @@ def analyze_result(result: CompileResult, target: str | Target, vocab_size: int 
                         report_type=report_type)
 
 
-def _child(conn: Any, log_path: str, func: Callable[..., Any], args: tuple[Any, ...], phases: bool) -> None:
+def _child(conn: Connection, log_path: str, func: Callable[..., Any], args: tuple[Any, ...], phases: bool) -> None:
     # Native code (XLA, the CUDA plugin) writes to file descriptor 2; keep it for the parent.
     log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND)
     os.dup2(log_fd, 2)
@@ -277,7 +281,7 @@ _LIVE_LOCK = threading.Lock()
 _STOPPING = False
 
 
-def _start_deaf_to_ctrl_c(proc: Any) -> None:
+def _start_deaf_to_ctrl_c(proc: BaseProcess) -> None:
     """Start ``proc`` with SIGINT blocked, so that Ctrl+C reaches only this process.
 
     Ctrl+C on a terminal signals the whole foreground process group. A child that got it
@@ -396,7 +400,7 @@ def _death(signum: int, log: str, suffix: str) -> HloscopeError:
     return HloscopeError(f"XLA crashed while compiling ({name}){said}{at}", EXIT_COMPILE_FAILED)
 
 
-def _result(conn: Any, on_phase: Callable[[str], None] | None) -> Any:
+def _result(conn: Connection, on_phase: Callable[[str], None] | None) -> Any:
     """The child's result message, after passing on its phase messages; None if it died."""
     while True:
         try:

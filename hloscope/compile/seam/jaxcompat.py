@@ -27,10 +27,15 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hloscope.compile.seam import remat_bind
 from hloscope.native_stderr import SKIP_CUDA_CHECK, quiet_native_stderr
+
+if TYPE_CHECKING:
+    from jax import Device
+    from jax.stages import Compiled, Lowered
+    from jaxlib.xla_client import Client
 
 #: The one statement of the jax range hloscope supports; pyproject.toml's ``compile`` extra, CI
 #: (``.ci/run``) and docs/jax-versions.md repeat it and a test holds them to it.
@@ -138,7 +143,7 @@ def memory_space_name(x: Any) -> str | None:
     return None
 
 
-def optimized_text(compiled: Any, dump: str) -> str:
+def optimized_text(compiled: Compiled, dump: str) -> str:
     """The optimized module's text with its source-line tables.
 
     jaxlib 0.9 and later print ``FileNames`` ... ``StackFrames`` in ``Compiled.as_text()``;
@@ -379,7 +384,7 @@ def checkpoint_policy_replaced(policy: Any) -> Iterator[bool]:
         jax.clear_caches()
 
 
-def lowered_devices(lowered: Any) -> tuple[list[Any] | None, int | None]:
+def lowered_devices(lowered: Lowered) -> tuple[list[Device] | None, int | None]:
     """(the devices a ``jax.stages.Lowered``'s concrete shardings named, or None when all were
     abstract; the number of devices it is lowered for, None when unknown).
 
@@ -392,7 +397,7 @@ def lowered_devices(lowered: Any) -> tuple[list[Any] | None, int | None]:
     return (list(named) if named is not None else None), (int(n) if n else None)
 
 
-def compile_for_backend(lowered: Any, client: Any) -> None:
+def compile_for_backend(lowered: Lowered, client: Client) -> None:
     """Make ``lowered.compile()`` compile with ``client`` (the compile-only GPUs' client), not JAX's
     default backend (the CPU): ``lowered._lowering.compile_args["backend"]``, on 0.9 to 0.12."""
     lowered._lowering.compile_args["backend"] = client

@@ -21,16 +21,21 @@ import logging
 import os
 import re
 import socket
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
-from hloscope.compile.search.sweep import FINISHED, STARTED, Cell, _Analyses, failed_row, run_cell
+from hloscope.compile.search.sweep import (
+    FINISHED,
+    STARTED,
+    Cell,
+    EventFn,
+    PhaseFn,
+    ReportFn,
+    _Analyses,
+    failed_row,
+    run_cell,
+)
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, HloscopeError
-
-EventFn = Callable[[str, Cell, dict[str, Any] | None], None]
-PhaseFn = Callable[[Cell, str], None] | None
-ReportFn = Callable[[dict[str, Any], Any], None] | None
 
 RAY_MISSING = "--executor ray needs Ray: pip install 'hloscope[ray]'"
 

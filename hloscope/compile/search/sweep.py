@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hloscope.compile import workloads
 from hloscope.errors import HloscopeError
@@ -160,7 +160,7 @@ def failed_row(cell: Cell, error: str, seconds: float | None = None) -> dict[str
 
 def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
              analyses: _Analyses | None = None,
-             on_report: Callable[[dict[str, Any], Any], None] | None = None) -> dict[str, Any]:
+             on_report: ReportFn = None) -> dict[str, Any]:
     """Compile (or read from the cache) and analyze one cell; errors become a row with
     ``error`` set. ``phase`` is called with each compile phase's name as it starts."""
     # lazy: the compile layer and the analysis: a sweep's cells are built without them
@@ -235,11 +235,23 @@ def _model_tflops(request: CompileRequest, step_us: float | None) -> float | Non
 #: Executor events, as ``on_event(kind, cell, row)`` receives them.
 STARTED, FINISHED = "started", "finished"
 
+#: ``on_event(kind, cell, row)``, ``phase(cell, name)`` and ``on_report(row, report)``, as :func:`run_sweep` takes them.
+EventFn = Callable[[str, "Cell", dict[str, Any] | None], None]
+PhaseFn = Callable[["Cell", str], None] | None
+ReportFn = Callable[[dict[str, Any], "Report"], None] | None
 
-def run_sweep(all_cells: list[Cell], executor: Any,
-              on_event: Callable[[str, Cell, dict[str, Any] | None], None] | None = None,
-              phase: Callable[[Cell, str], None] | None = None,
-              on_report: Callable[[dict[str, Any], Any], None] | None = None) -> list[dict[str, Any]]:
+
+class Executor(Protocol):
+    """Where cells run (``hloscope.compile.search.executors``): one row per cell, in cell order."""
+
+    name: str
+
+    def run(self, cells: list[Cell], on_event: EventFn, phase: PhaseFn = None,
+            on_report: ReportFn = None) -> list[dict[str, Any]]: ...
+
+
+def run_sweep(all_cells: list[Cell], executor: Executor, on_event: EventFn | None = None, phase: PhaseFn = None,
+              on_report: ReportFn = None) -> list[dict[str, Any]]:
     """Run every cell on ``executor`` (``hloscope.compile.search.executors``: LocalExecutor(jobs),
     RayExecutor(address)). Each compile runs in its own process, so one that
     crashes or runs out of memory becomes a row with ``error`` set, named by its cell.

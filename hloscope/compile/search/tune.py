@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hloscope.analysis.tune import (
     PROBES,
@@ -44,10 +44,13 @@ from hloscope.compile import workloads
 from hloscope.compile.run.jobs import analyze_result, compile_request_result, vocab_of
 from hloscope.compile.seam.policy_override import CUSTOM
 from hloscope.compile.seam.xla_options import PIPELINED_OFFLOAD_FLAG
-from hloscope.compile.search.sweep import FINISHED, Cell, run_sweep
+from hloscope.compile.search.sweep import FINISHED, Cell, Executor, run_sweep
 from hloscope.compile.step.cache import load_request, remember_request
 from hloscope.errors import EXIT_COMPILE_FAILED, HloscopeError
 from hloscope.request import CompileRequest, Policy
+
+if TYPE_CHECKING:
+    from hloscope.analysis.report import Report
 
 #: Stop once this many rounds in a row left the verified frontier as it was.
 PATIENCE = 2
@@ -199,7 +202,7 @@ class _Runner:
     finished repeat reaches ``on_event`` with ``repeat_of`` (the label of the first compile of that
     step) in its row, so its ``[k/N]`` never passes the budget."""
 
-    def __init__(self, spec: TuneSpec, executor: Any, on_event: Callable[..., None] | None,
+    def __init__(self, spec: TuneSpec, executor: Executor, on_event: Callable[..., None] | None,
                  phase: Callable[..., None] | None) -> None:
         self.spec, self.executor, self.on_event, self.phase = spec, executor, on_event, phase
         self.verified: list[Verified] = []
@@ -228,7 +231,7 @@ class _Runner:
         cells = [cell_of(self.spec, c) for c, _, _ in configs]
         facts: dict[str, tuple[NameFacts, ...]] = {}
 
-        def on_report(row: dict[str, Any], report: Any) -> None:
+        def on_report(row: dict[str, Any], report: Report) -> None:
             facts[str(row["cell"])] = name_facts(report.intent)
 
         rows = run_sweep(list(cells), self.executor, self._event,
@@ -247,7 +250,7 @@ def _frontier_key(points: list[Verified]) -> tuple[Config, ...]:
     return tuple(v.config for v in points)
 
 
-def run_tune(spec: TuneSpec, executor: Any, on_event: Callable[..., None] | None = None,
+def run_tune(spec: TuneSpec, executor: Executor, on_event: Callable[..., None] | None = None,
              phase: Callable[..., None] | None = None) -> TuneResult:
     """Probe, propose, verify and refine until the frontier stops moving, the space is exhausted
     or ``spec.max_compiles`` compiles are spent (a cache hit counts, so a rerun takes the same path;

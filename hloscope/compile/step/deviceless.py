@@ -54,6 +54,10 @@ from hloscope.request import CompileRequest
 from hloscope.targets import GpuTarget, Target
 
 if TYPE_CHECKING:
+    from jax import Device
+    from jax.sharding import AbstractMesh, Mesh
+    from jax.stages import Compiled, Lowered, Traced
+
     from hloscope.analysis.intent.model import Intent, Preset
 
 
@@ -93,7 +97,7 @@ class StepOptions:
     (MaxText's ``remat_policy``), recorded in the step's intent as it is read.
     """
 
-    mesh: Any = None
+    mesh: Mesh | AbstractMesh | None = None
     mesh_axes: Sequence[tuple[str, int]] | None = None
     donate_argnums: tuple[int, ...] = ()
     in_shardings: Any = None
@@ -140,7 +144,7 @@ def compile_step(request: CompileRequest, fn: Callable[..., Any],
         raise ValueError(f"StepOptions.target is {opts.target.name}, the request's target is {request.target}")
     found_target = opts.target or resolve_target(request.target)
     if isinstance(found_target, GpuTarget):
-        tgt: Any = with_memory(found_target, request.memory_override_bytes)
+        tgt: Target = with_memory(found_target, request.memory_override_bytes)
         allocator = allocator_bytes(tgt, request.memory_fraction)
     else:
         refuse_gpu_memory_options(request)
@@ -179,7 +183,7 @@ def refuse_gpu_memory_options(request: CompileRequest) -> None:
                             "the HBM from the chip", EXIT_BAD_INPUT)
 
 
-def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Any, room: Room, mesh: Any,
+def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, room: Room, mesh: Mesh,
              options: dict[str, Any], compile_options: dict[str, Any], opts: StepOptions, dump: str, t0: float,
              scheduler_of: Callable[[str], tuple[ScheduleRun, dict[str, str]]],
              allocator: int | None, topology: str, topology_key: dict[str, object]) -> CompileResult:
@@ -262,7 +266,7 @@ def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Any, room: Room
     return found.store(CompileResult(**made, compiled=compiled))
 
 
-def _device_assignment(lowered: Any, mesh: Any, tgt: Target) -> tuple[Any, ...]:
+def _device_assignment(lowered: Lowered, mesh: Mesh, tgt: Target) -> tuple[Device, ...]:
     """The devices to compile ``lowered`` for: those its shardings name, else the first of ``mesh``.
 
     JAX computes the device list from concrete shardings met while lowering (None when
@@ -279,7 +283,7 @@ def _device_assignment(lowered: Any, mesh: Any, tgt: Target) -> tuple[Any, ...]:
     return devices
 
 
-def _intent(traced: Any, preset: Preset | None = None) -> Intent | None:
+def _intent(traced: Traced, preset: Preset | None = None) -> Intent | None:
     """What the step asked to offload (``hloscope.compile.seam.intent``), its policies marked as ``preset``'s
     when given; None if the jaxpr cannot be walked."""
     try:
@@ -289,20 +293,20 @@ def _intent(traced: Any, preset: Preset | None = None) -> Intent | None:
     return with_preset(intent, preset) if intent is not None and preset is not None else intent
 
 
-def _intent_record(traced: Any, preset: Preset | None = None) -> dict[str, Any] | None:
+def _intent_record(traced: Traced, preset: Preset | None = None) -> dict[str, Any] | None:
     """:func:`_intent` as a result record holds it."""
     intent = _intent(traced, preset)
     return intent_to_dict(intent) if intent is not None else None
 
 
-def _tensor_names(traced: Any, roles: Mapping[str, str] | None) -> list[TensorName]:
+def _tensor_names(traced: Traced, roles: Mapping[str, str] | None) -> list[TensorName]:
     try:
         return tensor_names(traced.jaxpr, roles)
     except Exception:  # names are a convenience: a jaxpr we cannot walk must not fail the compile
         return []
 
 
-def compiled_platform(compiled: Any, expected: frozenset[str] = frozenset({"cuda", "gpu", "rocm"}),
+def compiled_platform(compiled: Compiled, expected: frozenset[str] = frozenset({"cuda", "gpu", "rocm"}),
                       family: str = "gpu") -> str:
     """The platform of the devices ``compiled`` runs on: ``family`` for the compile-only devices
     of the room (whose platforms are ``expected``: the CUDA plugin calls its GPUs ``cuda``), else

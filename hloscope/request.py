@@ -12,7 +12,7 @@ module and the XLA options), never on the request alone.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 
 from hloscope.targets import memory_fraction_problem
@@ -50,8 +50,52 @@ class Policy(StrEnum):
 
 
 @dataclass(frozen=True)
-class CompileRequest:
-    """One compile: a built-in workload or the user's ``module:function``, for a target.
+class CompileSettings:
+    """A compile's settings as they are gathered, perhaps in parts: every field of a
+    :class:`CompileRequest`, where a field may still be missing (``target`` None, no step).
+
+    ``hloscope check`` reads them from ``[tool.hloscope]`` of pyproject.toml and then from its flags
+    (:meth:`merged`), and may never form a request (it checks an artifact folder instead);
+    :meth:`request` is the compile they ask for. A :class:`CompileRequest` is the complete case, so
+    a compile option is one field here: every request, and every face that gathers settings, has it.
+
+    target: the target's name. Exactly one of workload / fn / maxtext names the step (see
+    :class:`CompileRequest`, which documents every field).
+    """
+
+    target: str | None = None
+    devices: int = 8
+    workload: str | None = None
+    sets: tuple[tuple[str, str], ...] = ()
+    policy: Policy | None = None
+    fn: str | None = None
+    args: str | None = None
+    cwd: str | None = None
+    scheduler: Scheduler = Scheduler.LHS
+    pipelined: bool | None = True
+    xla_flags: tuple[str, ...] = field(default=())
+    memory_override_bytes: int | None = None
+    memory_fraction: float | None = None
+    maxtext: tuple[str, ...] | None = None
+    topology: str | None = None
+
+    def merged(self, over: CompileSettings) -> CompileSettings:
+        """``self`` with every setting ``over`` gives (one that is not the default) replaced: flags over pyproject."""
+        default = CompileSettings()
+        return replace(self, **{f.name: getattr(over, f.name) for f in fields(CompileSettings)
+                                if getattr(over, f.name) != getattr(default, f.name)})
+
+    def request(self) -> CompileRequest:
+        """The compile these settings ask for; ValueError when they name no target or not exactly one step."""
+        if self.target is None:
+            raise ValueError("a CompileRequest names a target")
+        return CompileRequest(**{f.name: getattr(self, f.name) for f in fields(CompileSettings)})
+
+
+@dataclass(frozen=True)
+class CompileRequest(CompileSettings):
+    """One compile: a built-in workload or the user's ``module:function``, for a target: the
+    complete :class:`CompileSettings` (its fields, in its order).
 
     workload / sets / policy: a built-in workload (``hloscope compile --workload``), its
     ``--set`` overrides and offload policy. fn / args / cwd: the user's function
@@ -70,20 +114,6 @@ class CompileRequest:
     """
 
     target: str
-    devices: int = 8
-    workload: str | None = None
-    sets: tuple[tuple[str, str], ...] = ()
-    policy: Policy | None = None
-    fn: str | None = None
-    args: str | None = None
-    cwd: str | None = None
-    scheduler: Scheduler = Scheduler.LHS
-    pipelined: bool | None = True
-    xla_flags: tuple[str, ...] = field(default=())
-    memory_override_bytes: int | None = None
-    memory_fraction: float | None = None
-    maxtext: tuple[str, ...] | None = None
-    topology: str | None = None
 
     def __post_init__(self) -> None:
         if [self.workload, self.fn, self.maxtext].count(None) != 2:

@@ -19,6 +19,7 @@ from hloscope.check.allow import AllowEntry
 from hloscope.check.baseline import Tolerance
 from hloscope.check.rules import RULES
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.request import CompileSettings
 from hloscope.targets import memory_fraction_problem
 
 #: Settings that are not rules: key -> kind. What each means: ``hloscope.render.check.meaning.SETTING_MEANING``.
@@ -49,10 +50,11 @@ _ALLOW_KEYS = {"checkpoint", "instruction", "source", "reason", "rules"}
 @dataclass(frozen=True)
 class CheckConfig:
     """rules: rule name -> parameter (only the rules to evaluate). where: where the settings
-    came from, for messages. Other fields: see :data:`SETTINGS`."""
+    came from, for messages. compile: the compile's settings (target, workload / fn / maxtext,
+    ``args``, ``devices``, ``set``, ``memory-fraction``), perhaps partial: ``hloscope.cli.check``
+    builds the request from them when they name a step. Other fields: see :data:`SETTINGS`."""
 
     rules: dict[str, Any] = field(default_factory=dict)
-    target: str | None = None
     hbm_margin: float = 0.0
     allow_empty: bool = False
     baseline: str | None = None
@@ -60,24 +62,23 @@ class CheckConfig:
     allow: tuple[AllowEntry, ...] = ()
     path: str | None = None
     unoptimized: str | None = None
-    workload: str | None = None
-    fn: str | None = None
-    args: str = ""
-    devices: int = 8
-    sets: dict[str, str] = field(default_factory=dict)
+    compile: CompileSettings = field(default_factory=CompileSettings)
     where: str = ""
-    memory_fraction: float | None = None
     host_pool_gb: float | None = None
-    maxtext: tuple[str, ...] | None = None
+
+    @property
+    def target(self) -> str | None:
+        """The target's name, for a compile or an artifact folder (None: the default, or the folder's own)."""
+        return self.compile.target
 
     def merged(self, over: CheckConfig) -> CheckConfig:
         """``self`` with every rule and setting ``over`` gives replaced (flags over pyproject)."""
         changes: dict[str, Any] = {"rules": {**self.rules, **over.rules}}
         default = CheckConfig()
-        for f in ("target", "hbm_margin", "allow_empty", "baseline", "tolerance", "path", "unoptimized",
-                  "workload", "fn", "args", "devices", "sets", "memory_fraction", "host_pool_gb", "maxtext"):
+        for f in ("hbm_margin", "allow_empty", "baseline", "tolerance", "path", "unoptimized", "host_pool_gb"):
             if getattr(over, f) != getattr(default, f):
                 changes[f] = getattr(over, f)
+        changes["compile"] = self.compile.merged(over.compile)
         changes["allow"] = self.allow + over.allow
         return replace(self, **changes)
 
@@ -202,13 +203,15 @@ def config_from_mapping(data: Mapping[str, Any], where: str) -> CheckConfig:
     if len(sources) > 1:
         raise HloscopeError(f"{where}: give one of path, workload, fn, maxtext (got {', '.join(sources)})",
                             EXIT_BAD_INPUT)
-    return CheckConfig(rules=rules, target=settings.get("target"), hbm_margin=settings.get("hbm-margin", 0.0),
+    steps = CompileSettings(target=settings.get("target"), devices=settings.get("devices", 8),
+                            workload=settings.get("workload"), sets=tuple(settings.get("set", {}).items()),
+                            fn=settings.get("fn"), args=settings.get("args"),
+                            memory_fraction=settings.get("memory-fraction"), maxtext=settings.get("maxtext"))
+    return CheckConfig(rules=rules, hbm_margin=settings.get("hbm-margin", 0.0),
                        allow_empty=settings.get("allow-empty", False), baseline=settings.get("baseline"),
                        tolerance=tol, allow=settings.get("allow", ()), path=settings.get("path"),
-                       unoptimized=settings.get("unoptimized"), workload=settings.get("workload"),
-                       fn=settings.get("fn"), args=settings.get("args", ""), devices=settings.get("devices", 8),
-                       sets=settings.get("set", {}), where=where, memory_fraction=settings.get("memory-fraction"),
-                       host_pool_gb=settings.get("host-pool-gb"), maxtext=settings.get("maxtext"))
+                       unoptimized=settings.get("unoptimized"), compile=steps, where=where,
+                       host_pool_gb=settings.get("host-pool-gb"))
 
 
 def find_pyproject(start: Path) -> Path | None:

@@ -43,7 +43,6 @@ from hloscope.render.check.formats import CHECK_FORMATS, get_check_format
 from hloscope.render.check.meaning import rule_meaning, setting_meaning
 from hloscope.render.check.words import describe_snapshot, nothing_to_check_words
 from hloscope.render.json_report import report_to_dict
-from hloscope.request import CompileRequest
 from hloscope.targets import DEFAULT_TARGET, as_target
 from hloscope.units import JSON_US_DIGITS
 
@@ -149,23 +148,23 @@ def resolve_config(args: argparse.Namespace) -> CheckConfig:
         if found is not None:
             base = load_pyproject(found)
     flags = flags_config(args)
-    if flags.path or flags.workload or flags.fn or flags.maxtext is not None:
+    if flags.path or flags.compile.workload or flags.compile.fn or flags.compile.maxtext is not None:
         # a source on the command line replaces the configured one
-        base = dataclasses.replace(base, path=None, workload=None, fn=None, maxtext=None)
+        base = dataclasses.replace(base, path=None, compile=dataclasses.replace(base.compile, workload=None, fn=None,
+                                                                                 maxtext=None))
     return base.merged(flags)
 
 
 def load_subject(cfg: CheckConfig, module: str | None = None) -> Subject:
     target = as_target(cfg.target)  # checked before anything is read or compiled
-    if cfg.workload or cfg.fn or cfg.maxtext is not None:
+    given = cfg.compile
+    if given.workload or given.fn or given.maxtext is not None:
         from hloscope.api import compile_subject  # lazy: the compile layer, for a compile only
 
-        request = CompileRequest(cfg.target or DEFAULT_TARGET, cfg.devices,
-                                 workload=cfg.workload or None if cfg.maxtext is None else None,
-                                 maxtext=cfg.maxtext, sets=tuple(cfg.sets.items()), fn=cfg.fn or None,
-                                 args=cfg.args if cfg.fn else None,
-                                 cwd=str(Path.cwd()) if cfg.fn else None,
-                                 memory_fraction=cfg.memory_fraction)
+        request = dataclasses.replace(given, target=given.target or DEFAULT_TARGET,
+                                      workload=given.workload or None if given.maxtext is None else None,
+                                      fn=given.fn or None, args=(given.args or "") if given.fn else None,
+                                      cwd=str(Path.cwd()) if given.fn else None).request()
         check_request(request)  # before JAX starts
         note_jax_version()
         return compile_subject(request)

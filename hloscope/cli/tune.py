@@ -32,7 +32,7 @@ from hloscope.compile import workloads
 from hloscope.compile.maxtext import split_args
 from hloscope.compile.run.jobs import analyze_result, vocab_of
 from hloscope.compile.search.executors import make_executor
-from hloscope.compile.search.sweep import SCHEDULERS, request_of
+from hloscope.compile.search.sweep import SCHEDULERS
 from hloscope.compile.search.tune import cell_of, fn_names, maxtext_custom_keys, run_tune
 from hloscope.compile.step.cache import load_request, turned_off
 from hloscope.errors import (
@@ -349,7 +349,7 @@ def _write_artifacts(result: TuneResult, folder: Path) -> None:
     for i, v in enumerate(result.verified):
         if not v.ok:
             continue
-        request = request_of(cell_of(result.spec, v.config))
+        request = cell_of(result.spec, v.config).request
         found = load_request(request)
         if found is None:
             missing += 1

@@ -37,22 +37,29 @@ hloscope first, quiet (:func:`hloscope.compile.tpu.runtime.prepare`).
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib
+import importlib.util
 import io
 import os
 import re
 import sys
+import types
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
+from hloscope.analysis.intent.account import Preset
+from hloscope.compile.cuda.topology import compile_only_devices
 from hloscope.compile.result import CompileResult
+from hloscope.compile.seam import environment
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.request import CompileRequest
+from hloscope.targets import TpuTarget, get_target
 
 if TYPE_CHECKING:
-    from hloscope.analysis.intent.account import Preset
     from hloscope.compile.tpu.slices import TpuSlice
-    from hloscope.targets import TpuTarget
 
 #: The one line for a Python or an install that cannot run MaxText.
 INSTALL_HINT = "pip install 'hloscope[maxtext]'"
@@ -128,8 +135,6 @@ def check_available(version: tuple[int, ...] | None = None, found: bool | None =
         raise HloscopeError(f"--maxtext needs Python {MIN_PYTHON[0]}.{MIN_PYTHON[1]} or newer (MaxText requires it); "
                             f"this is Python {'.'.join(map(str, v))}: on Python 3.12+, {INSTALL_HINT}", EXIT_BAD_INPUT)
     if found is None:
-        import importlib.util
-
         found = importlib.util.find_spec("maxtext") is not None
     if not found:
         raise HloscopeError(f"--maxtext needs MaxText, which is not installed: {INSTALL_HINT}", EXIT_BAD_INPUT)
@@ -140,8 +145,6 @@ def owned_overrides(target: Any, devices: int, topology: str | None = None) -> l
     hosts (``target.gpus_per_host`` GPUs each) are MaxText's slices; ``compile_topology`` only has to be a
     GPU system MaxText knows (``a3``): the devices themselves come from hloscope's topology. For a TPU:
     MaxText's own TPU path, ``compile_topology`` the slice's MaxText name (``v5p-256``), one slice."""
-    from hloscope.targets import TpuTarget
-
     if isinstance(target, TpuTarget):
         return ["hardware=tpu", f"compile_topology={tpu_slice(target, devices, topology).maxtext_name}",
                 "compile_topology_num_slices=1"]
@@ -152,6 +155,7 @@ def owned_overrides(target: Any, devices: int, topology: str | None = None) -> l
 
 def tpu_slice(target: TpuTarget, devices: int, topology: str | None = None) -> TpuSlice:
     """The TPU slice of ``devices`` devices (or ``topology``) of ``target``."""
+    # lazy: the TPU room, only for a TPU target
     from hloscope.compile.tpu.room import TpuRoom
 
     return TpuRoom(target).slice(devices, topology)
@@ -205,14 +209,14 @@ def _say(run: _Run, name: str) -> None:
 
 def _mesh(run: _Run, config: Any) -> Any:
     """MaxText's ``get_topology_mesh`` with hloscope's compile-only GPUs as the devices."""
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax
     from jax.sharding import AxisType, Mesh
 
     ShardMode = _module("maxtext.common.common_types").ShardMode
     maxtext_utils = _module("maxtext.utils.maxtext_utils")
-    from hloscope.compile.cuda.topology import compile_only_devices
+    # lazy: the compile step; the CLI checks --maxtext without it
     from hloscope.compile.step.deviceless import with_memory
-    from hloscope.targets import get_target
 
     run.config = config
     _say(run, "MaxText model")
@@ -242,6 +246,7 @@ class _MaxTextStep:
         return self.jitted(*self.args, **self.kwargs)
 
     def trace(self, *_: Any) -> Any:
+        # lazy: jax is slow to import; only when tracing or compiling
         import jax
 
         mesh_ctx = self.mesh if self.diloco else contextlib.nullcontext()
@@ -258,8 +263,10 @@ def _jit_and_compile(run: _Run) -> Callable[..., Any]:
     def jit_and_compile(func: Any, func_input_args: Any, func_input_kwargs: Any, mesh: Any, in_shardings: Any,
                         out_shardings: Any, static_argnums: Any, donate_argnums: Any, config: Any,
                         logical_axis_rules: Any) -> Any:
+        # lazy: jax is slow to import; only when tracing or compiling
         import jax
 
+        # lazy: the compile step; the CLI checks --maxtext without it
         from hloscope.compile.step.deviceless import StepOptions, compile_step
 
         if run.config is None:  # a TPU compile: MaxText built its mesh itself
@@ -314,9 +321,7 @@ def _maxtext_private_hooks(run: _Run, tpu: bool = False) -> Iterator[Any]:
     ``jit_and_compile`` and ``_handle_config_exception`` are swapped: MaxText's own
     ``get_topology_mesh`` builds the slice and its mesh.
     """
-    import functools
-    import types
-
+    # lazy: jax is slow to import; only when tracing or compiling
     from jax.experimental import mesh_utils
 
     pyconfig = _module("maxtext.configs.pyconfig")
@@ -343,15 +348,11 @@ def _maxtext_private_hooks(run: _Run, tpu: bool = False) -> Iterator[Any]:
 
 def _module(name: str) -> Any:
     """A module of MaxText (or of tokamax, which it brings), imported by name: neither ships type hints."""
-    import importlib
-
     return importlib.import_module(name)
 
 
 def _import_maxtext() -> None:
     """Import MaxText's train step once, its import-time chatter (transformers, stubs) kept off the terminal."""
-    from hloscope.compile.seam import environment
-
     environment.prepare()
     sink = io.StringIO()
     try:
@@ -373,8 +374,6 @@ def attention_in(argv: Sequence[str]) -> str | None:
 def compile_maxtext_job(request: CompileRequest,
                         phase: Callable[[str], None] | None = None) -> tuple[CompileResult, dict[str, Any]]:
     """Compile MaxText's train step for ``request`` in this process: (CompileResult, manifest extras)."""
-    from hloscope.targets import TpuTarget, get_target
-
     check_available()
     args = split_args(request.maxtext or ())
     target = get_target(request.target)
@@ -383,6 +382,7 @@ def compile_maxtext_job(request: CompileRequest,
     run = _Run(request, phase)
     if phase:
         phase("MaxText config")
+    # lazy: the compile step; the CLI checks --maxtext without it
     from hloscope.compile.step.deviceless import with_memory
     from hloscope.compile.step.rooms import room_for
 
@@ -427,8 +427,6 @@ def maxtext_preset(config: Any) -> Preset | None:
     """The preset that built the step's remat policies: MaxText's ``remat_policy`` (``qkv_proj_offloaded``
     lists ``kv_proj``, which a llama never tags: the accounting then says it is MaxText's name, not the
     user's typo); None for ``custom``, whose names are the user's config keys."""
-    from hloscope.analysis.intent.account import Preset
-
     remat_policy = getattr(config, "remat_policy", None)
     value = getattr(remat_policy, "value", remat_policy)  # MaxText's config may hold its RematPolicy enum
     if not isinstance(value, str) or value == USER_LISTED_POLICY:
@@ -456,12 +454,10 @@ def _last_line(text: str) -> str:
 def _facts(run: _Run, args: MaxTextArgs, argv: Sequence[str]) -> dict[str, Any]:
     """What the manifest records of a MaxText compile: the config file, the overrides, the model,
     attention and remat policy MaxText built, MaxText's version, and any substitution made."""
-    from importlib.metadata import PackageNotFoundError, version
-
     config = run.config
     try:
-        maxtext_version = version("maxtext")
-    except PackageNotFoundError:
+        maxtext_version = metadata.version("maxtext")
+    except metadata.PackageNotFoundError:
         maxtext_version = ""
 
     def get(name: str) -> Any:

@@ -167,7 +167,7 @@ def test_maxtext_in_pyproject_is_a_source_like_path_or_workload(tmp_path: Path) 
     from hloscope.errors import HloscopeError
 
     cfg = config_from_mapping({"maxtext": ["model_name=llama2-7b", "remat_policy=qkv_proj_offloaded"]}, "pp")
-    assert cfg.maxtext == ("model_name=llama2-7b", "remat_policy=qkv_proj_offloaded")
+    assert cfg.compile.maxtext == ("model_name=llama2-7b", "remat_policy=qkv_proj_offloaded")
     with pytest.raises(HloscopeError, match="give one of path, workload, fn, maxtext"):
         config_from_mapping({"maxtext": ["model_name=llama2-7b"], "workload": "mlp"}, "pp")
     with pytest.raises(HloscopeError, match="expected a list of strings"):

@@ -91,10 +91,10 @@ def test_xla_plans_for_the_allocators_share(fraction: float | None) -> None:
 
 def test_a_sweep_carries_the_fraction_to_every_cell(capsys: pytest.CaptureFixture[str]) -> None:
     from hloscope.cli.main import main
-    from hloscope.compile.search.sweep import cells, request_of
+    from hloscope.compile.search.sweep import cells
 
     todo = cells("mlp", {}, "h100-sxm", 8, ["offload", "remat"], [None], ["lhs"], [True], 0.9)
-    assert [request_of(c).memory_fraction for c in todo] == [0.9, 0.9]
+    assert [c.request.memory_fraction for c in todo] == [0.9, 0.9]
     assert main(["sweep", "mlp", "--memory-fraction", "0"]) == 2
     assert "--memory-fraction: 0 is not in (0, 1]" in capsys.readouterr().err
 
@@ -102,8 +102,8 @@ def test_a_sweep_carries_the_fraction_to_every_cell(capsys: pytest.CaptureFixtur
 def test_check_takes_the_fraction_from_flags_and_pyproject() -> None:
     from hloscope.check.config import config_from_mapping
 
-    assert config_from_mapping({"memory-fraction": 0.9}, "pyproject.toml").memory_fraction == 0.9
-    assert config_from_mapping({}, "pyproject.toml").memory_fraction is None
+    assert config_from_mapping({"memory-fraction": 0.9}, "pyproject.toml").compile.memory_fraction == 0.9
+    assert config_from_mapping({}, "pyproject.toml").compile.memory_fraction is None
     for bad in (0, 1.5, "lots"):
         with pytest.raises(HloscopeError) as e:
             config_from_mapping({"memory_fraction": bad}, "pyproject.toml")

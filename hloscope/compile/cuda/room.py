@@ -4,14 +4,24 @@ read from the plugin's log, behind :class:`hloscope.compile.step.rooms.Room`."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hloscope.analysis.inputs import ScheduleRun
+from hloscope.compile.cuda.scheduler import SCHEDULER_OPTIONS, read_run
+from hloscope.compile.cuda.topology import compile_only_devices, topology_for
 from hloscope.compile.seam import jaxcompat
+from hloscope.compile.seam.xla_options import PIPELINED_OFFLOAD_FLAG
+from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.hlo.xla_dumps import SCHEDULER_LOG_FILE
+from hloscope.hlo.xla_log import scheduler_log_lines
 from hloscope.request import CompileRequest, Scheduler
 from hloscope.targets import GpuTarget
+
+if TYPE_CHECKING:
+    from jax import Device
 
 
 class CudaRoom:
@@ -25,33 +35,21 @@ class CudaRoom:
         self.target = target
 
     def check_devices(self, devices: int, topology: str | None = None, argument: str = "--devices") -> None:
-        from hloscope.compile.cuda.topology import topology_for
-        from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
-
         if topology is not None:
             raise HloscopeError(f"topology names a TPU slice; {self.target.name} is a GPU", EXIT_BAD_INPUT)
         topology_for(self.target, devices, argument)
 
-    def devices(self, devices: int, topology: str | None = None) -> list[Any]:
-        from hloscope.compile.cuda.topology import compile_only_devices
-
+    def devices(self, devices: int, topology: str | None = None) -> list[Device]:
         return compile_only_devices(self.target, devices)
 
     def topology_label(self, devices: int, topology: str | None = None) -> str:
-        from hloscope.compile.cuda.topology import topology_for
-
         topo = topology_for(self.target, devices)
         return f"{topo.name} ({topo.describe()})"
 
     def topology_key(self, devices: int, topology: str | None = None) -> dict[str, object]:
-        import hashlib
-
         return {"gpu_target_config": hashlib.sha256(str(self.target.gpu_target_config()).encode()).hexdigest()}
 
     def options(self, request: CompileRequest, user: Mapping[str, Any]) -> dict[str, Any]:
-        from hloscope.compile.cuda.scheduler import SCHEDULER_OPTIONS
-        from hloscope.compile.seam.xla_options import PIPELINED_OFFLOAD_FLAG
-
         options: dict[str, Any] = dict(SCHEDULER_OPTIONS[request.scheduler])
         if request.pipelined is not None:
             options[PIPELINED_OFFLOAD_FLAG] = request.pipelined
@@ -70,10 +68,6 @@ class CudaRoom:
                        options: Mapping[str, Any]) -> tuple[ScheduleRun, dict[str, str]]:
         """Which scheduler ran (read from the HLO and XLA's log so far) and the log's scheduler and
         estimator lines as the artifact's scheduler log (extra file name -> text)."""
-        from hloscope.compile.cuda.scheduler import read_run
-        from hloscope.hlo.xla_dumps import SCHEDULER_LOG_FILE
-        from hloscope.hlo.xla_log import scheduler_log_lines
-
         lines = scheduler_log_lines(log or "")
         return read_run(optimized, log, chosen), ({SCHEDULER_LOG_FILE: lines} if lines else {})
 

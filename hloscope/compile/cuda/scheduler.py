@@ -30,6 +30,7 @@ import re
 from enum import StrEnum
 
 from hloscope.analysis.inputs import ScheduleRun
+from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.request import Scheduler
 
 LHS_FLAG = "xla_gpu_enable_latency_hiding_scheduler"
@@ -63,13 +64,9 @@ def resolve(scheduler: Scheduler | str | None, lhs: bool | None) -> Scheduler:
         try:
             chosen = Scheduler(scheduler)
         except ValueError:
-            from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
-
             raise HloscopeError(f"unknown scheduler '{scheduler}'; choose one of: "
                                 f"{', '.join(s.value for s in Scheduler)}", EXIT_BAD_INPUT) from None
         if lhs is not None and (chosen is not Scheduler.NONE) != lhs:
-            from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
-
             raise HloscopeError(f"scheduler={chosen.value} contradicts lhs={lhs}; give one of them",
                                 EXIT_BAD_INPUT)
         return chosen

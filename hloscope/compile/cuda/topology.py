@@ -14,14 +14,21 @@ estimator's collective times, which take the node size from its own per-GPU conf
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
+from hloscope.compile.seam import environment
+from hloscope.compile.seam.jaxcompat import register_cuda_plugin_late
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_OUT_OF_MEMORY, HloscopeError
 from hloscope.targets import Target, gpu_only
+
+if TYPE_CHECKING:
+    from jax import Device
+    from jax.experimental.topologies import TopologyDescription
 
 #: What XLA's GPU plugin logs: the scheduler and estimator it built (gpu_hlo_schedule,
 #: sol_gpu_cost_model: read by hloscope.compile.cuda.scheduler); a few lines per compile.
@@ -89,8 +96,6 @@ def _plugin_logging() -> Iterator[None]:
     """Turn on the plugin's log lines for the plugin's first use, then put the environment
     back. The plugin reads these variables once, when its logging starts (at its first
     topology); the jax CPU backend already started keeps its own settings."""
-    import multiprocessing
-
     # The plugin keeps these settings for the process's life: in the user's own process its
     # compiles outside hloscope would print them, so there only the few decision lines.
     env = WORKER_LOG_ENVIRONMENT if multiprocessing.parent_process() is not None else PLUGIN_LOG_ENVIRONMENT
@@ -106,15 +111,15 @@ def _plugin_logging() -> Iterator[None]:
                 os.environ[k] = v
 
 
-_DEVICES: dict[tuple[str, str], list[Any]] = {}
+_DEVICES: dict[tuple[str, str], list[Device]] = {}
 
 
-def _topology_desc(target: Target, topo: Topology, retry: bool) -> Any:
+def _topology_desc(target: Target, topo: Topology, retry: bool) -> TopologyDescription:
     """The plugin's compile-only topology; when jax's backends started without the plugin (a
     computation ran first: ``jaxcompat.register_cuda_plugin_late``), it is registered once more."""
+    # lazy: jax is slow to import; only when tracing or compiling
     from jax.experimental import topologies
 
-    from hloscope.compile.seam import environment
 
     try:
         with environment.quiet_native_stderr(), _plugin_logging():
@@ -123,8 +128,6 @@ def _topology_desc(target: Target, topo: Topology, retry: bool) -> Any:
                                                 topology=topo.name)
     except Exception as e:
         if "topology not implemented" in str(e):
-            from hloscope.compile.seam.jaxcompat import register_cuda_plugin_late
-
             why = register_cuda_plugin_late() if retry else ""
             if why is None:
                 return _topology_desc(target, topo, retry=False)
@@ -138,8 +141,6 @@ def _plugin_failure(why: str) -> HloscopeError:
     """The one line for a CUDA plugin that is not registered: its library could not be mapped under
     an address-space limit (host memory, exit 6), it failed to load (the environment, exit 7),
     or jax's backends started without it (exit 7)."""
-    from hloscope.compile.seam import environment
-
     limit = environment.address_space_limit()
     if limit is not None and any(w in why.lower() for w in environment.OUT_OF_MAPPABLE_MEMORY):
         return HloscopeError(f"the CUDA plugin could not be loaded under an address-space limit of "
@@ -151,10 +152,8 @@ def _plugin_failure(why: str) -> HloscopeError:
     return HloscopeError(environment.STARTED_TOO_EARLY, EXIT_ENVIRONMENT)
 
 
-def compile_only_devices(target: Target, devices: int) -> list[Any]:
+def compile_only_devices(target: Target, devices: int) -> list[Device]:
     """``devices`` compile-only GPUs of ``target`` (the CUDA plugin's), in id order; cached."""
-    from hloscope.compile.seam import environment
-
     environment.prepare()
     topo = topology_for(target, devices)
     key = (gpu_only(target).gpu_target_config(), topo.name)

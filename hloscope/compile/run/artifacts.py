@@ -21,7 +21,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from hloscope.compile import workloads
 from hloscope.compile.result import CompileResult
+from hloscope.compile.step.cache import manifest_entry, request_memo_key
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.folders import MANIFEST_FILE, MANIFEST_SCHEMA
 from hloscope.request import CompileRequest, Scheduler
@@ -57,8 +59,6 @@ def default_folder(request: CompileRequest) -> Path:
         digest = hashlib.sha256((request.args or "").encode()).hexdigest()[:8]
         parts = [request.fn.replace(":", "."), request.target, str(request.devices), f"args{digest}"]
     else:
-        from hloscope.compile import workloads
-
         _, cfg = workloads.resolve(str(request.workload), request.workload_settings)  # default policy, bad --set: early
         parts = [str(request.workload), str(cfg.policy), request.target, str(request.devices)]
         parts += [f"{k}{v}" for k, v in sorted(request.sets) if k != "policy"]
@@ -94,8 +94,6 @@ def holds_request(out_dir: Path, request: CompileRequest) -> bool:
     hloscope's compile code, the versions and the JAX/XLA environment; for ``--fn``, the user's code:
     ``userfn.source_fingerprint``) are this one's. Never for an ``--fn`` whose code cannot be
     fingerprinted."""
-    from hloscope.compile.step.cache import request_memo_key
-
     data = _same_request_manifest(out_dir, request)
     if data is None:
         return False
@@ -154,8 +152,6 @@ def write_artifacts(out_dir: Path, files: dict[str, str], force: bool = False) -
 def manifest(result: CompileResult, extra: dict[str, Any], request: CompileRequest | None = None) -> str:
     """The manifest (docs/compile.md) of a compile, written from its record (``CompileResult.to_record``):
     the memory figures as the report derives them, the cache's word, and the request when known."""
-    from hloscope.compile.step.cache import manifest_entry
-
     record = result.to_record()
     return json.dumps({
         "schema": MANIFEST_SCHEMA,
@@ -178,7 +174,5 @@ def manifest(result: CompileResult, extra: dict[str, Any], request: CompileReque
 
 def _request_entry(request: CompileRequest) -> dict[str, object]:
     """The manifest's ``request`` (what was asked for) and ``request_key`` (see :func:`holds_request`)."""
-    from hloscope.compile.step.cache import request_memo_key
-
     key = request_memo_key(request)
     return {"request": request.to_record(), **({"request_key": key} if key is not None else {})}

@@ -25,8 +25,8 @@ def check_devices(request: CompileRequest, argument: str = "--devices") -> None:
     target = get_target(request.target)
     fits: Callable[[int], bool]
     if isinstance(target, TpuTarget):  # a TPU slice (hloscope.compile.tpu.slices)
-        # lazy: the TPU room loads the analysis (its ScheduleRun); `hloscope tui` checks a request before its
-        # first screen and must not load the analysis there (tests/tui/test_app.py)
+        # `hloscope tui` checks a request before its first screen and must not load the analysis there
+        # lazy: the TPU room loads the analysis (its ScheduleRun); tests/tui/test_app.py
         from hloscope.compile.tpu.room import TpuRoom
 
         TpuRoom(target).slice(request.devices, request.topology, argument)

@@ -19,20 +19,28 @@ import hashlib
 import multiprocessing as mp
 import os
 import re
+import resource
 import signal
 import sys
 import tempfile
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar, overload
+from multiprocessing import resource_tracker
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from hloscope.analysis.inputs import StepInputs
 from hloscope.analysis.report import Report, analyze_step
 from hloscope.analysis.simulate.overlap import AnalysisOptions
 from hloscope.analysis.structure.name_records import name_records
+from hloscope.compile import workloads
+from hloscope.compile.maxtext import compile_maxtext_job
 from hloscope.compile.result import CompileResult, memory_figures
 from hloscope.compile.seam.environment import address_space_limit, terminal_lines
+from hloscope.compile.seam.policy_override import check_names, every_checkpoint, switches_of
+from hloscope.compile.seam.userfn import load_user_fn, parse_args_spec
+from hloscope.compile.step.deviceless import StepOptions, compile_step, make_mesh
+from hloscope.compile.step.rooms import resolve_target
 from hloscope.errors import (
     EXIT_BAD_INPUT,
     EXIT_COMPILE_FAILED,
@@ -40,9 +48,14 @@ from hloscope.errors import (
     EXIT_OUT_OF_MEMORY,
     HloscopeError,
 )
+from hloscope.hlo.parser import parse_hlo
 from hloscope.hlo.xla_dumps import XlaDumpTexts
 from hloscope.request import CompileRequest, xla_flag_texts
 from hloscope.targets import Target, as_target
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
 
 
 def compile_job(request: CompileRequest, phase: Callable[[str], None] | None = None) -> tuple[CompileResult,
@@ -53,19 +66,11 @@ def compile_job(request: CompileRequest, phase: Callable[[str], None] | None = N
     its ``--args``; MaxText's step's (``maxtext``) its config, overrides, model and attention.
     ``request.memory_override_bytes`` compiles for the target with that HBM.
     """
-    from hloscope.compile.step.deviceless import StepOptions, compile_step, make_mesh
-    from hloscope.compile.step.rooms import resolve_target
-
     if request.maxtext is not None:
-        from hloscope.compile.maxtext import compile_maxtext_job
-
         return compile_maxtext_job(request, phase)
     if request.fn is not None:
-        from hloscope.compile.seam.userfn import load_user_fn, parse_args_spec
-
         if not request.args:
             raise HloscopeError("--fn needs --args describing its abstract arguments", EXIT_BAD_INPUT)
-        from hloscope.compile.seam.policy_override import check_names, every_checkpoint, switches_of
 
         switches = switches_of(request.sets_dict)  # --set custom=NAME:CHOICE,...: tune's switches
         mesh = make_mesh(resolve_target(request.target), request.devices, topology=request.topology)
@@ -75,7 +80,6 @@ def compile_job(request: CompileRequest, phase: Callable[[str], None] | None = N
             result = compile_step(request, fn, abstract, StepOptions(mesh=mesh, cache=True, phase=phase))
         check_names(switches or {}, [t["name"] for t in result.tensor_names])
         return result, {"fn": request.fn, "args": request.args}
-    from hloscope.compile import workloads
 
     wl, cfg = workloads.resolve(str(request.workload), request.workload_settings)
     mesh = make_mesh(resolve_target(request.target), request.devices, workloads.mesh_axes(cfg, request.devices),
@@ -156,8 +160,6 @@ def step_inputs(result: CompileResult, extra: Mapping[str, Any] | None = None, v
     the raw memory figures, XLA's memory texts and the compile's facts. ``extra``: the manifest
     extras of a job (workload and config, or fn and args). ``label``: how to name the step when it
     has no file (default ``<compiled>``)."""
-    from hloscope.hlo.parser import parse_hlo
-
     name = source_path or label or "<compiled>"
     module = parse_hlo(result.optimized_hlo, name)
     module.source_path = source_path
@@ -204,7 +206,7 @@ def analyze_result(result: CompileResult, target: str | Target, vocab_size: int 
                         report_type=report_type)
 
 
-def _child(conn: Any, log_path: str, func: Callable[..., Any], args: tuple[Any, ...], phases: bool) -> None:
+def _child(conn: Connection, log_path: str, func: Callable[..., Any], args: tuple[Any, ...], phases: bool) -> None:
     # Native code (XLA, the CUDA plugin) writes to file descriptor 2; keep it for the parent.
     log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND)
     os.dup2(log_fd, 2)
@@ -259,8 +261,6 @@ def _machine_bytes() -> int:
 
 def _children_peak_bytes() -> int:
     """The largest peak resident size of a reaped child process of this one (Linux: ru_maxrss in KiB)."""
-    import resource
-
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
 
 
@@ -281,7 +281,7 @@ _LIVE_LOCK = threading.Lock()
 _STOPPING = False
 
 
-def _start_deaf_to_ctrl_c(proc: Any) -> None:
+def _start_deaf_to_ctrl_c(proc: BaseProcess) -> None:
     """Start ``proc`` with SIGINT blocked, so that Ctrl+C reaches only this process.
 
     Ctrl+C on a terminal signals the whole foreground process group. A child that got it
@@ -291,8 +291,6 @@ def _start_deaf_to_ctrl_c(proc: Any) -> None:
     is per thread and survives fork and exec; the resource tracker is started first
     because starting it unblocks SIGINT in the calling thread.
     """
-    from multiprocessing import resource_tracker
-
     resource_tracker.ensure_running()
     old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
@@ -402,7 +400,7 @@ def _death(signum: int, log: str, suffix: str) -> HloscopeError:
     return HloscopeError(f"XLA crashed while compiling ({name}){said}{at}", EXIT_COMPILE_FAILED)
 
 
-def _result(conn: Any, on_phase: Callable[[str], None] | None) -> Any:
+def _result(conn: Connection, on_phase: Callable[[str], None] | None) -> Any:
     """The child's result message, after passing on its phase messages; None if it died."""
     while True:
         try:

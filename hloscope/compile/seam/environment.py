@@ -8,7 +8,9 @@ CUDA PJRT plugin then still offers compile-only GPU topologies.
 from __future__ import annotations
 
 import os
+import resource
 import sys
+from importlib.metadata import PackageNotFoundError, version
 
 from hloscope.errors import EXIT_ENVIRONMENT, HloscopeError
 from hloscope.native_stderr import (
@@ -32,6 +34,7 @@ STARTED_TOO_EARLY = ("jax's backend already started without the CUDA plugin's co
 
 def backend_started() -> bool:
     """Whether JAX has already created its backends (then its platform can no longer change)."""
+    # lazy: jax is slow to import; only when tracing or compiling
     from hloscope.compile.seam.jaxcompat import backends_started
 
     return backends_started()
@@ -51,11 +54,13 @@ def prepare() -> None:
             os.environ["JAX_PLATFORMS"] = "cpu"
     try:
         with quiet_native_stderr():
+            # lazy: jax is slow to import; only when tracing or compiling
             import jax
             from jax.experimental import topologies  # noqa: F401
     except Exception as e:  # ImportError or a broken install
         raise HloscopeError(f"cannot import jax: {e}; compiling needs the compile extra: "
                             "pip install 'hloscope[compile]'", EXIT_ENVIRONMENT) from None
+    # lazy: jax is slow to import; only when tracing or compiling
     from hloscope.compile.seam.jaxcompat import warn_version
 
     warn_version(jax.__version__)
@@ -66,8 +71,6 @@ def prepare() -> None:
 def address_space_limit() -> int | None:
     """The soft address-space limit (``ulimit -v``) this process and its children have, in bytes;
     None when there is none."""
-    import resource
-
     soft = resource.getrlimit(resource.RLIMIT_AS)[0]
     return None if soft == resource.RLIM_INFINITY else int(soft)
 
@@ -78,8 +81,6 @@ OUT_OF_MAPPABLE_MEMORY = ("failed to map segment", "cannot allocate memory", "ba
 
 def versions() -> dict[str, str]:
     """Versions of the packages that decide what XLA emits."""
-    from importlib.metadata import PackageNotFoundError, version
-
     out = {"python": sys.version.split()[0]}
     for pkg in ("jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda12-pjrt", "nvidia-cuda-nvcc-cu12"):
         try:

@@ -16,12 +16,26 @@ and go on (a newer JAX usually works; what may not is named in the line).
 
 from __future__ import annotations
 
+import glob
+import importlib
+import os
 import re
+import sys
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
+
+from hloscope.compile.seam import remat_bind
+from hloscope.native_stderr import SKIP_CUDA_CHECK, quiet_native_stderr
+
+if TYPE_CHECKING:
+    from jax import Device
+    from jax.stages import Compiled, Lowered
+    from jaxlib.xla_client import Client
 
 #: The one statement of the jax range hloscope supports; pyproject.toml's ``compile`` extra, CI
 #: (``.ci/run``) and docs/jax-versions.md repeat it and a test holds them to it.
@@ -71,8 +85,6 @@ def version_note(jax_version: str) -> str:
 
 def installed_jax() -> str:
     """The installed jax's version, read from its metadata without importing it ("" when absent)."""
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("jax")
     except PackageNotFoundError:
@@ -99,8 +111,6 @@ def abstract_device_platform(device: Any) -> str:
 
 def jaxlib_version() -> str:
     """The installed jaxlib's version ("" when it is not installed)."""
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("jaxlib")
     except PackageNotFoundError:
@@ -133,7 +143,7 @@ def memory_space_name(x: Any) -> str | None:
     return None
 
 
-def optimized_text(compiled: Any, dump: str) -> str:
+def optimized_text(compiled: Compiled, dump: str) -> str:
     """The optimized module's text with its source-line tables.
 
     jaxlib 0.9 and later print ``FileNames`` ... ``StackFrames`` in ``Compiled.as_text()``;
@@ -143,9 +153,6 @@ def optimized_text(compiled: Any, dump: str) -> str:
     the same schedule and instruction names (read side by side on the README's step, jaxlib
     0.8.3); only computations the clone had renamed ``.clone`` keep their own names.
     """
-    import glob
-    import os
-
     text: str = compiled.as_text() or ""
     if "\nStackFrames\n" in text or "stack_frame_id=" not in text:
         return text
@@ -169,9 +176,6 @@ NOTED_ENV = "HLOSCOPE_JAX_NOTED"
 def warn_version(jax_version: str) -> None:
     """:func:`version_note` as a :class:`JaxVersionWarning`, once per process tree, for API users;
     the CLI prints the same line itself, as a note, and sets :data:`NOTED_ENV`."""
-    import os
-    import warnings
-
     if os.environ.get(NOTED_ENV):
         return
     note = version_note(jax_version)
@@ -206,10 +210,6 @@ def register_cuda_plugin_late() -> str | None:
     failed to map segment from shared object``), jax's own start-up failed the same way and
     this call says why.
     """
-    import importlib
-    import os
-
-    from hloscope.native_stderr import SKIP_CUDA_CHECK, quiet_native_stderr
 
     os.environ[SKIP_CUDA_CHECK] = "1"
     for name in CUDA_PLUGIN_MODULES:
@@ -240,6 +240,7 @@ def user_frame(eqn: Any) -> tuple[str, int, str] | None:
     """
     if eqn is None:
         return None
+    # lazy: jax is slow to import; only when tracing or compiling
     from jax._src import source_info_util
 
     frame = source_info_util.user_frame(eqn.source_info.traceback)
@@ -256,6 +257,7 @@ def user_callers(eqn: Any, limit: int = 8) -> list[tuple[str, int]]:
     of); [] when the equation has no traceback."""
     if eqn is None:
         return []
+    # lazy: jax is slow to import; only when tracing or compiling
     from jax._src import source_info_util
 
     out: list[tuple[str, int]] = []
@@ -283,10 +285,9 @@ def frame_functions(eqn: Any) -> set[str]:
 def backends_started() -> bool:
     """Whether JAX has created its backends (``jax._src.xla_bridge._backends`` is filled then; its
     platform can no longer change). False when jax was not imported."""
-    import sys
-
     if "jax" not in sys.modules:
         return False
+    # lazy: jax is slow to import; only when tracing or compiling
     from jax._src import xla_bridge
 
     return bool(getattr(xla_bridge, "_backends", {}))
@@ -302,6 +303,7 @@ def wrap_compile_options(transform: Callable[[Any], Any]) -> None:
     JAX builds them in ``jax._src.compiler.get_compile_options`` (0.9 to 0.12), looked up as a
     module attribute at each compile, so replacing the attribute reaches every compile.
     """
+    # lazy: jax is slow to import; only when tracing or compiling
     from jax._src import compiler
 
     with _WRAP_LOCK:
@@ -330,6 +332,7 @@ def cudnn_compute_capability(capability: tuple[int, int]) -> Iterator[bool]:
     differ), the packed layout. The module's two functions are replaced for the block (both are
     looked up by name at each call) and put back after it."""
     try:
+        # lazy: jax is slow to import; only when tracing or compiling
         from jax._src.cudnn import fused_attention_stablehlo as fa
     except ImportError:
         yield False
@@ -360,10 +363,10 @@ def checkpoint_policy_replaced(policy: Any) -> Iterator[bool]:
     ``jax._src.source_info_util.register_exclusion`` so that the checkpoint keeps the user's source
     line), and JAX's trace caches are cleared before and after. ``jax_remat3`` (experimental)
     traces checkpoints without that primitive: then False."""
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax
     from jax._src import ad_checkpoint, source_info_util
 
-    from hloscope.compile.seam import remat_bind
 
     remat = getattr(ad_checkpoint, "remat_p", None)
     bind = getattr(remat, "bind", None)
@@ -381,7 +384,7 @@ def checkpoint_policy_replaced(policy: Any) -> Iterator[bool]:
         jax.clear_caches()
 
 
-def lowered_devices(lowered: Any) -> tuple[list[Any] | None, int | None]:
+def lowered_devices(lowered: Lowered) -> tuple[list[Device] | None, int | None]:
     """(the devices a ``jax.stages.Lowered``'s concrete shardings named, or None when all were
     abstract; the number of devices it is lowered for, None when unknown).
 
@@ -394,7 +397,7 @@ def lowered_devices(lowered: Any) -> tuple[list[Any] | None, int | None]:
     return (list(named) if named is not None else None), (int(n) if n else None)
 
 
-def compile_for_backend(lowered: Any, client: Any) -> None:
+def compile_for_backend(lowered: Lowered, client: Client) -> None:
     """Make ``lowered.compile()`` compile with ``client`` (the compile-only GPUs' client), not JAX's
     default backend (the CPU): ``lowered._lowering.compile_args["backend"]``, on 0.9 to 0.12."""
     lowered._lowering.compile_args["backend"] = client

@@ -60,6 +60,7 @@ def check_names(switches: Mapping[str, str], tagged: list[str]) -> None:
 
 def policy_of(switches: Mapping[str, str]) -> Any:
     """The JAX policy of ``switches`` (what :func:`every_checkpoint` puts on each checkpoint)."""
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax
 
     return jax.checkpoint_policies.save_and_offload_only_these_names(
@@ -75,6 +76,7 @@ def every_checkpoint(switches: Mapping[str, str] | None) -> Iterator[None]:
     if switches is None:
         yield
         return
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax
 
     with checkpoint_policy_replaced(policy_of(switches)) as replaced:

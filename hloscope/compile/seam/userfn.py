@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.machinery
+import importlib.util
+import inspect
 import re
 import sys
 from pathlib import Path
@@ -26,8 +30,7 @@ def args_from(ref: str, mesh: Any, cwd: str | None = None) -> tuple[Any, ...]:
     """The abstract arguments ``module:function`` returns: a tuple (or list) of pytrees (dicts,
     lists, tuples, dataclasses registered with JAX) of ``jax.ShapeDtypeStruct``; the function is
     called with the mesh when it takes a parameter (to build ``NamedSharding``s), else with none."""
-    import inspect
-
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax
 
     fn = load_user_fn(ref, cwd)
@@ -57,6 +60,7 @@ def parse_args_spec(spec: str, mesh: Any, cwd: str | None = None) -> tuple[Any, 
     After the axes, ``:KIND`` places the argument in that memory (``device``,
     ``pinned_host``, ``unpinned_host``). ``@module:function`` instead takes the arguments,
     pytrees included, from that function (:func:`args_from`)."""
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax
     import jax.numpy as jnp
     from jax.sharding import NamedSharding, PartitionSpec
@@ -104,8 +108,6 @@ def check_findable(ref: str, cwd: str | None = None) -> None:
     """Refuse, in one line (exit 2) and before JAX starts, an ``--fn`` whose module's top-level package
     is nowhere to import from (the working folder ``cwd``, the Python path, installed packages); found
     without importing anything. An error inside a module that is there is the import's (exit 4)."""
-    import importlib.util
-
     mod_name, _ = split_ref(ref)
     top = mod_name.split(".")[0]
     if cwd:
@@ -133,8 +135,6 @@ def _module_files(module: str, cwd: str | None) -> list[Path] | None:
     anything: every file of its top-level package, or, for a plain module, the .py files beside it.
     None when it is not a plain file or package on the path (a namespace package, a zip, a
     compiled extension): then it cannot be fingerprinted."""
-    import importlib.machinery
-
     top = module.split(".")[0]
     spec = importlib.machinery.PathFinder.find_spec(top, [*([cwd] if cwd else []), *sys.path])
     if spec is None or spec.origin is None or not spec.has_location:
@@ -155,8 +155,6 @@ def source_fingerprint(fn_ref: str, args: str | None, cwd: str | None) -> str | 
     each by path and content. None when one cannot be found or read without importing it: such a
     compile is never reused. What this misses, said in docs/compile.md: code outside those files
     (another package the step imports, data files it reads)."""
-    import hashlib
-
     refs = [fn_ref] + ([args.strip()[len(ARGS_FROM):].strip()] if args and args.strip().startswith(ARGS_FROM) else [])
     h = hashlib.sha256()
     for ref in refs:

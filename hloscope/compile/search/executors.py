@@ -21,16 +21,21 @@ import logging
 import os
 import re
 import socket
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
-from hloscope.compile.search.sweep import FINISHED, STARTED, Cell, _Analyses, failed_row, run_cell
+from hloscope.compile.search.sweep import (
+    FINISHED,
+    STARTED,
+    Cell,
+    EventFn,
+    PhaseFn,
+    ReportFn,
+    _Analyses,
+    failed_row,
+    run_cell,
+)
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, HloscopeError
-
-EventFn = Callable[[str, Cell, dict[str, Any] | None], None]
-PhaseFn = Callable[[Cell, str], None] | None
-ReportFn = Callable[[dict[str, Any], Any], None] | None
 
 RAY_MISSING = "--executor ray needs Ray: pip install 'hloscope[ray]'"
 
@@ -47,6 +52,7 @@ class LocalExecutor:
             on_report: ReportFn = None) -> list[dict[str, Any]]:
         # Import what a cell needs once, here: imports racing in worker threads can see a
         # half-initialized module.
+        # lazy: the compile layer and the analysis, once, before worker threads race to import them
         import hloscope.analysis.kinds
         import hloscope.compile.run.jobs
 
@@ -116,6 +122,7 @@ class RayExecutor:
 
     def __init__(self, address: str | None = None, retries: int = 2) -> None:
         try:
+            # lazy: ray is an optional extra (hloscope[ray])
             import ray  # noqa: F401
         except ImportError:
             raise HloscopeError(RAY_MISSING, EXIT_ENVIRONMENT) from None
@@ -126,8 +133,10 @@ class RayExecutor:
 
     def run(self, cells: list[Cell], on_event: EventFn, phase: PhaseFn = None,
             on_report: ReportFn = None) -> list[dict[str, Any]]:
+        # lazy: ray is an optional extra (hloscope[ray])
         import ray
 
+        # lazy: the cache loads the analysis; a sweep's cells are built without it
         from hloscope.compile.step.cache import ENV_DIR, ENV_MAX, ENV_OFF, cache_dir
 
         try:

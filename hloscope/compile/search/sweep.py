@@ -30,8 +30,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from hloscope.compile import workloads
+from hloscope.errors import HloscopeError
 from hloscope.request import CompileRequest, Policy, Scheduler
 
 if TYPE_CHECKING:
@@ -55,52 +57,42 @@ SCHEDULERS = tuple(s.value for s in Scheduler)
 
 @dataclass(frozen=True)
 class Cell:
-    workload: str
-    sets: tuple[tuple[str, str], ...]
+    """One compile of a sweep (or of tune's search): the request, and where its row sits in the table.
+
+    request: what ``hloscope compile`` would be asked for. policy / batch: the cell's coordinates, as
+    the table shows them (MaxText's ``remat_policy`` and ``per_device_batch_size`` for a MaxText
+    step; tune's cells are ``offload`` with the configuration in their settings). tag: how progress
+    lines and reports name the cell when its coordinates do not (tune's configurations)."""
+
+    request: CompileRequest
     policy: str
-    scheduler: str
-    pipelined: bool
-    batch: int | None
-    target: str
-    devices: int
-    memory_fraction: float | None = None
+    batch: int | None = None
+    tag: str = ""
+
+    @property
+    def scheduler(self) -> str:
+        return self.request.scheduler.value
+
+    @property
+    def pipelined(self) -> bool:
+        """Whether pipelined host offloading is on (a cell always says: never XLA's default)."""
+        return self.request.pipelined is not False
 
     @property
     def label(self) -> str:
-        return cell_label(self.policy, self.scheduler, self.pipelined, self.batch)
-
-    def request(self) -> CompileRequest:
-        """What ``hloscope compile`` would be asked for (:func:`request_of`; tune's cells of a ``--fn``
-        step ask for that step)."""
-        sets = dict(self.sets)
-        if self.batch is not None:
-            sets["batch"] = str(self.batch)
-        return CompileRequest(target=self.target, devices=self.devices, workload=self.workload,
-                              sets=tuple(sorted(sets.items())), policy=Policy(self.policy),
-                              scheduler=Scheduler(self.scheduler), pipelined=self.pipelined,
-                              memory_fraction=self.memory_fraction)
-
-
-@dataclass(frozen=True)
-class MaxTextCell(Cell):
-    """A cell of MaxText's own step (``sweep --maxtext``): ``policy`` is MaxText's ``remat_policy``
-    and ``batch`` its ``per_device_batch_size``, appended to the user's config and overrides."""
-
-    maxtext: tuple[str, ...] = ()
-
-    def request(self) -> CompileRequest:
-        extra = (f"remat_policy={self.policy}", *([f"per_device_batch_size={self.batch}"] if self.batch else []))
-        return CompileRequest(target=self.target, devices=self.devices, maxtext=(*self.maxtext, *extra),
-                              scheduler=Scheduler(self.scheduler), pipelined=self.pipelined,
-                              memory_fraction=self.memory_fraction)
+        return self.tag or cell_label(self.policy, self.scheduler, self.pipelined, self.batch)
 
 
 def maxtext_cells(maxtext: tuple[str, ...], target: str, devices: int, policies: list[str],
                   batches: list[int | None], schedulers: list[str] | None = None,
                   pipelined: list[bool] | None = None, memory_fraction: float | None = None) -> list[Cell]:
-    """The cells of MaxText's step: each remat policy x batch x scheduler x pipelining, in table order."""
+    """The cells of MaxText's step: each remat policy x batch x scheduler x pipelining, in table order;
+    the policy and batch are appended to the user's config and overrides."""
     return [
-        MaxTextCell("maxtext", (), p, sch, pipe, b, target, devices, memory_fraction, maxtext=maxtext)
+        Cell(CompileRequest(target=target, devices=devices, scheduler=Scheduler(sch), pipelined=pipe,
+                            memory_fraction=memory_fraction,
+                            maxtext=(*maxtext, f"remat_policy={p}", *([f"per_device_batch_size={b}"] if b else []))),
+             p, b)
         for b, p, sch, pipe in itertools.product(dict.fromkeys(batches), dict.fromkeys(policies),
                                                  dict.fromkeys(schedulers or SCHEDULERS),
                                                  dict.fromkeys(pipelined or (True, False)))
@@ -113,7 +105,10 @@ def cells(workload: str, sets: dict[str, str], target: str, devices: int, polici
     """Every cell, in table order; a value repeated in any axis counts once. ``memory_fraction``:
     every cell compiled as on a GPU whose allocator takes that fraction of the HBM."""
     return [
-        Cell(workload, tuple(sorted(sets.items())), p, sch, pipe, b, target, devices, memory_fraction)
+        Cell(CompileRequest(target=target, devices=devices, workload=workload,
+                            sets=tuple(sorted((sets | ({"batch": str(b)} if b is not None else {})).items())),
+                            policy=Policy(p), scheduler=Scheduler(sch), pipelined=pipe,
+                            memory_fraction=memory_fraction), p, b)
         for b, p, sch, pipe in itertools.product(dict.fromkeys(batches), dict.fromkeys(policies),
                                                  dict.fromkeys(schedulers or SCHEDULERS),
                                                  dict.fromkeys(pipelined or (True, False)))
@@ -127,11 +122,6 @@ def cell_label(policy: str, scheduler: str, pipelined: bool, batch: int | None) 
         f" batch={batch}" if batch is not None else "")
 
 
-def request_of(cell: Cell) -> CompileRequest:
-    """The CompileRequest of a cell (what ``hloscope compile`` would be asked for)."""
-    return cell.request()
-
-
 class _Analyses:
     """Reports by (fingerprint, target, tensor names): identical optimized HLO is analyzed once."""
 
@@ -140,6 +130,7 @@ class _Analyses:
         self._done: dict[tuple[str, str, str], Report] = {}
 
     def get(self, result: CompileResult, fingerprint: str, target: str, vocab: int | None = None) -> Report:
+        # lazy: the compile layer and the analysis: a sweep's cells are built without them
         from hloscope.compile.run.jobs import analyze_result
 
         # Identical optimized HLO gives identical memory figures from XLA: one analysis serves both.
@@ -169,16 +160,18 @@ def failed_row(cell: Cell, error: str, seconds: float | None = None) -> dict[str
 
 def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
              analyses: _Analyses | None = None,
-             on_report: Callable[[dict[str, Any], Any], None] | None = None) -> dict[str, Any]:
+             on_report: ReportFn = None) -> dict[str, Any]:
     """Compile (or read from the cache) and analyze one cell; errors become a row with
     ``error`` set. ``phase`` is called with each compile phase's name as it starts."""
+    # lazy: the compile layer and the analysis: a sweep's cells are built without them
     from hloscope.analysis.kinds import VerdictKind
     from hloscope.compile.run.jobs import PHASE_ANALYSIS, compile_request_result, hlo_fingerprint, vocab_of
+
+    # lazy: the cache loads the analysis; a sweep's cells are built without it
     from hloscope.compile.step.cache import load_request, remember_request
-    from hloscope.errors import HloscopeError
 
     t0 = time.perf_counter()
-    request = request_of(cell)
+    request = cell.request
     found = load_request(request)
     try:
         result, extra = found if found is not None else compile_request_result(request, phase=phase)
@@ -191,7 +184,7 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
         phase(PHASE_ANALYSIS)
     fingerprint = hlo_fingerprint(result.optimized_hlo)
     config = extra.get("config") or {}  # a --fn or MaxText step (tune's cells) has no workload config
-    report = (analyses or _Analyses()).get(result, fingerprint, cell.target, vocab_of(extra))
+    report = (analyses or _Analyses()).get(result, fingerprint, request.target, vocab_of(extra))
     s = report.summary
     facts = report.memory
     assert facts is not None  # a compile's report always has its memory facts (the compile's figures)
@@ -232,8 +225,6 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
 def _model_tflops(request: CompileRequest, step_us: float | None) -> float | None:
     """Model TFLOP/s per device at the estimated step time, with the step's model FLOPs as
     MaxText counts them (``workloads.model_flops_per_device``); None without a count."""
-    from hloscope.compile import workloads
-
     if not step_us or request.workload is None:
         return None
     _, cfg = workloads.resolve(request.workload, request.workload_settings)
@@ -244,11 +235,23 @@ def _model_tflops(request: CompileRequest, step_us: float | None) -> float | Non
 #: Executor events, as ``on_event(kind, cell, row)`` receives them.
 STARTED, FINISHED = "started", "finished"
 
+#: ``on_event(kind, cell, row)``, ``phase(cell, name)`` and ``on_report(row, report)``, as :func:`run_sweep` takes them.
+EventFn = Callable[[str, "Cell", dict[str, Any] | None], None]
+PhaseFn = Callable[["Cell", str], None] | None
+ReportFn = Callable[[dict[str, Any], "Report"], None] | None
 
-def run_sweep(all_cells: list[Cell], executor: Any,
-              on_event: Callable[[str, Cell, dict[str, Any] | None], None] | None = None,
-              phase: Callable[[Cell, str], None] | None = None,
-              on_report: Callable[[dict[str, Any], Any], None] | None = None) -> list[dict[str, Any]]:
+
+class Executor(Protocol):
+    """Where cells run (``hloscope.compile.search.executors``): one row per cell, in cell order."""
+
+    name: str
+
+    def run(self, cells: list[Cell], on_event: EventFn, phase: PhaseFn = None,
+            on_report: ReportFn = None) -> list[dict[str, Any]]: ...
+
+
+def run_sweep(all_cells: list[Cell], executor: Executor, on_event: EventFn | None = None, phase: PhaseFn = None,
+              on_report: ReportFn = None) -> list[dict[str, Any]]:
     """Run every cell on ``executor`` (``hloscope.compile.search.executors``: LocalExecutor(jobs),
     RayExecutor(address)). Each compile runs in its own process, so one that
     crashes or runs out of memory becomes a row with ``error`` set, named by its cell.

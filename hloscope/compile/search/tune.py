@@ -2,7 +2,8 @@
 
 The search's decisions (the proposal model, what to compile next, the frontier) are
 ``hloscope.analysis.tune``'s; this module turns each configuration into a sweep cell
-(:class:`TuneCell`: a built-in workload with its per-name switches as ``--set`` overrides)
+(:class:`~hloscope.compile.search.sweep.Cell`: a built-in workload with its per-name switches as
+``--set`` overrides)
 and runs the cells on the sweep's executors (``hloscope.compile.search.executors``) through the
 compile cache, so a rerun with the same arguments follows the same path and reads every
 compile that finished from the cache (resume). A configuration that is one of the coarse
@@ -12,11 +13,14 @@ cell, the very compile ``hloscope sweep --policies remat,save`` makes.
 
 from __future__ import annotations
 
+import importlib.util
+import re
 import shlex
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from hloscope.analysis.tune import (
     PROBES,
@@ -36,42 +40,20 @@ from hloscope.analysis.tune import (
     prior_model,
     propose,
 )
+from hloscope.compile import workloads
+from hloscope.compile.run.jobs import analyze_result, compile_request_result, vocab_of
 from hloscope.compile.seam.policy_override import CUSTOM
 from hloscope.compile.seam.xla_options import PIPELINED_OFFLOAD_FLAG
-from hloscope.compile.search.sweep import FINISHED, Cell, request_of, run_sweep
+from hloscope.compile.search.sweep import FINISHED, Cell, Executor, run_sweep
+from hloscope.compile.step.cache import load_request, remember_request
 from hloscope.errors import EXIT_COMPILE_FAILED, HloscopeError
-from hloscope.request import CompileRequest, Scheduler
+from hloscope.request import CompileRequest, Policy
+
+if TYPE_CHECKING:
+    from hloscope.analysis.report import Report
 
 #: Stop once this many rounds in a row left the verified frontier as it was.
 PATIENCE = 2
-
-
-@dataclass(frozen=True)
-class TuneCell(Cell):
-    """A sweep cell named by its configuration (``tag``) rather than by its policy; with ``fn``, a
-    cell of the user's step (``fn``, ``args``, ``cwd``) with its switches as ``--set custom=...``."""
-
-    tag: str = ""
-    fn: str | None = None
-    args: str | None = None
-    cwd: str | None = None
-    maxtext: tuple[str, ...] | None = None
-
-    @property
-    def label(self) -> str:
-        return self.tag or super().label
-
-    def request(self) -> CompileRequest:
-        if self.maxtext is not None:  # MaxText's step: the user's config and overrides, then the switches
-            return CompileRequest(target=self.target, devices=self.devices,
-                                  maxtext=(*self.maxtext, *(f"{k}={v}" for k, v in self.sets)),
-                                  scheduler=Scheduler(self.scheduler), pipelined=self.pipelined,
-                                  memory_fraction=self.memory_fraction)
-        if self.fn is None:
-            return super().request()
-        return CompileRequest(target=self.target, devices=self.devices, fn=self.fn, args=self.args, cwd=self.cwd,
-                              sets=self.sets, scheduler=Scheduler(self.scheduler), pipelined=self.pipelined,
-                              memory_fraction=self.memory_fraction)
 
 
 def fn_custom(switches: dict[str, str]) -> str:
@@ -80,33 +62,27 @@ def fn_custom(switches: dict[str, str]) -> str:
     return ",".join(f"{n}:{ch}" for n, ch in switches.items() if ch != "remat")
 
 
-def fn_cell(spec: TuneSpec, switches: dict[str, str], pipelined: bool, tag: str = "") -> TuneCell:
-    """The cell of ``spec``'s ``--fn`` step under ``switches``."""
-    req = spec.request
-    return TuneCell(spec.workload, ((CUSTOM, fn_custom(switches)),), "offload", req.scheduler, pipelined, None,
-                    req.target, req.devices, req.memory_fraction, tag, req.fn, req.args, req.cwd)
+def fn_cell(spec: TuneSpec, switches: dict[str, str], pipelined: bool, tag: str = "") -> Cell:
+    """The cell of ``spec``'s ``--fn`` step under ``switches`` (``--set custom=...``)."""
+    return Cell(replace(spec.request, sets=((CUSTOM, fn_custom(switches)),), pipelined=pipelined), "offload", tag=tag)
 
 
 #: The MaxText setting that makes its remat policy the per-key switches.
 MAXTEXT_CUSTOM = ("remat_policy", "custom")
 
 
-def maxtext_cell(spec: TuneSpec, switches: dict[str, str], pipelined: bool, tag: str = "") -> TuneCell:
-    """The cell of ``spec``'s MaxText step: ``remat_policy=custom`` and each key's switch, in order
-    (``sets`` keeps that order: it is MaxText's command line)."""
-    req = spec.request
-    return TuneCell(spec.workload, (MAXTEXT_CUSTOM, *switches.items()), "offload", req.scheduler, pipelined, None,
-                    req.target, req.devices, req.memory_fraction, tag, maxtext=req.maxtext)
+def maxtext_cell(spec: TuneSpec, switches: dict[str, str], pipelined: bool, tag: str = "") -> Cell:
+    """The cell of ``spec``'s MaxText step: the user's config and overrides, then ``remat_policy=custom``
+    and each key's switch, in order (MaxText's command line)."""
+    extra = (f"{k}={v}" for k, v in (MAXTEXT_CUSTOM, *switches.items()))
+    return Cell(replace(spec.request, maxtext=(*(spec.request.maxtext or ()), *extra), pipelined=pipelined),
+                "offload", tag=tag)
 
 
 def maxtext_custom_keys() -> tuple[str, ...]:
     """The keys of MaxText's ``remat_policy: custom`` in the installed MaxText: its ``base.yml``'s
     settings whose default is ``remat``, ``device`` or ``offload`` (read as text, without importing
     MaxText). ``decoder_layer_input`` is left out: MaxText keeps it (the scan's checkpoints)."""
-    import importlib.util
-    import re
-    from pathlib import Path
-
     spec = importlib.util.find_spec("maxtext")
     where = list(spec.submodule_search_locations or []) if spec is not None else []
     keys: list[str] = []
@@ -120,11 +96,9 @@ def maxtext_custom_keys() -> tuple[str, ...]:
     return tuple(k for k in dict.fromkeys(keys) if k != "decoder_layer_input")
 
 
-def cell_of(spec: TuneSpec, c: Config) -> TuneCell:
+def cell_of(spec: TuneSpec, c: Config) -> Cell:
     """The sweep cell that compiles ``c``: a coarse policy's own cell when ``c`` is one, else
     ``policy=offload`` with the per-name switches as settings (a ``--fn`` step: ``custom``)."""
-    from hloscope.compile import workloads
-
     choices = spec.space.as_dict(c)
     if spec.request.fn is not None:
         return fn_cell(spec, choices, pipelined_of(spec, c), _tag(choices, c))
@@ -147,9 +121,8 @@ def cell_of(spec: TuneSpec, c: Config) -> TuneCell:
         _, cfg = workloads.resolve(spec.workload, dict(spec.request.sets))
         sets |= workloads.switch_settings(cfg, choices)
         sets.pop("policy", None)
-    req = spec.request
-    return TuneCell(spec.workload, tuple(sorted(sets.items())), policy, req.scheduler, pipelined_of(spec, c), None,
-                    req.target, req.devices, req.memory_fraction, _tag(choices, c))
+    return Cell(replace(spec.request, sets=tuple(sorted(sets.items())), policy=Policy(policy),
+                        pipelined=pipelined_of(spec, c)), policy, tag=_tag(choices, c))
 
 
 def _tag(choices: dict[str, str], c: Config) -> str:
@@ -173,14 +146,11 @@ def fn_names(spec: TuneSpec) -> list[str]:
     the names that are keys of MaxText's custom policy (:func:`maxtext_custom_keys`)."""
     if spec.request.maxtext is not None:
         keys = maxtext_custom_keys()
-        return [n for n in _traced_names(maxtext_cell(spec, {}, pipelined_of(spec, Config(()))).request()) if n in keys]
-    return _traced_names(fn_cell(spec, {}, pipelined_of(spec, Config(()))).request())
+        return [n for n in _traced_names(maxtext_cell(spec, {}, pipelined_of(spec, Config(()))).request) if n in keys]
+    return _traced_names(fn_cell(spec, {}, pipelined_of(spec, Config(()))).request)
 
 
 def _traced_names(request: CompileRequest) -> list[str]:
-    from hloscope.compile.run.jobs import compile_request_result
-    from hloscope.compile.step.cache import load_request, remember_request
-
     found = load_request(request)
     result, extra = found if found is not None else compile_request_result(request)
     if found is None:
@@ -193,12 +163,12 @@ def _verified(spec: TuneSpec, c: Config, row: dict[str, Any], probe: str, predic
     cell = cell_of(spec, c)
     label = cell.label
     given = [k for k, _ in spec.request.sets]  # the user's own settings first, in their order
-    ordered = sorted(cell.sets, key=lambda kv: (given.index(kv[0]) if kv[0] in given else len(given), kv[0]))
+    ordered = sorted(cell.request.sets, key=lambda kv: (given.index(kv[0]) if kv[0] in given else len(given), kv[0]))
     options = (*(("--no-pipelined-offload",) if not cell.pipelined else ()),
                *((f"--scheduler {cell.scheduler}",) if cell.scheduler != "lhs" else ()),
-               *((f"--memory-fraction {cell.memory_fraction:g}",) if cell.memory_fraction else ()))
+               *((f"--memory-fraction {cell.request.memory_fraction:g}",) if cell.request.memory_fraction else ()))
     if spec.request.maxtext is not None:  # --maxtext takes every word after it: last
-        args = (*options, "--maxtext " + " ".join(shlex.quote(x) for x in cell.request().maxtext or ()))
+        args = (*options, "--maxtext " + " ".join(shlex.quote(x) for x in cell.request.maxtext or ()))
     else:
         args = (*(() if spec.request.fn else (f"--policy {cell.policy}",)),
                 *(f"--set {shlex.quote(f'{k}={v}')}" for k, v in ordered), *options)
@@ -215,10 +185,7 @@ def _verified(spec: TuneSpec, c: Config, row: dict[str, Any], probe: str, predic
 
 def _facts_from_cache(cell: Cell) -> tuple[NameFacts, ...]:
     """Per-name facts of a compile the executor did not report to us (Ray): read back from the cache."""
-    from hloscope.compile.run.jobs import analyze_result, vocab_of
-    from hloscope.compile.step.cache import load_request
-
-    request = request_of(cell)
+    request = cell.request
     found = load_request(request)
     if found is None:
         return ()
@@ -235,7 +202,7 @@ class _Runner:
     finished repeat reaches ``on_event`` with ``repeat_of`` (the label of the first compile of that
     step) in its row, so its ``[k/N]`` never passes the budget."""
 
-    def __init__(self, spec: TuneSpec, executor: Any, on_event: Callable[..., None] | None,
+    def __init__(self, spec: TuneSpec, executor: Executor, on_event: Callable[..., None] | None,
                  phase: Callable[..., None] | None) -> None:
         self.spec, self.executor, self.on_event, self.phase = spec, executor, on_event, phase
         self.verified: list[Verified] = []
@@ -264,7 +231,7 @@ class _Runner:
         cells = [cell_of(self.spec, c) for c, _, _ in configs]
         facts: dict[str, tuple[NameFacts, ...]] = {}
 
-        def on_report(row: dict[str, Any], report: Any) -> None:
+        def on_report(row: dict[str, Any], report: Report) -> None:
             facts[str(row["cell"])] = name_facts(report.intent)
 
         rows = run_sweep(list(cells), self.executor, self._event,
@@ -283,7 +250,7 @@ def _frontier_key(points: list[Verified]) -> tuple[Config, ...]:
     return tuple(v.config for v in points)
 
 
-def run_tune(spec: TuneSpec, executor: Any, on_event: Callable[..., None] | None = None,
+def run_tune(spec: TuneSpec, executor: Executor, on_event: Callable[..., None] | None = None,
              phase: Callable[..., None] | None = None) -> TuneResult:
     """Probe, propose, verify and refine until the frontier stops moving, the space is exhausted
     or ``spec.max_compiles`` compiles are spent (a cache hit counts, so a rerun takes the same path;

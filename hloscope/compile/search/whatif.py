@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from hloscope.analysis.report import Report
 from hloscope.compile.result import memory_figures
 from hloscope.request import CompileRequest
+from hloscope.targets import get_target
 
 
 @dataclass(frozen=True)
@@ -78,8 +79,8 @@ def compare_reports(before: Report, after: Report) -> tuple[TransferChange, ...]
 
 def what_if_memory(request: CompileRequest, memory_override_bytes: int) -> WhatIf:
     """Compile ``request`` (a built-in workload) for its target as it is and with ``memory_override_bytes`` of HBM."""
+    # lazy: the compile layer and the simulation, only when the what-if compiles
     from hloscope.compile.run.jobs import compile_request
-    from hloscope.targets import get_target
 
     before = compile_request(request)
     after = compile_request(replace(request, memory_override_bytes=memory_override_bytes))

@@ -44,12 +44,16 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from hloscope.compile.result import CacheInfo, CompileResult
+from hloscope.compile.seam import environment
+from hloscope.compile.seam.userfn import source_fingerprint
 from hloscope.compile.seam.xla_options import FILE_OPTIONS
 from hloscope.hlo.folders import OPTIMIZED_FILE, UNOPTIMIZED_FILE
+from hloscope.targets import get_target
 
 if TYPE_CHECKING:
     from hloscope.request import CompileRequest
@@ -164,8 +168,6 @@ def key_parts(module_text: str, options: dict[str, Any], target: Any, mesh: Any,
               room_key: Mapping[str, object] | None = None) -> dict[str, Any]:
     """What decides a compile's output, as JSON-able parts (the module as its SHA-256). ``room_key``
     replaces the GPU target config with what the platform's room says decides the topology."""
-    from hloscope.compile.seam import environment
-
     module_text = module_key_text(module_text)
 
     topology_name = f"{int(mesh.devices.size)} devices, mesh " + ",".join(
@@ -476,14 +478,9 @@ def _compile_source_hash() -> str:
 def request_memo_key(request: CompileRequest) -> str | None:
     """The memo key of a request: a built-in workload's, or an ``--fn`` request's whose code can be
     fingerprinted (``userfn.source_fingerprint``; None otherwise: it is never reused)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    from hloscope.targets import get_target
 
     user_code = None
     if request.workload is None:
-        from hloscope.compile.seam.userfn import source_fingerprint
-
         user_code = source_fingerprint(str(request.fn), request.args, request.cwd) if request.fn else None
         if user_code is None:
             return None

@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from hloscope.analysis.inputs import ScheduleRun
+from hloscope.analysis.intent.manifest import intent_to_dict
+from hloscope.analysis.intent.model import with_preset
 from hloscope.compile.cuda.device_memory import allocator_bytes as allocator_bytes
 from hloscope.compile.cuda.device_memory import build_device_memory_size as build_device_memory_size
 from hloscope.compile.cuda.device_memory import with_device_memory_size as with_device_memory_size
@@ -33,9 +35,12 @@ from hloscope.compile.cuda.scheduler import LHS_FLAG as LHS_FLAG
 from hloscope.compile.result import XLA_MEMORY_FIELDS, CompileMemory, TensorName
 from hloscope.compile.result import CompileResult as CompileResult
 from hloscope.compile.seam import environment, jaxcompat
+from hloscope.compile.seam.intent import read_intent
+from hloscope.compile.seam.names import tensor_names
 from hloscope.compile.seam.xla_options import PIPELINED_OFFLOAD_FLAG as PIPELINED_OFFLOAD_FLAG
 from hloscope.compile.seam.xla_options import dump_folder, dumped, refuse_missing_files
 from hloscope.compile.seam.xla_options import parse_flag as parse_flag
+from hloscope.compile.step.cache import lookup
 from hloscope.compile.step.failures import first_line, memory_kind_error, refuse_unseen_parameters, xla_error
 from hloscope.compile.step.memory_dumps import memory_texts
 from hloscope.compile.step.mesh import abstract_tree, check_devices, devices_for
@@ -49,6 +54,10 @@ from hloscope.request import CompileRequest
 from hloscope.targets import GpuTarget, Target
 
 if TYPE_CHECKING:
+    from jax import Device
+    from jax.sharding import AbstractMesh, Mesh
+    from jax.stages import Compiled, Lowered, Traced
+
     from hloscope.analysis.intent.model import Intent, Preset
 
 
@@ -88,7 +97,7 @@ class StepOptions:
     (MaxText's ``remat_policy``), recorded in the step's intent as it is read.
     """
 
-    mesh: Any = None
+    mesh: Mesh | AbstractMesh | None = None
     mesh_axes: Sequence[tuple[str, int]] | None = None
     donate_argnums: tuple[int, ...] = ()
     in_shardings: Any = None
@@ -128,13 +137,14 @@ def compile_step(request: CompileRequest, fn: Callable[..., Any],
     say = opts.phase or _no_phase
     say(PHASE_STARTING)
     environment.prepare()
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax
 
     if opts.target is not None and opts.target.name != request.target:
         raise ValueError(f"StepOptions.target is {opts.target.name}, the request's target is {request.target}")
     found_target = opts.target or resolve_target(request.target)
     if isinstance(found_target, GpuTarget):
-        tgt: Any = with_memory(found_target, request.memory_override_bytes)
+        tgt: Target = with_memory(found_target, request.memory_override_bytes)
         allocator = allocator_bytes(tgt, request.memory_fraction)
     else:
         refuse_gpu_memory_options(request)
@@ -173,10 +183,11 @@ def refuse_gpu_memory_options(request: CompileRequest) -> None:
                             "the HBM from the chip", EXIT_BAD_INPUT)
 
 
-def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Any, room: Room, mesh: Any,
+def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, room: Room, mesh: Mesh,
              options: dict[str, Any], compile_options: dict[str, Any], opts: StepOptions, dump: str, t0: float,
              scheduler_of: Callable[[str], tuple[ScheduleRun, dict[str, str]]],
              allocator: int | None, topology: str, topology_key: dict[str, object]) -> CompileResult:
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax
 
     say = opts.phase or _no_phase
@@ -206,7 +217,6 @@ def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Any, room: Room
             EXIT_TRACE_FAILED) from None
     device_assignment = _device_assignment(lowered, mesh, tgt)
     say(PHASE_XLA)
-    from hloscope.compile.step.cache import lookup
 
     # A compile that dumps into the user's folder must run XLA: a hit would write nothing there.
     found = lookup(lowered, options, tgt, mesh, use=opts.cache and "xla_dump_to" not in options,
@@ -256,7 +266,7 @@ def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Any, room: Room
     return found.store(CompileResult(**made, compiled=compiled))
 
 
-def _device_assignment(lowered: Any, mesh: Any, tgt: Target) -> tuple[Any, ...]:
+def _device_assignment(lowered: Lowered, mesh: Mesh, tgt: Target) -> tuple[Device, ...]:
     """The devices to compile ``lowered`` for: those its shardings name, else the first of ``mesh``.
 
     JAX computes the device list from concrete shardings met while lowering (None when
@@ -273,12 +283,9 @@ def _device_assignment(lowered: Any, mesh: Any, tgt: Target) -> tuple[Any, ...]:
     return devices
 
 
-def _intent(traced: Any, preset: Preset | None = None) -> Intent | None:
+def _intent(traced: Traced, preset: Preset | None = None) -> Intent | None:
     """What the step asked to offload (``hloscope.compile.seam.intent``), its policies marked as ``preset``'s
     when given; None if the jaxpr cannot be walked."""
-    from hloscope.analysis.intent.model import with_preset
-    from hloscope.compile.seam.intent import read_intent
-
     try:
         intent = read_intent(traced)
     except Exception:  # intent is read best effort: a jaxpr we cannot walk must not fail the compile
@@ -286,28 +293,25 @@ def _intent(traced: Any, preset: Preset | None = None) -> Intent | None:
     return with_preset(intent, preset) if intent is not None and preset is not None else intent
 
 
-def _intent_record(traced: Any, preset: Preset | None = None) -> dict[str, Any] | None:
+def _intent_record(traced: Traced, preset: Preset | None = None) -> dict[str, Any] | None:
     """:func:`_intent` as a result record holds it."""
-    from hloscope.analysis.intent.manifest import intent_to_dict
-
     intent = _intent(traced, preset)
     return intent_to_dict(intent) if intent is not None else None
 
 
-def _tensor_names(traced: Any, roles: Mapping[str, str] | None) -> list[TensorName]:
-    from hloscope.compile.seam.names import tensor_names
-
+def _tensor_names(traced: Traced, roles: Mapping[str, str] | None) -> list[TensorName]:
     try:
         return tensor_names(traced.jaxpr, roles)
     except Exception:  # names are a convenience: a jaxpr we cannot walk must not fail the compile
         return []
 
 
-def compiled_platform(compiled: Any, expected: frozenset[str] = frozenset({"cuda", "gpu", "rocm"}),
+def compiled_platform(compiled: Compiled, expected: frozenset[str] = frozenset({"cuda", "gpu", "rocm"}),
                       family: str = "gpu") -> str:
     """The platform of the devices ``compiled`` runs on: ``family`` for the compile-only devices
     of the room (whose platforms are ``expected``: the CUDA plugin calls its GPUs ``cuda``), else
     what JAX calls it (``cpu``)."""
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax
 
     shardings = jax.tree.leaves(compiled.input_shardings) + jax.tree.leaves(compiled.output_shardings)

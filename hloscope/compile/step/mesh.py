@@ -9,14 +9,18 @@ into the devices to compile for, refusing one of CPU devices or of another GPU i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from hloscope.compile.cuda.topology import topology_for as _topology_for
 from hloscope.compile.seam import environment, jaxcompat
 from hloscope.compile.step.rooms import AnyTarget, resolve_target, room_for
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.targets import Target, as_target
+
+if TYPE_CHECKING:
+    from jax import Device
+    from jax.sharding import AbstractMesh, Mesh, Sharding
 
 
 def topology_for(devices: int, target: Target | str = "h100-sxm") -> str:
@@ -35,7 +39,7 @@ def mesh_axes(devices: int, axes: Sequence[tuple[str, int]] | None) -> list[tupl
 
 
 def device_mesh(target: AnyTarget | str, devices: int, axes: Sequence[tuple[str, int]] | None = None,
-                topology: str | None = None) -> Any:
+                topology: str | None = None) -> Mesh:
     """A concrete ``jax.sharding.Mesh`` over ``devices`` compile-only devices of ``target`` (GPUs, or a
     TPU slice: ``topology`` names its shape where one matters, ``v5p:4x4x8`` or ``v5p-256``).
 
@@ -44,17 +48,20 @@ def device_mesh(target: AnyTarget | str, devices: int, axes: Sequence[tuple[str,
     devices' memories); build shardings over :func:`make_mesh` instead.
     """
     environment.prepare()  # before the first jax import: JAX_PLATFORMS, and the plugin's chatter hidden
+    # lazy: numpy comes with jax; only when building a mesh
     import numpy as np
+
+    # lazy: jax is slow to import; only when tracing or compiling
     from jax.sharding import Mesh
 
     room = room_for(resolve_target(target))
     ax = mesh_axes(devices, axes)
-    devs: Any = np.array(room.devices(devices, topology)).reshape([n for _, n in ax])
+    devs = np.array(room.devices(devices, topology)).reshape([n for _, n in ax])
     return Mesh(devs, tuple(name for name, _ in ax))
 
 
 def make_mesh(target: AnyTarget | str, devices: int, axes: Sequence[tuple[str, int]] | None = None,
-              topology: str | None = None) -> Any:
+              topology: str | None = None) -> AbstractMesh:
     """The mesh to write a step's shardings over: an ``AbstractMesh`` of ``devices`` devices of ``target``
     (for a TPU target, of the slice ``topology`` names when given).
 
@@ -65,11 +72,13 @@ def make_mesh(target: AnyTarget | str, devices: int, axes: Sequence[tuple[str, i
     devices would drop it) and reaches XLA. ``compile_step`` compiles for the target's
     compile-only GPUs laid out as this mesh.
     """
-    return device_mesh(target, devices, axes, topology).abstract_mesh
+    abstract: AbstractMesh = device_mesh(target, devices, axes, topology).abstract_mesh
+    return abstract
 
 
-def devices_for(mesh: Any, tgt: AnyTarget, topology: str | None = None) -> Any:
+def devices_for(mesh: Mesh | AbstractMesh, tgt: AnyTarget, topology: str | None = None) -> Mesh:
     """The concrete mesh of ``tgt``'s compile-only devices that ``mesh`` (abstract or concrete) stands for."""
+    # lazy: jax is slow to import; only when tracing or compiling
     from jax.sharding import Mesh
 
     room = room_for(tgt)
@@ -96,7 +105,7 @@ def _devices_word(family: str) -> str:
     return f"{family.upper()}s"
 
 
-def mesh_device_kind(abstract: Any) -> tuple[str | None, str]:
+def mesh_device_kind(abstract: AbstractMesh) -> tuple[str | None, str]:
     """(device kind, platform) an ``AbstractMesh`` was made for (None, "gpu") when it does not say."""
     device = getattr(abstract, "abstract_device", None)
     if device is None:
@@ -104,8 +113,9 @@ def mesh_device_kind(abstract: Any) -> tuple[str | None, str]:
     return device.device_kind, jaxcompat.abstract_device_platform(device)
 
 
-def abstract_sharding(s: Any, abstract: Any, tgt: AnyTarget) -> Any:
+def abstract_sharding(s: Sharding, abstract: AbstractMesh | Mesh, tgt: AnyTarget) -> Sharding:
     """``s`` over ``abstract`` (keeping its spec and memory kind); a sharding on CPU devices is an error."""
+    # lazy: jax is slow to import; only when tracing or compiling
     from jax.sharding import AbstractMesh, NamedSharding
 
     if isinstance(s, NamedSharding):
@@ -130,7 +140,7 @@ def abstract_sharding(s: Any, abstract: Any, tgt: AnyTarget) -> Any:
     return s
 
 
-def check_devices(devices: Any, tgt: AnyTarget) -> None:
+def check_devices(devices: Iterable[Device], tgt: AnyTarget) -> None:
     room = room_for(tgt)
     cpus = sorted({str(d) for d in devices if d.platform not in room.device_platforms})
     if cpus:
@@ -140,7 +150,8 @@ def check_devices(devices: Any, tgt: AnyTarget) -> None:
                             f"{room.family.upper()} sharding", EXIT_BAD_INPUT)
 
 
-def abstract_tree(tree: Any, abstract: Any, tgt: AnyTarget) -> Any:
+def abstract_tree(tree: Any, abstract: AbstractMesh, tgt: AnyTarget) -> Any:
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax
     from jax.sharding import Sharding
 
@@ -148,11 +159,12 @@ def abstract_tree(tree: Any, abstract: Any, tgt: AnyTarget) -> Any:
                         is_leaf=lambda x: isinstance(x, Sharding))
 
 
-def place_on_mesh(args: Sequence[Any], mesh: Any, target: AnyTarget | None = None,
+def place_on_mesh(args: Sequence[Any], mesh: AbstractMesh | Mesh, target: AnyTarget | None = None,
                   replicate: bool = True) -> tuple[Any, ...]:
     """Every ``ShapeDtypeStruct`` leaf over ``mesh``: without a sharding, replicated; with a
     ``NamedSharding`` over the concrete mesh of the same devices, the same spec and memory
     kind over ``mesh`` (an ``AbstractMesh``). A leaf placed on CPU devices is an error."""
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax
     from jax.sharding import NamedSharding, PartitionSpec
 

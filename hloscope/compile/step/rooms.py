@@ -11,11 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hloscope.analysis.inputs import ScheduleRun
+from hloscope.compile.cuda.room import CudaRoom
+from hloscope.compile.tpu.room import TpuRoom
 from hloscope.request import CompileRequest, Scheduler
 from hloscope.targets import GpuTarget, Target, TpuTarget, as_target
+
+if TYPE_CHECKING:
+    from jax import Device
 
 
 class Room(Protocol):
@@ -33,7 +38,7 @@ class Room(Protocol):
         """One line (exit 2), before JAX starts, when ``devices`` (or ``topology``) is no topology of the target."""
         ...
 
-    def devices(self, devices: int, topology: str | None = None) -> list[Any]:
+    def devices(self, devices: int, topology: str | None = None) -> list[Device]:
         """``devices`` compile-only devices (or those of ``topology``, a shape where one matters), in id order."""
         ...
 
@@ -85,10 +90,7 @@ def room_for(target: str | AnyTarget) -> Room:
     """The room of ``target``'s family."""
     tgt = resolve_target(target)
     if isinstance(tgt, TpuTarget):
-        from hloscope.compile.tpu.room import TpuRoom
-
         return TpuRoom(tgt)
-    from hloscope.compile.cuda.room import CudaRoom
 
     assert isinstance(tgt, GpuTarget)
     return CudaRoom(tgt)

@@ -41,6 +41,7 @@ INSTALL = "pip install 'hloscope[tpu]'"
 
 def libtpu_version() -> str | None:
     """The installed libtpu's version; None when it is not installed."""
+    # lazy: importlib.metadata, only to read libtpu's version
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -73,6 +74,7 @@ _DEVICES: dict[str, list[Any]] = {}
 
 def compile_only_devices(chip: TpuTarget, tpu_slice: TpuSlice) -> list[Any]:
     """The slice's compile-only TPU devices (libtpu's), in id order; cached per slice."""
+    # lazy: the process set-up, only when building TPU devices
     from hloscope.compile.seam import environment
 
     if libtpu_version() is None:
@@ -82,6 +84,7 @@ def compile_only_devices(chip: TpuTarget, tpu_slice: TpuSlice) -> list[Any]:
     environment.prepare()
     key = repr(sorted(tpu_slice.to_record().items()))
     if key not in _DEVICES:
+        # lazy: jax is slow to import; only when tracing or compiling
         from jax.experimental import topologies
 
         try:

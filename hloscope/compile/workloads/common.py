@@ -30,6 +30,7 @@ SWITCHES = ("remat", "device", "offload")
 
 
 def checkpoint_policy(policy: str, names: Sequence[str]) -> Any:
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax
 
     cp = jax.checkpoint_policies
@@ -53,6 +54,7 @@ def switched_policy(policy: str, switches: Mapping[str, str]) -> Any:
     ``custom`` policy); ``remat``: nothing saved (MaxText ``full``: only the scanned layer's
     carry is kept); ``save``: every tensor not switched ``remat`` stays in HBM.
     """
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax
 
     cp = jax.checkpoint_policies
@@ -71,6 +73,7 @@ def switched_policy(policy: str, switches: Mapping[str, str]) -> Any:
 
 def abstract(mesh: Any, shape: Sequence[int], dtype: Any, spec: Sequence[str | None]) -> Any:
     """A ShapeDtypeStruct sharded over ``mesh`` by ``spec`` (a PartitionSpec tuple)."""
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax
     from jax.sharding import NamedSharding, PartitionSpec
 
@@ -79,6 +82,7 @@ def abstract(mesh: Any, shape: Sequence[int], dtype: Any, spec: Sequence[str | N
 
 def adam_step(loss_fn: Any, lr: float = 1e-4, b1: float = 0.9, b2: float = 0.95, eps: float = 1e-8) -> Any:
     """A training step ``(params, m, v, batch) -> (loss, params, m, v)`` with Adam."""
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax
     import jax.numpy as jnp
 
@@ -96,6 +100,7 @@ def adam_step(loss_fn: Any, lr: float = 1e-4, b1: float = 0.9, b2: float = 0.95,
 
 def adam_args(mesh: Any, params: Any) -> tuple[Any, Any, Any]:
     """(params, m, v) abstract trees; moments in f32 with the params' sharding."""
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax
     import jax.numpy as jnp
 
@@ -107,6 +112,7 @@ def adam_args(mesh: Any, params: Any) -> tuple[Any, Any, Any]:
 
 def batch_sharded(mesh: Any, axis: str) -> Any:
     """A function constraining an activation to be sharded on its batch (first) dim."""
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax
     from jax.sharding import NamedSharding, PartitionSpec
 
@@ -118,6 +124,7 @@ def batch_sharded(mesh: Any, axis: str) -> Any:
 
 
 def rms_norm(x: Any, w: Any) -> Any:
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax.numpy as jnp
 
     xf = x.astype(jnp.float32)
@@ -133,6 +140,7 @@ def causal_attention(q: Any, k: Any, v: Any, chunk: int = 0) -> Any:
     memory behaviour of a flash-attention kernel written in plain JAX: the
     [S, S] score matrix is never held whole.
     """
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax
     import jax.numpy as jnp
 
@@ -172,6 +180,7 @@ def flash_attention(q: Any, k: Any, v: Any, mesh: Any, axis: str) -> Any:
     two itself. It runs per device under ``shard_map`` (XLA cannot partition a custom call),
     forward and backward as Triton kernels (``mha_forward``, ``mha_backward``).
     """
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax
     import jax.numpy as jnp
     from jax.experimental.pallas.ops.gpu import attention as pallas_attention
@@ -208,6 +217,7 @@ def attention(kind: str, q: Any, k: Any, v: Any, chunk: int, mesh: Any, axis: st
 
 def rope(x: Any, base: float = 10_000.0) -> Any:
     """Rotary position embedding of x [B,S,H,D] over its last dim (positions 0..S-1)."""
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax.numpy as jnp
 
     s, d = x.shape[1], x.shape[-1]
@@ -219,6 +229,7 @@ def rope(x: Any, base: float = 10_000.0) -> Any:
 
 
 def cross_entropy(logits: Any, labels: Any) -> Any:
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax
     import jax.numpy as jnp
 
@@ -228,6 +239,7 @@ def cross_entropy(logits: Any, labels: Any) -> Any:
 
 def apply_layers(layer: Any, x: Any, stacked: Any, scan: bool) -> Any:
     """Run ``layer(x, p)`` over a stack of layer params, scanned or unrolled."""
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax
 
     if scan:

@@ -179,6 +179,7 @@ PRESETS = {
 
 
 def build(cfg: DeepSeekConfig, mesh: Any) -> tuple[Any, tuple[Any, ...]]:
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax
     import jax.numpy as jnp
     from jax.ad_checkpoint import checkpoint_name

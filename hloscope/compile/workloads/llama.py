@@ -122,6 +122,7 @@ PRESETS["llama3-405b-nvfp4"] = dataclasses.replace(PRESETS["llama3-405b-fp8"], q
 
 def _quantize(a: Any, dtype: Any) -> tuple[Any, Any]:
     """``a`` scaled by its current absolute maximum into ``dtype``'s range: (quantized, f32 scale)."""
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax.numpy as jnp
 
     limit = float(jnp.finfo(dtype).max)
@@ -133,6 +134,7 @@ def _fp8_matmul() -> Any:
     """x [..., K] @ w [K, N] as a dot of float8_e4m3fn operands (per-tensor current scaling,
     the scales applied to the bf16 product); the backward pass quantizes the incoming gradient
     to float8_e5m2 and computes both gradients as FP8 dots too."""
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax
     import jax.numpy as jnp
 
@@ -168,6 +170,7 @@ def _nvfp4_matmul() -> Any:
     of ``jax.nn.scaled_dot_general``'s ``__op$block_scaled_dot`` when it cannot call a
     block-scaled GEMM; that function itself needs devices present, which a deviceless compile
     has not). Named ``nvfp4`` in op_name so a cost model can charge the FP4 rate."""
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax
     import jax.numpy as jnp
 
@@ -186,6 +189,7 @@ def _nvfp4_matmul() -> Any:
 
 
 def build(cfg: LlamaConfig, mesh: Any) -> tuple[Any, tuple[Any, ...]]:
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax
     import jax.numpy as jnp
     from jax.ad_checkpoint import checkpoint_name

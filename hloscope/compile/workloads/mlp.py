@@ -35,6 +35,7 @@ PRESETS = {"mlp-tiny": MlpConfig()}
 
 
 def build(cfg: MlpConfig, mesh: Any) -> tuple[Any, tuple[Any, ...]]:
+    # lazy: jax is slow to import; only when tracing or compiling
     import jax
     import jax.numpy as jnp
     from jax.ad_checkpoint import checkpoint_name

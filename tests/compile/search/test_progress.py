@@ -9,9 +9,9 @@ import pytest
 from rich.console import Console
 
 from hloscope.cli.compiling import progress_bar
-from hloscope.compile.search.sweep import FINISHED, STARTED, Cell
+from hloscope.compile.search.sweep import FINISHED, STARTED, cells
 
-CELLS = [Cell("mlp", (), p, "lhs", True, None, "h100-sxm", 8) for p in ("remat", "offload", "save")]
+CELLS = cells("mlp", {}, "h100-sxm", 8, ["remat", "offload", "save"], [None], ["lhs"], [True])
 
 
 def test_bar_counts_done_cached_failed_running() -> None:

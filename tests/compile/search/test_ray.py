@@ -131,7 +131,7 @@ def test_a_lost_task_is_a_failed_row_naming_its_cell(error: str, expected: str) 
     # What ray.get raises once Ray gave up on a task (after its retries) becomes the cell's row.
     ray = pytest.importorskip("ray")
     from hloscope.compile.search.executors import RayExecutor
-    from hloscope.compile.search.sweep import Cell
+    from hloscope.compile.search.sweep import cells
 
     cls = getattr(ray.exceptions, error)
     exc = cls("node 10.0.0.7 died") if error == "NodeDiedError" else cls("low memory") \
@@ -144,7 +144,7 @@ def test_a_lost_task_is_a_failed_row_naming_its_cell(error: str, expected: str) 
         def get(ref: object) -> dict:  # type: ignore[type-arg]
             raise exc
 
-    cell = Cell("mlp", (), "offload", "lhs", True, 8, "h100-sxm", 8)
+    [cell] = cells("mlp", {}, "h100-sxm", 8, ["offload"], [8], ["lhs"], [True])
     executor = RayExecutor.__new__(RayExecutor)  # no cluster: only the mapping of Ray's verdicts
     executor.retries = 2
     out = executor._row(Lost, object(), cell)

@@ -10,7 +10,7 @@ from typing import Any
 
 from hloscope.analysis.inputs import ScheduleRun
 from hloscope.compile.seam import jaxcompat
-from hloscope.request import CompileRequest, Scheduler
+from hloscope.request import CompileRequest, Layout, Scheduler
 from hloscope.targets import GpuTarget
 
 
@@ -21,29 +21,35 @@ class CudaRoom:
     lowering_platform = "cuda"
     device_platforms = frozenset({"gpu", "cuda", "rocm"})
 
-    def __init__(self, target: GpuTarget) -> None:
+    def __init__(self, target: GpuTarget, layout: Layout | None = None) -> None:
         self.target = target
+        self.layout = layout or Layout()
 
-    def check_devices(self, devices: int, topology: str | None = None, argument: str = "--devices") -> None:
+    def check_devices(self, devices: int, argument: str = "--devices") -> None:
         from hloscope.compile.cuda.topology import topology_for
         from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 
-        if topology is not None:
+        lay = self.layout
+        if lay.topology is not None:
             raise HloscopeError(f"topology names a TPU slice; {self.target.name} is a GPU", EXIT_BAD_INPUT)
+        if lay.slices != 1 or lay.per_core:
+            what = "slices" if lay.slices != 1 else "per_core"
+            raise HloscopeError(f"{what} is for a TPU target; {self.target.name} is a GPU (its hosts come from "
+                                f"the device count)", EXIT_BAD_INPUT)
         topology_for(self.target, devices, argument)
 
-    def devices(self, devices: int, topology: str | None = None) -> list[Any]:
+    def devices(self, devices: int) -> list[Any]:
         from hloscope.compile.cuda.topology import compile_only_devices
 
         return compile_only_devices(self.target, devices)
 
-    def topology_label(self, devices: int, topology: str | None = None) -> str:
+    def topology_label(self, devices: int) -> str:
         from hloscope.compile.cuda.topology import topology_for
 
         topo = topology_for(self.target, devices)
         return f"{topo.name} ({topo.describe()})"
 
-    def topology_key(self, devices: int, topology: str | None = None) -> dict[str, object]:
+    def topology_key(self, devices: int) -> dict[str, object]:
         import hashlib
 
         return {"gpu_target_config": hashlib.sha256(str(self.target.gpu_target_config()).encode()).hexdigest()}

@@ -12,8 +12,12 @@ through its host. Skipped without libtpu (``pip install 'hloscope[tpu]'``).
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import re
+import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -75,3 +79,34 @@ def test_a_slice_count_for_a_gpu_or_that_does_not_split_the_devices_is_one_line(
                                        "give slices x devices per slice\n")
     assert main(["compile", "--workload", "llama", "--target", "tpu-v5e", "--slices", "0"]) == 2
     assert capsys.readouterr().err == "hloscope: error: --slices must be at least 1, got 0\n"
+
+
+@pytest.mark.slow  # 60-80 s on 2 shared cores; the argv is tests/unit/test_maxtext_args.py's too
+@pytest.mark.skipif(sys.version_info < (3, 12) or importlib.util.find_spec("maxtext") is None,
+                    reason="needs MaxText: pip install 'hloscope[maxtext,tpu]' (Python 3.12+)")
+def test_maxtext_compiles_for_two_slices_with_its_own_dcn_data_axis(tmp_path: Path) -> None:
+    import hloscope
+
+    # Given issue 34's tiny llama (tests/compile/test_maxtext_tpu.py) on two v5e-4 slices through MaxText's own
+    # train_compile (compile_topology_num_slices=2)
+    tiny = ("base_emb_dim=256", "base_num_query_heads=4", "base_num_kv_heads=4", "base_mlp_dim=512",
+            "base_num_decoder_layers=2", "head_dim=64", "vocab_size=1024", "per_device_batch_size=1",
+            "max_target_length=512", "remat_policy=qkv_proj_offloaded")
+    out = tmp_path / "mt"
+    result, report = hloscope.compile_maxtext(*tiny, target="tpu-v5e", devices=8, slices=2, out=out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert {"compile_topology=v5e-4", "compile_topology_num_slices=2"} <= set(manifest["maxtext"]["argv"])
+    # Then MaxText's mesh puts its DCN axis (dcn_data_parallelism: -1) across the slices, fsdp inside one
+    assert manifest["mesh"]["data"] == 2 and manifest["mesh"]["fsdp"] == 4 and result.devices == 8
+    assert result.topology == "v5e:2x2 (v5litepod-4: 4 chips, 1 device per chip, 2 slices over DCN)"
+    # and, as for the built-in llama, one slice's program: collectives inside it, the gradients summed across
+    # the slices by the megascale runtime (21 ALL_REDUCE pairs read, libtpu 0.0.50)
+    hlo = result.optimized_hlo
+    assert set(re.findall(r"replica_groups=(\{[^=]*?\}\})", hlo)) == {"{{0,1,2,3}}"}
+    sends = [ln for ln in hlo.splitlines() if " send(" in ln and MEGASCALE in ln]
+    assert sends and all('_xla_megascale_transfer_type="ALL_REDUCE"' in ln for ln in sends)
+    # the offloaded Q/K/V are those of one slice: 2.25 MiB out, 1.5 MiB back per step, as on one v5e-8
+    qkv = [t for t in report.transfers if t.instruction.text_opcode not in ("send", "recv")]
+    moved = Counter(str(t.direction) for t in qkv for _ in range(t.bytes // (512 * 4 * 64 * 2)))
+    assert moved == {"to_host": 9, "to_device": 6}
+    assert {t.checkpoint_name for t in qkv} == {"query_proj", "key_proj", "value_proj"}

@@ -105,19 +105,6 @@ def adam_args(mesh: Any, params: Any) -> tuple[Any, Any, Any]:
     return params, jax.tree.map(moment, params), jax.tree.map(moment, params)
 
 
-def fsdp_axis(mesh: Any) -> str:
-    """The mesh axis the weights are split over: the first, or the first after ``data`` (across slices)."""
-    names = tuple(mesh.axis_names)
-    return str(names[1] if names[0] == DATA_AXIS and len(names) > 1 else names[0])
-
-
-def batch_axes(mesh: Any, *inner: str) -> Any:
-    """The mesh axes the batch is split over: ``inner`` (default the fsdp axis), after ``data`` when the
-    mesh spans slices (one name alone, else a tuple, as a ``PartitionSpec`` entry takes them)."""
-    axes = (*((DATA_AXIS,) if DATA_AXIS in mesh.axis_names else ()), *(inner or (fsdp_axis(mesh),)))
-    return axes[0] if len(axes) == 1 else axes
-
-
 def batch_sharded(mesh: Any, axis: Any) -> Any:
     """A function constraining an activation to be sharded on its batch (first) dim."""
     import jax
@@ -284,3 +271,21 @@ def custom_policy(policy: str, names: Sequence[str], custom: str) -> Any:
     if not custom or policy != "offload":
         return checkpoint_policy(policy, names)
     return switched_policy(policy, {n: "offload" for n in names} | parse_custom(custom, names))
+
+
+def slice_axes(mesh: Any) -> tuple[str, ...]:
+    """The mesh's axes inside one slice: all but ``data`` (across slices)."""
+    return tuple(str(n) for n in mesh.axis_names if n != DATA_AXIS)
+
+
+def fsdp_axis(mesh: Any) -> str:
+    """The mesh axis the weights are split over: the first, or the first after ``data`` (across slices)."""
+    names = tuple(mesh.axis_names)
+    return str(names[1] if names[0] == DATA_AXIS and len(names) > 1 else names[0])
+
+
+def batch_axes(mesh: Any, *inner: str) -> Any:
+    """The mesh axes the batch is split over: ``inner`` (default the fsdp axis), after ``data`` when the
+    mesh spans slices (one name alone, else a tuple, as a ``PartitionSpec`` entry takes them)."""
+    axes = (*((DATA_AXIS,) if DATA_AXIS in mesh.axis_names else ()), *(inner or (fsdp_axis(mesh),)))
+    return axes[0] if len(axes) == 1 else axes

@@ -42,7 +42,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from hloscope.compile.workloads import common
-from hloscope.request import DATA_AXIS
 
 #: The tensors with a remat switch, in layer order.
 SWITCHED = ("mla_q", "mla_kv", "out_proj", "mlpwi_0", "mlpwi_1", "mlpwo", "moe_mlpwi_0", "moe_mlpwi_1",
@@ -185,7 +184,7 @@ def build(cfg: DeepSeekConfig, mesh: Any) -> tuple[Any, tuple[Any, ...]]:
     from jax.ad_checkpoint import checkpoint_name
     from jax.sharding import PartitionSpec
 
-    names = tuple(n for n in mesh.axis_names if n != DATA_AXIS)
+    names = common.slice_axes(mesh)
     fsdp = common.fsdp_axis(mesh)
     expert_axis = "expert" if cfg.ep > 1 else None
     if cfg.ep > 1 and (names != ("fsdp", "expert") or mesh.shape["expert"] != cfg.ep):

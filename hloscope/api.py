@@ -33,7 +33,7 @@ from hloscope.hlo.shape import HOST_MEMORY_SPACE
 from hloscope.render import render_to_string
 from hloscope.render.html import markdown_summary
 from hloscope.render.json_report import report_to_dict
-from hloscope.request import CompileRequest, Policy, Scheduler, callable_name, xla_flag_texts
+from hloscope.request import CompileRequest, Layout, Policy, Scheduler, callable_name, xla_flag_texts
 from hloscope.targets import BUILTIN_TARGETS, DEFAULT_TARGET, Target, as_target
 
 if TYPE_CHECKING:
@@ -127,7 +127,8 @@ def compile_step(fn: Any, *abstract_args: Any, target: Target | str = DEFAULT_TA
                  memory_override_bytes: int | None = None, cache: bool = False,
                  phase: Callable[[str], None] | None = None,
                  out: str | os.PathLike[str] | None = None,
-                 topology: str | None = None) -> tuple[CompileResult, StepReport]:
+                 topology: str | None = None, slices: int = 1,
+                 per_core: bool = False) -> tuple[CompileResult, StepReport]:
     """Compile ``fn`` for ``devices`` compile-only GPUs or TPUs of ``target`` and analyze it.
 
     Works in a script that imported jax first (as long as no jax computation ran
@@ -145,7 +146,9 @@ def compile_step(fn: Any, *abstract_args: Any, target: Target | str = DEFAULT_TA
     kept). ``out``: also write an artifact folder there, as ``hloscope compile --out`` does
     (``hloscope.analyze(out)`` and every command read it back); an earlier artifact folder
     at ``out`` is replaced, any other existing folder is an error. ``topology``: for a TPU
-    target, the slice (``v5p:4x4x8`` or ``v5p-256``; ``devices`` must be its count).
+    target, the slice (``v5p:4x4x8`` or ``v5p-256``; ``devices`` must be its count); ``slices``:
+    that many slices joined over DCN (``devices`` counts all; the default mesh is ``data`` across
+    slices, ``fsdp`` inside one); ``per_core``: a device per TensorCore on v4 (``--per-core``).
     """
     # lazy: the compile layer, for a compile only
     from hloscope.compile.cuda.scheduler import resolve
@@ -160,11 +163,11 @@ def compile_step(fn: Any, *abstract_args: Any, target: Target | str = DEFAULT_TA
                              scheduler=resolve(scheduler, lhs), pipelined=pipelined_offload,
                              xla_flags=tuple(xla_flag_texts(flags or {})),
                              memory_override_bytes=memory_override_bytes, memory_fraction=memory_fraction,
-                             topology=topology)
+                             topology=topology, slices=slices, per_core=per_core)
     if mesh is None:  # before JAX starts: a device count the target's topology cannot take
         from hloscope.compile.step.rooms import room_for  # lazy: the compile layer, for a compile only
 
-        room_for(tgt).check_devices(devices, topology, argument="compile_step's devices")
+        room_for(tgt, request.layout).check_devices(devices, argument="compile_step's devices")
     result = _compile(request, fn, _args(abstract_args), StepOptions(
         mesh=mesh, mesh_axes=mesh_axes, donate_argnums=tuple(donate_argnums), in_shardings=in_shardings,
         out_shardings=out_shardings, cache=cache, phase=phase, target=tgt))
@@ -184,7 +187,7 @@ def compile_maxtext(*settings: str, config: str | os.PathLike[str] | None = None
                     memory_fraction: float | None = None, memory_override_bytes: int | None = None,
                     phase: Callable[[str], None] | None = None,
                     out: str | os.PathLike[str] | None = None,
-                    topology: str | None = None) -> tuple[CompileResult, StepReport]:
+                    topology: str | None = None, slices: int = 1) -> tuple[CompileResult, StepReport]:
     """Compile MaxText's own train step for ``devices`` compile-only GPUs or TPUs of ``target`` and analyze it.
 
     ``settings`` are MaxText's ``KEY=VALUE`` overrides (``"remat_policy=qkv_proj_offloaded"``) on
@@ -194,7 +197,8 @@ def compile_maxtext(*settings: str, config: str | os.PathLike[str] | None = None
     is None. Needs Python 3.12+ and ``pip install 'hloscope[maxtext]'``; a bad setting is one
     :class:`~hloscope.errors.HloscopeError` (exit code 2). The other options are :func:`compile_step`'s;
     ``out`` also writes the artifact folder. For a TPU target MaxText compiles for its own slice of
-    ``devices`` (or ``topology``: ``v5p-256``, ``v5p:4x4x8``).
+    ``devices`` (or ``topology``: ``v5p-256``, ``v5p:4x4x8``), ``slices`` of it over DCN
+    (``compile_topology_num_slices``; ``devices`` counts all).
     """
     # lazy: the compile layer, for a compile only
     from hloscope.compile.cuda.scheduler import resolve
@@ -206,8 +210,10 @@ def compile_maxtext(*settings: str, config: str | os.PathLike[str] | None = None
     items = (*([os.fspath(config)] if config is not None else []), *settings)
     split_args(items)
     check_available()
-    room_for(tgt).check_devices(devices, topology, argument="compile_maxtext's devices")
+    layout = Layout(topology, slices)
+    room_for(tgt, layout).check_devices(devices, argument="compile_maxtext's devices")
     request = CompileRequest(target if isinstance(target, str) else tgt.name, devices, maxtext=items, topology=topology,
+                             slices=slices,
                              scheduler=resolve(scheduler, None), pipelined=pipelined_offload,
                              xla_flags=tuple(xla_flag_texts(flags or {})),
                              memory_override_bytes=memory_override_bytes, memory_fraction=memory_fraction)

@@ -78,6 +78,8 @@ class CompileSettings:
     memory_fraction: float | None = None
     maxtext: tuple[str, ...] | None = None
     topology: str | None = None
+    slices: int = 1
+    per_core: bool = False
 
     def merged(self, over: CompileSettings) -> CompileSettings:
         """``self`` with every setting ``over`` gives (one that is not the default) replaced: flags over pyproject."""
@@ -111,6 +113,10 @@ class CompileRequest(CompileSettings):
     None: as a compile-only device, where XLA plans for 80% of the HBM. topology: for a TPU target,
     the slice's shape where one matters (``v5p:4x4x8``, or the Cloud TPU name ``v5p-256``; its device
     count must be ``devices``); None: the slice ``devices`` makes (``hloscope.compile.tpu.slices``).
+    slices: for a TPU target, how many such slices the ``devices`` span, joined over the data-center
+    network (DCN): ``devices`` is slices x devices per slice (``--slices``). per_core: for a TPU target
+    whose chips join two TensorCores as one megacore device (v4, v5p), one device per TensorCore
+    instead (``--per-core``: twice the devices per chip, each with half the chip's HBM).
     """
 
     target: str
@@ -128,6 +134,11 @@ class CompileRequest(CompileSettings):
             object.__setattr__(self, "policy", Policy(self.policy))
         if not isinstance(self.scheduler, Scheduler):
             object.__setattr__(self, "scheduler", Scheduler(self.scheduler))
+
+    @property
+    def layout(self) -> Layout:
+        """Where the devices are, beyond their count (the platform rooms read it)."""
+        return Layout(self.topology, self.slices, self.per_core)
 
     @property
     def sets_dict(self) -> dict[str, str]:
@@ -148,6 +159,8 @@ class CompileRequest(CompileSettings):
         else:
             what = f"workload {self.workload}" if self.workload else f"--fn {self.fn}"
         shape = f" {self.topology}" if self.topology else ""
+        shape += f", {self.slices} slices" if self.slices != 1 else ""
+        shape += ", per core" if self.per_core else ""
         return f"{what} ({self.target}{shape}, {self.devices} devices, scheduler {self.scheduler.value})"
 
     def to_record(self) -> dict[str, object]:
@@ -159,7 +172,9 @@ class CompileRequest(CompileSettings):
                 "xla_flags": list(self.xla_flags), "memory_override_bytes": self.memory_override_bytes,
                 "memory_fraction": self.memory_fraction,
                 **({"maxtext": list(self.maxtext)} if self.maxtext is not None else {}),
-                **({"topology": self.topology} if self.topology else {})}
+                **({"topology": self.topology} if self.topology else {}),
+                **({"slices": self.slices} if self.slices != 1 else {}),
+                **({"per_core": True} if self.per_core else {})}
 
     @classmethod
     def from_record(cls, record: Mapping[str, object]) -> CompileRequest | None:
@@ -171,6 +186,9 @@ class CompileRequest(CompileSettings):
             override = record.get("memory_override_bytes")
             fraction = record.get("memory_fraction")
             maxtext = record.get("maxtext")
+            slices = record.get("slices", 1)
+            if not isinstance(slices, int) or isinstance(slices, bool):
+                return None
             if not isinstance(sets, list) or not isinstance(flags, list) or not isinstance(devices, int):
                 return None
             if maxtext is not None and not isinstance(maxtext, list):
@@ -183,13 +201,34 @@ class CompileRequest(CompileSettings):
                        override if isinstance(override, int) else None,
                        float(fraction) if isinstance(fraction, int | float) else None,
                        tuple(str(m) for m in maxtext) if maxtext is not None else None,
-                       _text(record.get("topology")))
+                       _text(record.get("topology")), slices, record.get("per_core") is True)
         except (KeyError, TypeError, ValueError):
             return None
 
     def same_compile(self, other: CompileRequest) -> bool:
         """Whether ``other`` asks for the same compile (all but the folder the user's module is imported from)."""
         return self.to_record() == other.to_record()
+
+
+#: The mesh axis across a TPU target's slices: data parallel over the data-center network (MaxText's
+#: default ``dcn_data_parallelism: -1``), the axes inside a slice over ICI.
+DATA_AXIS = "data"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a compile's devices are, beyond their count: for a TPU target, the slice's shape
+    (``topology``; None: the one the device count makes), the ``slices`` joined over DCN, and whether
+    each TensorCore is a device (``per_core``) where two make one megacore device. A GPU takes the
+    default only."""
+
+    topology: str | None = None
+    slices: int = 1
+    per_core: bool = False
+
+    @property
+    def is_default(self) -> bool:
+        return self == Layout()
 
 
 def _text(value: object) -> str | None:

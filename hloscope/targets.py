@@ -255,6 +255,10 @@ class TpuTarget(Target):
     memory per chip, bytes (0: unknown).
     tpu_version / tpu_variant: how XLA's TPU compiler names the chip in a dump's
     ``*.target_arguments.txt`` (``TPU_VERSION_VIPERFISH`` with variant ``lite`` is v5e).
+    hbm_available_per_device: bytes libtpu lets one device's program use (a megacore chip's on v4
+    and v5p). hbm_available_per_core: the same for one TensorCore where libtpu can show a chip as
+    two devices (``chip_config_name="default"`` on v4); 0 where it cannot (v5p's default config is
+    one device per chip too; v5e and v6e have one core).
     Sources: docs/targets.md, "TPU targets".
     """
 
@@ -270,6 +274,7 @@ class TpuTarget(Target):
     tpu_version: str = ""
     tpu_variant: str = ""
     hbm_available_per_device: int = 0
+    hbm_available_per_core: int = 0
 
     @property
     def host_memory_per_device(self) -> int:
@@ -393,7 +398,8 @@ TPU_TARGETS: tuple[TpuTarget, ...] = (
               device_memory_size=32 * 2**30, hbm_bandwidth=1.2 * TB, peak_bf16_flops=275e12,
               peak_fp32_flops=275e12, host_link_to_host=_TPU_PCIE_V4, host_link_to_device=_TPU_PCIE_V4,
               host_link="PCIe (16 GB/s per chip)", interconnect_bandwidth=45 * GB, cores_per_chip=2,
-              chips_per_host=4, tpu_version="TPU_VERSION_PUFFERFISH", hbm_available_per_device=_libtpu_gib(30.75)),
+              chips_per_host=4, tpu_version="TPU_VERSION_PUFFERFISH", hbm_available_per_device=_libtpu_gib(30.75),
+              hbm_available_per_core=_libtpu_gib(15.25)),
     TpuTarget(name="tpu-v5e", description="Google Cloud TPU v5e", generation="v5e", topology_prefix="v5e",
               device_memory_size=16 * 2**30, hbm_bandwidth=819e9, peak_bf16_flops=197e12,
               peak_fp32_flops=197e12, host_link_to_host=_TPU_PCIE_V5E, host_link_to_device=_TPU_PCIE_V5E,
@@ -457,7 +463,7 @@ _ACHIEVED_OF = {"host_link_to_host": "host_link_achieved_to_host",
 CALIBRATED_ON = ", calibrated on "
 
 _TPU_POSITIVE = ("cores_per_chip", "chips_per_host")
-_TPU_INTEGERS = ("cores_per_chip", "chips_per_host", "host_memory_per_chip")
+_TPU_INTEGERS = ("cores_per_chip", "chips_per_host", "host_memory_per_chip", "hbm_available_per_core")
 
 
 def _check(path: Path, data: dict[str, Any], cls: type[Target]) -> dict[str, Any]:

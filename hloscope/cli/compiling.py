@@ -155,17 +155,26 @@ def _request(args: argparse.Namespace, workload: str | None, fn: str | None,
 
 
 def _slice(args: argparse.Namespace) -> dict[str, Any]:
-    """``--topology`` as the request's ``topology`` and, unless ``--devices`` gave a count other than its
-    default 8, its device count as ``devices`` (a count that differs is refused by the TPU room)."""
+    """``--topology``, ``--slices`` and ``--per-core`` as the request's layout and, with ``--topology``
+    unless ``--devices`` gave a count other than its default 8, its device count as ``devices`` (a count
+    that differs is refused by the TPU room)."""
     topology = getattr(args, "topology", None)
-    if not topology:
+    slices = int(getattr(args, "slices", 1))
+    per_core = bool(getattr(args, "per_core", False))
+    if slices < 1:
+        raise HloscopeError(f"--slices must be at least 1, got {slices}", EXIT_BAD_INPUT)
+    layout: dict[str, Any] = {**({"slices": slices} if slices != 1 else {}), **({"per_core": True} if per_core else {})}
+    if not topology and not layout:
         return {}
     chip = as_target(args.target)
     if not isinstance(chip, TpuTarget):
-        raise HloscopeError(f"--topology names a TPU slice; {args.target or DEFAULT_TARGET} is not a TPU target",
-                            EXIT_BAD_INPUT)
-    devices = parse_slice(topology, chip).devices
-    return {"topology": str(topology), **({"devices": devices} if args.devices in (None, 8) else {})}
+        what = "--topology names a TPU slice" if topology else \
+            f"{'--slices' if slices != 1 else '--per-core'} is for a TPU target"
+        raise HloscopeError(f"{what}; {args.target or DEFAULT_TARGET} is not a TPU target", EXIT_BAD_INPUT)
+    if not topology:
+        return layout
+    devices = parse_slice(topology, chip, slices, per_core).devices
+    return {"topology": str(topology), **layout, **({"devices": devices} if args.devices in (None, 8) else {})}
 
 
 def progress_bar(total: int, console: Console | None = None) -> tuple[

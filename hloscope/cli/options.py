@@ -114,10 +114,17 @@ def add_compile_options(p: argparse.ArgumentParser) -> None:
 
 
 def add_topology_option(p: argparse.ArgumentParser) -> None:
-    """``--topology``: a TPU slice's shape where one matters (hloscope.compile.tpu.slices)."""
+    """``--topology``, ``--slices``, ``--per-core``: a TPU slice's shape where one matters, how many slices
+    over DCN, a device per TensorCore (hloscope.compile.tpu.slices)."""
     p.add_argument("--topology", default=None, metavar="SHAPE",
                    help="TPU targets: the slice, as libtpu names it (v5p:4x4x8) or as Cloud TPU and MaxText do "
                         "(v5p-256: TensorCores); default: the slice --devices makes")
+    p.add_argument("--slices", type=int, default=1, metavar="N",
+                   help="TPU targets: N slices of that shape joined over the data-center network (DCN); --devices "
+                        "counts all of them (a built-in workload is data parallel across slices); default 1")
+    p.add_argument("--per-core", action="store_true",
+                   help="TPU v4: a device per TensorCore (two per chip, each with half the chip's HBM), not one "
+                        "megacore device per chip")
 
 
 def add_no_cache_option(p: argparse.ArgumentParser,

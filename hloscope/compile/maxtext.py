@@ -27,9 +27,10 @@ as ``cudnn_flash_jax`` (the same cuDNN fused attention called through JAX) and t
 For a TPU target MaxText's own ahead-of-time path runs unchanged up to the compile: hloscope sets
 ``hardware=tpu``, ``compile_topology`` (the slice's name in MaxText's ``accelerator_to_spec_map.py``,
 ``v5p-256``: :attr:`hloscope.compile.tpu.slices.TpuSlice.maxtext_name`) and
-``compile_topology_num_slices=1``, and MaxText's ``get_topology_mesh`` asks libtpu for that slice's
-compile-only devices and lays its mesh out itself (its map's slice is checked against hloscope's,
-:func:`check_maxtext_slice`). Only ``jit_and_compile`` (the compile, with hloscope's options, dumps
+``compile_topology_num_slices`` (``--slices``: MaxText joins them over DCN, its ``dcn_*_parallelism``
+axes across them, ``dcn_data_parallelism: -1`` by default), and MaxText's ``get_topology_mesh`` asks
+libtpu for those slices' compile-only devices and lays its mesh out itself (its map's slice is checked
+against hloscope's, :func:`check_maxtext_slice`). Only ``jit_and_compile`` (the compile, with hloscope's options, dumps
 and names) and ``pyconfig._handle_config_exception`` (one line) are hloscope's. libtpu is loaded by
 hloscope first, quiet (:func:`hloscope.compile.tpu.runtime.prepare`).
 """
@@ -55,7 +56,7 @@ from hloscope.compile.cuda.topology import compile_only_devices
 from hloscope.compile.result import CompileResult
 from hloscope.compile.seam import environment
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
-from hloscope.request import CompileRequest
+from hloscope.request import CompileRequest, Layout
 from hloscope.targets import TpuTarget, get_target
 
 if TYPE_CHECKING:
@@ -140,25 +141,31 @@ def check_available(version: tuple[int, ...] | None = None, found: bool | None =
         raise HloscopeError(f"--maxtext needs MaxText, which is not installed: {INSTALL_HINT}", EXIT_BAD_INPUT)
 
 
-def owned_overrides(target: Any, devices: int, topology: str | None = None) -> list[str]:
+def owned_overrides(target: Any, devices: int, layout: Layout | None = None) -> list[str]:
     """The keys hloscope sets (:data:`OWNED_KEYS`). For a GPU: an AOT compile of ``devices`` devices whose
     hosts (``target.gpus_per_host`` GPUs each) are MaxText's slices; ``compile_topology`` only has to be a
     GPU system MaxText knows (``a3``): the devices themselves come from hloscope's topology. For a TPU:
-    MaxText's own TPU path, ``compile_topology`` the slice's MaxText name (``v5p-256``), one slice."""
+    MaxText's own TPU path, ``compile_topology`` one slice's MaxText name (``v5p-256``) and
+    ``compile_topology_num_slices`` the layout's slices (MaxText lays its ``dcn_*`` axes across them)."""
     if isinstance(target, TpuTarget):
-        return ["hardware=tpu", f"compile_topology={tpu_slice(target, devices, topology).maxtext_name}",
-                "compile_topology_num_slices=1"]
+        found = tpu_slice(target, devices, layout)
+        return ["hardware=tpu", f"compile_topology={found.maxtext_name}",
+                f"compile_topology_num_slices={found.num_slices}"]
     hosts = max(1, devices // target.gpus_per_host) if devices > target.gpus_per_host else 1
     return ["hardware=gpu", "compile_topology=a3", f"compile_topology_num_slices={hosts}", "internal_compile=True",
             f"internal_compile_num_devices={devices}"]
 
 
-def tpu_slice(target: TpuTarget, devices: int, topology: str | None = None) -> TpuSlice:
-    """The TPU slice of ``devices`` devices (or ``topology``) of ``target``."""
+def tpu_slice(target: TpuTarget, devices: int, layout: Layout | None = None) -> TpuSlice:
+    """The TPU slices of ``devices`` devices in all (or of the layout's ``topology``) of ``target``; one line
+    (exit 2) for ``per_core``: MaxText's map has megacore slices only for v4 and v5p."""
     # lazy: the TPU room, only for a TPU target
     from hloscope.compile.tpu.room import TpuRoom
 
-    return TpuRoom(target).slice(devices, topology)
+    if layout is not None and layout.per_core:
+        raise HloscopeError("--maxtext --per-core: MaxText's accelerator_to_spec_map.py compiles v4 and v5p "
+                            "slices as megacore only (one device per chip)", EXIT_BAD_INPUT)
+    return TpuRoom(target, layout).slice(devices)
 
 
 def check_maxtext_slice(found: TpuSlice, spec: Any) -> None:
@@ -378,7 +385,7 @@ def compile_maxtext_job(request: CompileRequest,
     args = split_args(request.maxtext or ())
     target = get_target(request.target)
     tpu = isinstance(target, TpuTarget)
-    argv = [*args.argv(), *owned_overrides(target, request.devices, request.topology)]
+    argv = [*args.argv(), *owned_overrides(target, request.devices, request.layout)]
     run = _Run(request, phase)
     if phase:
         phase("MaxText config")
@@ -389,11 +396,11 @@ def compile_maxtext_job(request: CompileRequest,
     # The devices first: the CUDA plugin's log (which scheduler and estimator XLA chose) is set up at its
     # first topology, and MaxText's import would otherwise start the plugin before hloscope asks for it;
     # libtpu reads its environment once, at load, and hloscope's keeps it quiet.
-    room_for(target if tpu else with_memory(target, request.memory_override_bytes)).devices(request.devices,
-                                                                                           request.topology)
+    room_for(target if tpu else with_memory(target, request.memory_override_bytes),
+             request.layout).devices(request.devices)
     _import_maxtext()
     if isinstance(target, TpuTarget):
-        found = tpu_slice(target, request.devices, request.topology)
+        found = tpu_slice(target, request.devices, request.layout)
         spec_map = _module("maxtext.utils.accelerator_to_spec_map")
         check_maxtext_slice(found, spec_map.UserFacingNameToSystemCharacteristics.get(found.maxtext_name))
     argv, run.attention_note = _deviceless_attention(argv)

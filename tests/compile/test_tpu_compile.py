@@ -196,3 +196,27 @@ def test_the_api_compiles_for_a_tpu_target_by_alias() -> None:
     # copy-start), reading back copy-start's and slot 0 of the stack (dynamic-slice-start): 1.5 MiB to host
     writes = {"0.0.42": 2, "0.0.50": 3}[_libtpu()]
     assert moved == {"to_host": writes * 512 * 512 * 2, "to_device": 2 * 512 * 512 * 2}
+
+
+def test_v4_per_core_compiles_two_devices_a_chip_each_with_one_cores_hbm(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from hloscope.cli.main import main
+
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "v4-8"
+    # Given v4-8 (4 chips, 8 TensorCores) per core: 8 devices (megacore would be 4)
+    assert main(["compile", "--fn", f"{STEPS}:small_step", "--args-from", f"{STEPS}:small_args", "--target",
+                 "tpu-v4", "--topology", "v4-8", "--per-core", "--out", str(out), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["topology"] == "v4:2x2x1 (v4-8: 4 chips, 2 devices per chip)" and manifest["devices"] == 8
+    assert manifest["request"]["per_core"] is True
+    # each device compiled for what libtpu lets one TensorCore use (tests/compile/test_tpu_hbm.py)
+    assert manifest["memory"]["device_memory_size"] == round(15.25 * 2**30)
+    assert d["memory"]["hbm_bytes"] == round(15.25 * 2**30)
+    # --per-core on v5p: libtpu shows its chips as one device either way; one line, exit 2
+    assert main(["compile", "--fn", f"{STEPS}:small_step", "--args-from", f"{STEPS}:small_args", "--target",
+                 "tpu-v5p", "--devices", "8", "--per-core", "--out", str(tmp_path / "x")]) == 2
+    assert capsys.readouterr().err.startswith("hloscope: error: --per-core: libtpu shows no tpu-v5p chip as two")

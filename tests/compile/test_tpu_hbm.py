@@ -24,13 +24,14 @@ SLICES = {"v4": ("v4:2x2x1", "megacore"), "v5e": ("v5e:2x2", None), "v5": ("v5:2
           "v6e": ("v6e:2x2", None), "tpu7x": ("tpu7x:2x2x1", None)}
 
 
-def _available_hbm_gib(target: TpuTarget) -> float:
+def _available_hbm_gib(target: TpuTarget, config_name: str | None = None) -> float:
     import jax
     import jax.numpy as jnp
     from jax.experimental import topologies
     from jax.sharding import SingleDeviceSharding
 
     name, config = SLICES[target.topology_prefix]
+    config = config_name or config
     kwargs = {"chip_config_name": config} if config else {}
     device = topologies.get_topology_desc(topology_name=name, platform="tpu", **kwargs).devices[0]
     too_big = jax.ShapeDtypeStruct((300 * 2**30 // 4,), jnp.float32, sharding=SingleDeviceSharding(device))
@@ -53,3 +54,17 @@ def test_a_tpu_targets_memory_per_device_is_what_libtpu_makes_available(target: 
     # are not 10^9 bytes there (docs/targets.md)
     per_device = target.device_memory_size / (target.cores_per_chip if target.topology_prefix == "tpu7x" else 1)
     assert (target.memory_per_device < per_device) is (target.name != "tpu-v5p")
+
+
+def test_a_v4_tensorcore_compiled_per_core_has_what_libtpu_makes_available_to_one_core() -> None:
+    from hloscope.targets import get_target
+
+    v4 = get_target("tpu-v4")
+    assert isinstance(v4, TpuTarget)
+    # Given v4's chips as libtpu's "default" config shows them: a device per TensorCore (--per-core)
+    # When XLA:TPU refuses a program far larger than one device
+    available = _available_hbm_gib(v4, "default")
+    # Then it says the per-core figure the target holds (15.25G with libtpu 0.0.42 and 0.0.50), about half
+    # of the megacore device's 30.75G
+    assert abs(v4.hbm_available_per_core / 2**30 - available) <= 0.0101
+    assert v4.hbm_available_per_core < v4.memory_per_device / 2

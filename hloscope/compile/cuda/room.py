@@ -17,7 +17,7 @@ from hloscope.compile.seam.xla_options import PIPELINED_OFFLOAD_FLAG
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.xla_dumps import SCHEDULER_LOG_FILE
 from hloscope.hlo.xla_log import scheduler_log_lines
-from hloscope.request import CompileRequest, Scheduler
+from hloscope.request import CompileRequest, Layout, Scheduler
 from hloscope.targets import GpuTarget
 
 if TYPE_CHECKING:
@@ -31,22 +31,28 @@ class CudaRoom:
     lowering_platform = "cuda"
     device_platforms = frozenset({"gpu", "cuda", "rocm"})
 
-    def __init__(self, target: GpuTarget) -> None:
+    def __init__(self, target: GpuTarget, layout: Layout | None = None) -> None:
         self.target = target
+        self.layout = layout or Layout()
 
-    def check_devices(self, devices: int, topology: str | None = None, argument: str = "--devices") -> None:
-        if topology is not None:
+    def check_devices(self, devices: int, argument: str = "--devices") -> None:
+        lay = self.layout
+        if lay.topology is not None:
             raise HloscopeError(f"topology names a TPU slice; {self.target.name} is a GPU", EXIT_BAD_INPUT)
+        if lay.slices != 1 or lay.per_core:
+            what = "slices" if lay.slices != 1 else "per_core"
+            raise HloscopeError(f"{what} is for a TPU target; {self.target.name} is a GPU (its hosts come from "
+                                f"the device count)", EXIT_BAD_INPUT)
         topology_for(self.target, devices, argument)
 
-    def devices(self, devices: int, topology: str | None = None) -> list[Device]:
+    def devices(self, devices: int) -> list[Device]:
         return compile_only_devices(self.target, devices)
 
-    def topology_label(self, devices: int, topology: str | None = None) -> str:
+    def topology_label(self, devices: int) -> str:
         topo = topology_for(self.target, devices)
         return f"{topo.name} ({topo.describe()})"
 
-    def topology_key(self, devices: int, topology: str | None = None) -> dict[str, object]:
+    def topology_key(self, devices: int) -> dict[str, object]:
         return {"gpu_target_config": hashlib.sha256(str(self.target.gpu_target_config()).encode()).hexdigest()}
 
     def options(self, request: CompileRequest, user: Mapping[str, Any]) -> dict[str, Any]:

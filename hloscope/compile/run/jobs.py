@@ -73,7 +73,8 @@ def compile_job(request: CompileRequest, phase: Callable[[str], None] | None = N
             raise HloscopeError("--fn needs --args describing its abstract arguments", EXIT_BAD_INPUT)
 
         switches = switches_of(request.sets_dict)  # --set custom=NAME:CHOICE,...: tune's switches
-        mesh = make_mesh(resolve_target(request.target), request.devices, topology=request.topology)
+        mesh = make_mesh(resolve_target(request.target), request.devices, topology=request.topology,
+                         slices=request.slices, per_core=request.per_core)
         fn = load_user_fn(request.fn, request.cwd or os.getcwd())
         abstract = parse_args_spec(request.args, mesh, request.cwd or os.getcwd())
         with every_checkpoint(switches):
@@ -82,8 +83,9 @@ def compile_job(request: CompileRequest, phase: Callable[[str], None] | None = N
         return result, {"fn": request.fn, "args": request.args}
 
     wl, cfg = workloads.resolve(str(request.workload), request.workload_settings)
-    mesh = make_mesh(resolve_target(request.target), request.devices, workloads.mesh_axes(cfg, request.devices),
-                     topology=request.topology)
+    mesh = make_mesh(resolve_target(request.target), request.devices,
+                     workloads.mesh_axes(cfg, request.devices, request.slices), topology=request.topology,
+                     slices=request.slices, per_core=request.per_core)
     # The workload's own XLA flags first: the request's --xla-flag wins over them.
     flags = tuple(xla_flag_texts(workloads.xla_flags(cfg)))
     fn, args = wl.build(cfg, mesh)

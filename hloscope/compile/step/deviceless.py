@@ -149,10 +149,11 @@ def compile_step(request: CompileRequest, fn: Callable[..., Any],
     else:
         refuse_gpu_memory_options(request)
         tgt, allocator = found_target, None
-    room = room_for(tgt)
+    lay = request.layout
+    room = room_for(tgt, lay)
     chosen = request.scheduler
-    concrete = (device_mesh(tgt, request.devices, opts.mesh_axes, topology=request.topology) if opts.mesh is None
-                else devices_for(opts.mesh, tgt, topology=request.topology))
+    concrete = (device_mesh(tgt, request.devices, opts.mesh_axes, lay.topology, lay.slices, lay.per_core)
+                if opts.mesh is None else devices_for(opts.mesh, tgt, lay))
     abstract = concrete.abstract_mesh
     if callable(args) and not isinstance(args, jax.ShapeDtypeStruct):
         args = tuple(args(abstract))
@@ -167,8 +168,8 @@ def compile_step(request: CompileRequest, fn: Callable[..., Any],
         with environment.capture_native_stderr() as log:
             return _compile(fn, placed, tgt, room, concrete, options_used, compile_options, opts, dump, t0,
                             lambda hlo: room.read_scheduler(hlo, log.peek(), chosen, options_used), allocator,
-                            room.topology_label(int(concrete.devices.size), request.topology),
-                            room.topology_key(int(concrete.devices.size), request.topology))
+                            room.topology_label(int(concrete.devices.size)),
+                            room.topology_key(int(concrete.devices.size)))
     finally:
         if dump != options_used.get("xla_dump_to"):
             shutil.rmtree(dump, ignore_errors=True)

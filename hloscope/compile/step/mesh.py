@@ -16,6 +16,7 @@ from hloscope.compile.cuda.topology import topology_for as _topology_for
 from hloscope.compile.seam import environment, jaxcompat
 from hloscope.compile.step.rooms import AnyTarget, resolve_target, room_for
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+from hloscope.request import DATA_AXIS, Layout
 from hloscope.targets import Target, as_target
 
 if TYPE_CHECKING:
@@ -28,8 +29,11 @@ def topology_for(devices: int, target: Target | str = "h100-sxm") -> str:
     return _topology_for(as_target(target), devices).name
 
 
-def mesh_axes(devices: int, axes: Sequence[tuple[str, int]] | None) -> list[tuple[str, int]]:
-    out = [(str(n), int(k)) for n, k in (axes or [("fsdp", devices)])]
+def mesh_axes(devices: int, axes: Sequence[tuple[str, int]] | None, slices: int = 1) -> list[tuple[str, int]]:
+    """``axes`` checked to hold ``devices``; by default one ``fsdp`` axis, or over ``slices`` > 1 slices
+    ``data`` across them (DCN) and ``fsdp`` inside each (ICI)."""
+    default = [("fsdp", devices)] if slices == 1 else [(DATA_AXIS, slices), ("fsdp", devices // slices)]
+    out = [(str(n), int(k)) for n, k in (axes or default)]
     size = 1
     for _, n in out:
         size *= n
@@ -39,9 +43,11 @@ def mesh_axes(devices: int, axes: Sequence[tuple[str, int]] | None) -> list[tupl
 
 
 def device_mesh(target: AnyTarget | str, devices: int, axes: Sequence[tuple[str, int]] | None = None,
-                topology: str | None = None) -> Mesh:
+                topology: str | None = None, slices: int = 1, per_core: bool = False) -> Mesh:
     """A concrete ``jax.sharding.Mesh`` over ``devices`` compile-only devices of ``target`` (GPUs, or a
-    TPU slice: ``topology`` names its shape where one matters, ``v5p:4x4x8`` or ``v5p-256``).
+    TPU slice: ``topology`` names its shape where one matters, ``v5p:4x4x8`` or ``v5p-256``; ``slices``
+    such slices joined over DCN hold the devices, slice by slice in the mesh's order, so an axis first
+    in ``axes`` and a multiple of ``slices`` long crosses them; ``per_core``: a device per TensorCore).
 
     Compile-only GPUs report no memories, so a ``NamedSharding`` over this mesh
     loses its ``memory_kind`` when it is built (JAX checks the kind against the
@@ -54,29 +60,32 @@ def device_mesh(target: AnyTarget | str, devices: int, axes: Sequence[tuple[str,
     # lazy: jax is slow to import; only when tracing or compiling
     from jax.sharding import Mesh
 
-    room = room_for(resolve_target(target))
-    ax = mesh_axes(devices, axes)
-    devs = np.array(room.devices(devices, topology)).reshape([n for _, n in ax])
+    room = room_for(resolve_target(target), Layout(topology, slices, per_core))
+    room.check_devices(devices)
+    ax = mesh_axes(devices, axes, slices)
+    devs = np.array(room.devices(devices)).reshape([n for _, n in ax])
     return Mesh(devs, tuple(name for name, _ in ax))
 
 
 def make_mesh(target: AnyTarget | str, devices: int, axes: Sequence[tuple[str, int]] | None = None,
-              topology: str | None = None) -> AbstractMesh:
+              topology: str | None = None, slices: int = 1, per_core: bool = False) -> AbstractMesh:
     """The mesh to write a step's shardings over: an ``AbstractMesh`` of ``devices`` devices of ``target``
-    (for a TPU target, of the slice ``topology`` names when given).
+    (for a TPU target, of the slice ``topology`` names when given, ``slices`` of them over DCN, a device
+    per TensorCore when ``per_core``: :func:`device_mesh`).
 
     ``axes`` is [(name, size), ...] with sizes multiplying to ``devices``; default one
-    axis ``("fsdp", devices)``. It carries the GPU's name (``device_kind``), so
+    axis ``("fsdp", devices)`` (over several slices, ``("data", slices)`` first). It carries
+    the GPU's name (``device_kind``), so
     :func:`compile_step` knows which target it belongs to; ``NamedSharding(mesh, spec,
     memory_kind="pinned_host")`` keeps its memory kind (a concrete mesh of compile-only
     devices would drop it) and reaches XLA. ``compile_step`` compiles for the target's
     compile-only GPUs laid out as this mesh.
     """
-    abstract: AbstractMesh = device_mesh(target, devices, axes, topology).abstract_mesh
+    abstract: AbstractMesh = device_mesh(target, devices, axes, topology, slices, per_core).abstract_mesh
     return abstract
 
 
-def devices_for(mesh: Mesh | AbstractMesh, tgt: AnyTarget, topology: str | None = None) -> Mesh:
+def devices_for(mesh: Mesh | AbstractMesh, tgt: AnyTarget, layout: Layout | None = None) -> Mesh:
     """The concrete mesh of ``tgt``'s compile-only devices that ``mesh`` (abstract or concrete) stands for."""
     # lazy: jax is slow to import; only when tracing or compiling
     from jax.sharding import Mesh
@@ -97,8 +106,9 @@ def devices_for(mesh: Mesh | AbstractMesh, tgt: AnyTarget, topology: str | None 
     if platform not in room.device_platforms:
         raise HloscopeError(f"mesh= is a mesh of {platform} devices, not of {tgt.name}'s {what}: build it with "
                             f"make_mesh('{tgt.name}', {abstract.size})", EXIT_BAD_INPUT)
+    lay = layout or Layout()
     return device_mesh(tgt, int(abstract.size), list(zip(abstract.axis_names, abstract.axis_sizes, strict=True)),
-                       topology)
+                       lay.topology, lay.slices, lay.per_core)
 
 
 def _devices_word(family: str) -> str:

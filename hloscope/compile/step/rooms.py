@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from hloscope.analysis.inputs import ScheduleRun
 from hloscope.compile.cuda.room import CudaRoom
 from hloscope.compile.tpu.room import TpuRoom
-from hloscope.request import CompileRequest, Scheduler
+from hloscope.request import CompileRequest, Layout, Scheduler
 from hloscope.targets import GpuTarget, Target, TpuTarget, as_target
 
 if TYPE_CHECKING:
@@ -34,19 +34,20 @@ class Room(Protocol):
     lowering_platform: str
     device_platforms: frozenset[str]
 
-    def check_devices(self, devices: int, topology: str | None = None, argument: str = "--devices") -> None:
-        """One line (exit 2), before JAX starts, when ``devices`` (or ``topology``) is no topology of the target."""
+    def check_devices(self, devices: int, argument: str = "--devices") -> None:
+        """One line (exit 2), before JAX starts, when ``devices`` in the room's layout is no topology of the target."""
         ...
 
-    def devices(self, devices: int, topology: str | None = None) -> list[Device]:
-        """``devices`` compile-only devices (or those of ``topology``, a shape where one matters), in id order."""
+    def devices(self, devices: int) -> list[Device]:
+        """``devices`` compile-only devices laid out as the room's layout says, in id order (a TPU's slice
+        by slice)."""
         ...
 
-    def topology_label(self, devices: int, topology: str | None = None) -> str:
+    def topology_label(self, devices: int) -> str:
         """The topology the devices form, as the result and the manifest name it."""
         ...
 
-    def topology_key(self, devices: int, topology: str | None = None) -> dict[str, object]:
+    def topology_key(self, devices: int) -> dict[str, object]:
         """What of the topology decides XLA's output, for the compile cache's key."""
         ...
 
@@ -86,11 +87,11 @@ def resolve_target(target: str | Target) -> Target:
     return as_target(target)
 
 
-def room_for(target: str | AnyTarget) -> Room:
-    """The room of ``target``'s family."""
+def room_for(target: str | AnyTarget, layout: Layout | None = None) -> Room:
+    """The room of ``target``'s family, its devices laid out as ``layout`` says (None: the default)."""
     tgt = resolve_target(target)
     if isinstance(tgt, TpuTarget):
-        return TpuRoom(tgt)
+        return TpuRoom(tgt, layout)
 
     assert isinstance(tgt, GpuTarget)
-    return CudaRoom(tgt)
+    return CudaRoom(tgt, layout)

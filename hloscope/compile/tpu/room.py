@@ -10,9 +10,9 @@ from typing import Any
 
 from hloscope.analysis.inputs import ScheduleRun
 from hloscope.compile.tpu import runtime
-from hloscope.compile.tpu.slices import TpuSlice, parse_slice, prefix_of, slice_for
+from hloscope.compile.tpu.slices import MEGACORE, TpuSlice, parse_slice, prefix_of, slice_for
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
-from hloscope.request import CompileRequest, Scheduler
+from hloscope.request import CompileRequest, Layout, Scheduler
 from hloscope.targets import TpuTarget
 
 #: What JAX calls a compile-only device of each generation (``device.device_kind``, libtpu 0.0.42).
@@ -26,32 +26,37 @@ class TpuRoom:
     lowering_platform = "tpu"
     device_platforms = frozenset({"tpu"})
 
-    def __init__(self, target: TpuTarget) -> None:
+    def __init__(self, target: TpuTarget, layout: Layout | None = None) -> None:
         self.target = target
+        self.layout = layout or Layout()
 
-    def slice(self, devices: int, topology: str | None = None, argument: str = "--devices") -> TpuSlice:
-        """The slice of ``devices`` devices, or the one ``topology`` names (then ``devices`` must be its count)."""
-        if topology is None:
-            return slice_for(self.target, devices, argument)
-        named = parse_slice(topology, self.target)
+    def slice(self, devices: int, argument: str = "--devices") -> TpuSlice:
+        """The slices of ``devices`` devices, or those the layout's ``topology`` names (then ``devices`` must be
+        their count)."""
+        lay = self.layout
+        if lay.topology is None:
+            return slice_for(self.target, devices, argument, lay.slices, lay.per_core)
+        named = parse_slice(lay.topology, self.target, lay.slices, lay.per_core)
         if devices != named.devices:
-            raise HloscopeError(f"--topology {topology} is {named.devices} devices of {self.target.name}, "
+            each = f" x {lay.slices} slices" if lay.slices != 1 else ""
+            raise HloscopeError(f"--topology {lay.topology}{each} is {named.devices} devices of {self.target.name}, "
                                 f"{argument} says {devices}", EXIT_BAD_INPUT)
         return named
 
-    def check_devices(self, devices: int, topology: str | None = None, argument: str = "--devices") -> None:
-        self.slice(devices, topology, argument)
+    def check_devices(self, devices: int, argument: str = "--devices") -> None:
+        self.slice(devices, argument)
 
-    def devices(self, devices: int, topology: str | None = None) -> list[Any]:
-        return runtime.compile_only_devices(self.target, self.slice(devices, topology))
+    def devices(self, devices: int) -> list[Any]:
+        return runtime.compile_only_devices(self.target, self.slice(devices))
 
-    def topology_label(self, devices: int, topology: str | None = None) -> str:
-        s = self.slice(devices, topology)
+    def topology_label(self, devices: int) -> str:
+        s = self.slice(devices)
+        slices = f", {s.num_slices} slices over DCN" if s.num_slices != 1 else ""
         return f"{s.name} ({s.accelerator_type}: {s.chips} chips, {s.devices_per_chip} device" \
-               f"{'s' if s.devices_per_chip != 1 else ''} per chip)"
+               f"{'s' if s.devices_per_chip != 1 else ''} per chip{slices})"
 
-    def topology_key(self, devices: int, topology: str | None = None) -> dict[str, object]:
-        return {"tpu_slice": self.slice(devices, topology).to_record(), "libtpu": runtime.libtpu_version(),
+    def topology_key(self, devices: int) -> dict[str, object]:
+        return {"tpu_slice": self.slice(devices).to_record(), "libtpu": runtime.libtpu_version(),
                 "libtpu_init_args": runtime.init_args()}
 
     def options(self, request: CompileRequest, user: Mapping[str, Any]) -> dict[str, Any]:
@@ -76,4 +81,8 @@ class TpuRoom:
         return DEVICE_KINDS.get(prefix_of(self.target), self.target.description)
 
     def device_memory_size(self) -> int:
+        """What libtpu lets one device's program use: the target's figure, one TensorCore's when the
+        layout is ``per_core`` on a megacore generation (``hbm_available_per_core``)."""
+        if self.layout.per_core and prefix_of(self.target) in MEGACORE and self.target.hbm_available_per_core:
+            return self.target.hbm_available_per_core
         return self.target.memory_per_device

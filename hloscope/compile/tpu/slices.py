@@ -5,8 +5,12 @@ takes ``topology_name`` as ``GEN:AxB`` (v5e, v6e: a 2D torus of chips) or ``GEN:
 v5p, tpu7x: 3D), where GEN is libtpu's own prefix (``v5`` for v5p); ``v5e-8`` and ``v5p-8`` fail
 its pattern and ``v7x:`` is unknown (measured, libtpu 0.0.42). It also takes
 ``chip_config_name`` (``megacore``: one device per chip on v4 and v5p; tpu7x has no megacore
-config and always shows two devices per chip, one per TensorCore), ``chips_per_host_bounds``
-(``(1, 1, 1)`` is required for a one-chip slice) and ``wrap`` (torus links per axis).
+config and always shows two devices per chip, one per TensorCore; ``default`` on v4 and v5p shows
+one device per TensorCore too, each with half the chip's HBM: ``--per-core``), ``chips_per_host_bounds``
+(``(1, 1, 1)`` is required for a one-chip slice), ``wrap`` (torus links per axis) and ``num_slices``
+(slices of that shape joined over the data-center network: the devices of slice k have
+``slice_index`` k and ids from ``(k + 1) * 100000``, so id order is slice by slice; measured, libtpu
+0.0.42 and 0.0.50).
 :func:`slice_for` turns a device count into the slice MaxText's ``accelerator_to_spec_map.py``
 (MaxText 0.2.5) names for it, and :func:`parse_slice` reads ``--topology`` as libtpu's name
 (``v5p:4x4x8``, ``v5:4x4x8``) or MaxText's (``v5p-256``: TensorCores, so 128 chips).
@@ -69,7 +73,7 @@ class TpuSlice:
 
     @property
     def chip_config_name(self) -> str:
-        return "megacore" if self.prefix in MEGACORE else "default"
+        return "megacore" if self.prefix in MEGACORE and self.devices_per_chip == 1 else "default"
 
     @property
     def chips_per_host_bounds(self) -> tuple[int, int, int]:
@@ -119,9 +123,26 @@ def prefix_of(chip: TpuTarget) -> str:
     return PREFIX_ALIASES.get(chip.topology_prefix, chip.topology_prefix)
 
 
-def devices_per_chip(chip: TpuTarget) -> int:
-    """JAX devices one chip of ``chip`` shows (module docstring)."""
+def devices_per_chip(chip: TpuTarget, per_core: bool = False) -> int:
+    """JAX devices one chip of ``chip`` shows (module docstring): one per TensorCore when ``per_core``,
+    where libtpu can (``chip.hbm_available_per_core``: v4); one line (exit 2) where it cannot."""
+    if per_core and prefix_of(chip) in MEGACORE:
+        if not chip.hbm_available_per_core:
+            raise HloscopeError(f"--per-core: libtpu shows no {chip.name} chip as two devices (its default chip "
+                                f"config is one device per chip too); per-core compiles are for tpu-v4",
+                                EXIT_BAD_INPUT)
+        return max(1, chip.cores_per_chip)
     return 1 if prefix_of(chip) in MEGACORE else max(1, chip.cores_per_chip)
+
+
+def per_slice_devices(devices: int, num_slices: int, argument: str = "--devices") -> int:
+    """Devices in each of ``num_slices`` slices holding ``devices`` in all; one line (exit 2) when they do not split."""
+    if num_slices < 1:
+        raise HloscopeError(f"--slices must be at least 1, got {num_slices}", EXIT_BAD_INPUT)
+    if devices < 1 or devices % num_slices:
+        raise HloscopeError(f"{argument} {devices} does not split into {num_slices} slices of equal size: give "
+                            f"slices x devices per slice", EXIT_BAD_INPUT)
+    return devices // num_slices
 
 
 def shape_for(prefix: str, chips: int) -> tuple[int, ...] | None:
@@ -156,19 +177,23 @@ def shape_for(prefix: str, chips: int) -> tuple[int, ...] | None:
     return tuple(4 * n for n in best)
 
 
-def slice_for(chip: TpuTarget, devices: int, argument: str = "--devices") -> TpuSlice:
-    """The slice of ``devices`` JAX devices of ``chip``'s generation; one line (exit 2) when none has that many."""
+def slice_for(chip: TpuTarget, devices: int, argument: str = "--devices", num_slices: int = 1,
+              per_core: bool = False) -> TpuSlice:
+    """``num_slices`` slices of ``devices`` JAX devices in all of ``chip``'s generation (one device per
+    TensorCore when ``per_core``); one line (exit 2) when no slice has that many."""
     if devices < 1:
         raise HloscopeError(f"{argument} must be at least 1, got {devices}", EXIT_BAD_INPUT)
+    total, devices = devices, per_slice_devices(devices, num_slices, argument)
     prefix = prefix_of(chip)
-    per_chip = devices_per_chip(chip)
+    per_chip = devices_per_chip(chip, per_core)
     shape = shape_for(prefix, devices // per_chip) if devices % per_chip == 0 else None
     if shape is None:
-        sizes = ", ".join(str(n * per_chip) for n in _some_sizes(prefix))
-        raise HloscopeError(f"{argument} {devices} is no {chip.name} slice ({per_chip} device"
+        sizes = ", ".join(str(n * per_chip * num_slices) for n in _some_sizes(prefix))
+        each = f" ({devices} in each of {num_slices} slices)" if num_slices != 1 else ""
+        raise HloscopeError(f"{argument} {total}{each} is no {chip.name} slice ({per_chip} device"
                             f"{'s' if per_chip != 1 else ''} per chip): take one of {sizes}, ... or name the "
                             f"shape with --topology ({prefix}:AxB{'' if prefix in TWO_D else 'xC'})", EXIT_BAD_INPUT)
-    return TpuSlice(prefix, shape, per_chip)
+    return TpuSlice(prefix, shape, per_chip, num_slices)
 
 
 def _some_sizes(prefix: str) -> list[int]:
@@ -181,10 +206,11 @@ _LIBTPU_NAME = re.compile(r"(?P<gen>[a-z0-9]+):(?P<dims>\d+(?:x\d+){1,2})")
 _CLOUD_NAME = re.compile(r"(?P<gen>[a-z0-9]+)-(?P<cores>\d+)")
 
 
-def parse_slice(text: str, chip: TpuTarget, num_slices: int = 1) -> TpuSlice:
+def parse_slice(text: str, chip: TpuTarget, num_slices: int = 1, per_core: bool = False) -> TpuSlice:
     """``--topology``: libtpu's name (``v5p:4x4x8`` or ``v5:4x4x8``) or the Cloud TPU / MaxText name
     (``v5p-256``, ``v5litepod-16``, ``tpu7x-8``: TensorCores for v4, v5p and tpu7x, chips for v5e and v6e),
-    of ``chip``'s generation; one line (exit 2) for anything else."""
+    of ``chip``'s generation, ``num_slices`` times over DCN; one line (exit 2) for anything else."""
+    per_slice_devices(num_slices, num_slices)
     prefix = prefix_of(chip)
     t = text.strip().lower()
     m = _LIBTPU_NAME.fullmatch(t)
@@ -193,14 +219,14 @@ def parse_slice(text: str, chip: TpuTarget, num_slices: int = 1) -> TpuSlice:
         shape = tuple(int(n) for n in m.group("dims").split("x"))
         axes = 2 if prefix in TWO_D else 3
         if gen == prefix and len(shape) == axes and all(n >= 1 for n in shape):
-            return TpuSlice(prefix, shape, devices_per_chip(chip), num_slices)
+            return TpuSlice(prefix, shape, devices_per_chip(chip, per_core), num_slices)
     m = _CLOUD_NAME.fullmatch(t)
     if m and PREFIX_ALIASES.get(m.group("gen"), m.group("gen")) == prefix:
         cores = int(m.group("cores"))
         chips = cores if prefix in TWO_D else cores // 2
         shape_ = shape_for(prefix, chips) if (prefix in TWO_D or cores % 2 == 0) else None
         if shape_ is not None:
-            return TpuSlice(prefix, shape_, devices_per_chip(chip), num_slices)
+            return TpuSlice(prefix, shape_, devices_per_chip(chip, per_core), num_slices)
     example = f"{prefix}:{'4x4' if prefix in TWO_D else '4x4x8'}"
     cloud = TpuSlice(prefix, shape_for(prefix, 16) or (4, 4)).accelerator_type
     raise HloscopeError(f"--topology {text!r} is no {chip.name} slice: give {example} (chips per axis) or a "

@@ -13,6 +13,7 @@ from typing import Any
 from hloscope.compile.workloads import deepseek, llama, mlp
 from hloscope.compile.workloads.common import POLICIES
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_UNKNOWN_NAME, HloscopeError
+from hloscope.request import DATA_AXIS
 
 
 @dataclass(frozen=True)
@@ -105,13 +106,18 @@ def out_of_range(cfg: Any) -> str:
     return own() if callable(own) else ""
 
 
-def mesh_axes(cfg: Any, devices: int) -> list[tuple[str, int]] | None:
-    """The mesh axes ``cfg`` needs over ``devices`` GPUs (None: one ``fsdp`` axis); e.g. the
-    ``deepseek`` workload with ``ep`` > 1 wants ``[("fsdp", devices/ep), ("expert", ep)]``."""
+def mesh_axes(cfg: Any, devices: int, slices: int = 1) -> list[tuple[str, int]] | None:
+    """The mesh axes ``cfg`` needs over ``devices`` devices (None: one ``fsdp`` axis); e.g. the
+    ``deepseek`` workload with ``ep`` > 1 wants ``[("fsdp", devices/ep), ("expert", ep)]``. Over
+    ``slices`` > 1 TPU slices, ``("data", slices)`` first (across the slices, over DCN: each slice a
+    replica of the weights, the batch split across slices too) and the workload's axes inside one slice."""
+    per_slice = devices // max(1, slices)
     own = getattr(cfg, "mesh_axes", None)
-    axes = own(devices) if callable(own) else None
-    if axes is not None and devices % max(1, getattr(cfg, "ep", 1)):
-        raise HloscopeError(f"{devices} devices do not split into ep={cfg.ep} expert shards", EXIT_BAD_INPUT)
+    axes = own(per_slice) if callable(own) else None
+    if axes is not None and per_slice % max(1, getattr(cfg, "ep", 1)):
+        raise HloscopeError(f"{per_slice} devices do not split into ep={cfg.ep} expert shards", EXIT_BAD_INPUT)
+    if slices > 1:
+        return [(DATA_AXIS, slices), *(axes or [("fsdp", per_slice)])]
     return axes
 
 

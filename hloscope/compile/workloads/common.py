@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hloscope.request import Policy
+from hloscope.request import DATA_AXIS, Policy
 
 #: The policies' names, as ``--policy`` and ``--set policy=`` take them (:class:`Policy`).
 POLICIES = tuple(p.value for p in Policy)
@@ -110,7 +110,7 @@ def adam_args(mesh: Any, params: Any) -> tuple[Any, Any, Any]:
     return params, jax.tree.map(moment, params), jax.tree.map(moment, params)
 
 
-def batch_sharded(mesh: Any, axis: str) -> Any:
+def batch_sharded(mesh: Any, axis: Any) -> Any:
     """A function constraining an activation to be sharded on its batch (first) dim."""
     # lazy: jax is slow to import; only when tracing or compiling
     import jax
@@ -171,7 +171,7 @@ def causal_attention(q: Any, k: Any, v: Any, chunk: int = 0) -> Any:
 ATTENTION = ("chunked", "flash")
 
 
-def flash_attention(q: Any, k: Any, v: Any, mesh: Any, axis: str) -> Any:
+def flash_attention(q: Any, k: Any, v: Any, mesh: Any, axis: Any) -> Any:
     """Causal attention by JAX's Pallas GPU flash-attention kernel (a Triton custom call).
 
     q [B,S,H,D], k [B,S,KV,D], v [B,S,KV,Dv] with B sharded over ``axis``. The kernel takes
@@ -208,7 +208,7 @@ def flash_attention(q: Any, k: Any, v: Any, mesh: Any, axis: str) -> Any:
     return out[..., :dv]
 
 
-def attention(kind: str, q: Any, k: Any, v: Any, chunk: int, mesh: Any, axis: str) -> Any:
+def attention(kind: str, q: Any, k: Any, v: Any, chunk: int, mesh: Any, axis: Any) -> Any:
     """``kind`` ``flash``: :func:`flash_attention`; ``chunked``: :func:`causal_attention`."""
     if kind == "flash":
         return flash_attention(q, k, v, mesh, axis)
@@ -283,3 +283,21 @@ def custom_policy(policy: str, names: Sequence[str], custom: str) -> Any:
     if not custom or policy != "offload":
         return checkpoint_policy(policy, names)
     return switched_policy(policy, {n: "offload" for n in names} | parse_custom(custom, names))
+
+
+def slice_axes(mesh: Any) -> tuple[str, ...]:
+    """The mesh's axes inside one slice: all but ``data`` (across slices)."""
+    return tuple(str(n) for n in mesh.axis_names if n != DATA_AXIS)
+
+
+def fsdp_axis(mesh: Any) -> str:
+    """The mesh axis the weights are split over: the first, or the first after ``data`` (across slices)."""
+    names = tuple(mesh.axis_names)
+    return str(names[1] if names[0] == DATA_AXIS and len(names) > 1 else names[0])
+
+
+def batch_axes(mesh: Any, *inner: str) -> Any:
+    """The mesh axes the batch is split over: ``inner`` (default the fsdp axis), after ``data`` when the
+    mesh spans slices (one name alone, else a tuple, as a ``PartitionSpec`` entry takes them)."""
+    axes = (*((DATA_AXIS,) if DATA_AXIS in mesh.axis_names else ()), *(inner or (fsdp_axis(mesh),)))
+    return axes[0] if len(axes) == 1 else axes

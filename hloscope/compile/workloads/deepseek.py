@@ -185,12 +185,12 @@ def build(cfg: DeepSeekConfig, mesh: Any) -> tuple[Any, tuple[Any, ...]]:
     from jax.ad_checkpoint import checkpoint_name
     from jax.sharding import PartitionSpec
 
-    names = tuple(mesh.axis_names)
-    fsdp = names[0]
+    names = common.slice_axes(mesh)
+    fsdp = common.fsdp_axis(mesh)
     expert_axis = "expert" if cfg.ep > 1 else None
     if cfg.ep > 1 and (names != ("fsdp", "expert") or mesh.shape["expert"] != cfg.ep):
         raise ValueError(f"ep={cfg.ep} needs the mesh (fsdp, expert={cfg.ep}); got {dict(mesh.shape)}")
-    batch_axes: Any = (fsdp, expert_axis) if expert_axis else fsdp
+    batch_axes: Any = common.batch_axes(mesh, fsdp, expert_axis) if expert_axis else common.batch_axes(mesh)
     n_dev = mesh.size
     B, S, D, H = cfg.batch * n_dev, cfg.seq, cfg.dim, cfg.heads
     QK = cfg.qk_nope_dim + cfg.qk_rope_dim

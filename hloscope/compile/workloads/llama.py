@@ -194,12 +194,12 @@ def build(cfg: LlamaConfig, mesh: Any) -> tuple[Any, tuple[Any, ...]]:
     import jax.numpy as jnp
     from jax.ad_checkpoint import checkpoint_name
 
-    fsdp = mesh.axis_names[0]
+    fsdp, batch_axes = common.fsdp_axis(mesh), common.batch_axes(mesh)
     n_dev = mesh.size
     B, S, D = cfg.batch * n_dev, cfg.seq, cfg.dim
     H, KV, HD, F, L, V = cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.ffn, cfg.layers, cfg.vocab
 
-    act = common.batch_sharded(mesh, fsdp)
+    act = common.batch_sharded(mesh, batch_axes)
     fp8 = _fp8_matmul() if cfg.quantization else None
     mlp_matmul = _nvfp4_matmul() if cfg.quantization == "nvfp4" else fp8
 
@@ -218,7 +218,7 @@ def build(cfg: LlamaConfig, mesh: Any) -> tuple[Any, tuple[Any, ...]]:
             q = checkpoint_name(act(proj(h, p["wq"], fp8)), "query_proj")
             k = checkpoint_name(act(proj(h, p["wk"], fp8)), "key_proj")
             v = checkpoint_name(act(proj(h, p["wv"], fp8)), "value_proj")
-        a = act(common.attention(cfg.attention, q, k, v, cfg.attention_chunk, mesh, fsdp))
+        a = act(common.attention(cfg.attention, q, k, v, cfg.attention_chunk, mesh, batch_axes))
         if fp8 is None:
             x = x + act(jnp.einsum("bshk,hkd->bsd", a, p["wo"]))
         else:
@@ -260,6 +260,6 @@ def build(cfg: LlamaConfig, mesh: Any) -> tuple[Any, tuple[Any, ...]]:
             "w_down": w((L, F, D), (None, None, fsdp)),
         },
     }
-    tokens = common.abstract(mesh, (B, S), jnp.int32, (fsdp, None))
-    labels = common.abstract(mesh, (B, S), jnp.int32, (fsdp, None))
+    tokens = common.abstract(mesh, (B, S), jnp.int32, (batch_axes, None))
+    labels = common.abstract(mesh, (B, S), jnp.int32, (batch_axes, None))
     return common.adam_step(loss), (*common.adam_args(mesh, params), (tokens, labels))

@@ -40,7 +40,7 @@ def build(cfg: MlpConfig, mesh: Any) -> tuple[Any, tuple[Any, ...]]:
     import jax.numpy as jnp
     from jax.ad_checkpoint import checkpoint_name
 
-    axis = mesh.axis_names[0]
+    axis = common.fsdp_axis(mesh)
 
     def layer(x: Any, p: Any) -> Any:
         h = checkpoint_name(jnp.tanh(x @ p["w_in"]), "hidden")
@@ -57,5 +57,5 @@ def build(cfg: MlpConfig, mesh: Any) -> tuple[Any, tuple[Any, ...]]:
         "w_in": common.abstract(mesh, (L, W, H), jnp.bfloat16, (None, axis, None)),
         "w_out": common.abstract(mesh, (L, H, W), jnp.bfloat16, (None, None, axis)),
     }
-    batch = common.abstract(mesh, (cfg.batch * mesh.size, W), jnp.bfloat16, (axis, None))
+    batch = common.abstract(mesh, (cfg.batch * mesh.size, W), jnp.bfloat16, (common.batch_axes(mesh), None))
     return common.adam_step(loss), (*common.adam_args(mesh, params), batch)

@@ -82,6 +82,21 @@ def test_hosts_are_maxtexts_slices() -> None:
     assert "compile_topology_num_slices=1" in owned_overrides(get_target("gb200"), 4)
 
 
+
+def test_tpu_slices_over_dcn_are_maxtexts_num_slices() -> None:
+    from hloscope.request import Layout
+
+    # 8 v5e devices in 2 slices: MaxText's v5e-4, twice (its dcn_* axes across them)
+    assert owned_overrides(get_target("tpu-v5e"), 8, Layout(slices=2)) == [
+        "hardware=tpu", "compile_topology=v5e-4", "compile_topology_num_slices=2"]
+    assert owned_overrides(get_target("tpu-v5p"), 128, Layout("v5p-128", slices=2))[1:] == [
+        "compile_topology=v5p-128", "compile_topology_num_slices=2"]
+    # MaxText's map compiles v4 and v5p as megacore only: --per-core is one line
+    with pytest.raises(HloscopeError) as e:
+        owned_overrides(get_target("tpu-v4"), 8, Layout(per_core=True))
+    assert e.value.exit_code == 2 and str(e.value).startswith("--maxtext --per-core: MaxText's")
+
+
 def test_transformer_engine_attention_is_swapped_and_said() -> None:
     argv, note = _deviceless_attention(["hloscope", "attention=cudnn_flash_te", "steps=1"])
     assert argv == ["hloscope", "attention=cudnn_flash_jax", "steps=1"]

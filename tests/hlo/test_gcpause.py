@@ -65,18 +65,26 @@ def test_what_a_paused_pass_builds_is_promoted_and_cycles_are_still_freed() -> N
 
 
 @pytest.mark.usefixtures("unfrozen")
+def _still_frozen(frozen: int) -> bool:
+    """Whether the objects frozen (``frozen`` of them) are still frozen, less any freed since."""
+    return frozen - 1000 <= gc.get_freeze_count() <= frozen
+
+
 def test_a_process_with_frozen_objects_keeps_them_frozen() -> None:
     gc.freeze()
     try:
         frozen = gc.get_freeze_count()
-        assert frozen > 0
+        assert frozen > 10_000  # the test process's own objects: the margin below is a small part of them
         with paused_gc():
             young = [[1], [2]]
         promote_young()
-        assert gc.get_freeze_count() == frozen  # unfreeze would have released the process's objects
+        # unfreeze would have released the process's objects (the count back to 0). A frozen object may
+        # still be freed by reference counting meanwhile, by another thread of the process (pytest-xdist's
+        # worker thread: seen 535,223 of 535,225 under -n 2), so the count may fall by a few, never to 0.
+        assert _still_frozen(frozen)
         assert _in_generation(young, 0)  # so nothing was moved
         parse_hlo((FIXTURES / "mlp_offload.hlo.txt").read_text())
-        assert gc.get_freeze_count() == frozen
+        assert _still_frozen(frozen)
         # Seen once, remembered: get_freeze_count walks every frozen object, so it is not asked again.
         assert gcpause._frozen_elsewhere
     finally:

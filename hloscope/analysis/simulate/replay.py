@@ -13,7 +13,7 @@ docs/verdicts.md "How the re-simulations are cut short").
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from hloscope.analysis.cost.roofline import CostModel
@@ -109,16 +109,8 @@ class Replayer:
         at = self.position(fork_at)
         paused = self._paused.get(at)
         if paused is None:
-            paused = self._sim(SimScales())
-            self._paused[at] = paused
-
-            def stop() -> None:
-                raise _Paused
-
-            try:
-                paused.run(paused.module.entry_name, 0, {at: stop})
-            except _Paused:
-                pass
+            paused = self._paused[at] = self._sim(SimScales())
+            paused.run(paused.module.entry_name, 0, at)
         return WhatIf(self, paused.fork(scales), at)
 
     def steps_from(self, whatifs: list[tuple[frozenset[tuple[str, str]], SimScales]]) -> list[float]:
@@ -137,26 +129,21 @@ class Replayer:
             at.setdefault(self.position(keys), []).append(i)
         forks: list[tuple[int, _Sim]] = []
         quiet: dict[int, float] = {}  # entry position -> the unscaled clock there, where it is quiet
-
-        def mark(pos: int) -> Callable[[], None]:
-            def go() -> None:
-                if base.quiet():
-                    quiet[pos] = base.t
-                for i in at.get(pos, ()):
-                    forks.append((i, base.fork(whatifs[i][1])))
-            return go
-
-        base.run(entry, 0, {p: mark(p) for p in range(n + 1)})
+        for pos in range(n + 1):
+            if pos:
+                base.run(entry, pos - 1, pos)
+            if base.quiet():
+                quiet[pos] = base.t
+            for i in at.get(pos, ()):
+                forks.append((i, base.fork(whatifs[i][1])))
         base.drain()
         out = [0.0] * len(whatifs)
         for i, sim in forks:
             self.count += 1
             begin = self.position(whatifs[i][0])
-            stops = {q: _stop_if_quiet(sim, q) for q in quiet if q > begin}
-            try:
-                sim.run(entry, begin, stops)
-            except _Quiet as q:
-                out[i] = base.t - (quiet[q.position] - sim.t)  # exactly the step's where its clock is the step's
+            stopped = sim.run_to_quiet(entry, begin, [q for q in quiet if q > begin])
+            if stopped >= 0:
+                out[i] = base.t - (quiet[stopped] - sim.t)  # exactly the step's where its clock is the step's
                 continue
             sim.drain()
             out[i] = sim.t
@@ -189,11 +176,9 @@ class WhatIf:
             return _outcome(self.sim, step=False)
         _first, end = self.replayer._program_positions()
         sim = self.sim
-        stops = {q: _stop_if_quiet(sim, q) for q in range(max(after, self.position + 1), end + 1)}
-        try:
-            sim.run(sim.module.entry_name, self.position, stops)
-        except _Quiet as q:
-            self.position, self.quiet = q.position, True
+        stopped = sim.run_to_quiet(sim.module.entry_name, self.position, range(max(after, self.position + 1), end + 1))
+        if stopped >= 0:
+            self.position, self.quiet = stopped, True
             return _outcome(sim, step=False)
         sim.drain()
         self.done = True
@@ -205,21 +190,6 @@ class WhatIf:
             self.sim.drain()
             self.done = True
         return _outcome(self.sim)
-
-
-def _stop_if_quiet(sim: _Sim, position: int) -> Callable[[], None]:
-    def check() -> None:
-        if sim.quiet():
-            raise _Quiet(position)
-    return check
-
-
-class _Quiet(Exception):
-    """A forked simulation found quiet at an entry ``position`` (:meth:`Replayer.steps_from`)."""
-
-    def __init__(self, position: int) -> None:
-        super().__init__(position)
-        self.position = position
 
 
 class _Timings(Mapping[tuple[str, str], TransferTiming]):
@@ -265,7 +235,3 @@ class _Timings(Mapping[tuple[str, str], TransferTiming]):
             matched=last is not None and (last.done is not None or not t.is_async),
             blame_us=acc.blame.get(key, 0.0) if last is not None else 0.0, held_up=ups)
         return got
-
-
-class _Paused(Exception):
-    """Stops the unscaled simulation where :meth:`Replayer.run_from` keeps it."""

@@ -45,7 +45,7 @@ docs/simulation.md).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -592,7 +592,7 @@ class _Last:
 #: The fields a forked simulation shares with (or copies from) the one it forks; fork() then replaces
 #: what must not be shared (links, flows, ops, totals, the small dicts).
 _SIM_SHARED = ("record", "transfers", "starts_of", "dma_latency", "links", "stream_tail", "stream_inflight",
-               "hbm_per_us", "link_list", "t", "coll_free", "p2p_free", "async_free", "inflight", "acc", "last",
+               "hbm_per_us", "link_list", "t", "coll_free", "p2p_free", "async_free", "inflight", "live", "acc", "last",
                "slices", "loops", "reached", "influential", "programs", "iteration")
 
 
@@ -633,6 +633,7 @@ class _Sim:
         self.p2p_free = 0.0
         self.async_free = 0.0
         self.inflight: dict[tuple[str, str], list[_Op]] = {}
+        self.live = 0  # ops in ``inflight`` (issued, done not yet reached)
         self.acc = _Acc()
         self.last: dict[tuple[str, str], _Last] = {}
         self.slices: dict[Resource, list[Slice]] = {r: [] for r in RESOURCES}
@@ -677,9 +678,9 @@ class _Sim:
         """Nothing in flight: every done reached, the links idle, the collective and async streams
         free by now. What runs next then depends on the clock alone."""
         t = self.t
-        return (self.coll_free <= t and self.p2p_free <= t and self.async_free <= t
-                and all(not ops for ops in self.inflight.values())
-                and all(not (lk.active or lk.queued or lk.waiting) and lk.now <= t for lk in self.link_list))
+        if self.live or self.coll_free > t or self.p2p_free > t or self.async_free > t:
+            return False
+        return all(not (lk.active or lk.queued or lk.waiting or lk.now > t) for lk in self.link_list)
 
     def entry_positions(self) -> dict[tuple[str, str], tuple[int, int]]:
         """Per host transfer, the first and the last position of the entry computation's program
@@ -724,6 +725,12 @@ class _Sim:
         base = self.base_programs.get(name)
         if base is None:
             base = self.base_programs[name] = self._base_program(name)
+        sc = self.scales
+        if sc.per_op is None and not sc.free and sc.compute == 1.0:
+            # Every factor is 1.0: each time is the base's (``us * 1.0 == us``), no op drops out (the base
+            # keeps work of positive time only). The list is shared, never changed.
+            self.programs[name] = base
+            return base
         prog = []
         for code, ins, us in base:
             if us:
@@ -779,16 +786,26 @@ class _Sim:
 
     # -- running -----------------------------------------------------------------------------------
 
-    def run(self, name: str, begin: int = 0, marks: dict[int, Callable[[], None]] | None = None) -> None:
-        """Run computation ``name``'s program from position ``begin``; ``marks``: a call made at
-        each of those positions, before the op there runs (the forks of ``hloscope.analysis.simulate.replay``)."""
+    def run(self, name: str, begin: int = 0, end: int | None = None) -> None:
+        """Run computation ``name``'s program from position ``begin`` up to ``end`` (not included;
+        None: to its end). A run paused at a position goes on from there (``hloscope.analysis.simulate.replay``)."""
         prog = self.program(name)
-        if marks:
-            for at in sorted(p for p in marks if p >= begin):
-                self._run_ops(name, prog[begin:at])
-                marks[at]()
-                begin = at
-        self._run_ops(name, prog[begin:] if begin else prog)
+        self._run_ops(name, prog[begin:end] if begin or end is not None else prog)
+
+    def run_to_quiet(self, name: str, begin: int, at: Iterable[int]) -> int:
+        """Run computation ``name``'s program from position ``begin``, stopping before the op at the
+        first position of ``at`` (ascending, none before ``begin``) where the simulation is
+        :meth:`quiet` (the program's length: after its last op); that position, or -1 when it ran to
+        the end without being quiet at any of them."""
+        prog = self.program(name)
+        for q in at:
+            if q > begin:
+                self._run_ops(name, prog[begin:q])
+                begin = q
+            if self.quiet():
+                return q
+        self._run_ops(name, prog[begin:])
+        return -1
 
     def _run_ops(self, name: str, prog: list[tuple[int, Instruction, float]]) -> None:
         slices = self.slices
@@ -927,6 +944,7 @@ class _Sim:
             self.stream_inflight[stream].append(op)
             op.stream = stream
         self.inflight.setdefault(key, []).append(op)
+        self.live += 1
 
     def _done(self, comp: str, ins: Instruction) -> None:
         best: _Op | None = None
@@ -937,6 +955,7 @@ class _Sim:
         if best is None:
             return  # its start never ran (an unmatched done): nothing to wait for
         self.inflight[best.key].pop()
+        self.live -= 1
         if best.stream is not None:
             live = self.stream_inflight.get(best.stream, [])
             if best in live:
@@ -1082,6 +1101,7 @@ class _Sim:
                 if op.flow is not None:
                     self._record_transfer(op, finish, wait, None)
             ops.clear()
+        self.live = 0
 
 
 #: One loop iteration: its time, its three wait totals, how many transfers have waits so far, and the

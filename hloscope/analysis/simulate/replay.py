@@ -2,7 +2,7 @@
 as far as its reader needs (the margins, ``hloscope.analysis.simulate.margin``).
 
 ``Replayer(module, cost, pairs, transfers, callgraph, streams)``: ``run(scales)`` re-simulates the
-whole step (:func:`~hloscope.analysis.simulate.timeline.simulate_step`'s simulation, without the
+whole step (:func:`~hloscope.analysis.simulate.step.simulate_step`'s simulation, without the
 views' slices); ``what_if(scales, fork_at)`` starts one from a copy of the step's own simulation
 paused at the first entry op that may reach ``fork_at`` (a what-if that changes nothing before it),
 and :meth:`WhatIf.upto` runs it only until the figures of the transfers read are final;
@@ -17,14 +17,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from hloscope.analysis.cost.roofline import CostModel
-from hloscope.analysis.simulate.timeline import (
-    HeldUp,
-    HoldKind,
-    SimScales,
-    TransferTiming,
-    _Sim,
-    _StreamNumbers,
-)
+from hloscope.analysis.simulate.engine import Simulation
+from hloscope.analysis.simulate.tally import StreamNumbers
+from hloscope.analysis.simulate.timeline import HeldUp, HoldKind, SimScales, TransferTiming
 from hloscope.analysis.structure.callgraph import CallGraph
 from hloscope.analysis.structure.pairs import AsyncPair
 from hloscope.analysis.structure.streams import StreamAssignment
@@ -32,7 +27,7 @@ from hloscope.analysis.structure.transfers import HostTransfer
 from hloscope.hlo.model import Instruction, Module
 
 
-def _outcome(sim: _Sim, step: bool = True) -> Outcome:
+def _outcome(sim: Simulation, step: bool = True) -> Outcome:
     """What a finished (or stopped: ``step`` False, its step time unknown) re-simulation's readers read."""
     return Outcome(sim.t if step else None, _Timings(sim))
 
@@ -68,13 +63,13 @@ class Replayer:
         self.streams = streams
         self.count = 0
         self.programs: dict[str, list[tuple[int, Instruction, float]]] = {}  # unscaled, shared by every run
-        self._paused: dict[int, _Sim] = {}
-        self.stream_numbers = _StreamNumbers(streams)
+        self._paused: dict[int, Simulation] = {}
+        self.stream_numbers = StreamNumbers(streams)
         self._positions: tuple[dict[tuple[str, str], tuple[int, int]], int] | None = None
 
-    def _sim(self, scales: SimScales) -> _Sim:
+    def _sim(self, scales: SimScales) -> Simulation:
         module, cost, pairs, transfers, callgraph = self.args
-        sim = _Sim(module, cost, pairs, transfers, callgraph, 6, True, True, self.streams, None, scales, False,
+        sim = Simulation(module, cost, pairs, transfers, callgraph, 6, True, True, self.streams, None, scales, False,
                    self.programs, self.stream_numbers)
         sim.record = False  # its outcome alone is read
         return sim
@@ -127,7 +122,7 @@ class Replayer:
         at: dict[int, list[int]] = {}
         for i, (keys, _scales) in enumerate(whatifs):
             at.setdefault(self.position(keys), []).append(i)
-        forks: list[tuple[int, _Sim]] = []
+        forks: list[tuple[int, Simulation]] = []
         quiet: dict[int, float] = {}  # entry position -> the unscaled clock there, where it is quiet
         for pos in range(n + 1):
             if pos:
@@ -161,7 +156,7 @@ class WhatIf:
     runs it to the end of the step (its ``step_us`` is then known).
     """
 
-    def __init__(self, replayer: Replayer, sim: _Sim, position: int) -> None:
+    def __init__(self, replayer: Replayer, sim: Simulation, position: int) -> None:
         self.replayer = replayer
         self.sim = sim
         self.position = position  # the entry position it is paused at
@@ -196,7 +191,7 @@ class _Timings(Mapping[tuple[str, str], TransferTiming]):
     """A finished re-simulation's :class:`TransferTiming` per host transfer (annotations aside), each
     built when first read (the margins read those of the judged transfers only)."""
 
-    def __init__(self, sim: _Sim) -> None:
+    def __init__(self, sim: Simulation) -> None:
         self.sim = sim
         self.keys_ = [k for k, t in sim.transfers.items() if not t.is_annotation]
         self.built: dict[tuple[str, str], TransferTiming] = {}

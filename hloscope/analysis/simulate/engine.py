@@ -106,6 +106,7 @@ class Simulation:
         engines = cost.target.host_copy_engines if copy_engines is None else copy_engines
         self.links = {d: Link(cost.link_bandwidth(d) * self.scales.link / 1e6, self.dma_latency, engines)
                       for d in Direction}
+        self.link_res = {d: link_of(d) for d in Direction}  # each direction's link resource
         self.streams = streams
         self.stream_tail: dict[int, AsyncOp] = {}  # the last op issued on each compute stream
         self.stream_inflight: dict[int, list[AsyncOp]] = {}  # issued there, done not yet reached
@@ -341,9 +342,12 @@ class Simulation:
         active links would draw, they share it for the kernel's duration."""
         demand = self.cost.moved_bytes(ins).device / us if us > 0 else 0.0
         free = self.hbm_per_us - demand
-        active = [lk for lk in self.link_list if lk.active]
-        if free >= sum(lk.bw for lk in active):
+        lk0, lk1 = self.link_list[0], self.link_list[1]
+        # What the active links would draw (``sum`` of their bandwidths, in this order).
+        draw = (lk0.bw + lk1.bw if lk1.active else lk0.bw) if lk0.active else lk1.bw if lk1.active else 0.0
+        if free >= draw:
             return
+        active = [lk for lk in self.link_list if lk.active]
         end = self.t + us
         if len(active) > 1:  # each link's share depends on the other's being busy
             self.influential.update(f.key for lk in active for f in lk.active)
@@ -371,23 +375,22 @@ class Simulation:
             self.acc.other += w
         return w
 
-    def _stream(self, comp: str, ins: Instruction) -> int | None:
-        return self.stream_numbers.of(comp, ins.name)
-
     def _start(self, comp: str, ins: Instruction, us: float) -> None:
         key = (comp, ins.name)
         t = self.transfers.get(key)
-        stream = self._stream(comp, ins)
-        prev = self.stream_tail.get(stream) if stream is not None else None
-        ahead: tuple[str, ...] = ()
+        stream = self.stream_numbers.of_key(key)
+        prev: AsyncOp | None = None
+        live: list[AsyncOp] = []
         if stream is not None:
+            prev = self.stream_tail.get(stream)
             live = self.stream_inflight.setdefault(stream, [])
-            ahead = tuple(o.key[1] for o in live if o.finish < 0 or o.finish > self.t)
         if t is not None and key in self.scales.free_transfers:
             self.reached[key] = self.t  # free: done the moment it is issued, holding nothing up
-            op = AsyncOp(key, link_of(t.direction), self.t, finish=self.t)
+            op = AsyncOp(key, self.link_res[t.direction], self.t, finish=self.t)
         elif t is not None:
             self.reached[key] = self.t
+            now = self.t
+            ahead = tuple(o.key[1] for o in live if o.finish < 0 or o.finish > now)
             link = self.links[t.direction]
             after = None
             ready = self.t + self.dma_latency  # its bytes flow once the DMA is set up
@@ -402,7 +405,7 @@ class Simulation:
             if held_by is not None:
                 flow.hold(*held_by)
             link.add(flow)
-            op = AsyncOp(key, link_of(t.direction), self.t, flow=flow, link=link)
+            op = AsyncOp(key, self.link_res[t.direction], self.t, flow=flow, link=link)
             op.ahead = ahead
         elif collective_kind(ins):
             begin = self._collective_slot(ins, us)
@@ -426,7 +429,7 @@ class Simulation:
             op = AsyncOp(key, Resource.ASYNC, self.t, finish=begin + us)
         if stream is not None:
             self.stream_tail[stream] = op
-            self.stream_inflight[stream].append(op)
+            live.append(op)
             op.stream = stream
         self.inflight.setdefault(key, []).append(op)
         self.live += 1
@@ -442,8 +445,8 @@ class Simulation:
         self.inflight[best.key].pop()
         self.live -= 1
         if best.stream is not None:
-            live = self.stream_inflight.get(best.stream, [])
-            if best in live:
+            live = self.stream_inflight.get(best.stream)
+            if live is not None and best in live:
                 live.remove(best)
         finish = best.finish_time()
         wait = self._wait(comp, ins.name, finish, best.kind)
@@ -452,17 +455,20 @@ class Simulation:
 
     def _record_transfer(self, op: AsyncOp, finish: float, wait: float, done: Instruction | None) -> None:
         key = op.key
-        t = self.transfers[key]
-        res = link_of(t.direction)
         if self.record:
+            t = self.transfers[key]
+            res = self.link_res[t.direction]
             self.slices[res].append(Slice(res, op.issue, finish, key[0], key[1], SliceKind.TRANSFER, t.bytes,
                                           self.iteration))
         self.acc.execs[key] = self.acc.execs.get(key, 0) + 1
         self.acc.waits[key] = self.acc.waits.get(key, 0.0) + wait
-        if op.flow is not None:
-            held = {k: us for k, us in op.flow.held.items() if k in self.transfers}
+        flow = op.flow
+        if flow is not None and flow.held:
+            held = {k: us for k, us in flow.held.items() if k in self.transfers}
             self.influential.update(held)
             self.acc.charge(key, wait, held)
+        elif flow is not None and wait > 0:
+            self.acc.charge(key, wait, {})  # nothing held it: the wait is its own
         if not op.shifted or key not in self.last:
             # An execution carried over extrapolated iterations ran beside them, not
             # beside simulated slices: the last fully simulated one represents it.

@@ -91,10 +91,12 @@ class StreamNumbers:
         self.numbers: dict[ExecutionStream, int] = {}
 
     def of(self, comp: str, name: str) -> int | None:
-        key = (comp, name)
+        return self.of_key((comp, name))
+
+    def of_key(self, key: tuple[str, str]) -> int | None:
         if key in self.of_start:
             return self.of_start[key]
-        s = self.streams.stream_of(comp, name) if self.streams is not None else None
+        s = self.streams.stream_of(key[0], key[1]) if self.streams is not None else None
         got = (self.numbers.setdefault(s, len(self.numbers))
                if s is not None and s.kind is not StreamKind.COMMUNICATION else None)
         self.of_start[key] = got

@@ -530,7 +530,7 @@ class Simulation:
             # The iteration's time, totals and each transfer's waits; a transfer that waited nothing in
             # it (its sum unchanged) is left out: 0 on both sides of the comparison (``same_iteration``).
             sig = (iter_us, (a.xfer - snap.xfer, a.coll - snap.coll, a.other - snap.other), len(a.waits),
-                   {k: w - snap.waits.get(k, 0.0) for k, w in a.waits.items() - snap.waits.items()})
+                   {k: w - snap.waits.get(k, 0.0) for k, w in a.waits.items() if snap.waits.get(k) != w})
             if prev is not None and same_iteration(prev, sig):
                 steady = True
             prev = sig
@@ -552,15 +552,20 @@ class Simulation:
         a.xfer += (a.xfer - snap.xfer) * remaining
         a.coll += (a.coll - snap.coll) * remaining
         a.other += (a.other - snap.other) * remaining
-        # Only what the iteration changed grows (an unchanged figure would add 0 times ``remaining``).
-        for k, n in a.execs.items() - snap.execs.items():
-            a.execs[k] = n + (n - snap.execs.get(k, 0)) * remaining
-        for k, w in a.waits.items() - snap.waits.items():
-            a.waits[k] = w + (w - snap.waits.get(k, 0.0)) * remaining
-        for k, w in a.blame.items() - snap.blame.items():
-            a.blame[k] = w + (w - snap.blame.get(k, 0.0)) * remaining
-        for kk, w in a.caused.items() - snap.caused.items():
-            a.caused[kk] = w + (w - snap.caused.get(kk, 0.0)) * remaining
+        # Only what the iteration changed grows (an unchanged figure would add 0 times ``remaining``);
+        # each figure is set once, from its own value, so the order they are visited in is no matter.
+        for k, n in a.execs.items():
+            if snap.execs.get(k) != n:
+                a.execs[k] = n + (n - snap.execs.get(k, 0)) * remaining
+        for k, w in a.waits.items():
+            if snap.waits.get(k) != w:
+                a.waits[k] = w + (w - snap.waits.get(k, 0.0)) * remaining
+        for k, w in a.blame.items():
+            if snap.blame.get(k) != w:
+                a.blame[k] = w + (w - snap.blame.get(k, 0.0)) * remaining
+        for kk, w in a.caused.items():
+            if snap.caused.get(kk) != w:
+                a.caused[kk] = w + (w - snap.caused.get(kk, 0.0)) * remaining
         dt = iter_us * remaining
         gap_start = self.t
         self.t += dt

@@ -217,13 +217,19 @@ class Simulation:
             # keeps work of positive time only). The list is shared, never changed.
             self.programs[name] = base
             return base
-        prog = []
-        for code, ins, us in base:
-            if us:
-                us *= self._scale(ins)
-                if code == _WORK and us <= 0:
-                    continue
-            prog.append((code, ins, us))
+        if sc.per_op is None and not sc.free:
+            # One factor on every op (``_scale``'s, without a call per op).
+            f = sc.compute
+            prog = [(code, ins, us * f if us else us) for code, ins, us in base
+                    if not (us and code == _WORK and us * f <= 0)]
+        else:
+            prog = []
+            for code, ins, us in base:
+                if us:
+                    us *= self._scale(ins)
+                    if code == _WORK and us <= 0:
+                        continue
+                prog.append((code, ins, us))
         self.programs[name] = prog
         return prog
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from hloscope.analysis.structure.opclass import Resource
 
 EPS = 1e-9
+INF = float("inf")
 
 
 class Flow:
@@ -100,7 +101,7 @@ class Link:
     def _next_release(self) -> float:
         """Make ready the queued flows whose predecessor has finished and whose time has come;
         the earliest time a still-queued one will be (inf if none can yet)."""
-        nxt = float("inf")
+        nxt = INF
         if not self.queued:
             return nxt
         keep = []
@@ -124,12 +125,13 @@ class Link:
         while True:
             release = self._next_release()
             if not self.active:
-                if release < float("inf") and (until is not None or release <= t):
+                if release < INF and (until is not None or release <= t):
                     self.now = release
                     continue
                 break
-            share = self.bw / len(self.active)
-            first = min(f.remaining for f in self.active)
+            active = self.active
+            share = self.bw / len(active)
+            first = active[0].remaining if len(active) == 1 else min(f.remaining for f in active)
             dt = first / share
             if release < self.now + dt and (until is not None or release <= t):
                 self._charge(release - self.now)
@@ -194,7 +196,7 @@ class Link:
 
     def finish_of(self, flow: Flow) -> float:
         if flow.finish < 0:
-            self.advance(float("inf"), until=flow)
+            self.advance(INF, until=flow)
         return flow.finish
 
     def clone(self, flows: dict[int, Flow]) -> Link:

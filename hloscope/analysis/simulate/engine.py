@@ -437,7 +437,11 @@ class Simulation:
             self.stream_tail[stream] = op
             live.append(op)
             op.stream = stream
-        self.inflight.setdefault(key, []).append(op)
+        ops = self.inflight.get(key)
+        if ops is None:
+            self.inflight[key] = [op]
+        else:
+            ops.append(op)
         self.live += 1
 
     def _done(self, comp: str, ins: Instruction) -> None:
@@ -466,15 +470,16 @@ class Simulation:
             res = self.link_res[t.direction]
             self.slices[res].append(Slice(res, op.issue, finish, key[0], key[1], SliceKind.TRANSFER, t.bytes,
                                           self.iteration))
-        self.acc.execs[key] = self.acc.execs.get(key, 0) + 1
-        self.acc.waits[key] = self.acc.waits.get(key, 0.0) + wait
+        acc = self.acc
+        acc.execs[key] = acc.execs.get(key, 0) + 1
+        acc.waits[key] = acc.waits.get(key, 0.0) + wait
         flow = op.flow
         if flow is not None and flow.held:
             held = {k: us for k, us in flow.held.items() if k in self.transfers}
             self.influential.update(held)
-            self.acc.charge(key, wait, held)
+            acc.charge(key, wait, held)
         elif flow is not None and wait > 0:
-            self.acc.charge(key, wait, {})  # nothing held it: the wait is its own
+            acc.charge(key, wait, {})  # nothing held it: the wait is its own
         if not op.shifted or key not in self.last:
             # An execution carried over extrapolated iterations ran beside them, not
             # beside simulated slices: the last fully simulated one represents it.

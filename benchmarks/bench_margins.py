@@ -39,7 +39,7 @@ def main() -> int:
     args = ap.parse_args()
     sys.path.insert(0, str(HERE.parent))
     from hloscope.analysis.simulate.margin import measure_margins, measure_margins_brute
-    from hloscope.analysis.simulate.timeline import simulate_step
+    from hloscope.analysis.simulate.step import simulate_step
     from hloscope.api import analyze
     from hloscope.hlo.parser import parse_hlo
 

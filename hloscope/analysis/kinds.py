@@ -47,7 +47,7 @@ class Reason(StrEnum):
     EMPTY_WINDOW = "empty_window"  # done right after start
     ONLY_FREE_OPS = "only_free_ops"  # window holds only bookkeeping ops
     ESTIMATED = "estimated"  # window holds work; hidden fraction estimated from the window alone
-    SIMULATED = "simulated"  # decided by the simulated wait at the done (analysis/simulate/timeline.py)
+    SIMULATED = "simulated"  # decided by the simulated wait at the done (analysis/simulate/step.py)
     HELD_UP = "held_up"  # it held other transfers up: decided by the waits charged to it (its blame)
 
 

@@ -25,8 +25,9 @@ from hloscope.analysis.platforms import execution_model
 from hloscope.analysis.simulate.drain import SerialDrain, find_serial_drains
 from hloscope.analysis.simulate.overlap import judge_overlap
 from hloscope.analysis.simulate.slack import Slack, find_slack
+from hloscope.analysis.simulate.step import simulate_step
 from hloscope.analysis.simulate.summary import Summary, summarize
-from hloscope.analysis.simulate.timeline import SliceKind, Timeline, simulate_step
+from hloscope.analysis.simulate.timeline import Timeline, waits_by_start
 from hloscope.analysis.simulate.verdict import Verdict
 from hloscope.analysis.simulate.xla_view import XlaEstimates, compare_with_xla
 from hloscope.analysis.structure.host_work import HostWork, find_host_work
@@ -179,25 +180,6 @@ UNREAD = Pass("unread", _unread)
 #: Every pass, in the order it runs.
 PASSES: tuple[Pass[object], ...] = (TRANSFERS, PAIRS, STREAMS, TIMELINE, VERDICTS, SUMMARY, REMAT, SLACK, MEMORY,
                                     INTENT, XLA, MEASURED, HOST_WORK, DRAINS, UNREAD)
-
-
-def waits_by_start(timeline: Timeline | None, pairs: Sequence[AsyncPair]) -> dict[str, float]:
-    """Start name -> the simulated compute stream's wait at its done per step, µs: a host transfer's
-    ``wait_us_per_step`` (its extrapolated loop iterations included), else the wait slices the
-    timeline holds."""
-    if timeline is None:
-        return {}
-    start_of = {p.done.name: p.start.name for p in pairs}
-    out: dict[str, float] = {}
-    for slices in timeline.slices.values():
-        for s in slices:
-            if s.kind is SliceKind.WAIT and s.name in start_of:
-                out[start_of[s.name]] = out.get(start_of[s.name], 0.0) + s.end_us - s.start_us
-    per_step: dict[str, float] = {}
-    for (_comp, start), t in timeline.transfers.items():
-        per_step[start] = per_step.get(start, 0.0) + t.wait_us_per_step
-    out.update(per_step)
-    return out
 
 
 def offloaded_names(transfers: Sequence[HostTransfer]) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from hloscope.analysis.cost.roofline import CostModel
-from hloscope.analysis.simulate.timeline import simulate_step
+from hloscope.analysis.simulate.step import simulate_step
 from hloscope.analysis.structure.index import ModuleIndex
 from hloscope.analysis.structure.pairs import pair_async_ops
 from hloscope.analysis.structure.transfers import find_host_transfers

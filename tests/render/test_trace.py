@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from hloscope.analysis.cost.roofline import CostModel
-from hloscope.analysis.simulate.timeline import Timeline, simulate_step
+from hloscope.analysis.simulate.step import simulate_step
+from hloscope.analysis.simulate.timeline import Timeline
 from hloscope.analysis.structure.index import ModuleIndex
 from hloscope.analysis.structure.opclass import Resource
 from hloscope.analysis.structure.pairs import pair_async_ops

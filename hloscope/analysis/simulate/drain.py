@@ -8,7 +8,7 @@ D->H copies, scheduled so, draining in series at the end of a GB200 step). The G
 copy engine per direction moves their bytes one copy after another, first ready first served
 (``Target.host_copy_engines``; shared among more engines the last would end at the same time):
 the last of them finishes the sum of their times after the first is issued. The simulation
-(``hloscope.analysis.simulate.timeline``) already runs them so; this pass groups the copies that
+(``hloscope.analysis.simulate.engine``) already runs them so; this pass groups the copies that
 were in flight together on one link, moving or waiting for the engine (connected through
 ``TransferTiming.beside_transfers``)
 and, per copy, the wait at its done beyond what it would have waited alone on the link

@@ -1,7 +1,7 @@
 """What each host transfer really costs, and how close its verdict is to flipping.
 
 Pass: ``measure_margins(module, cost, pairs, transfers, callgraph, streams, timeline, thresholds)
--> Margins``, run on a simulated step (``hloscope.analysis.simulate.timeline``) by re-simulating it:
+-> Margins``, run on a simulated step (``hloscope.analysis.simulate.step``) by re-simulating it:
 
 - **marginal cost** (``marginal_us``): how much shorter the simulated step is when the transfer
   costs nothing (:class:`~hloscope.analysis.simulate.timeline.SimScales` ``free_transfers``: done the moment
@@ -44,7 +44,8 @@ from hloscope.analysis.kinds import Reason, VerdictKind
 from hloscope.analysis.measured.compare import OpClassName, classify
 from hloscope.analysis.simulate.overlap import judged_by_blame, judged_by_wait
 from hloscope.analysis.simulate.replay import Outcome, Replayer, WhatIf
-from hloscope.analysis.simulate.timeline import SimScales, Timeline, simulate_step
+from hloscope.analysis.simulate.step import simulate_step
+from hloscope.analysis.simulate.timeline import SimScales, Timeline, waits_by_start
 from hloscope.analysis.simulate.verdict import Thresholds
 from hloscope.analysis.structure.callgraph import CallGraph
 from hloscope.analysis.structure.pairs import AsyncPair
@@ -413,16 +414,6 @@ class CollectiveMargin:
         return min(got) if got else None
 
 
-def _done_waits(timeline: Timeline, done_to_start: dict[str, str]) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for slices in timeline.slices.values():
-        for s in slices:
-            if s.kind.value == "wait" and s.name in done_to_start:
-                st = done_to_start[s.name]
-                out[st] = out.get(st, 0.0) + s.end_us - s.start_us
-    return out
-
-
 def measure_collective_margins(module: Module, cost: CostModel, pairs: Sequence[AsyncPair],
                                transfers: Sequence[HostTransfer], callgraph: CallGraph,
                                streams: StreamAssignment | None, timeline: Timeline) -> dict[str, CollectiveMargin]:
@@ -432,16 +423,15 @@ def measure_collective_margins(module: Module, cost: CostModel, pairs: Sequence[
 
     resim = _Resim(module, cost, list(pairs), list(transfers), callgraph, streams)
     colls = [p for p in pairs if p.kind is PairKind.COLLECTIVE and collective_kind(p.start)]
-    done_to_start = {p.done.name: p.start.name for p in colls}
     model = {p.start.name: max(cost.collective_us(p.start), 1e-9) for p in colls}
     names = list(model)
 
     def hidden_in(tl: Timeline, coll_f: float) -> dict[tuple[str, str], VerdictKind]:
-        waits = _done_waits(tl, done_to_start)
+        waits = waits_by_start(tl, colls)
         return {("", n): VerdictKind.HIDDEN if waits.get(n, 0.0) < 0.5 * model[n] * coll_f else VerdictKind.EXPOSED
                 for n in names}
 
-    base_waits = _done_waits(timeline, done_to_start)
+    base_waits = waits_by_start(timeline, colls)
     base = hidden_in(timeline, 1.0)
 
     def is_coll(ins: Instruction) -> bool:

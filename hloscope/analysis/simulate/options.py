@@ -23,7 +23,7 @@ class AnalysisOptions:
     thresholds: the exposed fractions that make a transfer hidden, partial or exposed
     (:class:`~hloscope.analysis.simulate.verdict.Thresholds`), for the simulated wait and the window estimate.
     link_mode: host link figures, ``achieved`` (default) or ``peak`` (docs/targets.md).
-    simulate: replay the schedule (analysis/simulate/timeline.py) and judge async transfers by the
+    simulate: replay the schedule (analysis/simulate/step.py) and judge async transfers by the
     simulated wait at their done; False judges by the window alone.
     measured_us: (instruction name, µs) pairs measured on a GPU (``hloscope.analysis.cost.calibration``)
     that replace the cost model's figure for those instructions.

@@ -2,7 +2,7 @@
 as far as its reader needs (the margins, ``hloscope.analysis.simulate.margin``).
 
 ``Replayer(module, cost, pairs, transfers, callgraph, streams)``: ``run(scales)`` re-simulates the
-whole step (:func:`~hloscope.analysis.simulate.timeline.simulate_step`'s simulation, without the
+whole step (:func:`~hloscope.analysis.simulate.step.simulate_step`'s simulation, without the
 views' slices); ``what_if(scales, fork_at)`` starts one from a copy of the step's own simulation
 paused at the first entry op that may reach ``fork_at`` (a what-if that changes nothing before it),
 and :meth:`WhatIf.upto` runs it only until the figures of the transfers read are final;
@@ -13,18 +13,13 @@ docs/verdicts.md "How the re-simulations are cut short").
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from hloscope.analysis.cost.roofline import CostModel
-from hloscope.analysis.simulate.timeline import (
-    HeldUp,
-    HoldKind,
-    SimScales,
-    TransferTiming,
-    _Sim,
-    _StreamNumbers,
-)
+from hloscope.analysis.simulate.engine import Simulation
+from hloscope.analysis.simulate.tally import StreamNumbers
+from hloscope.analysis.simulate.timeline import HeldUp, HoldKind, SimScales, TransferTiming
 from hloscope.analysis.structure.callgraph import CallGraph
 from hloscope.analysis.structure.pairs import AsyncPair
 from hloscope.analysis.structure.streams import StreamAssignment
@@ -32,7 +27,7 @@ from hloscope.analysis.structure.transfers import HostTransfer
 from hloscope.hlo.model import Instruction, Module
 
 
-def _outcome(sim: _Sim, step: bool = True) -> Outcome:
+def _outcome(sim: Simulation, step: bool = True) -> Outcome:
     """What a finished (or stopped: ``step`` False, its step time unknown) re-simulation's readers read."""
     return Outcome(sim.t if step else None, _Timings(sim))
 
@@ -68,13 +63,13 @@ class Replayer:
         self.streams = streams
         self.count = 0
         self.programs: dict[str, list[tuple[int, Instruction, float]]] = {}  # unscaled, shared by every run
-        self._paused: dict[int, _Sim] = {}
-        self.stream_numbers = _StreamNumbers(streams)
+        self._paused: dict[int, Simulation] = {}
+        self.stream_numbers = StreamNumbers(streams)
         self._positions: tuple[dict[tuple[str, str], tuple[int, int]], int] | None = None
 
-    def _sim(self, scales: SimScales) -> _Sim:
+    def _sim(self, scales: SimScales) -> Simulation:
         module, cost, pairs, transfers, callgraph = self.args
-        sim = _Sim(module, cost, pairs, transfers, callgraph, 6, True, True, self.streams, None, scales, False,
+        sim = Simulation(module, cost, pairs, transfers, callgraph, 6, True, True, self.streams, None, scales, False,
                    self.programs, self.stream_numbers)
         sim.record = False  # its outcome alone is read
         return sim
@@ -109,16 +104,8 @@ class Replayer:
         at = self.position(fork_at)
         paused = self._paused.get(at)
         if paused is None:
-            paused = self._sim(SimScales())
-            self._paused[at] = paused
-
-            def stop() -> None:
-                raise _Paused
-
-            try:
-                paused.run(paused.module.entry_name, 0, {at: stop})
-            except _Paused:
-                pass
+            paused = self._paused[at] = self._sim(SimScales())
+            paused.run(paused.module.entry_name, 0, at)
         return WhatIf(self, paused.fork(scales), at)
 
     def steps_from(self, whatifs: list[tuple[frozenset[tuple[str, str]], SimScales]]) -> list[float]:
@@ -135,28 +122,23 @@ class Replayer:
         at: dict[int, list[int]] = {}
         for i, (keys, _scales) in enumerate(whatifs):
             at.setdefault(self.position(keys), []).append(i)
-        forks: list[tuple[int, _Sim]] = []
+        forks: list[tuple[int, Simulation]] = []
         quiet: dict[int, float] = {}  # entry position -> the unscaled clock there, where it is quiet
-
-        def mark(pos: int) -> Callable[[], None]:
-            def go() -> None:
-                if base.quiet():
-                    quiet[pos] = base.t
-                for i in at.get(pos, ()):
-                    forks.append((i, base.fork(whatifs[i][1])))
-            return go
-
-        base.run(entry, 0, {p: mark(p) for p in range(n + 1)})
+        for pos in range(n + 1):
+            if pos:
+                base.run(entry, pos - 1, pos)
+            if base.quiet():
+                quiet[pos] = base.t
+            for i in at.get(pos, ()):
+                forks.append((i, base.fork(whatifs[i][1])))
         base.drain()
         out = [0.0] * len(whatifs)
         for i, sim in forks:
             self.count += 1
             begin = self.position(whatifs[i][0])
-            stops = {q: _stop_if_quiet(sim, q) for q in quiet if q > begin}
-            try:
-                sim.run(entry, begin, stops)
-            except _Quiet as q:
-                out[i] = base.t - (quiet[q.position] - sim.t)  # exactly the step's where its clock is the step's
+            stopped = sim.run_to_quiet(entry, begin, [q for q in quiet if q > begin])
+            if stopped >= 0:
+                out[i] = base.t - (quiet[stopped] - sim.t)  # exactly the step's where its clock is the step's
                 continue
             sim.drain()
             out[i] = sim.t
@@ -174,7 +156,7 @@ class WhatIf:
     runs it to the end of the step (its ``step_us`` is then known).
     """
 
-    def __init__(self, replayer: Replayer, sim: _Sim, position: int) -> None:
+    def __init__(self, replayer: Replayer, sim: Simulation, position: int) -> None:
         self.replayer = replayer
         self.sim = sim
         self.position = position  # the entry position it is paused at
@@ -189,11 +171,9 @@ class WhatIf:
             return _outcome(self.sim, step=False)
         _first, end = self.replayer._program_positions()
         sim = self.sim
-        stops = {q: _stop_if_quiet(sim, q) for q in range(max(after, self.position + 1), end + 1)}
-        try:
-            sim.run(sim.module.entry_name, self.position, stops)
-        except _Quiet as q:
-            self.position, self.quiet = q.position, True
+        stopped = sim.run_to_quiet(sim.module.entry_name, self.position, range(max(after, self.position + 1), end + 1))
+        if stopped >= 0:
+            self.position, self.quiet = stopped, True
             return _outcome(sim, step=False)
         sim.drain()
         self.done = True
@@ -207,26 +187,11 @@ class WhatIf:
         return _outcome(self.sim)
 
 
-def _stop_if_quiet(sim: _Sim, position: int) -> Callable[[], None]:
-    def check() -> None:
-        if sim.quiet():
-            raise _Quiet(position)
-    return check
-
-
-class _Quiet(Exception):
-    """A forked simulation found quiet at an entry ``position`` (:meth:`Replayer.steps_from`)."""
-
-    def __init__(self, position: int) -> None:
-        super().__init__(position)
-        self.position = position
-
-
 class _Timings(Mapping[tuple[str, str], TransferTiming]):
     """A finished re-simulation's :class:`TransferTiming` per host transfer (annotations aside), each
     built when first read (the margins read those of the judged transfers only)."""
 
-    def __init__(self, sim: _Sim) -> None:
+    def __init__(self, sim: Simulation) -> None:
         self.sim = sim
         self.keys_ = [k for k, t in sim.transfers.items() if not t.is_annotation]
         self.built: dict[tuple[str, str], TransferTiming] = {}
@@ -265,7 +230,3 @@ class _Timings(Mapping[tuple[str, str], TransferTiming]):
             matched=last is not None and (last.done is not None or not t.is_async),
             blame_us=acc.blame.get(key, 0.0) if last is not None else 0.0, held_up=ups)
         return got
-
-
-class _Paused(Exception):
-    """Stops the unscaled simulation where :meth:`Replayer.run_from` keeps it."""

@@ -28,7 +28,7 @@ class LoopBytes:
 
 @dataclass(frozen=True)
 class StepTime:
-    """The simulated step (analysis/simulate/timeline.py), µs: step = compute + the three waits.
+    """The simulated step (analysis/simulate/step.py), µs: step = compute + the three waits.
 
     link_mode: host link figures used. extrapolated_loops: loops whose later iterations
     were extrapolated from a steady one rather than replayed.

@@ -197,7 +197,7 @@ def test_a_copy_beside_a_memory_bound_kernel_gets_the_hbm_it_leaves() -> None:
     assert t.wait_us == pytest.approx(finish - big_us)
     # Without the shared HBM the same copy (78.3 us) is hidden by %big
     index = report.index
-    from hloscope.analysis.simulate.timeline import simulate_step
+    from hloscope.analysis.simulate.step import simulate_step
     from hloscope.analysis.structure.pairs import pair_async_ops
     from hloscope.analysis.structure.transfers import find_host_transfers
 

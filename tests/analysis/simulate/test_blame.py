@@ -24,7 +24,8 @@ import pytest
 
 from hloscope.analysis.kinds import Reason, VerdictKind
 from hloscope.analysis.simulate.margin import measure_margins
-from hloscope.analysis.simulate.timeline import HoldKind, SimScales, simulate_step
+from hloscope.analysis.simulate.step import simulate_step
+from hloscope.analysis.simulate.timeline import HoldKind, SimScales
 from hloscope.api import analyze
 from hloscope.hlo.parser import parse_hlo
 from tests.conftest import fixture_report, fixture_text

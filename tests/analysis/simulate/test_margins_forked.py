@@ -18,7 +18,8 @@ import pytest
 
 from hloscope.analysis.simulate.margin import measure_margins, measure_margins_brute, verdicts_of
 from hloscope.analysis.simulate.replay import Replayer
-from hloscope.analysis.simulate.timeline import SimScales, simulate_step
+from hloscope.analysis.simulate.step import simulate_step
+from hloscope.analysis.simulate.timeline import SimScales
 from hloscope.api import StepReport, analyze
 from hloscope.hlo.parser import parse_hlo
 from tests.conftest import fixture_text

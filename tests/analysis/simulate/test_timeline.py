@@ -14,7 +14,8 @@ import pytest
 
 from hloscope.analysis.cost.roofline import CostModel
 from hloscope.analysis.kinds import VerdictKind
-from hloscope.analysis.simulate.timeline import SliceKind, Timeline, simulate_step
+from hloscope.analysis.simulate.step import simulate_step
+from hloscope.analysis.simulate.timeline import SliceKind, Timeline
 from hloscope.analysis.simulate.verdict import Thresholds, verdict_from_wait
 from hloscope.analysis.structure.index import ModuleIndex
 from hloscope.analysis.structure.opclass import Resource

@@ -40,7 +40,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from hloscope.analysis.cost.roofline import CostModel
-from hloscope.analysis.kinds import Reason, VerdictKind
+from hloscope.analysis.kinds import PairKind, Reason, VerdictKind
 from hloscope.analysis.measured.compare import OpClassName, classify
 from hloscope.analysis.simulate.overlap import judged_by_blame, judged_by_wait
 from hloscope.analysis.simulate.replay import Outcome, Replayer, WhatIf
@@ -48,6 +48,7 @@ from hloscope.analysis.simulate.step import simulate_step
 from hloscope.analysis.simulate.timeline import SimScales, Timeline, waits_by_start
 from hloscope.analysis.simulate.verdict import Thresholds
 from hloscope.analysis.structure.callgraph import CallGraph
+from hloscope.analysis.structure.opclass import collective_kind
 from hloscope.analysis.structure.pairs import AsyncPair
 from hloscope.analysis.structure.streams import StreamAssignment
 from hloscope.analysis.structure.transfers import HostTransfer
@@ -418,9 +419,6 @@ def measure_collective_margins(module: Module, cost: CostModel, pairs: Sequence[
                                transfers: Sequence[HostTransfer], callgraph: CallGraph,
                                streams: StreamAssignment | None, timeline: Timeline) -> dict[str, CollectiveMargin]:
     """Marginal cost and flips of every async collective of the step (by start name)."""
-    from hloscope.analysis.kinds import PairKind
-    from hloscope.analysis.structure.opclass import collective_kind
-
     resim = _Resim(module, cost, list(pairs), list(transfers), callgraph, streams)
     colls = [p for p in pairs if p.kind is PairKind.COLLECTIVE and collective_kind(p.start)]
     model = {p.start.name: max(cost.collective_us(p.start), 1e-9) for p in colls}

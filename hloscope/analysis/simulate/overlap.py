@@ -13,7 +13,7 @@ compute time and its collective time (they run on different streams); the
 hidden time is ``min(transfer, window)``. See docs/verdicts.md.
 
 Results are data (:mod:`hloscope.analysis.simulate.verdict`); the sentences that explain
-them are built in ``hloscope.render.why``.
+them are built in ``hloscope.render.verdict_words``.
 """
 
 from __future__ import annotations

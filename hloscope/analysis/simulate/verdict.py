@@ -2,7 +2,7 @@
 
 Contract: every field is a fact about the schedule or an estimate derived from
 it; no field holds prose. Sentences are built from these facts in
-``hloscope.render.why``, so the table, the JSON, the TUI, check messages and
+``hloscope.render.verdict_words``, so the table, the JSON, the TUI, check messages and
 diagrams all say the same thing. Times are estimates in microseconds for one
 execution of the transfer; positions are 0-based schedule indices.
 """
@@ -137,7 +137,7 @@ class FirstUse:
 class Verdict:
     """The judgement for one transfer.
 
-    verdict: the verdict; reason: which rule decided it (``render.why`` words it).
+    verdict: the verdict; reason: which rule decided it (``render.verdict_words`` words it).
     pair: the async start/done pair (None for synchronous ops and annotations).
     window: the schedule ranges between start and done, in execution order.
     compute / collectives: work in the window (collectives: synchronous ones and

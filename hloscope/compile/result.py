@@ -16,12 +16,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal, NotRequired, TypedDict, cast
+from typing import Literal, TypedDict, cast
 
 from hloscope.analysis.inputs import ScheduleRun
 from hloscope.analysis.intent.manifest import intent_from_dict, intent_to_dict
 from hloscope.analysis.intent.model import Intent
 from hloscope.analysis.memory import CompileFigures, derive_figures
+from hloscope.analysis.structure.name_records import NameRecord
 from hloscope.hlo.xla_dumps import XlaDumpTexts
 
 #: The value of an XLA compiler option as hloscope passes it.
@@ -60,36 +61,6 @@ XLA_MEMORY_FIELDS = ("argument_size_in_bytes", "output_size_in_bytes", "alias_si
                      "host_output_size_in_bytes", "host_alias_size_in_bytes", "host_temp_size_in_bytes")
 
 
-class TensorName(TypedDict):
-    """One ``checkpoint_name`` call site of the traced step (``hloscope.compile.seam.names``).
-
-    file / line / function: where ``checkpoint_name`` was called; producer_file / producer_line:
-    the user frame of the equation that computed the named value; role: what the tensor is
-    ("Q projection"), when the workload says; weights: when that equation is a dot, the pytree
-    paths of the step arguments it multiplies (``params['layers']['wq']``), and inputs the
-    ``file:line`` of the equations that computed its other operands (both absent in records made
-    before hloscope read them). callers / producer_callers: the ``file:line`` of the user frames
-    that called the ``checkpoint_name`` line / the producer's line, innermost first (a few): what
-    tells two names apart whose values one shared line computed (MaxText's RoPE writes Q and K at
-    one line, called from two); absent in records made before hloscope read them. same_value: the
-    other names ``checkpoint_name`` gave the same value (a name of a name: MaxText's
-    ``moe_mlpwi_0`` of ``mlpwi_0``).
-    """
-
-    name: str
-    file: str
-    line: int
-    function: str
-    producer_file: str
-    producer_line: int
-    role: str | None
-    weights: NotRequired[list[str]]
-    inputs: NotRequired[list[str]]
-    callers: NotRequired[list[str]]
-    producer_callers: NotRequired[list[str]]
-    same_value: NotRequired[list[str]]
-
-
 class CacheInfo(TypedDict, total=False):
     """The compile cache's word on one result (``hloscope.compile.step.cache``).
 
@@ -122,7 +93,8 @@ class CompileResult:
     section of its live-range dump, the buffer-assignment lines of those values, XLA's
     scheduler log lines (names in ``hloscope.hlo.xla_dumps``).
     tensor_names: the step's ``checkpoint_name`` call sites read from its jaxpr
-    (``hloscope.compile.seam.names``); the analysis matches transfers to them.
+    (``hloscope.compile.seam.names``), one :class:`NameRecord` each, written in its JSON form
+    (:meth:`NameRecord.to_json`); the analysis matches transfers to them.
     cache: the compile cache's word on this result (:class:`CacheInfo`).
     intent: what the traced step asked to offload (``hloscope.analysis.intent.model.Intent``), None if unread.
     scheduler: which scheduler ran and which latency estimator drove it
@@ -148,7 +120,7 @@ class CompileResult:
     compile_seconds: float = field(default=0.0, compare=False)
     device_memory_size: int = 0
     extra_files: dict[str, str] = field(default_factory=dict)
-    tensor_names: list[TensorName] = field(default_factory=list)
+    tensor_names: tuple[NameRecord, ...] = ()
     cache: CacheInfo = field(default_factory=lambda: CacheInfo(), compare=False)
     intent: Intent | None = None
     scheduler: ScheduleRun | None = None
@@ -170,7 +142,7 @@ class CompileResult:
             "target": self.target, "devices": self.devices, "mesh_shape": dict(self.mesh_shape),
             "compile_seconds": self.compile_seconds, "device_memory_size": self.device_memory_size,
             "extra_files": dict(self.extra_files),
-            "tensor_names": [dict(t) for t in self.tensor_names], "cache": dict(self.cache),
+            "tensor_names": [t.to_json() for t in self.tensor_names], "cache": dict(self.cache),
             "intent": intent_to_dict(self.intent) if self.intent is not None else None,
             "scheduler": self.scheduler.to_record() if self.scheduler is not None else None,
             "topology": self.topology,
@@ -190,8 +162,8 @@ class CompileResult:
             compile_seconds=float(cast(float, record.get("compile_seconds") or 0.0)),
             device_memory_size=int(cast(int, record.get("device_memory_size") or 0)),
             extra_files={str(k): str(v) for k, v in _mapping(record.get("extra_files")).items()},
-            tensor_names=[cast(TensorName, dict(t)) for t in cast(list[Mapping[str, object]],
-                                                                  record.get("tensor_names") or [])],
+            tensor_names=tuple(NameRecord.from_json(t) for t in cast(list[Mapping[str, object]],
+                                                                     record.get("tensor_names") or [])),
             cache=cast(CacheInfo, dict(_mapping(record.get("cache")))),
             intent=intent_from_dict(record.get("intent")),
             scheduler=ScheduleRun.from_record(record.get("scheduler")),

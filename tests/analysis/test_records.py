@@ -27,9 +27,6 @@ EXEMPT: dict[frozenset[str], str] = {
     # Workload configs: each model family's own dataclass of its shapes (layers, heads, dim...); the
     # shared names are the vocabulary of transformer shapes, and each family adds its own.
     frozenset({"DeepSeekConfig", "LlamaConfig"}): "workload configs of two model families",
-    # The JSON form compile/ writes (a TypedDict of the trace reader) and the typed record the core
-    # reads it into at its door (name_records.name_records): until compile/ writes NameRecord.to_json.
-    frozenset({"NameRecord", "TensorName"}): "the JSON form of NameRecord, until compile/ writes NameRecord",
 }
 
 #: The per-op time records; a record of ``name`` and at most two other fields, one a time in µs, is their twin.

@@ -52,9 +52,9 @@ def test_tiny_llama_offloads_q_k_v_of_both_layers(tmp_path: Path) -> None:
     assert "bf16[2,1,512,4,64]{4,3,2,1,0:S(5)}" in result.optimized_hlo
     # MaxText's checkpoint names reach the naming pass as the built-in workloads' do: from the jaxpr,
     # at MaxText's own call sites (layers/attentions.py).
-    named = {t["name"]: t for t in result.tensor_names}
+    named = {t.name: t for t in result.tensor_names}
     for name in ("query_proj", "key_proj", "value_proj"):
-        assert named[name]["file"].endswith("maxtext/layers/attentions.py"), named[name]
+        assert named[name].file.endswith("maxtext/layers/attentions.py"), named[name]
     # Each transfer by its own name, by data flow: Q and K (tagged after RoPE, which computes both at one
     # line) by the frames that called RoPE, V by its line. None is a guess by bytes.
     from hloscope.analysis.kinds import NameBasis

@@ -44,11 +44,10 @@ def _transfers(result):  # type: ignore[no-untyped-def]
     """The compile's host transfers, each named as the pipeline names them (needs no target)."""
     from hloscope.analysis.intent.naming import find_named_transfers
     from hloscope.analysis.structure.index import ModuleIndex
-    from hloscope.analysis.structure.name_records import name_records
     from hloscope.hlo.parser import parse_hlo
 
     index = ModuleIndex(parse_hlo(result.optimized_hlo, "<tpu>"))
-    return find_named_transfers(index, names=name_records(result.tensor_names), intent=result.intent,
+    return find_named_transfers(index, names=result.tensor_names, intent=result.intent,
                                 unoptimized=parse_hlo(result.unoptimized_hlo, "<unoptimized>"))
 
 

@@ -48,7 +48,7 @@ def test_offloaded_tensors_are_maxtexts_names_and_shapes() -> None:
     # dense layer's, unscanned, and the 2 MoE layers' stacks), moe_mlpwi_0/1 = [b*S*K, moe_ffn]
     # = [256,128] per layer, stacked [2,256,128]. Not the full q [1,128,4,48] of the old preset.
     assert shapes == {(1, 128, 128), (1, 128, 64), (2, 1, 128, 128), (2, 1, 128, 64), (2, 256, 128)}
-    named = {t["name"] for t in result.tensor_names}
+    named = {t.name for t in result.tensor_names}
     assert {"mla_q", "mla_kv", "out_proj", "moe_mlpwi_0", "moe_mlpwi_1", "moe_mlpwo"} <= named
 
 

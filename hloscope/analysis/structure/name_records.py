@@ -1,9 +1,10 @@
 """The step's ``checkpoint_name`` records, typed, and the look-ups naming makes in them.
 
 A record is one ``checkpoint_name`` call site of the traced step, read from its jaxpr by
-``hloscope.compile.seam.names`` and kept in JSON form (``CompileResult.tensor_names``, the manifest's
-``tensor_names``). :func:`name_records` reads that form once, where it enters the core
-(``StepInputs.names``); :meth:`NameRecord.to_json` writes the same form back.
+``hloscope.compile.seam.names`` (``CompileResult.tensor_names``), written in JSON form by
+:meth:`NameRecord.to_json` (the compile record's and the manifest's ``tensor_names``) and read back
+by :meth:`NameRecord.from_json`, its inverse; :func:`name_records` reads a manifest's list where it
+enters the core (``StepInputs.names``).
 
 :class:`NameBook` answers the questions data-flow naming asks of the records: which record's line
 a stack frame is (:meth:`NameBook.lookup`), which of several names sharing a line the frames below
@@ -54,12 +55,13 @@ class NameRecord:
         role = d.get("role")
         producer_file = d.get("producer_file")
         return cls(str(d.get("name", "")), str(d.get("file", "")), _int(d.get("line")), str(d.get("function", "")),
-                   str(producer_file) if "producer_file" in d else None, _int(d.get("producer_line")),
+                   str(producer_file) if producer_file is not None else None, _int(d.get("producer_line")),
                    str(role) if role is not None else None, _strs(d.get("weights")), _strs(d.get("inputs")),
                    _strs(d.get("callers")), _strs(d.get("producer_callers")), _strs(d.get("same_value")))
 
     def to_json(self) -> dict[str, object]:
-        """The record's JSON form, as the trace reader writes it (keys in its order)."""
+        """The record's JSON form (the manifest's and the compile record's ``tensor_names``, keys in
+        this order); :meth:`from_json` reads it back equal."""
         return {"name": self.name, "file": self.file, "line": self.line, "function": self.function,
                 "producer_file": self.producer_file, "producer_line": self.producer_line, "role": self.role,
                 "weights": list(self.weights), "inputs": list(self.inputs), "callers": list(self.callers),

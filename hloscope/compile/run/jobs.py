@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 from hloscope.analysis.inputs import StepInputs
 from hloscope.analysis.report import Report, analyze_step
 from hloscope.analysis.simulate.overlap import AnalysisOptions
-from hloscope.analysis.structure.name_records import name_records
 from hloscope.compile import workloads
 from hloscope.compile.maxtext import compile_maxtext_job
 from hloscope.compile.result import CompileResult, memory_figures
@@ -79,7 +78,7 @@ def compile_job(request: CompileRequest, phase: Callable[[str], None] | None = N
         abstract = parse_args_spec(request.args, mesh, request.cwd or os.getcwd())
         with every_checkpoint(switches):
             result = compile_step(request, fn, abstract, StepOptions(mesh=mesh, cache=True, phase=phase))
-        check_names(switches or {}, [t["name"] for t in result.tensor_names])
+        check_names(switches or {}, [t.name for t in result.tensor_names])
         return result, {"fn": request.fn, "args": request.args}
 
     wl, cfg = workloads.resolve(str(request.workload), request.workload_settings)
@@ -175,7 +174,7 @@ def step_inputs(result: CompileResult, extra: Mapping[str, Any] | None = None, v
     unoptimized = None
     if intent is not None and intent.asks_for_offload() and result.unoptimized_hlo:
         unoptimized = parse_hlo(result.unoptimized_hlo, "<unoptimized>")  # the intent accounting follows it
-    return StepInputs(module, name, result.optimized_hlo, name_records(result.tensor_names), figures,
+    return StepInputs(module, name, result.optimized_hlo, result.tensor_names, figures,
                       dumps, None, (),
                       vocab_size if vocab_size is not None else vocab_of(extra or {}), facts,
                       intent=intent, unoptimized=unoptimized,

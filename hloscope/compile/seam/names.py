@@ -4,10 +4,10 @@ JAX 0.10 lowers ``checkpoint_name(x, "query_proj")`` to nothing: neither the
 optimized nor the unoptimized HLO records the name. The jaxpr still holds it, as
 a ``name`` equation with the user's source line. ``tensor_names(jaxpr)`` walks
 the jaxpr (and every sub-jaxpr: ``jax.checkpoint``, ``scan``, ``pjit``) and
-returns plain records, one per ``checkpoint_name`` call site:
-
-``{"name", "file", "line", "function", "producer_file", "producer_line", "role", "weights", "inputs",
-"callers", "producer_callers"}``
+returns one :class:`~hloscope.analysis.structure.name_records.NameRecord` per
+``checkpoint_name`` call site (written as JSON by :meth:`NameRecord.to_json`):
+name, file, line, function, producer_file, producer_line, role, weights, inputs, callers,
+producer_callers, same_value.
 
 ``producer_*`` is the user frame of the equation that computed the named value
 (often the same line). ``weights``: when that equation is a ``dot_general``, the
@@ -30,10 +30,11 @@ then the inner one's. The analysis
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
-from hloscope.compile.result import TensorName
+from hloscope.analysis.structure.name_records import NameRecord
 from hloscope.compile.seam.jaxcompat import argument_paths, jaxpr_of, user_callers, user_frame
 
 #: Primitives that do not compute a value, only place or cast it.
@@ -64,10 +65,10 @@ def _input_frame(v: Any, producers: Mapping[int, Any]) -> tuple[str, int, str] |
     return user_frame(src) if src is not None else None
 
 
-def tensor_names(jaxpr: Any, roles: Mapping[str, str] | None = None) -> list[TensorName]:
+def tensor_names(jaxpr: Any, roles: Mapping[str, str] | None = None) -> list[NameRecord]:
     """One record per distinct ``checkpoint_name`` call site in ``jaxpr`` (a Jaxpr or ClosedJaxpr)."""
     roles = roles or {}
-    out: dict[tuple[str, str, int], TensorName] = {}
+    out: dict[tuple[str, str, int], NameRecord] = {}
     top = jaxpr_of(jaxpr)
     # var -> the pytree path of the step argument it is (a part of)
     paths: dict[int, str] = {id(v): p for v, p in zip(top.invars, argument_paths(jaxpr), strict=False) if p}
@@ -112,20 +113,22 @@ def tensor_names(jaxpr: Any, roles: Mapping[str, str] | None = None) -> list[Ten
                         weights.append(paths[id(v)])
                     elif (at := _input_frame(v, producers)) is not None:
                         inputs.append(f"{at[0]}:{at[1]}")
-            callers = [f"{f}:{n}" for f, n in user_callers(eqn)]
-            record = out.setdefault((name, here[0], here[1]), TensorName(
+            callers = tuple(f"{f}:{n}" for f, n in user_callers(eqn))
+            key = (name, here[0], here[1])
+            record = out.get(key) or NameRecord(
                 name=name, file=here[0], line=here[1], function=here[2],
                 producer_file=made[0] if made else here[0], producer_line=made[1] if made else here[1],
-                role=roles.get(name), weights=[], inputs=[], callers=callers,
-                producer_callers=[f"{f}:{n}" for f, n in user_callers(src)] if made else callers,
-                same_value=[],
-            ))
-            record["weights"] = list(dict.fromkeys([*record["weights"], *weights]))
-            record["inputs"] = list(dict.fromkeys([*record["inputs"], *inputs]))
-            for key in tagged:
-                retagged.append((key, name))
-                record["same_value"] = list(dict.fromkeys([*record.get("same_value", []), key[0]]))
+                role=roles.get(name), callers=callers,
+                producer_callers=tuple(f"{f}:{n}" for f, n in user_callers(src)) if made else callers)
+            out[key] = replace(record, weights=_merged(record.weights, weights), inputs=_merged(record.inputs, inputs),
+                               same_value=_merged(record.same_value, [k[0] for k in tagged]))
+            retagged += [(k, name) for k in tagged]
     for key, again in retagged:  # the inner name's record: the value is tagged again, as ``again``
         if key in out:
-            out[key]["same_value"] = list(dict.fromkeys([*out[key].get("same_value", []), again]))
-    return sorted(out.values(), key=lambda r: (r["file"], r["line"], r["name"]))
+            out[key] = replace(out[key], same_value=_merged(out[key].same_value, [again]))
+    return sorted(out.values(), key=lambda r: (r.file, r.line or 0, r.name))
+
+
+def _merged(have: tuple[str, ...], more: Iterable[str]) -> tuple[str, ...]:
+    """``have`` then the new ones of ``more``, each once, in order."""
+    return tuple(dict.fromkeys([*have, *more]))

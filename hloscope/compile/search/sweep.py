@@ -134,7 +134,7 @@ class _Analyses:
         from hloscope.compile.run.jobs import analyze_result
 
         # Identical optimized HLO gives identical memory figures from XLA: one analysis serves both.
-        key = (fingerprint, target, json.dumps(result.tensor_names, sort_keys=True, default=str))
+        key = (fingerprint, target, json.dumps([t.to_json() for t in result.tensor_names], sort_keys=True))
         with self._lock:
             if key in self._done:
                 return self._done[key]

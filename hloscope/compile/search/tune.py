@@ -155,7 +155,7 @@ def _traced_names(request: CompileRequest) -> list[str]:
     result, extra = found if found is not None else compile_request_result(request)
     if found is None:
         remember_request(request, result, extra)
-    return list(dict.fromkeys(t["name"] for t in result.tensor_names))
+    return list(dict.fromkeys(t.name for t in result.tensor_names))
 
 
 def _verified(spec: TuneSpec, c: Config, row: dict[str, Any], probe: str, predicted: Prediction | None,

@@ -27,12 +27,13 @@ from typing import TYPE_CHECKING, Any, cast
 from hloscope.analysis.inputs import ScheduleRun
 from hloscope.analysis.intent.manifest import intent_to_dict
 from hloscope.analysis.intent.model import with_preset
+from hloscope.analysis.structure.name_records import NameRecord
 from hloscope.compile.cuda.device_memory import allocator_bytes as allocator_bytes
 from hloscope.compile.cuda.device_memory import build_device_memory_size as build_device_memory_size
 from hloscope.compile.cuda.device_memory import with_device_memory_size as with_device_memory_size
 from hloscope.compile.cuda.device_memory import with_memory as with_memory
 from hloscope.compile.cuda.scheduler import LHS_FLAG as LHS_FLAG
-from hloscope.compile.result import XLA_MEMORY_FIELDS, CompileMemory, TensorName
+from hloscope.compile.result import XLA_MEMORY_FIELDS, CompileMemory
 from hloscope.compile.result import CompileResult as CompileResult
 from hloscope.compile.seam import environment, jaxcompat
 from hloscope.compile.seam.intent import read_intent
@@ -225,7 +226,8 @@ def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, room: R
     if found.record is not None:
         # The stored compile, with this call's time and the names and intent read from this trace.
         return CompileResult.from_record({**found.record, "compile_seconds": time.perf_counter() - t0,
-                                          "cache": found.hit_info(), "tensor_names": _tensor_names(traced, opts.roles),
+                                          "cache": found.hit_info(),
+                                          "tensor_names": [t.to_json() for t in _tensor_names(traced, opts.roles)],
                                           "intent": _intent_record(traced, opts.preset)})
     started = time.time()
     try:
@@ -261,7 +263,7 @@ def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, room: R
         versions=environment.versions(), target=tgt.name, devices=int(mesh.devices.size),
         mesh_shape={str(k): int(v) for k, v in mesh.shape.items()}, compile_seconds=seconds,
         device_memory_size=room.device_memory_size(), extra_files=extra,
-        tensor_names=_tensor_names(traced, opts.roles), intent=_intent(traced, opts.preset), scheduler=scheduler,
+        tensor_names=tuple(_tensor_names(traced, opts.roles)), intent=_intent(traced, opts.preset), scheduler=scheduler,
         topology=topology)
     # The cache stores the result's record; the result returned carries the cache's word on it.
     return found.store(CompileResult(**made, compiled=compiled))
@@ -300,7 +302,7 @@ def _intent_record(traced: Traced, preset: Preset | None = None) -> dict[str, An
     return intent_to_dict(intent) if intent is not None else None
 
 
-def _tensor_names(traced: Traced, roles: Mapping[str, str] | None) -> list[TensorName]:
+def _tensor_names(traced: Traced, roles: Mapping[str, str] | None) -> list[NameRecord]:
     try:
         return tensor_names(traced.jaxpr, roles)
     except Exception:  # names are a convenience: a jaxpr we cannot walk must not fail the compile

@@ -82,3 +82,5 @@ def test_a_record_made_before_the_producer_was_read_takes_its_own_line_as_the_so
     rec = NameRecord.from_json({"name": "query_proj", "file": LLAMA, "line": 69, "function": "layer"})
     assert (rec.producer_file, rec.producer_line, rec.callers, rec.same_value) == (None, None, (), ())
     assert (rec.source.file, rec.source.line, rec.source.function) == (LLAMA, 69, "layer")
+    # Written back (producer_file and producer_line null), it reads back the same record: not "None".
+    assert rec.to_json()["producer_file"] is None and NameRecord.from_json(rec.to_json()) == rec

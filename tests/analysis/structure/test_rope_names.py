@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -145,17 +146,17 @@ def test_the_jaxpr_records_the_callers_of_a_line_two_names_share() -> None:
     x = jax.ShapeDtypeStruct((4, 8), "float32")
     jaxpr = jax.make_jaxpr(_attention)(x, jax.ShapeDtypeStruct((8, 8), "float32"),
                                        jax.ShapeDtypeStruct((8, 8), "float32"))
-    by = {r["name"]: r for r in tensor_names(jaxpr)}
+    by = {r.name: r for r in tensor_names(jaxpr)}
     lines, start = inspect.getsourcelines(_rotate)
     rope = start + next(i for i, t in enumerate(lines) if "one line" in t)
     lines, start = inspect.getsourcelines(_attention)
     call = {n: start + next(i for i, t in enumerate(lines) if t.strip().startswith(f"{n} = _rotate")) for n in "qk"}
-    assert by["query_proj"]["producer_line"] == rope == by["key_proj"]["producer_line"]
+    assert by["query_proj"].producer_line == rope == by["key_proj"].producer_line
     here = __file__.rsplit("/", 1)[1]
-    assert by["query_proj"]["producer_callers"][0].endswith(f"{here}:{call['q']}")
-    assert by["key_proj"]["producer_callers"][0].endswith(f"{here}:{call['k']}")
+    assert by["query_proj"].producer_callers[0].endswith(f"{here}:{call['q']}")
+    assert by["key_proj"].producer_callers[0].endswith(f"{here}:{call['k']}")
     # checkpoint_name's own callers: the frames below _attention (this test), the same for both
-    assert by["query_proj"]["callers"] == by["key_proj"]["callers"]
+    assert by["query_proj"].callers == by["key_proj"].callers
 
 
 def _rope_step(w: Any, x: Any) -> Any:
@@ -258,14 +259,14 @@ def test_a_name_of_a_name_is_one_value_with_the_inner_producer() -> None:
     from hloscope.compile.seam.names import tensor_names
 
     args = (jax.ShapeDtypeStruct((4, 2, 128, 128), "float32"), jax.ShapeDtypeStruct((32, 128), "float32"))
-    by = {r["name"]: r for r in tensor_names(jax.make_jaxpr(_moe_step)(*args))}
+    by = {r.name: r for r in tensor_names(jax.make_jaxpr(_moe_step)(*args))}
     lines, start = inspect.getsourcelines(_gmm)
     gmm = start + next(i for i, t in enumerate(lines) if "one line" in t)
-    assert {n: r["producer_line"] for n, r in by.items()} == {"mlpwi_0": gmm, "moe_mlpwi_0": gmm, "moe_mlpwi_1": gmm}
-    assert by["moe_mlpwi_0"]["same_value"] == ["mlpwi_0"] and by["mlpwi_0"]["same_value"] == ["moe_mlpwi_0"]
-    assert by["moe_mlpwi_1"]["same_value"] == []
-    assert by["moe_mlpwi_0"]["producer_callers"] == by["mlpwi_0"]["producer_callers"]
-    assert by["moe_mlpwi_0"]["producer_callers"][0] != by["moe_mlpwi_1"]["producer_callers"][0]
+    assert {n: r.producer_line for n, r in by.items()} == {"mlpwi_0": gmm, "moe_mlpwi_0": gmm, "moe_mlpwi_1": gmm}
+    assert by["moe_mlpwi_0"].same_value == ("mlpwi_0",) and by["mlpwi_0"].same_value == ("moe_mlpwi_0",)
+    assert by["moe_mlpwi_1"].same_value == ()
+    assert by["moe_mlpwi_0"].producer_callers == by["mlpwi_0"].producer_callers
+    assert by["moe_mlpwi_0"].producer_callers[0] != by["moe_mlpwi_1"].producer_callers[0]
 
 
 @pytest.mark.xla
@@ -295,6 +296,6 @@ def test_a_compiled_moe_step_names_each_offload_by_its_requested_name() -> None:
     from hloscope.analysis.structure.transfers import find_transfers
 
     index = ModuleIndex(parse_hlo(result.optimized_hlo))
-    bare = [{k: v for k, v in r.items() if k != "same_value"} for r in result.tensor_names]
-    got = transfer_names(index, find_transfers(index), name_records(bare), {"moe_mlpwi_0", "moe_mlpwi_1"})
+    bare = [replace(r, same_value=()) for r in result.tensor_names]
+    got = transfer_names(index, find_transfers(index), bare, {"moe_mlpwi_0", "moe_mlpwi_1"})
     assert Counter(n.checkpoint_name for n in got.values()) == {None: 3, "moe_mlpwi_1": 3}, got

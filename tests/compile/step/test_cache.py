@@ -11,24 +11,24 @@ import json
 import multiprocessing as mp
 import os
 from pathlib import Path
-from typing import cast
 
 import pytest
 
+from hloscope.analysis.structure.name_records import NameRecord
 from hloscope.cli.main import main
-from hloscope.compile.result import CacheInfo, TensorName
+from hloscope.compile.result import CacheInfo
 from hloscope.compile.step.cache import CompileCache, Lookup, key_of, module_key_text
 from hloscope.compile.step.deviceless import CompileResult
 
 
 def _result(text: str, seconds: float = 1.5, cache: CacheInfo | None = None,
-            tensor_names: list[TensorName] | None = None) -> CompileResult:
+            tensor_names: tuple[NameRecord, ...] = ()) -> CompileResult:
     return CompileResult(
         optimized_hlo=text, unoptimized_hlo="HloModule before\n", memory={"temp_size_in_bytes": 7},
         options={"xla_gpu_enable_latency_hiding_scheduler": True}, versions={"jax": "x"}, target="h100-sxm",
         devices=8, mesh_shape={"fsdp": 8}, compile_seconds=seconds, device_memory_size=80 * 2**30,
         extra_files={"memory-usage-report.txt": "report\n"}, cache=cache or CacheInfo(),
-        tensor_names=tensor_names or [])
+        tensor_names=tensor_names)
 
 
 def test_put_then_get_returns_what_was_stored(tmp_path: Path) -> None:
@@ -171,15 +171,15 @@ def test_request_memo_key_follows_what_shapes_the_module(tmp_path: Path, monkeyp
     k = key_of({"module": "memo"})
     assert cache.put(k, result, {"module": "memo"})
     # The compile that stored it, as the sweep holds it: its cache word and the names from its trace.
-    name = cast(TensorName, {"name": "act", "role": None})
-    result = _result("HloModule memo\n", cache=CacheInfo(hit=False, key=k), tensor_names=[name])
+    name = NameRecord("act", "mlp.py", 12, "step", "mlp.py", 11, weights=("params['w']",))
+    result = _result("HloModule memo\n", cache=CacheInfo(hit=False, key=k), tensor_names=(name,))
     assert load_request(req) is None
     remember_request(req, result, {"workload": "mlp", "config": {"batch": 8}})
     found = load_request(req)
     assert found is not None
     hit, extra = found
     assert hit.optimized_hlo == "HloModule memo\n" and hit.cache["via"] == "request" and hit.cache["hit"] is True
-    assert extra == {"workload": "mlp", "config": {"batch": 8}} and hit.tensor_names == [{"name": "act", "role": None}]
+    assert extra == {"workload": "mlp", "config": {"batch": 8}} and hit.tensor_names == (name,)
     cache.clear()
     assert load_request(req) is None
 

@@ -53,8 +53,8 @@ def _skipped(tree: ast.Module) -> set[int]:
     return skip
 
 
-def sentences(path: Path) -> list[tuple[int, str]]:
-    """(line, text) of every counted literal in one file."""
+def sentences(path: Path, min_words: int = MIN_WORDS) -> list[tuple[int, str]]:
+    """(line, text) of every counted literal of ``min_words`` words or more in one file."""
     tree = ast.parse(path.read_text(), str(path))
     skip = _skipped(tree)
     inside_fstrings = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in ast.walk(n)
@@ -65,7 +65,7 @@ def sentences(path: Path) -> list[tuple[int, str]]:
             continue
         if isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str)):
             text = _text(node)
-            if words(text) >= MIN_WORDS:
+            if words(text) >= min_words:
                 out.append((node.lineno, text))
     return sorted(out)
 

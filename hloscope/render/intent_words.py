@@ -1,6 +1,7 @@
 """The words of the offload accounting: each :class:`~hloscope.analysis.intent.outcome.Fact`, each
-reason (:class:`~hloscope.analysis.intent.outcome.Why`) and each request, worded once here for the
-text report, the JSON ``detail``, the check messages and the TUI.
+reason (:class:`~hloscope.analysis.intent.outcome.Why`), each request and each policy (``policy_words``,
+in JAX's notation), worded once here for the text report, the JSON ``detail`` and ``facts``, the check
+messages and the TUI.
 
 ``detail_words(a.detail)`` is one sentence from an account's facts; a fact that continues
 the one before carries its own separator (``; ...``, ``, but ...``).
@@ -11,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from hloscope.analysis.intent.model import Asked, AskKind, Preset
-from hloscope.analysis.intent.outcome import Accounted, Detail, Fact, Why
+from hloscope.analysis.intent.model import Asked, AskKind, Policy, PolicyKind, Preset
+from hloscope.analysis.intent.outcome import Accounted, Arg, Detail, Fact, Why
 
 #: One line per reason, for the docs and the text report's legend.
 WHY_MEANING: dict[Why, str] = {
@@ -128,9 +129,43 @@ _EMPTY = {(Fact.NOT_TAGGED, "tagged"): "none", (Fact.PRESET_LISTS, "tagged"): "n
 UNREAD_POLICY = "a policy hloscope cannot read (JAX offloaded the name)"
 
 
+def policy_words(p: Policy) -> str:
+    """``save_and_offload_only_these_names(offload=[...], save=[...], device->pinned_host)``: a policy
+    in JAX's notation, its parts in theirs; ``custom policy NAME`` for a callable."""
+    if p.kind is PolicyKind.CUSTOM:
+        return f"custom policy {p.callable or '(callable)'}"
+    args: list[str] = []
+    if p.offloaded:
+        args.append(f"offload={list(p.offloaded)}")
+    if p.saved or p.kind in (PolicyKind.SAVE_AND_OFFLOAD, PolicyKind.SAVE_ONLY):
+        args.append(f"save={list(p.saved)}")
+    if p.excluded:
+        args.append(f"except={list(p.excluded)}")
+    if p.offload_dst:
+        args.append(f"{p.offload_src or '?'}->{p.offload_dst}")
+    args += [policy_words(q) for q in p.parts]
+    return f"{p.kind}({', '.join(args)})"
+
+
+def _names(f: Fact, names: tuple[str, ...]) -> str:
+    """Names as a fact reads them: ``'mlp_act' or 'mlp_out'`` for a guess, else ``a, b``."""
+    return " or ".join(repr(n) for n in names) if f is Fact.DID_YOU_MEAN else ", ".join(names)
+
+
+def _value(f: Fact, v: Arg) -> str | int:
+    """A fact's name, figure, names or policy as the words and the JSON carry it (facts aside)."""
+    if isinstance(v, Policy):
+        return policy_words(v)
+    if isinstance(v, tuple):
+        return _names(f, v)
+    assert not isinstance(v, Detail)
+    return v
+
+
 def fact_words(d: Detail) -> str:
     """One fact in words, its fact arguments worded in their places."""
-    args = {k: fact_words(v) if isinstance(v, Detail) else (v if v != "" else _EMPTY.get((d.fact, k), ""))
+    args = {k: fact_words(v) if isinstance(v, Detail) else (_value(d.fact, v) if v != ""
+                                                            else _EMPTY.get((d.fact, k), ""))
             for k, v in d.args}
     return FACT_WORDS[d.fact].format(**args)
 
@@ -142,7 +177,8 @@ def detail_words(details: Iterable[Detail]) -> str:
 
 def fact_dict(d: Detail) -> dict[str, Any]:
     """A fact for the JSON report: its code and its arguments (facts as their own objects)."""
-    return {"fact": str(d.fact), **{k: fact_dict(v) if isinstance(v, Detail) else v for k, v in d.args}}
+    return {"fact": str(d.fact), **{k: fact_dict(v) if isinstance(v, Detail) else _value(d.fact, v)
+                                    for k, v in d.args}}
 
 
 def preset_words(preset: Preset | None) -> str:
@@ -154,9 +190,11 @@ def asked_policy(asked: Asked) -> str:
     """The policy that asked, described ("" when none), after the framework preset that built it."""
     if asked.policy_unread:
         return UNREAD_POLICY
-    if asked.preset is not None and asked.policy:
-        return f"{preset_words(asked.preset)}: {asked.policy}"
-    return asked.policy
+    if asked.policy is None:
+        return ""
+    if asked.preset is not None:
+        return f"{preset_words(asked.preset)}: {policy_words(asked.policy)}"
+    return policy_words(asked.policy)
 
 
 def asked_what(asked: Asked) -> str:
@@ -171,7 +209,7 @@ def asked_words(asked: Asked) -> str:
     if asked.kind is AskKind.OFFLOAD_DOTS:
         return f"offload {asked_what(asked)}"
     if asked.kind is AskKind.POLICY:
-        return f"{asked.policy}"
+        return policy_words(asked.policy) if asked.policy is not None else ""
     return asked.what
 
 

@@ -58,3 +58,24 @@ def test_every_fact_reason_rule_and_setting_has_its_words() -> None:
     assert set(WHY_MEANING) == set(Why)
     assert set(RULE_MEANING) == set(RULES)
     assert set(SETTING_MEANING) == set(SETTINGS)
+
+
+#: The only phrases of two words or more in analysis/intent/: keys, not words. A placement's
+#: ``describe()`` and an annotation's request are the ``what`` that ``--allow 'checkpoint=...'`` of
+#: ``intent-accounted`` matches (check cannot import render); the type alias is a forward reference.
+#: Everything a person reads of a request (a policy, the facts, the reasons) is worded in
+#: render/intent_words.py.
+INTENT_KEYS = {
+    ("account.py", "  ( ,   B x )"),
+    ("model.py", "argument of  "),
+    ("model.py", "output of  "),
+    ("model.py", "remat offload"),
+    ("outcome.py", "str | int | tuple[str, ...] | Policy | Detail"),
+}
+
+
+def test_the_intent_pass_and_model_write_no_phrases() -> None:
+    counter = _counter()
+    found = {(path.name, text) for path in sorted((ROOT / "hloscope" / "analysis" / "intent").glob("*.py"))
+             for _, text in counter.sentences(path, min_words=2)}
+    assert found == INTENT_KEYS

@@ -231,7 +231,7 @@ def _through_annotations(asked: Asked, annotations: Sequence[HostTransfer], lowe
 
 def _no_host_copy(asked: Asked, intent: Intent, tags: Sequence[Tag], at: Arg) -> Accounted:
     name = asked.what
-    savers = [p.describe() for p in intent.policies if name in p.all_saved()]
+    savers = [p for p in intent.policies if name in p.all_saved()]
     if savers:
         return Accounted(asked, Why.SAVED_ON_DEVICE, (fact(Fact.SAVED_BY_POLICY, at=at, policy=savers[0]),))
     if intent.policies and not any(p.differentiated for p in intent.policies if name in p.all_offloaded()):
@@ -329,7 +329,7 @@ class _Accounting:
             close = tuple(difflib.get_close_matches(name, tagged, n=3, cutoff=0.6))
             said = [fact(Fact.NOT_TAGGED, name=name, tagged=", ".join(tagged))]
             if close:
-                said.append(fact(Fact.DID_YOU_MEAN, names=" or ".join(repr(c) for c in close)))
+                said.append(fact(Fact.DID_YOU_MEAN, names=close))
             return Accounted(asked, Why.NEVER_TAGGED, tuple(said), suggestions=close)
         lines = ", ".join(sorted({str(t.where) for t in tags if t.where is not None}))
         at: Arg = lines or fact(Fact.NO_SOURCE_LINE)
@@ -502,8 +502,10 @@ def account_annotations_only(verdicts: Sequence[Verdict], module: Module,
     for m in sorted(matches, key=lambda m: -m.annotation.bytes):
         a = m.annotation
         src = unoptimized.source_location(a.instruction)
+        # The request's key, like a placement's (``Placement.describe``): ``--allow 'checkpoint=...'``
+        # of ``intent-accounted`` matches it and check cannot import render, so it is data, not words.
         asked = Asked(AskKind.ANNOTATION, f"{a.instruction.name} ({a.direction}, {a.bytes} B x{a.executions})",
-                      "", Where(src.file, src.line, src.function) if src else None,
+                      None, Where(src.file, src.line, src.function) if src else None,
                       "host" if a.direction is Direction.TO_HOST else "device")
         if m.matched:
             items.append(_became(asked, [by_id[id(t)] for t in m.became], fact(Fact.ITS_SLICES, n=len(m.became))))

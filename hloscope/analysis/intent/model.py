@@ -108,21 +108,14 @@ class Policy:
         """This policy or its parts that cannot be read."""
         return ((self,) if not self.inspectable else ()) + tuple(q for p in self.parts for q in p.uninspectable())
 
-    def describe(self) -> str:
-        """``save_and_offload_only_these_names(offload=[...], save=[...])`` and the like, for a person."""
+    def key(self) -> tuple[object, ...]:
+        """What makes two policies one request: the kind and the lists (a custom policy: its
+        callable), not the sites, the closure strings, differentiation or the preset. Data, not
+        words: ``render.intent_words.policy_words`` writes a policy for a person."""
         if self.kind is PolicyKind.CUSTOM:
-            return f"custom policy {self.callable or '(callable)'}"
-        args: list[str] = []
-        if self.offloaded:
-            args.append(f"offload={list(self.offloaded)}")
-        if self.saved or self.kind in (PolicyKind.SAVE_AND_OFFLOAD, PolicyKind.SAVE_ONLY):
-            args.append(f"save={list(self.saved)}")
-        if self.excluded:
-            args.append(f"except={list(self.excluded)}")
-        if self.offload_dst:
-            args.append(f"{self.offload_src or '?'}->{self.offload_dst}")
-        args += [p.describe() for p in self.parts]
-        return f"{self.kind}({', '.join(args)})"
+            return (self.kind, self.callable)
+        return (self.kind, self.saved, self.offloaded, self.excluded,
+                self.offload_src if self.offload_dst else "", self.offload_dst, tuple(p.key() for p in self.parts))
 
 
 @dataclass(frozen=True)
@@ -174,10 +167,10 @@ class Placement:
     unused: bool = False
 
     def describe(self) -> str:
-        """``device_put f32[8,64] in pinned_host``, ``argument #0 f32[8] in pinned_host``: what the
-        placement asks for, as its request's ``what`` carries it (the JSON's ``what``, the string an
-        allow entry of the check matches; the check layer cannot import ``render``), like
-        :meth:`Policy.describe`."""
+        """``device_put f32[8,64] in pinned_host``, ``argument #0 f32[8] in pinned_host``: the
+        placement's key, its request's ``what``. Data, not words, though a person reads it too: an
+        allow entry of the check (``--allow 'checkpoint=...'`` for ``intent-accounted``) matches this
+        string, the JSON's ``what`` carries it, and the check layer cannot import ``render``."""
         what = {
             PlacementKind.DEVICE_PUT: "device_put",
             PlacementKind.ARGUMENT: f"argument {self.label}",
@@ -227,15 +220,16 @@ class AskKind(StrEnum):
 @dataclass(frozen=True)
 class Asked:
     """One request of the step. what: the name, the placement (``argument #0 f32[8] in
-    pinned_host``), the annotation, or "" for a dot offload. policy: the policy that asked
-    (described), or "". policy_unread: the name was offloaded by a policy hloscope cannot
+    pinned_host``, :meth:`Placement.describe`), the annotation, or "" for a dot offload: the key
+    an allow entry of ``intent-accounted`` matches. policy: the policy that asked (for ``policy``
+    requests, the one hloscope cannot read), or None. policy_unread: the name was offloaded by a policy hloscope cannot
     read. where: its source line (the policy's checkpoint site, the placement's line).
     memory: the memory kind asked for. preset: the framework setting whose list the name came
     from (the policy's :class:`Preset`), None when the user's own policy listed it."""
 
     kind: AskKind
     what: str
-    policy: str = ""
+    policy: Policy | None = None
     where: Where | None = None
     memory: str = ""
     placement: Placement | None = None
@@ -247,32 +241,32 @@ def requests(intent: Intent) -> list[Asked]:
     """The step's requests, in order: offloaded names (by policy), dot offloads, uninspectable
     policies, placements."""
     out: list[Asked] = []
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, object]] = set()
     for p in intent.policies:
         for name in p.all_offloaded():
             if (AskKind.OFFLOAD_NAME, name) in seen:
                 continue
             seen.add((AskKind.OFFLOAD_NAME, name))
-            out.append(Asked(AskKind.OFFLOAD_NAME, name, p.describe(), p.sites[0] if p.sites else None,
+            out.append(Asked(AskKind.OFFLOAD_NAME, name, p, p.sites[0] if p.sites else None,
                              p.offload_dst, preset=p.preset))
-        if p.offloads_dots() and (AskKind.OFFLOAD_DOTS, p.describe()) not in seen:
-            seen.add((AskKind.OFFLOAD_DOTS, p.describe()))
-            out.append(Asked(AskKind.OFFLOAD_DOTS, "", p.describe(), p.sites[0] if p.sites else None,
+        if p.offloads_dots() and (AskKind.OFFLOAD_DOTS, p.key()) not in seen:
+            seen.add((AskKind.OFFLOAD_DOTS, p.key()))
+            out.append(Asked(AskKind.OFFLOAD_DOTS, "", p, p.sites[0] if p.sites else None,
                              p.offload_dst))
         for q in p.uninspectable():
             if (AskKind.POLICY, q.callable) not in seen:
                 seen.add((AskKind.POLICY, q.callable))
-                out.append(Asked(AskKind.POLICY, q.callable, q.describe(), q.sites[0] if q.sites else None))
+                out.append(Asked(AskKind.POLICY, q.callable, q, q.sites[0] if q.sites else None))
     # Names JAX offloaded that no readable policy lists (an uninspectable policy's): asked by that policy.
     listed = {a.what for a in out if a.kind is AskKind.OFFLOAD_NAME}
     for t in intent.tags:
         if t.host_copy and t.name not in listed:
             listed.add(t.name)
-            out.append(Asked(AskKind.OFFLOAD_NAME, t.name, "", t.where, "host", policy_unread=True))
+            out.append(Asked(AskKind.OFFLOAD_NAME, t.name, None, t.where, "host", policy_unread=True))
     for pl in intent.placements:
         if pl.kind is PlacementKind.REMAT_OFFLOAD:
             continue  # a dot offload's host copies: accounted under its policy
-        out.append(Asked(AskKind.PLACEMENT, pl.describe(), "", pl.where, pl.memory, pl))
+        out.append(Asked(AskKind.PLACEMENT, pl.describe(), None, pl.where, pl.memory, pl))
     return out
 
 

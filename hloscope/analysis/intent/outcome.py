@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TypeAlias
 
-from hloscope.analysis.intent.model import Asked
+from hloscope.analysis.intent.model import Asked, Policy
 from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.simulate.verdict import Verdict
 
@@ -58,7 +58,7 @@ class Fact(StrEnum):
     SOME_SYNC = "some-sync"  # n
     # a tagged name JAX made no host copy of
     NO_SOURCE_LINE = "no-source-line"
-    SAVED_BY_POLICY = "saved-by-policy"  # at, policy
+    SAVED_BY_POLICY = "saved-by-policy"  # at, policy (a Policy)
     NOT_DIFFERENTIATED = "not-differentiated"  # at
     TAGGED_CARRY = "tagged-carry"  # at
     TAGGED_OUTPUT = "tagged-output"  # at
@@ -74,7 +74,7 @@ class Fact(StrEnum):
     TAGGED_COPIED = "tagged-copied"  # at
     NOT_TAGGED = "not-tagged"  # name, tagged
     PRESET_LISTS = "preset-lists"  # name, framework, setting, value, tagged: a preset's name this model never tags
-    DID_YOU_MEAN = "did-you-mean"  # names
+    DID_YOU_MEAN = "did-you-mean"  # names (a tuple: the closest tagged names)
     # dot offloads
     NO_DOT_COPY = "no-dot-copy"
     DOT_COPIES = "dot-copies"  # n, lines
@@ -108,8 +108,9 @@ class Fact(StrEnum):
     NOTE = "note"  # text: what the trace reader could not read (hloscope.compile.seam.intent)
 
 
-#: An argument of a fact: a name or figure, or a fact of its own (worded in its place).
-Arg: TypeAlias = "str | int | Detail"
+#: An argument of a fact: a name or figure, names (a tuple), a policy, or a fact of its own; each is
+#: worded in its place by ``render.intent_words`` (a policy in JAX's notation, names joined).
+Arg: TypeAlias = "str | int | tuple[str, ...] | Policy | Detail"
 
 
 @dataclass(frozen=True)

@@ -148,7 +148,7 @@ def _inner_jit_name(eqn: Any) -> str:
 
 class _Reader:
     def __init__(self) -> None:
-        self.policies: dict[str, Policy] = {}
+        self.policies: dict[tuple[object, ...], Policy] = {}
         self.tags: dict[tuple[str, str, int], Tag] = {}
         self.placements: list[Placement] = []
         self.notes: list[str] = []
@@ -161,7 +161,7 @@ class _Reader:
         except Exception as e:  # reading is best effort: say so, never fail the compile
             p = Policy(PolicyKind.CUSTOM, inspectable=False, callable=f"(unreadable: {type(e).__name__})")
         where = _user_where(eqn)
-        key = f"{p.kind}|{p.describe()}|{p.callable}"
+        key = (*p.key(), p.callable)
         old = self.policies.get(key, p)
         sites = old.sites + ((where,) if where is not None and where not in old.sites else ())
         self.policies[key] = Policy(p.kind, p.saved, p.offloaded, p.excluded, p.offload_src, p.offload_dst, p.parts,

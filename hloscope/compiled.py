@@ -66,7 +66,7 @@ def _source(package: str, module: str) -> str:
 
 
 def _sha256(path: str) -> str:
-    import hashlib
+    import hashlib  # lazy: only a source newer than the manifest is hashed
 
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
@@ -135,7 +135,7 @@ def choose(package: str) -> Build:
         sys.meta_path.insert(0, _Sources(package, None if unlisted else build.compiled))
         build = Build(build.compiled, build.stale, build.pure_why, sources_run=True)
         if build.stale:
-            import warnings
+            import warnings  # lazy: only a stale build warns
 
             shown = ", ".join(build.stale[:3]) + (" ..." if len(build.stale) > 3 else "")
             what = ("compiled files that no manifest describes (an older build) are in the package" if unlisted else

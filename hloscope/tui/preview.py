@@ -47,8 +47,7 @@ class PreviewRows:
 
 
 def preview_rows(report: Report) -> PreviewRows:
-    # the child's: the loading screen imports this module, and tui.format imports the analysis
-    from hloscope.tui.format import VERDICT_STYLE, row_words
+    from hloscope.tui.format import VERDICT_STYLE, row_words  # lazy: the child's; tui.format loads the analysis
 
     counts: dict[str, int] = {}
     for v in report.verdicts:
@@ -111,6 +110,7 @@ def start_preview(source: Source) -> Preview | None:
 def main(argv: list[str]) -> int:
     """The child: ``python -m hloscope.tui.preview PATH TARGET HOST_SPACE`` writes the pickled rows to
     stdout (exit 1, nothing written, when the file cannot be analysed: the app's load says why)."""
+    # lazy: the child's imports; the loading screen imports this module and must not load the analysis
     from hloscope.analysis.report import analyze_step
     from hloscope.analysis.simulate.overlap import AnalysisOptions
     from hloscope.artifact import read_step

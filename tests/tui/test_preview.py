@@ -12,7 +12,7 @@ from textual.widgets import DataTable
 from hloscope.analysis.report import analyze_step
 from hloscope.analysis.simulate.overlap import AnalysisOptions
 from hloscope.artifact import read_step
-from hloscope.compile.request import CompileRequest
+from hloscope.request import CompileRequest
 from hloscope.tui.app import HloscopeApp
 from hloscope.tui.load import Loaded, Source, load_source
 from hloscope.tui.preview import COLUMNS, PREVIEW_ENV, PreviewRows, preview_rows, start_preview

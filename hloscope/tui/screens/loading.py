@@ -9,7 +9,10 @@ the transfer table with its verdicts, read-only.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
+from textual import widgets
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
@@ -17,6 +20,9 @@ from textual.widgets import Footer, LoadingIndicator, Static
 
 from hloscope.tui.preview import COLUMNS, PreviewRows
 from hloscope.tui.text import lines, plain
+
+if TYPE_CHECKING:
+    from textual.widgets import DataTable
 
 #: Seconds between two frames of the loading animation (Textual's LoadingIndicator draws 16 a
 #: second). Each frame takes the GIL from the load worker: at 16 a second the 32-layer benchmark
@@ -56,9 +62,8 @@ class LoadingScreen(Screen[None]):
 
     def show_preview(self, preview: PreviewRows) -> None:
         """The transfer table's rows with their verdicts, in place of the indicator, until the main screen."""
-        from textual.widgets import DataTable  # not before the first frame (tests/tui/test_app.py)
-
-        table: DataTable[Text] = DataTable(id="preview", cursor_type="row", zebra_stripes=True)
+        # widgets.DataTable: textual loads it on first access, not before the first frame (tests/tui/test_app.py)
+        table: DataTable[Text] = widgets.DataTable(id="preview", cursor_type="row", zebra_stripes=True)
         lists = self.query_one("#loading-lists")
         lists.border_title = f"transfers {len(preview.rows)}"
         self.query_one("#summary", Static).update(lines(

@@ -22,7 +22,7 @@ against ``python -c`` importing JAX and running the C++ parse on the same file. 
 Then the TUI's first screen (``--tui-runs``, 3 by default; 0: none): ``hloscope tui FILE --target T`` in
 tmux, from its start to a row of the transfer table with its verdict on screen (benchmarks/bench_tui.py),
 the median of the runs, quiet (the machine as it is) and loaded (one busy process per core beside it).
-``--pure-too`` times every checkout twice, as built and with HLOSCOPE_PURE=1 (pure Python). The last
+``--pure-too`` times this checkout twice, as built and with HLOSCOPE_PURE=1 (pure Python). The last
 lines name each checkout's build (compiled by the install, or pure Python).
 """
 
@@ -141,10 +141,11 @@ def process_times(tree: Path, cases: list[tuple[str, Path, str]], repeat: int,
 
 
 def builds(trees: list[tuple[str, Path]], pure_too: bool) -> list[tuple[str, Path, str]]:
-    """(label, tree, env) per checkout; with ``pure_too`` each again with HLOSCOPE_PURE=1 (the sources
-    of a compiled install: hloscope.compiled), labelled ``, pure``."""
+    """(label, tree, env) per checkout; with ``pure_too`` this checkout again with HLOSCOPE_PURE=1 (the
+    sources of a compiled install: hloscope.compiled), labelled ``, pure``."""
     out = [(label, tree, "") for label, tree in trees]
-    return out + [(f"{label}, pure", tree, "HLOSCOPE_PURE=1") for label, tree in trees] if pure_too else out
+    label, tree = trees[-1]
+    return [*out, (f"{label}, pure", tree, "HLOSCOPE_PURE=1")] if pure_too else out
 
 
 def build_of(tree: Path, env: str) -> str:

@@ -92,6 +92,8 @@ PURE_ENV = "HLOSCOPE_PURE"
 OPT_LEVEL = "3"
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository: setup.py, pyproject.toml, hloscope/
+#: Where mypyc writes the C, relative to ROOT (removed when the build ends).
+C_DIR = os.path.join("build", "hloscope-mypyc")
 
 
 def source_path(module: str, root: Path = ROOT) -> Path:
@@ -166,7 +168,7 @@ def mypyc_extensions(root: Path, c_dir: str) -> list[Extension]:
     # One C file per module includes the group's header, which mypyc writes under the group's package
     # folder (c_dir/hloscope/) without adding that folder to the include path.
     for ext in exts:
-        ext.include_dirs.append(os.path.join(c_dir, *GROUP.split(".")[:-1]))
+        ext.include_dirs.append(str(root / c_dir / Path(*GROUP.split(".")[:-1])))
     return exts
 
 
@@ -205,17 +207,25 @@ class BuildExt(build_ext):
     leaves no compiled file behind and does not fail the install."""
 
     def finalize_options(self) -> None:
-        self._c_dir = tempfile.mkdtemp(prefix="hloscope-mypyc-")
-        self._why_pure = ""
-        if os.environ.get(PURE_ENV) == "1":
-            self._why_pure = f"{PURE_ENV}=1"
-        else:
-            try:
-                self.distribution.ext_modules = mypyc_extensions(ROOT, self._c_dir)
-            except BaseException as e:
-                if isinstance(e, KeyboardInterrupt):
-                    raise
-                self._why_pure = f"mypyc could not translate the modules ({_short(e)})"
+        # Once per build, whichever command finalizes this one first (egg_info's file list does, before
+        # build does): the C goes to a folder under build/ given relative to the project, as setuptools
+        # wants every path of an extension's sources (egg_info refused /tmp/...: "setup script specifies
+        # an absolute path").
+        made = getattr(self.distribution, "_hloscope_mypyc", None)
+        if made is None:
+            why = ""
+            if os.environ.get(PURE_ENV) == "1":
+                why = f"{PURE_ENV}=1"
+            else:
+                shutil.rmtree(ROOT / C_DIR, ignore_errors=True)
+                try:
+                    self.distribution.ext_modules = mypyc_extensions(ROOT, C_DIR)
+                except BaseException as e:  # mypyc reports a type error by SystemExit
+                    if isinstance(e, KeyboardInterrupt):
+                        raise
+                    why = f"mypyc could not translate the modules ({_short(e)})"
+            made = self.distribution._hloscope_mypyc = why
+        self._why_pure: str = made
         super().finalize_options()
         if self.parallel is None:
             self.parallel = jobs()  # the per-module extensions, side by side
@@ -250,7 +260,7 @@ class BuildExt(build_ext):
                 (package / MANIFEST).write_text(manifest_text(ROOT, compiled=True))
                 note(f"compiled {len(COMPILED_MODULES)} modules with mypyc")
         finally:
-            shutil.rmtree(self._c_dir, ignore_errors=True)
+            shutil.rmtree(ROOT / C_DIR, ignore_errors=True)
 
     def build_extensions(self) -> None:
         with parallel_compile(self.compiler, jobs()):  # the compiler run() has just made

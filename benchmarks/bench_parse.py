@@ -163,14 +163,10 @@ def main() -> int:
 
 
 def build_line() -> str:
-    """Which hloscope ran: pure Python, or the compiled build (hloscope.mypyc_build)."""
-    from hloscope.buildinfo import COMPILED_MODULES, build_status
+    """Which hloscope ran: the compiled build an install made, or pure Python (hloscope.compiled)."""
+    from hloscope import compiled
 
-    status = build_status()
-    if not status.compiled:
-        return "build: pure Python (python -m hloscope.mypyc_build build compiles the hot modules)"
-    stale = f", {len(status.stale)} STALE" if status.stale else ""
-    return f"build: compiled by mypyc, {len(status.compiled)} of {len(COMPILED_MODULES)} modules{stale}"
+    return compiled.describe(compiled.current())
 
 
 if __name__ == "__main__":

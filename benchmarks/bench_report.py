@@ -18,6 +18,12 @@ also shown as a multiple of the C++ parse in the same process. The best round of
 Then, unless --no-process, whole processes (best of --repeat): ``python -m hloscope analyze FILE``
 against ``python -c`` importing JAX and running the C++ parse on the same file. ``--clock cpu`` times CPU
 (this process's, or a whole process's own) instead of wall time: steadier on a busy machine.
+
+Then the TUI's first screen (``--tui-runs``, 3 by default; 0: none): ``hloscope tui FILE --target T`` in
+tmux, from its start to a row of the transfer table with its verdict on screen (benchmarks/bench_tui.py),
+the median of the runs, quiet (the machine as it is) and loaded (one busy process per core beside it).
+``--pure-too`` times this checkout twice, as built and with HLOSCOPE_PURE=1 (pure Python). The last
+lines name each checkout's build (compiled by the install, or pure Python).
 """
 
 from __future__ import annotations
@@ -109,18 +115,19 @@ def child(cases: list[tuple[str, Path, str]], repeat: int) -> list[dict[str, Any
     return rows
 
 
-def run_tree(tree: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
+def run_tree(tree: Path, args: argparse.Namespace, env: str = "") -> list[dict[str, Any]]:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--tree", str(tree), "--layers", args.layers,
            "--repeat", str(args.repeat), "--clock", args.clock] + (["--no-405b"] if args.no_405b else [])
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=tree)
+    out = subprocess.run(["env", *env.split(), *cmd], capture_output=True, text=True, check=True, cwd=tree)
     rows: list[dict[str, Any]] = json.loads(out.stdout[out.stdout.index("["):])
     return rows
 
 
 def process_times(tree: Path, cases: list[tuple[str, Path, str]], repeat: int,
-                  cpu: bool) -> dict[str, tuple[float, float]]:
+                  cpu: bool, extra_env: str = "") -> dict[str, tuple[float, float]]:
     """Per input, the best time of ``hloscope analyze FILE`` and of a JAX process running the C++ parse."""
-    env = dict(os.environ, PYTHONPATH=str(tree), JAX_PLATFORMS="cpu")
+    env = dict(os.environ, PYTHONPATH=str(tree), JAX_PLATFORMS="cpu",
+               **dict(kv.split("=", 1) for kv in extra_env.split()))
     out = {}
     for label, path, target in cases:
         hs = best_process([sys.executable, "-m", "hloscope", "analyze", str(path), "--target", target], repeat, cpu,
@@ -128,6 +135,60 @@ def process_times(tree: Path, cases: list[tuple[str, Path, str]], repeat: int,
         cpp = best_process([sys.executable, "-c", _CPP_PROCESS, str(path)], repeat, cpu, cwd=tree, env=env)
         out[label] = (hs, cpp)
     return out
+
+
+# -- the TUI's first screen and the build, beside the stages (issue 44 items 2-4) -------------------
+
+
+def builds(trees: list[tuple[str, Path]], pure_too: bool) -> list[tuple[str, Path, str]]:
+    """(label, tree, env) per checkout; with ``pure_too`` this checkout again with HLOSCOPE_PURE=1 (the
+    sources of a compiled install: hloscope.compiled), labelled ``, pure``."""
+    out = [(label, tree, "") for label, tree in trees]
+    label, tree = trees[-1]
+    return [*out, (f"{label}, pure", tree, "HLOSCOPE_PURE=1")] if pure_too else out
+
+
+def build_of(tree: Path, env: str) -> str:
+    """hloscope.compiled's line for ``tree`` run with ``env`` (a checkout without it: "build: ?")."""
+    code = "from hloscope import compiled; print(compiled.describe(compiled.current()))"
+    out = subprocess.run(["env", *env.split(), sys.executable, "-W", "ignore", "-c", code], capture_output=True,
+                         text=True, cwd=tree, env=dict(os.environ, PYTHONPATH=str(tree)))
+    return out.stdout.strip() or "build: ?"
+
+
+def tui_first_screens(runs: list[tuple[str, Path, str]], cases: list[tuple[str, Path, str]],
+                      n: int) -> dict[tuple[str, str], tuple[float, float]]:
+    """Per (checkout, input): the median of ``n`` runs of ``hloscope tui FILE`` from the tmux start to
+    a row's verdict on screen (benchmarks/bench_tui.py), with the machine as it is ("quiet") and
+    with one busy process per core beside it ("loaded"); the checkouts alternate."""
+    import shutil
+    import statistics
+
+    import bench_tui
+
+    if shutil.which("tmux") is None:
+        print("TUI first screen: skipped (tmux not installed)")
+        return {}
+    got: dict[tuple[str, str, int], list[float]] = {}
+    hold = f"hloscope-bench-hold-{os.getpid()}"
+    bench_tui._session(hold, "sleep 3600")  # the tmux server's start is in no figure
+    try:
+        for loaded in (0, 1):
+            burners = bench_tui._burners(os.cpu_count() or 1) if loaded else []
+            try:
+                for _ in range(n):
+                    for label, tree, env in runs:
+                        for inp, path, target in cases:
+                            got.setdefault((label, inp, loaded), []).append(
+                                bench_tui.first_verdicts_s(tree, str(path), f"--target {target}", env))
+            finally:
+                for p in burners:
+                    p.kill()
+                    p.wait()
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", hold], capture_output=True)
+    return {(label, inp): (statistics.median(got[(label, inp, 0)]), statistics.median(got[(label, inp, 1)]))
+            for label, _t, _e in runs for inp, _p, _g in cases}
 
 
 def main() -> int:
@@ -141,6 +202,10 @@ def main() -> int:
     ap.add_argument("--no-process", action="store_true", help="skip the whole-process figures")
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                     help="wall time, or CPU time (this process's; a whole process's own): steadier on a busy machine")
+    ap.add_argument("--pure-too", action="store_true",
+                    help="each checkout again with HLOSCOPE_PURE=1 (its sources, not its compiled modules)")
+    ap.add_argument("--tui-runs", type=int, default=3,
+                    help="runs of the TUI's first screen per checkout and input, quiet and loaded (0: none)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--tree", type=Path, default=ROOT, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -161,16 +226,20 @@ def main() -> int:
         elif args.before_tree:
             trees.append((f"before ({args.before_tree})", args.before_tree.resolve()))
         trees.append(("this checkout", ROOT))
+        runs = builds(trees, args.pure_too)
         best_rows: dict[tuple[str, str], dict[str, Any]] = {}
         for _ in range(args.rounds):
-            for label, tree in trees:
-                for row in run_tree(tree, args):
+            for label, tree, env in runs:
+                for row in run_tree(tree, args, env):
                     key = (label, row["input"])
                     kept = best_rows.get(key)
                     if kept is None or row["complete"] / row["cpp"] < kept["complete"] / kept["cpp"]:
                         best_rows[key] = row
+        cpu = args.clock == "cpu"
         procs = ({} if args.no_process else
-                 {label: process_times(tree, cases, args.repeat, args.clock == "cpu") for label, tree in trees})
+                 {label: process_times(tree, cases, args.repeat, cpu, env) for label, tree, env in runs})
+        tui = tui_first_screens(runs, cases, args.tui_runs) if args.tui_runs else {}
+        built = {label: build_of(tree, env) for label, tree, env in runs}
     print(f"{args.clock} clock; best of {args.repeat} per figure, best of {args.rounds} round(s) per checkout; "
           f"load average "
           f"{os.getloadavg()[0]:.1f} at the end; seconds, and (x C++) the multiple of the C++ parse in the same "
@@ -178,7 +247,7 @@ def main() -> int:
     head = f"{'input':9} {'checkout':28} {'sims':>5} " + " ".join(f"{s:>15}" for s in STAGES)
     print(head)
     for inp in dict.fromkeys(r["input"] for r in best_rows.values()):
-        for label, _tree in trees:
+        for label, _tree, _env in runs:
             r = best_rows[(label, inp)]
             cells = " ".join(f"{r[s]:>7.3f} ({r[s] / r['cpp']:>5.2f})" for s in STAGES)
             print(f"{inp:9} {label:28} {r['simulations']:>5} {cells}")
@@ -187,6 +256,14 @@ def main() -> int:
         for label, got in procs.items():
             print(f"  {label:28} " + "  ".join(f"{inp}: {hs:.2f} / {cpp:.2f} ({hs / cpp:.2f}x)"
                                              for inp, (hs, cpp) in got.items()))
+    if tui:
+        print(f"hloscope tui FILE: tmux start -> a row's verdict on screen, wall s, median of {args.tui_runs}; "
+              "quiet (the machine as it is) / loaded (one busy process per core beside it)")
+        for label, _tree, _env in runs:
+            print(f"  {label:28} " + "  ".join(f"{inp}: {q:.2f} / {ld:.2f}" for (lb, inp), (q, ld) in tui.items()
+                                             if lb == label))
+    for label, _tree, _env in runs:
+        print(f"{label}: {built[label]}")
     return 0
 
 

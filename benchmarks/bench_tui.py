@@ -256,10 +256,11 @@ def _terminal(path: str, presses: int) -> None:
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
 
 
-def first_verdicts_s(root: Path, path: str) -> float:
-    """tmux start of ``hloscope tui PATH`` run from checkout ``root`` -> a row's verdict on screen."""
+def first_verdicts_s(root: Path, path: str, options: str = "", env: str = "") -> float:
+    """tmux start of ``hloscope tui PATH`` run from checkout ``root`` -> a row's verdict on screen.
+    ``options``: more of the command line (``--target gb200``); ``env``: ``NAME=VALUE ...`` for it."""
     name = f"hloscope-bench-ba-{os.getpid()}"
-    t0 = _session(name, f"cd {root} && exec {sys.executable} -m hloscope.cli tui {path}")
+    t0 = _session(name, f"cd {root} && exec env {env} {sys.executable} -m hloscope.cli tui {path} {options}")
     try:
         shown, _ = Pane(name).wait_for(verdict_on_screen, 600)
     finally:

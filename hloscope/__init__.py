@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import importlib
 import os
-import warnings
 from typing import Any
 
+from hloscope import compiled
 from hloscope.errors import HloParseError, HloscopeError
 from hloscope.native_stderr import quiet_first_jax_import
 
@@ -28,25 +28,9 @@ __all__ = ["HloParseError", "HloscopeError", "OffloadCheckFailed", "__version__"
 quiet_first_jax_import()
 
 
-def _warn_if_build_is_stale() -> None:
-    """A compiled build (hloscope.mypyc_build) whose sources were edited since runs the old code:
-    say so. Costs one directory listing when nothing was ever compiled."""
-    package = os.path.dirname(os.path.abspath(__file__))
-    try:
-        if not any(n.startswith("_compiled__mypyc") for n in os.listdir(package)):  # buildinfo.GROUP_FILE
-            return
-    except OSError:
-        return
-    from hloscope.buildinfo import stale_modules  # lazy: only a compiled build has build info to read
-
-    stale = stale_modules()
-    if stale:
-        warnings.warn(f"hloscope: {len(stale)} compiled module(s) are older than their source and run the old "
-                      f"code ({', '.join(stale[:3])}{' ...' if len(stale) > 3 else ''}): "
-                      "python -m hloscope.mypyc_build build (or clean)", RuntimeWarning, stacklevel=2)
-
-
-_warn_if_build_is_stale()
+# The compiled modules an install built run unless HLOSCOPE_PURE=1 or a source was edited since
+# (then their sources run; hloscope.compiled). Before anything imports one of them.
+compiled.choose(os.path.dirname(os.path.abspath(__file__)))
 
 # The API is imported on first use, so `hloscope tui` and the CLI start without loading the analysis.
 _LAZY = {"analyze": "hloscope.api", "compile_step": "hloscope.api", "compile_maxtext": "hloscope.api",

@@ -22,6 +22,7 @@ from hloscope.cli.options import (
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, HloscopeError
 from hloscope.request import CompileRequest
 from hloscope.tui.load import Source, check_source
+from hloscope.tui.preview import Preview, start_preview
 from hloscope.tui.terminal import use_terminal_for_keys
 
 
@@ -61,6 +62,7 @@ class TuiCommand:
             workload = request_from_args(args, workload=args.workload, maxtext=maxtext)
             prepare_compile(workload)
         spool = None
+        preview: Preview | None = None
         try:
             path = args.path
             if path == "-":
@@ -85,12 +87,17 @@ class TuiCommand:
                 check_source(compare)
             if spool is not None:
                 use_terminal_for_keys(stdin_held_module=True)
+            # Started now, before Textual is imported: the child analyses the file on another
+            # core while this process starts the app, and sends the transfer table's rows (tui.preview).
+            preview = start_preview(source)
             from hloscope.tui.app import HloscopeApp  # lazy: textual is slow; bad input is refused first
 
-            app = HloscopeApp(source, compare)
+            app = HloscopeApp(source, compare, preview=preview)
             with no_cache(args):
                 app.run()
         finally:
+            if preview is not None:
+                preview.close()
             if spool is not None:
                 shutil.rmtree(spool, ignore_errors=True)
         if app.failure is not None:  # the input failed to load, or the app crashed: one line, its exit code

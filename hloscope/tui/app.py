@@ -23,7 +23,8 @@ from textual.worker import WorkerFailed
 from hloscope.errors import EXIT_INTERNAL, HloscopeError
 from hloscope.tui.history import History, Place
 from hloscope.tui.load import Loaded, Source, load_source, measure_margins
-from hloscope.tui.messages import GoTo, LoadFailed, MarginsReady, ReportReady, TransferChosen
+from hloscope.tui.messages import GoTo, LoadFailed, MarginsReady, PreviewReady, ReportReady, TransferChosen
+from hloscope.tui.preview import Preview
 from hloscope.tui.screens.error import ErrorScreen
 from hloscope.tui.screens.help import HelpScreen
 from hloscope.tui.screens.loading import LoadingScreen
@@ -68,9 +69,10 @@ class HloscopeApp(App[int]):
     ]
 
     def __init__(self, source: Source, compare: Source | None = None,
-                 loader: Callable[[Source], Loaded] = load_source) -> None:
+                 loader: Callable[[Source], Loaded] = load_source, preview: Preview | None = None) -> None:
         super().__init__()
         self.source = source
+        self.preview = preview  # the first pass in a child process (tui.preview), its rows shown until the report
         self.compare_source = compare
         self.loader = loader
         self.loaded: Loaded | None = None
@@ -89,7 +91,18 @@ class HloscopeApp(App[int]):
 
     async def on_mount(self) -> None:
         await self.push_screen(LoadingScreen(self.source.label))
+        if self.preview is not None:  # a thread that waits on a pipe (the read releases the lock)
+            self.run_worker(partial(self._wait_preview, self.preview), thread=True, group="preview")
         self.call_after_refresh(self._start_load)  # the first screen is drawn before the worker competes
+
+    def _wait_preview(self, preview: Preview) -> None:
+        rows = preview.wait()
+        if rows is not None and self.loaded is None:
+            self.post_message(PreviewReady(rows))
+
+    def on_preview_ready(self, message: PreviewReady) -> None:
+        if self.loaded is None and isinstance(self.screen, LoadingScreen):
+            self.screen.show_preview(message.rows)
 
     def _start_load(self) -> None:
         self.run_worker(partial(self._load, self.source, False), thread=True, group="load")
@@ -123,6 +136,8 @@ class HloscopeApp(App[int]):
     def on_report_ready(self, message: ReportReady) -> None:
         from hloscope.tui.screens.main import MainScreen  # lazy: the analysis, after the first frame
 
+        if self.preview is not None:  # its rows are not needed now: stop the child if it still runs
+            self.preview.close()
         self.loaded = message.loaded
         self.main = MainScreen(message.loaded)
         self.switch_screen(self.main)

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
 from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.structure.transfers import HostTransfer
 from hloscope.hlo.model import SourceLocation
+from hloscope.units import human_bytes, human_us
+
+if TYPE_CHECKING:
+    from hloscope.analysis.report import Report
+    from hloscope.analysis.simulate.verdict import Verdict
 
 VERDICT_STYLE = {
     VerdictKind.SYNC: "bold white on #bf616a",
@@ -48,3 +54,13 @@ def source_words(loc: SourceLocation) -> str:
 
 def arrow(d: Direction) -> str:
     return "D→H" if d is Direction.TO_HOST else "H→D"
+
+
+def row_words(report: Report, v: Verdict) -> tuple[str, str, str, str, str, str, str, str]:
+    """``v``'s row of the transfer table in its default columns (``tui.preview.COLUMNS``): transfer,
+    verdict, ~exposed/step, checkpoint, dir, bytes, x/step, source."""
+    t = v.transfer
+    exposed = v.est_exposed_us * t.executions
+    loc = report.source(v)
+    return (t.instruction.name, v.verdict.value, human_us(exposed) if exposed > 0 else "-", checkpoint_name(t),
+            arrow(t.direction), human_bytes(t.bytes), str(t.executions), short_source(loc) if loc else "-")

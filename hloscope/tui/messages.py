@@ -11,6 +11,7 @@ if TYPE_CHECKING:  # kept off the import path of the first screen
     from hloscope.analysis.simulate.verdict import Verdict
     from hloscope.hlo.model import Instruction
     from hloscope.tui.load import Loaded
+    from hloscope.tui.preview import PreviewRows
 
 
 @dataclass
@@ -18,6 +19,13 @@ class ReportReady(Message):
     """The worker finished loading and analyzing."""
 
     loaded: Loaded
+
+
+@dataclass
+class PreviewReady(Message):
+    """The first pass in a child process sent the transfer table's rows (``tui.preview``), before the report."""
+
+    rows: PreviewRows
 
 
 @dataclass

@@ -24,7 +24,7 @@ class ModuleIndex:
         self._users: dict[str, dict[str, list[Instruction]]] = {}
         self._work_prefix: dict[str, list[int]] = {}
         self._classes: dict[str, list[OpClass]] = {}
-        # Built on first read, by hand: the class compiles with mypyc (hloscope.mypyc_build), and a
+        # Built on first read, by hand: the class compiles with mypyc (build_tools/hloscope_build.py), and a
         # compiled class has no instance __dict__ for a caching descriptor to fill.
         self._loops: list[Instruction] | None = None
         self._loop_of_body: dict[str, Instruction] | None = None

@@ -13,10 +13,11 @@ from textual.widgets import DataTable
 from hloscope.analysis.kinds import VERDICT_ORDER, Direction, VerdictKind
 from hloscope.analysis.report import Report
 from hloscope.analysis.simulate.verdict import Verdict
-from hloscope.tui.format import VERDICT_STYLE, arrow, checkpoint_name, short_source
+from hloscope.tui.format import VERDICT_STYLE, row_words
 from hloscope.tui.messages import TransferChosen, TransferHighlighted
+from hloscope.tui.preview import COLUMNS
 from hloscope.tui.text import plain
-from hloscope.units import human_bytes, human_us
+from hloscope.units import human_us
 
 #: Sort orders: (label, key over (schedule index, verdict)).
 SORTS: tuple[tuple[str, Callable[[tuple[int, Verdict]], Any]], ...] = (
@@ -35,11 +36,6 @@ REPORT_SORTS: tuple[tuple[str, Callable[[Report, tuple[int, Verdict]], Any]], ..
 PENDING = "…"
 VERDICT_FILTERS: tuple[VerdictKind | None, ...] = (None, *VERDICT_ORDER)
 DIRECTION_FILTERS: tuple[Direction | None, ...] = (None, Direction.TO_HOST, Direction.TO_DEVICE)
-#: The verdict right after the name: the column the table is for, whole at any width (at 110-150
-#: columns, sixth of eight, it was cut to one letter or scrolled out of view); then the time it
-#: costs, so that an 80-column terminal shows name, verdict and exposed time (seventh, it was
-#: off screen there, and ``m`` seemed to do nothing).
-COLUMNS = ("transfer", "verdict", "~exposed/step", "checkpoint", "dir", "bytes", "x/step", "source")
 #: ``m`` swaps the exposed time and the source for what each transfer costs the step and how close
 #: its verdict is to flipping (docs/verdicts.md), in the third column: the table keeps its width,
 #: whole at 160 columns with the detail beside.
@@ -139,13 +135,10 @@ class TransferTable(DataTable[Any]):
         columns = list(self.columns.values())
         widths = [c.content_width for c in columns]
         for i, v in rows:
-            t = v.transfer
-            loc = report.source(v)
-            exposed = v.est_exposed_us * t.executions
+            name, verdict, exposed, checkpoint, direction, nbytes, executions, source = row_words(report, v)
             # names and the source come from the module and its manifest: Text, never markup
-            head = (plain(t.instruction.name), Text(v.verdict.value, style=VERDICT_STYLE[v.verdict]))
-            what = (plain(checkpoint_name(t)), Text(arrow(t.direction)), Text(human_bytes(t.bytes)),
-                    Text(str(t.executions)))
+            head = (plain(name), Text(verdict, style=VERDICT_STYLE[v.verdict]))
+            what = (plain(checkpoint), Text(direction), Text(nbytes), Text(executions))
             cells: tuple[Text, ...]
             if self.costs:
                 blame = v.timing.blame_us if v.timing is not None else 0.0  # the simulated step's: known now
@@ -157,8 +150,7 @@ class TransferTable(DataTable[Any]):
                     marginal, margin = Text(PENDING, style="dim"), Text(PENDING, style="dim")
                 cells = (*head, Text(human_us(blame) if blame > 0 else "-"), marginal, margin, *what)
             else:
-                cells = (*head, Text(human_us(exposed) if exposed > 0 else "-"), *what,
-                         plain(short_source(loc)) if loc else Text("-"))
+                cells = (*head, Text(exposed), *what, plain(source))
             self.add_row(*cells, key=str(i))
             widths = [max(w, c.cell_len) for w, c in zip(widths, cells, strict=True)]
         # The widths DataTable measures on its next idle (each cell's one line), known now: the

@@ -15,12 +15,26 @@ from hloscope.artifact import read_step
 from hloscope.request import CompileRequest
 from hloscope.tui.app import HloscopeApp
 from hloscope.tui.load import Loaded, Source, load_source
-from hloscope.tui.preview import COLUMNS, PREVIEW_ENV, PreviewRows, preview_rows, start_preview
+from hloscope.tui.preview import COLUMNS, PREVIEW_ENV, PreviewRows, core_is_free, preview_rows, start_preview
 from hloscope.tui.screens.loading import LoadingScreen
 from hloscope.tui.widgets.transfers import TransferTable
 from tests.tui.conftest import FIXTURES, pilot_test
 
 LLAMA = str(FIXTURES / "llama_offload.hlo.txt")
+
+
+@pytest.fixture(autouse=True)
+def _a_child_whatever_the_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The child starts only when a core is free (core_is_free); the tests below are about the child,
+    # and run under -n 2 on 2 cores, so they ask for it whatever the load.
+    monkeypatch.setenv(PREVIEW_ENV, "1")
+
+
+def test_the_child_waits_for_a_free_core() -> None:
+    # On a 2-core machine a load of 1 leaves one core for the child; at load 15-19 (where the child was
+    # measured to make the first rows later) or on one core there is none.
+    assert core_is_free(2, 0.4) and core_is_free(2, 1.0) and core_is_free(16, 12.0)
+    assert not core_is_free(2, 1.5) and not core_is_free(2, 17.0) and not core_is_free(1, 0.0)
 
 
 def _rows(table: DataTable[object]) -> list[tuple[str, ...]]:

@@ -67,6 +67,36 @@ XLA_FOLDERS = ("tests/compile/", "tests/compile/intent/", "tests/xla/")
 JAX_VERSION_FOLDERS = ("tests/compile/",)
 
 
+# The CUDA plugin's log, on in every test process before its first xla-tier test. XLA's GPU plugin reads
+# its log settings once, when its logging starts (its first topology, or jax's backends starting), and
+# keeps them for the life of the process; hloscope turns the log on for its own first topology
+# (compile.cuda.topology._plugin_logging) and reads the scheduler, the estimator and XLA's view from it.
+# A test that starts jax's backends itself first (the jaxpr readers in tests/compile/intent/ trace and
+# run steps) left the log off for the rest of its worker, and later compile tests read "XLA's log was
+# not available". Which test runs first in a worker depends on the collection order and xdist's
+# distribution, so each worker makes hloscope's first topology before its first xla-tier test, as
+# `hloscope compile` does in its own process.
+_PLUGIN_STARTED: list[bool] = []
+
+
+@pytest.fixture(autouse=True)
+def _the_plugin_log_on_first(request: pytest.FixtureRequest) -> None:
+    if _PLUGIN_STARTED or request.node.get_closest_marker("xla") is None or not HAS_JAXLIB:
+        return
+    _PLUGIN_STARTED.append(True)
+    import sys
+
+    if "jax" in sys.modules:
+        from hloscope.compile.seam.jaxcompat import backends_started
+
+        if backends_started():
+            return  # too late for this worker: jax's backends started at import or collection
+    from hloscope.compile.cuda.topology import compile_only_devices
+    from hloscope.targets import get_target
+
+    compile_only_devices(get_target("h100-sxm"), 8)
+
+
 def folder_of(rel: str) -> str:
     """The folder of a test file or node id relative to the root, with a trailing ``/``."""
     return rel.split("::", 1)[0].rsplit("/", 1)[0] + "/"

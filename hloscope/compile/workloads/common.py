@@ -30,8 +30,7 @@ SWITCHES = ("remat", "device", "offload")
 
 
 def checkpoint_policy(policy: str, names: Sequence[str]) -> Any:
-    # lazy: jax is slow to import; only when tracing or compiling
-    import jax
+    import jax  # lazy: jax, only when tracing
 
     cp = jax.checkpoint_policies
     if policy == "offload":
@@ -54,8 +53,7 @@ def switched_policy(policy: str, switches: Mapping[str, str]) -> Any:
     ``custom`` policy); ``remat``: nothing saved (MaxText ``full``: only the scanned layer's
     carry is kept); ``save``: every tensor not switched ``remat`` stays in HBM.
     """
-    # lazy: jax is slow to import; only when tracing or compiling
-    import jax
+    import jax  # lazy: jax, only when tracing
 
     cp = jax.checkpoint_policies
     offload = [n for n, s in switches.items() if s == "offload"]
@@ -73,18 +71,16 @@ def switched_policy(policy: str, switches: Mapping[str, str]) -> Any:
 
 def abstract(mesh: Any, shape: Sequence[int], dtype: Any, spec: Sequence[str | None]) -> Any:
     """A ShapeDtypeStruct sharded over ``mesh`` by ``spec`` (a PartitionSpec tuple)."""
-    # lazy: jax is slow to import; only when tracing or compiling
-    import jax
-    from jax.sharding import NamedSharding, PartitionSpec
+    import jax  # lazy: jax, only when tracing
+    from jax.sharding import NamedSharding, PartitionSpec  # lazy: jax, only when tracing
 
     return jax.ShapeDtypeStruct(tuple(shape), dtype, sharding=NamedSharding(mesh, PartitionSpec(*spec)))
 
 
 def adam_step(loss_fn: Any, lr: float = 1e-4, b1: float = 0.9, b2: float = 0.95, eps: float = 1e-8) -> Any:
     """A training step ``(params, m, v, batch) -> (loss, params, m, v)`` with Adam."""
-    # lazy: jax is slow to import; only when tracing or compiling
-    import jax
-    import jax.numpy as jnp
+    import jax  # lazy: jax, only when tracing
+    import jax.numpy as jnp  # lazy: jax, only when tracing
 
     def step(params: Any, m: Any, v: Any, batch: Any) -> Any:
         loss, grads = jax.value_and_grad(loss_fn)(params, batch)
@@ -100,9 +96,8 @@ def adam_step(loss_fn: Any, lr: float = 1e-4, b1: float = 0.9, b2: float = 0.95,
 
 def adam_args(mesh: Any, params: Any) -> tuple[Any, Any, Any]:
     """(params, m, v) abstract trees; moments in f32 with the params' sharding."""
-    # lazy: jax is slow to import; only when tracing or compiling
-    import jax
-    import jax.numpy as jnp
+    import jax  # lazy: jax, only when tracing
+    import jax.numpy as jnp  # lazy: jax, only when tracing
 
     def moment(p: Any) -> Any:
         return jax.ShapeDtypeStruct(p.shape, jnp.float32, sharding=p.sharding)
@@ -112,9 +107,8 @@ def adam_args(mesh: Any, params: Any) -> tuple[Any, Any, Any]:
 
 def batch_sharded(mesh: Any, axis: Any) -> Any:
     """A function constraining an activation to be sharded on its batch (first) dim."""
-    # lazy: jax is slow to import; only when tracing or compiling
-    import jax
-    from jax.sharding import NamedSharding, PartitionSpec
+    import jax  # lazy: jax, only when tracing
+    from jax.sharding import NamedSharding, PartitionSpec  # lazy: jax, only when tracing
 
     def constrain(x: Any) -> Any:
         spec = PartitionSpec(axis, *([None] * (x.ndim - 1)))
@@ -124,8 +118,7 @@ def batch_sharded(mesh: Any, axis: Any) -> Any:
 
 
 def rms_norm(x: Any, w: Any) -> Any:
-    # lazy: jax is slow to import; only when tracing or compiling
-    import jax.numpy as jnp
+    import jax.numpy as jnp  # lazy: jax, only when tracing
 
     xf = x.astype(jnp.float32)
     y = xf * jnp.reciprocal(jnp.sqrt(jnp.mean(xf * xf, axis=-1, keepdims=True) + 1e-6))
@@ -140,9 +133,8 @@ def causal_attention(q: Any, k: Any, v: Any, chunk: int = 0) -> Any:
     memory behaviour of a flash-attention kernel written in plain JAX: the
     [S, S] score matrix is never held whole.
     """
-    # lazy: jax is slow to import; only when tracing or compiling
-    import jax
-    import jax.numpy as jnp
+    import jax  # lazy: jax, only when tracing
+    import jax.numpy as jnp  # lazy: jax, only when tracing
 
     b, s, h, d = q.shape
     kv = k.shape[2]
@@ -180,11 +172,10 @@ def flash_attention(q: Any, k: Any, v: Any, mesh: Any, axis: Any) -> Any:
     two itself. It runs per device under ``shard_map`` (XLA cannot partition a custom call),
     forward and backward as Triton kernels (``mha_forward``, ``mha_backward``).
     """
-    # lazy: jax is slow to import; only when tracing or compiling
-    import jax
-    import jax.numpy as jnp
-    from jax.experimental.pallas.ops.gpu import attention as pallas_attention
-    from jax.sharding import PartitionSpec
+    import jax  # lazy: jax, only when tracing
+    import jax.numpy as jnp  # lazy: jax, only when tracing
+    from jax.experimental.pallas.ops.gpu import attention as pallas_attention  # lazy: jax, only when tracing
+    from jax.sharding import PartitionSpec  # lazy: jax, only when tracing
 
     h, d = q.shape[2], q.shape[3]
     kv, dv = k.shape[2], v.shape[-1]
@@ -217,8 +208,7 @@ def attention(kind: str, q: Any, k: Any, v: Any, chunk: int, mesh: Any, axis: An
 
 def rope(x: Any, base: float = 10_000.0) -> Any:
     """Rotary position embedding of x [B,S,H,D] over its last dim (positions 0..S-1)."""
-    # lazy: jax is slow to import; only when tracing or compiling
-    import jax.numpy as jnp
+    import jax.numpy as jnp  # lazy: jax, only when tracing
 
     s, d = x.shape[1], x.shape[-1]
     inv = 1.0 / (base ** (jnp.arange(0, d, 2, dtype=jnp.float32) / d))
@@ -229,9 +219,8 @@ def rope(x: Any, base: float = 10_000.0) -> Any:
 
 
 def cross_entropy(logits: Any, labels: Any) -> Any:
-    # lazy: jax is slow to import; only when tracing or compiling
-    import jax
-    import jax.numpy as jnp
+    import jax  # lazy: jax, only when tracing
+    import jax.numpy as jnp  # lazy: jax, only when tracing
 
     logp = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
     return -jnp.mean(jnp.take_along_axis(logp, labels[..., None], axis=-1))
@@ -239,8 +228,7 @@ def cross_entropy(logits: Any, labels: Any) -> Any:
 
 def apply_layers(layer: Any, x: Any, stacked: Any, scan: bool) -> Any:
     """Run ``layer(x, p)`` over a stack of layer params, scanned or unrolled."""
-    # lazy: jax is slow to import; only when tracing or compiling
-    import jax
+    import jax  # lazy: jax, only when tracing
 
     if scan:
         x, _ = jax.lax.scan(lambda c, p: (layer(c, p), None), x, stacked)

@@ -179,11 +179,10 @@ PRESETS = {
 
 
 def build(cfg: DeepSeekConfig, mesh: Any) -> tuple[Any, tuple[Any, ...]]:
-    # lazy: jax is slow to import; only when tracing or compiling
-    import jax
-    import jax.numpy as jnp
-    from jax.ad_checkpoint import checkpoint_name
-    from jax.sharding import PartitionSpec
+    import jax  # lazy: jax, only when tracing
+    import jax.numpy as jnp  # lazy: jax, only when tracing
+    from jax.ad_checkpoint import checkpoint_name  # lazy: jax, only when tracing
+    from jax.sharding import PartitionSpec  # lazy: jax, only when tracing
 
     names = common.slice_axes(mesh)
     fsdp = common.fsdp_axis(mesh)

@@ -122,8 +122,7 @@ PRESETS["llama3-405b-nvfp4"] = dataclasses.replace(PRESETS["llama3-405b-fp8"], q
 
 def _quantize(a: Any, dtype: Any) -> tuple[Any, Any]:
     """``a`` scaled by its current absolute maximum into ``dtype``'s range: (quantized, f32 scale)."""
-    # lazy: jax is slow to import; only when tracing or compiling
-    import jax.numpy as jnp
+    import jax.numpy as jnp  # lazy: jax, only when tracing
 
     limit = float(jnp.finfo(dtype).max)
     scale = jnp.maximum(jnp.max(jnp.abs(a)).astype(jnp.float32), 1e-12) / limit
@@ -134,9 +133,8 @@ def _fp8_matmul() -> Any:
     """x [..., K] @ w [K, N] as a dot of float8_e4m3fn operands (per-tensor current scaling,
     the scales applied to the bf16 product); the backward pass quantizes the incoming gradient
     to float8_e5m2 and computes both gradients as FP8 dots too."""
-    # lazy: jax is slow to import; only when tracing or compiling
-    import jax
-    import jax.numpy as jnp
+    import jax  # lazy: jax, only when tracing
+    import jax.numpy as jnp  # lazy: jax, only when tracing
 
     e4m3, e5m2, bf16 = jnp.float8_e4m3fn, jnp.float8_e5m2, jnp.bfloat16
 
@@ -170,9 +168,8 @@ def _nvfp4_matmul() -> Any:
     of ``jax.nn.scaled_dot_general``'s ``__op$block_scaled_dot`` when it cannot call a
     block-scaled GEMM; that function itself needs devices present, which a deviceless compile
     has not). Named ``nvfp4`` in op_name so a cost model can charge the FP4 rate."""
-    # lazy: jax is slow to import; only when tracing or compiling
-    import jax
-    import jax.numpy as jnp
+    import jax  # lazy: jax, only when tracing
+    import jax.numpy as jnp  # lazy: jax, only when tracing
 
     f4, e4m3, bf16 = jnp.float4_e2m1fn, jnp.float8_e4m3fn, jnp.bfloat16
 
@@ -189,10 +186,9 @@ def _nvfp4_matmul() -> Any:
 
 
 def build(cfg: LlamaConfig, mesh: Any) -> tuple[Any, tuple[Any, ...]]:
-    # lazy: jax is slow to import; only when tracing or compiling
-    import jax
-    import jax.numpy as jnp
-    from jax.ad_checkpoint import checkpoint_name
+    import jax  # lazy: jax, only when tracing
+    import jax.numpy as jnp  # lazy: jax, only when tracing
+    from jax.ad_checkpoint import checkpoint_name  # lazy: jax, only when tracing
 
     fsdp, batch_axes = common.fsdp_axis(mesh), common.batch_axes(mesh)
     n_dev = mesh.size

@@ -35,10 +35,9 @@ PRESETS = {"mlp-tiny": MlpConfig()}
 
 
 def build(cfg: MlpConfig, mesh: Any) -> tuple[Any, tuple[Any, ...]]:
-    # lazy: jax is slow to import; only when tracing or compiling
-    import jax
-    import jax.numpy as jnp
-    from jax.ad_checkpoint import checkpoint_name
+    import jax  # lazy: jax, only when tracing
+    import jax.numpy as jnp  # lazy: jax, only when tracing
+    from jax.ad_checkpoint import checkpoint_name  # lazy: jax, only when tracing
 
     axis = common.fsdp_axis(mesh)
 

@@ -1,16 +1,31 @@
-"""Whether a path is an nsys-jax archive: light to import (zipfile only), so ``hloscope tui``
-asks it before its first screen without importing the analysis ``cli/analyze.py`` needs. The
-archive is read here once (:mod:`hloscope.hlo.archive`); every later reader takes it from there."""
+"""Whether a path is an nsys-jax archive: light to import (nothing but the errors), so ``hloscope tui``
+asks it before its first screen without importing the analysis ``cli/analyze.py`` needs. A file that
+does not open as a zip is answered from its first four bytes; a zip is read here once
+(:mod:`hloscope.hlo.archive`), and every later reader takes it from there."""
 
 from __future__ import annotations
 
 from hloscope.errors import HloscopeError
-from hloscope.hlo.archive import nsys_archive
+
+#: A zip file's first bytes (``hloscope.hlo.archive.ZIP_MAGIC``, kept here so the check imports nothing).
+_ZIP_MAGIC = b"PK\x03\x04"
+
+
+def _opens_as_zip(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == _ZIP_MAGIC
+    except OSError:  # a folder, a missing path: not an archive (the reader says why, if anything)
+        return False
 
 
 def is_nsys_archive(path: str) -> bool:
     """An nsys-jax archive: a .zip with the projected GPU trace inside (an unreadable zip is not;
     reading it as HLO then says why)."""
+    if not _opens_as_zip(path):
+        return False
+    from hloscope.hlo.archive import nsys_archive  # lazy: zipfile and lzma (20 ms), for a zip only: the TUI's start
+
     try:
         archive = nsys_archive(path)
     except HloscopeError:

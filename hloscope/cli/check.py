@@ -16,7 +16,7 @@ from hloscope.check.keys import records_from_report
 from hloscope.check.rules import RULES
 from hloscope.check.run import NothingToCheck, run_check
 from hloscope.check.subject import load_path
-from hloscope.cli.compiling import check_request, no_cache, note_jax_version
+from hloscope.cli.compiling import check_request, note_jax_version
 from hloscope.cli.options import (
     add_args_options,
     add_devices_option,
@@ -28,6 +28,7 @@ from hloscope.cli.options import (
     args_spec,
     host_pool_bytes,
     maxtext_from_args,
+    no_cache,
     parse_sets,
 )
 from hloscope.cli.reporting import open_output, write_output

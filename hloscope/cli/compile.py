@@ -11,8 +11,8 @@ from pathlib import Path
 from hloscope.analysis.report import Report
 from hloscope.api import save_artifacts
 from hloscope.artifact import load_report
-from hloscope.cli.compiling import PHASE_WRITING, PhaseStatus, no_cache, request_from_args
-from hloscope.cli.options import add_args_options, add_compile_options, add_maxtext_option, maxtext_from_args
+from hloscope.cli.compiling import PHASE_WRITING, PhaseStatus, request_from_args
+from hloscope.cli.options import add_args_options, add_compile_options, add_maxtext_option, maxtext_from_args, no_cache
 from hloscope.cli.reporting import ReportRequest, add_report_options, emit_report, prepare_report
 from hloscope.compile.run.artifacts import check_out_dir, default_folder, holds_earlier_build, holds_request
 from hloscope.compile.run.jobs import compile_request

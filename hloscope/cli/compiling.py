@@ -9,7 +9,6 @@ Light to import (no analysis, no JAX): ``hloscope tui`` builds its request befor
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 import threading
@@ -78,16 +77,6 @@ class PhaseStatus:
         if self._status is not None:
             self._status.stop()
             self._status = None
-
-
-def no_cache(args: argparse.Namespace) -> contextlib.AbstractContextManager[None]:
-    """The compile cache turned off for the block when ``--no-cache`` was given (workers inherit it).
-    Without it nothing is imported (the TUI's first screen imports no analysis)."""
-    if not getattr(args, "no_cache", False):
-        return contextlib.nullcontext()
-    from hloscope.compile.step.cache import turned_off  # lazy: the cache loads the analysis
-
-    return turned_off(True)
 
 
 def note_jax_version() -> None:

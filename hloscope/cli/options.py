@@ -10,6 +10,7 @@ commands do with the values lives in ``cli/compiling.py`` (the compile request) 
 from __future__ import annotations
 
 import argparse
+import contextlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -215,3 +216,13 @@ def host_pool_bytes(gib: float | None, environ: Mapping[str, str]) -> int:
     if gib <= 0:
         raise HloscopeError(f"host pool {gib:g} GB: expected a size above 0", EXIT_BAD_INPUT)
     return int(gib * (1 << 30))
+
+
+def no_cache(args: argparse.Namespace) -> contextlib.AbstractContextManager[None]:
+    """The compile cache turned off for the block when ``--no-cache`` was given (workers inherit it).
+    Without it nothing is imported (the TUI's first screen imports no analysis)."""
+    if not getattr(args, "no_cache", False):
+        return contextlib.nullcontext()
+    from hloscope.compile.step.cache import turned_off  # lazy: the cache loads the analysis
+
+    return turned_off(True)

@@ -10,7 +10,6 @@ from multiprocessing import resource_tracker
 from pathlib import Path
 
 from hloscope.cli.archive import is_nsys_archive
-from hloscope.cli.compiling import no_cache, request_from_args
 from hloscope.cli.options import (
     add_compile_options,
     add_host_memory_space_option,
@@ -18,6 +17,7 @@ from hloscope.cli.options import (
     add_module_option,
     add_target_option,
     maxtext_from_args,
+    no_cache,
 )
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, HloscopeError
 from hloscope.request import CompileRequest
@@ -59,6 +59,8 @@ class TuiCommand:
             raise HloscopeError("tui: give a PATH, --workload NAME or --maxtext ... (one of them)", EXIT_BAD_INPUT)
         workload = None
         if args.workload or maxtext is not None:
+            from hloscope.cli.compiling import request_from_args  # lazy: 40 ms; a file's preview child starts sooner
+
             workload = request_from_args(args, workload=args.workload, maxtext=maxtext)
             prepare_compile(workload)
         spool = None
@@ -75,6 +77,10 @@ class TuiCommand:
                 path = str(pick_module_file(path, args.module))
             measured = args.measured or (path if path and is_nsys_archive(path) else None)
             source = Source(path, workload, args.target, args.host_memory_space, measured)
+            # Started now, before the input is checked and Textual imported: the child analyses the file
+            # on another core while this process starts the app, and sends the transfer table's rows
+            # (tui.preview). Bad input stops it below (``finally``) as it is refused in one line.
+            preview = start_preview(source)
             try:
                 check_source(source)  # one-line errors before the terminal is taken over
             except HloscopeError as e:
@@ -87,9 +93,6 @@ class TuiCommand:
                 check_source(compare)
             if spool is not None:
                 use_terminal_for_keys(stdin_held_module=True)
-            # Started now, before Textual is imported: the child analyses the file on another
-            # core while this process starts the app, and sends the transfer table's rows (tui.preview).
-            preview = start_preview(source)
             from hloscope.tui.app import HloscopeApp  # lazy: textual is slow; bad input is refused first
 
             app = HloscopeApp(source, compare, preview=preview)

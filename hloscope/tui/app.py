@@ -41,6 +41,10 @@ if TYPE_CHECKING:
 #: The interpreter's thread switch interval (seconds) while the background worker measures the margins.
 WORKER_SWITCH_S = 0.0005
 
+#: How long the load waits for the preview child's rows before it starts anyway (seconds): the child
+#: sends them in 0.44 s on the 32-layer module (6.3 MB); a larger module's load starts before its rows come.
+PREVIEW_HEAD_START_S = 1.0
+
 #: Actions that need a loaded schedule: dimmed while loading, hidden on the error screen.
 _NEED_REPORT = frozenset({"search", "compare", "export", "history_back", "history_forward"})
 
@@ -82,6 +86,7 @@ class HloscopeApp(App[int]):
         self.history = History()
         self.failure: HloscopeError | None = None
         self.main: MainScreen | None = None  # once loaded
+        self.load_started = False
 
     def run(self, *, headless: bool = False, **kwargs: Any) -> int | None:
         """Run on the terminal (one line, exit 2, when there is none: ``tui.terminal``); ``headless``: Pilot, tests."""
@@ -91,20 +96,30 @@ class HloscopeApp(App[int]):
 
     async def on_mount(self) -> None:
         await self.push_screen(LoadingScreen(self.source.label))
-        if self.preview is not None:  # a thread that waits on a pipe (the read releases the lock)
-            self.run_worker(partial(self._wait_preview, self.preview), thread=True, group="preview")
-        self.call_after_refresh(self._start_load)  # the first screen is drawn before the worker competes
+        if self.preview is None:
+            self.call_after_refresh(self._start_load)  # the first screen is drawn before the worker competes
+            return
+        # The load waits for the child's rows: the analysis, compiled by mypyc, holds the interpreter
+        # lock for long stretches, and a load started beside the child kept the rows it sent off the
+        # screen until the main screen replaced them (the 32-layer module, quiet: rows never seen before
+        # the main screen at 0.88-1.03 s). Not longer than PREVIEW_HEAD_START_S: a large module's load starts then.
+        self.run_worker(partial(self._wait_preview, self.preview), thread=True, group="preview")
+        self.set_timer(PREVIEW_HEAD_START_S, self._start_load)
 
     def _wait_preview(self, preview: Preview) -> None:
-        rows = preview.wait()
-        if rows is not None and self.loaded is None:
-            self.post_message(PreviewReady(rows))
+        """In a thread: wait on the child's pipe (the read releases the lock), then hand its rows over."""
+        self.post_message(PreviewReady(preview.wait()))  # from a thread: dropped once the app has closed
 
     def on_preview_ready(self, message: PreviewReady) -> None:
-        if self.loaded is None and isinstance(self.screen, LoadingScreen):
+        if message.rows is not None and self.loaded is None and isinstance(self.screen, LoadingScreen):
             self.screen.show_preview(message.rows)
+        self.call_after_refresh(self._start_load)  # once the rows are drawn (none: the child failed, no wait)
 
     def _start_load(self) -> None:
+        """Start the load worker, once (the preview's rows, its failure and its head start's end all ask)."""
+        if self.load_started:
+            return
+        self.load_started = True
         self.run_worker(partial(self._load, self.source, False), thread=True, group="load")
 
     # -- loading --------------------------------------------------------------

@@ -23,9 +23,10 @@ class ReportReady(Message):
 
 @dataclass
 class PreviewReady(Message):
-    """The first pass in a child process sent the transfer table's rows (``tui.preview``), before the report."""
+    """The first pass in a child process sent the transfer table's rows (``tui.preview``), before the report
+    (None: it failed, or was stopped, and sent none)."""
 
-    rows: PreviewRows
+    rows: PreviewRows | None
 
 
 @dataclass

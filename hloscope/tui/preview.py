@@ -9,7 +9,7 @@ with the main one: the child's report is never sent (pickling the report took 0.
 it 0.32 s on the 32-layer module, docs/benchmarks.md). ``tui.format.row_words`` makes the cells of
 both tables, so the first rows read as the main table's.
 
-None for a compile request, with ``HLOSCOPE_TUI_PREVIEW=0``, or when no core is free (:func:`core_is_free`;
+None for a compile request, with ``HLOSCOPE_TUI_PREVIEW=0``, or on one core (:func:`has_another_core`;
 ``HLOSCOPE_TUI_PREVIEW=1`` starts it anyway). This module imports neither Textual
 nor the analysis at its top (the loading screen imports it): the child imports the analysis.
 """
@@ -92,31 +92,27 @@ class Preview:
                 process.stdout.close()
 
 
-def core_is_free(cpus: int | None = None, load: float | None = None) -> bool:
-    """Whether a core is idle for the child: two cores or more, and the last minute's load average at
-    least one below their count. On a 2-core machine at load 15-19 the child made the first rows come
-    later (7.50 s against 6.49 s without it), on a quiet one sooner (docs/benchmarks.md)."""
+def has_another_core(cpus: int | None = None) -> bool:
+    """Whether there is another core for the child: two or more. Whatever the load: since the app's
+    load waits for the child's rows (``tui.app``), the rows came sooner with the child on a quiet 2-core
+    machine (0.70 s against 0.86 s without it), with two busy processes beside it (1.01 s against
+    1.15 s) and no later with six (0.99 s against 0.98 s; docs/tui.md)."""
     if cpus is None:
         cpus = os.cpu_count() or 1
-    if load is None:
-        try:
-            load = os.getloadavg()[0]
-        except OSError:  # no load average on this platform: assume it is busy
-            return False
-    return cpus >= 2 and load <= cpus - 1
+    return cpus >= 2
 
 
 def start_preview(source: Source) -> Preview | None:
     """Start a child process that sends :func:`preview_rows` of ``source`` (a file or folder); None
-    for a compile request, a measured profile beside it, with HLOSCOPE_TUI_PREVIEW=0, or with no free core
+    for a compile request, a measured profile beside it, with HLOSCOPE_TUI_PREVIEW=0, or on one core
     (HLOSCOPE_TUI_PREVIEW=1: always). A process,
     not a fork (tests/unit/test_no_fork.py): at this point the CLI has imported none of the analysis,
     so a fork would save only the interpreter's start."""
     setting = os.environ.get(PREVIEW_ENV)
     if source.request is not None or source.measured or setting == "0":
         return None
-    if setting != "1" and not core_is_free():
-        return None  # the child would compete with the app for the one core: measured slower (docs/tui.md)
+    if setting != "1" and not has_another_core():
+        return None  # the child would compete with the app for the one core
     args = [sys.executable, "-m", "hloscope.tui.preview", str(source.path), source.target or "",
             str(source.host_space)]
     try:

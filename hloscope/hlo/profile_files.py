@@ -8,7 +8,8 @@ path.
   PGLE ``ProfiledInstructionsProto`` as text or binary, JSON or CSV;
   ``hloscope.analysis.cost.calibration.parse_profile_file`` parses them).
 - :func:`read_measured_file`: a measured profile by content (``analyze --measured``,
-  ``calibrate``, the TUI): an nsys-jax archive (opened once, through
+  ``calibrate``, the TUI; a folder ``jax.profiler.trace`` wrote is read as its one profile): an
+  nsys-jax archive (opened once, through
   :mod:`hloscope.hlo.archive`), ``jax.profiler``'s XSpace (``*.xplane.pb``), a Chrome trace
   JSON (gzip undone here), else a PGLE profile. :mod:`hloscope.hlo.profiles` reads the events of
   the first three (one module per format, no JAX);
@@ -22,6 +23,7 @@ file, a broken zip or a broken gzip stream.
 from __future__ import annotations
 
 import gzip
+import os
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -85,10 +87,45 @@ def read_profile_file(path: str | Path) -> ProfileFile:
     return ProfileFile(str(p), ProfileForm.PGLE, _read(p))
 
 
+#: How deep a folder given as a measured profile is searched: ``jax.profiler.trace(DIR)`` writes
+#: ``DIR/plugins/profile/<run>/<host>.xplane.pb``.
+_FOLDER_DEPTH = 4
+_FOLDER_FORMS = (".xplane.pb", ".trace.json.gz")
+
+
+def profile_in_folder(folder: Path) -> Path:
+    """The one profile ``jax.profiler.trace`` wrote under ``folder``: its ``*.xplane.pb`` (the
+    ``*.trace.json.gz`` beside it holds the same run), else its one ``*.trace.json.gz``. None or
+    several: one error line naming what was found (give the file)."""
+    found: dict[str, list[Path]] = {form: [] for form in _FOLDER_FORMS}
+    top = len(folder.parts)
+    for here, dirs, files in os.walk(folder):
+        if len(Path(here).parts) - top >= _FOLDER_DEPTH:
+            dirs.clear()
+        dirs.sort()
+        for name in sorted(files):
+            for form in _FOLDER_FORMS:
+                if name.endswith(form):
+                    found[form].append(Path(here) / name)
+    for form in _FOLDER_FORMS:
+        got = found[form]
+        if len(got) == 1:
+            return got[0]
+        if got:
+            named = ", ".join(str(g.relative_to(folder)) for g in got[:3]) + (", ..." if len(got) > 3 else "")
+            raise HloscopeError(f"{folder}: {len(got)} profiles (*{form}) in this folder ({named}); "
+                                f"give one of them", EXIT_BAD_INPUT)
+    raise HloscopeError(f"{folder}: a folder with no jax.profiler profile (*.xplane.pb or *.trace.json.gz) "
+                        f"within {_FOLDER_DEPTH} levels; give the profile file", EXIT_BAD_INPUT)
+
+
 def read_measured_file(path: str | Path) -> ProfileFile:
     """A measured profile, its form told by content; the file is opened once (an archive this
-    process has read already is not opened again)."""
+    process has read already is not opened again). A folder (``jax.profiler.trace``'s) is read
+    as the one profile in it (:func:`profile_in_folder`)."""
     p = Path(path)
+    if p.is_dir():
+        p = profile_in_folder(p)
     source = str(p)
     archive = known_archive(p)
     if archive is not None:

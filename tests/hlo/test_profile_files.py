@@ -86,3 +86,46 @@ def test_analyze_opens_the_measured_trace_once(tmp_path: Path) -> None:
     assert main(["analyze", str(CPU / "step.hlo.txt"), "--measured", str(copy), "-o", str(tmp_path / "r.txt")]) == 0
     assert len(opened) == 1
     assert "coverage: 4 of 4 measured ops" in (tmp_path / "r.txt").read_text()
+
+
+# -- a folder jax.profiler.trace wrote (a newcomer gives the folder, not the file) ----------------------
+
+V5E = FIXTURES / "measured" / "tpu_v5e"
+
+
+def test_a_profile_folder_is_read_as_its_one_xplane() -> None:
+    # fixtures/measured/tpu_v5e/small/profile holds step.xplane.pb and step.trace.json.gz (the same run)
+    f = read_measured_file(V5E / "small" / "profile")
+    assert (f.source, f.form) == (str(V5E / "small" / "profile" / "step.xplane.pb"), ProfileForm.XPLANE)
+
+
+def test_jax_profilers_own_layout_is_found(tmp_path: Path) -> None:
+    # jax.profiler.trace(DIR) writes DIR/plugins/profile/<run>/<host>.xplane.pb
+    run = tmp_path / "plugins" / "profile" / "2026_12_06_06_30_00"
+    run.mkdir(parents=True)
+    shutil.copy(CPU / "step.trace.json.gz", run / "host.trace.json.gz")
+    assert read_measured_file(tmp_path).form is ProfileForm.TRACE  # no XSpace: the one trace
+    shutil.copy(CPU / "step.xplane.pb", run / "host.xplane.pb")
+    f = read_measured_file(tmp_path)
+    assert (f.source, f.form) == (str(run / "host.xplane.pb"), ProfileForm.XPLANE)
+
+
+def test_a_folder_with_several_profiles_or_none_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(HloscopeError) as several:
+        read_measured_file(V5E)
+    assert several.value.exit_code == EXIT_BAD_INPUT
+    assert str(several.value).startswith(f"{V5E}: 12 profiles (*.xplane.pb) in this folder (big/profile/")
+    assert str(several.value).endswith("give one of them")
+    deep = tmp_path / "a" / "b" / "c" / "d" / "e"
+    deep.mkdir(parents=True)
+    shutil.copy(CPU / "step.xplane.pb", deep / "x.xplane.pb")  # five levels down: not looked for
+    with pytest.raises(HloscopeError, match=r"a folder with no jax\.profiler profile") as none:
+        read_measured_file(tmp_path)
+    assert none.value.exit_code == EXIT_BAD_INPUT
+
+
+def test_analyze_measured_takes_the_folder(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["analyze", str(V5E / "small" / "step.hlo.txt"), "--measured", str(V5E / "small" / "profile")])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert f"measured (xplane): {V5E / 'small' / 'profile' / 'step.xplane.pb'}" in out

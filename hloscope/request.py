@@ -11,7 +11,7 @@ module and the XLA options), never on the request alone.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 
@@ -81,11 +81,13 @@ class CompileSettings:
     slices: int = 1
     per_core: bool = False
 
-    def merged(self, over: CompileSettings) -> CompileSettings:
-        """``self`` with every setting ``over`` gives (one that is not the default) replaced: flags over pyproject."""
-        default = CompileSettings()
-        return replace(self, **{f.name: getattr(over, f.name) for f in fields(CompileSettings)
-                                if getattr(over, f.name) != getattr(default, f.name)})
+    def merged(self, over: CompileSettings, given: Collection[str] | None = None) -> CompileSettings:
+        """``self`` with the settings ``over`` gives replaced (flags over pyproject): the fields named in
+        ``given``, whatever their value; without it, those that are not the default's."""
+        if given is None:
+            default = CompileSettings()
+            given = [f.name for f in fields(CompileSettings) if getattr(over, f.name) != getattr(default, f.name)]
+        return replace(self, **{name: getattr(over, name) for name in given})
 
     def request(self) -> CompileRequest:
         """The compile these settings ask for; ValueError when they name no target or not exactly one step."""

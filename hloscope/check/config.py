@@ -65,6 +65,7 @@ class CheckConfig:
     compile: CompileSettings = field(default_factory=CompileSettings)
     where: str = ""
     host_pool_gb: float | None = None
+    given: frozenset[str] = frozenset()  # the setting keys given where it was read (pyproject spelling)
 
     @property
     def target(self) -> str | None:
@@ -72,15 +73,30 @@ class CheckConfig:
         return self.compile.target
 
     def merged(self, over: CheckConfig) -> CheckConfig:
-        """``self`` with every rule and setting ``over`` gives replaced (flags over pyproject)."""
+        """``self`` with every rule and setting ``over`` gives replaced (flags over pyproject): a setting
+        given there replaces this one's even when it is the default's value (``--devices 8`` over
+        ``devices = 16``, ``--hbm-margin 0`` over ``hbm-margin = 0.1``)."""
         changes: dict[str, Any] = {"rules": {**self.rules, **over.rules}}
-        default = CheckConfig()
-        for f in ("hbm_margin", "allow_empty", "baseline", "tolerance", "path", "unoptimized", "host_pool_gb"):
-            if getattr(over, f) != getattr(default, f):
+        for key, f in _FIELD_OF.items():
+            if key in over.given:
                 changes[f] = getattr(over, f)
-        changes["compile"] = self.compile.merged(over.compile)
+        tol = self.tolerance
+        changes["tolerance"] = replace(tol, **{f: getattr(over.tolerance, f) for key, f in _TOLERANCE_OF.items()
+                                               if key in over.given})
+        changes["compile"] = self.compile.merged(over.compile, {f for key, f in _COMPILE_OF.items()
+                                                                if key in over.given})
         changes["allow"] = self.allow + over.allow
+        changes["given"] = self.given | over.given
         return replace(self, **changes)
+
+
+#: Setting key -> the CheckConfig field, the Tolerance field, the CompileSettings field it sets.
+_FIELD_OF = {"hbm-margin": "hbm_margin", "allow-empty": "allow_empty", "baseline": "baseline", "path": "path",
+             "unoptimized": "unoptimized", "host-pool-gb": "host_pool_gb"}
+_TOLERANCE_OF = {"tolerance-us": "exposed_us", "tolerance-fraction": "exposed_fraction",
+                 "memory-tolerance": "memory_growth"}
+_COMPILE_OF = {"target": "target", "devices": "devices", "workload": "workload", "set": "sets", "fn": "fn",
+               "args": "args", "memory-fraction": "memory_fraction", "maxtext": "maxtext"}
 
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B|B)?\s*$", re.IGNORECASE)
@@ -211,7 +227,7 @@ def config_from_mapping(data: Mapping[str, Any], where: str) -> CheckConfig:
                        allow_empty=settings.get("allow-empty", False), baseline=settings.get("baseline"),
                        tolerance=tol, allow=settings.get("allow", ()), path=settings.get("path"),
                        unoptimized=settings.get("unoptimized"), compile=steps, where=where,
-                       host_pool_gb=settings.get("host-pool-gb"))
+                       host_pool_gb=settings.get("host-pool-gb"), given=frozenset(settings))
 
 
 def find_pyproject(start: Path) -> Path | None:

@@ -172,3 +172,24 @@ def test_maxtext_in_pyproject_is_a_source_like_path_or_workload(tmp_path: Path) 
         config_from_mapping({"maxtext": ["model_name=llama2-7b"], "workload": "mlp"}, "pp")
     with pytest.raises(HloscopeError, match="expected a list of strings"):
         config_from_mapping({"maxtext": "model_name=llama2-7b"}, "pp")
+
+
+@pytest.mark.parametrize(("flag", "pyproject", "field", "want"), [
+    (["--devices", "8"], "devices = 16", lambda c: c.compile.devices, 8),
+    (["--devices", "4"], "devices = 16", lambda c: c.compile.devices, 4),
+    ([], "devices = 16", lambda c: c.compile.devices, 16),
+    (["--hbm-margin", "0"], "hbm-margin = 0.1", lambda c: c.hbm_margin, 0.0),
+    (["--tolerance-us", "1"], "tolerance-us = 50\ntolerance-fraction = 0.2",
+     lambda c: (c.tolerance.exposed_us, c.tolerance.exposed_fraction), (1.0, 0.2)),
+])
+def test_a_flag_overrides_pyproject_even_with_the_defaults_value(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   flag: list[str], pyproject: str, field, want) -> None:  # type: ignore[no-untyped-def]
+    # `hloscope check --devices 8` under `devices = 16` compiled for 16: 8 is the default, and the merge
+    # took only flags that differ from the defaults
+    from hloscope.cli.check import resolve_config
+    from hloscope.cli.main import build_parser
+
+    (tmp_path / "pyproject.toml").write_text(f'[tool.hloscope]\nworkload = "mlp"\n{pyproject}\n')
+    monkeypatch.chdir(tmp_path)
+    args = build_parser("check").parse_args(["check", *flag])
+    assert field(resolve_config(args)) == want

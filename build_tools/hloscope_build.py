@@ -76,9 +76,6 @@ COMPILED_MODULES = (
     "hloscope.analysis.structure.transfer_names",
     "hloscope.analysis.structure.transfers",
     "hloscope.analysis.structure.value_flow",
-    "hloscope.analysis.simulate.replay",
-    "hloscope.analysis.simulate.margin",
-    "hloscope.analysis.simulate.verdict",
     "hloscope.analysis.structure.backend",
 )
 #: mypyc's name for the one shared library of the build: ``hloscope/_compiled__mypyc.*.so``, inside

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from hloscope.analysis.intent.model import AskKind
 from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.request import CompileRequest
 
@@ -140,7 +141,7 @@ def name_facts(account: IntentAccount | None) -> tuple[NameFacts, ...]:
         return ()
     out = []
     for a in account.items:
-        if a.asked.kind.value != "offload-name":
+        if a.asked.kind is not AskKind.OFFLOAD_NAME:
             continue
         vs = a.transfers
         out.append(NameFacts(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hloscope.analysis.intent.model import AskKind
 from hloscope.analysis.intent.outcome import Accounted, AccountSource, Fact, IntentAccount, Why
 from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.simulate.verdict import Verdict
@@ -131,7 +132,7 @@ def intent_lines(account: IntentAccount | None) -> list[str]:
     for a in account.items:
         where = f" at {a.asked.where}" if a.asked.where is not None else ""
         said = asked_policy(a.asked)
-        policy = f" [{said}]" if said and a.asked.kind != "policy" else ""
+        policy = f" [{said}]" if said and a.asked.kind is not AskKind.POLICY else ""
         lines.append(f"  {mark(a):5} {asked_words(a.asked)}{where}{policy}")
         if a.transfers:
             lines.append(f"        {transfers_words(a)}")

@@ -14,6 +14,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from hloscope.analysis.intent.account import Fact, IntentAccount, Why, account_of
+from hloscope.analysis.intent.model import AskKind
 from hloscope.tui.format import VERDICT_STYLE
 from hloscope.tui.text import shown
 
@@ -44,7 +45,7 @@ def intent_text(account: IntentAccount | None) -> Text:
         t.append(shown(asked_words(a.asked)), style="bold")
         if a.asked.where is not None:
             t.append(shown(f" at {a.asked.where}"))
-        if asked_policy(a.asked) and a.asked.kind != "policy":
+        if asked_policy(a.asked) and a.asked.kind is not AskKind.POLICY:
             t.append(shown(f"  [{asked_policy(a.asked)}]"), style="dim")
         t.append("\n")
         if a.transfers:

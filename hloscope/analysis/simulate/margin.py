@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from hloscope.analysis.cost.roofline import CostModel
 from hloscope.analysis.kinds import PairKind, Reason, VerdictKind
 from hloscope.analysis.measured.compare import OpClassName, classify
-from hloscope.analysis.simulate.overlap import judged_by_blame, judged_by_wait
+from hloscope.analysis.simulate.overlap import judged_by_blame_of, judged_by_wait
 from hloscope.analysis.simulate.replay import Outcome, Replayer, WhatIf
 from hloscope.analysis.simulate.step import simulate_step
 from hloscope.analysis.simulate.timeline import SimScales, Timeline, waits_by_start
@@ -168,15 +168,24 @@ Key = tuple[str, str]
 
 def verdicts_of(timeline: Timeline | Outcome, keys: Sequence[Key], transfer_us: Callable[[Key], float],
                 thresholds: Thresholds) -> dict[Key, VerdictKind]:
-    """Each transfer's verdict in a simulated step, decided as the step's own (wait, then blame)."""
+    """Each transfer's verdict in a simulated step, decided as the step's own (wait, then blame). A
+    what-if's figures are read without building its :class:`TransferTiming` (``Outcome.figures``)."""
     out: dict[Key, VerdictKind] = {}
+    figures = timeline.figures if isinstance(timeline, Outcome) else None
     for k in keys:
-        t = timeline.transfers.get(k)
-        if t is None or not t.matched or t.executions == 0:
-            continue
+        if figures is not None:
+            got = figures(k)
+            if got is None:
+                continue
+            executions, waits, blame, held_up = got
+        else:
+            t = timeline.transfers.get(k)
+            if t is None or not t.matched or t.executions == 0:
+                continue
+            executions, waits, blame, held_up = t.executions, t.wait_us_per_step, t.blame_us, t.held_up_us
         us = transfer_us(k)
-        kind, reason, _ = judged_by_wait(VerdictKind.EXPOSED, Reason.ESTIMATED, us, t.mean_wait_us, thresholds)
-        kind, _ = judged_by_blame(kind, reason, us, t, thresholds)
+        kind, reason, _ = judged_by_wait(VerdictKind.EXPOSED, Reason.ESTIMATED, us, waits / executions, thresholds)
+        kind, _ = judged_by_blame_of(kind, reason, us, executions, blame, held_up, thresholds)
         out[k] = kind
     return out
 

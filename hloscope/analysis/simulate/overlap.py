@@ -143,7 +143,11 @@ _SEVERITY = {VerdictKind.HIDDEN: 0, VerdictKind.PARTIAL: 1, VerdictKind.EXPOSED:
 
 def held_others_up(timing: TransferTiming, transfer_us: float) -> bool:
     """The transfer made another transfer's done wait (more than float noise)."""
-    per_exec = timing.held_up_us / timing.executions if timing.executions else 0.0
+    return _held_others_up(timing.held_up_us, timing.executions, transfer_us)
+
+
+def _held_others_up(held_up_us: float, executions: int, transfer_us: float) -> bool:
+    per_exec = held_up_us / executions if executions else 0.0
     return per_exec > HELD_UP_NOISE * max(1.0, transfer_us)
 
 
@@ -152,9 +156,17 @@ def judged_by_blame(verdict: VerdictKind, reason: Reason, transfer_us: float, ti
     """A transfer that held another up is never ``hidden``: its verdict is that of the waits
     charged to it per execution (its blame: its own and what it made others wait), at least
     ``partial``, unless its own wait already says worse. Otherwise ``(verdict, reason)``."""
-    if not held_others_up(timing, transfer_us):
+    return judged_by_blame_of(verdict, reason, transfer_us, timing.executions, timing.blame_us, timing.held_up_us,
+                              thresholds)
+
+
+def judged_by_blame_of(verdict: VerdictKind, reason: Reason, transfer_us: float, executions: int, blame_us: float,
+                       held_up_us: float, thresholds: Thresholds) -> tuple[VerdictKind, Reason]:
+    """:func:`judged_by_blame` from the figures it reads (per step: executions, blame, the waits it
+    caused): the margins' what-ifs give them without building a :class:`TransferTiming`."""
+    if not _held_others_up(held_up_us, executions, transfer_us):
         return verdict, reason
-    by_blame = verdict_from_wait(transfer_us, timing.blame_per_execution_us, thresholds)
+    by_blame = verdict_from_wait(transfer_us, blame_us / executions if executions else 0.0, thresholds)
     if by_blame is VerdictKind.HIDDEN:
         by_blame = VerdictKind.PARTIAL
     if _SEVERITY.get(verdict, 2) >= _SEVERITY[by_blame]:

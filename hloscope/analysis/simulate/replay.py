@@ -41,7 +41,11 @@ class Outcome:
     run stopped once the figures its reader asked for were final (:meth:`WhatIf.upto`)."""
 
     step_us: float | None
-    transfers: Mapping[tuple[str, str], TransferTiming]
+    transfers: _Timings
+
+    def figures(self, key: tuple[str, str]) -> tuple[int, float, float, float] | None:
+        """What a verdict reads of ``key`` (:meth:`_Timings.figures`)."""
+        return self.transfers.figures(key)
 
 
 class Replayer:
@@ -207,6 +211,31 @@ class _Timings(Mapping[tuple[str, str], TransferTiming]):
         t = self.sim.transfers.get(key) if isinstance(key, tuple) else None
         return t is not None and not t.is_annotation
 
+    def _held_by(self, key: tuple[str, str]) -> list[tuple[float, str]]:
+        """The waits ``key`` caused, (µs, waiter's start), in :class:`TransferTiming`'s ``held_up`` order."""
+        if self.held is None:
+            self.held = {}
+            for (holder, waiter), us in self.sim.acc.caused.items():
+                self.held.setdefault(holder, []).append((us, waiter[1]))
+        return sorted(self.held.get(key, ()), key=lambda h: (-h[0], h[1]))
+
+    def figures(self, key: tuple[str, str]) -> tuple[int, float, float, float] | None:
+        """What a verdict reads of ``key``'s :class:`TransferTiming` (``margin.verdicts_of``), without
+        building it: (executions, waits per step, blame per step, ``held_up_us``), each the figure
+        ``self[key]`` holds, summed in the same order; None when it is not judged there (absent, an
+        annotation, unmatched or never run)."""
+        t = self.sim.transfers.get(key)
+        if t is None or t.is_annotation:
+            return None
+        last = self.sim.last.get(key)
+        if last is None or (last.done is None and t.is_async):
+            return None
+        acc = self.sim.acc
+        executions = acc.execs.get(key, 0)
+        if executions == 0:
+            return None
+        return executions, acc.waits.get(key, 0.0), acc.blame.get(key, 0.0), sum(us for us, _w in self._held_by(key))
+
     def __getitem__(self, key: tuple[str, str]) -> TransferTiming:
         got = self.built.get(key)
         if got is not None:
@@ -214,14 +243,9 @@ class _Timings(Mapping[tuple[str, str], TransferTiming]):
         if key not in self:
             raise KeyError(key)
         sim, acc = self.sim, self.sim.acc
-        if self.held is None:
-            self.held = {}
-            for (holder, waiter), us in acc.caused.items():
-                self.held.setdefault(holder, []).append((us, waiter[1]))
         t = sim.transfers[key]
         last = sim.last.get(key)
-        ups = tuple(HeldUp(w, us, 0, HoldKind.LINK)
-                    for us, w in sorted(self.held.get(key, ()), key=lambda h: (-h[0], h[1])))
+        ups = tuple(HeldUp(w, us, 0, HoldKind.LINK) for us, w in self._held_by(key))
         got = self.built[key] = TransferTiming(
             computation=key[0], start=key[1], done=None, done_computation=None, direction=t.direction,
             bytes=t.bytes, is_async=t.is_async, executions=acc.execs.get(key, 0) if last is not None else 0,

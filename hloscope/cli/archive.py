@@ -11,23 +11,19 @@ from hloscope.errors import HloscopeError
 _ZIP_MAGIC = b"PK\x03\x04"
 
 
-def _opens_as_zip(path: str) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return f.read(4) == _ZIP_MAGIC
-    except OSError:  # a folder, a missing path: not an archive (the reader says why, if anything)
-        return False
-
-
 def is_nsys_archive(path: str) -> bool:
     """An nsys-jax archive: a .zip with the projected GPU trace inside (an unreadable zip is not;
-    reading it as HLO then says why)."""
-    if not _opens_as_zip(path):
-        return False
-    from hloscope.hlo.archive import nsys_archive  # lazy: zipfile and lzma (20 ms), for a zip only: the TUI's start
-
+    reading it as HLO then says why). The file is opened once: its first bytes, then, for a zip,
+    the archive read from the same handle (every later reader takes it from ``hlo.archive``)."""
     try:
-        archive = nsys_archive(path)
-    except HloscopeError:
+        with open(path, "rb") as f:
+            if f.read(4) != _ZIP_MAGIC:
+                return False
+            from hloscope.hlo.archive import nsys_archive  # lazy: zipfile, lzma (20 ms): for a zip only
+
+            archive = nsys_archive(path, file=f)
+    except OSError:  # a folder, a missing path: not an archive (the reader says why, if anything)
+        return False
+    except HloscopeError:  # a zip that cannot be read: not an archive (reading it as HLO says why)
         return False
     return archive is not None and archive.is_nsys

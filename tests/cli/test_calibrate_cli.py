@@ -80,7 +80,8 @@ def _written(path: Path, data: bytes) -> Path:
 @pytest.mark.parametrize("make, words", [
     (lambda d: d / "no-such.zip", "no-such.zip: cannot read profile: No such file or directory"),
     (lambda d: _written(d / "empty.zip", b""), "empty.zip: not a usable measured profile: the file is empty"),
-    (lambda d: d, "cannot read profile: Is a directory"),
+    (lambda d: d, "a folder with no jax.profiler profile (*.xplane.pb or *.trace.json.gz) within 4 levels; "
+                  "give the profile file"),  # a folder jax.profiler.trace wrote is read as its one profile
     (lambda d: FIXTURES / "mlp_offload.hlo.txt", "mlp_offload.hlo.txt: HLO text, not a measured profile; give the "
                                                  "profile first"),
 ], ids=["missing", "empty", "folder", "HLO file"])

@@ -170,23 +170,13 @@ def tui_first_screens(runs: list[tuple[str, Path, str]], cases: list[tuple[str, 
         print("TUI first screen: skipped (tmux not installed)")
         return {}
     got: dict[tuple[str, str, int], list[float]] = {}
-    hold = f"hloscope-bench-hold-{os.getpid()}"
-    bench_tui._session(hold, "sleep 3600")  # the tmux server's start is in no figure
-    try:
-        for loaded in (0, 1):
-            burners = bench_tui._burners(os.cpu_count() or 1) if loaded else []
-            try:
-                for _ in range(n):
-                    for label, tree, env in runs:
-                        for inp, path, target in cases:
-                            got.setdefault((label, inp, loaded), []).append(
-                                bench_tui.first_verdicts_s(tree, str(path), f"--target {target}", env))
-            finally:
-                for p in burners:
-                    p.kill()
-                    p.wait()
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", hold], capture_output=True)
+    for loaded in (0, 1):
+        with bench_tui.busy((os.cpu_count() or 1) if loaded else 0):
+            for _ in range(n):
+                for label, tree, env in runs:
+                    for inp, path, target in cases:
+                        got.setdefault((label, inp, loaded), []).append(
+                            bench_tui.first_verdicts_s(tree, str(path), f"--target {target}", env))
     return {(label, inp): (statistics.median(got[(label, inp, 0)]), statistics.median(got[(label, inp, 1)]))
             for label, _t, _e in runs for inp, _p, _g in cases}
 

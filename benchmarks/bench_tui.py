@@ -42,13 +42,14 @@ T0 = time.perf_counter()  # before any heavy import: "process start" for the hea
 
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
+import contextlib  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
-from collections.abc import Callable  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -268,35 +269,36 @@ def first_verdicts_s(root: Path, path: str, options: str = "", env: str = "") ->
     return shown - t0
 
 
-def _burners(n: int) -> list[subprocess.Popen[bytes]]:
-    """``n`` processes spinning on a core each: the "loaded" machine."""
-    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+@contextlib.contextmanager
+def busy(n: int) -> Iterator[None]:
+    """``n`` processes spinning on a core each for the block (the "loaded" machine; 0: none), and a tmux
+    server held the while, so that its start is in no figure."""
+    hold = f"hloscope-bench-hold-{os.getpid()}-{n}"
+    _session(hold, "sleep 3600")
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for p in burners:
+            p.kill()
+            p.wait()
+        subprocess.run(["tmux", "kill-session", "-t", hold], capture_output=True)
 
 
 def before_after(before: Path, path: str, runs: int) -> None:
     if shutil.which("tmux") is None:
         raise SystemExit("--before: needs tmux")
-    hold = f"hloscope-bench-hold-{os.getpid()}"
-    _session(hold, "sleep 3600")
-    try:
-        for label, busy in (("quiet", 0), ("loaded", os.cpu_count() or 1)):
-            burners = _burners(busy)
-            try:
-                time.sleep(0.5 if busy else 0)
-                got: dict[str, list[float]] = {"before": [], "after": []}
-                for _ in range(runs):
-                    for which, root in (("before", before), ("after", ROOT)):
-                        got[which].append(first_verdicts_s(root, path))
-                what = f"{label} ({_load()}" + (f", {busy} busy processes beside it)" if busy else ")")
-                print(f"first screen with verdicts, {what}: " + "; ".join(
-                    f"{k} median {statistics.median(v):.2f} s (min {min(v):.2f}, max {max(v):.2f}, n={len(v)})"
-                    for k, v in got.items()))
-            finally:
-                for p in burners:
-                    p.kill()
-                    p.wait()
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", hold], capture_output=True)
+    for label, n in (("quiet", 0), ("loaded", os.cpu_count() or 1)):
+        with busy(n):
+            time.sleep(0.5 if n else 0)
+            got: dict[str, list[float]] = {"before": [], "after": []}
+            for _ in range(runs):
+                for which, root in (("before", before), ("after", ROOT)):
+                    got[which].append(first_verdicts_s(root, path))
+            what = f"{label} ({_load()}" + (f", {n} busy processes beside it)" if n else ")")
+            print(f"first screen with verdicts, {what}: " + "; ".join(
+                f"{k} median {statistics.median(v):.2f} s (min {min(v):.2f}, max {max(v):.2f}, n={len(v)})"
+                for k, v in got.items()))
 
 
 # -- headless (Textual's run_test) ------------------------------------------------------------------

@@ -81,12 +81,9 @@ class CompileSettings:
     slices: int = 1
     per_core: bool = False
 
-    def merged(self, over: CompileSettings, given: Collection[str] | None = None) -> CompileSettings:
-        """``self`` with the settings ``over`` gives replaced (flags over pyproject): the fields named in
-        ``given``, whatever their value; without it, those that are not the default's."""
-        if given is None:
-            default = CompileSettings()
-            given = [f.name for f in fields(CompileSettings) if getattr(over, f.name) != getattr(default, f.name)]
+    def merged(self, over: CompileSettings, given: Collection[str]) -> CompileSettings:
+        """``self`` with the fields named in ``given`` taken from ``over``, whatever their value (flags
+        over pyproject: ``hloscope.check.config.CheckConfig.merged``)."""
         return replace(self, **{name: getattr(over, name) for name in given})
 
     def request(self) -> CompileRequest:

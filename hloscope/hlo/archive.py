@@ -14,7 +14,6 @@ Light to import: zipfile and lzma only (``hloscope tui`` asks before its first s
 from __future__ import annotations
 
 import contextlib
-import io
 import lzma
 import os
 import re
@@ -95,11 +94,11 @@ def known_archive(path: str | Path) -> NsysArchive | None:
     return _READ.get(key) if key is not None else None
 
 
-def nsys_archive(path: str | Path, data: bytes | None = None, file: BinaryIO | None = None) -> NsysArchive | None:
+def nsys_archive(path: str | Path, file: BinaryIO | None = None) -> NsysArchive | None:
     """The archive at ``path``, read once (None when ``path`` is not a zip file: a folder, text,
     a missing path). A zip that cannot be read raises the one-line error ("is it truncated?").
-    ``data``: the file's bytes when the caller has read them already; ``file``: the file, open for
-    reading (the caller closes it): nothing is opened then."""
+    ``file``: what the caller has opened or read of it already (the open file, or ``io.BytesIO`` of
+    its bytes; the caller closes it): nothing is opened then."""
     p = str(path)
     key = _key(p)
     if key is None or not os.path.isfile(p):
@@ -107,8 +106,7 @@ def nsys_archive(path: str | Path, data: bytes | None = None, file: BinaryIO | N
     if key in _READ:
         return _READ[key]
     try:
-        with contextlib.nullcontext(file) if file is not None else \
-                open(p, "rb") if data is None else io.BytesIO(data) as f:
+        with open(p, "rb") if file is None else contextlib.nullcontext(file) as f:
             f.seek(0)
             if f.read(4) != ZIP_MAGIC:
                 found = None

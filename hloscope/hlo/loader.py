@@ -10,6 +10,7 @@ from a terminal first says so on standard error (nothing is printed otherwise).
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -231,7 +232,7 @@ def _find(path: str, module: str | None = None) -> _Found:
         shown = path if len(path) <= 80 else path[:77] + "..."
         raise HloscopeError(f"{shown}: cannot read: {e.strerror or e}", EXIT_BAD_INPUT) from None
     if data.startswith(ZIP_MAGIC):
-        archive = nsys_archive(p, data)
+        archive = nsys_archive(p, io.BytesIO(data))
         assert archive is not None  # a zip by its first bytes
         return _Found(archive.require_module(), archive.module_name, notes + archive.module_notes(), True)
     return _Found(data, str(p), notes, is_binary_module(data[:4096], p.name))

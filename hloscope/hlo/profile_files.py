@@ -23,6 +23,7 @@ file, a broken zip or a broken gzip stream.
 from __future__ import annotations
 
 import gzip
+import io
 import os
 from dataclasses import dataclass
 from enum import StrEnum
@@ -137,7 +138,7 @@ def read_measured_file(path: str | Path) -> ProfileFile:
         return ProfileFile(source, ProfileForm.XPLANE, data)
     if data.startswith(ZIP_MAGIC):
         try:
-            archive = nsys_archive(p, data)
+            archive = nsys_archive(p, io.BytesIO(data))
         except HloscopeError as e:
             raise _bad(source, str(e).split(": ", 1)[-1]) from None
         assert archive is not None  # a zip by its first bytes

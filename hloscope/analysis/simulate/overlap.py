@@ -141,12 +141,9 @@ HELD_UP_NOISE = 1e-6
 _SEVERITY = {VerdictKind.HIDDEN: 0, VerdictKind.PARTIAL: 1, VerdictKind.EXPOSED: 2}
 
 
-def held_others_up(timing: TransferTiming, transfer_us: float) -> bool:
-    """The transfer made another transfer's done wait (more than float noise)."""
-    return _held_others_up(timing.held_up_us, timing.executions, transfer_us)
-
-
-def _held_others_up(held_up_us: float, executions: int, transfer_us: float) -> bool:
+def held_others_up(held_up_us: float, executions: int, transfer_us: float) -> bool:
+    """The transfer made another transfer's done wait (more than float noise): ``held_up_us`` per step
+    over its ``executions``."""
     per_exec = held_up_us / executions if executions else 0.0
     return per_exec > HELD_UP_NOISE * max(1.0, transfer_us)
 
@@ -164,7 +161,7 @@ def judged_by_blame_of(verdict: VerdictKind, reason: Reason, transfer_us: float,
                        held_up_us: float, thresholds: Thresholds) -> tuple[VerdictKind, Reason]:
     """:func:`judged_by_blame` from the figures it reads (per step: executions, blame, the waits it
     caused): the margins' what-ifs give them without building a :class:`TransferTiming`."""
-    if not _held_others_up(held_up_us, executions, transfer_us):
+    if not held_others_up(held_up_us, executions, transfer_us):
         return verdict, reason
     by_blame = verdict_from_wait(transfer_us, blame_us / executions if executions else 0.0, thresholds)
     if by_blame is VerdictKind.HIDDEN:

@@ -42,7 +42,6 @@ STEP_TOLERANCE = 0.05
 class Refusal(StrEnum):
     """Why a calibration must not be written."""
 
-    NO_STEP = "no-step"  # the profile times no step, or the module has no simulated step
     NOTHING_FITTED = "nothing-fitted"  # the profile informs no figure: the datasheet is all there is
     WORSE_IN_SAMPLE = "worse-in-sample"  # every fitted combination put the fitted run's step further off
     WORSE_HELD_OUT = "worse-held-out"  # the adopted target put the held-out run's step further off
@@ -89,7 +88,8 @@ class CalibrationRun:
     simulated, the full fit first. kept: the groups adopted. held_out: the held-out run's step and its
     comparison with the adopted target (None when not asked). band_us: the error band ``analyze``
     prints with the adopted target on the fitted run, low to high (None: no transfer to judge, so no
-    band). refused: why it must not be written (None: write it)."""
+    band). refused: why it must not be written (None: write it). A profile that times no step (PGLE)
+    adopts every fitted figure unchecked (in_sample None, no trials)."""
 
     calibration: Calibration
     before: MeasuredComparison
@@ -149,15 +149,17 @@ def calibrate_step(inputs: StepInputs, base: Target, profile: MeasuredProfile, n
     cal = fit_target(before.index, base, profile, name, before.transfers)
     groups = fitted_groups(cal)
     med = profile.median_step_us
+    if not groups:
+        return CalibrationRun(cal, _measured(before), _measured(before), None, (), (), refused=Refusal.NOTHING_FITTED)
+    if not med or before.timeline is None:  # a PGLE profile times no step: every fitted figure, unchecked
+        after = analyze_step(inputs, cal.target, options)
+        return CalibrationRun(cal, _measured(before), _measured(after), None, (), groups, band_us=_band(after))
     trials: list[Trial] = []
     for n in range(len(groups), 0, -1):
         for combo in itertools.combinations(groups, n):
             timeline = analyze_step(inputs, adopt(cal, combo).target, options).timeline
             if timeline is not None:
                 trials.append(Trial(combo, timeline.step_us))
-    if not med or before.timeline is None or not trials:
-        why = Refusal.NOTHING_FITTED if med and before.timeline is not None else Refusal.NO_STEP
-        return CalibrationRun(cal, _measured(before), _measured(before), None, tuple(trials), (), refused=why)
     chosen = _choose(trials, med, before.timeline.step_us)
     kept = chosen.groups if chosen is not None else groups
     step_us = next(t.step_us for t in trials if t.groups == kept)

@@ -77,8 +77,9 @@ class Unfitted(StrEnum):
 @dataclass(frozen=True)
 class Figure:
     """One target figure: its name (a Target field, or ``collective_figures.KIND.bandwidth``),
-    unit, datasheet value and fitted value (``after`` = ``before`` when not fitted), how many
-    measured ops it was fitted on, and why not (``Unfitted.FITTED`` when it was)."""
+    unit, datasheet value and fitted value (``after`` = ``before`` when not fitted; for
+    ``Unfitted.DROPPED`` the value fitted, which the target does not take), how many measured ops
+    (or host-link busy periods) it was fitted on, and why not (``Unfitted.FITTED`` when it was)."""
 
     name: str
     unit: str
@@ -219,10 +220,10 @@ def target_of(base: Target, name: str, source: str, figures: Sequence[Figure]) -
 
 
 def adopt(cal: Calibration, groups: Sequence[FigureGroup]) -> Calibration:
-    """``cal`` with only the fitted figures of ``groups``: each other fitted figure keeps its datasheet
-    value (``Unfitted.DROPPED``)."""
+    """``cal`` with only the fitted figures of ``groups``: each other fitted figure is marked
+    ``Unfitted.DROPPED`` (its ``after`` the value fitted) and the target keeps its datasheet value."""
     figures = tuple(f if f.unfitted is not Unfitted.FITTED or group_of(f.name) in groups
-                    else replace(f, after=f.before, unfitted=Unfitted.DROPPED) for f in cal.figures)
+                    else replace(f, unfitted=Unfitted.DROPPED) for f in cal.figures)
     source = cal.target.calibrated_on
     return replace(cal, target=target_of(cal.base, cal.target.name, source, figures), figures=figures)
 

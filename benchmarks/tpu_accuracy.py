@@ -99,7 +99,8 @@ def matrix() -> list[str]:
     runs = {c: (read_step(str(RUNS / c / "step.hlo.txt"), "tpu-v5e"),
                 parse_measured(read_measured_file(str(RUNS / c / "profile" / "step.xplane.pb")))) for c in cases()}
     out = ["| calibrated on | adopted | in-sample datasheet | in-sample calibrated | band (analyze) | measured "
-           "| held out: no worse | held out: worse than the datasheet |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+           "| held out: no worse | held out: worse than the datasheet |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for case, (step, profile) in runs.items():
         run = calibrate_step(step.inputs, step.target, profile, f"tpu-v5e-{case}")
         e = run.in_sample

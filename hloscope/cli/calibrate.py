@@ -37,7 +37,8 @@ def refuse_hlo_as_profile(path: str) -> None:
                             "hloscope calibrate PROFILE HLO -o FILE.toml", EXIT_BAD_INPUT)
 
 
-def read_run(profile_path: str, hlo_path: str | None, target: str | Target | None) -> tuple[LoadedStep, MeasuredProfile]:
+def read_run(profile_path: str, hlo_path: str | None,
+             target: str | Target | None) -> tuple[LoadedStep, MeasuredProfile]:
     """A measured run: its profile and the module it ran (an nsys-jax archive holds its own)."""
     refuse_hlo_as_profile(profile_path)
     hlo = hlo_path or (profile_path if is_nsys_archive(profile_path) else None)

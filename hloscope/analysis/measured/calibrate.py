@@ -213,8 +213,9 @@ def target_of(base: Target, name: str, source: str, figures: Sequence[Figure]) -
     changes: dict[str, Any] = {f.name: f.after for f in figures
                                if f.unfitted is Unfitted.FITTED and group_of(f.name) is not FigureGroup.COLLECTIVES}
     fitted = {f.name: f.after for f in figures if f.unfitted is Unfitted.FITTED}
-    measured = tuple((kind, fitted[f"collective_figures.{kind}.bandwidth"], fitted[f"collective_figures.{kind}.latency_us"])
-                     for kind in COLLECTIVE_KINDS if f"collective_figures.{kind}.bandwidth" in fitted)
+    keys = {kind: f"collective_figures.{kind}" for kind in COLLECTIVE_KINDS}
+    measured = tuple((kind, fitted[f"{key}.bandwidth"], fitted[f"{key}.latency_us"])
+                     for kind, key in keys.items() if f"{key}.bandwidth" in fitted)
     return replace(base, name=name, description=f"{base.description}{CALIBRATED_ON}{source}",
                    collective_figures=measured, calibrated_on=source, **changes)
 
@@ -458,19 +459,26 @@ def _fit_host_link(samples: _Samples, base: Target) -> list[Figure]:
 
 def idle_gaps(index: ModuleIndex, profile: MeasuredProfile) -> IdleGaps | None:
     """The compute line's idle time in the profile's median execution (None where the profile places
-    no op run: a PGLE profile): its step less the union of its op events (a loop's span and a done's
-    wait are busy, not idle), and the runs of the ops the model prices there."""
+    no op run: a PGLE profile): its step less the union of its op events (a done's wait is busy; a
+    loop's or call's span is not counted, it would cover the gaps between its body's ops), and the
+    runs of the ops the model prices there."""
     step = profile.median_step_us
     if not profile.intervals or not step:
         return None
     owner = owner_map(index)
+    spans = []
+    runs = 0
+    for iv in profile.intervals:
+        ins = owner.get(iv.name)
+        if ins is not None and ins.opcode in CONTROL_FLOW:
+            continue
+        spans.append((max(0.0, iv.start_us), min(step, iv.end_us)))
+        runs += ins is not None and not is_free(ins) and not is_done(ins) and iv.name not in profile.asyncs
     busy, reach = 0.0, 0.0
-    for a, b in sorted((max(0.0, iv.start_us), min(step, iv.end_us)) for iv in profile.intervals):
+    for a, b in sorted(spans):
         if b > reach:
             busy += b - max(a, reach)
             reach = b
-    runs = sum(1 for iv in profile.intervals if (ins := owner.get(iv.name)) is not None and not is_free(ins)
-               and not is_done(ins) and ins.opcode not in CONTROL_FLOW and iv.name not in profile.asyncs)
     return IdleGaps(step, busy, runs)
 
 

@@ -1,24 +1,35 @@
 """Fit a target's own figures to a measured profile: ``fit_target(index, target, profile)``.
 
-The model's times are linear in the reciprocals of its figures, so each figure is fitted by
-ordinary least squares on the measured ops its term prices, per execution of one op:
+One walk over the profile's ops sorts them by the figure that prices them (:class:`_Samples`);
+then one job per group of figures. Only the figures the platform has are fitted:
 
-- kernel launch and achieved HBM bandwidth: on the kernels the model calls memory-bound
-  (HBM time at least the math time), ``t = kernel_launch_us + bytes / hbm_bandwidth``: a line
-  through (bytes, t), intercept and slope;
-- achieved GEMM throughput: on the GEMMs (cuBLAS and Triton GEMM kernels, dots) the model calls
-  compute-bound, ``t - kernel_launch_us = effective FLOPs / peak`` (effective: divided by the
-  tile efficiency the model already applies, so the fit scales that curve): a line through
-  the origin, ``peak = sum(x^2) / sum(x y)``;
-- each collective kind: ``t = latency + ring traffic / bandwidth`` (traffic: what each GPU
+- a target whose datasheet prices a launch per op (a GPU's ``kernel_launch_us`` > 0): kernel
+  launch and achieved HBM bandwidth on the kernels the model calls memory-bound (HBM time at least
+  the math time), ``t = kernel_launch_us + bytes / hbm_bandwidth``: a least-squares line through
+  (bytes, t), intercept and slope; achieved GEMM throughput on the compute-bound GEMMs,
+  ``t - kernel_launch_us = effective FLOPs / peak`` (effective: divided by the tile efficiency the
+  model already applies): a line through the origin, ``peak = sum(x^2) / sum(x y)``;
+- a target that prices none (a TPU): a per-op time only where the profile's compute line sat idle
+  between ops at least :data:`GAP_SHARE` of the step (:func:`idle_gaps`: that idle time per op run;
+  the v5e runs' TensorCore was idle 0.001-0.022 ms a step, so none); HBM bandwidth and each peak
+  as a scale of the model's own times (:func:`_scale`: the figure times the model's summed time over
+  the measured sum, less any per-op time, of the ops it prices on the compute line: memory-bound
+  ones for the bandwidth, the others with FLOPs by their peak), so the fit holds whatever the cost
+  model prices an op at;
+- each collective kind: ``t = latency + ring traffic / bandwidth`` (traffic: what each device
   sends in a ring over its group), intercept and slope; written as ``collective_figures``;
-- host link and DMA latency: the same line on the host transfers, per direction, when the
-  profile times any.
+- host link and DMA latency: the same line on the host transfers, per direction. Where the profile
+  times async ops on a line of their own (a TPU's), only the runs the compute waited for are
+  timed by their own work, and each is a sample of its direction's busy period
+  (:func:`_collect_host_runs`): the rate is then the line through the origin.
 
-A figure is fitted only from at least :data:`MIN_SAMPLES` ops whose predictor varies (else
-the data cannot inform it) and only if the fit is physical (positive bandwidth and peak,
-latency clamped at 0); otherwise it keeps the datasheet value and its :class:`Figure` says
-why (:class:`Unfitted`). The result is data: the words are in ``hloscope.render``.
+An async op timed on a line of its own (a VMEM copy, a slice) overlaps the compute: it informs no
+compute figure. A figure is fitted only from at least :data:`MIN_SAMPLES` ops (for a line with an
+intercept, ones whose predictor varies) and only if the fit is physical (positive bandwidth and
+peak, latency clamped at 0); otherwise it keeps the datasheet value and its :class:`Figure` says
+why (:class:`Unfitted`). Which fitted groups (:class:`FigureGroup`) a target adopts is decided
+by the step (``hloscope.analysis.calibration``; :func:`adopt`). The result is data: the words are
+in ``hloscope.render``.
 
 :func:`fit_rates` asks less of the target: what the chip achieved, per run, on each kind of
 work the profile times, independent of any target's figures (a TPU's profile, whose target

@@ -19,6 +19,8 @@ _WHY = {
     Unfitted.TOO_FEW: "too few measured ops (or all of one size) to fit: datasheet value kept",
     Unfitted.UNPHYSICAL: "the fit was not physical (bandwidth or peak <= 0): datasheet value kept",
     Unfitted.HIDDEN: "every measured run ended before its done was reached (an upper bound): datasheet value kept",
+    Unfitted.NO_LATENCY: "the host transfers timed were all of one size, or queued behind one another: no latency "
+                         "told apart from the bandwidth, datasheet value kept",
     Unfitted.DROPPED: "fitted, but the simulated step was nearer the measured one without its group: datasheet "
                       "value kept",
     Unfitted.NO_GAPS: f"no per-op time on this platform, and the compute line sat idle under {GAP_SHARE:.0%} of "
@@ -138,6 +140,8 @@ def _step_lines(run: CalibrationRun) -> list[str]:
         lines.append(f"adopted: {_groups(run.kept)}: step {_ms(e.calibrated_us)} "
                      f"({_err(e.calibrated_us, e.measured_us)}) against the datasheet's "
                      f"{_err(e.datasheet_us, e.measured_us)}")
+    if run.held_out is None and run.held_out_after is not None:
+        lines.append(f"held-out run ({run.held_out_after.profile.source}): its profile times no step: not judged")
     if run.held_out is not None:
         h = run.held_out
         lines.append(f"held-out step ({h.source}): measured median {_ms(h.measured_us)}; datasheet "
@@ -177,6 +181,9 @@ _RATE_WHY = {
     Unfitted.TOO_FEW: "too few runs to fit",
     Unfitted.UNPHYSICAL: "the fit was not physical",
     Unfitted.HIDDEN: "every run ended before its done was reached: the profile bounds it only",
+    Unfitted.NO_LATENCY: "no latency told apart",
+    Unfitted.DROPPED: "not adopted",
+    Unfitted.NO_GAPS: "no idle gaps",
 }
 
 

@@ -87,3 +87,19 @@ def test_a_bad_calibrated_step_error_is_one_line(tmp_path: Path, capsys: pytest.
     assert main(["analyze", str(RUNS / "big" / "step.hlo.txt"), "--target", str(bad)]) == EXIT_BAD_INPUT
     err = capsys.readouterr().err
     assert "target field 'calibrated_step_error' must be a number above -1" in err and err.count("\n") == 1
+
+
+def test_a_profile_of_the_models_own_times_gives_back_the_datasheet(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    # Given big's PGLE profile of the model's own estimates (no step time: the fit is not checked against one)
+    prof = tmp_path / "own.pbtxt"
+    hlo = str(RUNS / "big" / "step.hlo.txt")
+    assert main(["analyze", hlo, "--format", "pgle", "-o", str(prof)]) == 0
+    out = tmp_path / "own.toml"
+    assert main(["calibrate", str(prof), hlo, "-o", str(out)]) == 0
+    assert "step: the profile times no step, so the fit is not checked against one" in capsys.readouterr().out
+    # Then the scales fitted to those times are the datasheet's figures
+    t, base = get_target(str(out)), get_target("tpu-v5e")
+    assert t.hbm_bandwidth == pytest.approx(base.hbm_bandwidth, rel=1e-3)
+    assert t.peak_bf16_flops == pytest.approx(base.peak_bf16_flops, rel=1e-3)
+    assert t.kernel_launch_us == 0.0 and t.calibrated_step_error == 0.0

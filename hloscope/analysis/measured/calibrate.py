@@ -81,6 +81,7 @@ class Unfitted(StrEnum):
     TOO_FEW = "too-few"  # fewer than MIN_SAMPLES ops, or all with one predictor value
     UNPHYSICAL = "unphysical"  # the fit gave a non-positive bandwidth or peak
     HIDDEN = "hidden"  # every run finished before its done was reached: timed to the done, an upper bound
+    NO_LATENCY = "no-latency"  # the host samples were all of one size, or busy periods: no latency told apart
     DROPPED = "dropped"  # fitted, but the simulated step was closer to the measured one without its group
     NO_GAPS = "no-gaps"  # the platform prices no per-op time and the profile's compute line sat idle too little
 
@@ -462,9 +463,9 @@ def _fit_host_link(samples: _Samples, base: Target) -> list[Figure]:
             why = Unfitted.HIDDEN
         figures.append(Figure(key, "B/s", before_bw, after_bw, len(pts), why))
     lat = sum(latencies) / len(latencies) if latencies else base.host_dma_latency_us
-    figures.append(Figure("host_dma_latency_us", "us", base.host_dma_latency_us, lat,
-                          sum(len(v) for v in samples.host.values()),
-                          Unfitted.FITTED if latencies else Unfitted.NO_SAMPLES))
+    samples_n = sum(len(v) for v in samples.host.values())
+    why = Unfitted.FITTED if latencies else Unfitted.NO_LATENCY if samples_n else Unfitted.NO_SAMPLES
+    figures.append(Figure("host_dma_latency_us", "us", base.host_dma_latency_us, lat, samples_n, why))
     return figures
 
 

@@ -98,7 +98,7 @@ def test_queued_transfers_are_fitted_from_their_busy_periods() -> None:
     assert to_device == pytest.approx(160 * 2**20 / 11.823e-3, rel=2e-3)
     # the host link is adopted; a latency is not told apart from busy periods
     assert FigureGroup.HOST_LINK in run.kept
-    assert _figure(run, "host_dma_latency_us")[1] is Unfitted.NO_SAMPLES
+    assert _figure(run, "host_dma_latency_us")[1] is Unfitted.NO_LATENCY
 
 
 def test_a_copy_timed_to_its_done_is_not_a_sample() -> None:

@@ -78,7 +78,7 @@ class CalibrateCommand:
                              "default: the archive's own GPU, the module's own TPU, else h100-sxm")
         p.add_argument("--name", help="the calibrated target's name (default: the output file's stem)")
         p.add_argument("--force", action="store_true", help="overwrite FILE.toml if it exists")
-        p.add_argument("--check-on", nargs="+", metavar="P2", default=None,
+        p.add_argument("--check-on", nargs="+", metavar=("PROFILE2", "HLO2"), default=None,
                        help="another run to judge the fitted target on, held out of the fit: its profile, then "
                             "its HLO (an nsys-jax archive holds its own); refused if it comes out further off "
                             "than with the datasheet")

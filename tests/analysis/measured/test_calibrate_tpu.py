@@ -122,3 +122,25 @@ def test_a_group_that_puts_the_step_further_off_is_left_out() -> None:
     bw, why = _figure(run, "hbm_bandwidth")
     assert why is Unfitted.DROPPED and bw != 819e9
     assert run.calibration.target.hbm_bandwidth == 819e9 and run.calibration.target.peak_bf16_flops == 197e12
+
+
+#: The earlier run of `big` (issue 42), outside the repository: ../shared/measured/tpu-v5e beside the checkout.
+SHARED = next((p for p in (RUNS.parents[2].parent / "shared" / "measured" / "tpu-v5e" / "offload_scan_8x128MiB",
+                           RUNS.parents[2].parent.parent / "shared" / "measured" / "tpu-v5e" / "offload_scan_8x128MiB")
+               if p.is_dir()), None)
+
+
+@pytest.mark.skipif(SHARED is None, reason="needs ../shared/measured/tpu-v5e/offload_scan_8x128MiB (not in the repository)")
+def test_the_shared_run_of_issue_42() -> None:
+    # fixtures/measured/tpu_v5e/README.md read it with read_facts.py: "XLA Modules" steps 187.315 / 187.312 /
+    # 187.330 ms (median 187.315); the model with the datasheet -3.7%. Before issue 51
+    # calibrate fitted a 269 us per-op time here and put it at +9.8%, outside its own band.
+    assert SHARED is not None
+    step = read_step(str(next((SHARED / "dump").glob("*after_optimizations.txt"))), "tpu-v5e")
+    profile = parse_measured(read_measured_file(str(SHARED / "profile" / "step.xplane.pb")))
+    run = calibrate_step(step.inputs, step.target, profile, "shared")
+    e = run.in_sample
+    assert run.refused is None and e is not None and e.measured_us == pytest.approx(187315, abs=1)
+    assert run.calibration.target.kernel_launch_us == 0.0
+    assert abs(e.calibrated_error) <= min(STEP_TOLERANCE, abs(e.datasheet_error))
+    assert run.band_us is not None and run.band_us[0] <= e.measured_us <= run.band_us[1]

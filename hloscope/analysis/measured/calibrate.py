@@ -181,7 +181,8 @@ def fit_target(index: ModuleIndex, base: Target, profile: MeasuredProfile, name:
                transfers: Sequence[HostTransfer] = ()) -> Calibration:
     """The figures of ``base`` fitted to ``profile`` (measured on ``index``'s module), as a
     target called ``name``. ``transfers``: the module's host transfers (their bytes and direction).
-    One job per group of figures (module docstring); each returns its figures and the target's new values."""
+    One job per group of figures (module docstring), each returning its :class:`Figure` rows; the
+    target takes every fitted one (:func:`target_of`)."""
     cost = CostModel(index, base)
     gaps = idle_gaps(index, profile)
     samples = _collect(index, cost, profile, transfers)

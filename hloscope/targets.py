@@ -63,6 +63,9 @@ class Target:
     host_copy_engines: host copies of one direction that move bytes at the same time; the others
     wait for one to finish, first ready first served (docs/targets.md, "Copy engines").
     calibrated_on: what a calibrated target was fitted on (``hloscope calibrate``); "" for a datasheet target.
+    calibrated_step_error: a calibrated target's simulated step on the run it was fitted on, over that
+    run's measured step, minus 1 (its in-sample error, rounded away from 0); the error band ``analyze``
+    prints with the target never claims less (``hloscope.analysis.simulate.margin``). 0 for a datasheet target.
     """
 
     #: The family (a class constant, never a field: a GPU target cannot be a TPU).
@@ -86,6 +89,7 @@ class Target:
     collective_figures: tuple[tuple[str, float, float], ...] = ()
     host_copy_engines: int = 1
     calibrated_on: str = ""
+    calibrated_step_error: float = 0.0
 
     @property
     def calibrated(self) -> bool:
@@ -514,6 +518,10 @@ def _check(path: Path, data: dict[str, Any], cls: type[Target]) -> dict[str, Any
     data[host_key] = int(host_mem)
     if not isinstance(data.get("calibrated_on", ""), str):
         raise bad("calibrated_on", "a string")
+    err = data["calibrated_step_error"]
+    if isinstance(err, bool) or not isinstance(err, (int, float)) or not -1 < err < float("inf"):
+        raise bad("calibrated_step_error", "a number above -1 (simulated over measured step, minus 1)")
+    data["calibrated_step_error"] = float(err)
     if not data.get("calibrated_on") and CALIBRATED_ON in data["description"]:
         # A file ``hloscope calibrate`` wrote before the field said it only in its description.
         data["calibrated_on"] = data["description"].rsplit(CALIBRATED_ON, 1)[1]

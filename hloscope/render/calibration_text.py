@@ -1,4 +1,4 @@
-"""A calibration in words and as a target file: ``calibration_lines`` and ``target_toml``.
+"""A calibration in words and as a target file: ``calibration_lines``, ``refusal_line`` and ``target_toml``.
 
 ``target_toml`` writes a TOML target file that ``--target FILE.toml`` reads
 (``hloscope.targets.load_target_file``): ``base`` names the datasheet target, then each fitted
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 
-from hloscope.analysis.measured.calibrate import Calibration, Figure, Rate, Unfitted
-from hloscope.analysis.measured.compare import MeasuredComparison
+from hloscope.analysis.calibration import CalibrationRun, Refusal, StepError
+from hloscope.analysis.measured.calibrate import GAP_SHARE, Calibration, Figure, FigureGroup, IdleGaps, Rate, Unfitted
 from hloscope.vocab import Direction
 
 _WHY = {
@@ -19,6 +19,12 @@ _WHY = {
     Unfitted.TOO_FEW: "too few measured ops (or all of one size) to fit: datasheet value kept",
     Unfitted.UNPHYSICAL: "the fit was not physical (bandwidth or peak <= 0): datasheet value kept",
     Unfitted.HIDDEN: "every measured run ended before its done was reached (an upper bound): datasheet value kept",
+    Unfitted.NO_LATENCY: "the host transfers timed were all of one size, or queued behind one another: no latency "
+                         "told apart from the bandwidth, datasheet value kept",
+    Unfitted.DROPPED: "fitted, but the simulated step was nearer the measured one without its group: datasheet "
+                      "value kept",
+    Unfitted.NO_GAPS: f"no per-op time on this platform, and the compute line sat idle under {GAP_SHARE:.0%} of "
+                      "the step: datasheet value kept",
 }
 
 
@@ -54,11 +60,16 @@ def target_toml(cal: Calibration) -> str:
              f"description = {toml_string(t.description)}"]
     if t.calibrated_on:
         lines.append(f"calibrated_on = {toml_string(t.calibrated_on)}")
+    if t.calibrated_step_error:
+        lines.append(f"calibrated_step_error = {_num(t.calibrated_step_error)}  # the simulated step on that run, "
+                     "over its measured step, minus 1: analyze's error band holds it")
     for f in cal.figures:
         if f.name.startswith("collective_figures."):
             continue
         if f.unfitted is Unfitted.FITTED:
             lines.append(f"{f.name} = {_num(f.after)}  # fitted on {f.samples} ops; datasheet {_num(f.before)}")
+        elif f.unfitted is Unfitted.DROPPED:
+            lines.append(f"# {f.name}: {_num(f.after)} {_WHY[f.unfitted]}")
         else:
             lines.append(f"# {f.name}: {_WHY[f.unfitted]}")
     for kind, bw, lat in t.collective_figures:
@@ -72,30 +83,97 @@ def _err(pred: float, meas: float) -> str:
     return "-" if meas <= 0 else f"{100 * (pred - meas) / meas:+.1f}%"
 
 
-def calibration_lines(cal: Calibration, before: MeasuredComparison, after: MeasuredComparison) -> list[str]:
-    """Each figure before and after, then each class's error before and after, then the step."""
+def _ms(us: float) -> str:
+    return f"{us / 1e3:.2f} ms"
+
+
+def calibration_lines(run: CalibrationRun) -> list[str]:
+    """Each figure before and after, each class's error before and after, the compute line's idle
+    time, each combination of fitted groups tried, the step in sample (and held out), and the band."""
+    cal, before, after = run.calibration, run.before, run.after
     rows = [["figure", "datasheet", "calibrated", "ops", "note"]]
     for f in cal.figures:
-        rows.append([f.name, _value(f, f.before), _value(f, f.after), str(f.samples),
-                     "fitted" if f.unfitted is Unfitted.FITTED else _WHY[f.unfitted]])
+        kept = f.unfitted is Unfitted.DROPPED
+        note = "fitted" if f.unfitted is Unfitted.FITTED else _WHY[f.unfitted]
+        rows.append([f.name, _value(f, f.before), _value(f, f.before if kept else f.after), str(f.samples),
+                     f"{_value(f, f.after)} {note}" if kept else note])
     lines = [f"calibrated target {cal.target.name} (base {cal.base.name}) from {before.profile.source}:"]
     lines += _table(rows)
+    if cal.gaps is not None:
+        lines += ["", _gaps_line(cal.gaps)]
     crow = [["class", "ops", "measured", "predicted before", "error before", "predicted after", "error after"]]
     after_by = {c.name: c for c in after.classes}
     for c in before.classes:
         a = after_by.get(c.name)
-        crow.append([str(c.name), str(c.ops), f"{c.measured_us / 1e3:.2f} ms", f"{c.predicted_us / 1e3:.2f} ms",
+        crow.append([str(c.name), str(c.ops), _ms(c.measured_us), _ms(c.predicted_us),
                      _err(c.predicted_us, c.measured_us),
-                     "-" if a is None else f"{a.predicted_us / 1e3:.2f} ms",
+                     "-" if a is None else _ms(a.predicted_us),
                      "-" if a is None else _err(a.predicted_us, a.measured_us)])
     lines += ["", "per class, per execution (the profile's own ops: an in-sample fit):", *_table(crow)]
     lines += _rate_lines(cal.rates)
-    med = before.profile.median_step_us
-    if med and before.predicted_step_us is not None and after.predicted_step_us is not None:
-        lines += ["", f"step: measured median {med / 1e3:.2f} ms; simulated {before.predicted_step_us / 1e3:.2f} ms "
-                      f"({_err(before.predicted_step_us, med)}) before, {after.predicted_step_us / 1e3:.2f} ms "
-                      f"({_err(after.predicted_step_us, med)}) after"]
+    lines += _step_lines(run)
     return lines
+
+
+def _gaps_line(g: IdleGaps) -> str:
+    share = g.idle_us / g.step_us if g.step_us > 0 else 0.0
+    return (f"compute line idle between ops: {_ms(g.idle_us)} of the {_ms(g.step_us)} step ({share:.2%}), "
+            f"{g.per_op_us:.2f} us per op run over {g.op_runs} runs")
+
+
+def _groups(groups: tuple[FigureGroup, ...]) -> str:
+    return " + ".join(str(g) for g in groups) if groups else "none (the datasheet)"
+
+
+def _step_lines(run: CalibrationRun) -> list[str]:
+    """The in-sample step with each combination tried, the one adopted, the held-out step and the band."""
+    e = run.in_sample
+    if e is None:
+        return ["", "step: the profile times no step, so the fit is not checked against one; every fitted "
+                    "figure is written"] if run.refused is None else []
+    lines = ["", f"in-sample step ({e.source}): measured median {_ms(e.measured_us)}; simulated with the datasheet "
+                 f"{_ms(e.datasheet_us)} ({_err(e.datasheet_us, e.measured_us)})"]
+    rows = [["fitted figures adopted", "simulated step", "error"]]
+    rows += [[_groups(t.groups), _ms(t.step_us), _err(t.step_us, e.measured_us)] for t in run.trials]
+    lines += _table(rows)
+    if run.refused is not Refusal.WORSE_IN_SAMPLE:
+        lines.append(f"adopted: {_groups(run.kept)}: step {_ms(e.calibrated_us)} "
+                     f"({_err(e.calibrated_us, e.measured_us)}) against the datasheet's "
+                     f"{_err(e.datasheet_us, e.measured_us)}")
+    if run.held_out is None and run.held_out_after is not None:
+        lines.append(f"held-out run ({run.held_out_after.profile.source}): its profile times no step: not judged")
+    if run.held_out is not None:
+        h = run.held_out
+        lines.append(f"held-out step ({h.source}): measured median {_ms(h.measured_us)}; datasheet "
+                     f"{_ms(h.datasheet_us)} ({_err(h.datasheet_us, h.measured_us)}), calibrated "
+                     f"{_ms(h.calibrated_us)} ({_err(h.calibrated_us, h.measured_us)})")
+    if run.band_us is not None and run.refused is None:
+        lo, hi = run.band_us
+        holds = "holds" if lo <= e.measured_us <= hi else "does not hold"
+        lines.append(f"error band analyze prints with this target on this run: {_ms(lo)} to {_ms(hi)} "
+                     f"({holds} the measured {_ms(e.measured_us)})")
+    return lines
+
+
+def _held(e: StepError | None) -> str:
+    if e is None:
+        return ""
+    return f"{_err(e.calibrated_us, e.measured_us)} against the datasheet's {_err(e.datasheet_us, e.measured_us)}"
+
+
+def refusal_line(run: CalibrationRun, out: str) -> str:
+    """Why ``out`` was not written (``run.refused`` is set)."""
+    keep = f"keep the datasheet target {run.calibration.base.name}"
+    if run.refused is Refusal.NOTHING_FITTED:
+        return f"{out} not written: the profile informs no figure (each says why above); {keep}"
+    if run.refused is Refusal.WORSE_HELD_OUT and run.held_out is not None:
+        return (f"{out} not written: on the held-out run {run.held_out.source} the calibrated step is "
+                f"{_held(run.held_out)}; {keep}")
+    e = run.in_sample
+    best = min(run.trials, key=lambda t: abs(t.step_us / e.measured_us - 1)) if e and run.trials else None
+    got = f" (nearest: {_groups(best.groups)}, {_err(best.step_us, e.measured_us)})" if best and e else ""
+    ds = f" than the datasheet's {_err(e.datasheet_us, e.measured_us)}" if e else ""
+    return f"{out} not written: every combination of fitted figures put the in-sample step further off{ds}{got}; {keep}"
 
 
 _RATE_WHY = {
@@ -103,6 +181,9 @@ _RATE_WHY = {
     Unfitted.TOO_FEW: "too few runs to fit",
     Unfitted.UNPHYSICAL: "the fit was not physical",
     Unfitted.HIDDEN: "every run ended before its done was reached: the profile bounds it only",
+    Unfitted.NO_LATENCY: "no latency told apart",
+    Unfitted.DROPPED: "not adopted",
+    Unfitted.NO_GAPS: "no idle gaps",
 }
 
 

@@ -81,6 +81,7 @@ def fix_first_lines(report: Report) -> list[str]:
                  else "the TPU v5e runs' (docs/accuracy.md)")
     else:
         basis = "the calibrated target's" if m.calibrated else "the A100 validation's (docs/accuracy.md)"
-    lines.append(f"margins: {m.simulations} re-simulations; error corners from {basis} per-class errors "
+    widened = ", widened to hold its own in-sample step error" if m.calibrated else ""
+    lines.append(f"margins: {m.simulations} re-simulations; error corners from {basis} per-class errors{widened} "
                  f"(step {human_us(m.corner_step_us[0])} to {human_us(m.corner_step_us[1])})")
     return lines

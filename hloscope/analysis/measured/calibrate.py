@@ -1,24 +1,35 @@
 """Fit a target's own figures to a measured profile: ``fit_target(index, target, profile)``.
 
-The model's times are linear in the reciprocals of its figures, so each figure is fitted by
-ordinary least squares on the measured ops its term prices, per execution of one op:
+One walk over the profile's ops sorts them by the figure that prices them (:class:`_Samples`);
+then one job per group of figures. Only the figures the platform has are fitted:
 
-- kernel launch and achieved HBM bandwidth: on the kernels the model calls memory-bound
-  (HBM time at least the math time), ``t = kernel_launch_us + bytes / hbm_bandwidth``: a line
-  through (bytes, t), intercept and slope;
-- achieved GEMM throughput: on the GEMMs (cuBLAS and Triton GEMM kernels, dots) the model calls
-  compute-bound, ``t - kernel_launch_us = effective FLOPs / peak`` (effective: divided by the
-  tile efficiency the model already applies, so the fit scales that curve): a line through
-  the origin, ``peak = sum(x^2) / sum(x y)``;
-- each collective kind: ``t = latency + ring traffic / bandwidth`` (traffic: what each GPU
+- a target whose datasheet prices a launch per op (a GPU's ``kernel_launch_us`` > 0): kernel
+  launch and achieved HBM bandwidth on the kernels the model calls memory-bound (HBM time at least
+  the math time), ``t = kernel_launch_us + bytes / hbm_bandwidth``: a least-squares line through
+  (bytes, t), intercept and slope; achieved GEMM throughput on the compute-bound GEMMs,
+  ``t - kernel_launch_us = effective FLOPs / peak`` (effective: divided by the tile efficiency the
+  model already applies): a line through the origin, ``peak = sum(x^2) / sum(x y)``;
+- a target that prices none (a TPU): a per-op time only where the profile's compute line sat idle
+  between ops at least :data:`GAP_SHARE` of the step (:func:`idle_gaps`: that idle time per op run;
+  the v5e runs' TensorCore was idle 0.001-0.022 ms a step, so none); HBM bandwidth and each peak
+  as a scale of the model's own times (:func:`_scale`: the figure times the model's summed time over
+  the measured sum, less any per-op time, of the ops it prices on the compute line: memory-bound
+  ones for the bandwidth, the others with FLOPs by their peak), so the fit holds whatever the cost
+  model prices an op at;
+- each collective kind: ``t = latency + ring traffic / bandwidth`` (traffic: what each device
   sends in a ring over its group), intercept and slope; written as ``collective_figures``;
-- host link and DMA latency: the same line on the host transfers, per direction, when the
-  profile times any.
+- host link and DMA latency: the same line on the host transfers, per direction. Where the profile
+  times async ops on a line of their own (a TPU's), only the runs the compute waited for are
+  timed by their own work, and each is a sample of its direction's busy period
+  (:func:`_collect_host_runs`): the rate is then the line through the origin.
 
-A figure is fitted only from at least :data:`MIN_SAMPLES` ops whose predictor varies (else
-the data cannot inform it) and only if the fit is physical (positive bandwidth and peak,
-latency clamped at 0); otherwise it keeps the datasheet value and its :class:`Figure` says
-why (:class:`Unfitted`). The result is data: the words are in ``hloscope.render``.
+An async op timed on a line of its own (a VMEM copy, a slice) overlaps the compute: it informs no
+compute figure. A figure is fitted only from at least :data:`MIN_SAMPLES` ops (for a line with an
+intercept, ones whose predictor varies) and only if the fit is physical (positive bandwidth and
+peak, latency clamped at 0); otherwise it keeps the datasheet value and its :class:`Figure` says
+why (:class:`Unfitted`). Which fitted groups (:class:`FigureGroup`) a target adopts is decided
+by the step (``hloscope.analysis.calibration``; :func:`adopt`). The result is data: the words are
+in ``hloscope.render``.
 
 :func:`fit_rates` asks less of the target: what the chip achieved, per run, on each kind of
 work the profile times, independent of any target's figures (a TPU's profile, whose target
@@ -34,20 +45,29 @@ the origin (a run's fixed costs are inside the rate), from at least :data:`MIN_S
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
 from hloscope.analysis.cost.collectives import first_replica_group, ring_traffic
 from hloscope.analysis.cost.roofline import CostModel
-from hloscope.analysis.measured.compare import MeasuredProfile, OpClassName, classify, owner_map, performer
+from hloscope.analysis.measured.compare import (
+    AsyncRun,
+    MeasuredProfile,
+    OpClassName,
+    classify,
+    owner_map,
+    performer,
+)
 from hloscope.analysis.structure.index import ModuleIndex
 from hloscope.analysis.structure.opclass import CONTROL_FLOW, collective_kind, is_done, is_free, value_shape
 from hloscope.analysis.structure.transfers import HostTransfer
+from hloscope.hlo.model import Instruction
 from hloscope.targets import CALIBRATED_ON, COLLECTIVE_KINDS, Target
-from hloscope.vocab import Direction
+from hloscope.vocab import Direction, LinkMode
 
-__all__ = ["MIN_SAMPLES", "RATE_CLASSES", "Calibration", "Figure", "Rate", "Unfitted", "fit_rates", "fit_target"]
+__all__ = ["GAP_SHARE", "MIN_SAMPLES", "RATE_CLASSES", "Calibration", "Figure", "FigureGroup", "IdleGaps", "Rate",
+           "Unfitted", "adopt", "fit_rates", "fit_target", "fitted_groups", "group_of", "idle_gaps", "target_of"]
 
 #: Fewest measured ops a figure is fitted from.
 MIN_SAMPLES = 3
@@ -61,13 +81,17 @@ class Unfitted(StrEnum):
     TOO_FEW = "too-few"  # fewer than MIN_SAMPLES ops, or all with one predictor value
     UNPHYSICAL = "unphysical"  # the fit gave a non-positive bandwidth or peak
     HIDDEN = "hidden"  # every run finished before its done was reached: timed to the done, an upper bound
+    NO_LATENCY = "no-latency"  # the host samples were all of one size, or busy periods: no latency told apart
+    DROPPED = "dropped"  # fitted, but the simulated step was closer to the measured one without its group
+    NO_GAPS = "no-gaps"  # the platform prices no per-op time and the profile's compute line sat idle too little
 
 
 @dataclass(frozen=True)
 class Figure:
     """One target figure: its name (a Target field, or ``collective_figures.KIND.bandwidth``),
-    unit, datasheet value and fitted value (``after`` = ``before`` when not fitted), how many
-    measured ops it was fitted on, and why not (``Unfitted.FITTED`` when it was)."""
+    unit, datasheet value and fitted value (``after`` = ``before`` when not fitted; for
+    ``Unfitted.DROPPED`` the value fitted, which the target does not take), how many measured ops
+    (or host-link busy periods) it was fitted on, and why not (``Unfitted.FITTED`` when it was)."""
 
     name: str
     unit: str
@@ -94,15 +118,48 @@ class Rate:
     unfitted: Unfitted
 
 
+#: Idle share of the step, between the ops of the compute line, from which a platform that prices no
+#: per-op time gets one (``kernel_launch_us``): the v5e runs' TensorCore sat idle 0.001-0.02 ms of
+#: 24-271 ms steps (under 0.02%), where a 105-269 µs launch fitted to their kernels' line put the
+#: in-sample step +10% to +33% off (fixtures/measured/tpu_v5e/; docs/accuracy.md).
+GAP_SHARE = 0.01
+
+
+@dataclass(frozen=True)
+class IdleGaps:
+    """The compute line's idle time in a profile's median execution: step_us, its time; busy_us, the
+    union of its op events (a loop's span and a done's wait count as busy); op_runs, the runs of ops
+    the model prices (loops, calls, dones and async ops on a line of their own aside)."""
+
+    step_us: float
+    busy_us: float
+    op_runs: int
+
+    @property
+    def idle_us(self) -> float:
+        return max(0.0, self.step_us - self.busy_us)
+
+    @property
+    def per_op_us(self) -> float:
+        """Idle time per op run: the per-op time it would take to account for it."""
+        return self.idle_us / self.op_runs if self.op_runs else 0.0
+
+    @property
+    def shows_gaps(self) -> bool:
+        """Idle at least :data:`GAP_SHARE` of the step, with ops to charge it to."""
+        return self.op_runs > 0 and self.idle_us >= GAP_SHARE * self.step_us
+
+
 @dataclass(frozen=True)
 class Calibration:
     """A fitted target and its figures, in a fixed order; rates: what the chip achieved per run
-    (:func:`fit_rates`)."""
+    (:func:`fit_rates`); gaps: the compute line's idle time (None where the profile places no run)."""
 
     base: Target
     target: Target
     figures: tuple[Figure, ...]
     rates: tuple[Rate, ...] = ()
+    gaps: IdleGaps | None = None
 
 
 def _line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float] | None:
@@ -123,66 +180,245 @@ def _line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float] | Non
 def fit_target(index: ModuleIndex, base: Target, profile: MeasuredProfile, name: str,
                transfers: Sequence[HostTransfer] = ()) -> Calibration:
     """The figures of ``base`` fitted to ``profile`` (measured on ``index``'s module), as a
-    target called ``name``. ``transfers``: the module's host transfers (their bytes and direction)."""
+    target called ``name``. ``transfers``: the module's host transfers (their bytes and direction).
+    One job per group of figures (module docstring), each returning its :class:`Figure` rows; the
+    target takes every fitted one (:func:`target_of`)."""
     cost = CostModel(index, base)
+    gaps = idle_gaps(index, profile)
+    samples = _collect(index, cost, profile, transfers)
+    if base.kernel_launch_us > 0:  # the platform prices a launch per op: the kernels' line tells it
+        figures = _fit_launch_line(samples, base)
+        figures += _fit_gemm_peak(samples, base, figures[0].after)
+    else:  # no per-op time unless the compute line sat idle between ops
+        figures = [_fit_launch_from_gaps(gaps, base)]
+        figures += _fit_scales(samples, base, figures[0].after)
+    figures += _fit_collectives(samples, base)
+    figures += _fit_host_link(samples, base)
+    target = target_of(base, name, profile.source, figures)
+    return Calibration(base, target, tuple(figures), fit_rates(index, cost, profile, transfers), gaps)
+
+
+class FigureGroup(StrEnum):
+    """Figures adopted or kept together: those of the compute line, the collectives and the host link."""
+
+    COMPUTE = "compute"
+    COLLECTIVES = "collectives"
+    HOST_LINK = "host link"
+
+
+def group_of(figure: str) -> FigureGroup:
+    """The group of a :class:`Figure` by its name."""
+    if figure.startswith("collective_figures."):
+        return FigureGroup.COLLECTIVES
+    if figure.startswith("host_"):
+        return FigureGroup.HOST_LINK
+    return FigureGroup.COMPUTE
+
+
+def fitted_groups(cal: Calibration) -> tuple[FigureGroup, ...]:
+    """The groups with at least one fitted figure, in :class:`FigureGroup` order."""
+    got = {group_of(f.name) for f in cal.figures if f.unfitted is Unfitted.FITTED}
+    return tuple(g for g in FigureGroup if g in got)
+
+
+def target_of(base: Target, name: str, source: str, figures: Sequence[Figure]) -> Target:
+    """``base`` with each fitted figure's value, called ``name``, calibrated on ``source``."""
+    changes: dict[str, Any] = {f.name: f.after for f in figures
+                               if f.unfitted is Unfitted.FITTED and group_of(f.name) is not FigureGroup.COLLECTIVES}
+    fitted = {f.name: f.after for f in figures if f.unfitted is Unfitted.FITTED}
+    keys = {kind: f"collective_figures.{kind}" for kind in COLLECTIVE_KINDS}
+    measured = tuple((kind, fitted[f"{key}.bandwidth"], fitted[f"{key}.latency_us"])
+                     for kind, key in keys.items() if f"{key}.bandwidth" in fitted)
+    return replace(base, name=name, description=f"{base.description}{CALIBRATED_ON}{source}",
+                   collective_figures=measured, calibrated_on=source, **changes)
+
+
+def adopt(cal: Calibration, groups: Sequence[FigureGroup]) -> Calibration:
+    """``cal`` with only the fitted figures of ``groups``: each other fitted figure is marked
+    ``Unfitted.DROPPED`` (its ``after`` the value fitted) and the target keeps its datasheet value."""
+    figures = tuple(f if f.unfitted is not Unfitted.FITTED or group_of(f.name) in groups
+                    else replace(f, unfitted=Unfitted.DROPPED) for f in cal.figures)
+    source = cal.target.calibrated_on
+    return replace(cal, target=target_of(cal.base, cal.target.name, source, figures), figures=figures)
+
+
+@dataclass
+class _Samples:
+    """What a profile's ops say, sorted by the figure that prices them (one walk over its ops).
+
+    kernels / gemms: (HBM bytes or effective FLOPs, µs per run) of the memory-bound kernels and the
+    compute-bound GEMMs as a platform with a launch per op reads them (the line's fits).
+    memory / compute: (the model's µs per run at the datasheet figures, the measured µs per run, runs
+    per execution) of every op on the compute line the model calls memory-bound, and of the others
+    with FLOPs, by the peak figure that prices them (the scale fits). collectives: per kind, (ring
+    traffic, µs). host: per direction, (bytes, µs) of the runs timed by their own work; host_runs:
+    per direction, how many runs were timed at all; host_queued: the host samples are busy periods of
+    one queue per direction (:func:`_collect_host_runs`).
+    """
+
+    kernels: list[tuple[float, float]] = field(default_factory=list)
+    gemms: list[tuple[float, float]] = field(default_factory=list)
+    memory: list[tuple[float, float, int]] = field(default_factory=list)
+    compute: dict[str, list[tuple[float, float, int]]] = field(default_factory=dict)
+    collectives: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    host: dict[Direction, list[tuple[float, float]]] = field(default_factory=dict)
+    host_runs: dict[Direction, int] = field(default_factory=dict)
+    host_queued: bool = False
+
+
+def _collect(index: ModuleIndex, cost: CostModel, profile: MeasuredProfile,
+             transfers: Sequence[HostTransfer]) -> _Samples:
+    """Sort the profile's timed ops into :class:`_Samples`. An async op a profile times on a line of
+    its own (a TPU's "Async XLA Ops") overlaps the compute: it informs no compute figure."""
+    base = cost.target
     owner = owner_map(index)
-    mem: list[tuple[float, float]] = []  # (bytes, µs) of memory-bound kernels
-    gemm: list[tuple[float, float]] = []  # (effective FLOPs, µs) of compute-bound GEMMs
-    coll: dict[str, list[tuple[float, float]]] = {k: [] for k in COLLECTIVE_KINDS}
-    host: dict[tuple[str, str], tuple[float, float]] = {}  # (direction, name) -> (bytes, µs)
     moves = {t.instruction.name: t for t in transfers}
+    out = _Samples()
     for op, st in profile.ops.items():
         ins = owner.get(op)
         if ins is None or is_free(ins) or is_done(ins) or ins.opcode in CONTROL_FLOW or st.calls <= 0:
             continue
-        # An async op timed on a line of its own (a TPU's) is measured there, not by its start's issue.
-        us = profile.asyncs.get(op, st).per_call_us
         if ins.name in moves:
-            t = moves[ins.name]
-            host[(str(t.direction), ins.name)] = (float(t.bytes), us)
+            if not profile.async_intervals:  # no async line: the start's own event is the copy
+                t = moves[ins.name]
+                out.host.setdefault(t.direction, []).append((float(t.bytes), st.per_call_us))
+                out.host_runs[t.direction] = out.host_runs.get(t.direction, 0) + st.calls
             continue
         what = performer(index, ins)
         kind = collective_kind(what)
         if kind:
+            us = profile.asyncs.get(op, st).per_call_us
             group = first_replica_group(what.attr_text, index.module.num_partitions)
             nbytes = value_shape(what).byte_size * (len(group) if kind == "reduce-scatter" else 1)
-            coll.setdefault(kind, []).append((ring_traffic(kind, nbytes, len(group)), us))
+            out.collectives.setdefault(kind, []).append((ring_traffic(kind, nbytes, len(group)), us))
             continue
-        op_class = classify(what, cost)
-        if op_class not in (OpClassName.GEMM, OpClassName.KERNEL):
+        if op in profile.asyncs:
             continue
-        _flops, effective, dtype, nbytes = cost.roofline_terms(what)
-        compute = effective / base.peak_flops(dtype) * 1e6
-        memory = nbytes / base.hbm_bandwidth * 1e6
-        if op_class is OpClassName.GEMM and compute > memory:
-            gemm.append((effective, us))
-        elif op_class is OpClassName.KERNEL and memory >= compute and nbytes > 0:
-            mem.append((float(nbytes), us))
-    figures: list[Figure] = []
-    changes: dict[str, Any] = {}
+        _sort_compute(out, cost, what, st.per_call_us, st.calls)
+    peak = {d: base.host_link_bandwidth(d, LinkMode.PEAK) * base.host_link_sharers for d in Direction}
+    _collect_host_runs(out, owner, profile, moves, peak)
+    return out
+
+
+def _sort_compute(out: _Samples, cost: CostModel, what: Instruction, us: float, calls: int) -> None:
+    """One op on the compute line into the samples of the figures that price it."""
+    base = cost.target
+    op_class = classify(what, cost)
+    _flops, effective, dtype, nbytes = cost.roofline_terms(what)
+    compute = effective / base.peak_flops(dtype) * 1e6
+    memory = nbytes / base.hbm_bandwidth * 1e6
+    if op_class is OpClassName.GEMM and compute > memory:
+        out.gemms.append((effective, us))
+    elif op_class is OpClassName.KERNEL and memory >= compute and nbytes > 0:
+        out.kernels.append((float(nbytes), us))
+    c = cost.op_cost(what)
+    if c.memory_bound and c.hbm_bytes > 0:
+        out.memory.append((c.us, us, calls))
+    elif c.flops > 0 and c.us > 0:
+        peak = "peak_bf16_flops" if cost.profile.peak_flops(dtype) == base.peak_bf16_flops else "peak_fp32_flops"
+        out.compute.setdefault(peak, []).append((c.us, us, calls))
+
+
+def _collect_host_runs(out: _Samples, owner: dict[str, Instruction], profile: MeasuredProfile,
+                       moves: dict[str, HostTransfer], peak: dict[Direction, float]) -> None:
+    """The host transfers' runs on a line of their own. Only a run the compute waited for at its done
+    ends where its bytes did (another is timed to the done, an upper bound); and a run issued while
+    others of its direction were on the link queued behind them (one queue in issue order, as the
+    model runs them: the v5e's 32 MiB copy issued beside a 128 MiB one ended when all 160 MiB had
+    moved). So each waited run is a sample of the bytes its direction's link moved from the start of
+    its busy period to its end. A busy period runs on while each run is issued before the runs
+    before it in the period could have moved their bytes even at the link's peak (``peak``, bytes/s
+    per direction): the link surely had not gone idle."""
+    runs: dict[Direction, list[tuple[AsyncRun, HostTransfer]]] = {}
+    for run in profile.async_intervals:
+        ins = owner.get(run.name)
+        if ins is not None and ins.name in moves:
+            t = moves[ins.name]
+            runs.setdefault(t.direction, []).append((run, t))
+    out.host_queued = bool(runs)
+    for direction, these in runs.items():
+        these.sort(key=lambda rt: rt[0].start_us)
+        out.host_runs[direction] = len(these)
+        begin, moved = 0.0, 0
+        for i, (run, t) in enumerate(these):
+            if i == 0 or run.start_us >= begin + moved / peak[direction] * 1e6:
+                begin, moved = run.start_us, 0  # the link may have been free: a new busy period
+            moved += t.bytes
+            if run.waited and run.end_us > begin:
+                out.host.setdefault(direction, []).append((float(moved), run.end_us - begin))
+
+
+def _fit_launch_line(samples: _Samples, base: Target) -> list[Figure]:
+    """Kernel launch and achieved HBM bandwidth: the line through the memory-bound kernels' (bytes, µs)."""
+    mem = samples.kernels
     launch, bw = base.kernel_launch_us, base.hbm_bandwidth
     fit = _line([b for b, _ in mem], [t for _, t in mem]) if len(mem) >= MIN_SAMPLES else None
     why = _why(len(mem), fit is not None)
     if fit is not None and fit[1] > 0:
         launch, bw = max(0.0, fit[0]), 1e6 / fit[1]
-        changes.update(kernel_launch_us=launch, hbm_bandwidth=bw)
     elif fit is not None:
         why = Unfitted.UNPHYSICAL
-    figures += [Figure("kernel_launch_us", "us", base.kernel_launch_us, launch, len(mem), why),
-                Figure("hbm_bandwidth", "B/s", base.hbm_bandwidth, bw, len(mem), why)]
+    return [Figure("kernel_launch_us", "us", base.kernel_launch_us, launch, len(mem), why),
+            Figure("hbm_bandwidth", "B/s", base.hbm_bandwidth, bw, len(mem), why)]
+
+
+def _fit_gemm_peak(samples: _Samples, base: Target, launch: float) -> list[Figure]:
+    """Achieved GEMM throughput: the line through the origin of (effective FLOPs, µs less the launch)."""
+    gemm = samples.gemms
     peak = base.peak_bf16_flops
     why = _why(len(gemm), len({x for x, _ in gemm}) > 1)
     if why is Unfitted.FITTED:
         sxy = sum(x * max(0.0, t - launch) for x, t in gemm)
         if sxy > 0:
             peak = sum(x * x for x, _ in gemm) / sxy * 1e6
-            changes["peak_bf16_flops"] = peak
         else:
             why = Unfitted.UNPHYSICAL
-    figures.append(Figure("peak_bf16_flops", "FLOP/s", base.peak_bf16_flops, peak, len(gemm), why))
-    measured: list[tuple[str, float, float]] = []
+    return [Figure("peak_bf16_flops", "FLOP/s", base.peak_bf16_flops, peak, len(gemm), why)]
+
+
+def _fit_launch_from_gaps(gaps: IdleGaps | None, base: Target) -> Figure:
+    """A per-op time on a platform that prices none: the compute line's idle time per op run, only
+    where it sat idle at least :data:`GAP_SHARE` of the step (else 0 is kept, and why)."""
+    before = base.kernel_launch_us
+    if gaps is None:
+        return Figure("kernel_launch_us", "us", before, before, 0, Unfitted.NO_SAMPLES)
+    if not gaps.shows_gaps:
+        return Figure("kernel_launch_us", "us", before, before, gaps.op_runs, Unfitted.NO_GAPS)
+    return Figure("kernel_launch_us", "us", before, gaps.per_op_us, gaps.op_runs, Unfitted.FITTED)
+
+
+def _scale(points: Sequence[tuple[float, float, int]], launch: float) -> tuple[float | None, Unfitted]:
+    """The factor on a figure that makes the model's summed time of ``points`` (model µs at the
+    datasheet figure, measured µs, runs) the measured sum less the launch of each run: a ratio
+    estimator (errors in proportion to the op's time), so the class's total is fitted exactly."""
+    if not points:
+        return None, Unfitted.NO_SAMPLES
+    if len(points) < MIN_SAMPLES:
+        return None, Unfitted.TOO_FEW
+    model = sum(m * n for m, _, n in points)
+    measured = sum(max(0.0, t - launch) * n for _, t, n in points)
+    if model <= 0 or measured <= 0:
+        return None, Unfitted.UNPHYSICAL
+    return model / measured, Unfitted.FITTED
+
+
+def _fit_scales(samples: _Samples, base: Target, launch: float) -> list[Figure]:
+    """HBM bandwidth from every op the model calls memory-bound, each peak from the ops it prices."""
+    out = []
+    for key, unit, points in (("hbm_bandwidth", "B/s", samples.memory),
+                              ("peak_bf16_flops", "FLOP/s", samples.compute.get("peak_bf16_flops", [])),
+                              ("peak_fp32_flops", "FLOP/s", samples.compute.get("peak_fp32_flops", []))):
+        before = float(getattr(base, key))
+        factor, why = _scale(points, launch)
+        out.append(Figure(key, unit, before, before * factor if factor else before, len(points), why))
+    return out
+
+
+def _fit_collectives(samples: _Samples, base: Target) -> list[Figure]:
+    """Each collective kind's bandwidth and latency: the line through (ring traffic, µs)."""
+    figures: list[Figure] = []
     for kind in COLLECTIVE_KINDS:
-        pts = coll.get(kind, [])
+        pts = samples.collectives.get(kind, [])
         ring = base.collective_figure(kind)
         before_bw, before_lat = ring if ring else (base.interconnect_bandwidth, base.collective_launch_us)
         fit = _line([x for x, _ in pts], [t for _, t in pts]) if len(pts) >= MIN_SAMPLES else None
@@ -190,43 +426,73 @@ def fit_target(index: ModuleIndex, base: Target, profile: MeasuredProfile, name:
         after_bw, after_lat = before_bw, before_lat
         if fit is not None and fit[1] > 0:
             after_bw, after_lat = 1e6 / fit[1], max(0.0, fit[0])
-            measured.append((kind, after_bw, after_lat))
         elif fit is not None:
             why = Unfitted.UNPHYSICAL
         figures += [Figure(f"collective_figures.{kind}.bandwidth", "B/s", before_bw, after_bw, len(pts), why),
                     Figure(f"collective_figures.{kind}.latency_us", "us", before_lat, after_lat, len(pts), why)]
+    return figures
+
+
+def _fit_host_link(samples: _Samples, base: Target) -> list[Figure]:
+    """The host link per direction and the DMA latency: the line through (bytes, µs) of the runs timed
+    by their own work; all of one size, the line through the origin (no latency told apart)."""
+    figures: list[Figure] = []
     latencies: list[float] = []
     for direction, key, peak_key in ((Direction.TO_HOST, "host_link_achieved_to_host", "host_link_to_host"),
                                      (Direction.TO_DEVICE, "host_link_achieved_to_device", "host_link_to_device")):
-        pts = [xfer for d, xfer in host.items() if d[0] == direction]
+        pts = samples.host.get(direction, [])
         before_bw = base.host_link_bandwidth(direction) * base.host_link_sharers
         fit = _line([b for b, _ in pts], [t for _, t in pts]) if len(pts) >= MIN_SAMPLES else None
         why = _why(len(pts), fit is not None)
         after_bw = before_bw
-        through_origin = fit is None and bool(pts) and len({b for b, _ in pts}) == 1
+        through_origin = bool(pts) and (samples.host_queued or (fit is None and len({b for b, _ in pts}) == 1))
         if through_origin:
-            # All of one size (a TPU step's offloads usually are): no latency can be told apart, so the
-            # rate is the least-squares line through the origin, every byte at the achieved bandwidth.
-            sxy = sum(b * t for b, t in pts)
-            fit = (0.0, sxy / sum(b * b for b, _ in pts)) if sxy > 0 else None
+            # All of one size (a TPU step's offloads usually are), or busy periods of one queue (each
+            # holds a latency per run): no latency can be told apart, so the rate is the line through
+            # the origin, every byte at the achieved bandwidth (all of one size: least squares).
+            moved, took = sum(b for b, _ in pts), sum(t for _, t in pts)
+            fit = (0.0, took / moved) if took > 0 and moved > 0 else None
             why = Unfitted.FITTED if fit is not None else why
         if fit is not None and fit[1] > 0:
             # Achieved, never above the link's peak: the figures are per link, shared by host_link_gpus.
             after_bw = min(1e6 / fit[1] * base.host_link_sharers, float(getattr(base, peak_key)))
-            changes[key] = after_bw
             if not through_origin:  # a line through the origin tells no latency
                 latencies.append(max(0.0, fit[0]))
         elif fit is not None:
             why = Unfitted.UNPHYSICAL
+        elif not pts and samples.host_runs.get(direction):
+            why = Unfitted.HIDDEN
         figures.append(Figure(key, "B/s", before_bw, after_bw, len(pts), why))
     lat = sum(latencies) / len(latencies) if latencies else base.host_dma_latency_us
-    if latencies:
-        changes["host_dma_latency_us"] = lat
-    figures.append(Figure("host_dma_latency_us", "us", base.host_dma_latency_us, lat,
-                          sum(1 for _ in host), Unfitted.FITTED if latencies else Unfitted.NO_SAMPLES))
-    target = replace(base, name=name, description=f"{base.description}{CALIBRATED_ON}{profile.source}",
-                     collective_figures=tuple(measured), calibrated_on=profile.source, **changes)
-    return Calibration(base, target, tuple(figures), fit_rates(index, cost, profile, transfers))
+    samples_n = sum(len(v) for v in samples.host.values())
+    why = Unfitted.FITTED if latencies else Unfitted.NO_LATENCY if samples_n else Unfitted.NO_SAMPLES
+    figures.append(Figure("host_dma_latency_us", "us", base.host_dma_latency_us, lat, samples_n, why))
+    return figures
+
+
+def idle_gaps(index: ModuleIndex, profile: MeasuredProfile) -> IdleGaps | None:
+    """The compute line's idle time in the profile's median execution (None where the profile places
+    no op run: a PGLE profile): its step less the union of its op events (a done's wait is busy; a
+    loop's or call's span is not counted, it would cover the gaps between its body's ops), and the
+    runs of the ops the model prices there."""
+    step = profile.median_step_us
+    if not profile.intervals or not step:
+        return None
+    owner = owner_map(index)
+    spans = []
+    runs = 0
+    for iv in profile.intervals:
+        ins = owner.get(iv.name)
+        if ins is not None and ins.opcode in CONTROL_FLOW:
+            continue
+        spans.append((max(0.0, iv.start_us), min(step, iv.end_us)))
+        runs += ins is not None and not is_free(ins) and not is_done(ins) and iv.name not in profile.asyncs
+    busy, reach = 0.0, 0.0
+    for a, b in sorted(spans):
+        if b > reach:
+            busy += b - max(a, reach)
+            reach = b
+    return IdleGaps(step, busy, runs)
 
 
 #: The op classes :func:`fit_rates` fits, and what their rate counts.

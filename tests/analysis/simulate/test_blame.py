@@ -236,3 +236,19 @@ def test_a_margin_just_under_the_limit_reads_apart_from_it() -> None:
     assert _apart(1.0556, 1.06) == ("1.056", "1.060")
     assert _apart(1.38, 1.45) == ("1.38", "1.45")
     assert _apart(1.00001, 1.00002) == ("1.0000", "1.0000")
+
+
+def test_a_calibrated_targets_band_holds_its_own_in_sample_error() -> None:
+    from hloscope.analysis.simulate.margin import step_band
+
+    # A datasheet target (error 0): the two corners as simulated, slower work first
+    assert step_band(190.0, 185.0, 188.0, 0.0) == (190.0, 185.0)
+    # Calibrated 2% short on its run (simulated 188, so measured 188 / 0.98 = 191.84): the band reaches
+    # the step times 1 / 0.98 on both sides; the slower-work corner, the larger, holds the measured step
+    low, high = step_band(190.0, 185.0, 188.0, -0.02)
+    assert low == pytest.approx(188.0 / 0.98) and low >= 188.0 / 0.98 and high == pytest.approx(188.0 * 0.98)
+    # 2% long (measured 188 / 1.02 = 184.31): the smaller corner reaches down to it, whichever slot it is in
+    low, high = step_band(187.0, 189.0, 188.0, 0.02)
+    assert low == pytest.approx(188.0 / 1.02) and low <= 188.0 / 1.02 and high == pytest.approx(188.0 * 1.02)
+    # a corner already wider stays
+    assert step_band(200.0, 170.0, 188.0, 0.02) == (200.0, 170.0)

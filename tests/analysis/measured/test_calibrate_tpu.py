@@ -1,0 +1,146 @@
+"""``calibrate`` on the real TPU v5e runs (fixtures/measured/tpu_v5e/; issue 51, item 3): a calibration that
+only ever helps.
+
+Facts read by hand, independent of hloscope (fixtures/measured/tpu_v5e/README.md and each run's facts.json,
+written by read_facts.py with JAX's own ProfileData):
+- the TensorCore sat idle between ops 0.020 ms of big's 187.23 ms step (facts.json ``xla_ops_idle_ms``
+  0.0201-0.0203), 0.001 ms of opt_host's 66.78 ms, 0.022 ms of two's 270.94 ms: no per-op time;
+- every host DMA timed by its own work ran 14.74-14.75 GB/s to host and 14.19 GB/s to device;
+- in ``two`` the 32 MiB copy issued 6 ns after a 128 MiB one waited until all 160 MiB had moved:
+  11.378 ms to host (14.745 GB/s in total), 11.823 ms to device (14.19 GB/s);
+- in ``opt_host_big`` three copies to host were issued during compute and were done before their dones
+  (timed to the done: an upper bound); the five issued together at the last fusion's end were waited for,
+  the first 4.552 ms after its issue (64 MiB at 14.74 GB/s).
+Before this issue calibrate fitted a 105-269 us per-op time to these runs and put the in-sample step +10%
+to +33% off (big: -3.7% -> +9.8%), with the band outside the run.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+
+from hloscope.analysis.calibration import STEP_TOLERANCE, CalibrationRun, calibrate_step
+from hloscope.analysis.measured.calibrate import GAP_SHARE, FigureGroup, Unfitted, idle_gaps
+from hloscope.analysis.measured.read import parse_measured
+from hloscope.analysis.report import analyze_step
+from hloscope.artifact import read_step
+from hloscope.hlo.profile_files import read_measured_file
+from hloscope.vocab import Direction
+
+RUNS = Path(__file__).resolve().parents[3] / "fixtures" / "measured" / "tpu_v5e"
+CASES = sorted(p.name for p in RUNS.iterdir() if (p / "facts.json").is_file())
+
+
+def _facts(case: str) -> dict:  # type: ignore[type-arg]
+    return json.loads((RUNS / case / "facts.json").read_text())  # type: ignore[no-any-return]
+
+
+def _calibrate(case: str) -> CalibrationRun:
+    step = read_step(str(RUNS / case / "step.hlo.txt"), "tpu-v5e")
+    profile = parse_measured(read_measured_file(str(RUNS / case / "profile" / "step.xplane.pb")))
+    return calibrate_step(step.inputs, step.target, profile, f"v5e-{case}")
+
+
+def _figure(run: CalibrationRun, name: str) -> tuple[float, Unfitted]:
+    f = next(f for f in run.calibration.figures if f.name == name)
+    return f.after, f.unfitted
+
+
+def test_twelve_runs() -> None:
+    assert len(CASES) == 12
+
+
+@pytest.mark.parametrize("case", ["big", "opt_host", "two"])
+def test_the_idle_time_between_ops_is_the_profiles(case: str) -> None:
+    # facts.json's xla_ops_idle_ms, per profiled step: big 0.0201-0.0203, opt_host 0.0010-0.0011, two 0.0223-0.0224
+    step = read_step(str(RUNS / case / "step.hlo.txt"), "tpu-v5e")
+    profile = parse_measured(read_measured_file(str(RUNS / case / "profile" / "step.xplane.pb")))
+    gaps = idle_gaps(analyze_step(step.inputs, step.target).index, profile)
+    assert gaps is not None
+    idle = [s["xla_ops_idle_ms"] * 1e3 for s in _facts(case)["per_step"]]
+    assert min(idle) - 0.5 <= gaps.idle_us <= max(idle) + 0.5
+    assert gaps.step_us == pytest.approx(statistics.median(s["module_ms"] for s in _facts(case)["per_step"]) * 1e3,
+                                         abs=1.0)
+    assert not gaps.shows_gaps and gaps.idle_us < GAP_SHARE * gaps.step_us
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_calibrate_only_ever_helps_in_sample(case: str) -> None:
+    # Given one real run, calibrated on itself
+    run = _calibrate(case)
+    measured = statistics.median(s["module_ms"] for s in _facts(case)["per_step"]) * 1e3
+    e = run.in_sample
+    assert run.refused is None and e is not None
+    assert e.measured_us == pytest.approx(measured, rel=1e-4)
+    # Then no per-op time (the TensorCore was never idle), the step within 5%, never worse than the datasheet
+    assert _figure(run, "kernel_launch_us") == (0.0, Unfitted.NO_GAPS)
+    assert run.calibration.target.kernel_launch_us == 0.0
+    assert abs(e.calibrated_error) <= STEP_TOLERANCE
+    assert abs(e.calibrated_error) <= abs(e.datasheet_error)
+    # And the band analyze prints with the written target holds the run it was fitted on
+    assert run.band_us is not None or not _facts(case)["host_transfers"]
+    if run.band_us is not None:
+        assert run.band_us[0] <= measured <= run.band_us[1]
+    assert run.calibration.target.calibrated_step_error == pytest.approx(e.calibrated_error, abs=1e-4)
+
+
+def test_queued_transfers_are_fitted_from_their_busy_periods() -> None:
+    # two: every 32 MiB copy queued behind a 128 MiB one (README: 160 MiB in 11.378 / 11.823 ms)
+    run = _calibrate("two")
+    to_host, why = _figure(run, "host_link_achieved_to_host")
+    to_device, why_d = _figure(run, "host_link_achieved_to_device")
+    assert why is why_d is Unfitted.FITTED
+    assert to_host == pytest.approx(160 * 2**20 / 11.378e-3, rel=2e-3)
+    assert to_device == pytest.approx(160 * 2**20 / 11.823e-3, rel=2e-3)
+    # the host link is adopted; a latency is not told apart from busy periods
+    assert FigureGroup.HOST_LINK in run.kept
+    assert _figure(run, "host_dma_latency_us")[1] is Unfitted.NO_LATENCY
+
+
+def test_a_copy_timed_to_its_done_is_not_a_sample() -> None:
+    # opt_host_big: three copies to host done before their dones, then five waited for in one queue
+    run = _calibrate("opt_host_big")
+    to_host, why = _figure(run, "host_link_achieved_to_host")
+    assert why is Unfitted.FITTED and to_host == pytest.approx(14.74e9, rel=5e-3)
+    # nothing was waited for on the way back: the datasheet's figure, and why
+    assert _figure(run, "host_link_achieved_to_device") == (15e9, Unfitted.HIDDEN)
+    assert run.calibration.target.host_link_bandwidth(Direction.TO_DEVICE) == 15e9
+
+
+def test_a_group_that_puts_the_step_further_off_is_left_out() -> None:
+    # opt_host: its compute figures fit its ops (GEMMs 37.09 ms measured), but with them the simulated step
+    # is +7.4% (with the link) or +4.6% (alone), against the datasheet's -3.2%: only the link is adopted
+    run = _calibrate("opt_host")
+    assert run.kept == (FigureGroup.HOST_LINK,)
+    assert {t.groups: round(t.step_us / run.in_sample.measured_us - 1, 3)  # type: ignore[union-attr]
+            for t in run.trials} == {(FigureGroup.COMPUTE, FigureGroup.HOST_LINK): 0.074,
+                                     (FigureGroup.COMPUTE,): 0.046, (FigureGroup.HOST_LINK,): -0.004}
+    bw, why = _figure(run, "hbm_bandwidth")
+    assert why is Unfitted.DROPPED and bw != 819e9
+    assert run.calibration.target.hbm_bandwidth == 819e9 and run.calibration.target.peak_bf16_flops == 197e12
+
+
+#: The earlier run of `big` (issue 42), outside the repository: ../shared/measured/tpu-v5e beside the checkout.
+SHARED = next((p for p in (RUNS.parents[2].parent / "shared" / "measured" / "tpu-v5e" / "offload_scan_8x128MiB",
+                           RUNS.parents[2].parent.parent / "shared" / "measured" / "tpu-v5e" / "offload_scan_8x128MiB")
+               if p.is_dir()), None)
+
+
+@pytest.mark.skipif(SHARED is None, reason="needs ../shared/measured/tpu-v5e/offload_scan_8x128MiB (not in the repository)")
+def test_the_shared_run_of_issue_42() -> None:
+    # fixtures/measured/tpu_v5e/README.md read it with read_facts.py: "XLA Modules" steps 187.315 / 187.312 /
+    # 187.330 ms (median 187.315); the model with the datasheet -3.7%. Before issue 51
+    # calibrate fitted a 269 us per-op time here and put it at +9.8%, outside its own band.
+    assert SHARED is not None
+    step = read_step(str(next((SHARED / "dump").glob("*after_optimizations.txt"))), "tpu-v5e")
+    profile = parse_measured(read_measured_file(str(SHARED / "profile" / "step.xplane.pb")))
+    run = calibrate_step(step.inputs, step.target, profile, "shared")
+    e = run.in_sample
+    assert run.refused is None and e is not None and e.measured_us == pytest.approx(187315, abs=1)
+    assert run.calibration.target.kernel_launch_us == 0.0
+    assert abs(e.calibrated_error) <= min(STEP_TOLERANCE, abs(e.datasheet_error))
+    assert run.band_us is not None and run.band_us[0] <= e.measured_us <= run.band_us[1]

@@ -1,0 +1,105 @@
+"""``hloscope calibrate`` on real TPU v5e runs, as a user runs it: written only when it helps (issue 51, item 3).
+
+Runs: fixtures/measured/tpu_v5e/ (README.md there; each run's facts.json read with JAX's own reader). Read by
+hand for these tests: big's measured step 187.23 ms (median of 187.218 / 187.234 / 187.241); the datasheet
+tpu-v5e simulates big at 180.32 ms (-3.7%). opt_device (an f32 momentum kept on the chip) runs its matmul
+fusions at ~171 TFLOP/s against ~187 in the MLP runs, so its fit over-prices big_remat: -5.7% with the
+datasheet, +8.9% calibrated on opt_device.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hloscope.cli.main import main
+from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
+from hloscope.targets import get_target
+from tests.conftest import FIXTURES
+
+RUNS = FIXTURES / "measured" / "tpu_v5e"
+
+
+def _run(case: str) -> list[str]:
+    return [str(RUNS / case / "profile" / "step.xplane.pb"), str(RUNS / case / "step.hlo.txt")]
+
+
+def test_a_target_worse_on_the_held_out_run_is_not_written(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "opt.toml"
+    assert main(["calibrate", *_run("opt_device"), "-o", str(out), "--check-on", *_run("big_remat")]) \
+        == EXIT_CHECK_FAILED
+    got = capsys.readouterr()
+    assert not out.exists()
+    assert got.err.count("\n") == 1 and got.err.startswith(f"hloscope: error: {out} not written: on the held-out run "), \
+        got.err
+    assert "the calibrated step is +8.9% against the datasheet's -5.7%; keep the datasheet target tpu-v5e" in got.err
+    # the fit itself is shown: in sample it helped (-14.4% -> -0.5%), held out it did not
+    assert "adopted: compute: step 41.90 ms (-0.5%) against the datasheet's -14.4%" in got.out.splitlines()
+
+
+def test_held_out_error_is_printed_and_the_target_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "sq.toml"
+    assert main(["calibrate", *_run("square"), "-o", str(out), "--check-on", *_run("big")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    held = next(line for line in lines if line.startswith("held-out step ("))
+    assert "measured median 187.23 ms; datasheet 180.32 ms (-3.7%), calibrated 188.52 ms (+0.7%)" in held
+    assert any(line.startswith("in-sample step (") and "measured median 113.33 ms" in line for line in lines)
+    assert get_target(str(out)).calibrated_step_error == pytest.approx(0.0142)
+
+
+def test_a_calibration_worse_in_sample_is_not_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Given a target calibrated on square, already within 1.4% of opt_host's step
+    base = tmp_path / "sq.toml"
+    assert main(["calibrate", *_run("square"), "-o", str(base)]) == 0
+    capsys.readouterr()
+    # When it is calibrated again on opt_host: every fitted combination puts the step further off
+    out = tmp_path / "again.toml"
+    assert main(["calibrate", *_run("opt_host"), "--target", str(base), "-o", str(out)]) == EXIT_CHECK_FAILED
+    got = capsys.readouterr()
+    assert not out.exists() and got.err.count("\n") == 1
+    assert (f"{out} not written: every combination of fitted figures put the in-sample step further off than the "
+            "datasheet's +1.4% (nearest: host link, +3.2%); keep the datasheet target") in got.err
+
+
+def test_analyze_with_the_written_target_prints_a_band_that_holds_the_run(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "big.toml"
+    assert main(["calibrate", *_run("big"), "-o", str(out)]) == 0
+    assert "# kernel_launch_us: no per-op time on this platform" in out.read_text()
+    capsys.readouterr()
+    assert main(["analyze", str(RUNS / "big" / "step.hlo.txt"), "--target", str(out), "--json"]) == 0
+    low, high = sorted(json.loads(capsys.readouterr().out)["summary"]["margins"]["corner_step_us"])
+    assert low <= 187234.1 <= high
+
+
+def test_check_on_takes_a_profile_and_its_hlo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "t.toml"
+    assert main(["calibrate", *_run("big"), "-o", str(out), "--check-on", *_run("small"), "x"]) == EXIT_BAD_INPUT
+    assert "--check-on takes a profile and its HLO, not 3 paths" in capsys.readouterr().err
+
+
+def test_a_bad_calibrated_step_error_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('base = "tpu-v5e"\nname = "bad"\ncalibrated_step_error = -1.5\n')
+    assert main(["analyze", str(RUNS / "big" / "step.hlo.txt"), "--target", str(bad)]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "target field 'calibrated_step_error' must be a number above -1" in err and err.count("\n") == 1
+
+
+def test_a_profile_of_the_models_own_times_gives_back_the_datasheet(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    # Given big's PGLE profile of the model's own estimates (no step time: the fit is not checked against one)
+    prof = tmp_path / "own.pbtxt"
+    hlo = str(RUNS / "big" / "step.hlo.txt")
+    assert main(["analyze", hlo, "--format", "pgle", "-o", str(prof)]) == 0
+    out = tmp_path / "own.toml"
+    assert main(["calibrate", str(prof), hlo, "-o", str(out)]) == 0
+    assert "step: the profile times no step, so the fit is not checked against one" in capsys.readouterr().out
+    # Then the scales fitted to those times are the datasheet's figures
+    t, base = get_target(str(out)), get_target("tpu-v5e")
+    assert t.hbm_bandwidth == pytest.approx(base.hbm_bandwidth, rel=1e-3)
+    assert t.peak_bf16_flops == pytest.approx(base.peak_bf16_flops, rel=1e-3)
+    assert t.kernel_launch_us == 0.0 and t.calibrated_step_error == 0.0

@@ -41,7 +41,7 @@ from __future__ import annotations
 from hloscope.hlo.model import Computation, Instruction, Module
 from hloscope.hlo.shape import Shape
 
-__all__ = ["expand_async_sugar"]
+__all__ = ["expand_async_sugar", "order_computations"]
 
 #: Attributes XLA prints for the async start itself (the rest of a sugared start's belong to its op).
 _START_OWN = frozenset({"metadata", "backend_config", "frontend_attributes", "sharding", "control-predecessors",
@@ -179,3 +179,40 @@ def _add(comp: Computation, ins: Instruction, like: Instruction) -> None:
     ins.attr_column = like.attr_column
     comp.instructions.append(ins)
     comp.by_name[ins.name] = ins
+
+
+def order_computations(module: Module) -> None:
+    """Put ``module.computations`` in one order that does not depend on the printing: callees before
+    their callers, depth first from each computation nothing calls (the entry), following calls in
+    instruction order; computations nothing reaches keep their text order, after the rest.
+
+    XLA's dump and ``as_text()`` print one module's computations in different orders (both
+    callees-first, from different walks), and every list a report makes in module order (transfers,
+    unread writes, host computations) must read the same from either (``module.calling`` follows)."""
+    callees: dict[str, list[str]] = {}
+    for ins in module.calling:
+        callees.setdefault(ins.computation, []).extend(ins.called_computations)
+    called = {c for names in callees.values() for c in names}
+    comps = module.computations
+    seen: set[str] = set()
+    order: list[str] = []
+    for root in [n for n in comps if n not in called]:
+        seen.add(root)
+        stack = [(root, iter(callees.get(root, ())))]
+        while stack:
+            name, todo = stack[-1]
+            nxt = next((c for c in todo if c not in seen and c in comps), None)
+            if nxt is None:
+                stack.pop()
+                order.append(name)
+            else:
+                seen.add(nxt)
+                stack.append((nxt, iter(callees.get(nxt, ()))))
+    order += [n for n in comps if n not in seen]
+    if order == list(comps):
+        return
+    by_comp: dict[str, list[Instruction]] = {}
+    for ins in module.calling:
+        by_comp.setdefault(ins.computation, []).append(ins)
+    module.computations = {n: comps[n] for n in order}
+    module.calling = [ins for n in order for ins in by_comp.get(n, ())]

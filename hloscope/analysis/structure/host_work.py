@@ -142,13 +142,13 @@ def find_host_work(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE) -> H
                 if ins.opcode != "async-start":
                     continue
                 names = _callees(ins)
-                op = index.async_op(ins)
-                if op is not None and op.computation is not None and op.wrapped is not None \
-                        and _one_op(op.computation):
+                chain = index.async_op(ins)
+                if chain is not None and chain.computation is not None and chain.wrapped is not None \
+                        and _one_op(chain.computation):
                     # The computation holding just the op the start wraps: XLA's dump prints it,
                     # as_text() does not (hlo/async_sugar.py). What the op calls is entered by the start.
-                    wrapped.add(op.computation.name)
-                    names += _callees(op.wrapped)
+                    wrapped.add(chain.computation.name)
+                    names += _callees(chain.wrapped)
                 for callee in names:
                     if callee in host_comps and callee not in entered:
                         entered[callee] = (cname, ins)

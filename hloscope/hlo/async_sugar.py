@@ -182,33 +182,34 @@ def _add(comp: Computation, ins: Instruction, like: Instruction) -> None:
 
 
 def order_computations(module: Module) -> None:
-    """Put ``module.computations`` in one order that does not depend on the printing: callees before
-    their callers, depth first from each computation nothing calls (the entry), following calls in
-    instruction order; computations nothing reaches keep their text order, after the rest.
+    """Put ``module.computations`` in the order XLA's printer gives the module as read
+    (``HloModule::MakeComputationPostOrder``), which does not depend on the printing it came from:
+    for each computation nothing calls, in text order, the computations it reaches, callees first
+    (depth first over its instructions in text order, each one's called computations in order, a
+    while's body before its condition, each taken where first reached), then itself.
 
-    XLA's dump and ``as_text()`` print one module's computations in different orders (both
-    callees-first, from different walks), and every list a report makes in module order (transfers,
-    unread writes, host computations) must read the same from either (``module.calling`` follows)."""
-    callees: dict[str, list[str]] = {}
-    for ins in module.calling:
-        callees.setdefault(ins.computation, []).extend(ins.called_computations)
-    called = {c for names in callees.values() for c in names}
+    XLA's dump and ``as_text()`` print one module's computations in different orders, and every
+    list a report makes in module order (transfers, unread writes, host computations) must read the
+    same from either; re-printing a module read from either writes this order
+    (``fixtures/as_text/``). ``module.calling`` follows."""
     comps = module.computations
-    seen: set[str] = set()
+    callees: dict[str, list[list[str]]] = {}  # computation -> per calling instruction, its callees
+    for ins in module.calling:
+        calls = list(ins.called_computations)
+        if ins.opcode == "while" and len(calls) == 2:
+            calls = [ins.attr("body").lstrip("%"), ins.attr("condition").lstrip("%")]
+        callees.setdefault(ins.computation, []).append([c for c in calls if c in comps])
+    called = {c for lists in callees.values() for calls in lists for c in calls}
     order: list[str] = []
+    placed: set[str] = set()
     for root in [n for n in comps if n not in called]:
-        seen.add(root)
-        stack = [(root, iter(callees.get(root, ())))]
-        while stack:
-            name, todo = stack[-1]
-            nxt = next((c for c in todo if c not in seen and c in comps), None)
-            if nxt is None:
-                stack.pop()
+        for name in _embedded(root, callees):
+            if name not in placed:
+                placed.add(name)
                 order.append(name)
-            else:
-                seen.add(nxt)
-                stack.append((nxt, iter(callees.get(nxt, ()))))
-    order += [n for n in comps if n not in seen]
+        placed.add(root)
+        order.append(root)
+    order += [n for n in comps if n not in placed]  # called only from a cycle: text order
     if order == list(comps):
         return
     by_comp: dict[str, list[Instruction]] = {}
@@ -216,3 +217,29 @@ def order_computations(module: Module) -> None:
         by_comp.setdefault(ins.computation, []).append(ins)
     module.computations = {n: comps[n] for n in order}
     module.calling = [ins for n in order for ins in by_comp.get(n, ())]
+
+
+def _embedded(root: str, callees: dict[str, list[list[str]]]) -> list[str]:
+    """The computations ``root`` reaches, callees first (``HloComputation::MakeEmbeddedComputationsList``)."""
+    visited: set[str] = set()
+    out: list[str] = []
+    stack: list[tuple[str, int]] = []
+
+    def push(calls: list[str]) -> None:
+        for c in reversed(calls):
+            if c not in visited:
+                visited.add(c)
+                stack.append((c, 0))
+
+    for calls in callees.get(root, ()):
+        push(calls)
+        while stack:
+            name, k = stack[-1]
+            lists = callees.get(name, ())
+            if k >= len(lists):
+                stack.pop()
+                out.append(name)
+            else:
+                stack[-1] = (name, k + 1)
+                push(lists[k])
+    return out

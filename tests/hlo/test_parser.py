@@ -56,9 +56,9 @@ ENTRY %main (x.1: f32[4]) -> f32[4] {
 def test_small_module_structure() -> None:
     m = parse_hlo(SMALL)
     assert m.name == "m" and m.is_scheduled and m.entry_name == "main"
-    # Callees before callers, depth first from the entry in call order (hlo/async_sugar.py order_computations):
-    # the while calls its condition, then its body, whose all-reduce calls add.
-    assert list(m.computations) == ["cond", "add", "body", "main"]
+    # The order XLA's printer gives the module (hlo/async_sugar.py order_computations): the while's body, whose
+    # all-reduce calls add, before its condition.
+    assert list(m.computations) == ["add", "body", "cond", "main"]
     assert m.frontend_attributes == {"fingerprint_before_lhs": "abc"}
     main = m.entry
     assert [i.name for i in main.instructions] == ["x.1", "zero", "tup", "w", "y", "cs", "cd"]

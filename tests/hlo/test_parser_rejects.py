@@ -42,8 +42,8 @@ def test_inline_computations_are_named_as_xla_names_them() -> None:
             "    ROOT n = s32[] negate(x)\n  }\n}\n")
     m = parse_hlo(text)
     # The sugared call-start gets the computation XLA's parser builds for it, named as XLA names it
-    # (async_wrapped, of async_param and the op, jaxlib 0.10.2); callees come before callers, in XLA's
-    # order here (hlo/async_sugar.py).
+    # (async_wrapped, of async_param and the op, jaxlib 0.10.2), in the order XLA's printer gives the module
+    # (hlo/async_sugar.py).
     assert list(m.computations) == ["_", "async_wrapped", "_.1", "main"]
     assert m.computations["main"].by_name["start"].called_computations == ("async_wrapped",)
     assert [i.name for i in m.computations["async_wrapped"].instructions] == ["async_param", "call"]

@@ -88,17 +88,24 @@ def expand_async_sugar(module: Module) -> None:
                         ins.wrapped_opcode = root.opcode
                 else:
                     halves.append((comp, ins))
-    late: dict[str, list[Shape]] = {}  # a sugared start's name -> the shapes its updates bind later
+    late: dict[tuple[str, str], list[Shape]] = {}  # a sugared start -> the shapes its updates bind later
+    result: dict[tuple[str, str], Shape] = {}  # a sugared start -> its output's shape, as first bound
     for comp, ins in halves:
         start = _start_of(comp, ins)
         if start is None:
             continue
         if not ins.wrapped_opcode:
             ins.wrapped_opcode = start.wrapped_opcode
-        if ins.opcode == "async-update" and start.text_opcode != "async-start":
-            late.setdefault(start.name, []).extend(comp.by_name[o].shape for o in ins.operands[1:])
+        if start.text_opcode == "async-start":
+            continue
+        key = (comp.name, start.name)
+        if ins.opcode == "async-update":
+            late.setdefault(key, []).extend(comp.by_name[o].shape for o in ins.operands[1:])
+        bound = ins.shape.tuple_element(1) if ins.opcode == "async-update" else ins.shape
+        if key not in result and bound is not None and not (bound.is_tuple and not bound.tuple_shapes):
+            result[key] = bound  # an output the start leaves unbound (``()``), bound by an update or the done
     if sugared:
-        _wrap_all(module, sugared, late)
+        _wrap_all(module, sugared, late, result)
 
 
 def _root(module: Module, start: Instruction) -> Instruction | None:
@@ -119,14 +126,16 @@ def _start_of(comp: Computation, ins: Instruction) -> Instruction | None:
     return None
 
 
-def _wrap_all(module: Module, sugared: list[Instruction], late: dict[str, list[Shape]]) -> None:
+def _wrap_all(module: Module, sugared: list[Instruction], late: dict[tuple[str, str], list[Shape]],
+              result: dict[tuple[str, str], Shape]) -> None:
     taken_before = set(module.computations)
     comp_names = _Names(set(taken_before))
     ins_names = _Names({i.name for c in module.computations.values() for i in c.instructions})
     made: dict[str, list[Computation]] = {}  # caller's computation -> wrapped computations, in text order
     for start in sugared:
-        made.setdefault(start.computation, []).append(_wrap(module, start, late.get(start.name, []), comp_names,
-                                                                  ins_names))
+        key = (start.computation, start.name)
+        made.setdefault(start.computation, []).append(
+            _wrap(module, start, late.get(key, []), result.get(key), comp_names, ins_names))
     computations: dict[str, Computation] = {}
     for name, comp in module.computations.items():
         for new in made.get(name, ()):
@@ -141,10 +150,12 @@ def _wrap_all(module: Module, sugared: list[Instruction], late: dict[str, list[S
                        [i for i in comp.instructions if i.called_computations])]  # new callers: listed again
 
 
-def _wrap(module: Module, start: Instruction, late: list[Shape], comp_names: _Names, ins_names: _Names) -> Computation:
+def _wrap(module: Module, start: Instruction, late: list[Shape], bound: Shape | None, comp_names: _Names,
+          ins_names: _Names) -> Computation:
     """The computation XLA's parser builds for one sugared start; the start is made to call it. Its
     parameters are the start's operands, then the inputs its async-updates bind later (``late``: XLA
-    0.12's late binding, where the start's operand tuple is ``()``)."""
+    0.12's late binding, where the start's operand tuple is ``()``); its op's shape is the start's
+    output, or where the start leaves it unbound (``()``), what an update or the done binds (``bound``)."""
     attrs = start.attrs
     own = {k: v for k, v in attrs.items() if k in _START_OWN}
     op_attrs = [f"{k}={v}" for k, v in attrs.items() if k not in _START_OWN]
@@ -162,6 +173,8 @@ def _wrap(module: Module, start: Instruction, late: list[Shape], comp_names: _Na
                                False, start.line, 0, name), start)
         params.append(comp.instructions[-1].name)
     result = shape.tuple_shapes[1] if shape.is_tuple and len(shape.tuple_shapes) > 1 else shape
+    if result.is_tuple and not result.tuple_shapes and bound is not None:
+        result = bound
     op = start.wrapped_opcode
     _add(comp, Instruction(ins_names.make(op), op, op, "", result, tuple(params), "", ", ".join(op_attrs), True,
                            start.line, 0, name), start)

@@ -244,7 +244,7 @@ class _PeakIndex:
         self.module = index.module
         self.by_name = self.index.instructions_by_name
         self.loop_of_body = self.index.loop_of_body
-        self.wrapped_root = self.index.wrapped_root
+        self.wrapped_op = self.index.wrapped_op
         self.forward_trips: set[int] = set()
         for w in self.index.loops:
             trips = index.trip_count(w)
@@ -255,7 +255,7 @@ class _PeakIndex:
 def _collective(ins: Instruction, index: _PeakIndex) -> str:
     """The collective ``ins`` performs, itself or as the root of the fusion / async op it wraps ("" if none)."""
     kind = collective_kind(ins)
-    root = index.wrapped_root(ins) if not kind and ins.opcode in ("async-start", "async-done", "fusion") else None
+    root = index.wrapped_op(ins) if not kind and ins.opcode in ("async-start", "async-done", "fusion") else None
     return collective_kind(root) if root is not None else kind
 
 

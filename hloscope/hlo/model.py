@@ -1,10 +1,13 @@
 """The typed model of an HLO module that the parser builds and analyses read.
 
-Contract: a :class:`Module` holds computations in text order; each
+Contract: a :class:`Module` holds computations callees first, in one order that
+does not depend on how XLA printed them (:mod:`hloscope.hlo.async_sugar`); each
 :class:`Computation` holds its instructions in text order, which for a
 scheduled module (``is_scheduled=true``) *is* the schedule. ``position`` is the
-0-based index in that order. Opcodes are canonical XLA opcodes (the sugared
-``fusion-start`` is stored as ``async-start`` with ``wrapped_opcode="fusion"``),
+0-based index in that order. Opcodes are canonical XLA opcodes: an async-wrapped
+op has one shape whichever printing it came from (the sugared
+``fusion-start`` is an ``async-start`` calling a computation whose root is the
+fusion, with ``wrapped_opcode="fusion"``, as the dump's ``async-start`` is),
 and ``text_opcode`` keeps what the text said. Attributes are kept as raw text and
 parsed on first access, so unknown attributes from newer XLA survive untouched.
 """
@@ -27,7 +30,8 @@ class Instruction:
     name: instruction name without the leading ``%``.
     opcode: canonical opcode (``async-start``, ``copy-start``, ``fusion`` ...).
     text_opcode: opcode as written (``fusion-start``).
-    wrapped_opcode: for sugared async ops, the wrapped op (``fusion``); else "".
+    wrapped_opcode: for an async start, update or done, the op it wraps (``fusion``), however
+        it was printed; else "".
     shape: result shape.
     operands: operand instruction names, in order.
     literal: the text inside the parentheses for ``parameter``/``constant``/``iota`` etc.
@@ -216,14 +220,14 @@ class Module:
     """A parsed HLO module.
 
     attrs: module header attributes as raw text (``is_scheduled`` -> ``true``).
-    computations: name -> computation, in text order.
+    computations: name -> computation, callees before callers (hlo/async_sugar.py order_computations).
     file_names / function_names / file_locations / stack_frames: the debug
     sections, keyed by their 1-based ids; locations map to (file id, function id,
     line, column) and frames to (location id, parent frame id).
     calling: the instructions that call a computation (``called_computations`` not
-    empty: while, call, fusion, reduce ...), computation by computation in text
-    order; the parser lists them while checking the calls, so the call graph need
-    not walk every instruction.
+    empty: while, call, fusion, reduce ...), computation by computation in the
+    order of ``computations``, each in text order; the parser lists them while checking the
+    calls, so the call graph need not walk every instruction.
     async_wrapped: for a module read from an HloProto, the name of each op a sugared async
     start (``reduce-scatter-start``) wraps -> the start's name: XLA names that op's thunk in a
     profile after the wrapped op, which the text form does not print. Empty for text.

@@ -228,7 +228,7 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         } for a in report.host_work.accesses]
     if report.host_work.compute:
         out["host_compute"] = [{
-            "computation": c.computation, "thread": c.thread, "instructions": c.instructions,
+            "computation": None if c.wrapped else c.computation, "thread": c.thread, "instructions": c.instructions,
             "start": c.start.name if c.start is not None else None, "done": c.done.name if c.done is not None else None,
             "caller": c.caller or None, "operand_bytes": c.operand_bytes, "result_bytes": c.result_bytes,
         } for c in report.host_work.compute]

@@ -218,7 +218,8 @@ def host_work_lines(work: HostWork) -> list[str]:
                          "at all)")
             continue
         done = c.done.name if c.done is not None else "no done"
-        lines.append(f"host compute: {c.computation} ({c.instructions} instructions) runs on the {c.thread} thread, "
+        what = f"the computation {c.start.name} wraps" if c.wrapped else c.computation
+        lines.append(f"host compute: {what} ({c.instructions} instructions) runs on the {c.thread} thread, "
                      f"entered by {c.start.name} ({human_bytes(c.operand_bytes)} in) and left by {done} "
                      f"({human_bytes(c.result_bytes)} out) in {c.caller}; not judged as GPU kernels "
                      "(XLA's scheduler does not schedule host computations)")

@@ -78,9 +78,13 @@ class SearchIndex:
         return len(self._items)
 
     def find(self, query: str, limit: int = 300) -> tuple[list[Hit], int]:
-        """(first ``limit`` hits in module order, total number of hits)."""
+        """(first ``limit`` hits, total number of hits): the instructions named ``query`` exactly first,
+        then the rest in module order (a name is also a part of others': ``param.35`` of ``async_param.35``)."""
         q = query.strip().lower()
         if not q:
             return [], 0
         hits = [h for hay, h in self._items if q in hay]
+        exact = [h for h in hits if h.name.lower() == q]
+        if exact:
+            hits = exact + [h for h in hits if h.name.lower() != q]
         return hits[:limit], len(hits)

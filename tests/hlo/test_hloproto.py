@@ -43,10 +43,15 @@ def test_step_module_reads_with_its_schedule(step) -> None:  # type: ignore[no-u
     assert step.name == "pjit__wrapped_step_fn" and step.is_scheduled and step.num_partitions == 4
     ops = Counter(i.opcode for i in step.entry.instructions)
     assert ops["all-gather-start"] == 10 and ops["all-reduce-start"] == 9
-    # The printer writes an async op that wraps one op inline (reduce-scatter-start, no calls=): so here.
+    # The printer writes an async op that wraps one op inline (reduce-scatter-start, no calls=).
     starts = [i for i in step.entry.instructions if i.opcode == "async-start"]
     assert [(i.text_opcode, i.wrapped_opcode) for i in starts] == [("reduce-scatter-start", "reduce-scatter")] * 4
-    assert all(i.attr("dimensions") and i.attr("to_apply") and i.attr("replica_groups") for i in starts)
+    # The parser gives each the computation XLA's parser builds (hlo/async_sugar.py): the op, with the
+    # attributes the printer wrote on the start, is that computation's root.
+    wrapped = [step.computations[i.called_computations[0]].root for i in starts]
+    assert all(w.opcode == "reduce-scatter" and w.attr("dimensions") and w.attr("to_apply") and w.attr("replica_groups")
+               for w in wrapped)
+    assert not any(i.attr("to_apply") or i.attr("replica_groups") for i in starts)
     # XLA names such an op's thunk after the op it wraps: the module keeps that name.
     assert sorted(step.async_wrapped.values()) == sorted(i.name for i in starts)
     assert not any(i.shape.in_memory_space(HOST_MEMORY_SPACE) for c in step.computations.values()

@@ -56,6 +56,8 @@ ENTRY %main (x.1: f32[4]) -> f32[4] {
 def test_small_module_structure() -> None:
     m = parse_hlo(SMALL)
     assert m.name == "m" and m.is_scheduled and m.entry_name == "main"
+    # The order XLA's printer gives the module (hlo/async_sugar.py order_computations): the while's body, whose
+    # all-reduce calls add, before its condition.
     assert list(m.computations) == ["add", "body", "cond", "main"]
     assert m.frontend_attributes == {"fingerprint_before_lhs": "abc"}
     main = m.entry

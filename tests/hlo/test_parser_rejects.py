@@ -41,8 +41,13 @@ def test_inline_computations_are_named_as_xla_names_them() -> None:
             "  d = s32[] call-done(start)\n  ROOT c = s32[] call(d), to_apply={\n    x = s32[] parameter(0)\n"
             "    ROOT n = s32[] negate(x)\n  }\n}\n")
     m = parse_hlo(text)
-    assert list(m.computations) == ["main", "_", "_.1"]
-    assert m.computations["main"].by_name["start"].called_computations == ("_",)
+    # The sugared call-start gets the computation XLA's parser builds for it, named as XLA names it
+    # (async_wrapped, of async_param and the op, jaxlib 0.10.2), in the order XLA's printer gives the module
+    # (hlo/async_sugar.py).
+    assert list(m.computations) == ["_", "async_wrapped", "_.1", "main"]
+    assert m.computations["main"].by_name["start"].called_computations == ("async_wrapped",)
+    assert [i.name for i in m.computations["async_wrapped"].instructions] == ["async_param", "call"]
+    assert m.computations["async_wrapped"].by_name["call"].called_computations == ("_",)
     assert m.computations["main"].by_name["c"].called_computations == ("_.1",)
     assert [i.opcode for i in m.computations["_.1"].instructions] == ["parameter", "negate"]
     assert m.computations["_.1"].line == 7

@@ -165,8 +165,8 @@ def test_the_text_report_reads_the_same(capsys: pytest.CaptureFixture[str]) -> N
     assert f"waiting at these dones: measured {waited:.1f} ms per execution" in out
     # A while loop's event spans its body's ops: it is not counted as work, so the loop's host transfers
     # are measured exposed (17% and 47% of their time had compute beside them).
-    assert re.search(r"dynamic-update-slice-start \(async\) x8: .* 17% overlapped \(exposed\)", out)
-    assert re.search(r"dynamic-slice-start \(async\) x8: .* 47% overlapped \(exposed\)", out)
+    assert re.search(r"dynamic-update-slice-start \(dynamic-update-slice\) x8: .* 17% overlapped \(exposed\)", out)
+    assert re.search(r"dynamic-slice-start \(dynamic-slice\) x8: .* 47% overlapped \(exposed\)", out)
 
 
 def test_the_measured_json_keys_are_documented(capsys: pytest.CaptureFixture[str]) -> None:

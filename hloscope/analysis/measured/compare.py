@@ -391,10 +391,9 @@ def predicted_op_us(ins: Instruction, cost: CostModel, transfer: HostTransfer | 
 
 
 def performer(index: ModuleIndex, ins: Instruction) -> Instruction:
-    """The instruction that says what ``ins`` does: itself, or the root an unsugared async start
-    calls (``async-start(...), calls=%wrapped``)."""
-    if ins.opcode == "async-start" and not ins.wrapped_opcode:
-        return index.wrapped_root(ins) or ins
+    """The instruction that says what ``ins`` does: itself, or the op an async start wraps."""
+    if ins.opcode == "async-start":
+        return index.wrapped_op(ins) or ins
     return ins
 
 
@@ -407,8 +406,8 @@ def owner_map(index: ModuleIndex) -> dict[str, Instruction]:
         if got is not None:
             by_name.setdefault(wrapped, got)
     for ins in list(by_name.values()):
-        if ins.opcode == "async-start" and not ins.wrapped_opcode:  # async-start(...), calls=%wrapped
-            for c in ins.called_computations:
+        if ins.opcode == "async-start":  # the parser gives every one its wrapped computation
+            for c in ins.called_computations[:1]:
                 for inner in index.module.computations[c].instructions:
                     by_name[inner.name] = ins
     return by_name

@@ -95,7 +95,11 @@ def find_backend(module: Module, label: str = "", target_arguments: str = "") ->
     if m:
         name = label.replace("\\", "/").rsplit("/", 1)[-1]
         return CompiledFor(Backend.CPU if m.group(1) == "cpu" else Backend.GPU, BackendEvidence.DUMP_FILE_NAME, name)
-    for comp in module.computations.values():
+    # The entry first: XLA's printings order the other computations differently (the dump and
+    # ``as_text()``), and the evidence must not depend on which printing was read.
+    entry = module.computations.get(module.entry_name)
+    order = ([entry] if entry is not None else []) + [c for c in module.computations.values() if c is not entry]
+    for comp in order:
         for ins in comp.instructions:
             config = ins.attr("backend_config")
             if config:

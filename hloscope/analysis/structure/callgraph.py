@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from hloscope.analysis.structure.opclass import SAME_VALUE
 from hloscope.hlo.model import Computation, Instruction, Module
 
 if TYPE_CHECKING:  # networkx is imported where a graph is built (views only): ~90 ms off every start
@@ -87,9 +88,6 @@ def callee_name(ins: Instruction, key: str) -> str:
     return ins.attr(key).lstrip("%")
 
 
-#: Ops the optimizer leaves between a scalar and its use without changing its value (XLA's trip
-#: count analysis looks through copies; a TPU body copies its counter before the add).
-_SAME_VALUE = frozenset({"copy", "copy-start", "copy-done", "bitcast", "convert"})
 #: A comparison with the counter on the right, written with the counter on the left.
 _MIRRORED = {"LT": "GT", "GT": "LT", "LE": "GE", "GE": "LE", "NE": "NE"}
 
@@ -101,7 +99,8 @@ def _source(comp: Computation, name: str) -> Instruction | None:
     for _ in range(len(comp.instructions)):  # each step moves to an earlier instruction
         if ins is None:
             return None
-        if ins.opcode in _SAME_VALUE and len(ins.operands) == 1:
+        # XLA's trip count analysis looks through copies; a TPU body copies its counter before the add.
+        if ins.opcode in SAME_VALUE and len(ins.operands) == 1:
             ins = comp.by_name.get(ins.operands[0])
         elif ins.opcode == "get-tuple-element" and ins.operands:
             built = comp.by_name.get(ins.operands[0])

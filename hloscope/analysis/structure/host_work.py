@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from hloscope.analysis.structure.index import ModuleIndex
 from hloscope.analysis.structure.opclass import CONTROL_FLOW, is_free
-from hloscope.hlo.model import Instruction, Module
+from hloscope.hlo.model import Computation, Instruction, Module
 from hloscope.hlo.shape import HOST_MEMORY_SPACE, Shape
 
 #: Ops (or fusion roots) that move data: on host memory one side they are transfers.
@@ -60,7 +60,9 @@ class HostCompute:
     done: the async start that calls it and its done (None when the module has no caller
     or no done for it). caller: the computation holding ``start`` ("" without one).
     instructions: its instruction count. operand_bytes / result_bytes: of the start's
-    operands and the done's result (what enters and leaves the host computation)."""
+    operands and the done's result (what enters and leaves the host computation).
+    wrapped: it is the computation an async start wraps (``calls=``), whose name only XLA's dump
+    prints (``as_text()`` writes the op inline: hlo/async_sugar.py), so it is known by its start."""
 
     computation: str
     thread: str
@@ -70,6 +72,7 @@ class HostCompute:
     instructions: int
     operand_bytes: int
     result_bytes: int
+    wrapped: bool = False
 
 
 @dataclass(frozen=True)
@@ -132,35 +135,44 @@ def find_host_work(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE) -> H
                 accesses.append(InPlaceHostAccess(ins, cname, core_op(module, ins), read, written,
                                                   cg.executions.get(cname, 1)))
     entered: dict[str, tuple[str, Instruction]] = {}
+    wrapped: set[str] = set()
     if host_comps:
         for cname, comp in module.computations.items():
             for ins in comp.instructions:
                 if ins.opcode != "async-start":
                     continue
-                called = ins.attr("called_computations") or ""
-                names = (n.strip().lstrip("%") for n in called.strip("{}").split(","))
-                for callee in (*ins.called_computations, *names):
+                names = _callees(ins)
+                chain = index.async_op(ins)
+                if chain is not None and chain.computation is not None and chain.wrapped is not None \
+                        and _one_op(chain.computation):
+                    # The computation holding just the op the start wraps: XLA's dump prints it,
+                    # as_text() does not (hlo/async_sugar.py). What the op calls is entered by the start.
+                    wrapped.add(chain.computation.name)
+                    names += _callees(chain.wrapped)
+                for callee in names:
                     if callee in host_comps and callee not in entered:
                         entered[callee] = (cname, ins)
     compute: list[HostCompute] = []
     for name, comp in host_comps.items():
         caller, start = entered.get(name, ("", None))
-        done = _done_of(index, start) if start is not None else None
+        if name in wrapped and comp.root is not None and any(c in entered for c in _callees(comp.root)):
+            continue  # known by what its op calls
+        done = index.done_of(start) if start is not None else None
         operand_bytes = 0
         if start is not None:
             table = module.computations[caller].by_name
             operand_bytes = sum(table[o].shape.byte_size for o in start.operands if o in table)
         compute.append(HostCompute(name, comp.execution_thread, start, done, caller, len(comp.instructions),
-                                   operand_bytes, done.shape.byte_size if done is not None else 0))
+                                   operand_bytes, done.shape.byte_size if done is not None else 0, name in wrapped))
     return HostWork(tuple(accesses), tuple(compute))
 
 
-def _done_of(index: ModuleIndex, start: Instruction) -> Instruction | None:
-    """The done at the end of ``start``'s chain (through async-updates)."""
-    cur = start
-    for _ in range(10_000):
-        nxt = next((u for u in index.users(cur) if u.opcode in ("async-update", "async-done")), None)
-        if nxt is None or nxt.opcode == "async-done":
-            return nxt
-        cur = nxt
-    return None
+def _one_op(comp: Computation) -> bool:
+    """Parameters and one op on them: a computation an async start wraps that XLA's printer writes inline."""
+    return all(i.opcode == "parameter" for i in comp.instructions[:-1]) and comp.root is comp.instructions[-1]
+
+
+def _callees(ins: Instruction) -> list[str]:
+    """The computations ``ins`` calls: by its call attributes, then a custom call's ``called_computations``."""
+    called = ins.attr("called_computations")
+    return [*ins.called_computations, *(n.strip().lstrip("%") for n in called.strip("{}").split(",") if n.strip())]

@@ -11,6 +11,14 @@ verdicts) are not here: they live on the report. Nothing here mutates the module
 
 from __future__ import annotations
 
+from hloscope.analysis.structure.async_ops import (
+    ASYNC_HALVES,
+    AsyncOp,
+    find_async_op,
+    find_core_op,
+    find_done,
+    wrapped_computation,
+)
 from hloscope.analysis.structure.callgraph import CallGraph, build_call_graph, callee_name
 from hloscope.analysis.structure.opclass import OpClass, op_class
 from hloscope.hlo.model import Computation, Instruction, Module
@@ -30,6 +38,7 @@ class ModuleIndex:
         self._loop_of_body: dict[str, Instruction] | None = None
         self._by_name: dict[str, Instruction] | None = None
         self._callgraph: CallGraph | None = None
+        self._async: dict[tuple[str, str], AsyncOp | None] = {}
 
     # -- users ---------------------------------------------------------------
 
@@ -127,13 +136,41 @@ class ModuleIndex:
             self._by_name = out
         return self._by_name
 
-    def wrapped_root(self, ins: Instruction) -> Instruction | None:
-        """The root of the first computation ``ins`` calls (the op a fusion or async op wraps)."""
-        for name in ins.called_computations:
-            comp = self.module.computations.get(name)
-            if comp is not None and comp.root is not None:
-                return comp.root
-        return None
+    # -- async ops -----------------------------------------------------------
+
+    def async_op(self, ins: Instruction) -> AsyncOp | None:
+        """The async-wrapped op ``ins`` (its start, an update or its done) belongs to: what it wraps
+        and which done ends it (:mod:`hloscope.analysis.structure.async_ops`); None for any other op."""
+        if ins.opcode not in ASYNC_HALVES:
+            return None
+        key = (ins.computation, ins.name)
+        if key not in self._async:
+            got = find_async_op(self.module, self.users, ins)
+            if got is not None:  # the whole chain answers alike
+                for half in (got.start, *got.updates, *((got.done,) if got.done is not None else ())):
+                    self._async[(half.computation, half.name)] = got
+            self._async[key] = got
+        return self._async[key]
+
+    def wrapped_op(self, ins: Instruction) -> Instruction | None:
+        """The op an async op (any half) or a fusion wraps: the root of the computation it runs."""
+        if ins.opcode == "fusion":
+            comp = wrapped_computation(self.module, ins)
+            return comp.root if comp is not None else None
+        op = self.async_op(ins)
+        return op.wrapped if op is not None else None
+
+    def done_of(self, start: Instruction) -> Instruction | None:
+        """The done that ends ``start`` (an async start through its updates, a copy-start, a
+        collective start, a send or recv); None when its computation holds none."""
+        if start.opcode == "async-start":
+            op = self.async_op(start)
+            return op.done if op is not None else None
+        return find_done(self.users, start)
+
+    def core_op(self, ins: Instruction) -> Instruction:
+        """The op doing the work of ``ins``: itself, or the innermost op its async and fusion wrappers run."""
+        return find_core_op(self.module, ins)
 
     # -- whole-module structures --------------------------------------------
 

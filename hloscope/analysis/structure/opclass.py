@@ -40,6 +40,10 @@ _RESULT_AT_0 = frozenset({"copy-start", "send", "recv"})
 #: all-gather-start ``(operand, result)``, collective-permute-start ``(operand, result, u32[], u32[])``.
 #: all-reduce-start is not here: its shape is the result itself (a tuple when it reduces several arrays).
 _RESULT_AT_1 = frozenset({"async-start", "all-gather-start", "collective-permute-start"})
+#: Ops whose result is their one operand's value, element for element (a copy, moved or re-laid
+#: out; a scalar keeps its value): what trip-count and constant reads look through. Data flow
+#: (``value_flow.SAME_VALUE``) adds the ops that move a value on (slices, collectives).
+SAME_VALUE = frozenset({"copy", "copy-start", "copy-done", "bitcast", "convert", "reshape"})
 #: Buffer-allocation custom calls that do no work.
 FREE_CUSTOM_CALLS = frozenset({"AllocateBuffer", "annotate_device_placement", "MoveToHost", "MoveToDevice"})
 

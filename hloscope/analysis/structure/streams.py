@@ -203,12 +203,9 @@ def _async_direction(index: ModuleIndex, ins: Instruction) -> StreamKind | None:
     """An ``async-start``'s memcpy kind (XLA 0.12's ``AsyncHostMemcpyDirection``): the wrapped op,
     or the root of the non-custom fusion it wraps, a dynamic-update-slice into host memory (D2H)
     or a dynamic-slice of host memory (H2D)."""
-    if ins.wrapped_opcode == "fusion":  # printed as fusion-start: its calls= is the fused computation
-        inner = index.wrapped_root(ins) if ins.attr("kind") != "kCustom" else None
-    else:
-        inner = index.wrapped_root(ins)
-        if inner is not None and inner.opcode == "fusion":
-            inner = index.wrapped_root(inner) if inner.attr("kind") != "kCustom" else None
+    inner = index.wrapped_op(ins)
+    if inner is not None and inner.opcode == "fusion":
+        inner = index.wrapped_op(inner) if inner.attr("kind") != "kCustom" else None
     if inner is None:
         return None
     if inner.opcode == "dynamic-update-slice" and _host(inner.shape):
@@ -224,11 +221,8 @@ def scope_kind(index: ModuleIndex, ins: Instruction, model: StreamModel = XLA_0_
     """The execution scope ``ins`` starts (``IsExecutionScopeStart``) under ``model``, or None."""
     op = ins.opcode
     if op == "async-start":
-        wrapped = ins.wrapped_opcode
-        if not wrapped:
-            root = index.wrapped_root(ins)
-            wrapped = root.opcode if root is not None else ""
-        if wrapped in _WRAPPED_COLLECTIVES:
+        root = index.wrapped_op(ins)
+        if root is not None and root.opcode in _WRAPPED_COLLECTIVES:
             return StreamKind.COMMUNICATION
         return (_async_direction(index, ins) if model.memcpy_streams else None) or StreamKind.COMPUTE
     if op in _COLLECTIVE_STARTS:

@@ -105,19 +105,6 @@ class HostTransfer:
         return self.names.guessed
 
 
-def _core_op(module: Module, ins: Instruction) -> Instruction | None:
-    """The instruction doing the work inside an async/fusion wrapper."""
-    seen = 0
-    cur: Instruction | None = ins
-    while cur is not None and cur.opcode in ("async-start", "fusion") and seen < 8:
-        called = cur.called_computations
-        if not called or called[0] not in module.computations:
-            return cur
-        cur = module.computations[called[0]].root
-        seen += 1
-    return cur
-
-
 def _bound_later(index: ModuleIndex, start: Instruction) -> tuple[list[Shape], Shape | None]:
     """What an async chain binds after its start (late binding, XLA 0.12; docs/parser.md): the
     shapes of its async-updates' operands after the first (inputs of the async computation), and
@@ -250,7 +237,7 @@ def find_transfers(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE) -> l
                     continue  # no host memory on either side: not a transfer
                 direction = _classify(result, operand_shapes, host_space)
                 if direction:
-                    core = _core_op(module, ins)
+                    core = index.core_op(ins)
                     size, core_op = _moved_bytes(module, direction, core, result, operand_shapes, host_space)
                     out.append(HostTransfer(ins, cname, direction, core_op, size, execs, True, False, host_space))
                 continue
@@ -265,7 +252,7 @@ def find_transfers(index: ModuleIndex, host_space: int = HOST_MEMORY_SPACE) -> l
                 continue
             direction = _classify(ins.shape, operand_shapes, host_space)
             if direction and not is_in_place_access(module, ins):
-                core = _core_op(module, ins) if op == "fusion" else ins
+                core = index.core_op(ins)
                 size, core_op = _moved_bytes(module, direction, core, ins.shape, operand_shapes, host_space)
                 out.append(HostTransfer(ins, cname, direction, core_op, size, execs, False, False, host_space))
     return out

@@ -36,6 +36,7 @@ from enum import StrEnum
 from hloscope.analysis.kinds import Direction
 from hloscope.analysis.structure.callgraph import callee_name
 from hloscope.analysis.structure.index import ModuleIndex
+from hloscope.analysis.structure.opclass import SAME_VALUE
 from hloscope.analysis.structure.transfers import HostTransfer
 from hloscope.hlo.model import Computation, Instruction
 from hloscope.hlo.shape import Shape
@@ -50,7 +51,6 @@ _PLUMBING = frozenset({"async-update", "async-done", "copy-done", "get-tuple-ele
                        "call", "conditional", "bitcast", "opt-barrier", "optimization-barrier"})
 #: The most slots of one write enumerated (a loop-indexed write into a stack of several dimensions).
 _MAX_BOXES = 4096
-_SAME_VALUE = frozenset({"copy", "bitcast", "convert", "reshape"})
 
 
 class UnreadReason(StrEnum):
@@ -149,50 +149,24 @@ class _Access:
     starts: tuple[int, ...] | None
 
 
-class _Wrapped:
-    """An op done inside a wrapper (an async start, a fusion): the core op and where its operands
-    come from outside."""
-
-    def __init__(self, index: ModuleIndex, wrapper: Instruction) -> None:
-        self.wrapper = wrapper
-        self.core: Instruction | None = None
-        self.comp: Computation | None = None
-        if wrapper.opcode not in ("async-start", "fusion"):
-            self.core, self.comp = wrapper, index.computation(wrapper.computation)
-            return
-        called = [c for c in wrapper.called_computations if c in index.module.computations]
-        if not called:
-            return
-        comp = index.computation(called[0])
-        root = comp.root
-        if root is not None and root.opcode == "fusion":  # an async op wrapping a fusion
-            inner = _Wrapped(index, root)
-            if inner.core is not None and inner.comp is not None:
-                comp, root = inner.comp, inner.core
-        if root is not None and root.opcode in ("copy", "bitcast") and root.operands:  # copy(dynamic-slice)
-            src = comp.by_name.get(root.operands[0])
-            if src is not None and src.opcode == "dynamic-slice":
-                root = src
-        self.core, self.comp = root, comp
-
-    def outer_operand(self, index: ModuleIndex, name: str) -> int | None:
-        """The wrapper's operand number a core operand comes from (through parameters of the
-        wrapped computations), None when it is computed inside."""
-        comp = self.comp
-        ins = comp.by_name.get(name) if comp is not None else None
-        seen = 0
-        while ins is not None and ins.opcode == "parameter" and seen < 4:
-            number = int(ins.literal) if ins.literal.strip().isdigit() else -1
-            callers = index.callgraph.callers.get(comp.name, []) if comp is not None else []
-            caller = next((c for _, c in callers if c.opcode in ("fusion", "async-start")), None)
-            if caller is None or number < 0 or number >= len(caller.operands):
-                return None
-            if caller is self.wrapper:
-                return number
-            comp = index.computation(caller.computation)
-            ins = comp.by_name.get(caller.operands[number])
-            seen += 1
-        return None
+def _outer_operand(index: ModuleIndex, wrapper: Instruction, core: Instruction, name: str) -> int | None:
+    """The ``wrapper``'s operand number an operand ``name`` of its ``core`` op comes from (through
+    parameters of the wrapped computations), None when it is computed inside."""
+    comp = index.computation(core.computation)
+    ins = comp.by_name.get(name)
+    seen = 0
+    while ins is not None and ins.opcode == "parameter" and seen < 4:
+        number = int(ins.literal) if ins.literal.strip().isdigit() else -1
+        callers = index.callgraph.callers.get(comp.name, [])
+        caller = next((c for _, c in callers if c.opcode in ("fusion", "async-start")), None)
+        if caller is None or number < 0 or number >= len(caller.operands):
+            return None
+        if caller is wrapper:
+            return number
+        comp = index.computation(caller.computation)
+        ins = comp.by_name.get(caller.operands[number])
+        seen += 1
+    return None
 
 
 def _constant(comp: Computation, name: str) -> int | None:
@@ -205,7 +179,7 @@ def _constant(comp: Computation, name: str) -> int | None:
                 return int(ins.literal.strip())
             except ValueError:
                 return None
-        if ins.opcode not in _SAME_VALUE or len(ins.operands) != 1:
+        if ins.opcode not in SAME_VALUE or len(ins.operands) != 1:
             return None
         ins = comp.by_name.get(ins.operands[0])
     return None
@@ -233,27 +207,27 @@ class _Starts:
             todo.extend(caller for caller, _ in cg.callers.get(c, ()))
         return None
 
-    def box(self, wrapped: _Wrapped, names: Sequence[str], buffer: Shape, size: Sequence[int],
+    def box(self, wrapper: Instruction, core: Instruction, names: Sequence[str], buffer: Shape, size: Sequence[int],
             dims: tuple[int, ...]) -> tuple[list[list[tuple[int, int]]] | None, tuple[int, ...] | None]:
         """Per sliced dimension, the ranges of the starts ``names`` can take (None: unknown), and
         the constant starts (None unless every one is constant)."""
         per_dim: list[list[tuple[int, int]]] = []
         consts: list[int] = []
         for d in dims:
-            if d >= len(names) or wrapped.comp is None:
+            if d >= len(names):
                 return None, None
             top = buffer.dims[d] - size[d]
-            value = _constant(wrapped.comp, names[d])
-            if value is None and wrapped.core is not wrapped.wrapper:
-                k = wrapped.outer_operand(self.index, names[d])
-                outer = self.index.computation(wrapped.wrapper.computation)
-                value = _constant(outer, wrapped.wrapper.operands[k]) if k is not None else None
+            value = _constant(self.index.computation(core.computation), names[d])
+            if value is None and core is not wrapper:
+                k = _outer_operand(self.index, wrapper, core, names[d])
+                outer = self.index.computation(wrapper.computation)
+                value = _constant(outer, wrapper.operands[k]) if k is not None else None
             if value is not None:
                 s = min(max(value, 0), top)
                 consts.append(s)
                 per_dim.append([(s, s + size[d])])
                 continue
-            trip = self._loop_trip(wrapped.wrapper.computation)
+            trip = self._loop_trip(wrapper.computation)
             if trip is None or trip < top + 1:
                 return None, None
             per_dim.append([(s, s + size[d]) for s in range(top + 1)])
@@ -358,22 +332,22 @@ class _Storages:
         """An in-place update: its result (the async done's) is the buffer it updates."""
         if not ins.shape.in_memory_space(self.host):  # (an async start's shape holds its done's result)
             return
-        w = _Wrapped(self.index, ins)
-        if w.core is None or w.core.opcode != "dynamic-update-slice" or not w.core.operands:
+        core = self.index.core_op(ins)
+        if core.opcode != "dynamic-update-slice" or not core.operands:
             return
-        k = w.outer_operand(self.index, w.core.operands[0]) if ins.opcode != "dynamic-update-slice" else 0
+        k = _outer_operand(self.index, ins, core, core.operands[0]) if ins.opcode != "dynamic-update-slice" else 0
         if k is None or k >= len(ins.operands):
             return
-        result = ins if ins.opcode != "async-start" else _done_of(self.index, ins)
+        result = ins if ins.opcode != "async-start" else self.index.done_of(ins)
         if result is not None and not result.shape.is_tuple and result.shape.memory_space == self.host:
             self.sets.union((comp.name, result.name, ()), (comp.name, ins.operands[k], ()))
 
     def update_operand(self, ins: Instruction) -> int | None:
         """For an in-place update of a buffer, the wrapper's operand number of the buffer."""
-        w = _Wrapped(self.index, ins)
-        if w.core is None or w.core.opcode != "dynamic-update-slice" or not w.core.operands:
+        core = self.index.core_op(ins)
+        if core.opcode != "dynamic-update-slice" or not core.operands:
             return None
-        return 0 if ins is w.core else w.outer_operand(self.index, w.core.operands[0])
+        return 0 if ins is core else _outer_operand(self.index, ins, core, core.operands[0])
 
     def _collect_reads(self, comp: Computation) -> None:
         c = comp.name
@@ -394,30 +368,17 @@ class _Storages:
                     self._read(comp, ins, k, self.node(c, o, p), s if not p else None)
 
     def _read(self, comp: Computation, ins: Instruction, k: int, storage: Node, buffer: Shape | None) -> None:
-        w = _Wrapped(self.index, ins)
-        core = w.core
-        if ins.opcode != "copy-start" and buffer is not None and core is not None \
+        core = self.index.core_op(ins)
+        if ins.opcode != "copy-start" and buffer is not None \
                 and core.opcode == "dynamic-slice" and core.operands:
-            source = 0 if core is ins else w.outer_operand(self.index, core.operands[0])
+            source = 0 if core is ins else _outer_operand(self.index, ins, core, core.operands[0])
             if source == k:
                 dims = _sliced_dims(buffer, core.shape)
-                per_dim, starts = self.starts.box(w, core.operands[1:], buffer, core.shape.dims, dims)
+                per_dim, starts = self.starts.box(ins, core, core.operands[1:], buffer, core.shape.dims, dims)
                 boxes = None if per_dim is None else tuple(itertools.islice(itertools.product(*per_dim), _MAX_BOXES))
                 self.reads.setdefault(storage, []).append(_Access(ins, boxes, starts))
                 return
         self.read_all.setdefault(storage, []).append(ins.name)
-
-
-def _done_of(index: ModuleIndex, start: Instruction) -> Instruction | None:
-    cur = start
-    for _ in range(1000):
-        nxt = next((u for u in index.users(cur) if u.opcode in ("async-update", "async-done", "copy-done")), None)
-        if nxt is None:
-            return None
-        if nxt.opcode != "async-update":
-            return nxt
-        cur = nxt
-    return None
 
 
 def find_unread_host_writes(index: ModuleIndex, transfers: Sequence[HostTransfer], host_space: int,
@@ -441,19 +402,18 @@ def _judge(index: ModuleIndex, st: _Storages, t: HostTransfer, link_us: Callable
             return None
         storage = st.node(comp.name, ins.operands[k])
         buffer = comp.by_name[ins.operands[k]].shape
-        w = _Wrapped(index, ins)
-        core = w.core
-        assert core is not None  # update_operand found it
-        update = w.comp.by_name.get(core.operands[1]) if w.comp is not None and len(core.operands) > 1 else None
+        core = index.core_op(ins)
+        inside = index.computation(core.computation)
+        update = inside.by_name.get(core.operands[1]) if len(core.operands) > 1 else None
         if update is None:
             return None
         dims = _sliced_dims(buffer, update.shape)
-        per_dim, _ = st.starts.box(w, core.operands[2:], buffer, update.shape.dims, dims)
+        per_dim, _ = st.starts.box(ins, core, core.operands[2:], buffer, update.shape.dims, dims)
         boxes = None if per_dim is None else list(itertools.islice(itertools.product(*per_dim), _MAX_BOXES + 1))
         if boxes is not None and len(boxes) > _MAX_BOXES:
             boxes = None
     elif t.op == "copy":
-        done = _done_of(index, ins) if t.is_async else ins
+        done = index.done_of(ins) if t.is_async else ins
         if done is None or done.shape.is_tuple:
             return None
         storage, dims, boxes = st.node(comp.name, done.name), (), [()]

@@ -21,6 +21,7 @@ from typing import Protocol
 
 from hloscope.analysis.kinds import Direction
 from hloscope.analysis.structure.index import ModuleIndex
+from hloscope.analysis.structure.opclass import SAME_VALUE as KEEPS_VALUE
 from hloscope.hlo.model import Instruction, Module, SourceLocation
 
 
@@ -44,11 +45,10 @@ PASS = frozenset({"bitcast", "copy", "convert", "reshape", "transpose", "get-tup
                   "copy-done", "async-done", "async-start", "custom-call", "fusion", "dynamic-update-slice",
                   "dynamic-slice", "opt-barrier", "tuple", "parameter", "while"})
 #: Ops whose result is their operand 0's value, moved or re-laid out (data flow walks through them).
-SAME_VALUE = frozenset({"bitcast", "copy", "convert", "reshape", "transpose", "bitcast-convert", "reduce-precision",
-                        "slice", "dynamic-slice", "copy-start", "copy-done", "all-gather", "all-gather-start",
-                        "all-gather-done", "all-reduce", "all-reduce-start", "all-reduce-done", "all-to-all",
-                        "reduce-scatter", "collective-permute", "collective-permute-start",
-                        "collective-permute-done", "send", "recv-done"})
+SAME_VALUE = KEEPS_VALUE | frozenset({
+    "transpose", "bitcast-convert", "reduce-precision", "slice", "dynamic-slice", "all-gather", "all-gather-start",
+    "all-gather-done", "all-reduce", "all-reduce-start", "all-reduce-done", "all-to-all", "reduce-scatter",
+    "collective-permute", "collective-permute-start", "collective-permute-done", "send", "recv-done"})
 #: Collectives that XLA's combiners give several operands and a tuple of results, one per operand.
 _COMBINED = frozenset({"all-gather", "all-reduce", "reduce-scatter", "all-to-all"})
 #: Custom calls that only place or annotate a value.
@@ -228,9 +228,6 @@ class ValueFlow:
             return self.passed_in(ins)
         if op == "dynamic-update-slice" and len(ins.operands) > 1:
             return [table[ins.operands[1]]]
-        sugar = host_dma(ins)
-        if sugar is not None:
-            return [table[o] for o in sugar if o in table]
         if op in ("fusion", "call", "async-start"):
             root = self.root(ins)
             return [root] if root is not None else []
@@ -256,9 +253,6 @@ class ValueFlow:
         """The device-side value a to-host transfer (or an annotation) moves; a to-device one's host buffer."""
         ins = t.instruction
         table = self.table(ins)
-        sugar = host_dma(ins)
-        if sugar is not None and t.direction is Direction.TO_HOST:
-            return [table[o] for o in sugar if o in table]
         if ins.opcode in ("async-start", "fusion"):
             root = self.root(ins)
             if root is not None and root.opcode == "dynamic-update-slice" and len(root.operands) > 1:
@@ -272,16 +266,3 @@ class ValueFlow:
         if t.direction is Direction.TO_DEVICE:  # the host buffer it reads: back to what was written there
             return [table[o] for o in ins.operands[:1] if o in table]
         return [table[o] for o in ins.operands[:1] if o in table and table[o].shape.memory_space != t.host_space]
-
-
-def host_dma(ins: Instruction) -> tuple[str, ...] | None:
-    """The operand whose value a TPU host DMA carries, when ``ins`` is one: a ``dynamic-update-slice-start``
-    (an ``async-start`` wrapping ``dynamic-update-slice`` with no computation of its own) carries its update
-    (operand 1), a ``dynamic-slice-start`` the buffer it reads (operand 0); None for any other op."""
-    if ins.opcode != "async-start" or ins.called_computations or not ins.operands:
-        return None
-    if ins.wrapped_opcode == "dynamic-update-slice" and len(ins.operands) > 1:
-        return (ins.operands[1],)
-    if ins.wrapped_opcode == "dynamic-slice":
-        return (ins.operands[0],)
-    return None

@@ -1,7 +1,8 @@
 """``--profile`` times an async collective written as ``async-start(...), calls=%wrapped`` (issue 38).
 
-The start is an async op to the model (``collective_kind`` reads sugared starts only), simulated on
-the async stream; with a profile it now takes the profile's time there.
+The start is a collective to the model, as its sugared printing ``reduce-scatter-start(data)`` is (issue
+52: the parser gives both printings one shape, hlo/async_sugar.py), simulated on the collective stream;
+with a profile it takes the profile's time there.
 
 XLA's own test module ``fixtures/xla-tests/convert_async_collectives_to_sync/SimpleReduceScatter.hlo``:
 ``rs-start = async-start(data), calls=reduce_scatter``, whose root ``result`` is the reduce-scatter, and
@@ -31,10 +32,11 @@ def test_a_wrapped_reduce_scatter_takes_the_profiles_time() -> None:
     plain = analyze_module(module, get_target("h100-sxm"))
     timed = analyze_module(module, get_target("h100-sxm"), AnalysisOptions(measured_us=(("result", 50.0),)))
     assert timed.cost.measured_us(start) == pytest.approx(50.0) and plain.cost.measured_us(start) is None
-    # Without the profile the start costs a kernel launch (h100-sxm: 1 us) on the async stream; with it,
-    # the profile's 50 us, and the done waits for them.
-    [p] = plain.timeline.slices[Resource.ASYNC]
-    assert p.end_us - p.start_us == pytest.approx(1.0, abs=0.01)
-    [s] = timed.timeline.slices[Resource.ASYNC]
+    # Without the profile the start costs the model's time for a 32-byte reduce-scatter on h100-sxm (its
+    # collective launch, 5 us) on the collective stream; with it, the profile's 50 us, and the done waits.
+    [p] = plain.timeline.slices[Resource.COLLECTIVE]
+    assert (p.name, p.end_us - p.start_us) == ("rs-start", pytest.approx(plain.cost.collective_us(start)))
+    assert plain.cost.collective_us(start) == pytest.approx(get_target("h100-sxm").collective_launch_us, abs=0.01)
+    [s] = timed.timeline.slices[Resource.COLLECTIVE]
     assert (s.name, s.end_us - s.start_us) == ("rs-start", pytest.approx(50.0))
     assert timed.timeline.step_us == pytest.approx(50.0)

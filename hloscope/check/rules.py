@@ -231,11 +231,32 @@ def rule_max_exposed_us(ctx: RuleContext, limit: float) -> list[Violation]:
     return [Violation("max-exposed-us", Finding.EXPOSED_US, actual=total, limit=limit, worst=_worst(recs))]
 
 
+@dataclass(frozen=True)
+class StepWait:
+    """How long a step waits on host transfers: exposed_us (per step, exposed and partial transfers alike),
+    step_us (the estimated compute plus that wait), fraction (exposed_us / step_us; 0 for an empty step),
+    partial (how many waiting transfers are partial, not exposed)."""
+
+    exposed_us: float
+    step_us: float
+    fraction: float
+    partial: int
+
+
+def step_wait(report: Report, records: list[TransferRecord] | None = None) -> StepWait:
+    """What ``max-exposed-fraction`` reads: the wait of ``records`` (default: every judged transfer)."""
+    recs = records if records is not None else [r for r in records_from_report(report)
+                                                if r.verdict is not VerdictKind.UNSCHEDULED]
+    exposed = sum(r.exposed_us_per_step for r in recs)
+    step = report.est_compute_us() + exposed
+    partial = sum(r.verdict is VerdictKind.PARTIAL and r.exposed_us_per_step > 0 for r in recs)
+    return StepWait(exposed, step, exposed / step if step > 0 else 0.0, partial)
+
+
 def rule_max_exposed_fraction(ctx: RuleContext, limit: float) -> list[Violation]:
     recs = ctx.scheduled("max-exposed-fraction")
-    exposed = sum(r.exposed_us_per_step for r in recs)
-    step = ctx.subject.report.est_compute_us() + exposed
-    frac = exposed / step if step > 0 else 0.0
+    wait = step_wait(ctx.subject.report, recs)
+    exposed, step, frac = wait.exposed_us, wait.step_us, wait.fraction
     ctx.readings["max-exposed-fraction"] = Reading(frac)
     if frac <= limit:
         return []

@@ -19,6 +19,7 @@ from hloscope.render.measured_text import measured_dict
 from hloscope.render.memory_text import memory_dict
 from hloscope.render.options import RenderOptions
 from hloscope.render.scheduler_text import scheduler_dict
+from hloscope.render.slice_words import slice_facts
 from hloscope.render.unread_text import unread_dict
 from hloscope.render.verdict_words import explain, platform_words
 
@@ -243,6 +244,8 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         out["serial_drains"] = drain_dicts(report)
     if report.unread.writes:
         out["unread_host_writes"] = unread_dict(report.unread)
+    if (tpu_slice := slice_facts(report)) is not None:  # the slice as Cloud TPU names it (v5p-128)
+        out["tpu_slice"] = _plain(tpu_slice)
     if report.compile is not None:
         out["compile"] = _plain(report.compile)
     if report.measured is not None:

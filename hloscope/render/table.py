@@ -21,11 +21,12 @@ from hloscope.render.memory_text import memory_lines, remat_lines
 from hloscope.render.name_words import legend, name_cell, unrequested_words
 from hloscope.render.options import RenderOptions
 from hloscope.render.scheduler_text import scheduler_line
+from hloscope.render.slice_words import slice_line
 from hloscope.render.unread_text import unread_clause, unread_lines
 from hloscope.render.verdict_words import explain, platform_words, slack_clause
 from hloscope.render.xla_words import xla_cell, xla_clause, xla_legend
-from hloscope.units import human_bytes, human_us
 from hloscope.targets import Target
+from hloscope.units import human_bytes, human_us
 from hloscope.vocab import LinkMode
 
 __all__ = ["COLUMNS", "TableRenderer", "format_columns", "human_bytes", "human_us", "source_cell", "transfer_row",
@@ -128,7 +129,7 @@ class TableRenderer:
             f"module {report.module.name} "
             f"({'scheduled' if report.module.is_scheduled else 'NOT scheduled'}), "
             f"target {t.name} ({t.description}, host link {t.host_link}: {link_figures(report)})",
-            *[line for line in (scheduler_line(report.scheduler), platform_line(report)) if line],
+            *[line for line in (slice_line(report), scheduler_line(report.scheduler), platform_line(report)) if line],
             *(n for n in report.notes if n.startswith(ARTIFACT_NOTE)),
             "",
             *intent_lines(account_of(report)),

@@ -10,11 +10,11 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+from hloscope.analysis.kinds import VerdictKind
 from hloscope.analysis.report import Report
 from hloscope.analysis.simulate.verdict import Verdict
 from hloscope.check.baseline import BaselineDiff, Change, Snapshot
 from hloscope.check.keys import TransferRecord
-from hloscope.analysis.kinds import VerdictKind
 from hloscope.check.rules import Emptiness, Finding, NothingToJudge, Reading, StepWait, Violation
 from hloscope.render.intent_words import intent_message
 from hloscope.render.margin_text import flip_words, margin_line

@@ -27,7 +27,8 @@ class Command(Protocol):
 #: so a command starts without loading what the others need (the TUI's first screen).
 _COMMANDS: dict[str, tuple[str, str, str]] = {
     "analyze": ("hloscope.cli.analyze", "AnalyzeCommand", "judge every host transfer in scheduled GPU or TPU HLO"),
-    "calibrate": ("hloscope.cli.calibrate", "CalibrateCommand", "fit a target's figures to a measured GPU or TPU profile"),
+    "calibrate": ("hloscope.cli.calibrate", "CalibrateCommand",
+                  "fit a target's figures to a measured GPU or TPU profile"),
     "cache": ("hloscope.cli.cache", "CacheCommand", "show (info) or empty (clear) the compile cache"),
     "check": ("hloscope.cli.check", "CheckCommand", "CI rules over a step: exit 1 when one is violated"),
     "compile": ("hloscope.cli.compile", "CompileCommand",

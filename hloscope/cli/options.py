@@ -26,8 +26,8 @@ __all__ = ["MEMORY_FRACTION_HELP", "TARGET_HELP", "add_compile_options", "add_de
 
 #: ``--target``'s help, the same in every command: the one default rule (``artifact.resolve_target``).
 TARGET_HELP = (f"GPU or TPU target: a built-in name (hloscope targets) or a .toml/.json target file; default: the "
-               f"input's own (an artifact folder's manifest, a TPU dump's chip, the GPU an nsys-jax archive names), else "
-               f"{DEFAULT_TARGET}")
+               f"input's own (an artifact folder's manifest, a TPU dump's chip, the GPU an nsys-jax archive names), "
+               f"else {DEFAULT_TARGET}")
 
 
 def add_target_option(p: argparse.ArgumentParser, help: str = TARGET_HELP) -> None:

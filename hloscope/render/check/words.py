@@ -119,9 +119,10 @@ def violation_message(v: Violation) -> str:
         return (f"~{human_us(actual)} of exposed transfer time per step > {human_us(limit)} allowed "
                 f"(largest: {_worst(v)})")
     if f is Finding.EXPOSED_FRACTION:
-        return (f"the step waits on host transfers {actual:.1%} of its estimated time (~{human_us(v.arg('exposed_us'))} "
-                f"of ~{human_us(v.arg('step_us'))}) > {limit:.1%} allowed (largest: {_worst(v)})"
-                + (f"; {loosen_words(v)}" if v.arg("default_gate") else ""))
+        loosen = f"; {loosen_words(v)}" if v.arg("default_gate") else ""
+        return (f"the step waits on host transfers {actual:.1%} of its estimated time "
+                f"(~{human_us(v.arg('exposed_us'))} of ~{human_us(v.arg('step_us'))}) > {limit:.1%} allowed "
+                f"(largest: {_worst(v)}){loosen}")
     if f is Finding.HIDDEN_FRACTION:
         return (f"{actual:.1%} of transfer time hidden (~{human_us(v.arg('hidden_us'))} of "
                 f"~{human_us(v.arg('transfer_us'))} per step) < {limit:.1%} required (largest exposed: {_worst(v)})")

@@ -19,6 +19,7 @@ from hloscope.render.margin_text import fix_first_lines, margin_line
 from hloscope.render.measured_text import measured_lines
 from hloscope.render.memory_text import memory_lines, remat_lines
 from hloscope.render.name_words import legend, name_cell, unrequested_words
+from hloscope.render.next_steps_text import next_steps_lines
 from hloscope.render.options import RenderOptions
 from hloscope.render.scheduler_text import scheduler_line
 from hloscope.render.slice_words import slice_line
@@ -198,6 +199,7 @@ class TableRenderer:
                          + (f"; {st.extrapolated_loops} loop run(s) extrapolated from steady iterations"
                             if st.extrapolated_loops else "") + ")")
         lines += fix_first_lines(report)
+        lines += next_steps_lines(report)
         if s.loops:
             lines.append("per computation (bytes per execution):")
             for lp in s.loops:

@@ -89,3 +89,17 @@ def test_fail_on_without_partial_says_the_step_waits(capsys: pytest.CaptureFixtu
     assert code == EXIT_CHECK_FAILED and "passed, but" not in err
     code, _, err = run(capsys, "analyze", str(FIXTURES / "mlp_offload.hlo.txt"), "--fail-on", "exposed,sync")
     assert code == EXIT_OK and "passed, but" not in err
+
+
+def test_the_json_says_the_default_gate_ran(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    code, out, _ = run(capsys, "check", BIG, "--format", "json")
+    d = json.loads(out)
+    assert code == EXIT_CHECK_FAILED and d["default_gate"] is True
+    assert d["rules"] == {"no-sync": True, "no-exposed": True, "max-exposed-fraction": 0.1}
+    assert d["readings"]["max-exposed-fraction"]["value"] == pytest.approx(0.5474, abs=1e-4)  # ~98.5 of ~180.0 ms
+    (v,) = d["violations"]
+    assert v["rule"] == "max-exposed-fraction" and "loosen it with --max-exposed-fraction 0.55" in v["message"]
+    code, out, _ = run(capsys, "check", BIG, "--format", "json", "--no-sync")
+    assert json.loads(out)["default_gate"] is False

@@ -103,3 +103,11 @@ def test_the_json_says_the_default_gate_ran(capsys: pytest.CaptureFixture[str]) 
     assert v["rule"] == "max-exposed-fraction" and "loosen it with --max-exposed-fraction 0.55" in v["message"]
     code, out, _ = run(capsys, "check", BIG, "--format", "json", "--no-sync")
     assert json.loads(out)["default_gate"] is False
+
+
+def test_the_markdown_summary_says_the_default_gate_ran(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "check", BIG, "--format", "markdown")
+    assert code == EXIT_CHECK_FAILED
+    assert "rules: the default gate \\(no rule given by a flag or \\[tool.hloscope\\]\\)" in out
+    row = next(line for line in out.splitlines() if line.startswith("| `max-exposed-fraction`"))
+    assert "| **FAIL** (1) | 0.1 | 0.547, 54.7% |" in row

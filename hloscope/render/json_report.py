@@ -12,11 +12,13 @@ from hloscope.analysis.simulate.margin import TransferMargin
 from hloscope.analysis.simulate.slack import Slack
 from hloscope.analysis.simulate.timeline import TransferTiming
 from hloscope.analysis.simulate.verdict import FirstUse, InputReady, Verdict
+from hloscope.analysis.way_forward import find_way_forward
 from hloscope.render.drain_text import drain_dicts
 from hloscope.render.implausible_text import implausible_line
 from hloscope.render.intent_text import intent_dict
 from hloscope.render.measured_text import measured_dict
 from hloscope.render.memory_text import memory_dict
+from hloscope.render.next_steps_text import next_steps_dict
 from hloscope.render.options import RenderOptions
 from hloscope.render.scheduler_text import scheduler_dict
 from hloscope.render.slice_words import slice_facts
@@ -244,6 +246,8 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         out["serial_drains"] = drain_dicts(report)
     if report.unread.writes:
         out["unread_host_writes"] = unread_dict(report.unread)
+    if (forward := find_way_forward(report)) is not None:  # transfers no placement hides: what each way out costs
+        out["next_steps"] = next_steps_dict(forward)
     if (tpu_slice := slice_facts(report)) is not None:  # the slice as Cloud TPU names it (v5p-128)
         out["tpu_slice"] = _plain(tpu_slice)
     if report.compile is not None:

@@ -4,6 +4,8 @@ values on the device and recomputing them would cost here, and the command that 
 
 from __future__ import annotations
 
+from typing import Any
+
 from hloscope.analysis.report import Report
 from hloscope.analysis.way_forward import WayForward, find_way_forward
 from hloscope.units import human_bytes, human_us
@@ -55,3 +57,14 @@ def next_steps_lines(report: Report) -> list[str]:
                      "producer's own inputs are not kept, nothing where the backward recomputes the value anyway")
     lines.append(f"  - search both per name with compiles: {_tune(report, w)}")
     return lines
+
+
+def next_steps_dict(w: WayForward) -> dict[str, Any]:
+    """The JSON report's ``next_steps`` (docs/json-schema.md)."""
+    return {"transfers": [v.transfer.instruction.name for v in w.stuck], "wait_us_per_step": round(w.wait_us, 3),
+            "step_us": None if w.step_us is None else round(w.step_us, 3),
+            "kept_on_device_bytes_per_step": w.to_host_bytes, "fits_on_device": w.fits_on_device,
+            "recompute_us_per_step": round(w.recompute_us, 3),
+            "recompute": [{"transfer": r.transfer, "producer": r.producer, "computation": r.computation,
+                           "us": round(r.us, 3), "executions": r.executions} for r in w.recompute],
+            "tune": f"hloscope tune {' '.join(w.tune)}" if w.tune is not None else None}

@@ -66,3 +66,16 @@ def test_tune_arguments_from_a_workload_request() -> None:
     assert tune_arguments(None, {"request": request}) == ("llama", "--set layers=4", "--target tpu-v5p",
                                                          "--devices 64", "--topology v5p-128")
     assert tune_arguments(None, None) is None
+
+
+def test_the_json_holds_the_same_facts(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    assert main(["analyze", BIG, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)["next_steps"]
+    assert d["transfers"] == ["dynamic-update-slice-start", "dynamic-slice-start"]
+    assert d["kept_on_device_bytes_per_step"] == 8 * 128 * 2**20  # 8 layers x bf16[1,8192,8192]
+    assert round(d["wait_us_per_step"] / 1000, 1) == 98.5 and d["tune"] is None
+    assert [(r["producer"], r["executions"]) for r in d["recompute"]] == [("convolution_tanh_fusion.4", 8)]
+    assert main(["analyze", str(FIXTURES / "mlp_offload.hlo.txt"), "--json"]) == 0
+    assert "next_steps" not in json.loads(capsys.readouterr().out)

@@ -38,7 +38,7 @@ class Finding(StrEnum):
     SYNC = "sync"  # the record's transfer is synchronous
     EXPOSED = "exposed"  # the record's async transfer is exposed
     EXPOSED_US = "exposed-us"  # actual: exposed us per step; worst
-    EXPOSED_FRACTION = "exposed-fraction"  # actual: fraction; exposed_us, step_us; worst
+    EXPOSED_FRACTION = "exposed-fraction"  # actual: fraction; exposed_us, step_us, default_gate; worst
     HIDDEN_FRACTION = "hidden-fraction"  # actual: fraction; hidden_us, transfer_us; worst
     NOT_OFFLOADED = "not-offloaded"  # pattern, offloads (count), names (known), guessed (those only bytes decided)
     OFFLOADED_BYTES = "offloaded-bytes"  # actual: bytes per step
@@ -167,6 +167,7 @@ class RuleContext:
     allowed: list[tuple[Violation, AllowEntry]] = field(default_factory=list)
     readings: dict[str, Reading] = field(default_factory=dict)
     host_pool_bytes: int | None = None  # fits-host-pool's pool; None: the report's (MemoryFacts.host_pool_bytes)
+    default_gate: bool = False  # the rules are the default gate's (none configured): the words say how to loosen it
 
     def scheduled(self, rule: str) -> list[TransferRecord]:
         """Judged transfers (not annotations), leaving out those allowed for ``rule``."""
@@ -261,7 +262,8 @@ def rule_max_exposed_fraction(ctx: RuleContext, limit: float) -> list[Violation]
     if frac <= limit:
         return []
     return [Violation("max-exposed-fraction", Finding.EXPOSED_FRACTION, actual=frac, limit=limit,
-                      args=(("exposed_us", exposed), ("step_us", step)), worst=_worst(recs))]
+                      args=(("exposed_us", exposed), ("step_us", step), ("default_gate", ctx.default_gate)),
+                      worst=_worst(recs))]
 
 
 def rule_min_hidden_fraction(ctx: RuleContext, limit: float) -> list[Violation]:

@@ -3,9 +3,9 @@
 ``run_check(subject, config, baseline=None) -> CheckResult``. With no rule configured, the
 default gate (:data:`DEFAULT_RULES`) is evaluated: no synchronous transfer, no exposed one, and the
 step waits on host transfers (partial ones included) at most :data:`DEFAULT_WAIT_FRACTION` of its
-estimated time; its violations say so (``default_gate`` in their args). A check never
-passes because there was nothing to check: a module that is not scheduled, not
-compiled for a GPU, or has no host transfer raises :class:`NothingToCheck`
+estimated time; the wait rule's violation says so (``default_gate`` in its args: the words say how
+to loosen it). A check never passes because there was nothing to check: a module that is not
+scheduled, compiled for neither a GPU nor a TPU, or has no host transfer raises :class:`NothingToCheck`
 (exit 8) unless ``allow_empty``; on such a step only the rules of :data:`JUDGE_ABSENCE`
 (a configured ``expect-offloaded`` stays) and the baseline are evaluated, and the check may
 fail but not pass. A rule the step lacks the facts for (fits-hbm on a plain HLO file) is an
@@ -15,7 +15,7 @@ error (exit 2), never a pass.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from hloscope.analysis.intent.outcome import account_of
 from hloscope.check.allow import AllowEntry, find_allow
@@ -108,14 +108,11 @@ def run_check(subject: Subject, config: CheckConfig, baseline: Snapshot | None =
             RULES[name].evaluate(RuleContext(subject, []), rules[name])  # raises the rule's own message
     pool = int(config.host_pool_gb * (1 << 30)) if config.host_pool_gb is not None else None
     ctx = RuleContext(subject, records_from_report(subject.report), config.allow, config.hbm_margin,
-                      host_pool_bytes=pool)
+                      host_pool_bytes=pool, default_gate=default_gate)
     violations: list[Violation] = []
     for name, value in rules.items():
         if not empty or name == "intent-accounted":
-            found = RULES[name].evaluate(ctx, value)
-            if default_gate and name in DEFAULT_RULES:  # the words say how to loosen the default gate
-                found = [replace(v, args=(*v.args, ("default_gate", True))) for v in found]
-            violations += found
+            violations += RULES[name].evaluate(ctx, value)
     diff = None
     if baseline is not None:
         diff = compare(baseline, snapshot_from_subject(subject), config.tolerance)

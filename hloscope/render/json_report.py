@@ -24,6 +24,7 @@ from hloscope.render.scheduler_text import scheduler_dict
 from hloscope.render.slice_words import slice_facts
 from hloscope.render.unread_text import unread_dict
 from hloscope.render.verdict_words import explain, platform_words
+from hloscope.targets import target_for_tpu
 
 SCHEMA = "hloscope.report/4"
 
@@ -185,7 +186,8 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         "target": report.target.name,
         "platform": str(report.platform),
         "compiled_for": {"backend": str(report.compiled_for.backend), "evidence": str(report.compiled_for.evidence),
-                         "where": report.compiled_for.where},
+                         "where": report.compiled_for.where,
+                         **({"chip": chip} if (chip := _chip(report)) is not None else {})},
         "host_memory_space": report.host_space,
         "estimates_note": "est_* figures are roofline estimates, not measurements",
         "transfers": [transfer_dict(report, v) for v in report.verdicts],
@@ -255,6 +257,13 @@ def report_to_dict(report: Report) -> dict[str, Any]:
     if report.measured is not None:
         out["measured"] = measured_dict(report.measured)
     return out
+
+
+def _chip(report: Report) -> str | None:
+    """The built-in target of the TPU chip a dump names (``tpu-v5e`` for XLA's ``TPU_VERSION_VIPERFISH`` /
+    ``lite``), else None."""
+    found = target_for_tpu(report.compiled_for.tpu_version, report.compiled_for.tpu_variant)
+    return found.name if found is not None else None
 
 
 def _margins_summary(report: Report) -> dict[str, Any] | None:

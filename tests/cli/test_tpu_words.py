@@ -28,6 +28,15 @@ def test_the_chip_is_named_as_cloud_tpu_names_it(capsys: pytest.CaptureFixture[s
     assert not any("VIPERFISH" in line for line in lines)
 
 
+def test_the_json_names_the_chip_beside_xlas_words(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    assert main(["analyze", BIG, "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)["compiled_for"]
+    assert found == {"backend": "tpu", "evidence": "target_arguments", "where": "TPU_VERSION_VIPERFISH (lite)",
+                     "chip": "tpu-v5e"}
+
+
 def test_one_word_for_the_host_link_figure(capsys: pytest.CaptureFixture[str]) -> None:
     lines = _analyze(capsys)
     assert lines[0].endswith("15.0 GB/s D->H, 15.0 GB/s H->D per chip, peak (no achieved figure for this target))")

@@ -8,10 +8,13 @@ the assertion helpers call them too.
 from hloscope.check.rules import (
     Emptiness,
     NothingToJudge,
+    StepWait,
     Violation,
     fail_on_verdicts,
     nothing_to_judge,
     parse_verdicts,
+    step_wait,
 )
 
-__all__ = ["Emptiness", "NothingToJudge", "Violation", "fail_on_verdicts", "nothing_to_judge", "parse_verdicts"]
+__all__ = ["Emptiness", "NothingToJudge", "StepWait", "Violation", "fail_on_verdicts", "nothing_to_judge",
+           "parse_verdicts", "step_wait"]

@@ -38,7 +38,7 @@ class Finding(StrEnum):
     SYNC = "sync"  # the record's transfer is synchronous
     EXPOSED = "exposed"  # the record's async transfer is exposed
     EXPOSED_US = "exposed-us"  # actual: exposed us per step; worst
-    EXPOSED_FRACTION = "exposed-fraction"  # actual: fraction; exposed_us, step_us; worst
+    EXPOSED_FRACTION = "exposed-fraction"  # actual: fraction; exposed_us, step_us, default_gate; worst
     HIDDEN_FRACTION = "hidden-fraction"  # actual: fraction; hidden_us, transfer_us; worst
     NOT_OFFLOADED = "not-offloaded"  # pattern, offloads (count), names (known), guessed (those only bytes decided)
     OFFLOADED_BYTES = "offloaded-bytes"  # actual: bytes per step
@@ -167,6 +167,7 @@ class RuleContext:
     allowed: list[tuple[Violation, AllowEntry]] = field(default_factory=list)
     readings: dict[str, Reading] = field(default_factory=dict)
     host_pool_bytes: int | None = None  # fits-host-pool's pool; None: the report's (MemoryFacts.host_pool_bytes)
+    default_gate: bool = False  # the rules are the default gate's (none configured): the words say how to loosen it
 
     def scheduled(self, rule: str) -> list[TransferRecord]:
         """Judged transfers (not annotations), leaving out those allowed for ``rule``."""
@@ -231,16 +232,38 @@ def rule_max_exposed_us(ctx: RuleContext, limit: float) -> list[Violation]:
     return [Violation("max-exposed-us", Finding.EXPOSED_US, actual=total, limit=limit, worst=_worst(recs))]
 
 
+@dataclass(frozen=True)
+class StepWait:
+    """How long a step waits on host transfers: exposed_us (per step, exposed and partial transfers alike),
+    step_us (the estimated compute plus that wait), fraction (exposed_us / step_us; 0 for an empty step),
+    partial (how many waiting transfers are partial, not exposed)."""
+
+    exposed_us: float
+    step_us: float
+    fraction: float
+    partial: int
+
+
+def step_wait(report: Report, records: list[TransferRecord] | None = None) -> StepWait:
+    """What ``max-exposed-fraction`` reads: the wait of ``records`` (default: every judged transfer)."""
+    recs = records if records is not None else [r for r in records_from_report(report)
+                                                if r.verdict is not VerdictKind.UNSCHEDULED]
+    exposed = sum(r.exposed_us_per_step for r in recs)
+    step = report.est_compute_us() + exposed
+    partial = sum(r.verdict is VerdictKind.PARTIAL and r.exposed_us_per_step > 0 for r in recs)
+    return StepWait(exposed, step, exposed / step if step > 0 else 0.0, partial)
+
+
 def rule_max_exposed_fraction(ctx: RuleContext, limit: float) -> list[Violation]:
     recs = ctx.scheduled("max-exposed-fraction")
-    exposed = sum(r.exposed_us_per_step for r in recs)
-    step = ctx.subject.report.est_compute_us() + exposed
-    frac = exposed / step if step > 0 else 0.0
+    wait = step_wait(ctx.subject.report, recs)
+    exposed, step, frac = wait.exposed_us, wait.step_us, wait.fraction
     ctx.readings["max-exposed-fraction"] = Reading(frac)
     if frac <= limit:
         return []
     return [Violation("max-exposed-fraction", Finding.EXPOSED_FRACTION, actual=frac, limit=limit,
-                      args=(("exposed_us", exposed), ("step_us", step)), worst=_worst(recs))]
+                      args=(("exposed_us", exposed), ("step_us", step), ("default_gate", ctx.default_gate)),
+                      worst=_worst(recs))]
 
 
 def rule_min_hidden_fraction(ctx: RuleContext, limit: float) -> list[Violation]:

@@ -1,4 +1,4 @@
-"""analyze: judge every host transfer in scheduled GPU HLO.
+"""analyze: judge every host transfer in scheduled GPU or TPU HLO.
 
 PATH is an HLO text file, an --xla_dump_to folder, or - for stdin.
 Exit codes: 0 ok, 1 a --fail-on verdict was found, 2 bad input, 3 unknown name.
@@ -21,7 +21,7 @@ from hloscope.render.backend_words import backend_note
 
 
 class AnalyzeCommand:
-    """analyze: judge every host transfer in scheduled GPU HLO.
+    """analyze: judge every host transfer in scheduled GPU or TPU HLO.
 
     PATH is an HLO text file, an --xla_dump_to folder, or - for stdin.
     An hloscope artifact folder's manifest gives the target (unless --target),

@@ -1,4 +1,4 @@
-"""calibrate: fit a target's figures to a measured profile and write a target file, only if it helps."""
+"""calibrate: fit a target's figures to a measured GPU or TPU profile and write a target file, only if it helps."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def read_run(profile_path: str, hlo_path: str | None,
 
 
 class CalibrateCommand:
-    """calibrate: fit a target's figures to a measured profile and write a target file.
+    """calibrate: fit a target's figures to a measured GPU or TPU profile and write a target file.
 
     PROFILE is an nsys-jax archive (.zip: it holds the HLO that ran), a jax.profiler trace
     (.xplane.pb, .trace.json.gz) or a PGLE profile (text or binary profile.pb); for all but the
@@ -70,12 +70,13 @@ class CalibrateCommand:
     """
 
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:
-        p.add_argument("profile", metavar="PROFILE", help="nsys-jax archive (.zip), jax.profiler trace or PGLE profile")
+        p.add_argument("profile", metavar="PROFILE", help="nsys-jax archive (.zip), jax.profiler trace (.xplane.pb, "
+                       ".trace.json.gz) of a GPU or TPU run, or PGLE profile")
         p.add_argument("hlo", metavar="HLO", nargs="?", help="the optimized module the profile was taken on "
                        "(default: the one inside an nsys-jax archive)")
         p.add_argument("-o", "--output", required=True, metavar="FILE.toml", help="target file to write")
         add_target_option(p, "the datasheet target to start from: a built-in name or a .toml/.json file; "
-                             "default: the archive's own GPU, the module's own TPU, else h100-sxm")
+                             "default: the input's own (a TPU dump's chip, the archive's GPU), else h100-sxm")
         p.add_argument("--name", help="the calibrated target's name (default: the output file's stem)")
         p.add_argument("--force", action="store_true", help="overwrite FILE.toml if it exists")
         p.add_argument("--check-on", nargs="+", metavar=("PROFILE2", "HLO2"), default=None,

@@ -207,11 +207,13 @@ class CheckCommand:
     PATH is an HLO file, an XLA dump folder or a `hloscope compile` artifact folder;
     or compile a step with --workload / --fn. Rules come from flags and from
     [tool.hloscope] in the nearest pyproject.toml (flags win); with no rule given,
-    --no-sync and --no-exposed. --baseline FILE fails on regressions against an
-    earlier JSON report. See docs/ci.md.
+    the default gate: --no-sync, --no-exposed and --max-exposed-fraction 0.1 (the step
+    waits on host transfers, partial ones included, at most 10% of its time).
+    --baseline FILE fails on regressions against an earlier JSON report. See docs/ci.md.
     Exit codes: 0 every rule holds, 1 a rule is violated, 2 bad input, bad config or
     a failed compile, 3 unknown name (target, format, --module), 8 nothing to check
-    (unscheduled, not GPU, no host transfer; --allow-empty passes instead).
+    (unscheduled, compiled for neither a GPU nor a TPU, no host transfer; --allow-empty
+    passes instead).
     """
 
     def prepare_parser(self, p: argparse.ArgumentParser) -> None:

@@ -32,13 +32,14 @@ SERIALIZED_PROFILE_FILE = "model-profile-serialized.pbtxt"
 
 
 class CompileCommand:
-    """compile: compile a training step for a GPU target on this machine (no GPU needed).
+    """compile: compile a training step for a GPU or TPU target on this machine (no GPU or TPU needed).
 
     Either a built-in --workload (mlp, llama, deepseek, or a preset such as
     llama3-405b), your own --fn package.module:function with --args, or
     MaxText's own train step: --maxtext [CONFIG.yml] KEY=VALUE ... (docs/maxtext.md). Writes an
     artifact folder (--out; by default hloscope-out/ named by the workload, policy,
-    target, devices and every --set or scheduling option) with the optimized and
+    target and devices (a TPU slice by its Cloud TPU name: v5p-128, v5e-8) and every
+    --set or scheduling option) with the optimized and
     unoptimized HLO, memory figures, flags, versions and the analysis, then prints
     the report. An existing folder is replaced only with --force; one that
     holds this very compile (the same options, hloscope and jax, and for --fn

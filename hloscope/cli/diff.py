@@ -28,10 +28,11 @@ def load_side(path: str, target_name: str | None) -> Snapshot:
 
 
 class DiffCommand:
-    """diff: compare two steps transfer by transfer, as a baseline check does, for a person.
+    """diff: compare two GPU or TPU steps transfer by transfer, as a baseline check does, for a person.
 
     A and B are JSON reports (hloscope analyze --json, check --write-baseline, an
-    artifact's report.json) or anything analyze reads. Transfers are paired by
+    artifact's report.json) or anything analyze reads (an HLO file, a GPU or TPU
+    --xla_dump_to folder, an artifact folder of a GPU or TPU compile). Transfers are paired by
     checkpoint name where both know it, else by source line (lines shifted by an
     edit are aligned), direction, bytes and op kind, never by XLA's instruction
     numbers; transfers of different bytes never pair, and the unpaired are listed

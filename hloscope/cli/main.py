@@ -26,17 +26,18 @@ class Command(Protocol):
 #: Command name -> (module, class, one-line help). Only the command being run is imported,
 #: so a command starts without loading what the others need (the TUI's first screen).
 _COMMANDS: dict[str, tuple[str, str, str]] = {
-    "analyze": ("hloscope.cli.analyze", "AnalyzeCommand", "judge every host transfer in scheduled GPU HLO"),
-    "calibrate": ("hloscope.cli.calibrate", "CalibrateCommand", "fit a target's figures to a measured GPU profile"),
+    "analyze": ("hloscope.cli.analyze", "AnalyzeCommand", "judge every host transfer in scheduled GPU or TPU HLO"),
+    "calibrate": ("hloscope.cli.calibrate", "CalibrateCommand",
+                  "fit a target's figures to a measured GPU or TPU profile"),
     "cache": ("hloscope.cli.cache", "CacheCommand", "show (info) or empty (clear) the compile cache"),
     "check": ("hloscope.cli.check", "CheckCommand", "CI rules over a step: exit 1 when one is violated"),
     "compile": ("hloscope.cli.compile", "CompileCommand",
-                "compile a training step for a GPU target on this machine (no GPU needed)"),
-    "diff": ("hloscope.cli.diff", "DiffCommand", "compare two steps or reports, transfer by transfer"),
+                "compile a training step for a GPU or TPU target on this machine (no GPU or TPU needed)"),
+    "diff": ("hloscope.cli.diff", "DiffCommand", "compare two GPU or TPU steps or reports, transfer by transfer"),
     "dot": ("hloscope.cli.dot", "DotCommand", "Graphviz diagrams of windows, computations, schedules, calls"),
     "export": ("hloscope.cli.export", "ExportCommand", "write a step as files another tool opens (Model Explorer)"),
     "sweep": ("hloscope.cli.sweep", "SweepCommand", "compile policy x scheduler x pipelined offload side by side"),
-    "targets": ("hloscope.cli.targets", "TargetsCommand", "list the built-in GPU targets and their figures"),
+    "targets": ("hloscope.cli.targets", "TargetsCommand", "list the built-in GPU and TPU targets and their figures"),
     "tune": ("hloscope.cli.tune", "TuneCommand", "the fastest per-name remat/device/offload choices that fit"),
     "tui": ("hloscope.cli.tui", "TuiCommand", "browse transfers and the schedule in the terminal"),
 }

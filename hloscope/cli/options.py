@@ -25,8 +25,9 @@ __all__ = ["MEMORY_FRACTION_HELP", "TARGET_HELP", "add_compile_options", "add_de
 
 
 #: ``--target``'s help, the same in every command: the one default rule (``artifact.resolve_target``).
-TARGET_HELP = (f"GPU target: a built-in name (hloscope targets) or a .toml/.json target file; default: the "
-               f"input's own (an artifact folder's manifest, the GPU an nsys-jax archive names), else {DEFAULT_TARGET}")
+TARGET_HELP = (f"GPU or TPU target: a built-in name (hloscope targets) or a .toml/.json target file; default: the "
+               f"input's own (an artifact folder's manifest, a TPU dump's chip, the GPU an nsys-jax archive names), "
+               f"else {DEFAULT_TARGET}")
 
 
 def add_target_option(p: argparse.ArgumentParser, help: str = TARGET_HELP) -> None:
@@ -56,9 +57,10 @@ MEMORY_FRACTION_HELP = ("compile as JAX on a GPU whose allocator takes F of the 
 
 
 def add_devices_option(p: argparse.ArgumentParser, default: int | None = 8) -> None:
-    """``--devices``: the compile-only GPUs in the mesh (``default`` None: a config file may say)."""
+    """``--devices``: the compile-only devices in the mesh (``default`` None: a config file may say)."""
     p.add_argument("--devices", type=int, default=default, metavar="N",
-                   help="compile-only GPUs in the mesh (default 8)")
+                   help="compile-only devices in the mesh: GPUs, or TPU chips (TensorCores on tpu7x and with "
+                        "--per-core) (default 8)")
 
 
 def add_memory_fraction_option(p: argparse.ArgumentParser) -> None:

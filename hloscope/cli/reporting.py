@@ -17,7 +17,8 @@ from hloscope.analysis.kinds import VerdictKind
 from hloscope.analysis.measured.compare import MeasuredComparison
 from hloscope.analysis.report import Report
 from hloscope.analysis.simulate.overlap import AnalysisOptions
-from hloscope.check import fail_on_verdicts, nothing_to_judge, parse_verdicts
+from hloscope.check import fail_on_verdicts, nothing_to_judge, parse_verdicts, step_wait
+from hloscope.check.run import DEFAULT_WAIT_FRACTION
 from hloscope.cli.fit import COLOR_CHOICES, report_color, report_width
 from hloscope.cli.options import add_host_pool_option, add_target_option, host_pool_bytes
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_NOTHING_TO_CHECK, HloscopeError
@@ -25,7 +26,7 @@ from hloscope.hlo.loader import ARTIFACT_NOTE
 from hloscope.hlo.profile_files import read_profile_file
 from hloscope.hlo.shape import HOST_MEMORY_SPACE
 from hloscope.render import RENDERERS, Renderer, RenderOptions, get_renderer, render_to_string
-from hloscope.render.check.words import emptiness_words
+from hloscope.render.check.words import emptiness_words, fail_on_passed_words
 from hloscope.render.fit import fit_lines
 from hloscope.targets import DEFAULT_LINK_MODE, LINK_MODES, get_target
 from hloscope.vocab import LinkMode
@@ -54,8 +55,10 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--color", choices=COLOR_CHOICES, default="auto",
                    help="the table's verdicts in colour: auto (on a terminal, unless NO_COLOR is set), always, never")
     p.add_argument("--fail-on", default="", metavar="VERDICTS",
-                   help="exit 1 if any transfer has one of these verdicts, e.g. sync,exposed; exit 8 when there is "
-                        "nothing to judge (module not scheduled, not compiled for a GPU, no host transfer)")
+                   help="exit 1 if any transfer has one of these verdicts (sync, exposed, partial, hidden), e.g. "
+                        "partial,exposed,sync; a partial transfer makes the step wait too (`hloscope check` bounds "
+                        "that wait); exit 8 when there is nothing to judge (module not scheduled, compiled for "
+                        "neither a GPU nor a TPU, no host transfer)")
     p.add_argument("--allow-empty", action="store_true",
                    help="let --fail-on pass when there is nothing to judge (instead of exit 8)")
     p.add_argument("--link", choices=[str(m) for m in LINK_MODES], default=str(DEFAULT_LINK_MODE),
@@ -131,7 +134,13 @@ def emit_report(report: Report, req: ReportRequest, trailer: str = "") -> int:
         if empty is not None and not req.allow_empty:
             raise HloscopeError(f"nothing to check: {emptiness_words(empty)}; --fail-on cannot pass on it "
                                 "(--allow-empty to pass anyway)", EXIT_NOTHING_TO_CHECK)
-    return EXIT_CHECK_FAILED if fail_on_verdicts(report, req.fail_on) else 0
+    if fail_on_verdicts(report, req.fail_on):
+        return EXIT_CHECK_FAILED
+    if req.fail_on:  # passed: say so when the step waits on transfers whose verdicts were not asked for
+        wait = step_wait(report)
+        if wait.fraction > DEFAULT_WAIT_FRACTION and VerdictKind.PARTIAL not in req.fail_on and wait.partial:
+            print(f"hloscope: note: {fail_on_passed_words(wait, req.fail_on, DEFAULT_WAIT_FRACTION)}", file=sys.stderr)
+    return 0
 
 
 def check_measured(m: MeasuredComparison) -> None:

@@ -63,7 +63,7 @@ def render_result(result: CheckResult) -> str:
 
 
 def check_offloads(step: Any, target: Target | str | None = None, **rules: Any) -> CheckResult:
-    """Evaluate ``rules`` on ``step`` (no rule given: no_sync and no_exposed). Raises
+    """Evaluate ``rules`` on ``step`` (no rule given: the default gate, ``check.run.DEFAULT_RULES``). Raises
     :class:`~hloscope.check.run.NothingToCheck` when there is nothing to judge and not ``allow_empty``."""
     cfg = config_from_mapping(rules, "check_offloads")
     subject = to_subject(step, target or cfg.target)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hloscope.analysis.report import Report
 from hloscope.analysis.structure.backend import Backend, BackendEvidence, CompiledFor
-from hloscope.targets import Platform
+from hloscope.targets import Platform, TpuTarget, target_for_tpu
 
 _EVIDENCE = {
     BackendEvidence.DUMP_FILE_NAME: "XLA named the dump file {where}",
@@ -19,11 +19,35 @@ _BACKEND_CONFIG = {Backend.GPU: "XLA:GPU's backend config on {where}",
                    Backend.CPU: "XLA's CPU backend config on {where}", Backend.UNKNOWN: "{where}"}
 
 
+def chip_words(found: CompiledFor) -> str:
+    """The TPU chip a dump names, as Cloud TPU names it (``TPU v5e``), never by XLA's code name; a chip
+    no built-in target knows: ``a TPU not known here (XLA's TPU_VERSION_...)``."""
+    chip = target_for_tpu(found.tpu_version, found.tpu_variant)
+    if chip is not None:
+        return f"TPU {chip.generation}"
+    return f"a TPU not known here (XLA's {found.where})"
+
+
 def evidence_words(found: CompiledFor) -> str:
     """What showed the backend, in words."""
     if found.evidence is BackendEvidence.BACKEND_CONFIG:
         return _BACKEND_CONFIG[found.backend].format(where=found.where)
+    if found.evidence is BackendEvidence.TARGET_ARGUMENTS:
+        return _EVIDENCE[found.evidence].format(where=chip_words(found))
     return _EVIDENCE[found.evidence].format(where=found.where)
+
+
+def _other_chip_line(report: Report) -> str:
+    """A TPU dump judged on another TPU generation's target: what it was compiled for, and how to judge it
+    as it ran ("" when the chips agree, or the dump names none)."""
+    found, t = report.compiled_for, report.target
+    chip = target_for_tpu(found.tpu_version, found.tpu_variant)
+    if chip is None or not isinstance(t, TpuTarget) or (t.tpu_version, t.tpu_variant) == (chip.tpu_version,
+                                                                                         chip.tpu_variant):
+        return ""
+    return (f"note: this module was compiled for a TPU {chip.generation} ({evidence_words(found)}) but is judged as "
+            f"{t.name}, a TPU {t.generation}: its schedule is the {chip.generation}'s; give --target {chip.name} "
+            "(or no --target) to judge it on the chip it was compiled for")
 
 
 def platform_line(report: Report) -> str:
@@ -39,7 +63,7 @@ def platform_line(report: Report) -> str:
                 f"{report.target.name}, a {report.platform.upper()} target: its schedule is the "
                 f"{platform.upper()}'s; give a {platform.upper()} --target to judge it as it ran")
     if platform is Platform.TPU:
-        return f"compiled for a TPU: {evidence_words(found)}"
+        return _other_chip_line(report) or f"compiled for a TPU: {evidence_words(found)}"
     return ""
 
 

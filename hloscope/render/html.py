@@ -27,7 +27,7 @@ from hloscope.render.check.markdown import md
 from hloscope.render.intent_text import intent_headline, intent_lines
 from hloscope.render.name_words import legend, name_cell
 from hloscope.render.options import RenderOptions
-from hloscope.render.table import COLUMNS, link_figures, transfer_row
+from hloscope.render.table import COLUMNS, link_figures, link_mode_words, transfer_row
 from hloscope.render.verdict_words import explain, platform_words
 from hloscope.units import human_bytes, human_us
 
@@ -156,7 +156,8 @@ def _timeline(report: Report) -> list[str]:
     return ["<p><b>Simulated step</b>: " + escape(
                 f"{human_us(st.step_us)} = compute {human_us(st.compute_us)} + waiting for transfers "
                 f"{human_us(st.exposed_transfer_us)} + collectives {human_us(st.exposed_collective_us)} + other "
-                f"async {human_us(st.other_wait_us)} (host link {st.link_mode})") + "</p>",
+                f"async {human_us(st.other_wait_us)} (host link {link_mode_words(report.target, st.link_mode)})")
+            + "</p>",
             f'<div style="overflow-x:auto">{timeline_svg(report, tl)}</div>',
             f"<p>host transfers: {legend}</p>"]
 

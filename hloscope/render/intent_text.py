@@ -29,9 +29,11 @@ from hloscope.render.intent_words import (
 from hloscope.render.name_words import guessed
 from hloscope.units import human_bytes
 
-#: The mark in front of each request: what a person should read first.
+#: The mark in front of each request: what a person should read first. A request that became transfers is
+#: marked by how they fared, never by a word that reads as success when they wait (issue 53: "done" and
+#: "ok" were read so): ``hidden`` when every one is, else the worst verdict among them in capitals.
 MARK: dict[Why, str] = {
-    Why.TRANSFERRED: "ok",
+    Why.TRANSFERRED: "hidden",
     Why.SYNC_COPY: "SYNC",
     Why.PARTLY_REMOVED: "PART",
     Why.NOT_INSPECTABLE: "??",
@@ -40,17 +42,19 @@ MARK: dict[Why, str] = {
     Why.UNKNOWN: "NONE?",
 }
 
-#: The mark of a request that became transfers, not all of them hidden: it happened, and the
-#: transfers line says how it fared ("ok" is kept for one whose every transfer is hidden).
-DONE = "done"
+#: The marks of a request whose transfers are not all hidden: its worst verdict, worst first.
+WORST_MARKS = {VerdictKind.SYNC: "SYNC", VerdictKind.EXPOSED: "EXPOSED", VerdictKind.PARTIAL: "PARTIAL"}
+#: The widest mark: the column the request's words start at.
+MARK_WIDTH = 7
 
 
 def mark(a: Accounted) -> str:
-    """``ok`` (became transfers, all hidden), ``done`` (became transfers, some exposed or partial),
-    ``SYNC``, ``PART`` (became transfers only in part), ``NONE`` (no transfer), ``NONE?`` (none found,
-    cause unknown), ``??``, ``--`` (none expected)."""
-    if a.why is Why.TRANSFERRED and any(k is not VerdictKind.HIDDEN for k in a.by_verdict):
-        return DONE
+    """``hidden`` (became transfers, all hidden), ``SYNC`` / ``EXPOSED`` / ``PARTIAL`` (became transfers, the
+    worst of them so; also ``SYNC`` for an annotation that became a synchronous copy), ``PART`` (became
+    transfers only in part), ``NONE`` (no transfer), ``NONE?`` (none found, cause unknown), ``??``, ``--``
+    (none expected)."""
+    if a.why is Why.TRANSFERRED:
+        return next((m for k, m in WORST_MARKS.items() if k in a.by_verdict), MARK[Why.TRANSFERRED])
     return MARK.get(a.why, "NONE")
 
 
@@ -124,6 +128,10 @@ def _by_preset(items: tuple[Accounted, ...]) -> dict[str, list[Accounted]]:
     return out
 
 
+#: Where a request's detail lines start: under its words, after the mark.
+_INDENT = " " * (2 + MARK_WIDTH + 1)
+
+
 def intent_lines(account: IntentAccount | None) -> list[str]:
     """The section, ending with a blank line; [] when there is no account."""
     if account is None:
@@ -133,16 +141,16 @@ def intent_lines(account: IntentAccount | None) -> list[str]:
         where = f" at {a.asked.where}" if a.asked.where is not None else ""
         said = asked_policy(a.asked)
         policy = f" [{said}]" if said and a.asked.kind is not AskKind.POLICY else ""
-        lines.append(f"  {mark(a):5} {asked_words(a.asked)}{where}{policy}")
+        lines.append(f"  {mark(a):{MARK_WIDTH}} {asked_words(a.asked)}{where}{policy}")
         if a.transfers:
-            lines.append(f"        {transfers_words(a)}")
+            lines.append(f"{_INDENT}{transfers_words(a)}")
             shown = a.transfers[:6]
-            lines.append("        " + ", ".join(transfer_words(v) for v in shown)
+            lines.append(f"{_INDENT}" + ", ".join(transfer_words(v) for v in shown)
                          + (" ..." if len(a.transfers) > len(shown) else ""))
         if a.why is not Why.TRANSFERRED:
-            lines.append(f"        {a.why}: {detail_words(a.detail)}")
+            lines.append(f"{_INDENT}{a.why}: {detail_words(a.detail)}")
         elif a.detail and a.detail[-1].fact is not Fact.CARRY_THE_NAME:
-            lines.append(f"        {detail_words(a.detail)}")
+            lines.append(f"{_INDENT}{detail_words(a.detail)}")
     explained = (*account.unaccounted, *account.partly, *account.preset_untagged)
     if explained:
         reasons = dict.fromkeys(a.why for a in explained)

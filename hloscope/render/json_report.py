@@ -12,15 +12,19 @@ from hloscope.analysis.simulate.margin import TransferMargin
 from hloscope.analysis.simulate.slack import Slack
 from hloscope.analysis.simulate.timeline import TransferTiming
 from hloscope.analysis.simulate.verdict import FirstUse, InputReady, Verdict
+from hloscope.analysis.way_forward import find_way_forward
 from hloscope.render.drain_text import drain_dicts
 from hloscope.render.implausible_text import implausible_line
 from hloscope.render.intent_text import intent_dict
 from hloscope.render.measured_text import measured_dict
 from hloscope.render.memory_text import memory_dict
+from hloscope.render.next_steps_text import next_steps_dict
 from hloscope.render.options import RenderOptions
 from hloscope.render.scheduler_text import scheduler_dict
+from hloscope.render.slice_words import slice_facts
 from hloscope.render.unread_text import unread_dict
 from hloscope.render.verdict_words import explain, platform_words
+from hloscope.targets import target_for_tpu
 
 SCHEMA = "hloscope.report/4"
 
@@ -182,7 +186,8 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         "target": report.target.name,
         "platform": str(report.platform),
         "compiled_for": {"backend": str(report.compiled_for.backend), "evidence": str(report.compiled_for.evidence),
-                         "where": report.compiled_for.where},
+                         "where": report.compiled_for.where,
+                         **({"chip": chip} if (chip := _chip(report)) is not None else {})},
         "host_memory_space": report.host_space,
         "estimates_note": "est_* figures are roofline estimates, not measurements",
         "transfers": [transfer_dict(report, v) for v in report.verdicts],
@@ -243,11 +248,22 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         out["serial_drains"] = drain_dicts(report)
     if report.unread.writes:
         out["unread_host_writes"] = unread_dict(report.unread)
+    if (forward := find_way_forward(report)) is not None:  # transfers no placement hides: what each way out costs
+        out["next_steps"] = next_steps_dict(forward)
+    if (tpu_slice := slice_facts(report)) is not None:  # the slice as Cloud TPU names it (v5p-128)
+        out["tpu_slice"] = _plain(tpu_slice)
     if report.compile is not None:
         out["compile"] = _plain(report.compile)
     if report.measured is not None:
         out["measured"] = measured_dict(report.measured)
     return out
+
+
+def _chip(report: Report) -> str | None:
+    """The built-in target of the TPU chip a dump names (``tpu-v5e`` for XLA's ``TPU_VERSION_VIPERFISH`` /
+    ``lite``), else None."""
+    found = target_for_tpu(report.compiled_for.tpu_version, report.compiled_for.tpu_variant)
+    return found.name if found is not None else None
 
 
 def _margins_summary(report: Report) -> dict[str, Any] | None:

@@ -19,12 +19,16 @@ from hloscope.render.margin_text import fix_first_lines, margin_line
 from hloscope.render.measured_text import measured_lines
 from hloscope.render.memory_text import memory_lines, remat_lines
 from hloscope.render.name_words import legend, name_cell, unrequested_words
+from hloscope.render.next_steps_text import next_steps_lines
 from hloscope.render.options import RenderOptions
 from hloscope.render.scheduler_text import scheduler_line
+from hloscope.render.slice_words import slice_line
 from hloscope.render.unread_text import unread_clause, unread_lines
 from hloscope.render.verdict_words import explain, platform_words, slack_clause
 from hloscope.render.xla_words import xla_cell, xla_clause, xla_legend
+from hloscope.targets import Target
 from hloscope.units import human_bytes, human_us
+from hloscope.vocab import LinkMode
 
 __all__ = ["COLUMNS", "TableRenderer", "format_columns", "human_bytes", "human_us", "source_cell", "transfer_row",
            "us_cell", "window_cell"]
@@ -46,7 +50,20 @@ def link_figures(report: Report) -> str:
     d2h = report.cost.link_bandwidth(Direction.TO_HOST) / 1e9
     h2d = report.cost.link_bandwidth(Direction.TO_DEVICE) / 1e9
     shared = f", shared by {t.host_link_sharers} {t.device_word}s" if t.host_link_sharers > 1 else ""
-    return f"{d2h:.1f} GB/s D->H, {h2d:.1f} GB/s H->D per {t.device_word}, {mode}{shared}"
+    return f"{d2h:.1f} GB/s D->H, {h2d:.1f} GB/s H->D per {t.device_word}, {link_mode_words(t, mode)}{shared}"
+
+
+def link_mode_words(t: Target, mode: str) -> str:
+    """Which host-link figure the estimates read, as ``hloscope targets`` shows it: ``achieved``, or ``peak``
+    where the target has no achieved figure (``-/-`` there: the peak stands in), or ``peak`` when asked for."""
+    if mode != LinkMode.ACHIEVED:
+        return str(mode)
+    known = (t.host_link_achieved_to_host is not None, t.host_link_achieved_to_device is not None)
+    if all(known):
+        return "achieved"
+    if not any(known):
+        return "peak (no achieved figure for this target)"
+    return "achieved D->H, peak H->D" if known[0] else "peak D->H, achieved H->D"
 
 
 def arrow(direction: Direction) -> str:
@@ -113,7 +130,7 @@ class TableRenderer:
             f"module {report.module.name} "
             f"({'scheduled' if report.module.is_scheduled else 'NOT scheduled'}), "
             f"target {t.name} ({t.description}, host link {t.host_link}: {link_figures(report)})",
-            *[line for line in (scheduler_line(report.scheduler), platform_line(report)) if line],
+            *[line for line in (slice_line(report), scheduler_line(report.scheduler), platform_line(report)) if line],
             *(n for n in report.notes if n.startswith(ARTIFACT_NOTE)),
             "",
             *intent_lines(account_of(report)),
@@ -178,10 +195,11 @@ class TableRenderer:
             lines.append(f"simulated step: {human_us(st.step_us)} = compute {human_us(st.compute_us)} + waiting for "
                          f"transfers {human_us(st.exposed_transfer_us)} + collectives "
                          f"{human_us(st.exposed_collective_us)} + other async {human_us(st.other_wait_us)} "
-                         f"(host link {st.link_mode}"
+                         f"(host link {link_mode_words(t, st.link_mode).split(' (')[0]}"
                          + (f"; {st.extrapolated_loops} loop run(s) extrapolated from steady iterations"
                             if st.extrapolated_loops else "") + ")")
         lines += fix_first_lines(report)
+        lines += next_steps_lines(report)
         if s.loops:
             lines.append("per computation (bytes per execution):")
             for lp in s.loops:

@@ -216,9 +216,10 @@ def test_nothing_to_check_fails_unless_allowed(name: str, words: str) -> None:
     assert check(subject(name), allow_empty=True).passed
 
 
-def test_default_rules_are_no_sync_and_no_exposed() -> None:
+def test_default_rules_are_no_sync_no_exposed_and_a_bound_on_waiting() -> None:
     result = check(subject("llama_offload.hlo.txt"))
-    assert list(result.rules) == ["no-sync", "no-exposed"] and not result.passed
+    assert result.rules == {"no-sync": True, "no-exposed": True, "max-exposed-fraction": 0.1}
+    assert result.default_gate and not result.passed
 
 
 def test_fits_host_pool_on_both_sides_of_the_pool() -> None:

@@ -25,7 +25,7 @@ def test_fail_on_a_cpu_module_is_nothing_to_check(tmp_path: Path, capsys: pytest
     hlo.write_text("HloModule cpu_step, is_scheduled=true\n\nENTRY main {\n"
                    "  p = f32[8]{0} parameter(0)\n  ROOT t = f32[8]{0} tanh(p)\n}\n")
     assert main(["analyze", str(hlo), "--fail-on", "exposed"]) == EXIT_NOTHING_TO_CHECK
-    assert "not compiled for a GPU" in capsys.readouterr().err
+    assert "compiled for neither a GPU nor a TPU" in capsys.readouterr().err
 
 
 def test_fail_on_a_gpu_module_without_transfers_is_nothing_to_check(capsys: pytest.CaptureFixture[str]) -> None:

@@ -80,7 +80,7 @@ def test_the_llama_workload_on_eight_v5p_chips_names_its_transfers() -> None:
 
     result, _ = _result(CompileRequest("tpu-v5p", 8, workload="llama"))
     # v5p: one device per chip (megacore), 8 chips as MaxText's v5p-16
-    assert result.topology == "v5:2x2x2 (v5p-16: 8 chips, 1 device per chip)"
+    assert result.topology == "v5:2x2x2 (v5p-16: 8 chips, topology 2x2x2, 1 device per chip)"
     transfers = _transfers(result)
     assert {t.checkpoint_name for t in transfers if t.checkpoint_name} == {"query_proj", "key_proj", "value_proj"}
     # libtpu 0.0.42: 12 transfers (2 layers x Q/K/V, each way: dynamic-update-slice-start into the stacked
@@ -97,7 +97,7 @@ def test_a_named_slice_is_compiled_as_that_shape() -> None:
     # MaxText's name for 4 chips of tpu7x (8 TensorCores, each a device): libtpu's tpu7x:2x2x1
     result, _ = _result(CompileRequest("tpu7x", 8, fn=f"{STEPS}:small_step", args=f"@{STEPS}:small_args",
                                        cwd=str(ROOT), topology="tpu7x-8"))
-    assert result.topology == "tpu7x:2x2x1 (tpu7x-8: 4 chips, 2 devices per chip)"
+    assert result.topology == "tpu7x:2x2x1 (tpu7x-8: 4 chips, topology 2x2x1, 2 devices per chip)"
     # 192 GiB a chip, two devices: 96 GiB each, of which libtpu lets a program use 94.74 GiB
     assert result.devices == 8 and result.device_memory_size == round(94.74 * 2**30)
 
@@ -160,7 +160,7 @@ def test_the_cli_compiles_a_named_slice_and_refuses_one_for_a_gpu(
                  "--topology", "v5p-8", "--out", str(out), "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["topology"] == "v5:2x2x1 (v5p-8: 4 chips, 1 device per chip)" and manifest["devices"] == 4
+    assert manifest["topology"] == "v5:2x2x1 (v5p-8: 4 chips, topology 2x2x1, 1 device per chip)" and manifest["devices"] == 4
     assert manifest["request"]["topology"] == "v5p-8"
     assert {t["direction"] for t in d["transfers"]} == {"to_host", "to_device"}
     # --topology for a GPU target, and a slice whose count --devices contradicts: one line each, exit 2
@@ -184,7 +184,7 @@ def test_the_api_compiles_for_a_tpu_target_by_alias() -> None:
 
     # "trillium" is tpu-v6e; 4 chips of one TensorCore each: libtpu's v6e:2x2
     result, report = hloscope.compile_step(small_step, *small_args(), target="trillium", devices=4)
-    assert result.target == "tpu-v6e" and result.topology == "v6e:2x2 (v6e-4: 4 chips, 1 device per chip)"
+    assert result.target == "tpu-v6e" and result.topology == "v6e:2x2 (v6e-4: 4 chips, topology 2x2, 1 device per chip)"
     d = report.to_dict()
     assert d["target"] == "tpu-v6e"
     moved: Counter[str] = Counter()
@@ -210,7 +210,7 @@ def test_v4_per_core_compiles_two_devices_a_chip_each_with_one_cores_hbm(
                  "tpu-v4", "--topology", "v4-8", "--per-core", "--out", str(out), "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["topology"] == "v4:2x2x1 (v4-8: 4 chips, 2 devices per chip)" and manifest["devices"] == 8
+    assert manifest["topology"] == "v4:2x2x1 (v4-8: 4 chips, topology 2x2x1, 2 devices per chip)" and manifest["devices"] == 8
     assert manifest["request"]["per_core"] is True
     # each device compiled for what libtpu lets one TensorCore use (tests/compile/test_tpu_hbm.py)
     assert manifest["memory"]["device_memory_size"] == round(15.25 * 2**30)
@@ -219,3 +219,25 @@ def test_v4_per_core_compiles_two_devices_a_chip_each_with_one_cores_hbm(
     assert main(["compile", "--fn", f"{STEPS}:small_step", "--args-from", f"{STEPS}:small_args", "--target",
                  "tpu-v5p", "--devices", "8", "--per-core", "--out", str(tmp_path / "x")]) == 2
     assert capsys.readouterr().err.startswith("hloscope: error: --per-core: libtpu shows no tpu-v5p chip as two")
+
+
+def test_a_v5p_compile_names_its_slice_as_cloud_tpu_does(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """64 v5p chips are Cloud TPU's v5p-128 (TensorCores): the header, the folder and the JSON say so."""
+    import json
+
+    from hloscope.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["compile", "--workload", "mlp", "--target", "tpu-v5p", "--devices", "64"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("hloscope report: hloscope-out/mlp-offload-v5p-128/optimized.hlo.txt: ")
+    assert out[1] == "TPU slice: v5p-128 (64 chips, topology 4x4x4, 64 devices)"
+    folder = tmp_path / "hloscope-out" / "mlp-offload-v5p-128"
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["tpu_slice"]["name"] == "v5p-128" and manifest["tpu_slice"]["chips"] == 64
+    # the folder read back: the same header line and the JSON's tpu_slice
+    assert main(["analyze", str(folder), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["tpu_slice"] == {"name": "v5p-128", "accelerator_type": "v5p-128", "chips": 64, "topology": "4x4x4",
+                              "devices": 64, "devices_per_chip": 1, "slices": 1, "libtpu_name": "v5:4x4x4"}

@@ -42,7 +42,7 @@ def test_two_v5e_slices_compile_one_slices_program_with_the_dcn_reduction_throug
     result, _ = compile_request_result(request)
     # Then it is compiled for 8 devices, data parallel across the two slices and fsdp inside each
     assert result.devices == 8 and result.mesh_shape == {"data": 2, "fsdp": 4}
-    assert result.topology == "v5e:2x2 (v5litepod-4: 4 chips, 1 device per chip, 2 slices over DCN)"
+    assert result.topology == "v5e:2x2 (v5e-4: 4 chips, topology 2x2, 1 device per chip, 2 slices over DCN)"
     hlo = result.optimized_hlo
     # and every collective in the module is inside one slice: the program is one slice's
     groups = Counter(re.findall(r"replica_groups=(\{[^=]*?\}\})", hlo))
@@ -98,7 +98,7 @@ def test_maxtext_compiles_for_two_slices_with_its_own_dcn_data_axis(tmp_path: Pa
     assert {"compile_topology=v5e-4", "compile_topology_num_slices=2"} <= set(manifest["maxtext"]["argv"])
     # Then MaxText's mesh puts its DCN axis (dcn_data_parallelism: -1) across the slices, fsdp inside one
     assert manifest["mesh"]["data"] == 2 and manifest["mesh"]["fsdp"] == 4 and result.devices == 8
-    assert result.topology == "v5e:2x2 (v5litepod-4: 4 chips, 1 device per chip, 2 slices over DCN)"
+    assert result.topology == "v5e:2x2 (v5e-4: 4 chips, topology 2x2, 1 device per chip, 2 slices over DCN)"
     # and, as for the built-in llama, one slice's program: collectives inside it, the gradients summed across
     # the slices by the megascale runtime (21 ALL_REDUCE pairs read, libtpu 0.0.50)
     hlo = result.optimized_hlo

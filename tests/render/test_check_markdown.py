@@ -41,7 +41,8 @@ def test_markdown_has_the_violations_and_exposed_windows(capsys: pytest.CaptureF
     out = capsys.readouterr().out
     assert out.startswith(f"### hloscope check: FAILED ({len(exposed)} violation(s))")
     rules, violations, windows = _tables(out)
-    assert [_cells(r)[0].strip() for r in rules[2:]] == ["`no-sync`", "`no-exposed`"]
+    # the default gate (issue 53): no-sync, no-exposed and the bound on the step's wait
+    assert [_cells(r)[0].strip() for r in rules[2:]] == ["`no-sync`", "`no-exposed`", "`max-exposed-fraction`"]
     assert len(violations) - 2 == len(exposed) and len(windows) - 2 == len(not_hidden)
     for v in exposed:
         assert any(md(v.transfer.instruction.name) in r for r in violations[2:])
@@ -72,6 +73,6 @@ def test_module_strings_cannot_make_markup(tmp_path: Path, capsys: pytest.Captur
     plain = out.replace("<br>", "")
     assert "<" not in plain and ">" not in plain.replace("-&gt;", "")  # no HTML, only entities
     assert "](" not in out and "[click]" not in out  # no link
-    assert not re.search(r"(?<!\\)`(?!no-sync`|no-exposed`|baseline`)", re.sub(r"`(no-sync|no-exposed|baseline)`", "",
-                                                                                 out))  # backticks only ours
+    ours = r"no-sync|no-exposed|max-exposed-fraction|baseline"  # the rule names (the default gate's among them)
+    assert not re.search(rf"(?<!\\)`(?!(?:{ours})`)", re.sub(rf"`({ours})`", "", out))  # backticks only ours
     assert "\n" not in md(HOSTILE) and not re.search(r"(?<!\\)@team", out)  # no mention

@@ -24,9 +24,11 @@ from typing import Any
 from hloscope.compile import workloads
 from hloscope.compile.result import CompileResult
 from hloscope.compile.step.cache import manifest_entry, request_memo_key
+from hloscope.compile.tpu.slices import TpuSlice, folder_part, slice_of
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.folders import MANIFEST_FILE, MANIFEST_SCHEMA
 from hloscope.request import CompileRequest, Scheduler
+from hloscope.targets import TpuTarget, as_target
 
 
 def _is_ours(path: Path) -> bool:
@@ -46,21 +48,23 @@ def _slug(text: str) -> str:
 
 def default_folder(request: CompileRequest) -> Path:
     """``hloscope-out/NAME``: NAME says what was compiled and every option that makes this compile
-    differ from the default one: ``<workload>-<policy>-<target>-<devices>`` then each ``--set``
+    differ from the default one: ``<workload>-<policy>-<target>-<devices>`` (for a TPU target, the slice as
+    Cloud TPU names it in place of both: ``llama-offload-v5p-128`` for 64 v5p chips) then each ``--set``
     (``batch4``), ``scheduler-none`` / ``scheduler-lhs-approx``, ``nopipe``, ``mem0.9`` (``--memory-fraction``)
     and a short hash of any ``--xla-flag``;
     for ``--fn``: ``<module.function>-<target>-<devices>-args<hash>``; for ``--maxtext``:
     ``maxtext-<config>-<target>-<devices>-<hash of the config and overrides>``."""
+    where = _where(request)
     if request.maxtext is not None:
         digest = hashlib.sha256("\n".join(request.maxtext).encode()).hexdigest()[:8]
         config = next((Path(a).stem for a in request.maxtext[:1] if a.endswith((".yml", ".yaml"))), "base")
-        parts = ["maxtext", config, request.target, str(request.devices), digest]
+        parts = ["maxtext", config, *where, digest]
     elif request.fn is not None:
         digest = hashlib.sha256((request.args or "").encode()).hexdigest()[:8]
-        parts = [request.fn.replace(":", "."), request.target, str(request.devices), f"args{digest}"]
+        parts = [request.fn.replace(":", "."), *where, f"args{digest}"]
     else:
         _, cfg = workloads.resolve(str(request.workload), request.workload_settings)  # default policy, bad --set: early
-        parts = [str(request.workload), str(cfg.policy), request.target, str(request.devices)]
+        parts = [str(request.workload), str(cfg.policy), *where]
         parts += [f"{k}{v}" for k, v in sorted(request.sets) if k != "policy"]
     if request.scheduler is not Scheduler.LHS:
         parts.append(f"scheduler-{request.scheduler.value}")
@@ -71,6 +75,26 @@ def default_folder(request: CompileRequest) -> Path:
     if request.xla_flags:
         parts.append("xla" + hashlib.sha256("\n".join(request.xla_flags).encode()).hexdigest()[:8])
     return Path(DEFAULT_ROOT) / _slug("-".join(parts))
+
+
+def tpu_slice(request: CompileRequest) -> TpuSlice | None:
+    """The TPU slice ``request`` compiles for (None: a GPU target); one line (exit 2) for a device count or
+    ``--topology`` no slice of its chip has."""
+    chip = as_target(request.target)
+    if not isinstance(chip, TpuTarget):
+        return None
+    return slice_of(chip, request.devices, request.topology, request.slices, request.per_core)
+
+
+def _where(request: CompileRequest) -> list[str]:
+    """The folder name's target and devices: ``h100-sxm-8``; for a TPU, the slice as Cloud TPU names it
+    (``v5p-128`` for 64 chips: :func:`hloscope.compile.tpu.slices.folder_part`)."""
+    found = tpu_slice(request)
+    if found is None:
+        return [request.target, str(request.devices)]
+    chip = as_target(request.target)
+    assert isinstance(chip, TpuTarget)
+    return [folder_part(found, request.target, chip)]
 
 
 def check_out_dir(out_dir: Path, force: bool = False) -> None:

@@ -35,6 +35,7 @@ from hloscope.analysis.simulate.overlap import AnalysisOptions
 from hloscope.compile import workloads
 from hloscope.compile.maxtext import compile_maxtext_job
 from hloscope.compile.result import CompileResult, memory_figures
+from hloscope.compile.run.artifacts import tpu_slice
 from hloscope.compile.seam.environment import address_space_limit, terminal_lines
 from hloscope.compile.seam.policy_override import check_names, every_checkpoint, switches_of
 from hloscope.compile.seam.userfn import load_user_fn, parse_args_spec
@@ -63,8 +64,16 @@ def compile_job(request: CompileRequest, phase: Callable[[str], None] | None = N
 
     A built-in workload's extras name it and its config; the user's function's name it and
     its ``--args``; MaxText's step's (``maxtext``) its config, overrides, model and attention.
+    A TPU target's add ``tpu_slice``, the slice as Cloud TPU names it (``TpuSlice.to_facts``).
     ``request.memory_override_bytes`` compiles for the target with that HBM.
     """
+    result, extra = _compile_job(request, phase)
+    found = tpu_slice(request)
+    return result, ({**extra, "tpu_slice": found.to_facts()} if found is not None else extra)
+
+
+def _compile_job(request: CompileRequest, phase: Callable[[str], None] | None = None) -> tuple[CompileResult,
+                                                                                               dict[str, Any]]:
     if request.maxtext is not None:
         return compile_maxtext_job(request, phase)
     if request.fn is not None:

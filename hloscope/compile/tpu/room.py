@@ -10,7 +10,7 @@ from typing import Any
 
 from hloscope.analysis.inputs import ScheduleRun
 from hloscope.compile.tpu import runtime
-from hloscope.compile.tpu.slices import MEGACORE, TpuSlice, parse_slice, prefix_of, slice_for
+from hloscope.compile.tpu.slices import MEGACORE, TpuSlice, prefix_of, slice_of
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.request import CompileRequest, Layout, Scheduler
 from hloscope.targets import TpuTarget
@@ -34,14 +34,7 @@ class TpuRoom:
         """The slices of ``devices`` devices, or those the layout's ``topology`` names (then ``devices`` must be
         their count)."""
         lay = self.layout
-        if lay.topology is None:
-            return slice_for(self.target, devices, argument, lay.slices, lay.per_core)
-        named = parse_slice(lay.topology, self.target, lay.slices, lay.per_core)
-        if devices != named.devices:
-            each = f" x {lay.slices} slices" if lay.slices != 1 else ""
-            raise HloscopeError(f"--topology {lay.topology}{each} is {named.devices} devices of {self.target.name}, "
-                                f"{argument} says {devices}", EXIT_BAD_INPUT)
-        return named
+        return slice_of(self.target, devices, lay.topology, lay.slices, lay.per_core, argument)
 
     def check_devices(self, devices: int, argument: str = "--devices") -> None:
         self.slice(devices, argument)
@@ -52,7 +45,7 @@ class TpuRoom:
     def topology_label(self, devices: int) -> str:
         s = self.slice(devices)
         slices = f", {s.num_slices} slices over DCN" if s.num_slices != 1 else ""
-        return f"{s.name} ({s.accelerator_type}: {s.chips} chips, {s.devices_per_chip} device" \
+        return f"{s.name} ({s.cloud_name}: {s.chips} chips, topology {s.shape_text}, {s.devices_per_chip} device" \
                f"{'s' if s.devices_per_chip != 1 else ''} per chip{slices})"
 
     def topology_key(self, devices: int) -> dict[str, object]:

@@ -105,6 +105,26 @@ class TpuSlice:
         :attr:`accelerator_type`, but ``v5e`` where Cloud TPU says ``v5litepod`` (``v5e-8``, ``v5p-256``)."""
         return self.accelerator_type.replace("v5litepod-", "v5e-")
 
+    @property
+    def cloud_name(self) -> str:
+        """The slice as Cloud TPU's docs and users name it: ``v5p-128`` (TensorCores on v4, v5p and tpu7x),
+        ``v5e-8``, ``v6e-8`` (chips); :attr:`maxtext_name`, which is the same."""
+        return self.maxtext_name
+
+    @property
+    def shape_text(self) -> str:
+        """Chips per torus axis, as Cloud TPU writes a topology (``4x4x4``, ``2x4``)."""
+        return "x".join(str(n) for n in self.shape)
+
+    def to_facts(self) -> dict[str, object]:
+        """The slice as the report's JSON and header show it (docs/json-schema.md, ``tpu_slice``): ``name``
+        (Cloud TPU's, :attr:`cloud_name`), ``accelerator_type`` (``TPU_ACCELERATOR_TYPE``'s spelling), ``chips``
+        (in all slices), ``topology`` (one slice's chips per axis), ``devices`` (JAX devices in all),
+        ``devices_per_chip``, ``slices`` (over DCN) and ``libtpu_name`` (``get_topology_desc``'s)."""
+        return {"name": self.cloud_name, "accelerator_type": self.accelerator_type,
+                "chips": self.chips * self.num_slices, "topology": self.shape_text, "devices": self.devices,
+                "devices_per_chip": self.devices_per_chip, "slices": self.num_slices, "libtpu_name": self.name}
+
     def topology_kwargs(self) -> dict[str, Any]:
         """``get_topology_desc``'s keyword arguments besides ``platform``."""
         return {"topology_name": self.name, "chip_config_name": self.chip_config_name,
@@ -194,6 +214,34 @@ def slice_for(chip: TpuTarget, devices: int, argument: str = "--devices", num_sl
                             f"{'s' if per_chip != 1 else ''} per chip): take one of {sizes}, ... or name the "
                             f"shape with --topology ({prefix}:AxB{'' if prefix in TWO_D else 'xC'})", EXIT_BAD_INPUT)
     return TpuSlice(prefix, shape, per_chip, num_slices)
+
+
+def slice_of(chip: TpuTarget, devices: int, topology: str | None = None, num_slices: int = 1,
+             per_core: bool = False, argument: str = "--devices") -> TpuSlice:
+    """The slices a compile of ``devices`` devices of ``chip`` is for: those ``topology`` names (then
+    ``devices`` must be their count), else those the count makes; one line (exit 2) when there are none."""
+    if topology is None:
+        return slice_for(chip, devices, argument, num_slices, per_core)
+    named = parse_slice(topology, chip, num_slices, per_core)
+    if devices != named.devices:
+        each = f" x {num_slices} slices" if num_slices != 1 else ""
+        raise HloscopeError(f"--topology {topology}{each} is {named.devices} devices of {chip.name}, "
+                            f"{argument} says {devices}", EXIT_BAD_INPUT)
+    return named
+
+
+def folder_part(found: TpuSlice, target: str, chip: TpuTarget) -> str:
+    """What an artifact folder's name says of the slice: its Cloud TPU name (``v5p-128``), after the target's
+    name when that is not the generation's built-in one (a target file), then the shape where it is not the
+    one the count makes (``v5p-256-2x8x8``), the slices over DCN (``2xv5p-128``) and ``percore``."""
+    name = found.cloud_name
+    if found.shape != shape_for(found.prefix, found.chips):
+        name += f"-{found.shape_text}"
+    if found.num_slices != 1:
+        name = f"{found.num_slices}x{name}"
+    if found.devices_per_chip != 1 and found.prefix in MEGACORE:
+        name += "-percore"
+    return name if target == chip.name else f"{target}-{name}"
 
 
 def _some_sizes(prefix: str) -> list[int]:

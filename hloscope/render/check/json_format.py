@@ -49,6 +49,7 @@ class JsonFormat:
             "passed": result.passed,
             "empty": empty_words(result.empty),
             "rules": result.rules,
+            "default_gate": result.default_gate,
             "readings": {name: _reading_dict(m) for name, m in result.readings.items()},
             "violations": [_violation_dict(v, result.subject.report) for v in result.violations],
             "allowed": [{**_violation_dict(v), "reason": e.reason, "entry": e.describe()} for v, e in result.allowed],

@@ -24,9 +24,16 @@ from typing import TextIO
 from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.simulate.verdict import Verdict
 from hloscope.check.rules import Violation
-from hloscope.check.run import CheckResult
+from hloscope.check.run import DEFAULT_WAIT_FRACTION, CheckResult
 from hloscope.render.check.meaning import rule_meaning
-from hloscope.render.check.words import change_text, empty_words, reading_words, user_source, violation_lines
+from hloscope.render.check.words import (
+    change_text,
+    default_gate_words,
+    empty_words,
+    reading_words,
+    user_source,
+    violation_lines,
+)
 from hloscope.render.name_words import GUESS_MARK, legend, name_cell
 from hloscope.render.verdict_words import explain
 from hloscope.units import human_bytes
@@ -106,6 +113,8 @@ class MarkdownFormat:
                  f"{md(result.subject.label)}, target {md(rep.target.name)}", ""]
         if result.empty:
             lines += [f"Nothing to check, passing because of allow-empty: {md(empty_words(result.empty))}", ""]
+        if result.default_gate:
+            lines += [md(default_gate_words(DEFAULT_WAIT_FRACTION)), ""]
         by_rule = {name: [v for v in result.violations if v.rule == name] for name in [*result.rules, "baseline"]}
         rows = []
         for name, value in result.rules.items():

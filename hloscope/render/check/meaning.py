@@ -7,8 +7,8 @@ RULE_MEANING: dict[str, str] = {
     "no-sync": "no transfer is synchronous (the compute would wait for it)",
     "no-exposed": "no async transfer is exposed (nothing scheduled to hide it)",
     "max-exposed-us": "at most this many estimated microseconds of exposed transfer time per step",
-    "max-exposed-fraction": "exposed transfer time at most this fraction of the estimated step "
-                            "(compute + exposed transfers)",
+    "max-exposed-fraction": "the step waits on host transfers (exposed and partial ones) at most this fraction of "
+                            "its estimated time (compute + that wait); 0.1 in the default gate",
     "min-hidden-fraction": "at least this fraction of the estimated transfer time is hidden",
     "expect-offloaded": "each name (checkpoint name or op label; shell patterns) is offloaded to host",
     "min-offloaded-bytes": "at least this many bytes per step are offloaded to host",
@@ -30,7 +30,7 @@ RULE_MEANING: dict[str, str] = {
 }
 
 SETTING_MEANING: dict[str, str] = {
-    "target": "GPU target name or .toml/.json file for the estimates",
+    "target": "GPU or TPU target name or .toml/.json file for the estimates",
     "hbm-margin": "fits-hbm: share of HBM to keep free (0.05 = 5%)",
     "host-pool-gb": "fits-host-pool: PJRT's pinned-host pool per process, GiB (default: "
                     "XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB from the environment, else 64)",
@@ -44,7 +44,7 @@ SETTING_MEANING: dict[str, str] = {
     "workload": "built-in workload or preset to compile and check",
     "fn": "your step function, package.module:function, to compile and check",
     "args": "with fn: abstract arguments, as for hloscope compile --args",
-    "devices": "compile-only GPUs for workload / fn / maxtext",
+    "devices": "compile-only devices (GPUs, or TPU chips) for workload / fn / maxtext",
     "memory-fraction": "compile workload / fn as JAX on a GPU whose allocator takes this share of the HBM "
                        "(XLA_PYTHON_CLIENT_MEM_FRACTION); fits-hbm then checks against it",
     "set": "workload settings, e.g. {layers = 2, batch = 4}",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from hloscope.check.run import CheckResult
+from hloscope.check.run import DEFAULT_WAIT_FRACTION, CheckResult
 from hloscope.render.check.meaning import rule_meaning
-from hloscope.render.check.words import diff_lines, empty_words, reading_words, violation_lines
+from hloscope.render.check.words import default_gate_words, diff_lines, empty_words, reading_words, violation_lines
 
 
 class TextFormat:
@@ -17,6 +17,8 @@ class TextFormat:
         rep = result.subject.report
         state = "passed" if result.passed else f"FAILED ({len(result.violations)} violation(s))"
         out.write(f"hloscope check: {result.subject.label}, target {rep.target.name}: {state}\n")
+        if result.default_gate:
+            out.write(f"{default_gate_words(DEFAULT_WAIT_FRACTION)}\n")
         if result.empty:
             out.write(f"note: nothing to check, passing because of allow-empty: {empty_words(result.empty)}\n")
         by_rule = {name: [v for v in result.violations if v.rule == name] for name in [*result.rules, "baseline"]}

@@ -5,14 +5,17 @@ schedule put beside it and how much stays exposed, from the verdict's facts thro
 
 from __future__ import annotations
 
+import math
 import os
+from collections.abc import Iterable
 from typing import Any
 
+from hloscope.analysis.kinds import VerdictKind
 from hloscope.analysis.report import Report
 from hloscope.analysis.simulate.verdict import Verdict
 from hloscope.check.baseline import BaselineDiff, Change, Snapshot
 from hloscope.check.keys import TransferRecord
-from hloscope.check.rules import Emptiness, Finding, NothingToJudge, Reading, Violation
+from hloscope.check.rules import Emptiness, Finding, NothingToJudge, Reading, StepWait, Violation
 from hloscope.render.intent_words import intent_message
 from hloscope.render.margin_text import flip_words, margin_line
 from hloscope.render.memory_text import room_of
@@ -116,8 +119,10 @@ def violation_message(v: Violation) -> str:
         return (f"~{human_us(actual)} of exposed transfer time per step > {human_us(limit)} allowed "
                 f"(largest: {_worst(v)})")
     if f is Finding.EXPOSED_FRACTION:
-        return (f"exposed transfer time is {actual:.1%} of the estimated step (~{human_us(v.arg('exposed_us'))} of "
-                f"~{human_us(v.arg('step_us'))}) > {limit:.1%} allowed (largest: {_worst(v)})")
+        loosen = f"; {loosen_words(v)}" if v.arg("default_gate") else ""
+        return (f"the step waits on host transfers {actual:.1%} of its estimated time "
+                f"(~{human_us(v.arg('exposed_us'))} of ~{human_us(v.arg('step_us'))}) > {limit:.1%} allowed "
+                f"(largest: {_worst(v)}){loosen}")
     if f is Finding.HIDDEN_FRACTION:
         return (f"{actual:.1%} of transfer time hidden (~{human_us(v.arg('hidden_us'))} of "
                 f"~{human_us(v.arg('transfer_us'))} per step) < {limit:.1%} required (largest exposed: {_worst(v)})")
@@ -160,6 +165,28 @@ def violation_message(v: Violation) -> str:
         c = v.arg("change")
         return f"{c.kind}: {c.before} -> {c.after}".strip(" ->:")
     return str(f)
+
+
+def fail_on_passed_words(wait: StepWait, fail_on: Iterable[VerdictKind], bound: float) -> str:
+    """``--fail-on`` passed a step that waits on partial transfers longer than the default gate allows."""
+    asked = ",".join(sorted(str(k) for k in fail_on))
+    return (f"--fail-on {asked} passed, but the step waits on host transfers {wait.fraction:.1%} of its estimated "
+            f"time (~{human_us(wait.exposed_us)} of ~{human_us(wait.step_us)}; {wait.partial} partial transfer(s)): "
+            f"`hloscope check` fails on it (its default gate allows {bound:.0%}), and so does --fail-on with partial")
+
+
+def default_gate_words(bound: float) -> str:
+    """The line that says no rule was configured, so the default gate ran (``bound``: its wait fraction)."""
+    return ("rules: the default gate (no rule given by a flag or [tool.hloscope]): no sync, no exposed, and the step "
+            f"waits on host transfers at most {bound:.0%} of its time (docs/ci.md)")
+
+
+def loosen_words(v: Violation) -> str:
+    """How to loosen the default gate's bound on waiting, with a setting that would pass this step."""
+    passes = math.ceil((v.actual or 0.0) * 100) / 100
+    return (f"the default gate's bound (docs/ci.md): loosen it with --max-exposed-fraction {passes:g} or "
+            f"max-exposed-fraction = {passes:g} in [tool.hloscope] (naming a rule replaces the default gate: name "
+            "no-sync and no-exposed too to keep them)")
 
 
 def _apart(actual: float, limit: float) -> tuple[str, str]:
@@ -214,7 +241,8 @@ def emptiness_words(nothing: NothingToJudge) -> str:
     if nothing.why is Emptiness.NOT_SCHEDULED:
         return "the module is not scheduled (before optimizations): there is no order to judge"
     if nothing.why is Emptiness.NOT_GPU:
-        return "the module was not compiled for a GPU (no XLA:GPU stream assignments in it)"
+        return ("the module was compiled for neither a GPU nor a TPU (no XLA:GPU stream assignments in it, nothing "
+                "showing XLA:TPU)")
     return f"no host transfer in the module (nothing lives in memory space S({nothing.host_space}))"
 
 

@@ -19,17 +19,18 @@ from hloscope.tui.format import VERDICT_STYLE
 from hloscope.tui.text import shown
 
 #: Style of each mark (``render.intent_text.mark``): green when every transfer is hidden; orange when
-#: the request happened with a cost (``done``: transfers, not all hidden; each listed under it in its
-#: verdict's colour) or only in part (``PART``: XLA removed some of its annotations); red for no
+#: the request happened with a cost (``EXPOSED``, ``PARTIAL``: its worst transfer; each listed under it in
+#: its verdict's colour) or only in part (``PART``: XLA removed some of its annotations); red for no
 #: transfer or a synchronous copy; yellow for unknown / unreadable.
-MARK_STYLE = {"ok": "bold #a3be8c", "done": "bold #d08770", "SYNC": "bold #bf616a", "PART": "bold #d08770",
-              "NONE": "bold #bf616a", "NONE?": "bold #ebcb8b", "??": "bold #ebcb8b", "--": "dim"}
+MARK_STYLE = {"hidden": "bold #a3be8c", "EXPOSED": "bold #d08770", "PARTIAL": "bold #d08770",
+              "SYNC": "bold #bf616a", "PART": "bold #d08770", "NONE": "bold #bf616a", "NONE?": "bold #ebcb8b",
+              "??": "bold #ebcb8b", "--": "dim"}
 
 
 def intent_text(account: IntentAccount | None) -> Text:
     """The pane's text; a line saying why there is nothing when the step's intent is not known."""
     # lazy: render/ (every renderer), when the tab is filled, after the first frame
-    from hloscope.render.intent_text import GUESSED, intent_headline, mark, transfers_words
+    from hloscope.render.intent_text import GUESSED, MARK_WIDTH, intent_headline, mark, transfers_words
     from hloscope.render.intent_words import asked_policy, asked_words, detail_words
 
     t = Text()
@@ -41,7 +42,7 @@ def intent_text(account: IntentAccount | None) -> Text:
     t.append(shown(head) + "\n", style="bold #bf616a" if account.unaccounted else "bold")
     for a in account.items:
         m = mark(a)
-        t.append(f"{m:5} ", style=MARK_STYLE.get(m, ""))
+        t.append(f"{m:{MARK_WIDTH}} ", style=MARK_STYLE.get(m, ""))
         t.append(shown(asked_words(a.asked)), style="bold")
         if a.asked.where is not None:
             t.append(shown(f" at {a.asked.where}"))
@@ -49,9 +50,9 @@ def intent_text(account: IntentAccount | None) -> Text:
             t.append(shown(f"  [{asked_policy(a.asked)}]"), style="dim")
         t.append("\n")
         if a.transfers:
-            t.append("      " + shown(transfers_words(a)) + "\n")
+            t.append(" " * (MARK_WIDTH + 1) + shown(transfers_words(a)) + "\n")
             for v in a.transfers:
-                t.append("        ")
+                t.append(" " * (MARK_WIDTH + 3))
                 t.append(shown(v.transfer.instruction.name))
                 t.append(f" {v.transfer.direction} ")
                 t.append(str(v.verdict), style=VERDICT_STYLE[v.verdict])
@@ -59,9 +60,9 @@ def intent_text(account: IntentAccount | None) -> Text:
                     t.append(f"  {GUESSED}", style="bold #ebcb8b")
                 t.append("\n")
         if any(d.fact is Fact.NAMED_BY_BYTES for d in a.detail):
-            t.append("      " + shown(detail_words(a.detail)) + "\n", style="#ebcb8b")
+            t.append(" " * (MARK_WIDTH + 1) + shown(detail_words(a.detail)) + "\n", style="#ebcb8b")
         if a.why is not Why.TRANSFERRED:
-            t.append(f"      {a.why}: ", style="bold")
+            t.append(" " * (MARK_WIDTH + 1) + f"{a.why}: ", style="bold")
             t.append(shown(detail_words(a.detail)) + "\n")
     return t
 

@@ -117,7 +117,7 @@ def test_the_request_reads_partly_removed_not_ok() -> None:
     assert report.intent.missing == (item,) and not report.intent.unaccounted
     assert intent_headline(report.intent) == ("offloads asked for: 1 request(s); 1 became transfers only in PART "
                                               "(offload 'x')")
-    assert "  PART  offload 'x'" in "\n".join(intent_lines(report.intent))
+    assert "  PART    offload 'x'" in "\n".join(intent_lines(report.intent))
 
 
 def test_check_fails_the_offload_the_dense_scan_lost(capsys: pytest.CaptureFixture[str]) -> None:

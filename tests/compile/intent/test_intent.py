@@ -135,14 +135,15 @@ def test_maxtext_style_switches_each_offloaded_name_becomes_transfers() -> None:
     assert all(v.transfer.checkpoint_name == a.asked.what and v.transfer.name_basis is NameBasis.DATA_FLOW
                for a in acc.items for v in a.transfers)
     text = lines(acc)
-    # Each request's mark says it happened, and its transfers line how it fared (issue 46): "ok" only when
-    # every one of its transfers is hidden, else "done" with the verdicts counted, worst first.
+    # Each request's mark says how its transfers fared (issues 46, 53): "hidden" only when every one of them is,
+    # else its worst verdict in capitals, with the verdicts counted, worst first.
     for a in acc.items:
         hidden = all(v.verdict is VerdictKind.HIDDEN for v in a.transfers)
         counts = ", ".join(f"{sum(1 for v in a.transfers if v.verdict is k)} {k}" for k in VerdictKind
                            if any(v.verdict is k for v in a.transfers))
         fare = "all hidden" if hidden else counts
-        assert f"  {'ok' if hidden else 'done':5} offload '{a.asked.what}'" in text
+        worst = next((str(k).upper() for k in VerdictKind if any(v.verdict is k for v in a.transfers)), "")
+        assert f"  {'hidden' if hidden else worst:7} offload '{a.asked.what}'" in text
         assert f"offloaded; {len(a.transfers)} transfer(s), {fare}; to host" in text
     assert "every readable one became transfers" in text
 

@@ -85,7 +85,7 @@ def test_several_slices_hold_the_devices_slice_by_slice() -> None:
     assert TpuRoom(v5e, Layout(slices=2)).topology_key(8) != TpuRoom(v5e).topology_key(8)
     assert TpuRoom(v5e, Layout(slices=2)).topology_key(8)["tpu_slice"]["num_slices"] == 2  # type: ignore[index]
     assert TpuRoom(v5e, Layout(slices=2)).topology_label(8) == \
-        "v5e:2x2 (v5litepod-4: 4 chips, 1 device per chip, 2 slices over DCN)"
+        "v5e:2x2 (v5e-4: 4 chips, topology 2x2, 1 device per chip, 2 slices over DCN)"
 
 
 @pytest.mark.parametrize(("devices", "slices", "message"), [

@@ -255,6 +255,10 @@ class TpuTarget(Target):
     memory per chip, bytes (0: unknown).
     tpu_version / tpu_variant: how XLA's TPU compiler names the chip in a dump's
     ``*.target_arguments.txt`` (``TPU_VERSION_VIPERFISH`` with variant ``lite`` is v5e).
+    hbm_efficiency / mxu_efficiency: the share of ``hbm_bandwidth`` an op streaming HBM achieves and
+    the share of the bf16/fp32 peak a large matmul achieves, measured on the chip (1.0 where no chip
+    was measured: the datasheet's figure is taken as reached). The cost model prices a TPU op at these
+    achieved rates (``hloscope.analysis.cost.profile``); docs/cost-model.md, "TPU: achieved rates".
     hbm_available_per_device: bytes libtpu lets one device's program use (a megacore chip's on v4
     and v5p). hbm_available_per_core: the same for one TensorCore where libtpu can show a chip as
     two devices (``chip_config_name="default"`` on v4); 0 where it cannot (v5p's default config is
@@ -275,6 +279,8 @@ class TpuTarget(Target):
     tpu_variant: str = ""
     hbm_available_per_device: int = 0
     hbm_available_per_core: int = 0
+    hbm_efficiency: float = 1.0
+    mxu_efficiency: float = 1.0
 
     @property
     def host_memory_per_device(self) -> int:
@@ -386,6 +392,14 @@ _TPU_PCIE_V5E = 15 * GB  # v5e: ~1.5e10 B/s per chip (jax-ml/scaling-book, "How 
 _TPU_PCIE_GEN5 = 32 * GB  # v6e: PCIe Gen5, ~32 GB/s each way per chip (Google Cloud TPU v6e page)
 
 
+# v5e's achieved rates, fitted on the ops of 13 runs on one v5e chip (fixtures/measured/tpu_v5e/ and
+# fixtures/measured/tpu_v5e_blocks/mha_remat; mha_off held out; benchmarks/tpu_ops.py prints each op):
+# streaming HBM ops (elementwise, broadcasts, layout copies, softmax-shaped fusions) of 16-768 MiB ran at
+# 600-685 GB/s of the 819 (0.80 fits best); compute-bound matmuls at 172-194 TFLOP/s of the 197 (0.95).
+_V5E_HBM_EFFICIENCY = 0.80
+_V5E_MXU_EFFICIENCY = 0.95
+
+
 def _libtpu_gib(figure: float) -> int:
     """Bytes of a "(95.73G)" in libtpu's out-of-memory message: GiB to two decimals (v5e's 15.75G is the
     15.7 GiB its chip shows). Read with libtpu 0.0.50 (jax 0.12.0.1) on compile-only slices; 0.0.42 says
@@ -405,7 +419,8 @@ TPU_TARGETS: tuple[TpuTarget, ...] = (
               peak_fp32_flops=197e12, host_link_to_host=_TPU_PCIE_V5E, host_link_to_device=_TPU_PCIE_V5E,
               host_link="PCIe (15 GB/s per chip)", interconnect_bandwidth=45 * GB, chips_per_host=8,
               tpu_version="TPU_VERSION_VIPERFISH", tpu_variant="lite",
-              hbm_available_per_device=16_909_336_064),  # the chip's own: its dumps' device_memory_size
+              hbm_available_per_device=16_909_336_064,  # the chip's own: its dumps' device_memory_size
+              hbm_efficiency=_V5E_HBM_EFFICIENCY, mxu_efficiency=_V5E_MXU_EFFICIENCY),
     # v5p: no host-link figure is published; v4's 16 GB/s per chip (the same hosts' PCIe) is assumed.
     TpuTarget(name="tpu-v5p", description="Google Cloud TPU v5p", generation="v5p", topology_prefix="v5",
               device_memory_size=95 * 10**9, hbm_bandwidth=2.765 * TB, peak_bf16_flops=459e12,

@@ -135,7 +135,9 @@ def calibrated(case: str) -> Target:
     return fit_target(report.index, step.target, profile, f"tpu-v5e-{case}", report.transfers).target
 
 
-def table(rows: list[Row]) -> list[str]:
+def table(rows: list[Row], marks: bool = True) -> list[str]:
+    """The rows as a Markdown table; ``marks``: each run's name says whether the achieved rates were
+    fitted on it ("fit") or not ("held out")."""
     out = ["| run | measured step | simulated | error | measured waits | simulated | error "
            "| verdicts measured -> predicted |",
            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -144,7 +146,7 @@ def table(rows: list[Row]) -> list[str]:
         verdicts = ", ".join(f"{m} -> {p}" for _, m, p in r.verdicts) or "no host transfer"
         if r.wall_only:
             verdicts = "wall clock only"
-        name = r.case + (" (in-sample)" if r.in_sample else " (fit)" if r.fit else " (held out)")
+        name = r.case + (" (in-sample)" if r.in_sample else "" if not marks else " (fit)" if r.fit else " (held out)")
         waits = "-" if r.wall_only else f"{r.measured_wait_ms:.1f} ms"
         out.append(f"| {name} | {r.measured_step_ms:.1f} ms | {r.simulated_step_ms:.1f} ms | {r.step_error:+.1%} | "
                    f"{waits} | {r.simulated_wait_ms:.1f} ms | "
@@ -179,20 +181,21 @@ def main() -> None:
     print("\n".join(table(rows)))
     print()
     print("\n".join(ratios(rows)))
+    print()
+    for label, group in (("fit", [r for r in rows if r.fit]), ("held out", [r for r in rows if not r.fit])):
+        if group:
+            print(f"datasheet, {label} ({len(group)} runs): step error median "
+                  f"{statistics.median(abs(r.step_error) for r in group):.1%}, "
+                  f"max {max(abs(r.step_error) for r in group):.1%}")
     fitted = calibrated(args.calibrate_on)
     print(f"\n## target calibrated on {args.calibrate_on}: host link {fitted.host_link_achieved_to_host or 0:.4g} B/s "
           f"D->H, {fitted.host_link_achieved_to_device or 0:.4g} B/s H->D, bf16 peak {fitted.peak_bf16_flops:.4g}, "
           f"HBM {fitted.hbm_bandwidth:.4g} B/s, per-op {fitted.kernel_launch_us:.3g} us\n")
     cal = [row(c, fitted, in_sample=c == args.calibrate_on) for c in cases()]
     cal += [wall_row(c, w, gap, fitted) for c, w in wall_only_cases().items()]
-    print("\n".join(table(cal)))
+    print("\n".join(table(cal, marks=False)))
     print()
     print("\n".join(ratios(cal)))
-    for label, group in (("fit", [r for r in rows if r.fit]), ("held out", [r for r in rows if not r.fit])):
-        if group:
-            print(f"datasheet, {label} ({len(group)} runs): step error median "
-                  f"{statistics.median(abs(r.step_error) for r in group):.1%}, "
-                  f"max {max(abs(r.step_error) for r in group):.1%}")
     held = [r for r in cal if not r.in_sample]
     print(f"\nheld out ({len(held)} runs): step error median {statistics.median(abs(r.step_error) for r in held):.1%}, "
           f"max {max(abs(r.step_error) for r in held):.1%}")

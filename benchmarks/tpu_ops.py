@@ -4,8 +4,14 @@ For each run (a step's ``step.hlo.txt`` and ``profile/step.xplane.pb``), every o
 (its "XLA Ops" line names each instruction) with the model's estimate of one execution, the FLOPs
 and HBM bytes the estimate is made of, and predicted/measured; grouped by the op's class.
 
-Usage: python benchmarks/tpu_ops.py [RUN_FOLDER ...] [--top N] [--tsv FILE]
+Usage: python benchmarks/tpu_ops.py [RUN_FOLDER ...] [--top N] [--tsv FILE] [--fit]
 (default: every run of fixtures/measured/tpu_v5e and fixtures/measured/tpu_v5e_blocks)
+
+--fit: the fit of v5e's achieved rates (``TpuTarget.mxu_efficiency``, ``hbm_efficiency``; docs/cost-model.md,
+"TPU: achieved rates"): each op's time taken as ``max(FLOPs / (peak x e_mxu), bytes / (bandwidth x e_hbm))``
+plus a share ``a`` of the smaller term plus ``t0`` us for an op with bytes, from its FLOPs and HBM bytes at the
+datasheet's figures; a grid over the four, scored by the time-weighted absolute error over the ops of the runs
+in benchmarks/tpu_accuracy.FIT_ON; the held-out runs' error beside it.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import argparse
 import statistics
 import sys
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 from hloscope.analysis.cost.roofline import CostModel
@@ -58,14 +65,77 @@ def rows_of(run: Path, module: str = "") -> list[tuple[str, str, str, float, flo
     return out
 
 
+@dataclass(frozen=True)
+class Sample:
+    run: str
+    flops: float  # FLOPs over the tiling efficiency, as the roofline charges the peak
+    dtype: str
+    nbytes: int
+    us: float  # measured, one run
+    calls: int
+
+
+def samples(run: Path) -> list[Sample]:
+    """Every op the run's profile times on the compute line, with its roofline terms."""
+    target = get_target("tpu-v5e")
+    step = read_step(str(run / "step.hlo.txt"), target)
+    index = ModuleIndex(step.inputs.module)
+    model = CostModel(index, target)
+    prof = parse_measured(read_measured_file(str(run / "profile" / "step.xplane.pb")))
+    out = []
+    for name, st in prof.ops.items():
+        ins = index.instructions_by_name.get(name)
+        if ins is None or ins.opcode in ("while", "call", "conditional", "custom-call") \
+                or ins.opcode.endswith(("start", "done")):
+            continue
+        _, effective, dtype, nbytes = model.roofline_terms(ins)
+        out.append(Sample(run.name, effective, dtype, nbytes, st.per_call_us, st.calls))
+    return out
+
+
+def weighted_error(rows: list[Sample], e_mxu: float, e_hbm: float, a: float, t0: float) -> float:
+    """The time-weighted mean of |predicted - measured| over measured, for those figures."""
+    target = get_target("tpu-v5e")
+    err = total = 0.0
+    for r in rows:
+        c = r.flops / (target.peak_flops(r.dtype) * e_mxu) * 1e6
+        m = r.nbytes / (target.hbm_bandwidth * e_hbm) * 1e6 + (t0 if r.nbytes else 0.0)
+        err += abs(max(c, m) + a * min(c, m) - r.us) * r.calls
+        total += r.us * r.calls
+    return err / total
+
+
+def fit(runs: list[Path]) -> None:
+    from tpu_accuracy import FIT_ON
+
+    rows = [s for run in runs for s in samples(run)]
+    fit_rows = [r for r in rows if r.run in FIT_ON]
+    held = [r for r in rows if r.run not in FIT_ON]
+    grid = [(weighted_error(fit_rows, em, eh, a, t0), em, eh, a, t0)
+            for em in (0.88, 0.90, 0.92, 0.93, 0.94, 0.95, 0.96) for eh in (0.74, 0.76, 0.78, 0.80, 0.82, 0.84)
+            for a in (0.0, 0.1, 0.2, 0.3, 0.4) for t0 in (0.0, 1.0, 2.0)]
+    grid.sort()
+    print(f"fit on {len(fit_rows)} ops of {len({r.run for r in fit_rows})} runs, "
+          f"held out {len(held)} ops of {sorted({r.run for r in held})}")
+    print(f"  datasheet (1, 1, 0, 0): fit {weighted_error(fit_rows, 1, 1, 0, 0):.2%}, "
+          f"held out {weighted_error(held, 1, 1, 0, 0):.2%}")
+    for e, em, eh, a, t0 in grid[:6]:
+        print(f"  e_mxu {em:.2f} e_hbm {eh:.2f} a {a:.1f} t0 {t0:.0f} us: fit {e:.2%}, "
+              f"held out {weighted_error(held, em, eh, a, t0):.2%}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs", nargs="*")
     ap.add_argument("--top", type=int, default=8)
     ap.add_argument("--tsv")
+    ap.add_argument("--fit", action="store_true", help="fit v5e's achieved MXU and HBM shares")
     args = ap.parse_args()
     runs = [Path(r) for r in args.runs] or sorted(
         p.parent.parent for p in ROOT.glob("tpu_v5e*/*/profile/step.xplane.pb"))
+    if args.fit:
+        fit(runs)
+        return
     allrows = []
     for run in runs:
         rows = rows_of(run)

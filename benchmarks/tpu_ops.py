@@ -4,9 +4,11 @@ For each run (a step's ``step.hlo.txt`` and ``profile/step.xplane.pb``), every o
 (its "XLA Ops" line names each instruction) with the model's estimate of one execution, the FLOPs
 and HBM bytes the estimate is made of, and predicted/measured; grouped by the op's class.
 
-Usage: python benchmarks/tpu_ops.py [RUN_FOLDER ...] [--top N] [--tsv FILE] [--fit]
+Usage: python benchmarks/tpu_ops.py [RUN_FOLDER ...] [--top N] [--tsv FILE] [--fit | --classes]
 (default: every run of fixtures/measured/tpu_v5e and fixtures/measured/tpu_v5e_blocks)
 
+--classes [--datasheet]: per run (at the datasheet's rates with --datasheet), a Markdown row: the matmul ops (those with FLOPs) and the other ops the profile times on
+the compute line, the model's time over the chip's, per step.
 --fit: the fit of v5e's achieved rates (``TpuTarget.mxu_efficiency``, ``hbm_efficiency``; docs/cost-model.md,
 "TPU: achieved rates"): each op's time taken as ``max(FLOPs / (peak x e_mxu), bytes / (bandwidth x e_hbm))``
 plus a share ``a`` of the smaller term plus ``t0`` us for an op with bytes, from its FLOPs and HBM bytes at the
@@ -28,7 +30,7 @@ from hloscope.analysis.measured.read import parse_measured
 from hloscope.analysis.structure.index import ModuleIndex
 from hloscope.artifact import read_step
 from hloscope.hlo.profile_files import read_measured_file
-from hloscope.targets import get_target
+from hloscope.targets import TpuTarget, get_target
 
 ROOT = Path(__file__).resolve().parent.parent / "fixtures" / "measured"
 
@@ -124,17 +126,43 @@ def fit(runs: list[Path]) -> None:
               f"held out {weighted_error(held, em, eh, a, t0):.2%}")
 
 
+def classes(runs: list[Path], datasheet: bool) -> None:
+    from tpu_accuracy import FIT_ON
+
+    target = get_target("tpu-v5e")
+    assert isinstance(target, TpuTarget)
+    e_mxu, e_hbm = (1.0, 1.0) if datasheet else (target.mxu_efficiency, target.hbm_efficiency)
+    print("| run | matmul ops: model / chip | ratio | other ops: model / chip | ratio |")
+    print("| --- | --- | --- | --- | --- |")
+    for run in runs:
+        sums = {"matmul": [0.0, 0.0], "other": [0.0, 0.0]}
+        for r in samples(run):
+            c = r.flops / target.peak_flops(r.dtype) / e_mxu * 1e6
+            m = r.nbytes / target.hbm_bandwidth / e_hbm * 1e6
+            s = sums["matmul" if r.flops else "other"]
+            s[0] += max(c, m) * r.calls
+            s[1] += r.us * r.calls
+        mark = "fit" if run.name in FIT_ON else "held out"
+        print(f"| {run.name} ({mark}) | " + " | ".join(
+            f"{p / 1e3:.2f} / {q / 1e3:.2f} ms | {p / q:.2f}" for p, q in sums.values()) + " |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs", nargs="*")
     ap.add_argument("--top", type=int, default=8)
     ap.add_argument("--tsv")
     ap.add_argument("--fit", action="store_true", help="fit v5e's achieved MXU and HBM shares")
+    ap.add_argument("--classes", action="store_true", help="per run, matmul and other ops, model over chip")
+    ap.add_argument("--datasheet", action="store_true", help="--classes at the datasheet's rates (efficiencies 1)")
     args = ap.parse_args()
     runs = [Path(r) for r in args.runs] or sorted(
         p.parent.parent for p in ROOT.glob("tpu_v5e*/*/profile/step.xplane.pb"))
     if args.fit:
         fit(runs)
+        return
+    if args.classes:
+        classes(runs, args.datasheet)
         return
     allrows = []
     for run in runs:

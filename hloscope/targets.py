@@ -394,9 +394,9 @@ _TPU_PCIE_GEN5 = 32 * GB  # v6e: PCIe Gen5, ~32 GB/s each way per chip (Google C
 
 
 # v5e's achieved rates, fitted on the ops of 13 runs on one v5e chip (fixtures/measured/tpu_v5e/ and
-# fixtures/measured/tpu_v5e_blocks/mha_remat; mha_off held out; benchmarks/tpu_ops.py prints each op):
-# streaming HBM ops (elementwise, broadcasts, layout copies, softmax-shaped fusions) of 16-768 MiB ran at
-# 600-685 GB/s of the 819 (0.80 fits best); compute-bound matmuls at 172-194 TFLOP/s of the 197 (0.95).
+# fixtures/measured/tpu_v5e_blocks/mha_remat; mha_off held out): elementwise and broadcast fusions of
+# 64-768 MiB moved 573-685 GB/s of the 819, matmul fusions ran at 146-194 TFLOP/s of the 197; the shares
+# with the least time-weighted error over every op (benchmarks/tpu_ops.py --fit; docs/cost-model.md).
 _V5E_HBM_EFFICIENCY = 0.80
 _V5E_ACHIEVED_TO_HOST = 14.74e9
 _V5E_ACHIEVED_TO_DEVICE = 14.19e9
@@ -420,11 +420,11 @@ TPU_TARGETS: tuple[TpuTarget, ...] = (
     TpuTarget(name="tpu-v5e", description="Google Cloud TPU v5e", generation="v5e", topology_prefix="v5e",
               device_memory_size=16 * 2**30, hbm_bandwidth=819e9, peak_bf16_flops=197e12,
               peak_fp32_flops=197e12, host_link_to_host=_TPU_PCIE_V5E, host_link_to_device=_TPU_PCIE_V5E,
+              host_link_achieved_to_host=_V5E_ACHIEVED_TO_HOST, host_link_achieved_to_device=_V5E_ACHIEVED_TO_DEVICE,
+              hbm_efficiency=_V5E_HBM_EFFICIENCY, mxu_efficiency=_V5E_MXU_EFFICIENCY,
               host_link="PCIe (15 GB/s per chip)", interconnect_bandwidth=45 * GB, chips_per_host=8,
               tpu_version="TPU_VERSION_VIPERFISH", tpu_variant="lite",
-              hbm_available_per_device=16_909_336_064,  # the chip's own: its dumps' device_memory_size
-              host_link_achieved_to_host=_V5E_ACHIEVED_TO_HOST, host_link_achieved_to_device=_V5E_ACHIEVED_TO_DEVICE,
-              hbm_efficiency=_V5E_HBM_EFFICIENCY, mxu_efficiency=_V5E_MXU_EFFICIENCY),
+              hbm_available_per_device=16_909_336_064),  # the chip's own: its dumps' device_memory_size
     # v5p: no host-link figure is published; v4's 16 GB/s per chip (the same hosts' PCIe) is assumed.
     TpuTarget(name="tpu-v5p", description="Google Cloud TPU v5p", generation="v5p", topology_prefix="v5",
               device_memory_size=95 * 10**9, hbm_bandwidth=2.765 * TB, peak_bf16_flops=459e12,
@@ -483,6 +483,8 @@ CALIBRATED_ON = ", calibrated on "
 
 _TPU_POSITIVE = ("cores_per_chip", "chips_per_host")
 _TPU_INTEGERS = ("cores_per_chip", "chips_per_host", "host_memory_per_chip", "hbm_available_per_core")
+#: A TPU's achieved shares of its datasheet figures (``TpuTarget.hbm_efficiency``, ``mxu_efficiency``).
+_TPU_SHARES = ("hbm_efficiency", "mxu_efficiency")
 
 
 def _check(path: Path, data: dict[str, Any], cls: type[Target]) -> dict[str, Any]:
@@ -536,6 +538,13 @@ def _check(path: Path, data: dict[str, Any], cls: type[Target]) -> dict[str, Any
     if not data.get("calibrated_on") and CALIBRATED_ON in data["description"]:
         # A file ``hloscope calibrate`` wrote before the field said it only in its description.
         data["calibrated_on"] = data["description"].rsplit(CALIBRATED_ON, 1)[1]
+    for key in _TPU_SHARES:
+        if key not in names:
+            continue
+        v = data[key]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
+            raise bad(key, "a share above 0 and at most 1")
+        data[key] = float(v)
     for peak_key, achieved_key in _ACHIEVED_OF.items():
         achieved = data.get(achieved_key)
         if achieved is not None and achieved > data[peak_key]:

@@ -137,3 +137,19 @@ def test_the_held_out_gqa_block_against_its_wall_clock() -> None:
     tl = analyze_step(step.inputs, step.target, AnalysisOptions()).timeline
     assert tl is not None
     assert abs(tl.step_us / 1e3 / (walls["gqa_remat"] - 1.3) - 1) < 0.10
+
+
+def test_a_target_file_sets_the_shares_and_a_bad_share_names_its_key(tmp_path: Path) -> None:
+    from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
+
+    f = tmp_path / "slow.toml"
+    f.write_text('base = "tpu-v5e"\nname = "slow-v5e"\nhbm_efficiency = 0.5\n')
+    t = get_target(str(f))
+    assert isinstance(t, TpuTarget) and (t.hbm_efficiency, t.mxu_efficiency) == (0.5, 0.95)
+    assert cost_profile(t).hbm_bandwidth == pytest.approx(0.5 * 819e9)
+    for line in ("hbm_efficiency = 0", "mxu_efficiency = 1.5", 'mxu_efficiency = "most"'):
+        f.write_text(f'base = "tpu-v5e"\nname = "bad"\n{line}\n')
+        with pytest.raises(HloscopeError) as e:
+            get_target(str(f))
+        key = line.split(" ")[0]
+        assert e.value.exit_code == EXIT_BAD_INPUT and f"'{key}'" in str(e.value)

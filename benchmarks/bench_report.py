@@ -9,7 +9,8 @@
 Inputs: the unrolled Llama-style modules of benchmarks/bench_parse.py (compiled deviceless for 8
 H100s, cached under benchmarks/.cache/; judged for h100-sxm) and fixtures/llama405b_hostmem.hlo.txt
 (judged for gb200); with --tpu, two measured TPU v5e steps too (fixtures/measured/tpu_v5e/big and
-tpu_v5e_blocks/mha_off, judged for tpu-v5e: the TPU cost profile's hot path). For each checkout, one fresh process per round times, on the same text, best of
+tpu_v5e_blocks/mha_off, judged for tpu-v5e: the TPU cost profile's hot path). For each checkout, one
+fresh process per round times, on the same text, best of
 --repeat: jaxlib's C++ ``hlo_module_from_text`` ("C++"), hloscope's ``parse_hlo`` ("parse"), the
 analysis of the parsed module without the margins ("core": ``analyze``), the margins (``report.margins``:
 marginal costs, flips, error corners), the text report (``to_text``) and the JSON report

@@ -91,7 +91,7 @@ def wall_gap_ms() -> float:
     for case in cases():
         facts = json.loads((folder(case) / "facts.json").read_text())
         gaps.append(facts["wall"]["median_ms"] - statistics.median(s["module_ms"] for s in facts["per_step"]))
-    return statistics.median(gaps)
+    return float(statistics.median(gaps))
 
 
 def measured(case: str) -> tuple[float, float]:

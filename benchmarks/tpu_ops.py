@@ -7,7 +7,8 @@ and HBM bytes the estimate is made of, and predicted/measured; grouped by the op
 Usage: python benchmarks/tpu_ops.py [RUN_FOLDER ...] [--top N] [--tsv FILE] [--fit | --classes]
 (default: every run of fixtures/measured/tpu_v5e and fixtures/measured/tpu_v5e_blocks)
 
---classes [--datasheet]: per run (at the datasheet's rates with --datasheet), a Markdown row: the matmul ops (those with FLOPs) and the other ops the profile times on
+--classes [--datasheet]: per run (at the datasheet's rates with --datasheet), a Markdown row: the matmul
+ops (those with FLOPs) and the other ops the profile times on
 the compute line, the model's time over the chip's, per step.
 --fit: the fit of v5e's achieved rates (``TpuTarget.mxu_efficiency``, ``hbm_efficiency``; docs/cost-model.md,
 "TPU: achieved rates"): each op's time taken as ``max(FLOPs / (peak x e_mxu), bytes / (bandwidth x e_hbm))``
@@ -22,6 +23,7 @@ import argparse
 import statistics
 import sys
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,13 +31,14 @@ from hloscope.analysis.cost.roofline import CostModel
 from hloscope.analysis.measured.read import parse_measured
 from hloscope.analysis.structure.index import ModuleIndex
 from hloscope.artifact import read_step
+from hloscope.hlo.model import Instruction
 from hloscope.hlo.profile_files import read_measured_file
 from hloscope.targets import TpuTarget, get_target
 
 ROOT = Path(__file__).resolve().parent.parent / "fixtures" / "measured"
 
 
-def op_kind(model: CostModel, ins_name: str, by_name: dict) -> str:  # type: ignore[type-arg]
+def op_kind(model: CostModel, ins_name: str, by_name: Mapping[str, Instruction]) -> str:
     ins = by_name.get(ins_name)
     if ins is None:
         return "?"

@@ -19,8 +19,9 @@ must not decide itself:
 - :class:`TpuCostProfile`: the MXU at the bf16 peak for every matmul (dots and convolutions)
   whose inputs are narrower than 32 bits, at the fp32 peak for f32/f64 ones, each peak and HBM at the
   share of it the chip achieves (``TpuTarget.mxu_efficiency``, ``hbm_efficiency``: measured on v5e,
-  1.0 on chips nobody measured), no waves (efficiency 1 by shape), no launch term, HBM-bound elementwise, ``S(1)`` (VMEM) and ``S(2)`` (SMEM) on the chip, collectives a
-  ring over ICI at the bandwidth it is given (no NCCL launch, no NVLink domains).
+  1.0 on chips nobody measured), no waves (efficiency 1 by shape), no launch term, HBM-bound
+  elementwise, ``S(1)`` (VMEM) and ``S(2)`` (SMEM) on the chip, collectives a ring over ICI at the
+  bandwidth it is given (no NCCL launch, no NVLink domains).
 """
 
 from __future__ import annotations
@@ -113,9 +114,9 @@ class TpuCostProfile:
     collectives over ICI.
 
     figures: the chip's peaks and HBM bandwidth. hbm_efficiency / mxu_efficiency: the share of the
-    bandwidth and of each peak the chip achieves (``TpuTarget``'s; 1.0: the figures as they are). ici_bandwidth: bytes/s one chip sends
-    into a ring collective (the ICI links one ring uses); ici_hop_us: the latency of one
-    ring step, µs.
+    bandwidth and of each peak the chip achieves (``TpuTarget``'s; 1.0: the figures as they are).
+    ici_bandwidth: bytes/s one chip sends into a ring collective (the ICI links one ring uses);
+    ici_hop_us: the latency of one ring step, µs.
     """
 
     figures: TpuFigures

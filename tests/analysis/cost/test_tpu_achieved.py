@@ -126,19 +126,6 @@ def test_the_held_out_mha_offload_step_its_waits_and_its_twin() -> None:
     assert abs(off_step / remat_step - m_off / m_remat) < 0.08
 
 
-def test_the_held_out_gqa_block_against_its_wall_clock() -> None:
-    # gqa_remat (d 2048, 16 heads, 4 KV heads, SiLU-gated MLP 8192, batch 4 x 2048, 8 layers, nothing
-    # saved): 265.12 ms wall median on the chip (wall_only.jsonl); the profiled runs' wall exceeds their
-    # step by 1.16-1.44 ms. Its module is the one the chip's libtpu compiles (deviceless here).
-    walls = {json.loads(line)["case"]: json.loads(line)["median_ms"]
-             for line in (BLOCKS / "wall_only.jsonl").read_text().splitlines() if line.strip()}
-    assert walls["gqa_remat"] == pytest.approx(265.12, abs=0.01)
-    step = read_step(str(BLOCKS / "gqa_remat" / "step.hlo.txt"), "tpu-v5e")
-    tl = analyze_step(step.inputs, step.target, AnalysisOptions()).timeline
-    assert tl is not None
-    assert abs(tl.step_us / 1e3 / (walls["gqa_remat"] - 1.3) - 1) < 0.10
-
-
 def test_a_target_file_sets_the_shares_and_a_bad_share_names_its_key(tmp_path: Path) -> None:
     from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 
@@ -153,3 +140,23 @@ def test_a_target_file_sets_the_shares_and_a_bad_share_names_its_key(tmp_path: P
             get_target(str(f))
         key = line.split(" ")[0]
         assert e.value.exit_code == EXIT_BAD_INPUT and f"'{key}'" in str(e.value)
+
+
+def test_the_held_out_gqa_steps_over_their_twin() -> None:
+    # A GQA block (d 2048, 16 heads, 4 KV heads, SiLU-gated MLP 8192, batch 4 x 2048, 8 layers), its modules as
+    # the chip's libtpu compiles them (deviceless here); the profiled runs' wall exceeds their step by
+    # 1.16-1.44 ms. Wall medians (wall_only.jsonl): gqa_off 276.48, gqa_dev 260.75, gqa_remat 265.12 ms: offloading q, k, v
+    # costs 1.043x, saving them on the chip 0.983x (it skips their recompute). On the published figures the
+    # steps were 11.5-12.3% short; the ratios stay within 0.08 and each step within 10%.
+    walls = {json.loads(line)["case"]: json.loads(line)["median_ms"]
+             for line in (BLOCKS / "wall_only.jsonl").read_text().splitlines() if line.strip()}
+    steps = {}
+    for case in ("gqa_remat", "gqa_off", "gqa_dev"):
+        step = read_step(str(BLOCKS / case / "step.hlo.txt"), "tpu-v5e")
+        tl = analyze_step(step.inputs, step.target, AnalysisOptions()).timeline
+        assert tl is not None
+        steps[case] = tl.step_us / 1e3
+        assert abs(steps[case] / (walls[case] - 1.3) - 1) < 0.10
+    for case, ratio in (("gqa_off", 1.043), ("gqa_dev", 0.983)):
+        assert walls[case] / walls["gqa_remat"] == pytest.approx(ratio, abs=0.001)
+        assert abs(steps[case] / steps["gqa_remat"] - walls[case] / walls["gqa_remat"]) < 0.08

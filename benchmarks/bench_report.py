@@ -4,10 +4,13 @@
     python benchmarks/bench_report.py --before main          # and a git revision, alternating, in the same run
     python benchmarks/bench_report.py --before-tree ../main  # or another checkout as it is on disk
     python benchmarks/bench_report.py --rounds 3 --repeat 5 --no-process
+    python benchmarks/bench_report.py --tpu --layers "" --no-405b --before main   # TPU steps alone
 
 Inputs: the unrolled Llama-style modules of benchmarks/bench_parse.py (compiled deviceless for 8
 H100s, cached under benchmarks/.cache/; judged for h100-sxm) and fixtures/llama405b_hostmem.hlo.txt
-(judged for gb200). For each checkout, one fresh process per round times, on the same text, best of
+(judged for gb200); with --tpu, two measured TPU v5e steps too (fixtures/measured/tpu_v5e/big and
+tpu_v5e_blocks/mha_off, judged for tpu-v5e: the TPU cost profile's hot path). For each checkout, one
+fresh process per round times, on the same text, best of
 --repeat: jaxlib's C++ ``hlo_module_from_text`` ("C++"), hloscope's ``parse_hlo`` ("parse"), the
 analysis of the parsed module without the margins ("core": ``analyze``), the margins (``report.margins``:
 marginal costs, flips, error corners), the text report (``to_text``) and the JSON report
@@ -43,18 +46,22 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 STAGES = ("cpp", "parse", "core", "margins", "text", "json", "complete")
 FIXTURE_405B = ROOT / "fixtures" / "llama405b_hostmem.hlo.txt"
+TPU_INPUTS = (("v5e-mlp", ROOT / "fixtures" / "measured" / "tpu_v5e" / "big" / "step.hlo.txt"),
+              ("v5e-mha", ROOT / "fixtures" / "measured" / "tpu_v5e_blocks" / "mha_off" / "step.hlo.txt"))
 
 _CPP_PROCESS = ("import os, sys; os.environ['JAX_PLATFORMS'] = 'cpu'; import jax; "
                 "from jax._src.lib import hlo as h; h.hlo_module_from_text(open(sys.argv[1]).read())")
 
 
-def inputs(layers: list[int], with_405b: bool) -> list[tuple[str, Path, str]]:
+def inputs(layers: list[int], with_405b: bool, with_tpu: bool = False) -> list[tuple[str, Path, str]]:
     sys.path.insert(0, str(HERE))
     from bench_parse import make_input  # compiles (deviceless) on first use, then cached
 
     out = [(f"{n}-layer", make_input(n), "h100-sxm") for n in layers]
     if with_405b:
         out.append(("405B", FIXTURE_405B, "gb200"))
+    if with_tpu:
+        out += [(label, path, "tpu-v5e") for label, path in TPU_INPUTS]
     return out
 
 
@@ -117,7 +124,8 @@ def child(cases: list[tuple[str, Path, str]], repeat: int) -> list[dict[str, Any
 
 def run_tree(tree: Path, args: argparse.Namespace, env: str = "") -> list[dict[str, Any]]:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--tree", str(tree), "--layers", args.layers,
-           "--repeat", str(args.repeat), "--clock", args.clock] + (["--no-405b"] if args.no_405b else [])
+           "--repeat", str(args.repeat), "--clock", args.clock] + (["--no-405b"] if args.no_405b else []) \
+        + (["--tpu"] if args.tpu else [])
     out = subprocess.run(["env", *env.split(), *cmd], capture_output=True, text=True, check=True, cwd=tree)
     rows: list[dict[str, Any]] = json.loads(out.stdout[out.stdout.index("["):])
     return rows
@@ -187,6 +195,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--no-405b", action="store_true")
+    ap.add_argument("--tpu", action="store_true", help="the measured TPU v5e steps too (judged for tpu-v5e)")
     ap.add_argument("--before", metavar="REV", help="a git revision to time beside this checkout")
     ap.add_argument("--before-tree", type=Path, help="another checkout to time beside this one")
     ap.add_argument("--no-process", action="store_true", help="skip the whole-process figures")
@@ -204,9 +213,9 @@ def main() -> int:
     CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
     if args.child:
         sys.path.insert(0, str(args.tree))
-        print(json.dumps(child(inputs(layers, not args.no_405b), args.repeat)))
+        print(json.dumps(child(inputs(layers, not args.no_405b, args.tpu), args.repeat)))
         return 0
-    cases = inputs(layers, not args.no_405b)
+    cases = inputs(layers, not args.no_405b, args.tpu)
     with tempfile.TemporaryDirectory() as tmp:
         trees: list[tuple[str, Path]] = []
         if args.before:

@@ -259,6 +259,10 @@ class TpuTarget(Target):
     memory per chip, bytes (0: unknown).
     tpu_version / tpu_variant: how XLA's TPU compiler names the chip in a dump's
     ``*.target_arguments.txt`` (``TPU_VERSION_VIPERFISH`` with variant ``lite`` is v5e).
+    hbm_efficiency / mxu_efficiency: the share of ``hbm_bandwidth`` an op streaming HBM achieves and
+    the share of the bf16/fp32 peak a large matmul achieves, measured on the chip (1.0 where no chip
+    was measured: the datasheet's figure is taken as reached). The cost model prices a TPU op at these
+    achieved rates (``hloscope.analysis.cost.profile``); docs/cost-model.md, "TPU: achieved rates".
     hbm_available_per_device: bytes libtpu lets one device's program use (a megacore chip's on v4
     and v5p). hbm_available_per_core: the same for one TensorCore where libtpu can show a chip as
     two devices (``chip_config_name="default"`` on v4); 0 where it cannot (v5p's default config is
@@ -279,6 +283,8 @@ class TpuTarget(Target):
     tpu_variant: str = ""
     hbm_available_per_device: int = 0
     hbm_available_per_core: int = 0
+    hbm_efficiency: float = 1.0
+    mxu_efficiency: float = 1.0
 
     @property
     def host_memory_per_device(self) -> int:
@@ -382,12 +388,23 @@ DEFAULT_TARGET = "h100-sxm"
 
 # TPU chips: figures per chip (docs/targets.md, "TPU targets", gives each one's source). Host links:
 # the figure Google or the scaling book publishes per chip; where none is published the target says
-# what was assumed. No achieved figure is built in: what a chip's DMAs achieve is measured
-# (fixtures/measured/tpu_v5e/: 14.7 GB/s to host, 14.2 GB/s to device on one v5e) and goes into a
-# calibrated target (`hloscope calibrate`), so the datasheet targets stay datasheet figures.
+# what was assumed. Achieved figures are built in only where a chip was measured: v5e's DMAs moved
+# 14.74 GB/s to host and 14.19 GB/s to device (fixtures/measured/tpu_v5e/README.md: every transfer whose
+# done waited, 64-128 MiB slices), its HBM and MXU the shares below; the other TPUs' figures are the
+# datasheet's, and what a chip achieves goes into a calibrated target (`hloscope calibrate`).
 _TPU_PCIE_V4 = 16 * GB  # v4: 16 GB/s each way per chip (the issue's Google Cloud figure)
 _TPU_PCIE_V5E = 15 * GB  # v5e: ~1.5e10 B/s per chip (jax-ml/scaling-book, "How to Think About TPUs")
 _TPU_PCIE_GEN5 = 32 * GB  # v6e: PCIe Gen5, ~32 GB/s each way per chip (Google Cloud TPU v6e page)
+
+
+# v5e's achieved rates, fitted on the ops of 13 runs on one v5e chip (fixtures/measured/tpu_v5e/ and
+# fixtures/measured/tpu_v5e_blocks/mha_remat; mha_off held out): elementwise and broadcast fusions of
+# 64-768 MiB moved 573-685 GB/s of the 819, matmul fusions ran at 146-194 TFLOP/s of the 197; the shares
+# with the least time-weighted error over every op (benchmarks/tpu_ops.py --fit; docs/cost-model.md).
+_V5E_HBM_EFFICIENCY = 0.80
+_V5E_ACHIEVED_TO_HOST = 14.74e9
+_V5E_ACHIEVED_TO_DEVICE = 14.19e9
+_V5E_MXU_EFFICIENCY = 0.95
 
 
 def _libtpu_gib(figure: float) -> int:
@@ -407,6 +424,8 @@ TPU_TARGETS: tuple[TpuTarget, ...] = (
     TpuTarget(name="tpu-v5e", description="Google Cloud TPU v5e", generation="v5e", topology_prefix="v5e",
               device_memory_size=16 * 2**30, hbm_bandwidth=819e9, peak_bf16_flops=197e12,
               peak_fp32_flops=197e12, host_link_to_host=_TPU_PCIE_V5E, host_link_to_device=_TPU_PCIE_V5E,
+              host_link_achieved_to_host=_V5E_ACHIEVED_TO_HOST, host_link_achieved_to_device=_V5E_ACHIEVED_TO_DEVICE,
+              hbm_efficiency=_V5E_HBM_EFFICIENCY, mxu_efficiency=_V5E_MXU_EFFICIENCY,
               host_link="PCIe (15 GB/s per chip)", interconnect_bandwidth=45 * GB, chips_per_host=8,
               tpu_version="TPU_VERSION_VIPERFISH", tpu_variant="lite",
               hbm_available_per_device=16_909_336_064),  # the chip's own: its dumps' device_memory_size
@@ -468,6 +487,8 @@ CALIBRATED_ON = ", calibrated on "
 
 _TPU_POSITIVE = ("cores_per_chip", "chips_per_host")
 _TPU_INTEGERS = ("cores_per_chip", "chips_per_host", "host_memory_per_chip", "hbm_available_per_core")
+#: A TPU's achieved shares of its datasheet figures (``TpuTarget.hbm_efficiency``, ``mxu_efficiency``).
+_TPU_SHARES = ("hbm_efficiency", "mxu_efficiency")
 
 
 def _check(path: Path, data: dict[str, Any], cls: type[Target]) -> dict[str, Any]:
@@ -525,6 +546,13 @@ def _check(path: Path, data: dict[str, Any], cls: type[Target]) -> dict[str, Any
     if not data.get("calibrated_on") and CALIBRATED_ON in data["description"]:
         # A file ``hloscope calibrate`` wrote before the field said it only in its description.
         data["calibrated_on"] = data["description"].rsplit(CALIBRATED_ON, 1)[1]
+    for key in _TPU_SHARES:
+        if key not in names:
+            continue
+        v = data[key]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
+            raise bad(key, "a share above 0 and at most 1")
+        data[key] = float(v)
     for peak_key, achieved_key in _ACHIEVED_OF.items():
         achieved = data.get(achieved_key)
         if achieved is not None and achieved > data[peak_key]:

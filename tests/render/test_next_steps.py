@@ -4,8 +4,9 @@ The measured TPU v5e run ``fixtures/measured/tpu_v5e/big`` (README there): both 
 could have had only the compute its window got (~1.4 ms and ~4.2 ms against ~8.9 ms). On the chip the
 offload step took 187.2 ms, its twin saving ``hidden`` on the device 86.75 ms (device temporaries
 1,946,673,152 B against 839,506,432 B: ~1.0 GiB more) and its remat twin 86.37 ms; the layer's matmul
-fusions took 1.42-1.54 ms each. The model: a 180.3 ms step waiting 98.5 ms; saved on the device ~81.8 ms
-(-5.7% against the chip), recomputed (``convolution_tanh_fusion.4`` ~1.4 ms x8 again) ~92.9 ms (+7.6%).
+fusions took 1.42-1.54 ms each. The model (tpu-v5e at the shares of HBM and the MXU the chip achieves): a
+187.9 ms step waiting 101.1 ms; saved on the device ~86.8 ms (+0.1% against the chip), recomputed
+(``convolution_tanh_fusion.4`` ~1.5 ms x8 again) ~98.6 ms (+14.2%: the backward recomputes it anyway).
 """
 
 from __future__ import annotations
@@ -31,13 +32,13 @@ def _next_steps(capsys: pytest.CaptureFixture[str], path: str) -> list[str]:
 def test_a_step_no_schedule_can_hide_names_the_ways_out_and_their_cost(capsys: pytest.CaptureFixture[str]) -> None:
     head, save, remat, tune = _next_steps(capsys, BIG)
     assert head == ("next steps: no placement of start and done hides 2 transfer(s) (dynamic-update-slice-start, "
-                    "dynamic-slice-start), which wait ~98.5 ms per step; rescheduling cannot help, a different "
+                    "dynamic-slice-start), which wait ~101.1 ms per step; rescheduling cannot help, a different "
                     "policy can:")
     assert save.startswith("  - keep the values on the device (save, not offload): ~1.0 GiB more in HBM per device")
-    assert save.endswith("their wait goes (simulated step ~81.8 ms instead of ~180.3 ms)")
-    assert remat.startswith("  - recompute them (remat): their producers run again, ~11.2 ms per step "
-                            "(convolution_tanh_fusion.4 ~1.4 ms x8), in place of the wait (simulated step ~92.9 ms "
-                            "instead of ~180.3 ms)")
+    assert save.endswith("their wait goes (simulated step ~86.8 ms instead of ~187.9 ms)")
+    assert remat.startswith("  - recompute them (remat): their producers run again, ~11.8 ms per step "
+                            "(convolution_tanh_fusion.4 ~1.5 ms x8), in place of the wait (simulated step ~98.6 ms "
+                            "instead of ~187.9 ms)")
     # a dump folder does not say how the step was built: the command to run, with what to fill in
     assert tune == ("  - search both per name with compiles: hloscope tune --fn MODULE:FUNCTION --args-from "
                     "MODULE:FUNCTION --target tpu-v5e --devices N, with your step's function and arguments (this "
@@ -75,7 +76,7 @@ def test_the_json_holds_the_same_facts(capsys: pytest.CaptureFixture[str]) -> No
     d = json.loads(capsys.readouterr().out)["next_steps"]
     assert d["transfers"] == ["dynamic-update-slice-start", "dynamic-slice-start"]
     assert d["kept_on_device_bytes_per_step"] == 8 * 128 * 2**20  # 8 layers x bf16[1,8192,8192]
-    assert round(d["wait_us_per_step"] / 1000, 1) == 98.5 and d["tune"] is None
+    assert round(d["wait_us_per_step"] / 1000, 1) == 101.1 and d["tune"] is None
     assert [(r["producer"], r["executions"]) for r in d["recompute"]] == [("convolution_tanh_fusion.4", 8)]
     assert main(["analyze", str(FIXTURES / "mlp_offload.hlo.txt"), "--json"]) == 0
     assert "next_steps" not in json.loads(capsys.readouterr().out)

@@ -17,9 +17,11 @@ must not decide itself:
   ``kernels.gemm_efficiency``, ``Target.kernel_launch_us`` per kernel, HBM only, NCCL rings
   over NVLink or the network (``collectives.collective_time_us``).
 - :class:`TpuCostProfile`: the MXU at the bf16 peak for every matmul (dots and convolutions)
-  whose inputs are narrower than 32 bits, at the fp32 peak for f32/f64 ones, no waves (efficiency 1), no launch
-  term, HBM-bound elementwise, ``S(1)`` (VMEM) and ``S(2)`` (SMEM) on the chip, collectives a
-  ring over ICI at the bandwidth it is given (no NCCL launch, no NVLink domains).
+  whose inputs are narrower than 32 bits, at the fp32 peak for f32/f64 ones, each peak and HBM at the
+  share of it the chip achieves (``TpuTarget.mxu_efficiency``, ``hbm_efficiency``: measured on v5e,
+  1.0 on chips nobody measured), no waves (efficiency 1 by shape), no launch term, HBM-bound
+  elementwise, ``S(1)`` (VMEM) and ``S(2)`` (SMEM) on the chip, collectives a ring over ICI at the
+  bandwidth it is given (no NCCL launch, no NVLink domains).
 """
 
 from __future__ import annotations
@@ -108,11 +110,13 @@ class TpuFigures(Protocol):
 
 @dataclass(frozen=True)
 class TpuCostProfile:
-    """A TPU TensorCore: the MXU at its peak, no waves, no launch, collectives over ICI.
+    """A TPU TensorCore: the MXU and HBM at the rates the chip achieves, no waves, no launch,
+    collectives over ICI.
 
-    figures: the chip's peaks and HBM bandwidth. ici_bandwidth: bytes/s one chip sends
-    into a ring collective (the ICI links one ring uses); ici_hop_us: the latency of one
-    ring step, µs.
+    figures: the chip's peaks and HBM bandwidth. hbm_efficiency / mxu_efficiency: the share of the
+    bandwidth and of each peak the chip achieves (``TpuTarget``'s; 1.0: the figures as they are).
+    ici_bandwidth: bytes/s one chip sends into a ring collective (the ICI links one ring uses);
+    ici_hop_us: the latency of one ring step, µs.
     """
 
     figures: TpuFigures
@@ -120,15 +124,17 @@ class TpuCostProfile:
     ici_hop_us: float = 0.0
     platform: str = "tpu"
     launch_us: float = 0.0
+    hbm_efficiency: float = 1.0
+    mxu_efficiency: float = 1.0
 
     @property
     def hbm_bandwidth(self) -> float:
-        return self.figures.hbm_bandwidth
+        return self.figures.hbm_bandwidth * self.hbm_efficiency
 
     def peak_flops(self, element_type: str) -> float:
         if element_type in ("f32", "f64", "c64", "c128"):
-            return self.figures.peak_fp32_flops
-        return self.figures.peak_bf16_flops
+            return self.figures.peak_fp32_flops * self.mxu_efficiency
+        return self.figures.peak_bf16_flops * self.mxu_efficiency
 
     def matmul_efficiency(self, batch: int, m: int, n: int) -> float:
         return 1.0
@@ -145,8 +151,10 @@ def cost_profile(target: Target) -> CostProfile:
     """The profile that prices ops on ``target``: the one place a platform's cost model is chosen
     (by the target's :class:`~hloscope.targets.Platform`). A TPU's per-op time is its
     ``kernel_launch_us`` (0 on the built-in TPUs: the v5e runs' TensorCore sat idle 0.02 ms of a
-    187 ms step between its ~180 ops), its ring figures its ICI's."""
+    187 ms step between its ~180 ops), its ring figures its ICI's, its achieved shares of HBM and of
+    the MXU's peak its ``hbm_efficiency`` and ``mxu_efficiency``."""
     if isinstance(target, TpuTarget):
         return TpuCostProfile(target, target.interconnect_bandwidth, target.ici_hop_us,
-                              launch_us=target.kernel_launch_us)
+                              launch_us=target.kernel_launch_us, hbm_efficiency=target.hbm_efficiency,
+                              mxu_efficiency=target.mxu_efficiency)
     return GpuCostProfile(gpu_only(target, "the GPU cost model"))

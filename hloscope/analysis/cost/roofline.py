@@ -1,6 +1,7 @@
 """A simple roofline cost model, in microseconds. Every figure is an estimate.
 
-- An op's time is ``max(flops / peak_flops(dtype), hbm_bytes / hbm_bandwidth)``.
+- An op's time is ``max(flops / peak_flops(dtype), hbm_bytes / hbm_bandwidth)``, both figures the
+  cost profile's (on a TPU, the shares of its datasheet the chip achieves: docs/cost-model.md).
 - FLOPs: ``2 * prod(result dims) * prod(contracting dims)`` for each ``dot``
   (inside fusions too, recursively), GEMM custom calls read their contracting
   dims from ``backend_config``; a ``convolution`` is read from its ``dim_labels`` and

@@ -15,7 +15,10 @@ then one job per group of figures. Only the figures the platform has are fitted:
   as a scale of the model's own times (:func:`_scale`: the figure times the model's summed time over
   the measured sum, less any per-op time, of the ops it prices on the compute line: memory-bound
   ones for the bandwidth, the others with FLOPs by their peak), so the fit holds whatever the cost
-  model prices an op at;
+  model prices an op at. The figure scaled is the datasheet's: the target's achieved shares
+  (``TpuTarget.hbm_efficiency``, ``mxu_efficiency``) stay in it and the cost model still multiplies
+  them in, so an op is priced at ``datasheet x share x scale`` = what the profile measured (never
+  the shares twice: the scale is fitted to the model's times, which hold the shares already);
 - each collective kind: ``t = latency + ring traffic / bandwidth`` (traffic: what each device
   sends in a ring over its group), intercept and slope; written as ``collective_figures``;
 - host link and DMA latency: the same line on the host transfers, per direction. Where the profile
@@ -315,7 +318,9 @@ def _sort_compute(out: _Samples, cost: CostModel, what: Instruction, us: float, 
     if c.memory_bound and c.hbm_bytes > 0:
         out.memory.append((c.us, us, calls))
     elif c.flops > 0 and c.us > 0:
-        peak = "peak_bf16_flops" if cost.profile.peak_flops(dtype) == base.peak_bf16_flops else "peak_fp32_flops"
+        # Which figure prices it: the profile's bf16 peak (on a TPU the figure times the target's MXU share).
+        peak = "peak_bf16_flops" if cost.profile.peak_flops(dtype) == cost.profile.peak_flops("bf16") else \
+            "peak_fp32_flops"
         out.compute.setdefault(peak, []).append((c.us, us, calls))
 
 

@@ -1,0 +1,197 @@
+"""hloscope's TPU cost of each op beside the chip's time for it, for the measured v5e runs.
+
+For each run (a step's ``step.hlo.txt`` and ``profile/step.xplane.pb``), every op the profile times
+(its "XLA Ops" line names each instruction) with the model's estimate of one execution, the FLOPs
+and HBM bytes the estimate is made of, and predicted/measured; grouped by the op's class.
+
+Usage: python benchmarks/tpu_ops.py [RUN_FOLDER ...] [--top N] [--tsv FILE] [--fit | --classes]
+(default: every run of fixtures/measured/tpu_v5e and fixtures/measured/tpu_v5e_blocks)
+
+--classes [--datasheet]: per run (at the datasheet's rates with --datasheet), a Markdown row: the matmul
+ops (those with FLOPs) and the other ops the profile times on
+the compute line, the model's time over the chip's, per step.
+--fit: the fit of v5e's achieved rates (``TpuTarget.mxu_efficiency``, ``hbm_efficiency``; docs/cost-model.md,
+"TPU: achieved rates"): each op's time taken as ``max(FLOPs / (peak x e_mxu), bytes / (bandwidth x e_hbm))``
+plus a share ``a`` of the smaller term plus ``t0`` us for an op with bytes, from its FLOPs and HBM bytes at the
+datasheet's figures; a grid over the four, scored by the time-weighted absolute error over the ops of the runs
+in benchmarks/tpu_accuracy.FIT_ON; the held-out runs' error beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from hloscope.analysis.cost.roofline import CostModel
+from hloscope.analysis.measured.read import parse_measured
+from hloscope.analysis.structure.index import ModuleIndex
+from hloscope.artifact import read_step
+from hloscope.hlo.model import Instruction
+from hloscope.hlo.profile_files import read_measured_file
+from hloscope.targets import TpuTarget, get_target
+
+ROOT = Path(__file__).resolve().parent.parent / "fixtures" / "measured"
+
+
+def op_kind(model: CostModel, ins_name: str, by_name: Mapping[str, Instruction]) -> str:
+    ins = by_name.get(ins_name)
+    if ins is None:
+        return "?"
+    if ins.opcode == "fusion":
+        flops, _, _, _ = model.roofline_terms(ins)
+        if flops:
+            return "matmul"
+        return "fusion"
+    return ins.opcode
+
+
+def rows_of(run: Path, module: str = "") -> list[tuple[str, str, str, float, float, float, int, int]]:
+    target = get_target("tpu-v5e")
+    hlo = run / "step.hlo.txt"
+    step = read_step(str(hlo), target)
+    index = ModuleIndex(step.inputs.module)
+    model = CostModel(index, target)
+    by_name = index.instructions_by_name
+    prof = parse_measured(read_measured_file(str(run / "profile" / "step.xplane.pb")), module)
+    out = []
+    for name, st in prof.ops.items():
+        ins = by_name.get(name)
+        if ins is None or ins.opcode in ("while", "call", "conditional") or "start" in ins.opcode \
+                or "done" in ins.opcode:
+            continue
+        c = model.op_cost(ins)
+        out.append((run.name, name, op_kind(model, name, by_name), model.instruction_us(ins), st.per_call_us,
+                    c.flops, c.hbm_bytes, st.calls))
+    return out
+
+
+@dataclass(frozen=True)
+class Sample:
+    run: str
+    flops: float  # FLOPs over the tiling efficiency, as the roofline charges the peak
+    dtype: str
+    nbytes: int
+    us: float  # measured, one run
+    calls: int
+
+
+def samples(run: Path) -> list[Sample]:
+    """Every op the run's profile times on the compute line, with its roofline terms."""
+    target = get_target("tpu-v5e")
+    step = read_step(str(run / "step.hlo.txt"), target)
+    index = ModuleIndex(step.inputs.module)
+    model = CostModel(index, target)
+    prof = parse_measured(read_measured_file(str(run / "profile" / "step.xplane.pb")))
+    out = []
+    for name, st in prof.ops.items():
+        ins = index.instructions_by_name.get(name)
+        if ins is None or ins.opcode in ("while", "call", "conditional", "custom-call") \
+                or ins.opcode.endswith(("start", "done")):
+            continue
+        _, effective, dtype, nbytes = model.roofline_terms(ins)
+        out.append(Sample(run.name, effective, dtype, nbytes, st.per_call_us, st.calls))
+    return out
+
+
+def weighted_error(rows: list[Sample], e_mxu: float, e_hbm: float, a: float, t0: float) -> float:
+    """The time-weighted mean of |predicted - measured| over measured, for those figures."""
+    target = get_target("tpu-v5e")
+    err = total = 0.0
+    for r in rows:
+        c = r.flops / (target.peak_flops(r.dtype) * e_mxu) * 1e6
+        m = r.nbytes / (target.hbm_bandwidth * e_hbm) * 1e6 + (t0 if r.nbytes else 0.0)
+        err += abs(max(c, m) + a * min(c, m) - r.us) * r.calls
+        total += r.us * r.calls
+    return err / total
+
+
+def fit(runs: list[Path]) -> None:
+    from tpu_accuracy import FIT_ON
+
+    rows = [s for run in runs for s in samples(run)]
+    fit_rows = [r for r in rows if r.run in FIT_ON]
+    held = [r for r in rows if r.run not in FIT_ON]
+    grid = [(weighted_error(fit_rows, em, eh, a, t0), em, eh, a, t0)
+            for em in (0.88, 0.90, 0.92, 0.93, 0.94, 0.95, 0.96) for eh in (0.74, 0.76, 0.78, 0.80, 0.82, 0.84)
+            for a in (0.0, 0.1, 0.2, 0.3, 0.4) for t0 in (0.0, 1.0, 2.0)]
+    grid.sort()
+    print(f"fit on {len(fit_rows)} ops of {len({r.run for r in fit_rows})} runs, "
+          f"held out {len(held)} ops of {sorted({r.run for r in held})}")
+    print(f"  datasheet (1, 1, 0, 0): fit {weighted_error(fit_rows, 1, 1, 0, 0):.2%}, "
+          f"held out {weighted_error(held, 1, 1, 0, 0):.2%}")
+    for e, em, eh, a, t0 in grid[:6]:
+        print(f"  e_mxu {em:.2f} e_hbm {eh:.2f} a {a:.1f} t0 {t0:.0f} us: fit {e:.2%}, "
+              f"held out {weighted_error(held, em, eh, a, t0):.2%}")
+
+
+def classes(runs: list[Path], datasheet: bool) -> None:
+    from tpu_accuracy import FIT_ON
+
+    target = get_target("tpu-v5e")
+    assert isinstance(target, TpuTarget)
+    e_mxu, e_hbm = (1.0, 1.0) if datasheet else (target.mxu_efficiency, target.hbm_efficiency)
+    print("| run | matmul ops: model / chip | ratio | other ops: model / chip | ratio |")
+    print("| --- | --- | --- | --- | --- |")
+    for run in runs:
+        sums = {"matmul": [0.0, 0.0], "other": [0.0, 0.0]}
+        for r in samples(run):
+            c = r.flops / target.peak_flops(r.dtype) / e_mxu * 1e6
+            m = r.nbytes / target.hbm_bandwidth / e_hbm * 1e6
+            s = sums["matmul" if r.flops else "other"]
+            s[0] += max(c, m) * r.calls
+            s[1] += r.us * r.calls
+        mark = "fit" if run.name in FIT_ON else "held out"
+        print(f"| {run.name} ({mark}) | " + " | ".join(
+            f"{p / 1e3:.2f} / {q / 1e3:.2f} ms | {p / q:.2f}" for p, q in sums.values()) + " |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("runs", nargs="*")
+    ap.add_argument("--top", type=int, default=8)
+    ap.add_argument("--tsv")
+    ap.add_argument("--fit", action="store_true", help="fit v5e's achieved MXU and HBM shares")
+    ap.add_argument("--classes", action="store_true", help="per run, matmul and other ops, model over chip")
+    ap.add_argument("--datasheet", action="store_true", help="--classes at the datasheet's rates (efficiencies 1)")
+    args = ap.parse_args()
+    runs = [Path(r) for r in args.runs] or sorted(
+        p.parent.parent for p in ROOT.glob("tpu_v5e*/*/profile/step.xplane.pb"))
+    if args.fit:
+        fit(runs)
+        return
+    if args.classes:
+        classes(runs, args.datasheet)
+        return
+    allrows = []
+    for run in runs:
+        rows = rows_of(run)
+        allrows += rows
+        by: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0])
+        for _, _, kind, pred, meas, _, _, calls in rows:
+            b = by[kind]
+            b[0] += pred * calls
+            b[1] += meas * calls
+            b[2] += 1
+        print(f"== {run}: " + ", ".join(f"{k} {v[2]} ops {v[0] / 1e3:.2f}/{v[1] / 1e3:.2f} ms "
+                                         f"({v[0] / v[1] if v[1] else 0:.2f}x)" for k, v in sorted(by.items())))
+        for r in sorted(rows, key=lambda r: -abs(r[4] - r[3]) * r[7])[:args.top]:
+            bw = r[6] / r[4] / 1e3 if r[4] else 0
+            print(f"   {r[1]:40s} {r[2]:8s} pred {r[3]:9.1f} us meas {r[4]:9.1f} us x{r[7]:<3d} "
+                  f"{r[3] / r[4] if r[4] else 0:5.2f}x  {r[5] / 1e9:8.2f} GFLOP {r[6] / 2**20:8.1f} MiB "
+                  f"{bw:6.0f} GB/s")
+    if args.tsv:
+        with open(args.tsv, "w") as f:
+            for r in allrows:
+                f.write("\t".join(map(str, r)) + "\n")
+    ratios = [r[3] / r[4] for r in allrows if r[4] > 20 and r[2] == "fusion"]
+    if ratios:
+        print("fusions over 20 us: median pred/meas", round(statistics.median(ratios), 3), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

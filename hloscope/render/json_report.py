@@ -13,6 +13,7 @@ from hloscope.analysis.simulate.slack import Slack
 from hloscope.analysis.simulate.timeline import TransferTiming
 from hloscope.analysis.simulate.verdict import FirstUse, InputReady, Verdict
 from hloscope.render.drain_text import drain_dicts
+from hloscope.render.host_call_text import host_call_dict
 from hloscope.render.implausible_text import implausible_line
 from hloscope.render.intent_text import intent_dict
 from hloscope.render.measured_text import measured_dict
@@ -243,6 +244,8 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         out["serial_drains"] = drain_dicts(report)
     if report.unread.writes:
         out["unread_host_writes"] = unread_dict(report.unread)
+    if report.host_call.buffers.outputs:
+        out["host_call"] = host_call_dict(report.host_call)
     if report.compile is not None:
         out["compile"] = _plain(report.compile)
     if report.measured is not None:

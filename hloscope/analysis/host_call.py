@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from hloscope.analysis.measured.host_maps import MeasuredHostMaps
 from hloscope.analysis.structure.entry_buffers import EntryBuffer, EntryHostBuffers
 from hloscope.targets import Target
 
@@ -58,7 +59,8 @@ class HostCall:
     0 with no fresh output; None when the target has no figure or the aliases are unknown.
     program_us: the program's step (the simulated step; None without one). call_us: program plus
     host work (None when either is unknown). source: the target's ``host_map_source`` (measured or
-    assumed), "" when the target has no figure.
+    assumed), "" when the target has no figure. measured: what a measured profile's host lines show
+    before each call's program (``--measured`` with a TPU ``.xplane.pb``), else None.
     """
 
     buffers: EntryHostBuffers
@@ -68,6 +70,7 @@ class HostCall:
     program_us: float | None
     call_us: float | None
     source: str
+    measured: MeasuredHostMaps | None = None
 
     @property
     def costs_a_call(self) -> bool:
@@ -101,8 +104,10 @@ def _remedies(buffers: EntryHostBuffers) -> list[tuple[EntryBuffer, Remedy, Entr
     return out
 
 
-def price_host_call(buffers: EntryHostBuffers, target: Target, program_us: float | None) -> HostCall:
-    """The step's per-call host work on ``target`` and the call (``program_us`` plus it)."""
+def price_host_call(buffers: EntryHostBuffers, target: Target, program_us: float | None,
+                    measured: MeasuredHostMaps | None = None) -> HostCall:
+    """The step's per-call host work on ``target`` and the call (``program_us`` plus it), beside
+    ``measured`` (a profile's host lines) when given."""
     fresh_out = buffers.fresh_outputs if buffers.aliases_known else ()
     total = sum(b.size_bytes for b in fresh_out)
     host = map_us(target, total, len(fresh_out)) if buffers.aliases_known else None
@@ -110,4 +115,4 @@ def price_host_call(buffers: EntryHostBuffers, target: Target, program_us: float
                   for b, r, a in _remedies(buffers)) if fresh_out else ()
     call = program_us + host if program_us is not None and host is not None else None
     return HostCall(buffers, fresh, total, host, program_us, call,
-                    target.host_map_source if target.host_map_bandwidth is not None else "")
+                    target.host_map_source if target.host_map_bandwidth is not None else "", measured)

@@ -21,6 +21,7 @@ from hloscope.analysis.intent.outcome import IntentAccount
 from hloscope.analysis.intent.remat import RematClones, count_remat_clones
 from hloscope.analysis.kinds import Direction
 from hloscope.analysis.measured.compare import MeasuredComparison, compare_measured
+from hloscope.analysis.measured.host_maps import measure_host_maps
 from hloscope.analysis.memory import MemoryFacts, facts_from_dumps
 from hloscope.analysis.platforms import execution_model
 from hloscope.analysis.simulate.drain import SerialDrain, find_serial_drains
@@ -182,9 +183,10 @@ UNREAD = Pass("unread", _unread)
 
 def _host_call(ctx: StepContext) -> HostCall:
     """The host buffers the runtime maps on every call, priced on the target, beside the simulated step."""
-    timeline = ctx[TIMELINE]
+    timeline, lines = ctx[TIMELINE], ctx.options.host_lines
     return price_host_call(find_entry_host_buffers(ctx.module, ctx.options.host_space), ctx.target,
-                           timeline.step_us if timeline is not None else None)
+                           timeline.step_us if timeline is not None else None,
+                           measure_host_maps(lines, ctx.module.name) if lines is not None else None)
 
 
 HOST_CALL = Pass("host_call", _host_call)

@@ -49,8 +49,37 @@ def call_summary(call: HostCall, target: str) -> str:
             f"(figures {call.source})")
 
 
+def measured_line(call: HostCall) -> str:
+    """What the profile's host lines show before each call's program, beside the model ("" without them)."""
+    m = call.measured
+    if m is None:
+        return ""
+    modeled = f"~{human_us(call.host_us)} modeled" if call.host_us is not None else "not modeled on this target"
+    later = "the calls after the first" if m.calls > 1 else "its one call"
+    if m.before_program_us <= 0 and m.maps_per_call == 0:
+        seen = f"no buffer mapped before the program ({later}), against {modeled}"
+    else:
+        seen = (f"the runtime's buffer mappings held each call ~{human_us(m.before_program_us)} before its program "
+                f"(median of {later}; {m.maps_per_call:g} mapping(s) a call, {human_us(m.busy_us)} over "
+                f"{len(m.threads)} thread(s)), against {modeled}")
+        if call.host_us == 0:
+            seen += ": this run spends time outside the program that the module does not explain"
+    first = (f"; the first call ~{human_us(m.first_before_program_us)} (it maps the host arguments too)"
+             if m.calls > 1 and m.first_before_program_us > m.before_program_us else "")
+    return (f"  measured (the profile's host lines, {m.calls} call(s), program {human_us(m.program_us)}): "
+            f"{seen}{first}")
+
+
 def host_call_lines(call: HostCall, target: str) -> list[str]:
-    """The call's lines, when the step has host-memory outputs; none otherwise."""
+    """The call's lines, when the step has host-memory outputs (or its profile shows host work); none otherwise."""
+    lines = _model_lines(call, target)
+    seen = measured_line(call)
+    if seen and (lines or (call.measured is not None and call.measured.maps_per_call > 0)):
+        lines.append(seen)
+    return lines
+
+
+def _model_lines(call: HostCall, target: str) -> list[str]:
     b = call.buffers
     if not b.outputs:
         return []
@@ -63,6 +92,17 @@ def host_call_lines(call: HostCall, target: str) -> list[str]:
         return [f"the call: the program alone: its {len(b.outputs)} host output(s) are written into donated "
                 "arguments' buffers (input_output_alias), which the runtime mapped once"]
     return [call_summary(call, target), *(fresh_line(f) for f in call.fresh)]
+
+
+def call_brief(call: HostCall) -> str:
+    """The call in a few words, for the TUI's summary bar ("" when no host buffer costs a call)."""
+    if not call.fresh:
+        return ""
+    what = f"{len(call.fresh)} new host output(s), {human_bytes(call.fresh_bytes)}, mapped every call"
+    if call.host_us is None:
+        return f"· the call: + host work not known ({what})"
+    total = f"~{human_us(call.call_us)}" if call.call_us is not None else "the program"
+    return f"· the call {total}: + ~{human_us(call.host_us)} of host work ({what}; donate, or keep them on the chip)"
 
 
 def _buffer_dict(b: EntryBuffer) -> dict[str, Any]:
@@ -87,4 +127,14 @@ def host_call_dict(call: HostCall) -> dict[str, Any]:
         "fresh": [{"output": f.buffer.index, "leaf": list(f.buffer.leaf), "bytes": f.buffer.size_bytes,
                    "host_us": _r(f.host_us), "remedy": f.remedy.value,
                    "argument": f.argument.index if f.argument is not None else None} for f in call.fresh],
+        "measured": _measured_dict(call),
     }
+
+
+def _measured_dict(call: HostCall) -> dict[str, Any] | None:
+    m = call.measured
+    if m is None:
+        return None
+    return {"calls": m.calls, "maps_per_call": m.maps_per_call, "before_program_us": _r(m.before_program_us),
+            "busy_us": _r(m.busy_us), "first_before_program_us": _r(m.first_before_program_us),
+            "threads": list(m.threads), "program_us": _r(m.program_us)}

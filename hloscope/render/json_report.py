@@ -244,8 +244,9 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         out["serial_drains"] = drain_dicts(report)
     if report.unread.writes:
         out["unread_host_writes"] = unread_dict(report.unread)
-    if report.host_call.buffers.outputs:
-        out["host_call"] = host_call_dict(report.host_call)
+    hc = report.host_call
+    if hc.buffers.outputs or (hc.measured is not None and hc.measured.maps_per_call > 0):
+        out["host_call"] = host_call_dict(hc)
     if report.compile is not None:
         out["compile"] = _plain(report.compile)
     if report.measured is not None:

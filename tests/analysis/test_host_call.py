@@ -153,3 +153,52 @@ def test_check_max_call_host_us_fails_the_tutorial_and_passes_the_donated_step(
     assert main(["check", str(HERE / "tutorial_grads_to_host.hlo.txt"), "--target", "h100-sxm",
                  "--max-call-host-us", "100000"]) == 2
     assert "max-call-host-us cannot be evaluated" in capsys.readouterr().err
+
+
+def _tutorial_host_lines(tmp_path: Path):  # type: ignore[no-untyped-def]
+    import tarfile
+
+    from hloscope.hlo.profile_files import read_measured_file
+    from hloscope.hlo.profiles.host_lines import read_host_lines
+
+    with tarfile.open(HERE / "tutorial.xplane.tgz") as tf:
+        tf.extractall(tmp_path, filter="data")
+    return read_host_lines(read_measured_file(tmp_path / "tutorial.xplane.pb"))
+
+
+def test_the_profiles_host_lines_show_the_mapping_before_each_tutorial_call(tmp_path: Path) -> None:
+    # Read by hand in results.json: calls 2 and 3 of jit_hybrid_scanned each start with two MapDmaBuffer
+    # events (1,664 and 952 ms; 1,020 and 1,747 ms) on two pjrt-tpu-tasks threads; the program (394.9 ms)
+    # starts at 1,666 and 1,749 ms. jit_update maps only on its first call (the donated weights), jit_scanned never.
+    from hloscope.analysis.simulate.options import AnalysisOptions
+    from hloscope.render.host_call_text import host_call_lines
+
+    lines = _tutorial_host_lines(tmp_path)
+    options = AnalysisOptions(host_lines=lines)
+    call = analyze_module(_module("tutorial_grads_to_host"), get_target("tpu-v5e"), options).host_call
+    m = call.measured
+    assert m is not None and m.calls == 3 and m.maps_per_call == 2
+    assert m.before_program_us == pytest.approx(1_706_803, rel=1e-3)  # the median of 1,665 and 1,748 ms
+    assert m.program_us == pytest.approx(394_899, rel=1e-3)
+    assert m.first_before_program_us > 2 * m.before_program_us
+    assert call.host_us is not None and abs(call.host_us / m.before_program_us - 1) < 0.5
+    said = host_call_lines(call, "tpu-v5e")[-1]
+    assert said.startswith("  measured (the profile's host lines, 3 call(s), program 394.9 ms): the runtime's "
+                           "buffer mappings held each call ~1.71 s before its program")
+    donated = analyze_module(_module("tutorial_update_donated"), get_target("tpu-v5e"), options).host_call
+    assert donated.measured is not None and donated.measured.maps_per_call == 0
+    assert donated.measured.first_before_program_us > 0  # the first call maps the donated weights once
+    assert "no buffer mapped before the program (the calls after the first)" in host_call_lines(donated, "tpu-v5e")[-1]
+    only = analyze_module(_module("tutorial_activations_only"), get_target("tpu-v5e"), options).host_call
+    assert only.measured is not None and only.measured.first_before_program_us == 0
+    assert host_call_lines(only, "tpu-v5e") == []
+
+
+def test_analyze_measured_puts_the_host_lines_beside_the_donated_step(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    _tutorial_host_lines(tmp_path)
+    assert main(["analyze", str(HERE / "tutorial_update_donated.hlo.txt"), "--target", "tpu-v5e",
+                 "--measured", str(tmp_path / "tutorial.xplane.pb"), "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)["host_call"]["measured"]
+    assert d["calls"] == 3 and d["maps_per_call"] == 0 and d["before_program_us"] == 0
+    assert d["first_before_program_us"] == pytest.approx(2_795_519, rel=1e-3)

@@ -202,3 +202,18 @@ def test_analyze_measured_puts_the_host_lines_beside_the_donated_step(tmp_path: 
     d = json.loads(capsys.readouterr().out)["host_call"]["measured"]
     assert d["calls"] == 3 and d["maps_per_call"] == 0 and d["before_program_us"] == 0
     assert d["first_before_program_us"] == pytest.approx(2_795_519, rel=1e-3)
+
+
+def test_tunes_call_objective_adds_each_points_host_work_and_step_does_not() -> None:
+    from hloscope.analysis.tune import Config, Goal, Objective, Verified, best, frontier
+
+    def point(choice: str, step: float, host: float, dev: int) -> Verified:
+        return Verified(Config((choice,)), choice, "", dev, 0, step, 0.0, True, True, call_host_us=host)
+
+    # a shorter step whose call maps host outputs loses to a longer one that maps nothing
+    fast, slow = point("offload", 100.0, 2_000.0, 1), point("remat", 150.0, 0.0, 2)
+    assert best([fast, slow], Goal(Objective.STEP)) is fast
+    assert best([fast, slow], Goal(Objective.CALL)) is slow
+    assert Goal(Objective.CALL).timed_us(fast) == 2_100.0 and Goal(Objective.STEP).timed_us(fast) == 100.0
+    assert frontier([fast, slow], Goal(Objective.CALL)) == [fast, slow]  # fewer bytes first; slow beats its call
+    assert frontier([fast, slow], Goal(Objective.STEP)) == [fast]

@@ -17,6 +17,7 @@ from hloscope.cli.archive import is_nsys_archive
 from hloscope.cli.options import add_host_memory_space_option, add_module_option
 from hloscope.cli.reporting import add_report_options, check_measured, emit_report, prepare_report
 from hloscope.hlo.profile_files import read_measured_file
+from hloscope.hlo.profiles.host_lines import read_host_lines
 from hloscope.render.backend_words import backend_note
 
 
@@ -39,8 +40,9 @@ class AnalyzeCommand:
         req = prepare_report(args)
         measured = getattr(args, "measured", None) or (args.path if is_nsys_archive(args.path) else None)
         if measured:
-            profile = parse_measured(read_measured_file(measured))
-            req = replace(req, options=replace(req.options, compare_with=profile))
+            file = read_measured_file(measured)
+            profile = parse_measured(file)
+            req = replace(req, options=replace(req.options, compare_with=profile, host_lines=read_host_lines(file)))
         report = load_report(args.path, args.target, req.options, module=args.module)
         note = backend_note(report.compiled_for, report.target.name)
         if note:  # before the report: a CPU module's figures are read knowing it

@@ -10,6 +10,7 @@ from textual.widgets import Static
 
 from hloscope.analysis.kinds import VerdictKind
 from hloscope.analysis.report import Report
+from hloscope.render.host_call_text import call_brief
 from hloscope.tui.format import VERDICT_STYLE
 from hloscope.tui.text import shown
 from hloscope.units import human_bytes, human_us
@@ -36,6 +37,9 @@ def summary_text(report: Report, memory: Any, source: str = "a bare HLO file") -
                  f"/ collectives {human_us(st.exposed_collective_us)}"
                  + (f" / other {human_us(st.other_wait_us)}" if st.other_wait_us > 0 else "")
                  + (f" (host link {st.link_mode})" if st.link_mode != "achieved" else ""))
+    if brief := call_brief(report.host_call):
+        t.append(" ")
+        t.append(brief, style="bold #ebcb8b")
     t.append("\n")
     t.append_text(memory_text(memory, source))
     return t

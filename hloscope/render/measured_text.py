@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hloscope.analysis.measured.compare import AsyncOverlap, MeasuredComparison, TransferComparison
+from hloscope.analysis.measured.match import ProfileMatch, Refusal
 from hloscope.units import human_bytes, human_us
 from hloscope.vocab import Direction
 
@@ -173,3 +174,35 @@ def _transfer_dict(t: TransferComparison) -> dict[str, Any]:
             "measured_wait_us": None if wait is None else round(wait, 2),
             "measured_wait_us_per_execution": None if t.measured_wait_us is None else round(t.measured_wait_us, 1),
             "waited_calls": t.waited_calls}
+
+
+def _data(name: str) -> str:
+    """A name read from a profile, on one line: control characters as escapes."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
+
+
+def _coverage(p: ProfileMatch) -> str:
+    return f"{p.matched_ops} of {p.measured_ops} measured ops ({100 * p.coverage:.1f}%) name an instruction of it"
+
+
+def refusal_line(source: str, p: ProfileMatch) -> str | None:
+    """The one line refusing a profile of another program, naming the evidence (None: accepted)."""
+    if p.refusal is None:
+        return None
+    where = _data(source)
+    if p.refusal is Refusal.MODULE:
+        return (f"{where}: the profile measured module '{_data(p.profile_module)}', not this module "
+                f"('{_data(p.module)}'): give the HLO that ran")
+    if p.refusal is Refusal.NOTHING:
+        return (f"{where}: none of its {p.measured_ops} op names is an instruction of module '{_data(p.module)}' "
+                "(a profile of another compile?); nothing to compare")
+    untimed = (f"; it times none of the module's {p.transfers} host transfer(s)"
+               if p.transfers and p.untimed_transfers == p.transfers else "")
+    if p.refusal is Refusal.SHAPES:
+        shown = "; ".join(f"{_data(x.op)} is {x.profiled} in the profile, {x.module} here" for x in p.mismatches)
+        return (f"{where}: a profile of another program than module '{_data(p.module)}': {p.mismatched} of the "
+                f"{p.shapes_compared} ops named like its instructions have other shapes ({shown}); "
+                f"{_coverage(p)}{untimed}; give the HLO that ran")
+    missing = ", ".join(_data(n) for n in p.unmatched[:5])
+    return (f"{where}: a profile of another program than module '{_data(p.module)}': only {_coverage(p)} "
+            f"(the program that ran names them all; not: {missing}){untimed}; give the HLO that ran")

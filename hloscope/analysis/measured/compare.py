@@ -21,6 +21,7 @@ from enum import StrEnum
 
 from hloscope.analysis.cost.roofline import CostModel
 from hloscope.analysis.kinds import VerdictKind
+from hloscope.analysis.measured.match import ProfileMatch, match_profile_to_module
 from hloscope.analysis.structure.index import ModuleIndex
 from hloscope.analysis.structure.opclass import (
     CONTROL_FLOW,
@@ -104,7 +105,8 @@ class MeasuredProfile:
     line of its own (empty where the profile has none: GPU and CPU profiles); async_intervals:
     their runs in the median execution, in start order (the done's event in ``intervals`` is
     then the time the compute waited there). device: the plane or process the executions ran on
-    ("" where the format merges devices)."""
+    ("" where the format merges devices). texts: per op name, the instruction's whole text as the
+    profile names the op (a TPU's: its shapes tell the program apart; empty elsewhere)."""
 
     source: str
     kind: str
@@ -116,6 +118,7 @@ class MeasuredProfile:
     asyncs: Mapping[str, OpStats] = field(default_factory=dict)
     async_intervals: tuple[AsyncRun, ...] = ()
     device: str = ""
+    texts: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def median_step_us(self) -> float | None:
@@ -180,7 +183,9 @@ def profile_from_events(events: ProfileEvents, module_name: str = "") -> Measure
     asyncs = {start: OpStats(start, statistics.median(v), max(v) - min(v), calls, done_of[start], waited[start])
               for start, (v, calls) in per_async.items()}
     others = tuple(sorted({ex.module for ex in events.executions} - {chosen}))
-    return MeasuredProfile(source, events.kind, chosen, tuple(steps), ops, intervals, others, asyncs, spans, device)
+    texts = {r.name: r.text for ex in runs for r in ex.ops if r.text}
+    return MeasuredProfile(source, events.kind, chosen, tuple(steps), ops, intervals, others, asyncs, spans, device,
+                           texts)
 
 
 # -- comparison -------------------------------------------------------------------------------
@@ -333,7 +338,8 @@ class MeasuredComparison:
     measured_ops / matched_ops: op names in the profile / those naming an instruction here.
     unmatched: up to ten names that match nothing. ops / classes / overlaps / transfers: as
     above (transfers: the host transfers the profile times, in the module's order).
-    predicted_step_us: the simulated step (None unscheduled)."""
+    predicted_step_us: the simulated step (None unscheduled). match: the evidence that the profile
+    is of this program (``hloscope.analysis.measured.match``)."""
 
     profile: MeasuredProfile
     module: str
@@ -346,6 +352,7 @@ class MeasuredComparison:
     overlaps: tuple[AsyncOverlap, ...]
     predicted_step_us: float | None
     transfers: tuple[TransferComparison, ...] = ()
+    match: ProfileMatch | None = None
 
     @property
     def matched_fraction(self) -> float:
@@ -451,9 +458,12 @@ def compare_measured(index: ModuleIndex, cost: CostModel, pairs: tuple[AsyncPair
     overlaps = _overlaps(index, cost, pairs, owner, profile, waits_us)
     matched = len(profile.ops) - len(unmatched)
     module_matches = not profile.module or profile.module == index.module.name
+    timed = frozenset(profile.ops) | frozenset(profile.asyncs)
+    match = match_profile_to_module(profile.module, index.module.name, tuple(profile.ops), profile.texts, owner,
+                                    tuple(t.instruction.name for t in transfers), timed)
     return MeasuredComparison(profile, index.module.name, module_matches, len(profile.ops), matched,
                               tuple(unmatched[:10]), tuple(ops), classes, overlaps, step_us,
-                              _transfers(cost, pairs, transfers, profile, waits_us, verdicts or {}, judge))
+                              _transfers(cost, pairs, transfers, profile, waits_us, verdicts or {}, judge), match)
 
 
 def _transfers(cost: CostModel, pairs: Sequence[AsyncPair], transfers: Sequence[HostTransfer],

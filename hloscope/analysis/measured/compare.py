@@ -482,9 +482,9 @@ def compare_measured(index: ModuleIndex, cost: CostModel, pairs: tuple[AsyncPair
     overlaps = _overlaps(index, cost, pairs, owner, profile, waits_us, moves)
     matched = len(profile.ops) - len(unmatched)
     module_matches = not profile.module or profile.module == index.module.name
-    timed = frozenset(profile.ops) | frozenset(profile.asyncs)
+    named = frozenset(profile.ops) | frozenset(profile.asyncs)
     match = match_profile_to_module(profile.module, index.module.name, tuple(profile.ops), profile.texts, owner,
-                                    tuple(t.instruction.name for t in transfers), timed)
+                                    tuple(t.instruction.name for t in transfers), named)
     return MeasuredComparison(profile, index.module.name, module_matches, len(profile.ops), matched,
                               tuple(unmatched[:10]), tuple(ops), classes, overlaps, step_us,
                               _transfers(cost, pairs, transfers, profile, waits_us, verdicts or {}, judge), match)

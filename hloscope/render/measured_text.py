@@ -14,7 +14,6 @@ from hloscope.analysis.measured.compare import (
     AsyncOverlap,
     ClassComparison,
     MeasuredComparison,
-    OpClassName,
     TransferComparison,
 )
 from hloscope.analysis.measured.match import ProfileMatch, Refusal
@@ -131,20 +130,11 @@ def _class_lines(m: MeasuredComparison) -> list[str]:
                      "to done is set by the schedule, not by its work; what costs the step is the wait at its done):")
         rows = [["class", "ops", "model time", "measured start->done", "simulated wait", "measured wait",
                  "simulated/measured wait"]]
-        rows += [[_class_name(c), str(c.ops), human_us(c.predicted_us), human_us(c.measured_us),
+        rows += [[str(c.name), str(c.ops), human_us(c.predicted_us), human_us(c.measured_us),
                   human_us(c.predicted_wait_us), "-" if c.measured_wait_us is None else human_us(c.measured_wait_us),
                   _ratio(c.wait_ratio)] for c in overlap]
         lines += _columns(rows)
     return lines
-
-
-def _class_name(c: ClassComparison) -> str:
-    """A class as the report names it: an async device copy beside the compute is an async copy
-    (a TPU's copy-start into or out of VMEM S(1) / SMEM S(2)); an async op wrapping other work (a
-    TPU's async slice into VMEM) is other async."""
-    if c.overlap and c.name is OpClassName.D2D_COPY:
-        return "async copy"
-    return "other async" if c.overlap and c.name is OpClassName.KERNEL else str(c.name)
 
 
 def measured_lines(m: MeasuredComparison) -> list[str]:

@@ -203,6 +203,10 @@ class OpClassName(StrEnum):
     COLLECTIVE_PERMUTE = "collective-permute"
     HOST_TRANSFER = "host transfer"
     D2D_COPY = "d2d copy"
+    # async work beside the compute that a profile times from its start's issue to its done's end (a
+    # TPU's): compared by the waits at its dones, never as compute (OpComparison.overlap)
+    ASYNC_COPY = "async copy"  # copy-start, a TPU's into or out of VMEM S(1) / SMEM S(2)
+    OTHER_ASYNC = "other async"  # another async op (a TPU's async slice into VMEM)
 
 
 _KINDS = {"all-gather": OpClassName.ALL_GATHER, "all-reduce": OpClassName.ALL_REDUCE,
@@ -474,6 +478,8 @@ def compare_measured(index: ModuleIndex, cost: CostModel, pairs: tuple[AsyncPair
         pred = predicted_op_us(what, cost, move) * timed.calls
         op_class = OpClassName.HOST_TRANSFER if move is not None else classify(what, cost)
         overlap = move is not None or name in profile.asyncs
+        if overlap:
+            op_class = _ASYNC_CLASS.get(op_class, op_class)
         done = profile.ops.get(timed.done) if name in profile.asyncs else None
         measured_wait = (done.median_us if done is not None else 0.0) if name in profile.asyncs else None
         ops.append(OpComparison(name, ins.name, op_class, pred, timed.median_us, timed.spread_us, timed.calls,
@@ -488,6 +494,11 @@ def compare_measured(index: ModuleIndex, cost: CostModel, pairs: tuple[AsyncPair
     return MeasuredComparison(profile, index.module.name, module_matches, len(profile.ops), matched,
                               tuple(unmatched[:10]), tuple(ops), classes, overlaps, step_us,
                               _transfers(cost, pairs, transfers, profile, waits_us, verdicts or {}, judge), match)
+
+
+#: The class of an async op timed from its start's issue to its done's end, by what it does.
+_ASYNC_CLASS = {OpClassName.D2D_COPY: OpClassName.ASYNC_COPY, OpClassName.KERNEL: OpClassName.OTHER_ASYNC,
+                OpClassName.GEMM: OpClassName.OTHER_ASYNC}
 
 
 def _classes(ops: Sequence[OpComparison]) -> tuple[ClassComparison, ...]:

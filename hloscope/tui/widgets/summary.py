@@ -61,17 +61,18 @@ def summary_phrases(report: Report, memory: Any, source: str = "a bare HLO file"
 
 
 def lay_out(phrases: list[tuple[Text, int]], width: int, lines: int) -> Text:
-    """``phrases`` on at most ``lines`` lines of ``width`` cells, joined by :data:`SEP`: a phrase that
-    does not fit the rest of a line starts the next; while they take too many lines, the lowest-ranked
-    phrase is left out whole (the earliest of equal rank last). A phrase wider than a line wraps at its spaces."""
-    kept = list(phrases)
-    while True:
-        rows = _rows([t for t, _ in kept], width)
-        if len(rows) <= lines or len(kept) <= 1:
-            break
-        low = min(rank for _, rank in kept)
-        drop = max(i for i, (_, rank) in enumerate(kept) if rank == low)
-        kept.pop(drop)
+    """``phrases`` on at most ``lines`` lines of ``width`` cells, in their order, joined by :data:`SEP`:
+    a phrase that does not fit the rest of a line starts the next. They are taken by rank, highest
+    first (the earlier of equal rank first), each if the lines still hold it, so a phrase left out is
+    left out whole. A phrase wider than a line wraps at its spaces."""
+    order = sorted(range(len(phrases)), key=lambda i: (-phrases[i][1], i))
+    kept: list[int] = []
+    rows: list[Text] = []
+    for i in order:
+        trial = sorted([*kept, i])
+        got = _rows([phrases[j][0] for j in trial], width)
+        if len(got) <= lines or not kept:
+            kept, rows = trial, got
     out = Text()
     for i, row in enumerate(rows[:lines]):
         if i:
@@ -153,12 +154,13 @@ class SummaryBar(Static):
         self._fill()
 
     def on_resize(self) -> None:
-        self._fill()
+        self.call_after_refresh(self._fill)  # laid out again after this layout pass, at its new width
 
     def _fill(self) -> None:
         if self.phrases is None:
             return
         lines = self.styles.max_height
         most = int(lines.value) if lines is not None and lines.is_cells else 4
-        width = self.size.width - 2 if self.size.width > 2 else 78  # padding 0 1 (app.tcss)
+        # the content's width (inside its padding 0 1, app.tcss); before the first layout, the screen's less that
+        width = self.size.width or max(1, self.app.size.width - 2)
         self.update(lay_out(self.phrases, width, most))

@@ -32,8 +32,6 @@ REPORT_SORTS: tuple[tuple[str, Callable[[Report, tuple[int, Verdict]], Any]], ..
     ("marginal cost", lambda r, iv: -_marginal(r, iv[1])),
     ("margin", lambda r, iv: _margin(r, iv[1])),
 )
-#: The narrowest the transfer column gets before columns on its right are left out whole.
-NAME_MIN = 16
 #: A cell whose figure (marginal cost, margin) the background worker has not measured yet.
 PENDING = "…"
 VERDICT_FILTERS: tuple[VerdictKind | None, ...] = (None, *VERDICT_ORDER)
@@ -113,27 +111,18 @@ class TransferTable(DataTable[Any]):
         return max(0, self.size.width - self.styles.scrollbar_size_vertical)
 
     def _fitting(self, widths: tuple[int, ...]) -> int:
-        """How many leading columns fit whole in the table's width (two at least: transfer and verdict),
-        the transfer names shortened down to :data:`NAME_MIN` first."""
+        """How many leading columns fit whole in the table's width (two at least: transfer and verdict;
+        a name is never cut: issue 27)."""
         room = self._room()
         if room <= 0 or not widths:
             return len(self.labels)
         used, n = 0, 0
-        for i, w in enumerate(widths):
-            used += (min(w, NAME_MIN) if i == 0 else w) + 2 * self.cell_padding
+        for w in widths:
+            used += w + 2 * self.cell_padding
             if used > room:
                 break
             n += 1
         return max(2, n)
-
-    def _name_width(self, widths: tuple[int, ...], drawn: int) -> int:
-        """The transfer column's width with ``drawn`` columns: its longest name, or what the others
-        leave of the room, :data:`NAME_MIN` at least (a name is cut with "…", never a figure)."""
-        room = self._room()
-        others = sum(w + 2 * self.cell_padding for w in widths[1:drawn])
-        if room <= 0:
-            return widths[0]
-        return max(min(widths[0], NAME_MIN), min(widths[0], room - others - 2 * self.cell_padding))
 
     def set_report(self, report: Report) -> None:
         self.report = report
@@ -204,14 +193,8 @@ class TransferTable(DataTable[Any]):
             self.clear(columns=True)
             self.add_columns(*self.labels[:drawn])
         self.drawn = drawn
-        name_w = self._name_width(self._widths, drawn)
-        widths[0] = name_w
         for key, cells in table:
-            name = cells[0]
-            if name.cell_len > name_w:
-                name = name.copy()
-                name.truncate(name_w, overflow="ellipsis")
-            self.add_row(name, *cells[1:drawn], key=key)
+            self.add_row(*cells[:drawn], key=key)
         # The widths DataTable measures on its next idle (each cell's one line), known now: the
         # first layout (needed_width, MainScreen._fit_lists) and the first paint use them, so the
         # table is not laid out and drawn once at its header's widths and again at its rows'.

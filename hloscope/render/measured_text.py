@@ -68,8 +68,9 @@ def transfer_lines(transfers: Sequence[TransferComparison]) -> list[str]:
 
 
 #: What "<- disagree" flags, said once under the list that shows it.
-DISAGREE = ("  <- disagree: the simulation and the chip judge it differently: hidden in the model (its simulated "
-            "wait at the done is under half its modeled time) and not on the chip, or the other way")
+DISAGREE = ("  <- disagree: the simulation and the profile judge it differently: hidden in the model (its "
+            "simulated wait at the done under half its modeled time) and not as measured (by the rule above), "
+            "or the other way")
 
 
 def _hidden(h: bool) -> str:

@@ -53,7 +53,7 @@ def test_async_copies_are_overlap_not_compute(text: str) -> None:
 
 def test_disagree_is_explained_where_it_is_shown(text: str) -> None:
     assert "<- disagree" in text
-    assert "  <- disagree: the simulation and the chip judge it differently" in text
+    assert "  <- disagree: the simulation and the profile judge it differently" in text
 
 
 def test_misses_and_waits_are_per_step(text: str) -> None:

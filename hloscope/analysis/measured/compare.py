@@ -8,7 +8,11 @@ execution, and the op runs of the median execution (for the measured overlap of 
 ops). A PGLE profile (one figure per op) is built by ``hloscope.analysis.measured.read``.
 :func:`compare_measured` then puts the model's figure beside each one, per op class and per host
 transfer, and returns a frozen :class:`MeasuredComparison` (facts only; the words are in
-``hloscope.render``).
+``hloscope.render``). Figures are per step (one execution of the module, all runs of an op in it)
+unless named per run. Async work beside the compute (host transfers, and every async op a profile
+times from its start's issue to its done's end, a TPU's) is overlap, not compute: its classes
+compare the waits at its dones. Whether the profile is of this program at all is
+``hloscope.analysis.measured.match``'s evidence, kept on the comparison.
 """
 
 from __future__ import annotations

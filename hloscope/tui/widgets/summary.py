@@ -30,8 +30,8 @@ def summary_phrases(report: Report, memory: Any, source: str = "a bare HLO file"
     out: list[tuple[Text, int]] = [(Text(shown(report.module.name), style="bold"), 10),
                                    (Text(f"target {shown(report.target.name)}"), 8),
                                    (Text(f"{s.transfers} transfers"), 6),
-                                   (Text(f"to host {human_bytes(s.to_host_bytes_per_step)}/step"), 2),
-                                   (Text(f"to device {human_bytes(s.to_device_bytes_per_step)}/step"), 2),
+                                   (Text(f"to host {human_bytes(s.to_host_bytes_per_step)}/step, to device "
+                                         f"{human_bytes(s.to_device_bytes_per_step)}/step"), 2),
                                    (Text(f"exposed ~{human_us(s.est_exposed_us_per_step)}/step "
                                          f"({'simulated' if s.step is not None else 'estimate'})"), 5)]
     counts = Text()

@@ -87,11 +87,13 @@ def profile_shape(text: str) -> str | None:
     if eq < 0:
         return None
     pos = eq + 2
+    if pos >= len(text):
+        return None
     try:
         end = shape_span(text, pos)
     except ShapeError:
         return None
-    return text[pos:end]
+    return text[pos:end] or None
 
 
 def _key(shape: Shape) -> tuple[object, ...]:

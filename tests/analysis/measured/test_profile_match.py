@@ -93,3 +93,19 @@ def test_the_shared_runs_dump_takes_the_fixtures_profile_of_the_same_program(
         pytest.skip("the shared v5e run is not on this machine")
     code, out, _ = _run(capsys, "analyze", str(dump), "--measured", str(V5E / "big" / "profile" / "step.xplane.pb"))
     assert code == 0 and "36 of 36 measured ops" in out
+
+
+@pytest.mark.parametrize(("text", "shape"), [
+    # as big's profile prints them (the layouts' tiling and memory spaces kept)
+    ("%copy-done = bf16[8192,2048]{1,0:T(8,128)(2,1)S(1)} copy-done((bf16[8192,2048]{1,0:T(8,128)(2,1)S(1)}, "
+     "bf16[8192,2048]{1,0:T(8,128)(2,1)}, u32[]{:S(2)}) %copy-start)", "bf16[8192,2048]{1,0:T(8,128)(2,1)S(1)}"),
+    ("%while = (s32[]{:T(128)}, /*index=5*/bf16[8,8192,2048]{2,1,0:T(8,128)(2,1)}) while((s32[]{:T(128)}",
+     "(s32[]{:T(128)}, /*index=5*/bf16[8,8192,2048]{2,1,0:T(8,128)(2,1)})"),
+    ("%x = ", None),  # cut after the name: no shape, never an error
+    ("%x = (s32[], bf16[8", None),  # a tuple cut short
+    ("not an instruction", None),
+])
+def test_the_shape_a_profile_prints(text: str, shape: str | None) -> None:
+    from hloscope.analysis.measured.match import profile_shape
+
+    assert profile_shape(text) == shape

@@ -29,7 +29,7 @@ from hloscope.analysis.simulate.overlap import judge_overlap
 from hloscope.analysis.simulate.slack import Slack, find_slack
 from hloscope.analysis.simulate.step import simulate_step
 from hloscope.analysis.simulate.summary import Summary, summarize
-from hloscope.analysis.simulate.timeline import Timeline, waits_by_start
+from hloscope.analysis.simulate.timeline import Timeline, waits_per_step
 from hloscope.analysis.simulate.verdict import Verdict
 from hloscope.analysis.simulate.xla_view import XlaEstimates, compare_with_xla
 from hloscope.analysis.structure.entry_buffers import find_entry_host_buffers
@@ -149,7 +149,7 @@ def _measured(ctx: StepContext) -> MeasuredComparison | None:
         return None
     timeline, pairs = ctx[TIMELINE], ctx[PAIRS]
     return compare_measured(ctx.index, ctx.cost, pairs, ctx[TRANSFERS], profile,
-                            timeline.step_us if timeline else None, waits_by_start(timeline, pairs),
+                            timeline.step_us if timeline else None, waits_per_step(timeline, pairs),
                             {v.transfer.instruction.name: v.verdict for v in ctx[VERDICTS]},
                             ctx.options.thresholds.verdict)
 

@@ -100,9 +100,9 @@ def call_brief(call: HostCall) -> str:
         return ""
     what = f"{len(call.fresh)} new host output(s), {human_bytes(call.fresh_bytes)}, mapped every call"
     if call.host_us is None:
-        return f"· the call: + host work not known ({what})"
+        return f"the call: + host work not known ({what})"
     total = f"~{human_us(call.call_us)}" if call.call_us is not None else "the program"
-    return f"· the call {total}: + ~{human_us(call.host_us)} of host work ({what}; donate, or keep them on the chip)"
+    return f"the call {total}: + ~{human_us(call.host_us)} of host work ({what}; donate, or keep them on the chip)"
 
 
 def _buffer_dict(b: EntryBuffer) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from hloscope.render.unread_text import unread_dict
 from hloscope.render.verdict_words import explain, platform_words
 from hloscope.targets import target_for_tpu
 
-SCHEMA = "hloscope.report/4"
+SCHEMA = "hloscope.report/5"
 
 
 def _input_ready(r: InputReady | None) -> dict[str, Any] | None:

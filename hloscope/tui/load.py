@@ -179,6 +179,12 @@ def _read(source: Source) -> Loaded:
         host_lines = read_host_lines(file)
     report = analyze_step(step.inputs, step.target, AnalysisOptions(host_space=source.host_space,
                                                                     compare_with=profile, host_lines=host_lines))
+    if report.measured is not None and report.measured.match is not None:
+        from hloscope.render.measured_text import refusal_line  # lazy: render/, with the profile only
+
+        # a profile of another program: refused as analyze refuses it (one line, exit 2)
+        if (line := refusal_line(report.measured.profile.source, report.measured.match)) is not None:
+            raise HloscopeError(line, EXIT_BAD_INPUT)
     return Loaded(source, report, step.inputs.text or "", step.inputs.label, report.memory,
                   target_origin=step.target_origin)
 

@@ -7,14 +7,15 @@ from pathlib import Path
 from hloscope.analysis.report import analyze_module
 from hloscope.hlo.parser import parse_hlo
 from hloscope.targets import get_target
-from hloscope.tui.widgets.summary import summary_text
+from hloscope.tui.widgets.summary import lay_out, summary_phrases
 
 HERE = Path(__file__).resolve().parents[2] / "fixtures" / "measured" / "tpu_v5e_hostbuf"
 
 
 def _summary(name: str) -> str:
     report = analyze_module(parse_hlo((HERE / f"{name}.hlo.txt").read_text()), get_target("tpu-v5e"))
-    return summary_text(report, None).plain
+    # the bar's phrases joined by ' · ' on lines wide enough to hold them all
+    return lay_out(summary_phrases(report, None), 1000, 10).plain
 
 
 def test_the_tutorials_summary_bar_gives_the_call_and_its_host_work() -> None:

@@ -175,7 +175,7 @@ def _read(source: Source) -> Loaded:
         from hloscope.hlo.profiles.host_lines import read_host_lines
 
         file = read_measured_file(source.measured)
-        profile = parse_measured(file)
+        profile = parse_measured(file, step.inputs.module.name)  # its executions, of several programs
         host_lines = read_host_lines(file)
     report = analyze_step(step.inputs, step.target, AnalysisOptions(host_space=source.host_space,
                                                                     compare_with=profile, host_lines=host_lines))

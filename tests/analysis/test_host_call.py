@@ -239,3 +239,19 @@ def test_donated_outputs_and_host_arguments_add_nothing_per_call(name: str) -> N
     call = analyze_module(_module(name), get_target("tpu-v5e")).host_call
     assert call.fresh == () and call.host_us == 0.0 and call.call_us == call.program_us
     assert call.program_us is not None and abs(call.program_us / 1e3 / _wall_ms(name) - 1) < 0.10
+
+
+def test_analyze_measured_on_a_profile_of_three_programs_keeps_the_analyzed_ones_executions(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The tutorial's profile holds three programs (jit_hybrid_scanned, jit_update, jit_scanned); the one with
+    # the most ops is not the gradients step, which was refused as "another program" while the profile's
+    # busiest module was taken. Now the analyzed module's own executions are kept: the gradients step is
+    # compared with its own program (394.9 ms) and its two mappings a call.
+    _tutorial_host_lines(tmp_path)
+    assert main(["analyze", str(HERE / "tutorial_grads_to_host.hlo.txt"), "--target", "tpu-v5e",
+                 "--measured", str(tmp_path / "tutorial.xplane.pb"), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    d = doc["host_call"]["measured"]
+    assert d["calls"] == 3 and d["maps_per_call"] == 2
+    assert d["program_us"] == pytest.approx(394_899, rel=1e-3)
+    assert doc["measured"]["module"] == "jit_hybrid_scanned"

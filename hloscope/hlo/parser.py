@@ -23,6 +23,7 @@ import re
 
 from hloscope.errors import HloParseError
 from hloscope.hlo.attributes import AttributeError_, parse_attribute_list, split_top_level
+from hloscope.hlo.bounds import check_bounds
 from hloscope.hlo.building import (
     COMPACT_OPERAND_RE,
     LITERAL_OPCODES,
@@ -79,6 +80,7 @@ def parse_hlo(text: str, path: str | None = None) -> Module:
         if module is None:
             module = parse_general(text, path)
         check_parser_semantics(module, text)
+        check_bounds(module, text, path)
         return module
 
 

@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
-from hloscope.hlo.dump_folder import BEFORE_SUFFIX, TARGET_ARGUMENTS_SUFFIX, DumpFolder, sibling
+from hloscope.hlo.dump_folder import (
+    BEFORE_SUFFIX,
+    BUFFER_ASSIGNMENT_SUFFIX,
+    LIVE_RANGE_SUFFIX,
+    MEMORY_REPORT_SUFFIX,
+    TARGET_ARGUMENTS_SUFFIX,
+    DumpFolder,
+    sibling,
+)
 from hloscope.hlo.folders import (
     MANIFEST_FILE,
     MANIFEST_SCHEMA,
@@ -29,12 +37,14 @@ from hloscope.hlo.folders import (
     REPORT_TEXT_FILE,
     UNOPTIMIZED_FILE,
 )
+from hloscope.hlo.shape import HOST_MEMORY_SPACE
 from hloscope.hlo.xla_dumps import (
     BUFFER_ASSIGNMENT_FILE,
     DUMP_FILES,
     LIVE_AT_PEAK_FILE,
     MEMORY_REPORT_FILE,
     XlaDumpTexts,
+    allocation_figures,
 )
 from hloscope.targets import (
     DEFAULT_TPU_TARGET,
@@ -183,8 +193,8 @@ def read_step(path: str, target: str | Target | None = None,
     backend = find_backend(hlo, name, target_arguments)
     tgt, origin = resolve_target(path, target, manifest, backend)
     if manifest is None:
-        dumps = XlaDumpTexts(target_arguments=target_arguments)
-        return LoadedStep(StepInputs(hlo, name, text, name_records(names), dumps=dumps, notes=notes,
+        dumps, figures = _dump_memory(folder, hlo.source_path, tgt, target_arguments)
+        return LoadedStep(StepInputs(hlo, name, text, name_records(names), figures, dumps=dumps, notes=notes,
                                      compiled_for=backend), tgt, origin, folder)
     notes = (*notes, f"{ARTIFACT_NOTE} target {tgt.name} "
                      f"({'--target' if origin == TargetOrigin.GIVEN else 'from manifest.json'}), "
@@ -244,6 +254,26 @@ def load_unoptimized(path: str, module: str | None = None) -> Module | None:
         return None
     before = sibling(chosen, BEFORE_SUFFIX)
     return load_module(str(before)) if before is not None else None
+
+
+def _dump_memory(folder: DumpFolder | None, source: str | None, target: Target,
+                 target_arguments: str) -> tuple[XlaDumpTexts, dict[str, int] | None]:
+    """XLA's memory texts of a dump folder's module and the memory figures its buffer assignment
+    gives (None without one: the report then has no memory section). The platform's on-chip spaces
+    (a TPU's VMEM, SMEM) are never counted as device memory."""
+    if folder is None or not source:
+        return XlaDumpTexts(target_arguments=target_arguments), None
+    from hloscope.analysis.platforms import execution_model  # lazy: the analysis; tui reads manifests without it
+
+    chosen = Path(source)
+    assignment = folder.text(folder.sibling(chosen, BUFFER_ASSIGNMENT_SUFFIX))
+    if assignment is None:
+        return XlaDumpTexts(target_arguments=target_arguments), None
+    figures = allocation_figures(assignment, HOST_MEMORY_SPACE, execution_model(target).on_chip_spaces)
+    dumps = XlaDumpTexts(folder.text(folder.sibling(chosen, MEMORY_REPORT_SUFFIX)),
+                         folder.text(folder.sibling(chosen, LIVE_RANGE_SUFFIX)), assignment,
+                         target_arguments=target_arguments)
+    return dumps, figures or None
 
 
 def unoptimized_of(step: LoadedStep, path: str) -> Module | None:

@@ -6,7 +6,7 @@ report (exit 0/1/8) or one clean error line (exit 2 or 3); never a traceback, ne
 (``tests/cli/fuzz_child.py``) that caps its address space (RLIMIT_AS) and times each one.
 
     python -m pytest tests/cli/test_fuzz_analyze.py                            # CI: a bounded sample
-    HLOSCOPE_FUZZ=long python -m pytest tests/cli/test_fuzz_analyze.py -q       # 400 mutants per module
+    HLOSCOPE_FUZZ=long python -m pytest tests/cli/test_fuzz_analyze.py -q       # 2,000 mutants per module
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import pytest
 from tests.conftest import FIXTURES
 
 LONG = os.environ.get("HLOSCOPE_FUZZ") == "long"
-PER_MODULE = 400 if LONG else 30
+PER_MODULE = 2000 if LONG else 200
 LIMIT_S = 10.0
 CAP_BYTES = 4 << 30
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,15 +1,18 @@
 """The numbers of a module held to what the module can hold, before any pass sizes anything by them.
 
-A pass that keeps one entry per parameter number, per tuple element or per loop trip
-allocates what the text says: ``parameter(1099511627776)`` in a fusion of three
-parameters once ran the analysis for 40 s and past 24 GB. XLA refuses such modules
-(``HloComputation`` takes parameter numbers 0..n-1, each once; its verifier takes a
-tuple index below the tuple's arity), so hloscope refuses them too, in one pass over
-the instructions, when the module is parsed (:func:`hloscope.hlo.parser.parse_hlo`; an
-HloProto is parsed through it). Checked: every parameter number against the count of
-its computation's parameters (in range, each once), and every get-tuple-element index
-against its tuple operand's arity. Contract: returns None, or raises one
-:class:`HloParseError` at the instruction's line and the number's column.
+A pass that keeps one entry per parameter number, per tuple element or per device
+allocates what the text says: ``parameter(1099511627776)`` in a fusion of two parameters
+once ran the analysis for 40 s and past 24 GB. XLA refuses such modules (``HloComputation``
+takes parameter numbers 0..n-1, each once; its verifier takes a tuple index below the
+tuple's arity), so hloscope refuses them too, in one pass over the instructions, when the
+module is parsed (:func:`hloscope.hlo.parser.parse_hlo`; an HloProto is parsed through it).
+Checked: every parameter number against the count of its computation's parameters (in
+range, each once); every get-tuple-element index against its tuple operand's arity; the
+module's device counts (``replica_count``, ``num_partitions``) and the devices an iota or
+mesh replica group spans against :data:`MAX_DEVICES`, and an iota group's reshape and
+transpose against each other (docs/parser.md, "Numbers bounded by the module"). Contract:
+returns None, or raises one :class:`HloParseError` at the instruction's line (the header's
+for its counts) and the number's column.
 """
 
 from __future__ import annotations
@@ -26,7 +29,6 @@ MAX_DEVICES = 1 << 20
 _IOTA_RE = re.compile(r"replica_groups=\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?")
 _MESH_RE = re.compile(r"replica_groups=mesh\[([^\]]*)\]")
 _MESH_AXIS_RE = re.compile(r"'[^']*'=(\d+)")
-_HEADER_COUNT_RE = re.compile(r"\b(replica_count|num_partitions)=([^,\s]*)")
 
 #: Builds the error for an instruction: (instruction, message, the text to point the column at).
 _Fail = Callable[[Instruction, str, str], HloParseError]

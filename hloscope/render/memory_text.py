@@ -171,6 +171,11 @@ def memory_lines(report: Report, top: int = 3) -> list[str]:
     if m.on_chip_bytes:
         spaces = ", ".join(f"{_ON_CHIP_WORDS.get(c, f'S({c})')} {gib(n)}" for c, n in m.on_chip_bytes.items())
         lines.append(f"  on-chip scratch, not HBM (not in the figures above): {spaces}")
+        if not m.xla_peak_counts_host and m.xla_peak_heap_bytes > m.temp_bytes and m.on_chip_live_at_peak_bytes:
+            lines.append(f"  XLA's peak is over the device allocation: its heap ({gib(m.xla_peak_heap_bytes)}) is more "
+                         f"than the device temporaries, so it holds more than HBM's buffers (the live ranges hold "
+                         f"{gib(m.on_chip_live_at_peak_bytes)} of on-chip scratch at their peak); the device "
+                         "allocation is what HBM must hold")
     if m.xla_peak_counts_host:
         lines.append(f"  XLA's peak_memory_in_bytes counts pinned-host buffers ({xla_peak_words(m)}); the device "
                      "allocation is what HBM must hold")

@@ -21,6 +21,7 @@ the dump's):
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -101,3 +102,25 @@ def test_a_gpu_dump_folder_without_a_buffer_assignment_is_as_before() -> None:
     # The H100 dump has a memory report but no buffer assignment: no memory section, no on-chip keys
     report = load_report(str(FIXTURES / "dump_mlp_offload"))
     assert report.memory is None
+
+
+@pytest.mark.xla
+def test_a_compiled_tpu_step_keeps_vmem_out_of_its_device_buffers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    # Given: the measured run's step (tests/compile/tpu_steps.py), compiled deviceless for one v5e chip
+    from hloscope.compile.tpu.runtime import libtpu_version
+
+    if libtpu_version() is None:
+        pytest.skip("needs libtpu: pip install 'hloscope[tpu]'")
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    code = main(["compile", "--fn", "tests.compile.tpu_steps:step", "--args-from", "tests.compile.tpu_steps:big_args",
+                 "--target", "tpu-v5e", "--devices", "1", "--out", str(tmp_path / "art")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    # Then: VMEM and SMEM are named apart from HBM, never among the largest device buffers, and XLA's
+    # peak (2.0 GiB) is read as the host heap's, not as HBM's
+    assert "  on-chip scratch, not HBM (not in the figures above): VMEM S(1) 32.0 MiB, SMEM S(2) 16 B" in out
+    largest = out.split("largest device buffers live at the peak:\n", 1)[1].split("\nall *us", 1)[0]
+    assert "S(1)" not in largest and "S(2)" not in largest
+    assert "XLA's peak_memory_in_bytes counts pinned-host buffers" in out
+    assert "host 1.0 GiB" in out and "arguments 544.0 MiB" in out

@@ -6,10 +6,12 @@ once ran the analysis for 40 s and past 24 GB. XLA refuses such modules (``HloCo
 takes parameter numbers 0..n-1, each once; its verifier takes a tuple index below the
 tuple's arity), so hloscope refuses them too, in one pass over the instructions, when the
 module is parsed (:func:`hloscope.hlo.parser.parse_hlo`; an HloProto is parsed through it).
-Checked: every parameter number against the count of its computation's parameters (in
-range, each once); every get-tuple-element index against its tuple operand's arity; the
-module's device counts (``replica_count``, ``num_partitions``) and the devices an iota or
-mesh replica group spans against :data:`MAX_DEVICES`, and an iota group's reshape and
+Checked: every operand defined above its user (a cycle in the data flow, such as an
+instruction that is its own operand, would loop any pass that follows operands); every
+parameter number against the count of its computation's parameters (in range, each
+once); every get-tuple-element index against its tuple operand's arity; the module's
+device counts (``replica_count``, ``num_partitions``) and the devices an iota or mesh
+replica group spans against :data:`MAX_DEVICES`, and an iota group's reshape and
 transpose against each other (docs/parser.md, "Numbers bounded by the module"). Contract:
 returns None, or raises one :class:`HloParseError` at the instruction's line (the header's
 for its counts) and the number's column.
@@ -43,13 +45,19 @@ def check_bounds(module: Module, text: str, path: str | None = None) -> None:
         if lines is None:
             lines = text.split("\n")
         line = lines[ins.line - 1] if 0 < ins.line <= len(lines) else ""
-        at = line.find(needle)
+        at = line.find(needle, line.find("=") + 1)  # after the name: an operand may be spelt as its user is
         return HloParseError(message, ins.line, at + 1 if at >= 0 else 1, ins.path)
 
     _check_header(module, text, path)
     for comp in module.computations.values():
         _check_parameters(comp, fail)
+        defined: set[str] = set()
         for ins in comp.instructions:
+            late = next((o for o in ins.operands if o not in defined), None)
+            if late is not None:  # a cycle in the data flow would loop any pass that follows operands
+                raise fail(ins, f"'{ins.name}' takes '{late}' before it is defined: XLA reads an operand "
+                                "defined above its user", f"%{late}" if f"%{late}" in text else late)
+            defined.add(ins.name)
             if ins.opcode == "get-tuple-element":
                 _check_tuple_index(comp, ins, fail)
             elif "replica_groups=" in ins.attr_text:

@@ -115,3 +115,25 @@ def test_the_first_replica_group_is_made_alone() -> None:
     group = first_replica_group(f"replica_groups=[2,{MAX_DEVICES // 2}]<=[1024,1024]T(1,0)", 1)
     assert len(group) == MAX_DEVICES // 2 and group[:3] == (0, 1024, 2048)
     assert time.perf_counter() - t0 < 5
+
+
+def test_an_instruction_that_is_its_own_operand_is_refused() -> None:
+    # Found by the long fuzz: deleting 64 characters of the v5e module (7509:7573) joins a parameter's
+    # line to the next, leaving `%bitcast_input.13 = ... bitcast(%bitcast_input.13)`, a cycle the
+    # roofline's view walk followed for ever (past 10 s, then past 60 s)
+    text = (FIXTURES / "tpu_v5e" / "offload_scan_8x128MiB.hlo.txt").read_text()
+    cut = text[:7509] + text[7573:]
+    with pytest.raises(HloParseError) as exc:
+        parse_hlo(cut, "m.hlo")
+    assert (exc.value.line, exc.value.column) == (92, 71)
+    assert exc.value.reason == ("'bitcast_input.13' takes 'bitcast_input.13' before it is defined: XLA reads an "
+                                "operand defined above its user")
+
+
+def test_an_operand_defined_below_its_user_is_refused() -> None:
+    text = small().replace("  g = f32[2] get-tuple-element(p), index=0\n  ROOT r = f32[2] all-reduce(g)",
+                           "  ROOT r = f32[2] all-reduce(g)")
+    text = text.replace("to_apply=%add\n", "to_apply=%add\n  g = f32[2] get-tuple-element(p), index=0\n", 1)
+    with pytest.raises(HloParseError) as exc:
+        parse_hlo(text, "m.hlo")
+    assert "'r' takes 'g' before it is defined" in exc.value.reason

@@ -117,7 +117,8 @@ def _memory(ctx: StepContext) -> MemoryFacts | None:
     # publishes no such limit: 0, not checked.
     pool = ctx.options.host_pool_bytes if ctx.target.platform is Platform.GPU else 0
     return facts_from_dumps(int_figures(i.memory_figures), ctx.target, i.dumps, ctx.index, i.vocab_size,
-                            offloaded_names(ctx[TRANSFERS]), pool, i.figures)
+                            offloaded_names(ctx[TRANSFERS]), pool, i.figures,
+                            on_chip=execution_model(ctx.target).on_chip_spaces)
 
 
 MEMORY = Pass("memory", _memory)

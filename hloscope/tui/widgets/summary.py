@@ -140,7 +140,7 @@ def source_words(path: str | None) -> str:
     if zipped:
         return "an nsys-jax archive (it holds the module and its profile, not XLA's memory figures)"
     if p.is_dir():
-        return "a dump folder without XLA's memory texts"
+        return "a dump folder without XLA's buffer assignment (*-buffer-assignment.txt)"
     if p.name.endswith((".pb", ".pb.xz")):
         return "an HloProto file"
     return "a bare HLO file"

@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
-from hloscope.hlo.dump_folder import BEFORE_SUFFIX, TARGET_ARGUMENTS_SUFFIX, sibling
+from hloscope.hlo.dump_folder import (
+    BEFORE_SUFFIX,
+    BUFFER_ASSIGNMENT_SUFFIX,
+    LIVE_RANGE_SUFFIX,
+    MEMORY_REPORT_SUFFIX,
+    TARGET_ARGUMENTS_SUFFIX,
+    DumpFolder,
+    sibling,
+)
 from hloscope.hlo.folders import (
     MANIFEST_FILE,
     MANIFEST_SCHEMA,
@@ -29,12 +37,14 @@ from hloscope.hlo.folders import (
     REPORT_TEXT_FILE,
     UNOPTIMIZED_FILE,
 )
+from hloscope.hlo.shape import HOST_MEMORY_SPACE
 from hloscope.hlo.xla_dumps import (
     BUFFER_ASSIGNMENT_FILE,
     DUMP_FILES,
     LIVE_AT_PEAK_FILE,
     MEMORY_REPORT_FILE,
     XlaDumpTexts,
+    allocation_figures,
 )
 from hloscope.targets import (
     DEFAULT_TPU_TARGET,
@@ -59,7 +69,7 @@ if TYPE_CHECKING:  # the analysis is imported when a step is loaded, so reading 
 __all__ = ["BUFFER_ASSIGNMENT_FILE", "LIVE_AT_PEAK_FILE", "MANIFEST_FILE", "MANIFEST_SCHEMA", "MEMORY_REPORT_FILE",
            "OPTIMIZED_FILE", "REPORT_FILE", "REPORT_TEXT_FILE", "UNOPTIMIZED_FILE", "LoadedStep", "is_artifact_folder",
            "is_json_report", "load_report", "load_unoptimized", "platform_target", "read_manifest", "read_step",
-           "resolve_target"]
+           "resolve_target", "unoptimized_of"]
 
 
 
@@ -88,7 +98,7 @@ def read_manifest(path: str | Path) -> dict[str, Any] | None:
 
 def is_json_report(path: str) -> bool:
     """Whether ``path`` is a file holding a JSON report (``{`` first) rather than HLO text."""
-    if path == "-":
+    if path == "-" or Path(path).is_dir():  # a folder is listed once, by the loader, never opened as a file
         return False
     try:
         with open(path, "rb") as f:
@@ -147,11 +157,14 @@ def _versions(manifest: Mapping[str, Any]) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class LoadedStep:
-    """A step read from disk: what the pipeline reads, the target, and where the target came from."""
+    """A step read from disk: what the pipeline reads, the target, and where the target came from.
+    folder: the XLA dump folder the module was picked from, listed once and each file read at most
+    once (None for any other input): what else is read of it (:func:`unoptimized_of`) is read there."""
 
     inputs: StepInputs
     target: Target
     target_origin: TargetOrigin
+    folder: DumpFolder | None = None
 
 
 def read_step(path: str, target: str | Target | None = None,
@@ -169,19 +182,20 @@ def read_step(path: str, target: str | Target | None = None,
 
     # lazy: the analysis; tui reads manifests without it
     from hloscope.analysis.structure.name_records import name_records
-    from hloscope.hlo.loader import ARTIFACT_NOTE, read_module  # lazy: the HLO loader; targets resolve without it
+    from hloscope.hlo.loader import ARTIFACT_NOTE, read_source  # lazy: the HLO loader; targets resolve without it
 
-    hlo, read_text, notes = read_module(path, module)
-    text = read_text if keep_text else None
+    source = read_source(path, module)
+    hlo, notes, folder = source.module, source.notes, source.folder
+    text = source.text if keep_text else None
     name = hlo.source_path or "<stdin>"
-    manifest = read_manifest(path)
-    target_arguments = _target_arguments(hlo.source_path)
+    manifest = read_manifest(path) if folder is None else None
+    target_arguments = _target_arguments(hlo.source_path, folder)
     backend = find_backend(hlo, name, target_arguments)
     tgt, origin = resolve_target(path, target, manifest, backend)
     if manifest is None:
-        dumps = XlaDumpTexts(target_arguments=target_arguments)
-        return LoadedStep(StepInputs(hlo, name, text, name_records(names), dumps=dumps, notes=notes,
-                                     compiled_for=backend), tgt, origin)
+        dumps, figures = _dump_memory(folder, hlo.source_path, tgt, target_arguments)
+        return LoadedStep(StepInputs(hlo, name, text, name_records(names), figures, dumps=dumps, notes=notes,
+                                     compiled_for=backend), tgt, origin, folder)
     notes = (*notes, f"{ARTIFACT_NOTE} target {tgt.name} "
                      f"({'--target' if origin == TargetOrigin.GIVEN else 'from manifest.json'}), "
                      f"{manifest.get('devices', '?')} devices, XLA options {manifest.get('xla_options', {})}")
@@ -242,11 +256,50 @@ def load_unoptimized(path: str, module: str | None = None) -> Module | None:
     return load_module(str(before)) if before is not None else None
 
 
-def _target_arguments(source: str | None) -> str:
+def _dump_memory(folder: DumpFolder | None, source: str | None, target: Target,
+                 target_arguments: str) -> tuple[XlaDumpTexts, dict[str, int] | None]:
+    """XLA's memory texts of a dump folder's module and the memory figures its buffer assignment
+    gives (None without one: the report then has no memory section). The platform's on-chip spaces
+    (a TPU's VMEM, SMEM) are never counted as device memory."""
+    if folder is None or not source:
+        return XlaDumpTexts(target_arguments=target_arguments), None
+    from hloscope.analysis.platforms import execution_model  # lazy: the analysis; tui reads manifests without it
+
+    chosen = Path(source)
+    assignment = folder.text(folder.sibling(chosen, BUFFER_ASSIGNMENT_SUFFIX))
+    if assignment is None:
+        return XlaDumpTexts(target_arguments=target_arguments), None
+    figures = allocation_figures(assignment, HOST_MEMORY_SPACE, execution_model(target).on_chip_spaces)
+    dumps = XlaDumpTexts(folder.text(folder.sibling(chosen, MEMORY_REPORT_SUFFIX)),
+                         folder.text(folder.sibling(chosen, LIVE_RANGE_SUFFIX)), assignment,
+                         target_arguments=target_arguments)
+    return dumps, figures or None
+
+
+def unoptimized_of(step: LoadedStep, path: str) -> Module | None:
+    """The module before optimizations of a step read from ``path``: from its dump folder (the same
+    module's ``*before_optimizations.txt``, taken from the one listing and read at most once), else as
+    :func:`load_unoptimized` finds it."""
+    folder = step.folder
+    if folder is None:
+        return load_unoptimized(path)
+    from hloscope.hlo.loader import parse_text  # lazy: the HLO loader; targets resolve without it
+
+    chosen = Path(step.inputs.module.source_path or "")
+    if not chosen.name.endswith("after_optimizations.txt"):
+        return None
+    before = folder.sibling(chosen, BEFORE_SUFFIX)
+    text = folder.text(before)
+    return parse_text(text, str(before)) if text is not None else None
+
+
+def _target_arguments(source: str | None, folder: DumpFolder | None = None) -> str:
     """The ``*.target_arguments.txt`` XLA wrote beside a dump folder's module (TPU dumps: it names
-    the TPU version), "" when there is none."""
+    the TPU version), "" when there is none. ``folder``: the dump folder the module was picked from."""
     if not source:
         return ""
+    if folder is not None:
+        return folder.text(folder.sibling(Path(source), TARGET_ARGUMENTS_SUFFIX)) or ""
     found = sibling(Path(source), TARGET_ARGUMENTS_SUFFIX)
     if found is None:
         return ""

@@ -66,6 +66,11 @@ class Target:
     calibrated_step_error: a calibrated target's simulated step on the run it was fitted on, over that
     run's measured step, minus 1 (its in-sample error, rounded away from 0); the error band ``analyze``
     prints with the target never claims less (``hloscope.analysis.simulate.margin``). 0 for a datasheet target.
+    host_map_bandwidth / host_map_fixed_us / host_map_several: what the runtime spends on every call
+    mapping a step's fresh pinned-host outputs for DMA before the program starts (bytes/s; µs per call
+    with any; the factor on the bytes' time when several buffers are mapped at once); None: not known
+    (the call's host work is not priced). host_map_source: where those figures come from ("measured:
+    ...", "assumed: ..."; docs/accuracy.md, "Host buffers a call maps").
     """
 
     #: The family (a class constant, never a field: a GPU target cannot be a TPU).
@@ -90,6 +95,10 @@ class Target:
     host_copy_engines: int = 1
     calibrated_on: str = ""
     calibrated_step_error: float = 0.0
+    host_map_bandwidth: float | None = None
+    host_map_fixed_us: float = 0.0
+    host_map_several: float = 1.0
+    host_map_source: str = ""
 
     @property
     def calibrated(self) -> bool:
@@ -395,6 +404,15 @@ DEFAULT_TARGET = "h100-sxm"
 _TPU_PCIE_V4 = 16 * GB  # v4: 16 GB/s each way per chip (the issue's Google Cloud figure)
 _TPU_PCIE_V5E = 15 * GB  # v5e: ~1.5e10 B/s per chip (jax-ml/scaling-book, "How to Think About TPUs")
 _TPU_PCIE_GEN5 = 32 * GB  # v6e: PCIe Gen5, ~32 GB/s each way per chip (Google Cloud TPU v6e page)
+# What the TPU runtime spends per call mapping a step's fresh pinned-host outputs (MapDmaBuffer on its
+# pjrt-tpu-tasks threads, before the program starts), fitted on one v5e (JAX 0.10.2):
+# fixtures/measured/tpu_v5e_hostbuf/fit.json: 22.3 ms + 2.134 ms per MiB, x0.84 when several are mapped at once.
+# The other generations run the same runtime on other hosts: v5e's figures, assumed (docs/accuracy.md).
+_TPU_MAP_BANDWIDTH = 2**20 / 2.134e-3  # bytes/s: 0.49 GB/s
+_TPU_MAP_FIXED_US = 22_300.0
+_TPU_MAP_SEVERAL = 0.84
+_TPU_MAP_MEASURED = "measured: one TPU v5e, JAX 0.10.2 (fixtures/measured/tpu_v5e_hostbuf)"
+_TPU_MAP_ASSUMED = "assumed: the TPU v5e's measured figures (the same runtime; this chip's host not measured)"
 
 
 # v5e's achieved rates, fitted on the ops of 13 runs on one v5e chip (fixtures/measured/tpu_v5e/ and
@@ -420,7 +438,8 @@ TPU_TARGETS: tuple[TpuTarget, ...] = (
               peak_fp32_flops=275e12, host_link_to_host=_TPU_PCIE_V4, host_link_to_device=_TPU_PCIE_V4,
               host_link="PCIe (16 GB/s per chip)", interconnect_bandwidth=45 * GB, cores_per_chip=2,
               chips_per_host=4, tpu_version="TPU_VERSION_PUFFERFISH", hbm_available_per_device=_libtpu_gib(30.75),
-              hbm_available_per_core=_libtpu_gib(15.25)),
+              hbm_available_per_core=_libtpu_gib(15.25), host_map_bandwidth=_TPU_MAP_BANDWIDTH,
+              host_map_fixed_us=_TPU_MAP_FIXED_US, host_map_several=_TPU_MAP_SEVERAL, host_map_source=_TPU_MAP_ASSUMED),
     TpuTarget(name="tpu-v5e", description="Google Cloud TPU v5e", generation="v5e", topology_prefix="v5e",
               device_memory_size=16 * 2**30, hbm_bandwidth=819e9, peak_bf16_flops=197e12,
               peak_fp32_flops=197e12, host_link_to_host=_TPU_PCIE_V5E, host_link_to_device=_TPU_PCIE_V5E,
@@ -428,18 +447,24 @@ TPU_TARGETS: tuple[TpuTarget, ...] = (
               hbm_efficiency=_V5E_HBM_EFFICIENCY, mxu_efficiency=_V5E_MXU_EFFICIENCY,
               host_link="PCIe (15 GB/s per chip)", interconnect_bandwidth=45 * GB, chips_per_host=8,
               tpu_version="TPU_VERSION_VIPERFISH", tpu_variant="lite",
-              hbm_available_per_device=16_909_336_064),  # the chip's own: its dumps' device_memory_size
+              hbm_available_per_device=16_909_336_064,  # the chip's own: its dumps' device_memory_size
+              host_map_bandwidth=_TPU_MAP_BANDWIDTH, host_map_fixed_us=_TPU_MAP_FIXED_US,
+              host_map_several=_TPU_MAP_SEVERAL, host_map_source=_TPU_MAP_MEASURED),
     # v5p: no host-link figure is published; v4's 16 GB/s per chip (the same hosts' PCIe) is assumed.
     TpuTarget(name="tpu-v5p", description="Google Cloud TPU v5p", generation="v5p", topology_prefix="v5",
               device_memory_size=95 * 10**9, hbm_bandwidth=2.765 * TB, peak_bf16_flops=459e12,
               peak_fp32_flops=459e12, host_link_to_host=_TPU_PCIE_V4, host_link_to_device=_TPU_PCIE_V4,
               host_link="PCIe (16 GB/s per chip assumed)", interconnect_bandwidth=90 * GB, cores_per_chip=2,
-              chips_per_host=4, tpu_version="TPU_VERSION_VIPERFISH", hbm_available_per_device=_libtpu_gib(95.73)),
+              chips_per_host=4, tpu_version="TPU_VERSION_VIPERFISH", hbm_available_per_device=_libtpu_gib(95.73),
+              host_map_bandwidth=_TPU_MAP_BANDWIDTH, host_map_fixed_us=_TPU_MAP_FIXED_US,
+              host_map_several=_TPU_MAP_SEVERAL, host_map_source=_TPU_MAP_ASSUMED),
     TpuTarget(name="tpu-v6e", description="Google Cloud TPU v6e (Trillium)", generation="v6e",
               topology_prefix="v6e", device_memory_size=32 * 2**30, hbm_bandwidth=1.64 * TB,
               peak_bf16_flops=918e12, peak_fp32_flops=918e12, host_link_to_host=_TPU_PCIE_GEN5,
               host_link_to_device=_TPU_PCIE_GEN5, host_link="PCIe Gen5 (32 GB/s per chip)",
-              interconnect_bandwidth=90 * GB, chips_per_host=8, hbm_available_per_device=_libtpu_gib(31.24)),
+              interconnect_bandwidth=90 * GB, chips_per_host=8, hbm_available_per_device=_libtpu_gib(31.24),
+              host_map_bandwidth=_TPU_MAP_BANDWIDTH, host_map_fixed_us=_TPU_MAP_FIXED_US,
+              host_map_several=_TPU_MAP_SEVERAL, host_map_source=_TPU_MAP_ASSUMED),
     # TPU7x: no host-link figure is published; v6e's PCIe Gen5 32 GB/s per chip is assumed. ICI: Google's
     # 1.2 TB/s bidirectional per chip, taken as four links of 150 GB/s each way.
     TpuTarget(name="tpu7x", description="Google Cloud TPU7x (Ironwood)", generation="TPU7x",
@@ -447,7 +472,9 @@ TPU_TARGETS: tuple[TpuTarget, ...] = (
               peak_bf16_flops=2307e12, peak_fp32_flops=2307e12, host_link_to_host=_TPU_PCIE_GEN5,
               host_link_to_device=_TPU_PCIE_GEN5, host_link="PCIe Gen5 (32 GB/s per chip assumed)",
               interconnect_bandwidth=150 * GB, cores_per_chip=2, chips_per_host=4,
-              hbm_available_per_device=_libtpu_gib(94.74)),
+              hbm_available_per_device=_libtpu_gib(94.74), host_map_bandwidth=_TPU_MAP_BANDWIDTH,
+              host_map_fixed_us=_TPU_MAP_FIXED_US, host_map_several=_TPU_MAP_SEVERAL,
+              host_map_source=_TPU_MAP_ASSUMED),
 )
 BUILTIN_TARGETS.update((t.name, t) for t in TPU_TARGETS)
 
@@ -470,14 +497,15 @@ _POSITIVE = ("core_count", "clock_rate_ghz", "l2_cache_size", "device_memory_siz
              "peak_bf16_flops", "peak_fp8_flops", "peak_fp32_flops", "host_link_to_host", "host_link_to_device",
              "interconnect_bandwidth", "shared_memory_per_core", "shared_memory_per_block_optin",
              "host_link_achieved_to_host", "host_link_achieved_to_device", "host_link_gpus", "gpus_per_host",
-             "hosts_per_nvlink_domain", "peak_fp4_flops", "network_bandwidth", "host_copy_engines")
+             "hosts_per_nvlink_domain", "peak_fp4_flops", "network_bandwidth", "host_copy_engines",
+             "host_map_bandwidth", "host_map_several")
 #: Latencies: zero is allowed (a calibrated target may fold them into the bandwidth).
 _NON_NEGATIVE = ("kernel_launch_us", "collective_launch_us", "host_dma_latency_us", "nvlink_hop_us",
-                 "network_hop_us")
+                 "network_hop_us", "host_map_fixed_us")
 _INTEGERS = ("core_count", "l2_cache_size", "device_memory_size", "shared_memory_per_core",
              "shared_memory_per_block_optin", "host_link_gpus", "host_memory_per_gpu", "gpus_per_host",
              "hosts_per_nvlink_domain", "host_copy_engines")
-_OPTIONAL = ("host_link_achieved_to_host", "host_link_achieved_to_device", "peak_fp4_flops")
+_OPTIONAL = ("host_link_achieved_to_host", "host_link_achieved_to_device", "peak_fp4_flops", "host_map_bandwidth")
 _ACHIEVED_OF = {"host_link_to_host": "host_link_achieved_to_host",
                 "host_link_to_device": "host_link_achieved_to_device"}
 
@@ -537,8 +565,9 @@ def _check(path: Path, data: dict[str, Any], cls: type[Target]) -> dict[str, Any
             or not float(host_mem).is_integer():
         raise bad(host_key, "a non-negative integer (bytes; 0: unknown)")
     data[host_key] = int(host_mem)
-    if not isinstance(data.get("calibrated_on", ""), str):
-        raise bad("calibrated_on", "a string")
+    for key in ("calibrated_on", "host_map_source"):
+        if not isinstance(data.get(key, ""), str):
+            raise bad(key, "a string")
     err = data["calibrated_step_error"]
     if isinstance(err, bool) or not isinstance(err, (int, float)) or not -1 < err < float("inf"):
         raise bad("calibrated_step_error", "a number above -1 (simulated over measured step, minus 1)")

@@ -164,7 +164,10 @@ class MemoryFacts:
     against ``temp_bytes``).
     live_at_peak: XLA's live-range peak list, when the dump was given.
     host_live_at_peak_bytes: the host (S(5)) values in that list.
-    top_buffers: the largest device values live at peak, largest first.
+    top_buffers: the largest device values live at peak, largest first (never on-chip scratch).
+    on_chip_bytes: memory-space color -> XLA's report total of the spaces that are the chip's own
+    scratch, never its HBM (a TPU's VMEM ``S(1)`` and SMEM ``S(2)``; empty elsewhere or without a report).
+    on_chip_live_at_peak_bytes: the on-chip values in the live-range peak list.
     pressure: see :class:`Pressure`.
     next_steps: at most three changes that address what fills the device.
     """
@@ -192,6 +195,16 @@ class MemoryFacts:
     host_fits: bool | None = None
     allocator_bytes: int = 0
     host_pool_bytes: int = DEFAULT_HOST_POOL_BYTES
+    on_chip_bytes: Mapping[int, int] = field(default_factory=dict)
+    on_chip_live_at_peak_bytes: int = 0
+
+    @property
+    def live_at_peak_device_bytes(self) -> int:
+        """The values live at XLA's live-range peak in device memory (HBM): neither host buffers nor
+        on-chip scratch (0 without the dump)."""
+        if self.live_at_peak is None:
+            return 0
+        return self.live_at_peak.total_bytes - self.host_live_at_peak_bytes - self.on_chip_live_at_peak_bytes
 
     @property
     def host_pool_fits(self) -> bool | None:
@@ -425,7 +438,7 @@ def memory_facts(memory: Mapping[str, int], target: Target, report_text: str | N
                  slop_factor: int = DEFAULT_SLOP_FACTOR, vocab_size: int | None = None,
                  top: int = 8, offloaded_names: Sequence[str] = (),
                  host_pool_bytes: int = DEFAULT_HOST_POOL_BYTES,
-                 figures: CompileFigures | None = None) -> MemoryFacts:
+                 figures: CompileFigures | None = None, on_chip: frozenset[int] = frozenset()) -> MemoryFacts:
     """Build :class:`MemoryFacts` from the compile layer's ``memory`` dict and XLA's dumps.
 
     ``hbm_bytes`` overrides the target's HBM (defaults to ``memory["device_memory_size"]``,
@@ -435,6 +448,8 @@ def memory_facts(memory: Mapping[str, int], target: Target, report_text: str | N
     lines; ``vocab_size`` lets a ``[..., vocab]`` value be called logits; ``offloaded_names``:
     what the step offloads today (for the advice). ``figures``: the compile's figures as its
     loader derived them (:func:`derive_figures` of ``memory`` and the same report), else derived here.
+    ``on_chip``: the memory spaces that are the chip's scratch, not HBM (a TPU's VMEM and SMEM:
+    ``ExecutionModel.on_chip_spaces``): never among the largest device buffers.
     """
     g = memory.get
     args, temp, out, alias = (g("argument_size_in_bytes", 0), g("temp_size_in_bytes", 0),
@@ -457,14 +472,16 @@ def memory_facts(memory: Mapping[str, int], target: Target, report_text: str | N
     if live is not None:
         buffers = peak_buffers(live, parse_assigned_values(buffer_assignment or ""), module, vocab_size,
                                parse_value_positions(buffer_assignment or ""))
-    device = sorted((b for b in buffers if b.memory_space != HOST_MEMORY_SPACE), key=lambda b: -b.size_bytes)
+    device = sorted((b for b in buffers if b.memory_space != HOST_MEMORY_SPACE and b.memory_space not in on_chip),
+                    key=lambda b: -b.size_bytes)
+    spaces = (dict(derived.report_space_bytes) if derived.has_report
+              else report_space_totals(report_text) if report_text else {})
     top_buffers = tuple(device[:top])
     return MemoryFacts(
         device_allocation_bytes=device_allocation, argument_bytes=args, temp_bytes=temp, output_bytes=out,
         alias_bytes=alias, xla_peak_bytes=g("peak_memory_in_bytes", 0) if g("peak_memory_from_xla", 1) else 0,
         host_bytes=host, host_argument_bytes=host_args, host_temp_bytes=host_temp, host_output_bytes=host_out,
-        report_space_bytes=(dict(derived.report_space_bytes) if derived.has_report
-                            else report_space_totals(report_text) if report_text else {}),
+        report_space_bytes=spaces,
         hbm_bytes=hbm, fits=fits, xla_peak_counts_host=counts_host, pressure=pressure,
         live_at_peak=live,
         host_live_at_peak_bytes=sum(b.size_bytes for b in buffers if b.memory_space == HOST_MEMORY_SPACE),
@@ -472,6 +489,8 @@ def memory_facts(memory: Mapping[str, int], target: Target, report_text: str | N
         host_limit_bytes=target.host_memory_per_device,
         host_fits=(host <= target.host_memory_per_device) if target.host_memory_per_device else None,
         allocator_bytes=allocator, host_pool_bytes=host_pool_bytes,
+        on_chip_bytes={c: n for c, n in sorted(spaces.items()) if c in on_chip},
+        on_chip_live_at_peak_bytes=sum(b.size_bytes for b in buffers if b.memory_space in on_chip),
     )
 
 
@@ -541,13 +560,14 @@ def facts_from_dumps(figures: Mapping[str, int], target: Target, dumps: XlaDumpT
                      index: ModuleIndex | None, vocab_size: int | None = None,
                      offloaded_names: Sequence[str] = (),
                      host_pool_bytes: int = DEFAULT_HOST_POOL_BYTES,
-                     derived: CompileFigures | None = None) -> MemoryFacts:
+                     derived: CompileFigures | None = None, on_chip: frozenset[int] = frozenset()) -> MemoryFacts:
     """:func:`memory_facts` from a compile's raw figures and XLA's dump texts (the pipeline's call).
-    ``derived``: the figures derived once from them and ``dumps`` (:func:`derive_figures`)."""
+    ``derived``: the figures derived once from them and ``dumps`` (:func:`derive_figures`).
+    ``on_chip``: the platform's on-chip memory spaces (never HBM)."""
     return memory_facts(figures, target, dumps.memory_report, dumps.buffer_assignment, index, dumps.live_range,
                         hbm_bytes=figures.get("device_memory_size") or None, vocab_size=vocab_size,
                         offloaded_names=offloaded_names, host_pool_bytes=host_pool_bytes,
-                        figures=derived if derived is not None else derive_figures(figures, dumps))
+                        figures=derived if derived is not None else derive_figures(figures, dumps), on_chip=on_chip)
 
 
 def bytes_by_role(buffers: tuple[PeakBuffer, ...] | list[PeakBuffer]) -> dict[Role, int]:

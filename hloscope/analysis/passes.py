@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hloscope.analysis.context import Pass, StepContext
+from hloscope.analysis.host_call import HostCall, price_host_call
 from hloscope.analysis.inputs import int_figures
 from hloscope.analysis.intent.account import account_step
 from hloscope.analysis.intent.naming import find_named_transfers
@@ -20,6 +21,7 @@ from hloscope.analysis.intent.outcome import IntentAccount
 from hloscope.analysis.intent.remat import RematClones, count_remat_clones
 from hloscope.analysis.kinds import Direction
 from hloscope.analysis.measured.compare import MeasuredComparison, compare_measured
+from hloscope.analysis.measured.host_maps import measure_host_maps
 from hloscope.analysis.memory import MemoryFacts, facts_from_dumps
 from hloscope.analysis.platforms import execution_model
 from hloscope.analysis.simulate.drain import SerialDrain, find_serial_drains
@@ -27,9 +29,10 @@ from hloscope.analysis.simulate.overlap import judge_overlap
 from hloscope.analysis.simulate.slack import Slack, find_slack
 from hloscope.analysis.simulate.step import simulate_step
 from hloscope.analysis.simulate.summary import Summary, summarize
-from hloscope.analysis.simulate.timeline import Timeline, waits_by_start
+from hloscope.analysis.simulate.timeline import Timeline, waits_per_step
 from hloscope.analysis.simulate.verdict import Verdict
 from hloscope.analysis.simulate.xla_view import XlaEstimates, compare_with_xla
+from hloscope.analysis.structure.entry_buffers import find_entry_host_buffers
 from hloscope.analysis.structure.host_work import HostWork, find_host_work
 from hloscope.analysis.structure.pairs import AsyncPair, pair_async_ops
 from hloscope.analysis.structure.streams import StreamAssignment, assign_execution_streams, stream_model
@@ -114,7 +117,8 @@ def _memory(ctx: StepContext) -> MemoryFacts | None:
     # publishes no such limit: 0, not checked.
     pool = ctx.options.host_pool_bytes if ctx.target.platform is Platform.GPU else 0
     return facts_from_dumps(int_figures(i.memory_figures), ctx.target, i.dumps, ctx.index, i.vocab_size,
-                            offloaded_names(ctx[TRANSFERS]), pool, i.figures)
+                            offloaded_names(ctx[TRANSFERS]), pool, i.figures,
+                            on_chip=execution_model(ctx.target).on_chip_spaces)
 
 
 MEMORY = Pass("memory", _memory)
@@ -146,7 +150,7 @@ def _measured(ctx: StepContext) -> MeasuredComparison | None:
         return None
     timeline, pairs = ctx[TIMELINE], ctx[PAIRS]
     return compare_measured(ctx.index, ctx.cost, pairs, ctx[TRANSFERS], profile,
-                            timeline.step_us if timeline else None, waits_by_start(timeline, pairs),
+                            timeline.step_us if timeline else None, waits_per_step(timeline, pairs),
                             {v.transfer.instruction.name: v.verdict for v in ctx[VERDICTS]},
                             ctx.options.thresholds.verdict)
 
@@ -177,9 +181,20 @@ def _unread(ctx: StepContext) -> UnreadHostWrites:
 
 UNREAD = Pass("unread", _unread)
 
+
+def _host_call(ctx: StepContext) -> HostCall:
+    """The host buffers the runtime maps on every call, priced on the target, beside the simulated step."""
+    timeline, lines = ctx[TIMELINE], ctx.options.host_lines
+    return price_host_call(find_entry_host_buffers(ctx.module, ctx.options.host_space), ctx.target,
+                           timeline.step_us if timeline is not None else None,
+                           measure_host_maps(lines, ctx.module.name) if lines is not None else None)
+
+
+HOST_CALL = Pass("host_call", _host_call)
+
 #: Every pass, in the order it runs.
 PASSES: tuple[Pass[object], ...] = (TRANSFERS, PAIRS, STREAMS, TIMELINE, VERDICTS, SUMMARY, REMAT, SLACK, MEMORY,
-                                    INTENT, XLA, MEASURED, HOST_WORK, DRAINS, UNREAD)
+                                    INTENT, XLA, MEASURED, HOST_WORK, DRAINS, UNREAD, HOST_CALL)
 
 
 def offloaded_names(transfers: Sequence[HostTransfer]) -> tuple[str, ...]:

@@ -28,15 +28,18 @@ from hloscope.targets import Platform, Target
 @dataclass(frozen=True)
 class ExecutionModel:
     """platform: the family. xla_streams: XLA assigns execution streams that the simulation
-    follows (GPU); False: async ops run beside the in-order core with no streams (TPU)."""
+    follows (GPU); False: async ops run beside the in-order core with no streams (TPU).
+    on_chip_spaces: memory spaces that are the chip's own scratch, never its HBM (a TPU's VMEM
+    ``S(1)`` and SMEM ``S(2)``); a GPU's ``S(1)`` (collective memory) is device memory."""
 
     platform: Platform
     xla_streams: bool
+    on_chip_spaces: frozenset[int] = frozenset()
 
 
 _MODELS = {
     Platform.GPU: ExecutionModel(Platform.GPU, xla_streams=True),
-    Platform.TPU: ExecutionModel(Platform.TPU, xla_streams=False),
+    Platform.TPU: ExecutionModel(Platform.TPU, xla_streams=False, on_chip_spaces=frozenset({1, 2})),
 }
 
 

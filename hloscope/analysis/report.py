@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from hloscope.analysis.context import StepContext
 from hloscope.analysis.cost.roofline import CostModel
+from hloscope.analysis.host_call import HostCall
 from hloscope.analysis.inputs import ScheduleRun, StepInputs
 from hloscope.analysis.intent.outcome import IntentAccount
 from hloscope.analysis.intent.remat import RematClones
@@ -95,7 +96,9 @@ class Report:
     whose result is dead), with the bytes and D->H link time per step
     (``hloscope.analysis.structure.unread``). margins (a cached property, not a
     field): per judged transfer its marginal cost, verdict flips and exposure range
-    (``hloscope.analysis.simulate.margin``), re-simulated on first use.
+    (``hloscope.analysis.simulate.margin``), re-simulated on first use. host_call: the host
+    buffers the runtime maps on every call and the call they make (the program plus that work;
+    ``hloscope.analysis.host_call``).
     """
 
     inputs: StepInputs
@@ -118,6 +121,7 @@ class Report:
     host_work: HostWork
     drains: tuple[SerialDrain, ...]
     unread: UnreadHostWrites
+    host_call: HostCall
 
     @property
     def module(self) -> Module:

@@ -51,10 +51,15 @@ ENUMERATE_UP_TO = 200_000
 
 class Objective(StrEnum):
     """``step``: the simulated step at one batch, lower is better. ``throughput``: tokens per
-    second per device (samples when the workload has no sequence length), higher is better."""
+    second per device (samples when the workload has no sequence length), higher is better.
+    ``call``: the call at one batch, the simulated step plus the host work the runtime adds to every
+    call (``hloscope.analysis.host_call``: mapping the step's new pinned-host outputs), lower is better;
+    proposals are ranked by their predicted step, the host work being the same for every choice at one
+    batch (the step's outputs, not its activations, decide it)."""
 
     STEP = "step"
     THROUGHPUT = "throughput"
+    CALL = "call"
 
 
 @dataclass(frozen=True, order=True)
@@ -195,6 +200,8 @@ class Verified:
     compile_args: tuple[str, ...] = ()
     #: XLA flags the step needs beside its policy to run as compiled (pipelined host offloading off).
     xla_flags: tuple[str, ...] = ()
+    #: The host work the runtime adds to every call (µs; 0 with none, or where the target has no figure).
+    call_host_us: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -227,8 +234,12 @@ class Goal:
         return (batch or 1) * self.tokens_per_sample / step_us * 1e6 if step_us > 0 else 0.0
 
     def cost(self, batch: int | None, step_us: float) -> float:
-        """Lower is better: the step, or minus the throughput."""
-        return step_us if self.objective is Objective.STEP else -self.throughput(batch, step_us)
+        """Lower is better: the step (or the call), or minus the throughput."""
+        return -self.throughput(batch, step_us) if self.objective is Objective.THROUGHPUT else step_us
+
+    def timed_us(self, v: Verified) -> float:
+        """What the objective times of a verified point: its step, plus its per-call host work for ``call``."""
+        return v.step_us + (v.call_host_us if self.objective is Objective.CALL else 0.0)
 
 
 # ---- the proposal model -----------------------------------------------------------------------
@@ -463,7 +474,7 @@ def best(verified: Sequence[Verified], goal: Goal) -> Verified | None:
     """The verified point that meets the limits with the best objective (ties: fewer device bytes,
     then the plainer policy)."""
     ok = [v for v in verified if v.meets]
-    return min(ok, key=lambda v: (goal.cost(v.config.batch, v.step_us), v.device_bytes, _simplicity(v)),
+    return min(ok, key=lambda v: (goal.cost(v.config.batch, goal.timed_us(v)), v.device_bytes, _simplicity(v)),
                default=None)
 
 
@@ -477,10 +488,11 @@ def frontier(verified: Sequence[Verified], goal: Goal) -> list[Verified]:
     """The verified points that meet the limits and that no other such point beats on both device
     bytes and the objective, fewest device bytes first."""
     ok = sorted((v for v in verified if v.meets),
-                key=lambda v: (v.device_bytes, goal.cost(v.config.batch, v.step_us), _simplicity(v)))
+                key=lambda v: (v.device_bytes, goal.cost(v.config.batch, goal.timed_us(v)), _simplicity(v)))
     out: list[Verified] = []
     for v in ok:
-        if not out or goal.cost(v.config.batch, v.step_us) < goal.cost(out[-1].config.batch, out[-1].step_us):
+        if not out or goal.cost(v.config.batch, goal.timed_us(v)) < goal.cost(out[-1].config.batch,
+                                                                              goal.timed_us(out[-1])):
             out.append(v)
     return out
 

@@ -52,6 +52,7 @@ class Finding(StrEnum):
     MARGIN = "margin"  # actual: the transfer's margin (a factor); margin: its TransferMargin
     MARGINAL_US = "marginal-us"  # actual: the largest marginal cost per step (us); margin: its TransferMargin
     UNREAD_WRITE = "unread-write"  # actual: bytes per step written to host and never read; write: its UnreadWrite
+    CALL_HOST_US = "call-host-us"  # actual: host us per call; call: the report's HostCall
 
 
 @dataclass(frozen=True)
@@ -493,6 +494,22 @@ def rule_no_unread_host_writes(ctx: RuleContext, on: bool) -> list[Violation]:
     return out
 
 
+def rule_max_call_host_us(ctx: RuleContext, limit: float) -> list[Violation]:
+    """The host work the runtime adds to every call (mapping the step's new pinned-host outputs for DMA,
+    ``hloscope.analysis.host_call``) is at most ``limit`` us; one violation naming the buffers."""
+    call = ctx.subject.report.host_call
+    if call.host_us is None:
+        why = ("the module does not say which outputs alias arguments (no entry_computation_layout)"
+               if not call.buffers.aliases_known else f"{ctx.subject.report.target.name} has no measured figure "
+               "for it (host_map_bandwidth)")
+        raise HloscopeError(f"max-call-host-us cannot be evaluated on {ctx.subject.label}: {why}", EXIT_BAD_INPUT)
+    ctx.readings["max-call-host-us"] = Reading(call.host_us, of=len(call.fresh))
+    if call.host_us <= limit:
+        return []
+    return [Violation("max-call-host-us", Finding.CALL_HOST_US, actual=call.host_us, limit=limit,
+                      args=(("call", call),))]
+
+
 RULES: dict[str, Rule] = {r.name: r for r in (
     Rule("no-sync", "bool", rule_no_sync),
     Rule("no-exposed", "bool", rule_no_exposed),
@@ -509,4 +526,5 @@ RULES: dict[str, Rule] = {r.name: r for r in (
     Rule("min-margin", "factor", rule_min_margin),
     Rule("max-marginal-us", "float", rule_max_marginal_us),
     Rule("no-unread-host-writes", "bool", rule_no_unread_host_writes),
+    Rule("max-call-host-us", "float", rule_max_call_host_us),
 )}

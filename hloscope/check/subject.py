@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hloscope.analysis.memory import MemoryFacts
-from hloscope.analysis.report import Report
-from hloscope.artifact import is_json_report, load_report, load_unoptimized
+from hloscope.analysis.report import Report, analyze_step
+from hloscope.artifact import is_json_report, read_step, unoptimized_of
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.loader import load_module
 from hloscope.hlo.model import Module
@@ -51,12 +51,13 @@ def load_path(path: str, target: Target | None, unoptimized: str | None = None,
     if is_json_report(path):
         raise HloscopeError(f"{path}: a JSON report; check reads HLO (give it as --baseline to compare)",
                             EXIT_BAD_INPUT)
-    report = load_report(path, target, module=module)
+    step = read_step(path, target, module=module)  # a dump folder: listed once, each file read at most once
+    report = analyze_step(step.inputs, step.target)
     before = load_module(unoptimized) if unoptimized else None
     if before is None:  # an artifact folder whose step asked for offload brought it already: parsed once
         before = report.inputs.unoptimized
     if before is None and report.module.is_scheduled:
-        before = load_unoptimized(path, module)
+        before = unoptimized_of(step, path)
     return Subject(report, path, before)
 
 

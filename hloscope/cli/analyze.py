@@ -12,11 +12,13 @@ from dataclasses import replace
 
 from hloscope.analysis.cost.calibration import match_profile
 from hloscope.analysis.measured.read import parse_measured
-from hloscope.artifact import load_report
+from hloscope.analysis.report import analyze_step
+from hloscope.artifact import load_report, read_step
 from hloscope.cli.archive import is_nsys_archive
 from hloscope.cli.options import add_host_memory_space_option, add_module_option
 from hloscope.cli.reporting import add_report_options, check_measured, emit_report, prepare_report
 from hloscope.hlo.profile_files import read_measured_file
+from hloscope.hlo.profiles.host_lines import read_host_lines
 from hloscope.render.backend_words import backend_note
 
 
@@ -38,10 +40,16 @@ class AnalyzeCommand:
     def run(self, args: argparse.Namespace) -> int:
         req = prepare_report(args)
         measured = getattr(args, "measured", None) or (args.path if is_nsys_archive(args.path) else None)
-        if measured:
-            profile = parse_measured(read_measured_file(measured))
-            req = replace(req, options=replace(req.options, compare_with=profile))
-        report = load_report(args.path, args.target, req.options, module=args.module)
+        if not measured:
+            report = load_report(args.path, args.target, req.options, module=args.module)
+        else:
+            file = read_measured_file(measured)  # first: a bad PROFILE is said before the HLO is read
+            step = read_step(args.path, args.target, module=args.module)
+            # a profile of several programs (a step and its optimizer's jit): the analyzed module's executions
+            profile = parse_measured(file, step.inputs.module.name)
+            options = replace(req.options, compare_with=profile, host_lines=read_host_lines(file))
+            req = replace(req, options=options)
+            report = analyze_step(step.inputs, step.target, options)
         note = backend_note(report.compiled_for, report.target.name)
         if note:  # before the report: a CPU module's figures are read knowing it
             print(f"hloscope: note: {note}", file=sys.stderr)

@@ -5,6 +5,8 @@ does not open as a zip is answered from its first four bytes; a zip is read here
 
 from __future__ import annotations
 
+import os
+
 from hloscope.errors import HloscopeError
 
 #: A zip file's first bytes (``hloscope.hlo.archive.ZIP_MAGIC``, kept here so the check imports nothing).
@@ -15,6 +17,8 @@ def is_nsys_archive(path: str) -> bool:
     """An nsys-jax archive: a .zip with the projected GPU trace inside (an unreadable zip is not;
     reading it as HLO then says why). The file is opened once: its first bytes, then, for a zip,
     the archive read from the same handle (every later reader takes it from ``hlo.archive``)."""
+    if os.path.isdir(path):  # a folder is never opened as a file (it is listed once, by the loader)
+        return False
     try:
         with open(path, "rb") as f:
             if f.read(4) != _ZIP_MAGIC:

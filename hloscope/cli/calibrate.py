@@ -43,12 +43,15 @@ def read_run(profile_path: str, hlo_path: str | None,
     refuse_hlo_as_profile(profile_path)
     hlo = hlo_path or (profile_path if is_nsys_archive(profile_path) else None)
     # Read first: a missing, empty or unreadable PROFILE is said as such, not as a missing HLO.
-    profile = parse_measured(read_measured_file(profile_path))
+    file = read_measured_file(profile_path)
     if hlo is None:
+        profile = parse_measured(file)
         raise HloscopeError(f"{profile_path}: {PROFILE_KIND_WORDS.get(profile.kind, 'this profile')} does not "
                             "hold the HLO; give the optimized module it was measured on as HLO "
                             "(hloscope calibrate PROFILE HLO -o FILE.toml)", EXIT_BAD_INPUT)
-    return read_step(hlo, target), profile
+    step = read_step(hlo, target)
+    # a profile of several programs: the executions of the module it is calibrated on
+    return step, parse_measured(file, step.inputs.module.name)
 
 
 class CalibrateCommand:

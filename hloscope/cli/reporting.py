@@ -28,6 +28,7 @@ from hloscope.hlo.shape import HOST_MEMORY_SPACE
 from hloscope.render import RENDERERS, Renderer, RenderOptions, get_renderer, render_to_string
 from hloscope.render.check.words import emptiness_words, fail_on_passed_words
 from hloscope.render.fit import fit_lines
+from hloscope.render.measured_text import refusal_line
 from hloscope.targets import DEFAULT_LINK_MODE, LINK_MODES, get_target
 from hloscope.vocab import LinkMode
 
@@ -144,10 +145,7 @@ def emit_report(report: Report, req: ReportRequest, trailer: str = "") -> int:
 
 
 def check_measured(m: MeasuredComparison) -> None:
-    """A profile of another module, or one that matches nothing, is bad input (exit 2)."""
-    if not m.module_matches:
-        raise HloscopeError(f"{m.profile.source}: the profile measured module '{m.profile.module}', not this "
-                            f"module ('{m.module}'): give the HLO that ran", EXIT_BAD_INPUT)
-    if m.matched_ops == 0:
-        raise HloscopeError(f"{m.profile.source}: none of its {m.measured_ops} op names is an instruction of module "
-                            f"'{m.module}' (a profile of another compile?); nothing to compare", EXIT_BAD_INPUT)
+    """A profile of another program (``hloscope.analysis.measured.match``) is bad input (exit 2)."""
+    line = refusal_line(m.profile.source, m.match) if m.match is not None else None
+    if line is not None:
+        raise HloscopeError(line, EXIT_BAD_INPUT)

@@ -99,7 +99,8 @@ class TuneCommand:
         p.add_argument("--choices", default=",".join(CHOICES), help="the choices a name may take (default all)")
         p.add_argument("--batch-sizes", default="", help="comma-separated per-device batch sizes to search")
         p.add_argument("--objective", choices=[o.value for o in Objective], default="step",
-                       help="step: the simulated step at one batch; throughput: tokens/s per device across batches")
+                       help="step: the simulated step at one batch; throughput: tokens/s per device across batches; "
+                            "call: the step plus the host work each call adds (new pinned-host outputs mapped)")
         p.add_argument("--max-compiles", type=int, default=DEFAULT_MAX_COMPILES, metavar="N",
                        help=f"compile at most N configurations, probes included (default {DEFAULT_MAX_COMPILES})")
         add_memory_fraction_option(p)
@@ -200,8 +201,8 @@ def _checked(args: argparse.Namespace, workload: str, sets: dict[str, str], fn: 
         raise HloscopeError(f"--choices is empty; choose from {', '.join(CHOICES)}", EXIT_BAD_INPUT)
     batches = _batches(args.batch_sizes, sets)
     objective = Objective(args.objective)
-    if objective is Objective.STEP and len(batches) > 1:
-        raise HloscopeError("--objective step compares steps at one batch; give one --batch-sizes value or "
+    if objective is not Objective.THROUGHPUT and len(batches) > 1:
+        raise HloscopeError(f"--objective {objective} compares steps at one batch; give one --batch-sizes value or "
                             "--objective throughput", EXIT_BAD_INPUT)
     pipelined = _pipelined(args.pipelined)
     if args.jobs < 1:

@@ -15,16 +15,25 @@ found by what it is, never by file size:
 Among the modules of the first rank found, the largest is read, and the others are
 named in a note with how to choose one (``--module``). ``module_id`` and
 ``sibling`` find the other files XLA wrote for a module (``module_0044.*``).
+
+A folder is read through one :class:`DumpFolder`: listed once, each file opened at
+most once, whoever asks (the step pick, the platform read, XLA's memory texts, the
+module before optimizations).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
 
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_UNKNOWN_NAME, HloscopeError
 
+#: XLA's memory texts beside a module's ``*after_optimizations.txt`` (``hloscope.hlo.xla_dumps`` parses them).
+MEMORY_REPORT_SUFFIX = "after_optimizations-memory-usage-report.txt"
+LIVE_RANGE_SUFFIX = "after_optimizations-live-range.txt"
+BUFFER_ASSIGNMENT_SUFFIX = "after_optimizations-buffer-assignment.txt"
 #: Suffixes of an optimized module in a dump folder, most readable first.
 OPTIMIZED_SUFFIXES = ("after_optimizations.txt",)
 BEFORE_SUFFIX = "before_optimizations.txt"
@@ -70,7 +79,8 @@ def _module_name(path: Path) -> str:
 
 
 def sibling(path: Path, suffix: str, names: list[Path] | None = None) -> Path | None:
-    """The file XLA wrote for the same module as ``path`` whose name ends with ``suffix`` (None: none)."""
+    """The file XLA wrote for the same module as ``path`` whose name ends with ``suffix`` (None: none).
+    ``names``: the folder's listing, when the caller has it (else the folder is listed)."""
     prefix = module_id(path) + "."
     try:
         found = names if names is not None else list(path.parent.iterdir())
@@ -80,37 +90,81 @@ def sibling(path: Path, suffix: str, names: list[Path] | None = None) -> Path | 
                  and q != path), None)
 
 
-def _contains(path: Path, markers: tuple[bytes, ...]) -> bool:
+class DumpFolder:
+    """A dump folder as one source: listed once (:attr:`files`), each file read at most once
+    (:meth:`read` keeps the bytes), so the step pick, the platform read, XLA's memory texts
+    and the module before optimizations share one listing and one read of each file.
+
+    path: the folder. files: its entries, in the listing's order.
+    """
+
+    __slots__ = ("_by_id", "_read", "files", "path")
+
+    def __init__(self, path: Path, files: tuple[Path, ...]) -> None:
+        self.path = path
+        self.files = files
+        self._read: dict[Path, bytes] = {}
+        self._by_id: dict[str, list[Path]] | None = None
+
+    @classmethod
+    def list(cls, path: Path) -> DumpFolder:
+        """List ``path`` (raises ``OSError`` when it cannot be listed)."""
+        with os.scandir(path) as entries:
+            return cls(path, tuple(path / e.name for e in entries))
+
+    def read(self, file: Path) -> bytes:
+        """The bytes of ``file`` (one of :attr:`files`), read on first asking (raises ``OSError``)."""
+        data = self._read.get(file)
+        if data is None:
+            data = self._read[file] = file.read_bytes()
+        return data
+
+    def text(self, file: Path | None) -> str | None:
+        """``file`` as text (undecodable bytes replaced); None for no file or one that cannot be read."""
+        if file is None:
+            return None
+        try:
+            return self.read(file).decode("utf-8", errors="replace")
+        except OSError:
+            return None
+
+    def sibling(self, file: Path, suffix: str) -> Path | None:
+        """The file XLA wrote for the same module as ``file`` whose name ends with ``suffix``."""
+        if self._by_id is None:
+            self._by_id = {}
+            for q in self.files:
+                self._by_id.setdefault(module_id(q), []).append(q)
+        return sibling(file, suffix, self._by_id.get(module_id(file), []))
+
+
+def _contains(folder: DumpFolder, path: Path, markers: tuple[bytes, ...]) -> bool:
     try:
-        data = path.read_bytes()
+        data = folder.read(path)
     except OSError:
         return False
     return any(m in data for m in markers)
 
 
-def _rank(path: Path, same_module: list[Path]) -> Rank:
-    if _contains(path, HOST_MARKERS + PLACEMENT_MARKERS):
+def _rank(folder: DumpFolder, path: Path) -> Rank:
+    if _contains(folder, path, HOST_MARKERS + PLACEMENT_MARKERS):
         return Rank.HOST
-    before = sibling(path, BEFORE_SUFFIX, same_module)
-    if before is not None and _contains(before, PLACEMENT_MARKERS):
+    before = folder.sibling(path, BEFORE_SUFFIX)
+    if before is not None and _contains(folder, before, PLACEMENT_MARKERS):
         return Rank.HOST
-    if _contains(path, (GRADIENT_MARKER,)):
+    if _contains(folder, path, (GRADIENT_MARKER,)):
         return Rank.TRAINING
     return Rank.OTHER if _module_name(path).startswith("jit__") else Rank.USER
 
 
-def list_modules(directory: Path, cands: list[Path], names: list[Path]) -> list[DumpModule]:
+def list_modules(folder: DumpFolder, cands: list[Path]) -> list[DumpModule]:
     """The candidate files of a dump folder as modules, each ranked by what it is."""
-    by_id: dict[str, list[Path]] = {}
-    for q in names:
-        by_id.setdefault(module_id(q), []).append(q)
     out = []
     for p in cands:
         try:
             size = p.stat().st_size
         except OSError as e:
             raise HloscopeError(f"{p}: cannot read: {e.strerror or e}", EXIT_BAD_INPUT) from None
-        out.append(DumpModule(p, module_id(p), _module_name(p), size, _rank(p, by_id.get(module_id(p), []))))
+        out.append(DumpModule(p, module_id(p), _module_name(p), size, _rank(folder, p)))
     return out
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from hloscope.errors import EXIT_BAD_INPUT, HloParseError, HloscopeError
 from hloscope.hlo.archive import PROTO_DUMPS, ZIP_MAGIC, known_archive, nsys_archive
-from hloscope.hlo.dump_folder import BEFORE_SUFFIX, OPTIMIZED_SUFFIXES, Rank, list_modules, select
+from hloscope.hlo.dump_folder import BEFORE_SUFFIX, OPTIMIZED_SUFFIXES, DumpFolder, Rank, list_modules, select
 from hloscope.hlo.folders import OPTIMIZED_FILE
 from hloscope.hlo.hloproto import hlo_proto_to_text, looks_like_hlo_proto, parse_hlo_proto, read_maybe_xz
 from hloscope.hlo.model import Module
@@ -51,18 +51,20 @@ _RANK_WORDS = {Rank.HOST: "it moves data to or from host memory",
                Rank.OTHER: "no module moves data to or from host memory or holds a gradient"}
 
 
-def _pick(directory: Path, module: str | None = None) -> tuple[Path, str]:
-    """(the file to read, a note saying which of several was chosen and why, or "")."""
+def _pick(directory: Path, module: str | None = None) -> tuple[Path, str, DumpFolder | None]:
+    """(the file to read, a note saying which of several was chosen and why or "", the dump folder
+    listed once, None for an artifact folder)."""
     artifact = directory / OPTIMIZED_FILE
     if artifact.is_file():
         if module:
             raise HloscopeError(f"{directory}: an hloscope artifact folder holds one module; --module chooses "
                                 "among the modules of an XLA dump folder", EXIT_BAD_INPUT)
-        return artifact, ""
+        return artifact, "", None
     try:
-        names = list(directory.iterdir())
+        folder = DumpFolder.list(directory)
     except OSError as e:
         raise HloscopeError(f"{directory}: cannot list: {e.strerror or e}", EXIT_BAD_INPUT) from None
+    names = folder.files
     cands = [p for p in names if p.name.endswith(OPTIMIZED_SUFFIXES)]
     if not cands:
         cands = [p for p in names if p.name.endswith(_PROTO_DUMPS)]
@@ -71,14 +73,14 @@ def _pick(directory: Path, module: str | None = None) -> tuple[Path, str]:
     if not cands:
         raise HloscopeError(f"{directory}: no '*after_optimizations.txt' (XLA dump) or 'optimized.hlo.txt' "
                             "(hloscope artifact) in this folder", EXIT_BAD_INPUT)
-    modules = list_modules(directory, cands, names)
+    modules = list_modules(folder, cands)
     chosen, alike = select(directory, modules, module)
     if module or len(modules) == 1:
-        return chosen.path, ""
+        return chosen.path, "", folder
     note = f"{len(modules)} modules in {directory}; reading {chosen.label}: {_RANK_WORDS[chosen.rank]}"
     if alike:
         note += f" (so {'does' if len(alike) == 1 else 'do'} {', '.join(m.label for m in alike)}; the largest is read)"
-    return chosen.path, note + "; --module NAME reads another"
+    return chosen.path, note + "; --module NAME reads another", folder
 
 
 _PROTO_DUMPS = PROTO_DUMPS
@@ -198,12 +200,14 @@ def parse_text(text: str, name: str | None = None) -> Module:
 @dataclass(frozen=True)
 class _Found:
     """The input found and read once: its bytes (HloProto bytes, maybe xz-compressed, when
-    ``binary``; else text to decode), its display name, and the notes on how it was found."""
+    ``binary``; else text to decode), its display name, the notes on how it was found, and the
+    dump folder it was picked from (listed once; None for any other input)."""
 
     data: bytes
     name: str
     notes: tuple[str, ...]
     binary: bool
+    folder: DumpFolder | None = None
 
 
 def _find(path: str, module: str | None = None) -> _Found:
@@ -221,11 +225,12 @@ def _find(path: str, module: str | None = None) -> _Found:
     if archive is not None:
         return _Found(archive.require_module(), archive.module_name, archive.module_notes(), True)
     notes: tuple[str, ...] = ()
+    folder: DumpFolder | None = None
     try:
         if p.is_dir():  # raises for a name too long to look up
-            p, note = _pick(p, module)
+            p, note, folder = _pick(p, module)
             notes = (note,) if note else ()
-        data = p.read_bytes()
+        data = folder.read(p) if folder is not None else p.read_bytes()
     except FileNotFoundError:
         raise HloscopeError(f"{path}: no such file or directory", EXIT_BAD_INPUT) from None
     except OSError as e:
@@ -235,7 +240,7 @@ def _find(path: str, module: str | None = None) -> _Found:
         archive = nsys_archive(p, io.BytesIO(data))
         assert archive is not None  # a zip by its first bytes
         return _Found(archive.require_module(), archive.module_name, notes + archive.module_notes(), True)
-    return _Found(data, str(p), notes, is_binary_module(data[:4096], p.name))
+    return _Found(data, str(p), notes, is_binary_module(data[:4096], p.name), folder)
 
 
 def read_hlo_text(path: str) -> tuple[str, str]:
@@ -248,19 +253,40 @@ def read_hlo_text(path: str) -> tuple[str, str]:
     return _decode(found.data, found.name), found.name
 
 
-def read_module(path: str, module: str | None = None) -> tuple[Module, str | None, tuple[str, ...]]:
-    """:func:`load_module_with_notes` with the HLO text the module was parsed from (None for
-    HloProto bytes and archives), the input found and read once (the TUI's line lookups keep the text).
+@dataclass(frozen=True)
+class Source:
+    """A path read once into a module. module: the parsed module. text: the HLO text it was parsed
+    from (None for HloProto bytes and archives). notes: how it was found (which file of a folder).
+    folder: the dump folder it was picked from, listed once, its files read at most once (None for
+    any other input): the platform read, XLA's memory texts and the module before optimizations
+    are taken from it."""
+
+    module: Module
+    text: str | None
+    notes: tuple[str, ...]
+    folder: DumpFolder | None = None
+
+
+def read_source(path: str, module: str | None = None) -> Source:
+    """Find and read ``path`` (a file, a dump or artifact folder, an nsys-jax archive, ``-``) once.
     ``module``: which module of an XLA dump folder."""
     found = _find(path, module)
     if found.binary:
         parsed = parse_hlo_proto(found.data, found.name)
         parsed.source_path = found.name
-        return parsed, None, found.notes
+        return Source(parsed, None, found.notes, found.folder)
     text = _decode(found.data, found.name)
     parsed = parse_text(text, found.name)
     parsed.source_path = None if found.name == "<stdin>" else os.fspath(found.name)
-    return parsed, text, found.notes
+    return Source(parsed, text, found.notes, found.folder)
+
+
+def read_module(path: str, module: str | None = None) -> tuple[Module, str | None, tuple[str, ...]]:
+    """:func:`load_module_with_notes` with the HLO text the module was parsed from (None for
+    HloProto bytes and archives), the input found and read once (the TUI's line lookups keep the text).
+    ``module``: which module of an XLA dump folder."""
+    source = read_source(path, module)
+    return source.module, source.text, source.notes
 
 
 def load_module(path: str) -> Module:

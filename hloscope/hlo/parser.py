@@ -24,6 +24,7 @@ import re
 from hloscope.errors import HloParseError
 from hloscope.hlo.async_sugar import expand_async_sugar, order_computations
 from hloscope.hlo.attributes import AttributeError_, parse_attribute_list, split_top_level
+from hloscope.hlo.bounds import check_bounds
 from hloscope.hlo.building import (
     COMPACT_OPERAND_RE,
     LITERAL_OPCODES,
@@ -80,6 +81,7 @@ def parse_hlo(text: str, path: str | None = None) -> Module:
         if module is None:
             module = parse_general(text, path)
         check_parser_semantics(module, text)
+        check_bounds(module, text, path)
         expand_async_sugar(module)  # one shape for both of XLA's printings of an async op,
         order_computations(module)  # and one order of their computations
         return module

@@ -127,6 +127,44 @@ def parse_assigned_values(text: str) -> dict[str, tuple[int, str]]:
     return out
 
 
+_ALLOCATION_RE = re.compile(r"^allocation \d+: size (\d+),(.*):$")
+_ALLOCATION_COLOR_RE = re.compile(r"\bcolor (\d+)\b")
+
+
+def allocation_figures(text: str, host_color: int, on_chip: frozenset[int] = frozenset()) -> dict[str, int]:
+    """The step's memory figures, bytes, from the ``allocation N: size S, ...:`` headers of a
+    ``*-buffer-assignment.txt``, under the names ``compiled.memory_analysis()`` gives them
+    (docs/compile.md): arguments (``parameter N``), outputs (``maybe-live-out``; an argument that is
+    one is also aliased), temporaries (the rest; constants and thread-local buffers are neither),
+    each for the device and (``host_*``) for ``host_color``. Colors in ``on_chip`` (a TPU's VMEM and
+    SMEM) are counted in neither. Empty when the text has no allocation."""
+    out = dict.fromkeys(("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+                         "temp_size_in_bytes", "host_argument_size_in_bytes", "host_output_size_in_bytes",
+                         "host_alias_size_in_bytes", "host_temp_size_in_bytes"), 0)
+    found = False
+    for line in text.splitlines():
+        m = _ALLOCATION_RE.match(line)
+        if m is None:
+            continue
+        found = True
+        size, what = int(m.group(1)), m.group(2)
+        c = _ALLOCATION_COLOR_RE.search(what)
+        color = int(c.group(1)) if c else 0
+        if color in on_chip:
+            continue
+        prefix = "host_" if color == host_color else ""
+        argument, live_out = " parameter " in what, "maybe-live-out" in what
+        if argument:
+            out[prefix + "argument_size_in_bytes"] += size
+        if live_out:
+            out[prefix + "output_size_in_bytes"] += size
+            if argument:
+                out[prefix + "alias_size_in_bytes"] += size
+        if not argument and not live_out and " constant" not in what and "thread-local" not in what:
+            out[prefix + "temp_size_in_bytes"] += size
+    return out if found else {}
+
+
 def parse_value_positions(text: str) -> dict[str, tuple[str, ...]]:
     """Value -> its other positions, from ``*-buffer-assignment-values.txt`` blocks (``<1792 name @0>``,
     `` positions:``, one ``  name`` or ``  name {i}`` line each). Both written as the live-range dump

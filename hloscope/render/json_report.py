@@ -14,6 +14,7 @@ from hloscope.analysis.simulate.timeline import TransferTiming
 from hloscope.analysis.simulate.verdict import FirstUse, InputReady, Verdict
 from hloscope.analysis.way_forward import find_way_forward
 from hloscope.render.drain_text import drain_dicts
+from hloscope.render.host_call_text import host_call_dict
 from hloscope.render.implausible_text import implausible_line
 from hloscope.render.intent_text import intent_dict
 from hloscope.render.measured_text import measured_dict
@@ -26,7 +27,7 @@ from hloscope.render.unread_text import unread_dict
 from hloscope.render.verdict_words import explain, platform_words
 from hloscope.targets import target_for_tpu
 
-SCHEMA = "hloscope.report/4"
+SCHEMA = "hloscope.report/5"
 
 
 def _input_ready(r: InputReady | None) -> dict[str, Any] | None:
@@ -252,6 +253,9 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         out["next_steps"] = next_steps_dict(forward)
     if (tpu_slice := slice_facts(report)) is not None:  # the slice as Cloud TPU names it (v5p-128)
         out["tpu_slice"] = _plain(tpu_slice)
+    hc = report.host_call
+    if hc.buffers.outputs or (hc.measured is not None and hc.measured.maps_per_call > 0):
+        out["host_call"] = host_call_dict(hc)
     if report.compile is not None:
         out["compile"] = _plain(report.compile)
     if report.measured is not None:

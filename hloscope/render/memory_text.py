@@ -76,11 +76,17 @@ def _buffer_dict(b: PeakBuffer) -> dict[str, Any]:
     return out
 
 
+#: Keys of the ``memory`` object given only when they hold something.
+_ONLY_WHEN_SET = ("on_chip_bytes", "on_chip_live_at_peak_bytes")
+
+
 def memory_dict(m: MemoryFacts) -> dict[str, Any]:
     """The ``memory`` object of the JSON report (docs/json-schema.md): the facts; XLA's peak reading,
     each live value's detail and the next steps in words."""
     out: dict[str, Any] = {}
     for key, value in asdict(m).items():
+        if key in _ONLY_WHEN_SET and not value:  # on-chip scratch: a TPU's alone (a GPU's object is unchanged)
+            continue
         out[key] = value
         if key == "xla_peak_counts_host":
             out["xla_peak_reason"] = xla_peak_words(m)
@@ -137,6 +143,10 @@ def remat_lines(report: Report) -> list[str]:
             f"{HOST_MEMORY_OFFLOADING_FLAG}=true compiles it again with the flag)"]
 
 
+#: A TPU's on-chip memory spaces by color (XLA's memory-usage report names them so).
+_ON_CHIP_WORDS = {1: "VMEM S(1)", 2: "SMEM S(2)"}
+
+
 def memory_lines(report: Report, top: int = 3) -> list[str]:
     m: MemoryFacts | None = report.memory
     if m is None:
@@ -153,6 +163,19 @@ def memory_lines(report: Report, top: int = 3) -> list[str]:
                      f"{logged} B, not the {m.pressure.scheduler_limit_bytes} B the allocator's share gives, so "
                      f"the schedule was planned for {gib(m.hbm_bytes)} of HBM; the fit above is the allocation's "
                      "alone")
+    if not m.xla_peak_bytes and m.live_at_peak is not None:  # a dump folder: XLA's live ranges give the peak
+        lines.append(f"  XLA's live ranges peak at schedule point {m.live_at_peak.schedule_point}: "
+                     f"{gib(m.live_at_peak.total_bytes)} live: {gib(m.live_at_peak_device_bytes)} device, "
+                     + (f"{gib(m.on_chip_live_at_peak_bytes)} on-chip scratch, " if m.on_chip_live_at_peak_bytes
+                        else "") + f"{gib(m.host_live_at_peak_bytes)} host")
+    if m.on_chip_bytes:
+        spaces = ", ".join(f"{_ON_CHIP_WORDS.get(c, f'S({c})')} {gib(n)}" for c, n in m.on_chip_bytes.items())
+        lines.append(f"  on-chip scratch, not HBM (not in the figures above): {spaces}")
+        if not m.xla_peak_counts_host and m.xla_peak_heap_bytes > m.temp_bytes and m.on_chip_live_at_peak_bytes:
+            lines.append(f"  XLA's peak is over the device allocation: its heap ({gib(m.xla_peak_heap_bytes)}) is more "
+                         f"than the device temporaries, so it holds more than HBM's buffers (the live ranges hold "
+                         f"{gib(m.on_chip_live_at_peak_bytes)} of on-chip scratch at their peak); the device "
+                         "allocation is what HBM must hold")
     if m.xla_peak_counts_host:
         lines.append(f"  XLA's peak_memory_in_bytes counts pinned-host buffers ({xla_peak_words(m)}); the device "
                      "allocation is what HBM must hold")

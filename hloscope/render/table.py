@@ -13,6 +13,7 @@ from hloscope.hlo.loader import ARTIFACT_NOTE
 from hloscope.render.backend_words import platform_line
 from hloscope.render.drain_text import drain_lines
 from hloscope.render.fit import FittedTable, fit_lines, fit_table, moved_line
+from hloscope.render.host_call_text import host_call_lines
 from hloscope.render.implausible_text import implausible_lines
 from hloscope.render.intent_text import intent_lines
 from hloscope.render.margin_text import fix_first_lines, margin_line
@@ -198,6 +199,7 @@ class TableRenderer:
                          f"(host link {link_mode_words(t, st.link_mode).split(' (')[0]}"
                          + (f"; {st.extrapolated_loops} loop run(s) extrapolated from steady iterations"
                             if st.extrapolated_loops else "") + ")")
+        lines += host_call_lines(report.host_call, report.target.name)
         lines += fix_first_lines(report)
         lines += next_steps_lines(report)
         if s.loops:

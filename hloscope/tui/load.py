@@ -167,14 +167,24 @@ def _read(source: Source) -> Loaded:
     # The loader analyze uses: each file read once, the text kept for line lookups.
     step = read_step(str(source.path), source.target, keep_text=True)
     profile = None
+    host_lines = None
     if source.measured:
         # lazy: after tui's first screen
         from hloscope.analysis.measured.read import parse_measured
         from hloscope.hlo.profile_files import read_measured_file
+        from hloscope.hlo.profiles.host_lines import read_host_lines
 
-        profile = parse_measured(read_measured_file(source.measured))
+        file = read_measured_file(source.measured)
+        profile = parse_measured(file, step.inputs.module.name)  # its executions, of several programs
+        host_lines = read_host_lines(file)
     report = analyze_step(step.inputs, step.target, AnalysisOptions(host_space=source.host_space,
-                                                                    compare_with=profile))
+                                                                    compare_with=profile, host_lines=host_lines))
+    if report.measured is not None and report.measured.match is not None:
+        from hloscope.render.measured_text import refusal_line  # lazy: render/, with the profile only
+
+        # a profile of another program: refused as analyze refuses it (one line, exit 2)
+        if (line := refusal_line(report.measured.profile.source, report.measured.match)) is not None:
+            raise HloscopeError(line, EXIT_BAD_INPUT)
     return Loaded(source, report, step.inputs.text or "", step.inputs.label, report.memory,
                   target_origin=step.target_origin)
 

@@ -124,7 +124,7 @@ def test_the_tui_detail_clause_reads_the_op(profile) -> None:  # type: ignore[no
     assert report.measured is not None
     gemm = profile.ops["custom-call.219.0"]
     clause = measured_clause(report.measured, "custom-call.219.0")
-    assert clause.startswith("measured ") and "(x1, spread" in clause and "of measured" in clause
+    assert clause.startswith("measured ") and "(1 run(s), spread" in clause and "of measured" in clause
     op = next(o for o in report.measured.ops if o.instruction == "custom-call.219.0")
     assert op.measured_us == gemm.median_us and str(op.op_class) == "gemm"
     assert measured_clause(report.measured, "no-such-op") == ""

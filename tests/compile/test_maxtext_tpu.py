@@ -84,6 +84,10 @@ def test_tiny_llama_on_a_v5e_slice(tmp_path: Path) -> None:
     assert writes == {"0": 3, "1": 3}
     assert {_index(hlo, t.instruction.name, 1) for t in to_device
             if t.instruction.text_opcode == "dynamic-slice-start"} == {"0"}  # slot 1 is never read
+    # ... and the report says so, from the module hloscope compile wrote (compiled.as_text(), the sugared
+    # printing of the async slices: issue 52): the three slot-1 writes, 768 KiB per step
+    assert report.unread.unread_bytes == 3 * SLICE_BYTES == 768 * 1024
+    assert {str(w.reason) for w in report.unread.writes} == {"slot_not_read"}
     # every transfer by its own name, by data flow (Q and K by RoPE's callers), none guessed by bytes
     names = Counter((t.checkpoint_name, str(t.direction)) for t in report.transfers)
     assert names == {(n, d): (3 if d == "to_host" else 2) for n in ("query_proj", "key_proj", "value_proj")
@@ -136,6 +140,7 @@ def test_llama_405b_two_layers_on_a_v5p_slice(tmp_path: Path) -> None:
     never_read = [t for t in to_host if t.instruction.text_opcode == "dynamic-update-slice-start"
                   and _index(hlo, t.instruction.name, 2) == "1"]
     assert sum(t.bytes for t in never_read) == 576 * MIB
+    assert report.unread.unread_bytes == 576 * MIB  # found from compile's own printing (issue 52)
     assert {_index(hlo, t.instruction.name, 1) for t in to_device
             if t.instruction.text_opcode == "dynamic-slice-start"} == {"0"}
     got = Counter((t.checkpoint_name, t.bytes // MIB) for t in report.transfers)

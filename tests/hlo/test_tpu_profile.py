@@ -162,11 +162,14 @@ def test_the_text_report_reads_the_same(capsys: pytest.CaptureFixture[str]) -> N
     line = next(s for s in out.splitlines() if s.strip().startswith("dynamic-update-slice-start  D->H"))
     assert re.search(r"128\.0 MiB\s+8\b.*9\.10 ms\s+14\.7\b.*7\.58 ms", line), line
     waited = sum(_median_of_sums(r) for r in DONE_PS.values()) / 1e3  # 100.5 ms: the brief's "about 100 ms"
-    assert f"waiting at these dones: measured {waited:.1f} ms per execution" in out
-    # A while loop's event spans its body's ops: it is not counted as work, so the loop's host transfers
-    # are measured exposed (17% and 47% of their time had compute beside them).
-    assert re.search(r"dynamic-update-slice-start \(dynamic-update-slice\) x8: .* 17% overlapped \(exposed\)", out)
-    assert re.search(r"dynamic-slice-start \(dynamic-slice\) x8: .* 47% overlapped \(exposed\)", out)
+    assert f"waiting at these dones: measured {waited:.1f} ms per step" in out
+    # One verdict word per transfer (issue 53.6): both are partial in the table, measured and modeled
+    # (7.58 ms of a 9.10 ms run waited at the D->H done; 4.98 of 9.46 ms at the H->D one), and the
+    # async list below it no longer judges them again as "exposed" by the share of compute beside them.
+    # the model: a run of 128 MiB at tpu-v5e's achieved 14.74 GB/s to host is 9.11 ms, and waits 7.59 ms
+    assert re.search(r"7\.58 ms\s+partial\s+8\s+9\.11 ms\s+7\.59 ms\s+partial$", line), line
+    assert not re.search(r"dynamic-(update-)?slice-start \(async\)", out)
+    assert "other async ops (host transfers: the table above)" in out
 
 
 def test_the_measured_json_keys_are_documented(capsys: pytest.CaptureFixture[str]) -> None:

@@ -54,20 +54,22 @@ _MESH_AXIS = re.compile(r"'([^']+)'=(\d+)")
 _PAIRS = re.compile(r"source_target_pairs=\{\{(\d+),(\d+)\}")
 
 
-def _iota_ids(dims: list[int], perm: list[int] | None) -> list[int]:
-    """The flattened ids of ``iota(prod(dims))`` reshaped to ``dims`` and transposed by ``perm``."""
+def _iota_ids(dims: list[int], perm: list[int] | None, count: int) -> list[int]:
+    """The first ``count`` flattened ids of ``iota(prod(dims))`` reshaped to ``dims`` and transposed
+    by ``perm`` (the first replica group: only those are made, whatever the module's size)."""
     total = 1
     for d in dims:
         total *= d
+    count = min(count, total)
     if perm is None:
-        return list(range(total))
+        return list(range(count))
     strides = [1] * len(dims)
     for i in range(len(dims) - 2, -1, -1):
         strides[i] = strides[i + 1] * dims[i + 1]
     tdims = [dims[p] for p in perm]
     out = []
     idx = [0] * len(tdims)
-    for _ in range(total):
+    for _ in range(count):
         out.append(sum(idx[k] * strides[perm[k]] for k in range(len(tdims))))
         for k in range(len(tdims) - 1, -1, -1):
             idx[k] += 1
@@ -79,7 +81,6 @@ def _iota_ids(dims: list[int], perm: list[int] | None) -> list[int]:
 
 def first_replica_group(attr_text: str, num_partitions: int) -> tuple[int, ...]:
     """The device ids of an op's first replica group (every device when the op names none)."""
-    every = tuple(range(max(1, num_partitions)))
     m = _MESH.search(attr_text)
     if m is not None:
         axes = [(name, int(size)) for name, size in _MESH_AXIS.findall(m.group(1))]
@@ -96,7 +97,7 @@ def first_replica_group(attr_text: str, num_partitions: int) -> tuple[int, ...]:
         size = int(m.group(2))
         dims = [int(d) for d in m.group(3).split(",")]
         perm = [int(p) for p in m.group(4).split(",")] if m.group(4) else None
-        return tuple(_iota_ids(dims, perm)[:size])
+        return tuple(_iota_ids(dims, perm, size))
     m = _EXPLICIT.search(attr_text)
     if m is not None and m.group(1):
         first = m.group(1)[1:m.group(1).index("}")]
@@ -104,7 +105,7 @@ def first_replica_group(attr_text: str, num_partitions: int) -> tuple[int, ...]:
     m = _PAIRS.search(attr_text)
     if m is not None:
         return (int(m.group(1)), int(m.group(2)))
-    return every
+    return tuple(range(max(1, num_partitions)))
 
 
 def ring_traffic(kind: str, nbytes: int, n: int) -> float:

@@ -8,7 +8,11 @@ execution, and the op runs of the median execution (for the measured overlap of 
 ops). A PGLE profile (one figure per op) is built by ``hloscope.analysis.measured.read``.
 :func:`compare_measured` then puts the model's figure beside each one, per op class and per host
 transfer, and returns a frozen :class:`MeasuredComparison` (facts only; the words are in
-``hloscope.render``).
+``hloscope.render``). Figures are per step (one execution of the module, all runs of an op in it)
+unless named per run. Async work beside the compute (host transfers, and every async op a profile
+times from its start's issue to its done's end, a TPU's) is overlap, not compute: its classes
+compare the waits at its dones. Whether the profile is of this program at all is
+``hloscope.analysis.measured.match``'s evidence, kept on the comparison.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from enum import StrEnum
 
 from hloscope.analysis.cost.roofline import CostModel
 from hloscope.analysis.kinds import VerdictKind
+from hloscope.analysis.measured.match import ProfileMatch, match_profile_to_module
 from hloscope.analysis.structure.index import ModuleIndex
 from hloscope.analysis.structure.opclass import (
     CONTROL_FLOW,
@@ -104,7 +109,8 @@ class MeasuredProfile:
     line of its own (empty where the profile has none: GPU and CPU profiles); async_intervals:
     their runs in the median execution, in start order (the done's event in ``intervals`` is
     then the time the compute waited there). device: the plane or process the executions ran on
-    ("" where the format merges devices)."""
+    ("" where the format merges devices). texts: per op name, the instruction's whole text as the
+    profile names the op (a TPU's: its shapes tell the program apart; empty elsewhere)."""
 
     source: str
     kind: str
@@ -116,6 +122,7 @@ class MeasuredProfile:
     asyncs: Mapping[str, OpStats] = field(default_factory=dict)
     async_intervals: tuple[AsyncRun, ...] = ()
     device: str = ""
+    texts: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def median_step_us(self) -> float | None:
@@ -180,7 +187,9 @@ def profile_from_events(events: ProfileEvents, module_name: str = "") -> Measure
     asyncs = {start: OpStats(start, statistics.median(v), max(v) - min(v), calls, done_of[start], waited[start])
               for start, (v, calls) in per_async.items()}
     others = tuple(sorted({ex.module for ex in events.executions} - {chosen}))
-    return MeasuredProfile(source, events.kind, chosen, tuple(steps), ops, intervals, others, asyncs, spans, device)
+    texts = {r.name: r.text for ex in runs for r in ex.ops if r.text}
+    return MeasuredProfile(source, events.kind, chosen, tuple(steps), ops, intervals, others, asyncs, spans, device,
+                           texts)
 
 
 # -- comparison -------------------------------------------------------------------------------
@@ -198,6 +207,10 @@ class OpClassName(StrEnum):
     COLLECTIVE_PERMUTE = "collective-permute"
     HOST_TRANSFER = "host transfer"
     D2D_COPY = "d2d copy"
+    # async work beside the compute that a profile times from its start's issue to its done's end (a
+    # TPU's): compared by the waits at its dones, never as compute (OpComparison.overlap)
+    ASYNC_COPY = "async copy"  # copy-start, a TPU's into or out of VMEM S(1) / SMEM S(2)
+    OTHER_ASYNC = "other async"  # another async op (a TPU's async slice into VMEM)
 
 
 _KINDS = {"all-gather": OpClassName.ALL_GATHER, "all-reduce": OpClassName.ALL_REDUCE,
@@ -209,7 +222,12 @@ _KINDS = {"all-gather": OpClassName.ALL_GATHER, "all-reduce": OpClassName.ALL_RE
 class OpComparison:
     """One measured op beside the model. name: the op as the profile names it; instruction: the
     instruction whose figure it is (an async start for a wrapped collective). predicted_us /
-    measured_us: per execution of the module (calls included); spread_us: measured max - min."""
+    measured_us: per step, one execution of the module (its calls summed); spread_us: measured
+    max - min. overlap: async work beside the compute (a host transfer, or an async op the profile
+    times from its start's issue to its done's end, a TPU's VMEM/SMEM copies): its measured time is
+    that span, bounded by the schedule, not its work; what it costs the step is the wait at its
+    done. predicted_wait_us / measured_wait_us: that wait per step, simulated / measured (the
+    done's events; None where the profile times none)."""
 
     name: str
     instruction: str
@@ -218,6 +236,9 @@ class OpComparison:
     measured_us: float
     spread_us: float
     calls: int
+    overlap: bool = False
+    predicted_wait_us: float = 0.0
+    measured_wait_us: float | None = None
 
     @property
     def ratio(self) -> float | None:
@@ -227,12 +248,25 @@ class OpComparison:
 
 @dataclass(frozen=True)
 class ClassComparison:
-    """Sums over one class's matched ops, µs per execution."""
+    """Sums over one class's matched ops, µs per step. overlap: its ops are async work beside the
+    compute (:attr:`OpComparison.overlap`): compare its waits, not its times; predicted_wait_us /
+    measured_wait_us: their waits at the dones per step (measured None where not timed)."""
 
     name: OpClassName
     ops: int
     predicted_us: float
     measured_us: float
+    overlap: bool = False
+    predicted_wait_us: float = 0.0
+    measured_wait_us: float | None = None
+
+    @property
+    def wait_ratio(self) -> float | None:
+        """simulated / measured wait (None where the chip waited under :data:`WAITED_US` in all: hidden,
+        no ratio to take)."""
+        if self.measured_wait_us is None or self.measured_wait_us < WAITED_US:
+            return None
+        return self.predicted_wait_us / self.measured_wait_us
 
     @property
     def ratio(self) -> float | None:
@@ -244,9 +278,12 @@ class AsyncOverlap:
     """One async pair's measured overlap beside the simulation's.
 
     start: the start instruction; op: its kind. measured_us: its kernel time in the median
-    execution; measured_overlap: the share of that time other (compute) ops ran beside it.
-    simulated_wait_us: what the simulated step waited at its done; hidden_by_model: that wait is
-    under half the model's time for the op; hidden_measured: measured_overlap >= 0.5.
+    execution (a TPU's: the start's issue to its done's end); measured_overlap: the share of that
+    time other (compute) ops ran beside it. simulated_wait_us: what the simulated step waited at
+    its done per step; hidden_by_model: that wait is under half the model's time for the op (its
+    runs per step counted); hidden_measured: where the profile times the wait at its done
+    (measured_wait_us, this run's), that wait is under half the run's time, else
+    measured_overlap >= 0.5. transfer: a host transfer (its verdicts are the transfer table's).
     """
 
     start: str
@@ -256,6 +293,8 @@ class AsyncOverlap:
     simulated_wait_us: float
     hidden_by_model: bool
     hidden_measured: bool
+    measured_wait_us: float | None = None
+    transfer: bool = False
 
     @property
     def disagree(self) -> bool:
@@ -333,7 +372,8 @@ class MeasuredComparison:
     measured_ops / matched_ops: op names in the profile / those naming an instruction here.
     unmatched: up to ten names that match nothing. ops / classes / overlaps / transfers: as
     above (transfers: the host transfers the profile times, in the module's order).
-    predicted_step_us: the simulated step (None unscheduled)."""
+    predicted_step_us: the simulated step (None unscheduled). match: the evidence that the profile
+    is of this program (``hloscope.analysis.measured.match``)."""
 
     profile: MeasuredProfile
     module: str
@@ -346,6 +386,7 @@ class MeasuredComparison:
     overlaps: tuple[AsyncOverlap, ...]
     predicted_step_us: float | None
     transfers: tuple[TransferComparison, ...] = ()
+    match: ProfileMatch | None = None
 
     @property
     def matched_fraction(self) -> float:
@@ -439,20 +480,45 @@ def compare_measured(index: ModuleIndex, cost: CostModel, pairs: tuple[AsyncPair
         timed = profile.asyncs.get(name, st)
         pred = predicted_op_us(what, cost, move) * timed.calls
         op_class = OpClassName.HOST_TRANSFER if move is not None else classify(what, cost)
-        ops.append(OpComparison(name, ins.name, op_class, pred, timed.median_us, timed.spread_us, timed.calls))
-    sums: dict[OpClassName, list[float]] = {}
-    for o in ops:
-        s = sums.setdefault(o.op_class, [0, 0.0, 0.0])
-        s[0] += 1
-        s[1] += o.predicted_us
-        s[2] += o.measured_us
-    classes = tuple(ClassComparison(c, int(v[0]), v[1], v[2]) for c in OpClassName if (v := sums.get(c)))
-    overlaps = _overlaps(index, cost, pairs, owner, profile, waits_us)
+        overlap = move is not None or name in profile.asyncs
+        if overlap:
+            op_class = _ASYNC_CLASS.get(op_class, op_class)
+        done = profile.ops.get(timed.done) if name in profile.asyncs else None
+        measured_wait = (done.median_us if done is not None else 0.0) if name in profile.asyncs else None
+        ops.append(OpComparison(name, ins.name, op_class, pred, timed.median_us, timed.spread_us, timed.calls,
+                                overlap, waits_us.get(ins.name, 0.0) if overlap else 0.0, measured_wait))
+    classes = _classes(ops)
+    overlaps = _overlaps(index, cost, pairs, owner, profile, waits_us, moves)
     matched = len(profile.ops) - len(unmatched)
     module_matches = not profile.module or profile.module == index.module.name
+    named = frozenset(profile.ops) | frozenset(profile.asyncs)
+    match = match_profile_to_module(profile.module, index.module.name, tuple(profile.ops), profile.texts, owner,
+                                    tuple(t.instruction.name for t in transfers), named)
     return MeasuredComparison(profile, index.module.name, module_matches, len(profile.ops), matched,
                               tuple(unmatched[:10]), tuple(ops), classes, overlaps, step_us,
-                              _transfers(cost, pairs, transfers, profile, waits_us, verdicts or {}, judge))
+                              _transfers(cost, pairs, transfers, profile, waits_us, verdicts or {}, judge), match)
+
+
+#: The class of an async op timed from its start's issue to its done's end, by what it does.
+_ASYNC_CLASS = {OpClassName.D2D_COPY: OpClassName.ASYNC_COPY, OpClassName.KERNEL: OpClassName.OTHER_ASYNC,
+                OpClassName.GEMM: OpClassName.OTHER_ASYNC}
+
+
+def _classes(ops: Sequence[OpComparison]) -> tuple[ClassComparison, ...]:
+    """Per class, the compute classes first, then the async work beside the compute (its waits summed)."""
+    sums: dict[tuple[bool, OpClassName], list[OpComparison]] = defaultdict(list)
+    for o in ops:
+        sums[(o.overlap, o.op_class)].append(o)
+    out = []
+    for overlap in (False, True):
+        for c in OpClassName:
+            if not (rows := sums.get((overlap, c))):
+                continue
+            waits = [o.measured_wait_us for o in rows if o.measured_wait_us is not None]
+            out.append(ClassComparison(c, len(rows), sum(o.predicted_us for o in rows),
+                                       sum(o.measured_us for o in rows), overlap,
+                                       sum(o.predicted_wait_us for o in rows), sum(waits) if waits else None))
+    return tuple(out)
 
 
 def _transfers(cost: CostModel, pairs: Sequence[AsyncPair], transfers: Sequence[HostTransfer],
@@ -512,7 +578,8 @@ def _waits_or_spans(ins: Instruction | None) -> bool:
 
 
 def _overlaps(index: ModuleIndex, cost: CostModel, pairs: tuple[AsyncPair, ...], owner: Mapping[str, Instruction],
-              profile: MeasuredProfile, waits_us: Mapping[str, float]) -> tuple[AsyncOverlap, ...]:
+              profile: MeasuredProfile, waits_us: Mapping[str, float],
+              moves: Mapping[str, HostTransfer]) -> tuple[AsyncOverlap, ...]:
     if not profile.intervals:
         return ()
     starts = {p.start.name: p for p in pairs}
@@ -539,7 +606,13 @@ def _overlaps(index: ModuleIndex, cost: CostModel, pairs: tuple[AsyncPair, ...],
         share = beside / dur if dur > 0 else 1.0
         wait = waits_us.get(ins.name, 0.0)
         what = performer(index, ins)
-        predicted = max(cost.collective_us(what), 1e-9)
+        move = moves.get(ins.name)
+        # per step, as the simulated wait is: one run's time by its runs per step
+        predicted = max(predicted_op_us(what, cost, move) * index.executions(ins.computation), 1e-9)
         op = collective_kind(what) or starts[ins.name].op
-        out.append(AsyncOverlap(ins.name, op, dur, share, wait, wait < 0.5 * predicted, share >= 0.5))
+        # A TPU times the wait at its done: hidden when that wait is under half the run (the model's rule).
+        seen = iv.wait_us if isinstance(iv, AsyncRun) else None
+        hidden = seen < 0.5 * dur if seen is not None else share >= 0.5
+        out.append(AsyncOverlap(ins.name, op, dur, share, wait, wait < 0.5 * predicted, hidden, seen,
+                                move is not None))
     return tuple(out)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from hloscope.analysis.measured.compare import MeasuredProfile
 from hloscope.analysis.simulate.verdict import DEFAULT_THRESHOLDS, Thresholds
+from hloscope.hlo.profiles.host_lines import HostExecution
 from hloscope.hlo.shape import HOST_MEMORY_SPACE
 from hloscope.targets import DEFAULT_HOST_POOL_BYTES
 from hloscope.vocab import LinkMode
@@ -30,6 +31,8 @@ class AnalysisOptions:
     compare_with: a measured profile (``hloscope.analysis.measured.compare``) to put beside the model's
     figures (``Report.measured``); it changes no figure (``measured_us`` does that).
     host_pool_bytes: PJRT's pinned-host pool per process (``MemoryFacts.host_pool_bytes``).
+    host_lines: a measured TPU profile's executions with the host's buffer mappings before each
+    (``hloscope.hlo.profiles.host_lines``), put beside the call's modeled host work (``Report.host_call``).
     """
 
     host_space: int = HOST_MEMORY_SPACE
@@ -39,3 +42,4 @@ class AnalysisOptions:
     measured_us: tuple[tuple[str, float], ...] = ()
     compare_with: MeasuredProfile | None = None
     host_pool_bytes: int = DEFAULT_HOST_POOL_BYTES
+    host_lines: tuple[HostExecution, ...] | None = None

@@ -255,10 +255,18 @@ class ValueFlow:
         table = self.table(ins)
         if ins.opcode in ("async-start", "fusion"):
             root = self.root(ins)
+            if root is not None and root.opcode == "fusion":  # an async-wrapped fusion (GPU fusion-start)
+                root = self.root(root) or root
             if root is not None and root.opcode == "dynamic-update-slice" and len(root.operands) > 1:
                 update = self.table(root).get(root.operands[1])
-                if update is not None and update.opcode == "parameter":
-                    return self.passed_in(update)
+                # out through each wrapper's parameter to the value the start itself is given
+                for _ in range(4):
+                    if update is None or update.opcode != "parameter" or update.computation == ins.computation:
+                        break
+                    outer = self.passed_in(update)
+                    if len(outer) != 1:
+                        return outer
+                    update = outer[0]
                 return [update] if update is not None else []
             return [root] if root is not None else []
         if ins.opcode == "dynamic-update-slice" and len(ins.operands) > 1:

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 #: Row fields beyond COLUMNS (in JSON output, not in the table or CSV).
 MEMORY_FIELDS = (
     "cell", "device_allocation_bytes", "xla_peak_counts_host", "top_buffer_role", "top_buffer_bytes",
-    "top_buffer_position", "compiled_s", "cache_key", "cache_lookup", "model_tflops_per_device",
+    "top_buffer_position", "compiled_s", "cache_key", "cache_lookup", "model_tflops_per_device", "est_call_host_us",
 )
 
 COLUMNS = (
@@ -217,6 +217,9 @@ def run_cell(cell: Cell, phase: Callable[[str], None] | None = None,
         fingerprint=fingerprint,
     )
     row["model_tflops_per_device"] = _model_tflops(request, row["est_step_us"])
+    # the host work the runtime adds to every call (new pinned-host outputs mapped), None where not priced
+    host = report.host_call.host_us
+    row["est_call_host_us"] = round(host, 1) if host is not None else None
     if on_report is not None:
         on_report(row, report)
     return row

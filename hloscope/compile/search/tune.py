@@ -180,7 +180,7 @@ def _verified(spec: TuneSpec, c: Config, row: dict[str, Any], probe: str, predic
     return Verified(c, label, probe, int(row["device_allocation_bytes"]), host, float(row["est_step_us"]),
                     float(row.get("est_exposed_us") or 0.0), bool(row.get("fits")), host <= spec.limits.host_bytes,
                     predicted, names, "", bool(row.get("cached")), float(row.get("compile_s") or 0.0),
-                    str(row.get("fingerprint") or ""), args, flags)
+                    str(row.get("fingerprint") or ""), args, flags, float(row.get("est_call_host_us") or 0.0))
 
 
 def _facts_from_cache(cell: Cell) -> tuple[NameFacts, ...]:

@@ -19,11 +19,13 @@ __all__ = ["AsyncEvent", "Execution", "OpEvent", "ProfileEvents", "group_by_run"
 
 @dataclass(frozen=True, slots=True)
 class OpEvent:
-    """One run of an op: name (the instruction's), start and duration (ps)."""
+    """One run of an op: name (the instruction's), start and duration (ps); text: the whole
+    instruction text where the profile names the op by it (a TPU's "XLA Ops"), else ""."""
 
     name: str
     start_ps: int
     duration_ps: int
+    text: str = ""
 
 
 @dataclass(frozen=True, slots=True)

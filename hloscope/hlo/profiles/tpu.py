@@ -105,7 +105,7 @@ def executions(device: str, modules: Sequence[tuple[str, int, int]], ops: Sequen
     for op in sorted(ops, key=lambda o: o.start_ps):
         i = run_of(op.start_ps)
         if i is not None:
-            op_rows[i].append(OpEvent(instruction_name(op.text), op.start_ps, op.duration_ps))
+            op_rows[i].append(OpEvent(instruction_name(op.text), op.start_ps, op.duration_ps, op.text))
     for a in sorted(asyncs, key=lambda a: a.start_ps):
         i = run_of(a.start_ps)
         if i is not None:

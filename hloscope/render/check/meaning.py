@@ -27,6 +27,9 @@ RULE_MEANING: dict[str, str] = {
                        "the step with that transfer free)",
     "no-unread-host-writes": "every byte written to host is read back: no slot of a host stack that no reload indexes, "
                              "no copy to host whose result nothing reads",
+    "max-call-host-us": "at most this many microseconds of host work per call: the runtime maps the step's new "
+                        "pinned-host outputs for DMA before the program starts (outputs not aliased to a donated "
+                        "argument; the target's measured figure, docs/accuracy.md)",
 }
 
 SETTING_MEANING: dict[str, str] = {

@@ -161,6 +161,12 @@ def violation_message(v: Violation) -> str:
                 f"> {human_us(limit)} allowed; the largest marginal cost of the step: fix it first")
     if f is Finding.UNREAD_WRITE:
         return str(unread_clause(v.arg("write")))
+    if f is Finding.CALL_HOST_US:
+        call = v.arg("call")
+        names = ", ".join(f"output {x.buffer.index} ({human_bytes(x.buffer.size_bytes)})" for x in call.fresh)
+        return (f"~{human_us(actual)} of host work per call > {human_us(limit)} allowed: the runtime maps "
+                f"{human_bytes(call.fresh_bytes)} of new pinned-host outputs for DMA before the program starts "
+                f"({names}); donate the host argument each replaces, or keep them on the chip")
     if f is Finding.BASELINE:
         c = v.arg("change")
         return f"{c.kind}: {c.before} -> {c.after}".strip(" ->:")
@@ -314,6 +320,8 @@ def reading_words(rule: str, m: Reading | None) -> str:
         return f"smallest {m.value:.2f}x, {m.record.instruction}" if m.record is not None else f"{m.value:.2f}x"
     if rule == "fits-hbm" and m.value is not None:
         return f"device allocation {human_bytes(m.value)} of {human_bytes(m.limit or 0.0)} allowed"
+    if rule == "max-call-host-us" and m.value is not None:
+        return f"{_us(m.value)} per call, {m.of} new host output buffer(s)"
     if rule == "no-unread-host-writes" and m.value is not None:
         return f"{human_bytes(m.value)} per step never read, of {human_bytes(m.limit or 0.0)} written to host"
     if rule == "fits-host-pool" and m.value is not None:

@@ -108,6 +108,7 @@ def point_dict(result: TuneResult, v: Verified) -> dict[str, Any]:
         "choices": choices_of(result, v), "batch": v.config.batch, "pipelined": pipelined(result, v),
         "device_bytes": v.device_bytes,
         "host_bytes": v.host_bytes, "step_us": round(v.step_us, 3), "exposed_us": round(v.exposed_us, 3),
+        "call_host_us": round(v.call_host_us, 3),
         "throughput": round(_throughput(result, v), 3) if v.ok else None,
         "fits": v.fits, "host_fits": v.host_fits, "verified": True, "probe": v.probe or None,
         "predicted": ({"device_bytes": round(p.device_bytes), "host_bytes": round(p.host_bytes),
@@ -197,7 +198,9 @@ def text_lines(result: TuneResult) -> list[str]:
     lines = [f"tune {spec.workload} on {spec.request.devices} x {spec.request.target}: {len(space.names)} names "
              f"({names}), "
              f"{space.size()} configurations; objective: "
-             + ("tokens/s per device across batches" if throughput else "the simulated step"),
+             + ("tokens/s per device across batches" if throughput else
+                "the call (the simulated step + the host work each call adds)"
+                if spec.goal.objective is Objective.CALL else "the simulated step"),
              f"limits: device {gib(spec.limits.device_bytes)}, pinned-host pool {gib(spec.limits.host_bytes)}",
              ""]
     front = {v.config for v in result.frontier}

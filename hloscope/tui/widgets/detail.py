@@ -107,6 +107,7 @@ def verdict_text(loaded: Loaded, v: Verdict, margins: bool = True) -> Text:
     reading ``report.margins`` would measure them here, on the UI thread)."""
     # lazy: render/, after the first frame
     from hloscope.render.margin_text import margin_line
+    from hloscope.render.measured_text import transfer_clause
     from hloscope.render.name_words import name_words, unrequested_words
     from hloscope.render.unread_text import unread_clause
     from hloscope.render.verdict_words import explain, platform_words, slack_clause  # see instruction_text
@@ -126,6 +127,9 @@ def verdict_text(loaded: Loaded, v: Verdict, margins: bool = True) -> Text:
              f"per step ({'simulated wait' if simulated else 'estimates'})\n")
     if clause := xla_clause(loaded.report, v):  # XLA's own figure, beside ours
         t.append(f"  xla: {clause}\n")
+    measured = loaded.report.measured
+    if measured is not None and (seen := transfer_clause(measured, t_.instruction.name)):
+        t.append(f"  {seen}\n", style="#ebcb8b")  # plain text: names are data
     t.append(shown(f"  why: {explain(v, platform_words(loaded.report.platform))}") + "\n", style="italic")
     if not margins and v.timing is not None:
         t.append("  margin: …\n", style="dim")

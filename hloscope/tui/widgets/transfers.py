@@ -80,16 +80,49 @@ class TransferTable(DataTable[Any]):
         # PENDING and their sorts keep the schedule order; reading report.margins here would measure
         # them on the UI thread
         self.margins = False
+        # columns drawn: the leading ones that fit whole in the table's width (a column is never cut
+        # mid-figure: at 80 columns "128.0 MiB" was drawn "128.0 Mi"); full_width: what all need
+        self.drawn = len(COLUMNS)
+        self.full_width = 0
 
     def on_mount(self) -> None:
         self.add_columns(*COLUMNS)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return COST_COLUMNS if self.costs else COLUMNS
 
     def action_toggle_costs(self) -> None:
         keep = self.selected
         self.costs = not self.costs
         self.clear(columns=True)
-        self.add_columns(*(COST_COLUMNS if self.costs else COLUMNS))
+        self.add_columns(*self.labels)
+        self.drawn = len(self.labels)
         self.refill(keep)
+
+    def on_resize(self) -> None:
+        if self.report is not None and self._fitting(self._widths) != self.drawn:
+            self.refill(self.selected)
+
+    _widths: tuple[int, ...] = ()
+
+    def _room(self) -> int:
+        """Cells the columns may take (0: not laid out yet)."""
+        return max(0, self.size.width - self.styles.scrollbar_size_vertical)
+
+    def _fitting(self, widths: tuple[int, ...]) -> int:
+        """How many leading columns fit whole in the table's width (two at least: transfer and verdict;
+        a name is never cut: issue 27)."""
+        room = self._room()
+        if room <= 0 or not widths:
+            return len(self.labels)
+        used, n = 0, 0
+        for w in widths:
+            used += w + 2 * self.cell_padding
+            if used > room:
+                break
+            n += 1
+        return max(2, n)
 
     def set_report(self, report: Report) -> None:
         self.report = report
@@ -132,8 +165,8 @@ class TransferTable(DataTable[Any]):
         self.clear()
         from hloscope.render.margin_text import margin_cell  # lazy: render/, after the first frame
 
-        columns = list(self.columns.values())
-        widths = [c.content_width for c in columns]
+        table: list[tuple[str, tuple[Text, ...]]] = []
+        widths = [len(label) for label in self.labels]
         for i, v in rows:
             name, verdict, exposed, checkpoint, direction, nbytes, executions, source = row_words(report, v)
             # names and the source come from the module and its manifest: Text, never markup
@@ -151,12 +184,21 @@ class TransferTable(DataTable[Any]):
                 cells = (*head, Text(human_us(blame) if blame > 0 else "-"), marginal, margin, *what)
             else:
                 cells = (*head, Text(exposed), *what, plain(source))
-            self.add_row(*cells, key=str(i))
+            table.append((str(i), cells))
             widths = [max(w, c.cell_len) for w, c in zip(widths, cells, strict=True)]
+        self._widths = tuple(widths)
+        self.full_width = sum(w + 2 * self.cell_padding for w in widths)
+        drawn = self._fitting(self._widths)
+        if drawn != len(self.columns):
+            self.clear(columns=True)
+            self.add_columns(*self.labels[:drawn])
+        self.drawn = drawn
+        for key, cells in table:
+            self.add_row(*cells[:drawn], key=key)
         # The widths DataTable measures on its next idle (each cell's one line), known now: the
         # first layout (needed_width, MainScreen._fit_lists) and the first paint use them, so the
         # table is not laid out and drawn once at its header's widths and again at its rows'.
-        for column, width in zip(columns, widths, strict=True):
+        for column, width in zip(self.columns.values(), widths, strict=False):
             column.content_width = width
         self.border_title = f"transfers {len(self.shown)}/{len(report.verdicts)}"
         self.border_subtitle = self.state
@@ -165,8 +207,9 @@ class TransferTable(DataTable[Any]):
 
     @property
     def needed_width(self) -> int:
-        """Cells the table needs to show every column whole: columns, border and scrollbar."""
-        return sum(c.get_render_width(self) for c in self.columns.values()) + 2 + self.styles.scrollbar_size_vertical
+        """Cells the table needs to show every column whole, those it leaves out for want of room
+        included: columns, border and scrollbar."""
+        return self.full_width + 2 + self.styles.scrollbar_size_vertical
 
     @property
     def selected(self) -> Verdict | None:

@@ -189,7 +189,11 @@ def test_xla_dump_to_is_written_where_the_flag_says(tmp_path: Path, monkeypatch:
 
         assert set(dumped_module.computations) - set(wrapped(dumped_module)) == set(ours.computations) - set(
             wrapped(ours))
-        assert len(wrapped(dumped_module)) == len(set(wrapped(dumped_module))) == len(wrapped(ours)) > 0
+        # one each; the dump may wrap one more: on jax 0.12 it prints an async all-gather as an async-start
+        # calling a computation, as_text() as XLA's own all-gather-start, which calls none (one collective
+        # either way)
+        assert len(wrapped(dumped_module)) == len(set(wrapped(dumped_module))) >= len(wrapped(ours)) > 0
+        assert len(wrapped(ours)) == len(set(wrapped(ours)))
     assert (tmp_path / "a" / "memory-usage-report.txt").read_text() == next(
         (tmp_path / "dump").glob("*after_optimizations-memory-usage-report.txt")).read_text()
     capsys.readouterr()

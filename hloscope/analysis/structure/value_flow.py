@@ -254,9 +254,8 @@ class ValueFlow:
         ins = t.instruction
         table = self.table(ins)
         if ins.opcode in ("async-start", "fusion"):
-            root = self.root(ins)
-            if root is not None and root.opcode == "fusion":  # an async-wrapped fusion (GPU fusion-start)
-                root = self.root(root) or root
+            # the op doing the work, through every wrapper (an async start, a GPU fusion-start's fusion)
+            root = self.index.core_op(ins) if self.root(ins) is not None else None
             if root is not None and root.opcode == "dynamic-update-slice" and len(root.operands) > 1:
                 update = self.table(root).get(root.operands[1])
                 # out through each wrapper's parameter to the value the start itself is given

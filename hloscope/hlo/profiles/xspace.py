@@ -80,9 +80,19 @@ class _EventMeta:
     stats: Mapping[str, StatValue]
 
 
+#: The last bytes parsed and their XSpace: a profile's readers (its executions, its host lines) are
+#: each given the same file's bytes, which are parsed once (the XSpace is frozen, so it is shared).
+_last: tuple[bytes | memoryview, XSpace] | None = None
+
+
 def parse_xspace(data: bytes | memoryview) -> XSpace:
-    """The planes of one serialized XSpace."""
-    return XSpace(tuple(_plane(as_bytes(v)) for n, _w, v in fields(data) if n == 1))
+    """The planes of one serialized XSpace (the same ``data`` object again: the same XSpace, not parsed again)."""
+    global _last
+    if _last is not None and _last[0] is data:
+        return _last[1]
+    space = XSpace(tuple(_plane(as_bytes(v)) for n, _w, v in fields(data) if n == 1))
+    _last = (data, space)
+    return space
 
 
 def _map_entry(buf: memoryview) -> tuple[int, memoryview | None]:

@@ -45,7 +45,8 @@ BLOCKS = MEASURED / "tpu_v5e_blocks"
 #: Offload runs and their rematerialized twins (same shapes, nothing saved); a device-saved run over its
 #: remat twin too.
 TWINS = {"big": "big_remat", "wide": "wide_remat", "square": "square_remat", "opt_host": "opt_device",
-         "mha_off": "mha_remat", "gqa_off": "gqa_remat", "gqa_dev": "gqa_remat"}
+         "mha_off": "mha_remat", "gqa_off": "gqa_remat", "gqa_dev": "gqa_remat",
+         "gqa_mlpoff": "gqa_mlpremat", "mha2k_off": "mha2k_remat"}
 #: The runs v5e's achieved HBM and MXU rates were fitted on (per op, benchmarks/tpu_ops.py): every other
 #: run is held out of that fit.
 FIT_ON = frozenset({"big", "big_device", "big_remat", "opt_device", "opt_host", "opt_host_big", "small", "square",

@@ -4,7 +4,7 @@ For each run (a step's ``step.hlo.txt`` and ``profile/step.xplane.pb``), every o
 (its "XLA Ops" line names each instruction) with the model's estimate of one execution, the FLOPs
 and HBM bytes the estimate is made of, and predicted/measured; grouped by the op's class.
 
-Usage: python benchmarks/tpu_ops.py [RUN_FOLDER ...] [--top N] [--tsv FILE] [--fit | --classes]
+Usage: python benchmarks/tpu_ops.py [RUN_FOLDER ...] [--top N] [--tsv FILE] [--fit | --classes | --micro]
 (default: every run of fixtures/measured/tpu_v5e and fixtures/measured/tpu_v5e_blocks)
 
 --classes [--datasheet]: per run (at the datasheet's rates with --datasheet), a Markdown row: the matmul
@@ -20,11 +20,12 @@ in benchmarks/tpu_accuracy.FIT_ON; the held-out runs' error beside it.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from hloscope.analysis.cost.roofline import CostModel
@@ -33,7 +34,7 @@ from hloscope.analysis.structure.index import ModuleIndex
 from hloscope.artifact import read_step
 from hloscope.hlo.model import Instruction
 from hloscope.hlo.profile_files import read_measured_file
-from hloscope.targets import TpuTarget, get_target
+from hloscope.targets import Target, TpuTarget, get_target
 
 ROOT = Path(__file__).resolve().parent.parent / "fixtures" / "measured"
 
@@ -78,6 +79,7 @@ class Sample:
     nbytes: int
     us: float  # measured, one run
     calls: int
+    chip: int = 0  # bytes read and written in VMEM/SMEM
 
 
 def samples(run: Path) -> list[Sample]:
@@ -94,20 +96,44 @@ def samples(run: Path) -> list[Sample]:
                 or ins.opcode.endswith(("start", "done")):
             continue
         _, effective, dtype, nbytes = model.roofline_terms(ins)
-        out.append(Sample(run.name, effective, dtype, nbytes, st.per_call_us, st.calls))
+        out.append(Sample(run.name, effective, dtype, nbytes, st.per_call_us, st.calls, model.moved_bytes(ins).chip))
     return out
 
 
-def weighted_error(rows: list[Sample], e_mxu: float, e_hbm: float, a: float, t0: float) -> float:
-    """The time-weighted mean of |predicted - measured| over measured, for those figures."""
+def weighted_error(rows: list[Sample], e_mxu: float, e_hbm: float, a: float, t0: float,
+                   vmem: float = 0.0) -> float:
+    """The time-weighted mean of |predicted - measured| over measured, for those figures (``vmem``: the
+    on-chip rate, bytes/s, 0 for none)."""
     target = get_target("tpu-v5e")
     err = total = 0.0
     for r in rows:
         c = r.flops / (target.peak_flops(r.dtype) * e_mxu) * 1e6
         m = r.nbytes / (target.hbm_bandwidth * e_hbm) * 1e6 + (t0 if r.nbytes else 0.0)
-        err += abs(max(c, m) + a * min(c, m) - r.us) * r.calls
+        v = r.chip / vmem * 1e6 if vmem else 0.0
+        err += abs(max(max(c, m) + a * min(c, m), v) - r.us) * r.calls
         total += r.us * r.calls
     return err / total
+
+
+def fit_vmem(runs: list[Path]) -> None:
+    """The on-chip rate (``TpuTarget.vmem_bandwidth``): each op's time taken as the larger of its roofline
+    at v5e's achieved shares and its VMEM/SMEM bytes over the rate; a grid over the rate, scored over the ops
+    with on-chip bytes of the runs in benchmarks/tpu_accuracy.FIT_ON, the held-out runs' ops beside it."""
+    from tpu_accuracy import FIT_ON
+
+    target = get_target("tpu-v5e")
+    assert isinstance(target, TpuTarget)
+    em, eh = target.mxu_efficiency, target.hbm_efficiency
+    rows = [s for run in runs for s in samples(run) if s.chip]
+    fit_rows = [r for r in rows if r.run in FIT_ON]
+    held = [r for r in rows if r.run not in FIT_ON]
+    print(f"on-chip rate: fit on {len(fit_rows)} ops with VMEM/SMEM bytes of {len({r.run for r in fit_rows})} runs, "
+          f"held out {len(held)} ops of {len({r.run for r in held})} runs")
+    print(f"  not priced: fit {weighted_error(fit_rows, em, eh, 0, 0):.2%}, "
+          f"held out {weighted_error(held, em, eh, 0, 0):.2%}")
+    grid = sorted((weighted_error(fit_rows, em, eh, 0, 0, g * 1e11), g * 1e11) for g in range(5, 81))
+    for e, rate in grid[:5]:
+        print(f"  {rate / 1e9:.0f} GB/s: fit {e:.2%}, held out {weighted_error(held, em, eh, 0, 0, rate):.2%}")
 
 
 def fit(runs: list[Path]) -> None:
@@ -127,6 +153,7 @@ def fit(runs: list[Path]) -> None:
     for e, em, eh, a, t0 in grid[:6]:
         print(f"  e_mxu {em:.2f} e_hbm {eh:.2f} a {a:.1f} t0 {t0:.0f} us: fit {e:.2%}, "
               f"held out {weighted_error(held, em, eh, a, t0):.2%}")
+    fit_vmem(runs)
 
 
 def classes(runs: list[Path], datasheet: bool) -> None:
@@ -142,12 +169,65 @@ def classes(runs: list[Path], datasheet: bool) -> None:
         for r in samples(run):
             c = r.flops / target.peak_flops(r.dtype) / e_mxu * 1e6
             m = r.nbytes / target.hbm_bandwidth / e_hbm * 1e6
+            v = r.chip / target.vmem_bandwidth * 1e6 if target.vmem_bandwidth and not datasheet else 0.0
             s = sums["matmul" if r.flops else "other"]
-            s[0] += max(c, m) * r.calls
+            s[0] += max(c, m, v) * r.calls
             s[1] += r.us * r.calls
         mark = "fit" if run.name in FIT_ON else "held out"
         print(f"| {run.name} ({mark}) | " + " | ".join(
             f"{p / 1e3:.2f} / {q / 1e3:.2f} ms | {p / q:.2f}" for p, q in sums.values()) + " |")
+
+
+MICRO = ROOT / "tpu_v5e_ops"
+#: The microbenchmark the unaligned-contraction share is fitted on; mb_matmul_k4160 is held out.
+CONTRACTION_FIT_ON = "mb_matmul_k4000"
+
+
+def micro_rows(target: Target) -> list[tuple[str, float, float, str]]:
+    """Each microbenchmark of fixtures/measured/tpu_v5e_ops: (case, model us, chip us per call, its ops)."""
+    raw = read_measured_file(str(MICRO / "profile" / "ops.xplane.pb"))
+    out = []
+    for case in json.loads((MICRO / "cases.json").read_text()):
+        if case.startswith("_"):
+            continue
+        hlo = next(p for p in (MICRO / "dump").glob(f"*.jit_{case}.*after_optimizations.txt"))
+        step = read_step(str(hlo), target)
+        index = ModuleIndex(step.inputs.module)
+        model = CostModel(index, target)
+        prof = parse_measured(raw, f"jit_{case}")
+        pred = meas = 0.0
+        ops = []
+        for name, st in prof.ops.items():
+            ins = index.instructions_by_name.get(name)
+            if ins is None or ins.opcode.endswith(("start", "done")) or ins.opcode in ("while", "custom-call"):
+                continue
+            p = model.instruction_us(ins)
+            pred += p
+            meas += st.per_call_us
+            ops.append(f"{name} {p:.1f}/{st.per_call_us:.1f}")
+        out.append((case, pred, meas, ", ".join(ops)))
+    return out
+
+
+def micro() -> None:
+    """The microbenchmarks, model over chip, at v5e's figures; and the unaligned-contraction share fitted
+    on CONTRACTION_FIT_ON (the model's time without it over the chip's), held out on the other case."""
+    target = get_target("tpu-v5e")
+    assert isinstance(target, TpuTarget)
+    plain = replace(target, unaligned_contraction_efficiency=1.0)
+    print("| case | model | chip | model / chip | ops (model / chip us) |")
+    print("| --- | --- | --- | --- | --- |")
+    for case, pred, meas, ops in micro_rows(target):
+        print(f"| {case} | {pred:.1f} us | {meas:.1f} us | {pred / meas:.2f} | {ops} |")
+    base = {case: (pred, meas) for case, pred, meas, _ in micro_rows(plain)}
+    pred, meas = base[CONTRACTION_FIT_ON]
+    share = round(pred / meas, 2)
+    print(f"unaligned contraction share fitted on {CONTRACTION_FIT_ON}: {pred:.1f} / {meas:.1f} us = {share:.2f} "
+          f"(target: {target.unaligned_contraction_efficiency}); held out:")
+    for case in sorted(base):
+        if case.startswith("mb_matmul_k") and case != CONTRACTION_FIT_ON and not case.endswith("4096"):
+            p, m = base[case]
+            print(f"  {case}: {p / share:.1f} us with the share, chip {m:.1f} us ({p / share / m - 1:+.1%})")
 
 
 def main() -> None:
@@ -158,7 +238,12 @@ def main() -> None:
     ap.add_argument("--fit", action="store_true", help="fit v5e's achieved MXU and HBM shares")
     ap.add_argument("--classes", action="store_true", help="per run, matmul and other ops, model over chip")
     ap.add_argument("--datasheet", action="store_true", help="--classes at the datasheet's rates (efficiencies 1)")
+    ap.add_argument("--micro", action="store_true",
+                    help="the op-class microbenchmarks of fixtures/measured/tpu_v5e_ops")
     args = ap.parse_args()
+    if args.micro:
+        micro()
+        return
     runs = [Path(r) for r in args.runs] or sorted(
         p.parent.parent for p in ROOT.glob("tpu_v5e*/*/profile/step.xplane.pb"))
     if args.fit:

@@ -66,6 +66,11 @@ class Target:
     calibrated_step_error: a calibrated target's simulated step on the run it was fitted on, over that
     run's measured step, minus 1 (its in-sample error, rounded away from 0); the error band ``analyze``
     prints with the target never claims less (``hloscope.analysis.simulate.margin``). 0 for a datasheet target.
+    run_spread: per figure ``hloscope calibrate`` fits (``hbm_bandwidth``, ``peak_bf16_flops``,
+    ``host_link_achieved_to_host`` ...), the largest departure, as a fraction, of one run's fitted value
+    from this target's across the measured runs its figures were fitted on: a fit within it is no evidence
+    that a program differs from those runs, and calibrate keeps the target's value (docs/accuracy.md,
+    "Calibrating"). In a target file: a table ``[run_spread]`` of figure = fraction. Empty: not measured.
     host_map_bandwidth / host_map_fixed_us / host_map_several: what the runtime spends on every call
     mapping a step's fresh pinned-host outputs for DMA before the program starts (bytes/s; µs per call
     with any; the factor on the bytes' time when several buffers are mapped at once); None: not known
@@ -95,6 +100,7 @@ class Target:
     host_copy_engines: int = 1
     calibrated_on: str = ""
     calibrated_step_error: float = 0.0
+    run_spread: tuple[tuple[str, float], ...] = ()
     host_map_bandwidth: float | None = None
     host_map_fixed_us: float = 0.0
     host_map_several: float = 1.0
@@ -156,7 +162,12 @@ class Target:
         d = asdict(self)
         d["platform"] = str(self.platform)
         d["collective_figures"] = {k: {"bandwidth": bw, "latency_us": lat} for k, bw, lat in self.collective_figures}
+        d["run_spread"] = dict(self.run_spread)
         return d
+
+    def spread_of(self, figure: str) -> float | None:
+        """``run_spread``'s fraction for ``figure``; None where it was not measured."""
+        return next((v for k, v in self.run_spread if k == figure), None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -272,6 +283,9 @@ class TpuTarget(Target):
     the share of the bf16/fp32 peak a large matmul achieves, measured on the chip (1.0 where no chip
     was measured: the datasheet's figure is taken as reached). The cost model prices a TPU op at these
     achieved rates (``hloscope.analysis.cost.profile``); docs/cost-model.md, "TPU: achieved rates".
+    vmem_bandwidth: bytes/s an op streams through the chip's VMEM/SMEM, measured (0 where no chip was
+    measured: on-chip bytes cost nothing). unaligned_contraction_efficiency: the share of the MXU rate a
+    matmul keeps when its contraction is not a multiple of 128, measured (1.0 where not).
     hbm_available_per_device: bytes libtpu lets one device's program use (a megacore chip's on v4
     and v5p). hbm_available_per_core: the same for one TensorCore where libtpu can show a chip as
     two devices (``chip_config_name="default"`` on v4); 0 where it cannot (v5p's default config is
@@ -294,6 +308,8 @@ class TpuTarget(Target):
     hbm_available_per_core: int = 0
     hbm_efficiency: float = 1.0
     mxu_efficiency: float = 1.0
+    vmem_bandwidth: float = 0.0
+    unaligned_contraction_efficiency: float = 1.0
 
     @property
     def host_memory_per_device(self) -> int:
@@ -416,13 +432,27 @@ _TPU_MAP_ASSUMED = "assumed: the TPU v5e's measured figures (the same runtime; t
 
 
 # v5e's achieved rates, fitted on the ops of 13 runs on one v5e chip (fixtures/measured/tpu_v5e/ and
-# fixtures/measured/tpu_v5e_blocks/mha_remat; mha_off held out): elementwise and broadcast fusions of
+# fixtures/measured/tpu_v5e_blocks/mha_remat; the 8 other block runs held out): elementwise and broadcast fusions of
 # 64-768 MiB moved 573-685 GB/s of the 819, matmul fusions ran at 146-194 TFLOP/s of the 197; the shares
 # with the least time-weighted error over every op (benchmarks/tpu_ops.py --fit; docs/cost-model.md).
 _V5E_HBM_EFFICIENCY = 0.80
 _V5E_ACHIEVED_TO_HOST = 14.74e9
 _V5E_ACHIEVED_TO_DEVICE = 14.19e9
 _V5E_MXU_EFFICIENCY = 0.95
+# v5e's on-chip rate: the rate at which an op streams its VMEM/SMEM bytes, fitted on the 234 ops with on-chip
+# bytes of the same 13 runs (each op the larger of its roofline and its on-chip bytes over the rate; the least
+# time-weighted error of a 0.5-8 TB/s grid, benchmarks/tpu_ops.py --fit), held out on 538 ops of 8 block runs.
+_V5E_VMEM_BANDWIDTH = 2.5e12
+# A matmul contracting over a K that is not a multiple of 128 (XLA lays that operand out with K major): the
+# share of the MXU rate left, fitted on the microbenchmark [8192,4000] @ [4000,8192] (0.90), held out on
+# K 4160 (-0.6%) (fixtures/measured/tpu_v5e_ops, benchmarks/tpu_ops.py --micro).
+_V5E_UNALIGNED_CONTRACTION = 0.90
+# How far one run's fit of each figure ``hloscope calibrate`` fits strays from v5e's own, over the same 13 runs
+# (the largest departure, rounded up; benchmarks/tpu_accuracy.py --spread): the HBM figure 0.819-1.042 of it,
+# bf16 peak 0.911-1.016, the host link D->H 0.967-1.001 (7 runs), H->D 1.000 (4 runs): both directions cross one
+# PCIe link on the same DMA engines, so each takes the larger departure of the two.
+_V5E_RUN_SPREAD = (("hbm_bandwidth", 0.181), ("peak_bf16_flops", 0.09), ("host_link_achieved_to_host", 0.033),
+                   ("host_link_achieved_to_device", 0.033))
 
 
 def _libtpu_gib(figure: float) -> int:
@@ -445,6 +475,8 @@ TPU_TARGETS: tuple[TpuTarget, ...] = (
               peak_fp32_flops=197e12, host_link_to_host=_TPU_PCIE_V5E, host_link_to_device=_TPU_PCIE_V5E,
               host_link_achieved_to_host=_V5E_ACHIEVED_TO_HOST, host_link_achieved_to_device=_V5E_ACHIEVED_TO_DEVICE,
               hbm_efficiency=_V5E_HBM_EFFICIENCY, mxu_efficiency=_V5E_MXU_EFFICIENCY,
+              vmem_bandwidth=_V5E_VMEM_BANDWIDTH, unaligned_contraction_efficiency=_V5E_UNALIGNED_CONTRACTION,
+              run_spread=_V5E_RUN_SPREAD,
               host_link="PCIe (15 GB/s per chip)", interconnect_bandwidth=45 * GB, chips_per_host=8,
               tpu_version="TPU_VERSION_VIPERFISH", tpu_variant="lite",
               hbm_available_per_device=16_909_336_064,  # the chip's own: its dumps' device_memory_size
@@ -516,7 +548,7 @@ CALIBRATED_ON = ", calibrated on "
 _TPU_POSITIVE = ("cores_per_chip", "chips_per_host")
 _TPU_INTEGERS = ("cores_per_chip", "chips_per_host", "host_memory_per_chip", "hbm_available_per_core")
 #: A TPU's achieved shares of its datasheet figures (``TpuTarget.hbm_efficiency``, ``mxu_efficiency``).
-_TPU_SHARES = ("hbm_efficiency", "mxu_efficiency")
+_TPU_SHARES = ("hbm_efficiency", "mxu_efficiency", "unaligned_contraction_efficiency")
 
 
 def _check(path: Path, data: dict[str, Any], cls: type[Target]) -> dict[str, Any]:
@@ -559,6 +591,7 @@ def _check(path: Path, data: dict[str, Any], cls: type[Target]) -> dict[str, Any
             raise bad(key, "a non-negative number (µs)")
         data[key] = float(v)
     data["collective_figures"] = _collective_figures(path, data.get("collective_figures", ()))
+    data["run_spread"] = _run_spread(path, data.get("run_spread", ()))
     host_key = "host_memory_per_gpu" if cls is GpuTarget else "host_memory_per_chip"
     host_mem = data.get(host_key, 0)
     if isinstance(host_mem, bool) or not isinstance(host_mem, (int, float)) or host_mem < 0 \
@@ -582,6 +615,11 @@ def _check(path: Path, data: dict[str, Any], cls: type[Target]) -> dict[str, Any
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
             raise bad(key, "a share above 0 and at most 1")
         data[key] = float(v)
+    if "vmem_bandwidth" in names:
+        v = data["vmem_bandwidth"]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0 or v == float("inf"):
+            raise bad("vmem_bandwidth", "a non-negative number (bytes/s; 0: on-chip bytes not priced)")
+        data["vmem_bandwidth"] = float(v)
     for peak_key, achieved_key in _ACHIEVED_OF.items():
         achieved = data.get(achieved_key)
         if achieved is not None and achieved > data[peak_key]:
@@ -611,6 +649,20 @@ def _collective_figures(path: Path, value: Any) -> tuple[tuple[str, float, float
             raise HloscopeError(f"{path}: collective_figures.{kind} needs bandwidth (bytes/s, > 0) and latency_us "
                                 f"(>= 0), not {fig!r}", EXIT_BAD_INPUT)
         out.append((kind, float(bw), float(lat)))  # type: ignore[arg-type]
+    return tuple(out)
+
+
+def _run_spread(path: Path, value: Any) -> tuple[tuple[str, float], ...]:
+    if isinstance(value, tuple):
+        return value
+    if not isinstance(value, dict):
+        raise HloscopeError(f"{path}: target field 'run_spread' must be a table of figure = fraction", EXIT_BAD_INPUT)
+    out: list[tuple[str, float]] = []
+    for figure, v in value.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < float("inf"):
+            raise HloscopeError(f"{path}: run_spread.{figure} must be a non-negative fraction, not {v!r}",
+                                EXIT_BAD_INPUT)
+        out.append((str(figure), float(v)))
     return tuple(out)
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from hloscope.analysis.inputs import StepInputs
-from hloscope.analysis.measured.calibrate import Calibration, FigureGroup, adopt, fit_target, fitted_groups
+from hloscope.analysis.measured.calibrate import Calibration, FigureGroup, Unfitted, adopt, fit_target, fitted_groups
 from hloscope.analysis.measured.compare import MeasuredComparison, MeasuredProfile
 from hloscope.analysis.report import Report, analyze_step
 from hloscope.analysis.simulate.options import AnalysisOptions
@@ -43,6 +43,7 @@ class Refusal(StrEnum):
     """Why a calibration must not be written."""
 
     NOTHING_FITTED = "nothing-fitted"  # the profile informs no figure: the datasheet is all there is
+    WITHIN_SPREAD = "within-spread"  # every figure fitted lies within the target's run_spread: nothing carries
     WORSE_IN_SAMPLE = "worse-in-sample"  # every fitted combination put the fitted run's step further off
     WORSE_HELD_OUT = "worse-held-out"  # the adopted target put the held-out run's step further off
 
@@ -150,7 +151,11 @@ def calibrate_step(inputs: StepInputs, base: Target, profile: MeasuredProfile, n
     groups = fitted_groups(cal)
     med = profile.median_step_us
     if not groups:
-        return CalibrationRun(cal, _measured(before), _measured(before), None, (), (), refused=Refusal.NOTHING_FITTED)
+        within = any(f.unfitted is Unfitted.WITHIN_SPREAD for f in cal.figures)
+        kept_ds = (StepError(profile.source, med, before.timeline.step_us, before.timeline.step_us)
+                   if within and med and before.timeline is not None else None)
+        return CalibrationRun(cal, _measured(before), _measured(before), kept_ds, (), (),
+                              refused=Refusal.WITHIN_SPREAD if within else Refusal.NOTHING_FITTED)
     if not med or before.timeline is None:  # a PGLE profile times no step: every fitted figure, unchecked
         after = analyze_step(inputs, cal.target, options)
         return CalibrationRun(cal, _measured(before), _measured(after), None, (), groups, band_us=_band(after))

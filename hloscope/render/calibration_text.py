@@ -14,7 +14,7 @@ import math
 
 from hloscope.analysis.calibration import CalibrationRun, Refusal, StepError
 from hloscope.analysis.measured.calibrate import GAP_SHARE, Calibration, Figure, FigureGroup, IdleGaps, Rate, Unfitted
-from hloscope.targets import Target, TpuTarget
+from hloscope.targets import BUILTIN_TARGETS, Target, TpuTarget
 from hloscope.vocab import Direction
 
 _WHY = {
@@ -28,6 +28,8 @@ _WHY = {
                       "value kept",
     Unfitted.NO_GAPS: f"no per-op time on this platform, and the compute line sat idle under {GAP_SHARE:.0%} of "
                       "the step: datasheet value kept",
+    Unfitted.WITHIN_SPREAD: "fitted within the spread one run's fit shows across the runs the target was fitted on "
+                            "(its run_spread): no evidence this program differs, datasheet value kept",
 }
 
 
@@ -56,10 +58,50 @@ def _num(x: float) -> str:
     return repr(float(x)) if math.isfinite(x) else "0.0"
 
 
+def _toml_value(v: object) -> str | None:
+    """One field's value as TOML; None for a value TOML cannot hold (a field left unset)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return _num(v)
+    if isinstance(v, str):
+        return toml_string(v)
+    if isinstance(v, (list, tuple)) and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        return "[" + ", ".join(str(x) for x in v) + "]"
+    return None
+
+
+def _base_lines(base: Target, written: set[str]) -> list[str]:
+    """``base``'s own fields, for a base that is not built in (a user's target file): the written file then
+    stands alone, naming no target ``get_target`` could not find again. Tables (collective figures, the run
+    spread) are written after the fields; fields the calibration writes itself are left to it."""
+    if BUILTIN_TARGETS.get(base.name) is base:
+        return [f"base = {toml_string(base.name)}"]
+    out = [f"platform = {toml_string(str(base.platform))}  # base {toml_string(base.name)} is a file, not built in: "
+           "its fields follow"]
+    for key, value in base.to_dict().items():
+        text = _toml_value(value)
+        if key not in written and key != "platform" and text is not None:
+            out.append(f"{key} = {text}")
+    return out
+
+
+def _table_lines(base: Target) -> list[str]:
+    if BUILTIN_TARGETS.get(base.name) is base:
+        return []
+    out = ["", "[run_spread]"] + [f"{toml_string(k)} = {_num(v)}" for k, v in base.run_spread]
+    return out
+
+
 def target_toml(cal: Calibration) -> str:
     t, base = cal.target, cal.base
+    written = {"name", "description", "calibrated_on", "calibrated_step_error", "hbm_efficiency", "mxu_efficiency",
+               "vmem_bandwidth", "unaligned_contraction_efficiency", "collective_figures", "run_spread",
+               *(f.name for f in cal.figures if f.unfitted is Unfitted.FITTED)}
     lines = [f"# hloscope calibrate: {base.name}'s figures fitted to a measured profile (docs/accuracy.md).",
-             f"base = {toml_string(base.name)}", f"name = {toml_string(t.name)}",
+             *_base_lines(base, written), f"name = {toml_string(t.name)}",
              f"description = {toml_string(t.description)}"]
     if t.calibrated_on:
         lines.append(f"calibrated_on = {toml_string(t.calibrated_on)}")
@@ -71,11 +113,12 @@ def target_toml(cal: Calibration) -> str:
             continue
         if f.unfitted is Unfitted.FITTED:
             lines.append(f"{f.name} = {_num(f.after)}  # fitted on {f.samples} ops; datasheet {_num(f.before)}")
-        elif f.unfitted is Unfitted.DROPPED:
+        elif f.unfitted in (Unfitted.DROPPED, Unfitted.WITHIN_SPREAD):
             lines.append(f"# {f.name}: {_num(f.after)} {_WHY[f.unfitted]}")
         else:
             lines.append(f"# {f.name}: {_WHY[f.unfitted]}")
     lines += _share_lines(t)
+    lines += _table_lines(base)
     for kind, bw, lat in t.collective_figures:
         n = next((f.samples for f in cal.figures if f.name == f"collective_figures.{kind}.bandwidth"), 0)
         lines += ["", f"[collective_figures.{kind}]  # fitted on {n} ops",
@@ -93,7 +136,10 @@ def _share_lines(t: Target) -> list[str]:
             f"{t.hbm_bandwidth * t.hbm_efficiency / 1e9:.1f} GB/s",
             f"mxu_efficiency = {_num(t.mxu_efficiency)}  # matmuls run at each peak x this share: "
             f"{t.peak_bf16_flops * t.mxu_efficiency / 1e12:.1f} TFLOP/s bf16, "
-            f"{t.peak_fp32_flops * t.mxu_efficiency / 1e12:.1f} TFLOP/s fp32"]
+            f"{t.peak_fp32_flops * t.mxu_efficiency / 1e12:.1f} TFLOP/s fp32",
+            f"vmem_bandwidth = {_num(t.vmem_bandwidth)}  # bytes/s an op streams through VMEM/SMEM (0: not priced)",
+            f"unaligned_contraction_efficiency = {_num(t.unaligned_contraction_efficiency)}  # a matmul's share "
+            "of the MXU rate when its contraction is not a multiple of 128"]
 
 
 def _shares_line(t: Target) -> list[str]:
@@ -121,7 +167,7 @@ def calibration_lines(run: CalibrationRun) -> list[str]:
     cal, before, after = run.calibration, run.before, run.after
     rows = [["figure", "datasheet", "calibrated", "ops", "note"]]
     for f in cal.figures:
-        kept = f.unfitted is Unfitted.DROPPED
+        kept = f.unfitted in (Unfitted.DROPPED, Unfitted.WITHIN_SPREAD)
         note = "fitted" if f.unfitted is Unfitted.FITTED else _WHY[f.unfitted]
         rows.append([f.name, _value(f, f.before), _value(f, f.before if kept else f.after), str(f.samples),
                      f"{_value(f, f.after)} {note}" if kept else note])
@@ -134,11 +180,20 @@ def calibration_lines(run: CalibrationRun) -> list[str]:
     after_by = {c.name: c for c in after.classes}
     for c in before.classes:
         a = after_by.get(c.name)
+        if c.overlap:  # async work beside the compute: what costs the step is the wait at its dones
+            if c.measured_wait_us is None:
+                continue
+            m, p = c.measured_wait_us, c.predicted_wait_us
+            pa = None if a is None else a.predicted_wait_us
+            crow.append([f"{c.name} (waits at its dones)", str(c.ops), _ms(m), _ms(p), _err(p, m),
+                         "-" if pa is None else _ms(pa), "-" if pa is None else _err(pa, m)])
+            continue
         crow.append([str(c.name), str(c.ops), _ms(c.measured_us), _ms(c.predicted_us),
                      _err(c.predicted_us, c.measured_us),
                      "-" if a is None else _ms(a.predicted_us),
                      "-" if a is None else _err(a.predicted_us, a.measured_us)])
-    lines += ["", "per class, per execution (the profile's own ops: an in-sample fit):", *_table(crow)]
+    lines += ["", "per class, per execution (the profile's own ops: an in-sample fit; async work beside the "
+                  "compute by the waits at its dones, not its time):", *_table(crow)]
     lines += _rate_lines(cal.rates)
     lines += _step_lines(run)
     return lines
@@ -195,6 +250,10 @@ def refusal_line(run: CalibrationRun, out: str) -> str:
     keep = f"keep the datasheet target {run.calibration.base.name}"
     if run.refused is Refusal.NOTHING_FITTED:
         return f"{out} not written: the profile informs no figure (each says why above); {keep}"
+    if run.refused is Refusal.WITHIN_SPREAD:
+        return (f"{out} not written: every figure this profile fits lies within the spread of the runs "
+                f"{run.calibration.base.name} was fitted on (each says so above), so it would fit this run "
+                f"and no other better; {keep}")
     if run.refused is Refusal.WORSE_HELD_OUT and run.held_out is not None:
         return (f"{out} not written: on the held-out run {run.held_out.source} the calibrated step is "
                 f"{_held(run.held_out)}; {keep}")
@@ -213,6 +272,7 @@ _RATE_WHY = {
     Unfitted.NO_LATENCY: "no latency told apart",
     Unfitted.DROPPED: "not adopted",
     Unfitted.NO_GAPS: "no idle gaps",
+    Unfitted.WITHIN_SPREAD: "within the target's spread",
 }
 
 

@@ -37,6 +37,9 @@ __all__ = ["TPU_ON_CHIP_SPACES", "CostProfile", "GpuCostProfile", "TpuCostProfil
 
 #: TPU memory spaces on the chip: ``S(1)`` VMEM, ``S(2)`` SMEM (``S(5)`` is host memory).
 TPU_ON_CHIP_SPACES = frozenset({1, 2})
+#: The edge of a TPU MXU's systolic array (128 x 128 on v2-v5; docs/cost-model.md): a matmul contracting
+#: over a multiple of it fills the array's passes.
+MXU_EDGE = 128
 
 
 class CostProfile(Protocol):
@@ -62,6 +65,12 @@ class CostProfile(Protocol):
 
     def on_chip(self, memory_space: int) -> bool:
         """Whether bytes in ``memory_space`` stay on the chip (no HBM time)."""
+
+    def on_chip_us(self, nbytes: int) -> float:
+        """The time to stream ``nbytes`` through the chip's own memory, µs (0: not priced)."""
+
+    def contraction_efficiency(self, k: int) -> float:
+        """The share of a matmul's rate left when it contracts over ``k`` elements (1: no penalty)."""
 
     def collective_us(self, kind: str, nbytes: int, group: tuple[int, ...], devices: int) -> float:
         """One execution of a collective of ``kind`` over ``group`` moving a ``nbytes`` buffer, µs."""
@@ -90,6 +99,12 @@ class GpuCostProfile:
 
     def on_chip(self, memory_space: int) -> bool:
         return False
+
+    def on_chip_us(self, nbytes: int) -> float:
+        return 0.0
+
+    def contraction_efficiency(self, k: int) -> float:
+        return 1.0
 
     def collective_us(self, kind: str, nbytes: int, group: tuple[int, ...], devices: int) -> float:
         return collective_time_us(kind, nbytes, group, self.target, devices)
@@ -126,10 +141,18 @@ class TpuCostProfile:
     launch_us: float = 0.0
     hbm_efficiency: float = 1.0
     mxu_efficiency: float = 1.0
+    vmem_bandwidth: float = 0.0
+    unaligned_contraction_efficiency: float = 1.0
 
     @property
     def hbm_bandwidth(self) -> float:
         return self.figures.hbm_bandwidth * self.hbm_efficiency
+
+    def on_chip_us(self, nbytes: int) -> float:
+        return nbytes / self.vmem_bandwidth * 1e6 if self.vmem_bandwidth > 0 and nbytes else 0.0
+
+    def contraction_efficiency(self, k: int) -> float:
+        return 1.0 if k % MXU_EDGE == 0 else self.unaligned_contraction_efficiency
 
     def peak_flops(self, element_type: str) -> float:
         if element_type in ("f32", "f64", "c64", "c128"):
@@ -156,5 +179,6 @@ def cost_profile(target: Target) -> CostProfile:
     if isinstance(target, TpuTarget):
         return TpuCostProfile(target, target.interconnect_bandwidth, target.ici_hop_us,
                               launch_us=target.kernel_launch_us, hbm_efficiency=target.hbm_efficiency,
-                              mxu_efficiency=target.mxu_efficiency)
+                              mxu_efficiency=target.mxu_efficiency, vmem_bandwidth=target.vmem_bandwidth,
+                              unaligned_contraction_efficiency=target.unaligned_contraction_efficiency)
     return GpuCostProfile(gpu_only(target, "the GPU cost model"))

@@ -87,13 +87,15 @@ class MovedBytes:
     """Bytes one execution of an instruction reads and writes, by memory.
 
     device_read / device_write: HBM bytes. host_read / host_write: bytes in host
-    memory (for a transfer, what crosses the host link).
+    memory (for a transfer, what crosses the host link). chip: bytes read and written in the
+    chip's own memory (a TPU's VMEM ``S(1)`` and SMEM ``S(2)``), neither HBM nor host.
     """
 
     device_read: int
     device_write: int
     host_read: int = 0
     host_write: int = 0
+    chip: int = 0
 
     @property
     def device(self) -> int:
@@ -201,7 +203,12 @@ class CostModel:
         if lhs is None:
             return 1.0
         batch, m, n = dot_dims(ins.attr_text, lhs.shape.dims, ins.shape.num_elements)
-        return self.profile.matmul_efficiency(batch, m, n)
+        found = _LHS_CONTRACTING_RE.search(ins.attr_text)
+        k = 1
+        for d in (found.group(1) if found else "").split(","):
+            if d.strip().isdigit() and int(d) < len(lhs.shape.dims):
+                k *= lhs.shape.dims[int(d)]
+        return self.profile.matmul_efficiency(batch, m, n) * self.profile.contraction_efficiency(k)
 
     def _matmul_ceiling(self, ins: Instruction) -> float:
         """The most FLOPs a ``dot``, ``convolution`` or GEMM custom call's shapes allow
@@ -335,7 +342,7 @@ class CostModel:
         else:
             reads = self._op_reads(ins)
             writes = self._op_writes(ins)
-        dev_r = dev_w = host_r = host_w = 0
+        dev_r = dev_w = host_r = host_w = chip = 0
         host = self.host
         on_chip = self.profile.on_chip  # memory on the chip (TPU VMEM): neither HBM nor host bytes
         nreads = len(reads)
@@ -348,11 +355,14 @@ class CostModel:
                     host_r += n
                 elif not (shape.memory_space and on_chip(shape.memory_space)):
                     dev_r += n
+                else:
+                    chip += n
             elif n == self._nbytes(shape):
                 h = sum(self._nbytes(leaf) for leaf in shape.leaves() if leaf.memory_space == host)
                 c = sum(self._nbytes(leaf) for leaf in shape.leaves()
                         if leaf.memory_space and leaf.memory_space != host and on_chip(leaf.memory_space))
                 host_r += h
+                chip += c
                 dev_r += n - h - c
             else:
                 dev_r += n
@@ -364,7 +374,9 @@ class CostModel:
                 host_w += n
             elif not (leaf.memory_space and on_chip(leaf.memory_space)):
                 dev_w += n
-        got = MovedBytes(dev_r, dev_w, host_r, host_w)
+            else:
+                chip += n
+        got = MovedBytes(dev_r, dev_w, host_r, host_w, chip)
         self._moved[ins] = got
         return got
 
@@ -495,6 +507,10 @@ class CostModel:
         us = max(compute, memory) + launch
         implausible = bool(flops) and us > ceiling_us(self._flops_ceiling(ins, effective), nbytes, peak, bandwidth,
                                                       launch)
+        # the bytes it streams through the chip's own memory (a TPU's VMEM), at the rate the chip moves them
+        on_chip = profile.on_chip_us(self.moved_bytes(ins).chip)
+        if on_chip > us - launch:
+            us = on_chip + launch
         return OpCost(flops, nbytes, us, bound, implausible)
 
     def _flops_ceiling(self, ins: Instruction, effective: float) -> float:

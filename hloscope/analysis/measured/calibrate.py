@@ -87,6 +87,7 @@ class Unfitted(StrEnum):
     NO_LATENCY = "no-latency"  # the host samples were all of one size, or busy periods: no latency told apart
     DROPPED = "dropped"  # fitted, but the simulated step was closer to the measured one without its group
     NO_GAPS = "no-gaps"  # the platform prices no per-op time and the profile's compute line sat idle too little
+    WITHIN_SPREAD = "within-spread"  # fitted within the target's run_spread: no evidence this program differs
 
 
 @dataclass(frozen=True)
@@ -189,16 +190,30 @@ def fit_target(index: ModuleIndex, base: Target, profile: MeasuredProfile, name:
     cost = CostModel(index, base)
     gaps = idle_gaps(index, profile)
     samples = _collect(index, cost, profile, transfers)
-    if base.kernel_launch_us > 0:  # the platform prices a launch per op: the kernels' line tells it
-        figures = _fit_launch_line(samples, base)
-        figures += _fit_gemm_peak(samples, base, figures[0].after)
-    else:  # no per-op time unless the compute line sat idle between ops
-        figures = [_fit_launch_from_gaps(gaps, base)]
-        figures += _fit_scales(samples, base, figures[0].after)
-    figures += _fit_collectives(samples, base)
-    figures += _fit_host_link(samples, base)
+    figures = _fit_compute(samples, base, gaps) + _fit_collectives(samples, base) + _fit_host_link(samples, base)
+    figures = [_within_spread(f, base) for f in figures]
     target = target_of(base, name, profile.source, figures)
     return Calibration(base, target, tuple(figures), fit_rates(index, cost, profile, transfers), gaps)
+
+
+def _fit_compute(samples: _Samples, base: Target, gaps: IdleGaps | None) -> list[Figure]:
+    """The compute line's figures: a launch line and the GEMM peak where the platform prices a launch
+    per op, else a per-op time only from idle gaps and each figure as a scale of the model's times."""
+    if base.kernel_launch_us > 0:  # the platform prices a launch per op: the kernels' line tells it
+        figures = _fit_launch_line(samples, base)
+        return figures + _fit_gemm_peak(samples, base, figures[0].after)
+    figures = [_fit_launch_from_gaps(gaps, base)]  # no per-op time unless the compute line sat idle between ops
+    return figures + _fit_scales(samples, base, figures[0].after)
+
+
+def _within_spread(f: Figure, base: Target) -> Figure:
+    """``f``, marked ``Unfitted.WITHIN_SPREAD`` (its ``after`` the value fitted) when it departs from the
+    target's value by no more than the target's ``run_spread`` for it: one run's fit inside the spread of the
+    runs the target was fitted on tells nothing that would carry to another program."""
+    spread = base.spread_of(f.name)
+    if f.unfitted is not Unfitted.FITTED or spread is None or not f.before:
+        return f
+    return replace(f, unfitted=Unfitted.WITHIN_SPREAD) if abs(f.after / f.before - 1) <= spread else f
 
 
 class FigureGroup(StrEnum):

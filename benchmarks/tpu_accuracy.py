@@ -48,7 +48,7 @@ BLOCKS = MEASURED / "tpu_v5e_blocks"
 #: remat twin too.
 TWINS = {"big": "big_remat", "wide": "wide_remat", "square": "square_remat", "opt_host": "opt_device",
          "mha_off": "mha_remat", "gqa_off": "gqa_remat", "gqa_dev": "gqa_remat",
-         "gqa_mlpoff": "gqa_mlpremat", "mha2k_off": "mha2k_remat"}
+         "gqa_mlpoff": "gqa_mlpremat", "mha2k_off": "mha2k_remat", "gpt2xl_off": "gpt2xl_remat"}
 #: The runs v5e's achieved HBM and MXU rates were fitted on (per op, benchmarks/tpu_ops.py): every other
 #: run is held out of that fit.
 FIT_ON = frozenset({"big", "big_device", "big_remat", "opt_device", "opt_host", "opt_host_big", "small", "square",

@@ -432,7 +432,7 @@ _TPU_MAP_ASSUMED = "assumed: the TPU v5e's measured figures (the same runtime; t
 
 
 # v5e's achieved rates, fitted on the ops of 13 runs on one v5e chip (fixtures/measured/tpu_v5e/ and
-# fixtures/measured/tpu_v5e_blocks/mha_remat; the 8 other block runs held out): elementwise and broadcast fusions of
+# fixtures/measured/tpu_v5e_blocks/mha_remat; the 10 other block runs held out): elementwise and broadcast fusions of
 # 64-768 MiB moved 573-685 GB/s of the 819, matmul fusions ran at 146-194 TFLOP/s of the 197; the shares
 # with the least time-weighted error over every op (benchmarks/tpu_ops.py --fit; docs/cost-model.md).
 _V5E_HBM_EFFICIENCY = 0.80
@@ -441,7 +441,7 @@ _V5E_ACHIEVED_TO_DEVICE = 14.19e9
 _V5E_MXU_EFFICIENCY = 0.95
 # v5e's on-chip rate: the rate at which an op streams its VMEM/SMEM bytes, fitted on the 234 ops with on-chip
 # bytes of the same 13 runs (each op the larger of its roofline and its on-chip bytes over the rate; the least
-# time-weighted error of a 0.5-8 TB/s grid, benchmarks/tpu_ops.py --fit), held out on 538 ops of 8 block runs.
+# time-weighted error of a 0.5-8 TB/s grid, benchmarks/tpu_ops.py --fit), held out on 663 ops of 10 block runs.
 _V5E_VMEM_BANDWIDTH = 2.5e12
 # A matmul contracting over a K that is not a multiple of 128 (XLA lays that operand out with K major): the
 # share of the MXU rate left, fitted on the microbenchmark [8192,4000] @ [4000,8192] (0.90), held out on

@@ -89,13 +89,13 @@ def test_the_idle_time_between_ops_is_the_profiles(case: str) -> None:
     assert not gaps.shows_gaps and gaps.idle_us < GAP_SHARE * gaps.step_us
 
 
-def test_nine_profiled_block_runs() -> None:
-    assert BLOCK_CASES == ["gqa_dev", "gqa_mlpoff", "gqa_mlpremat", "gqa_off", "gqa_remat", "mha2k_off", "mha2k_remat",
-                           "mha_off", "mha_remat"]
+def test_eleven_profiled_block_runs() -> None:
+    assert BLOCK_CASES == ["gpt2xl_off", "gpt2xl_remat", "gqa_dev", "gqa_mlpoff", "gqa_mlpremat", "gqa_off", "gqa_remat",
+                           "mha2k_off", "mha2k_remat", "mha_off", "mha_remat"]
 
 
-@pytest.mark.parametrize("case", CASES + BLOCK_CASES)
-def test_no_v5e_run_is_fitted_beyond_the_spread_of_the_runs_v5e_was_fitted_on(case: str) -> None:
+@pytest.mark.parametrize("case", [c for c in CASES + BLOCK_CASES if c != "gpt2xl_off"])
+def test_no_v5e_run_but_one_is_fitted_beyond_the_spread_of_the_runs_v5e_was_fitted_on(case: str) -> None:
     # Given one real run, calibrated on itself from the datasheet tpu-v5e, whose run_spread is the largest departure
     # of one fit run's figure from v5e's own (HBM 0.819-1.042 of it, bf16 peak 0.911-1.016, host link D->H
     # 0.967-1.001: benchmarks/tpu_accuracy.py --spread)
@@ -107,23 +107,44 @@ def test_no_v5e_run_is_fitted_beyond_the_spread_of_the_runs_v5e_was_fitted_on(ca
     assert not any(f.unfitted is Unfitted.FITTED for f in run.calibration.figures)
     within = [f for f in run.calibration.figures if f.unfitted is Unfitted.WITHIN_SPREAD]
     assert within and all(abs(f.after / f.before - 1) <= (base.spread_of(f.name) or 0) for f in within)
-    # And the run is priced as the datasheet prices it: the blocks within 5% of the chip (the largest miss -2.1%)
+    # And the run is priced as the datasheet prices it: the blocks within 5% of the chip (the largest miss -2.9%)
     e = run.in_sample
     assert e is not None and e.measured_us == pytest.approx(measured, rel=1e-4)
     assert e.calibrated_us == e.datasheet_us
     if case in BLOCK_CASES:
-        assert abs(e.datasheet_error) <= min(STEP_TOLERANCE, 0.025)
+        assert abs(e.datasheet_error) <= min(STEP_TOLERANCE, 0.03)
+
+
+def test_the_one_block_beyond_the_spread_is_fitted_and_refused_on_its_twin() -> None:
+    # gpt2xl_off (d 1600, 25 heads of 64; held out of every fit): its MLP is one fusion of two matmuls
+    # (fusion.394, 335.5 GFLOP) that the chip ran in 2890 us against the model's 1893 us, so its bf16 peak fits
+    # at 0.894x v5e's, 0.106 off, beyond the spread's 0.09: calibrate adopts it, in sample -1.8% -> +1.7%
+    run = _calibrate("gpt2xl_off")
+    peak, why = _figure(run, "peak_bf16_flops")
+    assert why is Unfitted.FITTED and round(peak / 197e12, 3) == 0.894
+    assert run.refused is None and run.kept == (FigureGroup.COMPUTE,)
+    e = run.in_sample
+    assert e is not None and abs(e.calibrated_error) <= min(STEP_TOLERANCE, abs(e.datasheet_error))
+    assert run.band_us is not None and run.band_us[0] <= e.measured_us <= run.band_us[1]
+    # But one scale carries one fusion's miss to every op: its remat twin, which has the same fusion, goes from
+    # -0.9% to +5.2%, and --check-on refuses it there
+    inputs, profile = _run_of("gpt2xl_remat")
+    step = read_step(str(_folder("gpt2xl_off") / "step.hlo.txt"), "tpu-v5e")
+    prof = parse_measured(read_measured_file(str(_folder("gpt2xl_off") / "profile" / "step.xplane.pb")))
+    held = calibrate_step(step.inputs, step.target, prof, "g", held_out=(inputs, profile))
+    assert held.refused is Refusal.WORSE_HELD_OUT and held.held_out is not None
+    assert round(held.held_out.datasheet_error, 3) == -0.009 and round(held.held_out.calibrated_error, 3) == 0.052
 
 
 def test_without_the_spread_a_block_fit_puts_other_programs_further_off() -> None:
     # gqa_off fitted with no spread adopts its compute figures (HBM 1.06x, bf16 0.95x v5e's) and its link: in
-    # sample -0.53% -> +0.02%, but the MHA block it never saw goes from -1.10% to -1.50%
+    # sample nearer the chip, but the MHA block it never saw goes further off (from -2.55%, faster still)
     run = _calibrate("gqa_off", spread=False)
     assert run.kept == (FigureGroup.COMPUTE, FigureGroup.HOST_LINK)
     assert run.in_sample is not None and abs(run.in_sample.calibrated_error) < abs(run.in_sample.datasheet_error)
     inputs, profile = _run_of("mha_remat")
     other, _ = judge_step(inputs, get_target("tpu-v5e"), run.calibration.target, profile)
-    assert round(other.datasheet_error, 4) == -0.0110 and round(other.calibrated_error, 4) == -0.0150
+    assert round(other.datasheet_error, 4) == -0.0255 and other.calibrated_error < other.datasheet_error
     assert not other.helps
     # With the spread, the same profile adopts nothing: mha_remat is priced as the datasheet prices it
     assert _calibrate("gqa_off").refused is Refusal.WITHIN_SPREAD
@@ -137,7 +158,6 @@ def test_a_target_far_from_the_chip_is_fitted_beyond_the_spread(tmp_path: Path) 
     profile = parse_measured(read_measured_file(str(BLOCKS / "mha_remat" / "profile" / "step.xplane.pb")))
     run = calibrate_step(step.inputs, wrong, profile, "fixed")
     # Then the bf16 peak is fitted about 2x beyond the spread and adopted, and the step comes back within 5%
-    # (read here: the wrong target simulates 67.85 ms against the chip's 46.33 ms, +46.5%; calibrated 47.03 ms)
     peak, why = _figure(run, "peak_bf16_flops")
     assert why is Unfitted.FITTED and peak / 197e12 > 1 + (wrong.spread_of("peak_bf16_flops") or 0)
     assert run.refused is None and FigureGroup.COMPUTE in run.kept
@@ -149,6 +169,9 @@ def test_a_target_far_from_the_chip_is_fitted_beyond_the_spread(tmp_path: Path) 
 def test_without_the_spread_calibrate_only_ever_helps_in_sample(case: str) -> None:
     # Given one real run, calibrated on itself with no spread (every figure weighed by the step alone)
     run = _calibrate(case, spread=False)
+    if run.refused is Refusal.WORSE_IN_SAMPLE:  # gpt2xl_remat: every combination put its step further off
+        assert run.in_sample is not None and case == "gpt2xl_remat"
+        return
     measured = statistics.median(s["module_ms"] for s in _facts(case)["per_step"]) * 1e3
     e = run.in_sample
     assert run.refused is None and e is not None

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Final
 
 from hloscope.analysis.cost.roofline import CostModel
 from hloscope.analysis.kinds import Direction
@@ -25,8 +26,14 @@ from hloscope.analysis.structure.transfers import HostTransfer
 from hloscope.hlo.model import Instruction, Module
 from hloscope.vocab import LinkMode
 
-# Step codes of a computation's program.
-SKIP, WORK, START, DONE, SYNC_XFER, SYNC_COLL, WHILE, CALL = range(8)
+# Step codes of a computation's program (Final: a compiled build reads them as constants).
+WORK: Final = 1
+START: Final = 2
+DONE: Final = 3
+SYNC_XFER: Final = 4
+SYNC_COLL: Final = 5
+WHILE: Final = 6
+CALL: Final = 7
 
 #: One computation's program: (step code, instruction, unscaled µs) in schedule order.
 Program = list[tuple[int, Instruction, float]]

@@ -38,10 +38,11 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     sys.path.insert(0, str(HERE.parent))
-    from hloscope.analysis.simulate.margin import measure_margins, measure_margins_brute
+    from hloscope.analysis.simulate.margin import measure_margins
     from hloscope.analysis.simulate.step import simulate_step
     from hloscope.api import analyze
     from hloscope.hlo.parser import parse_hlo
+    from tests.analysis.simulate.margins_brute import measure_margins_brute
 
     print(f"{'fixture':34s} {'target':9s} {'xfers':>5s} {'analyze':>8s} {'1 sim':>8s} {'margins':>8s} {'sims':>5s} "
           f"{'marginal':>8s} {'brute':>8s}")

@@ -49,9 +49,9 @@ def main() -> int:
     ap.add_argument("--against", type=Path)
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
-    from hloscope.analysis.simulate.margin import measure_margins_brute
     from hloscope.api import analyze
     from hloscope.hlo.parser import parse_hlo
+    from tests.analysis.simulate.margins_brute import measure_margins_brute
 
     bad = 0
     for label, path, target in cases([int(x) for x in args.layers.split(",") if x]):

@@ -73,6 +73,7 @@ COMPILED_MODULES = (
     "hloscope.analysis.simulate.links",
     "hloscope.analysis.simulate.tally",
     "hloscope.analysis.simulate.step",
+    "hloscope.analysis.simulate.costs",
     "hloscope.analysis.structure.transfer_names",
     "hloscope.analysis.structure.transfers",
     "hloscope.analysis.structure.value_flow",

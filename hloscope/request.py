@@ -1,7 +1,7 @@
 """What to compile, as one frozen value: the request every compile path carries.
 
 Light to import (no JAX, no analysis, no compile layer: it sits under the analyses, and tune's
-search, ``hloscope.analysis.tune.TuneSpec``, holds one): the CLI, the TUI, check, sweep, the
+search, ``hloscope.search.tune.TuneSpec``, holds one): the CLI, the TUI, check, sweep, the
 what-if and the Python API build a :class:`CompileRequest`; ``hloscope.compile.run.jobs`` turns a
 built-in workload or a ``module:function`` into the step to trace, and
 ``hloscope.compile.step.deviceless.compile_step(request, fn, args)`` compiles it with the

@@ -10,7 +10,6 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from hloscope.analysis.tune import CHOICES, Goal, Limits, Objective, Space, TuneResult, TuneSpec
 from hloscope.api import save_artifacts
 from hloscope.artifact import OPTIMIZED_FILE
 from hloscope.cli.compiling import check_request, progress_bar
@@ -48,6 +47,7 @@ from hloscope.render.search.sweep_plot import check_plot_path
 from hloscope.render.search.tune_plot import write_plot
 from hloscope.render.search.tune_words import TUNE_RENDERERS, no_fit_line
 from hloscope.request import CompileRequest
+from hloscope.search.tune import CHOICES, Goal, Limits, Objective, Space, TuneResult, TuneSpec
 from hloscope.targets import get_target
 
 #: Compiles a search may spend when --max-compiles is not given.

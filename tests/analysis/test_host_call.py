@@ -205,7 +205,7 @@ def test_analyze_measured_puts_the_host_lines_beside_the_donated_step(tmp_path: 
 
 
 def test_tunes_call_objective_adds_each_points_host_work_and_step_does_not() -> None:
-    from hloscope.analysis.tune import Config, Goal, Objective, Verified, best, frontier
+    from hloscope.search.tune import Config, Goal, Objective, Verified, best, frontier
 
     def point(choice: str, step: float, host: float, dev: int) -> Verified:
         return Verified(Config((choice,)), choice, "", dev, 0, step, 0.0, True, True, call_host_us=host)

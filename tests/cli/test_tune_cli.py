@@ -1,7 +1,7 @@
 """``hloscope tune``'s bad input: one line each, its exit code, before anything compiles.
 
 Every case here returns before the first compile (none of them starts JAX); the search
-itself is tested in tests/analysis/test_tune_search.py and with real compiles in tests/compile/test_tune_compile.py.
+itself is tested in tests/search/test_tune_search.py and with real compiles in tests/compile/test_tune_compile.py.
 """
 
 from __future__ import annotations

@@ -71,9 +71,9 @@ def test_tune_small_llama(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 def test_facts_read_back_from_the_cache_when_the_executor_keeps_reports(tmp_path: Path) -> None:
     # Ray's workers keep their reports: the all-offload probe's per-name facts are then read back
     # from the compile cache the workers filled. An executor that drops reports stands in for it.
-    from hloscope.analysis.tune import CHOICES, Goal, Limits, Space, TuneSpec
     from hloscope.compile.search.executors import LocalExecutor
     from hloscope.compile.search.tune import run_tune
+    from hloscope.search.tune import CHOICES, Goal, Limits, Space, TuneSpec
 
     class Keeps:
         name = "elsewhere"

@@ -6,12 +6,12 @@ import ast
 import io
 import json
 
-from hloscope.analysis.tune import Config, Goal, Objective, Space, TuneSpec
 from hloscope.compile.search.tune import run_tune
 from hloscope.render.options import RenderOptions
 from hloscope.render.search.tune_words import TUNE_RENDERERS, jax_snippet, maxtext_snippet
 from hloscope.request import CompileRequest
-from tests.analysis.test_tune_search import LIMITS, SPACE, Recorded, additive, spec
+from hloscope.search.tune import Config, Goal, Objective, Space, TuneSpec
+from tests.search.test_tune_search import LIMITS, SPACE, Recorded, additive, spec
 
 
 def _search():  # type: ignore[no-untyped-def]

@@ -4,7 +4,8 @@
 the margins' what-ifs (``hloscope.analysis.simulate.replay``: paused at a position of the entry
 computation, copied with :meth:`Simulation.fork`, run on until it is :meth:`Simulation.quiet`). The links
 and the ops in flight are ``hloscope.analysis.simulate.links``'; its running totals
-``hloscope.analysis.simulate.tally``'.
+``hloscope.analysis.simulate.tally``'. Every cost it reads (each op's time and bytes, the links' figures)
+is in its :class:`~hloscope.analysis.simulate.costs.CostTable`, computed once before it runs.
 
 The scheduled order of the entry computation is replayed with separate
 resources, all in microseconds from the start of the step:
@@ -51,13 +52,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hloscope.analysis.cost.roofline import CostModel
 from hloscope.analysis.kinds import Direction
+from hloscope.analysis.simulate.costs import CALL, DONE, START, SYNC_COLL, SYNC_XFER, WHILE, WORK, CostTable, Program
 from hloscope.analysis.simulate.links import AsyncOp, Flow, Link
 from hloscope.analysis.simulate.tally import IterationSig, LastRun, StreamNumbers, Totals, same_iteration
-from hloscope.analysis.simulate.timeline import LoopRun, SimScales, Slice, SliceKind
+from hloscope.analysis.simulate.timeline import DEFAULT_SETTINGS, LoopRun, SimScales, SimSettings, Slice, SliceKind
 from hloscope.analysis.structure.callgraph import CallGraph, callee_name
-from hloscope.analysis.structure.opclass import RESOURCES, OpClass, Resource, collective_kind, link_of, value_shape
+from hloscope.analysis.structure.opclass import RESOURCES, Resource, collective_kind, link_of, value_shape
 from hloscope.analysis.structure.pairs import AsyncPair
 from hloscope.analysis.structure.streams import StreamAssignment
 from hloscope.analysis.structure.transfers import HostTransfer
@@ -65,10 +66,6 @@ from hloscope.hlo.model import Instruction, Module
 
 #: Collectives XLA runs on its point-to-point stream, beside the collective stream.
 _P2P_KINDS = frozenset({"collective-permute", "send", "recv"})
-
-# Step codes of a computation's precompiled program.
-_SKIP, _WORK, _START, _DONE, _SYNC_XFER, _SYNC_COLL, _WHILE, _CALL = range(8)
-
 
 def _collective_bytes(ins: Instruction) -> int:
     return value_shape(ins).byte_size
@@ -82,38 +79,40 @@ SHARED_FIELDS = ("record", "transfers", "starts_of", "dma_latency", "links", "st
 
 
 class Simulation:
-    def __init__(self, module: Module, cost: CostModel, pairs: list[AsyncPair], transfers: list[HostTransfer],
-                 callgraph: CallGraph, max_iterations: int, extrapolate: bool,
-                 share_hbm: bool = True, streams: StreamAssignment | None = None,
-                 copy_engines: int | None = None, scales: SimScales | None = None, detail: bool = True,
-                 base_programs: dict[str, list[tuple[int, Instruction, float]]] | None = None,
+    """One simulation of the step: ``table`` its costs (``hloscope.analysis.simulate.costs``, built for the
+    same module and transfers), ``settings`` how it runs, ``scales`` its what-if."""
+
+    def __init__(self, module: Module, table: CostTable, pairs: list[AsyncPair], transfers: list[HostTransfer],
+                 callgraph: CallGraph, settings: SimSettings = DEFAULT_SETTINGS,
+                 streams: StreamAssignment | None = None, scales: SimScales | None = None,
                  stream_numbers: StreamNumbers | None = None) -> None:
         self.module = module
-        self.detail = detail
+        self.settings = settings
+        self.detail = settings.detail
         self.record = True  # keep the slices (False: a what-if whose outcome alone is read: ``simulate.replay``)
-        self.base_programs = {} if base_programs is None else base_programs
+        self.table = table
         self.scales = scales or SimScales()
         self.callgraph = callgraph
-        self.cost = cost
-        self.max_iterations = max(2, max_iterations)
-        self.extrapolate = extrapolate
+        self.max_iterations = max(2, settings.max_iterations)
+        self.extrapolate = settings.extrapolate
         self.transfers = {(t.computation, t.instruction.name): t for t in transfers}
         self.starts_of: dict[tuple[str, str], list[tuple[str, str]]] = {}
         for p in pairs:
             self.starts_of.setdefault((p.done.computation, p.done.name), []).append(
                 (p.start.computation, p.start.name))
-        self.dma_latency = cost.transfer_latency_us
-        engines = cost.target.host_copy_engines if copy_engines is None else copy_engines
-        self.links = {d: Link(cost.link_bandwidth(d) * self.scales.link / 1e6, self.dma_latency, engines)
+        self.dma_latency = table.dma_latency_us
+        engines = table.host_copy_engines if settings.copy_engines is None else settings.copy_engines
+        self.links = {d: Link(table.link_bandwidth[d] * self.scales.link / 1e6, self.dma_latency, engines)
                       for d in Direction}
         self.link_res = {d: link_of(d) for d in Direction}  # each direction's link resource
         self.streams = streams
         self.stream_tail: dict[int, AsyncOp] = {}  # the last op issued on each compute stream
         self.stream_inflight: dict[int, list[AsyncOp]] = {}  # issued there, done not yet reached
         self.stream_numbers = StreamNumbers(streams) if stream_numbers is None else stream_numbers
-        self.hbm_per_us = cost.target.hbm_bandwidth / 1e6
+        self.hbm_per_us = table.hbm_bandwidth / 1e6
+        self.device_bytes = table.device_bytes
         self.link_list = list(self.links.values())
-        self.share_hbm = share_hbm
+        self.share_hbm = settings.share_hbm
         self.t = 0.0
         self.coll_free = 0.0
         self.p2p_free = 0.0
@@ -126,7 +125,7 @@ class Simulation:
         self.loops: dict[tuple[str, str], LoopRun] = {}
         self.reached: dict[tuple[str, str], float] = {}  # host transfer -> when its start was last reached
         self.influential: set[tuple[str, str]] = set()  # transfers that held anything up
-        self.programs: dict[str, list[tuple[int, Instruction, float]]] = {}
+        self.programs: dict[str, Program] = {}
         self.iteration = -1
 
     def fork(self, scales: SimScales) -> Simulation:
@@ -135,9 +134,8 @@ class Simulation:
         only the views read (slices) starts empty; every clock, flow, queue and total is copied."""
         # Built through __init__ (cheaply: no pairs, no transfers) and then given every field of this
         # one: a class compiled by mypyc has neither an instance __dict__ nor a __new__ without __init__.
-        new = Simulation(self.module, self.cost, [], [], self.callgraph, self.max_iterations, self.extrapolate,
-                   self.share_hbm, self.streams, scales=scales, detail=self.detail,
-                   base_programs=self.base_programs, stream_numbers=self.stream_numbers)
+        new = Simulation(self.module, self.table, [], [], self.callgraph, self.settings, self.streams, scales,
+                         self.stream_numbers)
         for name in SHARED_FIELDS:
             setattr(new, name, getattr(self, name))
         new.scales = scales
@@ -146,7 +144,7 @@ class Simulation:
         new.links = {d: links[id(lk)] for d, lk in self.links.items()}
         if scales.link != self.scales.link:
             for d, lk in new.links.items():
-                lk.bw = self.cost.link_bandwidth(d) * scales.link / 1e6
+                lk.bw = self.table.link_bandwidth[d] * scales.link / 1e6
         new.link_list = list(new.links.values())
         ops: dict[int, AsyncOp] = {}
         new.inflight = {k: [o.clone(ops, flows, links) for o in v] for k, v in self.inflight.items()}
@@ -179,10 +177,10 @@ class Simulation:
                 return got
             held[name] = got = set()
             for code, ins, _us in self.program(name):
-                if code in (_START, _SYNC_XFER):
+                if code in (START, SYNC_XFER):
                     if (name, ins.name) in self.transfers:
                         got.add((name, ins.name))
-                elif code in (_WHILE, _CALL):
+                elif code in (WHILE, CALL):
                     for c in ins.called_computations:
                         if c in self.module.computations:
                             got |= within(c)
@@ -192,9 +190,9 @@ class Simulation:
         entry = self.module.entry_name
         for i, (code, ins, _us) in enumerate(self.program(entry)):
             reached: set[tuple[str, str]] = set()
-            if code in (_START, _SYNC_XFER) and (entry, ins.name) in self.transfers:
+            if code in (START, SYNC_XFER) and (entry, ins.name) in self.transfers:
                 reached.add((entry, ins.name))
-            elif code in (_WHILE, _CALL):
+            elif code in (WHILE, CALL):
                 for c in ins.called_computations:
                     if c in self.module.computations:
                         reached |= within(c)
@@ -202,15 +200,13 @@ class Simulation:
                 out[k] = (out[k][0] if k in out else i, i)
         return out
 
-    # -- programs: each computation's schedule, classified once ----------------------------------
+    # -- programs: each computation's schedule, classified once (the cost table's), scaled here -----
 
-    def program(self, name: str) -> list[tuple[int, Instruction, float]]:
+    def program(self, name: str) -> Program:
         prog = self.programs.get(name)
         if prog is not None:
             return prog
-        base = self.base_programs.get(name)
-        if base is None:
-            base = self.base_programs[name] = self._base_program(name)
+        base = self.table.programs[name]
         sc = self.scales
         if sc.per_op is None and not sc.free and sc.compute == 1.0:
             # Every factor is 1.0: each time is the base's (``us * 1.0 == us``), no op drops out (the base
@@ -221,50 +217,16 @@ class Simulation:
             # One factor on every op (``_scale``'s, without a call per op).
             f = sc.compute
             prog = [(code, ins, us * f if us else us) for code, ins, us in base
-                    if not (us and code == _WORK and us * f <= 0)]
+                    if not (us and code == WORK and us * f <= 0)]
         else:
             prog = []
             for code, ins, us in base:
                 if us:
                     us *= self._scale(ins)
-                    if code == _WORK and us <= 0:
+                    if code == WORK and us <= 0:
                         continue
                 prog.append((code, ins, us))
         self.programs[name] = prog
-        return prog
-
-    def _base_program(self, name: str) -> list[tuple[int, Instruction, float]]:
-        """The computation's schedule classified, each op's time unscaled (shared by re-simulations)."""
-        prog: list[tuple[int, Instruction, float]] = []
-        cost = self.cost
-        transfers = self.transfers
-        instructions = self.module.computations[name].instructions
-        for ins, cls in zip(instructions, cost.index.op_classes(name), strict=True):
-            if cls is OpClass.FREE or cls is OpClass.UPDATE:
-                continue
-            if cls is OpClass.WORK:
-                key = (name, ins.name)
-                if key in transfers and not transfers[key].is_annotation:
-                    prog.append((_SYNC_XFER, ins, 0.0))
-                    continue
-                us = cost.op_cost(ins).us
-                if us > 0:
-                    prog.append((_WORK, ins, us))
-            elif cls is OpClass.CONTROL:
-                prog.append((_WHILE if ins.opcode == "while" else _CALL, ins, 0.0))
-            elif cls is OpClass.START:
-                measured = cost.measured_us(ins)  # a profile's time (by the wrapped op's name too)
-                prog.append((_START, ins, 0.0 if (name, ins.name) in transfers else
-                             (measured if measured is not None else cost.collective_us(ins) if collective_kind(ins)
-                              else cost.op_cost(ins).us)))
-            elif cls is OpClass.DONE:
-                prog.append((_DONE, ins, 0.0))
-            else:  # a synchronous collective, or a synchronous host copy
-                key = (name, ins.name)
-                if key in transfers and not transfers[key].is_annotation:
-                    prog.append((_SYNC_XFER, ins, 0.0))
-                else:
-                    prog.append((_SYNC_COLL, ins, cost.collective_us(ins)))
         return prog
 
     def _scale(self, ins: Instruction) -> float:
@@ -299,29 +261,29 @@ class Simulation:
         self._run_ops(name, prog[begin:])
         return -1
 
-    def _run_ops(self, name: str, prog: list[tuple[int, Instruction, float]]) -> None:
+    def _run_ops(self, name: str, prog: Program) -> None:
         slices = self.slices
         for code, ins, us in prog:
-            if code == _WORK:
+            if code == WORK:
                 if self.share_hbm and (self.link_list[0].active or self.link_list[1].active):
                     self._share_hbm(ins, us)
                 if self.detail:
                     slices[Resource.COMPUTE].append(Slice(Resource.COMPUTE, self.t, self.t + us, name, ins.name,
-                                                          SliceKind.COMPUTE, self.cost.moved_bytes(ins).device,
+                                                          SliceKind.COMPUTE, self.device_bytes[ins],
                                                           self.iteration))
                 self.t += us
                 self.acc.compute += us
-            elif code == _START:
+            elif code == START:
                 self._start(name, ins, us)
-            elif code == _DONE:
+            elif code == DONE:
                 self._done(name, ins)
-            elif code == _WHILE:
+            elif code == WHILE:
                 self._while(name, ins)
-            elif code == _CALL:
+            elif code == CALL:
                 self._call(ins)
-            elif code == _SYNC_XFER:
+            elif code == SYNC_XFER:
                 self._sync_transfer(name, ins)
-            elif code == _SYNC_COLL:
+            elif code == SYNC_COLL:
                 begin = self._collective_slot(ins, us)
                 end = begin + us
                 if self.record:
@@ -346,7 +308,7 @@ class Simulation:
         """Transfers in flight while a kernel runs get the HBM bandwidth it leaves: a kernel
         moving ``b`` bytes in ``us`` leaves ``hbm - b/us``; when that is below what the
         active links would draw, they share it for the kernel's duration."""
-        demand = self.cost.moved_bytes(ins).device / us if us > 0 else 0.0
+        demand = self.device_bytes[ins] / us if us > 0 else 0.0
         free = self.hbm_per_us - demand
         lk0, lk1 = self.link_list[0], self.link_list[1]
         # What the active links would draw (``sum`` of their bandwidths, in this order).
@@ -430,7 +392,7 @@ class Simulation:
                 self.async_free = begin + us
             if us > 0 and self.record:
                 self.slices[Resource.ASYNC].append(Slice(Resource.ASYNC, begin, begin + us, comp, ins.name,
-                                                         SliceKind.ASYNC, self.cost.moved_bytes(ins).device,
+                                                         SliceKind.ASYNC, self.device_bytes[ins],
                                                          self.iteration))
             op = AsyncOp(key, Resource.ASYNC, self.t, finish=begin + us)
         if stream is not None:
@@ -512,7 +474,7 @@ class Simulation:
         if not called:
             return
         if ins.opcode == "conditional":
-            called = [max(called, key=self.cost.computation_us)]
+            called = [self.table.branch[ins]]  # its most expensive branch
         for c in called:
             self.run(c)
 

@@ -29,8 +29,9 @@ point of the entry computation where it first differs from the step, on a copy o
 simulation paused there, and stopped where it can differ no more
 (:class:`~hloscope.analysis.simulate.replay.Replayer`; docs/verdicts.md "How the re-simulations are
 cut short"): every figure is then that of a whole re-simulation, the marginal cost to float rounding.
-:func:`measure_margins_brute` re-simulates the whole step for each: the reference the tests compare
-against. Facts only; words in ``hloscope.render``.
+:func:`margins_from` computes the same from any :class:`Resimulations`: the reference the tests compare
+against (``tests/analysis/simulate/margins_brute.py``) re-simulates the whole step for each what-if.
+Facts only; words in ``hloscope.render``.
 """
 
 from __future__ import annotations
@@ -38,14 +39,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from hloscope.analysis.cost.roofline import CostModel
 from hloscope.analysis.kinds import PairKind, Reason, VerdictKind
 from hloscope.analysis.measured.compare import OpClassName, classify
+from hloscope.analysis.simulate.costs import cost_table
 from hloscope.analysis.simulate.overlap import judged_by_blame_of, judged_by_wait
 from hloscope.analysis.simulate.replay import Outcome, Replayer, WhatIf
 from hloscope.analysis.simulate.step import simulate_step
-from hloscope.analysis.simulate.timeline import SimScales, Timeline, waits_by_start
+from hloscope.analysis.simulate.timeline import WHAT_IF_SETTINGS, SimScales, Timeline, waits_by_start
 from hloscope.analysis.simulate.verdict import Thresholds
 from hloscope.analysis.structure.callgraph import CallGraph
 from hloscope.analysis.structure.opclass import collective_kind
@@ -194,40 +197,27 @@ def verdicts_of(timeline: Timeline | Outcome, keys: Sequence[Key], transfer_us: 
     return out
 
 
-class _Resim:
-    """Whole re-simulations through ``simulate_step`` (the reference, :func:`measure_margins_brute`)."""
+class WhatIfRun(Protocol):
+    """One what-if re-simulation as the margins read it (:class:`~hloscope.analysis.simulate.replay.WhatIf`):
+    ``upto(keys)``: run at least until the figures of ``keys`` are final; ``whole()``: to the step's end."""
 
-    def __init__(self, module: Module, cost: CostModel, pairs: list[AsyncPair], transfers: list[HostTransfer],
-                 callgraph: CallGraph, streams: StreamAssignment | None) -> None:
-        self.args = (module, cost, pairs, transfers, callgraph)
-        self.streams = streams
-        self.count = 0
-        self.programs: dict[str, list[tuple[int, Instruction, float]]] = {}  # unscaled, shared by every run
+    def upto(self, keys: frozenset[Key]) -> Timeline | Outcome: ...
 
-    def __call__(self, scales: SimScales) -> Timeline:
-        self.count += 1
-        module, cost, pairs, transfers, callgraph = self.args
-        return simulate_step(module, cost, pairs, transfers, callgraph, streams=self.streams, scales=scales,
-                             detail=False, base_programs=self.programs)
-
-    def free_each(self, keys: Sequence[Key]) -> list[float]:
-        return [self(SimScales(free_transfers=frozenset({k}))).step_us for k in keys]
-
-    def what_if(self, scales: SimScales, fork_at: frozenset[Key] | None = None) -> _Whole:
-        return _Whole(self(scales))
+    def whole(self) -> Timeline | Outcome: ...
 
 
-class _Whole:
-    """A whole re-simulation, read as a :class:`~hloscope.analysis.simulate.replay.WhatIf` is."""
+class Resimulations(Protocol):
+    """What :func:`margins_from` asks of the step's re-simulations. count: re-simulations run.
+    ``free_each(keys)``: the step time with each transfer of ``keys`` free, one by one.
+    ``what_if(scales, fork_at)``: a re-simulation with ``scales`` (``fork_at``: the transfers before
+    whose first reach ``scales`` changes nothing)."""
 
-    def __init__(self, timeline: Timeline) -> None:
-        self.timeline = timeline
+    @property
+    def count(self) -> int: ...
 
-    def upto(self, keys: frozenset[Key]) -> Timeline:
-        return self.timeline
+    def free_each(self, keys: Sequence[Key]) -> list[float]: ...
 
-    def whole(self) -> Timeline:
-        return self.timeline
+    def what_if(self, scales: SimScales, fork_at: frozenset[Key] | None = None) -> WhatIfRun: ...
 
 
 class _Forked:
@@ -308,22 +298,15 @@ def measure_margins(module: Module, cost: CostModel, pairs: Sequence[AsyncPair],
     """Marginal cost, link and compute flips and exposure range of every async transfer the
     simulation timed (module docstring), each what-if re-simulated from the point where it first
     differs from the step (:class:`~hloscope.analysis.simulate.replay.Replayer`): the same figures as
-    :func:`measure_margins_brute`, bit for bit."""
+    whole re-simulations (``tests/analysis/simulate/margins_brute.py``), bit for bit."""
     runs = _Forked(module, cost, list(pairs), list(transfers), callgraph, streams)
-    return _measure(runs, cost, timeline, thresholds, transfers)
+    return margins_from(runs, cost, timeline, thresholds, transfers)
 
 
-def measure_margins_brute(module: Module, cost: CostModel, pairs: Sequence[AsyncPair],
-                          transfers: Sequence[HostTransfer], callgraph: CallGraph, streams: StreamAssignment | None,
-                          timeline: Timeline, thresholds: Thresholds) -> Margins:
-    """:func:`measure_margins` by whole re-simulations of the step (``simulate_step``, one per what-if):
-    the reference the tests hold the forked re-simulations to."""
-    runs = _Resim(module, cost, list(pairs), list(transfers), callgraph, streams)
-    return _measure(runs, cost, timeline, thresholds, transfers)
-
-
-def _measure(runs: _Resim | _Forked, cost: CostModel, timeline: Timeline, thresholds: Thresholds,
-             runs_transfers: Sequence[HostTransfer]) -> Margins:
+def margins_from(runs: Resimulations, cost: CostModel, timeline: Timeline, thresholds: Thresholds,
+                 runs_transfers: Sequence[HostTransfer]) -> Margins:
+    """The margins of :func:`measure_margins` (module docstring) computed from ``runs``, the step's
+    re-simulations (``runs_transfers``: the transfers they simulate)."""
     keys = [k for k, t in timeline.transfers.items() if t.is_async and t.matched and t.executions > 0]
     lat = cost.transfer_latency_us
     alone = {k: timeline.transfers[k].transfer_us for k in keys}
@@ -342,7 +325,7 @@ def _measure(runs: _Resim | _Forked, cost: CostModel, timeline: Timeline, thresh
 
     # One what-if per factor, run as far as the transfers read there need; per transfer its verdict
     # there (None: not judged there, it keeps the step's).
-    memo: dict[tuple[bool, float], tuple[WhatIf | _Whole, dict[Key, VerdictKind | None]]] = {}
+    memo: dict[tuple[bool, float], tuple[WhatIfRun, dict[Key, VerdictKind | None]]] = {}
     everything = frozenset((t.computation, t.instruction.name) for t in runs_transfers)
 
     def verdicts_at(link: bool, f: float, want: Sequence[Key]) -> dict[Key, VerdictKind]:
@@ -447,7 +430,12 @@ def measure_collective_margins(module: Module, cost: CostModel, pairs: Sequence[
                                transfers: Sequence[HostTransfer], callgraph: CallGraph,
                                streams: StreamAssignment | None, timeline: Timeline) -> dict[str, CollectiveMargin]:
     """Marginal cost and flips of every async collective of the step (by start name)."""
-    resim = _Resim(module, cost, list(pairs), list(transfers), callgraph, streams)
+    table = cost_table(module, cost, {(t.computation, t.instruction.name): t for t in transfers}, callgraph)
+
+    def resim(scales: SimScales) -> Timeline:  # a whole re-simulation, verdicts and step time only
+        return simulate_step(module, cost, list(pairs), list(transfers), callgraph, WHAT_IF_SETTINGS, streams=streams,
+                             scales=scales, table=table)
+
     colls = [p for p in pairs if p.kind is PairKind.COLLECTIVE and collective_kind(p.start)]
     model = {p.start.name: max(cost.collective_us(p.start), 1e-9) for p in colls}
     names = list(model)

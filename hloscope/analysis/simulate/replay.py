@@ -17,14 +17,15 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from hloscope.analysis.cost.roofline import CostModel
+from hloscope.analysis.simulate.costs import cost_table
 from hloscope.analysis.simulate.engine import Simulation
 from hloscope.analysis.simulate.tally import StreamNumbers
-from hloscope.analysis.simulate.timeline import HeldUp, HoldKind, SimScales, TransferTiming
+from hloscope.analysis.simulate.timeline import WHAT_IF_SETTINGS, HeldUp, HoldKind, SimScales, TransferTiming
 from hloscope.analysis.structure.callgraph import CallGraph
 from hloscope.analysis.structure.pairs import AsyncPair
 from hloscope.analysis.structure.streams import StreamAssignment
 from hloscope.analysis.structure.transfers import HostTransfer
-from hloscope.hlo.model import Instruction, Module
+from hloscope.hlo.model import Module
 
 
 def _outcome(sim: Simulation, step: bool = True) -> Outcome:
@@ -59,22 +60,26 @@ class Replayer:
     transfers in one pass of the unscaled simulation, forking at each point. Every figure is the
     one a whole re-simulation gives, bit for bit (the same operations on the same state), but for
     ``steps_from``'s step times (its docstring). ``count``: re-simulations run (each what-if counts one).
+    Every one runs with :data:`~hloscope.analysis.simulate.timeline.WHAT_IF_SETTINGS` on one cost table
+    (``hloscope.analysis.simulate.costs``), built here: the programs of every computation the step's
+    loops, calls and conditionals name (their positions, :meth:`position`).
     """
 
     def __init__(self, module: Module, cost: CostModel, pairs: list[AsyncPair], transfers: list[HostTransfer],
                  callgraph: CallGraph, streams: StreamAssignment | None) -> None:
-        self.args = (module, cost, pairs, transfers, callgraph)
+        self.args = (module, pairs, transfers, callgraph)
         self.streams = streams
         self.count = 0
-        self.programs: dict[str, list[tuple[int, Instruction, float]]] = {}  # unscaled, shared by every run
+        self.table = cost_table(module, cost, {(t.computation, t.instruction.name): t for t in transfers}, callgraph,
+                                every_called=True)
         self._paused: dict[int, Simulation] = {}
         self.stream_numbers = StreamNumbers(streams)
         self._positions: tuple[dict[tuple[str, str], tuple[int, int]], int] | None = None
 
     def _sim(self, scales: SimScales) -> Simulation:
-        module, cost, pairs, transfers, callgraph = self.args
-        sim = Simulation(module, cost, pairs, transfers, callgraph, 6, True, True, self.streams, None, scales, False,
-                   self.programs, self.stream_numbers)
+        module, pairs, transfers, callgraph = self.args
+        sim = Simulation(module, self.table, pairs, transfers, callgraph, WHAT_IF_SETTINGS, self.streams, scales,
+                         self.stream_numbers)
         sim.record = False  # its outcome alone is read
         return sim
 

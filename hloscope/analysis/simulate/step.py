@@ -1,9 +1,11 @@
 """Simulate one training step along its schedule: when each op runs, and who waits.
 
-Pass: ``simulate_step(module, cost, pairs, transfers, callgraph) -> Timeline``: the step replayed by
+Pass: ``simulate_step(module, cost, pairs, transfers, callgraph, settings) -> Timeline``: the step's costs
+put in a table once (``hloscope.analysis.simulate.costs``), the step replayed by
 :class:`~hloscope.analysis.simulate.engine.Simulation` (how: that module's docstring, docs/simulation.md),
 read into the :class:`~hloscope.analysis.simulate.timeline.Timeline`, with per transfer what ran beside
-it (the views' figures; ``detail=False`` leaves them out).
+it (the views' figures; :class:`~hloscope.analysis.simulate.timeline.SimSettings` ``detail=False`` leaves
+them out).
 """
 
 from __future__ import annotations
@@ -11,19 +13,30 @@ from __future__ import annotations
 import bisect
 
 from hloscope.analysis.cost.roofline import CostModel
+from hloscope.analysis.simulate.costs import CostTable, cost_table
 from hloscope.analysis.simulate.engine import Simulation
-from hloscope.analysis.simulate.timeline import HeldUp, HoldKind, SimScales, Slice, SliceKind, Timeline, TransferTiming
+from hloscope.analysis.simulate.timeline import (
+    DEFAULT_SETTINGS,
+    HeldUp,
+    HoldKind,
+    SimScales,
+    SimSettings,
+    Slice,
+    SliceKind,
+    Timeline,
+    TransferTiming,
+)
 from hloscope.analysis.structure.callgraph import CallGraph
 from hloscope.analysis.structure.opclass import Resource, link_of
 from hloscope.analysis.structure.pairs import AsyncPair
 from hloscope.analysis.structure.streams import StreamAssignment
 from hloscope.analysis.structure.transfers import HostTransfer
-from hloscope.hlo.model import Instruction, Module
+from hloscope.hlo.model import Module
 
 
-def _memory_bound(module: Module, cost: CostModel, s: Slice) -> bool:
+def _memory_bound(module: Module, table: CostTable, s: Slice) -> bool:
     ins = module.computations[s.computation].by_name.get(s.name)
-    return ins is not None and cost.op_cost(ins).memory_bound
+    return ins is not None and ins in table.memory_bound
 
 
 class _Spans:
@@ -54,33 +67,26 @@ def _overlapping(slices: list[Slice], starts: list[float], lo: float, hi: float)
 
 
 def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], transfers: list[HostTransfer],
-                  callgraph: CallGraph, max_iterations: int = 6,
-                  extrapolate: bool = True, share_hbm: bool = True,
-                  streams: StreamAssignment | None = None, copy_engines: int | None = None,
-                  scales: SimScales | None = None, detail: bool = True,
-                  base_programs: dict[str, list[tuple[int, Instruction, float]]] | None = None) -> Timeline:
+                  callgraph: CallGraph, settings: SimSettings = DEFAULT_SETTINGS, *,
+                  streams: StreamAssignment | None = None, scales: SimScales | None = None,
+                  table: CostTable | None = None) -> Timeline:
     """Replay the entry computation's schedule and time every op, transfer and wait.
 
-    Host links run at the cost model's bandwidth (its ``link_mode``); ``max_iterations`` bounds the
-    iterations simulated per loop run before the rest are extrapolated;
-    ``extrapolate=False`` simulates every iteration (slow on long loops; tests).
-    ``callgraph``: the module's call graph (its trip counts, computed once per loop).
-    ``share_hbm=False``: transfers keep their link's bandwidth beside memory-bound kernels.
+    Host links run at the cost model's bandwidth (its ``link_mode``); ``settings``: how the loops are
+    run, whether the links share HBM with kernels, the copy engines and what the views read
+    (:class:`SimSettings`). ``callgraph``: the module's call graph (its trip counts, computed once per loop).
     ``streams``: XLA's stream assignment; each compute stream then runs its ops in order.
-    ``copy_engines``: host copies that move bytes at once per direction (the others wait, first
-    ready first served); None: the target's ``host_copy_engines``. A number at least the count of
-    copies ever in flight together gives the equal sharing of bandwidth among all of them.
     ``scales``: a what-if (:class:`SimScales`), for margins and marginal costs.
-    ``detail=False``: the same simulation, the same step time, waits and blame, without what only
-    the views read: no compute slices, and no transfer's ``beside_*`` / ``compute_beside_us`` /
-    ``memory_bound_beside_us`` (the margins' re-simulations, which read verdicts and step times only).
-    ``base_programs``: each computation's classified schedule with unscaled times, filled on first
-    use; re-simulations of one module with one cost model and transfers share it.
+    ``table``: the step's costs (:func:`~hloscope.analysis.simulate.costs.cost_table` of this module, cost
+    model and transfers), built here when None; re-simulations of one step share one.
     """
-    sim = Simulation(module, cost, pairs, transfers, callgraph, max_iterations, extrapolate, share_hbm, streams,
-               copy_engines, scales, detail, base_programs)
+    by_key = {(t.computation, t.instruction.name): t for t in transfers}
+    if table is None:
+        table = cost_table(module, cost, by_key, callgraph)
+    sim = Simulation(module, table, pairs, transfers, callgraph, settings, streams, scales)
     sim.run(module.entry_name)
     sim.drain()
+    detail = settings.detail
     step = sim.t
     slices = {r: sorted(v, key=lambda s: s.start_us) for r, v in sim.slices.items() if v}
     compute = [s for s in slices.get(Resource.COMPUTE, []) if s.kind in (SliceKind.COMPUTE, SliceKind.EXTRAPOLATED)]
@@ -101,7 +107,7 @@ def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], trans
         if t.is_annotation:
             continue
         last = sim.last.get(key)
-        transfer_us = cost.transfer_us(t.bytes, t.direction)
+        transfer_us = table.transfer_us[key]
         if last is None:
             timings[key] = TransferTiming(
                 computation=t.computation, start=t.instruction.name, done=None, done_computation=None,
@@ -131,9 +137,9 @@ def simulate_step(module: Module, cost: CostModel, pairs: list[AsyncPair], trans
             beside_transfers=beside_transfers,
             compute_beside_us=sum(min(s.end_us, last.finish) - max(s.start_us, last.issue) for s in beside),
             memory_bound_beside_us=sum(min(s.end_us, last.finish) - max(s.start_us, last.issue) for s in beside
-                                       if s.kind is SliceKind.COMPUTE and _memory_bound(module, cost, s)),
+                                       if s.kind is SliceKind.COMPUTE and _memory_bound(module, table, s)),
         )
     a = sim.acc
     return Timeline({r: tuple(v) for r, v in slices.items()}, timings, step, a.compute, a.xfer, a.coll, a.other,
-                    tuple(sim.loops.values()), cost.link_mode, module.is_scheduled, dict(sim.reached),
+                    tuple(sim.loops.values()), table.link_mode, module.is_scheduled, dict(sim.reached),
                     frozenset(sim.influential))

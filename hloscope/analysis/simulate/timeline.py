@@ -1,6 +1,6 @@
 """The simulated step, as data: what each resource did and when, each host transfer's timing and who
-held it up, how each loop was run (:class:`Timeline`), and the what-ifs a re-simulation takes
-(:class:`SimScales`).
+held it up, how each loop was run (:class:`Timeline`), how a simulation is run (:class:`SimSettings`)
+and the what-ifs a re-simulation takes (:class:`SimScales`).
 
 Built by ``simulate_step`` (``hloscope.analysis.simulate.step``; how the step is simulated:
 ``hloscope.analysis.simulate.engine``, docs/simulation.md); read by the verdicts, slack, the margins,
@@ -230,6 +230,34 @@ class Timeline:
                 last = s.start_us
         total = self.compute_us + self.exposed_transfer_us + self.exposed_collective_us + self.other_wait_us
         assert abs(total - self.step_us) <= eps, (total, self.step_us)
+
+
+@dataclass(frozen=True)
+class SimSettings:
+    """How one simulation is run (``simulate_step``, the margins' re-simulations); the defaults are the report's.
+
+    max_iterations: the iterations simulated per loop run before the rest are extrapolated (at least 2).
+    extrapolate: False simulates every iteration (slow on long loops; tests).
+    share_hbm: False: transfers keep their link's bandwidth beside memory-bound kernels.
+    copy_engines: host copies that move bytes at once per direction (the others wait, first ready first
+    served); None: the target's ``host_copy_engines``. A number at least the count of copies ever in
+    flight together gives the equal sharing of bandwidth among all of them.
+    detail: False: the same simulation, the same step time, waits and blame, without what only the views
+    read: no compute slices, and no transfer's ``beside_*`` / ``compute_beside_us`` /
+    ``memory_bound_beside_us`` (the margins' re-simulations, which read verdicts and step times only).
+    """
+
+    max_iterations: int = 6
+    extrapolate: bool = True
+    share_hbm: bool = True
+    copy_engines: int | None = None
+    detail: bool = True
+
+
+#: The report's settings.
+DEFAULT_SETTINGS = SimSettings()
+#: The margins' re-simulations: verdicts and step times only (``SimSettings.detail``).
+WHAT_IF_SETTINGS = SimSettings(detail=False)
 
 
 @dataclass(frozen=True)

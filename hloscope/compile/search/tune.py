@@ -1,7 +1,7 @@
 """``hloscope tune``'s compiles: probes, proposals and their verification (docs/tune.md).
 
 The search's decisions (the proposal model, what to compile next, the frontier) are
-``hloscope.analysis.tune``'s; this module turns each configuration into a sweep cell
+``hloscope.search.tune``'s; this module turns each configuration into a sweep cell
 (:class:`~hloscope.compile.search.sweep.Cell`: a built-in workload with its per-name switches as
 ``--set`` overrides)
 and runs the cells on the sweep's executors (``hloscope.compile.search.executors``) through the
@@ -22,7 +22,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hloscope.analysis.tune import (
+from hloscope.compile import workloads
+from hloscope.compile.run.jobs import analyze_result, compile_request_result, vocab_of
+from hloscope.compile.seam.policy_override import CUSTOM
+from hloscope.compile.seam.xla_options import PIPELINED_OFFLOAD_FLAG
+from hloscope.compile.search.sweep import FINISHED, Cell, Executor, run_sweep
+from hloscope.compile.step.cache import load_request, remember_request
+from hloscope.errors import EXIT_COMPILE_FAILED, HloscopeError
+from hloscope.request import CompileRequest, Policy
+from hloscope.search.tune import (
     PROBES,
     UNPIPELINED_PROBE,
     Config,
@@ -40,14 +48,6 @@ from hloscope.analysis.tune import (
     prior_model,
     propose,
 )
-from hloscope.compile import workloads
-from hloscope.compile.run.jobs import analyze_result, compile_request_result, vocab_of
-from hloscope.compile.seam.policy_override import CUSTOM
-from hloscope.compile.seam.xla_options import PIPELINED_OFFLOAD_FLAG
-from hloscope.compile.search.sweep import FINISHED, Cell, Executor, run_sweep
-from hloscope.compile.step.cache import load_request, remember_request
-from hloscope.errors import EXIT_COMPILE_FAILED, HloscopeError
-from hloscope.request import CompileRequest, Policy
 
 if TYPE_CHECKING:
     from hloscope.analysis.report import Report

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import textwrap
 
-from hloscope.analysis.tune import UNPIPELINED_PROBE, Objective, TuneResult, Verified
 from hloscope.render.search.sweep_plot import check_plot_path, plain, save_figure
 from hloscope.render.search.tune_words import STOPPED
+from hloscope.search.tune import UNPIPELINED_PROBE, Objective, TuneResult, Verified
 
 
 def write_plot(result: TuneResult, path: str) -> None:

@@ -13,10 +13,10 @@ import json
 import shlex
 from typing import Any, Protocol, TextIO
 
-from hloscope.analysis.tune import Objective, TuneResult, Verified, on_off
 from hloscope.render.memory_text import gib, room_of
 from hloscope.render.options import RenderOptions
 from hloscope.render.table import format_columns
+from hloscope.search.tune import Objective, TuneResult, Verified, on_off
 from hloscope.units import human_us
 
 _LETTER = {"remat": "r", "device": "d", "offload": "o"}

@@ -198,11 +198,12 @@ def test_a_copy_beside_a_memory_bound_kernel_gets_the_hbm_it_leaves() -> None:
     # Without the shared HBM the same copy (78.3 us) is hidden by %big
     index = report.index
     from hloscope.analysis.simulate.step import simulate_step
+    from hloscope.analysis.simulate.timeline import SimSettings
     from hloscope.analysis.structure.pairs import pair_async_ops
     from hloscope.analysis.structure.transfers import find_host_transfers
 
     alone = simulate_step(report.module, report.cost, pair_async_ops(index), find_host_transfers(index),
-                          index.callgraph, share_hbm=False)
+                          index.callgraph, SimSettings(share_hbm=False))
     assert alone.transfers[("main", "cs")].wait_us == 0.0
     # The verdict's hint: all the compute beside it is memory-bound
     v = report.verdict_for("cs")

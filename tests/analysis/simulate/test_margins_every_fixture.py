@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.analysis.simulate.margin import measure_margins_brute
 from hloscope.api import analyze
 from hloscope.hlo.parser import parse_hlo
+from tests.analysis.simulate.margins_brute import measure_margins_brute
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
 

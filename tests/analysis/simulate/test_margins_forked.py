@@ -16,12 +16,13 @@ from functools import cache
 
 import pytest
 
-from hloscope.analysis.simulate.margin import measure_margins, measure_margins_brute, verdicts_of
+from hloscope.analysis.simulate.margin import measure_margins, verdicts_of
 from hloscope.analysis.simulate.replay import Replayer
 from hloscope.analysis.simulate.step import simulate_step
-from hloscope.analysis.simulate.timeline import SimScales
+from hloscope.analysis.simulate.timeline import WHAT_IF_SETTINGS, SimScales
 from hloscope.api import StepReport, analyze
 from hloscope.hlo.parser import parse_hlo
+from tests.analysis.simulate.margins_brute import measure_margins_brute
 from tests.conftest import fixture_text
 
 CASES = {
@@ -81,7 +82,7 @@ def test_a_link_factor_forked_at_the_first_transfer_is_the_whole_run_bit_for_bit
     for f in (0.5, 2 ** (-13 / 4), 3.0):
         forked = replay.what_if(SimScales(link=f), everything).whole()
         whole = simulate_step(r.module, r.cost, list(r.pairs), list(r.transfers), r.index.callgraph,
-                              streams=r.streams, scales=SimScales(link=f), detail=False)
+                              WHAT_IF_SETTINGS, streams=r.streams, scales=SimScales(link=f))
         assert forked.step_us == whole.step_us
         for k, t in forked.transfers.items():
             w = whole.transfers[k]
@@ -106,7 +107,7 @@ def test_a_what_if_stopped_after_a_transfers_last_reach_has_its_final_figures() 
     part = run.upto(qkv)
     assert part.step_us is None and run.position < replay._program_positions()[1]
     whole = simulate_step(r.module, r.cost, list(r.pairs), list(r.transfers), r.index.callgraph,
-                          streams=r.streams, scales=SimScales(compute=1.5), detail=False)
+                          WHAT_IF_SETTINGS, streams=r.streams, scales=SimScales(compute=1.5))
     for k in qkv:
         t, w = part.transfers[k], whole.transfers[k]
         assert t.executions == w.executions == 32

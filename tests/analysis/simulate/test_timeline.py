@@ -9,13 +9,14 @@ test_cost_bytes.py checks on its own.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
 from hloscope.analysis.cost.roofline import CostModel
 from hloscope.analysis.kinds import VerdictKind
 from hloscope.analysis.simulate.step import simulate_step
-from hloscope.analysis.simulate.timeline import SliceKind, Timeline
+from hloscope.analysis.simulate.timeline import SimSettings, SliceKind, Timeline
 from hloscope.analysis.simulate.verdict import Thresholds, verdict_from_wait
 from hloscope.analysis.structure.index import ModuleIndex
 from hloscope.analysis.structure.opclass import Resource
@@ -29,13 +30,13 @@ from tests.conftest import fixture_text
 PCIE_ACHIEVED = 55e9  # bytes/s, h100-sxm host link per direction
 
 
-def _simulate(m: Module, target: str = "h100-sxm", **kw: bool | int) -> tuple[Timeline, CostModel]:
+def _simulate(m: Module, target: str = "h100-sxm", **kw: Any) -> tuple[Timeline, CostModel]:
     # The simulation's mechanics are checked on the plain roofline: no kernel launch, no DMA
     # setup latency, no HBM shared between copies and kernels (test_cost_latency.py checks them).
     index = ModuleIndex(m)
     cost = CostModel(index, dataclasses.replace(get_target(target), kernel_launch_us=0.0, host_dma_latency_us=0.0))
     tl = simulate_step(m, cost, pair_async_ops(index), find_host_transfers(index), index.callgraph,
-                       share_hbm=False, **kw)
+                       SimSettings(share_hbm=False, **kw))
     tl.self_check()
     return tl, cost
 

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from hloscope.analysis.tune import (
+from hloscope.request import CompileRequest
+from hloscope.search.tune import (
     Config,
     Goal,
     Limits,
@@ -31,7 +32,6 @@ from hloscope.analysis.tune import (
     prior_model,
     propose,
 )
-from hloscope.request import CompileRequest
 
 NAMES = ("query_proj", "key_proj", "value_proj")
 SPACE = Space(NAMES, (("remat", "device", "offload"),) * 3)
@@ -152,7 +152,7 @@ def test_frontier_and_best() -> None:
 
 
 def test_model_error_is_prediction_before_compile_vs_compile() -> None:
-    from hloscope.analysis.tune import Prediction
+    from hloscope.search.tune import Prediction
 
     v = point(Config(("offload", "device", "offload")), 1000, 0, 100.0,
               predicted=Prediction(1100.0, 0.0, 90.0))
@@ -329,7 +329,7 @@ def test_the_pipelining_axis_doubles_the_space_and_is_a_neighbour() -> None:
 
 
 def test_the_prior_reproduces_the_unpipelined_probe() -> None:
-    from hloscope.analysis.tune import UNPIPELINED_PROBE
+    from hloscope.search.tune import UNPIPELINED_PROBE
 
     p = {(k, b): point(Config(v.config.choices, b, True), v.device_bytes, v.host_bytes, v.step_us, k,
                        names=v.names) for (k, b), v in probes().items()}

@@ -47,13 +47,11 @@ from hloscope.hlo.xla_dumps import (
     allocation_figures,
 )
 from hloscope.targets import (
-    DEFAULT_TPU_TARGET,
     Target,
     TargetOrigin,
     as_target,
     get_target,
     target_for_device,
-    target_for_tpu,
 )
 
 if TYPE_CHECKING:  # the analysis is imported when a step is loaded, so reading a manifest stays light
@@ -140,12 +138,12 @@ def resolve_target(path: str, target: str | Target | None,
 def platform_target(backend: CompiledFor | None) -> tuple[Target, TargetOrigin]:
     """The target a module is judged on when nothing names one: the TPU its dump names, the default
     TPU for any other TPU module, else the default (GPU) target."""
-    if backend is not None and backend.backend == "tpu":
-        chip = target_for_tpu(backend.tpu_version, backend.tpu_variant)
-        if chip is not None:
-            return chip, TargetOrigin.DUMP
-        return get_target(DEFAULT_TPU_TARGET), TargetOrigin.PLATFORM
-    return as_target(None), TargetOrigin.DEFAULT
+    from hloscope.analysis.platforms import backend_of  # lazy: the analysis; tui reads manifests without it
+
+    platform = backend.backend.platform if backend is not None else None
+    if platform is None:
+        return as_target(None), TargetOrigin.DEFAULT
+    return backend_of(platform).default_target(backend)
 
 
 def _versions(manifest: Mapping[str, Any]) -> dict[str, str]:
@@ -263,13 +261,13 @@ def _dump_memory(folder: DumpFolder | None, source: str | None, target: Target,
     (a TPU's VMEM, SMEM) are never counted as device memory."""
     if folder is None or not source:
         return XlaDumpTexts(target_arguments=target_arguments), None
-    from hloscope.analysis.platforms import execution_model  # lazy: the analysis; tui reads manifests without it
+    from hloscope.analysis.platforms import backend_for  # lazy: the analysis; tui reads manifests without it
 
     chosen = Path(source)
     assignment = folder.text(folder.sibling(chosen, BUFFER_ASSIGNMENT_SUFFIX))
     if assignment is None:
         return XlaDumpTexts(target_arguments=target_arguments), None
-    figures = allocation_figures(assignment, HOST_MEMORY_SPACE, execution_model(target).on_chip_spaces)
+    figures = allocation_figures(assignment, HOST_MEMORY_SPACE, backend_for(target).on_chip_spaces)
     dumps = XlaDumpTexts(folder.text(folder.sibling(chosen, MEMORY_REPORT_SUFFIX)),
                          folder.text(folder.sibling(chosen, LIVE_RANGE_SUFFIX)), assignment,
                          target_arguments=target_arguments)

@@ -1,0 +1,27 @@
+"""Each platform's words behind one interface, chosen by the step's platform (docs/architecture.md).
+
+:func:`platform_text` is the one place a view picks a platform's room; the rooms (``gpu``, ``tpu``) fill
+:class:`~hloscope.render.platforms.base.PlatformText`.
+"""
+
+from __future__ import annotations
+
+from hloscope.render.platforms.base import PlatformText, PlatformWords
+from hloscope.render.platforms.gpu import GPU_TEXT
+from hloscope.render.platforms.tpu import TPU_TEXT
+from hloscope.targets import Platform
+
+__all__ = ["PlatformText", "PlatformWords", "platform_text", "platform_words"]
+
+_TEXTS: dict[Platform, PlatformText] = {Platform.GPU: GPU_TEXT, Platform.TPU: TPU_TEXT}
+
+
+def platform_text(platform: Platform) -> PlatformText:
+    """The room of ``platform``."""
+    return _TEXTS[platform]
+
+
+def platform_words(platform: Platform) -> PlatformWords:
+    """The words of ``platform`` (``hloscope.analysis.platforms``: a GPU's streams and copy engines, a
+    TPU's TensorCore and DMA queues)."""
+    return _TEXTS[platform].words

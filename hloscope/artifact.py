@@ -136,12 +136,13 @@ def resolve_target(path: str, target: str | Target | None,
 
 
 def platform_target(backend: CompiledFor | None) -> tuple[Target, TargetOrigin]:
-    """The target a module is judged on when nothing names one: the TPU its dump names, the default
-    TPU for any other TPU module, else the default (GPU) target."""
+    """The target a module is judged on when nothing names one: its platform's room's choice
+    (``hloscope.analysis.platforms``: a TPU module's chip as its dump names it, else the default TPU; a
+    GPU module's the default target), else (a CPU or unknown module) the default target."""
     from hloscope.analysis.platforms import backend_of  # lazy: the analysis; tui reads manifests without it
 
     platform = backend.backend.platform if backend is not None else None
-    if platform is None:
+    if backend is None or platform is None:
         return as_target(None), TargetOrigin.DEFAULT
     return backend_of(platform).default_target(backend)
 

@@ -11,9 +11,9 @@ from hloscope.render.platforms.gpu import GPU_TEXT
 from hloscope.render.platforms.tpu import TPU_TEXT
 from hloscope.targets import Platform
 
-__all__ = ["PlatformText", "PlatformWords", "platform_text", "platform_words"]
+__all__ = ["PlatformText", "PlatformWords", "platform_text", "platform_texts", "platform_words"]
 
-_TEXTS: dict[Platform, PlatformText] = {Platform.GPU: GPU_TEXT, Platform.TPU: TPU_TEXT}
+_TEXTS: dict[Platform, PlatformText] = {t.platform: t for t in (GPU_TEXT, TPU_TEXT)}
 
 
 def platform_text(platform: Platform) -> PlatformText:
@@ -25,3 +25,8 @@ def platform_words(platform: Platform) -> PlatformWords:
     """The words of ``platform`` (``hloscope.analysis.platforms``: a GPU's streams and copy engines, a
     TPU's TensorCore and DMA queues)."""
     return _TEXTS[platform].words
+
+
+def platform_texts() -> tuple[PlatformText, ...]:
+    """Every platform's room, GPUs first (the order ``hloscope targets`` lists them in)."""
+    return tuple(_TEXTS.values())

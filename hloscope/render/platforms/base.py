@@ -3,7 +3,8 @@
 A view asks :func:`hloscope.render.platforms.platform_text` for the room of the step's platform
 (the report's, or the margins'), never which platform it is. The rooms (``gpu.py``, ``tpu.py``) say
 what a platform's parts are called, what its header line says of the module, what its margins' error
-corners were measured on, and how a calibrated target of it is priced.
+corners were measured on, how a calibrated target of it is priced, and how ``hloscope targets`` lists
+its targets.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from hloscope.analysis.report import Report
-    from hloscope.targets import Target
+    from hloscope.targets import Platform, Target
 
 
 @dataclass(frozen=True)
@@ -26,8 +29,16 @@ class PlatformWords:
     engine: str = "copy engine"
 
 
+def gbs(bytes_per_s: float | None) -> str:
+    """A bandwidth in GB/s as ``hloscope targets`` prints it (``-``: not known)."""
+    return "-" if bytes_per_s is None else f"{bytes_per_s / 1e9:g}"
+
+
 class PlatformText(Protocol):
     """A platform's words (module docstring)."""
+
+    @property
+    def platform(self) -> Platform: ...
 
     @property
     def words(self) -> PlatformWords: ...
@@ -47,4 +58,9 @@ class PlatformText(Protocol):
 
     def priced_lines(self, target: Target) -> list[str]:
         """What an op is priced at with the calibrated ``target``, when that differs from its figures."""
+        ...
+
+    def target_table(self, targets: Iterable[Target]) -> list[tuple[str, ...]]:
+        """``hloscope targets``' table of this platform's ``targets`` (the others are passed over): a header
+        row, then a row per target."""
         ...

@@ -6,10 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from hloscope.render.platforms.base import PlatformWords
-from hloscope.targets import Target, TpuTarget, target_for_tpu
+from hloscope.render.platforms.base import PlatformWords, gbs
+from hloscope.targets import Platform, Target, TpuTarget, target_for_tpu
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from hloscope.analysis.report import Report
 
 
@@ -22,6 +24,7 @@ def _tpu(target: Target) -> TpuTarget:
 class TpuText:
     """A TPU (:class:`~hloscope.render.platforms.base.PlatformText`)."""
 
+    platform: Platform = Platform.TPU
     words: PlatformWords = field(default_factory=lambda: PlatformWords("TensorCore", "DMA queue"))
 
     def compiled_line(self, report: Report, evidence: str) -> str:
@@ -52,6 +55,21 @@ class TpuText:
                     f"{t.hbm_bandwidth * t.hbm_efficiency / 1e9:.1f} GB/s, bf16 "
                     f"{t.peak_bf16_flops * t.mxu_efficiency / 1e12:.1f} TFLOP/s, fp32 "
                     f"{t.peak_fp32_flops * t.mxu_efficiency / 1e12:.1f} TFLOP/s"]
+
+    def target_table(self, targets: Iterable[Target]) -> list[tuple[str, ...]]:
+        rows: list[tuple[str, ...]] = [
+            ("name", "TPU", "topology", "cores/chip", "HBM GiB", "HBM TB/s", "bf16 TF/s", "ICI GB/s", "host link",
+             "peak GB/s D->H/H->D", "achieved GB/s D->H/H->D")]
+        for t in targets:
+            if not isinstance(t, TpuTarget):
+                continue
+            rows.append((
+                t.name, t.description, f"{t.topology_prefix}:", str(t.cores_per_chip),
+                f"{t.device_memory_size / 2**30:.1f}", f"{t.hbm_bandwidth / 1e12:.2f}",
+                f"{t.peak_bf16_flops / 1e12:.0f}", f"{gbs(t.interconnect_bandwidth)}", t.host_link,
+                f"{gbs(t.host_link_to_host)}/{gbs(t.host_link_to_device)}",
+                f"{gbs(t.host_link_achieved_to_host)}/{gbs(t.host_link_achieved_to_device)}"))
+        return rows
 
 
 def _other_chip_line(report: Report, evidence: str) -> str:

@@ -139,11 +139,12 @@ def platform_target(backend: CompiledFor | None) -> tuple[Target, TargetOrigin]:
     """The target a module is judged on when nothing names one: its platform's room's choice
     (``hloscope.analysis.platforms``: a TPU module's chip as its dump names it, else the default TPU; a
     GPU module's the default target), else (a CPU or unknown module) the default target."""
-    from hloscope.analysis.platforms import backend_of  # lazy: the analysis; tui reads manifests without it
-
     platform = backend.backend.platform if backend is not None else None
     if backend is None or platform is None:
         return as_target(None), TargetOrigin.DEFAULT
+    # lazy: the analysis, once a module was read; the tui resolves a target before its first screen without it
+    from hloscope.analysis.platforms import backend_of
+
     return backend_of(platform).default_target(backend)
 
 

@@ -1,4 +1,5 @@
-"""Each platform's analysis room behind one interface, chosen once from the target (docs/architecture.md).
+"""Each platform's analysis room behind one interface, chosen once from the target (docs/targets.md,
+"One backend per platform").
 
 :func:`backend_for` is the one place the analysis picks a platform's room: the rooms (``gpu``,
 ``tpu``) fill :class:`~hloscope.analysis.platforms.base.PlatformBackend`, and nothing outside them

@@ -1,4 +1,5 @@
-"""Each platform's words behind one interface, chosen by the step's platform (docs/architecture.md).
+"""Each platform's words behind one interface, chosen by the step's platform (docs/targets.md, "One backend
+per platform").
 
 :func:`platform_text` is the one place a view picks a platform's room; the rooms (``gpu``, ``tpu``) fill
 :class:`~hloscope.render.platforms.base.PlatformText`.

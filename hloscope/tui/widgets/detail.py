@@ -109,8 +109,8 @@ def verdict_text(loaded: Loaded, v: Verdict, margins: bool = True) -> Text:
     from hloscope.render.margin_text import margin_line
     from hloscope.render.measured_text import transfer_clause
     from hloscope.render.name_words import name_words, unrequested_words
-    from hloscope.render.unread_text import unread_clause
     from hloscope.render.platforms import platform_words  # see instruction_text
+    from hloscope.render.unread_text import unread_clause
     from hloscope.render.verdict_words import explain, slack_clause  # see instruction_text
     from hloscope.render.xla_words import xla_clause
 

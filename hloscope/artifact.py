@@ -47,13 +47,11 @@ from hloscope.hlo.xla_dumps import (
     allocation_figures,
 )
 from hloscope.targets import (
-    DEFAULT_TPU_TARGET,
     Target,
     TargetOrigin,
     as_target,
     get_target,
     target_for_device,
-    target_for_tpu,
 )
 
 if TYPE_CHECKING:  # the analysis is imported when a step is loaded, so reading a manifest stays light
@@ -138,14 +136,16 @@ def resolve_target(path: str, target: str | Target | None,
 
 
 def platform_target(backend: CompiledFor | None) -> tuple[Target, TargetOrigin]:
-    """The target a module is judged on when nothing names one: the TPU its dump names, the default
-    TPU for any other TPU module, else the default (GPU) target."""
-    if backend is not None and backend.backend == "tpu":
-        chip = target_for_tpu(backend.tpu_version, backend.tpu_variant)
-        if chip is not None:
-            return chip, TargetOrigin.DUMP
-        return get_target(DEFAULT_TPU_TARGET), TargetOrigin.PLATFORM
-    return as_target(None), TargetOrigin.DEFAULT
+    """The target a module is judged on when nothing names one: its platform's room's choice
+    (``hloscope.analysis.platforms``: a TPU module's chip as its dump names it, else the default TPU; a
+    GPU module's the default target), else (a CPU or unknown module) the default target."""
+    platform = backend.backend.platform if backend is not None else None
+    if backend is None or platform is None:
+        return as_target(None), TargetOrigin.DEFAULT
+    # lazy: the analysis, once a module was read; the tui resolves a target before its first screen without it
+    from hloscope.analysis.platforms import backend_of
+
+    return backend_of(platform).default_target(backend)
 
 
 def _versions(manifest: Mapping[str, Any]) -> dict[str, str]:
@@ -263,13 +263,13 @@ def _dump_memory(folder: DumpFolder | None, source: str | None, target: Target,
     (a TPU's VMEM, SMEM) are never counted as device memory."""
     if folder is None or not source:
         return XlaDumpTexts(target_arguments=target_arguments), None
-    from hloscope.analysis.platforms import execution_model  # lazy: the analysis; tui reads manifests without it
+    from hloscope.analysis.platforms import backend_for  # lazy: the analysis; tui reads manifests without it
 
     chosen = Path(source)
     assignment = folder.text(folder.sibling(chosen, BUFFER_ASSIGNMENT_SUFFIX))
     if assignment is None:
         return XlaDumpTexts(target_arguments=target_arguments), None
-    figures = allocation_figures(assignment, HOST_MEMORY_SPACE, execution_model(target).on_chip_spaces)
+    figures = allocation_figures(assignment, HOST_MEMORY_SPACE, backend_for(target).on_chip_spaces)
     dumps = XlaDumpTexts(folder.text(folder.sibling(chosen, MEMORY_REPORT_SUFFIX)),
                          folder.text(folder.sibling(chosen, LIVE_RANGE_SUFFIX)), assignment,
                          target_arguments=target_arguments)

@@ -18,6 +18,7 @@ from typing import Any, Generic, TypeVar
 
 from hloscope.analysis.cost.roofline import CostModel
 from hloscope.analysis.inputs import StepInputs
+from hloscope.analysis.platforms import PlatformBackend, backend_for
 from hloscope.analysis.simulate.options import AnalysisOptions
 from hloscope.analysis.structure.index import ModuleIndex
 from hloscope.hlo.model import Module
@@ -42,17 +43,19 @@ class Pass(Generic[T_co]):
 class StepContext:
     """What every pass reads: the step's inputs and settings, and the results so far.
 
-    inputs: what the loader read. target: the hardware the step is judged for. options: the
+    inputs: what the loader read. target: the hardware the step is judged for. backend: its
+    platform's room (``hloscope.analysis.platforms``), chosen once here. options: the
     analysis settings. index: the one module index. cost: the one cost model (lazy: an op is
     costed when a pass first asks). ``ctx[row]`` is the result of an earlier row of the table
     (a ``KeyError`` names a row that has not run yet: the table's order is wrong).
     """
 
-    __slots__ = ("_results", "cost", "index", "inputs", "options", "target")
+    __slots__ = ("_results", "backend", "cost", "index", "inputs", "options", "target")
 
     def __init__(self, inputs: StepInputs, target: Target, options: AnalysisOptions) -> None:
         self.inputs = inputs
         self.target = target
+        self.backend: PlatformBackend = backend_for(target)
         self.options = options
         self.index = ModuleIndex(inputs.module)
         self.cost = CostModel(self.index, target, options.host_space, options.link_mode,

@@ -449,7 +449,7 @@ def memory_facts(memory: Mapping[str, int], target: Target, report_text: str | N
     what the step offloads today (for the advice). ``figures``: the compile's figures as its
     loader derived them (:func:`derive_figures` of ``memory`` and the same report), else derived here.
     ``on_chip``: the memory spaces that are the chip's scratch, not HBM (a TPU's VMEM and SMEM:
-    ``ExecutionModel.on_chip_spaces``): never among the largest device buffers.
+    ``PlatformBackend.on_chip_spaces``): never among the largest device buffers.
     """
     g = memory.get
     args, temp, out, alias = (g("argument_size_in_bytes", 0), g("temp_size_in_bytes", 0),

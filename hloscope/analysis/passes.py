@@ -23,7 +23,6 @@ from hloscope.analysis.kinds import Direction
 from hloscope.analysis.measured.compare import MeasuredComparison, compare_measured
 from hloscope.analysis.measured.host_maps import measure_host_maps
 from hloscope.analysis.memory import MemoryFacts, facts_from_dumps
-from hloscope.analysis.platforms import execution_model
 from hloscope.analysis.simulate.drain import SerialDrain, find_serial_drains
 from hloscope.analysis.simulate.overlap import judge_overlap
 from hloscope.analysis.simulate.slack import Slack, find_slack
@@ -39,7 +38,6 @@ from hloscope.analysis.structure.streams import StreamAssignment, assign_executi
 from hloscope.analysis.structure.transfers import HostTransfer
 from hloscope.analysis.structure.unread import UnreadHostWrites, find_unread_host_writes
 from hloscope.hlo.xla_log import parse_xla_log
-from hloscope.targets import Platform
 
 
 def _transfers(ctx: StepContext) -> tuple[HostTransfer, ...]:
@@ -61,7 +59,7 @@ PAIRS = Pass("pairs", _pairs)
 def _streams(ctx: StepContext) -> StreamAssignment | None:
     """XLA's stream assignment of the version that compiled the step (docs/streams.md); None unscheduled,
     or on a platform whose async ops have no streams (``hloscope.analysis.platforms``)."""
-    if not ctx.module.is_scheduled or not execution_model(ctx.target).xla_streams:
+    if not ctx.module.is_scheduled or not ctx.backend.xla_streams:
         return None
     return assign_execution_streams(ctx.index, model=stream_model(ctx.inputs.versions.get("jaxlib"), ctx.module))
 
@@ -113,12 +111,10 @@ def _memory(ctx: StepContext) -> MemoryFacts | None:
     i = ctx.inputs
     if i.memory_figures is None or not i.has_memory:
         return None
-    # PJRT's pinned-host pool is the GPU client's (XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB); a TPU's runtime
-    # publishes no such limit: 0, not checked.
-    pool = ctx.options.host_pool_bytes if ctx.target.platform is Platform.GPU else 0
+    pool = ctx.backend.host_pool_bytes(ctx.options.host_pool_bytes)  # 0 where the runtime has no pool
     return facts_from_dumps(int_figures(i.memory_figures), ctx.target, i.dumps, ctx.index, i.vocab_size,
                             offloaded_names(ctx[TRANSFERS]), pool, i.figures,
-                            on_chip=execution_model(ctx.target).on_chip_spaces)
+                            on_chip=ctx.backend.on_chip_spaces)
 
 
 MEMORY = Pass("memory", _memory)

@@ -31,6 +31,7 @@ from hloscope.analysis.kinds import PairKind
 from hloscope.analysis.measured.compare import MeasuredComparison
 from hloscope.analysis.memory import MemoryFacts
 from hloscope.analysis.passes import PASSES, offloaded_names
+from hloscope.analysis.platforms import PlatformBackend, backend_for
 from hloscope.analysis.simulate.drain import SerialDrain
 from hloscope.analysis.simulate.margin import Margins, TransferMargin, measure_margins
 from hloscope.analysis.simulate.options import AnalysisOptions
@@ -151,6 +152,11 @@ class Report:
     def platform(self) -> Platform:
         """The accelerator family the step is judged as (the target's)."""
         return self.target.platform
+
+    @property
+    def backend(self) -> PlatformBackend:
+        """The room of the platform the step is judged as (``hloscope.analysis.platforms``)."""
+        return backend_for(self.target)
 
     @property
     def compiled_for(self) -> CompiledFor:

@@ -23,7 +23,7 @@ from hloscope.analysis.kinds import Direction, VerdictKind
 from hloscope.analysis.report import Report, analyze_module
 from hloscope.analysis.simulate.margin import TransferMargin
 from hloscope.analysis.simulate.verdict import Verdict
-from hloscope.analysis.structure.backend import Backend
+from hloscope.analysis.structure.backend import runs_on_accelerator
 from hloscope.check.allow import AllowEntry, find_allow
 from hloscope.check.annotations import Fate, account_annotations
 from hloscope.check.keys import TransferKey, TransferRecord, records_from_report
@@ -126,8 +126,7 @@ def nothing_to_judge(report: Report, label: str = "") -> NothingToJudge | None:
     why = None
     if not report.module.is_scheduled:
         why = Emptiness.NOT_SCHEDULED
-    elif report.compiled_for.backend is not Backend.TPU and not any("operation_queue_id" in ins.attr("backend_config")
-                 for comp in report.module.computations.values() for ins in comp.instructions):
+    elif not runs_on_accelerator(report.compiled_for, report.module):
         why = Emptiness.NOT_GPU
     elif not [v for v in report.verdicts if v.verdict is not VerdictKind.UNSCHEDULED]:
         why = Emptiness.NO_TRANSFER

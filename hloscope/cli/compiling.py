@@ -21,10 +21,10 @@ from hloscope.compile.run.devices import check_devices
 from hloscope.compile.seam import jaxcompat
 from hloscope.compile.seam.userfn import check_findable, split_ref
 from hloscope.compile.search.sweep import FINISHED, STARTED
-from hloscope.compile.tpu.slices import parse_slice
+from hloscope.compile.tpu.slices import slice_devices
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.request import CompileRequest, Policy
-from hloscope.targets import DEFAULT_TARGET, TpuTarget, as_target
+from hloscope.targets import DEFAULT_TARGET, as_target
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -155,14 +155,9 @@ def _slice(args: argparse.Namespace) -> dict[str, Any]:
     layout: dict[str, Any] = {**({"slices": slices} if slices != 1 else {}), **({"per_core": True} if per_core else {})}
     if not topology and not layout:
         return {}
-    chip = as_target(args.target)
-    if not isinstance(chip, TpuTarget):
-        what = "--topology names a TPU slice" if topology else \
-            f"{'--slices' if slices != 1 else '--per-core'} is for a TPU target"
-        raise HloscopeError(f"{what}; {args.target or DEFAULT_TARGET} is not a TPU target", EXIT_BAD_INPUT)
-    if not topology:
+    devices = slice_devices(as_target(args.target), args.target or DEFAULT_TARGET, topology, slices, per_core)
+    if devices is None:
         return layout
-    devices = parse_slice(topology, chip, slices, per_core).devices
     return {"topology": str(topology), **layout, **({"devices": devices} if args.devices in (None, 8) else {})}
 
 

@@ -159,13 +159,14 @@ def owned_overrides(target: Any, devices: int, layout: Layout | None = None) -> 
 def tpu_slice(target: TpuTarget, devices: int, layout: Layout | None = None) -> TpuSlice:
     """The TPU slices of ``devices`` devices in all (or of the layout's ``topology``) of ``target``; one line
     (exit 2) for ``per_core``: MaxText's map has megacore slices only for v4 and v5p."""
-    # lazy: the TPU room, only for a TPU target
-    from hloscope.compile.tpu.room import TpuRoom
+    # lazy: the TPU slices, only for a TPU target
+    from hloscope.compile.tpu.slices import slice_of
 
-    if layout is not None and layout.per_core:
+    lay = layout or Layout()
+    if lay.per_core:
         raise HloscopeError("--maxtext --per-core: MaxText's accelerator_to_spec_map.py compiles v4 and v5p "
                             "slices as megacore only (one device per chip)", EXIT_BAD_INPUT)
-    return TpuRoom(target, layout).slice(devices)
+    return slice_of(target, devices, lay.topology, lay.slices, lay.per_core)
 
 
 def check_maxtext_slice(found: TpuSlice, spec: Any) -> None:

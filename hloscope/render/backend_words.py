@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from hloscope.analysis.report import Report
 from hloscope.analysis.structure.backend import Backend, BackendEvidence, CompiledFor
-from hloscope.targets import Platform, TpuTarget, target_for_tpu
+from hloscope.render.platforms import platform_text
+from hloscope.targets import target_for_tpu
 
 _EVIDENCE = {
     BackendEvidence.DUMP_FILE_NAME: "XLA named the dump file {where}",
@@ -37,19 +38,6 @@ def evidence_words(found: CompiledFor) -> str:
     return _EVIDENCE[found.evidence].format(where=found.where)
 
 
-def _other_chip_line(report: Report) -> str:
-    """A TPU dump judged on another TPU generation's target: what it was compiled for, and how to judge it
-    as it ran ("" when the chips agree, or the dump names none)."""
-    found, t = report.compiled_for, report.target
-    chip = target_for_tpu(found.tpu_version, found.tpu_variant)
-    if chip is None or not isinstance(t, TpuTarget) or (t.tpu_version, t.tpu_variant) == (chip.tpu_version,
-                                                                                         chip.tpu_variant):
-        return ""
-    return (f"note: this module was compiled for a TPU {chip.generation} ({evidence_words(found)}) but is judged as "
-            f"{t.name}, a TPU {t.generation}: its schedule is the {chip.generation}'s; give --target {chip.name} "
-            "(or no --target) to judge it on the chip it was compiled for")
-
-
 def platform_line(report: Report) -> str:
     """The header line that says which family the module was compiled for and what it is judged as,
     when that needs saying: a TPU step (and what showed it), or a module of the other family than
@@ -62,9 +50,7 @@ def platform_line(report: Report) -> str:
         return (f"note: this module was compiled for a {platform.upper()} ({evidence_words(found)}) but is judged as "
                 f"{report.target.name}, a {report.platform.upper()} target: its schedule is the "
                 f"{platform.upper()}'s; give a {platform.upper()} --target to judge it as it ran")
-    if platform is Platform.TPU:
-        return _other_chip_line(report) or f"compiled for a TPU: {evidence_words(found)}"
-    return ""
+    return platform_text(platform).compiled_line(report, evidence_words(found))
 
 
 def backend_note(found: CompiledFor, target: str) -> str:

@@ -14,7 +14,8 @@ import math
 
 from hloscope.analysis.calibration import CalibrationRun, Refusal, StepError
 from hloscope.analysis.measured.calibrate import GAP_SHARE, Calibration, Figure, FigureGroup, IdleGaps, Rate, Unfitted
-from hloscope.targets import BUILTIN_TARGETS, Target, TpuTarget
+from hloscope.render.platforms import platform_text
+from hloscope.targets import BUILTIN_TARGETS, Target
 from hloscope.vocab import Direction
 
 _WHY = {
@@ -117,40 +118,13 @@ def target_toml(cal: Calibration) -> str:
             lines.append(f"# {f.name}: {_num(f.after)} {_WHY[f.unfitted]}")
         else:
             lines.append(f"# {f.name}: {_WHY[f.unfitted]}")
-    lines += _share_lines(t)
+    lines += [f"{name} = {_num(value)}  # {why}" for name, value, why in platform_text(t.platform).calibrated_fields(t)]
     lines += _table_lines(base)
     for kind, bw, lat in t.collective_figures:
         n = next((f.samples for f in cal.figures if f.name == f"collective_figures.{kind}.bandwidth"), 0)
         lines += ["", f"[collective_figures.{kind}]  # fitted on {n} ops",
                   f"bandwidth = {_num(bw)}", f"latency_us = {_num(lat)}"]
     return "\n".join(lines) + "\n"
-
-
-def _share_lines(t: Target) -> list[str]:
-    """A TPU target's achieved shares, written out so the file does not lean on the built-in's: its
-    ``hbm_bandwidth`` and peaks are the datasheet's figures (scaled by the fit), and an op is priced at
-    them times these shares (the scale was fitted on the model's times, which held them already)."""
-    if not isinstance(t, TpuTarget):
-        return []
-    return [f"hbm_efficiency = {_num(t.hbm_efficiency)}  # ops stream HBM at hbm_bandwidth x this share: "
-            f"{t.hbm_bandwidth * t.hbm_efficiency / 1e9:.1f} GB/s",
-            f"mxu_efficiency = {_num(t.mxu_efficiency)}  # matmuls run at each peak x this share: "
-            f"{t.peak_bf16_flops * t.mxu_efficiency / 1e12:.1f} TFLOP/s bf16, "
-            f"{t.peak_fp32_flops * t.mxu_efficiency / 1e12:.1f} TFLOP/s fp32",
-            f"vmem_bandwidth = {_num(t.vmem_bandwidth)}  # bytes/s an op streams through VMEM/SMEM (0: not priced)",
-            f"unaligned_contraction_efficiency = {_num(t.unaligned_contraction_efficiency)}  # a matmul's share "
-            "of the MXU rate when its contraction is not a multiple of 128"]
-
-
-def _shares_line(t: Target) -> list[str]:
-    """What a TPU op is priced at with the calibrated target: its figures times its achieved shares."""
-    if not isinstance(t, TpuTarget) or (t.hbm_efficiency == 1.0 and t.mxu_efficiency == 1.0):
-        return []
-    return ["", f"ops are priced at these figures times the target's achieved shares (hbm_efficiency "
-                f"{t.hbm_efficiency:g}, mxu_efficiency {t.mxu_efficiency:g}): HBM "
-                f"{t.hbm_bandwidth * t.hbm_efficiency / 1e9:.1f} GB/s, bf16 "
-                f"{t.peak_bf16_flops * t.mxu_efficiency / 1e12:.1f} TFLOP/s, fp32 "
-                f"{t.peak_fp32_flops * t.mxu_efficiency / 1e12:.1f} TFLOP/s"]
 
 
 def _err(pred: float, meas: float) -> str:
@@ -173,7 +147,7 @@ def calibration_lines(run: CalibrationRun) -> list[str]:
                      f"{_value(f, f.after)} {note}" if kept else note])
     lines = [f"calibrated target {cal.target.name} (base {cal.base.name}) from {before.profile.source}:"]
     lines += _table(rows)
-    lines += _shares_line(cal.target)
+    lines += platform_text(cal.target.platform).priced_lines(cal.target)
     if cal.gaps is not None:
         lines += ["", _gaps_line(cal.gaps)]
     crow = [["class", "ops", "measured", "predicted before", "error before", "predicted after", "error after"]]

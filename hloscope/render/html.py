@@ -27,8 +27,9 @@ from hloscope.render.check.markdown import md
 from hloscope.render.intent_text import intent_headline, intent_lines
 from hloscope.render.name_words import legend, name_cell
 from hloscope.render.options import RenderOptions
+from hloscope.render.platforms import platform_words
 from hloscope.render.table import COLUMNS, link_figures, link_mode_words, transfer_row
-from hloscope.render.verdict_words import explain, platform_words
+from hloscope.render.verdict_words import explain
 from hloscope.units import human_bytes, human_us
 
 #: Verdict colours (background, text): the TUI's and the diagrams' meaning, readable on white and dark themes.

@@ -21,10 +21,11 @@ from hloscope.render.measured_text import measured_dict
 from hloscope.render.memory_text import memory_dict
 from hloscope.render.next_steps_text import next_steps_dict
 from hloscope.render.options import RenderOptions
+from hloscope.render.platforms import platform_words
 from hloscope.render.scheduler_text import scheduler_dict
 from hloscope.render.slice_words import slice_facts
 from hloscope.render.unread_text import unread_dict
-from hloscope.render.verdict_words import explain, platform_words
+from hloscope.render.verdict_words import explain
 from hloscope.targets import target_for_tpu
 
 SCHEMA = "hloscope.report/5"

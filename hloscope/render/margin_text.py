@@ -6,7 +6,7 @@ from hloscope.analysis.kinds import Direction
 from hloscope.analysis.report import Report
 from hloscope.analysis.simulate.margin import TransferMargin
 from hloscope.analysis.simulate.verdict import Verdict
-from hloscope.targets import Platform
+from hloscope.render.platforms import platform_text
 from hloscope.units import human_us
 
 #: Rows of the "fix first" list in the text report.
@@ -76,11 +76,7 @@ def fix_first_lines(report: Report) -> list[str]:
                      f"{x.verdict}, margin {margin_cell(x)}")
     if len(first) > FIX_FIRST_ROWS:
         lines.append(f"  and {len(first) - FIX_FIRST_ROWS} more (the JSON has every one)")
-    if m.platform is Platform.TPU:
-        basis = ("the calibrated target's (held against the TPU v5e runs)" if m.calibrated
-                 else "the TPU v5e runs' (docs/accuracy.md)")
-    else:
-        basis = "the calibrated target's" if m.calibrated else "the A100 validation's (docs/accuracy.md)"
+    basis = platform_text(m.platform).margin_basis(m.calibrated)
     widened = ", widened to hold its own in-sample step error" if m.calibrated else ""
     lines.append(f"margins: {m.simulations} re-simulations; error corners from {basis} per-class errors{widened} "
                  f"(step {human_us(m.corner_step_us[0])} to {human_us(m.corner_step_us[1])})")

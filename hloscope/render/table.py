@@ -22,10 +22,11 @@ from hloscope.render.memory_text import memory_lines, remat_lines
 from hloscope.render.name_words import legend, name_cell, unrequested_words
 from hloscope.render.next_steps_text import next_steps_lines
 from hloscope.render.options import RenderOptions
+from hloscope.render.platforms import platform_words
 from hloscope.render.scheduler_text import scheduler_line
 from hloscope.render.slice_words import slice_line
 from hloscope.render.unread_text import unread_clause, unread_lines
-from hloscope.render.verdict_words import explain, platform_words, slack_clause
+from hloscope.render.verdict_words import explain, slack_clause
 from hloscope.render.xla_words import xla_cell, xla_clause, xla_legend
 from hloscope.targets import Target
 from hloscope.units import human_bytes, human_us

@@ -6,14 +6,12 @@ messages and diagrams call the same functions, so every view says the same.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from hloscope.analysis.kinds import Direction, Reason, VerdictKind
 from hloscope.analysis.simulate.contention import MEMORY_BOUND_HINT_AT, memory_bound_share
 from hloscope.analysis.simulate.slack import Slack
 from hloscope.analysis.simulate.timeline import HeldUp, HoldKind
 from hloscope.analysis.simulate.verdict import FirstUse, InputReady, Verdict
-from hloscope.targets import Platform
+from hloscope.render.platforms import PlatformWords
 from hloscope.units import human_us
 
 _REASONS = {
@@ -26,27 +24,13 @@ _REASONS = {
 }
 
 
-@dataclass(frozen=True)
-class PlatformWords:
-    """What a platform's parts are called in a verdict's ``why``: core, what runs the schedule and
-    waits at a done; engine, what one direction's host copies queue for."""
-
-    core: str = "compute stream"
-    engine: str = "copy engine"
+#: The words of a step whose platform is not given.
+_NO_PLATFORM = PlatformWords()
 
 
-GPU_WORDS = PlatformWords()
-TPU_WORDS = PlatformWords("TensorCore", "DMA queue")
-
-
-def platform_words(platform: Platform) -> PlatformWords:
-    """The words of ``platform`` (``hloscope.analysis.platforms``: a GPU's streams and copy engines, a
-    TPU's TensorCore and DMA queues)."""
-    return TPU_WORDS if platform is Platform.TPU else GPU_WORDS
-
-
-def reason_text(v: Verdict, words: PlatformWords = GPU_WORDS) -> str:
-    """What decided the verdict, in one clause; ``words``: the platform's (:func:`platform_words`)."""
+def reason_text(v: Verdict, words: PlatformWords = _NO_PLATFORM) -> str:
+    """What decided the verdict, in one clause; ``words``: the platform's
+    (``hloscope.render.platforms.platform_words``)."""
     core = words.core
     if v.reason in _REASONS:
         return _REASONS[v.reason]
@@ -88,7 +72,7 @@ def _where(h: HeldUp, link: str, words: PlatformWords) -> str:
     return _WHERE[h.where].format(link=link, engine=words.engine)
 
 
-def held_up_clause(v: Verdict, words: PlatformWords = GPU_WORDS) -> str | None:
+def held_up_clause(v: Verdict, words: PlatformWords = _NO_PLATFORM) -> str | None:
     """Whom the transfer held up and for how long (None when it held no one up)."""
     t = v.timing
     if t is None or not t.held_up:
@@ -100,7 +84,7 @@ def held_up_clause(v: Verdict, words: PlatformWords = GPU_WORDS) -> str | None:
             f"(its blame: ~{human_us(t.blame_us)} per step)")
 
 
-def held_back_clause(v: Verdict, words: PlatformWords = GPU_WORDS) -> str | None:
+def held_back_clause(v: Verdict, words: PlatformWords = _NO_PLATFORM) -> str | None:
     """Who held the transfer up and how much of its wait is theirs (None when no one did)."""
     t = v.timing
     if t is None or not t.held_back_by or t.wait_us_per_step <= 0:
@@ -126,7 +110,7 @@ def stream_queue_clause(v: Verdict) -> str | None:
             f"and still running: it waited ~{human_us(t.queued_us)} behind them before its bytes moved")
 
 
-def engine_wait_clause(v: Verdict, words: PlatformWords = GPU_WORDS) -> str | None:
+def engine_wait_clause(v: Verdict, words: PlatformWords = _NO_PLATFORM) -> str | None:
     """The copies the transfer waited behind for its direction's copy engine, and how long (None
     when it took an engine as soon as it was ready)."""
     t = v.timing
@@ -177,7 +161,7 @@ def exposed_clause(v: Verdict) -> str:
             f"slowed to ~{human_us(t.duration_us)} {by}")
 
 
-def hidden_without_window_work(v: Verdict, words: PlatformWords = GPU_WORDS) -> str | None:
+def hidden_without_window_work(v: Verdict, words: PlatformWords = _NO_PLATFORM) -> str | None:
     """Why a transfer with no compute and no collective in its own window is still hidden:
     what the simulated step ran while it was in flight (None when that is not the case)."""
     if v.verdict is not VerdictKind.HIDDEN or v.compute or v.pair is None:
@@ -221,9 +205,9 @@ def use_hint(u: FirstUse) -> str:
     return f"its result is needed at once by {what}"
 
 
-def explain(v: Verdict, words: PlatformWords = GPU_WORDS) -> str:
+def explain(v: Verdict, words: PlatformWords = _NO_PLATFORM) -> str:
     """The full ``why`` of a verdict: reason, shared link, and (for exposed/partial) the hints;
-    ``words``: the step's platform's (:func:`platform_words`)."""
+    ``words``: the step's platform's (``hloscope.render.platforms.platform_words``)."""
     text = reason_text(v, words)
     simulated = v.reason in (Reason.SIMULATED, Reason.HELD_UP)
     if v.other_transfers and not simulated:  # the simulated clause says it, with timing

@@ -26,12 +26,13 @@ must not decide itself:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from hloscope.analysis.cost.collectives import collective_time_us, ring_steps, ring_traffic
 from hloscope.analysis.cost.kernels import gemm_efficiency
-from hloscope.targets import GpuTarget, Target, TpuTarget, gpu_only
+from hloscope.targets import GpuTarget, Platform, Target, TpuTarget, gpu_only
 
 __all__ = ["TPU_ON_CHIP_SPACES", "CostProfile", "GpuCostProfile", "TpuCostProfile", "TpuFigures", "cost_profile"]
 
@@ -109,6 +110,11 @@ class GpuCostProfile:
     def collective_us(self, kind: str, nbytes: int, group: tuple[int, ...], devices: int) -> float:
         return collective_time_us(kind, nbytes, group, self.target, devices)
 
+    @classmethod
+    def of(cls, target: Target) -> GpuCostProfile:
+        """The profile of a GPU target."""
+        return cls(gpu_only(target, "the GPU cost model"))
+
 
 class TpuFigures(Protocol):
     """The figures a TPU's roofline reads from its target (bytes/s, FLOP/s)."""
@@ -169,16 +175,26 @@ class TpuCostProfile:
         n = len(group)
         return ring_steps(kind, n) * self.ici_hop_us + ring_traffic(kind, nbytes, n) / self.ici_bandwidth * 1e6
 
+    @classmethod
+    def of(cls, target: Target) -> TpuCostProfile:
+        """The profile of a TPU target: its per-op time its ``kernel_launch_us`` (0 on the built-in TPUs:
+        the v5e runs' TensorCore sat idle 0.02 ms of a 187 ms step between its ~180 ops), its ring
+        figures its ICI's, its achieved shares of HBM and of the MXU's peak its ``hbm_efficiency`` and
+        ``mxu_efficiency``, its on-chip rate and unaligned-contraction share its ``vmem_bandwidth`` and
+        ``unaligned_contraction_efficiency``."""
+        assert isinstance(target, TpuTarget)  # chosen by its platform (cost_profile)
+        return cls(target, target.interconnect_bandwidth, target.ici_hop_us, launch_us=target.kernel_launch_us,
+                   hbm_efficiency=target.hbm_efficiency, mxu_efficiency=target.mxu_efficiency,
+                   vmem_bandwidth=target.vmem_bandwidth,
+                   unaligned_contraction_efficiency=target.unaligned_contraction_efficiency)
+
+
+#: Each platform's profile, built from its target: the cost model's room per platform.
+_PROFILES: dict[Platform, Callable[[Target], CostProfile]] = {Platform.GPU: GpuCostProfile.of,
+                                                              Platform.TPU: TpuCostProfile.of}
+
 
 def cost_profile(target: Target) -> CostProfile:
     """The profile that prices ops on ``target``: the one place a platform's cost model is chosen
-    (by the target's :class:`~hloscope.targets.Platform`). A TPU's per-op time is its
-    ``kernel_launch_us`` (0 on the built-in TPUs: the v5e runs' TensorCore sat idle 0.02 ms of a
-    187 ms step between its ~180 ops), its ring figures its ICI's, its achieved shares of HBM and of
-    the MXU's peak its ``hbm_efficiency`` and ``mxu_efficiency``."""
-    if isinstance(target, TpuTarget):
-        return TpuCostProfile(target, target.interconnect_bandwidth, target.ici_hop_us,
-                              launch_us=target.kernel_launch_us, hbm_efficiency=target.hbm_efficiency,
-                              mxu_efficiency=target.mxu_efficiency, vmem_bandwidth=target.vmem_bandwidth,
-                              unaligned_contraction_efficiency=target.unaligned_contraction_efficiency)
-    return GpuCostProfile(gpu_only(target, "the GPU cost model"))
+    (by the target's :class:`~hloscope.targets.Platform`; each profile's ``of`` builds it)."""
+    return _PROFILES[target.platform](target)

@@ -115,3 +115,13 @@ def find_backend(module: Module, label: str = "", target_arguments: str = "") ->
             if ins.shape is not None and any(ins.shape.in_memory_space(space) for space in _TPU_SPACES):
                 return CompiledFor(Backend.TPU, BackendEvidence.LAYOUT, ins.name)
     return CompiledFor(Backend.UNKNOWN, BackendEvidence.NONE)
+
+
+def runs_on_accelerator(found: CompiledFor, module: Module) -> bool:
+    """Whether ``module``'s schedule is one an accelerator runs, so a gate has something to judge: a TPU
+    module (``found``), or one XLA:GPU gave stream assignments (``operation_queue_id`` in a backend
+    config; other backends write none, and :func:`find_backend` stops at its first evidence)."""
+    if found.backend is Backend.TPU:
+        return True
+    return any("operation_queue_id" in ins.attr("backend_config")
+               for comp in module.computations.values() for ins in comp.instructions)

@@ -5,11 +5,12 @@ read from the plugin's log, behind :class:`hloscope.compile.step.rooms.Room`."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from hloscope.analysis.inputs import ScheduleRun
+from hloscope.compile.cuda.device_memory import allocator_bytes, with_memory
 from hloscope.compile.cuda.scheduler import SCHEDULER_OPTIONS, read_run
 from hloscope.compile.cuda.topology import compile_only_devices, topology_for
 from hloscope.compile.seam import jaxcompat
@@ -18,7 +19,7 @@ from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.xla_dumps import SCHEDULER_LOG_FILE
 from hloscope.hlo.xla_log import scheduler_log_lines
 from hloscope.request import CompileRequest, Layout, Scheduler
-from hloscope.targets import GpuTarget
+from hloscope.targets import GpuTarget, Target, gpu_only
 
 if TYPE_CHECKING:
     from jax import Device
@@ -34,6 +35,11 @@ class CudaRoom:
     def __init__(self, target: GpuTarget, layout: Layout | None = None) -> None:
         self.target = target
         self.layout = layout or Layout()
+
+    @classmethod
+    def of(cls, target: Target, layout: Layout | None = None) -> CudaRoom:
+        """The room of a GPU target (``hloscope.compile.step.rooms.room_for`` chooses it)."""
+        return cls(gpu_only(target), layout)
 
     def check_devices(self, devices: int, argument: str = "--devices") -> None:
         lay = self.layout
@@ -82,3 +88,27 @@ class CudaRoom:
 
     def device_memory_size(self) -> int:
         return self.target.device_memory_size
+
+    def planned_memory(self, request: CompileRequest) -> tuple[Target, int | None]:
+        tgt = with_memory(self.target, request.memory_override_bytes)
+        return tgt, allocator_bytes(tgt, request.memory_fraction)
+
+    def check_request(self, request: CompileRequest, argument: str = "--devices") -> tuple[int, Callable[[int], bool]]:
+        """The hosts (``gpus_per_host`` GPUs each) and NVLink domains of the target
+        (:func:`~hloscope.compile.cuda.topology.topology_for`); a workload's devices fill hosts whole."""
+        target = self.target
+        if request.topology is not None:
+            raise HloscopeError(f"--topology names a TPU slice; {target.name} is a GPU (give --devices)",
+                                EXIT_BAD_INPUT)
+        if request.slices != 1 or request.per_core:
+            raise HloscopeError(f"{'--slices' if request.slices != 1 else '--per-core'} is for a TPU target; "
+                                f"{target.name} is a GPU (its hosts come from --devices)", EXIT_BAD_INPUT)
+        topology_for(target, request.devices, argument)
+        per_host = target.gpus_per_host
+        return request.devices, lambda n: n <= per_host or n % per_host == 0
+
+    def folder_part(self, request: CompileRequest) -> list[str]:
+        return [request.target, str(request.devices)]
+
+    def manifest_facts(self, request: CompileRequest) -> dict[str, object]:
+        return {}

@@ -24,11 +24,10 @@ from typing import Any
 from hloscope.compile import workloads
 from hloscope.compile.result import CompileResult
 from hloscope.compile.step.cache import manifest_entry, request_memo_key
-from hloscope.compile.tpu.slices import TpuSlice, folder_part, slice_of
+from hloscope.compile.step.rooms import room_for
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.hlo.folders import MANIFEST_FILE, MANIFEST_SCHEMA
 from hloscope.request import CompileRequest, Scheduler
-from hloscope.targets import TpuTarget, as_target
 
 
 def _is_ours(path: Path) -> bool:
@@ -77,24 +76,10 @@ def default_folder(request: CompileRequest) -> Path:
     return Path(DEFAULT_ROOT) / _slug("-".join(parts))
 
 
-def tpu_slice(request: CompileRequest) -> TpuSlice | None:
-    """The TPU slice ``request`` compiles for (None: a GPU target); one line (exit 2) for a device count or
-    ``--topology`` no slice of its chip has."""
-    chip = as_target(request.target)
-    if not isinstance(chip, TpuTarget):
-        return None
-    return slice_of(chip, request.devices, request.topology, request.slices, request.per_core)
-
-
 def _where(request: CompileRequest) -> list[str]:
     """The folder name's target and devices: ``h100-sxm-8``; for a TPU, the slice as Cloud TPU names it
-    (``v5p-128`` for 64 chips: :func:`hloscope.compile.tpu.slices.folder_part`)."""
-    found = tpu_slice(request)
-    if found is None:
-        return [request.target, str(request.devices)]
-    chip = as_target(request.target)
-    assert isinstance(chip, TpuTarget)
-    return [folder_part(found, request.target, chip)]
+    (``v5p-128`` for 64 chips), as the target's room says."""
+    return room_for(request.target, request.layout).folder_part(request)
 
 
 def check_out_dir(out_dir: Path, force: bool = False) -> None:

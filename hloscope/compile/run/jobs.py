@@ -35,12 +35,11 @@ from hloscope.analysis.simulate.overlap import AnalysisOptions
 from hloscope.compile import workloads
 from hloscope.compile.maxtext import compile_maxtext_job
 from hloscope.compile.result import CompileResult, memory_figures
-from hloscope.compile.run.artifacts import tpu_slice
 from hloscope.compile.seam.environment import address_space_limit, terminal_lines
 from hloscope.compile.seam.policy_override import check_names, every_checkpoint, switches_of
 from hloscope.compile.seam.userfn import load_user_fn, parse_args_spec
 from hloscope.compile.step.deviceless import StepOptions, compile_step, make_mesh
-from hloscope.compile.step.rooms import resolve_target
+from hloscope.compile.step.rooms import resolve_target, room_for
 from hloscope.errors import (
     EXIT_BAD_INPUT,
     EXIT_COMPILE_FAILED,
@@ -68,8 +67,7 @@ def compile_job(request: CompileRequest, phase: Callable[[str], None] | None = N
     ``request.memory_override_bytes`` compiles for the target with that HBM.
     """
     result, extra = _compile_job(request, phase)
-    found = tpu_slice(request)
-    return result, ({**extra, "tpu_slice": found.to_facts()} if found is not None else extra)
+    return result, {**extra, **room_for(request.target, request.layout).manifest_facts(request)}
 
 
 def _compile_job(request: CompileRequest, phase: Callable[[str], None] | None = None) -> tuple[CompileResult,

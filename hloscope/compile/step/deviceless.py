@@ -52,7 +52,7 @@ from hloscope.compile.step.mesh import topology_for as topology_for
 from hloscope.compile.step.rooms import AnyTarget, Room, resolve_target, room_for
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_TRACE_FAILED, HloscopeError
 from hloscope.request import CompileRequest
-from hloscope.targets import GpuTarget, Target
+from hloscope.targets import Target
 
 if TYPE_CHECKING:
     from jax import Device
@@ -144,13 +144,8 @@ def compile_step(request: CompileRequest, fn: Callable[..., Any],
     if opts.target is not None and opts.target.name != request.target:
         raise ValueError(f"StepOptions.target is {opts.target.name}, the request's target is {request.target}")
     found_target = opts.target or resolve_target(request.target)
-    if isinstance(found_target, GpuTarget):
-        tgt: Target = with_memory(found_target, request.memory_override_bytes)
-        allocator = allocator_bytes(tgt, request.memory_fraction)
-    else:
-        refuse_gpu_memory_options(request)
-        tgt, allocator = found_target, None
     lay = request.layout
+    tgt, allocator = room_for(found_target, lay).planned_memory(request)
     room = room_for(tgt, lay)
     chosen = request.scheduler
     concrete = (device_mesh(tgt, request.devices, opts.mesh_axes, lay.topology, lay.slices, lay.per_core)
@@ -174,15 +169,6 @@ def compile_step(request: CompileRequest, fn: Callable[..., Any],
     finally:
         if dump != options_used.get("xla_dump_to"):
             shutil.rmtree(dump, ignore_errors=True)
-
-
-def refuse_gpu_memory_options(request: CompileRequest) -> None:
-    """One line (exit 2) for the HBM what-if and the allocator's fraction on a TPU target: both set what
-    XLA:GPU plans for (its GpuTargetConfig, JAX's GPU allocator); libtpu takes the HBM from the chip."""
-    if request.memory_override_bytes is not None or request.memory_fraction is not None:
-        what = "--what-if-memory" if request.memory_override_bytes is not None else "--memory-fraction"
-        raise HloscopeError(f"{what} sets what XLA:GPU plans for; {request.target} is a TPU, whose compiler takes "
-                            "the HBM from the chip", EXIT_BAD_INPUT)
 
 
 def _compile(fn: Callable[..., Any], args: tuple[Any, ...], tgt: Target, room: Room, mesh: Mesh,

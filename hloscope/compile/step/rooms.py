@@ -4,12 +4,13 @@
 request's target (:func:`room_for`) for its compile-only devices, the topology they form, the
 XLA options of a scheduler, how the step is traced and lowered, and which scheduler ran; the
 CUDA room (``hloscope.compile.cuda``) is today's GPU set-up, the TPU room
-(``hloscope.compile.tpu``) libtpu's. Nothing else in a compile asks which platform it is.
+(``hloscope.compile.tpu``) libtpu's. Each also checks a request's devices and memory options against its
+platform and names its artifact folders. Nothing else in a compile asks which platform it is.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -17,7 +18,7 @@ from hloscope.analysis.inputs import ScheduleRun
 from hloscope.compile.cuda.room import CudaRoom
 from hloscope.compile.tpu.room import TpuRoom
 from hloscope.request import CompileRequest, Layout, Scheduler
-from hloscope.targets import GpuTarget, Target, TpuTarget, as_target
+from hloscope.targets import Platform, Target, as_target
 
 if TYPE_CHECKING:
     from jax import Device
@@ -77,9 +78,30 @@ class Room(Protocol):
         """The memory of one device, bytes (a chip's HBM split among the devices it shows)."""
         ...
 
+    def planned_memory(self, request: CompileRequest) -> tuple[Target, int | None]:
+        """The target XLA plans for under ``request``'s HBM what-if, and what JAX's allocator takes at its
+        memory fraction (None: no fraction given); one line (exit 2) where the platform takes neither."""
+        ...
+
+    def check_request(self, request: CompileRequest, argument: str = "--devices") -> tuple[int, Callable[[int], bool]]:
+        """One line (exit 2), before JAX starts, when ``request``'s devices and layout are no mesh of the
+        target; else the devices one workload's axes span, and which device counts a workload may take."""
+        ...
+
+    def folder_part(self, request: CompileRequest) -> list[str]:
+        """What an artifact folder's name says of the target and its devices (``h100-sxm-8``, ``v5p-128``)."""
+        ...
+
+    def manifest_facts(self, request: CompileRequest) -> dict[str, object]:
+        """What the artifact's manifest records of the platform's layout (a TPU's ``tpu_slice``)."""
+        ...
+
 
 #: A target of either family (``hloscope.targets``).
 AnyTarget = Target
+
+#: Each platform's room: the one place a compile picks a platform's set-up.
+_ROOMS: dict[Platform, Callable[[Target, Layout | None], Room]] = {Platform.GPU: CudaRoom.of, Platform.TPU: TpuRoom.of}
 
 
 def resolve_target(target: str | Target) -> Target:
@@ -90,8 +112,4 @@ def resolve_target(target: str | Target) -> Target:
 def room_for(target: str | AnyTarget, layout: Layout | None = None) -> Room:
     """The room of ``target``'s family, its devices laid out as ``layout`` says (None: the default)."""
     tgt = resolve_target(target)
-    if isinstance(tgt, TpuTarget):
-        return TpuRoom(tgt, layout)
-
-    assert isinstance(tgt, GpuTarget)
-    return CudaRoom(tgt, layout)
+    return _ROOMS[tgt.platform](tgt, layout)

@@ -4,16 +4,24 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any
 
 from hloscope.analysis.inputs import ScheduleRun
 from hloscope.compile.tpu import runtime
-from hloscope.compile.tpu.slices import MEGACORE, TpuSlice, prefix_of, slice_of
+from hloscope.compile.tpu.slices import (
+    MEGACORE,
+    TpuSlice,
+    devices_per_chip,
+    folder_part,
+    prefix_of,
+    shape_for,
+    slice_of,
+)
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.request import CompileRequest, Layout, Scheduler
-from hloscope.targets import TpuTarget
+from hloscope.targets import Target, TpuTarget, as_target
 
 #: What JAX calls a compile-only device of each generation (``device.device_kind``, libtpu 0.0.42).
 DEVICE_KINDS = {"v4": "TPU v4", "v5": "TPU v5", "v5e": "TPU v5 lite", "v6e": "TPU v6 lite", "tpu7x": "TPU7x"}
@@ -29,6 +37,12 @@ class TpuRoom:
     def __init__(self, target: TpuTarget, layout: Layout | None = None) -> None:
         self.target = target
         self.layout = layout or Layout()
+
+    @classmethod
+    def of(cls, target: Target, layout: Layout | None = None) -> TpuRoom:
+        """The room of a TPU target (``hloscope.compile.step.rooms.room_for`` chooses it)."""
+        assert isinstance(target, TpuTarget), target.name
+        return cls(target, layout)
 
     def slice(self, devices: int, argument: str = "--devices") -> TpuSlice:
         """The slices of ``devices`` devices, or those the layout's ``topology`` names (then ``devices`` must be
@@ -79,3 +93,38 @@ class TpuRoom:
         if self.layout.per_core and prefix_of(self.target) in MEGACORE and self.target.hbm_available_per_core:
             return self.target.hbm_available_per_core
         return self.target.memory_per_device
+
+    def planned_memory(self, request: CompileRequest) -> tuple[Target, int | None]:
+        """The HBM what-if and the allocator's fraction set what XLA:GPU plans for (its GpuTargetConfig,
+        JAX's GPU allocator); libtpu takes the HBM from the chip: one line (exit 2) for either."""
+        if request.memory_override_bytes is not None or request.memory_fraction is not None:
+            what = "--what-if-memory" if request.memory_override_bytes is not None else "--memory-fraction"
+            raise HloscopeError(f"{what} sets what XLA:GPU plans for; {request.target} is a TPU, whose compiler "
+                                "takes the HBM from the chip", EXIT_BAD_INPUT)
+        return self.target, None
+
+    def check_request(self, request: CompileRequest, argument: str = "--devices") -> tuple[int, Callable[[int], bool]]:
+        """The slices of the request (``hloscope.compile.tpu.slices``); over several slices a workload's own
+        axes are inside one slice (data parallel across them), on whole chips of a slice shape."""
+        self.slice(request.devices, argument)
+        per_chip, prefix = devices_per_chip(self.target, request.per_core), prefix_of(self.target)
+        return (request.devices // request.slices,
+                lambda n: n % per_chip == 0 and shape_for(prefix, n // per_chip) is not None)
+
+    def folder_part(self, request: CompileRequest) -> list[str]:
+        """The slice as Cloud TPU names it (``v5p-128`` for 64 chips:
+        :func:`~hloscope.compile.tpu.slices.folder_part`)."""
+        return [folder_part(self.slice(request.devices), request.target, self.target)]
+
+    def manifest_facts(self, request: CompileRequest) -> dict[str, object]:
+        """The slice as Cloud TPU names it (``TpuSlice.to_facts``), as the manifest's ``tpu_slice``."""
+        return {"tpu_slice": self.slice(request.devices).to_facts()}
+
+
+def tpu_slice(request: CompileRequest) -> TpuSlice | None:
+    """The TPU slice ``request`` compiles for (None: another platform's target); one line (exit 2) for a
+    device count or ``--topology`` no slice of its chip has."""
+    chip = as_target(request.target)
+    if not isinstance(chip, TpuTarget):
+        return None
+    return TpuRoom(chip, request.layout).slice(request.devices)

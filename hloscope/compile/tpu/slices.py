@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
-from hloscope.targets import TpuTarget
+from hloscope.targets import Target, TpuTarget
 
 #: Generations whose chips are a 2D torus (``GEN:AxB``); the others are 3D (``GEN:AxBxC``).
 TWO_D = frozenset({"v5e", "v6e"})
@@ -279,3 +279,14 @@ def parse_slice(text: str, chip: TpuTarget, num_slices: int = 1, per_core: bool 
     cloud = TpuSlice(prefix, shape_for(prefix, 16) or (4, 4)).accelerator_type
     raise HloscopeError(f"--topology {text!r} is no {chip.name} slice: give {example} (chips per axis) or a "
                         f"Cloud TPU name such as {cloud}", EXIT_BAD_INPUT)
+
+
+def slice_devices(target: Target, named: str, topology: str | None, slices: int, per_core: bool) -> int | None:
+    """The devices ``--topology`` names on ``target`` (None without one); one line (exit 2) when a TPU's layout
+    (``topology``, ``slices`` other than 1, ``per_core``) is given for a target of another platform
+    (``named``: how the user named it)."""
+    if not isinstance(target, TpuTarget):
+        what = "--topology names a TPU slice" if topology else \
+            f"{'--slices' if slices != 1 else '--per-core'} is for a TPU target"
+        raise HloscopeError(f"{what}; {named} is not a TPU target", EXIT_BAD_INPUT)
+    return parse_slice(topology, target, slices, per_core).devices if topology else None

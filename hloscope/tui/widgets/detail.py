@@ -33,7 +33,7 @@ from hloscope.tui.text import hlo_string, plain, shown
 from hloscope.units import human_bytes, human_us
 
 if TYPE_CHECKING:  # hloscope.render is imported on the first detail drawn (instruction_text)
-    from hloscope.render.verdict_words import PlatformWords
+    from hloscope.render.platforms import PlatformWords
 
 #: Most users/operands listed as links (a broadcast constant can have thousands; a long
 #: list costs the pane a slow layout on every cursor stop).
@@ -109,8 +109,9 @@ def verdict_text(loaded: Loaded, v: Verdict, margins: bool = True) -> Text:
     from hloscope.render.margin_text import margin_line
     from hloscope.render.measured_text import transfer_clause
     from hloscope.render.name_words import name_words, unrequested_words
+    from hloscope.render.platforms import platform_words  # see instruction_text
     from hloscope.render.unread_text import unread_clause
-    from hloscope.render.verdict_words import explain, platform_words, slack_clause  # see instruction_text
+    from hloscope.render.verdict_words import explain, slack_clause  # see instruction_text
     from hloscope.render.xla_words import xla_clause
 
     t_ = v.transfer

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.compile.run.artifacts import default_folder, tpu_slice
+from hloscope.compile.run.artifacts import default_folder
+from hloscope.compile.tpu.room import tpu_slice
 from hloscope.errors import HloscopeError
 from hloscope.request import CompileRequest
 

@@ -17,6 +17,7 @@ import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields
 from importlib import resources
+from importlib.resources.abc import Traversable
 from typing import Any, TypeVar, overload
 
 from hloscope.errors import EXIT_INTERNAL, HloscopeError
@@ -43,14 +44,29 @@ class Builtins:
     aliases: dict[str, str]
 
 
+#: The folder of the data files (package data: pyproject.toml's ``[tool.setuptools.package-data]``).
+DATA: Traversable = resources.files("hloscope.targets") / "data"
+
+
 @functools.cache
 def builtins() -> Builtins:
-    """The built-in targets, read and checked on the first call."""
+    """The built-in targets, read from :data:`DATA` and checked on the first call."""
+    return read_builtins(DATA)
+
+
+def read_builtins(folder: Traversable) -> Builtins:
+    """Every platform's targets from ``folder``'s data files; a bad or missing file is one line, exit 70."""
     targets: dict[str, Target] = {}
     aliases: dict[str, str] = {}
     for platform, cls in TARGET_CLASSES.items():
-        res = resources.files("hloscope.targets") / "data" / f"{platform}.toml"
-        for target, names in _read_family(str(res), res.read_text(encoding="utf-8"), cls):
+        res = folder / f"{platform}.toml"
+        try:
+            text = res.read_text(encoding="utf-8")
+        except OSError as e:
+            raise _fail(str(res), f"cannot read hloscope's data file: {e.strerror or e}") from None
+        for target, names in _read_family(str(res), text, cls):
+            if target.name in targets:
+                raise _fail(str(res), f"target {target.name!r} is already a built-in target")
             targets[target.name] = target
             aliases.update((alias, target.name) for alias in names)
     return Builtins(targets, aliases)

@@ -10,17 +10,21 @@ checked (:mod:`.checks`); a bad one is an error naming its key (exit 2).
 
 from __future__ import annotations
 
-from hloscope.targets.builtin import BUILTIN_TARGETS, TARGET_ALIASES, TARGET_CLASSES, TPU_TARGETS
+from hloscope.targets.builtin import (
+    BUILTIN_TARGETS,
+    COPY_ENGINE_COUNTS,
+    HOST_LINK_MEASUREMENTS,
+    TARGET_ALIASES,
+    TARGET_CLASSES,
+    TPU_TARGETS,
+)
 from hloscope.targets.checks import CALIBRATED_ON, COLLECTIVE_KINDS
 from hloscope.targets.gpu import (
-    COPY_ENGINE_COUNTS,
     DEFAULT_HOST_POOL_BYTES,
-    HOST_LINK_MEASUREMENTS,
     HOST_POOL_ENV,
     CopyEngineCount,
     GpuTarget,
     LinkMeasurement,
-    link_range,
     memory_fraction_problem,
 )
 from hloscope.targets.lookup import (
@@ -30,6 +34,7 @@ from hloscope.targets.lookup import (
     as_target,
     get_target,
     gpu_only,
+    link_range,
     load_target_file,
     target_for_device,
     target_for_tpu,

@@ -13,16 +13,19 @@ exit 70 (a bug in hloscope), never a traceback.
 from __future__ import annotations
 
 import functools
+import math
 import tomllib
+import typing
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields
+from enum import Enum
 from importlib import resources
 from importlib.resources.abc import Traversable
 from typing import Any, TypeVar, overload
 
 from hloscope.errors import EXIT_INTERNAL, HloscopeError
 from hloscope.targets.checks import check_fields
-from hloscope.targets.gpu import GpuTarget
+from hloscope.targets.gpu import CopyEngineCount, GpuTarget, LinkMeasurement
 from hloscope.targets.model import Platform, Target
 from hloscope.targets.tpu import TpuTarget
 
@@ -42,6 +45,8 @@ class Builtins:
 
     targets: dict[str, Target]
     aliases: dict[str, str]
+    #: Each ``[measured]`` table's rows by its name (the class's :attr:`~Target.measured`).
+    measured: dict[str, tuple[Any, ...]]
 
 
 #: The folder of the data files (package data: pyproject.toml's ``[tool.setuptools.package-data]``).
@@ -58,18 +63,21 @@ def read_builtins(folder: Traversable) -> Builtins:
     """Every platform's targets from ``folder``'s data files; a bad or missing file is one line, exit 70."""
     targets: dict[str, Target] = {}
     aliases: dict[str, str] = {}
+    measured: dict[str, tuple[Any, ...]] = {}
     for platform, cls in TARGET_CLASSES.items():
         res = folder / f"{platform}.toml"
         try:
             text = res.read_text(encoding="utf-8")
         except OSError as e:
             raise _fail(str(res), f"cannot read hloscope's data file: {e.strerror or e}") from None
-        for target, names in _read_family(str(res), text, cls):
+        family_targets, family_measured = _read_family(str(res), text, cls)
+        for target, names in family_targets:
             if target.name in targets:
                 raise _fail(str(res), f"target {target.name!r} is already a built-in target")
             targets[target.name] = target
             aliases.update((alias, target.name) for alias in names)
-    return Builtins(targets, aliases)
+        measured.update(family_measured)
+    return Builtins(targets, aliases, measured)
 
 
 def family(cls: type[T]) -> tuple[T, ...]:
@@ -77,8 +85,11 @@ def family(cls: type[T]) -> tuple[T, ...]:
     return tuple(t for t in builtins().targets.values() if isinstance(t, cls))
 
 
-def _read_family(where: str, text: str, cls: type[Target]) -> list[tuple[Target, list[str]]]:
-    """The targets of one data file with their aliases; a bad file is one line, exit 70."""
+Family = tuple[list[tuple[Target, list[str]]], dict[str, tuple[Any, ...]]]
+
+
+def _read_family(where: str, text: str, cls: type[Target]) -> Family:
+    """The targets of one data file with their aliases, and its measurements; a bad file is one line, exit 70."""
     try:
         return _targets_of(where, text, cls)
     except HloscopeError as e:  # a user's file says exit 2; a built-in one is hloscope's own bug
@@ -89,14 +100,14 @@ def _fail(where: str, message: str) -> HloscopeError:
     return HloscopeError(f"{where}: {message}", EXIT_INTERNAL)
 
 
-def _targets_of(where: str, text: str, cls: type[Target]) -> list[tuple[Target, list[str]]]:
+def _targets_of(where: str, text: str, cls: type[Target]) -> Family:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise _fail(where, f"not a valid data file: {e}") from None
-    extra = sorted(set(data) - {"sources", "defaults", "targets"})
+    extra = sorted(set(data) - {"sources", "defaults", "targets", "measured"})
     if extra or not isinstance(data.get("targets"), dict) or not isinstance(data.get("sources"), dict):
-        raise _fail(where, "a data file holds [sources], [defaults] and [targets.<name>] tables"
+        raise _fail(where, "a data file holds [sources], [defaults], [targets.<name>] and [measured] tables"
                     + (f", not {', '.join(extra)}" if extra else ""))
     sources: dict[str, Any] = data["sources"]
     cited: set[str] = set()
@@ -120,8 +131,42 @@ def _targets_of(where: str, text: str, cls: type[Target]) -> list[tuple[Target, 
     unused = sorted(set(sources) - cited)
     if unused:
         raise _fail(where, f"source(s) no figure cites: {', '.join(unused)}")
+    return out, _measured(f"{where}: measured", data.get("measured", {}), cls, {t.name for t, _ in out})
+
+
+def _measured(where: str, tables: object, cls: type[Target], names: set[str]) -> dict[str, tuple[Any, ...]]:
+    """The ``[measured]`` tables: each row a ``cls.measured[table]`` whose ``target`` is one of ``names``."""
+    if not isinstance(tables, dict) or set(tables) - set(cls.measured):
+        raise _fail(where, f"holds only the tables {', '.join(cls.measured) or '(none)'}")
+    out: dict[str, tuple[Any, ...]] = {}
+    for table, rows in tables.items():
+        row_cls = cls.measured[table]
+        hints = typing.get_type_hints(row_cls)
+        keys = {f.name for f in fields(row_cls)}
+        got = []
+        for i, row in enumerate(rows if isinstance(rows, list) else [None]):
+            at = f"{where}.{table}[{i}]"
+            if not isinstance(row, dict) or set(row) != keys:
+                raise _fail(at, f"a row has exactly {', '.join(sorted(keys))}, not {row!r}")
+            values = {k: _cell(at, k, row[k], hints[k]) for k in row}
+            if values.get("target") not in names:
+                raise _fail(at, f"target {row.get('target')!r} is not a target of this file")
+            got.append(row_cls(**values))
+        out[table] = tuple(got)
     return out
 
+
+def _cell(where: str, key: str, v: object, kind: type) -> Any:
+    """One measurement's value of the row field's type: a non-empty string, a positive number, an enum's value."""
+    if kind is str and isinstance(v, str) and v:
+        return v
+    if kind in (int, float) and isinstance(v, kind if kind is int else (int, float)) and not isinstance(v, bool) \
+            and 0 < v < math.inf:
+        return kind(v)
+    if isinstance(kind, type) and issubclass(kind, Enum) and v in {e.value for e in kind}:
+        return kind(v)
+    raise _fail(where, f"{key} must be {'a positive ' + kind.__name__ if kind in (int, float) else kind.__name__}, "
+                f"not {v!r}")
 
 def _figures(where: str, table: object, sources: dict[str, Any], cited: set[str]) -> dict[str, Any]:
     """``table``'s figures without their sources; every figure's source must be one of ``sources``."""
@@ -180,6 +225,26 @@ class _Family(Sequence[T]):
         return len(family(self._cls))
 
 
+class _Rows(Sequence[V]):
+    """One ``[measured]`` table's rows, read on first use."""
+
+    def __init__(self, table: str) -> None:
+        self._table = table
+
+    @overload
+    def __getitem__(self, i: int) -> V: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[V]: ...
+
+    def __getitem__(self, i: int | slice) -> V | Sequence[V]:
+        rows: tuple[V, ...] = builtins().measured[self._table]
+        return rows[i]
+
+    def __len__(self) -> int:
+        return len(builtins().measured[self._table])
+
+
 #: Every built-in target by name (the GPUs of data/gpu.toml, then the TPUs of data/tpu.toml).
 BUILTIN_TARGETS: Mapping[str, Target] = _View(lambda: builtins().targets)
 #: The names users type for a built-in target (Google's product names, the scaling book's, MaxText's
@@ -187,3 +252,9 @@ BUILTIN_TARGETS: Mapping[str, Target] = _View(lambda: builtins().targets)
 TARGET_ALIASES: Mapping[str, str] = _View(lambda: builtins().aliases)
 #: The built-in TPU targets, in data/tpu.toml's order.
 TPU_TARGETS: Sequence[TpuTarget] = _Family(TpuTarget)
+#: Every published host-link figure per GPU hloscope knows (data/gpu.toml's ``measured.host_link``;
+#: docs/targets.md, "Host link: measured").
+HOST_LINK_MEASUREMENTS: Sequence[LinkMeasurement] = _Rows("host_link")
+#: Every published asyncEngineCount hloscope knows (data/gpu.toml's ``measured.copy_engines``;
+#: docs/targets.md, "Copy engines").
+COPY_ENGINE_COUNTS: Sequence[CopyEngineCount] = _Rows("copy_engines")

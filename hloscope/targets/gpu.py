@@ -6,7 +6,9 @@ in ``data/gpu.toml``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import ClassVar
 
 from hloscope.targets.model import (
@@ -21,6 +23,33 @@ from hloscope.targets.model import (
     Target,
 )
 from hloscope.vocab import Direction
+
+
+@dataclass(frozen=True)
+class LinkMeasurement:
+    """One published measurement of a host link: ``target``'s GPU moving data ``direction``,
+    ``per_gpu`` bytes/s per GPU (every GPU of the node copying at once where the source says so),
+    ``source`` (where it was published) and ``how`` (the tool and setting)."""
+
+    target: str
+    direction: Direction
+    per_gpu: float
+    source: str
+    how: str
+
+
+@dataclass(frozen=True)
+class CopyEngineCount:
+    """One published ``deviceQuery`` line of ``target``'s GPU: "Concurrent copy and kernel
+    execution: Yes with ``async_engines`` copy engine(s)" (``cudaDeviceProp.asyncEngineCount``,
+    both directions together), as printed by ``gpu`` with ``driver`` (CUDA driver / runtime),
+    published at ``source``."""
+
+    target: str
+    gpu: str
+    async_engines: int
+    driver: str
+    source: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,6 +74,13 @@ class GpuTarget(Target):
     """
 
     platform: ClassVar[Platform] = Platform.GPU
+    #: The published measurements a GPU data file lists beside its targets, ``[measured]``: every host-link
+    #: figure per GPU (docs/targets.md, "Host link: measured"), and every asyncEngineCount (docs/targets.md,
+    #: "Copy engines": none was found for h200, b200, gb200 or gb300; the count is of both directions together,
+    #: and same-direction copies on different streams run one after another, first ready first served:
+    #: meta-pytorch/torchrec#4303, #4315; NVIDIA/cudf#15620, hence ``host_copy_engines = 1`` on every GPU).
+    measured: ClassVar[Mapping[str, type]] = MappingProxyType({"host_link": LinkMeasurement,
+                                                                "copy_engines": CopyEngineCount})
 
     compute_capability: tuple[int, int] = field(metadata=CAPABILITY)
     core_count: int = field(metadata=COUNT)
@@ -132,87 +168,3 @@ def memory_fraction_problem(value: object) -> str | None:
 #: (``GetGpuHostAllocator``: the variable's value times 2**30, default 64).
 DEFAULT_HOST_POOL_BYTES = 64 << 30
 HOST_POOL_ENV = "XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB"
-
-
-@dataclass(frozen=True)
-class LinkMeasurement:
-    """One published measurement of a host link: ``target``'s GPU moving data ``direction``,
-    ``per_gpu`` bytes/s per GPU (every GPU of the node copying at once where the source says so),
-    ``source`` (where it was published) and ``how`` (the tool and setting)."""
-
-    target: str
-    direction: Direction
-    per_gpu: float
-    source: str
-    how: str
-
-
-#: Every measured host-link figure hloscope knows, per GPU (docs/targets.md, "Host link: measured").
-HOST_LINK_MEASUREMENTS: tuple[LinkMeasurement, ...] = (
-    LinkMeasurement("gh200", Direction.TO_HOST, 297 * GB, "Schieffer et al., ICPP '24 (arXiv:2407.07850)",
-                    "copy benchmark, one GH200"),
-    LinkMeasurement("gh200", Direction.TO_HOST, 295.47 * GB, "vllm-project/vllm#6496",
-                    "device_to_host_memcpy_ce, one GH200"),
-    LinkMeasurement("gh200", Direction.TO_HOST, 170 * GB, "NVIDIA/Megatron-LM#6491",
-                    "nvbandwidth CE GPU->CPU and all_to_host, 4x GH200 (169.90-170.09)"),
-    LinkMeasurement("gh200", Direction.TO_HOST, 150 * GB, "NVIDIA/Megatron-LM#6491",
-                    "nsys timeline of MoE activation offloading (about 150)"),
-    LinkMeasurement("gh200", Direction.TO_DEVICE, 375 * GB, "Schieffer et al., ICPP '24 (arXiv:2407.07850)",
-                    "copy benchmark, one GH200"),
-    LinkMeasurement("gh200", Direction.TO_DEVICE, 342.39 * GB, "vllm-project/vllm#6496",
-                    "host_to_device_memcpy_ce, one GH200"),
-    LinkMeasurement("gh200", Direction.TO_DEVICE, 346 * GB, "NVIDIA/nvbandwidth#23", "CE host to device, one GH200"),
-    LinkMeasurement("gh200", Direction.TO_DEVICE, 411.57 * GB, "NVIDIA/Megatron-LM#6491",
-                    "nvbandwidth CE CPU->GPU, 4x GH200 (411.57-421.14)"),
-    LinkMeasurement("gb200", Direction.TO_HOST, 155 * GB, "marin-community/marin .agents/logbooks/mfu30-offload.md",
-                    "three 70 ms optimizer-state D2H copies in a training step's xplane (M30A-014)"),
-    LinkMeasurement("gb300", Direction.TO_HOST, 193.48 * GB, "NVIDIA/Megatron-LM#6491",
-                    "nvbandwidth CE GPU->CPU, 4x GB300 (193.48-193.50)"),
-    LinkMeasurement("gb300", Direction.TO_HOST, 181.94 * GB, "NVIDIA/Megatron-LM#6491",
-                    "nvbandwidth CE all_to_host, 4x GB300 (181.94-183.85)"),
-    LinkMeasurement("gb300", Direction.TO_DEVICE, 211.46 * GB, "NVIDIA/Megatron-LM#6491",
-                    "nvbandwidth CE CPU->GPU, 4x GB300 (211.46-211.54)"),
-    LinkMeasurement("gb300", Direction.TO_DEVICE, 168.60 * GB, "NVIDIA/Megatron-LM#6491",
-                    "nvbandwidth CE host_to_all, 4x GB300 (168.60-175.41)"),
-)
-
-
-def link_range(target: Target, direction: Direction) -> tuple[float, float, float] | None:
-    """(low, used, high) per GPU, bytes/s: the published measurements of ``target``'s link in
-    ``direction`` beside the figure the target uses (None when none is published)."""
-    got = [m.per_gpu for m in HOST_LINK_MEASUREMENTS if m.target == target.name and m.direction is direction]
-    if not got:
-        return None
-    used = target.host_link_bandwidth(direction)
-    return min(*got, used), used, max(*got, used)
-
-
-
-@dataclass(frozen=True)
-class CopyEngineCount:
-    """One published ``deviceQuery`` line of ``target``'s GPU: "Concurrent copy and kernel
-    execution: Yes with ``async_engines`` copy engine(s)" (``cudaDeviceProp.asyncEngineCount``,
-    both directions together), as printed by ``gpu`` with ``driver`` (CUDA driver / runtime),
-    published at ``source``."""
-
-    target: str
-    gpu: str
-    async_engines: int
-    driver: str
-    source: str
-
-
-#: Every published asyncEngineCount hloscope knows (docs/targets.md, "Copy engines"). None was
-#: found for h200, b200, gb200 or gb300. The count is of both directions together; what one
-#: direction runs at once was measured separately: same-direction copies on different streams
-#: run one after another, first ready first served (meta-pytorch/torchrec#4303, #4315;
-#: NVIDIA/cudf#15620), hence ``host_copy_engines = 1`` on every built-in target.
-COPY_ENGINE_COUNTS: tuple[CopyEngineCount, ...] = (
-    CopyEngineCount("a100-sxm4-40gb", "NVIDIA A100-SXM4-40GB", 3, "(CUDA.jl gpuinfo)",
-                    "github.com/pc2/GPUInspector.jl docs/src/examples/gpuinfo.md"),
-    CopyEngineCount("a100-sxm4-80gb", "NVIDIA A100-SXM4-80GB", 3, "12.5 / 12.4",
-                    "github.com/thamada/nvidia-smi gls/A100SXMx4_deviceQuery.py"),
-    CopyEngineCount("h100-sxm", "NVIDIA H100 80GB HBM3", 3, "12.7 / 12.4",
-                    "github.com/thamada/nvidia-smi nvsim/H100SXMx8_deviceQuery.py"),
-    CopyEngineCount("gh200", "NVIDIA GH200 480GB", 2, "12.2 / 12.4", "github.com/slitvinov/grace README.md"),
-)

@@ -10,11 +10,12 @@ from enum import StrEnum
 from pathlib import Path
 
 from hloscope.errors import EXIT_BAD_INPUT, EXIT_UNKNOWN_NAME, HloscopeError
-from hloscope.targets.builtin import BUILTIN_TARGETS, TARGET_ALIASES, TARGET_CLASSES, family
+from hloscope.targets.builtin import BUILTIN_TARGETS, HOST_LINK_MEASUREMENTS, TARGET_ALIASES, TARGET_CLASSES, family
 from hloscope.targets.checks import ACHIEVED_OF, check_fields
 from hloscope.targets.gpu import GpuTarget
 from hloscope.targets.model import Platform, Target
 from hloscope.targets.tpu import TpuTarget
+from hloscope.vocab import Direction
 
 DEFAULT_TARGET = "h100-sxm"
 DEFAULT_TPU_TARGET = "tpu-v5e"
@@ -129,3 +130,13 @@ def get_target(name_or_path: str) -> Target:
         "(or give a .toml/.json target file)",
         EXIT_UNKNOWN_NAME,
     )
+
+
+def link_range(target: Target, direction: Direction) -> tuple[float, float, float] | None:
+    """(low, used, high) per GPU, bytes/s: the published measurements of ``target``'s link in
+    ``direction`` beside the figure the target uses (None when none is published)."""
+    got = [m.per_gpu for m in HOST_LINK_MEASUREMENTS if m.target == target.name and m.direction is direction]
+    if not got:
+        return None
+    used = target.host_link_bandwidth(direction)
+    return min(*got, used), used, max(*got, used)

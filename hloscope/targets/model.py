@@ -13,6 +13,7 @@ platform's class) and one key in a data file.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
@@ -97,6 +98,9 @@ class Target:
 
     #: The family (a class constant, never a field: a GPU target cannot be a TPU).
     platform: ClassVar[Platform]
+    #: The tables of published measurements this family's data file may list under ``[measured]``, each
+    #: name -> its row's class (a frozen dataclass of str, int, float and enum fields); none by default.
+    measured: ClassVar[Mapping[str, type]] = MappingProxyType({})
 
     name: str = field(metadata=TEXT)
     description: str = field(metadata=TEXT)

@@ -15,12 +15,15 @@ import pytest
 
 from hloscope.targets import (
     BUILTIN_TARGETS,
+    COPY_ENGINE_COUNTS,
     DEFAULT_TARGET,
     DEFAULT_TPU_TARGET,
+    HOST_LINK_MEASUREMENTS,
     TARGET_ALIASES,
     TPU_TARGETS,
     get_target,
 )
+from hloscope.vocab import Direction
 
 EXPECTED: dict[str, tuple[str, dict[str, object]]] = {
     'h100-sxm': ('GpuTarget', {
@@ -561,3 +564,38 @@ def test_every_figure_is_the_one_the_code_table_had(name: str) -> None:
 def test_every_alias_names_the_same_target() -> None:
     assert TARGET_ALIASES == ALIASES
     assert all(get_target(alias) is BUILTIN_TARGETS[name] for alias, name in ALIASES.items())
+
+
+#: Every published host-link measurement and copy-engine count, as the code table had them.
+HOST_LINK = [
+    ("gh200", "to_host", 297e9, "Schieffer et al., ICPP '24 (arXiv:2407.07850)", "copy benchmark, one GH200"),
+    ("gh200", "to_host", 295.47e9, "vllm-project/vllm#6496", "device_to_host_memcpy_ce, one GH200"),
+    ("gh200", "to_host", 170e9, "NVIDIA/Megatron-LM#6491",
+     "nvbandwidth CE GPU->CPU and all_to_host, 4x GH200 (169.90-170.09)"),
+    ("gh200", "to_host", 150e9, "NVIDIA/Megatron-LM#6491", "nsys timeline of MoE activation offloading (about 150)"),
+    ("gh200", "to_device", 375e9, "Schieffer et al., ICPP '24 (arXiv:2407.07850)", "copy benchmark, one GH200"),
+    ("gh200", "to_device", 342.39e9, "vllm-project/vllm#6496", "host_to_device_memcpy_ce, one GH200"),
+    ("gh200", "to_device", 346e9, "NVIDIA/nvbandwidth#23", "CE host to device, one GH200"),
+    ("gh200", "to_device", 411.57e9, "NVIDIA/Megatron-LM#6491", "nvbandwidth CE CPU->GPU, 4x GH200 (411.57-421.14)"),
+    ("gb200", "to_host", 155e9, "marin-community/marin .agents/logbooks/mfu30-offload.md",
+     "three 70 ms optimizer-state D2H copies in a training step's xplane (M30A-014)"),
+    ("gb300", "to_host", 193.48e9, "NVIDIA/Megatron-LM#6491", "nvbandwidth CE GPU->CPU, 4x GB300 (193.48-193.50)"),
+    ("gb300", "to_host", 181.94e9, "NVIDIA/Megatron-LM#6491", "nvbandwidth CE all_to_host, 4x GB300 (181.94-183.85)"),
+    ("gb300", "to_device", 211.46e9, "NVIDIA/Megatron-LM#6491", "nvbandwidth CE CPU->GPU, 4x GB300 (211.46-211.54)"),
+    ("gb300", "to_device", 168.60e9, "NVIDIA/Megatron-LM#6491", "nvbandwidth CE host_to_all, 4x GB300 (168.60-175.41)"),
+]
+COPY_ENGINES = [
+    ("a100-sxm4-40gb", "NVIDIA A100-SXM4-40GB", 3, "(CUDA.jl gpuinfo)",
+     "github.com/pc2/GPUInspector.jl docs/src/examples/gpuinfo.md"),
+    ("a100-sxm4-80gb", "NVIDIA A100-SXM4-80GB", 3, "12.5 / 12.4", "github.com/thamada/nvidia-smi gls/A100SXMx4_deviceQuery.py"),
+    ("h100-sxm", "NVIDIA H100 80GB HBM3", 3, "12.7 / 12.4", "github.com/thamada/nvidia-smi nvsim/H100SXMx8_deviceQuery.py"),
+    ("gh200", "NVIDIA GH200 480GB", 2, "12.2 / 12.4", "github.com/slitvinov/grace README.md"),
+]
+
+
+def test_every_published_measurement_is_the_one_the_code_table_had() -> None:
+    got = [(m.target, m.direction, m.per_gpu, m.source, m.how) for m in HOST_LINK_MEASUREMENTS]
+    assert got == HOST_LINK and all(type(m.direction) is Direction and type(m.per_gpu) is float
+                                    for m in HOST_LINK_MEASUREMENTS)
+    got_ce = [(c.target, c.gpu, c.async_engines, c.driver, c.source) for c in COPY_ENGINE_COUNTS]
+    assert got_ce == COPY_ENGINES and all(type(c.async_engines) is int for c in COPY_ENGINE_COUNTS)

@@ -73,6 +73,15 @@ def test_the_copy_reads_back_the_same_targets(data: Path) -> None:
     ("gpu.toml", "[targets.h200]", "[targets.h200", "not a valid data file"),
     ("tpu.toml", "\n[sources]\n", "\n[sources]\nnever-cited = \"a source no figure cites, for this test\"\n",
      "source(s) no figure cites: never-cited"),
+    ("gpu.toml", 'direction = "to_host", per_gpu = 297e9', 'direction = "up", per_gpu = 297e9',
+     "measured.host_link[0]: direction must be Direction, not 'up'"),
+    ("gpu.toml", 'target = "gb200", direction = "to_host", per_gpu = 155e9',
+     'target = "gb200", direction = "to_host", per_gpu = -155e9',
+     "measured.host_link[8]: per_gpu must be a positive float, not -155000000000.0"),
+    ("gpu.toml", '{ target = "h100-sxm", gpu', '{ target = "h100", gpu',
+     "measured.copy_engines[2]: target 'h100' is not a target of this file"),
+    ("tpu.toml", "\n[sources]\n", '\n[measured]\nhost_link = []\n[sources]\n',
+     "measured: holds only the tables (none)"),
 ])
 def test_a_bad_data_file_is_one_line_naming_where(data: Path, file: str, old: str, new: str, says: str) -> None:
     _edit(data / file, old, new)

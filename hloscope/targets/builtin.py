@@ -21,7 +21,7 @@ from dataclasses import MISSING, dataclass, fields
 from enum import Enum
 from importlib import resources
 from importlib.resources.abc import Traversable
-from typing import Any, TypeVar, overload
+from typing import TypeVar, overload
 
 from hloscope.errors import EXIT_INTERNAL, HloscopeError
 from hloscope.targets.checks import check_fields
@@ -46,7 +46,7 @@ class Builtins:
     targets: dict[str, Target]
     aliases: dict[str, str]
     #: Each ``[measured]`` table's rows by its name (the class's :attr:`~Target.measured`).
-    measured: dict[str, tuple[Any, ...]]
+    measured: dict[str, tuple[object, ...]]
 
 
 #: The folder of the data files (package data: pyproject.toml's ``[tool.setuptools.package-data]``).
@@ -63,7 +63,7 @@ def read_builtins(folder: Traversable) -> Builtins:
     """Every platform's targets from ``folder``'s data files; a bad or missing file is one line, exit 70."""
     targets: dict[str, Target] = {}
     aliases: dict[str, str] = {}
-    measured: dict[str, tuple[Any, ...]] = {}
+    measured: dict[str, tuple[object, ...]] = {}
     for platform, cls in TARGET_CLASSES.items():
         res = folder / f"{platform}.toml"
         try:
@@ -85,7 +85,7 @@ def family(cls: type[T]) -> tuple[T, ...]:
     return tuple(t for t in builtins().targets.values() if isinstance(t, cls))
 
 
-Family = tuple[list[tuple[Target, list[str]]], dict[str, tuple[Any, ...]]]
+Family = tuple[list[tuple[Target, list[str]]], dict[str, tuple[object, ...]]]
 
 
 def _read_family(where: str, text: str, cls: type[Target]) -> Family:
@@ -109,7 +109,7 @@ def _targets_of(where: str, text: str, cls: type[Target]) -> Family:
     if extra or not isinstance(data.get("targets"), dict) or not isinstance(data.get("sources"), dict):
         raise _fail(where, "a data file holds [sources], [defaults], [targets.<name>] and [measured] tables"
                     + (f", not {', '.join(extra)}" if extra else ""))
-    sources: dict[str, Any] = data["sources"]
+    sources: dict[str, object] = data["sources"]
     cited: set[str] = set()
     defaults = _figures(f"{where}: defaults", data.get("defaults", {}), sources, cited)
     names = {f.name for f in fields(cls)}
@@ -134,11 +134,11 @@ def _targets_of(where: str, text: str, cls: type[Target]) -> Family:
     return out, _measured(f"{where}: measured", data.get("measured", {}), cls, {t.name for t, _ in out})
 
 
-def _measured(where: str, tables: object, cls: type[Target], names: set[str]) -> dict[str, tuple[Any, ...]]:
+def _measured(where: str, tables: object, cls: type[Target], names: set[str]) -> dict[str, tuple[object, ...]]:
     """The ``[measured]`` tables: each row a ``cls.measured[table]`` whose ``target`` is one of ``names``."""
     if not isinstance(tables, dict) or set(tables) - set(cls.measured):
         raise _fail(where, f"holds only the tables {', '.join(cls.measured) or '(none)'}")
-    out: dict[str, tuple[Any, ...]] = {}
+    out: dict[str, tuple[object, ...]] = {}
     for table, rows in tables.items():
         row_cls = cls.measured[table]
         hints = typing.get_type_hints(row_cls)
@@ -156,7 +156,7 @@ def _measured(where: str, tables: object, cls: type[Target], names: set[str]) ->
     return out
 
 
-def _cell(where: str, key: str, v: object, kind: type) -> Any:
+def _cell(where: str, key: str, v: object, kind: type) -> object:
     """One measurement's value of the row field's type: a non-empty string, a positive number, an enum's value."""
     if kind is str and isinstance(v, str) and v:
         return v
@@ -168,11 +168,11 @@ def _cell(where: str, key: str, v: object, kind: type) -> Any:
     raise _fail(where, f"{key} must be {'a positive ' + kind.__name__ if kind in (int, float) else kind.__name__}, "
                 f"not {v!r}")
 
-def _figures(where: str, table: object, sources: dict[str, Any], cited: set[str]) -> dict[str, Any]:
+def _figures(where: str, table: object, sources: dict[str, object], cited: set[str]) -> dict[str, object]:
     """``table``'s figures without their sources; every figure's source must be one of ``sources``."""
     if not isinstance(table, dict):
         raise _fail(where, "must be a table of fields")
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key, v in table.items():
         if key in _WORDS and not isinstance(v, dict):
             out[key] = v
@@ -226,10 +226,13 @@ class _Family(Sequence[T]):
 
 
 class _Rows(Sequence[V]):
-    """One ``[measured]`` table's rows, read on first use."""
+    """One ``[measured]`` table's rows (each a ``row``), read on first use."""
 
-    def __init__(self, table: str) -> None:
-        self._table = table
+    def __init__(self, table: str, row: type[V]) -> None:
+        self._table, self._row = table, row
+
+    def _rows(self) -> tuple[V, ...]:
+        return tuple(r for r in builtins().measured[self._table] if isinstance(r, self._row))
 
     @overload
     def __getitem__(self, i: int) -> V: ...
@@ -238,11 +241,10 @@ class _Rows(Sequence[V]):
     def __getitem__(self, i: slice) -> Sequence[V]: ...
 
     def __getitem__(self, i: int | slice) -> V | Sequence[V]:
-        rows: tuple[V, ...] = builtins().measured[self._table]
-        return rows[i]
+        return self._rows()[i]
 
     def __len__(self) -> int:
-        return len(builtins().measured[self._table])
+        return len(self._rows())
 
 
 #: Every built-in target by name (the GPUs of data/gpu.toml, then the TPUs of data/tpu.toml).
@@ -254,7 +256,7 @@ TARGET_ALIASES: Mapping[str, str] = _View(lambda: builtins().aliases)
 TPU_TARGETS: Sequence[TpuTarget] = _Family(TpuTarget)
 #: Every published host-link figure per GPU hloscope knows (data/gpu.toml's ``measured.host_link``;
 #: docs/targets.md, "Host link: measured").
-HOST_LINK_MEASUREMENTS: Sequence[LinkMeasurement] = _Rows("host_link")
+HOST_LINK_MEASUREMENTS: Sequence[LinkMeasurement] = _Rows("host_link", LinkMeasurement)
 #: Every published asyncEngineCount hloscope knows (data/gpu.toml's ``measured.copy_engines``;
 #: docs/targets.md, "Copy engines").
-COPY_ENGINE_COUNTS: Sequence[CopyEngineCount] = _Rows("copy_engines")
+COPY_ENGINE_COUNTS: Sequence[CopyEngineCount] = _Rows("copy_engines", CopyEngineCount)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import MISSING, fields
-from typing import Any
+from typing import Any, TypeGuard
 
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.targets.model import Kind, Target
@@ -26,45 +26,47 @@ ACHIEVED_OF = {"host_link_to_host": "host_link_achieved_to_host",
                "host_link_to_device": "host_link_achieved_to_device"}
 
 
-def _number(v: object) -> bool:
+def _number(v: object) -> TypeGuard[int | float]:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _text(v: Any) -> Any:
+def _text(v: object) -> object:
     return v if isinstance(v, str) and v else None
 
 
-def _note(v: Any) -> Any:
+def _note(v: object) -> object:
     return v if isinstance(v, str) else None
 
 
-def _positive(v: Any) -> Any:
+def _positive(v: object) -> float | None:
     return float(v) if _number(v) and 0 < v < math.inf else None
 
 
-def _latency(v: Any) -> Any:
+def _latency(v: object) -> float | None:
     return float(v) if _number(v) and 0 <= v < math.inf else None
 
 
-def _bytes(v: Any) -> Any:
+def _bytes(v: object) -> int | None:
     return int(v) if _number(v) and v >= 0 and float(v).is_integer() else None
 
 
-def _share(v: Any) -> Any:
+def _share(v: object) -> float | None:
     return float(v) if _number(v) and 0 < v <= 1 else None
 
 
-def _error(v: Any) -> Any:
+def _error(v: object) -> float | None:
     return float(v) if _number(v) and -1 < v < math.inf else None
 
 
-def _capability(v: Any) -> Any:
-    ok = isinstance(v, (list, tuple)) and len(v) == 2 and all(_number(x) and isinstance(x, int) and x >= 0 for x in v)
-    return (v[0], v[1]) if ok else None
+def _capability(v: object) -> tuple[int, int] | None:
+    if isinstance(v, (list, tuple)) and len(v) == 2 and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0
+                                                             for x in v):
+        return v[0], v[1]
+    return None
 
 
 #: Kind -> (what it must be, in the error; its check: the converted value, or None when bad).
-_RULES: dict[Kind, tuple[str, Callable[[Any], Any]]] = {
+_RULES: dict[Kind, tuple[str, Callable[[object], object]]] = {
     Kind.TEXT: ("a non-empty string", _text),
     Kind.NOTE: ("a string", _note),
     Kind.POSITIVE: ("a positive number", _positive),
@@ -115,7 +117,7 @@ def check_fields(where: str, data: dict[str, Any], cls: type[Target]) -> dict[st
     return data
 
 
-def _collective_figures(where: str, value: Any) -> tuple[tuple[str, float, float], ...]:
+def _collective_figures(where: str, value: object) -> tuple[tuple[str, float, float], ...]:
     if isinstance(value, tuple):
         return value
     if not isinstance(value, dict):
@@ -127,8 +129,9 @@ def _collective_figures(where: str, value: Any) -> tuple[tuple[str, float, float
                                 f"{', '.join(COLLECTIVE_KINDS)})", EXIT_BAD_INPUT)
         bw = fig.get("bandwidth") if isinstance(fig, dict) else None
         lat = fig.get("latency_us") if isinstance(fig, dict) else None
-        if _positive(bw) is None or _latency(lat) is None:
+        ok_bw, ok_lat = _positive(bw), _latency(lat)
+        if ok_bw is None or ok_lat is None:
             raise HloscopeError(f"{where}: collective_figures.{kind} needs bandwidth (bytes/s, > 0) and latency_us "
                                 f"(>= 0), not {fig!r}", EXIT_BAD_INPUT)
-        out.append((kind, float(bw), float(lat)))  # type: ignore[arg-type]
+        out.append((kind, ok_bw, ok_lat))
     return tuple(out)

@@ -20,6 +20,7 @@ CASES = {
     "mlp_offload.report.json": ["analyze", "mlp_offload.hlo.txt", "--json"],
     "llama_offload_nopipe.report.txt": ["analyze", "llama_offload_nopipe.hlo.txt", "--target", "gb200"],
     "mlp_before_optimizations.report.txt": ["analyze", "mlp_offload.before_optimizations.hlo.txt"],
+    "targets.txt": ["targets"],  # every built-in target's figures as the table prints them
 }
 
 

@@ -462,13 +462,14 @@ _source_hash: str | None = None
 
 
 def _compile_source_hash() -> str:
-    """hloscope/compile/**.py and hloscope/targets.py, with where they are installed (the
-    analysis and the renderers do not shape a lowered module, so editing them keeps the memo)."""
+    """hloscope/compile/**.py and hloscope/targets/ (its code and its data files), with where they are
+    installed (the analysis and the renderers do not shape a lowered module, so editing them keeps the memo)."""
     global _source_hash
     if _source_hash is None:
         package = Path(__file__).resolve().parents[2]
         h = hashlib.sha256(str(package).encode())
-        for f in [*sorted((package / "compile").rglob("*.py")), package / "targets.py"]:
+        targets = [f for f in sorted((package / "targets").rglob("*")) if f.suffix in (".py", ".toml")]
+        for f in [*sorted((package / "compile").rglob("*.py")), *targets]:
             h.update(str(f.relative_to(package)).encode())
             h.update(f.read_bytes())
         _source_hash = h.hexdigest()

@@ -31,16 +31,18 @@ _BARE = r"A-Za-z0-9_\-?=<>%:*#+~@."  # what the token reader reads as a bare val
 _INDEX = r"(?:/\*index=[0-9]+\*/)?"
 _LAYOUT_CH = r"[A-Za-z0-9_,:*.]"
 #: An array shape the token reader reads to the same end (ASCII only, no blanks).
-_ARRAY = (r"[a-z][a-z0-9]*\[[0-9,?<=]*\]"
-          rf"(?:\{{{_LAYOUT_CH}*(?:\({_LAYOUT_CH}*\){_LAYOUT_CH}*)*\}})?")
+_ARRAY = (r"[a-z][a-z0-9]*+\[[0-9,?<=]*+\]"
+          rf"(?:\{{{_LAYOUT_CH}*+(?:\({_LAYOUT_CH}*+\){_LAYOUT_CH}*+)*+\}})?+")
 _TUPLE1 = rf"\((?:{_INDEX}{_ARRAY}(?:, {_INDEX}{_ARRAY})*)?\)"
 _TUPLE2 = rf"\((?:{_INDEX}(?:{_ARRAY}|{_TUPLE1})(?:, {_INDEX}(?:{_ARRAY}|{_TUPLE1}))*)?\)"
 _SHAPE = rf"(?:{_ARRAY}|{_TUPLE2})"
 #: ``[ROOT] name = shape opcode(operands)`` as printed; groups: ROOT, name, shape, opcode, operand
-#: text (which may run over lines, with the printer's ``/*index=N*/`` comments).
+#: text (which may run over lines, with the printer's ``/*index=N*/`` comments). Possessive
+#: quantifiers (``*+``) where no later token could start with what they took: the same matches,
+#: with no state kept to give characters back (the fast path's cost per line).
 PRINTED_RE = re.compile(
-    rf"[ \t]*(ROOT )?%?([A-Za-z0-9_][A-Za-z0-9_.\-]*) = ({_SHAPE}) ([a-z][a-z0-9\-_]*)"
-    rf"\(([{_BARE} ,\t\n\r]*(?:/\*index=[0-9]+\*/[{_BARE} ,\t\n\r]*)*)\)")
+    rf"[ \t]*+(ROOT )?%?([A-Za-z0-9_][A-Za-z0-9_.\-]*+) = ({_SHAPE}) ([a-z][a-z0-9\-_]*+)"
+    rf"\(([{_BARE} ,\t\n\r]*+(?:/\*index=[0-9]+\*/[{_BARE} ,\t\n\r]*+)*+)\)")
 _PRINTED_HEADER_RE = re.compile(
     rf"(ENTRY )?%?([A-Za-z0-9_][A-Za-z0-9_.\-]*) "
     rf"\((?:{_INDEX}[A-Za-z0-9_][A-Za-z0-9_.\-]*: {_SHAPE}(?:, {_INDEX}[A-Za-z0-9_][A-Za-z0-9_.\-]*: {_SHAPE})*)?\)"

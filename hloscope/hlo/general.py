@@ -556,16 +556,21 @@ class GeneralParser:
         # Past the operand list on the instruction's line, the attributes' column is found inline.
         ins.attr_column = after - self._line_start + 1 if after == m.end() and "\n" not in body \
             else self.column_of(after)
+        self.refs.extend(refs)
+        self.place(comp, ins, after)
+        return ins, pos if root is None else m.end(1), end
+
+    def place(self, comp: Computation, ins: Instruction, after: int) -> None:
+        """Add ``ins`` to ``comp``; its calls and control predecessors to check, at ``after`` (its
+        attributes' offset), once the module and the computation are read."""
         ins.path = self.path
         comp.instructions.append(ins)
-        comp.by_name[name] = ins
-        self.refs.extend(refs)
-        if attr_text:
+        comp.by_name[ins.name] = ins
+        if ins.attr_text:
             self.called.append((ins, after))
-            if "control-predecessors" in attr_text:
+            if "control-predecessors" in ins.attr_text:
                 for pred in _name_list(ins.attrs.get("control-predecessors", "")):
                     self.refs.append((pred, after, "control predecessor"))
-        return ins, pos if root is None else m.end(1), end
 
     # -- instructions ---------------------------------------------------------
     def parse_instruction(self, comp: Computation, pos: int) -> tuple[Instruction, int, int]:
@@ -624,16 +629,9 @@ class GeneralParser:
         ins = Instruction(name, opcode, text_opcode, wrapped, shape or _PLACEHOLDER, operands, literal, attr_text,
                           is_root, self.line_of(start), len(comp.instructions), comp.name)
         ins.attr_column = self.column_of(after)
-        ins.path = self.path
-        comp.instructions.append(ins)
-        comp.by_name[name] = ins
+        self.place(comp, ins, after)
         if shape is None:
             self.pending.append((ins, om.start()))
-        if attr_text:
-            self.called.append((ins, after))
-            if "control-predecessors" in attr_text:
-                for pred in _name_list(ins.attrs.get("control-predecessors", "")):
-                    self.refs.append((pred, after, "control predecessor"))
         return ins, end
 
     def read_operands(self, comp: Computation, lo: int, hi: int, commas: list[int]) -> tuple[str, ...]:

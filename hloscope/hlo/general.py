@@ -16,11 +16,12 @@ runs of blanks made one space, none inside brackets), or one
 recursion: bracket nesting is tracked with a stack and capped at
 :data:`~hloscope.hlo.building.MAX_NESTING`. Cost is linear in the input.
 
-Two readers: a line reader takes an instruction or a computation header laid out as
-XLA's printer writes it whole, with a few compiled regular expressions
-(:meth:`GeneralParser.read_printed_instruction`), and accepts only text the token reader
-would read to the same result; everything else goes to the token reader, which jumps
-from bracket to bracket with compiled regular expressions and reports every error.
+Two readers: the line reader (:mod:`hloscope.hlo.lines`, the fast path's too) takes an
+instruction or a computation header laid out as XLA's printer writes it whole
+(:meth:`GeneralParser.read_printed_instruction` adds what it reads to the computation), and
+accepts only text the token reader would read to the same result; everything else goes to the
+token reader (this module), which jumps from bracket to bracket with compiled regular
+expressions and reports every error.
 """
 
 from __future__ import annotations
@@ -41,13 +42,20 @@ from hloscope.hlo.building import (
     tuple_element,
 )
 from hloscope.hlo.gcpause import paused_gc
-from hloscope.hlo.infer import CALLING, infer_shape
+from hloscope.hlo.infer import resolve_shapes
+from hloscope.hlo.lines import (
+    PRINTED_RE,
+    SKIP_RE,
+    normalize,
+    operand_offsets,
+    printed_attributes,
+    printed_header,
+    printed_operands,
+    printed_shape,
+)
 from hloscope.hlo.model import Computation, Instruction, Module, _name_list
 from hloscope.hlo.shape import Shape, ShapeError, parse_shape
 
-# Whitespace (XLA's four blanks, not Unicode's) and comments between tokens. An
-# unterminated "/*" is left in place for the caller to report.
-_SKIP_RE = re.compile(r"(?:[ \t\n\r]+|//[^\n]*|/\*.*?\*/)*", re.S)
 #: Characters XLA's lexer reads outside strings and comments (">" only in "->").
 LEXICAL = "A-Za-z0-9_\\-?=<>,%:*#+~@\\[\\]{}()/.\"' \t\n\r"
 _FOREIGN_RE = re.compile(f"[^{LEXICAL}]")
@@ -73,7 +81,6 @@ _QUOTED_RE = re.compile(r"'[^'\n]*'")
 _BARE_RE = re.compile(r"(?:[A-Za-z0-9_\-?=<>%:*#+~@.]|/(?![/*]))+")
 # What can start the value of a ``literal=<shape> <value>`` attribute.
 _LITERAL_START_RE = re.compile(r"[-+0-9({]|true\b|false\b|nan\b|inf\b")
-_GAP_RE = re.compile(r'("[^"\\]*(?:\\.[^"\\]*)*")|(?:[ \t\n\r]+|//[^\n]*|/\*.*?\*/)+', re.S)
 _OPERAND_NAME_RE = re.compile(r"%?([A-Za-z0-9_][A-Za-z0-9_.\-]*)")
 #: Blanks (comments already made blanks) on either side of the '#' of a compact tuple element.
 _HASH_GAP_RE = re.compile(r"\s*#\s*")
@@ -91,77 +98,6 @@ _CALL_KEYS = frozenset({"calls", "to_apply", "condition", "body", "true_computat
 #: Where a line starts an instruction: "[ROOT] name = " then a shape or an opcode.
 _INSTRUCTION_LINE_RE = re.compile(r"\n[ \t]*((?:ROOT[ \t]+)?%?[A-Za-z0-9_][A-Za-z0-9_.\-]*[ \t]*=[ \t]*[a-z(])")
 _INLINE_RE = re.compile(r"\{(?:[ \t\n\r]+|//[^\n]*|/\*.*?\*/)*(?:ROOT\s+)?%?[A-Za-z0-9_][A-Za-z0-9_.\-]*\s*=", re.S)
-
-# -- printer-shaped lines, read whole ------------------------------------------------
-# A line as XLA's printer writes it is read with a few compiled regular expressions instead
-# of token by token (GeneralParser.read_printed_instruction). The patterns accept only text
-# for which the token reader would build the same instruction: ASCII, single blanks where the
-# printer puts them, brackets balanced, strings closed on the line, no comment but the
-# printer's "/*index=N*/". Anything else (or any doubt) is read by the token reader, which
-# then also reports the error.
-_BARE = r"A-Za-z0-9_\-?=<>%:*#+~@."  # what _BARE_RE reads, "/" excepted
-_INDEX = r"(?:/\*index=[0-9]+\*/)?"
-_LAYOUT_CH = r"[A-Za-z0-9_,:*.]"
-#: An array shape that _PLAIN_SHAPE_RE reads to the same end (a subset of it, ASCII only).
-_ARRAY = (r"[a-z][a-z0-9]*\[[0-9,?<=]*\]"
-          rf"(?:\{{{_LAYOUT_CH}*(?:\({_LAYOUT_CH}*\){_LAYOUT_CH}*)*\}})?")
-_TUPLE1 = rf"\((?:{_INDEX}{_ARRAY}(?:, {_INDEX}{_ARRAY})*)?\)"
-_TUPLE2 = rf"\((?:{_INDEX}(?:{_ARRAY}|{_TUPLE1})(?:, {_INDEX}(?:{_ARRAY}|{_TUPLE1}))*)?\)"
-_SHAPE = rf"(?:{_ARRAY}|{_TUPLE2})"
-_PRINTED_RE = re.compile(
-    rf"(ROOT )?%?([A-Za-z0-9_][A-Za-z0-9_.\-]*) = ({_SHAPE}) ([a-z][a-z0-9\-_]*)"
-    rf"\(([{_BARE} ,\t\n\r]*(?:/\*index=[0-9]+\*/[{_BARE} ,\t\n\r]*)*)\)")
-_PRINTED_HEADER_RE = re.compile(
-    rf"(ENTRY )?%?([A-Za-z0-9_][A-Za-z0-9_.\-]*) "
-    rf"\((?:{_INDEX}[A-Za-z0-9_][A-Za-z0-9_.\-]*: {_SHAPE}(?:, {_INDEX}[A-Za-z0-9_][A-Za-z0-9_.\-]*: {_SHAPE})*)?\)"
-    rf" -> ({_SHAPE}) \{{")
-#: An operand list as the printer writes it.
-_PRINTED_OPERANDS_RE = re.compile(
-    r"%?[A-Za-z0-9_][A-Za-z0-9_.\-]*(?:#[0-9]+)*(?:, %?[A-Za-z0-9_][A-Za-z0-9_.\-]*(?:#[0-9]+)*)*")
-#: One operand as printed, a compact tuple element (``%name#i``, XLA 0.12) included.
-_PRINTED_OPERAND_RE = re.compile(r"%?([A-Za-z0-9_][A-Za-z0-9_.\-]*(?:#[0-9]+)*)")
-#: A string closed on its line (the spans _STRING_RE finds there).
-_LINE_STRING_RE = re.compile(r'"[^"\\\n]*(?:\\[^\n][^"\\\n]*)*"')
-#: In an attribute list with its strings made "\x01": a character the printer's layout never
-#: holds outside strings (a blank that normalize() would drop or merge is looked for apart).
-_ATTR_ODD_RE = re.compile(rf"[^{_BARE},\[\]{{}}() \x01]")
-#: An innermost bracket group (made "\x02", repeatedly, to leave the top level).
-_GROUP_RE = re.compile(r"\([^(){}\[\]]*\)|\[[^(){}\[\]]*\]|\{[^(){}\[\]]*\}")
-#: The top level of a printer-shaped attribute list: ", name=value" items.
-_ATTR_LIST_RE = re.compile(rf"(?:, [A-Za-z_][A-Za-z0-9_.\-]*=[{_BARE}\x01\x02]+)+")
-#: Items the token reader treats specially: a literal's shape and value, a computation in place.
-_ATTR_SPECIAL_RE = re.compile(
-    r", (?:literal=|(?:calls|to_apply|condition|body|true_computation|false_computation)=\x02)")
-#: Deepest bracket nesting of an attribute list read whole (deeper ones go to the token reader).
-_PRINTED_DEPTH = 16
-#: Longest attribute list read whole, in characters: beyond, the token reader reads it (it would
-#: otherwise be copied once per instruction of a line that holds many).
-_PRINTED_SPAN = 1 << 14
-
-
-def normalize(text: str) -> str:
-    """Comments dropped, blank runs made one space, none next to a bracket or before a comma."""
-    if " " not in text and "\n" not in text and "/" not in text and "\t" not in text and "\r" not in text:
-        return text
-    out: list[str] = []
-    last = ""  # the last character written
-    pos = 0
-    for m in _GAP_RE.finditer(text):
-        if m.start() > pos:
-            out.append(text[pos:m.start()])
-            last = text[m.start() - 1]
-        pos = m.end()
-        if m.group(1) is not None:
-            out.append(m.group(1))
-            last = '"'
-            continue
-        after = text[pos:pos + 1]
-        if last and after and last not in "([{" and after not in ")]},":
-            out.append(" ")
-            last = " "
-    out.append(text[pos:])
-    return "".join(out)
-
 
 def foreign_character(c: str) -> str:
     """The message for a character XLA's lexer does not read outside strings and comments."""
@@ -280,7 +216,7 @@ class GeneralParser:
     def skip(self, pos: int) -> int:
         if self.text[pos:pos + 1] not in _GAP_START:
             return pos
-        end = _SKIP_RE.match(self.text, pos)
+        end = SKIP_RE.match(self.text, pos)
         assert end is not None  # the pattern matches the empty string
         pos = end.end()
         if self.text.startswith("/*", pos):
@@ -344,7 +280,7 @@ class GeneralParser:
                 b = _BARE_RE.match(text, pos)
                 if b is None:
                     # replica_groups=mesh['x'=2] {'x'}: a brace group after blanks continues the value.
-                    gap = _SKIP_RE.match(text, pos)
+                    gap = SKIP_RE.match(text, pos)
                     if pos == start or gap is None or gap.end() == pos or self.peek(gap.end()) != "{":
                         break
                     pos = gap.end()
@@ -444,7 +380,9 @@ class GeneralParser:
             computations[module.entry_name].is_entry = True
         if not module.name:
             module.name = f"module_{module.entry_name}"
-        self.resolve_shapes(module)
+        unresolved = resolve_shapes(module, self.pending, _PLACEHOLDER)
+        if unresolved is not None:
+            raise self.error(*unresolved)
         for ins, off in self.called:
             if ins.called_computations:
                 module.calling.append(ins)
@@ -485,7 +423,7 @@ class GeneralParser:
     def parse_computation(self, module: Module, pos: int) -> int:
         text = self.text
         start = pos
-        printed = self.read_printed_header(pos)
+        printed = printed_header(text, pos)
         if printed is not None:
             is_entry, name, name_pos, pos = printed
         else:
@@ -560,98 +498,22 @@ class GeneralParser:
         self.inline_end = self.parse_computation_body(comp, pos)
         return name
 
-    # -- printer-shaped lines ------------------------------------------------------
-    def read_printed_header(self, pos: int) -> tuple[bool, str, int, int] | None:
-        """A computation header as the printer writes it, ``[ENTRY] %name (params) -> shape {``:
-        (is entry, name, offset of the name, offset of the '{'); None where the token reader
-        must read it (it then builds the same or reports the error)."""
-        m = _PRINTED_HEADER_RE.match(self.text, pos)
-        if m is None or (m.group(1) is None and m.group(2) == "ENTRY"):
-            return None  # "ENTRY (p: f32[]) -> ...": the token reader reads ENTRY as the keyword
-        shape_text = m.group(3)
-        try:
-            parse_shape("".join(normalize(shape_text).split()) if shape_text[0] == "(" else shape_text)
-        except ShapeError:
-            return None
-        return m.group(1) is not None, m.group(2), pos if m.group(1) is None else m.end(1), m.end() - 1
-
-    def printed_attributes(self, close: int) -> tuple[str, int, int] | None:
-        """From ``close`` (past an operand list), an attribute list as the printer writes it, to the
-        end of its line (it may start on the next one): (attribute text, offset of its first ',',
-        offset after it and the gap that follows); None where the token reader must read it."""
-        text = self.text
-        if not text.startswith(",", close):
-            # No attributes (the token reader's answer is then "none, and the next token is
-            # where they would start"), or they start after a line break or a comment. Nothing
-            # here raises: an error in the operands, read after this, would come first.
-            skipped = _SKIP_RE.match(text, close)
-            assert skipped is not None  # the pattern matches the empty string
-            after = skipped.end()
-            if text.startswith("/*", after):
-                return None  # a comment left open: the token reader reports it
-            if not text.startswith(",", after):
-                return "", after, after
-            close = after
-        # The line's end, unless another instruction (" = ", or that in a string) comes first, or
-        # the line is very long: those are read token by token.
-        eq = text.find(" = ", close, close + _PRINTED_SPAN)
-        eol = text.find("\n", close, eq if eq >= 0 else close + _PRINTED_SPAN)
-        if eol < 0:
-            if eq >= 0 or self.n - close > _PRINTED_SPAN:
-                return None
-            eol = self.n
-        rest = text[close:eol].rstrip(" \t\r")
-        if not rest.isprintable():
-            return None  # a tab, or a control character (one that could pass for a marker below)
-        flat = _LINE_STRING_RE.sub("\x01", rest) if '"' in rest else rest
-        cut = flat.find("/")
-        if cut >= 0:
-            # A comment ending the line: the list ends before it (if it goes on, after the
-            # comment, the check of what follows below sends the line to the token reader).
-            if not flat.startswith(("//", "/*"), cut):
-                return None
-            at = cut  # the same place in ``rest``: past the strings made "\x01" before it
-            before = flat.count("\x01", 0, cut)
-            for k, string in enumerate(_LINE_STRING_RE.finditer(rest)):
-                if k == before:
-                    break
-                at += string.end() - string.start() - 1
-            rest, flat = rest[:at].rstrip(" "), flat[:cut].rstrip(" ")
-        if _ATTR_ODD_RE.search(flat) is not None or "  " in flat or "{ " in flat or " }" in flat or " ," in flat \
-                or "( " in flat or " )" in flat or "[ " in flat or " ]" in flat:
-            return None
-        depth = 0
-        while "{" in flat or "[" in flat or "(" in flat:
-            flat, groups = _GROUP_RE.subn("\x02", flat)
-            depth += 1
-            if not groups or depth > _PRINTED_DEPTH:
-                return None  # misnested, or deeper than read here
-        if _ATTR_LIST_RE.fullmatch(flat) is None or _ATTR_SPECIAL_RE.search(flat) is not None:
-            return None
-        gap = _SKIP_RE.match(text, close + len(rest))
-        assert gap is not None  # the pattern matches the empty string
-        end = gap.end()
-        if text.startswith((",", "{", "/*"), end):
-            # The list, or its last value, goes on after the line break; or a comment is left
-            # open (the token reader reports it).
-            return None
-        return rest[2:], close, end
-
+    # -- printer-shaped lines (hlo/lines.py reads them) ----------------------------------
     def read_printed_instruction(self, comp: Computation, pos: int) -> tuple[Instruction, int, int] | None:
         """An instruction laid out on one line as the printer writes it, read whole: what
         :meth:`parse_instruction` returns for it, or None where that must read it."""
         text = self.text
-        m = _PRINTED_RE.match(text, pos)
+        m = PRINTED_RE.match(text, pos)
         if m is None:
             return None
         root, name, shape_text, text_opcode, body = m.groups()
         if name in comp.by_name or (root is None and name == "ROOT"):
             return None
         try:
-            shape = parse_shape("".join(normalize(shape_text).split()) if shape_text[0] == "(" else shape_text)
+            shape = printed_shape(shape_text)
         except ShapeError:
             return None
-        attrs = self.printed_attributes(m.end())
+        attrs = printed_attributes(text, m.end())
         if attrs is None:
             return None
         attr_text, after, end = attrs
@@ -661,26 +523,13 @@ class GeneralParser:
         refs: list[tuple[str, int, str]] = []
         if opcode in LITERAL_OPCODES:
             literal = body if body.isalnum() else normalize(body).strip()
-        elif _PRINTED_OPERANDS_RE.fullmatch(body):
-            # "%a, %b" as printed: each name ends its piece, so it starts len(name) before the end.
-            names = body.replace("%", "").split(", ")
-            a = m.start(5)
-            for piece, op in zip(body.split(", "), names, strict=True):
-                refs.append((op, a + len(piece) - len(op), "operand"))
-                a += len(piece) + 2
-            operands = tuple(names)
-        elif body and ("," in body or normalize(body).strip()):
-            names = []
-            a = m.start(5)
-            for piece in body.split(","):
-                nm = _PRINTED_OPERAND_RE.fullmatch(normalize(piece).strip() if "/" in piece else piece.strip())
-                if nm is None:
-                    return None  # empty, typed ("f32[] %x") or not a name
-                op = nm.group(1)
-                names.append(op)
-                refs.append((op, a + piece.rfind(op), "operand"))
-                a += len(piece) + 1
-            operands = tuple(names)
+        else:
+            names = printed_operands(body)
+            if names is None:
+                return None  # empty, typed ("f32[] %x") or not a name
+            operands = names
+            for op, at in zip(names, operand_offsets(body, names, m.start(5)), strict=True):
+                refs.append((op, at, "operand"))
         self.ins_start = pos
         if pos >= self._line_off:  # line_of(pos), inline: offsets only grow here
             crossed = text.count("\n", self._line_off, pos)
@@ -693,30 +542,35 @@ class GeneralParser:
             line = self.line_of(pos)
         if "#" in body and operands:
             # Compact tuple elements (name#i): their get-tuple-elements go before this instruction.
-            names = list(operands)
+            resolved = list(operands)
             kept: list[tuple[str, int, str]] = []
             for k, (op, at, kind) in enumerate(refs):  # one per operand, in order
                 if "#" in op:
-                    names[k] = self.tuple_element(comp, op, line, at)
+                    resolved[k] = self.tuple_element(comp, op, line, at)
                 else:
                     kept.append((op, at, kind))
             refs = kept
-            operands = tuple(names)
+            operands = tuple(resolved)
         ins = Instruction(name, opcode, text_opcode, wrapped, shape, operands, literal, attr_text,
                           root is not None, line, len(comp.instructions), comp.name)
         # Past the operand list on the instruction's line, the attributes' column is found inline.
         ins.attr_column = after - self._line_start + 1 if after == m.end() and "\n" not in body \
             else self.column_of(after)
+        self.refs.extend(refs)
+        self.place(comp, ins, after)
+        return ins, pos if root is None else m.end(1), end
+
+    def place(self, comp: Computation, ins: Instruction, after: int) -> None:
+        """Add ``ins`` to ``comp``; its calls and control predecessors to check, at ``after`` (its
+        attributes' offset), once the module and the computation are read."""
         ins.path = self.path
         comp.instructions.append(ins)
-        comp.by_name[name] = ins
-        self.refs.extend(refs)
-        if attr_text:
+        comp.by_name[ins.name] = ins
+        if ins.attr_text:
             self.called.append((ins, after))
-            if "control-predecessors" in attr_text:
+            if "control-predecessors" in ins.attr_text:
                 for pred in _name_list(ins.attrs.get("control-predecessors", "")):
                     self.refs.append((pred, after, "control predecessor"))
-        return ins, pos if root is None else m.end(1), end
 
     # -- instructions ---------------------------------------------------------
     def parse_instruction(self, comp: Computation, pos: int) -> tuple[Instruction, int, int]:
@@ -775,16 +629,9 @@ class GeneralParser:
         ins = Instruction(name, opcode, text_opcode, wrapped, shape or _PLACEHOLDER, operands, literal, attr_text,
                           is_root, self.line_of(start), len(comp.instructions), comp.name)
         ins.attr_column = self.column_of(after)
-        ins.path = self.path
-        comp.instructions.append(ins)
-        comp.by_name[name] = ins
+        self.place(comp, ins, after)
         if shape is None:
             self.pending.append((ins, om.start()))
-        if attr_text:
-            self.called.append((ins, after))
-            if "control-predecessors" in attr_text:
-                for pred in _name_list(ins.attrs.get("control-predecessors", "")):
-                    self.refs.append((pred, after, "control predecessor"))
         return ins, end
 
     def read_operands(self, comp: Computation, lo: int, hi: int, commas: list[int]) -> tuple[str, ...]:
@@ -840,35 +687,6 @@ class GeneralParser:
             if ins.shape is _PLACEHOLDER:
                 self.pending.append((ins, off))
         return name
-
-    # -- inferred shapes ---------------------------------------------------------
-    def resolve_shapes(self, module: Module) -> None:
-        pending = self.pending
-        while pending:
-            left: list[tuple[Instruction, int]] = []
-            for ins, off in pending:
-                comp = module.computations[ins.computation]
-                shapes = [comp.by_name[o].shape for o in ins.operands]
-                roots: list[Shape] = []
-                if ins.opcode in CALLING:
-                    for callee in ins.called_computations:
-                        called = module.computations.get(callee)
-                        root = called.root if called is not None else None
-                        if root is not None:
-                            roots.append(root.shape)
-                if any(s is _PLACEHOLDER for s in shapes + roots):
-                    left.append((ins, off))
-                    continue
-                shape = infer_shape(ins.opcode, shapes, ins.attr_text, roots)
-                if shape is None:
-                    raise self.error(f"cannot infer the result shape of '{ins.name}' ({ins.text_opcode}); "
-                                     "write it before the opcode", off)
-                ins.shape = shape
-            if len(left) == len(pending):
-                ins, off = left[0]
-                raise self.error(f"cannot infer the result shape of '{ins.name}': it depends on itself", off)
-            pending = left
-
 
 def parse_general(text: str, path: str | None = None) -> Module:
     """Parse ``text`` on the general path. Raises :class:`HloParseError`.

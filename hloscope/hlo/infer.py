@@ -6,7 +6,8 @@ element-wise operations, compare, select, clamp, after-all, dot, calls
 (the called computation's root) and ``while`` (its operand's shape, which the
 loop carries from iteration to iteration). Contract: :func:`infer_shape` returns the
 shape, or None when it cannot be inferred from what is given (the caller
-reports that as a parse error). An inferred array shape has XLA's default
+reports that as a parse error); :func:`resolve_shapes` infers those a parsed module left out,
+in dependency order. An inferred array shape has XLA's default
 layout, written as no layout (memory space 0), as XLA assigns it; a tuple
 element keeps its layout.
 """
@@ -14,6 +15,7 @@ element keeps its layout.
 from __future__ import annotations
 
 from hloscope.hlo.attributes import AttributeError_, parse_attribute_list
+from hloscope.hlo.model import Instruction, Module
 from hloscope.hlo.shape import Shape
 
 _UNARY = frozenset({
@@ -95,4 +97,36 @@ def infer_shape(opcode: str, operands: list[Shape], attr_text: str, called_roots
         except AttributeError_:
             return None
         return _dot(first, operands[1], attrs)
+    return None
+
+
+def resolve_shapes(module: Module, pending: list[tuple[Instruction, int]],
+                   placeholder: Shape) -> tuple[str, int] | None:
+    """Give each instruction of ``pending`` (its shape ``placeholder``, with the offset an error about it
+    points at) its inferred shape, in as many rounds as shapes depend on shapes still left out;
+    (message, offset) for the first that cannot be inferred, None once all are."""
+    while pending:
+        left: list[tuple[Instruction, int]] = []
+        for ins, off in pending:
+            comp = module.computations[ins.computation]
+            shapes = [comp.by_name[o].shape for o in ins.operands]
+            roots: list[Shape] = []
+            if ins.opcode in CALLING:
+                for callee in ins.called_computations:
+                    called = module.computations.get(callee)
+                    root = called.root if called is not None else None
+                    if root is not None:
+                        roots.append(root.shape)
+            if any(s is placeholder for s in shapes + roots):
+                left.append((ins, off))
+                continue
+            shape = infer_shape(ins.opcode, shapes, ins.attr_text, roots)
+            if shape is None:
+                return (f"cannot infer the result shape of '{ins.name}' ({ins.text_opcode}); "
+                        "write it before the opcode", off)
+            ins.shape = shape
+        if len(left) == len(pending):
+            ins, off = left[0]
+            return f"cannot infer the result shape of '{ins.name}': it depends on itself", off
+        pending = left
     return None

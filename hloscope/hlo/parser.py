@@ -7,8 +7,9 @@ raises one :class:`HloParseError` with the 1-based line and column, and nothing
 else.
 
 Two paths build the same model. The fast path reads the layout XLA's printer
-writes (one instruction per line) with one compiled regular expression per
-line; real modules reach 100 MB and nearly all of them are printer-shaped.
+writes (one instruction per line), each line's head with the line reader both paths
+share (:mod:`hloscope.hlo.lines`: one compiled regular expression, the shape, the
+operands as printed); real modules reach 100 MB and nearly all of them are printer-shaped.
 Anything else (indentation before the header, comments, instructions or
 attribute values split across lines, attributes after a computation, omitted
 shapes, no header) makes the fast path give up, and the general path in
@@ -39,6 +40,7 @@ from hloscope.hlo.building import (
 )
 from hloscope.hlo.gcpause import paused_gc
 from hloscope.hlo.general import parse_general
+from hloscope.hlo.lines import PRINTED_RE, printed_operands, printed_shape
 from hloscope.hlo.model import Computation, Instruction, Module
 from hloscope.hlo.semantics import check_parser_semantics
 from hloscope.hlo.shape import Shape, ShapeError, parse_shape, shape_span
@@ -49,8 +51,6 @@ __all__ = ["NATIVE_ASYNC", "canonical_opcode", "parse_hlo", "parse_printer_shape
 _SIMPLE_OPERANDS_RE = re.compile(r"[^(){}\[\]\"']*\)")
 _COMMENT_RE = re.compile(r"/\*.*?\*/")
 _SEPARATOR_RE = re.compile(r"\s*,\s*")
-_FAST_RE = re.compile(
-    r"\s*(ROOT\s+)?%?([^\s=]+) = ([a-z][a-z0-9]*\[[^\]]*\](?:\{[^{}]*\})?) ([a-z][a-z0-9\-_]*)\(([^(){}\[\]\"']*)\)")
 _INSTR_RE = re.compile(r"\s*(ROOT\s+)?%?([^\s=]+)\s*=\s*")
 _OPCODE_RE = re.compile(r"\s*([a-z][a-z0-9\-_]*)\(")
 _COMP_RE = re.compile(r"(ENTRY\s+)?%?([^\s(]+)\s*(?:\(.*)?\{\s*$")
@@ -256,20 +256,17 @@ class _Parser:
 
     def parse_instruction(self, line: str, lineno: int, comp: Computation) -> bool:
         """Read one instruction line into ``comp``; True if it is the ROOT."""
-        fast = _FAST_RE.match(line)
-        if fast is not None:
-            # One regex covers most lines: array shape, opcode, un-nested operands.
-            m = fast
-            name = fast.group(2)
-            shape_text = fast.group(3)
-            if " " in shape_text:  # f32[1, 2]{1, 0}: the model keeps the printer's spelling
-                shape_text = shape_text.replace(" ", "")
+        printed = PRINTED_RE.match(line)
+        if printed is not None:
+            # The line reader's head (hlo/lines.py) covers most lines: shape, opcode, the operands as printed.
+            m = printed
+            name = printed.group(2)
             try:
-                shape = parse_shape(shape_text)
+                shape = printed_shape(printed.group(3))
             except ShapeError as e:
-                raise self.error(str(e), lineno, fast.start(3) + e.offset + 1) from None
-            text_opcode = fast.group(4)
-            start, close = fast.start(5), fast.end(5)
+                raise self.error(str(e), lineno, printed.start(3) + e.offset + 1) from None
+            text_opcode = printed.group(4)
+            start, close = printed.start(5), printed.end(5)
             spans = None
         else:
             m, name, shape, text_opcode, start, close, spans = self.parse_head(line, lineno)
@@ -279,16 +276,8 @@ class _Parser:
         if opcode in LITERAL_OPCODES:
             literal = line[start:close]
         elif spans is None:
-            body = line[start:close]
-            if "/*" in body:
-                body = _COMMENT_RE.sub("", body)
-            if " " in body.replace(", ", ","):  # typed operands: "f32[] %x" style
-                operands = tuple(p.rsplit(None, 1)[-1].lstrip("%") for p in body.split(",") if p.strip())
-            elif body:
-                names = body.replace(" ", "").replace("%", "")
-                if ",," in names or names[0] == "," or names[-1] == ",":
-                    raise self.error("empty operand", lineno, start + 1)
-                operands = tuple(names.split(","))
+            names = printed_operands(line[start:close])
+            operands = names if names is not None else self.written_operands(line[start:close], lineno, start)
         else:
             ops = []
             for lo, hi in spans:
@@ -331,6 +320,20 @@ class _Parser:
         comp.instructions.append(ins)
         comp.by_name[name] = ins
         return ins.is_root
+
+    def written_operands(self, body: str, lineno: int, start: int) -> tuple[str, ...]:
+        """Operand names of an un-nested list the line reader does not read (typed operands,
+        ``f32[] %x``, other comments): the last word of each piece; an empty piece is an error."""
+        if "/*" in body:
+            body = _COMMENT_RE.sub("", body)
+        if " " in body.replace(", ", ","):  # typed operands: "f32[] %x" style
+            return tuple(p.rsplit(None, 1)[-1].lstrip("%") for p in body.split(",") if p.strip())
+        if not body:
+            return ()
+        names = body.replace(" ", "").replace("%", "")
+        if ",," in names or names[0] == "," or names[-1] == ",":
+            raise self.error("empty operand", lineno, start + 1)
+        return tuple(names.split(","))
 
     def tuple_elements(self, comp: Computation, operands: tuple[str, ...], line: str, lineno: int, start: int,
                        close: int) -> tuple[str, ...]:

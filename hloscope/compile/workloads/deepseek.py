@@ -178,166 +178,197 @@ PRESETS = {
 }
 
 
-def build(cfg: DeepSeekConfig, mesh: Any) -> tuple[Any, tuple[Any, ...]]:
-    import jax  # lazy: jax, only when tracing
-    import jax.numpy as jnp  # lazy: jax, only when tracing
-    from jax.ad_checkpoint import checkpoint_name  # lazy: jax, only when tracing
-    from jax.sharding import PartitionSpec  # lazy: jax, only when tracing
+@dataclass(frozen=True)
+class _Step:
+    """What every part of one traced step shares: the config, the mesh's axes and the global sizes."""
 
+    cfg: DeepSeekConfig
+    mesh: Any
+    fsdp: str
+    expert_axis: str | None
+    batch_axes: Any
+    act: Any  # constrains an activation to the batch sharding (common.batch_sharded)
+    B: int  # global batch
+    S: int
+    D: int
+    H: int
+    QK: int  # query/key head dim: nope + rope
+    E: int
+    K: int
+    F: int  # one expert's FFN width
+    M: int  # token copies per sequence: S * K
+
+
+def _step(cfg: DeepSeekConfig, mesh: Any) -> _Step:
     names = common.slice_axes(mesh)
     fsdp = common.fsdp_axis(mesh)
     expert_axis = "expert" if cfg.ep > 1 else None
     if cfg.ep > 1 and (names != ("fsdp", "expert") or mesh.shape["expert"] != cfg.ep):
         raise ValueError(f"ep={cfg.ep} needs the mesh (fsdp, expert={cfg.ep}); got {dict(mesh.shape)}")
     batch_axes: Any = common.batch_axes(mesh, fsdp, expert_axis) if expert_axis else common.batch_axes(mesh)
-    n_dev = mesh.size
-    B, S, D, H = cfg.batch * n_dev, cfg.seq, cfg.dim, cfg.heads
-    QK = cfg.qk_nope_dim + cfg.qk_rope_dim
-    E, K, F = cfg.experts, cfg.top_k, cfg.moe_ffn
-    M = S * K  # token copies per sequence
-    bf16 = jnp.bfloat16
-    policy = common.switched_policy(cfg.policy, cfg.switches)
+    return _Step(cfg, mesh, fsdp, expert_axis, batch_axes, common.batch_sharded(mesh, batch_axes),
+                 B=cfg.batch * mesh.size, S=cfg.seq, D=cfg.dim, H=cfg.heads, QK=cfg.qk_nope_dim + cfg.qk_rope_dim,
+                 E=cfg.experts, K=cfg.top_k, F=cfg.moe_ffn, M=cfg.seq * cfg.top_k)
 
-    def act(x: Any) -> Any:
-        spec = PartitionSpec(batch_axes, *([None] * (x.ndim - 1)))
-        return jax.lax.with_sharding_constraint(x, jax.sharding.NamedSharding(mesh, spec))
 
-    def compute(p: Any) -> Any:
-        return jax.tree.map(lambda a: a.astype(bf16), p)
+def _mla(z: _Step, x: Any, p: Any) -> Any:
+    """Multi-head latent attention, with its residual: ``mla_q``, ``mla_kv`` and ``out_proj`` named."""
+    import jax.numpy as jnp  # lazy: jax, only when tracing
+    from jax.ad_checkpoint import checkpoint_name  # lazy: jax, only when tracing
 
-    def mla(x: Any, p: Any) -> Any:
-        h = common.rms_norm(x, p["attn_norm"])
-        cq = checkpoint_name(act(common.rms_norm(act(h @ p["wq_a"]), p["q_norm"])), "mla_q")
-        q = act(jnp.einsum("bsr,rhk->bshk", cq, p["wq_b"]))
-        q = jnp.concatenate([q[..., : cfg.qk_nope_dim], common.rope(q[..., cfg.qk_nope_dim :])], -1)
-        low = act(h @ p["wkv_a"])
-        c = checkpoint_name(act(common.rms_norm(low[..., : cfg.kv_lora_rank], p["kv_norm"])), "mla_kv")
-        k_rope = common.rope(low[..., None, cfg.kv_lora_rank :])  # [B,S,1,rope]
-        kv = act(jnp.einsum("bsr,rhk->bshk", c, p["wkv_b"]))
-        k_nope, v = kv[..., : cfg.qk_nope_dim], kv[..., cfg.qk_nope_dim :]
-        k = jnp.concatenate([k_nope, jnp.broadcast_to(k_rope, (*k_nope.shape[:3], cfg.qk_rope_dim))], -1)
-        a = act(common.attention(cfg.attention, q, k, v, cfg.attention_chunk, mesh, batch_axes))
-        return x + checkpoint_name(act(jnp.einsum("bshk,hkd->bsd", a, p["wo"])), "out_proj")
+    cfg, act = z.cfg, z.act
+    h = common.rms_norm(x, p["attn_norm"])
+    cq = checkpoint_name(act(common.rms_norm(act(h @ p["wq_a"]), p["q_norm"])), "mla_q")
+    q = act(jnp.einsum("bsr,rhk->bshk", cq, p["wq_b"]))
+    q = jnp.concatenate([q[..., : cfg.qk_nope_dim], common.rope(q[..., cfg.qk_nope_dim :])], -1)
+    low = act(h @ p["wkv_a"])
+    c = checkpoint_name(act(common.rms_norm(low[..., : cfg.kv_lora_rank], p["kv_norm"])), "mla_kv")
+    k_rope = common.rope(low[..., None, cfg.kv_lora_rank :])  # [B,S,1,rope]
+    kv = act(jnp.einsum("bsr,rhk->bshk", c, p["wkv_b"]))
+    k_nope, v = kv[..., : cfg.qk_nope_dim], kv[..., cfg.qk_nope_dim :]
+    k = jnp.concatenate([k_nope, jnp.broadcast_to(k_rope, (*k_nope.shape[:3], cfg.qk_rope_dim))], -1)
+    a = act(common.attention(cfg.attention, q, k, v, cfg.attention_chunk, z.mesh, z.batch_axes))
+    return x + checkpoint_name(act(jnp.einsum("bshk,hkd->bsd", a, p["wo"])), "out_proj")
 
-    def dense_ffn(x: Any, p: Any) -> Any:
-        h = common.rms_norm(x, p["ffn_norm"])
-        g = checkpoint_name(act(h @ p["w_gate"]), "mlpwi_0")
-        u = checkpoint_name(act(h @ p["w_up"]), "mlpwi_1")
-        return act(x + checkpoint_name(act((jax.nn.silu(g) * u) @ p["w_down"]), "mlpwo"))
 
-    def route(h: Any, p: Any) -> tuple[Any, Any]:
-        """top-k expert ids [B,S,K] and their combine weights [B,S,K] (MaxText deepseek routing)."""
-        scores = jax.nn.sigmoid((h @ p["router"]).astype(jnp.float32))  # [B,S,E]
-        _, top_i = jax.lax.top_k(scores + p["router_bias"].astype(jnp.float32), K)
-        top_w = jnp.take_along_axis(scores, top_i, axis=-1)
-        top_w = top_w / (jnp.sum(top_w, -1, keepdims=True) + 1e-20) * cfg.routed_scaling
-        return top_i, top_w
+def _dense_ffn(z: _Step, x: Any, p: Any) -> Any:
+    import jax  # lazy: jax, only when tracing
+    from jax.ad_checkpoint import checkpoint_name  # lazy: jax, only when tracing
+
+    act = z.act
+    h = common.rms_norm(x, p["ffn_norm"])
+    g = checkpoint_name(act(h @ p["w_gate"]), "mlpwi_0")
+    u = checkpoint_name(act(h @ p["w_up"]), "mlpwi_1")
+    return act(x + checkpoint_name(act((jax.nn.silu(g) * u) @ p["w_down"]), "mlpwo"))
+
+
+def _route(z: _Step, h: Any, p: Any) -> tuple[Any, Any]:
+    """top-k expert ids [B,S,K] and their combine weights [B,S,K] (MaxText deepseek routing)."""
+    import jax  # lazy: jax, only when tracing
+    import jax.numpy as jnp  # lazy: jax, only when tracing
+
+    scores = jax.nn.sigmoid((h @ p["router"]).astype(jnp.float32))  # [B,S,E]
+    _, top_i = jax.lax.top_k(scores + p["router_bias"].astype(jnp.float32), z.K)
+    top_w = jnp.take_along_axis(scores, top_i, axis=-1)
+    top_w = top_w / (jnp.sum(top_w, -1, keepdims=True) + 1e-20) * z.cfg.routed_scaling
+    return top_i, top_w
+
+
+def _grouped(z: _Step, xs: Any, w0: Any, w1: Any, wo: Any) -> Any:
+    """xs [B, M, D] sorted by expert per sequence -> [B, M, D] through the experts' SwiGLU,
+    as one batched matmul over E equal row blocks."""
+    import jax  # lazy: jax, only when tracing
+    import jax.numpy as jnp  # lazy: jax, only when tracing
+    from jax.ad_checkpoint import checkpoint_name  # lazy: jax, only when tracing
+
+    B, M, D, E, act = z.B, z.M, z.D, z.E, z.act
 
     def tagged(y: Any, name: str) -> Any:
         """``y`` [B, ..., W] as MaxText's flat [B*S*K, W] grouped-matmul output, named ``name``."""
         flat = checkpoint_name(act(y.reshape(B * M, y.shape[-1])), name)
         return flat.reshape(y.shape)
 
-    def grouped(xs: Any, w0: Any, w1: Any, wo: Any) -> Any:
-        """xs [B, M, D] sorted by expert per sequence -> [B, M, D] through the experts' SwiGLU,
-        as one batched matmul over E equal row blocks."""
-        blocks = xs.reshape(B, E, M // E, D)
-        g0 = tagged(act(jnp.einsum("bemd,edf->bemf", blocks, w0)), "moe_mlpwi_0")
-        g1 = tagged(act(jnp.einsum("bemd,edf->bemf", blocks, w1)), "moe_mlpwi_1")
-        y = tagged(act(jnp.einsum("bemf,efd->bemd", jax.nn.silu(g0) * g1, wo)), "moe_mlpwo")
-        return y.reshape(B, M, D)
+    blocks = xs.reshape(B, E, M // E, D)
+    g0 = tagged(act(jnp.einsum("bemd,edf->bemf", blocks, w0)), "moe_mlpwi_0")
+    g1 = tagged(act(jnp.einsum("bemd,edf->bemf", blocks, w1)), "moe_mlpwi_1")
+    y = tagged(act(jnp.einsum("bemf,efd->bemd", jax.nn.silu(g0) * g1, wo)), "moe_mlpwo")
+    return y.reshape(B, M, D)
 
-    def ragged(h: Any, top_i: Any, w0: Any, w1: Any, wo: Any) -> Any:
-        """``moe_impl=ragged``: per device (``shard_map``, as MaxText's sparse matmul runs), the
-        device's b*S*K copies sorted by expert and grouped by the real group sizes in
-        ``jax.lax.ragged_dot`` -> [B, S, K, D]."""
 
-        def local(h: Any, top_i: Any, a: Any, b: Any, c: Any) -> Any:
-            a, b = (jax.lax.all_gather(t, fsdp, axis=1, tiled=True) for t in (a, b))
-            c = jax.lax.all_gather(c, fsdp, axis=2, tiled=True)
-            bl = h.shape[0]
-            flat_e = top_i.reshape(bl * M)
-            order = jnp.argsort(flat_e)
-            xs = jnp.take(h.reshape(bl * S, D), order // K, axis=0)  # [b*M, D]
-            sizes = jnp.sum(jax.nn.one_hot(flat_e, E, dtype=jnp.int32), axis=0)  # [E]
-            g0 = checkpoint_name(jax.lax.ragged_dot(xs, a, sizes), "moe_mlpwi_0")
-            g1 = checkpoint_name(jax.lax.ragged_dot(xs, b, sizes), "moe_mlpwi_1")
-            y = checkpoint_name(jax.lax.ragged_dot(jax.nn.silu(g0) * g1, c, sizes), "moe_mlpwo")
-            return jnp.take(y, jnp.argsort(order), axis=0).reshape(bl, S, K, D)
+def _ragged(z: _Step, h: Any, top_i: Any, w0: Any, w1: Any, wo: Any) -> Any:
+    """``moe_impl=ragged``: per device (``shard_map``, as MaxText's sparse matmul runs), the
+    device's b*S*K copies sorted by expert and grouped by the real group sizes in
+    ``jax.lax.ragged_dot`` -> [B, S, K, D]."""
+    import jax  # lazy: jax, only when tracing
+    import jax.numpy as jnp  # lazy: jax, only when tracing
+    from jax.ad_checkpoint import checkpoint_name  # lazy: jax, only when tracing
+    from jax.sharding import PartitionSpec  # lazy: jax, only when tracing
 
-        batch = PartitionSpec(batch_axes)
-        return jax.shard_map(
-            local, mesh=mesh, check_vma=False,
-            in_specs=(batch, batch, PartitionSpec(None, fsdp, None), PartitionSpec(None, fsdp, None),
-                      PartitionSpec(None, None, fsdp)),
-            out_specs=batch)(h, top_i, w0, w1, wo)
+    S, D, E, K, M, fsdp = z.S, z.D, z.E, z.K, z.M, z.fsdp
 
-    def experts_ep(xs: Any, w0: Any, w1: Any, wo: Any) -> Any:
-        """Expert parallelism: each device's sorted copies go to the expert shards by all_to_all."""
-        ep = cfg.ep
-        el = E // ep
+    def local(h: Any, top_i: Any, a: Any, b: Any, c: Any) -> Any:
+        a, b = (jax.lax.all_gather(t, fsdp, axis=1, tiled=True) for t in (a, b))
+        c = jax.lax.all_gather(c, fsdp, axis=2, tiled=True)
+        bl = h.shape[0]
+        flat_e = top_i.reshape(bl * M)
+        order = jnp.argsort(flat_e)
+        xs = jnp.take(h.reshape(bl * S, D), order // K, axis=0)  # [b*M, D]
+        sizes = jnp.sum(jax.nn.one_hot(flat_e, E, dtype=jnp.int32), axis=0)  # [E]
+        g0 = checkpoint_name(jax.lax.ragged_dot(xs, a, sizes), "moe_mlpwi_0")
+        g1 = checkpoint_name(jax.lax.ragged_dot(xs, b, sizes), "moe_mlpwi_1")
+        y = checkpoint_name(jax.lax.ragged_dot(jax.nn.silu(g0) * g1, c, sizes), "moe_mlpwo")
+        return jnp.take(y, jnp.argsort(order), axis=0).reshape(bl, S, K, D)
 
-        def local(x: Any, a: Any, b: Any, c: Any) -> Any:
-            # x [b, M, D]: this device's sequences; a/b/c: its experts, D (or F) split over fsdp.
-            a, b = (jax.lax.all_gather(t, fsdp, axis=1, tiled=True) for t in (a, b))
-            c = jax.lax.all_gather(c, fsdp, axis=2, tiled=True)
-            bl = x.shape[0]
-            send = x.reshape(bl, ep, M // ep, D).swapaxes(0, 1)  # copies for shard j: experts j*el..
-            got = jax.lax.all_to_all(send, "expert", 0, 0, tiled=False)  # [ep (source), bl, M/ep, D]
-            blocks = got.reshape(ep, bl, el, M // E, D)
-            g0 = checkpoint_name(jnp.einsum("jbemd,edf->jbemf", blocks, a), "moe_mlpwi_0")
-            g1 = checkpoint_name(jnp.einsum("jbemd,edf->jbemf", blocks, b), "moe_mlpwi_1")
-            y = checkpoint_name(jnp.einsum("jbemf,efd->jbemd", jax.nn.silu(g0) * g1, c), "moe_mlpwo")
-            back = jax.lax.all_to_all(y.reshape(ep, bl, M // ep, D), "expert", 0, 0, tiled=False)
-            return back.swapaxes(0, 1).reshape(bl, M, D)
+    batch = PartitionSpec(z.batch_axes)
+    return jax.shard_map(
+        local, mesh=z.mesh, check_vma=False,
+        in_specs=(batch, batch, PartitionSpec(None, fsdp, None), PartitionSpec(None, fsdp, None),
+                  PartitionSpec(None, None, fsdp)),
+        out_specs=batch)(h, top_i, w0, w1, wo)
 
-        batch = PartitionSpec(batch_axes)
-        return jax.shard_map(
-            local, mesh=mesh, check_vma=False,
-            in_specs=(batch, PartitionSpec(expert_axis, fsdp, None), PartitionSpec(expert_axis, fsdp, None),
-                      PartitionSpec(expert_axis, None, fsdp)),
-            out_specs=batch)(xs, w0, w1, wo)
 
-    def moe_ffn(x: Any, p: Any) -> Any:
-        h = common.rms_norm(x, p["ffn_norm"])
-        top_i, top_w = route(h, p)
-        if cfg.moe_impl == "ragged" and cfg.ep == 1:
-            y = ragged(h, top_i, p["e_gate"], p["e_up"], p["e_down"])
+def _experts_ep(z: _Step, xs: Any, w0: Any, w1: Any, wo: Any) -> Any:
+    """Expert parallelism: each device's sorted copies go to the expert shards by all_to_all."""
+    import jax  # lazy: jax, only when tracing
+    import jax.numpy as jnp  # lazy: jax, only when tracing
+    from jax.ad_checkpoint import checkpoint_name  # lazy: jax, only when tracing
+    from jax.sharding import PartitionSpec  # lazy: jax, only when tracing
+
+    D, E, M, fsdp, expert_axis = z.D, z.E, z.M, z.fsdp, z.expert_axis
+    ep = z.cfg.ep
+    el = E // ep
+
+    def local(x: Any, a: Any, b: Any, c: Any) -> Any:
+        # x [b, M, D]: this device's sequences; a/b/c: its experts, D (or F) split over fsdp.
+        a, b = (jax.lax.all_gather(t, fsdp, axis=1, tiled=True) for t in (a, b))
+        c = jax.lax.all_gather(c, fsdp, axis=2, tiled=True)
+        bl = x.shape[0]
+        send = x.reshape(bl, ep, M // ep, D).swapaxes(0, 1)  # copies for shard j: experts j*el..
+        got = jax.lax.all_to_all(send, "expert", 0, 0, tiled=False)  # [ep (source), bl, M/ep, D]
+        blocks = got.reshape(ep, bl, el, M // E, D)
+        g0 = checkpoint_name(jnp.einsum("jbemd,edf->jbemf", blocks, a), "moe_mlpwi_0")
+        g1 = checkpoint_name(jnp.einsum("jbemd,edf->jbemf", blocks, b), "moe_mlpwi_1")
+        y = checkpoint_name(jnp.einsum("jbemf,efd->jbemd", jax.nn.silu(g0) * g1, c), "moe_mlpwo")
+        back = jax.lax.all_to_all(y.reshape(ep, bl, M // ep, D), "expert", 0, 0, tiled=False)
+        return back.swapaxes(0, 1).reshape(bl, M, D)
+
+    batch = PartitionSpec(z.batch_axes)
+    return jax.shard_map(
+        local, mesh=z.mesh, check_vma=False,
+        in_specs=(batch, PartitionSpec(expert_axis, fsdp, None), PartitionSpec(expert_axis, fsdp, None),
+                  PartitionSpec(expert_axis, None, fsdp)),
+        out_specs=batch)(xs, w0, w1, wo)
+
+
+def _moe_ffn(z: _Step, x: Any, p: Any) -> Any:
+    """Routed experts (``moe_impl``, ``ep``) and the shared expert, with the residual."""
+    import jax  # lazy: jax, only when tracing
+    import jax.numpy as jnp  # lazy: jax, only when tracing
+
+    cfg, act, B, S, K, D, M = z.cfg, z.act, z.B, z.S, z.K, z.D, z.M
+    h = common.rms_norm(x, p["ffn_norm"])
+    top_i, top_w = _route(z, h, p)
+    if cfg.moe_impl == "ragged" and cfg.ep == 1:
+        y = _ragged(z, h, top_i, p["e_gate"], p["e_up"], p["e_down"])
+    else:
+        order = jnp.argsort(top_i.reshape(B, M), axis=-1)  # copies sorted by expert, per sequence
+        xs = act(jnp.take_along_axis(h, (order // K)[..., None], axis=1))  # [B, M, D]
+        if cfg.ep > 1:
+            ys = _experts_ep(z, xs, p["e_gate"], p["e_up"], p["e_down"])
         else:
-            order = jnp.argsort(top_i.reshape(B, M), axis=-1)  # copies sorted by expert, per sequence
-            xs = act(jnp.take_along_axis(h, (order // K)[..., None], axis=1))  # [B, M, D]
-            if cfg.ep > 1:
-                ys = experts_ep(xs, p["e_gate"], p["e_up"], p["e_down"])
-            else:
-                ys = grouped(xs, p["e_gate"], p["e_up"], p["e_down"])
-            y = act(jnp.take_along_axis(ys, jnp.argsort(order, axis=-1)[..., None], axis=1)).reshape(B, S, K, D)
-        routed = jnp.einsum("bskd,bsk->bsd", y, top_w.astype(bf16))
-        shared = (jax.nn.silu(h @ p["s_gate"]) * (h @ p["s_up"])) @ p["s_down"]
-        return act(x + routed + shared)
+            ys = _grouped(z, xs, p["e_gate"], p["e_up"], p["e_down"])
+        y = act(jnp.take_along_axis(ys, jnp.argsort(order, axis=-1)[..., None], axis=1)).reshape(B, S, K, D)
+    routed = jnp.einsum("bskd,bsk->bsd", y, top_w.astype(jnp.bfloat16))
+    shared = (jax.nn.silu(h @ p["s_gate"]) * (h @ p["s_up"])) @ p["s_down"]
+    return act(x + routed + shared)
 
-    def dense_layer(x: Any, p: Any) -> Any:
-        p = compute(p)
-        return dense_ffn(mla(x, p), p)
 
-    def moe_layer(x: Any, p: Any) -> Any:
-        bias = p["router_bias"]
-        p = dict(compute(p), router_bias=bias)
-        return moe_ffn(mla(x, p), p)
+def _params(z: _Step) -> dict[str, Any]:
+    """The abstract weights (``weight_dtype``), sharded over fsdp (and the experts over ``expert``)."""
+    import jax.numpy as jnp  # lazy: jax, only when tracing
 
-    dense_fn = jax.checkpoint(dense_layer, policy=policy)
-    moe_fn = jax.checkpoint(moe_layer, policy=policy)
-
-    def loss(params: Any, batch: Any) -> Any:
-        tokens, labels = batch
-        x = act(jnp.take(params["embed"].astype(bf16), tokens, axis=0))
-        if cfg.dense_layers:
-            x = common.apply_layers(dense_fn, x, params["dense"], cfg.scan)
-        if cfg.layers > cfg.dense_layers:
-            x = common.apply_layers(moe_fn, x, params["moe"], cfg.scan)
-        x = common.rms_norm(x, params["final_norm"].astype(bf16))
-        return common.cross_entropy(x @ params["unembed"].astype(bf16), labels)
-
-    wdt = jnp.float32 if cfg.weight_dtype == "float32" else bf16
+    cfg, mesh, fsdp, expert_axis, D, H, QK, E, F = z.cfg, z.mesh, z.fsdp, z.expert_axis, z.D, z.H, z.QK, z.E, z.F
+    wdt = jnp.float32 if cfg.weight_dtype == "float32" else jnp.bfloat16
 
     def w(shape: tuple[int, ...], spec: tuple[str | None, ...]) -> Any:
         return common.abstract(mesh, shape, wdt, spec)
@@ -378,6 +409,43 @@ def build(cfg: DeepSeekConfig, mesh: Any) -> tuple[Any, tuple[Any, ...]]:
             s_up=w((nm, D, Fs), (None, fsdp, None)),
             s_down=w((nm, Fs, D), (None, None, fsdp)),
         )
-    tokens = common.abstract(mesh, (B, S), jnp.int32, (batch_axes, None))
-    labels = common.abstract(mesh, (B, S), jnp.int32, (batch_axes, None))
+    return params
+
+
+def build(cfg: DeepSeekConfig, mesh: Any) -> tuple[Any, tuple[Any, ...]]:
+    import jax  # lazy: jax, only when tracing
+    import jax.numpy as jnp  # lazy: jax, only when tracing
+
+    z = _step(cfg, mesh)
+    bf16 = jnp.bfloat16
+    policy = common.switched_policy(cfg.policy, cfg.switches)
+
+    def compute(p: Any) -> Any:
+        return jax.tree.map(lambda a: a.astype(bf16), p)
+
+    def dense_layer(x: Any, p: Any) -> Any:
+        p = compute(p)
+        return _dense_ffn(z, _mla(z, x, p), p)
+
+    def moe_layer(x: Any, p: Any) -> Any:
+        bias = p["router_bias"]
+        p = dict(compute(p), router_bias=bias)
+        return _moe_ffn(z, _mla(z, x, p), p)
+
+    dense_fn = jax.checkpoint(dense_layer, policy=policy)
+    moe_fn = jax.checkpoint(moe_layer, policy=policy)
+
+    def loss(params: Any, batch: Any) -> Any:
+        tokens, labels = batch
+        x = z.act(jnp.take(params["embed"].astype(bf16), tokens, axis=0))
+        if cfg.dense_layers:
+            x = common.apply_layers(dense_fn, x, params["dense"], cfg.scan)
+        if cfg.layers > cfg.dense_layers:
+            x = common.apply_layers(moe_fn, x, params["moe"], cfg.scan)
+        x = common.rms_norm(x, params["final_norm"].astype(bf16))
+        return common.cross_entropy(x @ params["unembed"].astype(bf16), labels)
+
+    params = _params(z)
+    tokens = common.abstract(mesh, (z.B, z.S), jnp.int32, (z.batch_axes, None))
+    labels = common.abstract(mesh, (z.B, z.S), jnp.int32, (z.batch_axes, None))
     return common.adam_step(loss), (*common.adam_args(mesh, params), (tokens, labels))

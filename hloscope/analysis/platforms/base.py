@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from hloscope.analysis.measured.compare import OpClassName
 from hloscope.analysis.structure.backend import CompiledFor
 from hloscope.targets import Platform, Target, TargetOrigin
 
@@ -36,8 +37,28 @@ class PlatformBackend(Protocol):
         """The target a module ``found`` compiled for this platform is judged on when nothing names one."""
         ...
 
+    def class_errors(self, calibrated: bool) -> dict[OpClassName, float]:
+        """Per op class, the model's error measured on this platform (predicted over measured, minus 1),
+        with the datasheet target or a calibrated one: the margins' error corners
+        (``hloscope.analysis.simulate.margin.class_error_factors``)."""
+        ...
+
     def host_pool_bytes(self, asked: int) -> int:
         """The pinned-host pool a step is checked against: ``asked`` (the option's) where the runtime caps
         pinned host memory per process (PJRT's GPU client, ``XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB``), or 0
         (not checked) where it publishes no such limit."""
         ...
+
+
+#: Per op class, the model's error measured on process 1 of the A100 archives (predicted over
+#: measured, minus 1; docs/accuracy.md "Calibrating on one process, predicting another"):
+#: with the datasheet target, and with the target calibrated on process 0. A platform that measured a
+#: class of its own replaces it; the others (a TPU's collectives: no TPU run has one) take these.
+A100_DATASHEET_ERRORS: dict[OpClassName, float] = {
+    OpClassName.GEMM: -0.136, OpClassName.KERNEL: -0.305, OpClassName.ALL_GATHER: -0.676,
+    OpClassName.ALL_REDUCE: -0.478, OpClassName.REDUCE_SCATTER: -0.809,
+}
+A100_CALIBRATED_ERRORS: dict[OpClassName, float] = {
+    OpClassName.GEMM: 0.024, OpClassName.KERNEL: 0.006, OpClassName.ALL_GATHER: 0.536,
+    OpClassName.ALL_REDUCE: -0.602, OpClassName.REDUCE_SCATTER: -0.043,
+}

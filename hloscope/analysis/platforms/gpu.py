@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hloscope.analysis.measured.compare import OpClassName
+from hloscope.analysis.platforms.base import A100_CALIBRATED_ERRORS, A100_DATASHEET_ERRORS
 from hloscope.analysis.structure.backend import CompiledFor
 from hloscope.targets import Platform, Target, TargetOrigin, as_target
 
@@ -25,6 +27,9 @@ class GpuBackend:
 
     def default_target(self, found: CompiledFor) -> tuple[Target, TargetOrigin]:
         return as_target(None), TargetOrigin.DEFAULT
+
+    def class_errors(self, calibrated: bool) -> dict[OpClassName, float]:
+        return dict(A100_CALIBRATED_ERRORS if calibrated else A100_DATASHEET_ERRORS)
 
     def host_pool_bytes(self, asked: int) -> int:
         return asked

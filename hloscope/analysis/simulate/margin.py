@@ -19,8 +19,9 @@ Pass: ``measure_margins(module, cost, pairs, transfers, callgraph, streams, time
   faster than estimated, above 1 slower.
 - **exposure range** (``exposed_low_us`` .. ``exposed_high_us``): the transfer's blame per step
   (``TransferTiming.blame_us``) in two corner simulations, every op's time divided and multiplied
-  by its op class's error factor (:func:`class_error_factors`: the errors measured on the A100
-  archives, docs/accuracy.md, those of the calibrated target where the target was calibrated).
+  by its op class's error factor (:func:`class_error_factors`: the errors measured on the target's
+  platform, its analysis room's ``class_errors``: the A100 archives' on a GPU, the v5e runs' on a TPU,
+  docs/accuracy.md; those of the calibrated target where the target was calibrated).
   The host link is not varied there (no measured error); the link flip says how far it may move.
 
 The verdict in a re-simulated step is decided as the step's own (``judged_by_wait`` then
@@ -44,6 +45,7 @@ from typing import Protocol
 from hloscope.analysis.cost.roofline import CostModel
 from hloscope.analysis.kinds import PairKind, Reason, VerdictKind
 from hloscope.analysis.measured.compare import OpClassName, classify
+from hloscope.analysis.platforms import backend_for
 from hloscope.analysis.simulate.costs import cost_table
 from hloscope.analysis.simulate.overlap import judged_by_blame_of, judged_by_wait
 from hloscope.analysis.simulate.replay import Outcome, Replayer, WhatIf
@@ -63,29 +65,6 @@ GRID_STEPS = 13
 #: Bisections of each bracket (in log space): 2**(1/4) narrowed to within 2**(1/64), about 1.1%.
 BISECTIONS = 4
 
-#: Per op class, the model's error measured on process 1 of the A100 archives (predicted over
-#: measured, minus 1; docs/accuracy.md "Calibrating on one process, predicting another"):
-#: with the datasheet target, and with the target calibrated on process 0.
-DATASHEET_ERRORS: dict[OpClassName, float] = {
-    OpClassName.GEMM: -0.136, OpClassName.KERNEL: -0.305, OpClassName.ALL_GATHER: -0.676,
-    OpClassName.ALL_REDUCE: -0.478, OpClassName.REDUCE_SCATTER: -0.809,
-}
-CALIBRATED_ERRORS: dict[OpClassName, float] = {
-    OpClassName.GEMM: 0.024, OpClassName.KERNEL: 0.006, OpClassName.ALL_GATHER: 0.536,
-    OpClassName.ALL_REDUCE: -0.602, OpClassName.REDUCE_SCATTER: -0.043,
-}
-
-
-#: The same on a TPU, measured on the v5e `big` run (fixtures/measured/tpu_v5e/; benchmarks/tpu_accuracy.py):
-#: with the datasheet tpu-v5e at its achieved HBM and MXU shares (GEMMs +0.1%, other kernels -30.0%; at the bare
-#: datasheet they were -4.9% and -44%), and with the target ``hloscope calibrate`` adopts on the `square` run on
-#: top of those shares (`big` held out). That target adopts only its host link (square's compute figures put its
-#: own step further off than the shares do), so its corners are the datasheet's (they were +0.5%, -29.4% before
-#: the shares). No TPU run has a collective: a TPU's collectives take the A100's errors above.
-TPU_DATASHEET_ERRORS: dict[OpClassName, float] = {OpClassName.GEMM: 0.001, OpClassName.KERNEL: -0.300}
-TPU_CALIBRATED_ERRORS: dict[OpClassName, float] = {OpClassName.GEMM: 0.001, OpClassName.KERNEL: -0.300}
-
-
 def error_factor(err: float) -> float:
     """How many times longer or shorter the measured time may be: ``1 + err`` for a model that
     overestimates, ``1 / (1 + err)`` for one that underestimates (at least 1)."""
@@ -97,9 +76,7 @@ def class_error_factors(target: Target) -> dict[OpClassName, float]:
     calibrated target, else the datasheet's, measured on the target's platform. Classes not
     measured there take the largest factor of their kind (collectives: the largest collective's;
     device copies: the kernels')."""
-    errs = dict(CALIBRATED_ERRORS if target.calibrated else DATASHEET_ERRORS)
-    if target.platform is Platform.TPU:
-        errs.update(TPU_CALIBRATED_ERRORS if target.calibrated else TPU_DATASHEET_ERRORS)
+    errs = backend_for(target).class_errors(target.calibrated)
     out = {c: error_factor(e) for c, e in errs.items()}
     coll = max(out[c] for c in (OpClassName.ALL_GATHER, OpClassName.ALL_REDUCE, OpClassName.REDUCE_SCATTER))
     out[OpClassName.ALL_TO_ALL] = coll
@@ -157,7 +134,7 @@ class Margins:
     error_factors: tuple[tuple[OpClassName, float], ...]
     corner_step_us: tuple[float, float]
     grid: tuple[float, float]
-    platform: Platform = Platform.GPU
+    platform: Platform
 
     def of(self, computation: str, start: str) -> TransferMargin | None:
         return self.transfers.get((computation, start))

@@ -30,9 +30,9 @@ For a TPU target MaxText's own ahead-of-time path runs unchanged up to the compi
 ``compile_topology_num_slices`` (``--slices``: MaxText joins them over DCN, its ``dcn_*_parallelism``
 axes across them, ``dcn_data_parallelism: -1`` by default), and MaxText's ``get_topology_mesh`` asks
 libtpu for those slices' compile-only devices and lays its mesh out itself (its map's slice is checked
-against hloscope's, :func:`check_maxtext_slice`). Only ``jit_and_compile`` (the compile, with hloscope's options, dumps
-and names) and ``pyconfig._handle_config_exception`` (one line) are hloscope's. libtpu is loaded by
-hloscope first, quiet (:func:`hloscope.compile.tpu.runtime.prepare`).
+against hloscope's: the TPU room's ``maxtext_check``). Only ``jit_and_compile`` (the compile, with
+hloscope's options, dumps and names) and ``pyconfig._handle_config_exception`` (one line) are
+hloscope's. libtpu is loaded by hloscope first, quiet (:func:`hloscope.compile.tpu.runtime.prepare`).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ import types
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import metadata
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hloscope.analysis.intent.account import Preset
 from hloscope.compile.cuda.topology import compile_only_devices
@@ -57,10 +57,7 @@ from hloscope.compile.result import CompileResult
 from hloscope.compile.seam import environment
 from hloscope.errors import EXIT_BAD_INPUT, HloscopeError
 from hloscope.request import CompileRequest, Layout
-from hloscope.targets import TpuTarget, get_target
-
-if TYPE_CHECKING:
-    from hloscope.compile.tpu.slices import TpuSlice
+from hloscope.targets import get_target
 
 #: The one line for a Python or an install that cannot run MaxText.
 INSTALL_HINT = "pip install 'hloscope[maxtext]'"
@@ -142,49 +139,16 @@ def check_available(version: tuple[int, ...] | None = None, found: bool | None =
 
 
 def owned_overrides(target: Any, devices: int, layout: Layout | None = None) -> list[str]:
-    """The keys hloscope sets (:data:`OWNED_KEYS`). For a GPU: an AOT compile of ``devices`` devices whose
-    hosts (``target.gpus_per_host`` GPUs each) are MaxText's slices; ``compile_topology`` only has to be a
-    GPU system MaxText knows (``a3``): the devices themselves come from hloscope's topology. For a TPU:
-    MaxText's own TPU path, ``compile_topology`` one slice's MaxText name (``v5p-256``) and
-    ``compile_topology_num_slices`` the layout's slices (MaxText lays its ``dcn_*`` axes across them)."""
-    if isinstance(target, TpuTarget):
-        found = tpu_slice(target, devices, layout)
-        return ["hardware=tpu", f"compile_topology={found.maxtext_name}",
-                f"compile_topology_num_slices={found.num_slices}"]
-    hosts = max(1, devices // target.gpus_per_host) if devices > target.gpus_per_host else 1
-    return ["hardware=gpu", "compile_topology=a3", f"compile_topology_num_slices={hosts}", "internal_compile=True",
-            f"internal_compile_num_devices={devices}"]
+    """The keys hloscope sets (:data:`OWNED_KEYS`), by the target's compile room (``maxtext_overrides``). For a
+    GPU: an AOT compile of ``devices`` devices whose hosts (``target.gpus_per_host`` GPUs each) are MaxText's
+    slices; ``compile_topology`` only has to be a GPU system MaxText knows (``a3``): the devices themselves
+    come from hloscope's topology. For a TPU: MaxText's own TPU path, ``compile_topology`` one slice's MaxText
+    name (``v5p-256``) and ``compile_topology_num_slices`` the layout's slices (MaxText lays its ``dcn_*`` axes
+    across them)."""
+    # lazy: the compile rooms (the TPU room loads the slices; a GPU's, CUDA's topology)
+    from hloscope.compile.step.rooms import room_for
 
-
-def tpu_slice(target: TpuTarget, devices: int, layout: Layout | None = None) -> TpuSlice:
-    """The TPU slices of ``devices`` devices in all (or of the layout's ``topology``) of ``target``; one line
-    (exit 2) for ``per_core``: MaxText's map has megacore slices only for v4 and v5p."""
-    # lazy: the TPU slices, only for a TPU target
-    from hloscope.compile.tpu.slices import slice_of
-
-    lay = layout or Layout()
-    if lay.per_core:
-        raise HloscopeError("--maxtext --per-core: MaxText's accelerator_to_spec_map.py compiles v4 and v5p "
-                            "slices as megacore only (one device per chip)", EXIT_BAD_INPUT)
-    return slice_of(target, devices, lay.topology, lay.slices, lay.per_core)
-
-
-def check_maxtext_slice(found: TpuSlice, spec: Any) -> None:
-    """One line (exit 2) when MaxText's ``accelerator_to_spec_map`` names no slice ``found.maxtext_name``
-    (``spec`` None) or gives that name another slice than hloscope's (shape, chip config, chips per host,
-    wrap-around): the report would then name a slice MaxText did not compile for."""
-    name = found.maxtext_name
-    if spec is None:
-        raise HloscopeError(f"--maxtext: MaxText names no TPU slice {name} ({found.name}); take a slice its "
-                            "accelerator_to_spec_map.py lists (--devices N, or --topology with its name)",
-                            EXIT_BAD_INPUT)
-    want = found.topology_kwargs()
-    got = {"topology_name": spec.topology_name, "chip_config_name": spec.chip_config_name,
-           "chips_per_host_bounds": tuple(spec.chips_per_host_bounds), "wrap": tuple(spec.wrap)}
-    differ = [k for k, v in got.items() if v != want[k]]
-    if differ:
-        raise HloscopeError(f"--maxtext: MaxText's {name} is not hloscope's {found.name} ({', '.join(differ)} "
-                            f"differ: {', '.join(f'{k}={got[k]}' for k in differ)})", EXIT_BAD_INPUT)
+    return room_for(target, layout).maxtext_overrides(devices)
 
 
 def one_line(e: BaseException) -> str:
@@ -316,7 +280,7 @@ def _raise_config_error(e: Exception) -> None:
 
 
 @contextlib.contextmanager
-def _maxtext_private_hooks(run: _Run, tpu: bool = False) -> Iterator[Any]:
+def _maxtext_private_hooks(run: _Run, own_mesh: bool = False) -> Iterator[Any]:
     """MAXTEXT (AND JAX) PRIVATE HOOKS: the one place hloscope reaches into MaxText's internals.
 
     While the block runs, ``train_compile.get_topology_mesh``, ``train_compile.jit_and_compile``
@@ -325,9 +289,9 @@ def _maxtext_private_hooks(run: _Run, tpu: bool = False) -> Iterator[Any]:
     groups devices by host (``process_is_granule=True``): compile-only devices of one NVLink
     domain share a ``slice_index``, and MaxText's DCN axes are meant to run across hosts (its GPU
     recipes: ``dcn_fsdp_parallelism`` = the node count). Read in MaxText 0.2.5; yields MaxText's
-    ``train_compile`` module. Everything is put back afterwards. For a TPU target (``tpu``) only
-    ``jit_and_compile`` and ``_handle_config_exception`` are swapped: MaxText's own
-    ``get_topology_mesh`` builds the slice and its mesh.
+    ``train_compile`` module. Everything is put back afterwards. Where MaxText builds the devices' mesh
+    itself (``own_mesh``: the compile room's ``maxtext_builds_mesh``, a TPU's) only ``jit_and_compile`` and
+    ``_handle_config_exception`` are swapped: MaxText's own ``get_topology_mesh`` builds the slice and its mesh.
     """
     # lazy: jax is slow to import; only when tracing or compiling
     from jax.experimental import mesh_utils
@@ -341,7 +305,7 @@ def _maxtext_private_hooks(run: _Run, tpu: bool = False) -> Iterator[Any]:
                                                           process_is_granule=True)
     swaps: list[tuple[Any, str, object]] = [(train_compile, "jit_and_compile", _jit_and_compile(run)),
                                             (pyconfig, "_handle_config_exception", _raise_config_error)]
-    if not tpu:
+    if not own_mesh:
         swaps += [(train_compile, "get_topology_mesh", functools.partial(_mesh, run)),
                   (maxtext_utils, "mesh_utils", granule)]
     saved = [(mod, name, getattr(mod, name)) for mod, name, _ in swaps]
@@ -385,31 +349,28 @@ def compile_maxtext_job(request: CompileRequest,
     check_available()
     args = split_args(request.maxtext or ())
     target = get_target(request.target)
-    tpu = isinstance(target, TpuTarget)
     argv = [*args.argv(), *owned_overrides(target, request.devices, request.layout)]
     run = _Run(request, phase)
     if phase:
         phase("MaxText config")
     # lazy: the compile step; the CLI checks --maxtext without it
-    from hloscope.compile.step.deviceless import with_memory
     from hloscope.compile.step.rooms import room_for
 
     # The devices first: the CUDA plugin's log (which scheduler and estimator XLA chose) is set up at its
     # first topology, and MaxText's import would otherwise start the plugin before hloscope asks for it;
     # libtpu reads its environment once, at load, and hloscope's keeps it quiet.
-    room_for(target if tpu else with_memory(target, request.memory_override_bytes),
-             request.layout).devices(request.devices)
+    room = room_for(target, request.layout)
+    room_for(room.maxtext_target(request), request.layout).devices(request.devices)
     _import_maxtext()
-    if isinstance(target, TpuTarget):
-        found = tpu_slice(target, request.devices, request.layout)
-        spec_map = _module("maxtext.utils.accelerator_to_spec_map")
-        check_maxtext_slice(found, spec_map.UserFacingNameToSystemCharacteristics.get(found.maxtext_name))
+    room.maxtext_check(request.devices,
+                       lambda name: _module("maxtext.utils.accelerator_to_spec_map")
+                       .UserFacingNameToSystemCharacteristics.get(name))
     argv, run.attention_note = _deviceless_attention(argv)
     logs = io.StringIO()
     tokamax_config = _module("tokamax.config")
     # tokamax's kernels (MaxText's default GPU flash attention, its grouped matmuls) check the device
     # they run on; cross_compile is tokamax's switch for compiling on another machine than the GPU's.
-    with _maxtext_private_hooks(run, tpu) as train_compile, tokamax_config.cross_compile(True):
+    with _maxtext_private_hooks(run, room.maxtext_builds_mesh) as train_compile, tokamax_config.cross_compile(True):
         try:
             with contextlib.redirect_stdout(logs), contextlib.redirect_stderr(logs):
                 train_compile.main(argv)

@@ -101,7 +101,7 @@ def test_tiny_llama_on_a_v5e_slice(tmp_path: Path) -> None:
 def test_maxtexts_tpu_slices_are_hloscopes() -> None:
     # Every TPU slice MaxText's accelerator_to_spec_map names for one slice is the one hloscope builds for
     # the same name (--topology NAME): shape, chip config, chips per host and wrap-around.
-    from hloscope.compile.maxtext import check_maxtext_slice
+    from hloscope.compile.tpu.maxtext_slice import check_maxtext_slice
     from hloscope.compile.tpu.slices import parse_slice
     from hloscope.targets import get_target
 

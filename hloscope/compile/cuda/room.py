@@ -112,3 +112,22 @@ class CudaRoom:
 
     def manifest_facts(self, request: CompileRequest) -> dict[str, object]:
         return {}
+
+    #: hloscope builds the GPUs' mesh (its hosts as MaxText's slices).
+    maxtext_builds_mesh = False
+
+    def maxtext_overrides(self, devices: int) -> list[str]:
+        """An AOT compile of ``devices`` devices whose hosts (``gpus_per_host`` GPUs each) are MaxText's
+        slices; ``compile_topology`` only has to be a GPU system MaxText knows (``a3``): the devices
+        themselves come from hloscope's topology."""
+        per_host = self.target.gpus_per_host
+        hosts = max(1, devices // per_host) if devices > per_host else 1
+        return ["hardware=gpu", "compile_topology=a3", f"compile_topology_num_slices={hosts}", "internal_compile=True",
+                f"internal_compile_num_devices={devices}"]
+
+    def maxtext_target(self, request: CompileRequest) -> Target:
+        """The target MaxText's devices are opened for: with the HBM what-if, as XLA:GPU plans for."""
+        return with_memory(self.target, request.memory_override_bytes)
+
+    def maxtext_check(self, devices: int, spec_of: Callable[[str], Any]) -> None:
+        """Nothing to check: MaxText's GPU path takes hloscope's topology."""

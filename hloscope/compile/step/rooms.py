@@ -78,6 +78,25 @@ class Room(Protocol):
         """The memory of one device, bytes (a chip's HBM split among the devices it shows)."""
         ...
 
+    @property
+    def maxtext_builds_mesh(self) -> bool:
+        """MaxText builds the devices' mesh itself (hloscope swaps in none of its own)."""
+        ...
+
+    def maxtext_overrides(self, devices: int) -> list[str]:
+        """The MaxText config keys hloscope sets for ``devices`` devices of this target
+        (``hloscope.compile.maxtext.OWNED_KEYS``)."""
+        ...
+
+    def maxtext_target(self, request: CompileRequest) -> Target:
+        """The target MaxText's devices are opened for under ``request``."""
+        ...
+
+    def maxtext_check(self, devices: int, spec_of: Callable[[str], Any]) -> None:
+        """One line (exit 2) when MaxText's own map of this platform's slices disagrees with hloscope's
+        (``spec_of``: MaxText's entry for a slice name, None where it names none)."""
+        ...
+
     def planned_memory(self, request: CompileRequest) -> tuple[Target, int | None]:
         """The target XLA plans for under ``request``'s HBM what-if, and what JAX's allocator takes at its
         memory fraction (None: no fraction given); one line (exit 2) where the platform takes neither."""

@@ -10,6 +10,7 @@ from typing import Any
 
 from hloscope.analysis.inputs import ScheduleRun
 from hloscope.compile.tpu import runtime
+from hloscope.compile.tpu.maxtext_slice import check_maxtext_slice, maxtext_slice
 from hloscope.compile.tpu.slices import (
     MEGACORE,
     TpuSlice,
@@ -119,6 +120,25 @@ class TpuRoom:
     def manifest_facts(self, request: CompileRequest) -> dict[str, object]:
         """The slice as Cloud TPU names it (``TpuSlice.to_facts``), as the manifest's ``tpu_slice``."""
         return {"tpu_slice": self.slice(request.devices).to_facts()}
+
+    #: MaxText builds a TPU slice's mesh itself (its ``get_topology_mesh``).
+    maxtext_builds_mesh = True
+
+    def maxtext_overrides(self, devices: int) -> list[str]:
+        """MaxText's own TPU path: ``compile_topology`` one slice's MaxText name (``v5p-256``) and
+        ``compile_topology_num_slices`` the layout's slices."""
+        found = maxtext_slice(self.target, devices, self.layout)
+        return ["hardware=tpu", f"compile_topology={found.maxtext_name}",
+                f"compile_topology_num_slices={found.num_slices}"]
+
+    def maxtext_target(self, request: CompileRequest) -> Target:
+        """The target MaxText's devices are opened for: the chip's own (libtpu takes the HBM from it)."""
+        return self.target
+
+    def maxtext_check(self, devices: int, spec_of: Callable[[str], Any]) -> None:
+        """One line (exit 2) when MaxText's slice map names no slice ``devices`` make, or another one."""
+        found = maxtext_slice(self.target, devices, self.layout)
+        check_maxtext_slice(found, spec_of(found.maxtext_name))
 
 
 def tpu_slice(request: CompileRequest) -> TpuSlice | None:

@@ -74,12 +74,10 @@ def _toml_value(v: object) -> str | None:
     return None
 
 
-def _base_lines(base: Target, written: set[str]) -> list[str]:
+def _base_fields(base: Target, written: set[str]) -> list[str]:
     """``base``'s own fields, for a base that is not built in (a user's target file): the written file then
-    stands alone, naming no target ``get_target`` could not find again. Tables (collective figures, the run
-    spread) are written after the fields; fields the calibration writes itself are left to it."""
-    if BUILTIN_TARGETS.get(base.name) is base:
-        return [f"base = {toml_string(base.name)}"]
+    stands alone, naming no target ``get_target`` could not find again. Its run spread is a table, written
+    after the fields; fields the calibration writes itself are left to it."""
     out = [f"platform = {toml_string(str(base.platform))}  # base {toml_string(base.name)} is a file, not built in: "
            "its fields follow"]
     for key, value in base.to_dict().items():
@@ -89,21 +87,16 @@ def _base_lines(base: Target, written: set[str]) -> list[str]:
     return out
 
 
-def _table_lines(base: Target) -> list[str]:
-    if BUILTIN_TARGETS.get(base.name) is base:
-        return []
-    out = ["", "[run_spread]"] + [f"{toml_string(k)} = {_num(v)}" for k, v in base.run_spread]
-    return out
-
-
 def target_toml(cal: Calibration) -> str:
     t, base = cal.target, cal.base
-    written = {"name", "description", "calibrated_on", "calibrated_step_error", "hbm_efficiency", "mxu_efficiency",
-               "vmem_bandwidth", "unaligned_contraction_efficiency", "collective_figures", "run_spread",
+    platform_fields = platform_text(t.platform).calibrated_fields(t)
+    builtin = BUILTIN_TARGETS.get(base.name) is base
+    written = {"name", "description", "calibrated_on", "calibrated_step_error", "collective_figures", "run_spread",
+               *(name for name, _, _ in platform_fields),
                *(f.name for f in cal.figures if f.unfitted is Unfitted.FITTED)}
     lines = [f"# hloscope calibrate: {base.name}'s figures fitted to a measured profile (docs/accuracy.md).",
-             *_base_lines(base, written), f"name = {toml_string(t.name)}",
-             f"description = {toml_string(t.description)}"]
+             *([f"base = {toml_string(base.name)}"] if builtin else _base_fields(base, written)),
+             f"name = {toml_string(t.name)}", f"description = {toml_string(t.description)}"]
     if t.calibrated_on:
         lines.append(f"calibrated_on = {toml_string(t.calibrated_on)}")
     if t.calibrated_step_error:
@@ -118,8 +111,9 @@ def target_toml(cal: Calibration) -> str:
             lines.append(f"# {f.name}: {_num(f.after)} {_WHY[f.unfitted]}")
         else:
             lines.append(f"# {f.name}: {_WHY[f.unfitted]}")
-    lines += [f"{name} = {_num(value)}  # {why}" for name, value, why in platform_text(t.platform).calibrated_fields(t)]
-    lines += _table_lines(base)
+    lines += [f"{name} = {_num(value)}  # {why}" for name, value, why in platform_fields]
+    if not builtin:
+        lines += ["", "[run_spread]", *(f"{toml_string(k)} = {_num(v)}" for k, v in base.run_spread)]
     for kind, bw, lat in t.collective_figures:
         n = next((f.samples for f in cal.figures if f.name == f"collective_figures.{kind}.bandwidth"), 0)
         lines += ["", f"[collective_figures.{kind}]  # fitted on {n} ops",

@@ -114,6 +114,18 @@ class MovedBytes:
 _FREE_COST = OpCost(0.0, 0, 0.0)
 
 
+def _contracting_size(ins: Instruction, lhs_dims: tuple[int, ...]) -> int:
+    """The product of a ``dot``'s left contracting dimensions (``lhs_dims``: its left operand's). A regex
+    over the raw text: splitting the whole attribute list (backend_config, metadata) for one short
+    attribute costs more than the rest of the op's estimate."""
+    found = _LHS_CONTRACTING_RE.search(ins.attr_text)
+    size = 1
+    for d in (found.group(1) if found else "").split(","):
+        if d.strip().isdigit() and int(d) < len(lhs_dims):
+            size *= lhs_dims[int(d)]
+    return size
+
+
 class CostModel:
     """Roofline estimates for one module on one target.
 
@@ -171,14 +183,7 @@ class CostModel:
             if got is None:  # no dim_labels: the kernel's output features taken as its last dimension
                 got = 2.0 * ins.shape.num_elements * rhs.shape.num_elements / max(rhs.shape.dims[-1], 1)
             return got, lhs.shape.element_type
-        contracting = 1
-        # A regex over the raw text: splitting the whole attribute list (backend_config,
-        # metadata) for one short attribute costs more than the rest of the op's estimate.
-        found = _LHS_CONTRACTING_RE.search(ins.attr_text)
-        dims = found.group(1) if found else ""
-        for d in dims.split(","):
-            if d.strip().isdigit() and int(d) < len(lhs.shape.dims):
-                contracting *= lhs.shape.dims[int(d)]
+        contracting = _contracting_size(ins, lhs.shape.dims)
         dtype = lhs.shape.element_type
         rhs = table.get(ins.operands[1]) if len(ins.operands) > 1 else None
         if (rhs is not None and rhs.shape.element_type != dtype
@@ -208,11 +213,7 @@ class CostModel:
         if lhs is None:
             return 1.0
         batch, m, n = dot_dims(ins.attr_text, lhs.shape.dims, ins.shape.num_elements)
-        found = _LHS_CONTRACTING_RE.search(ins.attr_text)
-        k = 1
-        for d in (found.group(1) if found else "").split(","):
-            if d.strip().isdigit() and int(d) < len(lhs.shape.dims):
-                k *= lhs.shape.dims[int(d)]
+        k = _contracting_size(ins, lhs.shape.dims)
         return self.profile.matmul_efficiency(batch, m, n) * self.profile.contraction_efficiency(k)
 
     def _matmul_ceiling(self, ins: Instruction) -> float:

@@ -6,8 +6,9 @@ profile with JAX's own reader by fixtures/measured/tpu_v5e/read_facts.py), print
 TensorCore's waits at host-transfer dones beside hloscope's simulated step and exposed transfer time,
 each transfer's measured verdict (its wait over its own time, by hloscope's thresholds) beside the
 predicted one, and each offload run over its rematerialized twin, measured and simulated. Rows of the
-runs whose ops v5e's achieved rates (``TpuTarget.hbm_efficiency``, ``mxu_efficiency``) were fitted on
-are marked "fit"; the others are held out. Then the transformer-block runs timed by wall clock alone
+runs whose ops v5e's achieved rates (``TpuTarget.hbm_efficiency``, ``mxu_efficiency``) or its fused
+chains' input rate (``chain_input_rate``) were fitted on are marked "fit"; the others are held out.
+Then the transformer-block runs timed by wall clock alone
 (tpu_v5e_blocks/wall_only.jsonl; their module compiled deviceless by the same libtpu, step.hlo.txt):
 measured step = wall median minus the median gap between wall and profiled step of the profiled runs.
 Then the same with a target calibrated on one run (``--calibrate-on``, default ``square``) whose own
@@ -48,11 +49,16 @@ BLOCKS = MEASURED / "tpu_v5e_blocks"
 #: remat twin too.
 TWINS = {"big": "big_remat", "wide": "wide_remat", "square": "square_remat", "opt_host": "opt_device",
          "mha_off": "mha_remat", "gqa_off": "gqa_remat", "gqa_dev": "gqa_remat",
-         "gqa_mlpoff": "gqa_mlpremat", "mha2k_off": "mha2k_remat", "gpt2xl_off": "gpt2xl_remat"}
+         "gqa_mlpoff": "gqa_mlpremat", "mha2k_off": "mha2k_remat", "gpt2xl_off": "gpt2xl_remat",
+         "gpt2xl_off16": "gpt2xl_remat", "gx3200_off": "gx3200_remat", "gx7200_off": "gx7200_remat",
+         "gx8000_off": "gx8000_remat", "gxb10_off": "gxb10_remat", "gx12800_off": "gx12800_remat"}
 #: The runs v5e's achieved HBM and MXU rates were fitted on (per op, benchmarks/tpu_ops.py): every other
 #: run is held out of that fit.
 FIT_ON = frozenset({"big", "big_device", "big_remat", "opt_device", "opt_host", "opt_host_big", "small", "square",
                     "square_remat", "two", "wide", "wide_remat", "mha_remat"})
+#: The runs a fused matmul chain's input rate (``TpuTarget.chain_input_rate``) was fitted on (benchmarks/tpu_ops.py
+#: --chain): two offload runs and their remat twins. Marked "fit" too; the spread is not read from them.
+CHAIN_FIT_ON = frozenset({"gx8000_off", "gx8000_remat", "gxb10_off", "gxb10_remat"})
 
 
 @dataclass(frozen=True)
@@ -125,7 +131,7 @@ def row(case: str, target: Target, in_sample: bool = False) -> Row:
     verdicts = tuple((t.start, str(t.measured_verdict or "-"), str(t.predicted_verdict or "-"))
                      for t in report.measured.transfers)
     return Row(case, step_ms, tl.step_us / 1e3, wait_ms, tl.exposed_transfer_us / 1e3, verdicts, in_sample,
-               fit=case in FIT_ON)
+               fit=case in FIT_ON or case in CHAIN_FIT_ON)
 
 
 def wall_row(case: str, wall_ms: float, gap_ms: float, target: Target) -> Row:

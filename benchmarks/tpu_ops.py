@@ -4,7 +4,7 @@ For each run (a step's ``step.hlo.txt`` and ``profile/step.xplane.pb``), every o
 (its "XLA Ops" line names each instruction) with the model's estimate of one execution, the FLOPs
 and HBM bytes the estimate is made of, and predicted/measured; grouped by the op's class.
 
-Usage: python benchmarks/tpu_ops.py [RUN_FOLDER ...] [--top N] [--tsv FILE] [--fit | --classes | --micro]
+Usage: python benchmarks/tpu_ops.py [RUN_FOLDER ...] [--top N] [--tsv FILE] [--fit | --classes | --micro | --chain]
 (default: every run of fixtures/measured/tpu_v5e and fixtures/measured/tpu_v5e_blocks)
 
 --classes [--datasheet]: per run (at the datasheet's rates with --datasheet), a Markdown row: the matmul
@@ -15,6 +15,8 @@ the compute line, the model's time over the chip's, per step.
 plus a share ``a`` of the smaller term plus ``t0`` us for an op with bytes, from its FLOPs and HBM bytes at the
 datasheet's figures; a grid over the four, scored by the time-weighted absolute error over the ops of the runs
 in benchmarks/tpu_accuracy.FIT_ON; the held-out runs' error beside it.
+--chain: the fit of ``TpuTarget.chain_input_rate`` (docs/cost-model.md, "Fused matmul chains") on CHAIN_FIT's
+offload runs and their remat twins, with the held-out pairs and the controls.
 """
 
 from __future__ import annotations
@@ -155,6 +157,60 @@ def fit(runs: list[Path]) -> None:
               f"held out {weighted_error(held, em, eh, a, t0):.2%}")
     fit_vmem(runs)
 
+#: Fused-MLP runs whose chain input lies in HBM, each with its remat twin (the same fusion, its input in VMEM):
+#: the pairs ``TpuTarget.chain_input_rate`` is fitted on, and those held out of the fit.
+CHAIN_FIT = {"gx8000_off": "gx8000_remat", "gxb10_off": "gxb10_remat"}
+CHAIN_HELD = {"gpt2xl_off": "gpt2xl_remat", "gpt2xl_off16": "gpt2xl_remat", "gx7200_off": "gx7200_remat"}
+#: Offload runs whose fused MLP keeps its input in VMEM (controls: no chain cost expected).
+CHAIN_CONTROLS = {"gx12800_off": "gx12800_remat", "mha_off": "mha_remat"}
+
+
+def chain_ops(run: Path) -> list[tuple[str, int, float, float]]:
+    """(name, chain input bytes in HBM, model us, chip us per call) of each fused matmul chain the run's profile
+    times (``CostModel.chain_input_bytes``; hloscope.analysis.cost.chains)."""
+    target = get_target("tpu-v5e")
+    step = read_step(str(run / "step.hlo.txt"), target)
+    index = ModuleIndex(step.inputs.module)
+    model = CostModel(index, target)
+    prof = parse_measured(read_measured_file(str(run / "profile" / "step.xplane.pb")))
+    out = []
+    for name, st in prof.ops.items():
+        ins = index.instructions_by_name.get(name)
+        if ins is None or ins.opcode != "fusion" or not ins.called_computations:
+            continue
+        body = step.inputs.module.computations[ins.called_computations[0]]
+        if model._chains.inputs(body):
+            out.append((name, model.chain_input_bytes(ins), model.instruction_us(ins), st.per_call_us))
+    return out
+
+
+def fit_chain() -> None:
+    """``TpuTarget.chain_input_rate``: per pair, the chain fusion's chip time in the offload run minus its
+    twin's (the same fusion with its input in VMEM) over the input's HBM bytes; a least-squares rate through
+    the origin over CHAIN_FIT's pairs, each other pair's difference beside the rate's."""
+    def pair(off: str, twin: str) -> tuple[int, float, float, float]:
+        (_name, nbytes, model_us, chip_us), = chain_ops(ROOT / "tpu_v5e_blocks" / off)
+        twin_us = max(r[3] for r in chain_ops(ROOT / "tpu_v5e_blocks" / twin))
+        return nbytes, chip_us - twin_us, model_us, chip_us
+
+    fitted = {off: pair(off, twin) for off, twin in CHAIN_FIT.items()}
+    num = sum(b * d * 1e-6 for b, d, _, _ in fitted.values())
+    den = sum(float(b) ** 2 for b, _, _, _ in fitted.values())
+    rate = den / num
+    target = get_target("tpu-v5e")
+    assert isinstance(target, TpuTarget)
+    print(f"chain input rate: fit on {sorted(CHAIN_FIT)}: {rate / 1e9:.2f} GB/s "
+          f"(target: {target.chain_input_rate / 1e9:.2f} GB/s)")
+    for group, pairs in (("fit", CHAIN_FIT), ("held out", CHAIN_HELD), ("control", CHAIN_CONTROLS)):
+        for off, twin in pairs.items():
+            ops = chain_ops(ROOT / "tpu_v5e_blocks" / off)
+            nbytes, chip_us = ops[0][1], ops[0][3]
+            twin_us = max(r[3] for r in chain_ops(ROOT / "tpu_v5e_blocks" / twin))
+            want = nbytes / rate * 1e6
+            print(f"  {group:8s} {off:13s} input in HBM {nbytes / 2**20:5.1f} MiB: chip {chip_us:7.1f} us, "
+                  f"twin {twin_us:7.1f} us, difference {chip_us - twin_us:6.1f} us, at the rate {want:6.1f} us; "
+                  f"the model's op {ops[0][2]:7.1f} us ({ops[0][2] / chip_us - 1:+.1%})")
+
 
 def classes(runs: list[Path], datasheet: bool) -> None:
     from tpu_accuracy import FIT_ON
@@ -238,11 +294,15 @@ def main() -> None:
     ap.add_argument("--fit", action="store_true", help="fit v5e's achieved MXU and HBM shares")
     ap.add_argument("--classes", action="store_true", help="per run, matmul and other ops, model over chip")
     ap.add_argument("--datasheet", action="store_true", help="--classes at the datasheet's rates (efficiencies 1)")
+    ap.add_argument("--chain", action="store_true", help="fit the fused matmul chains' input rate")
     ap.add_argument("--micro", action="store_true",
                     help="the op-class microbenchmarks of fixtures/measured/tpu_v5e_ops")
     args = ap.parse_args()
     if args.micro:
         micro()
+        return
+    if args.chain:
+        fit_chain()
         return
     runs = [Path(r) for r in args.runs] or sorted(
         p.parent.parent for p in ROOT.glob("tpu_v5e*/*/profile/step.xplane.pb"))

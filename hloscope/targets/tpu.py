@@ -31,6 +31,9 @@ class TpuTarget(Target):
     vmem_bandwidth: bytes/s an op streams through the chip's VMEM/SMEM, measured (0 where no chip was
     measured: on-chip bytes cost nothing). unaligned_contraction_efficiency: the share of the MXU rate a
     matmul keeps when its contraction is not a multiple of 128, measured (1.0 where not).
+    chain_input_rate: bytes/s; a fused matmul chain (an MLP's two matmuls in one fusion) whose first
+    matmul's activation lies in HBM takes that activation's bytes over this rate longer than the
+    roofline, measured (0 where no chip was measured: not priced; ``hloscope.analysis.cost.chains``).
     hbm_available_per_device: bytes libtpu lets one device's program use (a megacore chip's on v4
     and v5p). hbm_available_per_core: the same for one TensorCore where libtpu can show a chip as
     two devices (``chip_config_name="default"`` on v4); 0 where it cannot (v5p's default config is
@@ -55,6 +58,7 @@ class TpuTarget(Target):
     mxu_efficiency: float = field(default=1.0, metadata=SHARE)
     vmem_bandwidth: float = field(default=0.0, metadata=RATE)
     unaligned_contraction_efficiency: float = field(default=1.0, metadata=SHARE)
+    chain_input_rate: float = field(default=0.0, metadata=RATE)
 
     @property
     def host_memory_per_device(self) -> int:

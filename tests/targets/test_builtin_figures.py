@@ -6,7 +6,9 @@ The literals were read once from the code table (hloscope/targets.py at cdf88a1,
 ``TpuTarget(...)`` calls with their module constants, e.g. ``_GB200_ACHIEVED_TO_HOST = 2 * 155 * GB``);
 they are not computed from the data they check. Added since, with the measurement each comes from
 (docs/accuracy.md, issue 51): ``run_spread`` (benchmarks/tpu_accuracy.py --spread), ``vmem_bandwidth``
-(tpu_ops.py --fit) and ``unaligned_contraction_efficiency`` (tpu_ops.py --micro), v5e's only.
+(tpu_ops.py --fit), ``unaligned_contraction_efficiency`` (tpu_ops.py --micro) and ``chain_input_rate``
+(tpu_ops.py --chain: 28.92 GB/s fitted on gx8000_off and gxb10_off against their remat twins, written as
+28.9e9), v5e's only.
 """
 
 from __future__ import annotations
@@ -395,6 +397,7 @@ EXPECTED: dict[str, tuple[str, dict[str, object]]] = {
         'mxu_efficiency': 1.0,
         'vmem_bandwidth': 0.0,
         'unaligned_contraction_efficiency': 1.0,
+        'chain_input_rate': 0.0,
     }),
     'tpu-v5e': ('TpuTarget', {
         'name': 'tpu-v5e',
@@ -435,6 +438,7 @@ EXPECTED: dict[str, tuple[str, dict[str, object]]] = {
         'mxu_efficiency': 0.95,
         'vmem_bandwidth': 2500000000000.0,
         'unaligned_contraction_efficiency': 0.9,
+        'chain_input_rate': 28900000000.0,
     }),
     'tpu-v5p': ('TpuTarget', {
         'name': 'tpu-v5p',
@@ -475,6 +479,7 @@ EXPECTED: dict[str, tuple[str, dict[str, object]]] = {
         'mxu_efficiency': 1.0,
         'vmem_bandwidth': 0.0,
         'unaligned_contraction_efficiency': 1.0,
+        'chain_input_rate': 0.0,
     }),
     'tpu-v6e': ('TpuTarget', {
         'name': 'tpu-v6e',
@@ -515,6 +520,7 @@ EXPECTED: dict[str, tuple[str, dict[str, object]]] = {
         'mxu_efficiency': 1.0,
         'vmem_bandwidth': 0.0,
         'unaligned_contraction_efficiency': 1.0,
+        'chain_input_rate': 0.0,
     }),
     'tpu7x': ('TpuTarget', {
         'name': 'tpu7x',
@@ -555,6 +561,7 @@ EXPECTED: dict[str, tuple[str, dict[str, object]]] = {
         'mxu_efficiency': 1.0,
         'vmem_bandwidth': 0.0,
         'unaligned_contraction_efficiency': 1.0,
+        'chain_input_rate': 0.0,
     }),
 }
 

@@ -20,7 +20,8 @@ must not decide itself:
   whose inputs are narrower than 32 bits, at the fp32 peak for f32/f64 ones, each peak and HBM at the
   share of it the chip achieves (``TpuTarget.mxu_efficiency``, ``hbm_efficiency``: measured on v5e,
   1.0 on chips nobody measured), no waves (efficiency 1 by shape), no launch term, HBM-bound
-  elementwise, ``S(1)`` (VMEM) and ``S(2)`` (SMEM) on the chip, collectives a ring over ICI at the
+  elementwise, ``S(1)`` (VMEM) and ``S(2)`` (SMEM) on the chip, a fused matmul chain's input in HBM
+  re-read at ``TpuTarget.chain_input_rate`` (``hloscope.analysis.cost.chains``), collectives a ring over ICI at the
   bandwidth it is given (no NCCL launch, no NVLink domains).
 """
 
@@ -73,6 +74,14 @@ class CostProfile(Protocol):
     def contraction_efficiency(self, k: int) -> float:
         """The share of a matmul's rate left when it contracts over ``k`` elements (1: no penalty)."""
 
+    @property
+    def chain_input_rate(self) -> float:
+        """Bytes/s at which a fused matmul chain re-reads its first matmul's input from HBM (0: not
+        priced; ``hloscope.analysis.cost.chains``)."""
+
+    def chain_input_us(self, nbytes: int) -> float:
+        """The time a fused matmul chain adds for ``nbytes`` of re-read input in HBM, µs (0: not priced)."""
+
     def collective_us(self, kind: str, nbytes: int, group: tuple[int, ...], devices: int) -> float:
         """One execution of a collective of ``kind`` over ``group`` moving a ``nbytes`` buffer, µs."""
 
@@ -106,6 +115,13 @@ class GpuCostProfile:
 
     def contraction_efficiency(self, k: int) -> float:
         return 1.0
+
+    @property
+    def chain_input_rate(self) -> float:
+        return 0.0
+
+    def chain_input_us(self, nbytes: int) -> float:
+        return 0.0
 
     def collective_us(self, kind: str, nbytes: int, group: tuple[int, ...], devices: int) -> float:
         return collective_time_us(kind, nbytes, group, self.target, devices)
@@ -149,6 +165,7 @@ class TpuCostProfile:
     mxu_efficiency: float = 1.0
     vmem_bandwidth: float = 0.0
     unaligned_contraction_efficiency: float = 1.0
+    chain_input_rate: float = 0.0
 
     @property
     def hbm_bandwidth(self) -> float:
@@ -159,6 +176,9 @@ class TpuCostProfile:
 
     def contraction_efficiency(self, k: int) -> float:
         return 1.0 if k % MXU_EDGE == 0 else self.unaligned_contraction_efficiency
+
+    def chain_input_us(self, nbytes: int) -> float:
+        return nbytes / self.chain_input_rate * 1e6 if self.chain_input_rate > 0 and nbytes else 0.0
 
     def peak_flops(self, element_type: str) -> float:
         if element_type in ("f32", "f64", "c64", "c128"):
@@ -181,12 +201,13 @@ class TpuCostProfile:
         the v5e runs' TensorCore sat idle 0.02 ms of a 187 ms step between its ~180 ops), its ring
         figures its ICI's, its achieved shares of HBM and of the MXU's peak its ``hbm_efficiency`` and
         ``mxu_efficiency``, its on-chip rate and unaligned-contraction share its ``vmem_bandwidth`` and
-        ``unaligned_contraction_efficiency``."""
+        ``unaligned_contraction_efficiency``, a fused matmul chain's re-read rate its ``chain_input_rate``."""
         assert isinstance(target, TpuTarget)  # chosen by its platform (cost_profile)
         return cls(target, target.interconnect_bandwidth, target.ici_hop_us, launch_us=target.kernel_launch_us,
                    hbm_efficiency=target.hbm_efficiency, mxu_efficiency=target.mxu_efficiency,
                    vmem_bandwidth=target.vmem_bandwidth,
-                   unaligned_contraction_efficiency=target.unaligned_contraction_efficiency)
+                   unaligned_contraction_efficiency=target.unaligned_contraction_efficiency,
+                   chain_input_rate=target.chain_input_rate)
 
 
 #: Each platform's profile, built from its target: the cost model's room per platform.

@@ -23,6 +23,8 @@
   (``hloscope.analysis.cost.kernels``).
   Fused attention custom calls (Pallas Triton ``mha_*``, cuDNN ``__cudnn$fmha*``) count
   the FLOPs of their attention matmuls (``kernels.attention_flops``).
+- A fused matmul chain (an MLP's two matmuls in one TPU fusion) whose first matmul's activation lies
+  in HBM adds that input's bytes at the profile's ``chain_input_rate`` (``hloscope.analysis.cost.chains``).
 - A host transfer takes ``host_dma_latency_us + bytes / host link bandwidth`` (one
   direction; achieved or peak, shared among the GPUs on one link).
 - A collective is a ring over its replica group on NVLink or the network
@@ -40,6 +42,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from hloscope.analysis.cost.chains import ChainFinder
 from hloscope.analysis.cost.collectives import first_replica_group
 from hloscope.analysis.cost.convolution import convolution_flops, read_convolution, window_sizes
 from hloscope.analysis.cost.kernels import attention_flops, dot_dims
@@ -159,6 +162,7 @@ class CostModel:
         self._op_cost: dict[Instruction, OpCost] = {}
         self._ins_us: dict[Instruction, float] = {}
         self._sizes: dict[int, int] = {}  # id(shape) -> byte_size; the module keeps its shapes alive
+        self._chains = ChainFinder(self.module.computations, lambda x: self._dot_flops(x)[0])
 
     def _nbytes(self, shape: Shape) -> int:
         """``shape.byte_size``, once per shape object of the module (the parser interns shapes by
@@ -519,7 +523,33 @@ class CostModel:
         on_chip = 0.0 if view else profile.on_chip_us(self.moved_bytes(ins).chip)
         if on_chip > us - launch:
             us = on_chip + launch
+        if flops and profile.chain_input_rate > 0:  # a fused matmul chain re-reading its input in HBM
+            us += profile.chain_input_us(self.chain_input_bytes(ins))
         return OpCost(flops, nbytes, us, bound, implausible)
+
+    def chain_input_bytes(self, ins: Instruction) -> int:
+        """HBM bytes of the input a fused matmul chain in fusion ``ins`` reads again per slice of its
+        intermediate (``hloscope.analysis.cost.chains``; 0 for anything else, and for an input in VMEM)."""
+        body = self.module.computations.get(ins.called_computations[0]) if (
+            ins.opcode == "fusion" and ins.called_computations) else None
+        if body is None:
+            return 0
+        params = self._chains.inputs(body)
+        if not params:
+            return 0
+        table = self.module.computations[ins.computation].by_name
+        reads = self._body_param_reads(body)
+        on_chip = self.profile.on_chip
+        total = 0
+        for i in params:
+            src = table.get(ins.operands[i]) if i < len(ins.operands) else None
+            if src is None or src.shape.is_tuple:
+                continue
+            space = src.shape.memory_space
+            if space == self.host or (space and on_chip(space)):
+                continue
+            total += reads[i] if i < len(reads) else self._nbytes(src.shape)
+        return total
 
     def _flops_ceiling(self, ins: Instruction, effective: float) -> float:
         """The most FLOPs one execution's shapes allow, over each matmul's efficiency as the estimate

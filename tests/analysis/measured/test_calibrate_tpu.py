@@ -89,13 +89,20 @@ def test_the_idle_time_between_ops_is_the_profiles(case: str) -> None:
     assert not gaps.shows_gaps and gaps.idle_us < GAP_SHARE * gaps.step_us
 
 
-def test_eleven_profiled_block_runs() -> None:
-    assert BLOCK_CASES == ["gpt2xl_off", "gpt2xl_remat", "gqa_dev", "gqa_mlpoff", "gqa_mlpremat", "gqa_off", "gqa_remat",
-                           "mha2k_off", "mha2k_remat", "mha_off", "mha_remat"]
+#: The block runs of the first two sessions on the chip; the ``gx*`` runs and ``gpt2xl_off16`` came after, to
+#: measure the fused MLP chain (tpu_v5e_blocks/README.md).
+FIRST_BLOCKS = ["gpt2xl_off", "gpt2xl_remat", "gqa_dev", "gqa_mlpoff", "gqa_mlpremat", "gqa_off", "gqa_remat",
+                "mha2k_off", "mha2k_remat", "mha_off", "mha_remat"]
 
 
-@pytest.mark.parametrize("case", [c for c in CASES + BLOCK_CASES if c != "gpt2xl_off"])
-def test_no_v5e_run_but_one_is_fitted_beyond_the_spread_of_the_runs_v5e_was_fitted_on(case: str) -> None:
+def test_twenty_two_profiled_block_runs() -> None:
+    assert BLOCK_CASES == sorted([*FIRST_BLOCKS, "gpt2xl_off16", "gx12800_off", "gx12800_remat", "gx3200_off",
+                                  "gx3200_remat", "gx7200_off", "gx7200_remat", "gx8000_off", "gx8000_remat",
+                                  "gxb10_off", "gxb10_remat"])
+
+
+@pytest.mark.parametrize("case", CASES + BLOCK_CASES)
+def test_no_v5e_run_is_fitted_beyond_the_spread_of_the_runs_v5e_was_fitted_on(case: str) -> None:
     # Given one real run, calibrated on itself from the datasheet tpu-v5e, whose run_spread is the largest departure
     # of one fit run's figure from v5e's own (HBM 0.819-1.042 of it, bf16 peak 0.911-1.016, host link D->H
     # 0.967-1.001: benchmarks/tpu_accuracy.py --spread)
@@ -107,33 +114,40 @@ def test_no_v5e_run_but_one_is_fitted_beyond_the_spread_of_the_runs_v5e_was_fitt
     assert not any(f.unfitted is Unfitted.FITTED for f in run.calibration.figures)
     within = [f for f in run.calibration.figures if f.unfitted is Unfitted.WITHIN_SPREAD]
     assert within and all(abs(f.after / f.before - 1) <= (base.spread_of(f.name) or 0) for f in within)
-    # And the run is priced as the datasheet prices it: the blocks within 5% of the chip (the largest miss -2.9%)
+    # And the run is priced as the datasheet prices it: the first blocks within 3% of the chip (the largest miss
+    # -2.9%), the fused-MLP runs measured after them within 3.5% (gx7200_remat -3.4%, gx8000_remat -3.1%)
     e = run.in_sample
     assert e is not None and e.measured_us == pytest.approx(measured, rel=1e-4)
     assert e.calibrated_us == e.datasheet_us
     if case in BLOCK_CASES:
-        assert abs(e.datasheet_error) <= min(STEP_TOLERANCE, 0.03)
+        assert abs(e.datasheet_error) <= min(STEP_TOLERANCE, 0.03 if case in FIRST_BLOCKS else 0.035)
 
 
-def test_the_one_block_beyond_the_spread_is_fitted_and_refused_on_its_twin() -> None:
+def test_unpriced_the_fused_mlp_chain_is_fitted_beyond_the_spread_and_refused_on_its_twin() -> None:
     # gpt2xl_off (d 1600, 25 heads of 64; held out of every fit): its MLP is one fusion of two matmuls
-    # (fusion.394, 335.5 GFLOP) that the chip ran in 2890 us against the model's 1893 us, so its bf16 peak fits
-    # at 0.894x v5e's, 0.106 off, beyond the spread's 0.09: calibrate adopts it, in sample -1.8% -> +1.7%
-    run = _calibrate("gpt2xl_off")
+    # (fusion.394, 335.5 GFLOP) that the chip ran in 2890 us, its remat twin's same fusion (fusion.426, the input
+    # in VMEM) in 1972 us. Without the chain's re-read input priced (chain_input_rate 0, as before it was
+    # measured) the model says 1893 us, so the run's bf16 peak fits at 0.894x v5e's, beyond the spread's 0.09:
+    # calibrate adopts it, in sample -1.8% -> +1.7%
+    unpriced = replace(get_target("tpu-v5e"), chain_input_rate=0.0)
+    step = read_step(str(_folder("gpt2xl_off") / "step.hlo.txt"), unpriced)
+    prof = parse_measured(read_measured_file(str(_folder("gpt2xl_off") / "profile" / "step.xplane.pb")))
+    run = calibrate_step(step.inputs, unpriced, prof, "g")
     peak, why = _figure(run, "peak_bf16_flops")
     assert why is Unfitted.FITTED and round(peak / 197e12, 3) == 0.894
     assert run.refused is None and run.kept == (FigureGroup.COMPUTE,)
     e = run.in_sample
     assert e is not None and abs(e.calibrated_error) <= min(STEP_TOLERANCE, abs(e.datasheet_error))
     assert run.band_us is not None and run.band_us[0] <= e.measured_us <= run.band_us[1]
-    # But one scale carries one fusion's miss to every op: its remat twin, which has the same fusion, goes from
-    # -0.9% to +5.2%, and --check-on refuses it there
+    # But one scale carries one fusion's miss to every op: its remat twin goes from -0.9% to +5.2%, and --check-on
+    # refuses it there
     inputs, profile = _run_of("gpt2xl_remat")
-    step = read_step(str(_folder("gpt2xl_off") / "step.hlo.txt"), "tpu-v5e")
-    prof = parse_measured(read_measured_file(str(_folder("gpt2xl_off") / "profile" / "step.xplane.pb")))
-    held = calibrate_step(step.inputs, step.target, prof, "g", held_out=(inputs, profile))
+    held = calibrate_step(step.inputs, unpriced, prof, "g", held_out=(inputs, profile))
     assert held.refused is Refusal.WORSE_HELD_OUT and held.held_out is not None
     assert round(held.held_out.datasheet_error, 3) == -0.009 and round(held.held_out.calibrated_error, 3) == 0.052
+    # With the chain priced (tpu-v5e's 28.9 GB/s, fitted on gx8000_off and gxb10_off) the same profile fits within
+    # the spread: nothing is adopted, and the run is priced at -1.2% (the test above)
+    assert _calibrate("gpt2xl_off").refused is Refusal.WITHIN_SPREAD
 
 
 def test_without_the_spread_a_block_fit_puts_other_programs_further_off() -> None:
@@ -169,8 +183,10 @@ def test_a_target_far_from_the_chip_is_fitted_beyond_the_spread(tmp_path: Path) 
 def test_without_the_spread_calibrate_only_ever_helps_in_sample(case: str) -> None:
     # Given one real run, calibrated on itself with no spread (every figure weighed by the step alone)
     run = _calibrate(case, spread=False)
-    if run.refused is Refusal.WORSE_IN_SAMPLE:  # gpt2xl_remat: every combination put its step further off
-        assert run.in_sample is not None and case == "gpt2xl_remat"
+    if run.refused is Refusal.WORSE_IN_SAMPLE:  # every combination put the step further off: the datasheet is kept
+        assert case in ("gpt2xl_remat", "gx12800_remat", "gx3200_remat", "gxb10_remat")
+        assert run.in_sample is not None
+        assert abs(run.in_sample.calibrated_error) > abs(run.in_sample.datasheet_error)
         return
     measured = statistics.median(s["module_ms"] for s in _facts(case)["per_step"]) * 1e3
     e = run.in_sample

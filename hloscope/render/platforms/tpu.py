@@ -46,7 +46,9 @@ class TpuText:
                  f"{t.peak_fp32_flops * t.mxu_efficiency / 1e12:.1f} TFLOP/s fp32"),
                 ("vmem_bandwidth", t.vmem_bandwidth, "bytes/s an op streams through VMEM/SMEM (0: not priced)"),
                 ("unaligned_contraction_efficiency", t.unaligned_contraction_efficiency,
-                 "a matmul's share of the MXU rate when its contraction is not a multiple of 128")]
+                 "a matmul's share of the MXU rate when its contraction is not a multiple of 128"),
+                ("chain_input_rate", t.chain_input_rate,
+                 "bytes/s a fused matmul chain re-reads its activation in HBM at (0: not priced)")]
 
     def priced_lines(self, target: Target) -> list[str]:
         """An op is priced at the figures times the target's achieved shares."""

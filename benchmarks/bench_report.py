@@ -8,8 +8,9 @@
 
 Inputs: the unrolled Llama-style modules of benchmarks/bench_parse.py (compiled deviceless for 8
 H100s, cached under benchmarks/.cache/; judged for h100-sxm) and fixtures/llama405b_hostmem.hlo.txt
-(judged for gb200); with --tpu, two measured TPU v5e steps too (fixtures/measured/tpu_v5e/big and
-tpu_v5e_blocks/mha_off, judged for tpu-v5e: the TPU cost profile's hot path). For each checkout, one
+(judged for gb200); with --tpu, three measured TPU v5e steps too (fixtures/measured/tpu_v5e/big,
+tpu_v5e_blocks/mha_off and gpt2xl_off, whose fused MLP is a priced chain; judged for tpu-v5e: the TPU cost
+profile's hot path). For each checkout, one
 fresh process per round times, on the same text, best of
 --repeat: jaxlib's C++ ``hlo_module_from_text`` ("C++"), hloscope's ``parse_hlo`` ("parse"), the
 analysis of the parsed module without the margins ("core": ``analyze``), the margins (``report.margins``:
@@ -47,7 +48,8 @@ ROOT = HERE.parent
 STAGES = ("cpp", "parse", "core", "margins", "text", "json", "complete")
 FIXTURE_405B = ROOT / "fixtures" / "llama405b_hostmem.hlo.txt"
 TPU_INPUTS = (("v5e-mlp", ROOT / "fixtures" / "measured" / "tpu_v5e" / "big" / "step.hlo.txt"),
-              ("v5e-mha", ROOT / "fixtures" / "measured" / "tpu_v5e_blocks" / "mha_off" / "step.hlo.txt"))
+              ("v5e-mha", ROOT / "fixtures" / "measured" / "tpu_v5e_blocks" / "mha_off" / "step.hlo.txt"),
+              ("v5e-gpt2xl", ROOT / "fixtures" / "measured" / "tpu_v5e_blocks" / "gpt2xl_off" / "step.hlo.txt"))
 
 _CPP_PROCESS = ("import os, sys; os.environ['JAX_PLATFORMS'] = 'cpu'; import jax; "
                 "from jax._src.lib import hlo as h; h.hlo_module_from_text(open(sys.argv[1]).read())")

@@ -82,6 +82,7 @@ class Sample:
     us: float  # measured, one run
     calls: int
     chip: int = 0  # bytes read and written in VMEM/SMEM
+    chain: int = 0  # a fused matmul chain's re-read input in HBM (CostModel.chain_input_bytes)
 
 
 def samples(run: Path) -> list[Sample]:
@@ -98,7 +99,8 @@ def samples(run: Path) -> list[Sample]:
                 or ins.opcode.endswith(("start", "done")):
             continue
         _, effective, dtype, nbytes = model.roofline_terms(ins)
-        out.append(Sample(run.name, effective, dtype, nbytes, st.per_call_us, st.calls, model.moved_bytes(ins).chip))
+        out.append(Sample(run.name, effective, dtype, nbytes, st.per_call_us, st.calls, model.moved_bytes(ins).chip,
+                          model.chain_input_bytes(ins) if effective else 0))
     return out
 
 
@@ -213,7 +215,7 @@ def fit_chain() -> None:
 
 
 def classes(runs: list[Path], datasheet: bool) -> None:
-    from tpu_accuracy import FIT_ON
+    from tpu_accuracy import CHAIN_FIT_ON, FIT_ON
 
     target = get_target("tpu-v5e")
     assert isinstance(target, TpuTarget)
@@ -226,10 +228,11 @@ def classes(runs: list[Path], datasheet: bool) -> None:
             c = r.flops / target.peak_flops(r.dtype) / e_mxu * 1e6
             m = r.nbytes / target.hbm_bandwidth / e_hbm * 1e6
             v = r.chip / target.vmem_bandwidth * 1e6 if target.vmem_bandwidth and not datasheet else 0.0
+            k = r.chain / target.chain_input_rate * 1e6 if target.chain_input_rate and not datasheet else 0.0
             s = sums["matmul" if r.flops else "other"]
-            s[0] += max(c, m, v) * r.calls
+            s[0] += (max(c, m, v) + k) * r.calls
             s[1] += r.us * r.calls
-        mark = "fit" if run.name in FIT_ON else "held out"
+        mark = "fit" if run.name in FIT_ON | CHAIN_FIT_ON else "held out"
         print(f"| {run.name} ({mark}) | " + " | ".join(
             f"{p / 1e3:.2f} / {q / 1e3:.2f} ms | {p / q:.2f}" for p, q in sums.values()) + " |")
 

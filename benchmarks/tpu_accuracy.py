@@ -19,7 +19,9 @@ profiled run in turn instead: per run, the groups adopted, the in-sample step er
 the band ``analyze`` prints with the target on that run, and the runs (held out) the target puts
 further off than the datasheet.
 
-Usage: python benchmarks/tpu_accuracy.py [--calibrate-on CASE | --matrix [--no-spread] | --spread]
+--class-errors: the margins' per-class error corners on a TPU (analysis/platforms/tpu.py), per run.
+
+Usage: python benchmarks/tpu_accuracy.py [--calibrate-on CASE | --matrix [--no-spread] | --spread | --class-errors]
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import hloscope
 from hloscope.analysis.calibration import CalibrationRun, Refusal, calibrate_step, judge_step
 from hloscope.analysis.cost.profile import cost_profile
 from hloscope.analysis.measured.calibrate import Unfitted, fit_target
+from hloscope.analysis.measured.compare import OpClassName
 from hloscope.analysis.measured.read import parse_measured
 from hloscope.analysis.report import Report, analyze_step
 from hloscope.analysis.simulate.options import AnalysisOptions
@@ -217,6 +220,30 @@ def ratios(rows: list[Row]) -> list[str]:
     return out
 
 
+def class_errors() -> list[str]:
+    """The margins' error corners on a TPU (``analysis/platforms/tpu.py``): per profiled run, the model's error
+    (predicted / measured - 1) per op class of ``--measured`` with the datasheet tpu-v5e; the largest of the
+    held-out runs per class is the corner."""
+    target = get_target("tpu-v5e")
+    wanted = (OpClassName.GEMM, OpClassName.KERNEL)
+    out = ["| run | " + " | ".join(str(c) for c in wanted) + " |", "| --- |" + " --- |" * len(wanted)]
+    worst: dict[OpClassName, tuple[float, str]] = {}
+    for case in cases():
+        report = judge(case, target)
+        assert report.measured is not None
+        by = {c.name: c for c in report.measured.classes}
+        errs = []
+        for name in wanted:
+            ratio = by[name].ratio if name in by else None
+            errs.append("-" if ratio is None else f"{ratio - 1:+.1%}")
+            fit = case in FIT_ON or case in CHAIN_FIT_ON
+            if ratio is not None and not fit and abs(ratio - 1) > abs(worst.get(name, (0.0, ""))[0]):
+                worst[name] = (ratio - 1, case)
+        out.append(f"| {case}{' (fit)' if case in FIT_ON or case in CHAIN_FIT_ON else ''} | " + " | ".join(errs) + " |")
+    out += ["", "largest held-out error per class: " + ", ".join(f"{n} {e:+.1%} ({c})" for n, (e, c) in worst.items())]
+    return out
+
+
 def spread() -> list[str]:
     """``TpuTarget.run_spread`` of tpu-v5e: each run of FIT_ON fitted by ``fit_target`` on the target with no
     spread; per figure, each run's fitted value over the target's, and the largest departure from 1."""
@@ -248,10 +275,14 @@ def main() -> None:
     ap.add_argument("--matrix", action="store_true", help="calibrate on every run in turn, judge it on the others")
     ap.add_argument("--no-spread", action="store_true", help="--matrix from tpu-v5e without its run_spread")
     ap.add_argument("--spread", action="store_true", help="tpu-v5e's run_spread: each figure fitted on each fit run")
+    ap.add_argument("--class-errors", action="store_true", help="the margins' per-class error corners on a TPU")
     args = ap.parse_args()
     print(f"hloscope {hloscope.__version__}: TPU v5e runs in {RUNS} and {BLOCKS}")
     if args.spread:
         print("\n".join(spread()))
+        return
+    if args.class_errors:
+        print("\n".join(class_errors()))
         return
     if args.matrix:
         print("\n".join(matrix(not args.no_spread)))

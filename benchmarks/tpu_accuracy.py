@@ -64,6 +64,11 @@ FIT_ON = frozenset({"big", "big_device", "big_remat", "opt_device", "opt_host", 
 CHAIN_FIT_ON = frozenset({"gx8000_off", "gx8000_remat", "gxb10_off", "gxb10_remat"})
 
 
+def fitted_on(case: str) -> bool:
+    """Whether a v5e figure was fitted on ``case`` (the rates' runs or the chain rate's): not held out."""
+    return case in FIT_ON or case in CHAIN_FIT_ON
+
+
 @dataclass(frozen=True)
 class Row:
     case: str
@@ -134,7 +139,7 @@ def row(case: str, target: Target, in_sample: bool = False) -> Row:
     verdicts = tuple((t.start, str(t.measured_verdict or "-"), str(t.predicted_verdict or "-"))
                      for t in report.measured.transfers)
     return Row(case, step_ms, tl.step_us / 1e3, wait_ms, tl.exposed_transfer_us / 1e3, verdicts, in_sample,
-               fit=case in FIT_ON or case in CHAIN_FIT_ON)
+               fit=fitted_on(case))
 
 
 def wall_row(case: str, wall_ms: float, gap_ms: float, target: Target) -> Row:
@@ -236,10 +241,9 @@ def class_errors() -> list[str]:
         for name in wanted:
             ratio = by[name].ratio if name in by else None
             errs.append("-" if ratio is None else f"{ratio - 1:+.1%}")
-            fit = case in FIT_ON or case in CHAIN_FIT_ON
-            if ratio is not None and not fit and abs(ratio - 1) > abs(worst.get(name, (0.0, ""))[0]):
+            if ratio is not None and not fitted_on(case) and abs(ratio - 1) > abs(worst.get(name, (0.0, ""))[0]):
                 worst[name] = (ratio - 1, case)
-        out.append(f"| {case}{' (fit)' if case in FIT_ON or case in CHAIN_FIT_ON else ''} | " + " | ".join(errs) + " |")
+        out.append(f"| {case}{' (fit)' if fitted_on(case) else ''} | " + " | ".join(errs) + " |")
     out += ["", "largest held-out error per class: " + ", ".join(f"{n} {e:+.1%} ({c})" for n, (e, c) in worst.items())]
     return out
 

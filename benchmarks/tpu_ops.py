@@ -22,6 +22,7 @@ offload runs and their remat twins, with the held-out pairs and the controls.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import sys
@@ -31,6 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from hloscope.analysis.cost.roofline import CostModel
+from hloscope.analysis.measured.compare import MeasuredProfile
 from hloscope.analysis.measured.read import parse_measured
 from hloscope.analysis.structure.index import ModuleIndex
 from hloscope.artifact import read_step
@@ -53,14 +55,17 @@ def op_kind(model: CostModel, ins_name: str, by_name: Mapping[str, Instruction])
     return ins.opcode
 
 
-def rows_of(run: Path, module: str = "") -> list[tuple[str, str, str, float, float, float, int, int]]:
+def priced(run: Path, module: str = "") -> tuple[CostModel, MeasuredProfile]:
+    """A run's step priced on tpu-v5e, and its profile (of ``module``; "": the profile's own)."""
     target = get_target("tpu-v5e")
-    hlo = run / "step.hlo.txt"
-    step = read_step(str(hlo), target)
-    index = ModuleIndex(step.inputs.module)
-    model = CostModel(index, target)
-    by_name = index.instructions_by_name
-    prof = parse_measured(read_measured_file(str(run / "profile" / "step.xplane.pb")), module)
+    step = read_step(str(run / "step.hlo.txt"), target)
+    model = CostModel(ModuleIndex(step.inputs.module), target)
+    return model, parse_measured(read_measured_file(str(run / "profile" / "step.xplane.pb")), module)
+
+
+def rows_of(run: Path, module: str = "") -> list[tuple[str, str, str, float, float, float, int, int]]:
+    model, prof = priced(run, module)
+    by_name = model.index.instructions_by_name
     out = []
     for name, st in prof.ops.items():
         ins = by_name.get(name)
@@ -87,11 +92,8 @@ class Sample:
 
 def samples(run: Path) -> list[Sample]:
     """Every op the run's profile times on the compute line, with its roofline terms."""
-    target = get_target("tpu-v5e")
-    step = read_step(str(run / "step.hlo.txt"), target)
-    index = ModuleIndex(step.inputs.module)
-    model = CostModel(index, target)
-    prof = parse_measured(read_measured_file(str(run / "profile" / "step.xplane.pb")))
+    model, prof = priced(run)
+    index = model.index
     out = []
     for name, st in prof.ops.items():
         ins = index.instructions_by_name.get(name)
@@ -167,21 +169,15 @@ CHAIN_HELD = {"gpt2xl_off": "gpt2xl_remat", "gpt2xl_off16": "gpt2xl_remat", "gx7
 CHAIN_CONTROLS = {"gx12800_off": "gx12800_remat", "mha_off": "mha_remat"}
 
 
+@functools.cache
 def chain_ops(run: Path) -> list[tuple[str, int, float, float]]:
     """(name, chain input bytes in HBM, model us, chip us per call) of each fused matmul chain the run's profile
     times (``CostModel.chain_input_bytes``; hloscope.analysis.cost.chains)."""
-    target = get_target("tpu-v5e")
-    step = read_step(str(run / "step.hlo.txt"), target)
-    index = ModuleIndex(step.inputs.module)
-    model = CostModel(index, target)
-    prof = parse_measured(read_measured_file(str(run / "profile" / "step.xplane.pb")))
+    model, prof = priced(run)
     out = []
     for name, st in prof.ops.items():
-        ins = index.instructions_by_name.get(name)
-        if ins is None or ins.opcode != "fusion" or not ins.called_computations:
-            continue
-        body = step.inputs.module.computations[ins.called_computations[0]]
-        if model._chains.inputs(body):
+        ins = model.index.instructions_by_name.get(name)
+        if ins is not None and model.chain_inputs(ins):
             out.append((name, model.chain_input_bytes(ins), model.instruction_us(ins), st.per_call_us))
     return out
 
@@ -191,31 +187,27 @@ def fit_chain() -> None:
     twin's (the same fusion with its input in VMEM) over the input's HBM bytes; a least-squares rate through
     the origin over CHAIN_FIT's pairs, each other pair's difference beside the rate's."""
     def pair(off: str, twin: str) -> tuple[int, float, float, float]:
+        """(input bytes in HBM, chip us minus the twin's, the model's us, chip us) of the offload run's chain."""
         (_name, nbytes, model_us, chip_us), = chain_ops(ROOT / "tpu_v5e_blocks" / off)
         twin_us = max(r[3] for r in chain_ops(ROOT / "tpu_v5e_blocks" / twin))
         return nbytes, chip_us - twin_us, model_us, chip_us
 
-    fitted = {off: pair(off, twin) for off, twin in CHAIN_FIT.items()}
-    num = sum(b * d * 1e-6 for b, d, _, _ in fitted.values())
-    den = sum(float(b) ** 2 for b, _, _, _ in fitted.values())
-    rate = den / num
+    fitted = [pair(off, twin) for off, twin in CHAIN_FIT.items()]
+    rate = sum(float(b) ** 2 for b, _, _, _ in fitted) / sum(b * d * 1e-6 for b, d, _, _ in fitted)
     target = get_target("tpu-v5e")
     assert isinstance(target, TpuTarget)
     print(f"chain input rate: fit on {sorted(CHAIN_FIT)}: {rate / 1e9:.2f} GB/s "
           f"(target: {target.chain_input_rate / 1e9:.2f} GB/s)")
     for group, pairs in (("fit", CHAIN_FIT), ("held out", CHAIN_HELD), ("control", CHAIN_CONTROLS)):
         for off, twin in pairs.items():
-            ops = chain_ops(ROOT / "tpu_v5e_blocks" / off)
-            nbytes, chip_us = ops[0][1], ops[0][3]
-            twin_us = max(r[3] for r in chain_ops(ROOT / "tpu_v5e_blocks" / twin))
-            want = nbytes / rate * 1e6
+            nbytes, diff, model_us, chip_us = pair(off, twin)
             print(f"  {group:8s} {off:13s} input in HBM {nbytes / 2**20:5.1f} MiB: chip {chip_us:7.1f} us, "
-                  f"twin {twin_us:7.1f} us, difference {chip_us - twin_us:6.1f} us, at the rate {want:6.1f} us; "
-                  f"the model's op {ops[0][2]:7.1f} us ({ops[0][2] / chip_us - 1:+.1%})")
+                  f"twin {chip_us - diff:7.1f} us, difference {diff:6.1f} us, at the rate "
+                  f"{nbytes / rate * 1e6:6.1f} us; the model's op {model_us:7.1f} us ({model_us / chip_us - 1:+.1%})")
 
 
 def classes(runs: list[Path], datasheet: bool) -> None:
-    from tpu_accuracy import CHAIN_FIT_ON, FIT_ON
+    from tpu_accuracy import fitted_on
 
     target = get_target("tpu-v5e")
     assert isinstance(target, TpuTarget)
@@ -232,7 +224,7 @@ def classes(runs: list[Path], datasheet: bool) -> None:
             s = sums["matmul" if r.flops else "other"]
             s[0] += (max(c, m, v) + k) * r.calls
             s[1] += r.us * r.calls
-        mark = "fit" if run.name in FIT_ON | CHAIN_FIT_ON else "held out"
+        mark = "fit" if fitted_on(run.name) else "held out"
         print(f"| {run.name} ({mark}) | " + " | ".join(
             f"{p / 1e3:.2f} / {q / 1e3:.2f} ms | {p / q:.2f}" for p, q in sums.values()) + " |")
 

@@ -105,18 +105,18 @@ class ChainFinder:
             return out
         return mapped
 
-    def _matmuls_in(self, comp: Computation, to_top: Reach) -> list[tuple[Instruction, Computation, Reach]]:
-        """Every matmul in ``comp`` and its nested fusions, each with the computation it lies in and
-        the map from that computation's values to the top computation's parameters."""
-        out: list[tuple[Instruction, Computation, Reach]] = []
-        for ins in comp.instructions:
-            if ins.opcode in _MATMULS:
-                out.append((ins, comp, to_top))
-                continue
-            nested = self._nested(ins)
-            if nested is not None and self.has_matmul(nested):
-                out.extend(self._matmuls_in(nested, self._into(ins, nested, to_top)))
-        return out
+    def _matmuls_at(self, ins: Instruction, comp: Computation,
+                    to_top: Reach) -> list[tuple[Instruction, Computation, Reach]] | None:
+        """``ins`` of ``comp`` if it is a matmul, or every matmul of the nested fusion it is, each with the
+        computation it lies in and the map from that computation's values to the top computation's
+        parameters; None when ``ins`` holds no matmul."""
+        if ins.opcode in _MATMULS:
+            return [(ins, comp, to_top)]
+        nested = self._nested(ins)
+        if nested is None or not self.has_matmul(nested):
+            return None
+        into = self._into(ins, nested, to_top)
+        return [m for x in nested.instructions for m in self._matmuls_at(x, nested, into) or ()]
 
     def _upstream(self, comp: Computation, start: str, reach: Reach) -> list[tuple[Instruction, Computation, Reach]]:
         """The nearest matmuls upstream of value ``start`` of ``comp`` (a walk up the operands that
@@ -132,14 +132,11 @@ class ChainFinder:
             ins = comp.by_name.get(name)
             if ins is None:
                 continue
-            if ins.opcode in _MATMULS:
-                found.append((ins, comp, reach))
-                continue
-            nested = self._nested(ins)
-            if nested is not None and self.has_matmul(nested):
-                found.extend(self._matmuls_in(nested, self._into(ins, nested, reach)))
-                continue
-            todo.extend(ins.operands)
+            matmuls = self._matmuls_at(ins, comp, reach)
+            if matmuls is not None:
+                found.extend(matmuls)
+            else:
+                todo.extend(ins.operands)
         return found
 
     def _reread(self, m1: Instruction, comp: Computation, k2: float) -> list[str]:

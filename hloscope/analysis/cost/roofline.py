@@ -527,15 +527,23 @@ class CostModel:
             us += profile.chain_input_us(self.chain_input_bytes(ins))
         return OpCost(flops, nbytes, us, bound, implausible)
 
+    def _fused_body(self, ins: Instruction) -> Computation | None:
+        if ins.opcode != "fusion" or not ins.called_computations:
+            return None
+        return self.module.computations.get(ins.called_computations[0])
+
+    def chain_inputs(self, ins: Instruction) -> frozenset[int]:
+        """The operand numbers of fusion ``ins`` that feed a fused matmul chain's re-read input
+        (``hloscope.analysis.cost.chains``); empty for anything else."""
+        body = self._fused_body(ins)
+        return self._chains.inputs(body) if body is not None else frozenset()
+
     def chain_input_bytes(self, ins: Instruction) -> int:
         """HBM bytes of the input a fused matmul chain in fusion ``ins`` reads again per slice of its
-        intermediate (``hloscope.analysis.cost.chains``; 0 for anything else, and for an input in VMEM)."""
-        body = self.module.computations.get(ins.called_computations[0]) if (
-            ins.opcode == "fusion" and ins.called_computations) else None
-        if body is None:
-            return 0
-        params = self._chains.inputs(body)
-        if not params:
+        intermediate (:meth:`chain_inputs`; 0 for anything else, and for an input in VMEM)."""
+        params = self.chain_inputs(ins)
+        body = self._fused_body(ins)
+        if not params or body is None:
             return 0
         table = self.module.computations[ins.computation].by_name
         reads = self._body_param_reads(body)

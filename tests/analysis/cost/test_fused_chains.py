@@ -46,22 +46,15 @@ def _chip_us(case: str, op: str) -> float:
 
 def _chains(model: CostModel) -> dict[str, int]:
     """Every fusion of the module holding a chain, with its re-read input's HBM bytes."""
-    module = model.module
-    out = {}
-    for comp in module.computations.values():
-        for ins in comp.instructions:
-            if ins.opcode == "fusion" and ins.called_computations:
-                body = module.computations[ins.called_computations[0]]
-                if model._chains.inputs(body):
-                    out[ins.name] = model.chain_input_bytes(ins)
-    return out
+    return {ins.name: model.chain_input_bytes(ins)
+            for comp in model.module.computations.values() for ins in comp.instructions if model.chain_inputs(ins)}
 
 
 def test_the_fused_mlp_with_its_input_in_hbm_is_the_one_chain_of_gpt2xl_off() -> None:
     model = _model("gpt2xl_off")
     assert _chains(model) == {"fusion.394": X_BYTES}
-    body = model.module.computations["fused_computation.177.clone.1"]
-    assert model._chains.inputs(body) == {0, 1, 5}  # x, its rsqrt and the norm's gain: only x lies in HBM
+    fusion = model.index.instructions_by_name["fusion.394"]  # calls fused_computation.177.clone.1
+    assert model.chain_inputs(fusion) == {0, 1, 5}  # x, its rsqrt and the norm's gain: only x lies in HBM
 
 
 def test_the_chip_ran_it_at_the_roofline_plus_its_input_at_the_chain_rate() -> None:
@@ -70,9 +63,7 @@ def test_the_chip_ran_it_at_the_roofline_plus_its_input_at_the_chain_rate() -> N
     chip = _chip_us("gpt2xl_off", "fusion.394")
     assert chip == pytest.approx(2890.3, abs=0.5)
     # the roofline alone (335.5 GFLOP at 0.95 of 197 TFLOP/s and 0.90 for K 1600): 1892.5 us, 0.65 of the chip
-    plain = _model("gpt2xl_off", "tpu-v5e")
-    plain_target = replace(plain.target, chain_input_rate=0.0)
-    unpriced = CostModel(plain.index, plain_target).instruction_us(ins)
+    unpriced = CostModel(model.index, replace(model.target, chain_input_rate=0.0)).instruction_us(ins)
     assert unpriced == pytest.approx(1892.5, abs=0.5)
     # with 25 MiB at 28.9 GB/s: +907.1 us, 2799.6 us, within 4% of the chip (held out of the rate's fit)
     priced = model.instruction_us(ins)
